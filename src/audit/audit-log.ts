@@ -1,0 +1,52 @@
+// Append-only JSON-lines audit log. Each record is written and fsync'ed before the admission is answered,
+// so a crash right after an override cannot lose its record. Writes are serialized in one queue.
+import { mkdir, open, type FileHandle } from "node:fs/promises";
+import { dirname } from "node:path";
+
+export interface AuditRecord {
+  time: string;
+  event: "break-glass" | "fail-open";
+  [key: string]: unknown;
+}
+
+export class AuditLog {
+  readonly path: string;
+  private handle: Promise<FileHandle> | undefined;
+  private queue: Promise<void> = Promise.resolve();
+
+  constructor(path: string) {
+    this.path = path;
+  }
+
+  /** Resolves once the record is on disk; rejects if it could not be made durable. */
+  append(record: AuditRecord): Promise<void> {
+    const line = `${JSON.stringify(record)}\n`;
+    const write = this.queue.then(async () => {
+      const fh = await this.file();
+      await fh.appendFile(line, "utf8");
+      await fh.datasync();
+    });
+    // Keep the queue going after a failure; the caller still sees its own rejection.
+    this.queue = write.catch(() => {});
+    return write;
+  }
+
+  async close(): Promise<void> {
+    await this.queue;
+    const h = this.handle;
+    this.handle = undefined;
+    if (h) await (await h).close();
+  }
+
+  private file(): Promise<FileHandle> {
+    this.handle ??= (async () => {
+      await mkdir(dirname(this.path), { recursive: true, mode: 0o700 });
+      return open(this.path, "a", 0o600);
+    })();
+    // A failed open is not remembered, so the next record tries again.
+    this.handle.catch(() => {
+      this.handle = undefined;
+    });
+    return this.handle;
+  }
+}

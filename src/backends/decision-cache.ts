@@ -1,0 +1,50 @@
+// Decisions of remote backends, keyed by backend and review spec: allows live long (default 1 h) so
+// replicas can scale through a short backend outage, denials short (default 30 s) so a fix shows quickly.
+import { LRUCache } from "lru-cache";
+import type { Decision } from "../core/decision.ts";
+import { canonicalSpecKey, type ImageReviewSpec } from "../core/image-review.ts";
+
+export interface DecisionCacheOptions {
+  allowTtlMs: number;
+  denyTtlMs: number;
+  maxEntries: number;
+}
+
+export const DEFAULT_CACHE_OPTIONS: DecisionCacheOptions = { allowTtlMs: 3_600_000, denyTtlMs: 30_000, maxEntries: 10_000 };
+
+export class DecisionCache {
+  readonly options: DecisionCacheOptions;
+  private readonly lru: LRUCache<string, Decision>;
+  hits = 0;
+  misses = 0;
+
+  constructor(options: Partial<DecisionCacheOptions> = {}) {
+    this.options = { ...DEFAULT_CACHE_OPTIONS, ...options };
+    this.lru = new LRUCache<string, Decision>({ max: this.options.maxEntries, ttl: Math.max(this.options.allowTtlMs, this.options.denyTtlMs, 1) });
+  }
+
+  get(backend: string, spec: ImageReviewSpec): Decision | undefined {
+    const hit = this.lru.get(key(backend, spec));
+    if (hit) this.hits++;
+    else this.misses++;
+    return hit;
+  }
+
+  set(backend: string, spec: ImageReviewSpec, decision: Decision): void {
+    const ttl = decision.allowed ? this.options.allowTtlMs : this.options.denyTtlMs;
+    if (ttl <= 0) return;
+    this.lru.set(key(backend, spec), decision, { ttl });
+  }
+
+  clear(): void {
+    this.lru.clear();
+  }
+
+  get size(): number {
+    return this.lru.size;
+  }
+}
+
+function key(backend: string, spec: ImageReviewSpec): string {
+  return `${backend}\u0000${canonicalSpecKey(spec)}`;
+}

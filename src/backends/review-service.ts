@@ -1,0 +1,126 @@
+// Asks every backend about one ImageReview spec and combines the answers: the built-in policy engine
+// (in-process, never cached: it is cheap and its inputs such as namespace labels may change) and each
+// remote backend (cached, retried with backoff inside the deadline, and failing open or closed by flag).
+// All must allow.
+import { allow, deny, type Decision, type Violation } from "../core/decision.ts";
+import type { ImageReviewSpec } from "../core/image-review.ts";
+import { BackendUnavailableError, type RemoteImageReviewBackend } from "./backend.ts";
+import type { DecisionCache } from "./decision-cache.ts";
+
+export interface ReviewInput {
+  spec: ImageReviewSpec;
+  /** Field path of each entry of spec.containers, when the review comes from a Pod. */
+  fields?: string[];
+}
+
+export type BuiltinEngine = (input: ReviewInput) => Decision;
+
+export interface ReviewServiceOptions {
+  builtin: BuiltinEngine;
+  remotes: RemoteImageReviewBackend[];
+  cache: DecisionCache;
+  /** Admit when a remote backend cannot be reached in time (default: false, fail closed). */
+  failOpen: boolean;
+  /** First retry delay; doubles each attempt. */
+  retryBackoffMs?: number;
+  maxAttempts?: number;
+  /** Observability hooks (metrics); optional. */
+  onBackendResult?: (backend: string, outcome: "allowed" | "denied" | "cached" | "unavailable") => void;
+}
+
+export class ImageReviewService {
+  private readonly opts: Required<Omit<ReviewServiceOptions, "onBackendResult">> & Pick<ReviewServiceOptions, "onBackendResult">;
+
+  constructor(options: ReviewServiceOptions) {
+    this.opts = { retryBackoffMs: 100, maxAttempts: 4, ...options };
+  }
+
+  get remotes(): readonly RemoteImageReviewBackend[] {
+    return this.opts.remotes;
+  }
+
+  async review(input: ReviewInput, deadline: number): Promise<Decision> {
+    const builtin = this.opts.builtin(input);
+    if (this.opts.remotes.length === 0) return builtin;
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), Math.max(0, deadline - Date.now()));
+    try {
+      const remote = await Promise.all(this.opts.remotes.map((b) => this.askRemote(b, input.spec, deadline, controller.signal)));
+      return combine([builtin, ...remote]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async askRemote(backend: RemoteImageReviewBackend, spec: ImageReviewSpec, deadline: number, signal: AbortSignal): Promise<Decision> {
+    const cached = this.opts.cache.get(backend.name, spec);
+    if (cached) {
+      this.opts.onBackendResult?.(backend.name, "cached");
+      return cached;
+    }
+    let lastError = "no attempt made before the deadline";
+    let delay = this.opts.retryBackoffMs;
+    for (let attempt = 1; attempt <= this.opts.maxAttempts && Date.now() < deadline && !signal.aborted; attempt++) {
+      try {
+        const decision = await backend.review(spec, { signal, deadline });
+        this.opts.cache.set(backend.name, spec, decision);
+        this.opts.onBackendResult?.(backend.name, decision.allowed ? "allowed" : "denied");
+        return decision;
+      } catch (e) {
+        lastError = e instanceof Error ? e.message : String(e);
+        const retryable = !(e instanceof BackendUnavailableError) || e.retryable;
+        if (!retryable || Date.now() + delay >= deadline) break;
+        await sleep(delay, signal);
+        delay *= 2;
+      }
+    }
+    this.opts.onBackendResult?.(backend.name, "unavailable");
+    return this.unavailable(backend.name, lastError);
+  }
+
+  /** Not cached: the next admission should try the backend again. */
+  private unavailable(name: string, error: string): Decision {
+    if (this.opts.failOpen) {
+      return allow({
+        warnings: [`image policy backend ${name} was unavailable (${error}); admitted because the server fails open`],
+        auditAnnotations: { [`backend.${name}`]: `unavailable; admitted by fail-open: ${error}`, "fail-open": "true" },
+        failOpen: [{ backend: name, error }],
+      });
+    }
+    const violation: Violation = {
+      policy: `backend/${name}`,
+      rule: "failurePolicy",
+      message: `image policy backend could not be reached (${error}); denying because the server fails closed`,
+    };
+    return deny([violation], { auditAnnotations: { [`backend.${name}`]: `unavailable; denied by fail-closed: ${error}` } });
+  }
+}
+
+/** All must allow. Violations, warnings and audit annotations are merged; the built-in decision comes first. */
+export function combine(decisions: Decision[]): Decision {
+  const out: Decision = {
+    allowed: decisions.every((d) => d.allowed),
+    violations: decisions.flatMap((d) => d.violations),
+    warnings: decisions.flatMap((d) => d.warnings),
+    auditAnnotations: Object.assign({}, ...decisions.map((d) => d.auditAnnotations)),
+  };
+  const breakGlass = decisions.find((d) => d.breakGlass)?.breakGlass;
+  // An override only happened if the admission as a whole goes through.
+  if (breakGlass && out.allowed) out.breakGlass = breakGlass;
+  const failOpen = decisions.flatMap((d) => d.failOpen ?? []);
+  if (failOpen.length > 0) out.failOpen = failOpen;
+  if (!out.allowed) out.auditAnnotations.decision = "denied";
+  return out;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+  });
+}

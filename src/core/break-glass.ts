@@ -1,0 +1,113 @@
+// Break-glass: an explicit, authorized, audited override of image denials (seed: overrides "need to not
+// happen accidentally"). It is requested only by annotations under break-glass.image-policy.k8s.io/, applies
+// only where every denying policy allows it, and needs every required annotation to be present and non-empty.
+import { deny, renderReason, type Decision, type Violation } from "./decision.ts";
+
+export const BREAK_GLASS_PREFIX = "break-glass.image-policy.k8s.io/";
+export const BREAK_GLASS_REASON = `${BREAK_GLASS_PREFIX}reason`;
+export const BREAK_GLASS_TICKET = `${BREAK_GLASS_PREFIX}ticket`;
+export const DEFAULT_REQUIRED_ANNOTATIONS = [BREAK_GLASS_REASON, BREAK_GLASS_TICKET];
+
+export interface BreakGlassPolicy {
+  allowed: boolean;
+  /** Annotations that must all be present and non-empty; always includes reason and ticket. */
+  requiredAnnotations: string[];
+  /** When set, the ticket annotation must match it (e.g. ^[A-Z]+-[0-9]+$). */
+  ticketPattern?: RegExp;
+}
+
+export interface BreakGlassInput {
+  annotations: Record<string, string>;
+  namespace: string;
+  /** Violations that are not policy denials (invalid references, unknown namespace labels). */
+  blocking: Violation[];
+  denials: Array<{ violation: Violation; policy: { name: string; breakGlass: BreakGlassPolicy } }>;
+}
+
+export function breakGlassRequested(annotations: Record<string, string>): boolean {
+  return Object.keys(annotations).some((k) => k.startsWith(BREAK_GLASS_PREFIX));
+}
+
+/** Turns a denial into an audited allow when the override is requested, permitted and complete. */
+export function applyBreakGlass(denied: Decision, input: BreakGlassInput): Decision {
+  if (!breakGlassRequested(input.annotations)) return denied;
+
+  const problems: Violation[] = [];
+  const refusedBy = new Set<string>();
+  const required = new Set<string>();
+  for (const { policy } of input.denials) {
+    if (!policy.breakGlass.allowed) refusedBy.add(policy.name);
+    for (const key of policy.breakGlass.requiredAnnotations) required.add(key);
+  }
+  for (const name of refusedBy) {
+    problems.push({
+      policy: name,
+      rule: "breakGlass",
+      message: `break-glass was requested but this policy does not allow overrides in namespace ${JSON.stringify(input.namespace)}`,
+    });
+  }
+  const missing = [...required].filter((k) => !(input.annotations[k] ?? "").trim());
+  if (missing.length > 0) {
+    problems.push({
+      policy: input.denials[0]?.policy.name ?? "imprimatur",
+      rule: "breakGlass",
+      message: `break-glass needs every one of these annotations, non-empty: ${[...required].join(", ")}; missing: ${missing.join(", ")}`,
+    });
+  }
+  for (const { policy } of input.denials) {
+    const pattern = policy.breakGlass.ticketPattern;
+    const ticket = input.annotations[BREAK_GLASS_TICKET] ?? "";
+    if (pattern && ticket && !pattern.test(ticket)) {
+      problems.push({
+        policy: policy.name,
+        rule: "breakGlass",
+        message: `break-glass ticket ${JSON.stringify(ticket)} does not match the required form ${pattern.source}`,
+      });
+    }
+  }
+  if (input.blocking.length > 0) {
+    problems.push({
+      policy: "imprimatur",
+      rule: "breakGlass",
+      message: "break-glass cannot override invalid image references or undecidable policies",
+    });
+  }
+  if (problems.length > 0) {
+    const violations = [...denied.violations, ...dedupe(problems)];
+    return deny(violations, {
+      warnings: denied.warnings,
+      auditAnnotations: { ...denied.auditAnnotations, reason: renderReason(violations), "break-glass": "refused" },
+    });
+  }
+
+  const reason = input.annotations[BREAK_GLASS_REASON]!.trim();
+  const ticket = input.annotations[BREAK_GLASS_TICKET]!.trim();
+  const overridden = input.denials.map((d) => d.violation);
+  return {
+    allowed: true,
+    violations: [],
+    warnings: [
+      ...denied.warnings,
+      `break-glass override (ticket ${ticket}): ${overridden.length} image denial(s) set aside; this admission is audited: ${renderReason(overridden)}`,
+    ],
+    auditAnnotations: {
+      ...denied.auditAnnotations,
+      decision: "allowed-by-break-glass",
+      "break-glass": "used",
+      "break-glass-reason": reason,
+      "break-glass-ticket": ticket,
+      overridden: renderReason(overridden),
+    },
+    breakGlass: { reason, ticket, overridden },
+  };
+}
+
+function dedupe(vs: Violation[]): Violation[] {
+  const seen = new Set<string>();
+  return vs.filter((v) => {
+    const k = `${v.policy}|${v.rule}|${v.message}`;
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+}

@@ -1,0 +1,124 @@
+// The ImagePolicy kind, compiled (patterns parsed, defaults filled), and its pure evaluation.
+import { allow, deny, renderReason, type Decision, type Violation } from "./decision.ts";
+import { compileImagePattern, type ImagePattern } from "./image-pattern.ts";
+import { parseImageReference, type ImageReference } from "./image-reference.ts";
+import { describeLabelSelector, matchesLabelSelector, type LabelSelector } from "./label-selector.ts";
+import { applyBreakGlass, type BreakGlassPolicy } from "./break-glass.ts";
+
+export type ImageAction = "allow" | "deny";
+
+export interface ImageRule {
+  /** Position in spec.rules, for messages: "rules[2]". */
+  index: number;
+  action: ImageAction;
+  images: ImagePattern[];
+  message?: string;
+}
+
+export interface ImagePolicy {
+  name: string;
+  /** Where it was loaded from, for messages and `check`. */
+  source?: { file: string; document: number };
+  namespaces?: string[];
+  namespaceSelector?: LabelSelector;
+  rules: ImageRule[];
+  default: ImageAction;
+  defaultMessage?: string;
+  breakGlass: BreakGlassPolicy;
+}
+
+/** What the core needs about one admission: a subset of the ImageReview spec plus field paths. */
+export interface ImageRequest {
+  namespace: string;
+  annotations: Record<string, string>;
+  images: Array<{ image: string; field?: string }>;
+}
+
+export interface EvaluationContext {
+  /** Labels of the request's namespace; undefined when they are not known. */
+  namespaceLabels?: Record<string, string>;
+}
+
+type Applicability = { applies: boolean } | { unknown: Violation };
+
+export function policyApplies(policy: ImagePolicy, namespace: string, ctx: EvaluationContext): Applicability {
+  if (policy.namespaces && !policy.namespaces.includes(namespace)) return { applies: false };
+  if (policy.namespaceSelector) {
+    if (ctx.namespaceLabels === undefined) {
+      return {
+        unknown: {
+          policy: policy.name,
+          rule: "namespaceSelector",
+          message:
+            `the labels of namespace ${JSON.stringify(namespace)} are unknown, so whether this policy applies ` +
+            `(selector ${describeLabelSelector(policy.namespaceSelector)}) cannot be decided; ` +
+            `give the server access to the Kubernetes API or a namespaces file`,
+        },
+      };
+    }
+    return { applies: matchesLabelSelector(policy.namespaceSelector, ctx.namespaceLabels) };
+  }
+  return { applies: true };
+}
+
+/** First matching rule wins; no match falls to the policy's default. Returns a violation when denied. */
+export function decideImage(policy: ImagePolicy, ref: ImageReference, image: string, field?: string): Violation | undefined {
+  for (const rule of policy.rules) {
+    const hit = rule.images.find((p) => p.test(ref));
+    if (!hit) continue;
+    if (rule.action === "allow") return undefined;
+    return {
+      policy: policy.name,
+      rule: `rules[${rule.index}]`,
+      image,
+      ...(field ? { field } : {}),
+      message: rule.message ?? `matches ${JSON.stringify(hit.source)}, which this policy denies`,
+    };
+  }
+  if (policy.default === "allow") return undefined;
+  return {
+    policy: policy.name,
+    rule: "default",
+    image,
+    ...(field ? { field } : {}),
+    message: policy.defaultMessage ?? "no rule of this policy allows this image",
+  };
+}
+
+export function evaluateImagePolicies(policies: readonly ImagePolicy[], request: ImageRequest, ctx: EvaluationContext): Decision {
+  const applicable: ImagePolicy[] = [];
+  const blocking: Violation[] = []; // violations no break-glass can set aside
+  for (const policy of policies) {
+    const a = policyApplies(policy, request.namespace, ctx);
+    if ("unknown" in a) blocking.push(a.unknown);
+    else if (a.applies) applicable.push(policy);
+  }
+
+  const denials: Array<{ violation: Violation; policy: ImagePolicy }> = [];
+  for (const { image, field } of request.images) {
+    const parsed = parseImageReference(image);
+    if (!parsed.ok) {
+      blocking.push({ policy: "imprimatur", rule: "imageReference", image, ...(field ? { field } : {}), message: parsed.error });
+      continue;
+    }
+    for (const policy of applicable) {
+      const violation = decideImage(policy, parsed.ref, image, field);
+      if (violation) denials.push({ violation, policy });
+    }
+  }
+
+  const policyNames = applicable.map((p) => p.name).join(",") || "none";
+  if (blocking.length === 0 && denials.length === 0) {
+    return allow({ auditAnnotations: { decision: "allowed", policies: policyNames } });
+  }
+  const violations = [...blocking, ...denials.map((d) => d.violation)];
+  const denied = deny(violations, {
+    auditAnnotations: { decision: "denied", policies: policyNames, reason: renderReason(violations) },
+  });
+  return applyBreakGlass(denied, {
+    annotations: request.annotations,
+    namespace: request.namespace,
+    blocking,
+    denials,
+  });
+}

@@ -1,0 +1,79 @@
+// From a schema-valid ImagePolicy document to the compiled form the core evaluates. Pure.
+import { DEFAULT_REQUIRED_ANNOTATIONS } from "../core/break-glass.ts";
+import { isImagePolicyAnnotation } from "../core/image-review.ts";
+import { compileImagePattern, type ImagePattern } from "../core/image-pattern.ts";
+import type { ImagePolicy, ImageRule } from "../core/image-policy.ts";
+import type { LabelSelector } from "../core/label-selector.ts";
+
+export interface RawImagePolicy {
+  metadata: { name: string };
+  spec: {
+    namespaces?: string[];
+    namespaceSelector?: LabelSelector;
+    rules: Array<{ action: "allow" | "deny"; images: string[]; message?: string }>;
+    default?: "allow" | "deny";
+    defaultMessage?: string;
+    breakGlass?: { allowed?: boolean; requiredAnnotations?: string[]; ticketPattern?: string };
+  };
+}
+
+export type FieldError = { path: Array<string | number>; message: string };
+
+export function compileImagePolicy(raw: RawImagePolicy, source?: ImagePolicy["source"]): { policy?: ImagePolicy; errors: FieldError[] } {
+  const errors: FieldError[] = [];
+  const rules: ImageRule[] = raw.spec.rules.map((r, index) => {
+    const images: ImagePattern[] = [];
+    r.images.forEach((p, j) => {
+      const compiled = compileImagePattern(p);
+      if (compiled.ok) images.push(compiled.pattern);
+      else errors.push({ path: ["spec", "rules", index, "images", j], message: compiled.error });
+    });
+    return { index, action: r.action, images, ...(r.message !== undefined ? { message: r.message } : {}) };
+  });
+
+  for (const [i, expr] of (raw.spec.namespaceSelector?.matchExpressions ?? []).entries()) {
+    const needsValues = expr.operator === "In" || expr.operator === "NotIn";
+    if (needsValues && !(expr.values?.length)) {
+      errors.push({ path: ["spec", "namespaceSelector", "matchExpressions", i, "values"], message: `operator ${expr.operator} needs at least one value` });
+    }
+    if (!needsValues && expr.values?.length) {
+      errors.push({ path: ["spec", "namespaceSelector", "matchExpressions", i, "values"], message: `operator ${expr.operator} takes no values` });
+    }
+  }
+
+  const bg = raw.spec.breakGlass ?? {};
+  const extra = bg.requiredAnnotations ?? [];
+  extra.forEach((key, i) => {
+    // Only *.image-policy.k8s.io/* annotations reach an ImageReview backend; any other key could never be seen.
+    if (!isImagePolicyAnnotation(key)) {
+      errors.push({ path: ["spec", "breakGlass", "requiredAnnotations", i], message: `${JSON.stringify(key)} is not of the form <name>.image-policy.k8s.io/<key>, so backends would never receive it` });
+    }
+  });
+  let ticketPattern: RegExp | undefined;
+  if (bg.ticketPattern !== undefined) {
+    try {
+      ticketPattern = new RegExp(bg.ticketPattern, "u");
+    } catch (e) {
+      errors.push({ path: ["spec", "breakGlass", "ticketPattern"], message: `invalid regular expression: ${(e as Error).message}` });
+    }
+  }
+
+  if (errors.length > 0) return { errors };
+  return {
+    errors,
+    policy: {
+      name: raw.metadata.name,
+      ...(source ? { source } : {}),
+      ...(raw.spec.namespaces ? { namespaces: raw.spec.namespaces } : {}),
+      ...(raw.spec.namespaceSelector ? { namespaceSelector: raw.spec.namespaceSelector } : {}),
+      rules,
+      default: raw.spec.default ?? "deny",
+      ...(raw.spec.defaultMessage !== undefined ? { defaultMessage: raw.spec.defaultMessage } : {}),
+      breakGlass: {
+        allowed: bg.allowed ?? false,
+        requiredAnnotations: [...new Set([...DEFAULT_REQUIRED_ANNOTATIONS, ...extra])],
+        ...(ticketPattern ? { ticketPattern } : {}),
+      },
+    },
+  };
+}

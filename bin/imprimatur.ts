@@ -1,3 +1,5 @@
 #!/usr/bin/env node
-const x: number = 1;
-console.log("hi", x, process.version);
+// Entry point of the `imprimatur` command; everything lives in src/cli.
+import { main } from "../src/cli/main.ts";
+
+process.exitCode = await main(process.argv.slice(2));

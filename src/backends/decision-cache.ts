@@ -18,9 +18,15 @@ export class DecisionCache {
   hits = 0;
   misses = 0;
 
-  constructor(options: Partial<DecisionCacheOptions> = {}) {
+  /** `now` is injectable so tests can move time instead of sleeping. */
+  constructor(options: Partial<DecisionCacheOptions> = {}, now: () => number = () => performance.now()) {
     this.options = { ...DEFAULT_CACHE_OPTIONS, ...options };
-    this.lru = new LRUCache<string, Decision>({ max: this.options.maxEntries, ttl: Math.max(this.options.allowTtlMs, this.options.denyTtlMs, 1) });
+    this.lru = new LRUCache<string, Decision>({
+      max: this.options.maxEntries,
+      ttl: Math.max(this.options.allowTtlMs, this.options.denyTtlMs, 1),
+      perf: { now },
+      ttlResolution: 0,
+    });
   }
 
   get(backend: string, spec: ImageReviewSpec): Decision | undefined {

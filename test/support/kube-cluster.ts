@@ -442,6 +442,9 @@ function apiserverArgs(port: number, etcdUrl: string, files: ApiserverFiles, opt
     "--disable-admission-plugins=ServiceAccount",
     ...(files.admissionConfig ? [`--admission-control-config-file=${files.admissionConfig}`] : []),
     "--allow-privileged=true",
+    // With --advertise-address=127.0.0.1 the default "lease" reconciler fails every 10 s writing the
+    // kubernetes Endpoints ("may not be in the loopback range"); nothing here needs those endpoints.
+    "--endpoint-reconciler-type=none",
     "-v=2",
     ...(opts.extraArgs ?? []),
   ];

@@ -1,0 +1,141 @@
+// `imprimatur serve`: the HTTPS ImageReview backend (/imagereview) and validating webhook (/validate).
+import { readFile, writeFile, mkdir } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { DEFAULT_SERVER_CONFIG, loadServerConfig, type ServerConfig } from "../config/server-config.ts";
+import { loadNamespacesFile } from "../config/namespaces-file.ts";
+import { PolicyLoadError } from "../policy/policy-error.ts";
+import { parseDuration } from "../server/http-body.ts";
+import { startApp } from "../server/app.ts";
+import { renderAdmissionConfiguration, renderImagePolicyKubeconfig, renderValidatingWebhookConfiguration } from "../server/webhook-manifests.ts";
+import { EMBEDDED_POLICIES, parseCommandArgs, UsageError } from "./args.ts";
+
+export const SERVE_USAGE = `Usage: imprimatur serve [options]
+
+  --policies DIR       policy folder or file (default: the embedded default policy)
+  --host ADDR          listen address (default 0.0.0.0)
+  --port N             HTTPS port (default 8443)
+  --state-dir DIR      state folder: generated CA (ca.crt), serving certificate, audit log (default ./.state)
+  --tls-cert FILE      serving certificate (PEM); with --tls-key. Without them a self-signed CA and
+  --tls-key FILE       certificate are created in the state folder on first start
+  --tls-san NAME       extra DNS name or IP for the generated certificate (repeatable)
+  --url URL            base URL kube-apiserver uses to reach this server, for the printed configuration
+                       (default https://127.0.0.1:PORT)
+  --config FILE        ServerConfig YAML: remote backends, failurePolicy, cache TTLs, audit log
+  --fail-open          admit when a remote backend is unreachable (default: fail closed)
+  --allow-ttl DUR      cache allowed decisions of remote backends (default 1h)
+  --deny-ttl DUR       cache denied decisions of remote backends (default 30s)
+  --audit-log FILE     append-only JSON-lines audit log (default STATE_DIR/audit.jsonl)
+  --namespaces FILE    namespace labels (map or Namespace list) for namespaceSelector
+`;
+
+export async function runServe(argv: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseCommandArgs(argv, {
+      policies: { type: "string" },
+      host: { type: "string", default: "0.0.0.0" },
+      port: { type: "string", default: "8443" },
+      "state-dir": { type: "string", default: ".state" },
+      "tls-cert": { type: "string" },
+      "tls-key": { type: "string" },
+      "tls-san": { type: "string", multiple: true, default: [] },
+      url: { type: "string" },
+      config: { type: "string" },
+      "fail-open": { type: "boolean" },
+      "allow-ttl": { type: "string" },
+      "deny-ttl": { type: "string" },
+      "audit-log": { type: "string" },
+      namespaces: { type: "string" },
+    }));
+    if (!/^\d+$/.test(values.port!) || Number(values.port) > 65535) throw new UsageError(`--port must be a port number, got ${values.port}`);
+    if (Boolean(values["tls-cert"]) !== Boolean(values["tls-key"])) throw new UsageError("--tls-cert and --tls-key go together");
+  } catch (e) {
+    if (e instanceof UsageError) {
+      process.stderr.write(`imprimatur serve: ${e.message}\n\n${SERVE_USAGE}`);
+      return 2;
+    }
+    throw e;
+  }
+
+  let config: ServerConfig;
+  try {
+    config = values.config ? await loadServerConfig(values.config) : { ...DEFAULT_SERVER_CONFIG };
+    if (values["fail-open"]) config.failOpen = true;
+    for (const [flag, key] of [["allow-ttl", "allowTtlMs"], ["deny-ttl", "denyTtlMs"]] as const) {
+      const raw = values[flag];
+      if (raw === undefined) continue;
+      const ms = parseDuration(raw);
+      if (ms === undefined) throw new Error(`--${flag}: not a duration: ${raw}`);
+      config[key] = ms;
+    }
+    if (values["audit-log"]) config.auditLog = resolve(values["audit-log"]);
+  } catch (e) {
+    process.stderr.write(`imprimatur serve: ${(e as Error).message}\n`);
+    return 2;
+  }
+
+  const stateDir = resolve(values["state-dir"]!);
+  let app;
+  try {
+    const namespacesFile = values.namespaces ?? config.namespacesFile;
+    const tls = values["tls-cert"]
+      ? { cert: await readFile(values["tls-cert"], "utf8"), key: await readFile(values["tls-key"]!, "utf8") }
+      : undefined;
+    app = await startApp({
+      policies: values.policies ?? EMBEDDED_POLICIES,
+      host: values.host!,
+      port: Number(values.port),
+      stateDir,
+      ...(tls ? { tls } : {}),
+      tlsHosts: values["tls-san"] ?? [],
+      config,
+      ...(namespacesFile ? { namespaces: await loadNamespacesFile(namespacesFile) } : {}),
+    });
+  } catch (e) {
+    if (e instanceof PolicyLoadError) {
+      process.stderr.write(`imprimatur serve: refusing to start: ${e.message}\n`);
+      return 2;
+    }
+    process.stderr.write(`imprimatur serve: ${(e as Error).message}\n`);
+    return 2;
+  }
+
+  if (app.caPem) await printWebhookConfiguration(stateDir, values.url ?? `https://127.0.0.1:${app.port}`, app.caPem, app.generatedCertificate);
+
+  process.on("SIGHUP", () => void app.reload());
+  await new Promise<void>((resolveStop) => {
+    const stop = (signal: string) => {
+      app.logger.info({ signal }, "shutting down");
+      resolveStop();
+    };
+    process.once("SIGTERM", stop);
+    process.once("SIGINT", stop);
+  });
+  await app.close();
+  return 0;
+}
+
+/** Writes the ready-to-apply configuration into the state folder and prints where it is, with the caBundle. */
+async function printWebhookConfiguration(stateDir: string, baseUrl: string, caPem: string, created: boolean) {
+  await mkdir(stateDir, { recursive: true });
+  const endpoint = { baseUrl, caPem };
+  const files = {
+    "validating-webhook.yaml": renderValidatingWebhookConfiguration(endpoint),
+    "imagepolicy-kubeconfig.yaml": renderImagePolicyKubeconfig(endpoint),
+    "admission-configuration.yaml": renderAdmissionConfiguration({ kubeconfigPath: join(stateDir, "imagepolicy-kubeconfig.yaml") }),
+  };
+  for (const [name, text] of Object.entries(files)) await writeFile(join(stateDir, name), text, { mode: 0o600 });
+  const caBundle = Buffer.from(caPem).toString("base64");
+  process.stderr.write(
+    [
+      created ? `Created a self-signed CA and serving certificate in ${stateDir} (ca.crt).` : `Using the CA in ${stateDir}/ca.crt.`,
+      `caBundle: ${caBundle}`,
+      `Webhook configuration for ${baseUrl} (kubectl apply -f ${join(stateDir, "validating-webhook.yaml")}):`,
+      "---",
+      files["validating-webhook.yaml"].trimEnd(),
+      "---",
+      `ImagePolicyWebhook: --admission-control-config-file=${join(stateDir, "admission-configuration.yaml")} (kubeconfig: ${join(stateDir, "imagepolicy-kubeconfig.yaml")})`,
+      "",
+    ].join("\n"),
+  );
+}

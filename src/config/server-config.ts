@@ -1,0 +1,118 @@
+// The serve configuration file (--config): remote backends, failure policy, cache TTLs, audit log.
+// Flags given on the command line override it.
+import { readFile } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
+import { parse } from "yaml";
+import { parseDuration } from "../server/http-body.ts";
+
+export interface BackendConfig {
+  name: string;
+  kubeconfig: string;
+  timeoutMs: number;
+}
+
+export interface ServerConfig {
+  failOpen: boolean;
+  allowTtlMs: number;
+  denyTtlMs: number;
+  cacheMaxEntries: number;
+  backends: BackendConfig[];
+  auditLog?: string;
+  maxRequestBytes: number;
+  /** YAML/JSON map of namespace name → labels, for namespaceSelector without API access. */
+  namespacesFile?: string;
+}
+
+export const DEFAULT_SERVER_CONFIG: ServerConfig = {
+  failOpen: false,
+  allowTtlMs: 3_600_000,
+  denyTtlMs: 30_000,
+  cacheMaxEntries: 10_000,
+  backends: [],
+  // kube-apiserver caps request bodies at 3 MiB; an AdmissionReview carries object and oldObject.
+  maxRequestBytes: 8 * 1024 * 1024,
+};
+
+const KNOWN_KEYS = new Set(["apiVersion", "kind", "failurePolicy", "cache", "backends", "auditLog", "maxRequestBytes", "namespacesFile"]);
+
+export async function loadServerConfig(file: string): Promise<ServerConfig> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (e) {
+    throw new Error(`${file}: cannot read config: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+  let raw: unknown;
+  try {
+    raw = parse(text);
+  } catch (e) {
+    throw new Error(`${file}: not valid YAML: ${(e as Error).message.split("\n")[0]}`);
+  }
+  return parseServerConfig(raw, file, dirname(resolve(file)));
+}
+
+export function parseServerConfig(raw: unknown, file: string, baseDir: string): ServerConfig {
+  const fail = (path: string, msg: string): never => {
+    throw new Error(`${file}: ${path}: ${msg}`);
+  };
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) fail("(root)", "must be a mapping");
+  const o = raw as Record<string, unknown>;
+  if (o.apiVersion !== "imprimatur.dev/v1alpha1") fail("apiVersion", `must be "imprimatur.dev/v1alpha1"`);
+  if (o.kind !== "ServerConfig") fail("kind", `must be "ServerConfig"`);
+  for (const k of Object.keys(o)) if (!KNOWN_KEYS.has(k)) fail(k, "unknown field");
+  const config: ServerConfig = { ...DEFAULT_SERVER_CONFIG, backends: [] };
+
+  if (o.failurePolicy !== undefined) {
+    if (o.failurePolicy !== "Fail" && o.failurePolicy !== "Ignore") fail("failurePolicy", `must be "Fail" (deny when a backend is unreachable) or "Ignore" (admit)`);
+    config.failOpen = o.failurePolicy === "Ignore";
+  }
+  if (o.cache !== undefined) {
+    const c = o.cache as Record<string, unknown>;
+    if (typeof c !== "object" || c === null) fail("cache", "must be a mapping");
+    for (const k of Object.keys(c)) if (!["allowTTL", "denyTTL", "maxEntries"].includes(k)) fail(`cache.${k}`, "unknown field");
+    if (c.allowTTL !== undefined) config.allowTtlMs = duration(c.allowTTL, "cache.allowTTL", fail);
+    if (c.denyTTL !== undefined) config.denyTtlMs = duration(c.denyTTL, "cache.denyTTL", fail);
+    if (c.maxEntries !== undefined) {
+      if (!Number.isInteger(c.maxEntries) || (c.maxEntries as number) < 1) fail("cache.maxEntries", "must be a positive integer");
+      config.cacheMaxEntries = c.maxEntries as number;
+    }
+  }
+  if (o.backends !== undefined) {
+    if (!Array.isArray(o.backends)) fail("backends", "must be a list");
+    const names = new Set<string>();
+    (o.backends as unknown[]).forEach((b, i) => {
+      const path = `backends[${i}]`;
+      if (typeof b !== "object" || b === null) fail(path, "must be a mapping");
+      const e = b as Record<string, unknown>;
+      for (const k of Object.keys(e)) if (!["name", "kubeconfig", "timeout"].includes(k)) fail(`${path}.${k}`, "unknown field");
+      if (typeof e.name !== "string" || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(e.name)) fail(`${path}.name`, "must be a DNS label");
+      if (names.has(e.name as string)) fail(`${path}.name`, `duplicate backend name ${JSON.stringify(e.name)}`);
+      names.add(e.name as string);
+      if (typeof e.kubeconfig !== "string" || !e.kubeconfig) fail(`${path}.kubeconfig`, "must be a path to a kubeconfig file");
+      config.backends.push({
+        name: e.name as string,
+        kubeconfig: resolve(baseDir, e.kubeconfig as string),
+        timeoutMs: e.timeout === undefined ? 5_000 : duration(e.timeout, `${path}.timeout`, fail),
+      });
+    });
+  }
+  if (o.auditLog !== undefined) {
+    if (typeof o.auditLog !== "string" || !o.auditLog) fail("auditLog", "must be a file path");
+    config.auditLog = resolve(baseDir, o.auditLog as string);
+  }
+  if (o.namespacesFile !== undefined) {
+    if (typeof o.namespacesFile !== "string" || !o.namespacesFile) fail("namespacesFile", "must be a file path");
+    config.namespacesFile = resolve(baseDir, o.namespacesFile as string);
+  }
+  if (o.maxRequestBytes !== undefined) {
+    if (!Number.isInteger(o.maxRequestBytes) || (o.maxRequestBytes as number) < 1024) fail("maxRequestBytes", "must be an integer ≥ 1024");
+    config.maxRequestBytes = o.maxRequestBytes as number;
+  }
+  return config;
+}
+
+function duration(v: unknown, path: string, fail: (p: string, m: string) => never): number {
+  const ms = typeof v === "string" ? parseDuration(v) : undefined;
+  if (ms === undefined) return fail(path, `must be a duration such as "30s", "5m" or "1h", got ${JSON.stringify(v)}`);
+  return ms;
+}

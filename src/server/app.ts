@@ -1,0 +1,143 @@
+// Assembles a running Imprimatur server from options: policies, TLS, backends, cache, audit log, HTTPS.
+// Used by `imprimatur serve`, and by tests and benchmarks that want a server in-process.
+import { watch, type FSWatcher } from "node:fs";
+import { join } from "node:path";
+import { pino, type Logger } from "pino";
+import { AuditLog } from "../audit/audit-log.ts";
+import { builtinEngine, NO_NAMESPACE_LABELS, type NamespaceLabelSource } from "../backends/builtin-engine.ts";
+import { DecisionCache } from "../backends/decision-cache.ts";
+import { ImageReviewService } from "../backends/review-service.ts";
+import { WebhookBackend } from "../backends/webhook-backend.ts";
+import type { ServerConfig } from "../config/server-config.ts";
+import type { ImagePolicy } from "../core/image-policy.ts";
+import { loadPolicies } from "../policy/load-policies.ts";
+import { PolicyLoadError } from "../policy/policy-error.ts";
+import { startHttpsServer, type RunningServer } from "./https-server.ts";
+import { createMetrics, type Metrics } from "./metrics.ts";
+import { ensureServingCertificate } from "./tls-bootstrap.ts";
+
+export interface AppOptions {
+  policies: string;
+  host: string;
+  port: number;
+  stateDir: string;
+  tls?: { cert: string; key: string; ca?: string };
+  /** Extra DNS names / IPs for a generated serving certificate. */
+  tlsHosts: string[];
+  config: ServerConfig;
+  namespaces?: NamespaceLabelSource;
+  logger?: Logger;
+  /** Reload policies when files in the folder change (default true). */
+  watchPolicies?: boolean;
+}
+
+export interface App {
+  port: number;
+  caPem: string | undefined;
+  generatedCertificate: boolean;
+  cache: DecisionCache;
+  metrics: Metrics;
+  logger: Logger;
+  policies(): readonly ImagePolicy[];
+  /** Reloads policies; keeps the last good set and returns the error when the new set fails to load. */
+  reload(): Promise<PolicyLoadError | undefined>;
+  close(): Promise<void>;
+}
+
+export async function startApp(opts: AppOptions): Promise<App> {
+  const logger = opts.logger ?? pino({ name: "imprimatur" });
+  const metrics = createMetrics();
+  // Refuse to start on an invalid policy set: throws PolicyLoadError with file/line details.
+  let current = (await loadPolicies(opts.policies)).imagePolicies;
+
+  let tls: { cert: string; key: string };
+  let caPem: string | undefined;
+  let generatedCertificate = false;
+  if (opts.tls) {
+    tls = { cert: opts.tls.cert, key: opts.tls.key };
+    caPem = opts.tls.ca;
+  } else {
+    const material = await ensureServingCertificate(opts.stateDir, opts.tlsHosts);
+    tls = { cert: material.certPem, key: material.keyPem };
+    caPem = material.caCertPem;
+    generatedCertificate = material.created;
+  }
+
+  const remotes = await Promise.all(opts.config.backends.map((b) => WebhookBackend.fromConfig({ name: b.name, kubeconfig: b.kubeconfig, timeoutMs: b.timeoutMs })));
+  const cache = new DecisionCache({ allowTtlMs: opts.config.allowTtlMs, denyTtlMs: opts.config.denyTtlMs, maxEntries: opts.config.cacheMaxEntries });
+  const reviews = new ImageReviewService({
+    builtin: builtinEngine(() => current, opts.namespaces ?? NO_NAMESPACE_LABELS),
+    remotes,
+    cache,
+    failOpen: opts.config.failOpen,
+    onBackendResult: (backend, outcome) => metrics.backendResults.inc({ backend, outcome }),
+  });
+  const audit = new AuditLog(opts.config.auditLog ?? join(opts.stateDir, "audit.jsonl"));
+
+  let server: RunningServer;
+  try {
+    server = await startHttpsServer({
+      host: opts.host,
+      port: opts.port,
+      tls,
+      reviews,
+      audit,
+      logger,
+      metrics,
+      maxBodyBytes: opts.config.maxRequestBytes,
+      defaultTimeoutMs: 10_000,
+      isReady: () => true,
+    });
+  } catch (e) {
+    await Promise.all(remotes.map((r) => r.close()));
+    throw e;
+  }
+
+  const reload = async (): Promise<PolicyLoadError | undefined> => {
+    try {
+      current = (await loadPolicies(opts.policies)).imagePolicies;
+      // Remote decisions may depend on what the operator just changed; start afresh.
+      cache.clear();
+      metrics.policyReloads.inc({ result: "success" });
+      logger.info({ policies: current.map((p) => p.name) }, "policies reloaded");
+      return undefined;
+    } catch (e) {
+      if (!(e instanceof PolicyLoadError)) throw e;
+      metrics.policyReloads.inc({ result: "failure" });
+      logger.error({ errors: e.errors }, "policy reload failed; keeping the last good policies");
+      return e;
+    }
+  };
+
+  let watcher: FSWatcher | undefined;
+  if (opts.watchPolicies !== false) {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      watcher = watch(opts.policies, { recursive: true, persistent: false }, () => {
+        clearTimeout(timer);
+        timer = setTimeout(() => void reload(), 200); // editors write in several steps
+      });
+      watcher.on("error", (err) => logger.warn({ err }, "policy watch failed; reload with SIGHUP"));
+    } catch (err) {
+      logger.warn({ err }, "cannot watch the policy folder; reload with SIGHUP");
+    }
+  }
+
+  logger.info({ port: server.port, policies: current.map((p) => p.name), backends: remotes.map((r) => r.name), failOpen: opts.config.failOpen }, "serving");
+  return {
+    port: server.port,
+    caPem,
+    generatedCertificate,
+    cache,
+    metrics,
+    logger,
+    policies: () => current,
+    reload,
+    close: async () => {
+      watcher?.close();
+      await server.close();
+      await Promise.all(remotes.map((r) => r.close()));
+      await audit.close();
+    },
+  };
+}

@@ -1,0 +1,85 @@
+// Ready-to-apply configuration for kube-apiserver: the ValidatingWebhookConfiguration, and the
+// ImagePolicyWebhook's kubeconfig and AdmissionConfiguration. Pure renderers.
+import { stringify } from "yaml";
+
+export interface WebhookEndpoint {
+  /** Base URL the apiserver reaches us at, e.g. https://imprimatur.imprimatur.svc:8443 */
+  baseUrl: string;
+  caPem: string;
+}
+
+export function renderValidatingWebhookConfiguration(ep: WebhookEndpoint, opts: { failurePolicy?: "Fail" | "Ignore"; timeoutSeconds?: number } = {}): string {
+  return stringify({
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "ValidatingWebhookConfiguration",
+    metadata: { name: "imprimatur" },
+    webhooks: [
+      {
+        name: "images.imprimatur.dev",
+        admissionReviewVersions: ["v1"],
+        sideEffects: "NoneOnDryRun",
+        failurePolicy: opts.failurePolicy ?? "Fail",
+        timeoutSeconds: opts.timeoutSeconds ?? 10,
+        clientConfig: { url: `${ep.baseUrl}/validate`, caBundle: Buffer.from(ep.caPem).toString("base64") },
+        rules: [
+          {
+            apiGroups: [""],
+            apiVersions: ["v1"],
+            operations: ["CREATE", "UPDATE"],
+            resources: ["pods", "pods/ephemeralcontainers"],
+            scope: "Namespaced",
+          },
+        ],
+      },
+    ],
+  });
+}
+
+/** The kubeconfig the ImagePolicyWebhook plugin uses: the cluster server is the full ImageReview URL. */
+export function renderImagePolicyKubeconfig(ep: WebhookEndpoint, client?: { certPem: string; keyPem: string }): string {
+  return stringify({
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{ name: "imprimatur", cluster: { server: `${ep.baseUrl}/imagereview`, "certificate-authority-data": Buffer.from(ep.caPem).toString("base64") } }],
+    users: [
+      {
+        name: "kube-apiserver",
+        user: client
+          ? { "client-certificate-data": Buffer.from(client.certPem).toString("base64"), "client-key-data": Buffer.from(client.keyPem).toString("base64") }
+          : {},
+      },
+    ],
+    contexts: [{ name: "imprimatur", context: { cluster: "imprimatur", user: "kube-apiserver" } }],
+    "current-context": "imprimatur",
+  });
+}
+
+export interface ImagePolicyWebhookSettings {
+  kubeconfigPath: string;
+  allowTTLSeconds?: number;
+  denyTTLSeconds?: number;
+  retryBackoffMs?: number;
+  defaultAllow?: boolean;
+}
+
+/** AdmissionConfiguration for --admission-control-config-file (apiserver.config.k8s.io/v1). */
+export function renderAdmissionConfiguration(s: ImagePolicyWebhookSettings): string {
+  return stringify({
+    apiVersion: "apiserver.config.k8s.io/v1",
+    kind: "AdmissionConfiguration",
+    plugins: [
+      {
+        name: "ImagePolicyWebhook",
+        configuration: {
+          imagePolicy: {
+            kubeConfigFile: s.kubeconfigPath,
+            allowTTL: s.allowTTLSeconds ?? 3600,
+            denyTTL: s.denyTTLSeconds ?? 30,
+            retryBackoff: s.retryBackoffMs ?? 500,
+            defaultAllow: s.defaultAllow ?? false,
+          },
+        },
+      },
+    ],
+  });
+}

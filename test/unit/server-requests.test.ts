@@ -1,0 +1,133 @@
+// The HTTPS server against malformed, oversized and valid requests: clear 4xx answers, and it keeps serving.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { startApp, type App } from "../../src/server/app.ts";
+import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
+import { EMBEDDED_POLICIES } from "../../src/cli/args.ts";
+import { getText, postJson } from "../support/https-client.ts";
+import { imageReview, podReview } from "../support/admission.ts";
+
+let app: App;
+let dir: string;
+let base: string;
+let ca: string;
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), "imprimatur-server-"));
+  app = await startApp({
+    policies: EMBEDDED_POLICIES,
+    host: "127.0.0.1",
+    port: 0,
+    stateDir: dir,
+    tlsHosts: [],
+    config: { ...DEFAULT_SERVER_CONFIG, maxRequestBytes: 64 * 1024 },
+    logger: pino({ level: "silent" }),
+    watchPolicies: false,
+  });
+  base = `https://127.0.0.1:${app.port}`;
+  ca = await readFile(join(dir, "ca.crt"), "utf8");
+});
+
+after(async () => {
+  await app.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+test("health, readiness and metrics", async () => {
+  assert.equal((await getText(`${base}/healthz`, ca)).status, 200);
+  assert.equal((await getText(`${base}/readyz`, ca)).status, 200);
+  const metrics = await getText(`${base}/metrics`, ca);
+  assert.match(metrics.text, /imprimatur_decisions_total/);
+  assert.equal((await getText(`${base}/nowhere`, ca)).status, 404);
+  assert.equal((await getText(`${base}/validate`, ca)).status, 405);
+});
+
+test("an allowed pod is admitted with the uid echoed", async () => {
+  const review = podReview({ images: ["registry.example.com/app:1.0"], uid: "u-1" });
+  const res = await postJson(`${base}/validate`, ca, review);
+  assert.equal(res.status, 200);
+  assert.deepEqual([res.body.apiVersion, res.body.kind, res.body.response.uid, res.body.response.allowed], ["admission.k8s.io/v1", "AdmissionReview", "u-1", true]);
+});
+
+test("a denied pod gets 403 with every violation and its field path", async () => {
+  const res = await postJson(`${base}/validate`, ca, podReview({ images: ["registry.example.com/app:1.0", "nginx"], initImages: ["busybox:latest"] }));
+  const r = res.body.response;
+  assert.equal(r.allowed, false);
+  assert.equal(r.status.code, 403);
+  assert.match(r.status.message, /image "nginx" \(spec.containers\[1\].image\) denied by policy pinned-versions rules\[1\]: pin a version/);
+  assert.match(r.status.message, /image "busybox:latest" \(spec.initContainers\[0\].image\)/);
+  assert.equal(r.auditAnnotations.decision, "denied");
+});
+
+test("ImageReview: wire format in and out, reason names policy and rule", async () => {
+  const res = await postJson(`${base}/imagereview`, ca, imageReview(["nginx:latest", "nginx:1.25"], "team-a"));
+  assert.equal(res.status, 200);
+  assert.equal(res.body.apiVersion, "imagepolicy.k8s.io/v1alpha1");
+  assert.equal(res.body.kind, "ImageReview");
+  assert.equal(res.body.status.allowed, false);
+  assert.equal(res.body.status.reason, 'image "nginx:latest" denied by policy pinned-versions rules[1]: pin a version: the tag :latest (explicit or implied) can point at a different image tomorrow');
+  const ok = await postJson(`${base}/imagereview`, ca, imageReview(["nginx:1.25"]));
+  assert.deepEqual(ok.body.status.allowed, true);
+});
+
+test("invalid image references are denials with the grammar's reason", async () => {
+  const res = await postJson(`${base}/imagereview`, ca, imageReview(["UPPER/case:1"]));
+  assert.equal(res.body.status.allowed, false);
+  assert.match(res.body.status.reason, /UPPER\/case:1/);
+});
+
+const malformed: Array<[string, { raw?: string; payload?: unknown; path?: string }, number, RegExp]> = [
+  ["bad JSON", { raw: "{not json" }, 400, /not valid JSON/],
+  ["empty body", { raw: "" }, 400, /empty/],
+  ["a JSON array", { payload: [1, 2] }, 400, /must be a JSON object/],
+  ["wrong apiVersion", { payload: { ...podReview({ images: ["a:1"] }), apiVersion: "admission.k8s.io/v2" } }, 400, /apiVersion must be one of/],
+  ["wrong kind", { payload: { ...podReview({ images: ["a:1"] }), kind: "Pod" } }, 400, /kind must be "AdmissionReview"/],
+  ["missing uid", { payload: { apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: { operation: "CREATE" } } }, 400, /request\.uid must be a non-empty string/],
+  ["ImageReview with wrong kind", { path: "/imagereview", payload: { apiVersion: "imagepolicy.k8s.io/v1alpha1", kind: "TokenReview", spec: {} } }, 400, /kind must be "ImageReview"/],
+  ["ImageReview with bad containers", { path: "/imagereview", payload: { apiVersion: "imagepolicy.k8s.io/v1alpha1", kind: "ImageReview", spec: { containers: [{ image: 7 }] } } }, 400, /spec\.containers\[0\]\.image must be a string/],
+  ["oversized body", { raw: JSON.stringify({ pad: "x".repeat(70 * 1024) }) }, 413, /limit is 65536|exceeds the limit/],
+  ["deeply nested body", { raw: "[".repeat(20_000) + "]".repeat(20_000) }, 400, /must be a JSON object|not valid JSON/],
+];
+
+for (const [name, input, status, message] of malformed) {
+  test(`malformed request: ${name} → ${status} with a clear message, and the server keeps serving`, async () => {
+    const res = await postJson(`${base}${input.path ?? "/validate"}`, ca, input.payload, input.raw !== undefined ? { raw: input.raw } : {});
+    assert.equal(res.status, status, res.text);
+    assert.equal(res.body.kind, "Status");
+    assert.match(res.body.message, message);
+    const after = await postJson(`${base}/validate`, ca, podReview({ images: ["registry.example.com/app:1.0"] }));
+    assert.equal(after.body.response.allowed, true);
+  });
+}
+
+test("break-glass admission is written to the audit log before the answer; dry runs are not", async () => {
+  const annotations = { "break-glass.image-policy.k8s.io/reason": "prod down", "break-glass.image-policy.k8s.io/ticket": "INC-7" };
+  const dry = await postJson(`${base}/validate`, ca, podReview({ images: ["nginx"], annotations, dryRun: true, uid: "dry" }));
+  assert.equal(dry.body.response.allowed, true);
+  const res = await postJson(`${base}/validate`, ca, podReview({ images: ["nginx"], annotations, uid: "bg-1" }));
+  assert.equal(res.body.response.allowed, true);
+  assert.match(res.body.response.warnings[0], /break-glass override \(ticket INC-7\)/);
+  const lines = (await readFile(join(dir, "audit.jsonl"), "utf8")).trim().split("\n").map((l) => JSON.parse(l));
+  assert.deepEqual(lines.map((l) => l.uid), ["bg-1"]);
+  assert.equal(lines[0].event, "break-glass");
+  assert.equal(lines[0].ticket, "INC-7");
+  assert.equal(lines[0].user, "alice");
+  assert.equal(lines[0].overridden[0].image, "nginx");
+});
+
+test("non-pod resources and updates that change no image are admitted without review", async () => {
+  const cm = podReview({ images: ["nginx"] });
+  (cm.request as any).resource = { group: "", version: "v1", resource: "configmaps" };
+  assert.equal((await postJson(`${base}/validate`, ca, cm)).body.response.allowed, true);
+  const upd = podReview({ images: ["nginx"], operation: "UPDATE" });
+  (upd.request as any).oldObject = structuredClone(upd.request.object);
+  assert.equal((await postJson(`${base}/validate`, ca, upd)).body.response.allowed, true);
+  (upd.request.object.spec.containers[0] as any).image = "busybox";
+  const changed = await postJson(`${base}/validate`, ca, upd);
+  assert.equal(changed.body.response.allowed, false);
+  assert.match(changed.body.response.status.message, /"busybox"/);
+});

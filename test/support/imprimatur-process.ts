@@ -1,0 +1,71 @@
+// Runs the real `imprimatur serve` command as a child process, as an operator would.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { createWriteStream } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { freePort } from "./ports.ts";
+import { getText } from "./https-client.ts";
+
+const BIN = fileURLToPath(new URL("../../bin/imprimatur.ts", import.meta.url));
+
+export interface ImprimaturProcess {
+  pid: number;
+  port: number;
+  baseUrl: string;
+  stateDir: string;
+  ca: string;
+  logPath: string;
+  log(): Promise<string>;
+  stop(): Promise<void>;
+}
+
+export async function startImprimatur(args: string[], opts: { stateDir?: string } = {}): Promise<ImprimaturProcess> {
+  const stateDir = opts.stateDir ?? (await mkdtemp(join(tmpdir(), "imprimatur-serve-")));
+  const port = await freePort();
+  const logPath = join(stateDir, "serve.log");
+  const out = createWriteStream(logPath, { flags: "a" });
+  const child: ChildProcess = spawn(process.execPath, [BIN, "serve", "--host", "127.0.0.1", "--port", String(port), "--state-dir", stateDir, ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  child.stdout!.pipe(out);
+  child.stderr!.pipe(out);
+  const kill = () => child.kill("SIGKILL");
+  process.once("exit", kill);
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+
+  const baseUrl = `https://127.0.0.1:${port}`;
+  const deadline = Date.now() + 20_000;
+  let ca = "";
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`imprimatur serve exited with ${child.exitCode}: ${await readFile(logPath, "utf8")}`);
+    try {
+      ca ||= await readFile(join(stateDir, "ca.crt"), "utf8");
+      if ((await getText(`${baseUrl}/readyz`, ca)).status === 200) break;
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline) {
+      kill();
+      throw new Error(`imprimatur serve did not become ready: ${await readFile(logPath, "utf8").catch(() => "")}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    pid: child.pid!,
+    port,
+    baseUrl,
+    stateDir,
+    ca,
+    logPath,
+    log: () => readFile(logPath, "utf8"),
+    stop: async () => {
+      process.off("exit", kill);
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+      await exited;
+      out.end();
+      if (!opts.stateDir) await rm(stateDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -48,14 +48,14 @@ export class WebhookBackend implements RemoteImageReviewBackend {
         bodyTimeout: timeout,
       });
     } catch (e) {
-      throw new BackendUnavailableError(`${this.name}: ${describeNetworkError(e)}`, true);
+      throw new BackendUnavailableError(describeNetworkError(e), true);
     }
     const text = await readLimited(res.body, MAX_RESPONSE_BYTES).catch((e: Error) => {
-      throw new BackendUnavailableError(`${this.name}: reading response: ${e.message}`, true);
+      throw new BackendUnavailableError(`reading response: ${e.message}`, true);
     });
     if (res.statusCode < 200 || res.statusCode >= 300) {
       const retryable = res.statusCode >= 500 || res.statusCode === 429;
-      throw new BackendUnavailableError(`${this.name}: HTTP ${res.statusCode}: ${text.slice(0, 200)}`, retryable);
+      throw new BackendUnavailableError(`HTTP ${res.statusCode}: ${text.slice(0, 200)}`, retryable);
     }
     return interpretStatus(this.name, text);
   }
@@ -71,11 +71,11 @@ export function interpretStatus(name: string, text: string): Decision {
   try {
     body = JSON.parse(text);
   } catch {
-    throw new BackendUnavailableError(`${name}: response is not JSON`, false);
+    throw new BackendUnavailableError("response is not JSON", false);
   }
   const status = (body as { status?: unknown } | null)?.status as Record<string, unknown> | undefined;
   if (typeof status !== "object" || status === null || typeof status.allowed !== "boolean") {
-    throw new BackendUnavailableError(`${name}: response has no status.allowed boolean`, false);
+    throw new BackendUnavailableError("response has no status.allowed boolean", false);
   }
   const auditAnnotations: Record<string, string> = {};
   if (typeof status.auditAnnotations === "object" && status.auditAnnotations !== null) {

@@ -1,0 +1,67 @@
+// The baseline of bench/admission-throughput.ts: the least an HTTPS AdmissionReview webhook can do in Node.
+// It reads the body, JSON.parses it and answers {apiVersion, kind, response: {uid, allowed: true}} — no
+// validation, policy, metrics or logging. Run as its own process, like `imprimatur serve`, with the same TLS
+// material, so that both servers are measured the same way.
+//
+//   node bench/baseline-server.ts --host 127.0.0.1 --port N --cert tls.crt --key tls.key
+import { readFileSync } from "node:fs";
+import { createServer } from "node:https";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { parseArgs } from "node:util";
+
+const { values } = parseArgs({
+  options: {
+    host: { type: "string", default: "127.0.0.1" },
+    port: { type: "string" },
+    cert: { type: "string" },
+    key: { type: "string" },
+  },
+  strict: true,
+});
+if (!values.port || !/^\d+$/.test(values.port) || !values.cert || !values.key) {
+  process.stderr.write("usage: node bench/baseline-server.ts --port N --cert FILE --key FILE [--host ADDR]\n");
+  process.exit(2);
+}
+
+const server = createServer({ cert: readFileSync(values.cert, "utf8"), key: readFileSync(values.key, "utf8"), minVersion: "TLSv1.2" }, handle);
+// Same connection settings as src/server/https-server.ts.
+server.keepAliveTimeout = 65_000;
+server.headersTimeout = 30_000;
+server.requestTimeout = 60_000;
+
+function handle(req: IncomingMessage, res: ServerResponse) {
+  if (req.method === "GET") {
+    if (req.url === "/readyz") return send(res, 200, "ok", "text/plain; charset=utf-8");
+    return send(res, 404, "not found", "text/plain; charset=utf-8");
+  }
+  const chunks: Buffer[] = [];
+  req.on("data", (chunk: Buffer) => chunks.push(chunk));
+  req.on("end", () => {
+    let review: { apiVersion?: unknown; kind?: unknown; request?: { uid?: unknown } };
+    try {
+      review = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    } catch {
+      return send(res, 400, "not JSON", "text/plain; charset=utf-8");
+    }
+    const answer = { apiVersion: review.apiVersion, kind: review.kind, response: { uid: review.request?.uid, allowed: true } };
+    send(res, 200, JSON.stringify(answer), "application/json");
+  });
+}
+
+function send(res: ServerResponse, code: number, text: string, type: string) {
+  res.writeHead(code, { "content-type": type, "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}
+
+server.once("error", (err) => {
+  process.stderr.write(`baseline-server: ${err.message}\n`);
+  process.exit(2);
+});
+server.listen(Number(values.port), values.host);
+
+const stop = () => {
+  server.close();
+  server.closeIdleConnections();
+};
+process.once("SIGTERM", stop);
+process.once("SIGINT", stop);

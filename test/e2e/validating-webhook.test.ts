@@ -1,0 +1,197 @@
+// ValidatingWebhookConfiguration → `imprimatur serve` (/validate) on a real etcd + kube-apiserver v1.20,
+// with a third-party ImageReview backend reached through a kubeconfig, fail-closed and fail-open servers,
+// break-glass and the decision cache. Audit annotations are read back from the apiserver's own audit log.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { stringify } from "yaml";
+import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
+import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
+import { startTestBackend, type TestBackend } from "../support/test-imagereview-backend.ts";
+import { podYaml } from "../support/manifests.ts";
+import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
+
+const POLICIES = fileURLToPath(new URL("../fixtures/e2e-policies/", import.meta.url));
+const TOKEN = "s3cret-backend-token";
+let dir: string;
+let backend: TestBackend;
+let closed: ImprimaturProcess;
+let open: ImprimaturProcess;
+let cluster: KubeCluster;
+let auditLogPath: string;
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), "imprimatur-e2e-webhook-"));
+  // The third-party backend: its own CA and serving certificate; imprimatur reaches it through a kubeconfig.
+  const ca = await createCertificateAuthority("test backend CA");
+  const serving = await issueCertificate(ca, { commonName: "backend", ipAddresses: ["127.0.0.1"] });
+  backend = await startTestBackend({ cert: serving.certPem, key: serving.keyPem }, TOKEN);
+  await writeFile(join(dir, "backend-ca.crt"), ca.certPem);
+  await writeFile(
+    join(dir, "scanner.kubeconfig"),
+    stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "scanner", cluster: { server: backend.url, "certificate-authority": "backend-ca.crt" } }],
+      users: [{ name: "imprimatur", user: { token: TOKEN } }],
+      contexts: [{ name: "scanner", context: { cluster: "scanner", user: "imprimatur" } }],
+      "current-context": "scanner",
+    }),
+  );
+  await writeFile(
+    join(dir, "config.yaml"),
+    stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "ServerConfig", backends: [{ name: "scanner", kubeconfig: "scanner.kubeconfig", timeout: "2s" }] }),
+  );
+  const config = join(dir, "config.yaml");
+  closed = await startImprimatur(["--policies", POLICIES, "--config", config]);
+  open = await startImprimatur(["--policies", POLICIES, "--config", config, "--fail-open"]);
+
+  auditLogPath = join(dir, "apiserver-audit.log");
+  await writeFile(
+    join(dir, "audit-policy.yaml"),
+    stringify({ apiVersion: "audit.k8s.io/v1", kind: "Policy", omitStages: ["RequestReceived"], rules: [{ level: "Metadata", resources: [{ group: "", resources: ["pods"] }] }, { level: "None" }] }),
+  );
+  cluster = await startKubeCluster({
+    enableAdmissionPlugins: ["ValidatingAdmissionWebhook", "MutatingAdmissionWebhook"],
+    extraArgs: [`--audit-policy-file=${join(dir, "audit-policy.yaml")}`, `--audit-log-path=${auditLogPath}`, "--audit-log-mode=blocking", "--feature-gates=EphemeralContainers=true"],
+  });
+  const webhook = (name: string, server: ImprimaturProcess, mode: string) => ({
+    name,
+    admissionReviewVersions: ["v1"],
+    sideEffects: "NoneOnDryRun",
+    failurePolicy: "Fail",
+    timeoutSeconds: 10,
+    clientConfig: { url: `${server.baseUrl}/validate`, caBundle: Buffer.from(server.ca).toString("base64") },
+    rules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["pods", "pods/ephemeralcontainers"], scope: "Namespaced" }],
+    namespaceSelector: { matchLabels: { "imprimatur-mode": mode } },
+  });
+  const vwc = {
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "ValidatingWebhookConfiguration",
+    metadata: { name: "imprimatur" },
+    webhooks: [webhook("closed.imprimatur.dev", closed, "closed"), webhook("open.imprimatur.dev", open, "open")],
+  };
+  const applied = await cluster.apply(JSON.stringify(vwc));
+  assert.equal(applied.code, 0, applied.stderr);
+  for (const [ns, mode] of [["e2e-closed", "closed"], ["e2e-open", "open"], ["e2e-locked", "closed"]]) {
+    assert.equal((await cluster.apply(JSON.stringify({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns, labels: { "imprimatur-mode": mode } } }))).code, 0);
+  }
+  // Webhook configurations take effect asynchronously; wait until a denied pod is really denied.
+  for (let i = 0; ; i++) {
+    const probe = await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], { input: podYaml("probe", "e2e-closed", ["nginx:latest"]) });
+    if (probe.code !== 0) break;
+    if (i > 50) throw new Error("webhook configuration never took effect");
+    await new Promise((r) => setTimeout(r, 200));
+  }
+});
+
+after(async () => {
+  await cluster?.stop();
+  await closed?.stop();
+  await open?.stop();
+  await backend?.stop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+async function auditEvents(podName: string, namespace = "e2e-closed") {
+  const lines = (await readFile(auditLogPath, "utf8")).trim().split("\n").map((l) => JSON.parse(l));
+  return lines.filter((e) => e.objectRef?.resource === "pods" && e.objectRef?.name === podName && e.objectRef?.namespace === namespace && e.verb === "create" && e.stage === "ResponseComplete");
+}
+
+test("an allowed image creates the pod", async () => {
+  const res = await cluster.apply(podYaml("good", "e2e-closed", ["registry.example.com/app:1.0"]));
+  assert.equal(res.code, 0, res.stderr);
+  const [event] = await auditEvents("good");
+  assert.equal(event?.annotations?.["closed.imprimatur.dev/decision"], "allowed");
+  assert.equal(event?.annotations?.["closed.imprimatur.dev/backend.scanner.scanned"], "clean");
+});
+
+test("a denied image is rejected with our message", async () => {
+  const res = await cluster.apply(podYaml("bad", "e2e-closed", ["docker.io/library/nginx:1.25"]));
+  assert.notEqual(res.code, 0);
+  assert.match(
+    res.stderr,
+    /admission webhook "closed\.imprimatur\.dev" denied the request: image policy: image "docker\.io\/library\/nginx:1\.25" \(spec\.containers\[0\]\.image\) denied by policy trusted-registries default: only images from registry\.example\.com may run/,
+  );
+});
+
+test("the third-party backend's denial denies the pod, with its reason", async () => {
+  const res = await cluster.apply(podYaml("cve", "e2e-closed", ["registry.example.com/blocked:2.0"]));
+  assert.notEqual(res.code, 0);
+  assert.match(res.stderr, /policy backend\/scanner imageReview: scanner found critical CVEs in registry\.example\.com\/blocked:2\.0/);
+  const review = backend.reviews.find((r) => r.spec.containers.some((c) => c.image === "registry.example.com/blocked:2.0"));
+  assert.equal(review?.spec.namespace, "e2e-closed");
+});
+
+test("cache: a second identical review does not reach the backend within the TTL", async () => {
+  const image = "registry.example.com/cached:3.1";
+  const seen = () => backend.reviews.filter((r) => r.spec.containers.some((c) => c.image === image)).length;
+  assert.equal((await cluster.apply(podYaml("cache-1", "e2e-closed", [image]))).code, 0);
+  assert.equal(seen(), 1);
+  assert.equal((await cluster.apply(podYaml("cache-2", "e2e-closed", [image]))).code, 0);
+  assert.equal(seen(), 1, "answered from the cache");
+  assert.equal((await cluster.apply(podYaml("cache-3", "e2e-open", [image]))).code, 0);
+  assert.equal(seen(), 2, "another namespace is another review spec (and here another server)");
+});
+
+test("break-glass admits with the right annotations only where allowed, and is audited", async () => {
+  const annotations = { "break-glass.image-policy.k8s.io/reason": "outage", "break-glass.image-policy.k8s.io/ticket": "INC-2002" };
+  const ok = await cluster.apply(podYaml("glass", "e2e-closed", ["docker.io/library/nginx:1.25"], annotations));
+  assert.equal(ok.code, 0, ok.stderr);
+  assert.match(ok.stderr, /Warning: break-glass override \(ticket INC-2002\)/);
+  const records = (await readFile(join(closed.stateDir, "audit.jsonl"), "utf8")).trim().split("\n").map((l) => JSON.parse(l));
+  const record = records.find((r) => r.ticket === "INC-2002");
+  assert.equal(record?.event, "break-glass");
+  assert.equal(record?.name, "glass");
+  assert.equal(record?.user, "admin");
+  const [event] = await auditEvents("glass");
+  assert.equal(event?.annotations?.["closed.imprimatur.dev/break-glass"], "used");
+  assert.equal(event?.annotations?.["closed.imprimatur.dev/break-glass-ticket"], "INC-2002");
+
+  const refused = await cluster.apply(podYaml("glass", "e2e-locked", ["docker.io/library/nginx:1.25"], annotations));
+  assert.notEqual(refused.code, 0);
+  assert.match(refused.stderr, /does not allow overrides in namespace "e2e-locked"/);
+});
+
+test("backend stopped: fail-closed denies, fail-open admits with the audit annotation", async () => {
+  await backend.stop();
+  try {
+    const image = "registry.example.com/fresh:9.9"; // never reviewed, so nothing cached
+    const denied = await cluster.apply(podYaml("down", "e2e-closed", [image]));
+    assert.notEqual(denied.code, 0);
+    assert.match(denied.stderr, /policy backend\/scanner failurePolicy: image policy backend could not be reached \(ECONNREFUSED\); denying because the server fails closed/);
+
+    const admitted = await cluster.apply(podYaml("down", "e2e-open", [image]));
+    assert.equal(admitted.code, 0, admitted.stderr);
+    assert.match(admitted.stderr, /Warning: image policy backend scanner was unavailable/);
+    const [event] = await auditEvents("down", "e2e-open");
+    assert.equal(event?.annotations?.["open.imprimatur.dev/fail-open"], "true");
+    const records = (await readFile(join(open.stateDir, "audit.jsonl"), "utf8")).trim().split("\n").map((l) => JSON.parse(l));
+    assert.ok(records.some((r) => r.event === "fail-open" && r.name === "down"));
+  } finally {
+    await backend.start();
+  }
+});
+
+test("ephemeral containers are reviewed through the subresource", async () => {
+  assert.equal((await cluster.apply(podYaml("debugme", "e2e-closed", ["registry.example.com/app:1.0"]))).code, 0);
+  // kubectl v1.20 has no `debug` without the feature gate; write the subresource directly.
+  const body = JSON.stringify({
+    apiVersion: "v1",
+    kind: "EphemeralContainers",
+    metadata: { name: "debugme", namespace: "e2e-closed" },
+    ephemeralContainers: [{ name: "dbg", image: "docker.io/library/busybox:1.36", terminationMessagePolicy: "File", imagePullPolicy: "IfNotPresent" }],
+  });
+  const res = await cluster.kubectl(["replace", "--raw", "/api/v1/namespaces/e2e-closed/pods/debugme/ephemeralcontainers", "-f", "-"], { input: body });
+  assert.notEqual(res.code, 0);
+  assert.match(res.stderr, /image "docker\.io\/library\/busybox:1\.36" \(ephemeralContainers\[0\]\.image\) denied by policy trusted-registries default/);
+  const allowed = await cluster.kubectl(["replace", "--raw", "/api/v1/namespaces/e2e-closed/pods/debugme/ephemeralcontainers", "-f", "-"], {
+    input: body.replace("docker.io/library/busybox:1.36", "registry.example.com/debug:1.0"),
+  });
+  assert.equal(allowed.code, 0, allowed.stderr);
+  const got = await cluster.kubectl(["get", "pod", "debugme", "-n", "e2e-closed", "-o", "jsonpath={.spec.ephemeralContainers[0].image}"]);
+  assert.equal(got.stdout, "registry.example.com/debug:1.0");
+});

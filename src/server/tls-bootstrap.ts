@@ -15,12 +15,10 @@ import { isIP } from 'node:net';
 import { join } from 'node:path';
 import type { Extension, JsonGeneralName } from '@peculiar/x509';
 
-// @peculiar/x509 resolves its algorithms through tsyringe, which refuses to load unless a Reflect metadata
-// polyfill (reflect-metadata or similar) is installed first. It only needs define/get(Own)Metadata, so a
-// minimal one is installed here — only when none is present — before the library is imported dynamically
-// (a static import would be evaluated before this module's body).
-installReflectMetadata();
-const x509 = await import('@peculiar/x509');
+// @peculiar/x509 resolves its algorithms through tsyringe, which refuses to load unless the Reflect metadata
+// polyfill is loaded first; ES module imports are evaluated in order, so this import must stay above it.
+import 'reflect-metadata';
+import * as x509 from '@peculiar/x509';
 x509.cryptoProvider.set(globalThis.crypto);
 
 export interface TlsMaterial {
@@ -349,42 +347,4 @@ async function syncDirectory(dir: string): Promise<void> {
   } catch {
     // ignore
   }
-}
-
-/** The subset of the reflect-metadata API that tsyringe uses, backed by a WeakMap. */
-function installReflectMetadata(): void {
-  const reflect = Reflect as unknown as Record<string, unknown>;
-  if (typeof reflect['getMetadata'] === 'function') return;
-  const store = new WeakMap<object, Map<PropertyKey | undefined, Map<unknown, unknown>>>();
-  const own = (target: object, property: PropertyKey | undefined, create: boolean): Map<unknown, unknown> | undefined => {
-    let byProperty = store.get(target);
-    if (byProperty === undefined) {
-      if (!create) return undefined;
-      byProperty = new Map();
-      store.set(target, byProperty);
-    }
-    let entries = byProperty.get(property);
-    if (entries === undefined && create) {
-      entries = new Map();
-      byProperty.set(property, entries);
-    }
-    return entries;
-  };
-  const getOwnMetadata = (key: unknown, target: object, property?: PropertyKey): unknown => own(target, property, false)?.get(key);
-  const hasOwnMetadata = (key: unknown, target: object, property?: PropertyKey): boolean => own(target, property, false)?.has(key) ?? false;
-  const hasMetadata = (key: unknown, target: object, property?: PropertyKey): boolean => {
-    for (let t: object | null = target; t !== null; t = Object.getPrototypeOf(t)) if (hasOwnMetadata(key, t, property)) return true;
-    return false;
-  };
-  const getMetadata = (key: unknown, target: object, property?: PropertyKey): unknown => {
-    for (let t: object | null = target; t !== null; t = Object.getPrototypeOf(t)) {
-      if (hasOwnMetadata(key, t, property)) return getOwnMetadata(key, t, property);
-    }
-    return undefined;
-  };
-  const defineMetadata = (key: unknown, value: unknown, target: object, property?: PropertyKey): void => {
-    own(target, property, true)!.set(key, value);
-  };
-  const metadata = (key: unknown, value: unknown) => (target: object, property?: PropertyKey): void => defineMetadata(key, value, target, property);
-  Object.assign(reflect, { defineMetadata, getOwnMetadata, getMetadata, hasOwnMetadata, hasMetadata, metadata });
 }

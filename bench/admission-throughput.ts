@@ -1,0 +1,561 @@
+// Admission throughput: `imprimatur serve` answering POST /validate, against a baseline HTTPS server that only
+// parses the AdmissionReview and echoes an allow (bench/baseline-server.ts), measured in the same run, with the
+// same TLS material, the same load and one process each. Reported as the ratio of their throughputs.
+//
+//   node bench/admission-throughput.ts [--concurrency 32] [--seconds 10] [--warmup 2] [--max-requests N]
+//                                      [--json] [--cpu-prof DIR] [--keep-state]
+//
+// Exit 0 when every answer was a 200 with the request's uid and allowed: true (whether or not the target is
+// met), 1 when any answer was wrong or a server failed, 2 on a usage error.
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { cpus, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { Agent, Pool } from "undici";
+import { freePort } from "../test/support/ports.ts";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const TARGET_RATIO = 0.8;
+const IMAGE_PREFIX = "registry.example.com/app";
+const CONTAINERS = 3;
+const UID_PLACEHOLDER = "@@UID@@";
+/** As kube-apiserver calls a webhook with timeoutSeconds: 10. */
+const VALIDATE_PATH = "/validate?timeout=10s";
+const READY_TIMEOUT_MS = 30_000;
+const STOP_TIMEOUT_MS = 10_000;
+
+const USAGE = `Usage: node bench/admission-throughput.ts [options]
+
+  --concurrency N     requests in flight, one keep-alive connection each (default 32)
+  --seconds S         measured phase per server (default 10)
+  --warmup S          warm-up per server before measuring (default 2)
+  --max-requests N    hard cap on requests per server, warm-up included (default 1000000)
+  --json              print the results as JSON only
+  --cpu-prof DIR      run both servers with --cpu-prof and write the .cpuprofile files to DIR
+  --keep-state        keep the temporary state folder (CA, certificates, decision log) and print its path
+`;
+
+interface Options {
+  concurrency: number;
+  seconds: number;
+  warmup: number;
+  maxRequests: number;
+  json: boolean;
+  cpuProfDir: string | undefined;
+  keepState: boolean;
+}
+
+function parseOptions(argv: string[]): Options {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      concurrency: { type: "string", default: "32" },
+      seconds: { type: "string", default: "10" },
+      warmup: { type: "string", default: "2" },
+      "max-requests": { type: "string", default: "1000000" },
+      json: { type: "boolean", default: false },
+      "cpu-prof": { type: "string" },
+      "keep-state": { type: "boolean", default: false },
+      help: { type: "boolean", short: "h", default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(USAGE);
+    process.exit(0);
+  }
+  const num = (flag: string, raw: string, min: number, max: number, integer: boolean) => {
+    const n = Number(raw);
+    if (raw.trim() === "" || !Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) {
+      throw new Error(`--${flag} must be ${integer ? "an integer" : "a number"} from ${min} to ${max}, got ${raw}`);
+    }
+    return n;
+  };
+  return {
+    concurrency: num("concurrency", values.concurrency, 1, 1024, true),
+    seconds: num("seconds", values.seconds, 0.5, 300, false),
+    warmup: num("warmup", values.warmup, 0, 60, false),
+    maxRequests: num("max-requests", values["max-requests"], 1, 10_000_000, true),
+    json: values.json,
+    cpuProfDir: values["cpu-prof"] === undefined ? undefined : resolve(values["cpu-prof"]),
+    keepState: values["keep-state"],
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The request: a Pod CREATE as kube-apiserver sends it to a validating webhook (defaults filled in), with three
+// containers on an allowed image. Serialized once; only the uid changes per request, by string concatenation.
+
+function podAdmissionReview(uid: string) {
+  const container = (name: string, tag: string, port: number) => ({
+    name,
+    image: `${IMAGE_PREFIX}:${tag}`,
+    imagePullPolicy: "IfNotPresent",
+    ports: [{ name: "http", containerPort: port, protocol: "TCP" }],
+    env: [
+      { name: "LOG_LEVEL", value: "info" },
+      { name: "POD_NAME", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.name" } } },
+    ],
+    resources: { requests: { cpu: "100m", memory: "128Mi" }, limits: { memory: "256Mi" } },
+    volumeMounts: [{ name: "kube-api-access-x7k2p", readOnly: true, mountPath: "/var/run/secrets/kubernetes.io/serviceaccount" }],
+    securityContext: { runAsNonRoot: true, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
+    terminationMessagePath: "/dev/termination-log",
+    terminationMessagePolicy: "File",
+  });
+  const labels = { app: "shop", component: "api", "pod-template-hash": "6d9f7c5b8" };
+  return {
+    apiVersion: "admission.k8s.io/v1",
+    kind: "AdmissionReview",
+    request: {
+      uid,
+      kind: { group: "", version: "v1", kind: "Pod" },
+      resource: { group: "", version: "v1", resource: "pods" },
+      requestKind: { group: "", version: "v1", kind: "Pod" },
+      requestResource: { group: "", version: "v1", resource: "pods" },
+      namespace: "shop",
+      operation: "CREATE",
+      userInfo: { username: "system:serviceaccount:kube-system:replicaset-controller", uid: "4f1d0c6e-2b1a-4f7e-9d0b-1f3a5c7e9b2d", groups: ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"] },
+      object: {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: {
+          generateName: "shop-api-6d9f7c5b8-",
+          namespace: "shop",
+          labels,
+          ownerReferences: [{ apiVersion: "apps/v1", kind: "ReplicaSet", name: "shop-api-6d9f7c5b8", uid: "8c2e4a6b-1d3f-4e5a-b7c9-0d2f4a6c8e1b", controller: true, blockOwnerDeletion: true }],
+        },
+        spec: {
+          volumes: [{ name: "kube-api-access-x7k2p", projected: { sources: [{ serviceAccountToken: { expirationSeconds: 3607, path: "token" } }, { configMap: { name: "kube-root-ca.crt", items: [{ key: "ca.crt", path: "ca.crt" }] } }], defaultMode: 420 } }],
+          containers: [container("api", "1.0", 8080), container("sidecar", "1.0", 9090), container("metrics", "1.0", 9100)].slice(0, CONTAINERS),
+          restartPolicy: "Always",
+          terminationGracePeriodSeconds: 30,
+          dnsPolicy: "ClusterFirst",
+          serviceAccountName: "default",
+          serviceAccount: "default",
+          securityContext: {},
+          schedulerName: "default-scheduler",
+          tolerations: [
+            { key: "node.kubernetes.io/not-ready", operator: "Exists", effect: "NoExecute", tolerationSeconds: 300 },
+            { key: "node.kubernetes.io/unreachable", operator: "Exists", effect: "NoExecute", tolerationSeconds: 300 },
+          ],
+          priority: 0,
+          enableServiceLinks: true,
+          preemptionPolicy: "PreemptLowerPriority",
+        },
+        status: {},
+      },
+      oldObject: null,
+      dryRun: false,
+      options: { kind: "CreateOptions", apiVersion: "meta.k8s.io/v1" },
+    },
+  };
+}
+
+const [BODY_HEAD, BODY_TAIL] = (() => {
+  const text = JSON.stringify(podAdmissionReview(UID_PLACEHOLDER));
+  const at = text.indexOf(UID_PLACEHOLDER);
+  return [text.slice(0, at), text.slice(at + UID_PLACEHOLDER.length)] as const;
+})();
+const BODY_BYTES = Buffer.byteLength(BODY_HEAD + randomUUID() + BODY_TAIL);
+const REQUEST_HEADERS = { "content-type": "application/json", accept: "application/json" };
+
+// ---------------------------------------------------------------------------------------------------------
+// Server processes.
+
+interface ServerProcess {
+  name: string;
+  child: ChildProcess;
+  port: number;
+  origin: string;
+  exited: Promise<number | null>;
+  stderr(): string;
+}
+
+function spawnServer(name: string, args: string[], stdoutFd: number | "ignore", opts: Options): { child: ChildProcess; exited: Promise<number | null>; stderr(): string } {
+  const nodeFlags = opts.cpuProfDir ? ["--cpu-prof", `--cpu-prof-dir=${opts.cpuProfDir}`, `--cpu-prof-name=${name}-\${pid}.cpuprofile`] : [];
+  const child = spawn(process.execPath, [...nodeFlags, ...args], { cwd: ROOT, stdio: ["ignore", stdoutFd, "pipe"] });
+  let stderr = "";
+  child.stderr!.setEncoding("utf8");
+  child.stderr!.on("data", (s: string) => {
+    if (stderr.length < 64 * 1024) stderr += s;
+  });
+  const exited = new Promise<number | null>((resolveExit) => {
+    child.once("exit", (code, signal) => resolveExit(code ?? (signal ? 128 : null)));
+    child.once("error", (err) => {
+      stderr += `spawn failed: ${err.message}\n`;
+      resolveExit(127);
+    });
+  });
+  return { child, exited, stderr: () => stderr };
+}
+
+/**
+ * Starts a server on a free loopback port and waits until GET /readyz answers 200 over TLS trusting `caFile`.
+ * The port is only known free when chosen, so a start that fails with "address in use" is retried on another.
+ */
+async function startServer(name: string, argsFor: (port: number) => string[], caFile: string, stdoutFd: number | "ignore", opts: Options): Promise<ServerProcess> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const proc = spawnServer(name, argsFor(port), stdoutFd, opts);
+    const origin = `https://127.0.0.1:${port}`;
+    const outcome = await Promise.race([
+      waitReady(origin, caFile).then(() => "ready" as const),
+      proc.exited.then((code) => ({ code })),
+    ]);
+    if (outcome === "ready") return { name, port, origin, ...proc };
+    const text = proc.stderr();
+    if (attempt < 3 && /EADDRINUSE|address already in use/i.test(text)) continue;
+    throw new Error(`${name} exited with code ${outcome.code} before it was ready:\n${text.trim()}`);
+  }
+}
+
+async function waitReady(origin: string, caFile: string): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  let last = "no attempt";
+  while (Date.now() < deadline) {
+    if (existsSync(caFile)) {
+      const agent = new Agent({ connect: { ca: readFileSync(caFile, "utf8") }, headersTimeout: 2_000, bodyTimeout: 2_000 });
+      try {
+        const res = await agent.request({ origin, path: "/readyz", method: "GET" });
+        await res.body.dump();
+        if (res.statusCode === 200) return;
+        last = `status ${res.statusCode}`;
+      } catch (e) {
+        last = (e as Error).message;
+      } finally {
+        await agent.close();
+      }
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${origin}/readyz not 200 within ${READY_TIMEOUT_MS / 1000} s (last: ${last})`);
+}
+
+/** SIGTERM, then SIGKILL if it does not exit in time (a CPU profile is only written on a clean exit). */
+async function stopServer(proc: ServerProcess | undefined): Promise<void> {
+  if (!proc || proc.child.exitCode !== null || proc.child.signalCode !== null) return;
+  proc.child.kill("SIGTERM");
+  const timer = setTimeout(() => proc.child.kill("SIGKILL"), STOP_TIMEOUT_MS);
+  await proc.exited;
+  clearTimeout(timer);
+}
+
+/** CPU time (user + system, all threads) of a process in ms, from /proc; undefined where there is no /proc. */
+function processCpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // After "(comm)": state is field 3, utime 14 and stime 15 (1-based), in clock ticks (USER_HZ, 100 on Linux).
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return undefined;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Load generation.
+
+interface LoadResult {
+  server: string;
+  /** Answers completed inside the measured window. */
+  requests: number;
+  windowSeconds: number;
+  requestsPerSecond: number;
+  latencyMs: { p50: number; p90: number; p99: number; max: number };
+  /** CPU used in the measured window, as % of one core. */
+  serverCpuPercent: number | undefined;
+  generatorCpuPercent: number;
+  serverCpuMicrosPerRequest: number | undefined;
+  totalRequests: number;
+  capped: boolean;
+  failures: string[];
+}
+
+async function runLoad(proc: ServerProcess, ca: string, opts: Options): Promise<LoadResult> {
+  const pool = new Pool(proc.origin, {
+    connections: opts.concurrency,
+    pipelining: 1,
+    connect: { ca },
+    keepAliveTimeout: 30_000,
+    headersTimeout: 10_000,
+    bodyTimeout: 10_000,
+  });
+  const failures: string[] = [];
+  const latencies: number[] = [];
+  let issued = 0;
+  let capped = false;
+  let lastDone = 0;
+  let stop = false;
+
+  const start = performance.now();
+  const t0 = start + opts.warmup * 1000;
+  const t1 = t0 + opts.seconds * 1000;
+
+  // CPU snapshots at the edges of the measured window.
+  const cpu: Array<{ at: number; server: number | undefined; generator: NodeJS.CpuUsage }> = [];
+  const snapshot = () => cpu.push({ at: performance.now(), server: processCpuMs(proc.child.pid), generator: process.cpuUsage() });
+  const snapTimers = [setTimeout(snapshot, t0 - start), setTimeout(snapshot, t1 - start)];
+
+  const fail = (message: string) => {
+    if (failures.length < 10) failures.push(message);
+    stop = true;
+  };
+
+  const worker = async () => {
+    while (!stop) {
+      if (performance.now() >= t1) break;
+      if (issued >= opts.maxRequests) {
+        capped = true;
+        break;
+      }
+      issued++;
+      const uid = randomUUID();
+      const sent = performance.now();
+      let status: number;
+      let text: string;
+      try {
+        const res = await pool.request({ path: VALIDATE_PATH, method: "POST", headers: REQUEST_HEADERS, body: BODY_HEAD + uid + BODY_TAIL });
+        status = res.statusCode;
+        text = await res.body.text();
+      } catch (e) {
+        fail(`request failed: ${(e as Error).message}`);
+        break;
+      }
+      const done = performance.now();
+      if (status < 200 || status > 299) {
+        fail(`HTTP ${status}: ${text.slice(0, 300)}`);
+        break;
+      }
+      let answer: { apiVersion?: unknown; kind?: unknown; response?: { uid?: unknown; allowed?: unknown } };
+      try {
+        answer = JSON.parse(text);
+      } catch {
+        fail(`answer is not JSON: ${text.slice(0, 300)}`);
+        break;
+      }
+      if (answer.response?.uid !== uid) {
+        fail(`answer uid ${JSON.stringify(answer.response?.uid)} is not the request's ${uid}`);
+        break;
+      }
+      if (answer.response.allowed !== true) {
+        fail(`allowed is ${JSON.stringify(answer.response.allowed)}, expected true: ${text.slice(0, 300)}`);
+        break;
+      }
+      if (answer.apiVersion !== "admission.k8s.io/v1" || answer.kind !== "AdmissionReview") {
+        fail(`answer is not an admission.k8s.io/v1 AdmissionReview: ${text.slice(0, 300)}`);
+        break;
+      }
+      if (done >= t0 && done <= t1) {
+        latencies.push(done - sent);
+        lastDone = done;
+      }
+    }
+  };
+
+  try {
+    await Promise.all(Array.from({ length: opts.concurrency }, worker));
+  } finally {
+    for (const t of snapTimers) clearTimeout(t);
+    await pool.close();
+  }
+  if (cpu.length < 2) snapshot(); // the window was cut short (cap or failure)
+
+  // A capped run measures up to its last answer; otherwise the full window.
+  const windowEnd = capped ? Math.min(t1, lastDone) : t1;
+  const windowSeconds = Math.max(0, (windowEnd - t0) / 1000);
+  const sorted = Float64Array.from(latencies).sort();
+  const pct = (p: number) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!);
+
+  const requestsPerSecond = windowSeconds > 0 ? latencies.length / windowSeconds : 0;
+  const [a, b] = cpu;
+  let serverCpuPercent: number | undefined;
+  let generatorCpuPercent = NaN;
+  let serverCpuMicrosPerRequest: number | undefined;
+  if (a && b && b.at > a.at) {
+    const wallMs = b.at - a.at;
+    if (a.server !== undefined && b.server !== undefined) {
+      serverCpuPercent = ((b.server - a.server) / wallMs) * 100;
+      // CPU time over the snapshot interval divided by the answers expected in it at the measured rate.
+      if (requestsPerSecond > 0) serverCpuMicrosPerRequest = ((b.server - a.server) * 1000) / (requestsPerSecond * (wallMs / 1000));
+    }
+    const g = (b.generator.user + b.generator.system - a.generator.user - a.generator.system) / 1000;
+    generatorCpuPercent = (g / wallMs) * 100;
+  }
+
+  return {
+    server: proc.name,
+    requests: latencies.length,
+    windowSeconds,
+    requestsPerSecond,
+    latencyMs: { p50: pct(50), p90: pct(90), p99: pct(99), max: sorted.length ? sorted[sorted.length - 1]! : NaN },
+    serverCpuPercent,
+    generatorCpuPercent,
+    serverCpuMicrosPerRequest,
+    totalRequests: issued,
+    capped,
+    failures,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+function say(opts: Options, line: string) {
+  if (!opts.json) process.stderr.write(`${line}\n`);
+}
+
+function renderTable(results: LoadResult[]): string {
+  const f = (n: number | undefined, digits: number) => (n === undefined || Number.isNaN(n) ? "n/a" : n.toFixed(digits));
+  const rows = [
+    ["server", "answers", "req/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "server CPU", "CPU µs/req", "generator CPU"],
+    ...results.map((r) => [
+      r.server,
+      String(r.requests),
+      f(r.requestsPerSecond, 0),
+      f(r.latencyMs.p50, 2),
+      f(r.latencyMs.p90, 2),
+      f(r.latencyMs.p99, 2),
+      f(r.latencyMs.max, 1),
+      r.serverCpuPercent === undefined ? "n/a" : `${f(r.serverCpuPercent, 0)}%`,
+      f(r.serverCpuMicrosPerRequest, 0),
+      `${f(r.generatorCpuPercent, 0)}%`,
+    ]),
+  ];
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  return rows.map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join("  ")).join("\n");
+}
+
+async function main(): Promise<number> {
+  let opts: Options;
+  try {
+    opts = parseOptions(process.argv.slice(2));
+  } catch (e) {
+    process.stderr.write(`admission-throughput: ${(e as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+
+  const stateDir = await mkdtemp(join(tmpdir(), "imprimatur-bench-"));
+  const caFile = join(stateDir, "ca.crt");
+  const logFile = join(stateDir, "imprimatur-decisions.jsonl");
+  const logFd = openSync(logFile, "w");
+  let logOpen = true;
+  const closeLog = () => {
+    if (logOpen) closeSync(logFd);
+    logOpen = false;
+  };
+  let imprimatur: ServerProcess | undefined;
+  let baseline: ServerProcess | undefined;
+
+  // Whatever happens, the benchmark stops by itself: a watchdog well past the planned duration.
+  const budgetMs = 2 * READY_TIMEOUT_MS + 2 * (opts.warmup + opts.seconds) * 1000 * 2 + 60_000;
+  const watchdog = setTimeout(() => {
+    process.stderr.write(`admission-throughput: still running after ${Math.round(budgetMs / 1000)} s; stopping\n`);
+    for (const p of [imprimatur, baseline]) if (p && p.child.exitCode === null) p.child.kill("SIGKILL");
+    process.exit(1);
+  }, budgetMs);
+  const interrupt = () => {
+    for (const p of [imprimatur, baseline]) if (p && p.child.exitCode === null) p.child.kill("SIGTERM");
+    process.exit(130);
+  };
+  process.once("SIGINT", interrupt);
+  process.once("SIGTERM", interrupt);
+
+  try {
+    say(opts, `Starting imprimatur serve (state ${stateDir}) ...`);
+    imprimatur = await startServer(
+      "imprimatur",
+      (port) => ["bin/imprimatur.ts", "serve", "--host", "127.0.0.1", "--port", String(port), "--state-dir", stateDir],
+      caFile,
+      logFd,
+      opts,
+    );
+    // The baseline serves the certificate imprimatur generated, so both handshakes cost the same.
+    say(opts, "Starting the baseline server ...");
+    baseline = await startServer(
+      "baseline",
+      (port) => ["bench/baseline-server.ts", "--host", "127.0.0.1", "--port", String(port), "--cert", join(stateDir, "tls.crt"), "--key", join(stateDir, "tls.key")],
+      caFile,
+      "ignore",
+      opts,
+    );
+    const ca = readFileSync(caFile, "utf8");
+
+    const results: LoadResult[] = [];
+    for (const proc of [baseline, imprimatur]) {
+      say(opts, `Measuring ${proc.name}: ${opts.warmup} s warm-up, ${opts.seconds} s measured, concurrency ${opts.concurrency} ...`);
+      results.push(await runLoad(proc, ca, opts));
+    }
+    await Promise.all([stopServer(imprimatur), stopServer(baseline)]);
+    closeLog();
+
+    const [base, imp] = results as [LoadResult, LoadResult];
+    const ratio = base.requestsPerSecond > 0 ? imp.requestsPerSecond / base.requestsPerSecond : NaN;
+    const failures = results.flatMap((r) => r.failures.map((f) => `${r.server}: ${f}`));
+    for (const r of results) if (r.requests === 0 && r.failures.length === 0) failures.push(`${r.server}: no answer inside the measured window (raise --max-requests?)`);
+    const ok = failures.length === 0;
+    const verdict = ratio >= TARGET_RATIO ? "PASS" : "BELOW TARGET";
+    const decisionsLogged = readFileSync(logFile, "utf8").split("\n").filter((l) => l.includes('"msg":"admitted"')).length;
+
+    const report = {
+      benchmark: "admission-throughput",
+      date: new Date().toISOString(),
+      node: process.version,
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model ?? "unknown",
+      request: { path: VALIDATE_PATH, kind: "Pod CREATE", containers: CONTAINERS, image: `${IMAGE_PREFIX}:1.0`, bodyBytes: BODY_BYTES },
+      concurrency: opts.concurrency,
+      warmupSeconds: opts.warmup,
+      seconds: opts.seconds,
+      maxRequests: opts.maxRequests,
+      baseline: base,
+      imprimatur: imp,
+      imprimaturDecisionsLogged: decisionsLogged,
+      ratio,
+      target: TARGET_RATIO,
+      verdict,
+      ok,
+      failures,
+      ...(opts.cpuProfDir ? { cpuProfiles: opts.cpuProfDir } : {}),
+      ...(opts.keepState ? { stateDir } : {}),
+    };
+
+    if (opts.json) {
+      process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    } else {
+      const out = [
+        "",
+        `admission-throughput  ${report.date}  node ${report.node}  ${report.cpus} CPUs (${report.cpuModel})`,
+        `POST ${VALIDATE_PATH}: Pod CREATE, ${CONTAINERS} containers ${IMAGE_PREFIX}:1.0 (allowed), ${BODY_BYTES} bytes; ` +
+          `concurrency ${opts.concurrency}, warm-up ${opts.warmup} s, measured ${opts.seconds} s per server`,
+        "",
+        renderTable(results),
+        "",
+        `imprimatur/baseline throughput: ${ratio.toFixed(2)}x (target >= ${TARGET_RATIO.toFixed(2)}x)  ${verdict}`,
+        ...results.filter((r) => r.capped).map((r) => `note: ${r.server} hit --max-requests; its window was shortened`),
+        ...(opts.cpuProfDir ? [`CPU profiles: ${opts.cpuProfDir}`] : []),
+        ...(opts.keepState ? [`state kept: ${stateDir}`] : []),
+        ...(ok ? [] : ["", "FAILED:", ...failures.map((f) => `  ${f}`)]),
+        "",
+      ];
+      process.stdout.write(out.join("\n"));
+    }
+    return ok ? 0 : 1;
+  } catch (e) {
+    process.stderr.write(`admission-throughput: ${(e as Error).message}\n`);
+    return 1;
+  } finally {
+    await Promise.all([stopServer(imprimatur), stopServer(baseline)]);
+    closeLog();
+    if (!opts.keepState) await rm(stateDir, { recursive: true, force: true });
+    clearTimeout(watchdog);
+    process.off("SIGINT", interrupt);
+    process.off("SIGTERM", interrupt);
+  }
+}
+
+process.exitCode = await main();

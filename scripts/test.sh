@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The whole test suite: provision the real components (once per machine), type-check, run every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/node_modules/.bin:$PATH"   # Node 24 from the `node` dependency
+
+bash scripts/provision-kube.sh
+tsc -p tsconfig.json --noEmit
+node --test --test-timeout=300000 'test/unit/**/*.test.ts' 'test/e2e/**/*.test.ts'

@@ -1,0 +1,95 @@
+// `imprimatur check` as a CI pipeline runs it: a real child process, its output and exit code.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const BIN = fileURLToPath(new URL("../../bin/imprimatur.ts", import.meta.url));
+const POLICIES = fileURLToPath(new URL("../fixtures/e2e-policies/", import.meta.url));
+
+function run(args: string[]) {
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8" });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+async function manifests() {
+  const dir = await mkdtemp(join(tmpdir(), "imprimatur-check-"));
+  await writeFile(
+    join(dir, "app.yaml"),
+    `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  template:
+    spec:
+      containers: [{name: web, image: registry.example.com/web:2.1}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly}
+spec:
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          initContainers: [{name: init, image: busybox:1.36}]
+          containers: [{name: job, image: registry.example.com/job:1}]
+`,
+  );
+  await writeFile(join(dir, "pod.json"), JSON.stringify({ apiVersion: "v1", kind: "Pod", metadata: { name: "solo" }, spec: { containers: [{ name: "c", image: "registry.example.com/solo:1" }] } }));
+  return dir;
+}
+
+test("text output: one line per workload, exit 1 when any is denied", async () => {
+  const dir = await manifests();
+  const r = run(["check", "--policies", POLICIES, "-f", dir]);
+  assert.equal(r.code, 1, r.stderr);
+  const lines = r.stdout.trim().split("\n");
+  assert.deepEqual(lines.map((l) => l.replace(dir, "DIR")), [
+    "DIR/app.yaml Deployment/web: allowed",
+    'DIR/app.yaml CronJob/nightly: denied: image "busybox:1.36" (spec.jobTemplate.spec.template.spec.initContainers[0].image) denied by policy trusted-registries default: only images from registry.example.com may run',
+    "DIR/pod.json Pod/solo: allowed",
+  ]);
+});
+
+test("json output and exit 0 when everything is allowed", async () => {
+  const dir = await manifests();
+  const r = run(["check", "--policies", POLICIES, "-f", join(dir, "pod.json"), "--output", "json"]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout), [{ file: join(dir, "pod.json"), kind: "Pod", name: "solo", namespace: "default", allowed: true, reasons: [] }]);
+});
+
+test("exit 2 on usage errors, policy-load errors and unreadable manifests", async () => {
+  assert.equal(run(["check"]).code, 2);
+  assert.equal(run(["check", "-f", "x.yaml", "--output", "xml"]).code, 2);
+  const dir = await mkdtemp(join(tmpdir(), "imprimatur-badpolicy-"));
+  await writeFile(join(dir, "p.yaml"), "apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: {name: x}\nspec: {rules: [{action: maybe, images: [a]}]}\n");
+  const bad = run(["check", "--policies", dir, "-f", dir]);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /p\.yaml:4 \(document 1, spec\.rules\[0\]\.action\): must be one of "allow", "deny"/);
+  const missing = run(["check", "-f", "/nonexistent/manifests"]);
+  assert.equal(missing.code, 2);
+  assert.match(missing.stderr, /no such file or directory/);
+});
+
+test("serve refuses to start on an invalid policy, naming file and line", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "imprimatur-badserve-"));
+  await writeFile(join(dir, "p.yaml"), "apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: {name: x}\nspec:\n  rules: []\n  surprise: 1\n");
+  const r = run(["serve", "--policies", dir, "--port", "0", "--state-dir", join(dir, "state")]);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /refusing to start: .*\n.*p\.yaml:6 \(document 1, spec\.surprise\): unknown field "surprise"/);
+});
+
+test("help and unknown commands", () => {
+  const help = run(["--help"]);
+  assert.equal(help.code, 0);
+  assert.match(help.stdout, /imprimatur serve/);
+  assert.equal(run(["frobnicate"]).code, 2);
+});

@@ -1,0 +1,113 @@
+// The review service with a real WebhookBackend over HTTPS: retries, failure policy, cache, combination.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createServer, type Server } from "node:https";
+import type { AddressInfo } from "node:net";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { ImageReviewService } from "../../src/backends/review-service.ts";
+import { DecisionCache } from "../../src/backends/decision-cache.ts";
+import { WebhookBackend } from "../../src/backends/webhook-backend.ts";
+import { allow, deny } from "../../src/core/decision.ts";
+import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
+
+// Scripted answers, consumed in order; each is [status, body] or "hang".
+let script: Array<[number, string] | "hang"> = [];
+let calls = 0;
+let server: Server;
+let kubeconfig: string;
+
+before(async () => {
+  const ca = await createCertificateAuthority("t");
+  const cert = await issueCertificate(ca, { commonName: "s", ipAddresses: ["127.0.0.1"] });
+  server = createServer({ cert: cert.certPem, key: cert.keyPem }, (req, res) => {
+    req.resume();
+    req.on("end", () => {
+      calls++;
+      const step = script.shift() ?? [200, JSON.stringify({ status: { allowed: true } })];
+      if (step === "hang") return; // never answers
+      res.writeHead(step[0], { "content-type": "application/json" }).end(step[1]);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  const dir = await mkdtemp(join(tmpdir(), "imprimatur-rs-"));
+  await writeFile(join(dir, "ca.crt"), ca.certPem);
+  kubeconfig = join(dir, "kubeconfig");
+  await writeFile(
+    kubeconfig,
+    stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "c", cluster: { server: `https://127.0.0.1:${(server.address() as AddressInfo).port}/review`, "certificate-authority": "ca.crt" } }],
+      users: [{ name: "u", user: {} }],
+      contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
+      "current-context": "x",
+    }),
+  );
+});
+
+after(() => {
+  server.closeAllConnections();
+  server.close();
+});
+
+const spec = (image: string) => ({ containers: [{ image }], annotations: {}, namespace: "ns" });
+
+async function service(failOpen: boolean, timeoutMs = 2000) {
+  const remote = await WebhookBackend.fromConfig({ name: "scan", kubeconfig, timeoutMs });
+  return new ImageReviewService({ builtin: () => allow(), remotes: [remote], cache: new DecisionCache(), failOpen, retryBackoffMs: 20 });
+}
+
+test("5xx answers are retried with backoff until one succeeds", async () => {
+  script = [[503, "busy"], [500, "oops"], [200, JSON.stringify({ status: { allowed: false, reason: "CVE-1" } })]];
+  calls = 0;
+  const d = await (await service(false)).review({ spec: spec("a:1") }, Date.now() + 5000);
+  assert.equal(calls, 3);
+  assert.equal(d.allowed, false);
+  assert.equal(d.violations[0]?.message, "CVE-1");
+  assert.equal(d.violations[0]?.policy, "backend/scan");
+});
+
+test("a malformed answer is not an answer: failure policy applies, without retrying", async () => {
+  script = [[200, "{\"status\": {}}"]];
+  calls = 0;
+  const d = await (await service(false)).review({ spec: spec("b:1") }, Date.now() + 5000);
+  assert.equal(calls, 1);
+  assert.equal(d.allowed, false);
+  assert.match(d.violations[0]!.message, /no status\.allowed boolean.*fails closed/);
+});
+
+test("a hanging backend is bounded by the deadline; fail-open admits, marks and does not cache", async () => {
+  script = ["hang", "hang", "hang", "hang"];
+  calls = 0;
+  const svc = await service(true, 10_000);
+  const started = Date.now();
+  const d = await svc.review({ spec: spec("c:1") }, Date.now() + 400);
+  const took = Date.now() - started;
+  assert.ok(took < 2000, `answered after ${took} ms, past the deadline`);
+  assert.equal(d.allowed, true);
+  assert.equal(d.auditAnnotations["fail-open"], "true");
+  assert.equal(d.failOpen?.[0]?.backend, "scan");
+  script = [];
+  const again = await svc.review({ spec: spec("c:1") }, Date.now() + 2000);
+  assert.equal(again.failOpen, undefined, "the failure was not cached; the backend was asked again");
+});
+
+test("every backend must allow: a built-in denial wins over a remote allow, and remote answers are cached", async () => {
+  script = [];
+  calls = 0;
+  const remote = await WebhookBackend.fromConfig({ name: "scan", kubeconfig, timeoutMs: 2000 });
+  const svc = new ImageReviewService({
+    builtin: () => deny([{ policy: "p", rule: "default", message: "no" }]),
+    remotes: [remote],
+    cache: new DecisionCache(),
+    failOpen: false,
+  });
+  const d1 = await svc.review({ spec: spec("d:1") }, Date.now() + 2000);
+  const d2 = await svc.review({ spec: spec("d:1") }, Date.now() + 2000);
+  assert.equal(d1.allowed, false);
+  assert.equal(d2.allowed, false);
+  assert.equal(calls, 1, "second review answered by the cache");
+});

@@ -45,7 +45,9 @@ export interface App {
 }
 
 export async function startApp(opts: AppOptions): Promise<App> {
-  const logger = opts.logger ?? pino({ name: "imprimatur" });
+  // Buffered, asynchronous log writes keep logging off the answer path; audit records are not logs
+  // and go to the fsync'ed audit log instead. The buffer is flushed on close.
+  const logger = opts.logger ?? pino({ name: "imprimatur" }, pino.destination({ dest: 1, sync: false, minLength: 4096 }));
   const metrics = createMetrics();
   // Refuse to start on an invalid policy set: throws PolicyLoadError with file/line details.
   let current = (await loadPolicies(opts.policies)).imagePolicies;
@@ -138,6 +140,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
       await server.close();
       await Promise.all(remotes.map((r) => r.close()));
       await audit.close();
+      logger.flush();
     },
   };
 }

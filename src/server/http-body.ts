@@ -15,18 +15,20 @@ export async function readJsonBody(req: IncomingMessage, maxBytes: number): Prom
     req.resume(); // drain so the connection can be reused or closed cleanly
     throw new HttpError(413, `request body is ${declared} bytes; the limit is ${maxBytes}`);
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) {
-      req.resume();
-      throw new HttpError(413, `request body exceeds the limit of ${maxBytes} bytes`);
-    }
-    chunks.push(chunk);
-  }
-  if (size === 0) throw new HttpError(400, "request body is empty; expected JSON");
-  const text = Buffer.concat(chunks).toString("utf8");
+  // Plain listeners rather than `for await`: this is the hot path and the async iterator costs measurably more.
+  const text = await new Promise<string>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (chunk: Buffer) => {
+      if (size > maxBytes) return; // already failed; drain the rest
+      size += chunk.length;
+      if (size > maxBytes) reject(new HttpError(413, `request body exceeds the limit of ${maxBytes} bytes`));
+      else chunks.push(chunk);
+    });
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+  });
+  if (text.length === 0) throw new HttpError(400, "request body is empty; expected JSON");
   try {
     return JSON.parse(text);
   } catch (e) {
@@ -37,9 +39,9 @@ export async function readJsonBody(req: IncomingMessage, maxBytes: number): Prom
 
 /** `?timeout=10s` as sent by kube-apiserver to admission webhooks, in ms; undefined when absent or invalid. */
 export function parseTimeoutParam(url: string | undefined): number | undefined {
-  const raw = new URL(url ?? "/", "https://x").searchParams.get("timeout");
-  if (!raw) return undefined;
-  return parseDuration(raw);
+  // A regex instead of new URL(): this runs on every admission request.
+  const m = url ? /[?&]timeout=([^&]*)/.exec(url) : null;
+  return m ? parseDuration(decodeURIComponent(m[1]!)) : undefined;
 }
 
 /** Go-style durations: "500ms", "10s", "1m", "1h", "1h30m". */

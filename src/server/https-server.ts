@@ -98,10 +98,13 @@ function observe(opts: ServerOptions, endpoint: string, decision: Decision | und
 function logDecision(logger: Logger, endpoint: string, decision: Decision | undefined, body: unknown) {
   if (!decision) return;
   const uid = (body as { response?: { uid?: string } }).response?.uid;
-  logger.info(
-    { endpoint, uid, allowed: decision.allowed, violations: decision.violations, ...(decision.failOpen ? { failOpen: decision.failOpen } : {}) },
-    decision.allowed ? "admitted" : "denied",
-  );
+  // Denials at info; plain admissions at debug (they are the bulk of traffic, and break-glass and fail-open
+  // admissions are logged where they are recorded in the audit log).
+  if (decision.allowed) {
+    if (logger.isLevelEnabled("debug")) logger.debug({ endpoint, uid, allowed: true }, "admitted");
+    return;
+  }
+  logger.info({ endpoint, uid, allowed: false, violations: decision.violations }, "denied");
 }
 
 /** A metav1.Status-shaped error body, which kube clients know how to show. */

@@ -69,7 +69,7 @@ export async function handleAdmissionReview(ctx: HandlerContext, body: unknown, 
  * Dry runs decide the same way but leave no record (the webhook declares sideEffects: NoneOnDryRun).
  */
 async function recordOverrides(ctx: HandlerContext, decision: Decision, rc: RecordContext): Promise<Decision> {
-  if (!decision.allowed || rc.dryRun) return decision;
+  if (!decision.allowed || rc.dryRun || (!decision.breakGlass && !decision.failOpen)) return decision;
   const base = {
     time: new Date().toISOString(),
     endpoint: rc.endpoint,

@@ -47,7 +47,7 @@ export interface App {
 export async function startApp(opts: AppOptions): Promise<App> {
   // Buffered, asynchronous log writes keep logging off the answer path; audit records are not logs
   // and go to the fsync'ed audit log instead. The buffer is flushed on close.
-  const logger = opts.logger ?? pino({ name: "imprimatur" }, pino.destination({ dest: 1, sync: false, minLength: 4096 }));
+  const logger = opts.logger ?? pino({ name: "imprimatur", level: process.env.IMPRIMATUR_LOG_LEVEL ?? "info" }, pino.destination({ dest: 1, sync: false, minLength: 4096 }));
   const metrics = createMetrics();
   // Refuse to start on an invalid policy set: throws PolicyLoadError with file/line details.
   let current = (await loadPolicies(opts.policies)).imagePolicies;

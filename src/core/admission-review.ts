@@ -1,6 +1,7 @@
 // AdmissionReview (admission.k8s.io/v1, and v1beta1 answered in kind): validation of the incoming review,
 // which images a Pod request asks to run, and the response.
 import { renderReason, type Decision } from "./decision.ts";
+import { isObject, stringMap } from "./json-shapes.ts";
 import { podImages, type PodImages } from "./pod-images.ts";
 
 export const ADMISSION_API_VERSIONS = ["admission.k8s.io/v1", "admission.k8s.io/v1beta1"] as const;
@@ -113,14 +114,6 @@ function sanitizeWarning(w: string): string {
   return clean.length > 500 ? `${clean.slice(0, 497)}...` : clean;
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
 function str(v: unknown): string | undefined {
   return typeof v === "string" ? v : undefined;
-}
-function stringMap(v: unknown): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (isObject(v)) for (const [k, val] of Object.entries(v)) if (typeof val === "string") out[k] = val;
-  return out;
 }

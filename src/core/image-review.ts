@@ -1,4 +1,5 @@
 // The ImageReview wire format of kube-apiserver's ImagePolicyWebhook (imagepolicy.k8s.io/v1alpha1).
+import { isObject } from "./json-shapes.ts";
 
 export const IMAGE_REVIEW_API_VERSION = "imagepolicy.k8s.io/v1alpha1";
 export const IMAGE_REVIEW_KIND = "ImageReview";
@@ -92,8 +93,4 @@ export function parseImageReview(body: unknown): ParsedImageReview {
 export function canonicalSpecKey(spec: ImageReviewSpec): string {
   const annotations = Object.entries(spec.annotations ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return JSON.stringify([spec.namespace ?? "", spec.containers.map((c) => c.image), annotations]);
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
 }

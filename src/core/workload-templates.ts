@@ -1,5 +1,6 @@
 // Where a Kubernetes object keeps the Pod spec it will run: the Pod itself, or the pod template of a
 // built-in workload controller.
+import { asObject, stringMap } from "./json-shapes.ts";
 
 export interface PodSpecLocation {
   spec: Record<string, unknown> | undefined;
@@ -38,14 +39,4 @@ export function podSpecLocation(obj: Record<string, unknown>): PodSpecLocation |
     annotations: stringMap(asObject(t?.metadata)?.annotations),
     fieldPrefix: `${path.join(".")}.spec.`,
   };
-}
-
-function asObject(v: unknown): Record<string, unknown> | undefined {
-  return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
-}
-
-function stringMap(v: unknown): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, val] of Object.entries(asObject(v) ?? {})) if (typeof val === "string") out[k] = val;
-  return out;
 }

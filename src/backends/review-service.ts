@@ -35,10 +35,6 @@ export class ImageReviewService {
     this.opts = { retryBackoffMs: 100, maxAttempts: 4, ...options };
   }
 
-  get remotes(): readonly RemoteImageReviewBackend[] {
-    return this.opts.remotes;
-  }
-
   async review(input: ReviewInput, deadline: number): Promise<Decision> {
     const builtin = this.opts.builtin(input);
     if (this.opts.remotes.length === 0) return builtin;

@@ -20,10 +20,6 @@ const TEMPLATE_KINDS: Record<string, string[]> = {
   CronJob: ["spec", "jobTemplate", "spec", "template"],
 };
 
-export function isWorkloadKind(kind: string): boolean {
-  return kind === "Pod" || Object.hasOwn(TEMPLATE_KINDS, kind);
-}
-
 export function podSpecLocation(obj: Record<string, unknown>): PodSpecLocation | undefined {
   const kind = obj.kind;
   if (kind === "Pod") {

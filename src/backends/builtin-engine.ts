@@ -2,14 +2,8 @@
 // atomically on reload; namespace labels come from whatever source the server was given.
 import type { Decision } from "../core/decision.ts";
 import { evaluateImagePolicies, type ImagePolicy } from "../core/image-policy.ts";
+import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
 import type { ReviewInput } from "./review-service.ts";
-
-export interface NamespaceLabelSource {
-  /** undefined when the labels of that namespace are not known. */
-  labels(namespace: string): Record<string, string> | undefined;
-}
-
-export const NO_NAMESPACE_LABELS: NamespaceLabelSource = { labels: () => undefined };
 
 export function builtinEngine(getPolicies: () => readonly ImagePolicy[], namespaces: NamespaceLabelSource) {
   return (input: ReviewInput): Decision => {

@@ -3,7 +3,8 @@
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
-import { builtinEngine, NO_NAMESPACE_LABELS, type NamespaceLabelSource } from "../backends/builtin-engine.ts";
+import { builtinEngine } from "../backends/builtin-engine.ts";
+import { NO_NAMESPACE_LABELS, type NamespaceLabelSource } from "../core/namespace-labels.ts";
 import { loadNamespacesFile } from "../config/namespaces-file.ts";
 import { renderViolation } from "../core/decision.ts";
 import { podImages } from "../core/pod-images.ts";

@@ -2,7 +2,7 @@
 // either a map {namespace: {label: value}} or a list of Namespace objects (kubectl get ns -o yaml).
 import { readFile } from "node:fs/promises";
 import { parseAllDocuments } from "yaml";
-import type { NamespaceLabelSource } from "../backends/builtin-engine.ts";
+import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
 
 export async function loadNamespacesFile(file: string): Promise<NamespaceLabelSource> {
   let text: string;

@@ -1,0 +1,14 @@
+// Where namespace labels come from is an edge concern (a file, or a watch on the Kubernetes API);
+// the core only needs this lookup.
+
+export interface NamespaceLabelSource {
+  /** The labels of `namespace`, or undefined when they are not known. */
+  labels(namespace: string): Record<string, string> | undefined;
+  /**
+   * Optional: try to make labels(namespace) answer before a decision, e.g. by reading the namespace
+   * from the API on a cache miss. Resolves (never rejects) by `deadline` (epoch ms).
+   */
+  prepare?(namespace: string, deadline: number): Promise<void>;
+}
+
+export const NO_NAMESPACE_LABELS: NamespaceLabelSource = { labels: () => undefined };

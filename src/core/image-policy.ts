@@ -1,7 +1,7 @@
 // The ImagePolicy kind, compiled (patterns parsed, defaults filled), and its pure evaluation.
 import { allow, deny, renderReason, type Decision, type Violation } from "./decision.ts";
 import type { ImagePattern } from "./image-pattern.ts";
-import { parseImageReference, type ImageReference } from "./image-reference.ts";
+import { parseImageReferenceCached, type ImageReference } from "./image-reference.ts";
 import { describeLabelSelector, matchesLabelSelector, type LabelSelector } from "./label-selector.ts";
 import { applyBreakGlass, type BreakGlassPolicy } from "./break-glass.ts";
 
@@ -96,7 +96,7 @@ export function evaluateImagePolicies(policies: readonly ImagePolicy[], request:
 
   const denials: Array<{ violation: Violation; policy: ImagePolicy }> = [];
   for (const { image, field } of request.images) {
-    const parsed = parseCached(image);
+    const parsed = parseImageReferenceCached(image);
     if (!parsed.ok) {
       blocking.push({ policy: "imprimatur", rule: "imageReference", image, ...(field ? { field } : {}), message: parsed.error });
       continue;
@@ -121,18 +121,4 @@ export function evaluateImagePolicies(policies: readonly ImagePolicy[], request:
     blocking,
     denials,
   });
-}
-
-// Parsing is pure, and the same images come back admission after admission: remember recent results.
-// Bounded so a stream of unique (possibly hostile) references cannot grow memory without limit.
-const PARSE_CACHE_LIMIT = 4096;
-const parseCache = new Map<string, ReturnType<typeof parseImageReference>>();
-function parseCached(image: string): ReturnType<typeof parseImageReference> {
-  let result = parseCache.get(image);
-  if (result === undefined) {
-    if (parseCache.size >= PARSE_CACHE_LIMIT) parseCache.clear();
-    result = parseImageReference(image);
-    parseCache.set(image, result);
-  }
-  return result;
 }

@@ -238,3 +238,18 @@ export function familiarName(ref: ImageReference): string {
   }
   return name + suffix(ref);
 }
+
+// Admission requests repeat the same few images; parsing each once is a measurable share of a review.
+// Bounded: cleared when full, so a stream of distinct references cannot grow it without limit.
+const PARSE_CACHE_LIMIT = 4096;
+const parseCache = new Map<string, ParseResult>();
+
+export function parseImageReferenceCached(image: string): ParseResult {
+  let result = parseCache.get(image);
+  if (result === undefined) {
+    if (parseCache.size >= PARSE_CACHE_LIMIT) parseCache.clear();
+    result = parseImageReference(image);
+    parseCache.set(image, result);
+  }
+  return result;
+}

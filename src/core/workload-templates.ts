@@ -1,6 +1,7 @@
-// Where a Kubernetes object keeps the Pod spec it will run: the Pod itself, or the pod template of a
-// built-in workload controller.
-import { asObject, stringMap } from "./json-shapes.ts";
+// Where a Kubernetes object keeps the pods it will run: the Pod itself, the pod template of a built-in
+// workload controller, or templates inside custom resources registered in the server config.
+import { asObject, isObject, stringMap } from "./json-shapes.ts";
+import type { PodUnderReview } from "./pod-restriction/pod-restriction.ts";
 
 export interface PodSpecLocation {
   spec: Record<string, unknown> | undefined;
@@ -9,30 +10,88 @@ export interface PodSpecLocation {
   fieldPrefix: string;
 }
 
-const TEMPLATE_KINDS: Record<string, string[]> = {
-  Deployment: ["spec", "template"],
-  ReplicaSet: ["spec", "template"],
-  StatefulSet: ["spec", "template"],
-  DaemonSet: ["spec", "template"],
-  Job: ["spec", "template"],
-  ReplicationController: ["spec", "template"],
-  PodTemplate: ["template"],
-  CronJob: ["spec", "jobTemplate", "spec", "template"],
-};
+/** A kind that embeds pod templates: where they are, as paths such as "spec.template" or "spec.tasks[*].pod". */
+export interface TemplateKind {
+  group: string;
+  kind: string;
+  /** Paths to PodTemplateSpecs (metadata + spec). */
+  templates: string[];
+  /** Paths to bare PodSpecs. */
+  podSpecs?: string[];
+}
 
-export function podSpecLocation(obj: Record<string, unknown>): PodSpecLocation | undefined {
-  const kind = obj.kind;
-  if (kind === "Pod") {
-    return { spec: asObject(obj.spec), annotations: stringMap(asObject(obj.metadata)?.annotations), fieldPrefix: "spec." };
+export const BUILTIN_TEMPLATE_KINDS: readonly TemplateKind[] = [
+  { group: "apps", kind: "Deployment", templates: ["spec.template"] },
+  { group: "apps", kind: "ReplicaSet", templates: ["spec.template"] },
+  { group: "apps", kind: "StatefulSet", templates: ["spec.template"] },
+  { group: "apps", kind: "DaemonSet", templates: ["spec.template"] },
+  { group: "batch", kind: "Job", templates: ["spec.template"] },
+  { group: "batch", kind: "CronJob", templates: ["spec.jobTemplate.spec.template"] },
+  { group: "", kind: "ReplicationController", templates: ["spec.template"] },
+  { group: "", kind: "PodTemplate", templates: ["template"] },
+];
+
+/** Checks a template path: dot-separated field names, each optionally followed by [*] to visit every element. */
+export function checkTemplatePath(path: string): string | undefined {
+  if (!/^[A-Za-z0-9_]+(\[\*\])?(\.[A-Za-z0-9_]+(\[\*\])?)*$/.test(path)) {
+    return `invalid path ${JSON.stringify(path)}: use field names separated by ".", with [*] after a list field (e.g. spec.tasks[*].template)`;
   }
-  if (typeof kind !== "string" || !Object.hasOwn(TEMPLATE_KINDS, kind)) return undefined;
-  const path = TEMPLATE_KINDS[kind]!;
-  let template: unknown = obj;
-  for (const seg of path) template = asObject(template)?.[seg];
-  const t = asObject(template);
+  return undefined;
+}
+
+export function groupOf(apiVersion: unknown): string {
+  if (typeof apiVersion !== "string") return "";
+  const slash = apiVersion.indexOf("/");
+  return slash < 0 ? "" : apiVersion.slice(0, slash);
+}
+
+/** Every pod the object describes, as PodRestrictions see them; empty for objects that run no pods. */
+export function podsInObject(obj: Record<string, unknown>, extraKinds: readonly TemplateKind[] = []): PodUnderReview[] {
+  if (obj.kind === "Pod" && groupOf(obj.apiVersion) === "") {
+    return [{ metadata: { value: obj.metadata, field: "metadata" }, spec: { value: obj.spec, field: "spec" }, isTemplate: false }];
+  }
+  const group = groupOf(obj.apiVersion);
+  const kind = [...BUILTIN_TEMPLATE_KINDS, ...extraKinds].find((k) => k.kind === obj.kind && k.group === group);
+  if (!kind) return [];
+  const pods: PodUnderReview[] = [];
+  for (const path of kind.templates) {
+    for (const t of valuesAt(obj, path)) {
+      const template = asObject(t.value);
+      pods.push({ metadata: { value: template?.metadata, field: `${t.field}.metadata` }, spec: { value: template?.spec, field: `${t.field}.spec` }, isTemplate: true });
+    }
+  }
+  for (const path of kind.podSpecs ?? []) {
+    for (const s of valuesAt(obj, path)) pods.push({ metadata: { value: undefined, field: "metadata" }, spec: s, isTemplate: true });
+  }
+  return pods;
+}
+
+/** The first pod spec of the object, for image checks. */
+export function podSpecLocation(obj: Record<string, unknown>, extraKinds: readonly TemplateKind[] = []): PodSpecLocation | undefined {
+  const pod = podsInObject(obj, extraKinds)[0];
+  if (!pod) return undefined;
   return {
-    spec: asObject(t?.spec),
-    annotations: stringMap(asObject(t?.metadata)?.annotations),
-    fieldPrefix: `${path.join(".")}.spec.`,
+    spec: asObject(pod.spec.value),
+    annotations: stringMap(asObject(pod.metadata.value)?.annotations),
+    fieldPrefix: `${pod.spec.field}.`,
   };
+}
+
+/** Values at a template path with their field paths; missing steps yield nothing. */
+function valuesAt(obj: unknown, path: string): Array<{ value: unknown; field: string }> {
+  let current: Array<{ value: unknown; field: string }> = [{ value: obj, field: "" }];
+  for (const seg of path.split(".")) {
+    const each = seg.endsWith("[*]");
+    const name = each ? seg.slice(0, -3) : seg;
+    const next: Array<{ value: unknown; field: string }> = [];
+    for (const c of current) {
+      if (!isObject(c.value) || !Object.hasOwn(c.value, name)) continue;
+      const v = c.value[name];
+      const field = c.field === "" ? name : `${c.field}.${name}`;
+      if (!each) next.push({ value: v, field });
+      else if (Array.isArray(v)) v.forEach((item, i) => next.push({ value: item, field: `${field}[${i}]` }));
+    }
+    current = next;
+  }
+  return current.filter((c) => c.value !== undefined && c.value !== null);
 }

@@ -1,0 +1,42 @@
+// Composition (the seed's "Why not both?"): a pod is admitted if ANY bound Accept restriction is satisfied;
+// otherwise it must satisfy ALL bound Drop restrictions; with no Drop restriction bound it is admitted.
+// A denial lists every violated Drop restriction; the Accept policies that did not accept are warnings.
+import { allow, deny, type Decision, type Violation } from "../decision.ts";
+import { describeLabelSelector } from "../label-selector.ts";
+import { podRestrictionFindings, type PodUnderReview } from "./pod-restriction.ts";
+import type { PodRestrictionIndex } from "./restriction-index.ts";
+
+export const ACCEPTED_BY_ANNOTATION = "pod-restriction-accepted-by";
+
+export function decidePodRestrictions(index: PodRestrictionIndex, pod: PodUnderReview, namespace: string, namespaceLabels: Record<string, string> | undefined): Decision {
+  const { bound, undecided } = index.bound(namespace, namespaceLabels);
+  if (undecided.length > 0) {
+    return deny(
+      undecided.map((p) => ({
+        policy: p.name,
+        rule: "binding.namespaceSelector",
+        message:
+          `the labels of namespace ${JSON.stringify(namespace)} are unknown, so whether this PodRestriction applies ` +
+          `(selector ${describeLabelSelector(p.namespaceSelector!)}) cannot be decided; ` +
+          `give the server access to the Kubernetes API or a namespaces file`,
+      })),
+    );
+  }
+  const drops = bound.filter((p) => p.mode === "Drop");
+  if (drops.length === 0) return allow();
+
+  const notAccepted: string[] = [];
+  for (const p of bound) {
+    if (p.mode !== "Accept") continue;
+    const findings = podRestrictionFindings(p, pod);
+    if (findings.length === 0) return allow({ auditAnnotations: { [ACCEPTED_BY_ANNOTATION]: p.name } });
+    notAccepted.push(`not accepted by PodRestriction ${p.name}: ${findings[0]!.field} ${findings[0]!.message}${findings.length > 1 ? ` (and ${findings.length - 1} more)` : ""}`);
+  }
+
+  const violations: Violation[] = [];
+  for (const p of drops) {
+    for (const f of podRestrictionFindings(p, pod)) violations.push({ policy: p.name, rule: f.rule, field: f.field, message: f.message });
+  }
+  if (violations.length === 0) return allow();
+  return deny(violations, { warnings: notAccepted });
+}

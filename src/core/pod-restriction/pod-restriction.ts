@@ -1,0 +1,178 @@
+// The PodRestriction policy kind: a binding, and restrictions on the pod's metadata and spec. Besides the
+// seed's `spec.metadata` / `spec.spec`, a policy may
+//   - include a shipped profile by name (`spec.profile: restricted`), and
+//   - group restrictions into named `checks`, each optionally limited by `when` / `unless` — a condition
+//     written as a restriction: the check applies only to pods that satisfy `when`, and not to pods that
+//     satisfy `unless`. The Pod Security Standards need this (e.g. Linux-only controls skip
+//     `spec.os.name: windows` pods); names make denials say which control failed.
+import { compileBinding, type BindingMode } from "./binding.ts";
+import { compileObjectMetaRestriction } from "./object-meta-restriction.ts";
+import { compilePodSpecRestriction } from "./pod-spec-restriction.ts";
+import { CompileContext, describe, readMapping, type Check, type CompileIssue, type EvalContext, type Finding, type Located, type RawPath } from "./restrictions/restriction-support.ts";
+import type { LabelSelector } from "../label-selector.ts";
+import { isObject } from "../json-shapes.ts";
+
+export interface PodRestriction {
+  name: string;
+  mode: BindingMode;
+  namespaces?: string[];
+  namespaceSelector?: LabelSelector;
+  /** Profiles this policy includes, directly or through another profile. */
+  profiles: string[];
+  checks: RestrictionCheck[];
+  description?: string;
+  source?: { file: string; document: number };
+}
+
+interface Body {
+  metadata?: Check;
+  spec?: Check;
+}
+
+export interface RestrictionCheck {
+  name?: string;
+  when?: Body;
+  unless?: Body;
+  body: Body;
+}
+
+/** A Pod, or the pod template of a workload, as the restrictions see it. */
+export interface PodUnderReview {
+  /** ObjectMeta and its field path ("metadata" or e.g. "spec.template.metadata"). */
+  metadata: Located;
+  /** PodSpec and its field path ("spec" or e.g. "spec.template.spec"). */
+  spec: Located;
+  isTemplate: boolean;
+  /** Only the containers are known (an ephemeral-containers update from Kubernetes < 1.22). */
+  onlyContainers?: boolean;
+}
+
+export const DESCRIPTION_ANNOTATION = "imprimatur.dev/description";
+
+export interface CompileOptions {
+  source?: { file: string; document: number };
+  /** Raw profile documents by name, for `spec.profile`. */
+  profiles?: ReadonlyMap<string, unknown>;
+  /** Prefix for rule labels, set when compiling a profile for inclusion ("restricted/"). */
+  labelPrefix?: string;
+  /** Profiles being included, to refuse cycles. */
+  including?: string[];
+}
+
+const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+
+export function compilePodRestriction(raw: unknown, opts: CompileOptions = {}): { policy?: PodRestriction; issues: CompileIssue[] } {
+  const cx = new CompileContext();
+  const top = readMapping(raw, [], cx, ["apiVersion", "kind", "metadata", "binding", "spec"]);
+  if (!top) return { issues: cx.issues };
+  const meta = readMapping(top.metadata ?? {}, ["metadata"], cx, ["name", "labels", "annotations"]);
+  const name = meta?.name;
+  if (typeof name !== "string" || !NAME.test(name) || name.length > 253) {
+    cx.error(["metadata", "name"], `must be a lowercase DNS name, got ${describe(name)}`);
+  }
+  const binding = compileBinding(top.binding, ["binding"], cx);
+  const policy: PodRestriction = { name: String(name), mode: binding.mode, profiles: [], checks: [] };
+  if (binding.namespaces) policy.namespaces = binding.namespaces;
+  if (binding.namespaceSelector) policy.namespaceSelector = binding.namespaceSelector;
+  const description = isObject(meta?.annotations) ? meta.annotations[DESCRIPTION_ANNOTATION] : undefined;
+  if (typeof description === "string") policy.description = description;
+  if (opts.source) policy.source = opts.source;
+
+  const spec = readMapping(top.spec ?? {}, ["spec"], cx, ["profile", "metadata", "spec", "checks"]);
+  if (spec) {
+    if (spec.profile !== undefined) includeProfile(spec.profile, policy, cx, opts);
+    const prefix = opts.labelPrefix;
+    cx.ruleBase = prefix ? { depth: 1, label: prefix.replace(/\/$/, "") } : undefined;
+    const body = compileBody(spec, ["spec"], cx);
+    if (body.metadata || body.spec) policy.checks.push({ body });
+    if (spec.checks !== undefined) compileChecks(spec.checks, ["spec", "checks"], cx, policy, prefix ?? "");
+    cx.ruleBase = undefined;
+  }
+  return cx.issues.length > 0 ? { issues: cx.issues } : { policy, issues: [] };
+}
+
+function includeProfile(rawName: unknown, policy: PodRestriction, cx: CompileContext, opts: CompileOptions): void {
+  const path: RawPath = ["spec", "profile"];
+  const known = [...(opts.profiles?.keys() ?? [])];
+  if (typeof rawName !== "string") return cx.error(path, `must be a profile name (${known.join(", ")})`);
+  const profileRaw = opts.profiles?.get(rawName);
+  if (profileRaw === undefined) return cx.error(path, `unknown profile ${JSON.stringify(rawName)}; shipped profiles: ${known.join(", ") || "none"}`);
+  const including = opts.including ?? [];
+  if (including.includes(rawName)) return cx.error(path, `profile ${JSON.stringify(rawName)} includes itself (${[...including, rawName].join(" → ")})`);
+  const compiled = compilePodRestriction(profileRaw, { ...(opts.profiles ? { profiles: opts.profiles } : {}), labelPrefix: `${rawName}/`, including: [...including, rawName] });
+  if (!compiled.policy) return cx.error(path, `profile ${JSON.stringify(rawName)} does not compile: ${compiled.issues.map((i) => i.message).join("; ")}`);
+  policy.profiles.push(rawName, ...compiled.policy.profiles.filter((p) => p !== rawName));
+  policy.checks.push(...compiled.policy.checks);
+}
+
+function compileBody(obj: Record<string, unknown>, path: RawPath, cx: CompileContext): Body {
+  const body: Body = {};
+  if (obj.metadata !== undefined) {
+    const m = compileObjectMetaRestriction(obj.metadata, [...path, "metadata"], cx);
+    if (m) body.metadata = m;
+  }
+  if (obj.spec !== undefined) {
+    const s = compilePodSpecRestriction(obj.spec, [...path, "spec"], cx);
+    if (s) body.spec = s;
+  }
+  return body;
+}
+
+function compileChecks(raw: unknown, path: RawPath, cx: CompileContext, policy: PodRestriction, prefix: string): void {
+  if (!Array.isArray(raw)) return cx.error(path, `must be a list of named checks, got ${describe(raw)}`);
+  const names = new Set<string>();
+  raw.forEach((item, i) => {
+    const p = [...path, i];
+    const obj = readMapping(item, p, cx, ["name", "description", "when", "unless", "metadata", "spec"]);
+    if (!obj) return;
+    if (typeof obj.name !== "string" || !NAME.test(obj.name)) return cx.error([...p, "name"], `must be a lowercase name, got ${describe(obj.name)}`);
+    if (names.has(obj.name)) return cx.error([...p, "name"], `duplicate check name ${JSON.stringify(obj.name)}`);
+    names.add(obj.name);
+    cx.ruleBase = { depth: p.length, label: `${prefix}${obj.name}` };
+    const check: RestrictionCheck = { name: obj.name, body: compileBody(obj, p, cx) };
+    for (const cond of ["when", "unless"] as const) {
+      if (obj[cond] === undefined) continue;
+      const c = readMapping(obj[cond], [...p, cond], cx, ["metadata", "spec"]);
+      if (c) check[cond] = compileBody(c, [...p, cond], cx);
+    }
+    policy.checks.push(check);
+  });
+}
+
+/** Every restriction of `policy` the pod fails; empty when it satisfies them all. */
+export function podRestrictionFindings(policy: PodRestriction, pod: PodUnderReview): Finding[] {
+  const ecx: EvalContext = { podSpec: pod.spec, isTemplate: pod.isTemplate, onlyContainers: pod.onlyContainers === true };
+  const out: Finding[] = [];
+  for (const check of policy.checks) {
+    // When only the containers are known, conditions on the pod cannot be decided: apply every check.
+    if (!ecx.onlyContainers) {
+      if (check.when && !satisfies(check.when, pod, ecx)) continue;
+      if (check.unless && satisfies(check.unless, pod, ecx)) continue;
+    }
+    runBody(check.body, pod, ecx, out);
+  }
+  return dedupe(out);
+}
+
+function runBody(body: Body, pod: PodUnderReview, ecx: EvalContext, out: Finding[]): void {
+  if (!ecx.onlyContainers) body.metadata?.(pod.metadata, ecx, out);
+  body.spec?.(pod.spec, ecx, out);
+}
+
+function satisfies(body: Body, pod: PodUnderReview, ecx: EvalContext): boolean {
+  const out: Finding[] = [];
+  runBody(body, pod, ecx, out);
+  return out.length === 0;
+}
+
+/** A pod-level value inherited by several containers fails once per container; report it once. */
+function dedupe(findings: Finding[]): Finding[] {
+  if (findings.length < 2) return findings;
+  const seen = new Set<string>();
+  return findings.filter((f) => {
+    const key = `${f.field}\u0000${f.rule}\u0000${f.message.replace(/ \(set at pod level, effective for [^)]*\)$/, "")}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}

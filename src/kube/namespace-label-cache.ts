@@ -1,0 +1,424 @@
+// Namespace labels kept current from the Kubernetes API: list /api/v1/namespaces once, then watch it,
+// re-watching (and re-listing when the server has forgotten our resource version) for as long as the
+// process runs. A cache miss can be filled on demand with one GET (prepare).
+//
+// Built on @kubernetes/client-node's Watch and CoreV1Api rather than its ListWatch informer, because
+// the informer stops for good after a failed list or watch error, has no timeout on its list, and
+// backs off on its own fixed schedule; here every failure is retried, bounded and logged.
+import { ApiException, CoreV1Api, Observable, Watch } from "@kubernetes/client-node";
+import type { KubeConfig, ObservableMiddleware, V1Namespace } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
+
+export interface NamespaceLabelCacheOptions {
+  logger: Logger;
+  /** How long start() waits for the first complete list before giving up. Default 10 s. */
+  startTimeoutMs?: number;
+  /** Restart delay after the first failure, doubled after each further one up to maxBackoffMs. Default 200 ms. */
+  minBackoffMs?: number;
+  /** Default 10 s. */
+  maxBackoffMs?: number;
+  /** How long a 404 from prepare() stops further GETs for that name. Default 1 s. */
+  notFoundTtlMs?: number;
+}
+
+type Labels = Readonly<Record<string, string>>;
+
+interface PendingGet {
+  done: Promise<void>;
+  abort: AbortController;
+  /** When the GET is abandoned: the latest deadline among the callers waiting for it. */
+  deadline: number;
+  timer: NodeJS.Timeout | undefined;
+  /** A watch event or list for this name arrived meanwhile, so the GET's answer may be older. */
+  superseded: boolean;
+}
+
+interface WatchEnd {
+  error: unknown;
+  /** The server no longer has our resource version (410 Gone): only a new list can continue. */
+  gone: boolean;
+  /** Delivered at least one event: the connection worked, so the failure count starts over. */
+  delivered: boolean;
+}
+
+const NAMESPACES_PATH = "/api/v1/namespaces";
+const LIST_PAGE_SIZE = 500;
+const LIST_TIMEOUT_MS = 30_000;
+// The library aborts a watch that has been silent for 30 s. Asking the server to end it sooner, with a
+// bookmark just before (carrying a fresh resource version), makes quiet periods a routine reconnect.
+const WATCH_TIMEOUT_SECONDS = 25;
+// A watch that ends cleanly sooner than this, having delivered nothing, counts as a failure.
+const MIN_HEALTHY_WATCH_MS = 5_000;
+// prepare() never holds a GET open longer than this, whatever deadline it is given.
+const MAX_GET_MS = 10_000;
+
+export class NamespaceLabelCache implements NamespaceLabelSource {
+  private readonly log: Logger;
+  private readonly server: string;
+  private readonly api: CoreV1Api;
+  private readonly watch: Watch;
+  private readonly startTimeoutMs: number;
+  private readonly minBackoffMs: number;
+  private readonly maxBackoffMs: number;
+  private readonly notFoundTtlMs: number;
+
+  private readonly table = new Map<string, Labels>();
+  private readonly notFoundUntil = new Map<string, number>();
+  private readonly pending = new Map<string, PendingGet>();
+  /** Aborted by close(): ends sleeps, lists and GETs. */
+  private readonly lifetime = new AbortController();
+  private readonly firstSync = Promise.withResolvers<void>();
+
+  private listed = false;
+  private closed = false;
+  private loop: Promise<void> | undefined;
+  private starting: Promise<void> | undefined;
+  private closing: Promise<void> | undefined;
+  /** Where the watch resumes; undefined means list first. */
+  private resourceVersion: string | undefined;
+  private activeWatch: AbortController | undefined;
+  private endActiveWatch: (() => void) | undefined;
+  private lastError: unknown;
+
+  constructor(kubeConfig: KubeConfig, options: NamespaceLabelCacheOptions) {
+    this.log = options.logger;
+    this.server = kubeConfig.getCurrentCluster()?.server ?? "(no current cluster)";
+    this.api = kubeConfig.makeApiClient(CoreV1Api);
+    this.watch = new Watch(kubeConfig);
+    this.startTimeoutMs = options.startTimeoutMs ?? 10_000;
+    this.minBackoffMs = options.minBackoffMs ?? 200;
+    this.maxBackoffMs = options.maxBackoffMs ?? 10_000;
+    this.notFoundTtlMs = options.notFoundTtlMs ?? 1_000;
+  }
+
+  /** True once the first list has completed; stays true (stale labels beat none) until close(). */
+  get synced(): boolean {
+    return this.listed && !this.closed;
+  }
+
+  /** For /readyz. */
+  ready(): boolean {
+    return this.synced;
+  }
+
+  /**
+   * Lists namespaces, then keeps watching in the background. Resolves once the first list is in;
+   * rejects, and stops everything, if that does not happen within the start timeout.
+   */
+  start(): Promise<void> {
+    if (this.closed) return Promise.reject(new Error("namespace label cache is closed"));
+    this.starting ??= this.startAndWait();
+    return this.starting;
+  }
+
+  private async startAndWait(): Promise<void> {
+    this.loop = this.run();
+    const closed = this.lifetime.signal;
+    let stopWaiting = () => {};
+    const gaveUp = new Promise<void>((resolve) => {
+      const stop = () => resolve();
+      const timer = setTimeout(stop, this.startTimeoutMs);
+      closed.addEventListener("abort", stop, { once: true });
+      stopWaiting = () => {
+        clearTimeout(timer);
+        closed.removeEventListener("abort", stop);
+      };
+    });
+    await Promise.race([this.firstSync.promise, gaveUp]);
+    stopWaiting();
+    if (this.closed) throw new Error("namespace label cache was closed while starting");
+    if (!this.synced) {
+      const last = this.lastError === undefined ? "no answer" : describe(this.lastError);
+      await this.close();
+      throw new Error(
+        `cannot list namespaces from the Kubernetes API at ${this.server} within ${this.startTimeoutMs / 1000} s ` +
+          `(last error: ${last}); namespace labels are needed for namespaceSelector, so the server cannot start ` +
+          `(the identity used needs list and watch on namespaces)`,
+      );
+    }
+  }
+
+  labels(namespace: string): Record<string, string> | undefined {
+    return this.table.get(namespace);
+  }
+
+  /** On a cache miss, reads the namespace with one GET (shared by concurrent callers). Never rejects. */
+  async prepare(namespace: string, deadline: number): Promise<void> {
+    if (this.closed || this.table.has(namespace)) return;
+    const now = Date.now();
+    const notFoundUntil = this.notFoundUntil.get(namespace);
+    if (notFoundUntil !== undefined) {
+      if (notFoundUntil > now) return;
+      this.notFoundUntil.delete(namespace);
+    }
+    if (deadline <= now) return;
+    const pending = this.pending.get(namespace) ?? this.startGet(namespace, deadline);
+    this.extend(pending, deadline);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([pending.done, new Promise<void>((resolve) => (timer = setTimeout(resolve, deadline - now)))]);
+    clearTimeout(timer);
+  }
+
+  /** Stops the watch, pending GETs and timers; resolves once the loop and every GET have ended. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= this.stopAll();
+    return this.closing;
+  }
+
+  private async stopAll(): Promise<void> {
+    this.closed = true;
+    this.lifetime.abort(new Error("namespace label cache closed"));
+    this.activeWatch?.abort();
+    this.endActiveWatch?.();
+    for (const pending of this.pending.values()) pending.abort.abort(new Error("namespace label cache closed"));
+    // A watch request still connecting cannot be aborted before the library hands back its controller;
+    // it is aborted then (see watchOnce), and undici gives up on a silent connect after 10 s anyway.
+    await Promise.all([this.loop, ...[...this.pending.values()].map((p) => p.done)]);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // List and watch
+
+  /** The background loop. Never rejects: every failure is logged and retried after a backoff. */
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (!this.closed) {
+      let failure: unknown;
+      try {
+        if (this.resourceVersion === undefined) {
+          await this.list();
+          if (!this.listed) {
+            this.listed = true;
+            this.log.info({ namespaces: this.table.size }, "namespace labels: initial list complete");
+            this.firstSync.resolve();
+          }
+        }
+        const startedAt = Date.now();
+        const end = await this.watchOnce();
+        if (this.closed) break;
+        if (end.delivered) failures = 0;
+        if (end.gone) {
+          this.resourceVersion = undefined;
+          this.log.info("namespace labels: resource version expired; listing again");
+          continue;
+        }
+        if (end.error === null || end.error === undefined) {
+          if (end.delivered || Date.now() - startedAt >= MIN_HEALTHY_WATCH_MS) {
+            this.log.debug("namespace labels: watch ended; resuming");
+            continue;
+          }
+          failure = new Error("the server ended the watch at once");
+        } else {
+          failure = end.error;
+        }
+      } catch (err) {
+        failure = err;
+      }
+      if (this.closed) break;
+      this.lastError = failure;
+      failures++;
+      const delayMs = Math.min(this.maxBackoffMs, this.minBackoffMs * 2 ** Math.min(failures - 1, 30));
+      this.log.warn(
+        { err: describe(failure), attempt: failures, delayMs, server: this.server, listing: this.resourceVersion === undefined },
+        "namespace labels: watch failed; restarting after backoff",
+      );
+      await this.sleep(delayMs);
+    }
+  }
+
+  /** A full, paged list; replaces the table and sets the resource version to resume from. */
+  private async list(): Promise<void> {
+    const items: V1Namespace[] = [];
+    let resourceVersion = "";
+    let continueToken: string | undefined;
+    do {
+      const page = await this.withTimeout(LIST_TIMEOUT_MS, "listing namespaces", (options) =>
+        this.api.listNamespace({ limit: LIST_PAGE_SIZE, ...(continueToken ? { _continue: continueToken } : {}) }, options),
+      );
+      items.push(...page.items);
+      resourceVersion = page.metadata?.resourceVersion ?? "";
+      continueToken = page.metadata?._continue || undefined;
+    } while (continueToken !== undefined);
+    if (this.closed) return;
+    this.table.clear();
+    for (const ns of items) this.store(ns);
+    // Names GET is fetching now may be older than this list.
+    for (const pending of this.pending.values()) pending.superseded = true;
+    this.resourceVersion = resourceVersion;
+  }
+
+  /** One watch request, from the current resource version; resolves (never rejects) when it ends. */
+  private watchOnce(): Promise<WatchEnd> {
+    return new Promise<WatchEnd>((resolve) => {
+      let settled = false;
+      const end: WatchEnd = { error: null, gone: false, delivered: false };
+      const finish = (error: unknown) => {
+        if (settled) return;
+        settled = true;
+        this.activeWatch = undefined;
+        this.endActiveWatch = undefined;
+        end.error = error;
+        // A watch request refused with 410, rather than ended by a 410 event.
+        if (hasStatus(error, 410)) end.gone = true;
+        resolve(end);
+      };
+      this.endActiveWatch = () => finish(null);
+      const query = {
+        resourceVersion: this.resourceVersion,
+        allowWatchBookmarks: true,
+        timeoutSeconds: WATCH_TIMEOUT_SECONDS,
+      };
+      const onEvent = (type: string, object: unknown) => {
+        if (settled) return;
+        if (type === "ERROR") {
+          // A Status; the server closes the watch after it.
+          const status = object as { code?: number; message?: string } | undefined;
+          if (status?.code === 410) end.gone = true;
+          else end.error = new Error(`watch error event: ${status?.code ?? "?"} ${status?.message ?? ""}`.trim());
+          return;
+        }
+        const ns = object as V1Namespace | undefined;
+        const name = ns?.metadata?.name;
+        if (!ns || !name) return;
+        end.delivered = true;
+        if (ns.metadata?.resourceVersion) this.resourceVersion = ns.metadata.resourceVersion;
+        if (type === "ADDED" || type === "MODIFIED") this.store(ns);
+        else if (type === "DELETED") this.table.delete(name);
+        else return; // BOOKMARK: only the resource version matters
+        const pending = this.pending.get(name);
+        if (pending) pending.superseded = true;
+      };
+      this.watch
+        .watch(NAMESPACES_PATH, query, onEvent, (err: unknown) => finish(err ?? end.error))
+        .then((controller) => {
+          if (settled) controller.abort();
+          else this.activeWatch = controller;
+        })
+        .catch((err: unknown) => finish(err));
+    });
+  }
+
+  private store(ns: V1Namespace): void {
+    const name = ns.metadata?.name;
+    if (!name) return;
+    // Kubernetes ≥ 1.21 sets this label on every namespace; older servers do not, and selectors
+    // written against it must match the same way everywhere.
+    this.table.set(name, Object.freeze({ "kubernetes.io/metadata.name": name, ...ns.metadata?.labels }));
+    this.notFoundUntil.delete(name);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // prepare(): one GET per missing name
+
+  private startGet(namespace: string, deadline: number): PendingGet {
+    const pending: PendingGet = { done: Promise.resolve(), abort: new AbortController(), deadline, timer: undefined, superseded: false };
+    this.pending.set(namespace, pending);
+    this.abortAt(pending, deadline);
+    pending.done = this.get(namespace, pending).finally(() => {
+      clearTimeout(pending.timer);
+      this.pending.delete(namespace);
+    });
+    return pending;
+  }
+
+  /** A later caller keeps the shared GET alive until its own deadline. */
+  private extend(pending: PendingGet, deadline: number): void {
+    if (deadline > pending.deadline) this.abortAt(pending, deadline);
+  }
+
+  private abortAt(pending: PendingGet, deadline: number): void {
+    pending.deadline = deadline;
+    clearTimeout(pending.timer);
+    const ms = Math.max(0, Math.min(deadline - Date.now(), MAX_GET_MS));
+    pending.timer = setTimeout(() => pending.abort.abort(new Error(`no answer within ${ms} ms`)), ms);
+  }
+
+  private async get(namespace: string, pending: PendingGet): Promise<void> {
+    const signal = AbortSignal.any([pending.abort.signal, this.lifetime.signal]);
+    try {
+      const ns = await this.api.readNamespace({ name: namespace }, withSignal(signal));
+      // The watch or a list said something newer meanwhile; it wins.
+      if (!this.closed && !pending.superseded && !this.table.has(namespace)) this.store(ns);
+    } catch (err) {
+      if (this.closed) return;
+      if (hasStatus(err, 404)) {
+        this.rememberNotFound(namespace);
+        return;
+      }
+      this.log.warn({ err: describe(signal.aborted ? signal.reason : err), namespace }, "namespace labels: GET namespace failed");
+    }
+  }
+
+  private rememberNotFound(namespace: string): void {
+    const now = Date.now();
+    if (this.notFoundUntil.size >= 1_000) {
+      for (const [name, until] of this.notFoundUntil) if (until <= now) this.notFoundUntil.delete(name);
+    }
+    this.notFoundUntil.set(namespace, now + this.notFoundTtlMs);
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  private async withTimeout<T>(ms: number, what: string, call: (options: ReturnType<typeof withSignal>) => Promise<T>): Promise<T> {
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(new Error(`${what}: no answer within ${ms / 1000} s`)), ms);
+    const signal = AbortSignal.any([timeout.signal, this.lifetime.signal]);
+    try {
+      return await call(withSignal(signal));
+    } catch (err) {
+      throw signal.aborted ? signal.reason : err;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Resolves after `ms`, or at once when closed. */
+  private async sleep(ms: number): Promise<void> {
+    if (this.closed) return;
+    const signal = this.lifetime.signal;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener("abort", done, { once: true });
+    });
+  }
+}
+
+/** Per-request options that make the generated client's fetch abortable. */
+function withSignal(signal: AbortSignal): { middleware: ObservableMiddleware[]; middlewareMergeStrategy: "append" } {
+  return {
+    middleware: [
+      {
+        pre: (context) => {
+          context.setSignal(signal);
+          return new Observable(Promise.resolve(context));
+        },
+        post: (response) => new Observable(Promise.resolve(response)),
+      },
+    ],
+    middlewareMergeStrategy: "append",
+  };
+}
+
+function hasStatus(err: unknown, status: number): boolean {
+  if (err instanceof ApiException) return err.code === status;
+  return typeof err === "object" && err !== null && (err as { statusCode?: unknown }).statusCode === status;
+}
+
+function describe(err: unknown): string {
+  if (err instanceof ApiException) {
+    const body = err.body as { message?: unknown } | string | undefined;
+    const message = typeof body === "object" && body !== null && typeof body.message === "string" ? body.message : "";
+    return `HTTP ${err.code}${message ? `: ${message}` : ""}`;
+  }
+  if (err instanceof Error) {
+    const cause = (err as { cause?: unknown }).cause;
+    return cause instanceof Error && cause.message !== err.message ? `${err.message} (${cause.message})` : err.message;
+  }
+  return String(err);
+}

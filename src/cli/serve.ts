@@ -1,8 +1,12 @@
 // `imprimatur serve`: the HTTPS ImageReview backend (/imagereview) and validating webhook (/validate).
 import { readFile, writeFile, mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import { pino } from "pino";
 import { DEFAULT_SERVER_CONFIG, loadServerConfig, type ServerConfig } from "../config/server-config.ts";
 import { loadNamespacesFile } from "../config/namespaces-file.ts";
+import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
+import { loadKubeConfig } from "../kube/kube-config.ts";
+import { NamespaceLabelCache } from "../kube/namespace-label-cache.ts";
 import { PolicyLoadError } from "../policy/policy-error.ts";
 import { parseDuration } from "../server/http-body.ts";
 import { startApp } from "../server/app.ts";
@@ -25,7 +29,12 @@ export const SERVE_USAGE = `Usage: imprimatur serve [options]
   --allow-ttl DUR      cache allowed decisions of remote backends (default 1h)
   --deny-ttl DUR       cache denied decisions of remote backends (default 30s)
   --audit-log FILE     append-only JSON-lines audit log (default STATE_DIR/audit.jsonl)
-  --namespaces FILE    namespace labels (map or Namespace list) for namespaceSelector
+  --namespaces FILE    namespace labels (map or Namespace list) for namespaceSelector, instead of
+                       reading them from the Kubernetes API
+  --kubeconfig FILE    read namespace labels from this cluster (default: in-cluster when running in a
+                       pod; without either, namespaceSelector bindings cannot be decided)
+  --profile NAME       bind a shipped PodRestriction profile (baseline, restricted) to every namespace
+                       (repeatable; see "imprimatur profiles")
 `;
 
 export async function runServe(argv: string[]): Promise<number> {
@@ -46,6 +55,8 @@ export async function runServe(argv: string[]): Promise<number> {
       "deny-ttl": { type: "string" },
       "audit-log": { type: "string" },
       namespaces: { type: "string" },
+      kubeconfig: { type: "string" },
+      profile: { type: "string", multiple: true, default: [] },
     }));
     if (!/^\d+$/.test(values.port!) || Number(values.port) > 65535) throw new UsageError(`--port must be a port number, got ${values.port}`);
     if (Boolean(values["tls-cert"]) !== Boolean(values["tls-key"])) throw new UsageError("--tls-cert and --tls-key go together");
@@ -76,8 +87,18 @@ export async function runServe(argv: string[]): Promise<number> {
 
   const stateDir = resolve(values["state-dir"]!);
   let app;
+  let namespaceCache: NamespaceLabelCache | undefined;
   try {
     const namespacesFile = values.namespaces ?? config.namespacesFile;
+    const kubeconfig = values.kubeconfig ?? config.kubeconfig;
+    let namespaces: NamespaceLabelSource | undefined;
+    if (namespacesFile) namespaces = await loadNamespacesFile(namespacesFile);
+    else if (kubeconfig || process.env.KUBERNETES_SERVICE_HOST) {
+      // Namespace labels from the API, kept current by a watch; startup waits for the first list.
+      namespaceCache = new NamespaceLabelCache(loadKubeConfig(kubeconfig), { logger: startupLogger() });
+      await namespaceCache.start();
+      namespaces = namespaceCache;
+    }
     const tls = values["tls-cert"]
       ? { cert: await readFile(values["tls-cert"], "utf8"), key: await readFile(values["tls-key"]!, "utf8") }
       : undefined;
@@ -89,9 +110,11 @@ export async function runServe(argv: string[]): Promise<number> {
       ...(tls ? { tls } : {}),
       tlsHosts: values["tls-san"] ?? [],
       config,
-      ...(namespacesFile ? { namespaces: await loadNamespacesFile(namespacesFile) } : {}),
+      ...(namespaces ? { namespaces } : {}),
+      profiles: values.profile ?? [],
     });
   } catch (e) {
+    await namespaceCache?.close();
     if (e instanceof PolicyLoadError) {
       process.stderr.write(`imprimatur serve: refusing to start: ${e.message}\n`);
       return 2;
@@ -100,7 +123,7 @@ export async function runServe(argv: string[]): Promise<number> {
     return 2;
   }
 
-  if (app.caPem) await printWebhookConfiguration(stateDir, values.url ?? `https://127.0.0.1:${app.port}`, app.caPem, app.generatedCertificate);
+  if (app.caPem) await printWebhookConfiguration(stateDir, values.url ?? `https://127.0.0.1:${app.port}`, app.caPem, app.generatedCertificate, config);
 
   process.on("SIGHUP", () => void app.reload());
   await new Promise<void>((resolveStop) => {
@@ -111,16 +134,17 @@ export async function runServe(argv: string[]): Promise<number> {
     process.once("SIGTERM", stop);
     process.once("SIGINT", stop);
   });
+  await namespaceCache?.close();
   await app.close();
   return 0;
 }
 
 /** Writes the ready-to-apply configuration into the state folder and prints where it is, with the caBundle. */
-async function printWebhookConfiguration(stateDir: string, baseUrl: string, caPem: string, created: boolean) {
+async function printWebhookConfiguration(stateDir: string, baseUrl: string, caPem: string, created: boolean, config: ServerConfig) {
   await mkdir(stateDir, { recursive: true });
   const endpoint = { baseUrl, caPem };
   const files = {
-    "validating-webhook.yaml": renderValidatingWebhookConfiguration(endpoint),
+    "validating-webhook.yaml": renderValidatingWebhookConfiguration(endpoint, { customResources: config.podTemplates }),
     "imagepolicy-kubeconfig.yaml": renderImagePolicyKubeconfig(endpoint),
     "admission-configuration.yaml": renderAdmissionConfiguration({ kubeconfigPath: join(stateDir, "imagepolicy-kubeconfig.yaml") }),
   };
@@ -138,4 +162,8 @@ async function printWebhookConfiguration(stateDir: string, baseUrl: string, caPe
       "",
     ].join("\n"),
   );
+}
+
+function startupLogger() {
+  return pino({ name: "imprimatur", level: process.env.IMPRIMATUR_LOG_LEVEL ?? "info" });
 }

@@ -3,6 +3,7 @@
 import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { parse } from "yaml";
+import { checkTemplatePath, type TemplateKind } from "../core/workload-templates.ts";
 import { parseDuration } from "../server/http-body.ts";
 
 export interface BackendConfig {
@@ -21,6 +22,10 @@ export interface ServerConfig {
   maxRequestBytes: number;
   /** YAML/JSON map of namespace name → labels, for namespaceSelector without API access. */
   namespacesFile?: string;
+  /** Kubeconfig for reading namespace labels (default: in-cluster when running in a pod). */
+  kubeconfig?: string;
+  /** Custom resources that embed pod templates, judged by PodRestrictions like workloads. */
+  podTemplates: Array<TemplateKind & { version: string; resource: string }>;
 }
 
 export const DEFAULT_SERVER_CONFIG: ServerConfig = {
@@ -29,11 +34,12 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   denyTtlMs: 30_000,
   cacheMaxEntries: 10_000,
   backends: [],
+  podTemplates: [],
   // kube-apiserver caps request bodies at 3 MiB; an AdmissionReview carries object and oldObject.
   maxRequestBytes: 8 * 1024 * 1024,
 };
 
-const KNOWN_KEYS = new Set(["apiVersion", "kind", "failurePolicy", "cache", "backends", "auditLog", "maxRequestBytes", "namespacesFile"]);
+const KNOWN_KEYS = new Set(["apiVersion", "kind", "failurePolicy", "cache", "backends", "auditLog", "maxRequestBytes", "namespacesFile", "kubeconfig", "podTemplates"]);
 
 export async function loadServerConfig(file: string): Promise<ServerConfig> {
   let text: string;
@@ -60,7 +66,7 @@ export function parseServerConfig(raw: unknown, file: string, baseDir: string): 
   if (o.apiVersion !== "imprimatur.dev/v1alpha1") fail("apiVersion", `must be "imprimatur.dev/v1alpha1"`);
   if (o.kind !== "ServerConfig") fail("kind", `must be "ServerConfig"`);
   for (const k of Object.keys(o)) if (!KNOWN_KEYS.has(k)) fail(k, "unknown field");
-  const config: ServerConfig = { ...DEFAULT_SERVER_CONFIG, backends: [] };
+  const config: ServerConfig = { ...DEFAULT_SERVER_CONFIG, backends: [], podTemplates: [] };
 
   if (o.failurePolicy !== undefined) {
     if (o.failurePolicy !== "Fail" && o.failurePolicy !== "Ignore") fail("failurePolicy", `must be "Fail" (deny when a backend is unreachable) or "Ignore" (admit)`);
@@ -104,11 +110,48 @@ export function parseServerConfig(raw: unknown, file: string, baseDir: string): 
     if (typeof o.namespacesFile !== "string" || !o.namespacesFile) fail("namespacesFile", "must be a file path");
     config.namespacesFile = resolve(baseDir, o.namespacesFile as string);
   }
+  if (o.kubeconfig !== undefined) {
+    if (typeof o.kubeconfig !== "string" || !o.kubeconfig) fail("kubeconfig", "must be a file path");
+    config.kubeconfig = resolve(baseDir, o.kubeconfig as string);
+  }
+  if (o.podTemplates !== undefined) {
+    if (!Array.isArray(o.podTemplates)) fail("podTemplates", "must be a list");
+    (o.podTemplates as unknown[]).forEach((t, i) => config.podTemplates.push(parsePodTemplateKind(t, `podTemplates[${i}]`, fail)));
+  }
   if (o.maxRequestBytes !== undefined) {
     if (!Number.isInteger(o.maxRequestBytes) || (o.maxRequestBytes as number) < 1024) fail("maxRequestBytes", "must be an integer ≥ 1024");
     config.maxRequestBytes = o.maxRequestBytes as number;
   }
   return config;
+}
+
+/**
+ * A custom resource that embeds pod templates, e.g.
+ *   {apiVersion: ci.example.com/v1, kind: BuildRun, resource: buildruns, templates: [spec.podTemplate]}
+ * `templates` point at PodTemplateSpecs (metadata + spec), `podSpecs` at bare PodSpecs; "[*]" visits lists.
+ */
+function parsePodTemplateKind(raw: unknown, path: string, fail: (p: string, m: string) => never): ServerConfig["podTemplates"][number] {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return fail(path, "must be a mapping");
+  const t = raw as Record<string, unknown>;
+  for (const k of Object.keys(t)) if (!["apiVersion", "kind", "resource", "templates", "podSpecs"].includes(k)) fail(`${path}.${k}`, "unknown field");
+  if (typeof t.apiVersion !== "string" || !/^[a-z0-9.-]+\/[a-z0-9]+$/.test(t.apiVersion)) fail(`${path}.apiVersion`, "must be group/version, e.g. ci.example.com/v1");
+  if (typeof t.kind !== "string" || !/^[A-Z][A-Za-z0-9]*$/.test(t.kind)) fail(`${path}.kind`, "must be a kind name, e.g. BuildRun");
+  if (typeof t.resource !== "string" || !/^[a-z0-9.-]+$/.test(t.resource)) fail(`${path}.resource`, "must be the plural resource name, e.g. buildruns");
+  const paths = (key: "templates" | "podSpecs"): string[] => {
+    const v = t[key];
+    if (v === undefined) return [];
+    if (!Array.isArray(v) || v.some((p) => typeof p !== "string")) return fail(`${path}.${key}`, "must be a list of paths such as spec.template");
+    (v as string[]).forEach((p, i) => {
+      const problem = checkTemplatePath(p);
+      if (problem) fail(`${path}.${key}[${i}]`, problem);
+    });
+    return v as string[];
+  };
+  const templates = paths("templates");
+  const podSpecs = paths("podSpecs");
+  if (templates.length + podSpecs.length === 0) fail(path, "give at least one path in templates or podSpecs");
+  const [group, version] = (t.apiVersion as string).split("/") as [string, string];
+  return { group, version, kind: t.kind as string, resource: t.resource as string, templates, podSpecs };
 }
 
 function duration(v: unknown, path: string, fail: (p: string, m: string) => never): number {

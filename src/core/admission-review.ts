@@ -97,11 +97,11 @@ export interface AdmissionResponseBody {
   };
 }
 
-/** The denial message starts with what to do, then every violation. */
+/** The denial message lists every violation; the apiserver prefixes it with the webhook's name. */
 export function admissionResponse(review: ParsedAdmissionReview, decision: Decision): AdmissionResponseBody {
   const response: AdmissionResponseBody["response"] = { uid: review.request.uid, allowed: decision.allowed };
   if (!decision.allowed) {
-    response.status = { code: 403, reason: "Forbidden", message: `image policy: ${renderReason(decision.violations)}` };
+    response.status = { code: 403, reason: "Forbidden", message: renderReason(decision.violations) };
   }
   if (decision.warnings.length > 0) response.warnings = decision.warnings.map(sanitizeWarning);
   if (Object.keys(decision.auditAnnotations).length > 0) response.auditAnnotations = decision.auditAnnotations;

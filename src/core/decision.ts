@@ -4,6 +4,8 @@
 export interface Violation {
   /** Policy that produced the violation (metadata.name), or "imprimatur" for request-level problems. */
   policy: string;
+  /** Set for PodRestriction violations; image policies and request-level problems leave it unset. */
+  kind?: "PodRestriction";
   /** Which part of the policy decided: "rules[1]", "default", "namespaceSelector", "breakGlass", … */
   rule: string;
   /** The image concerned, as written in the request. */
@@ -46,7 +48,21 @@ export function renderViolation(v: Violation): string {
   const subject = v.image !== undefined
     ? `image ${JSON.stringify(v.image)}${v.field ? ` (${v.field})` : ""}`
     : v.field ?? "request";
-  return `${subject} denied by policy ${v.policy} ${v.rule}: ${v.message}`;
+  return `${subject} denied by ${v.kind ?? "policy"} ${v.policy} ${v.rule}: ${v.message}`;
+}
+
+/** Both decisions must allow; their violations, warnings and audit annotations are kept together. */
+export function combineDecisions(a: Decision, b: Decision): Decision {
+  const combined: Decision = {
+    ...a,
+    allowed: a.allowed && b.allowed,
+    violations: [...a.violations, ...b.violations],
+    warnings: [...a.warnings, ...b.warnings],
+    auditAnnotations: { ...a.auditAnnotations, ...b.auditAnnotations },
+  };
+  if (b.breakGlass) combined.breakGlass = b.breakGlass;
+  if (b.failOpen) combined.failOpen = [...(a.failOpen ?? []), ...b.failOpen];
+  return combined;
 }
 
 /** All violations on one line each joined with "; " — the apiserver shows this string to the user. */

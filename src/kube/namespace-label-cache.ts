@@ -205,7 +205,7 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
         }
         if (end.error === null || end.error === undefined) {
           if (end.delivered || Date.now() - startedAt >= MIN_HEALTHY_WATCH_MS) {
-            this.log.debug("namespace labels: watch ended; resuming");
+            this.log.debug({ resourceVersion: this.resourceVersion }, "namespace labels: watch ended; resuming");
             continue;
           }
           failure = new Error("the server ended the watch at once");

@@ -6,14 +6,20 @@ import { Ajv, type ErrorObject } from "ajv";
 import { isMap, isSeq, LineCounter, parseAllDocuments, type Document, type Node as YamlNode } from "yaml";
 import imagePolicySchema from "./schema/image-policy.schema.json" with { type: "json" };
 import type { ImagePolicy } from "../core/image-policy.ts";
+import { compilePodRestriction, type PodRestriction } from "../core/pod-restriction/pod-restriction.ts";
 import { compileImagePolicy, type RawImagePolicy } from "./compile-image-policy.ts";
 import { formatPath, PolicyLoadError, type PolicyError } from "./policy-error.ts";
+import { profileSources, shippedProfiles } from "./profiles.ts";
 
 export const POLICY_API_VERSION = "imprimatur.dev/v1alpha1";
+/** The PodRestrictions seed writes policy/v1alpha1; its examples load unchanged. */
+const SEED_POD_RESTRICTION_API_VERSION = "policy/v1alpha1";
+const KNOWN_KINDS = ["ImagePolicy", "PodRestriction"];
 const MAX_POLICY_FILE_BYTES = 4 * 1024 * 1024;
 
 export interface PolicySet {
   imagePolicies: ImagePolicy[];
+  podRestrictions: PodRestriction[];
   /** Files read, relative to the root given. */
   files: string[];
 }
@@ -26,6 +32,8 @@ export async function loadPolicies(root: string): Promise<PolicySet> {
   const files = await listPolicyFiles(root);
   const errors: PolicyError[] = [];
   const imagePolicies: ImagePolicy[] = [];
+  const podRestrictions: PodRestriction[] = [];
+  const profiles = profileSources(await shippedProfiles());
   for (const file of files) {
     const shown = relative(process.cwd(), file) || file;
     let text: string;
@@ -40,36 +48,50 @@ export async function loadPolicies(root: string): Promise<PolicySet> {
       errors.push({ file: shown, message: `cannot read: ${(e as Error).message}` });
       continue;
     }
-    const parsed = parsePolicyText(text, shown);
+    const parsed = parsePolicyText(text, shown, { profiles });
     errors.push(...parsed.errors);
     imagePolicies.push(...parsed.imagePolicies);
+    podRestrictions.push(...parsed.podRestrictions);
   }
-  const seen = new Map<string, ImagePolicy>();
-  for (const p of imagePolicies) {
+  errors.push(...duplicateNames("ImagePolicy", imagePolicies), ...duplicateNames("PodRestriction", podRestrictions));
+  if (errors.length > 0) throw new PolicyLoadError(errors);
+  return { imagePolicies, podRestrictions, files: files.map((f) => relative(root, f) || f) };
+}
+
+function duplicateNames(kind: string, policies: ReadonlyArray<{ name: string; source?: { file: string; document: number } }>): PolicyError[] {
+  const errors: PolicyError[] = [];
+  const seen = new Map<string, (typeof policies)[number]>();
+  for (const p of policies) {
     const before = seen.get(p.name);
     if (before) {
       errors.push({
         file: p.source?.file ?? "?",
         ...(p.source ? { document: p.source.document } : {}),
         path: "metadata.name",
-        message: `ImagePolicy ${JSON.stringify(p.name)} is already defined in ${before.source?.file ?? "?"}`,
+        message: `${kind} ${JSON.stringify(p.name)} is already defined in ${before.source?.file ?? "?"}`,
       });
     }
     seen.set(p.name, p);
   }
-  if (errors.length > 0) throw new PolicyLoadError(errors);
-  return { imagePolicies, files: files.map((f) => relative(root, f) || f) };
+  return errors;
 }
 
-/** Parses one file's text. Pure apart from nothing: exported for tests and the CLI. */
-export function parsePolicyText(text: string, file: string): { imagePolicies: ImagePolicy[]; errors: PolicyError[] } {
+export interface ParsedPolicies {
+  imagePolicies: ImagePolicy[];
+  podRestrictions: PodRestriction[];
+  errors: PolicyError[];
+}
+
+/** Parses one file's text (pure). `profiles` are the raw profile documents a PodRestriction may include. */
+export function parsePolicyText(text: string, file: string, opts: { profiles?: ReadonlyMap<string, unknown> } = {}): ParsedPolicies {
   const lineCounter = new LineCounter();
   const errors: PolicyError[] = [];
   const imagePolicies: ImagePolicy[] = [];
+  const podRestrictions: PodRestriction[] = [];
   const docs = parseAllDocuments(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
   if (!Array.isArray(docs)) {
     // An empty stream parses to an EmptyStream; nothing to load.
-    return { imagePolicies, errors };
+    return { imagePolicies, podRestrictions, errors };
   }
   docs.forEach((doc, i) => {
     const document = i + 1;
@@ -88,12 +110,19 @@ export function parsePolicyText(text: string, file: string): { imagePolicies: Im
       return;
     }
     const obj = value as Record<string, unknown>;
+    const at = (path: Array<string | number>) => lineOfPath(doc, path, lineCounter) ?? startLine;
+    if (obj.kind === "PodRestriction" && (obj.apiVersion === POLICY_API_VERSION || obj.apiVersion === SEED_POD_RESTRICTION_API_VERSION)) {
+      const compiled = compilePodRestriction(obj, { source: { file, document }, ...(opts.profiles ? { profiles: opts.profiles } : {}) });
+      for (const e of compiled.issues) errors.push({ file, document, line: at(e.path), path: formatPath(e.path), message: e.message });
+      if (compiled.policy) podRestrictions.push(compiled.policy);
+      return;
+    }
     if (obj.apiVersion !== POLICY_API_VERSION) {
-      errors.push({ file, document, line: lineOfPath(doc, ["apiVersion"], lineCounter) ?? startLine, path: "apiVersion", message: `must be ${JSON.stringify(POLICY_API_VERSION)}, got ${JSON.stringify(obj.apiVersion ?? null)}` });
+      errors.push({ file, document, line: at(["apiVersion"]), path: "apiVersion", message: `must be ${JSON.stringify(POLICY_API_VERSION)}, got ${JSON.stringify(obj.apiVersion ?? null)}` });
       return;
     }
     if (obj.kind !== "ImagePolicy") {
-      errors.push({ file, document, line: lineOfPath(doc, ["kind"], lineCounter) ?? startLine, path: "kind", message: `unknown kind ${JSON.stringify(obj.kind ?? null)}; known kinds: ImagePolicy` });
+      errors.push({ file, document, line: at(["kind"]), path: "kind", message: `unknown kind ${JSON.stringify(obj.kind ?? null)}; known kinds: ${KNOWN_KINDS.join(", ")}` });
       return;
     }
     if (!validateImagePolicy(obj)) {
@@ -109,7 +138,7 @@ export function parsePolicyText(text: string, file: string): { imagePolicies: Im
     }
     if (compiled.policy) imagePolicies.push(compiled.policy);
   });
-  return { imagePolicies, errors };
+  return { imagePolicies, podRestrictions, errors };
 }
 
 function describeSchemaError(e: ErrorObject): { path: Array<string | number>; message: string } {

@@ -26,11 +26,4 @@ export class PolicyLoadError extends Error {
 }
 
 /** ["spec","rules",0,"action"] → "spec.rules[0].action" */
-export function formatPath(segments: ReadonlyArray<string | number>): string {
-  let out = "";
-  for (const s of segments) {
-    if (typeof s === "number") out += `[${s}]`;
-    else out += out ? `.${s}` : s;
-  }
-  return out;
-}
+export { formatFieldPath as formatPath } from "../core/field-path.ts";

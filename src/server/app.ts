@@ -11,7 +11,11 @@ import { ImageReviewService } from "../backends/review-service.ts";
 import { WebhookBackend } from "../backends/webhook-backend.ts";
 import type { ServerConfig } from "../config/server-config.ts";
 import type { ImagePolicy } from "../core/image-policy.ts";
-import { loadPolicies } from "../policy/load-policies.ts";
+import type { PodRestriction } from "../core/pod-restriction/pod-restriction.ts";
+import { PodRestrictionIndex } from "../core/pod-restriction/restriction-index.ts";
+import type { TemplateKind } from "../core/workload-templates.ts";
+import { loadPolicies, type PolicySet } from "../policy/load-policies.ts";
+import { bindProfileClusterWide, shippedProfiles } from "../policy/profiles.ts";
 import { PolicyLoadError } from "../policy/policy-error.ts";
 import { startHttpsServer, type RunningServer } from "./https-server.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
@@ -27,6 +31,8 @@ export interface AppOptions {
   tlsHosts: string[];
   config: ServerConfig;
   namespaces?: NamespaceLabelSource;
+  /** Shipped profiles bound cluster-wide (Drop) in addition to the policy folder (`serve --profile`). */
+  profiles?: string[];
   logger?: Logger;
   /** Reload policies when files in the folder change (default true). */
   watchPolicies?: boolean;
@@ -40,6 +46,7 @@ export interface App {
   metrics: Metrics;
   logger: Logger;
   policies(): readonly ImagePolicy[];
+  podRestrictions(): readonly PodRestriction[];
   /** Reloads policies; keeps the last good set and returns the error when the new set fails to load. */
   reload(): Promise<PolicyLoadError | undefined>;
   close(): Promise<void>;
@@ -50,8 +57,14 @@ export async function startApp(opts: AppOptions): Promise<App> {
   // and go to the fsync'ed audit log instead. The buffer is flushed on close.
   const logger = opts.logger ?? pino({ name: "imprimatur", level: process.env.IMPRIMATUR_LOG_LEVEL ?? "info" }, pino.destination({ dest: 1, sync: false, minLength: 4096 }));
   const metrics = createMetrics();
-  // Refuse to start on an invalid policy set: throws PolicyLoadError with file/line details.
-  let current = (await loadPolicies(opts.policies)).imagePolicies;
+  // Refuse to start on an invalid policy set (or an unknown --profile): throws PolicyLoadError with details.
+  const profileBindings = await bindProfiles(opts.profiles ?? []);
+  const load = async (): Promise<{ images: ImagePolicy[]; restrictions: PodRestrictionIndex }> => {
+    const set: PolicySet = await loadPolicies(opts.policies);
+    return { images: set.imagePolicies, restrictions: new PodRestrictionIndex([...profileBindings, ...set.podRestrictions]) };
+  };
+  let { images: current, restrictions } = await load();
+  const templateKinds: TemplateKind[] = opts.config.podTemplates;
 
   let tls: { cert: string; key: string };
   let caPem: string | undefined;
@@ -87,6 +100,9 @@ export async function startApp(opts: AppOptions): Promise<App> {
       audit,
       logger,
       metrics,
+      restrictions: () => restrictions,
+      namespaces: opts.namespaces ?? NO_NAMESPACE_LABELS,
+      templateKinds,
       maxBodyBytes: opts.config.maxRequestBytes,
       defaultTimeoutMs: 10_000,
       isReady: () => true,
@@ -98,11 +114,11 @@ export async function startApp(opts: AppOptions): Promise<App> {
 
   const reload = async (): Promise<PolicyLoadError | undefined> => {
     try {
-      current = (await loadPolicies(opts.policies)).imagePolicies;
+      ({ images: current, restrictions } = await load());
       // Remote decisions may depend on what the operator just changed; start afresh.
       cache.clear();
       metrics.policyReloads.inc({ result: "success" });
-      logger.info({ policies: current.map((p) => p.name) }, "policies reloaded");
+      logger.info({ policies: current.map((p) => p.name), podRestrictions: restrictions.all.map((p) => p.name) }, "policies reloaded");
       return undefined;
     } catch (e) {
       if (!(e instanceof PolicyLoadError)) throw e;
@@ -126,7 +142,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
     }
   }
 
-  logger.info({ port: server.port, policies: current.map((p) => p.name), backends: remotes.map((r) => r.name), failOpen: opts.config.failOpen }, "serving");
+  logger.info({ port: server.port, policies: current.map((p) => p.name), podRestrictions: restrictions.all.map((p) => p.name), backends: remotes.map((r) => r.name), failOpen: opts.config.failOpen }, "serving");
   return {
     port: server.port,
     caPem,
@@ -135,6 +151,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
     metrics,
     logger,
     policies: () => current,
+    podRestrictions: () => restrictions.all,
     reload,
     close: async () => {
       watcher?.close();
@@ -144,4 +161,10 @@ export async function startApp(opts: AppOptions): Promise<App> {
       logger.flush();
     },
   };
+}
+
+async function bindProfiles(names: string[]): Promise<PodRestriction[]> {
+  if (names.length === 0) return [];
+  const profiles = await shippedProfiles();
+  return names.map((name) => bindProfileClusterWide(name, profiles));
 }

@@ -1,9 +1,16 @@
 // The two review endpoints: ImageReview (called by kube-apiserver's ImagePolicyWebhook) and
-// AdmissionReview (a dynamic validating webhook). Both ask the same ImageReviewService.
+// AdmissionReview (a dynamic validating webhook). Both ask the same ImageReviewService for images; the
+// AdmissionReview also judges the pod (or pod template) against the bound PodRestrictions — an ImageReview
+// carries only images, so PodRestrictions cannot apply there.
 import type { Logger } from "pino";
 import { admissionResponse, parseAdmissionReview, planPodReview, type AdmissionResponseBody, type ParsedAdmissionReview } from "../core/admission-review.ts";
-import { deny, renderReason, type Decision } from "../core/decision.ts";
+import { allow, combineDecisions, deny, renderReason, type Decision } from "../core/decision.ts";
 import { parseImageReview, type ImageReview } from "../core/image-review.ts";
+import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
+import { planRestrictionReview } from "../core/pod-restriction/admission-plan.ts";
+import { decidePodRestrictions } from "../core/pod-restriction/pod-restriction-decision.ts";
+import type { PodRestrictionIndex } from "../core/pod-restriction/restriction-index.ts";
+import type { TemplateKind } from "../core/workload-templates.ts";
 import type { AuditLog } from "../audit/audit-log.ts";
 import type { ImageReviewService } from "../backends/review-service.ts";
 import { HttpError } from "./http-body.ts";
@@ -12,6 +19,11 @@ export interface HandlerContext {
   reviews: ImageReviewService;
   audit: AuditLog;
   logger: Logger;
+  /** The PodRestrictions in force (swapped on reload). */
+  restrictions: () => PodRestrictionIndex;
+  namespaces: NamespaceLabelSource;
+  /** Custom resources that embed pod templates, from the server config. */
+  templateKinds: readonly TemplateKind[];
 }
 
 export interface RecordContext {
@@ -45,12 +57,14 @@ export async function handleAdmissionReview(ctx: HandlerContext, body: unknown, 
   const parsed = parseAdmissionReview(body);
   if (!parsed.ok) throw new HttpError(400, `invalid AdmissionReview: ${parsed.error}`);
   const review: ParsedAdmissionReview = parsed.review;
+  const restricted = await decideRestrictions(ctx, review, deadline);
   const plan = planPodReview(review.request);
   if (!plan.review) {
-    return { body: admissionResponse(review, { allowed: true, violations: [], warnings: [], auditAnnotations: {} }), decision: undefined };
+    return { body: admissionResponse(review, restricted ?? allow()), decision: restricted };
   }
   const { images } = plan;
   let decision = await ctx.reviews.review({ spec: images.spec, fields: images.images.map((i) => i.field) }, deadline);
+  if (restricted) decision = combineDecisions(decision, restricted);
   decision = await recordOverrides(ctx, decision, {
     endpoint: "validate",
     uid: review.request.uid,
@@ -61,6 +75,20 @@ export async function handleAdmissionReview(ctx: HandlerContext, body: unknown, 
     dryRun: review.request.dryRun === true,
   });
   return { body: admissionResponse(review, decision), decision };
+}
+
+/** The PodRestriction decision for the request, or undefined when it carries no pod to judge. */
+async function decideRestrictions(ctx: HandlerContext, review: ParsedAdmissionReview, deadline: number): Promise<Decision | undefined> {
+  const index = ctx.restrictions();
+  if (index.all.length === 0) return undefined;
+  const plan = planRestrictionReview(review.request, ctx.templateKinds);
+  if (!plan.review) return undefined;
+  let labels: Record<string, string> | undefined;
+  if (index.usesSelectors) {
+    await ctx.namespaces.prepare?.(plan.namespace, deadline);
+    labels = ctx.namespaces.labels(plan.namespace);
+  }
+  return plan.pods.map((pod) => decidePodRestrictions(index, pod, plan.namespace, labels)).reduce(combineDecisions);
 }
 
 /**

@@ -8,7 +8,27 @@ export interface WebhookEndpoint {
   caPem: string;
 }
 
-export function renderValidatingWebhookConfiguration(ep: WebhookEndpoint, opts: { failurePolicy?: "Fail" | "Ignore"; timeoutSeconds?: number } = {}): string {
+export interface CustomTemplateResource {
+  group: string;
+  version: string;
+  resource: string;
+}
+
+/**
+ * Pods, their ephemeral containers, and every built-in kind with a pod template (so PodRestrictions fail
+ * fast at the controller object), plus custom resources registered with pod templates.
+ */
+export function renderValidatingWebhookConfiguration(
+  ep: WebhookEndpoint,
+  opts: { failurePolicy?: "Fail" | "Ignore"; timeoutSeconds?: number; customResources?: readonly CustomTemplateResource[] } = {},
+): string {
+  const operations = ["CREATE", "UPDATE"];
+  const rules = [
+    { apiGroups: [""], apiVersions: ["v1"], operations, resources: ["pods", "pods/ephemeralcontainers", "replicationcontrollers", "podtemplates"], scope: "Namespaced" },
+    { apiGroups: ["apps"], apiVersions: ["*"], operations, resources: ["deployments", "replicasets", "statefulsets", "daemonsets"], scope: "Namespaced" },
+    { apiGroups: ["batch"], apiVersions: ["*"], operations, resources: ["jobs", "cronjobs"], scope: "Namespaced" },
+    ...(opts.customResources ?? []).map((c) => ({ apiGroups: [c.group], apiVersions: [c.version], operations, resources: [c.resource], scope: "*" })),
+  ];
   return stringify({
     apiVersion: "admissionregistration.k8s.io/v1",
     kind: "ValidatingWebhookConfiguration",
@@ -21,15 +41,7 @@ export function renderValidatingWebhookConfiguration(ep: WebhookEndpoint, opts: 
         failurePolicy: opts.failurePolicy ?? "Fail",
         timeoutSeconds: opts.timeoutSeconds ?? 10,
         clientConfig: { url: `${ep.baseUrl}/validate`, caBundle: Buffer.from(ep.caPem).toString("base64") },
-        rules: [
-          {
-            apiGroups: [""],
-            apiVersions: ["v1"],
-            operations: ["CREATE", "UPDATE"],
-            resources: ["pods", "pods/ephemeralcontainers"],
-            scope: "Namespaced",
-          },
-        ],
+        rules,
       },
     ],
   });

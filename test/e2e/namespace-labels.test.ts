@@ -13,7 +13,7 @@ import type { Logger } from "pino";
 import { loadKubeConfig } from "../../src/kube/kube-config.ts";
 import { NamespaceLabelCache } from "../../src/kube/namespace-label-cache.ts";
 import { startKubeCluster } from "../support/kube-cluster.ts";
-import type { KubeCluster } from "../support/kube-cluster.ts";
+import type { ClusterOptions, KubeCluster } from "../support/kube-cluster.ts";
 
 const NAME_LABEL = "kubernetes.io/metadata.name";
 const WAIT_MS = 30_000;
@@ -38,6 +38,16 @@ async function waitFor<T>(what: string, probe: () => T | undefined, describeStat
     if (value !== undefined) return value;
     if (Date.now() > deadline) assert.fail(`timed out after ${WAIT_MS} ms waiting for ${what}; state: ${JSON.stringify(describeState())}`);
     await sleep(50);
+  }
+}
+
+async function waitForAsync<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + WAIT_MS;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) assert.fail(`timed out after ${WAIT_MS} ms waiting for ${what}`);
+    await sleep(250);
   }
 }
 
@@ -100,54 +110,81 @@ class Proxy {
   }
 }
 
-describe("namespace labels from the Kubernetes API", () => {
-  let cluster: KubeCluster;
-  const caches: NamespaceLabelCache[] = [];
-  const proxies: Proxy[] = [];
+/** One cluster for a describe block, with the caches and proxies its tests made, all stopped in after(). */
+class Fixture {
+  cluster!: KubeCluster;
+  private readonly caches: NamespaceLabelCache[] = [];
+  private readonly proxies: Proxy[] = [];
 
-  before(async () => {
-    cluster = await startKubeCluster();
-  });
+  constructor(options: ClusterOptions = {}) {
+    before(async () => {
+      this.cluster = await startKubeCluster(options);
+    });
+    after(async () => {
+      await Promise.all(this.caches.map((c) => c.close()));
+      await Promise.all(this.proxies.map((p) => p.cut()));
+      await this.cluster?.stop();
+    });
+  }
 
-  after(async () => {
-    await Promise.all(caches.map((c) => c.close()));
-    await Promise.all(proxies.map((p) => p.cut()));
-    await cluster?.stop();
-  });
-
-  async function kubectl(...args: string[]): Promise<string> {
-    const result = await cluster.kubectl(args);
+  async kubectl(...args: string[]): Promise<string> {
+    const result = await this.cluster.kubectl(args);
     assert.equal(result.code, 0, `kubectl ${args.join(" ")} failed: ${result.stderr}`);
     return result.stdout;
   }
 
-  async function createNamespace(name: string, labels: Record<string, string>): Promise<void> {
+  async createNamespace(name: string, labels: Record<string, string>): Promise<void> {
     const yaml = JSON.stringify({ apiVersion: "v1", kind: "Namespace", metadata: { name, labels } });
-    const applied = await cluster.apply(yaml);
+    const applied = await this.cluster.apply(yaml);
     assert.equal(applied.code, 0, `creating namespace ${name} failed: ${applied.stderr}`);
   }
 
-  function newCache(kubeconfig: string, logger: Logger = pino({ level: "silent" }), startTimeoutMs?: number): NamespaceLabelCache {
+  /**
+   * Deletes a namespace for good. Without a controller-manager nothing runs the "kubernetes" finalizer,
+   * so a deleted namespace stays Terminating; emptying spec.finalizers does the namespace controller's part.
+   */
+  async deleteNamespace(name: string): Promise<void> {
+    await this.kubectl("delete", "namespace", name, "--wait=false");
+    await this.finalizeNamespace(name);
+  }
+
+  async finalizeNamespace(name: string): Promise<void> {
+    const ns = JSON.parse(await this.kubectl("get", "namespace", name, "-o", "json")) as { spec: { finalizers?: string[] } };
+    ns.spec.finalizers = [];
+    const finalized = await this.cluster.kubectl(["replace", "--raw", `/api/v1/namespaces/${name}/finalize`, "-f", "-"], {
+      input: JSON.stringify(ns),
+    });
+    assert.equal(finalized.code, 0, `finalize failed: ${finalized.stderr}`);
+    const gone = await this.cluster.kubectl(["get", "namespace", name]);
+    assert.match(gone.stderr, /NotFound/, `namespace ${name} is gone after finalizing`);
+  }
+
+  newCache(kubeconfig: string, logger: Logger = pino({ level: "silent" }), startTimeoutMs?: number): NamespaceLabelCache {
     const cache = new NamespaceLabelCache(loadKubeConfig(kubeconfig), { logger, ...(startTimeoutMs ? { startTimeoutMs } : {}) });
-    caches.push(cache);
+    this.caches.push(cache);
     return cache;
   }
 
   /** A proxy in front of the apiserver and a kubeconfig that goes through it. */
-  async function proxied(name: string): Promise<{ proxy: Proxy; kubeconfig: string }> {
-    const proxy = new Proxy(Number(new URL(cluster.url).port));
-    proxies.push(proxy);
+  async proxied(name: string): Promise<{ proxy: Proxy; kubeconfig: string }> {
+    const proxy = new Proxy(Number(new URL(this.cluster.url).port));
+    this.proxies.push(proxy);
     await proxy.open();
-    const kubeconfig = join(cluster.dir, `${name}.kubeconfig`);
-    const text = readFileSync(cluster.kubeconfig, "utf8");
-    assert.ok(text.includes(JSON.stringify(cluster.url)), "the harness kubeconfig names the apiserver URL");
-    writeFileSync(kubeconfig, text.replace(JSON.stringify(cluster.url), JSON.stringify(`https://127.0.0.1:${proxy.port}`)), { mode: 0o600 });
+    const kubeconfig = join(this.cluster.dir, `${name}.kubeconfig`);
+    const text = readFileSync(this.cluster.kubeconfig, "utf8");
+    const server = JSON.stringify(this.cluster.url);
+    assert.ok(text.includes(server), "the harness kubeconfig names the apiserver URL");
+    writeFileSync(kubeconfig, text.replace(server, JSON.stringify(`https://127.0.0.1:${proxy.port}`)), { mode: 0o600 });
     return { proxy, kubeconfig };
   }
+}
+
+describe("namespace labels from the Kubernetes API", () => {
+  const fx = new Fixture();
 
   test("start() lists namespaces, then add, relabel and delete arrive through the watch", async () => {
-    await createNamespace("e2e-listed", { team: "a" });
-    const cache = newCache(cluster.kubeconfig);
+    await fx.createNamespace("e2e-listed", { team: "a" });
+    const cache = fx.newCache(fx.cluster.kubeconfig);
     assert.equal(cache.ready(), false, "not ready before start()");
     await cache.start();
     assert.equal(cache.ready(), true);
@@ -157,37 +194,29 @@ describe("namespace labels from the Kubernetes API", () => {
     assert.deepEqual(cache.labels("e2e-listed"), { [NAME_LABEL]: "e2e-listed", team: "a" });
     assert.deepEqual(cache.labels("default"), { [NAME_LABEL]: "default" });
 
-    await createNamespace("e2e-watched", { team: "b" });
+    await fx.createNamespace("e2e-watched", { team: "b" });
     await waitFor("the new namespace", () => cache.labels("e2e-watched"));
     assert.deepEqual(cache.labels("e2e-watched"), { [NAME_LABEL]: "e2e-watched", team: "b" });
 
-    await kubectl("label", "namespace", "e2e-watched", "team=c", "tier=gold", "--overwrite");
+    await fx.kubectl("label", "namespace", "e2e-watched", "team=c", "tier=gold", "--overwrite");
     await waitFor("the relabel", () => (cache.labels("e2e-watched")?.team === "c" ? true : undefined), () => cache.labels("e2e-watched"));
     assert.deepEqual(cache.labels("e2e-watched"), { [NAME_LABEL]: "e2e-watched", team: "c", tier: "gold" });
 
-    await kubectl("label", "namespace", "e2e-watched", "tier-");
+    await fx.kubectl("label", "namespace", "e2e-watched", "tier-");
     await waitFor("the label removal", () => (cache.labels("e2e-watched")?.tier === undefined ? true : undefined));
     assert.deepEqual(cache.labels("e2e-watched"), { [NAME_LABEL]: "e2e-watched", team: "c" });
 
     // Without a controller-manager nothing runs the "kubernetes" finalizer: a deleted namespace stays
     // Terminating, and it is still a namespace with labels (it can even be relabelled).
-    await kubectl("delete", "namespace", "e2e-watched", "--wait=false");
-    const phase = await kubectl("get", "namespace", "e2e-watched", "-o", "jsonpath={.status.phase}");
+    await fx.kubectl("delete", "namespace", "e2e-watched", "--wait=false");
+    const phase = await fx.kubectl("get", "namespace", "e2e-watched", "-o", "jsonpath={.status.phase}");
     assert.equal(phase, "Terminating");
-    await kubectl("label", "namespace", "e2e-watched", "team=d", "--overwrite");
+    await fx.kubectl("label", "namespace", "e2e-watched", "team=d", "--overwrite");
     await waitFor("the relabel of a terminating namespace", () => (cache.labels("e2e-watched")?.team === "d" ? true : undefined));
     assert.deepEqual(cache.labels("e2e-watched"), { [NAME_LABEL]: "e2e-watched", team: "d" });
 
-    // Doing the namespace controller's part (empty spec.finalizers) completes the deletion.
-    const ns = JSON.parse(await kubectl("get", "namespace", "e2e-watched", "-o", "json")) as { spec: { finalizers?: string[] } };
-    ns.spec.finalizers = [];
-    const finalized = await cluster.kubectl(["replace", "--raw", "/api/v1/namespaces/e2e-watched/finalize", "-f", "-"], {
-      input: JSON.stringify(ns),
-    });
-    assert.equal(finalized.code, 0, `finalize failed: ${finalized.stderr}`);
+    await fx.finalizeNamespace("e2e-watched");
     await waitFor("the deletion", () => (cache.labels("e2e-watched") === undefined ? true : undefined), () => cache.labels("e2e-watched"));
-    const gone = await cluster.kubectl(["get", "namespace", "e2e-watched"]);
-    assert.match(gone.stderr, /NotFound/);
     assert.deepEqual(cache.labels("e2e-listed"), { [NAME_LABEL]: "e2e-listed", team: "a" }, "other namespaces are untouched");
 
     await cache.close();
@@ -195,9 +224,9 @@ describe("namespace labels from the Kubernetes API", () => {
   });
 
   test("prepare() reads a namespace the watch has not delivered, with one GET for concurrent callers", async () => {
-    const { proxy, kubeconfig } = await proxied("prepare");
-    await createNamespace("e2e-prepared", { team: "p" });
-    const cache = newCache(kubeconfig); // never started: only prepare() can fill it
+    const { proxy, kubeconfig } = await fx.proxied("prepare");
+    await fx.createNamespace("e2e-prepared", { team: "p" });
+    const cache = fx.newCache(kubeconfig); // never started: only prepare() can fill it
     assert.equal(cache.labels("e2e-prepared"), undefined);
 
     const deadline = Date.now() + 10_000;
@@ -212,7 +241,7 @@ describe("namespace labels from the Kubernetes API", () => {
   });
 
   test("an unknown namespace: labels() is undefined, prepare() resolves, and it is found once created", async () => {
-    const cache = newCache(cluster.kubeconfig);
+    const cache = fx.newCache(fx.cluster.kubeconfig);
     await cache.start();
     assert.equal(cache.labels("e2e-late"), undefined);
     await cache.prepare("e2e-late", Date.now() + 5_000); // a 404: resolves, no throw
@@ -221,19 +250,19 @@ describe("namespace labels from the Kubernetes API", () => {
     assert.equal(cache.labels("e2e-late"), undefined);
 
     // The 404 is not remembered for long: an unstarted cache (GET only) finds the namespace soon after.
-    const getOnly = newCache(cluster.kubeconfig);
+    const getOnly = fx.newCache(fx.cluster.kubeconfig);
     await getOnly.prepare("e2e-late", Date.now() + 5_000);
     assert.equal(getOnly.labels("e2e-late"), undefined);
-    await createNamespace("e2e-late", { team: "l" });
+    await fx.createNamespace("e2e-late", { team: "l" });
     await waitFor("prepare() to find the new namespace", () => getOnly.labels("e2e-late") ?? void getOnly.prepare("e2e-late", Date.now() + 5_000));
     assert.deepEqual(getOnly.labels("e2e-late"), { [NAME_LABEL]: "e2e-late", team: "l" });
     await waitFor("the watch to deliver it too", () => cache.labels("e2e-late"));
   });
 
   test("prepare() gives up at its deadline when the API does not answer, and never rejects", async () => {
-    const { proxy, kubeconfig } = await proxied("stalled");
+    const { proxy, kubeconfig } = await fx.proxied("stalled");
     proxy.stall();
-    const cache = newCache(kubeconfig);
+    const cache = fx.newCache(kubeconfig);
     const startedAt = Date.now();
     await cache.prepare("e2e-listed", startedAt + 500);
     const elapsed = Date.now() - startedAt;
@@ -243,24 +272,28 @@ describe("namespace labels from the Kubernetes API", () => {
 
     // close() does not wait for the abandoned GET. Its socket, still in the TLS handshake, cannot be
     // aborted (undici ignores aborts while connecting) and ends at undici's 10 s connect timeout.
+    const waiting = cache.prepare("e2e-listed", Date.now() + 20_000);
+    await sleep(100);
     const closeStartedAt = Date.now();
     await cache.close();
-    assert.ok(Date.now() - closeStartedAt < 1_000, "close() does not wait for a stalled connection");
+    await waiting;
+    assert.ok(Date.now() - closeStartedAt < 1_000, "close() ends a pending prepare() and does not wait for a stalled connection");
+    assert.equal(proxy.connections, 2);
     await waitFor("the stalled connection to close", () => (proxy.sockets.size === 0 ? true : undefined), () => proxy.sockets.size);
   });
 
   test("the watch restarts with backoff after the connection is cut, and catches up", async () => {
-    const { proxy, kubeconfig } = await proxied("flaky");
+    const { proxy, kubeconfig } = await fx.proxied("flaky");
     const { logger, records } = capturingLogger();
-    await createNamespace("e2e-flaky", { stage: "one" });
-    const cache = newCache(kubeconfig, logger);
+    await fx.createNamespace("e2e-flaky", { stage: "one" });
+    const cache = fx.newCache(kubeconfig, logger);
     await cache.start();
     assert.deepEqual(cache.labels("e2e-flaky"), { [NAME_LABEL]: "e2e-flaky", stage: "one" });
 
     await proxy.cut();
     // Changed directly, not through the proxy, while the cache cannot reach the API.
-    await kubectl("label", "namespace", "e2e-flaky", "stage=two", "--overwrite");
-    await createNamespace("e2e-during-outage", { stage: "new" });
+    await fx.kubectl("label", "namespace", "e2e-flaky", "stage=two", "--overwrite");
+    await fx.createNamespace("e2e-during-outage", { stage: "new" });
     await waitFor("two failed restarts", () => (records.filter((r) => r.level === 40).length >= 2 ? true : undefined));
     assert.equal(cache.labels("e2e-flaky")?.stage, "one", "nothing arrives while the proxy is down");
     assert.equal(cache.labels("e2e-during-outage"), undefined);
@@ -280,14 +313,14 @@ describe("namespace labels from the Kubernetes API", () => {
     }
 
     // Still following changes after the recovery.
-    await kubectl("label", "namespace", "e2e-flaky", "stage=three", "--overwrite");
+    await fx.kubectl("label", "namespace", "e2e-flaky", "stage=three", "--overwrite");
     await waitFor("a change after the recovery", () => (cache.labels("e2e-flaky")?.stage === "three" ? true : undefined));
   });
 
   test("start() rejects with a clear message when the API cannot be reached", async () => {
-    const { proxy, kubeconfig } = await proxied("unreachable");
+    const { proxy, kubeconfig } = await fx.proxied("unreachable");
     await proxy.cut(); // connections to it are refused
-    const cache = newCache(kubeconfig, pino({ level: "silent" }), 1_500);
+    const cache = fx.newCache(kubeconfig, pino({ level: "silent" }), 1_500);
     await assert.rejects(cache.start(), (err: Error) => {
       assert.match(err.message, /cannot list namespaces from the Kubernetes API at https:\/\/127\.0\.0\.1:\d+ within 1\.5 s/);
       assert.match(err.message, /last error: .*(ECONNREFUSED|fetch failed)/);
@@ -297,9 +330,9 @@ describe("namespace labels from the Kubernetes API", () => {
   });
 
   test("loadKubeConfig() reads a kubeconfig file, and says how to give one when there is none", async () => {
-    const kc = loadKubeConfig(cluster.kubeconfig);
-    assert.equal(kc.getCurrentCluster()?.server, cluster.url);
-    assert.throws(() => loadKubeConfig(join(cluster.dir, "missing.kubeconfig")), /kubeconfig .*missing\.kubeconfig: .*ENOENT/);
+    const kc = loadKubeConfig(fx.cluster.kubeconfig);
+    assert.equal(kc.getCurrentCluster()?.server, fx.cluster.url);
+    assert.throws(() => loadKubeConfig(join(fx.cluster.dir, "missing.kubeconfig")), /kubeconfig .*missing\.kubeconfig: .*ENOENT/);
 
     const saved = process.env.KUBERNETES_SERVICE_HOST;
     delete process.env.KUBERNETES_SERVICE_HOST;
@@ -308,5 +341,43 @@ describe("namespace labels from the Kubernetes API", () => {
     } finally {
       if (saved !== undefined) process.env.KUBERNETES_SERVICE_HOST = saved;
     }
+  });
+});
+
+describe("namespace labels when the API server has forgotten the watch's resource version", () => {
+  // No watch cache, and etcd compacted every second: a watch resumed after a few seconds away gets 410 Gone.
+  const fx = new Fixture({ extraArgs: ["--watch-cache=false", "--etcd-compaction-interval=1s"] });
+
+  test("after 410 Gone the cache lists again: changes, additions and deletions from the outage all arrive", async () => {
+    const { proxy, kubeconfig } = await fx.proxied("expired");
+    const { logger, records } = capturingLogger();
+    await fx.createNamespace("e2e-kept", { version: "1" });
+    await fx.createNamespace("e2e-doomed", { version: "1" });
+    const cache = fx.newCache(kubeconfig, logger);
+    await cache.start();
+    assert.deepEqual(cache.labels("e2e-doomed"), { [NAME_LABEL]: "e2e-doomed", version: "1" });
+
+    await proxy.cut();
+    const list = JSON.parse(await fx.kubectl("get", "namespaces", "-o", "json")) as { metadata: { resourceVersion: string } };
+    const lastSeen = list.metadata.resourceVersion; // not older than anything the cache has seen
+    await fx.kubectl("label", "namespace", "e2e-kept", "version=2", "--overwrite");
+    await fx.deleteNamespace("e2e-doomed");
+    await fx.createNamespace("e2e-born", { version: "1" });
+
+    // Wait until the server really answers a watch from that resource version with 410 Gone.
+    const query = `/api/v1/namespaces?watch=1&timeoutSeconds=1&resourceVersion=${lastSeen}`;
+    await waitForAsync("etcd to compact past the cache's resource version", async () => {
+      const probe = await fx.cluster.kubectl(["get", "--raw", query]);
+      return /"code":\s*410|\(Gone\)|too old resource version|compacted/i.test(probe.stdout + probe.stderr) ? true : undefined;
+    });
+
+    await proxy.open();
+    await waitFor("the relabel made during the outage", () => (cache.labels("e2e-kept")?.version === "2" ? true : undefined), () => cache.labels("e2e-kept"));
+    assert.equal(cache.labels("e2e-doomed"), undefined, "a namespace deleted during the outage is gone after the new list");
+    assert.deepEqual(cache.labels("e2e-born"), { [NAME_LABEL]: "e2e-born", version: "1" });
+    assert.ok(
+      records.some((r) => r.level === 30 && /resource version expired; listing again/.test(r.msg)),
+      `the 410 led to a new list: ${JSON.stringify(records.map((r) => r.msg))}`,
+    );
   });
 });

@@ -114,7 +114,7 @@ test("a denied image is rejected with our message", async () => {
   assert.notEqual(res.code, 0);
   assert.match(
     res.stderr,
-    /admission webhook "closed\.imprimatur\.dev" denied the request: image policy: image "docker\.io\/library\/nginx:1\.25" \(spec\.containers\[0\]\.image\) denied by policy trusted-registries default: only images from registry\.example\.com may run/,
+    /admission webhook "closed\.imprimatur\.dev" denied the request: image "docker\.io\/library\/nginx:1\.25" \(spec\.containers\[0\]\.image\) denied by policy trusted-registries default: only images from registry\.example\.com may run/,
   );
 });
 

@@ -62,5 +62,5 @@ test("responses echo uid and apiVersion; denials are 403 with the rendered reaso
   const ok = admissionResponse(parsed.review, allow({ warnings: ["line1\nline2"] }));
   assert.deepEqual(ok, { apiVersion: "admission.k8s.io/v1beta1", kind: "AdmissionReview", response: { uid: "abc", allowed: true, warnings: ["line1 line2"] } });
   const no = admissionResponse(parsed.review, deny([{ policy: "p", rule: "default", image: "x", field: "spec.containers[0].image", message: "m" }]));
-  assert.deepEqual(no.response.status, { code: 403, reason: "Forbidden", message: 'image policy: image "x" (spec.containers[0].image) denied by policy p default: m' });
+  assert.deepEqual(no.response.status, { code: 403, reason: "Forbidden", message: 'image "x" (spec.containers[0].image) denied by policy p default: m' });
 });

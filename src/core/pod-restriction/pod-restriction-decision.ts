@@ -14,6 +14,7 @@ export function decidePodRestrictions(index: PodRestrictionIndex, pod: PodUnderR
     return deny(
       undecided.map((p) => ({
         policy: p.name,
+        kind: "PodRestriction" as const,
         rule: "binding.namespaceSelector",
         message:
           `the labels of namespace ${JSON.stringify(namespace)} are unknown, so whether this PodRestriction applies ` +
@@ -35,7 +36,7 @@ export function decidePodRestrictions(index: PodRestrictionIndex, pod: PodUnderR
 
   const violations: Violation[] = [];
   for (const p of drops) {
-    for (const f of podRestrictionFindings(p, pod)) violations.push({ policy: p.name, rule: f.rule, field: f.field, message: f.message });
+    for (const f of podRestrictionFindings(p, pod)) violations.push({ policy: p.name, kind: "PodRestriction", rule: f.rule, field: f.field, message: f.message });
   }
   if (violations.length === 0) return allow();
   return deny(violations, { warnings: notAccepted });

@@ -14,6 +14,8 @@ export interface BoundRestrictions {
 
 export class PodRestrictionIndex {
   readonly all: readonly PodRestriction[];
+  /** Whether any policy needs namespace labels to decide its binding. */
+  readonly usesSelectors: boolean;
   private readonly order = new Map<PodRestriction, number>();
   private readonly clusterWide: PodRestriction[] = [];
   private readonly byNamespace = new Map<string, PodRestriction[]>();
@@ -22,6 +24,7 @@ export class PodRestrictionIndex {
 
   constructor(policies: readonly PodRestriction[]) {
     this.all = policies;
+    this.usesSelectors = policies.some((p) => p.namespaceSelector !== undefined);
     policies.forEach((p, i) => {
       this.order.set(p, i);
       if (p.namespaces) for (const ns of new Set(p.namespaces)) push(this.byNamespace, ns, p);

@@ -63,9 +63,9 @@ export function effectiveSecurityContext(container: Located, podSpec: Located): 
   return {
     ...own,
     childOf: (key) => {
-      const mine = childOf(own, key);
+      const mine = { ...childOf(own, key), parentPresent: isObject(own.value) };
       if (!INHERITED.has(key)) return mine;
-      const fromPod = childOf(pod, key);
+      const fromPod = { ...childOf(pod, key), parentPresent: true };
       if (key === "windowsOptions") return mergedWindowsOptions(mine, fromPod, note);
       return isNil(mine.value) && !isNil(fromPod.value) ? { ...fromPod, note } : mine;
     },
@@ -82,7 +82,7 @@ function mergedWindowsOptions(mine: Located, fromPod: Located, note: string): Lo
     childOf: (key) => {
       const group = key === "gmsaCredentialSpec" || key === "gmsaCredentialSpecName" ? ["gmsaCredentialSpec", "gmsaCredentialSpecName"] : [key];
       const containerSetsIt = group.some((k) => !isNil(own[k]));
-      return containerSetsIt ? childOf(mine, key) : { ...childOf(fromPod, key), note };
+      return containerSetsIt ? { ...childOf(mine, key), parentPresent: true } : { ...childOf(fromPod, key), note, parentPresent: true };
     },
   };
 }

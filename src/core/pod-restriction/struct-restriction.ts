@@ -39,17 +39,19 @@ export function compileStruct(raw: unknown, path: RawPath, cx: CompileContext, s
     if (check) checks.push({ key, field, check });
   }
   const nilMatters = nil !== undefined && (nil.allowNil !== undefined || nil.requireNil);
+  // Without a nil rule an absent struct still has its fields checked (as unset): "allowPrivilegeEscalation
+  // must be false" is not met by a container without a securityContext.
   return (at, ecx, out) => {
     if (at.value !== undefined && at.value !== null && (typeof at.value !== "object" || Array.isArray(at.value))) {
       out.push(finding(at, rule, `must be an object, got ${describe(at.value)}`));
       return;
     }
-    // An absent struct still has its fields checked (as unset): "allowPrivilegeEscalation must be false"
-    // is not met by a container without a securityContext.
     if (nilMatters) {
       const before = out.length;
       checkNil(nil, at, rule, false, "", out);
       if (out.length > before) return;
+      // allowNil: true on a struct says an absent struct is fine as it is.
+      if (nil.allowNil === true && (at.value === undefined || at.value === null)) return;
     }
     for (const { key, field, check } of checks) {
       if (field.appliesTo && !field.appliesTo(ecx)) continue;

@@ -4,7 +4,8 @@
 // When none is given, an unset field passes a restriction that only forbids values, and fails one that
 // requires something of the value (require, ranges, allowed, regex): "runAsUser must be ≥ 1" is not met
 // by leaving runAsUser to the image. Fields that are not pointers in the Pod API (hostNetwork, hostPort,
-// imagePullPolicy, …) are never unset: they read as their zero value, so these rules do not apply to them.
+// imagePullPolicy, …) read as their zero value when absent, so these rules do not apply to them; they are
+// unset only inside an absent struct, and then pass (put forbidNil on the struct to require it).
 import { describe, finding, readBoolean, type CompileContext, type Finding, type Located, type RawPath } from "./restriction-support.ts";
 
 export const POINTER_KEYS = ["allowNil", "forbidNil", "requireNil"] as const;
@@ -23,7 +24,8 @@ export function compileNilRule(raw: Record<string, unknown>, path: RawPath, cx: 
     for (const key of POINTER_KEYS) {
       if (raw[key] !== undefined) cx.error([...path, key], "this field is not a pointer in the Pod API (unset reads as its zero value), so nil rules do not apply");
     }
-    return { requireNil: false };
+    // Unset only when the struct holding it is absent; then there is nothing to restrict.
+    return { allowNil: true, requireNil: false };
   }
   if (allowNil !== undefined && forbidNil !== undefined && allowNil === forbidNil) {
     cx.error([...path, "forbidNil"], "contradicts allowNil");

@@ -1,6 +1,7 @@
 // What every restriction type shares: how a restriction is compiled from its YAML form (with errors that
 // carry the path inside the policy), how a value of the object under review is located, and what a
 // failed check reports. Restrictions compile to plain closures so evaluation allocates little.
+import { formatFieldPath } from "../../field-path.ts";
 import { isObject } from "../../json-shapes.ts";
 
 export type RawPath = Array<string | number>;
@@ -19,7 +20,7 @@ export class CompileContext {
   }
   /** How a denial names the rule at `path` of the policy. */
   rule(path: RawPath): string {
-    return this.ruleBase ? this.ruleBase.label : formatRule(path);
+    return this.ruleBase ? this.ruleBase.label : formatFieldPath(path);
   }
 }
 
@@ -36,6 +37,8 @@ export interface Located {
   field: string;
   /** Set when the value is an effective one taken from elsewhere, e.g. "set at pod level for spec.containers[0]". */
   note?: string;
+  /** With childOf overrides: whether the struct holding this value is present (zero values apply). */
+  parentPresent?: boolean;
   /** Overrides how children are found (effective security contexts merge the pod's settings in). */
   childOf?: (key: string) => Located;
 }
@@ -55,12 +58,16 @@ export function isNil(v: unknown): v is null | undefined {
   return v === undefined || v === null;
 }
 
-/** The child `key` of a located value; an absent non-pointer field reads as its Go zero value. */
+/**
+ * The child `key` of a located value. An absent non-pointer field of a present struct reads as its Go
+ * zero value; inside an absent struct every field is unset.
+ */
 export function childOf(parent: Located, key: string, zero?: unknown): Located {
   const found = parent.childOf?.(key);
-  if (found) return isNil(found.value) && zero !== undefined ? { ...found, value: zero } : found;
-  const value = isObject(parent.value) ? parent.value[key] : undefined;
-  return { value: isNil(value) && zero !== undefined ? zero : value, field: joinField(parent.field, key) };
+  if (found) return isNil(found.value) && zero !== undefined && found.parentPresent ? { ...found, value: zero } : found;
+  const present = isObject(parent.value);
+  const value = present ? (parent.value as Record<string, unknown>)[key] : undefined;
+  return { value: isNil(value) && zero !== undefined && present ? zero : value, field: joinField(parent.field, key) };
 }
 
 export function joinField(base: string, key: string): string {
@@ -137,11 +144,4 @@ export function readListOrOne(raw: unknown, path: RawPath, cx: CompileContext): 
   if (isObject(raw)) return [{ raw, path }];
   cx.error(path, `must be a list of mappings (or one mapping), got ${describe(raw)}`);
   return [];
-}
-
-/** The policy path as shown in a denial, e.g. spec.spec.containers[0].securityContext.privileged */
-export function formatRule(path: RawPath): string {
-  let out = "";
-  for (const seg of path) out += typeof seg === "number" ? `[${seg}]` : out === "" ? seg : `.${seg}`;
-  return out;
 }

@@ -4,9 +4,9 @@ import { fileURLToPath } from "node:url";
 
 export class UsageError extends Error {}
 
-export function parseCommandArgs<T extends NonNullable<ParseArgsConfig["options"]>>(argv: string[], options: T) {
+export function parseCommandArgs<T extends NonNullable<ParseArgsConfig["options"]>>(argv: string[], options: T, allowPositionals = false) {
   try {
-    return parseArgs({ args: argv, options, allowPositionals: false, strict: true });
+    return parseArgs({ args: argv, options, allowPositionals, strict: true });
   } catch (e) {
     throw new UsageError((e as Error).message);
   }

@@ -6,17 +6,27 @@ import { parseAllDocuments } from "yaml";
 import { builtinEngine } from "../backends/builtin-engine.ts";
 import { NO_NAMESPACE_LABELS, type NamespaceLabelSource } from "../core/namespace-labels.ts";
 import { loadNamespacesFile } from "../config/namespaces-file.ts";
-import { renderViolation } from "../core/decision.ts";
+import { combineDecisions, renderViolation } from "../core/decision.ts";
 import { podImages } from "../core/pod-images.ts";
-import { podSpecLocation } from "../core/workload-templates.ts";
+import { decidePodRestrictions } from "../core/pod-restriction/pod-restriction-decision.ts";
+import { PodRestrictionIndex } from "../core/pod-restriction/restriction-index.ts";
+import { podsInObject, podSpecLocation } from "../core/workload-templates.ts";
 import { loadPolicies } from "../policy/load-policies.ts";
+import { bindProfileClusterWide, shippedProfiles } from "../policy/profiles.ts";
 import { PolicyLoadError } from "../policy/policy-error.ts";
 import { EMBEDDED_POLICIES, parseCommandArgs, UsageError } from "./args.ts";
 
-export const CHECK_USAGE = `Usage: imprimatur check [--policies DIR] -f FILE|DIR [-f …] [--output text|json] [--namespaces FILE]
+export const CHECK_USAGE = `Usage: imprimatur check [--policies DIR] [--profile NAME] -f FILE|DIR [-f …] [--output text|json] [--namespaces FILE]
 
 Evaluates Pods and the pod templates of workloads (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job,
-CronJob, ReplicationController) found in the manifests. Objects without a namespace are checked as "default".
+CronJob, ReplicationController) found in the manifests against the ImagePolicies and PodRestrictions of the
+policy folder. Objects without a namespace are checked as "default".
+
+  --profile NAME       also bind a shipped PodRestriction profile (baseline, restricted) to every namespace
+                       (repeatable; see "imprimatur profiles")
+  --namespaces FILE    namespace labels for namespaceSelector bindings (map or Namespace list)
+
+Objects are checked as written: the defaults kube-apiserver would add are not applied.
 Exit code: 0 all allowed, 1 some denied, 2 usage or load errors.
 `;
 
@@ -37,6 +47,7 @@ export async function runCheck(argv: string[]): Promise<number> {
       filename: { type: "string", short: "f", multiple: true, default: [] },
       output: { type: "string", short: "o", default: "text" },
       namespaces: { type: "string" },
+      profile: { type: "string", multiple: true, default: [] },
     }));
     if (values.filename!.length === 0) throw new UsageError("at least one -f FILE|DIR is required");
     if (values.output !== "text" && values.output !== "json") throw new UsageError(`--output must be text or json, got ${values.output}`);
@@ -49,9 +60,14 @@ export async function runCheck(argv: string[]): Promise<number> {
   }
 
   let engine;
+  let restrictions: PodRestrictionIndex;
+  let namespaces: NamespaceLabelSource;
   try {
-    const { imagePolicies } = await loadPolicies(values.policies ?? EMBEDDED_POLICIES);
-    const namespaces: NamespaceLabelSource = values.namespaces ? await loadNamespacesFile(values.namespaces) : NO_NAMESPACE_LABELS;
+    const { imagePolicies, podRestrictions } = await loadPolicies(values.policies ?? EMBEDDED_POLICIES);
+    const profiles = await shippedProfiles();
+    const bound = values.profile!.map((name) => bindProfileClusterWide(name, profiles));
+    restrictions = new PodRestrictionIndex([...bound, ...podRestrictions]);
+    namespaces = values.namespaces ? await loadNamespacesFile(values.namespaces) : NO_NAMESPACE_LABELS;
     engine = builtinEngine(() => imagePolicies, namespaces);
   } catch (e) {
     process.stderr.write(`imprimatur check: ${e instanceof PolicyLoadError ? e.message : (e as Error).message}\n`);
@@ -75,7 +91,9 @@ export async function runCheck(argv: string[]): Promise<number> {
         const meta = (obj.metadata ?? {}) as { name?: string; namespace?: string };
         const namespace = meta.namespace ?? "default";
         const images = podImages(location.spec, location.annotations, namespace, location.fieldPrefix);
-        const decision = engine({ spec: images.spec, fields: images.images.map((i) => i.field) });
+        let decision = engine({ spec: images.spec, fields: images.images.map((i) => i.field) });
+        const labels = namespaces.labels(namespace);
+        for (const pod of podsInObject(obj)) decision = combineDecisions(decision, decidePodRestrictions(restrictions, pod, namespace, labels));
         results.push({
           file,
           kind: String(obj.kind),

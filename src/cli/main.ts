@@ -1,5 +1,6 @@
 // Command dispatch. Exit codes: 0 success/allowed, 1 denied, 2 usage or load errors.
 import { runCheck, CHECK_USAGE } from "./check.ts";
+import { runProfiles, PROFILES_USAGE } from "./profiles.ts";
 import { runServe, SERVE_USAGE } from "./serve.ts";
 
 const USAGE = `imprimatur — decides which container images may run on Kubernetes, and proves why.
@@ -7,10 +8,11 @@ const USAGE = `imprimatur — decides which container images may run on Kubernet
 Usage:
   imprimatur serve [options]     run the HTTPS ImageReview backend and admission webhook
   imprimatur check [options]     evaluate manifests offline against policies
+  imprimatur profiles [NAME]     list the shipped PodRestriction profiles (Pod Security Standards)
   imprimatur help [command]      show help
   imprimatur version
 
-Run "imprimatur help serve" or "imprimatur help check" for options.
+Run "imprimatur help serve", "imprimatur help check" or "imprimatur help profiles" for options.
 `;
 
 export async function main(argv: string[]): Promise<number> {
@@ -20,6 +22,8 @@ export async function main(argv: string[]): Promise<number> {
       return runServe(rest);
     case "check":
       return runCheck(rest);
+    case "profiles":
+      return runProfiles(rest);
     case "version":
     case "--version":
       process.stdout.write(`imprimatur ${await version()}\n`);
@@ -29,7 +33,8 @@ export async function main(argv: string[]): Promise<number> {
     case "--help":
     case "-h": {
       const topic = rest[0];
-      process.stdout.write(topic === "serve" ? SERVE_USAGE : topic === "check" ? CHECK_USAGE : USAGE);
+      const topics: Record<string, string> = { serve: SERVE_USAGE, check: CHECK_USAGE, profiles: PROFILES_USAGE };
+      process.stdout.write(topics[topic ?? ""] ?? USAGE);
       return 0;
     }
     default:

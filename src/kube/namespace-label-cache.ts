@@ -143,7 +143,10 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
     return this.table.get(namespace);
   }
 
-  /** On a cache miss, reads the namespace with one GET (shared by concurrent callers). Never rejects. */
+  /**
+   * On a cache miss, reads the namespace with one GET (shared by concurrent callers), waiting at most
+   * until `deadline`. Never rejects. What a GET stores is kept current only by a started cache's watch.
+   */
   async prepare(namespace: string, deadline: number): Promise<void> {
     if (this.closed || this.table.has(namespace)) return;
     const now = Date.now();
@@ -185,6 +188,7 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
     let failures = 0;
     while (!this.closed) {
       let failure: unknown;
+      let stage: "list" | "watch" = "list";
       try {
         if (this.resourceVersion === undefined) {
           await this.list();
@@ -194,6 +198,7 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
             this.firstSync.resolve();
           }
         }
+        stage = "watch";
         const startedAt = Date.now();
         const end = await this.watchOnce();
         if (this.closed) break;
@@ -220,8 +225,8 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
       failures++;
       const delayMs = Math.min(this.maxBackoffMs, this.minBackoffMs * 2 ** Math.min(failures - 1, 30));
       this.log.warn(
-        { err: describe(failure), attempt: failures, delayMs, server: this.server, listing: this.resourceVersion === undefined },
-        "namespace labels: watch failed; restarting after backoff",
+        { err: describe(failure), stage, attempt: failures, delayMs, server: this.server },
+        `namespace labels: ${stage} failed; restarting after backoff`,
       );
       await this.sleep(delayMs);
     }
@@ -412,9 +417,17 @@ function hasStatus(err: unknown, status: number): boolean {
 
 function describe(err: unknown): string {
   if (err instanceof ApiException) {
-    const body = err.body as { message?: unknown } | string | undefined;
-    const message = typeof body === "object" && body !== null && typeof body.message === "string" ? body.message : "";
-    return `HTTP ${err.code}${message ? `: ${message}` : ""}`;
+    // The body is a Status, as text or parsed; its message says what was wrong (e.g. which RBAC rule is missing).
+    let body: unknown = err.body;
+    if (typeof body === "string") {
+      try {
+        body = JSON.parse(body);
+      } catch {
+        // not JSON: keep the status code alone
+      }
+    }
+    const message = typeof body === "object" && body !== null ? (body as { message?: unknown }).message : undefined;
+    return `HTTP ${err.code}${typeof message === "string" && message ? `: ${message}` : ""}`;
   }
   if (err instanceof Error) {
     const cause = (err as { cause?: unknown }).cause;

@@ -54,9 +54,9 @@ async function waitForAsync<T>(what: string, probe: () => Promise<T | undefined>
 /**
  * A TCP proxy on 127.0.0.1 in front of the apiserver. TLS passes through untouched (the apiserver's
  * certificate covers 127.0.0.1, whatever the port). cut() drops every connection and stops listening, so
- * new ones are refused until reopen(); stall() accepts connections but never forwards them.
+ * new ones are refused until open() again; stall() accepts connections but never forwards them.
  */
-class Proxy {
+class CuttableProxy {
   readonly sockets = new Set<Socket>();
   connections = 0;
   port = 0;
@@ -114,7 +114,7 @@ class Proxy {
 class Fixture {
   cluster!: KubeCluster;
   private readonly caches: NamespaceLabelCache[] = [];
-  private readonly proxies: Proxy[] = [];
+  private readonly proxies: CuttableProxy[] = [];
 
   constructor(options: ClusterOptions = {}) {
     before(async () => {
@@ -166,8 +166,8 @@ class Fixture {
   }
 
   /** A proxy in front of the apiserver and a kubeconfig that goes through it. */
-  async proxied(name: string): Promise<{ proxy: Proxy; kubeconfig: string }> {
-    const proxy = new Proxy(Number(new URL(this.cluster.url).port));
+  async proxied(name: string): Promise<{ proxy: CuttableProxy; kubeconfig: string }> {
+    const proxy = new CuttableProxy(Number(new URL(this.cluster.url).port));
     this.proxies.push(proxy);
     await proxy.open();
     const kubeconfig = join(this.cluster.dir, `${name}.kubeconfig`);
@@ -358,8 +358,10 @@ describe("namespace labels when the API server has forgotten the watch's resourc
     assert.deepEqual(cache.labels("e2e-doomed"), { [NAME_LABEL]: "e2e-doomed", version: "1" });
 
     await proxy.cut();
-    const list = JSON.parse(await fx.kubectl("get", "namespaces", "-o", "json")) as { metadata: { resourceVersion: string } };
+    // (--raw: kubectl's own lists carry no resourceVersion.)
+    const list = JSON.parse(await fx.kubectl("get", "--raw", "/api/v1/namespaces")) as { metadata: { resourceVersion: string } };
     const lastSeen = list.metadata.resourceVersion; // not older than anything the cache has seen
+    assert.match(lastSeen, /^\d+$/);
     await fx.kubectl("label", "namespace", "e2e-kept", "version=2", "--overwrite");
     await fx.deleteNamespace("e2e-doomed");
     await fx.createNamespace("e2e-born", { version: "1" });

@@ -30,7 +30,9 @@ interface Body {
 }
 
 export interface RestrictionCheck {
+  /** The check's name, prefixed with its profile's when included ("baseline/privileged"). */
   name?: string;
+  description?: string;
   when?: Body;
   unless?: Body;
   body: Body;
@@ -129,7 +131,8 @@ function compileChecks(raw: unknown, path: RawPath, cx: CompileContext, policy: 
     if (names.has(obj.name)) return cx.error([...p, "name"], `duplicate check name ${JSON.stringify(obj.name)}`);
     names.add(obj.name);
     cx.ruleBase = { depth: p.length, label: `${prefix}${obj.name}` };
-    const check: RestrictionCheck = { name: obj.name, body: compileBody(obj, p, cx) };
+    const check: RestrictionCheck = { name: `${prefix}${obj.name}`, body: compileBody(obj, p, cx) };
+    if (typeof obj.description === "string") check.description = obj.description;
     for (const cond of ["when", "unless"] as const) {
       if (obj[cond] === undefined) continue;
       const c = readMapping(obj[cond], [...p, cond], cx, ["metadata", "spec"]);

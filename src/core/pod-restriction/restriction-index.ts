@@ -1,7 +1,8 @@
 // Finds the PodRestrictions bound to a namespace without scanning all of them: policies are indexed by
-// the namespaces they list, and by one equality requirement of their namespaceSelector (matchLabels, or
-// an In expression), so a lookup touches only candidates whose binding can match. Selectors with no
-// equality requirement (only NotIn/Exists/DoesNotExist) are few in practice and are checked one by one.
+// the namespaces they list, and by one requirement of their namespaceSelector that a namespace's labels
+// must meet (a matchLabels pair, an In expression's values, or an Exists key), so a lookup touches only
+// candidates whose binding can match. Selectors with none of these (only NotIn/DoesNotExist) match
+// namespaces by what they lack; they are few in practice and are checked one by one.
 import { matchesLabelSelector } from "../label-selector.ts";
 import type { PodRestriction } from "./pod-restriction.ts";
 
@@ -51,12 +52,16 @@ export class PodRestrictionIndex {
       undecided.push(...selectorOnly, ...this.scanned);
     } else {
       const seen = new Set<PodRestriction>();
-      for (const [k, v] of Object.entries(labels)) {
-        for (const p of this.byLabel.get(labelKey(k, v)) ?? []) {
+      const visit = (candidates: PodRestriction[] | undefined) => {
+        for (const p of candidates ?? []) {
           if (seen.has(p)) continue;
           seen.add(p);
           consider(p);
         }
+      };
+      for (const [k, v] of Object.entries(labels)) {
+        visit(this.byLabel.get(labelKey(k, v)));
+        visit(this.byLabel.get(labelKey(k, ANY_VALUE)));
       }
       for (const p of this.scanned) consider(p);
     }
@@ -65,14 +70,20 @@ export class PodRestrictionIndex {
   }
 }
 
-/** Label key=value pairs one of which a namespace must carry for the selector to match. */
+/** Label key=value pairs (or key=any) one of which a namespace must carry for the selector to match. */
 function equalityKeys(p: PodRestriction): string[] {
   const sel = p.namespaceSelector!;
   const first = Object.entries(sel.matchLabels ?? {})[0];
   if (first) return [labelKey(first[0], first[1])];
-  const inExpr = (sel.matchExpressions ?? []).find((e) => e.operator === "In" && (e.values?.length ?? 0) > 0);
-  return inExpr ? inExpr.values!.map((v) => labelKey(inExpr.key, v)) : [];
+  const exprs = sel.matchExpressions ?? [];
+  const inExpr = exprs.find((e) => e.operator === "In" && (e.values?.length ?? 0) > 0);
+  if (inExpr) return inExpr.values!.map((v) => labelKey(inExpr.key, v));
+  const exists = exprs.find((e) => e.operator === "Exists");
+  return exists ? [labelKey(exists.key, ANY_VALUE)] : [];
 }
+
+/** Stands for "any value" in the index; label values cannot contain NUL, so it never collides. */
+const ANY_VALUE = "\u0000*";
 
 function labelKey(k: string, v: string): string {
   return `${k}\u0000${v}`;

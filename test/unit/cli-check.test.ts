@@ -93,3 +93,47 @@ test("help and unknown commands", () => {
   assert.match(help.stdout, /imprimatur serve/);
   assert.equal(run(["frobnicate"]).code, 2);
 });
+
+test("check --profile binds a shipped Pod Security Standards profile without a policy", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "imprimatur-check-profile-"));
+  await writeFile(
+    join(dir, "pods.yaml"),
+    `apiVersion: v1
+kind: Pod
+metadata: {name: root}
+spec:
+  containers: [{name: app, image: registry.example.com/app:1.0, securityContext: {runAsUser: 0}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: hardened}
+spec:
+  securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
+  containers:
+  - name: app
+    image: registry.example.com/app:1.0
+    securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+`,
+  );
+  const baseline = run(["check", "--policies", POLICIES, "--profile", "baseline", "-f", join(dir, "pods.yaml")]);
+  assert.equal(baseline.code, 0, baseline.stdout + baseline.stderr);
+  const restricted = run(["check", "--policies", POLICIES, "--profile", "restricted", "-f", join(dir, "pods.yaml"), "--output", "json"]);
+  assert.equal(restricted.code, 1, restricted.stderr);
+  const results = JSON.parse(restricted.stdout) as Array<{ name: string; allowed: boolean; reasons: string[] }>;
+  assert.deepEqual(results.map((r) => [r.name, r.allowed]), [["root", false], ["hardened", true]]);
+  assert.ok(results[0]!.reasons.some((r) => r.startsWith("spec.containers[0].securityContext.runAsUser denied by PodRestriction profile-restricted restricted/run-as-user: is 0; must be in ≥ 1")), results[0]!.reasons.join("\n"));
+  const unknown = run(["check", "--profile", "strict", "-f", join(dir, "pods.yaml")]);
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /unknown profile "strict"; shipped profiles: baseline, restricted/);
+});
+
+test("profiles lists the shipped profiles and prints one as YAML", () => {
+  const list = run(["profiles"]);
+  assert.equal(list.code, 0, list.stderr);
+  assert.match(list.stdout, /^baseline\tPod Security Standards baseline/m);
+  assert.match(list.stdout, /^restricted\t.*\(includes baseline\)\n\tchecks: volume-types, privilege-escalation, run-as-non-root, run-as-user, seccomp, capabilities, proc-mount$/m);
+  const yaml = run(["profiles", "restricted", "--output", "yaml"]);
+  assert.equal(yaml.code, 0, yaml.stderr);
+  assert.match(yaml.stdout, /^kind: PodRestriction$/m);
+  assert.equal(run(["profiles", "nope"]).code, 2);
+});

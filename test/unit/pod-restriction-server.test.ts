@@ -150,7 +150,7 @@ test("load errors for PodRestrictions give file, line, path and reason", async (
     `apiVersion: imprimatur.dev/v1alpha1
 kind: PodRestriction
 metadata: {name: p}
-binding: {mode: Maybe}
+binding: {mode: Maybe, namespaces: []}
 spec:
   profile: strict
   spec:
@@ -164,6 +164,7 @@ spec:
     assert.ok(e instanceof PolicyLoadError);
     const text = e.errors.map((x) => `${x.line}:${x.path}: ${x.message}`).join("\n");
     assert.match(text, /4:binding\.mode: must be "Accept" or "Drop", got "Maybe"/);
+    assert.match(text, /4:binding\.namespaces: is empty, so the policy would bind no namespace/);
     assert.match(text, /6:spec\.profile: unknown profile "strict"; shipped profiles: baseline, restricted/);
     assert.match(text, /8:spec\.spec\.hostNetwork: unknown field "hostNetwork"/);
     assert.match(text, /10:spec\.spec\.securityContext\.hostNetwork\.allowNil: this field is not a pointer/);

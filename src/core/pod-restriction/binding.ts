@@ -27,6 +27,8 @@ export function compileBinding(raw: unknown, path: RawPath, cx: CompileContext):
   }
   const binding: Binding = { mode };
   const namespaces = readStringList(obj.namespaces, [...path, "namespaces"], cx);
+  // An empty list would silently bind nothing; leaving it out binds every namespace.
+  if (namespaces?.length === 0) cx.error([...path, "namespaces"], "is empty, so the policy would bind no namespace; omit it to bind every namespace");
   if (namespaces) binding.namespaces = namespaces;
   if (obj.namespaceSelector !== undefined) {
     const selector = compileLabelSelector(obj.namespaceSelector, [...path, "namespaceSelector"], cx);

@@ -106,7 +106,8 @@ const sysctls: FieldSpec = {
         index.set(s.name, i);
       }
     });
-    return { value: map, field: list.field, childOf: (name) => ({ value: map[name], field: joinField(`${list.field}[${index.get(name) ?? "?"}]`, "name") }) };
+    const fieldOf = (name: string) => (index.has(name) ? joinField(`${list.field}[${index.get(name)}]`, "name") : list.field);
+    return { value: map, field: list.field, childOf: (name) => ({ value: map[name], field: fieldOf(name) }) };
   },
 };
 

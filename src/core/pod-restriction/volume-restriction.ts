@@ -5,7 +5,8 @@
 //   - A volume no entry covers is denied (its type is not allowed).
 //   - A covered volume must satisfy at least one entry that covers it.
 //   - An entry's collection rules (forbidEmpty/requireEmpty) and volumeType.requiredValues count the
-//     volumes it covers: `{volumeType: {allowed: [hostPath]}, requireEmpty: true}` forbids hostPath volumes.
+//     volumes it covers: `{volumeType: {allowed: [hostPath]}, requireEmpty: true}` next to an entry for the
+//     other types forbids hostPath volumes (alone, `{volumeType: {forbidden: [hostPath]}}` says the same).
 import { anyOf, compileStruct, stringField, boolField, type StructSpec } from "./struct-restriction.ts";
 import { checkCollection, COLLECTION_KEYS, compileCollectionRule, type CollectionRule } from "./restrictions/collection-restriction.ts";
 import { childOf, describe, finding, readListOrOne, readMapping, type Check, type CompileContext, type EvalContext, type Finding, type Located, type RawPath } from "./restrictions/restriction-support.ts";

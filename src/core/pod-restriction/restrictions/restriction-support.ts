@@ -67,7 +67,10 @@ export function childOf(parent: Located, key: string, zero?: unknown): Located {
   if (found) return isNil(found.value) && zero !== undefined && found.parentPresent ? { ...found, value: zero } : found;
   const present = isObject(parent.value);
   const value = present ? (parent.value as Record<string, unknown>)[key] : undefined;
-  return { value: isNil(value) && zero !== undefined && present ? zero : value, field: joinField(parent.field, key) };
+  const child: Located = { value: isNil(value) && zero !== undefined && present ? zero : value, field: joinField(parent.field, key) };
+  // A field of an inherited struct is inherited too: keep saying for which container it is effective.
+  if (parent.note) child.note = parent.note;
+  return child;
 }
 
 export function joinField(base: string, key: string): string {

@@ -2,7 +2,7 @@
 // (`requiredValues`), and the collection rules. The string keys may also be written directly, as the
 // seed's example does (`volumeType: {whitelist: […]}`), standing for `values`.
 import { checkCollection, COLLECTION_KEYS, compileCollectionRule } from "./collection-restriction.ts";
-import { compileStringFrom, compileStringRestriction, STRING_ALIASES, STRING_KEYS, type CompiledString } from "./string-restriction.ts";
+import { compileStringFrom, compileStringRestriction, STRING_ALIASES, type CompiledString } from "./string-restriction.ts";
 import { describe, finding, readMapping, readStringList, type Check, type CompileContext, type RawPath } from "./restriction-support.ts";
 
 const SHORTHAND_KEYS = ["allowed", "forbidden", "regex"];
@@ -27,7 +27,6 @@ export function compileStringListRestriction(raw: unknown, path: RawPath, cx: Co
   } else if (shorthand.length > 0) {
     values = compileStringFrom(Object.fromEntries(shorthand.map((k) => [k, obj[k]])), path, cx, { pointer: false }, rule);
   }
-  for (const k of STRING_KEYS) if (!SHORTHAND_KEYS.includes(k) && obj[k] !== undefined) cx.error([...path, k], "a list is never unset");
   const required = readStringList(obj.requiredValues, [...path, "requiredValues"], cx) ?? [];
 
   const check: Check = (at, cx2, out) => {

@@ -20,7 +20,7 @@ export interface TemplateKind {
   podSpecs?: string[];
 }
 
-export const BUILTIN_TEMPLATE_KINDS: readonly TemplateKind[] = [
+const BUILTIN_TEMPLATE_KINDS: readonly TemplateKind[] = [
   { group: "apps", kind: "Deployment", templates: ["spec.template"] },
   { group: "apps", kind: "ReplicaSet", templates: ["spec.template"] },
   { group: "apps", kind: "StatefulSet", templates: ["spec.template"] },
@@ -39,7 +39,7 @@ export function checkTemplatePath(path: string): string | undefined {
   return undefined;
 }
 
-export function groupOf(apiVersion: unknown): string {
+function groupOf(apiVersion: unknown): string {
   if (typeof apiVersion !== "string") return "";
   const slash = apiVersion.indexOf("/");
   return slash < 0 ? "" : apiVersion.slice(0, slash);

@@ -27,7 +27,7 @@ export function shippedProfiles(): Promise<Map<string, Profile>> {
   return shipped;
 }
 
-export async function loadProfiles(dir: string): Promise<Map<string, Profile>> {
+async function loadProfiles(dir: string): Promise<Map<string, Profile>> {
   const files = (await readdir(dir)).filter((f) => /\.ya?ml$/.test(f)).sort();
   const raws = new Map<string, { raw: unknown; file: string }>();
   for (const f of files) {

@@ -3,15 +3,14 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pino } from "pino";
-import { startApp, type App } from "../../src/server/app.ts";
-import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
+import type { App } from "../../src/server/app.ts";
 import { loadPolicies } from "../../src/policy/load-policies.ts";
 import { PolicyLoadError } from "../../src/policy/policy-error.ts";
 import { postJson } from "../support/https-client.ts";
+import { startTestApp } from "../support/in-process-app.ts";
 
 let app: App;
 let dir: string;
@@ -62,27 +61,15 @@ async function validate(body: unknown) {
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), "imprimatur-restrictions-"));
   policies = join(dir, "policies");
-  await import("node:fs/promises").then((fs) => fs.mkdir(policies));
+  await mkdir(policies);
   await writeFile(join(policies, "team.yaml"), SELECTOR_POLICY);
   const labels: Record<string, Record<string, string>> = { tenants: { tier: "tenant" }, default: {} };
-  app = await startApp({
-    policies,
-    host: "127.0.0.1",
-    port: 0,
-    stateDir: dir,
-    tlsHosts: [],
-    config: { ...DEFAULT_SERVER_CONFIG },
-    namespaces: { labels: (ns) => labels[ns] },
-    profiles: ["baseline"],
-    logger: pino({ level: "silent" }),
-    watchPolicies: false,
-  });
-  base = `https://127.0.0.1:${app.port}`;
-  ca = await readFile(join(dir, "ca.crt"), "utf8");
+  const started = await startTestApp({ policies, stateDir: join(dir, "state"), namespaces: { labels: (ns) => labels[ns] }, profiles: ["baseline"] });
+  ({ app, base, ca } = started);
 });
 
 after(async () => {
-  await app.close();
+  await app?.close();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -144,7 +131,7 @@ spec:
 
 test("load errors for PodRestrictions give file, line, path and reason", async () => {
   const bad = join(dir, "bad");
-  await import("node:fs/promises").then((fs) => fs.mkdir(bad));
+  await mkdir(bad);
   await writeFile(
     join(bad, "p.yaml"),
     `apiVersion: imprimatur.dev/v1alpha1

@@ -1,14 +1,12 @@
 // A running server picks up policy changes, and keeps the last good set when a change does not load.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pino } from "pino";
-import { startApp } from "../../src/server/app.ts";
-import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
 import { PolicyLoadError } from "../../src/policy/policy-error.ts";
 import { postJson } from "../support/https-client.ts";
+import { startTestApp } from "../support/in-process-app.ts";
 import { imageReview } from "../support/admission.ts";
 
 const policy = (action: string) => `apiVersion: imprimatur.dev/v1alpha1
@@ -24,18 +22,8 @@ test("reload applies a good change and keeps the last good set on a bad one", as
   const policies = join(dir, "policies");
   await mkdir(policies);
   await writeFile(join(policies, "p.yaml"), policy("allow"));
-  const app = await startApp({
-    policies,
-    host: "127.0.0.1",
-    port: 0,
-    stateDir: join(dir, "state"),
-    tlsHosts: [],
-    config: DEFAULT_SERVER_CONFIG,
-    logger: pino({ level: "silent" }),
-    watchPolicies: false,
-  });
+  const { app, ca, close } = await startTestApp({ policies, stateDir: join(dir, "state") });
   try {
-    const ca = await readFile(join(dir, "state", "ca.crt"), "utf8");
     const ask = async () => (await postJson(`https://127.0.0.1:${app.port}/imagereview`, ca, imageReview(["nginx:1.25"]))).body.status.allowed;
     assert.equal(await ask(), true);
 
@@ -50,7 +38,7 @@ test("reload applies a good change and keeps the last good set on a bad one", as
     assert.equal(await ask(), false, "the last good policy is still in force");
     assert.equal(app.policies()[0]?.rules[0]?.action, "deny");
   } finally {
-    await app.close();
+    await close();
     await rm(dir, { recursive: true, force: true });
   }
 });

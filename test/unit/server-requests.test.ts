@@ -1,40 +1,26 @@
 // The HTTPS server against malformed, oversized and valid requests: clear 4xx answers, and it keeps serving.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { pino } from "pino";
-import { startApp, type App } from "../../src/server/app.ts";
 import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
 import { EMBEDDED_POLICIES } from "../../src/cli/args.ts";
 import { getText, postJson } from "../support/https-client.ts";
+import { startTestApp, type TestApp } from "../support/in-process-app.ts";
 import { imageReview, podReview } from "../support/admission.ts";
 
-let app: App;
+let server: TestApp;
 let dir: string;
 let base: string;
 let ca: string;
 
 before(async () => {
-  dir = await mkdtemp(join(tmpdir(), "imprimatur-server-"));
-  app = await startApp({
-    policies: EMBEDDED_POLICIES,
-    host: "127.0.0.1",
-    port: 0,
-    stateDir: dir,
-    tlsHosts: [],
-    config: { ...DEFAULT_SERVER_CONFIG, maxRequestBytes: 64 * 1024 },
-    logger: pino({ level: "silent" }),
-    watchPolicies: false,
-  });
-  base = `https://127.0.0.1:${app.port}`;
-  ca = await readFile(join(dir, "ca.crt"), "utf8");
+  server = await startTestApp({ policies: EMBEDDED_POLICIES, config: { ...DEFAULT_SERVER_CONFIG, maxRequestBytes: 64 * 1024 } });
+  ({ base, ca, stateDir: dir } = server);
 });
 
 after(async () => {
-  await app.close();
-  await rm(dir, { recursive: true, force: true });
+  await server?.close();
 });
 
 test("health, readiness and metrics", async () => {

@@ -37,7 +37,7 @@ export function compileBinding(raw: unknown, path: RawPath, cx: CompileContext):
   return binding;
 }
 
-export function compileLabelSelector(raw: unknown, path: RawPath, cx: CompileContext): LabelSelector | undefined {
+function compileLabelSelector(raw: unknown, path: RawPath, cx: CompileContext): LabelSelector | undefined {
   const obj = readMapping(raw, path, cx, ["matchLabels", "matchExpressions"]);
   if (!obj) return undefined;
   const selector: LabelSelector = {};

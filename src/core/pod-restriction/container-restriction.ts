@@ -60,7 +60,7 @@ const securityContext: FieldSpec = {
   locate: (container, _key, ecx) => effectiveSecurityContext(container, ecx.podSpec),
 };
 
-export const containerSpec: StructSpec = {
+const containerSpec: StructSpec = {
   pointer: false,
   fields: {
     name: stringField(false),

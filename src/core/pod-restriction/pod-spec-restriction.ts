@@ -29,7 +29,7 @@ const simpleFields: StructSpec = {
   },
 };
 
-export const POD_SPEC_KEYS = [...Object.keys(simpleFields.fields), "volumes", ...CONTAINER_LISTS];
+const POD_SPEC_KEYS = [...Object.keys(simpleFields.fields), "volumes", ...CONTAINER_LISTS];
 
 export function compilePodSpecRestriction(raw: unknown, path: RawPath, cx: CompileContext): Check | undefined {
   const obj = readMapping(raw, path, cx, POD_SPEC_KEYS);

@@ -2,7 +2,7 @@
 import { checkNil, compileNilRule, POINTER_KEYS } from "./pointer-restriction.ts";
 import { describe, finding, readBoolean, readMapping, type Check, type CompileContext, type RawPath } from "./restriction-support.ts";
 
-export const BOOL_KEYS = [...POINTER_KEYS, "require"] as const;
+const BOOL_KEYS = [...POINTER_KEYS, "require"] as const;
 
 export function compileBoolRestriction(raw: unknown, path: RawPath, cx: CompileContext, opts: { pointer: boolean }, rule: string): Check | undefined {
   const obj = readMapping(raw, path, cx, BOOL_KEYS);

@@ -3,7 +3,7 @@
 import { checkNil, compileNilRule, POINTER_KEYS } from "./pointer-restriction.ts";
 import { describe, finding, readMapping, type Check, type CompileContext, type Located, type RawPath } from "./restriction-support.ts";
 
-export const NUMERIC_KEYS = [...POINTER_KEYS, "ranges"] as const;
+const NUMERIC_KEYS = [...POINTER_KEYS, "ranges"] as const;
 
 export interface NumericRange {
   min?: number;
@@ -56,7 +56,7 @@ function readRanges(raw: unknown, path: RawPath, cx: CompileContext): NumericRan
   return out;
 }
 
-export function describeRanges(ranges: NumericRange[]): string {
+function describeRanges(ranges: NumericRange[]): string {
   return ranges
     .map((r) => (r.min !== undefined && r.max !== undefined ? (r.min === r.max ? `${r.min}` : `${r.min}..${r.max}`) : r.min !== undefined ? `≥ ${r.min}` : r.max !== undefined ? `≤ ${r.max}` : "any"))
     .join(" or ");

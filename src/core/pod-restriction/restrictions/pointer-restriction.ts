@@ -56,10 +56,3 @@ export function checkNil(rule: NilRule, at: Located, ruleName: string, valueRequ
   }
   return true;
 }
-
-/** A restriction that is only a PointerRestriction (e.g. on a whole struct). */
-export function compilePointerOnly(raw: Record<string, unknown>, path: RawPath, cx: CompileContext, rule: string): ((at: Located, out: Finding[]) => boolean) | undefined {
-  const nil = compileNilRule(raw, path, cx, { pointer: true });
-  if (nil.allowNil === undefined && !nil.requireNil) return undefined;
-  return (at, out) => checkNil(nil, at, rule, false, "", out);
-}

@@ -6,7 +6,7 @@ import { compileStringFrom, compileStringRestriction, STRING_ALIASES, type Compi
 import { describe, finding, readMapping, readStringList, type Check, type CompileContext, type RawPath } from "./restriction-support.ts";
 
 const SHORTHAND_KEYS = ["allowed", "forbidden", "regex"];
-export const STRING_LIST_KEYS = [...COLLECTION_KEYS, "values", "requiredValues", ...SHORTHAND_KEYS] as const;
+const STRING_LIST_KEYS = [...COLLECTION_KEYS, "values", "requiredValues", ...SHORTHAND_KEYS] as const;
 
 export interface CompiledStringList {
   check: Check;

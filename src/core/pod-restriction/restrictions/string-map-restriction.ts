@@ -8,8 +8,8 @@ import { compileStringRestriction, globToRegExp, type CompiledString } from "./s
 import { describe, finding, isNil, readMapping, readStringList, type Check, type CompileContext, type Located, type RawPath } from "./restriction-support.ts";
 import { isObject } from "../../json-shapes.ts";
 
-export const STRING_MAP_KEYS = [...COLLECTION_KEYS, "allowedKeys", "forbiddenKeys", "requiredKeys", "values"] as const;
-export const STRING_MAP_ALIASES: Record<string, string> = {
+const STRING_MAP_KEYS = [...COLLECTION_KEYS, "allowedKeys", "forbiddenKeys", "requiredKeys", "values"] as const;
+const STRING_MAP_ALIASES: Record<string, string> = {
   keyWhitelist: "allowedKeys",
   keyBlacklist: "forbiddenKeys",
   requireKeys: "requiredKeys",

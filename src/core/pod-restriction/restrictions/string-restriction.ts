@@ -5,7 +5,7 @@ import { posix } from "node:path";
 import { checkNil, compileNilRule, POINTER_KEYS } from "./pointer-restriction.ts";
 import { describe, finding, readMapping, readStringList, type Check, type CompileContext, type Located, type RawPath } from "./restriction-support.ts";
 
-export const STRING_KEYS = [...POINTER_KEYS, "allowed", "forbidden", "regex"] as const;
+const STRING_KEYS = [...POINTER_KEYS, "allowed", "forbidden", "regex"] as const;
 export const STRING_ALIASES: Record<string, string> = { whitelist: "allowed", blacklist: "forbidden" };
 
 export interface StringRestrictionOptions {

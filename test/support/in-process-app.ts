@@ -1,0 +1,42 @@
+// A server started in-process on a free loopback port with a silent logger, its own state folder and the
+// CA it generated — for tests that talk HTTPS to the real server without spawning the CLI.
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
+import { startApp, type App, type AppOptions } from "../../src/server/app.ts";
+
+export interface TestApp {
+  app: App;
+  /** https://127.0.0.1:PORT */
+  base: string;
+  ca: string;
+  stateDir: string;
+  /** Closes the server and removes its state folder. */
+  close(): Promise<void>;
+}
+
+export async function startTestApp(opts: Partial<AppOptions> & Pick<AppOptions, "policies">): Promise<TestApp> {
+  const stateDir = opts.stateDir ?? (await mkdtemp(join(tmpdir(), "imprimatur-app-")));
+  const app = await startApp({
+    host: "127.0.0.1",
+    port: 0,
+    tlsHosts: [],
+    config: DEFAULT_SERVER_CONFIG,
+    logger: pino({ level: "silent" }),
+    watchPolicies: false,
+    ...opts,
+    stateDir,
+  });
+  return {
+    app,
+    base: `https://127.0.0.1:${app.port}`,
+    ca: await readFile(join(stateDir, "ca.crt"), "utf8"),
+    stateDir,
+    close: async () => {
+      await app.close();
+      await rm(stateDir, { recursive: true, force: true });
+    },
+  };
+}

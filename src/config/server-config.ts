@@ -1,8 +1,10 @@
-// The serve configuration file (--config): remote backends, failure policy, cache TTLs, audit log.
+// The serve configuration file (--config): remote backends, failure policy, cache TTLs, audit log,
+// registry access and tag→digest pinning.
 // Flags given on the command line override it.
 import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { parse } from "yaml";
+import type { PinningMode } from "../core/digest-pinning.ts";
 import { checkTemplatePath, type TemplateKind } from "../core/workload-templates.ts";
 import { parseDuration } from "../server/http-body.ts";
 
@@ -26,6 +28,20 @@ export interface ServerConfig {
   kubeconfig?: string;
   /** Custom resources that embed pod templates, judged by PodRestrictions like workloads. */
   podTemplates: Array<TemplateKind & { version: string; resource: string }>;
+  /** RegistryConfig file: per-registry CA, client certificate, insecure, mirrors. */
+  registries?: string;
+  /** The server's own registry credentials (container-tools auth file / dockerconfigjson). */
+  authFile?: string;
+  /** Tag→digest resolution for digestMutate rules. */
+  digests: DigestConfig;
+}
+
+export interface DigestConfig {
+  /** mutate: /mutate rewrites tags to digests; record: resolve and record only, never rewrite. */
+  mode: PinningMode;
+  /** How long a resolved tag is reused (tags move; keep it short). */
+  cacheTtlMs: number;
+  cacheMaxEntries: number;
 }
 
 export const DEFAULT_SERVER_CONFIG: ServerConfig = {
@@ -35,11 +51,12 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   cacheMaxEntries: 10_000,
   backends: [],
   podTemplates: [],
+  digests: { mode: "mutate", cacheTtlMs: 30_000, cacheMaxEntries: 10_000 },
   // kube-apiserver caps request bodies at 3 MiB; an AdmissionReview carries object and oldObject.
   maxRequestBytes: 8 * 1024 * 1024,
 };
 
-const KNOWN_KEYS = new Set(["apiVersion", "kind", "failurePolicy", "cache", "backends", "auditLog", "maxRequestBytes", "namespacesFile", "kubeconfig", "podTemplates"]);
+const KNOWN_KEYS = new Set(["apiVersion", "kind", "failurePolicy", "cache", "backends", "auditLog", "maxRequestBytes", "namespacesFile", "kubeconfig", "podTemplates", "registries", "authFile", "digests"]);
 
 export async function loadServerConfig(file: string): Promise<ServerConfig> {
   let text: string;
@@ -66,7 +83,7 @@ export function parseServerConfig(raw: unknown, file: string, baseDir: string): 
   if (o.apiVersion !== "imprimatur.dev/v1alpha1") fail("apiVersion", `must be "imprimatur.dev/v1alpha1"`);
   if (o.kind !== "ServerConfig") fail("kind", `must be "ServerConfig"`);
   for (const k of Object.keys(o)) if (!KNOWN_KEYS.has(k)) fail(k, "unknown field");
-  const config: ServerConfig = { ...DEFAULT_SERVER_CONFIG, backends: [], podTemplates: [] };
+  const config: ServerConfig = { ...DEFAULT_SERVER_CONFIG, backends: [], podTemplates: [], digests: { ...DEFAULT_SERVER_CONFIG.digests } };
 
   if (o.failurePolicy !== undefined) {
     if (o.failurePolicy !== "Fail" && o.failurePolicy !== "Ignore") fail("failurePolicy", `must be "Fail" (deny when a backend is unreachable) or "Ignore" (admit)`);
@@ -113,6 +130,25 @@ export function parseServerConfig(raw: unknown, file: string, baseDir: string): 
   if (o.kubeconfig !== undefined) {
     if (typeof o.kubeconfig !== "string" || !o.kubeconfig) fail("kubeconfig", "must be a file path");
     config.kubeconfig = resolve(baseDir, o.kubeconfig as string);
+  }
+  for (const key of ["registries", "authFile"] as const) {
+    if (o[key] === undefined) continue;
+    if (typeof o[key] !== "string" || !o[key]) fail(key, "must be a file path");
+    config[key] = resolve(baseDir, o[key] as string);
+  }
+  if (o.digests !== undefined) {
+    const d = o.digests as Record<string, unknown>;
+    if (typeof d !== "object" || d === null || Array.isArray(d)) fail("digests", "must be a mapping");
+    for (const k of Object.keys(d)) if (!["mode", "cacheTTL", "maxEntries"].includes(k)) fail(`digests.${k}`, "unknown field");
+    if (d.mode !== undefined) {
+      if (d.mode !== "Mutate" && d.mode !== "Record") fail("digests.mode", `must be "Mutate" (pin tags to digests) or "Record" (resolve and record only)`);
+      config.digests.mode = d.mode === "Mutate" ? "mutate" : "record";
+    }
+    if (d.cacheTTL !== undefined) config.digests.cacheTtlMs = duration(d.cacheTTL, "digests.cacheTTL", fail);
+    if (d.maxEntries !== undefined) {
+      if (!Number.isInteger(d.maxEntries) || (d.maxEntries as number) < 1) fail("digests.maxEntries", "must be a positive integer");
+      config.digests.cacheMaxEntries = d.maxEntries as number;
+    }
   }
   if (o.podTemplates !== undefined) {
     if (!Array.isArray(o.podTemplates)) fail("podTemplates", "must be a list");

@@ -94,6 +94,9 @@ export interface AdmissionResponseBody {
     status?: { code: number; reason?: string; message: string };
     warnings?: string[];
     auditAnnotations?: Record<string, string>;
+    patchType?: "JSONPatch";
+    /** base64 of the JSON patch document. */
+    patch?: string;
   };
 }
 
@@ -105,6 +108,10 @@ export function admissionResponse(review: ParsedAdmissionReview, decision: Decis
   }
   if (decision.warnings.length > 0) response.warnings = decision.warnings.map(sanitizeWarning);
   if (Object.keys(decision.auditAnnotations).length > 0) response.auditAnnotations = decision.auditAnnotations;
+  if (decision.allowed && decision.patches && decision.patches.length > 0) {
+    response.patchType = "JSONPatch";
+    response.patch = Buffer.from(JSON.stringify(decision.patches)).toString("base64");
+  }
   return { apiVersion: review.apiVersion, kind: "AdmissionReview", response };
 }
 

@@ -24,6 +24,14 @@ export interface BreakGlassUse {
   overridden: Violation[];
 }
 
+/** One RFC 6902 operation; the mutating webhook answers with a list of them (patchType JSONPatch). */
+export interface JsonPatchOperation {
+  op: "add" | "replace" | "remove" | "test";
+  /** RFC 6901 JSON pointer: "/spec/containers/0/image". */
+  path: string;
+  value?: unknown;
+}
+
 export interface Decision {
   allowed: boolean;
   violations: Violation[];
@@ -33,6 +41,8 @@ export interface Decision {
   breakGlass?: BreakGlassUse;
   /** Remote backends that could not answer and were skipped because the server fails open. */
   failOpen?: Array<{ backend: string; error: string }>;
+  /** Changes to the object (mutating webhook only). */
+  patches?: JsonPatchOperation[];
 }
 
 export function allow(extra: Partial<Decision> = {}): Decision {
@@ -62,6 +72,7 @@ export function combineDecisions(a: Decision, b: Decision): Decision {
   };
   if (b.breakGlass) combined.breakGlass = b.breakGlass;
   if (b.failOpen) combined.failOpen = [...(a.failOpen ?? []), ...b.failOpen];
+  if (b.patches) combined.patches = [...(a.patches ?? []), ...b.patches];
   return combined;
 }
 

@@ -13,6 +13,10 @@ export interface ImageRule {
   action: ImageAction;
   images: ImagePattern[];
   message?: string;
+  /** Allowed images must carry a digest; a tag alone is denied (seed 003's digestVerify). */
+  digestVerify?: boolean;
+  /** Allowed images are pinned to the digest their tag resolves to by the mutating webhook (digestMutate). */
+  digestMutate?: boolean;
 }
 
 export interface ImagePolicy {
@@ -61,12 +65,35 @@ export function policyApplies(policy: ImagePolicy, namespace: string, ctx: Evalu
   return { applies: true };
 }
 
+/** The rule that decides an image under a policy: the first whose patterns match; undefined → the default. */
+export function matchingRule(policy: ImagePolicy, ref: ImageReference): { rule: ImageRule; pattern: ImagePattern } | undefined {
+  for (const rule of policy.rules) {
+    const pattern = rule.images.find((p) => p.test(ref));
+    if (pattern) return { rule, pattern };
+  }
+  return undefined;
+}
+
 /** First matching rule wins; no match falls to the policy's default. Returns a violation when denied. */
 export function decideImage(policy: ImagePolicy, ref: ImageReference, image: string, field?: string): Violation | undefined {
-  for (const rule of policy.rules) {
-    const hit = rule.images.find((p) => p.test(ref));
-    if (!hit) continue;
-    if (rule.action === "allow") return undefined;
+  const match = matchingRule(policy, ref);
+  if (match) {
+    const { rule, pattern: hit } = match;
+    if (rule.action === "allow") {
+      if (rule.digestVerify && !ref.digest) {
+        return {
+          policy: policy.name,
+          rule: `rules[${rule.index}].digestVerify`,
+          image,
+          ...(field ? { field } : {}),
+          message:
+            `this policy requires a digest, and the image has only a tag: pin it as ${image}@sha256:<digest> ` +
+            `("imprimatur resolve ${image}" prints it)` +
+            (rule.digestMutate ? ", or install the mutating webhook (/mutate), which pins it on admission" : ""),
+        };
+      }
+      return undefined;
+    }
     return {
       policy: policy.name,
       rule: `rules[${rule.index}]`,

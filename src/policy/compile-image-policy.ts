@@ -10,7 +10,7 @@ export interface RawImagePolicy {
   spec: {
     namespaces?: string[];
     namespaceSelector?: LabelSelector;
-    rules: Array<{ action: "allow" | "deny"; images: string[]; message?: string }>;
+    rules: Array<{ action: "allow" | "deny"; images: string[]; message?: string; digestVerify?: boolean; digestMutate?: boolean }>;
     default?: "allow" | "deny";
     defaultMessage?: string;
     breakGlass?: { allowed?: boolean; requiredAnnotations?: string[]; ticketPattern?: string };
@@ -28,7 +28,17 @@ export function compileImagePolicy(raw: RawImagePolicy, source?: ImagePolicy["so
       if (compiled.ok) images.push(compiled.pattern);
       else errors.push({ path: ["spec", "rules", index, "images", j], message: compiled.error });
     });
-    return { index, action: r.action, images, ...(r.message !== undefined ? { message: r.message } : {}) };
+    if (r.action === "deny" && (r.digestVerify || r.digestMutate)) {
+      errors.push({ path: ["spec", "rules", index], message: "digestVerify and digestMutate apply to images a rule allows; a deny rule cannot use them" });
+    }
+    return {
+      index,
+      action: r.action,
+      images,
+      ...(r.message !== undefined ? { message: r.message } : {}),
+      ...(r.digestVerify ? { digestVerify: true } : {}),
+      ...(r.digestMutate ? { digestMutate: true } : {}),
+    };
   });
 
   for (const [i, expr] of (raw.spec.namespaceSelector?.matchExpressions ?? []).entries()) {

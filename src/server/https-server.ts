@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import type { Decision } from "../core/decision.ts";
 import type { Metrics } from "./metrics.ts";
 import { HttpError, parseTimeoutParam, readJsonBody } from "./http-body.ts";
+import { handleMutate } from "./mutate-handler.ts";
 import { handleAdmissionReview, handleImageReview, type HandlerContext } from "./review-handlers.ts";
 
 export interface ServerOptions extends HandlerContext {
@@ -24,6 +25,12 @@ export interface RunningServer {
   port: number;
   close(): Promise<void>;
 }
+
+const ENDPOINTS = new Map<string, "imagereview" | "validate" | "mutate">([
+  ["/imagereview", "imagereview"],
+  ["/validate", "validate"],
+  ["/mutate", "mutate"],
+]);
 
 /** Time kept back from the caller's deadline to write the audit record and the answer. */
 const ANSWER_MARGIN_MS = 300;
@@ -65,7 +72,7 @@ async function route(opts: ServerOptions, req: IncomingMessage, res: ServerRespo
     if (path === "/readyz") return opts.isReady() ? sendText(res, 200, "ok") : sendText(res, 503, "policies not loaded");
     if (path === "/metrics") return sendText(res, 200, await opts.metrics.registry.metrics(), opts.metrics.registry.contentType);
   }
-  const endpoint = path === "/imagereview" ? "imagereview" : path === "/validate" ? "validate" : undefined;
+  const endpoint = ENDPOINTS.get(path ?? "");
   if (!endpoint) return sendJson(res, 404, status(404, `no route for ${req.method} ${path}`));
   if (req.method !== "POST") return sendJson(res, 405, status(405, `${path} accepts POST only`));
 
@@ -76,7 +83,9 @@ async function route(opts: ServerOptions, req: IncomingMessage, res: ServerRespo
     const body = await readJsonBody(req, opts.maxBodyBytes);
     const result = endpoint === "imagereview"
       ? await handleImageReview(opts, body, deadline)
-      : await handleAdmissionReview(opts, body, deadline);
+      : endpoint === "validate"
+        ? await handleAdmissionReview(opts, body, deadline)
+        : await handleMutate(opts, body, deadline);
     observe(opts, endpoint, result.decision);
     logDecision(opts.logger, endpoint, result.decision, result.body);
     sendJson(res, 200, result.body);

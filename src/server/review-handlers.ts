@@ -12,6 +12,8 @@ import { decidePodRestrictions } from "../core/pod-restriction/pod-restriction-d
 import type { PodRestrictionIndex } from "../core/pod-restriction/restriction-index.ts";
 import type { TemplateKind } from "../core/workload-templates.ts";
 import type { AuditLog } from "../audit/audit-log.ts";
+import type { EventSink } from "../kube/event-recorder.ts";
+import type { ImagePinner } from "../pinning/image-pinner.ts";
 import type { ImageReviewService } from "../backends/review-service.ts";
 import { HttpError } from "./http-body.ts";
 
@@ -24,6 +26,10 @@ export interface HandlerContext {
   namespaces: NamespaceLabelSource;
   /** Custom resources that embed pod templates, from the server config. */
   templateKinds: readonly TemplateKind[];
+  /** Tag→digest pinning (digestMutate); absent when the server has no registry access configured. */
+  pinner?: ImagePinner;
+  /** Kubernetes Events (when the server has API access). */
+  events?: EventSink;
 }
 
 export interface RecordContext {
@@ -41,6 +47,17 @@ export async function handleImageReview(ctx: HandlerContext, body: unknown, dead
   if (!parsed.ok) throw new HttpError(400, `invalid ImageReview: ${parsed.error}`);
   const { review } = parsed;
   let decision = await ctx.reviews.review({ spec: review.spec }, deadline);
+  // An ImageReview answer cannot change the pod: tags marked digestMutate are resolved and recorded only.
+  const resolved = await ctx.pinner?.pin(
+    {
+      namespace: review.spec.namespace ?? "",
+      images: review.spec.containers.map((c, i) => ({ image: c.image, field: `spec.containers[${i}].image`, pod: 0 })),
+      pods: [{ metadata: undefined }],
+    },
+    deadline,
+    "record",
+  );
+  if (resolved) decision = combineDecisions(decision, resolved.decision);
   decision = await recordOverrides(ctx, decision, {
     endpoint: "imagereview",
     namespace: review.spec.namespace ?? "",
@@ -96,7 +113,7 @@ async function decideRestrictions(ctx: HandlerContext, review: ParsedAdmissionRe
  * If the record cannot be written the admission is denied: an override that leaves no trace is not allowed.
  * Dry runs decide the same way but leave no record (the webhook declares sideEffects: NoneOnDryRun).
  */
-async function recordOverrides(ctx: HandlerContext, decision: Decision, rc: RecordContext): Promise<Decision> {
+export async function recordOverrides(ctx: HandlerContext, decision: Decision, rc: RecordContext): Promise<Decision> {
   if (!decision.allowed || rc.dryRun || (!decision.breakGlass && !decision.failOpen)) return decision;
   const base = {
     time: new Date().toISOString(),

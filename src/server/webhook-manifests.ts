@@ -1,4 +1,4 @@
-// Ready-to-apply configuration for kube-apiserver: the ValidatingWebhookConfiguration, and the
+// Ready-to-apply configuration for kube-apiserver: the Validating- and MutatingWebhookConfiguration, and the
 // ImagePolicyWebhook's kubeconfig and AdmissionConfiguration. Pure renderers.
 import { stringify } from "yaml";
 
@@ -14,36 +14,59 @@ export interface CustomTemplateResource {
   resource: string;
 }
 
+export interface WebhookOptions {
+  failurePolicy?: "Fail" | "Ignore";
+  timeoutSeconds?: number;
+  customResources?: readonly CustomTemplateResource[];
+}
+
 /**
  * Pods, their ephemeral containers, and every built-in kind with a pod template (so PodRestrictions fail
- * fast at the controller object), plus custom resources registered with pod templates.
+ * fast at the controller object, and controllers create pods from pinned templates), plus custom resources
+ * registered with pod templates.
  */
-export function renderValidatingWebhookConfiguration(
-  ep: WebhookEndpoint,
-  opts: { failurePolicy?: "Fail" | "Ignore"; timeoutSeconds?: number; customResources?: readonly CustomTemplateResource[] } = {},
-): string {
+function webhookRules(customResources: readonly CustomTemplateResource[] = []) {
   const operations = ["CREATE", "UPDATE"];
-  const rules = [
+  return [
     { apiGroups: [""], apiVersions: ["v1"], operations, resources: ["pods", "pods/ephemeralcontainers", "replicationcontrollers", "podtemplates"], scope: "Namespaced" },
     { apiGroups: ["apps"], apiVersions: ["*"], operations, resources: ["deployments", "replicasets", "statefulsets", "daemonsets"], scope: "Namespaced" },
     { apiGroups: ["batch"], apiVersions: ["*"], operations, resources: ["jobs", "cronjobs"], scope: "Namespaced" },
-    ...(opts.customResources ?? []).map((c) => ({ apiGroups: [c.group], apiVersions: [c.version], operations, resources: [c.resource], scope: "*" })),
+    ...customResources.map((c) => ({ apiGroups: [c.group], apiVersions: [c.version], operations, resources: [c.resource], scope: "*" })),
   ];
+}
+
+function webhook(ep: WebhookEndpoint, name: string, path: string, opts: WebhookOptions) {
+  return {
+    name,
+    admissionReviewVersions: ["v1"],
+    // Events are the only side effect, and they are not written for dry runs.
+    sideEffects: "NoneOnDryRun",
+    failurePolicy: opts.failurePolicy ?? "Fail",
+    timeoutSeconds: opts.timeoutSeconds ?? 10,
+    clientConfig: { url: `${ep.baseUrl}${path}`, caBundle: Buffer.from(ep.caPem).toString("base64") },
+    rules: webhookRules(opts.customResources),
+  };
+}
+
+export function renderValidatingWebhookConfiguration(ep: WebhookEndpoint, opts: WebhookOptions = {}): string {
   return stringify({
     apiVersion: "admissionregistration.k8s.io/v1",
     kind: "ValidatingWebhookConfiguration",
     metadata: { name: "imprimatur" },
-    webhooks: [
-      {
-        name: "images.imprimatur.dev",
-        admissionReviewVersions: ["v1"],
-        sideEffects: "NoneOnDryRun",
-        failurePolicy: opts.failurePolicy ?? "Fail",
-        timeoutSeconds: opts.timeoutSeconds ?? 10,
-        clientConfig: { url: `${ep.baseUrl}/validate`, caBundle: Buffer.from(ep.caPem).toString("base64") },
-        rules,
-      },
-    ],
+    webhooks: [webhook(ep, "images.imprimatur.dev", "/validate", opts)],
+  });
+}
+
+/**
+ * The tag→digest pinning webhook (/mutate). Reinvoked when a later mutating webhook changes the object, so
+ * an image injected by, say, a sidecar injector is pinned too.
+ */
+export function renderMutatingWebhookConfiguration(ep: WebhookEndpoint, opts: WebhookOptions = {}): string {
+  return stringify({
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "MutatingWebhookConfiguration",
+    metadata: { name: "imprimatur" },
+    webhooks: [{ ...webhook(ep, "pins.imprimatur.dev", "/mutate", opts), reinvocationPolicy: "IfNeeded" }],
   });
 }
 

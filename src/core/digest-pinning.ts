@@ -1,0 +1,186 @@
+// Tag→digest pinning (seed 003, requirement 1; closes the tag→ID race of seed 000): which images a request
+// asks to pin, and — once the edge has resolved their tags — the decision: JSON patches that rewrite
+// `repo:tag` to `repo:tag@sha256:…`, a record of what was pinned (pod annotation, audit annotations), and
+// the failure policy for tags that could not be resolved. Pure: resolution happens at the edge.
+import { allow, deny, type Decision, type JsonPatchOperation, type Violation } from "./decision.ts";
+import { escapePointerSegment, fieldPathToPointer } from "./field-path.ts";
+import { matchingRule, policyApplies, type EvaluationContext, type ImagePolicy } from "./image-policy.ts";
+import { parseImageReferenceCached, type ImageReference } from "./image-reference.ts";
+import { isObject } from "./json-shapes.ts";
+
+/** The pod annotation that records original → pinned references. Informational only: never trusted as proof. */
+export const PINNED_IMAGES_ANNOTATION = "imprimatur.dev/pinned-images";
+
+/** Mutate rewrites the object; Record resolves and records only (no drift between Git and the cluster). */
+export type PinningMode = "mutate" | "record";
+
+export interface ImageAt {
+  image: string;
+  /** Field path in the admitted object: "spec.template.spec.containers[0].image". */
+  field: string;
+  /** Which pod of the object (index into the pods given to pinningDecision). */
+  pod: number;
+}
+
+export interface PinTarget extends ImageAt {
+  ref: ImageReference;
+  /** The policy and rule that asked for the pin, for messages: "rules[0]". */
+  policy: string;
+  rule: string;
+}
+
+export type Resolution = { ok: true; digest: string; credentialSource: string } | { ok: false; error: string };
+
+export interface PinnedImage {
+  image: string;
+  pinned: string;
+  field: string;
+  digest: string;
+  credentialSource: string;
+}
+
+/** Where to record pins; a missing entry (e.g. the v1.20 EphemeralContainers object) records nothing. */
+export interface PodMetadataAt {
+  /** The pod's (or template's) metadata object as it is in the request; undefined when absent. */
+  value: unknown;
+  /** Field path of that metadata: "metadata", "spec.template.metadata". */
+  field: string;
+}
+
+export interface PinningOutcome {
+  decision: Decision;
+  pinned: PinnedImage[];
+  failed: Array<{ target: PinTarget; error: string }>;
+}
+
+/**
+ * Images without a digest whose deciding rule, in some policy that applies to the namespace, allows them with
+ * `digestMutate: true`. Images that are invalid, denied or of unknown applicability are left to validation.
+ */
+export function imagesToPin(policies: readonly ImagePolicy[], namespace: string, images: readonly ImageAt[], ctx: EvaluationContext): PinTarget[] {
+  const applicable = policies.filter((p) => {
+    const a = policyApplies(p, namespace, ctx);
+    return "applies" in a && a.applies;
+  });
+  if (applicable.length === 0) return [];
+  const targets: PinTarget[] = [];
+  for (const at of images) {
+    const parsed = parseImageReferenceCached(at.image);
+    if (!parsed.ok || parsed.ref.digest) continue;
+    for (const policy of applicable) {
+      const match = matchingRule(policy, parsed.ref);
+      if (match?.rule.action === "allow" && match.rule.digestMutate) {
+        targets.push({ ...at, ref: parsed.ref, policy: policy.name, rule: `rules[${match.rule.index}]` });
+        break;
+      }
+    }
+  }
+  return targets;
+}
+
+/** `nginx:1.25` + digest → `nginx:1.25@sha256:…`: the tag stays for readability; the runtime pulls by digest. */
+export function pinnedReference(image: string, digest: string): string {
+  return `${image}@${digest}`;
+}
+
+/**
+ * The decision for resolved targets (`resolutions[i]` belongs to `targets[i]`). In mutate mode the patches pin
+ * every resolved image and add the pinned-images annotation to the pod or template it belongs to.
+ * Unresolved tags follow the failure policy: fail closed denies, fail open admits the tag with a warning and a
+ * fail-open record.
+ */
+export function pinningDecision(
+  targets: readonly PinTarget[],
+  resolutions: readonly Resolution[],
+  pods: ReadonlyArray<PodMetadataAt | undefined>,
+  opts: { mode: PinningMode; failOpen: boolean },
+): PinningOutcome {
+  const pinned: PinnedImage[] = [];
+  const failed: PinningOutcome["failed"] = [];
+  targets.forEach((target, i) => {
+    const r = resolutions[i];
+    if (!r || !r.ok) failed.push({ target, error: r?.ok === false ? r.error : "not resolved" });
+    else pinned.push({ image: target.image, pinned: pinnedReference(target.image, r.digest), field: target.field, digest: r.digest, credentialSource: r.credentialSource });
+  });
+
+  const auditAnnotations: Record<string, string> = {};
+  if (pinned.length > 0) {
+    auditAnnotations[opts.mode === "mutate" ? "pinned-images" : "resolved-images"] = JSON.stringify(recordOf(pinned));
+    auditAnnotations["pull-credentials"] = JSON.stringify(Object.fromEntries(pinned.map((p) => [p.image, p.credentialSource])));
+  }
+
+  const violations: Violation[] = [];
+  const warnings: string[] = [];
+  const failOpen: Array<{ backend: string; error: string }> = [];
+  for (const { target, error } of failed) {
+    if (opts.failOpen) {
+      warnings.push(`image ${JSON.stringify(target.image)} (${target.field}) was admitted without a digest: its tag could not be resolved (${error}); the server fails open`);
+      failOpen.push({ backend: `registry/${target.ref.registry}`, error: `${target.image}: ${error}` });
+    } else {
+      violations.push({
+        policy: target.policy,
+        rule: `${target.rule}.digestMutate`,
+        image: target.image,
+        field: target.field,
+        message:
+          `the tag could not be resolved to a digest (${error}); denied because the server fails closed. ` +
+          `Give the pod a pull secret for this registry, fix the registry settings, or pin the image yourself`,
+      });
+    }
+  }
+
+  if (violations.length > 0) return { decision: deny(violations, { warnings, auditAnnotations }), pinned, failed };
+  const decision = allow({ warnings, auditAnnotations });
+  if (failOpen.length > 0) {
+    decision.failOpen = failOpen;
+    decision.auditAnnotations["fail-open"] = "true";
+  }
+  if (opts.mode === "mutate" && pinned.length > 0) decision.patches = patchesFor(targets, pinned, pods);
+  return { decision, pinned, failed };
+}
+
+function recordOf(pinned: readonly PinnedImage[]): Record<string, string> {
+  return Object.fromEntries(pinned.map((p) => [p.image, p.pinned]));
+}
+
+function patchesFor(targets: readonly PinTarget[], pinned: readonly PinnedImage[], pods: ReadonlyArray<PodMetadataAt | undefined>): JsonPatchOperation[] {
+  const byField = new Map(pinned.map((p) => [p.field, p]));
+  const patches: JsonPatchOperation[] = [];
+  // Keyed by the metadata's field: bare pod specs of one custom resource share the object's metadata.
+  const perMetadata = new Map<string, { pod: PodMetadataAt; list: PinnedImage[] }>();
+  for (const t of targets) {
+    const p = byField.get(t.field);
+    if (!p) continue;
+    patches.push({ op: "replace", path: fieldPathToPointer(p.field), value: p.pinned });
+    const pod = pods[t.pod];
+    if (!pod) continue;
+    const entry = perMetadata.get(pod.field) ?? { pod, list: [] };
+    entry.list.push(p);
+    perMetadata.set(pod.field, entry);
+  }
+  for (const { pod, list } of perMetadata.values()) patches.push(annotationPatch(pod, list));
+  return patches;
+}
+
+/** Adds (or extends) the pinned-images annotation, creating metadata or annotations when they are absent. */
+function annotationPatch(pod: PodMetadataAt, list: readonly PinnedImage[]): JsonPatchOperation {
+  const metaPointer = fieldPathToPointer(pod.field);
+  const metadata = isObject(pod.value) ? pod.value : undefined;
+  const annotations = metadata && isObject(metadata.annotations) ? metadata.annotations : undefined;
+  const value = JSON.stringify({ ...earlierRecord(annotations?.[PINNED_IMAGES_ANNOTATION]), ...recordOf(list) });
+  if (!metadata) return { op: "add", path: metaPointer, value: { annotations: { [PINNED_IMAGES_ANNOTATION]: value } } };
+  if (!annotations) return { op: "add", path: `${metaPointer}/annotations`, value: { [PINNED_IMAGES_ANNOTATION]: value } };
+  return { op: "add", path: `${metaPointer}/annotations/${escapePointerSegment(PINNED_IMAGES_ANNOTATION)}`, value };
+}
+
+/** Entries of an earlier pin of this object (e.g. another container on update); anything unparsable is dropped. */
+function earlierRecord(raw: unknown): Record<string, string> {
+  if (typeof raw !== "string") return {};
+  try {
+    const parsed: unknown = JSON.parse(raw);
+    if (!isObject(parsed)) return {};
+    return Object.fromEntries(Object.entries(parsed).filter((e): e is [string, string] => typeof e[1] === "string"));
+  } catch {
+    return {};
+  }
+}

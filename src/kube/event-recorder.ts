@@ -1,0 +1,60 @@
+// Kubernetes Events for what the webhooks did to an object (images pinned, tags that could not be
+// resolved). Best effort and off the answer path: an Event that cannot be written is logged, never awaited.
+import { randomBytes } from "node:crypto";
+import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+
+export interface EventInput {
+  involvedObject: { apiVersion: string; kind: string; name: string; namespace: string };
+  type: "Normal" | "Warning";
+  reason: string;
+  message: string;
+}
+
+export interface EventSink {
+  record(event: EventInput): void;
+}
+
+/** Events are capped at 1 KiB of message by convention (kubectl shows them on one line). */
+const MAX_MESSAGE = 1024;
+
+export class EventRecorder implements EventSink {
+  private readonly api: CoreV1Api;
+  private readonly logger: Logger;
+  private readonly pending = new Set<Promise<void>>();
+
+  constructor(kubeConfig: KubeConfig, logger: Logger) {
+    this.api = kubeConfig.makeApiClient(CoreV1Api);
+    this.logger = logger;
+  }
+
+  record(e: EventInput): void {
+    const now = new Date();
+    const namespace = e.involvedObject.namespace || "default";
+    const base = (e.involvedObject.name || "object").replace(/[^a-z0-9.-]/g, "-").slice(0, 200);
+    const body = {
+      metadata: { name: `${base}.${randomBytes(8).toString("hex")}`, namespace },
+      involvedObject: { ...e.involvedObject, namespace },
+      type: e.type,
+      reason: e.reason,
+      message: e.message.length > MAX_MESSAGE ? `${e.message.slice(0, MAX_MESSAGE - 3)}...` : e.message,
+      source: { component: "imprimatur" },
+      reportingComponent: "imprimatur",
+      reportingInstance: process.env.HOSTNAME ?? "imprimatur",
+      firstTimestamp: now,
+      lastTimestamp: now,
+      count: 1,
+    };
+    const write = this.api
+      .createNamespacedEvent({ namespace, body })
+      .then(() => undefined)
+      .catch((err: unknown) => this.logger.warn({ err: (err as Error).message, reason: e.reason, object: e.involvedObject }, "could not write a Kubernetes Event"));
+    this.pending.add(write);
+    void write.finally(() => this.pending.delete(write));
+  }
+
+  /** Waits for Events still being written (shutdown, tests). */
+  async flush(): Promise<void> {
+    await Promise.all([...this.pending]);
+  }
+}

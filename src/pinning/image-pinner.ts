@@ -1,0 +1,85 @@
+// The edge around the pure pinning core: which credentials a pod may use (its pull secrets, its service
+// account's, then the server's own authfile), resolution through the shared DigestResolver, and the
+// decision from src/core/digest-pinning.ts. Used by /mutate (pin or record) and /imagereview (record).
+import type { Logger } from "pino";
+import { imagesToPin, pinningDecision, type ImageAt, type PinningMode, type PinningOutcome, type PodMetadataAt, type Resolution } from "../core/digest-pinning.ts";
+import type { ImagePolicy } from "../core/image-policy.ts";
+import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
+import type { CredentialLookup } from "../credentials/credential.ts";
+import { chainLookups } from "../credentials/keyring.ts";
+import type { PodPullSecretRefs, PullCredentials } from "../kube/pull-secrets.ts";
+import type { DigestResolver } from "../registry/digest-resolver.ts";
+
+export interface PullSecretSource {
+  credentialsFor(refs: PodPullSecretRefs, signal?: AbortSignal): Promise<PullCredentials>;
+}
+
+export interface ImagePinnerOptions {
+  policies: () => readonly ImagePolicy[];
+  namespaces: NamespaceLabelSource;
+  resolver: DigestResolver;
+  /** Pull secrets from the Kubernetes API; absent when the server has no API access. */
+  pullSecrets?: PullSecretSource;
+  /** The server's own credentials (--authfile), tried after the pod's. */
+  staticCredentials: CredentialLookup;
+  mode: PinningMode;
+  failOpen: boolean;
+  logger: Logger;
+}
+
+export interface PinRequest {
+  namespace: string;
+  images: ImageAt[];
+  /** Per pod of the object: where to record pins (undefined: nowhere) and whose pull secrets apply. */
+  pods: Array<{ metadata: PodMetadataAt | undefined; pullSecrets?: PodPullSecretRefs }>;
+}
+
+export class ImagePinner {
+  private readonly opts: ImagePinnerOptions;
+
+  constructor(options: ImagePinnerOptions) {
+    this.opts = options;
+  }
+
+  get mode(): PinningMode {
+    return this.opts.mode;
+  }
+
+  /** Undefined when no image of the request asks to be pinned (the common, free case). */
+  async pin(request: PinRequest, deadline: number, mode: PinningMode = this.opts.mode): Promise<PinningOutcome | undefined> {
+    const policies = this.opts.policies();
+    if (!policies.some((p) => p.rules.some((r) => r.digestMutate))) return undefined;
+    let namespaceLabels: Record<string, string> | undefined;
+    if (policies.some((p) => p.namespaceSelector)) {
+      await this.opts.namespaces.prepare?.(request.namespace, deadline);
+      namespaceLabels = this.opts.namespaces.labels(request.namespace);
+    }
+    const targets = imagesToPin(policies, request.namespace, request.images, { ...(namespaceLabels ? { namespaceLabels } : {}) });
+    if (targets.length === 0) return undefined;
+
+    const lookups = await Promise.all(request.pods.map((pod) => this.credentialsFor(pod.pullSecrets, deadline)));
+    const resolutions: Resolution[] = await Promise.all(
+      targets.map((t) => {
+        const creds = lookups[t.pod] ?? { lookup: this.opts.staticCredentials };
+        if ("error" in creds) return { ok: false as const, error: creds.error };
+        return this.opts.resolver.resolve(t.ref, creds.lookup, deadline);
+      }),
+    );
+    const outcome = pinningDecision(targets, resolutions, request.pods.map((p) => p.metadata), { mode, failOpen: this.opts.failOpen });
+    for (const p of outcome.pinned) this.opts.logger.info({ namespace: request.namespace, field: p.field, image: p.image, digest: p.digest, credentials: p.credentialSource, mode }, mode === "mutate" ? "image pinned" : "image resolved");
+    for (const f of outcome.failed) this.opts.logger.warn({ namespace: request.namespace, field: f.target.field, image: f.target.image, error: f.error, failOpen: this.opts.failOpen }, "tag not resolved");
+    return outcome;
+  }
+
+  /** The pod's secrets, then its service account's, then the server's own; an API failure becomes an error. */
+  private async credentialsFor(refs: PodPullSecretRefs | undefined, deadline: number): Promise<{ lookup: CredentialLookup } | { error: string }> {
+    if (!refs || !this.opts.pullSecrets) return { lookup: chainLookups(this.opts.staticCredentials) };
+    try {
+      const pod = await this.opts.pullSecrets.credentialsFor(refs, AbortSignal.timeout(Math.max(1, deadline - Date.now())));
+      if (pod.problems.length > 0) this.opts.logger.info({ namespace: refs.namespace, problems: pod.problems }, "some pull secrets could not be used");
+      return { lookup: chainLookups(pod.lookup, this.opts.staticCredentials) };
+    } catch (e) {
+      return { error: `the pod's pull secrets could not be read: ${(e as Error).message}` };
+    }
+  }
+}

@@ -1,0 +1,99 @@
+// Tag → digest resolution for admission: a short-lived cache (a tag may move, so minutes, not hours),
+// concurrent lookups of the same reference with the same credentials shared (100 pods of a new rollout cost
+// one registry round trip), and every wait bounded by the caller's admission deadline.
+import { createHash } from "node:crypto";
+import { LRUCache } from "lru-cache";
+import type { CredentialLookup } from "../credentials/credential.ts";
+import type { Resolution } from "../core/digest-pinning.ts";
+import { fullName, type ImageReference } from "../core/image-reference.ts";
+
+/** What the resolver needs of a registry client (RegistryClient implements it). */
+export interface DigestSource {
+  resolveDigest(ref: ImageReference, opts: { lookup: CredentialLookup; signal: AbortSignal }): Promise<{ digest: string; credentialSource: string }>;
+}
+
+export interface DigestResolverOptions {
+  /** How long a resolved tag is trusted (default 30 s; 0 disables the cache, concurrent lookups still share). */
+  ttlMs: number;
+  maxEntries: number;
+}
+
+export const DEFAULT_RESOLVER_OPTIONS: DigestResolverOptions = { ttlMs: 30_000, maxEntries: 10_000 };
+
+type Resolved = { digest: string; credentialSource: string };
+
+export class DigestResolver {
+  readonly options: DigestResolverOptions;
+  private readonly source: DigestSource;
+  private readonly cache: LRUCache<string, Resolved> | undefined;
+  private readonly inFlight = new Map<string, Promise<Resolved>>();
+  /** Lookups that reached the registry (cache misses not joined to a lookup in flight). */
+  lookups = 0;
+  hits = 0;
+
+  constructor(source: DigestSource, options: Partial<DigestResolverOptions> = {}, now: () => number = () => performance.now()) {
+    this.source = source;
+    this.options = { ...DEFAULT_RESOLVER_OPTIONS, ...options };
+    this.cache = this.options.ttlMs > 0
+      ? new LRUCache<string, Resolved>({ max: this.options.maxEntries, ttl: this.options.ttlMs, perf: { now }, ttlResolution: 0 })
+      : undefined;
+  }
+
+  /**
+   * The digest `ref`'s tag points to, looked up with the credentials `lookup` gives. Never throws: failures
+   * (including the deadline passing) come back as `{ok: false}` for the caller's failure policy.
+   */
+  async resolve(ref: ImageReference, lookup: CredentialLookup, deadline: number): Promise<Resolution> {
+    const key = cacheKey(ref, lookup);
+    const cached = this.cache?.get(key);
+    if (cached) {
+      this.hits++;
+      return { ok: true, ...cached };
+    }
+    let pending = this.inFlight.get(key);
+    if (!pending) {
+      this.lookups++;
+      pending = this.lookup(ref, lookup, deadline);
+      this.inFlight.set(key, pending);
+      // Failures are not cached: the next admission tries the registry again.
+      pending.then((r) => this.cache?.set(key, r), () => {}).finally(() => this.inFlight.delete(key));
+    }
+    try {
+      return { ok: true, ...(await withDeadline(pending, deadline)) };
+    } catch (e) {
+      return { ok: false, error: (e as Error).message };
+    }
+  }
+
+  clear(): void {
+    this.cache?.clear();
+  }
+
+  private async lookup(ref: ImageReference, lookup: CredentialLookup, deadline: number): Promise<Resolved> {
+    const signal = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
+    return this.source.resolveDigest(ref, { lookup, signal });
+  }
+}
+
+/**
+ * The image (tag included) and the credentials that would be offered for it: a result obtained with one
+ * pod's pull secret is never handed to a pod that could not have obtained it. The secret material is hashed,
+ * never kept.
+ */
+function cacheKey(ref: ImageReference, lookup: CredentialLookup): string {
+  const credentials = lookup(ref.registry, ref.repository);
+  const identity = credentials.length === 0
+    ? "anonymous"
+    : createHash("sha256").update(JSON.stringify(credentials.map((c) => [c.username, c.password, c.identityToken, c.registryToken]))).digest("base64url");
+  return `${fullName(ref)}\u0000${identity}`;
+}
+
+function withDeadline<T>(promise: Promise<T>, deadline: number): Promise<T> {
+  const remaining = deadline - Date.now();
+  if (remaining <= 0) return Promise.reject(new Error("the admission deadline passed before the registry answered"));
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the registry did not answer within the admission deadline (${remaining} ms left)`)), remaining);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,60 @@
+// One undici Agent per contacted host, carrying that host's TLS material. Keeping the trust per host means a
+// registry's private CA or client certificate is never offered to, or trusted for, some other host.
+import { getCACertificates } from "node:tls";
+import { Agent } from "undici";
+import { normalizeRegistryHost, settingsForHost, type RegistrySettings, type RegistrySettingsMap } from "./registry-settings.ts";
+
+export interface AgentTuning {
+  /** Connection (TCP + TLS handshake) timeout, ms. */
+  connectTimeoutMs: number;
+}
+
+export class EndpointAgents {
+  readonly #settings: RegistrySettingsMap;
+  readonly #tuning: AgentTuning;
+  readonly #agents = new Map<string, Agent>();
+  #closed = false;
+
+  constructor(settings: RegistrySettingsMap, tuning: AgentTuning) {
+    this.#settings = settings;
+    this.#tuning = tuning;
+  }
+
+  /**
+   * The agent for `host`. A host with settings of its own uses them. Any other host (a token realm, a blob
+   * redirect target) that `namedBy` sent us to trusts the system roots plus namedBy's CA: a registry with a
+   * private CA usually runs its token service or storage under the same CA. Client certificates stay with
+   * the host they were configured for.
+   */
+  forHost(host: string, namedBy?: RegistrySettings): Agent {
+    if (this.#closed) throw new Error("the registry client is closed");
+    const own = settingsForHost(this.#settings, host);
+    const inherited = own ? undefined : namedBy?.ca;
+    const key = inherited === undefined ? normalizeRegistryHost(host) : `${normalizeRegistryHost(host)} with the CA of ${normalizeRegistryHost(namedBy!.host)}`;
+    let agent = this.#agents.get(key);
+    if (!agent) {
+      agent = this.#create(own ?? {}, inherited);
+      this.#agents.set(key, agent);
+    }
+    return agent;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const agents = [...this.#agents.values()];
+    this.#agents.clear();
+    await Promise.all(agents.map((a) => a.close()));
+  }
+
+  #create(own: Partial<RegistrySettings>, inheritedCa: string | undefined): Agent {
+    const extraCa = own.ca ?? inheritedCa;
+    const connect: Record<string, unknown> = { timeout: this.#tuning.connectTimeoutMs };
+    // `ca` replaces Node's trust store, so the defaults (system roots, NODE_EXTRA_CA_CERTS) go in with it.
+    if (extraCa !== undefined) connect.ca = [...getCACertificates("default"), extraCa];
+    if (own.clientCert !== undefined && own.clientKey !== undefined) {
+      connect.cert = own.clientCert;
+      connect.key = own.clientKey;
+    }
+    return new Agent({ connect });
+  }
+}

@@ -1,0 +1,90 @@
+// Per-registry connection settings (TLS material, plain HTTP, mirrors) and the endpoints they give an image's
+// registry. Pure: no I/O; the registries file (src/config/registries-file.ts) reads these from YAML.
+
+export interface RegistrySettings {
+  /** host[:port] as written in image references: "registry.example.com:5000", "docker.io". */
+  host: string;
+  /** PEM: CA certificate(s) trusted for this host, on top of the system roots. */
+  ca?: string;
+  /** PEM: client certificate (mutual TLS), with clientKey. */
+  clientCert?: string;
+  /** PEM: the client certificate's private key. */
+  clientKey?: string;
+  /** Plain HTTP. Only ever used for a host listed with insecure: true; nothing falls back to HTTP. */
+  insecure?: boolean;
+  /** Mirror hosts, tried in order before the registry itself. */
+  mirrors?: string[];
+}
+
+/** Settings by normalized host. */
+export type RegistrySettingsMap = ReadonlyMap<string, RegistrySettings>;
+
+const DOCKER_HUB = "docker.io";
+/** Docker Hub's name in image references is docker.io; its API lives elsewhere. */
+export const DOCKER_HUB_API_HOST = "registry-1.docker.io";
+
+/** Host names are case-insensitive; "index.docker.io" is Docker Hub's legacy name. */
+export function normalizeRegistryHost(host: string): string {
+  const lower = host.trim().toLowerCase();
+  return lower === "index.docker.io" ? DOCKER_HUB : lower;
+}
+
+/** A settings map from a list; a host listed twice is an error (which entry would win is not obvious). */
+export function registrySettingsMap(list: RegistrySettings[]): RegistrySettingsMap {
+  const map = new Map<string, RegistrySettings>();
+  for (const settings of list) {
+    const host = normalizeRegistryHost(settings.host);
+    if (map.has(host)) throw new Error(`registry ${host} is listed twice`);
+    map.set(host, { ...settings, host });
+  }
+  return map;
+}
+
+/** The settings that apply to a host as contacted (Docker Hub's entry applies to its API host too). */
+export function settingsForHost(map: RegistrySettingsMap, host: string): RegistrySettings | undefined {
+  const normalized = normalizeRegistryHost(host);
+  return map.get(normalized) ?? (normalized === DOCKER_HUB_API_HOST ? map.get(DOCKER_HUB) : undefined);
+}
+
+/** Whether plain HTTP to this host was explicitly allowed. */
+export function isInsecureHost(map: RegistrySettingsMap, host: string): boolean {
+  return settingsForHost(map, host)?.insecure === true;
+}
+
+/** One place an image's registry is reached: a mirror or the registry itself. */
+export interface RegistryEndpoint {
+  /** The image's registry, as in the reference: "docker.io". */
+  registry: string;
+  /** The host contacted: "mirror.example.com", "registry-1.docker.io", "registry.example.com:5000". */
+  host: string;
+  /** The host credentials are looked up for: the mirror's own host, or the registry as in the reference. */
+  credentialHost: string;
+  /** "https://registry-1.docker.io", "http://127.0.0.1:5001". */
+  origin: string;
+  insecure: boolean;
+  mirror: boolean;
+}
+
+/** Mirrors in their listed order, then the registry itself. */
+export function endpointsFor(map: RegistrySettingsMap, registry: string): RegistryEndpoint[] {
+  const normalized = normalizeRegistryHost(registry);
+  const endpoints: RegistryEndpoint[] = [];
+  for (const mirror of settingsForHost(map, normalized)?.mirrors ?? []) {
+    const host = normalizeRegistryHost(mirror);
+    endpoints.push(endpoint(map, normalized, host, host, true));
+  }
+  const apiHost = normalized === DOCKER_HUB ? DOCKER_HUB_API_HOST : normalized;
+  endpoints.push(endpoint(map, normalized, apiHost, normalized, false));
+  return endpoints;
+}
+
+function endpoint(map: RegistrySettingsMap, registry: string, host: string, credentialHost: string, mirror: boolean): RegistryEndpoint {
+  const insecure = isInsecureHost(map, host);
+  const origin = new URL(`${insecure ? "http" : "https"}://${host}`).origin;
+  return { registry, host, credentialHost, origin, insecure, mirror };
+}
+
+/** "host[:port]" of a URL, with the default port left out as in image references. */
+export function hostOf(url: URL): string {
+  return url.host.toLowerCase();
+}

@@ -5,5 +5,6 @@ cd "$(dirname "$0")/.."
 export PATH="$PWD/node_modules/.bin:$PATH"   # Node 24 from the `node` dependency
 
 bash scripts/provision-kube.sh
+bash scripts/provision-registry.sh
 tsc -p tsconfig.json --noEmit
 node --test --test-timeout=300000 'test/unit/**/*.test.ts' 'test/e2e/**/*.test.ts'

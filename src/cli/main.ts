@@ -1,6 +1,7 @@
 // Command dispatch. Exit codes: 0 success/allowed, 1 denied, 2 usage or load errors.
 import { runCheck, CHECK_USAGE } from "./check.ts";
 import { runProfiles, PROFILES_USAGE } from "./profiles.ts";
+import { runResolve, RESOLVE_USAGE } from "./resolve.ts";
 import { runServe, SERVE_USAGE } from "./serve.ts";
 
 const USAGE = `imprimatur — decides which container images may run on Kubernetes, and proves why.
@@ -9,10 +10,11 @@ Usage:
   imprimatur serve [options]     run the HTTPS ImageReview backend and admission webhook
   imprimatur check [options]     evaluate manifests offline against policies
   imprimatur profiles [NAME]     list the shipped PodRestriction profiles (Pod Security Standards)
+  imprimatur resolve IMAGE...    print each image pinned to the digest its tag points to now
   imprimatur help [command]      show help
   imprimatur version
 
-Run "imprimatur help serve", "imprimatur help check" or "imprimatur help profiles" for options.
+Run "imprimatur help COMMAND" (serve, check, profiles, resolve) for options.
 `;
 
 export async function main(argv: string[]): Promise<number> {
@@ -24,6 +26,8 @@ export async function main(argv: string[]): Promise<number> {
       return runCheck(rest);
     case "profiles":
       return runProfiles(rest);
+    case "resolve":
+      return runResolve(rest);
     case "version":
     case "--version":
       process.stdout.write(`imprimatur ${await version()}\n`);
@@ -33,7 +37,7 @@ export async function main(argv: string[]): Promise<number> {
     case "--help":
     case "-h": {
       const topic = rest[0];
-      const topics: Record<string, string> = { serve: SERVE_USAGE, check: CHECK_USAGE, profiles: PROFILES_USAGE };
+      const topics: Record<string, string> = { serve: SERVE_USAGE, check: CHECK_USAGE, profiles: PROFILES_USAGE, resolve: RESOLVE_USAGE };
       process.stdout.write(topics[topic ?? ""] ?? USAGE);
       return 0;
     }

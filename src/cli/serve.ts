@@ -1,16 +1,22 @@
-// `imprimatur serve`: the HTTPS ImageReview backend (/imagereview) and validating webhook (/validate).
+// `imprimatur serve`: the HTTPS ImageReview backend (/imagereview), validating webhook (/validate) and
+// tag→digest pinning webhook (/mutate).
 import { readFile, writeFile, mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { pino } from "pino";
 import { DEFAULT_SERVER_CONFIG, loadServerConfig, type ServerConfig } from "../config/server-config.ts";
 import { loadNamespacesFile } from "../config/namespaces-file.ts";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
+import { loadRegistriesFile } from "../config/registries-file.ts";
+import type { CredentialLookup } from "../credentials/credential.ts";
+import { loadAuthFile } from "../credentials/docker-config.ts";
+import { CredentialKeyring } from "../credentials/keyring.ts";
 import { loadKubeConfig } from "../kube/kube-config.ts";
+import type { RegistrySettingsMap } from "../registry/registry-settings.ts";
 import { NamespaceLabelCache } from "../kube/namespace-label-cache.ts";
 import { PolicyLoadError } from "../policy/policy-error.ts";
 import { parseDuration } from "../server/http-body.ts";
 import { startApp } from "../server/app.ts";
-import { renderAdmissionConfiguration, renderImagePolicyKubeconfig, renderValidatingWebhookConfiguration } from "../server/webhook-manifests.ts";
+import { renderAdmissionConfiguration, renderImagePolicyKubeconfig, renderMutatingWebhookConfiguration, renderValidatingWebhookConfiguration } from "../server/webhook-manifests.ts";
 import { EMBEDDED_POLICIES, parseCommandArgs, UsageError } from "./args.ts";
 
 export const SERVE_USAGE = `Usage: imprimatur serve [options]
@@ -35,6 +41,11 @@ export const SERVE_USAGE = `Usage: imprimatur serve [options]
                        pod; without either, namespaceSelector bindings cannot be decided)
   --profile NAME       bind a shipped PodRestriction profile (baseline, restricted) to every namespace
                        (repeatable; see "imprimatur profiles")
+  --registries FILE    RegistryConfig: per-registry CA, client certificate, insecure (plain HTTP), mirrors
+  --authfile FILE      the server's own registry credentials ({"auths": {host: {auth|username/password}}}),
+                       tried after a pod's pull secrets when resolving tags to digests
+  --digest-mode MODE   mutate (default): /mutate pins digestMutate images to tag@sha256:...;
+                       record: resolve and record only (no rewrite, no drift from Git)
 `;
 
 export async function runServe(argv: string[]): Promise<number> {
@@ -57,7 +68,11 @@ export async function runServe(argv: string[]): Promise<number> {
       namespaces: { type: "string" },
       kubeconfig: { type: "string" },
       profile: { type: "string", multiple: true, default: [] },
+      registries: { type: "string" },
+      authfile: { type: "string" },
+      "digest-mode": { type: "string" },
     }));
+    if (values["digest-mode"] !== undefined && !["mutate", "record"].includes(values["digest-mode"])) throw new UsageError(`--digest-mode must be mutate or record, got ${values["digest-mode"]}`);
     if (!/^\d+$/.test(values.port!) || Number(values.port) > 65535) throw new UsageError(`--port must be a port number, got ${values.port}`);
     if (Boolean(values["tls-cert"]) !== Boolean(values["tls-key"])) throw new UsageError("--tls-cert and --tls-key go together");
   } catch (e) {
@@ -80,6 +95,9 @@ export async function runServe(argv: string[]): Promise<number> {
       config[key] = ms;
     }
     if (values["audit-log"]) config.auditLog = resolve(values["audit-log"]);
+    if (values.registries) config.registries = resolve(values.registries);
+    if (values.authfile) config.authFile = resolve(values.authfile);
+    if (values["digest-mode"]) config.digests.mode = values["digest-mode"] as "mutate" | "record";
   } catch (e) {
     process.stderr.write(`imprimatur serve: ${(e as Error).message}\n`);
     return 2;
@@ -92,10 +110,11 @@ export async function runServe(argv: string[]): Promise<number> {
     const namespacesFile = values.namespaces ?? config.namespacesFile;
     const kubeconfig = values.kubeconfig ?? config.kubeconfig;
     let namespaces: NamespaceLabelSource | undefined;
+    const kube = kubeconfig || process.env.KUBERNETES_SERVICE_HOST ? loadKubeConfig(kubeconfig) : undefined;
     if (namespacesFile) namespaces = await loadNamespacesFile(namespacesFile);
-    else if (kubeconfig || process.env.KUBERNETES_SERVICE_HOST) {
+    else if (kube) {
       // Namespace labels from the API, kept current by a watch; startup waits for the first list.
-      namespaceCache = new NamespaceLabelCache(loadKubeConfig(kubeconfig), { logger: startupLogger() });
+      namespaceCache = new NamespaceLabelCache(kube, { logger: startupLogger() });
       await namespaceCache.start();
       namespaces = namespaceCache;
     }
@@ -112,6 +131,8 @@ export async function runServe(argv: string[]): Promise<number> {
       config,
       ...(namespaces ? { namespaces } : {}),
       profiles: values.profile ?? [],
+      ...(kube ? { kube } : {}),
+      ...(await registryAccess(config)),
     });
   } catch (e) {
     await namespaceCache?.close();
@@ -145,6 +166,7 @@ async function printWebhookConfiguration(stateDir: string, baseUrl: string, caPe
   const endpoint = { baseUrl, caPem };
   const files = {
     "validating-webhook.yaml": renderValidatingWebhookConfiguration(endpoint, { customResources: config.podTemplates }),
+    "mutating-webhook.yaml": renderMutatingWebhookConfiguration(endpoint, { customResources: config.podTemplates }),
     "imagepolicy-kubeconfig.yaml": renderImagePolicyKubeconfig(endpoint),
     "admission-configuration.yaml": renderAdmissionConfiguration({ kubeconfigPath: join(stateDir, "imagepolicy-kubeconfig.yaml") }),
   };
@@ -158,10 +180,23 @@ async function printWebhookConfiguration(stateDir: string, baseUrl: string, caPe
       "---",
       files["validating-webhook.yaml"].trimEnd(),
       "---",
+      `Tag→digest pinning (digestMutate rules): kubectl apply -f ${join(stateDir, "mutating-webhook.yaml")}`,
       `ImagePolicyWebhook: --admission-control-config-file=${join(stateDir, "admission-configuration.yaml")} (kubeconfig: ${join(stateDir, "imagepolicy-kubeconfig.yaml")})`,
       "",
     ].join("\n"),
   );
+}
+
+/** Registry settings and the server's own credentials, from the files named in the config or flags. */
+export async function registryAccess(opts: { registries?: string; authFile?: string }): Promise<{ registries?: RegistrySettingsMap; staticCredentials?: CredentialLookup }> {
+  const registries = opts.registries ? await loadRegistriesFile(opts.registries) : undefined;
+  let staticCredentials: CredentialLookup | undefined;
+  if (opts.authFile) {
+    const parsed = await loadAuthFile(opts.authFile);
+    for (const problem of parsed.problems) process.stderr.write(`imprimatur: ${problem}\n`);
+    staticCredentials = CredentialKeyring.of(parsed.entries).lookup;
+  }
+  return { ...(registries ? { registries } : {}), ...(staticCredentials ? { staticCredentials } : {}) };
 }
 
 function startupLogger() {

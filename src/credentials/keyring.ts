@@ -2,7 +2,9 @@
 // (kubernetes pkg/credentialprovider/keyring.go), so that Imprimatur resolves a tag with the credentials the
 // node will pull it with. Pure.
 //
-// Keys (as written in a docker config):
+// Keys (as written in a docker config), read as the kubelet's URL parser reads them:
+// - a key whose host has characters a URL host cannot have ("^", "\\", spaces…) is ignored; "?" or "#" ends
+//   the key's location (a URL query or fragment), so "?.example.com" names no host and is ignored too;
 // - "http://" or "https://" is stripped; a path starting "/v1/" or "/v2/" loses that prefix, and a path
 //   left as "" or "/" means the whole host: "https://index.docker.io/v1/" → "index.docker.io",
 //   "registry.example.com/v2/team" → "registry.example.com/team". The remaining path is kept as written.
@@ -13,8 +15,8 @@
 // A key matches an image host[:port]/repository when:
 // - the ports are equal (both absent, or the same digits: "registry:443" does not match "registry");
 // - the hosts have the same number of dot-separated parts and each key part matches the image's part as a
-//   glob ("*", "?", "[a-z]", "\x": Go's filepath.Match): "*.example.com" matches "a.example.com" but neither
-//   "example.com" nor "a.b.example.com"; a malformed glob matches nothing;
+//   glob (Go's filepath.Match; in a URL host only "*" and classes like "[0-9]" can occur): "*.example.com"
+//   matches "a.example.com" but neither "example.com" nor "a.b.example.com"; a malformed glob matches nothing;
 // - the key's path is a string prefix of "/" + repository: "quay.io/team" matches "quay.io/team/app" and,
 //   as in the kubelet, "quay.io/teamwork/app" too.
 // Docker Hub: images normalize to host "docker.io" (src/core/image-reference.ts, as the kubelet's image
@@ -138,21 +140,34 @@ export function chainLookups(...lookups: CredentialLookup[]): CredentialLookup {
 // ---------------------------------------------------------------------------------------------
 // Keys
 
-/** A key as a location, or undefined when it names no host (or a non-numeric port). */
+// What Go's URL parser (which the kubelet runs every key through) accepts in a host: unreserved characters,
+// sub-delims, ":" for the port, "[" "]" for IPv6, and "<" ">" '"'. A key with anything else is dropped there.
+const URL_HOST = /^[A-Za-z0-9\-_.~!$&'()*+,;=:[\]<>"]+$/;
+const BRACKETED_HOST = /^\[[^\]]*\](?::\d*)?$/;
+
+/** A key as a location, or undefined where the kubelet's URL parser would reject it or find no host. */
 function normalizeKey(raw: string): (Location & { key: string }) | undefined {
   let rest = raw.replace(/^https?:\/\//i, "");
   // As a URL parser would: a query or fragment is not part of the path.
   rest = rest.replace(/[?#].*$/s, "");
   const slash = rest.indexOf("/");
-  const authority = slash < 0 ? rest : rest.slice(0, slash);
+  let authority = slash < 0 ? rest : rest.slice(0, slash);
+  authority = authority.slice(authority.lastIndexOf("@") + 1); // user info is not part of the host
   let path = slash < 0 ? "" : rest.slice(slash);
   if (path.startsWith("/v1/") || path.startsWith("/v2/")) path = path.slice(3);
   if (path === "/") path = "";
   const hostPort = authority.toLowerCase();
-  if (hostPort === "" || /[\s\x00-\x1f\x7f@]/.test(hostPort)) return undefined;
+  if (!URL_HOST.test(hostPort) || !hasNumericPort(hostPort)) return undefined;
   const { host, port } = splitHostPort(hostPort);
-  if (host === "" || (port !== "" && !/^\d+$/.test(port))) return undefined;
+  if (host === "") return undefined;
   return { key: hostPort + path, parts: host.split("."), port, path };
+}
+
+/** As Go's URL parser checks it: a port, if any, is digits; "[…]" (IPv6) may be followed only by a port. */
+function hasNumericPort(hostPort: string): boolean {
+  if (hostPort.startsWith("[")) return BRACKETED_HOST.test(hostPort);
+  const colon = hostPort.lastIndexOf(":");
+  return colon < 0 || /^\d*$/.test(hostPort.slice(colon + 1));
 }
 
 /**
@@ -171,15 +186,12 @@ function splitHostPort(hostPort: string): { host: string; port: string } {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Globs, with the syntax of Go's filepath.Match (one host part at a time, so "/" never occurs)
+// Globs: Go's filepath.Match, one host part at a time. Only what a URL host can carry is reachable: "*" and
+// classes "[a-z0-9]" (the parser rejects "?", "^" and "\\" in a host, so no "?", negation or escapes).
 
 type Glob = (text: string) => boolean;
 
-type GlobToken =
-  | { kind: "star" }
-  | { kind: "any" }
-  | { kind: "char"; char: string }
-  | { kind: "class"; negated: boolean; ranges: Array<[string, string]> };
+type GlobToken = { kind: "star" } | { kind: "char"; char: string } | { kind: "class"; ranges: Array<[string, string]> };
 
 function compileGlob(pattern: string): Glob {
   const tokens = tokenizeGlob(pattern);
@@ -187,20 +199,15 @@ function compileGlob(pattern: string): Glob {
   return (text) => matchTokens(tokens, 0, [...text], 0);
 }
 
-/** Undefined for a malformed pattern (unclosed or empty class, dangling escape, bare "-" or "]" in a class). */
+/** Undefined for a malformed pattern (unclosed or empty class, a bare "-" or "]" in a class). */
 function tokenizeGlob(pattern: string): GlobToken[] | undefined {
   const chars = [...pattern];
   const tokens: GlobToken[] = [];
   let i = 0;
-  // One possibly escaped class character; undefined where Go reports a bad pattern.
+  // One class character; undefined where Go reports a bad pattern.
   const classChar = (): string | undefined => {
-    let c = chars[i];
+    const c = chars[i];
     if (c === undefined || c === "-" || c === "]") return undefined;
-    if (c === "\\") {
-      i++;
-      c = chars[i];
-      if (c === undefined) return undefined;
-    }
     i++;
     return c;
   };
@@ -209,18 +216,8 @@ function tokenizeGlob(pattern: string): GlobToken[] | undefined {
     if (c === "*") {
       tokens.push({ kind: "star" });
       i++;
-    } else if (c === "?") {
-      tokens.push({ kind: "any" });
-      i++;
-    } else if (c === "\\") {
-      const next = chars[i + 1];
-      if (next === undefined) return undefined;
-      tokens.push({ kind: "char", char: next });
-      i += 2;
     } else if (c === "[") {
       i++;
-      const negated = chars[i] === "^";
-      if (negated) i++;
       const ranges: Array<[string, string]> = [];
       for (;;) {
         if (chars[i] === "]" && ranges.length > 0) {
@@ -238,7 +235,7 @@ function tokenizeGlob(pattern: string): GlobToken[] | undefined {
         }
         ranges.push([lo, hi]);
       }
-      tokens.push({ kind: "class", negated, ranges });
+      tokens.push({ kind: "class", ranges });
     } else {
       tokens.push({ kind: "char", char: c });
       i++;
@@ -259,8 +256,7 @@ function matchTokens(tokens: GlobToken[], t: number, text: string[], s: number):
     if (token.kind === "char" && token.char !== c) return false;
     if (token.kind === "class") {
       const point = c.codePointAt(0)!;
-      const inClass = token.ranges.some(([lo, hi]) => lo.codePointAt(0)! <= point && point <= hi.codePointAt(0)!);
-      if (inClass === token.negated) return false;
+      if (!token.ranges.some(([lo, hi]) => lo.codePointAt(0)! <= point && point <= hi.codePointAt(0)!)) return false;
     }
     s++;
   }

@@ -133,7 +133,7 @@ export class PullSecretReader {
   }
 
   private readServiceAccount(namespace: string, name: string, signal: AbortSignal | undefined): Promise<ServiceAccountRead> {
-    return this.cached(`serviceaccount ${namespace}/${name}`, signal, async (requestSignal) => {
+    return this.cached(`service account ${namespace}/${name}`, signal, async (requestSignal) => {
       try {
         const account = await this.api.readNamespacedServiceAccount({ namespace, name }, withSignal(requestSignal));
         return { found: true, pullSecretNames: unique((account.imagePullSecrets ?? []).map((ref) => ref.name ?? "")) };

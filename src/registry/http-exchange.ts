@@ -87,7 +87,7 @@ export class HttpTransport {
         throw failure(e);
       }
       this.#options.onRoundTrip?.({ method, url: safeUrl(url), status: answer.statusCode });
-      const response = new HttpResponse(answer.statusCode, answer.headers, url, answer.body, failure);
+      const response = new HttpResponse(answer.statusCode, answer.headers, url, answer.body, req.context, failure);
 
       const location = header(answer.headers, "location");
       if (!req.followRedirects || !REDIRECT_STATUSES.has(answer.statusCode) || location === undefined) return response;
@@ -132,13 +132,15 @@ export class HttpResponse {
   /** The URL that answered, after redirects. */
   readonly url: URL;
   readonly #body: UndiciBody;
+  readonly #context: ExchangeContext;
   readonly #failure: (e: unknown) => RegistryError;
 
-  constructor(status: number, headers: IncomingHttpHeaders, url: URL, body: UndiciBody, failure: (e: unknown) => RegistryError) {
+  constructor(status: number, headers: IncomingHttpHeaders, url: URL, body: UndiciBody, context: ExchangeContext, failure: (e: unknown) => RegistryError) {
     this.status = status;
     this.headers = headers;
     this.url = url;
     this.#body = body;
+    this.#context = context;
     this.#failure = failure;
   }
 
@@ -153,8 +155,11 @@ export class HttpResponse {
    */
   async bytes(maxBytes: number, what: string): Promise<Buffer> {
     const tooLarge = (size: string): RegistryError => {
-      this.#body.destroy();
-      return new RegistryError("too-large", `${what} from ${safeUrl(this.url)} is ${size}; the limit is ${maxBytes} bytes`, { endpoint: hostOf(this.url) });
+      this.#abandon();
+      return new RegistryError("too-large", `${subject(this.#context)}: ${what} from ${safeUrl(this.url)} is ${size}; the limit is ${maxBytes} bytes`, {
+        ...this.#context,
+        endpoint: hostOf(this.url),
+      });
     };
     const declared = this.header("content-length");
     if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > maxBytes) throw tooLarge(`${declared} bytes (Content-Length)`);
@@ -171,6 +176,12 @@ export class HttpResponse {
       throw this.#failure(e);
     }
     return Buffer.concat(chunks, length);
+  }
+
+  /** Stops reading: the connection is closed. undici reports that as an error event, which is expected here. */
+  #abandon(): void {
+    this.#body.on("error", () => {});
+    this.#body.destroy();
   }
 
   /** Reads and drops the body so the connection can be reused; failures here do not matter. */

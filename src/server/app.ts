@@ -1,7 +1,9 @@
-// Assembles a running Imprimatur server from options: policies, TLS, backends, cache, audit log, HTTPS.
+// Assembles a running Imprimatur server from options: policies, TLS, backends, cache, audit log, registry
+// access for tag→digest pinning, HTTPS.
 // Used by `imprimatur serve`, and by tests and benchmarks that want a server in-process.
 import { watch, type FSWatcher } from "node:fs";
 import { join } from "node:path";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { pino, type Logger } from "pino";
 import { AuditLog } from "../audit/audit-log.ts";
 import { builtinEngine } from "../backends/builtin-engine.ts";
@@ -17,6 +19,13 @@ import type { TemplateKind } from "../core/workload-templates.ts";
 import { loadPolicies, type PolicySet } from "../policy/load-policies.ts";
 import { bindProfileClusterWide, shippedProfiles } from "../policy/profiles.ts";
 import { PolicyLoadError } from "../policy/policy-error.ts";
+import { ANONYMOUS, type CredentialLookup } from "../credentials/credential.ts";
+import { EventRecorder } from "../kube/event-recorder.ts";
+import { PullSecretReader } from "../kube/pull-secrets.ts";
+import { ImagePinner } from "../pinning/image-pinner.ts";
+import { DigestResolver } from "../registry/digest-resolver.ts";
+import { RegistryClient, type RoundTrip } from "../registry/registry-client.ts";
+import type { RegistrySettingsMap } from "../registry/registry-settings.ts";
 import { startHttpsServer, type RunningServer } from "./https-server.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { ensureServingCertificate } from "./tls-bootstrap.ts";
@@ -36,6 +45,14 @@ export interface AppOptions {
   logger?: Logger;
   /** Reload policies when files in the folder change (default true). */
   watchPolicies?: boolean;
+  /** Kubernetes API access: pods' pull secrets and Events for tag→digest pinning. */
+  kube?: KubeConfig;
+  /** Per-registry TLS, plain HTTP and mirrors (--registries). */
+  registries?: RegistrySettingsMap;
+  /** The server's own registry credentials (--authfile), tried after a pod's. */
+  staticCredentials?: CredentialLookup;
+  /** Called for every registry HTTP exchange (benchmarks count round trips). */
+  onRegistryRoundTrip?: (trip: RoundTrip) => void;
 }
 
 export interface App {
@@ -43,6 +60,8 @@ export interface App {
   caPem: string | undefined;
   generatedCertificate: boolean;
   cache: DecisionCache;
+  /** Tag→digest resolution cache (digestMutate). */
+  resolver: DigestResolver;
   metrics: Metrics;
   logger: Logger;
   policies(): readonly ImagePolicy[];
@@ -89,6 +108,22 @@ export async function startApp(opts: AppOptions): Promise<App> {
     onBackendResult: (backend, outcome) => metrics.backendResults.inc({ backend, outcome }),
   });
   const audit = new AuditLog(opts.config.auditLog ?? join(opts.stateDir, "audit.jsonl"));
+  const registry = new RegistryClient({ settings: opts.registries ?? new Map(), ...(opts.onRegistryRoundTrip ? { onRoundTrip: opts.onRegistryRoundTrip } : {}) });
+  const resolver = new DigestResolver(
+    { resolveDigest: (ref, o) => registry.resolveDigest(ref, { signal: o.signal, credentials: o.lookup }) },
+    { ttlMs: opts.config.digests.cacheTtlMs, maxEntries: opts.config.digests.cacheMaxEntries },
+  );
+  const events = opts.kube ? new EventRecorder(opts.kube, logger) : undefined;
+  const pinner = new ImagePinner({
+    policies: () => current,
+    namespaces: opts.namespaces ?? NO_NAMESPACE_LABELS,
+    resolver,
+    ...(opts.kube ? { pullSecrets: new PullSecretReader(opts.kube, { logger }) } : {}),
+    staticCredentials: opts.staticCredentials ?? ANONYMOUS,
+    mode: opts.config.digests.mode,
+    failOpen: opts.config.failOpen,
+    logger,
+  });
 
   let server: RunningServer;
   try {
@@ -103,12 +138,15 @@ export async function startApp(opts: AppOptions): Promise<App> {
       restrictions: () => restrictions,
       namespaces: opts.namespaces ?? NO_NAMESPACE_LABELS,
       templateKinds,
+      pinner,
+      ...(events ? { events } : {}),
       maxBodyBytes: opts.config.maxRequestBytes,
       defaultTimeoutMs: 10_000,
       isReady: () => true,
     });
   } catch (e) {
     await Promise.all(remotes.map((r) => r.close()));
+    await registry.close();
     throw e;
   }
 
@@ -117,6 +155,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
       ({ images: current, restrictions } = await load());
       // Remote decisions may depend on what the operator just changed; start afresh.
       cache.clear();
+      resolver.clear();
       metrics.policyReloads.inc({ result: "success" });
       logger.info({ policies: current.map((p) => p.name), podRestrictions: restrictions.all.map((p) => p.name) }, "policies reloaded");
       return undefined;
@@ -148,6 +187,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
     caPem,
     generatedCertificate,
     cache,
+    resolver,
     metrics,
     logger,
     policies: () => current,
@@ -157,6 +197,8 @@ export async function startApp(opts: AppOptions): Promise<App> {
       watcher?.close();
       await server.close();
       await Promise.all(remotes.map((r) => r.close()));
+      await registry.close();
+      await events?.flush();
       await audit.close();
       logger.flush();
     },

@@ -1,0 +1,312 @@
+// The OCI distribution client: manifests and blobs of one repository, reached through the registry's mirrors
+// (in order) and then the registry itself, authorized with the credentials the lookup gives for each host.
+//
+// What is fetched is verified: a manifest's bytes must hash to the Docker-Content-Digest the registry sent and,
+// when asked for by digest, to that digest; a blob's bytes to its digest. Sizes are bounded while reading.
+// Credentials go only to the host they were looked up for (a mirror gets the mirror's credentials) and to the
+// token realm that host names; redirects to other hosts never carry them (see http-exchange.ts).
+import type { ImageReference } from "../core/image-reference.ts";
+import { effectiveTag } from "../core/image-reference.ts";
+import { ANONYMOUS, type CredentialLookup, type RegistryCredential } from "../credentials/credential.ts";
+import { sameEndpointAuth } from "./auth-challenge.ts";
+import { computeDigest, digestAlgorithm } from "./content-digest.ts";
+import { EndpointAgents } from "./endpoint-agents.ts";
+import { HttpTransport, subject, type ExchangeContext, type HttpResponse, type RoundTrip } from "./http-exchange.ts";
+import { MANIFEST_ACCEPT, essence, readManifest, type PlatformManifest } from "./media-types.ts";
+import { challengeOf, RegistryAuthorizer, statusError } from "./registry-auth.ts";
+import { RegistryError, type EndpointFailure } from "./registry-error.ts";
+import { endpointsFor, settingsForHost, type RegistryEndpoint, type RegistrySettingsMap } from "./registry-settings.ts";
+import { TokenCache } from "./token-cache.ts";
+
+export type { RoundTrip } from "./http-exchange.ts";
+
+export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+export const DEFAULT_MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
+export const DEFAULT_MAX_BLOB_BYTES = 4 * 1024 * 1024;
+/** What credentialSource says when no credential was sent. */
+export const ANONYMOUS_SOURCE = "anonymous";
+
+export interface RegistryClientOptions {
+  /** Per-registry TLS, plain HTTP and mirrors (src/config/registries-file.ts). */
+  settings?: RegistrySettingsMap;
+  /** Credentials per host and repository; default: none (anonymous). */
+  credentials?: CredentialLookup;
+  /** Each HTTP request (connect to last body byte), ms. Default 10 s. */
+  requestTimeoutMs?: number;
+  /** Manifest size limit, bytes. Default 4 MiB. */
+  maxManifestBytes?: number;
+  /** The clock for token expiry (tests inject one). */
+  now?: () => number;
+  /** Called for every HTTP exchange, token requests included, so callers can count round trips. */
+  onRoundTrip?: (trip: RoundTrip) => void;
+}
+
+export interface CallOptions {
+  /** The caller's deadline (the admission deadline): aborting it fails the call with code "timeout". */
+  signal?: AbortSignal;
+}
+
+/** Where a result came from. */
+export interface Provenance {
+  /** The host that answered: a mirror, "registry-1.docker.io", "registry.example.com:5000". */
+  endpoint: string;
+  /** The `source` of the credential that worked, or "anonymous" when none was sent. */
+  credentialSource: string;
+}
+
+export interface ManifestHead extends Provenance {
+  /** Docker-Content-Digest; unverified (HEAD has no body), undefined when the registry sent none. */
+  digest?: string;
+  mediaType?: string;
+  size?: number;
+}
+
+export interface Manifest extends Provenance {
+  /** The verified digest of the body: sha256, or sha512 when asked for by a sha512 digest. */
+  digest: string;
+  mediaType: string;
+  size: number;
+  body: Buffer;
+  /** For an index (multi-platform image): its entries, each reachable by digest with getManifest. */
+  manifests?: PlatformManifest[];
+}
+
+export interface ResolvedDigest extends Provenance {
+  /** What the tag points to (for a multi-platform image, the index's digest), verified. */
+  digest: string;
+  mediaType: string;
+  size: number;
+  manifests?: PlatformManifest[];
+}
+
+export interface Blob extends Provenance {
+  digest: string;
+  body: Buffer;
+}
+
+/** A registry and repository, as in an ImageReference. */
+export type RepositoryRef = Pick<ImageReference, "registry" | "repository">;
+
+export class RegistryClient {
+  readonly #settings: RegistrySettingsMap;
+  readonly #lookup: CredentialLookup;
+  readonly #maxManifestBytes: number;
+  readonly #agents: EndpointAgents;
+  readonly #transport: HttpTransport;
+  readonly #auth: RegistryAuthorizer;
+
+  constructor(options: RegistryClientOptions = {}) {
+    this.#settings = options.settings ?? new Map();
+    this.#lookup = options.credentials ?? ANONYMOUS;
+    this.#maxManifestBytes = options.maxManifestBytes ?? DEFAULT_MAX_MANIFEST_BYTES;
+    const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    this.#agents = new EndpointAgents(this.#settings, { connectTimeoutMs: requestTimeoutMs });
+    this.#transport = new HttpTransport({ agents: this.#agents, settings: this.#settings, requestTimeoutMs, onRoundTrip: options.onRoundTrip });
+    this.#auth = new RegistryAuthorizer(this.#transport, this.#settings, new TokenCache({ now: options.now }));
+  }
+
+  /** HEAD of a manifest by tag or digest: cheap, but nothing in it is verified. */
+  async headManifest(ref: ImageReference, options: CallOptions = {}): Promise<ManifestHead> {
+    const reference = manifestReference(ref);
+    return this.#acrossEndpoints(ref, options, async (endpoint, context) => {
+      const { response, credentialSource } = await this.#send(endpoint, context, "HEAD", `manifests/${reference}`, options.signal);
+      if (response.status !== 200) throw await statusError(response, context, endpoint.host, `HEAD manifest ${reference}`);
+      await response.discard();
+      const result: ManifestHead = { endpoint: endpoint.host, credentialSource };
+      const digest = response.header("docker-content-digest");
+      if (digest !== undefined) {
+        if (digestAlgorithm(digest) === undefined) throw badDigestHeader(context, endpoint);
+        if (ref.digest !== undefined && digest !== ref.digest) {
+          throw new RegistryError("digest-mismatch", `${subject(context)}: asked ${endpoint.host} for ${ref.digest}, its Docker-Content-Digest says ${digest}`, { ...context, endpoint: endpoint.host });
+        }
+        result.digest = digest;
+      }
+      const mediaType = essence(response.header("content-type"));
+      if (mediaType !== undefined) result.mediaType = mediaType;
+      const length = response.header("content-length");
+      if (length !== undefined && /^\d+$/.test(length)) result.size = Number(length);
+      return result;
+    });
+  }
+
+  /** A manifest by digest (when the reference has one) or by tag, verified against its digest. */
+  async getManifest(ref: ImageReference, options: CallOptions = {}): Promise<Manifest> {
+    const reference = manifestReference(ref);
+    return this.#acrossEndpoints(ref, options, async (endpoint, context) => {
+      const { response, credentialSource } = await this.#send(endpoint, context, "GET", `manifests/${reference}`, options.signal);
+      if (response.status !== 200) throw await statusError(response, context, endpoint.host, `manifest ${reference}`);
+      const body = await response.bytes(this.#maxManifestBytes, `manifest ${reference}`);
+      const digest = verifyManifestDigest(body, response, ref.digest, context, endpoint);
+      const read = readManifest(body, response.header("content-type"));
+      if (!read.ok) throw new RegistryError("protocol", `${subject(context)}: manifest ${reference} from ${endpoint.host}: ${read.error}`, { ...context, endpoint: endpoint.host });
+      const manifest: Manifest = { digest, mediaType: read.mediaType, size: body.length, body, endpoint: endpoint.host, credentialSource };
+      if (read.manifests) manifest.manifests = read.manifests;
+      return manifest;
+    });
+  }
+
+  /**
+   * The digest an image's tag points to, from one verified GET (a HEAD's digest cannot be checked). For a
+   * multi-platform image this is the index's digest, with its platform manifests listed. A reference with a
+   * digest resolves to that digest once the registry has served bytes that hash to it.
+   */
+  async resolveDigest(image: ImageReference, options: CallOptions = {}): Promise<ResolvedDigest> {
+    const { body: _body, ...resolved } = await this.getManifest(image, options);
+    return resolved;
+  }
+
+  /** A blob, verified against its digest; at most maxBytes (default 4 MiB). Redirects are followed. */
+  async getBlob(repo: RepositoryRef, digest: string, options: CallOptions & { maxBytes?: number } = {}): Promise<Blob> {
+    const algorithm = digestAlgorithm(digest);
+    if (algorithm === undefined) throw new Error(`getBlob: ${JSON.stringify(digest)} is not a sha256 or sha512 digest`);
+    const maxBytes = options.maxBytes ?? DEFAULT_MAX_BLOB_BYTES;
+    return this.#acrossEndpoints(repo, options, async (endpoint, context) => {
+      const { response, credentialSource } = await this.#send(endpoint, context, "GET", `blobs/${digest}`, options.signal);
+      if (response.status !== 200) throw await statusError(response, context, endpoint.host, `blob ${digest}`);
+      const body = await response.bytes(maxBytes, `blob ${digest}`);
+      const computed = computeDigest(body, algorithm);
+      if (computed !== digest) {
+        throw new RegistryError("digest-mismatch", `${subject(context)}: blob ${digest} from ${endpoint.host} hashes to ${computed}: the registry's body does not match its digest: tampered or broken`, {
+          ...context,
+          endpoint: endpoint.host,
+        });
+      }
+      return { digest, body, endpoint: endpoint.host, credentialSource };
+    });
+  }
+
+  /** Closes every connection. The client cannot be used afterwards. */
+  async close(): Promise<void> {
+    await this.#agents.close();
+  }
+
+  /** Runs `attempt` on each mirror in order and then the registry; the first success wins. */
+  async #acrossEndpoints<T>(repo: RepositoryRef, options: CallOptions, attempt: (endpoint: RegistryEndpoint, context: ExchangeContext) => Promise<T>): Promise<T> {
+    const context: ExchangeContext = { registry: repo.registry, repository: repo.repository };
+    const failures: EndpointFailure[] = [];
+    for (const endpoint of endpointsFor(this.#settings, repo.registry)) {
+      try {
+        return await attempt(endpoint, context);
+      } catch (e) {
+        // A mirror that fails for any reason (gone, stale, refusing, even serving bad bytes) is skipped: the
+        // registry is still asked, and its answer is verified the same way. The caller's deadline is not.
+        if (!(e instanceof RegistryError) || options.signal?.aborted) throw e;
+        failures.push({ endpoint: endpoint.host, code: e.code, message: withoutSubject(e.message, context) });
+        if (endpoint.mirror) continue;
+        if (failures.length === 1) throw e;
+        const tried = failures.map((f) => `${f.endpoint}: ${f.message}`).join("; ");
+        throw new RegistryError(e.code, `${subject(context)}: every endpoint failed, mirrors first: ${tried}`, {
+          ...context,
+          endpoint: endpoint.host,
+          retryable: e.retryable,
+          credentialSources: e.credentialSources,
+          status: e.status,
+          attempts: failures,
+          cause: e,
+        });
+      }
+    }
+    throw new Error("unreachable: endpointsFor always ends with the registry itself");
+  }
+
+  /**
+   * One authorized request to an endpoint: each credential the lookup gives for the endpoint's host in turn
+   * (anonymous when it gives none) until one is not refused (401/403). A refused cached token is dropped and
+   * replaced once; a challenge that differs from the cached ping is learned and retried once.
+   */
+  async #send(endpoint: RegistryEndpoint, context: ExchangeContext, method: "GET" | "HEAD", path: string, signal: AbortSignal | undefined): Promise<{ response: HttpResponse; credentialSource: string }> {
+    const url = new URL(`/v2/${context.repository}/${path}`, endpoint.origin);
+    const namedBy = settingsForHost(this.#settings, endpoint.host) ?? { host: endpoint.host };
+    const credentials: Array<RegistryCredential | undefined> = [...this.#lookup(endpoint.credentialHost, context.repository)];
+    if (credentials.length === 0) credentials.push(undefined);
+    const refusals: string[] = [];
+
+    for (const credential of credentials) {
+      const source = credential?.source ?? ANONYMOUS_SOURCE;
+      let auth = await this.#auth.endpointAuth(endpoint, context, signal);
+      let fresh = false;
+      let retried = false;
+      for (;;) {
+        const authorization = await this.#auth.authorize({ endpoint, auth, credential, repository: context.repository, fresh, signal, context });
+        if (!authorization.ok) {
+          refusals.push(`${source} (${authorization.reason})`);
+          break;
+        }
+        const response = await this.#transport.exchange({
+          method,
+          url,
+          headers: path.startsWith("manifests/") ? { accept: MANIFEST_ACCEPT } : {},
+          authorization: authorization.header === undefined ? undefined : { value: authorization.header, origin: endpoint.origin },
+          namedBy,
+          followRedirects: true,
+          signal,
+          context,
+        });
+        if (response.status !== 401 && response.status !== 403) {
+          return { response, credentialSource: authorization.header === undefined ? ANONYMOUS_SOURCE : source };
+        }
+        await response.discard();
+        if (response.status === 401 && !retried) {
+          retried = true;
+          if (authorization.cached) {
+            this.#auth.forget(authorization.cached.key, authorization.cached.token);
+            fresh = true;
+            continue;
+          }
+          const challenge = challengeOf(response);
+          if (challenge.ok && !sameEndpointAuth(challenge.auth, auth)) {
+            auth = challenge.auth;
+            this.#auth.remember(endpoint, auth);
+            continue;
+          }
+        }
+        refusals.push(`${source} (refused by ${endpoint.host}: HTTP ${response.status})`);
+        break;
+      }
+    }
+
+    const sources = credentials.map((c) => c?.source ?? ANONYMOUS_SOURCE);
+    const hint = credentials[0] === undefined
+      ? `no credentials are configured for ${endpoint.credentialHost}, and anonymous access was refused`
+      : `tried ${refusals.join(", ")}`;
+    throw new RegistryError("unauthorized", `${subject(context)}: unauthorized at ${endpoint.host}: ${hint}`, { ...context, endpoint: endpoint.host, credentialSources: sources });
+  }
+}
+
+/** The digest when the reference has one (it wins over a tag, as in Docker), else the tag. */
+function manifestReference(ref: ImageReference): string {
+  return ref.digest ?? (effectiveTag(ref) as string);
+}
+
+/**
+ * The body's digest, checked against the Docker-Content-Digest header (when sent) and the requested digest
+ * (when asked by digest). Hashes with the requested digest's algorithm, sha256 otherwise.
+ */
+function verifyManifestDigest(body: Buffer, response: HttpResponse, requested: string | undefined, context: ExchangeContext, endpoint: RegistryEndpoint): string {
+  const algorithm = requested !== undefined ? (digestAlgorithm(requested) ?? "sha256") : "sha256";
+  const computed = computeDigest(body, algorithm);
+  const mismatch = (promised: string, by: string, actual: string): RegistryError =>
+    new RegistryError(
+      "digest-mismatch",
+      `${subject(context)}: the manifest from ${endpoint.host} hashes to ${actual}, but ${by} is ${promised}: the registry's body does not match its digest: tampered or broken`,
+      { ...context, endpoint: endpoint.host },
+    );
+  const announced = response.header("docker-content-digest");
+  if (announced !== undefined) {
+    const announcedAlgorithm = digestAlgorithm(announced);
+    if (announcedAlgorithm === undefined) throw badDigestHeader(context, endpoint);
+    const actual = announcedAlgorithm === algorithm ? computed : computeDigest(body, announcedAlgorithm);
+    if (actual !== announced) throw mismatch(announced, "its Docker-Content-Digest", actual);
+  }
+  if (requested !== undefined && computed !== requested) throw mismatch(requested, "the requested digest", computed);
+  return computed;
+}
+
+function badDigestHeader(context: ExchangeContext, endpoint: RegistryEndpoint): RegistryError {
+  return new RegistryError("protocol", `${subject(context)}: ${endpoint.host} sent a Docker-Content-Digest that is not a sha256 or sha512 digest`, { ...context, endpoint: endpoint.host });
+}
+
+function withoutSubject(message: string, context: ExchangeContext): string {
+  const prefix = `${subject(context)}: `;
+  return message.startsWith(prefix) ? message.slice(prefix.length) : message;
+}

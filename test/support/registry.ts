@@ -1,0 +1,548 @@
+// End-to-end harness: real OCI registries (docker-registry, i.e. CNCF distribution 2.8) on 127.0.0.1.
+//
+// Each registry is one child process with a private temp dir (filesystem storage, generated config, TLS
+// material, htpasswd file, skopeo auth file, log) that stop() removes. Three auth modes:
+//   none     — anyone may pull and push;
+//   htpasswd — every request needs Basic credentials of a listed user (all users may pull and push everything);
+//   token    — Bearer tokens from the tests' own token server (token-server.ts), with per-user repository access.
+// TLS (default) uses a fresh test CA per registry; the token server's certificates come from the same CA.
+// The components come from scripts/provision-registry.sh; images are pushed with skopeo from OCI layouts
+// (oci-layout.ts).
+
+import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { accessSync, closeSync, constants as fsConstants, fstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, writeFileSync } from "node:fs";
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
+import { tmpdir } from "node:os";
+import { delimiter, join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
+import { freePort } from "./ports.ts";
+import { startTokenServer } from "./token-server.ts";
+import type { TestTokenServer, TokenServerUser } from "./token-server.ts";
+
+export type RegistryAuth = "none" | "htpasswd" | "token";
+
+export interface RegistryUser {
+  username: string;
+  password: string;
+  /** Token auth only: repository globs the user may pull (`*` one segment, `**` any). Default: all. */
+  pull?: string[];
+  /** Token auth only: may push what it may pull. Default true. */
+  push?: boolean;
+}
+
+export interface RegistryOptions {
+  auth: RegistryAuth;
+  /** Serve HTTPS with a certificate from a fresh test CA. Default true. */
+  tls?: boolean;
+  /** Token auth: repository globs anyone may pull anonymously. */
+  publicRepositories?: string[];
+  /** Default: one generated user that may pull and push everything. */
+  users?: RegistryUser[];
+  /** Token auth: lifetime of issued tokens (default 300 s). */
+  tokenTtlSeconds?: number;
+}
+
+export interface SkopeoResult {
+  code: number;
+  stdout: Buffer;
+  stderr: string;
+}
+
+export interface TestRegistry {
+  /** "127.0.0.1:PORT" */
+  host: string;
+  /** "https://127.0.0.1:PORT" (http:// with tls: false) */
+  url: string;
+  /** The test CA: it signed the serving certificate and the token server's certificates. */
+  caPem: string;
+  /** Path of caPem. */
+  caFile: string;
+  /** A directory holding only ca.crt, for skopeo --src-cert-dir / --dest-cert-dir / --cert-dir. */
+  certDir: string;
+  /** The first user; it may pull and push everything (unless its pull globs say otherwise). */
+  username: string;
+  password: string;
+  users: RegistryUser[];
+  auth: RegistryAuth;
+  tls: boolean;
+  /** containers-auth.json / docker config.json with the first user's credentials for this host. */
+  authFile: string;
+  /** The private temp dir (removed by stop()). */
+  dir: string;
+  pid: number;
+  tokenServer?: TestTokenServer;
+  /** skopeo copy --all --preserve-digests from an OCI layout to host/repository:tag, as the first user. */
+  push(layoutDir: string, layoutTag: string, repository: string, tag: string): Promise<void>;
+  /** skopeo inspect --raw of repository:tag (or repository@digest when ref is a digest), as the first user. */
+  inspectRaw(repository: string, ref: string): Promise<{ raw: Buffer; digest: string }>;
+  /** The skopeo flags that reach this registry with the first user's credentials and the test CA. */
+  skopeoFlags(role: "src" | "dest" | "inspect"): string[];
+  /** Tail of the registry's output, for assertion messages. */
+  logs(): string;
+  /** SIGTERM (by PID; SIGKILL after a grace period), stop the token server, remove the dir. Idempotent. */
+  stop(): Promise<void>;
+}
+
+export interface RegistryToolPaths {
+  registry: string;
+  skopeo: string;
+  htpasswd: string;
+}
+
+const START_DEADLINE_MS = 15_000;
+const STOP_GRACE_MS = 5_000;
+const SKOPEO_TIMEOUT_MS = 60_000;
+const PORT_ATTEMPTS = 5;
+const TOKEN_SERVICE = "imprimatur-test-registry";
+const TOKEN_ISSUER = "imprimatur-test-token-issuer";
+
+// ---------------------------------------------------------------------------------------------
+// Tool discovery
+
+function isExecutable(path: string): boolean {
+  try {
+    accessSync(path, fsConstants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function findCommand(name: string): string | null {
+  for (const entry of [...(process.env.PATH ?? "").split(delimiter), "/usr/bin", "/usr/sbin"]) {
+    if (entry && isExecutable(join(entry, name))) return join(entry, name);
+  }
+  return null;
+}
+
+/** docker-registry, skopeo and htpasswd; throws, naming what is missing, if provision-registry.sh has not run. */
+export function registryToolPaths(): RegistryToolPaths {
+  const found = { registry: findCommand("docker-registry"), skopeo: findCommand("skopeo"), htpasswd: findCommand("htpasswd") };
+  const missing = Object.entries(found)
+    .filter(([, path]) => path === null)
+    .map(([name]) => (name === "registry" ? "docker-registry" : name));
+  if (missing.length > 0) {
+    throw new Error(
+      `registry test components not found: ${missing.join(", ")}. Run scripts/provision-registry.sh first ` +
+        `(it installs Debian's docker-registry, skopeo and apache2-utils).`,
+    );
+  }
+  return found as RegistryToolPaths;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child processes, and killing them if the test process dies first
+
+const liveChildren = new Set<ChildProcess>();
+const liveDirs = new Set<string>();
+let exitHooksInstalled = false;
+
+function killEverythingNow(): void {
+  for (const child of liveChildren) {
+    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
+      try {
+        process.kill(child.pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+  }
+  liveChildren.clear();
+  for (const dir of liveDirs) {
+    try {
+      rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // best effort while exiting
+    }
+  }
+  liveDirs.clear();
+}
+
+function installExitHooks(): void {
+  if (exitHooksInstalled) return;
+  exitHooksInstalled = true;
+  process.on("exit", killEverythingNow);
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+    process.once(signal, () => {
+      killEverythingNow();
+      // If nobody else handles the signal, restore its default effect (terminate).
+      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+    });
+  }
+}
+
+/** The test process's environment minus what would reconfigure the children behind our back. */
+function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    // docker-registry overrides any config field from REGISTRY_* variables; skopeo reads REGISTRY_AUTH_FILE.
+    if (key.startsWith("REGISTRY_")) continue;
+    if (key === "DOCKER_CONFIG" || key === "CONTAINERS_REGISTRIES_CONF") continue;
+    env[key] = value;
+  }
+  return { ...env, ...extra };
+}
+
+interface RegistryProcess {
+  child: ChildProcess;
+  pid: number;
+  logPath: string;
+  exit: { code: number | null; signal: NodeJS.Signals | null } | null;
+  exited: Promise<void>;
+}
+
+function spawnRegistry(bin: string, configPath: string, logPath: string, dir: string): RegistryProcess {
+  // stdout and stderr share one file, so the log keeps its order.
+  const log = openSync(logPath, "w");
+  let child: ChildProcess;
+  try {
+    child = spawn(bin, ["serve", configPath], { cwd: dir, env: childEnv(), stdio: ["ignore", log, log] });
+  } finally {
+    closeSync(log);
+  }
+  if (child.pid === undefined) throw new Error(`could not start ${bin}`);
+  liveChildren.add(child);
+  const proc: RegistryProcess = { child, pid: child.pid, logPath, exit: null, exited: Promise.resolve() };
+  proc.exited = new Promise<void>((resolve) => {
+    child.once("exit", (code, signal) => {
+      proc.exit = { code, signal };
+      liveChildren.delete(child);
+      resolve();
+    });
+  });
+  return proc;
+}
+
+async function terminate(proc: RegistryProcess): Promise<void> {
+  if (proc.exit) return;
+  try {
+    process.kill(proc.pid, "SIGTERM");
+  } catch {
+    // already gone
+  }
+  const abort = new AbortController();
+  const exited = await Promise.race([proc.exited.then(() => true), sleep(STOP_GRACE_MS, false, { signal: abort.signal }).catch(() => false)]);
+  abort.abort();
+  if (exited) return;
+  try {
+    process.kill(proc.pid, "SIGKILL");
+  } catch {
+    // already gone
+  }
+  await proc.exited;
+}
+
+function describeExit(proc: RegistryProcess): string {
+  if (!proc.exit) return "still running";
+  return proc.exit.signal ? `signal ${proc.exit.signal}` : `code ${proc.exit.code}`;
+}
+
+/** The last lines of a (possibly large) log file. */
+function tailFile(path: string, maxLines = 60, maxBytes = 24 * 1024): string {
+  let fd: number;
+  try {
+    fd = openSync(path, "r");
+  } catch {
+    return `(no log at ${path})`;
+  }
+  try {
+    const size = fstatSync(fd).size;
+    const length = Math.min(size, maxBytes);
+    const buffer = Buffer.alloc(length);
+    readSync(fd, buffer, 0, length, size - length);
+    const lines = buffer.toString("utf8").split("\n");
+    if (length < size) lines.shift(); // probably a partial line
+    return lines.slice(-maxLines).join("\n");
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Runs a command, collecting its output; never rejects (a spawn failure or timeout gives code -1). */
+function run(bin: string, args: string[], opts: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<SkopeoResult> {
+  return new Promise((resolve) => {
+    const child = spawn(bin, args, { env: opts.env ?? childEnv(), stdio: ["pipe", "pipe", "pipe"] });
+    liveChildren.add(child);
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    let note = "";
+    const timeoutMs = opts.timeoutMs ?? SKOPEO_TIMEOUT_MS;
+    const timer = setTimeout(() => {
+      note = `\n[registry] ${bin} ${args[0] ?? ""} timed out after ${timeoutMs} ms`;
+      child.kill("SIGKILL");
+    }, timeoutMs);
+    child.stdout.on("data", (chunk: Buffer) => stdout.push(chunk));
+    child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
+    child.stdin.on("error", () => {
+      // the command may exit without reading its input; its exit code tells the story
+    });
+    child.on("error", (err) => {
+      note += `\n[registry] ${err.message}`;
+    });
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      liveChildren.delete(child);
+      resolve({ code: note !== "" || code === null ? -1 : code, stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr).toString("utf8") + note });
+    });
+    child.stdin.end(opts.input ?? "");
+  });
+}
+
+/** Runs skopeo with the harness's environment (no REGISTRY_AUTH_FILE etc. from the caller). */
+export function runSkopeo(args: string[], opts: { timeoutMs?: number } = {}): Promise<SkopeoResult> {
+  return run(registryToolPaths().skopeo, args, opts);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Readiness
+
+/** Any HTTP answer from /v2/ (200 without auth, 401 with) means the registry serves. */
+function probeV2(url: string, ca: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const request = url.startsWith("https:") ? httpsRequest : httpRequest;
+    const req = request(`${url}/v2/`, { method: "GET", ca, agent: false, timeout: 1_000 }, (res) => {
+      res.resume();
+      res.on("end", () => resolve(res.statusCode ?? 0));
+      res.on("error", reject);
+    });
+    req.on("timeout", () => req.destroy(new Error("timeout")));
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Configuration
+
+interface RegistryFiles {
+  storage: string;
+  tlsCert: string;
+  tlsKey: string;
+  caFile: string;
+  htpasswd: string;
+}
+
+/** The registry's config. JSON is valid YAML, and sidesteps quoting. */
+export function registryConfig(
+  port: number,
+  files: RegistryFiles,
+  opts: { auth: RegistryAuth; tls: boolean; secret: string; token?: { realm: string; service: string; issuer: string } },
+): string {
+  let auth: Record<string, unknown> | undefined;
+  if (opts.auth === "htpasswd") auth = { htpasswd: { realm: "imprimatur-test-registry", path: files.htpasswd } };
+  if (opts.auth === "token") {
+    if (opts.token === undefined) throw new Error("token auth needs the token server's realm, service and issuer");
+    auth = { token: { ...opts.token, rootcertbundle: files.caFile } };
+  }
+  const config = {
+    version: "0.1",
+    log: { level: "info", formatter: "text", fields: { service: "registry" } },
+    storage: {
+      filesystem: { rootdirectory: files.storage },
+      delete: { enabled: true },
+      maintenance: { uploadpurging: { enabled: false } },
+    },
+    http: {
+      addr: `127.0.0.1:${port}`,
+      secret: opts.secret,
+      ...(opts.tls ? { tls: { certificate: files.tlsCert, key: files.tlsKey } } : {}),
+    },
+    ...(auth !== undefined ? { auth } : {}),
+    health: { storagedriver: { enabled: false } },
+  };
+  return JSON.stringify(config, null, 2) + "\n";
+}
+
+/** A docker config.json / containers auth.json granting `user` on `host`. */
+export function authFileJson(host: string, user: { username: string; password: string }): string {
+  return JSON.stringify({ auths: { [host]: { auth: Buffer.from(`${user.username}:${user.password}`).toString("base64") } } }) + "\n";
+}
+
+async function writeHtpasswd(htpasswdBin: string, path: string, users: RegistryUser[]): Promise<void> {
+  const lines: string[] = [];
+  for (const user of users) {
+    if (user.username.includes(":")) throw new Error(`htpasswd user names cannot contain ':' (${JSON.stringify(user.username)})`);
+    // -i reads the password from stdin, so it never appears on a command line.
+    const result = await run(htpasswdBin, ["-niB", user.username], { input: `${user.password}\n`, timeoutMs: 10_000 });
+    if (result.code !== 0) throw new Error(`htpasswd failed for user ${user.username} (code ${result.code}): ${result.stderr.trim()}`);
+    lines.push(result.stdout.toString("utf8").trim());
+  }
+  writeFileSync(path, lines.join("\n") + "\n", { mode: 0o600 });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Start
+
+export async function startRegistry(opts: RegistryOptions): Promise<TestRegistry> {
+  const tools = registryToolPaths();
+  const tls = opts.tls ?? true;
+  const users: RegistryUser[] =
+    opts.users && opts.users.length > 0 ? opts.users.map((u) => ({ ...u })) : [{ username: "imprimatur-test", password: randomBytes(12).toString("hex") }];
+  const first = users[0]!;
+  installExitHooks();
+
+  const dir = mkdtempSync(join(tmpdir(), "imprimatur-registry-"));
+  liveDirs.add(dir);
+  let tokenServer: TestTokenServer | undefined;
+  let proc: RegistryProcess | undefined;
+
+  const abandon = async (error: Error): Promise<never> => {
+    if (proc) await terminate(proc);
+    if (tokenServer) await tokenServer.stop();
+    liveDirs.delete(dir);
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  };
+
+  try {
+    const deadline = Date.now() + START_DEADLINE_MS;
+    const ca = await createCertificateAuthority(`imprimatur-test-registry-ca@${process.pid}`);
+    const serving = await issueCertificate(ca, { commonName: "imprimatur-test-registry", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1", "::1"] });
+    const files: RegistryFiles = {
+      storage: join(dir, "storage"),
+      tlsCert: join(dir, "tls.crt"),
+      tlsKey: join(dir, "tls.key"),
+      caFile: join(dir, "ca.crt"),
+      htpasswd: join(dir, "htpasswd"),
+    };
+    const certDir = join(dir, "certs.d");
+    const skopeoTmp = join(dir, "tmp");
+    for (const sub of [files.storage, certDir, skopeoTmp]) mkdirSync(sub, { recursive: true });
+    writeFileSync(files.caFile, ca.certPem);
+    writeFileSync(join(certDir, "ca.crt"), ca.certPem);
+    writeFileSync(files.tlsCert, serving.certPem);
+    writeFileSync(files.tlsKey, serving.keyPem, { mode: 0o600 });
+    if (opts.auth === "htpasswd") await writeHtpasswd(tools.htpasswd, files.htpasswd, users);
+    if (opts.auth === "token") {
+      const tokenUsers: TokenServerUser[] = users.map((u) => ({ ...u }));
+      tokenServer = await startTokenServer({
+        ca,
+        service: TOKEN_SERVICE,
+        issuer: TOKEN_ISSUER,
+        users: tokenUsers,
+        publicRepositories: opts.publicRepositories ?? [],
+        ...(opts.tokenTtlSeconds !== undefined ? { tokenTtlSeconds: opts.tokenTtlSeconds } : {}),
+      });
+    }
+    const secret = randomBytes(16).toString("hex");
+    const configPath = join(dir, "config.yml");
+    const logPath = join(dir, "registry.log");
+    const authFile = join(dir, "auth.json");
+
+    for (let attempt = 1; ; attempt++) {
+      const port = await freePort();
+      const host = `127.0.0.1:${port}`;
+      const url = `${tls ? "https" : "http"}://${host}`;
+      const token = tokenServer ? { realm: tokenServer.realm, service: TOKEN_SERVICE, issuer: TOKEN_ISSUER } : undefined;
+      writeFileSync(configPath, registryConfig(port, files, { auth: opts.auth, tls, secret, ...(token ? { token } : {}) }));
+      writeFileSync(authFile, authFileJson(host, first), { mode: 0o600 });
+      proc = spawnRegistry(tools.registry, configPath, logPath, dir);
+      const current = proc;
+      let lastState = "no response yet";
+      while (!current.exit) {
+        try {
+          const status = await probeV2(url, ca.certPem);
+          // The log line rules out another process that grabbed the port first answering in our place.
+          if ((status === 200 || status === 401) && readFileSync(logPath, "utf8").includes(`listening on ${host}`)) {
+            return makeRegistry({ tools, dir, host, url, tls, auth: opts.auth, users, caPem: ca.certPem, caFile: files.caFile, certDir, authFile, skopeoTmp, proc: current, tokenServer });
+          }
+          lastState = `/v2/ answered ${status}`;
+        } catch (err) {
+          lastState = `/v2/: ${(err as Error).message}`;
+        }
+        if (Date.now() > deadline) {
+          return await abandon(new Error(`docker-registry not ready within ${START_DEADLINE_MS / 1000} s (${lastState}); log tail:\n${tailFile(logPath)}`));
+        }
+        await sleep(20);
+      }
+      const log = tailFile(logPath);
+      if (attempt < PORT_ATTEMPTS && /address already in use/i.test(log)) continue;
+      return await abandon(new Error(`docker-registry exited (${describeExit(current)}) during start; log tail:\n${log}`));
+    }
+  } catch (err) {
+    if (liveDirs.has(dir)) return await abandon(err as Error);
+    throw err;
+  }
+}
+
+function makeRegistry(parts: {
+  tools: RegistryToolPaths;
+  dir: string;
+  host: string;
+  url: string;
+  tls: boolean;
+  auth: RegistryAuth;
+  users: RegistryUser[];
+  caPem: string;
+  caFile: string;
+  certDir: string;
+  authFile: string;
+  skopeoTmp: string;
+  proc: RegistryProcess;
+  tokenServer: TestTokenServer | undefined;
+}): TestRegistry {
+  const { tools, dir, host, proc, tokenServer } = parts;
+  const first = parts.users[0]!;
+  let stopping: Promise<void> | undefined;
+
+  const skopeoFlags = (role: "src" | "dest" | "inspect"): string[] => {
+    const prefix = role === "inspect" ? "" : `${role}-`;
+    return [`--${prefix}authfile`, parts.authFile, `--${prefix}cert-dir`, parts.certDir, `--${prefix}tls-verify=${parts.tls}`];
+  };
+  const skopeo = (args: string[]) => run(tools.skopeo, ["--insecure-policy", "--tmpdir", parts.skopeoTmp, ...args]);
+  const failure = (what: string, result: SkopeoResult) =>
+    new Error(`${what} failed (skopeo exit ${result.code}): ${result.stderr.trim()}\nregistry log tail:\n${tailFile(proc.logPath, 20)}`);
+
+  const registry: TestRegistry = {
+    host,
+    url: parts.url,
+    caPem: parts.caPem,
+    caFile: parts.caFile,
+    certDir: parts.certDir,
+    username: first.username,
+    password: first.password,
+    users: parts.users,
+    auth: parts.auth,
+    tls: parts.tls,
+    authFile: parts.authFile,
+    dir,
+    pid: proc.pid,
+    skopeoFlags,
+    push: async (layoutDir, layoutTag, repository, tag) => {
+      // --all copies every instance of an index (and is harmless for a single manifest); --preserve-digests makes
+      // skopeo fail rather than silently convert, so the pushed digest is the one computed locally.
+      const result = await skopeo([
+        "copy",
+        "--quiet",
+        "--all",
+        "--preserve-digests",
+        ...skopeoFlags("dest"),
+        `oci:${layoutDir}:${layoutTag}`,
+        `docker://${host}/${repository}:${tag}`,
+      ]);
+      if (result.code !== 0) throw failure(`push of ${layoutDir}:${layoutTag} to ${host}/${repository}:${tag}`, result);
+    },
+    inspectRaw: async (repository, ref) => {
+      const target = ref.includes(":") ? `${host}/${repository}@${ref}` : `${host}/${repository}:${ref}`;
+      const result = await skopeo(["inspect", "--raw", ...skopeoFlags("inspect"), `docker://${target}`]);
+      if (result.code !== 0) throw failure(`skopeo inspect --raw docker://${target}`, result);
+      return { raw: result.stdout, digest: `sha256:${createHash("sha256").update(result.stdout).digest("hex")}` };
+    },
+    logs: () => tailFile(proc.logPath),
+    stop: () => {
+      stopping ??= (async () => {
+        await terminate(proc);
+        if (tokenServer) await tokenServer.stop();
+        liveDirs.delete(dir);
+        rmSync(dir, { recursive: true, force: true });
+      })();
+      return stopping;
+    },
+  };
+  if (tokenServer) registry.tokenServer = tokenServer;
+  return registry;
+}

@@ -1,5 +1,8 @@
-// One undici Agent per contacted host, carrying that host's TLS material. Keeping the trust per host means a
-// registry's private CA or client certificate is never offered to, or trusted for, some other host.
+// undici Agents carrying TLS material: one per host listed in the settings (its CA, its client certificate),
+// one per listed CA lent to the hosts its registry names (token realms, redirect targets), and one shared
+// agent with the default trust for every other host. Keeping the trust per host means a registry's private CA
+// or client certificate is never offered to, or trusted for, some other host; sharing the default agent keeps
+// the number of agents bounded by the settings, however many hosts image references name.
 import { getCACertificates } from "node:tls";
 import { Agent } from "undici";
 import { normalizeRegistryHost, settingsForHost, type RegistrySettings, type RegistrySettingsMap } from "./registry-settings.ts";
@@ -30,7 +33,7 @@ export class EndpointAgents {
     if (this.#closed) throw new Error("the registry client is closed");
     const own = settingsForHost(this.#settings, host);
     const inherited = own ? undefined : namedBy?.ca;
-    const key = inherited === undefined ? normalizeRegistryHost(host) : `${normalizeRegistryHost(host)} with the CA of ${normalizeRegistryHost(namedBy!.host)}`;
+    const key = own ? `host ${own.host}` : inherited !== undefined ? `CA of ${normalizeRegistryHost(namedBy!.host)}` : "default";
     let agent = this.#agents.get(key);
     if (!agent) {
       agent = this.#create(own ?? {}, inherited);

@@ -13,11 +13,14 @@ import type { RegistryCredential } from "../credentials/credential.ts";
 import { header, subject, type ExchangeContext, type HttpResponse, type HttpTransport } from "./http-exchange.ts";
 import { RegistryError } from "./registry-error.ts";
 import { hostOf, settingsForHost, type RegistryEndpoint, type RegistrySettingsMap } from "./registry-settings.ts";
-import { credentialIdentity, type TokenCache, type TokenGrant, type TokenKey } from "./token-cache.ts";
+import { InFlight } from "./in-flight.ts";
+import { credentialIdentity, tokenKeyId, type TokenCache, type TokenGrant, type TokenKey } from "./token-cache.ts";
 
 /** Sent as OAuth2 client_id when exchanging an identity token. */
 export const OAUTH_CLIENT_ID = "imprimatur";
 const TOKEN_RESPONSE_LIMIT = 1024 * 1024;
+/** Pinged endpoints remembered; image references can name any host, so the memory is bounded. */
+const MAX_REMEMBERED_ENDPOINTS = 1000;
 
 export type Authorization =
   /** The header to send (undefined: send none), and the cached token it came from, if any. */
@@ -41,6 +44,8 @@ export class RegistryAuthorizer {
   readonly #settings: RegistrySettingsMap;
   readonly #tokens: TokenCache;
   readonly #pings = new Map<string, EndpointAuth>();
+  readonly #pinging = new InFlight<EndpointAuth>();
+  readonly #fetching = new InFlight<TokenGrant | { refused: string }>();
 
   constructor(transport: HttpTransport, settings: RegistrySettingsMap, tokens: TokenCache) {
     this.#transport = transport;
@@ -52,7 +57,12 @@ export class RegistryAuthorizer {
   async endpointAuth(endpoint: RegistryEndpoint, context: ExchangeContext, signal?: AbortSignal): Promise<EndpointAuth> {
     const known = this.#pings.get(endpoint.origin);
     if (known) return known;
-    const response = await this.#transport.exchange({ method: "GET", url: new URL("/v2/", endpoint.origin), signal, context });
+    // Shared per repository too, so that an error names the repository its caller asked about.
+    return this.#pinging.run(`${endpoint.origin} ${context.repository}`, () => this.#ping(endpoint, context), signal, () => gaveUp(context, endpoint.host, "GET /v2/"));
+  }
+
+  async #ping(endpoint: RegistryEndpoint, context: ExchangeContext): Promise<EndpointAuth> {
+    const response = await this.#transport.exchange({ method: "GET", url: new URL("/v2/", endpoint.origin), context });
     let auth: EndpointAuth;
     if (response.status === 200) {
       await response.discard();
@@ -65,13 +75,15 @@ export class RegistryAuthorizer {
     } else {
       throw await statusError(response, context, endpoint.host, `GET /v2/ (the registry API check)`);
     }
-    this.#pings.set(endpoint.origin, auth);
+    this.remember(endpoint, auth);
     return auth;
   }
 
-  /** A challenge on a later response said the endpoint wants something else now. */
+  /** What an endpoint wants, from a ping or from a later challenge that said it wants something else now. */
   remember(endpoint: RegistryEndpoint, auth: EndpointAuth): void {
+    this.#pings.delete(endpoint.origin);
     this.#pings.set(endpoint.origin, auth);
+    if (this.#pings.size > MAX_REMEMBERED_ENDPOINTS) this.#pings.delete(this.#pings.keys().next().value as string);
   }
 
   forget(key: TokenKey, token: string): void {
@@ -95,12 +107,21 @@ export class RegistryAuthorizer {
       const token = this.#tokens.get(key);
       if (token !== undefined) return { ok: true, header: `Bearer ${token}`, cached: { key, token } };
     }
-    const grant = await this.#requestToken(req, auth, key.scope);
+    const grant = await this.#fetching.run(
+      tokenKeyId(key),
+      async () => {
+        const fetched = await this.#requestToken(req, auth, key.scope);
+        if (!("refused" in fetched)) this.#tokens.set(key, fetched);
+        return fetched;
+      },
+      req.signal,
+      () => gaveUp(req.context, req.endpoint.host, "a token"),
+    );
     if ("refused" in grant) return { ok: false, reason: grant.refused };
-    this.#tokens.set(key, grant);
     return { ok: true, header: `Bearer ${grant.token}` };
   }
 
+  /** Runs shared between callers (see InFlight), so it takes no caller's signal. */
   async #requestToken(req: AuthorizeRequest, auth: Extract<EndpointAuth, { scheme: "bearer" }>, scope: string): Promise<TokenGrant | { refused: string }> {
     const { credential, context, endpoint } = req;
     let realm: URL;
@@ -120,7 +141,6 @@ export class RegistryAuthorizer {
         headers: { "content-type": "application/x-www-form-urlencoded" },
         body: form.toString(),
         namedBy,
-        signal: req.signal,
         context,
       });
     } else {
@@ -132,7 +152,7 @@ export class RegistryAuthorizer {
         url.searchParams.append("account", credential.username);
         authorization = { value: "Basic " + Buffer.from(`${credential.username}:${credential.password}`).toString("base64"), origin: realm.origin };
       }
-      response = await this.#transport.exchange({ method: "GET", url, authorization, namedBy, followRedirects: true, signal: req.signal, context });
+      response = await this.#transport.exchange({ method: "GET", url, authorization, namedBy, followRedirects: true, context });
     }
 
     const realmHost = hostOf(realm);
@@ -146,6 +166,10 @@ export class RegistryAuthorizer {
     if (typeof grant === "string") throw new RegistryError("protocol", `${subject(context)}: the token service ${realmHost} sent ${grant}`, { ...context, endpoint: realmHost });
     return grant;
   }
+}
+
+function gaveUp(context: ExchangeContext, host: string, what: string): RegistryError {
+  return new RegistryError("timeout", `${subject(context)}: gave up waiting for ${what} from ${host}, the caller's deadline passed (request aborted)`, { ...context, endpoint: host });
 }
 
 /** The usable challenge of a 401 response. */

@@ -29,7 +29,7 @@ export const ANONYMOUS_SOURCE = "anonymous";
 export interface RegistryClientOptions {
   /** Per-registry TLS, plain HTTP and mirrors (src/config/registries-file.ts). */
   settings?: RegistrySettingsMap;
-  /** Credentials per host and repository; default: none (anonymous). */
+  /** Credentials per host and repository, unless a call brings its own; default: none (anonymous). */
   credentials?: CredentialLookup;
   /** Each HTTP request (connect to last body byte), ms. Default 10 s. */
   requestTimeoutMs?: number;
@@ -44,6 +44,8 @@ export interface RegistryClientOptions {
 export interface CallOptions {
   /** The caller's deadline (the admission deadline): aborting it fails the call with code "timeout". */
   signal?: AbortSignal;
+  /** Credentials for this call (a pod's pull secrets), instead of the client's `credentials`. */
+  credentials?: CredentialLookup;
 }
 
 /** Where a result came from. */
@@ -109,7 +111,7 @@ export class RegistryClient {
   async headManifest(ref: ImageReference, options: CallOptions = {}): Promise<ManifestHead> {
     const reference = manifestReference(ref);
     return this.#acrossEndpoints(ref, options, async (endpoint, context) => {
-      const { response, credentialSource } = await this.#send(endpoint, context, "HEAD", `manifests/${reference}`, options.signal);
+      const { response, credentialSource } = await this.#send(endpoint, context, "HEAD", `manifests/${reference}`, options);
       if (response.status !== 200) throw await statusError(response, context, endpoint.host, `HEAD manifest ${reference}`);
       await response.discard();
       const result: ManifestHead = { endpoint: endpoint.host, credentialSource };
@@ -133,7 +135,7 @@ export class RegistryClient {
   async getManifest(ref: ImageReference, options: CallOptions = {}): Promise<Manifest> {
     const reference = manifestReference(ref);
     return this.#acrossEndpoints(ref, options, async (endpoint, context) => {
-      const { response, credentialSource } = await this.#send(endpoint, context, "GET", `manifests/${reference}`, options.signal);
+      const { response, credentialSource } = await this.#send(endpoint, context, "GET", `manifests/${reference}`, options);
       if (response.status !== 200) throw await statusError(response, context, endpoint.host, `manifest ${reference}`);
       const body = await response.bytes(this.#maxManifestBytes, `manifest ${reference}`);
       const digest = verifyManifestDigest(body, response, ref.digest, context, endpoint);
@@ -161,7 +163,7 @@ export class RegistryClient {
     if (algorithm === undefined) throw new Error(`getBlob: ${JSON.stringify(digest)} is not a sha256 or sha512 digest`);
     const maxBytes = options.maxBytes ?? DEFAULT_MAX_BLOB_BYTES;
     return this.#acrossEndpoints(repo, options, async (endpoint, context) => {
-      const { response, credentialSource } = await this.#send(endpoint, context, "GET", `blobs/${digest}`, options.signal);
+      const { response, credentialSource } = await this.#send(endpoint, context, "GET", `blobs/${digest}`, options);
       if (response.status !== 200) throw await statusError(response, context, endpoint.host, `blob ${digest}`);
       const body = await response.bytes(maxBytes, `blob ${digest}`);
       const computed = computeDigest(body, algorithm);
@@ -214,10 +216,12 @@ export class RegistryClient {
    * (anonymous when it gives none) until one is not refused (401/403). A refused cached token is dropped and
    * replaced once; a challenge that differs from the cached ping is learned and retried once.
    */
-  async #send(endpoint: RegistryEndpoint, context: ExchangeContext, method: "GET" | "HEAD", path: string, signal: AbortSignal | undefined): Promise<{ response: HttpResponse; credentialSource: string }> {
+  async #send(endpoint: RegistryEndpoint, context: ExchangeContext, method: "GET" | "HEAD", path: string, options: CallOptions): Promise<{ response: HttpResponse; credentialSource: string }> {
+    const { signal } = options;
     const url = new URL(`/v2/${context.repository}/${path}`, endpoint.origin);
     const namedBy = settingsForHost(this.#settings, endpoint.host) ?? { host: endpoint.host };
-    const credentials: Array<RegistryCredential | undefined> = [...this.#lookup(endpoint.credentialHost, context.repository)];
+    const lookup = options.credentials ?? this.#lookup;
+    const credentials: Array<RegistryCredential | undefined> = [...lookup(endpoint.credentialHost, context.repository)];
     if (credentials.length === 0) credentials.push(undefined);
     const refusals: string[] = [];
 

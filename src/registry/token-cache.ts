@@ -107,6 +107,11 @@ export class TokenCache {
   }
 }
 
+/** A string naming a TokenKey, for maps. */
+export function tokenKeyId(key: TokenKey): string {
+  return cacheKey(key);
+}
+
 function cacheKey(key: TokenKey): string {
   return JSON.stringify([key.realm, key.service ?? null, key.scope, key.identity]);
 }

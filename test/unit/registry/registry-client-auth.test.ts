@@ -8,7 +8,8 @@ import type { CredentialLookup, RegistryCredential } from "../../../src/credenti
 import { RegistryClient, type RegistryClientOptions, type RoundTrip } from "../../../src/registry/registry-client.ts";
 import { RegistryError } from "../../../src/registry/registry-error.ts";
 import { registrySettingsMap } from "../../../src/registry/registry-settings.ts";
-import { FakeRegistry, imageManifest, startServer, testTls, type FakeRegistryOptions } from "./fake-registry.ts";
+import type { ServerResponse } from "node:http";
+import { FakeRegistry, imageManifest, json, startServer, testTls, type FakeRegistryOptions } from "./fake-registry.ts";
 
 const REPO = "team/app";
 const alice: RegistryCredential = { source: "secret team/alice", username: "alice", password: "alice-password" };
@@ -194,7 +195,9 @@ test("the token realm on another host trusts the registry's CA (the registry nam
 });
 
 test("a plain-HTTP token realm is never contacted, so the credential is not sent in the clear", async (t) => {
-  const realm = await startServer((_req, res) => res.end("{}"));
+  const realm = await startServer((_req, res) => {
+    res.end("{}");
+  });
   t.after(() => realm.close());
   const { client, ref } = await setup(t, { auth: "bearer", realm: () => `${realm.origin}/token` }, { credentials: () => [alice] });
   const error = await rejection(client.resolveDigest(ref));
@@ -222,4 +225,48 @@ test("a registry whose /v2/ is open but whose repository wants Basic: the challe
   ]);
   await client.resolveDigest(ref);
   assert.equal(registry.registryRequests.length, 4, "the learned scheme is kept: no unauthenticated try first");
+});
+
+test("credentials given with a call replace the client's lookup for that call", async (t) => {
+  const { client, ref } = await setup(t, { auth: "bearer" }, { credentials: () => [mallory] });
+  assert.equal((await rejection(client.resolveDigest(ref))).code, "unauthorized");
+  const resolved = await client.resolveDigest(ref, { credentials: () => [alice] });
+  assert.equal(resolved.credentialSource, "secret team/alice");
+});
+
+test("concurrent calls on a cold client share one ping and one token request", async (t) => {
+  const { registry, client, ref } = await setup(t, { auth: "bearer" }, { credentials: () => [alice] });
+  const results = await Promise.all(Array.from({ length: 5 }, () => client.resolveDigest(ref)));
+  assert.equal(new Set(results.map((r) => r.digest)).size, 1);
+  assert.equal(registry.requests.filter((r) => r.url === "/v2/").length, 1);
+  assert.equal(registry.tokenRequests.length, 1);
+});
+
+test("a caller giving up does not fail another caller sharing its token request", async (t) => {
+  let held: ServerResponse | undefined;
+  let asked: () => void = () => {};
+  const tokenRequested = new Promise<void>((resolve) => (asked = resolve));
+  const { registry, client, ref } = await setup(t, {
+    auth: "bearer",
+    // Holds the token response until the test answers it, so that both callers wait on the same request.
+    intercept: (req, res) => {
+      if (!req.url?.startsWith("/token")) return false;
+      held = res;
+      asked();
+      return true;
+    },
+  }, { credentials: () => [alice] });
+  const impatient = new AbortController();
+  const first = client.resolveDigest(ref, { signal: impatient.signal });
+  const second = client.resolveDigest(ref);
+  await tokenRequested;
+  impatient.abort();
+  const error = await rejection(first);
+  assert.equal(error.code, "timeout");
+  assert.match(error.message, /gave up waiting for a token from .*, the caller's deadline passed/);
+
+  registry.tokens.set("held-token", { user: "alice", repositories: new Set([REPO]) });
+  json(held!, 200, { token: "held-token" });
+  assert.equal((await second).credentialSource, "secret team/alice");
+  assert.equal(registry.tokenRequests.length, 1);
 });

@@ -37,7 +37,9 @@ async function setup(
 }
 
 async function storage(t: TestContext, https: boolean): Promise<TestServer> {
-  const server = await startServer((_req, res) => res.end(BLOB), { https });
+  const server = await startServer((_req, res) => {
+    res.end(BLOB);
+  }, { https });
   t.after(() => server.close());
   return server;
 }

@@ -1,0 +1,194 @@
+// Tag→digest pinning through a real etcd + kube-apiserver v1.20 and kubectl, against a real docker-registry
+// with TLS and token auth (the tests' own ES256 token server): `imprimatur serve` reads pull secrets and
+// service accounts from the API, the apiserver calls /mutate and /validate through the webhook
+// configurations serve writes, and Pods and Deployments come back from the API pinned and annotated.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
+import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
+import { buildOciLayout } from "../support/oci-layout.ts";
+import { startRegistry, type TestRegistry } from "../support/registry.ts";
+
+const NS = "pinning";
+const PULLER = { username: "puller", password: "puller-secret-1" };
+let dir: string;
+let cluster: KubeCluster;
+let registry: TestRegistry;
+let server: ImprimaturProcess;
+const digests: Record<string, string> = {};
+const layouts: string[] = [];
+
+async function push(repository: string, tag: string, seed: string, platforms?: Array<{ os: string; architecture: string }>): Promise<string> {
+  const layout = await buildOciLayout({ tag, seed, ...(platforms ? { platforms } : {}) });
+  layouts.push(layout.layoutDir);
+  await registry.push(layout.layoutDir, tag, repository, tag);
+  return layout.digest;
+}
+
+function pod(name: string, image: string, extra: Record<string, unknown> = {}): string {
+  return JSON.stringify({ apiVersion: "v1", kind: "Pod", metadata: { name, namespace: NS }, spec: { containers: [{ name: "app", image }], ...extra } });
+}
+
+async function kubectlJson(args: string[]): Promise<Record<string, any>> {
+  const r = await cluster.kubectl([...args, "-o", "json"]);
+  assert.equal(r.code, 0, r.stderr);
+  return JSON.parse(r.stdout);
+}
+
+async function eventsFor(name: string): Promise<Array<{ reason: string; message: string; type: string }>> {
+  // Events are written after the answer, off the admission path: poll briefly.
+  for (let i = 0; ; i++) {
+    const list = await kubectlJson(["get", "events", "-n", NS, "--field-selector", `involvedObject.name=${name}`]);
+    if (list.items.length > 0 || i > 50) return list.items;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), "imprimatur-e2e-pinning-"));
+  registry = await startRegistry({
+    auth: "token",
+    publicRepositories: ["public/app"],
+    users: [{ username: "pusher", password: "pusher-secret-1" }, { ...PULLER, pull: ["private/**"], push: false }],
+  });
+  digests.public = await push("public/app", "1.0", "public-1");
+  digests.private = await push("private/app", "2.0", "private-2");
+  digests.multi = await push("private/multi", "3.0", "multi-3", [{ os: "linux", architecture: "amd64" }, { os: "linux", architecture: "arm64" }]);
+  digests.verifyOnly = await push("public/app", "verify", "verify-1");
+
+  cluster = await startKubeCluster({ enableAdmissionPlugins: ["MutatingAdmissionWebhook", "ValidatingAdmissionWebhook"] });
+  const host = registry.host;
+  await writeFile(join(dir, "policies.yaml"), stringify({
+    apiVersion: "imprimatur.dev/v1alpha1",
+    kind: "ImagePolicy",
+    metadata: { name: "pin-internal" },
+    spec: {
+      rules: [
+        { action: "allow", images: [`${host}/public/app:verify`], digestVerify: true },
+        { action: "allow", images: [`${host}/*`], digestMutate: true, digestVerify: true },
+      ],
+      default: "allow",
+    },
+  }));
+  await writeFile(join(dir, "registries.yaml"), stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: [{ host, ca: registry.caFile }] }));
+  await writeFile(join(dir, "config.yaml"), stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "ServerConfig", kubeconfig: cluster.kubeconfig, registries: join(dir, "registries.yaml") }));
+  server = await startImprimatur(["--policies", join(dir, "policies.yaml"), "--config", join(dir, "config.yaml")]);
+
+  for (const file of ["mutating-webhook.yaml", "validating-webhook.yaml"]) {
+    const applied = await cluster.kubectl(["apply", "-f", join(server.stateDir, file)]);
+    assert.equal(applied.code, 0, applied.stderr);
+  }
+  assert.equal((await cluster.kubectl(["create", "namespace", NS])).code, 0);
+  const secret = await cluster.kubectl(["create", "secret", "docker-registry", "regcred", "-n", NS, `--docker-server=${host}`, `--docker-username=${PULLER.username}`, `--docker-password=${PULLER.password}`]);
+  assert.equal(secret.code, 0, secret.stderr);
+  const sa = await cluster.apply(JSON.stringify({ apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "builder", namespace: NS }, imagePullSecrets: [{ name: "regcred" }] }));
+  assert.equal(sa.code, 0, sa.stderr);
+
+  // Webhook configurations take effect asynchronously: wait until a dry run comes back pinned.
+  for (let i = 0; ; i++) {
+    const probe = await cluster.kubectl(["create", "--dry-run=server", "-o", "jsonpath={.spec.containers[0].image}", "-f", "-"], { input: pod("probe", `${host}/public/app:1.0`) });
+    if (probe.stdout.includes("@sha256:")) break;
+    if (i > 100) throw new Error(`the mutating webhook never took effect: ${probe.stderr} ${await server.log()}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+});
+
+after(async () => {
+  await cluster?.stop();
+  await server?.stop();
+  await registry?.stop();
+  for (const l of layouts) await rm(l, { recursive: true, force: true });
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+test("a Pod created with a public tag comes back pinned to its digest, annotated, with an Event", async () => {
+  const image = `${registry.host}/public/app:1.0`;
+  const r = await cluster.kubectl(["create", "-f", "-"], { input: pod("public", image) });
+  assert.equal(r.code, 0, r.stderr);
+  const got = await kubectlJson(["get", "pod", "public", "-n", NS]);
+  assert.equal(got.spec.containers[0].image, `${image}@${digests.public}`);
+  assert.deepEqual(JSON.parse(got.metadata.annotations["imprimatur.dev/pinned-images"]), { [image]: `${image}@${digests.public}` });
+  const events = await eventsFor("public");
+  const pinned = events.find((e) => e.reason === "ImagesPinned");
+  assert.ok(pinned, JSON.stringify(events));
+  assert.match(pinned.message, new RegExp(`spec\\.containers\\[0\\]\\.image: .*public/app:1\\.0 → .*@${digests.public} \\(credentials: anonymous\\)`));
+});
+
+test("a private image resolves with the pod's own pull secret; the Event names the secret, never its value", async () => {
+  const image = `${registry.host}/private/app:2.0`;
+  const r = await cluster.kubectl(["create", "-f", "-"], { input: pod("private", image, { imagePullSecrets: [{ name: "regcred" }] }) });
+  assert.equal(r.code, 0, r.stderr);
+  const got = await kubectlJson(["get", "pod", "private", "-n", NS]);
+  assert.equal(got.spec.containers[0].image, `${image}@${digests.private}`);
+  const events = await eventsFor("private");
+  const message = events.map((e) => e.message).join("\n");
+  assert.match(message, new RegExp(`credentials: secret ${NS}/regcred`));
+  assert.doesNotMatch(message + (await server.log()), new RegExp(PULLER.password));
+});
+
+test("without a pull secret the private tag cannot be resolved, and the server fails closed", async () => {
+  const r = await cluster.kubectl(["create", "-f", "-"], { input: pod("no-secret", `${registry.host}/private/app:2.0`) });
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /pins\.imprimatur\.dev.* denied the request: .*private\/app:2\.0.*rules\[1\]\.digestMutate: the tag could not be resolved to a digest \(.*unauthorized/i);
+});
+
+test("a Deployment's template is pinned with its service account's pull secret, so its pods will be too", async () => {
+  const image = `${registry.host}/private/multi:3.0`;
+  const deployment = {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: "web", namespace: NS },
+    spec: {
+      replicas: 2,
+      selector: { matchLabels: { app: "web" } },
+      template: { metadata: { labels: { app: "web" } }, spec: { serviceAccountName: "builder", containers: [{ name: "web", image }] } },
+    },
+  };
+  const r = await cluster.kubectl(["create", "-f", "-"], { input: JSON.stringify(deployment) });
+  assert.equal(r.code, 0, r.stderr);
+  const got = await kubectlJson(["get", "deployment", "web", "-n", NS]);
+  assert.equal(got.spec.template.spec.containers[0].image, `${image}@${digests.multi}`, "a multi-platform tag pins to its index");
+  assert.deepEqual(JSON.parse(got.spec.template.metadata.annotations["imprimatur.dev/pinned-images"]), { [image]: `${image}@${digests.multi}` });
+  const events = await eventsFor("web");
+  assert.match(events.map((e) => e.message).join("\n"), new RegExp(`credentials: secret ${NS}/regcred`));
+});
+
+test("after the tag moves, the pinned pod still names the approved digest, which the registry still serves", async () => {
+  const image = `${registry.host}/public/app:1.0`;
+  const moved = await push("public/app", "1.0", "public-1-moved");
+  assert.notEqual(moved, digests.public);
+  const got = await kubectlJson(["get", "pod", "public", "-n", NS]);
+  assert.equal(got.spec.containers[0].image, `${image}@${digests.public}`);
+  const old = await registry.inspectRaw("public/app", digests.public!);
+  assert.equal(old.digest, digests.public, "the approved content is still there by digest");
+  assert.equal((await registry.inspectRaw("public/app", "1.0")).digest, moved, "while the tag points elsewhere");
+});
+
+test("digestVerify: the validating webhook denies a tag that no rule pins, saying how to fix it", async () => {
+  const image = `${registry.host}/public/app:verify`;
+  const r = await cluster.kubectl(["create", "-f", "-"], { input: pod("verify-tag", image) });
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /images\.imprimatur\.dev.* denied the request: .*rules\[0\]\.digestVerify: this policy requires a digest.*pin it as .*public\/app:verify@sha256:<digest>/);
+  const pinned = await cluster.kubectl(["create", "-f", "-"], { input: pod("verify-digest", `${image}@${digests.verifyOnly}`) });
+  assert.equal(pinned.code, 0, pinned.stderr);
+});
+
+test("updating an unrelated field of a pinned Deployment leaves it alone; changing the image pins the new one", async () => {
+  const scaled = await cluster.kubectl(["scale", "deployment", "web", "-n", NS, "--replicas=3"]);
+  assert.equal(scaled.code, 0, scaled.stderr);
+  const relabelled = await cluster.kubectl(["label", "deployment", "web", "-n", NS, "tier=front"]);
+  assert.equal(relabelled.code, 0, relabelled.stderr);
+  const unchanged = await kubectlJson(["get", "deployment", "web", "-n", NS]);
+  assert.equal(unchanged.spec.template.spec.containers[0].image, `${registry.host}/private/multi:3.0@${digests.multi}`);
+  const image = `${registry.host}/private/app:2.0`;
+  const set = await cluster.kubectl(["set", "image", "deployment/web", "-n", NS, `web=${image}`]);
+  assert.equal(set.code, 0, set.stderr);
+  const got = await kubectlJson(["get", "deployment", "web", "-n", NS]);
+  assert.equal(got.spec.template.spec.containers[0].image, `${image}@${digests.private}`);
+  const record = JSON.parse(got.spec.template.metadata.annotations["imprimatur.dev/pinned-images"]);
+  assert.equal(record[image], `${image}@${digests.private}`);
+});

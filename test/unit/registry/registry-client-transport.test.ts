@@ -137,18 +137,21 @@ test("when every endpoint fails, the error names each one and takes the registry
 });
 
 test("the caller's signal aborts a request the registry never answers, as a timeout", async (t) => {
-  const silent = await startServer(() => {}, { https: true }); // accepts requests, never responds
+  // Answers the API check, then never answers the manifest request.
+  const silent = await startServer((req, res) => {
+    if (req.url === "/v2/") res.end("{}");
+  }, { https: true });
   t.after(() => silent.close());
   const { caPem } = await testTls();
   const c = client(t, { settings: registrySettingsMap([{ host: silent.host, ca: caPem }]), requestTimeoutMs: 300_000 });
   const controller = new AbortController();
   const pending = c.resolveDigest({ registry: silent.host, repository: REPO, tag: "1" }, { signal: controller.signal });
-  while (silent.requests.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  while (silent.requests.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
   controller.abort();
   const error = await rejection(pending);
   assert.equal(error.code, "timeout");
   assert.equal(error.retryable, true);
-  assert.match(error.message, /gave up, the caller's deadline passed/);
+  assert.match(error.message, new RegExp(`^${silent.host}/${REPO}: https://${silent.host}: gave up, the caller's deadline passed`));
 });
 
 test("the per-request timeout ends a request the registry never answers", async (t) => {

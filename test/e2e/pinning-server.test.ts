@@ -1,0 +1,173 @@
+// The /mutate, /validate and /imagereview endpoints of an in-process server resolving tags against a real
+// docker-registry (TLS + htpasswd bcrypt): patches and records, record mode, the ImageReview path, the
+// failure policy for an unreachable registry (with the fail-open audit record), and one registry lookup for
+// many concurrent admissions of the same new tag.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { DEFAULT_SERVER_CONFIG, type ServerConfig } from "../../src/config/server-config.ts";
+import { CredentialKeyring } from "../../src/credentials/keyring.ts";
+import { loadAuthFile } from "../../src/credentials/docker-config.ts";
+import { registrySettingsMap } from "../../src/registry/registry-settings.ts";
+import type { RoundTrip } from "../../src/registry/registry-client.ts";
+import { imageReview, podReview } from "../support/admission.ts";
+import { postJson } from "../support/https-client.ts";
+import { startTestApp, type TestApp } from "../support/in-process-app.ts";
+import { buildOciLayout } from "../support/oci-layout.ts";
+import { freePort } from "../support/ports.ts";
+import { startRegistry, type TestRegistry } from "../support/registry.ts";
+
+let dir: string;
+let registry: TestRegistry;
+let deadHost: string;
+const layouts: string[] = [];
+const digests: Record<string, string> = {};
+const apps: TestApp[] = [];
+
+async function push(repository: string, tag: string, seed: string): Promise<string> {
+  const layout = await buildOciLayout({ tag, seed });
+  layouts.push(layout.layoutDir);
+  await registry.push(layout.layoutDir, tag, repository, tag);
+  return layout.digest;
+}
+
+async function app(config: Partial<ServerConfig> = {}, trips?: RoundTrip[]): Promise<TestApp> {
+  const auth = await loadAuthFile(registry.authFile);
+  const started = await startTestApp({
+    policies: join(dir, "policies.yaml"),
+    config: { ...DEFAULT_SERVER_CONFIG, ...config, digests: { ...DEFAULT_SERVER_CONFIG.digests, ...config.digests } },
+    registries: registrySettingsMap([{ host: registry.host, ca: registry.caPem }, { host: deadHost, ca: registry.caPem }]),
+    staticCredentials: CredentialKeyring.of(auth.entries).lookup,
+    ...(trips ? { onRegistryRoundTrip: (t: RoundTrip) => trips.push(t) } : {}),
+  });
+  apps.push(started);
+  return started;
+}
+
+type Response = { allowed: boolean; patchType?: string; patch?: string; status?: { message: string }; warnings?: string[]; auditAnnotations?: Record<string, string> };
+
+async function mutate(a: TestApp, body: unknown): Promise<Response> {
+  const r = await postJson(`${a.base}/mutate`, a.ca, body);
+  assert.equal(r.status, 200, r.text);
+  return r.body.response;
+}
+
+function patchOf(r: Response): Array<{ op: string; path: string; value: unknown }> {
+  assert.equal(r.patchType, "JSONPatch");
+  return JSON.parse(Buffer.from(r.patch!, "base64").toString("utf8"));
+}
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), "imprimatur-pinning-server-"));
+  registry = await startRegistry({ auth: "htpasswd" });
+  deadHost = `127.0.0.1:${await freePort()}`; // nothing listens there
+  digests.app = await push("team/app", "1.0", "app-1");
+  digests.other = await push("team/other", "2.0", "other-2");
+  await writeFile(join(dir, "policies.yaml"), stringify({
+    apiVersion: "imprimatur.dev/v1alpha1",
+    kind: "ImagePolicy",
+    metadata: { name: "pin" },
+    spec: { rules: [{ action: "allow", images: [`${registry.host}/*`, `${deadHost}/*`], digestMutate: true }], default: "allow" },
+  }));
+});
+
+after(async () => {
+  for (const a of apps) await a.close();
+  await registry?.stop();
+  for (const l of layouts) await rm(l, { recursive: true, force: true });
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+test("/mutate pins a tag with the server's own credentials and records it; images that need no pin are left alone", async () => {
+  const a = await app();
+  const image = `${registry.host}/team/app:1.0`;
+  const r = await mutate(a, podReview({ images: [image, "nginx:1.25", `${registry.host}/team/other@${digests.other}`] }));
+  assert.equal(r.allowed, true);
+  const patch = patchOf(r);
+  assert.deepEqual(patch[0], { op: "replace", path: "/spec/containers/0/image", value: `${image}@${digests.app}` });
+  assert.equal(patch.length, 2, "one image, one annotation");
+  assert.equal(patch[1]!.path, "/metadata/annotations/imprimatur.dev~1pinned-images");
+  assert.deepEqual(JSON.parse(r.auditAnnotations!["pinned-images"]!), { [image]: `${image}@${digests.app}` });
+  assert.match(r.auditAnnotations!["pull-credentials"]!, /authfile /);
+});
+
+test("record mode resolves and records the digest without patching; /imagereview records too", async () => {
+  const a = await app({ digests: { ...DEFAULT_SERVER_CONFIG.digests, mode: "record" } });
+  const image = `${registry.host}/team/app:1.0`;
+  const r = await mutate(a, podReview({ images: [image] }));
+  assert.equal(r.allowed, true);
+  assert.equal(r.patch, undefined);
+  assert.deepEqual(JSON.parse(r.auditAnnotations!["resolved-images"]!), { [image]: `${image}@${digests.app}` });
+
+  const ir = await postJson(`${a.base}/imagereview`, a.ca, imageReview([image]));
+  assert.equal(ir.body.status.allowed, true);
+  assert.deepEqual(JSON.parse(ir.body.status.auditAnnotations["resolved-images"]), { [image]: `${image}@${digests.app}` });
+});
+
+test("an unreachable registry denies when failing closed, and admits with a warning and an audit record when failing open", async () => {
+  const image = `${deadHost}/team/app:1.0`;
+  const closed = await app();
+  const denied = await mutate(closed, podReview({ images: [image] }));
+  assert.equal(denied.allowed, false);
+  assert.match(denied.status!.message, new RegExp(`image "${image}" \\(spec\\.containers\\[0\\]\\.image\\) denied by policy pin rules\\[0\\]\\.digestMutate: the tag could not be resolved to a digest \\(.*${deadHost.replace(/\./g, "\\.")}`));
+
+  const open = await app({ failOpen: true });
+  const admitted = await mutate(open, podReview({ images: [image] }));
+  assert.equal(admitted.allowed, true);
+  assert.equal(admitted.patch, undefined);
+  assert.match(admitted.warnings![0]!, /admitted without a digest/);
+  assert.equal(admitted.auditAnnotations!["fail-open"], "true");
+  const audit = (await readFile(join(open.stateDir, "audit.jsonl"), "utf8")).trim().split("\n").map((l) => JSON.parse(l));
+  assert.deepEqual(audit.map((e) => [e.event, e.endpoint, e.images]), [["fail-open", "mutate", [image]]]);
+});
+
+test("a dry run is pinned the same way but leaves no audit record", async () => {
+  const open = await app({ failOpen: true });
+  const r = await mutate(open, podReview({ images: [`${deadHost}/team/app:1.0`], dryRun: true }));
+  assert.equal(r.allowed, true);
+  await assert.rejects(readFile(join(open.stateDir, "audit.jsonl"), "utf8"), /ENOENT/);
+});
+
+test("100 concurrent admissions of the same new tag cost one registry lookup", async () => {
+  const trips: RoundTrip[] = [];
+  const a = await app({}, trips);
+  const image = `${registry.host}/team/other:2.0`;
+  const answers = await Promise.all(Array.from({ length: 100 }, () => mutate(a, podReview({ images: [image] }))));
+  assert.ok(answers.every((r) => r.allowed && patchOf(r)[0]!.value === `${image}@${digests.other}`));
+  assert.equal(a.app.resolver.lookups, 1);
+  const manifestGets = trips.filter((t) => t.method === "GET" && /\/manifests\//.test(t.url));
+  assert.equal(manifestGets.filter((t) => t.status === 200).length, 1, trips.map((t) => `${t.method} ${t.url} ${t.status}`).join("\n"));
+});
+
+test("a Deployment's template and a workload update: only new or changed images are pinned", async () => {
+  const a = await app();
+  const image = `${registry.host}/team/app:1.0`;
+  const deployment = (img: string, sidecar: string) => ({
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: "web", namespace: "default" },
+    spec: { template: { metadata: { labels: { app: "web" } }, spec: { containers: [{ name: "web", image: img }, { name: "side", image: sidecar }] } } },
+  });
+  const review = (object: unknown, oldObject?: unknown) => ({
+    apiVersion: "admission.k8s.io/v1",
+    kind: "AdmissionReview",
+    request: {
+      uid: "u-1",
+      kind: { group: "apps", version: "v1", kind: "Deployment" },
+      resource: { group: "apps", version: "v1", resource: "deployments" },
+      namespace: "default",
+      operation: oldObject ? "UPDATE" : "CREATE",
+      object,
+      ...(oldObject ? { oldObject } : {}),
+    },
+  });
+  const created = patchOf(await mutate(a, review(deployment(image, "busybox:1"))));
+  assert.deepEqual(created.map((p) => p.path), ["/spec/template/spec/containers/0/image", "/spec/template/metadata/annotations"]);
+
+  const side = `${registry.host}/team/other:2.0`;
+  const updated = patchOf(await mutate(a, review(deployment(image, side), deployment(image, "busybox:1"))));
+  assert.deepEqual(updated.map((p) => [p.path, p.value]).slice(0, 1), [["/spec/template/spec/containers/1/image", `${side}@${digests.other}`]], "the unchanged tag is not re-pinned");
+});

@@ -15,7 +15,7 @@ import { hostOf, isInsecureHost, type RegistrySettings, type RegistrySettingsMap
 
 type UndiciBody = Awaited<ReturnType<typeof request>>["body"];
 
-export const MAX_REDIRECTS = 5;
+const MAX_REDIRECTS = 5;
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 const ERROR_BODY_LIMIT = 16 * 1024;
 
@@ -230,7 +230,7 @@ export function subject(context: ExchangeContext): string {
   return `${context.registry}/${context.repository}`;
 }
 
-export function safeUrl(url: URL): string {
+function safeUrl(url: URL): string {
   return url.origin + url.pathname;
 }
 

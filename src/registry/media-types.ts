@@ -19,7 +19,7 @@ export function isIndexMediaType(mediaType: string): boolean {
   return INDEX_TYPES.has(mediaType);
 }
 
-export function isManifestMediaType(mediaType: string): boolean {
+function isManifestMediaType(mediaType: string): boolean {
   return MANIFEST_TYPES.has(mediaType);
 }
 

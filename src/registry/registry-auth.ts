@@ -17,7 +17,7 @@ import { InFlight } from "./in-flight.ts";
 import { credentialIdentity, tokenKeyId, type TokenCache, type TokenGrant, type TokenKey } from "./token-cache.ts";
 
 /** Sent as OAuth2 client_id when exchanging an identity token. */
-export const OAUTH_CLIENT_ID = "imprimatur";
+const OAUTH_CLIENT_ID = "imprimatur";
 const TOKEN_RESPONSE_LIMIT = 1024 * 1024;
 /** Pinged endpoints remembered; image references can name any host, so the memory is bounded. */
 const MAX_REMEMBERED_ENDPOINTS = 1000;

@@ -78,7 +78,3 @@ export class RegistryError extends Error {
     this.status = details.status;
   }
 }
-
-export function isRegistryError(e: unknown): e is RegistryError {
-  return e instanceof RegistryError;
-}

@@ -21,7 +21,7 @@ export type RegistrySettingsMap = ReadonlyMap<string, RegistrySettings>;
 
 const DOCKER_HUB = "docker.io";
 /** Docker Hub's name in image references is docker.io; its API lives elsewhere. */
-export const DOCKER_HUB_API_HOST = "registry-1.docker.io";
+const DOCKER_HUB_API_HOST = "registry-1.docker.io";
 
 /** Host names are case-insensitive; "index.docker.io" is Docker Hub's legacy name. */
 export function normalizeRegistryHost(host: string): string {

@@ -31,7 +31,7 @@ export interface TokenKey {
 }
 
 /** Token lifetime when the token server gives no expires_in (the Docker token spec's default). */
-export const DEFAULT_TOKEN_LIFETIME_S = 60;
+const DEFAULT_TOKEN_LIFETIME_S = 60;
 /** A token is dropped this long before it expires, so that it does not expire in flight. */
 const EXPIRY_MARGIN_MS = 10_000;
 const DEFAULT_MAX_ENTRIES = 1000;

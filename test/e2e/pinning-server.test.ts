@@ -171,3 +171,23 @@ test("a Deployment's template and a workload update: only new or changed images 
   const updated = patchOf(await mutate(a, review(deployment(image, side), deployment(image, "busybox:1"))));
   assert.deepEqual(updated.map((p) => [p.path, p.value]).slice(0, 1), [["/spec/template/spec/containers/1/image", `${side}@${digests.other}`]], "the unchanged tag is not re-pinned");
 });
+
+test("ephemeral containers (Kubernetes < 1.22 sends the EphemeralContainers object) are pinned in place, with nowhere to record", async () => {
+  const a = await app();
+  const image = `${registry.host}/team/app:1.0`;
+  const r = await mutate(a, {
+    apiVersion: "admission.k8s.io/v1",
+    kind: "AdmissionReview",
+    request: {
+      uid: "u-eph",
+      kind: { group: "", version: "v1", kind: "EphemeralContainers" },
+      resource: { group: "", version: "v1", resource: "pods" },
+      subResource: "ephemeralcontainers",
+      namespace: "default",
+      operation: "UPDATE",
+      object: { apiVersion: "v1", kind: "EphemeralContainers", metadata: { name: "p" }, ephemeralContainers: [{ name: "debug", image }] },
+      oldObject: { apiVersion: "v1", kind: "EphemeralContainers", metadata: { name: "p" }, ephemeralContainers: [] },
+    },
+  });
+  assert.deepEqual(patchOf(r), [{ op: "replace", path: "/ephemeralContainers/0/image", value: `${image}@${digests.app}` }]);
+});

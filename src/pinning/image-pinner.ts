@@ -25,6 +25,8 @@ export interface ImagePinnerOptions {
   mode: PinningMode;
   failOpen: boolean;
   logger: Logger;
+  /** Observability hook (metrics). */
+  onOutcome?: (outcome: PinningOutcome, mode: PinningMode) => void;
 }
 
 export interface PinRequest {
@@ -67,6 +69,7 @@ export class ImagePinner {
     );
     const outcome = pinningDecision(targets, resolutions, request.pods.map((p) => p.metadata), { mode, failOpen: this.opts.failOpen });
     for (const p of outcome.pinned) this.opts.logger.info({ namespace: request.namespace, field: p.field, image: p.image, digest: p.digest, credentials: p.credentialSource, mode }, mode === "mutate" ? "image pinned" : "image resolved");
+    this.opts.onOutcome?.(outcome, mode);
     for (const f of outcome.failed) this.opts.logger.warn({ namespace: request.namespace, field: f.target.field, image: f.target.image, error: f.error, failOpen: this.opts.failOpen }, "tag not resolved");
     return outcome;
   }

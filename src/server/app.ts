@@ -108,7 +108,13 @@ export async function startApp(opts: AppOptions): Promise<App> {
     onBackendResult: (backend, outcome) => metrics.backendResults.inc({ backend, outcome }),
   });
   const audit = new AuditLog(opts.config.auditLog ?? join(opts.stateDir, "audit.jsonl"));
-  const registry = new RegistryClient({ settings: opts.registries ?? new Map(), ...(opts.onRegistryRoundTrip ? { onRoundTrip: opts.onRegistryRoundTrip } : {}) });
+  const registry = new RegistryClient({
+    settings: opts.registries ?? new Map(),
+    onRoundTrip: (trip) => {
+      metrics.registryRequests.inc({ method: trip.method, status: String(trip.status) });
+      opts.onRegistryRoundTrip?.(trip);
+    },
+  });
   const resolver = new DigestResolver(
     { resolveDigest: (ref, o) => registry.resolveDigest(ref, { signal: o.signal, credentials: o.lookup }) },
     { ttlMs: opts.config.digests.cacheTtlMs, maxEntries: opts.config.digests.cacheMaxEntries },
@@ -123,6 +129,10 @@ export async function startApp(opts: AppOptions): Promise<App> {
     mode: opts.config.digests.mode,
     failOpen: opts.config.failOpen,
     logger,
+    onOutcome: (outcome, mode) => {
+      if (outcome.pinned.length > 0) metrics.digestResolutions.inc({ outcome: mode === "mutate" ? "pinned" : "recorded" }, outcome.pinned.length);
+      if (outcome.failed.length > 0) metrics.digestResolutions.inc({ outcome: "failed" }, outcome.failed.length);
+    },
   });
 
   let server: RunningServer;

@@ -31,6 +31,18 @@ export function createMetrics() {
       labelNames: ["endpoint"] as const,
       registers: [registry],
     }),
+    digestResolutions: new Counter({
+      name: "imprimatur_digest_resolutions_total",
+      help: "Tags of digestMutate images resolved to digests (pinned, recorded) or not (failed).",
+      labelNames: ["outcome"] as const,
+      registers: [registry],
+    }),
+    registryRequests: new Counter({
+      name: "imprimatur_registry_requests_total",
+      help: "HTTP exchanges with container registries and their token services, by method and status (0: no answer).",
+      labelNames: ["method", "status"] as const,
+      registers: [registry],
+    }),
     policyReloads: new Counter({
       name: "imprimatur_policy_reloads_total",
       help: "Policy reloads by result.",

@@ -14,7 +14,7 @@ import { loadAuthFile } from "../../src/credentials/docker-config.ts";
 import { registrySettingsMap } from "../../src/registry/registry-settings.ts";
 import type { RoundTrip } from "../../src/registry/registry-client.ts";
 import { imageReview, podReview } from "../support/admission.ts";
-import { postJson } from "../support/https-client.ts";
+import { getText, postJson } from "../support/https-client.ts";
 import { startTestApp, type TestApp } from "../support/in-process-app.ts";
 import { buildOciLayout } from "../support/oci-layout.ts";
 import { freePort } from "../support/ports.ts";
@@ -92,6 +92,9 @@ test("/mutate pins a tag with the server's own credentials and records it; image
   assert.equal(patch[1]!.path, "/metadata/annotations/imprimatur.dev~1pinned-images");
   assert.deepEqual(JSON.parse(r.auditAnnotations!["pinned-images"]!), { [image]: `${image}@${digests.app}` });
   assert.match(r.auditAnnotations!["pull-credentials"]!, /authfile /);
+  const metrics = (await getText(`${a.base}/metrics`, a.ca)).text;
+  assert.match(metrics, /imprimatur_digest_resolutions_total\{outcome="pinned"\} 1/);
+  assert.match(metrics, /imprimatur_registry_requests_total\{method="GET",status="200"\} [1-9]/);
 });
 
 test("record mode resolves and records the digest without patching; /imagereview records too", async () => {

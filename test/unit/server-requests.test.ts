@@ -76,6 +76,8 @@ const malformed: Array<[string, { raw?: string; payload?: unknown; path?: string
   ["ImageReview with wrong kind", { path: "/imagereview", payload: { apiVersion: "imagepolicy.k8s.io/v1alpha1", kind: "TokenReview", spec: {} } }, 400, /kind must be "ImageReview"/],
   ["ImageReview with bad containers", { path: "/imagereview", payload: { apiVersion: "imagepolicy.k8s.io/v1alpha1", kind: "ImageReview", spec: { containers: [{ image: 7 }] } } }, 400, /spec\.containers\[0\]\.image must be a string/],
   ["oversized body", { raw: JSON.stringify({ pad: "x".repeat(70 * 1024) }) }, 413, /limit is 65536|exceeds the limit/],
+  ["/mutate with bad JSON", { path: "/mutate", raw: "{not json" }, 400, /not valid JSON/],
+  ["/mutate with a wrong kind", { path: "/mutate", payload: { ...podReview({ images: ["a:1"] }), kind: "ImageReview" } }, 400, /kind must be "AdmissionReview"/],
   ["deeply nested body", { raw: "[".repeat(20_000) + "]".repeat(20_000) }, 400, /must be a JSON object|not valid JSON/],
 ];
 

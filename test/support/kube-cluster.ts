@@ -26,6 +26,7 @@ import { homedir, tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { freePorts } from "./ports.ts";
+import { installExitHooks, liveChildren, liveDirs } from "./child-cleanup.ts";
 
 export interface KubeToolPaths {
   etcd: string;
@@ -129,43 +130,6 @@ interface Proc {
   exited: Promise<void>;
 }
 
-const liveChildren = new Set<ChildProcess>();
-const liveDirs = new Set<string>();
-let exitHooksInstalled = false;
-
-function killEverythingNow(): void {
-  for (const child of liveChildren) {
-    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
-      try {
-        process.kill(child.pid, "SIGKILL");
-      } catch {
-        // already gone
-      }
-    }
-  }
-  liveChildren.clear();
-  for (const dir of liveDirs) {
-    try {
-      rmSync(dir, { recursive: true, force: true });
-    } catch {
-      // best effort while exiting
-    }
-  }
-  liveDirs.clear();
-}
-
-function installExitHooks(): void {
-  if (exitHooksInstalled) return;
-  exitHooksInstalled = true;
-  process.on("exit", killEverythingNow);
-  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
-    process.once(signal, () => {
-      killEverythingNow();
-      // If nobody else handles the signal, restore its default effect (terminate).
-      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
-    });
-  }
-}
 
 function childEnv(dropPrefix?: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};

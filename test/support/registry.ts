@@ -22,6 +22,7 @@ import { createCertificateAuthority, issueCertificate } from "../../src/server/t
 import { freePort } from "./ports.ts";
 import { startTokenServer } from "./token-server.ts";
 import type { TestTokenServer, TokenServerUser } from "./token-server.ts";
+import { installExitHooks, liveChildren, liveDirs } from "./child-cleanup.ts";
 
 export type RegistryAuth = "none" | "htpasswd" | "token";
 
@@ -137,43 +138,6 @@ export function registryToolPaths(): RegistryToolPaths {
 // ---------------------------------------------------------------------------------------------
 // Child processes, and killing them if the test process dies first
 
-const liveChildren = new Set<ChildProcess>();
-const liveDirs = new Set<string>();
-let exitHooksInstalled = false;
-
-function killEverythingNow(): void {
-  for (const child of liveChildren) {
-    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
-      try {
-        process.kill(child.pid, "SIGKILL");
-      } catch {
-        // already gone
-      }
-    }
-  }
-  liveChildren.clear();
-  for (const dir of liveDirs) {
-    try {
-      rmSync(dir, { recursive: true, force: true });
-    } catch {
-      // best effort while exiting
-    }
-  }
-  liveDirs.clear();
-}
-
-function installExitHooks(): void {
-  if (exitHooksInstalled) return;
-  exitHooksInstalled = true;
-  process.on("exit", killEverythingNow);
-  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
-    process.once(signal, () => {
-      killEverythingNow();
-      // If nobody else handles the signal, restore its default effect (terminate).
-      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
-    });
-  }
-}
 
 /** The test process's environment minus what would reconfigure the children behind our back. */
 function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {

@@ -5,8 +5,9 @@
 // Built on @kubernetes/client-node's Watch and CoreV1Api rather than its ListWatch informer, because
 // the informer stops for good after a failed list or watch error, has no timeout on its list, and
 // backs off on its own fixed schedule; here every failure is retried, bounded and logged.
-import { ApiException, CoreV1Api, Observable, Watch } from "@kubernetes/client-node";
-import type { KubeConfig, ObservableMiddleware, V1Namespace } from "@kubernetes/client-node";
+import { CoreV1Api, Watch } from "@kubernetes/client-node";
+import type { KubeConfig, V1Namespace } from "@kubernetes/client-node";
+import { describeApiError, hasStatus, withSignal } from "./api-requests.ts";
 import type { Logger } from "pino";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
 
@@ -129,7 +130,7 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
     stopWaiting();
     if (this.closed) throw new Error("namespace label cache was closed while starting");
     if (!this.synced) {
-      const last = this.lastError === undefined ? "no answer" : describe(this.lastError);
+      const last = this.lastError === undefined ? "no answer" : describeApiError(this.lastError);
       await this.close();
       throw new Error(
         `cannot list namespaces from the Kubernetes API at ${this.server} within ${this.startTimeoutMs / 1000} s ` +
@@ -225,7 +226,7 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
       failures++;
       const delayMs = Math.min(this.maxBackoffMs, this.minBackoffMs * 2 ** Math.min(failures - 1, 30));
       this.log.warn(
-        { err: describe(failure), stage, attempt: failures, delayMs, server: this.server },
+        { err: describeApiError(failure), stage, attempt: failures, delayMs, server: this.server },
         `namespace labels: ${stage} failed; restarting after backoff`,
       );
       await this.sleep(delayMs);
@@ -351,7 +352,7 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
         this.rememberNotFound(namespace);
         return;
       }
-      this.log.warn({ err: describe(signal.aborted ? signal.reason : err), namespace }, "namespace labels: GET namespace failed");
+      this.log.warn({ err: describeApiError(signal.aborted ? signal.reason : err), namespace }, "namespace labels: GET namespace failed");
     }
   }
 
@@ -392,46 +393,4 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
       signal.addEventListener("abort", done, { once: true });
     });
   }
-}
-
-/** Per-request options that make the generated client's fetch abortable. */
-function withSignal(signal: AbortSignal): { middleware: ObservableMiddleware[]; middlewareMergeStrategy: "append" } {
-  return {
-    middleware: [
-      {
-        pre: (context) => {
-          context.setSignal(signal);
-          return new Observable(Promise.resolve(context));
-        },
-        post: (response) => new Observable(Promise.resolve(response)),
-      },
-    ],
-    middlewareMergeStrategy: "append",
-  };
-}
-
-function hasStatus(err: unknown, status: number): boolean {
-  if (err instanceof ApiException) return err.code === status;
-  return typeof err === "object" && err !== null && (err as { statusCode?: unknown }).statusCode === status;
-}
-
-function describe(err: unknown): string {
-  if (err instanceof ApiException) {
-    // The body is a Status, as text or parsed; its message says what was wrong (e.g. which RBAC rule is missing).
-    let body: unknown = err.body;
-    if (typeof body === "string") {
-      try {
-        body = JSON.parse(body);
-      } catch {
-        // not JSON: keep the status code alone
-      }
-    }
-    const message = typeof body === "object" && body !== null ? (body as { message?: unknown }).message : undefined;
-    return `HTTP ${err.code}${typeof message === "string" && message ? `: ${message}` : ""}`;
-  }
-  if (err instanceof Error) {
-    const cause = (err as { cause?: unknown }).cause;
-    return cause instanceof Error && cause.message !== err.message ? `${err.message} (${cause.message})` : err.message;
-  }
-  return String(err);
 }

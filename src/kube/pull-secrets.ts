@@ -12,8 +12,9 @@
 // credentials the node will use always come first, and the service account's follow as a fallback.
 //
 // Secret data never reaches a log or a message: only namespace/name, types and registry keys do.
-import { ApiException, CoreV1Api, Observable } from "@kubernetes/client-node";
-import type { KubeConfig, ObservableMiddleware, V1Secret } from "@kubernetes/client-node";
+import { CoreV1Api } from "@kubernetes/client-node";
+import type { KubeConfig, V1Secret } from "@kubernetes/client-node";
+import { describeApiError, hasStatus, withSignal } from "./api-requests.ts";
 import type { Logger } from "pino";
 import type { CredentialLookup } from "../credentials/credential.ts";
 import { parseDockerConfig } from "../credentials/docker-config.ts";
@@ -188,12 +189,12 @@ export class PullSecretReader {
     const prefix = `cannot read ${what} from the Kubernetes API at ${this.server}`;
     if (requestSignal.aborted) return new Error(`${prefix}: no answer within ${this.requestTimeoutMs / 1000} s`);
     if (hasStatus(err, 403)) {
-      return new Error(`${prefix}: ${describe(err)}; the identity Imprimatur uses needs RBAC permission ${permission}`);
+      return new Error(`${prefix}: ${describeApiError(err)}; the identity Imprimatur uses needs RBAC permission ${permission}`);
     }
     if (hasStatus(err, 401)) {
-      return new Error(`${prefix}: ${describe(err)}; the API rejected the credentials (check the kubeconfig or the service account token)`);
+      return new Error(`${prefix}: ${describeApiError(err)}; the API rejected the credentials (check the kubeconfig or the service account token)`);
     }
-    return new Error(`${prefix}: ${describe(err)}`);
+    return new Error(`${prefix}: ${describeApiError(err)}`);
   }
 }
 
@@ -246,43 +247,3 @@ function abortError(signal: AbortSignal, what: string): Error {
   return new Error(`gave up waiting for ${what} from the Kubernetes API: ${reason}`);
 }
 
-/** Per-request options that make the generated client's fetch abortable. */
-function withSignal(signal: AbortSignal): { middleware: ObservableMiddleware[]; middlewareMergeStrategy: "append" } {
-  return {
-    middleware: [
-      {
-        pre: (context) => {
-          context.setSignal(signal);
-          return new Observable(Promise.resolve(context));
-        },
-        post: (response) => new Observable(Promise.resolve(response)),
-      },
-    ],
-    middlewareMergeStrategy: "append",
-  };
-}
-
-function hasStatus(err: unknown, status: number): boolean {
-  return err instanceof ApiException && err.code === status;
-}
-
-/** An API failure in a line: the HTTP status and the Status message (which names the missing permission). */
-function describe(err: unknown): string {
-  if (err instanceof ApiException) {
-    let body: unknown = err.body;
-    if (typeof body === "string") {
-      try {
-        body = JSON.parse(body);
-      } catch {
-        body = undefined;
-      }
-    }
-    const message = typeof body === "object" && body !== null ? (body as { message?: unknown }).message : undefined;
-    return `HTTP ${err.code}${typeof message === "string" && message ? `: ${message}` : ""}`;
-  }
-  if (err instanceof Error) {
-    const cause = (err as { cause?: unknown }).cause;
-    return cause instanceof Error && cause.message !== err.message ? `${err.message} (${cause.message})` : err.message;
-  }
-  return String(err);
-}

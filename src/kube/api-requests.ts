@@ -1,0 +1,47 @@
+// Helpers for calls through @kubernetes/client-node's generated API clients: making a request abortable,
+// and reading its failures (an ApiException carries the Status body, which names a missing RBAC rule).
+import { ApiException, Observable } from "@kubernetes/client-node";
+import type { ObservableMiddleware } from "@kubernetes/client-node";
+
+/** Per-request options that make the generated client's fetch abortable. */
+export function withSignal(signal: AbortSignal): { middleware: ObservableMiddleware[]; middlewareMergeStrategy: "append" } {
+  return {
+    middleware: [
+      {
+        pre: (context) => {
+          context.setSignal(signal);
+          return new Observable(Promise.resolve(context));
+        },
+        post: (response) => new Observable(Promise.resolve(response)),
+      },
+    ],
+    middlewareMergeStrategy: "append",
+  };
+}
+
+export function hasStatus(err: unknown, status: number): boolean {
+  if (err instanceof ApiException) return err.code === status;
+  return typeof err === "object" && err !== null && (err as { statusCode?: unknown }).statusCode === status;
+}
+
+/** An API failure in a line: the HTTP status and the Status message. */
+export function describeApiError(err: unknown): string {
+  if (err instanceof ApiException) {
+    // The body is a Status, as text or parsed; its message says what was wrong (e.g. which RBAC rule is missing).
+    let body: unknown = err.body;
+    if (typeof body === "string") {
+      try {
+        body = JSON.parse(body);
+      } catch {
+        // not JSON: keep the status code alone
+      }
+    }
+    const message = typeof body === "object" && body !== null ? (body as { message?: unknown }).message : undefined;
+    return `HTTP ${err.code}${typeof message === "string" && message ? `: ${message}` : ""}`;
+  }
+  if (err instanceof Error) {
+    const cause = (err as { cause?: unknown }).cause;
+    return cause instanceof Error && cause.message !== err.message ? `${err.message} (${cause.message})` : err.message;
+  }
+  return String(err);
+}

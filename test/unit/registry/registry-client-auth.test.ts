@@ -6,10 +6,10 @@ import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import type { CredentialLookup, RegistryCredential } from "../../../src/credentials/credential.ts";
 import { RegistryClient, type RegistryClientOptions, type RoundTrip } from "../../../src/registry/registry-client.ts";
-import { RegistryError } from "../../../src/registry/registry-error.ts";
 import { registrySettingsMap } from "../../../src/registry/registry-settings.ts";
 import type { ServerResponse } from "node:http";
 import { FakeRegistry, imageManifest, json, startServer, testTls, type FakeRegistryOptions } from "./fake-registry.ts";
+import { rejection } from "../../support/registry-rejection.ts";
 
 const REPO = "team/app";
 const alice: RegistryCredential = { source: "secret team/alice", username: "alice", password: "alice-password" };
@@ -29,15 +29,6 @@ async function setup(t: TestContext, registryOptions: FakeRegistryOptions, clien
   return { registry, client, trips, digest, ref: { registry: registry.host, repository: REPO, tag: "v1" } };
 }
 
-async function rejection(promise: Promise<unknown>): Promise<RegistryError> {
-  try {
-    await promise;
-  } catch (e) {
-    assert.ok(e instanceof RegistryError, `expected a RegistryError, got ${String(e)}`);
-    return e;
-  }
-  assert.fail("expected the call to fail");
-}
 
 test("Basic: the credential the lookup gives for the registry host and repository is sent", async (t) => {
   const asked: string[] = [];

@@ -5,9 +5,9 @@ import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { RegistryClient, type RegistryClientOptions, type RoundTrip } from "../../../src/registry/registry-client.ts";
-import { RegistryError } from "../../../src/registry/registry-error.ts";
 import { registrySettingsMap, type RegistrySettings } from "../../../src/registry/registry-settings.ts";
 import { FakeRegistry, startServer, testTls, type FakeRegistry as Registry, type TestServer } from "./fake-registry.ts";
+import { rejection } from "../../support/registry-rejection.ts";
 
 const REPO = "team/app";
 const alice = { source: "secret team/alice", username: "alice", password: "alice-password" };
@@ -53,15 +53,6 @@ const redirectBlobs = (status: number, location: (digest: string) => string) => 
   return true;
 };
 
-async function rejection(promise: Promise<unknown>): Promise<RegistryError> {
-  try {
-    await promise;
-  } catch (e) {
-    assert.ok(e instanceof RegistryError, `expected a RegistryError, got ${String(e)}`);
-    return e;
-  }
-  assert.fail("expected the call to fail");
-}
 
 test("getBlob returns the verified bytes and who authorized them", async (t) => {
   const { client, digest, repo, registry } = await setup(t);

@@ -5,9 +5,9 @@ import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { RegistryClient, type RegistryClientOptions } from "../../../src/registry/registry-client.ts";
-import { RegistryError } from "../../../src/registry/registry-error.ts";
 import { registrySettingsMap } from "../../../src/registry/registry-settings.ts";
 import { FakeRegistry, OCI_INDEX, OCI_MANIFEST, imageManifest, sha256, sha512, testTls, type FakeRegistry as Registry } from "./fake-registry.ts";
+import { rejection } from "../../support/registry-rejection.ts";
 
 const REPO = "team/app";
 
@@ -23,15 +23,6 @@ async function setup(t: TestContext, intercept?: (req: IncomingMessage, res: Ser
   return { registry, client, ref };
 }
 
-async function rejection(promise: Promise<unknown>): Promise<RegistryError> {
-  try {
-    await promise;
-  } catch (e) {
-    assert.ok(e instanceof RegistryError, `expected a RegistryError, got ${String(e)}`);
-    return e;
-  }
-  assert.fail("expected the call to fail");
-}
 
 test("resolveDigest: a single-platform tag resolves to its manifest's digest", async (t) => {
   const { registry, client, ref } = await setup(t);

@@ -5,10 +5,10 @@ import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import type { RegistryCredential } from "../../../src/credentials/credential.ts";
 import { RegistryClient } from "../../../src/registry/registry-client.ts";
-import { RegistryError } from "../../../src/registry/registry-error.ts";
 import { registrySettingsMap } from "../../../src/registry/registry-settings.ts";
 import { FakeRegistry, imageManifest, startServer, testTls, type FakeRegistryOptions } from "./fake-registry.ts";
 import { freePort } from "../../support/ports.ts";
+import { rejection } from "../../support/registry-rejection.ts";
 
 const REPO = "library/nginx";
 
@@ -24,15 +24,6 @@ function client(t: TestContext, ...args: ConstructorParameters<typeof RegistryCl
   return c;
 }
 
-async function rejection(promise: Promise<unknown>): Promise<RegistryError> {
-  try {
-    await promise;
-  } catch (e) {
-    assert.ok(e instanceof RegistryError, `expected a RegistryError, got ${String(e)}`);
-    return e;
-  }
-  assert.fail("expected the call to fail");
-}
 
 test("a registry with a private CA is trusted only with that CA in its settings", async (t) => {
   const r = await registry(t);

@@ -19,10 +19,12 @@ import { startTestApp, type TestApp } from "../support/in-process-app.ts";
 import { buildOciLayout } from "../support/oci-layout.ts";
 import { freePort } from "../support/ports.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
+import { startTamperingProxy, type TamperingProxy } from "../support/tampering-proxy.ts";
 
 let dir: string;
 let registry: TestRegistry;
 let deadHost: string;
+let proxy: TamperingProxy;
 const layouts: string[] = [];
 const digests: Record<string, string> = {};
 const apps: TestApp[] = [];
@@ -39,8 +41,9 @@ async function app(config: Partial<ServerConfig> = {}, trips?: RoundTrip[]): Pro
   const started = await startTestApp({
     policies: join(dir, "policies.yaml"),
     config: { ...DEFAULT_SERVER_CONFIG, ...config, digests: { ...DEFAULT_SERVER_CONFIG.digests, ...config.digests } },
-    registries: registrySettingsMap([{ host: registry.host, ca: registry.caPem }, { host: deadHost, ca: registry.caPem }]),
-    staticCredentials: CredentialKeyring.of(auth.entries).lookup,
+    registries: registrySettingsMap([{ host: registry.host, ca: registry.caPem }, { host: deadHost, ca: registry.caPem }, { host: proxy.host, ca: proxy.caPem }]),
+    // The registry's user for the registry itself and for the proxy in front of it.
+    staticCredentials: CredentialKeyring.of([...auth.entries, ...auth.entries.map((e) => ({ ...e, key: proxy.host }))]).lookup,
     ...(trips ? { onRegistryRoundTrip: (t: RoundTrip) => trips.push(t) } : {}),
   });
   apps.push(started);
@@ -64,18 +67,20 @@ before(async () => {
   dir = await mkdtemp(join(tmpdir(), "imprimatur-pinning-server-"));
   registry = await startRegistry({ auth: "htpasswd" });
   deadHost = `127.0.0.1:${await freePort()}`; // nothing listens there
+  proxy = await startTamperingProxy({ upstream: registry.url, upstreamCa: registry.caPem });
   digests.app = await push("team/app", "1.0", "app-1");
   digests.other = await push("team/other", "2.0", "other-2");
   await writeFile(join(dir, "policies.yaml"), stringify({
     apiVersion: "imprimatur.dev/v1alpha1",
     kind: "ImagePolicy",
     metadata: { name: "pin" },
-    spec: { rules: [{ action: "allow", images: [`${registry.host}/*`, `${deadHost}/*`], digestMutate: true }], default: "allow" },
+    spec: { rules: [{ action: "allow", images: [`${registry.host}/*`, `${deadHost}/*`, `${proxy.host}/*`], digestMutate: true }], default: "allow" },
   }));
 });
 
 after(async () => {
   for (const a of apps) await a.close();
+  await proxy?.stop();
   await registry?.stop();
   for (const l of layouts) await rm(l, { recursive: true, force: true });
   if (dir) await rm(dir, { recursive: true, force: true });
@@ -193,4 +198,23 @@ test("ephemeral containers (Kubernetes < 1.22 sends the EphemeralContainers obje
     },
   });
   assert.deepEqual(patchOf(r), [{ op: "replace", path: "/ephemeralContainers/0/image", value: `${image}@${digests.app}` }]);
+});
+
+test("a registry (or mirror) that alters the manifest it serves is a denial that says so", async () => {
+  // A fake in the middle, because no real registry lies about its bytes (see test/support/tampering-proxy.ts).
+  const a = await app();
+  const image = `${proxy.host}/team/app:1.0`;
+  proxy.mode = "pass";
+  const honest = await mutate(a, podReview({ images: [image] }));
+  assert.equal(patchOf(honest)[0]!.value, `${image}@${digests.app}`, "through an honest proxy the pin is the registry's digest");
+  a.app.resolver.clear();
+  proxy.mode = "alter-body";
+  try {
+    const r = await mutate(a, podReview({ images: [image] }));
+    assert.equal(r.allowed, false);
+    assert.equal(r.patch, undefined);
+    assert.match(r.status!.message, /denied by policy pin rules\[0\]\.digestMutate: the tag could not be resolved to a digest \(.*does not match/);
+  } finally {
+    proxy.mode = "pass";
+  }
 });

@@ -11,11 +11,11 @@ import { parseImageReference, type ImageReference } from "../../src/core/image-r
 import type { CredentialLookup, RegistryCredential } from "../../src/credentials/credential.ts";
 import { CredentialKeyring } from "../../src/credentials/keyring.ts";
 import { RegistryClient, type RegistryClientOptions, type RoundTrip } from "../../src/registry/registry-client.ts";
-import { RegistryError } from "../../src/registry/registry-error.ts";
 import { registrySettingsMap, type RegistrySettings } from "../../src/registry/registry-settings.ts";
 import { buildOciLayout, type OciLayout, type OciLayoutOptions } from "../support/oci-layout.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
 import { startTamperingProxy, type TamperingProxy } from "../support/tampering-proxy.ts";
+import { rejection } from "../support/registry-rejection.ts";
 
 const ALICE = { username: "alice", password: "alice-Secret-7f3e" };
 const PUSHER = { username: "pusher", password: "pusher-Secret-19ad" };
@@ -108,15 +108,6 @@ function client(t: { after: (fn: () => Promise<void>) => void }, settings: Regis
   return { client: c, trips };
 }
 
-async function rejection(promise: Promise<unknown>): Promise<RegistryError> {
-  try {
-    await promise;
-  } catch (e) {
-    assert.ok(e instanceof RegistryError, `expected a RegistryError, got ${String(e)}`);
-    return e;
-  }
-  assert.fail("expected the call to fail");
-}
 
 /** "GET https://host/v2/… 200", the query string already gone (onRoundTrip never sees one). */
 function describeTrips(trips: RoundTrip[]): string[] {

@@ -3,7 +3,7 @@
 // agent with the default trust for every other host. Keeping the trust per host means a registry's private CA
 // or client certificate is never offered to, or trusted for, some other host; sharing the default agent keeps
 // the number of agents bounded by the settings, however many hosts image references name.
-import { getCACertificates } from "node:tls";
+import { createSecureContext, getCACertificates, type SecureContextOptions } from "node:tls";
 import { Agent } from "undici";
 import { normalizeRegistryHost, settingsForHost, type RegistrySettings, type RegistrySettingsMap } from "./registry-settings.ts";
 
@@ -52,12 +52,16 @@ export class EndpointAgents {
   #create(own: Partial<RegistrySettings>, inheritedCa: string | undefined): Agent {
     const extraCa = own.ca ?? inheritedCa;
     const connect: Record<string, unknown> = { timeout: this.#tuning.connectTimeoutMs };
+    const tlsOptions: SecureContextOptions = {};
     // `ca` replaces Node's trust store, so the defaults (system roots, NODE_EXTRA_CA_CERTS) go in with it.
-    if (extraCa !== undefined) connect.ca = [...getCACertificates("default"), extraCa];
+    if (extraCa !== undefined) tlsOptions.ca = [...getCACertificates("default"), extraCa];
     if (own.clientCert !== undefined && own.clientKey !== undefined) {
-      connect.cert = own.clientCert;
-      connect.key = own.clientKey;
+      tlsOptions.cert = own.clientCert;
+      tlsOptions.key = own.clientKey;
     }
+    // One secure context per agent: given bare ca/cert/key, every new connection would parse the whole trust
+    // store again (about 10 ms per handshake with the system roots), on the admission path.
+    if (Object.keys(tlsOptions).length > 0) connect.secureContext = createSecureContext(tlsOptions);
     return new Agent({ connect });
   }
 }

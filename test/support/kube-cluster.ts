@@ -11,12 +11,10 @@ import {
   accessSync,
   closeSync,
   constants as fsConstants,
-  fstatSync,
   mkdirSync,
   mkdtempSync,
   openSync,
   readFileSync,
-  readSync,
   rmSync,
   writeFileSync,
 } from "node:fs";
@@ -27,6 +25,7 @@ import { delimiter, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { freePorts } from "./ports.ts";
 import { installExitHooks, liveChildren, liveDirs } from "./child-cleanup.ts";
+import { tailFile } from "./log-tail.ts";
 
 export interface KubeToolPaths {
   etcd: string;
@@ -202,26 +201,6 @@ async function terminate(proc: Proc): Promise<void> {
   await proc.exited;
 }
 
-/** The last lines of a (possibly large) log file. */
-function tailFile(path: string, maxLines = 60, maxBytes = 24 * 1024): string {
-  let fd: number;
-  try {
-    fd = openSync(path, "r");
-  } catch {
-    return `(no log at ${path})`;
-  }
-  try {
-    const size = fstatSync(fd).size;
-    const length = Math.min(size, maxBytes);
-    const buffer = Buffer.alloc(length);
-    readSync(fd, buffer, 0, length, size - length);
-    const lines = buffer.toString("utf8").split("\n");
-    if (length < size) lines.shift(); // probably a partial line
-    return lines.slice(-maxLines).join("\n");
-  } finally {
-    closeSync(fd);
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // HTTP probes

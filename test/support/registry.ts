@@ -12,7 +12,7 @@
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { accessSync, closeSync, constants as fsConstants, fstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, writeFileSync } from "node:fs";
+import { accessSync, closeSync, constants as fsConstants, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { tmpdir } from "node:os";
@@ -23,6 +23,7 @@ import { freePort } from "./ports.ts";
 import { startTokenServer } from "./token-server.ts";
 import type { TestTokenServer, TokenServerUser } from "./token-server.ts";
 import { installExitHooks, liveChildren, liveDirs } from "./child-cleanup.ts";
+import { tailFile } from "./log-tail.ts";
 
 export type RegistryAuth = "none" | "htpasswd" | "token";
 
@@ -205,26 +206,6 @@ function describeExit(proc: RegistryProcess): string {
   return proc.exit.signal ? `signal ${proc.exit.signal}` : `code ${proc.exit.code}`;
 }
 
-/** The last lines of a (possibly large) log file. */
-function tailFile(path: string, maxLines = 60, maxBytes = 24 * 1024): string {
-  let fd: number;
-  try {
-    fd = openSync(path, "r");
-  } catch {
-    return `(no log at ${path})`;
-  }
-  try {
-    const size = fstatSync(fd).size;
-    const length = Math.min(size, maxBytes);
-    const buffer = Buffer.alloc(length);
-    readSync(fd, buffer, 0, length, size - length);
-    const lines = buffer.toString("utf8").split("\n");
-    if (length < size) lines.shift(); // probably a partial line
-    return lines.slice(-maxLines).join("\n");
-  } finally {
-    closeSync(fd);
-  }
-}
 
 /** Runs a command, collecting its output; never rejects (a spawn failure or timeout gives code -1). */
 function run(bin: string, args: string[], opts: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<SkopeoResult> {

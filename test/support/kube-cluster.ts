@@ -8,9 +8,7 @@ import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 import {
-  accessSync,
   closeSync,
-  constants as fsConstants,
   mkdirSync,
   mkdtempSync,
   openSync,
@@ -21,11 +19,12 @@ import {
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { homedir, tmpdir } from "node:os";
-import { delimiter, join } from "node:path";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { freePorts } from "./ports.ts";
 import { installExitHooks, liveChildren, liveDirs } from "./child-cleanup.ts";
 import { tailFile } from "./log-tail.ts";
+import { findCommand, isExecutable } from "./executables.ts";
 
 export interface KubeToolPaths {
   etcd: string;
@@ -77,21 +76,9 @@ const SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local";
 // ---------------------------------------------------------------------------------------------
 // Tool discovery
 
-function isExecutable(path: string): boolean {
-  try {
-    accessSync(path, fsConstants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function findEtcd(): string {
-  if (isExecutable("/usr/bin/etcd")) return "/usr/bin/etcd";
-  for (const entry of (process.env.PATH ?? "").split(delimiter)) {
-    if (entry && isExecutable(join(entry, "etcd"))) return join(entry, "etcd");
-  }
-  return "/usr/bin/etcd";
+  return isExecutable("/usr/bin/etcd") ? "/usr/bin/etcd" : findCommand("etcd") ?? "/usr/bin/etcd";
 }
 
 /** Where scripts/provision-kube.sh put the components; throws, naming what is missing, if it has not run. */

@@ -12,11 +12,11 @@
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { accessSync, closeSync, constants as fsConstants, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { tmpdir } from "node:os";
-import { delimiter, join } from "node:path";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
 import { freePort } from "./ports.ts";
@@ -24,6 +24,7 @@ import { startTokenServer } from "./token-server.ts";
 import type { TestTokenServer, TokenServerUser } from "./token-server.ts";
 import { installExitHooks, liveChildren, liveDirs } from "./child-cleanup.ts";
 import { tailFile } from "./log-tail.ts";
+import { findCommand } from "./executables.ts";
 
 export type RegistryAuth = "none" | "htpasswd" | "token";
 
@@ -105,21 +106,7 @@ const TOKEN_ISSUER = "imprimatur-test-token-issuer";
 // ---------------------------------------------------------------------------------------------
 // Tool discovery
 
-function isExecutable(path: string): boolean {
-  try {
-    accessSync(path, fsConstants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
-function findCommand(name: string): string | null {
-  for (const entry of [...(process.env.PATH ?? "").split(delimiter), "/usr/bin", "/usr/sbin"]) {
-    if (entry && isExecutable(join(entry, name))) return join(entry, name);
-  }
-  return null;
-}
 
 /** docker-registry, skopeo and htpasswd; throws, naming what is missing, if provision-registry.sh has not run. */
 export function registryToolPaths(): RegistryToolPaths {

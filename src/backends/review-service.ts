@@ -1,8 +1,8 @@
-// Asks every backend about one ImageReview spec and combines the answers: the built-in policy engine
-// (in-process, never cached: it is cheap and its inputs such as namespace labels may change) and each
-// remote backend (cached, retried with backoff inside the deadline, and failing open or closed by flag).
-// All must allow.
-import { allow, deny, type Decision, type Violation } from "../core/decision.ts";
+// Asks the remote ImageReview backends about one ImageReview spec and combines their answers (cached,
+// retried with backoff inside the deadline, and failing open or closed by flag). All must allow. The
+// in-process policy kinds are evaluated by the engine beside this step (src/engine/engine.ts); `builtin`
+// lets a caller put one in front (tests).
+import { allow, combineDecisions, deny, type Decision, type Violation } from "../core/decision.ts";
 import type { ImageReviewSpec } from "../core/image-review.ts";
 import { BackendUnavailableError, type RemoteImageReviewBackend } from "./backend.ts";
 import type { DecisionCache } from "./decision-cache.ts";
@@ -16,7 +16,7 @@ export interface ReviewInput {
 export type BuiltinEngine = (input: ReviewInput) => Decision;
 
 export interface ReviewServiceOptions {
-  builtin: BuiltinEngine;
+  builtin?: BuiltinEngine;
   remotes: RemoteImageReviewBackend[];
   cache: DecisionCache;
   /** Admit when a remote backend cannot be reached in time (default: false, fail closed). */
@@ -29,20 +29,22 @@ export interface ReviewServiceOptions {
 }
 
 export class ImageReviewService {
-  private readonly opts: Required<Omit<ReviewServiceOptions, "onBackendResult">> & Pick<ReviewServiceOptions, "onBackendResult">;
+  private readonly opts: Required<Omit<ReviewServiceOptions, "onBackendResult" | "builtin">> & Pick<ReviewServiceOptions, "onBackendResult" | "builtin">;
 
   constructor(options: ReviewServiceOptions) {
     this.opts = { retryBackoffMs: 100, maxAttempts: 4, ...options };
   }
 
   async review(input: ReviewInput, deadline: number): Promise<Decision> {
-    const builtin = this.opts.builtin(input);
+    const builtin = this.opts.builtin?.(input) ?? allow();
     if (this.opts.remotes.length === 0) return builtin;
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), Math.max(0, deadline - Date.now()));
     try {
       const remote = await Promise.all(this.opts.remotes.map((b) => this.askRemote(b, input.spec, deadline, controller.signal)));
-      return combine([builtin, ...remote]);
+      // A backend that allowed (and did not merely fail open) is recorded as a pass.
+      const withPasses = remote.map((d, i) => (d.allowed && !d.failOpen ? { ...d, passes: [...(d.passes ?? []), { kind: "Backend" as const, policy: `backend/${this.opts.remotes[i]!.name}`, rule: "review" }] } : d));
+      return combine([builtin, ...withPasses]);
     } finally {
       clearTimeout(timer);
     }
@@ -92,19 +94,9 @@ export class ImageReviewService {
   }
 }
 
-/** All must allow. Violations, warnings and audit annotations are merged; the built-in decision comes first. */
+/** All must allow (see combineDecisions); a denial is marked in the audit annotations. */
 export function combine(decisions: Decision[]): Decision {
-  const out: Decision = {
-    allowed: decisions.every((d) => d.allowed),
-    violations: decisions.flatMap((d) => d.violations),
-    warnings: decisions.flatMap((d) => d.warnings),
-    auditAnnotations: Object.assign({}, ...decisions.map((d) => d.auditAnnotations)),
-  };
-  const breakGlass = decisions.find((d) => d.breakGlass)?.breakGlass;
-  // An override only happened if the admission as a whole goes through.
-  if (breakGlass && out.allowed) out.breakGlass = breakGlass;
-  const failOpen = decisions.flatMap((d) => d.failOpen ?? []);
-  if (failOpen.length > 0) out.failOpen = failOpen;
+  const out = combineDecisions(...decisions);
   if (!out.allowed) out.auditAnnotations.decision = "denied";
   return out;
 }

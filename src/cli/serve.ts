@@ -46,6 +46,14 @@ export const SERVE_USAGE = `Usage: imprimatur serve [options]
                        tried after a pod's pull secrets when resolving tags to digests
   --digest-mode MODE   mutate (default): /mutate pins digestMutate images to tag@sha256:...;
                        record: resolve and record only (no rewrite, no drift from Git)
+  --allow-empty-policies
+                       start even when the policy folder holds no policy (by default that is refused:
+                       an empty set admits everything)
+  --drain DUR          on SIGTERM, answer /readyz with 503 and keep serving for this long before closing
+                       the listener, so endpoints stop routing here first (default 5s; 0 to stop at once)
+  -h, --help           show this help
+
+Signals: SIGHUP reloads the policies; SIGTERM and SIGINT drain, then stop.
 `;
 
 export async function runServe(argv: string[]): Promise<number> {
@@ -71,7 +79,10 @@ export async function runServe(argv: string[]): Promise<number> {
       registries: { type: "string" },
       authfile: { type: "string" },
       "digest-mode": { type: "string" },
+      "allow-empty-policies": { type: "boolean" },
+      drain: { type: "string", default: "5s" },
     }));
+    if (parseDuration(values.drain!) === undefined && values.drain !== "0") throw new UsageError(`--drain must be a duration such as 5s, got ${values.drain}`);
     if (values["digest-mode"] !== undefined && !["mutate", "record"].includes(values["digest-mode"])) throw new UsageError(`--digest-mode must be mutate or record, got ${values["digest-mode"]}`);
     if (!/^\d+$/.test(values.port!) || Number(values.port) > 65535) throw new UsageError(`--port must be a port number, got ${values.port}`);
     if (Boolean(values["tls-cert"]) !== Boolean(values["tls-key"])) throw new UsageError("--tls-cert and --tls-key go together");
@@ -85,7 +96,8 @@ export async function runServe(argv: string[]): Promise<number> {
 
   let config: ServerConfig;
   try {
-    config = values.config ? await loadServerConfig(values.config) : { ...DEFAULT_SERVER_CONFIG };
+    // A deep copy: flags below change nested settings, and the shared default must stay as it is.
+    config = values.config ? await loadServerConfig(values.config) : structuredClone(DEFAULT_SERVER_CONFIG);
     if (values["fail-open"]) config.failOpen = true;
     for (const [flag, key] of [["allow-ttl", "allowTtlMs"], ["deny-ttl", "denyTtlMs"]] as const) {
       const raw = values[flag];
@@ -131,6 +143,7 @@ export async function runServe(argv: string[]): Promise<number> {
       config,
       ...(namespaces ? { namespaces } : {}),
       profiles: values.profile ?? [],
+      allowEmptyPolicies: values["allow-empty-policies"] === true,
       ...(kube ? { kube } : {}),
       ...(await registryAccess(config)),
     });
@@ -155,8 +168,9 @@ export async function runServe(argv: string[]): Promise<number> {
     process.once("SIGTERM", stop);
     process.once("SIGINT", stop);
   });
+  // Not ready at once; keep answering while endpoints stop routing here, then close the listener.
+  await app.close(values.drain === "0" ? 0 : parseDuration(values.drain!)!);
   await namespaceCache?.close();
-  await app.close();
   return 0;
 }
 

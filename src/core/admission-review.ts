@@ -1,8 +1,7 @@
-// AdmissionReview (admission.k8s.io/v1, and v1beta1 answered in kind): validation of the incoming review,
-// which images a Pod request asks to run, and the response.
-import { renderReason, type Decision } from "./decision.ts";
-import { isObject, stringMap } from "./json-shapes.ts";
-import { podImages, type PodImages } from "./pod-images.ts";
+// AdmissionReview (admission.k8s.io/v1, and v1beta1 answered in kind): validation of the incoming review and
+// the response. What the request holds is extracted in admission-subject.ts.
+import { capList, moreText, renderReason, type Decision } from "./decision.ts";
+import { isObject } from "./json-shapes.ts";
 
 export const ADMISSION_API_VERSIONS = ["admission.k8s.io/v1", "admission.k8s.io/v1beta1"] as const;
 
@@ -41,48 +40,12 @@ export function parseAdmissionReview(body: unknown): AdmissionParseResult {
     const v = request[key];
     if (v !== undefined && v !== null && !isObject(v)) return { ok: false, error: `request.${key} must be an object` };
   }
-  return { ok: true, review: { apiVersion, request: request as unknown as AdmissionRequest } };
-}
-
-/** What an admission request asks us to review: nothing (not a Pod, or no image changed) or the pod's images. */
-export type PodReviewPlan = { review: false; why: string } | { review: true; images: PodImages; podName: string };
-
-export function planPodReview(req: AdmissionRequest): PodReviewPlan {
-  const resource = req.resource?.resource;
-  const isPod = (req.resource?.group ?? "") === "" && resource === "pods";
-  if (!isPod) return { review: false, why: `not a pod (${resource ?? "unknown resource"})` };
-  const sub = req.subResource ?? "";
-  if (sub !== "" && sub !== "ephemeralcontainers") return { review: false, why: `subresource ${sub} carries no images` };
-  if (req.operation !== "CREATE" && req.operation !== "UPDATE") return { review: false, why: `operation ${req.operation ?? "?"}` };
-  const obj = req.object ?? undefined;
-  if (!obj) return { review: false, why: "no object" };
-
-  const namespace = req.namespace ?? str((obj.metadata as Record<string, unknown> | undefined)?.namespace) ?? "";
-  const metadata = (obj.metadata ?? {}) as Record<string, unknown>;
-  const podName = str(metadata.name) ?? req.name ?? str(metadata.generateName) ?? "";
-  const annotations = stringMap(metadata.annotations);
-  // v1.20-era apiservers send the EphemeralContainers kind for the subresource; later ones send the Pod.
-  const isEphemeralKind = req.kind?.kind === "EphemeralContainers";
-  const current = isEphemeralKind
-    ? podImages(obj, annotations, namespace, "")
-    : podImages(obj.spec as Record<string, unknown> | undefined, annotations, namespace);
-
-  if (req.operation === "UPDATE" && req.oldObject) {
-    // On update only images that are new or changed are reviewed (the ImagePolicyWebhook design allows
-    // either); otherwise a policy change would block unrelated updates such as removing a finalizer.
-    const old = isEphemeralKind
-      ? podImages(req.oldObject, annotations, namespace, "")
-      : podImages(req.oldObject.spec as Record<string, unknown> | undefined, annotations, namespace);
-    const before = new Map(old.images.map((i) => [i.field, i.image]));
-    const changed = current.images.filter((i) => before.get(i.field) !== i.image);
-    if (changed.length === 0) return { review: false, why: "no image changed" };
-    return {
-      review: true,
-      podName,
-      images: { images: changed, spec: { ...current.spec, containers: changed.map((i) => ({ image: i.image })) } },
-    };
+  // The apiserver always sends the object of a CREATE or UPDATE; without it the request cannot be judged,
+  // and answering "allowed" would be ambiguous.
+  if ((request.operation === "CREATE" || request.operation === "UPDATE") && !isObject(request.object)) {
+    return { ok: false, error: `request.object must be an object for operation ${request.operation}` };
   }
-  return { review: true, images: current, podName };
+  return { ok: true, review: { apiVersion, request: request as unknown as AdmissionRequest } };
 }
 
 export interface AdmissionResponseBody {
@@ -106,7 +69,10 @@ export function admissionResponse(review: ParsedAdmissionReview, decision: Decis
   if (!decision.allowed) {
     response.status = { code: 403, reason: "Forbidden", message: renderReason(decision.violations) };
   }
-  if (decision.warnings.length > 0) response.warnings = decision.warnings.map(sanitizeWarning);
+  if (decision.warnings.length > 0) {
+    const { listed, more } = capList(decision.warnings);
+    response.warnings = [...listed.map(sanitizeWarning), ...(more > 0 ? [moreText(more, "more warnings")] : [])];
+  }
   if (Object.keys(decision.auditAnnotations).length > 0) response.auditAnnotations = decision.auditAnnotations;
   if (decision.allowed && decision.patches && decision.patches.length > 0) {
     response.patchType = "JSONPatch";
@@ -119,8 +85,4 @@ export function admissionResponse(review: ParsedAdmissionReview, decision: Decis
 function sanitizeWarning(w: string): string {
   const clean = w.replace(/[\u0000-\u001f\u007f]/g, " ");
   return clean.length > 500 ? `${clean.slice(0, 497)}...` : clean;
-}
-
-function str(v: unknown): string | undefined {
-  return typeof v === "string" ? v : undefined;
 }

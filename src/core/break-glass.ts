@@ -99,6 +99,7 @@ export function applyBreakGlass(denied: Decision, input: BreakGlassInput): Decis
       overridden: renderReason(overridden),
     },
     breakGlass: { reason, ticket, overridden },
+    ...(denied.passes ? { passes: denied.passes } : {}),
   };
 }
 

@@ -32,12 +32,24 @@ export interface JsonPatchOperation {
   value?: unknown;
 }
 
+/** A policy, rule or check that applied and was satisfied: audit records, metrics and reports show passes too. */
+export interface Pass {
+  policy: string;
+  kind?: "PodRestriction" | "ImagePolicy" | "Backend";
+  /** What decided: "rules[0]", "default", a check's name, "review" for a backend. */
+  rule: string;
+  image?: string;
+  field?: string;
+}
+
 export interface Decision {
   allowed: boolean;
   violations: Violation[];
   warnings: string[];
   /** Keys without prefix; the server prefixes them with the webhook's audit-annotation domain. */
   auditAnnotations: Record<string, string>;
+  /** What applied and passed (absent when nothing did). */
+  passes?: Pass[];
   breakGlass?: BreakGlassUse;
   /** Remote backends that could not answer and were skipped because the server fails open. */
   failOpen?: Array<{ backend: string; error: string }>;
@@ -61,22 +73,44 @@ export function renderViolation(v: Violation): string {
   return `${subject} denied by ${v.kind ?? "policy"} ${v.policy} ${v.rule}: ${v.message}`;
 }
 
-/** Both decisions must allow; their violations, warnings and audit annotations are kept together. */
-export function combineDecisions(a: Decision, b: Decision): Decision {
-  const combined: Decision = {
-    ...a,
-    allowed: a.allowed && b.allowed,
-    violations: [...a.violations, ...b.violations],
-    warnings: [...a.warnings, ...b.warnings],
-    auditAnnotations: { ...a.auditAnnotations, ...b.auditAnnotations },
+/**
+ * All must allow. Violations, warnings, passes and audit annotations are kept together, in order. A break-glass
+ * override only happened if the admission as a whole goes through; the denials it set aside are merged.
+ */
+export function combineDecisions(...decisions: Decision[]): Decision {
+  const out: Decision = {
+    allowed: decisions.every((d) => d.allowed),
+    violations: decisions.flatMap((d) => d.violations),
+    warnings: decisions.flatMap((d) => d.warnings),
+    auditAnnotations: Object.assign({}, ...decisions.map((d) => d.auditAnnotations)),
   };
-  if (b.breakGlass) combined.breakGlass = b.breakGlass;
-  if (b.failOpen) combined.failOpen = [...(a.failOpen ?? []), ...b.failOpen];
-  if (b.patches) combined.patches = [...(a.patches ?? []), ...b.patches];
-  return combined;
+  const passes = decisions.flatMap((d) => d.passes ?? []);
+  if (passes.length > 0) out.passes = passes;
+  const overrides = decisions.flatMap((d) => (d.breakGlass ? [d.breakGlass] : []));
+  if (overrides.length > 0 && out.allowed) out.breakGlass = { ...overrides[0]!, overridden: overrides.flatMap((o) => o.overridden) };
+  const failOpen = decisions.flatMap((d) => d.failOpen ?? []);
+  if (failOpen.length > 0) out.failOpen = failOpen;
+  const patches = decisions.flatMap((d) => d.patches ?? []);
+  if (patches.length > 0) out.patches = patches;
+  return out;
 }
 
-/** All violations on one line each joined with "; " — the apiserver shows this string to the user. */
+/** How many violations a message, a log line or an audit annotation lists before summing up the rest. */
+export const MAX_LISTED_VIOLATIONS = 20;
+
+/** The first `max` entries and the number left out, so a 10,000-container pod cannot make a 10 MB line. */
+export function capList<T>(items: readonly T[], max = MAX_LISTED_VIOLATIONS): { listed: T[]; more: number } {
+  return items.length <= max ? { listed: [...items], more: 0 } : { listed: items.slice(0, max), more: items.length - max };
+}
+
+/** "… and 9,990 more" */
+export function moreText(more: number, noun = "more"): string {
+  return `… and ${more.toLocaleString("en-US")} ${noun}`;
+}
+
+/** All violations on one line each joined with "; " — the apiserver shows this string to the user. Capped. */
 export function renderReason(violations: Violation[]): string {
-  return violations.map(renderViolation).join("; ");
+  const { listed, more } = capList(violations);
+  const text = listed.map(renderViolation).join("; ");
+  return more > 0 ? `${text}; ${moreText(more)}` : text;
 }

@@ -4,7 +4,7 @@
 // the failure policy for tags that could not be resolved. Pure: resolution happens at the edge.
 import { allow, deny, type Decision, type JsonPatchOperation, type Violation } from "./decision.ts";
 import { escapePointerSegment, fieldPathToPointer } from "./field-path.ts";
-import { matchingRule, policyApplies, type EvaluationContext, type ImagePolicy } from "./image-policy.ts";
+import { matchingRule, policyApplies, type EvaluationContext, type ImagePolicy } from "./image-policy/image-policy.ts";
 import { parseImageReferenceCached, type ImageReference } from "./image-reference.ts";
 import { isObject } from "./json-shapes.ts";
 

@@ -1,6 +1,9 @@
-// Which images a Pod (or its ephemeral-containers subresource) asks to run, with their field paths,
-// and the ImageReview spec built from them exactly as the ImagePolicyWebhook plugin does.
-import { imagePolicyAnnotations, type ImageReviewSpec } from "./image-review.ts";
+// The container lists of a PodSpec and the images they ask to run, with field paths. The one definition of
+// which lists hold containers: image review, pinning and PodRestrictions all read it from here.
+
+/** Every PodSpec field that holds containers, in the order images are reviewed and reported. */
+export const CONTAINER_LISTS = ["containers", "initContainers", "ephemeralContainers"] as const;
+export type ContainerList = (typeof CONTAINER_LISTS)[number];
 
 export interface PodImage {
   image: string;
@@ -8,23 +11,11 @@ export interface PodImage {
   field: string;
 }
 
-export interface PodImages {
-  images: PodImage[];
-  spec: ImageReviewSpec;
-}
-
-const CONTAINER_LISTS = ["containers", "initContainers", "ephemeralContainers"] as const;
-
 /**
- * `podSpec` is a Pod's spec, or — for the `pods/ephemeralcontainers` subresource on v1.20-era apiservers — the
- * EphemeralContainers object, which carries `ephemeralContainers` at the top level (fieldPrefix "").
+ * `podSpec` is a Pod's spec, or — for the `pods/ephemeralcontainers` subresource on v1.20-era apiservers — an
+ * object carrying `ephemeralContainers` at the top level (fieldPrefix "").
  */
-export function podImages(
-  podSpec: Record<string, unknown> | undefined,
-  annotations: Record<string, string> | undefined,
-  namespace: string,
-  fieldPrefix = "spec.",
-): PodImages {
+export function podImages(podSpec: Record<string, unknown> | undefined, fieldPrefix = "spec."): PodImage[] {
   const images: PodImage[] = [];
   for (const list of CONTAINER_LISTS) {
     const containers = podSpec?.[list];
@@ -36,12 +27,5 @@ export function podImages(
       images.push({ image: typeof image === "string" ? image : "", field: `${fieldPrefix}${list}[${i}].image` });
     });
   }
-  return {
-    images,
-    spec: {
-      containers: images.map((i) => ({ image: i.image })),
-      annotations: imagePolicyAnnotations(annotations),
-      namespace,
-    },
-  };
+  return images;
 }

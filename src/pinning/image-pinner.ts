@@ -3,7 +3,7 @@
 // decision from src/core/digest-pinning.ts. Used by /mutate (pin or record) and /imagereview (record).
 import type { Logger } from "pino";
 import { imagesToPin, pinningDecision, type ImageAt, type PinningMode, type PinningOutcome, type PodMetadataAt, type Resolution } from "../core/digest-pinning.ts";
-import type { ImagePolicy } from "../core/image-policy.ts";
+import type { ImagePolicy } from "../core/image-policy/image-policy.ts";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
 import type { CredentialLookup } from "../credentials/credential.ts";
 import { chainLookups } from "../credentials/keyring.ts";

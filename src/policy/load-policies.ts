@@ -1,74 +1,50 @@
-// Reads policy files (multi-document YAML or JSON) from a folder or file, validates each document with the
-// JSON Schema, compiles it, and reports every problem with file, document, line, field path and reason.
-import { readdir, readFile, stat } from "node:fs/promises";
-import { join, relative } from "node:path";
-import { Ajv, type ErrorObject } from "ajv";
+// Reads policy documents (multi-document YAML or JSON) from a PolicySource, dispatches each to its kind in the
+// policy-kind registry, and reports every problem with origin, document, line, field path and reason.
 import { isMap, isSeq, LineCounter, parseAllDocuments, type Document, type Node as YamlNode } from "yaml";
-import imagePolicySchema from "./schema/image-policy.schema.json" with { type: "json" };
-import type { ImagePolicy } from "../core/image-policy.ts";
-import { compilePodRestriction, type PodRestriction } from "../core/pod-restriction/pod-restriction.ts";
-import { compileImagePolicy, type RawImagePolicy } from "./compile-image-policy.ts";
+import { emptyPolicySet, KIND_NAMES, kindOf, POLICY_KINDS, type KindName, type PolicySet } from "../core/policy-kinds.ts";
+import type { CompiledPolicy, PolicyKind } from "../core/policy-kind.ts";
 import { formatPath, PolicyLoadError, type PolicyError } from "./policy-error.ts";
-import { profileSources, shippedProfiles } from "./profiles.ts";
+import { PolicyFolder, type PolicySource } from "./policy-source.ts";
+import type { PodRestriction } from "../core/pod-restriction/pod-restriction.ts";
+import { bindProfileClusterWide, profileSources, shippedProfiles } from "./profiles.ts";
 
-export const POLICY_API_VERSION = "imprimatur.dev/v1alpha1";
-/** The PodRestrictions seed writes policy/v1alpha1; its examples load unchanged. */
-const SEED_POD_RESTRICTION_API_VERSION = "policy/v1alpha1";
-const KNOWN_KINDS = ["ImagePolicy", "PodRestriction"];
-const MAX_POLICY_FILE_BYTES = 4 * 1024 * 1024;
-
-export interface PolicySet {
-  imagePolicies: ImagePolicy[];
-  podRestrictions: PodRestriction[];
-  /** Files read, relative to the root given. */
-  files: string[];
+export interface LoadedPolicies {
+  policies: PolicySet;
+  /** Where the documents came from (files relative to the folder given). */
+  origins: string[];
 }
 
-const ajv = new Ajv({ allErrors: true, strict: true, useDefaults: false });
-const validateImagePolicy = ajv.compile(imagePolicySchema);
-
-/** Loads every *.yaml, *.yml and *.json under `root` (a folder, recursively, or one file). Throws PolicyLoadError. */
-export async function loadPolicies(root: string): Promise<PolicySet> {
-  const files = await listPolicyFiles(root);
-  const errors: PolicyError[] = [];
-  const imagePolicies: ImagePolicy[] = [];
-  const podRestrictions: PodRestriction[] = [];
+/** Loads every policy of `source` (a folder or file path, or any PolicySource). Throws PolicyLoadError. */
+export async function loadPolicies(source: string | PolicySource): Promise<LoadedPolicies> {
+  const from = typeof source === "string" ? new PolicyFolder(source) : source;
+  const { texts, errors } = await from.read();
   const profiles = profileSources(await shippedProfiles());
-  for (const file of files) {
-    const shown = relative(process.cwd(), file) || file;
-    let text: string;
-    try {
-      const info = await stat(file);
-      if (info.size > MAX_POLICY_FILE_BYTES) {
-        errors.push({ file: shown, message: `file is ${info.size} bytes; the limit is ${MAX_POLICY_FILE_BYTES}` });
-        continue;
-      }
-      text = await readFile(file, "utf8");
-    } catch (e) {
-      errors.push({ file: shown, message: `cannot read: ${(e as Error).message}` });
-      continue;
-    }
-    const parsed = parsePolicyText(text, shown, { profiles });
+  const policies = mutableSet();
+  for (const { origin, text } of texts) {
+    const parsed = parsePolicyText(text, origin, { profiles });
     errors.push(...parsed.errors);
-    imagePolicies.push(...parsed.imagePolicies);
-    podRestrictions.push(...parsed.podRestrictions);
+    for (const k of KIND_NAMES) (policies[k] as CompiledPolicy[]).push(...parsed.policies[k]);
   }
-  errors.push(...duplicateNames("ImagePolicy", imagePolicies), ...duplicateNames("PodRestriction", podRestrictions));
+  for (const k of KIND_NAMES) errors.push(...duplicateNames(k, policies[k]));
   if (errors.length > 0) throw new PolicyLoadError(errors);
-  return { imagePolicies, podRestrictions, files: files.map((f) => relative(root, f) || f) };
+  return { policies, origins: texts.map((t) => t.origin) };
 }
 
-function duplicateNames(kind: string, policies: ReadonlyArray<{ name: string; source?: { file: string; document: number } }>): PolicyError[] {
+function mutableSet(): { [K in KindName]: CompiledPolicy[] } & PolicySet {
+  return emptyPolicySet() as { [K in KindName]: CompiledPolicy[] } & PolicySet;
+}
+
+function duplicateNames(kind: string, policies: readonly CompiledPolicy[]): PolicyError[] {
   const errors: PolicyError[] = [];
-  const seen = new Map<string, (typeof policies)[number]>();
+  const seen = new Map<string, CompiledPolicy>();
   for (const p of policies) {
     const before = seen.get(p.name);
     if (before) {
       errors.push({
-        file: p.source?.file ?? "?",
-        ...(p.source ? { document: p.source.document } : {}),
+        origin: p.source?.origin ?? "?",
+        ...(p.source?.document !== undefined ? { document: p.source.document } : {}),
         path: "metadata.name",
-        message: `${kind} ${JSON.stringify(p.name)} is already defined in ${before.source?.file ?? "?"}`,
+        message: `${kind} ${JSON.stringify(p.name)} is already defined in ${before.source?.origin ?? "?"}`,
       });
     }
     seen.set(p.name, p);
@@ -77,88 +53,60 @@ function duplicateNames(kind: string, policies: ReadonlyArray<{ name: string; so
 }
 
 export interface ParsedPolicies {
-  imagePolicies: ImagePolicy[];
-  podRestrictions: PodRestriction[];
+  policies: PolicySet;
   errors: PolicyError[];
 }
 
-/** Parses one file's text (pure). `profiles` are the raw profile documents a PodRestriction may include. */
-export function parsePolicyText(text: string, file: string, opts: { profiles?: ReadonlyMap<string, unknown> } = {}): ParsedPolicies {
+/** Parses one origin's text (pure). `profiles` are the raw profile documents a PodRestriction may include. */
+export function parsePolicyText(text: string, origin: string, opts: { profiles?: ReadonlyMap<string, unknown> } = {}): ParsedPolicies {
   const lineCounter = new LineCounter();
   const errors: PolicyError[] = [];
-  const imagePolicies: ImagePolicy[] = [];
-  const podRestrictions: PodRestriction[] = [];
+  const policies = mutableSet();
   const docs = parseAllDocuments(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
-  if (!Array.isArray(docs)) {
-    // An empty stream parses to an EmptyStream; nothing to load.
-    return { imagePolicies, podRestrictions, errors };
-  }
+  // An empty stream parses to an EmptyStream; nothing to load.
+  if (!Array.isArray(docs)) return { policies, errors };
   docs.forEach((doc, i) => {
     const document = i + 1;
     const lineOf = (offset: number | undefined) => (offset === undefined ? undefined : lineCounter.linePos(offset).line);
     if (doc.errors.length > 0) {
-      for (const err of doc.errors) {
-        errors.push({ file, document, line: lineOf(err.pos[0]), message: `YAML: ${err.message.split("\n")[0]}` });
-      }
+      for (const err of doc.errors) errors.push({ origin, document, line: lineOf(err.pos[0]), message: `YAML: ${err.message.split("\n")[0]}` });
       return;
     }
     if (doc.contents === null) return; // empty document between separators
     const value: unknown = doc.toJS({ maxAliasCount: 50 });
     const startLine = lineOf(doc.contents.range?.[0]);
     if (typeof value !== "object" || value === null || Array.isArray(value)) {
-      errors.push({ file, document, line: startLine, message: "a policy document must be a mapping with apiVersion and kind" });
+      errors.push({ origin, document, line: startLine, message: "a policy document must be a mapping with apiVersion and kind" });
       return;
     }
     const obj = value as Record<string, unknown>;
     const at = (path: Array<string | number>) => lineOfPath(doc, path, lineCounter) ?? startLine;
-    if (obj.kind === "PodRestriction" && (obj.apiVersion === POLICY_API_VERSION || obj.apiVersion === SEED_POD_RESTRICTION_API_VERSION)) {
-      const compiled = compilePodRestriction(obj, { source: { file, document }, ...(opts.profiles ? { profiles: opts.profiles } : {}) });
-      for (const e of compiled.issues) errors.push({ file, document, line: at(e.path), path: formatPath(e.path), message: e.message });
-      if (compiled.policy) podRestrictions.push(compiled.policy);
+    const kindName = kindOf(obj.apiVersion, obj.kind);
+    if (!kindName) {
+      errors.push(unknownKind(obj, origin, document, at));
       return;
     }
-    if (obj.apiVersion !== POLICY_API_VERSION) {
-      errors.push({ file, document, line: at(["apiVersion"]), path: "apiVersion", message: `must be ${JSON.stringify(POLICY_API_VERSION)}, got ${JSON.stringify(obj.apiVersion ?? null)}` });
-      return;
-    }
-    if (obj.kind !== "ImagePolicy") {
-      errors.push({ file, document, line: at(["kind"]), path: "kind", message: `unknown kind ${JSON.stringify(obj.kind ?? null)}; known kinds: ${KNOWN_KINDS.join(", ")}` });
-      return;
-    }
-    if (!validateImagePolicy(obj)) {
-      for (const e of validateImagePolicy.errors ?? []) {
-        const { path, message } = describeSchemaError(e);
-        errors.push({ file, document, line: lineOfPath(doc, path, lineCounter) ?? startLine, path: formatPath(path), message });
-      }
-      return;
-    }
-    const compiled = compileImagePolicy(obj as unknown as RawImagePolicy, { file, document });
-    for (const e of compiled.errors) {
-      errors.push({ file, document, line: lineOfPath(doc, e.path, lineCounter) ?? startLine, path: formatPath(e.path), message: e.message });
-    }
-    if (compiled.policy) imagePolicies.push(compiled.policy);
+    const kind = POLICY_KINDS[kindName] as PolicyKind<CompiledPolicy, unknown>;
+    const compiled = kind.compile(obj, { source: { origin, document }, ...(opts.profiles ? { profiles: opts.profiles } : {}) });
+    for (const e of compiled.issues) errors.push({ origin, document, line: at(e.path), path: formatPath(e.path), message: e.message });
+    if (compiled.policy && compiled.issues.length === 0) (policies[kindName] as CompiledPolicy[]).push(compiled.policy);
   });
-  return { imagePolicies, podRestrictions, errors };
+  return { policies, errors };
 }
 
-function describeSchemaError(e: ErrorObject): { path: Array<string | number>; message: string } {
-  const path: Array<string | number> = e.instancePath
-    .split("/")
-    .slice(1)
-    .map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"))
-    .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
-  switch (e.keyword) {
-    case "additionalProperties":
-      return { path: [...path, String(e.params.additionalProperty)], message: `unknown field ${JSON.stringify(e.params.additionalProperty)}` };
-    case "required":
-      return { path, message: `missing required field ${JSON.stringify(e.params.missingProperty)}` };
-    case "enum":
-      return { path, message: `must be one of ${(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(", ")}` };
-    case "const":
-      return { path, message: `must be ${JSON.stringify(e.params.allowedValue)}` };
-    default:
-      return { path, message: e.message ?? e.keyword };
+/** A kind we know under another apiVersion says which versions it takes; an unknown kind lists the known ones. */
+function unknownKind(obj: Record<string, unknown>, origin: string, document: number, at: (path: Array<string | number>) => number | undefined): PolicyError {
+  const known = KIND_NAMES.find((k) => k === obj.kind);
+  if (known) {
+    const versions = POLICY_KINDS[known].apiVersions;
+    const expected = versions.length === 1 ? JSON.stringify(versions[0]) : `one of ${versions.map((v) => JSON.stringify(v)).join(", ")}`;
+    return { origin, document, line: at(["apiVersion"]), path: "apiVersion", message: `must be ${expected}, got ${JSON.stringify(obj.apiVersion ?? null)}` };
   }
+  if (!KIND_NAMES.some((k) => POLICY_KINDS[k].apiVersions.includes(obj.apiVersion as string))) {
+    const versions = [...new Set(KIND_NAMES.flatMap((k) => POLICY_KINDS[k].apiVersions))];
+    return { origin, document, line: at(["apiVersion"]), path: "apiVersion", message: `must be ${JSON.stringify(versions[0])}, got ${JSON.stringify(obj.apiVersion ?? null)}` };
+  }
+  return { origin, document, line: at(["kind"]), path: "kind", message: `unknown kind ${JSON.stringify(obj.kind ?? null)}; known kinds: ${KIND_NAMES.join(", ")}` };
 }
 
 /** The line of the deepest existing YAML node on `path`. */
@@ -181,25 +129,19 @@ function lineOfPath(doc: Document, path: Array<string | number>, lc: LineCounter
   return best === undefined ? undefined : lc.linePos(best).line;
 }
 
-async function listPolicyFiles(root: string): Promise<string[]> {
-  let info;
-  try {
-    info = await stat(root);
-  } catch (e) {
-    throw new PolicyLoadError([{ file: root, message: `cannot read policy path: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}` }]);
-  }
-  if (info.isFile()) return [root];
-  const out: string[] = [];
-  const walk = async (dir: string) => {
-    const entries = await readdir(dir, { withFileTypes: true });
-    entries.sort((a, b) => (a.name < b.name ? -1 : 1));
-    for (const e of entries) {
-      if (e.name.startsWith(".")) continue; // ConfigMap mounts keep ..data symlinks; hidden files are not policies
-      const full = join(dir, e.name);
-      if (e.isDirectory()) await walk(full);
-      else if (/\.(ya?ml|json)$/i.test(e.name)) out.push(full);
-    }
-  };
-  await walk(root);
-  return out;
+/**
+ * The policies of `source` with shipped profiles bound cluster-wide in front of its PodRestrictions (`--profile`).
+ * Throws PolicyLoadError for an invalid set or an unknown profile.
+ */
+export async function loadPoliciesWithProfiles(source: string | PolicySource, profiles: readonly string[]): Promise<LoadedPolicies> {
+  const bound = await bindProfiles(profiles);
+  const loaded = await loadPolicies(source);
+  if (bound.length === 0) return loaded;
+  return { ...loaded, policies: { ...loaded.policies, PodRestriction: [...bound, ...loaded.policies.PodRestriction] } };
+}
+
+async function bindProfiles(names: readonly string[]): Promise<PodRestriction[]> {
+  if (names.length === 0) return [];
+  const profiles = await shippedProfiles();
+  return names.map((name) => bindProfileClusterWide(name, profiles));
 }

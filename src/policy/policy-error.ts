@@ -1,7 +1,10 @@
-// A policy that fails to load is reported with file, document, line, field path and reason.
+// A policy that fails to load is reported with where it came from (a file and line, or a custom resource),
+// the document, the field path and the reason.
+import { ImprimaturError } from "../errors/imprimatur-error.ts";
 
 export interface PolicyError {
-  file: string;
+  /** A file path, a flag ("--profile"), or a custom resource ("k8s:ImagePolicy/name"). */
+  origin: string;
   /** 1-based index of the YAML document in the file. */
   document?: number;
   line?: number;
@@ -11,16 +14,15 @@ export interface PolicyError {
 }
 
 export function renderPolicyError(e: PolicyError): string {
-  const where = `${e.file}${e.line !== undefined ? `:${e.line}` : ""}`;
+  const where = `${e.origin}${e.line !== undefined ? `:${e.line}` : ""}`;
   const detail = [e.document !== undefined ? `document ${e.document}` : "", e.path ?? ""].filter(Boolean).join(", ");
   return `${where}${detail ? ` (${detail})` : ""}: ${e.message}`;
 }
 
-export class PolicyLoadError extends Error {
+export class PolicyLoadError extends ImprimaturError<"invalid-policy"> {
   readonly errors: PolicyError[];
   constructor(errors: PolicyError[]) {
-    super(`policies failed to load:\n${errors.map((e) => `  ${renderPolicyError(e)}`).join("\n")}`);
-    this.name = "PolicyLoadError";
+    super("invalid-policy", `policies failed to load:\n${errors.map((e) => `  ${renderPolicyError(e)}`).join("\n")}`);
     this.errors = errors;
   }
 }

@@ -33,7 +33,7 @@ async function loadProfiles(dir: string): Promise<Map<string, Profile>> {
   for (const f of files) {
     const raw: unknown = parse(await readFile(join(dir, f), "utf8"));
     const name = (raw as { metadata?: { name?: unknown } } | null)?.metadata?.name;
-    if (typeof name !== "string") throw new PolicyLoadError([{ file: f, message: "a profile needs metadata.name" }]);
+    if (typeof name !== "string") throw new PolicyLoadError([{ origin: f, message: "a profile needs metadata.name" }]);
     raws.set(name, { raw, file: f });
   }
   const rawByName = new Map([...raws].map(([n, r]) => [n, r.raw]));
@@ -42,7 +42,7 @@ async function loadProfiles(dir: string): Promise<Map<string, Profile>> {
   for (const [name, { raw, file }] of raws) {
     const compiled = compilePodRestriction(raw, { profiles: rawByName, labelPrefix: `${name}/`, including: [name] });
     if (!compiled.policy) {
-      for (const i of compiled.issues) errors.push({ file, path: formatPath(i.path), message: i.message });
+      for (const i of compiled.issues) errors.push({ origin: file, path: formatPath(i.path), message: i.message });
       continue;
     }
     profiles.set(name, { name, description: compiled.policy.description ?? "", file, raw, policy: compiled.policy });
@@ -63,7 +63,7 @@ export function bindProfileClusterWide(name: string, profiles: ReadonlyMap<strin
   );
   if (!compiled.policy) {
     const known = [...profiles.keys()].join(", ");
-    throw new PolicyLoadError([{ file: "--profile", message: `unknown profile ${JSON.stringify(name)}; shipped profiles: ${known}` }]);
+    throw new PolicyLoadError([{ origin: "--profile", message: `unknown profile ${JSON.stringify(name)}; shipped profiles: ${known}` }]);
   }
   return compiled.policy;
 }

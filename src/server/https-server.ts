@@ -1,29 +1,37 @@
-// The HTTPS edge: routing, body limits, deadlines, health, metrics and graceful shutdown.
+// The HTTPS edge: routing, body limits, deadlines, health, metrics and graceful shutdown. Handlers translate
+// wire formats; deciding is the engine's (src/engine/engine.ts).
 import { createServer, type Server } from "node:https";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
-import type { Decision } from "../core/decision.ts";
-import type { Metrics } from "./metrics.ts";
+import type { Recorder } from "../engine/recorder.ts";
 import { HttpError, parseTimeoutParam, readJsonBody } from "./http-body.ts";
-import { handleMutate } from "./mutate-handler.ts";
-import { handleAdmissionReview, handleImageReview, type HandlerContext } from "./review-handlers.ts";
+import { handleAdmissionReview, handleImageReview, handleMutate, type HandlerContext } from "./review-handlers.ts";
 
-export interface ServerOptions extends HandlerContext {
+export interface ServerOptions {
   host: string;
   port: number;
   tls: { cert: string; key: string };
-  metrics: Metrics;
+  handlers: HandlerContext;
+  logger: Logger;
+  recorder: Recorder;
+  /** The Prometheus exposition for GET /metrics. */
+  metrics: { text(): Promise<string>; contentType: string };
   maxBodyBytes: number;
   /** Deadline used when the caller sends no ?timeout= (the ImagePolicyWebhook does not). */
   defaultTimeoutMs: number;
-  isReady(): boolean;
+  /** Why the server is not ready (policies not loaded yet), or undefined when it is. */
+  notReady(): string | undefined;
 }
 
 export interface RunningServer {
   server: Server;
   port: number;
-  close(): Promise<void>;
+  /**
+   * Graceful stop: /readyz answers 503 at once so load balancers stop sending, requests keep being answered for
+   * `drainMs`, then the listener closes and idle connections are dropped.
+   */
+  close(drainMs?: number): Promise<void>;
 }
 
 const ENDPOINTS = new Map<string, "imagereview" | "validate" | "mutate">([
@@ -36,8 +44,9 @@ const ENDPOINTS = new Map<string, "imagereview" | "validate" | "mutate">([
 const ANSWER_MARGIN_MS = 300;
 
 export async function startHttpsServer(opts: ServerOptions): Promise<RunningServer> {
+  const state = { draining: false };
   const server = createServer({ cert: opts.tls.cert, key: opts.tls.key, minVersion: "TLSv1.2" }, (req, res) => {
-    route(opts, req, res).catch((e) => {
+    route(opts, state, req, res).catch((e) => {
       opts.logger.error({ err: e }, "unhandled error while answering");
       if (!res.headersSent) sendJson(res, 500, status(500, "internal error"));
       else res.destroy();
@@ -57,20 +66,26 @@ export async function startHttpsServer(opts: ServerOptions): Promise<RunningServ
   return {
     server,
     port,
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async (drainMs = 0) => {
+      state.draining = true;
+      if (drainMs > 0) await new Promise((r) => setTimeout(r, drainMs));
+      await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
-      }),
+      });
+    },
   };
 }
 
-async function route(opts: ServerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function route(opts: ServerOptions, state: { draining: boolean }, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const path = (req.url ?? "/").split("?")[0];
   if (req.method === "GET" || req.method === "HEAD") {
     if (path === "/healthz" || path === "/livez") return sendText(res, 200, "ok");
-    if (path === "/readyz") return opts.isReady() ? sendText(res, 200, "ok") : sendText(res, 503, "policies not loaded");
-    if (path === "/metrics") return sendText(res, 200, await opts.metrics.registry.metrics(), opts.metrics.registry.contentType);
+    if (path === "/readyz") {
+      const why = state.draining ? "shutting down" : opts.notReady();
+      return why === undefined ? sendText(res, 200, "ok") : sendText(res, 503, why);
+    }
+    if (path === "/metrics") return sendText(res, 200, await opts.metrics.text(), opts.metrics.contentType);
   }
   const endpoint = ENDPOINTS.get(path ?? "");
   if (!endpoint) return sendJson(res, 404, status(404, `no route for ${req.method} ${path}`));
@@ -81,39 +96,19 @@ async function route(opts: ServerOptions, req: IncomingMessage, res: ServerRespo
   const deadline = Date.now() + Math.max(100, timeoutMs - ANSWER_MARGIN_MS);
   try {
     const body = await readJsonBody(req, opts.maxBodyBytes);
-    const result = endpoint === "imagereview"
-      ? await handleImageReview(opts, body, deadline)
-      : endpoint === "validate"
-        ? await handleAdmissionReview(opts, body, deadline)
-        : await handleMutate(opts, body, deadline);
-    observe(opts, endpoint, result.decision);
-    logDecision(opts.logger, endpoint, result.decision, result.body);
+    const handle = endpoint === "imagereview" ? handleImageReview : endpoint === "validate" ? handleAdmissionReview : handleMutate;
+    const result = await handle(opts.handlers, body, deadline);
+    // The engine records the decisions it makes; a request with nothing to review is counted here.
+    if (!result.decision) opts.recorder.decision(endpoint, undefined);
     sendJson(res, 200, result.body);
   } catch (e) {
     if (!(e instanceof HttpError)) throw e;
-    opts.metrics.badRequests.inc({ endpoint });
+    opts.recorder.badRequest(endpoint);
     opts.logger.warn({ endpoint, status: e.status, error: e.message }, "bad request");
     sendJson(res, e.status, status(e.status, e.message));
   } finally {
-    opts.metrics.duration.observe({ endpoint }, Number(process.hrtime.bigint() - started) / 1e9);
+    opts.recorder.requestDuration(endpoint, Number(process.hrtime.bigint() - started) / 1e9);
   }
-}
-
-function observe(opts: ServerOptions, endpoint: string, decision: Decision | undefined) {
-  const outcome = !decision ? "skipped" : decision.breakGlass ? "break-glass" : decision.allowed ? "allowed" : "denied";
-  opts.metrics.decisions.inc({ endpoint, outcome });
-}
-
-function logDecision(logger: Logger, endpoint: string, decision: Decision | undefined, body: unknown) {
-  if (!decision) return;
-  const uid = (body as { response?: { uid?: string } }).response?.uid;
-  // Denials at info; plain admissions at debug (they are the bulk of traffic, and break-glass and fail-open
-  // admissions are logged where they are recorded in the audit log).
-  if (decision.allowed) {
-    if (logger.isLevelEnabled("debug")) logger.debug({ endpoint, uid, allowed: true }, "admitted");
-    return;
-  }
-  logger.info({ endpoint, uid, allowed: false, violations: decision.violations }, "denied");
 }
 
 /** A metav1.Status-shaped error body, which kube clients know how to show. */

@@ -1,5 +1,6 @@
 // Prometheus metrics, on a registry of our own so tests can run several servers in one process.
 import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { Recorder } from "../engine/recorder.ts";
 
 export function createMetrics() {
   const registry = new Registry();
@@ -43,6 +44,12 @@ export function createMetrics() {
       labelNames: ["method", "status"] as const,
       registers: [registry],
     }),
+    policyResults: new Counter({
+      name: "imprimatur_policy_results_total",
+      help: "Policies, rules and checks that applied to an admission, by kind, policy and result (pass, fail).",
+      labelNames: ["kind", "policy", "result"] as const,
+      registers: [registry],
+    }),
     policyReloads: new Counter({
       name: "imprimatur_policy_reloads_total",
       help: "Policy reloads by result.",
@@ -53,3 +60,30 @@ export function createMetrics() {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/** The engine's and the transports' observations, as Prometheus metrics. */
+export function prometheusRecorder(m: Metrics): Recorder {
+  return {
+    decision(endpoint, decision) {
+      const outcome = !decision ? "skipped" : decision.breakGlass ? "break-glass" : decision.allowed ? "allowed" : "denied";
+      m.decisions.inc({ endpoint, outcome });
+      if (!decision) return;
+      // One count per policy per admission and result, however many images or fields it covered.
+      const seen = new Set<string>();
+      const count = (kind: string, policy: string, result: "pass" | "fail") => {
+        const key = `${kind}\u0000${policy}\u0000${result}`;
+        if (seen.has(key)) return;
+        seen.add(key);
+        m.policyResults.inc({ kind, policy, result });
+      };
+      for (const p of decision.passes ?? []) count(p.kind ?? "ImagePolicy", p.policy, "pass");
+      for (const v of decision.violations) count(v.kind ?? "ImagePolicy", v.policy, "fail");
+    },
+    backendResult: (backend, outcome) => m.backendResults.inc({ backend, outcome }),
+    digestResolutions: (outcome, n) => m.digestResolutions.inc({ outcome }, n),
+    registryRequest: (method, status) => m.registryRequests.inc({ method, status: String(status) }),
+    policyReload: (result) => m.policyReloads.inc({ result }),
+    badRequest: (endpoint) => m.badRequests.inc({ endpoint }),
+    requestDuration: (endpoint, seconds) => m.duration.observe({ endpoint }, seconds),
+  };
+}

@@ -1,6 +1,18 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { planPodReview, parseAdmissionReview, admissionResponse, type AdmissionRequest } from "../../src/core/admission-review.ts";
+import { parseAdmissionReview, admissionResponse, type AdmissionRequest } from "../../src/core/admission-review.ts";
+import { subjectOfRequest, type SubjectPlan } from "../../src/core/admission-subject.ts";
+import { imagePolicyAnnotations } from "../../src/core/image-review.ts";
+
+/** The images a request asks to review (the one extraction), as the image-policy step sees them. */
+function planPodReview(req: AdmissionRequest) {
+  const plan: SubjectPlan = subjectOfRequest(req);
+  if (!plan.review || plan.subject.images.length === 0) return { review: false as const };
+  const { subject } = plan;
+  const images = subject.images.map(({ image, field }) => ({ image, field }));
+  const spec = { containers: images.map((i) => ({ image: i.image })), annotations: imagePolicyAnnotations(subject.pods[0]!.annotations), namespace: subject.namespace };
+  return { review: true as const, images: { images, spec } };
+}
 import { allow, deny } from "../../src/core/decision.ts";
 
 const pod = (spec: Record<string, unknown>, annotations: Record<string, string> = {}) => ({

@@ -47,23 +47,34 @@ spec:
   return dir;
 }
 
-test("text output: one line per workload, exit 1 when any is denied", async () => {
+test("text output: one line per finding, skipped objects with the reason, a summary; exit 1 when any is denied", async () => {
   const dir = await manifests();
   const r = run(["check", "--policies", POLICIES, "-f", dir]);
   assert.equal(r.code, 1, r.stderr);
   const lines = r.stdout.trim().split("\n");
   assert.deepEqual(lines.map((l) => l.replace(dir, "DIR")), [
     "DIR/app.yaml Deployment/web: allowed",
+    "DIR/app.yaml ConfigMap/settings: skipped: ConfigMap runs no pods (not a Pod, a built-in workload or a registered custom resource)",
     'DIR/app.yaml CronJob/nightly: denied: image "busybox:1.36" (spec.jobTemplate.spec.template.spec.initContainers[0].image) denied by policy trusted-registries default: only images from registry.example.com may run',
     "DIR/pod.json Pod/solo: allowed",
+    "4 objects: 2 allowed, 1 denied, 1 skipped",
   ]);
 });
 
-test("json output and exit 0 when everything is allowed", async () => {
+test("json output has structured violations and a summary; exit 0 when everything is allowed", async () => {
   const dir = await manifests();
   const r = run(["check", "--policies", POLICIES, "-f", join(dir, "pod.json"), "--output", "json"]);
   assert.equal(r.code, 0, r.stderr);
-  assert.deepEqual(JSON.parse(r.stdout), [{ file: join(dir, "pod.json"), kind: "Pod", name: "solo", namespace: "default", allowed: true, reasons: [] }]);
+  assert.deepEqual(JSON.parse(r.stdout), {
+    results: [{ file: join(dir, "pod.json"), apiVersion: "v1", kind: "Pod", name: "solo", namespace: "default", result: "allowed", violations: [], warnings: [] }],
+    summary: { objects: 1, allowed: 1, denied: 0, skipped: 0, errors: 0 },
+  });
+  const denied = run(["check", "--policies", POLICIES, "-f", join(dir, "app.yaml"), "-o", "json"]);
+  assert.equal(denied.code, 1, denied.stderr);
+  const cron = JSON.parse(denied.stdout).results.find((x: { kind: string }) => x.kind === "CronJob");
+  assert.deepEqual(cron.violations, [
+    { policy: "trusted-registries", rule: "default", image: "busybox:1.36", field: "spec.jobTemplate.spec.template.spec.initContainers[0].image", message: "only images from registry.example.com may run" },
+  ]);
 });
 
 test("exit 2 on usage errors, policy-load errors and unreadable manifests", async () => {
@@ -119,9 +130,12 @@ spec:
   assert.equal(baseline.code, 0, baseline.stdout + baseline.stderr);
   const restricted = run(["check", "--policies", POLICIES, "--profile", "restricted", "-f", join(dir, "pods.yaml"), "--output", "json"]);
   assert.equal(restricted.code, 1, restricted.stderr);
-  const results = JSON.parse(restricted.stdout) as Array<{ name: string; allowed: boolean; reasons: string[] }>;
-  assert.deepEqual(results.map((r) => [r.name, r.allowed]), [["root", false], ["hardened", true]]);
-  assert.ok(results[0]!.reasons.some((r) => r.startsWith("spec.containers[0].securityContext.runAsUser denied by PodRestriction profile-restricted restricted/run-as-user: is 0; must be in ≥ 1")), results[0]!.reasons.join("\n"));
+  const results = JSON.parse(restricted.stdout).results as Array<{ name: string; result: string; violations: Array<{ policy: string; rule: string; field: string; message: string }> }>;
+  assert.deepEqual(results.map((r) => [r.name, r.result]), [["root", "denied"], ["hardened", "allowed"]]);
+  assert.ok(
+    results[0]!.violations.some((v) => v.field === "spec.containers[0].securityContext.runAsUser" && v.policy === "profile-restricted" && v.rule === "restricted/run-as-user" && v.message.startsWith("is 0; must be in ≥ 1")),
+    JSON.stringify(results[0]!.violations),
+  );
   const unknown = run(["check", "--profile", "strict", "-f", join(dir, "pods.yaml")]);
   assert.equal(unknown.code, 2);
   assert.match(unknown.stderr, /unknown profile "strict"; shipped profiles: baseline, restricted/);

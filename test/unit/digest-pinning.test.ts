@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { admissionResponse } from "../../src/core/admission-review.ts";
 import { imagesToPin, pinningDecision, PINNED_IMAGES_ANNOTATION, type PinTarget, type Resolution } from "../../src/core/digest-pinning.ts";
-import { evaluateImagePolicies, type ImagePolicy } from "../../src/core/image-policy.ts";
+import { evaluateImagePolicies, type ImagePolicy } from "../../src/core/image-policy/image-policy.ts";
 import { fieldPathToPointer } from "../../src/core/field-path.ts";
 import { parsePolicyText } from "../../src/policy/load-policies.ts";
 
@@ -10,9 +10,9 @@ const D1 = `sha256:${"1".repeat(64)}`;
 const D2 = `sha256:${"2".repeat(64)}`;
 
 function policies(yaml: string): ImagePolicy[] {
-  const { imagePolicies, errors } = parsePolicyText(yaml, "inline.yaml");
+  const { policies: { ImagePolicy: imagePolicies }, errors } = parsePolicyText(yaml, "inline.yaml");
   assert.deepEqual(errors, []);
-  return imagePolicies;
+  return [...imagePolicies];
 }
 
 const pinning = policies(`

@@ -1,13 +1,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { evaluateImagePolicies, type ImagePolicy } from "../../src/core/image-policy.ts";
+import { evaluateImagePolicies, type ImagePolicy } from "../../src/core/image-policy/image-policy.ts";
 import { renderReason } from "../../src/core/decision.ts";
 import { parsePolicyText } from "../../src/policy/load-policies.ts";
 
 function policies(yaml: string): ImagePolicy[] {
-  const { imagePolicies, errors } = parsePolicyText(yaml, "inline.yaml");
+  const { policies: { ImagePolicy: imagePolicies }, errors } = parsePolicyText(yaml, "inline.yaml");
   assert.deepEqual(errors, []);
-  return imagePolicies;
+  return [...imagePolicies];
 }
 
 const trusted = policies(`

@@ -9,7 +9,7 @@ import { EMBEDDED_POLICIES } from "../../src/cli/args.ts";
 
 test("the embedded default policy loads", async () => {
   const set = await loadPolicies(EMBEDDED_POLICIES);
-  assert.deepEqual(set.imagePolicies.map((p) => p.name), ["pinned-versions"]);
+  assert.deepEqual(set.policies.ImagePolicy.map((p) => p.name), ["pinned-versions"]);
 });
 
 test("schema errors name file, document, line and field path", () => {
@@ -28,7 +28,7 @@ spec:
       images: ["nginx"]
   colour: blue
 `;
-  const { errors, imagePolicies } = parsePolicyText(text, "p.yaml");
+  const { errors, policies: { ImagePolicy: imagePolicies } } = parsePolicyText(text, "p.yaml");
   assert.deepEqual(imagePolicies.map((p) => p.name), ["ok"]);
   const rendered = errors.map(renderPolicyError);
   assert.ok(rendered.includes('p.yaml:12 (document 2, spec.rules[0].action): must be one of "allow", "deny"'), rendered.join("\n"));

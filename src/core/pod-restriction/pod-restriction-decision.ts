@@ -1,7 +1,7 @@
 // Composition (the seed's "Why not both?"): a pod is admitted if ANY bound Accept restriction is satisfied;
 // otherwise it must satisfy ALL bound Drop restrictions; with no Drop restriction bound it is admitted.
 // A denial lists every violated Drop restriction; the Accept policies that did not accept are warnings.
-import { allow, deny, type Decision, type Violation } from "../decision.ts";
+import { allow, deny, type Decision, type Pass, type Violation } from "../decision.ts";
 import { describeLabelSelector } from "../label-selector.ts";
 import { podRestrictionFindings, type PodUnderReview } from "./pod-restriction.ts";
 import type { PodRestrictionIndex } from "./restriction-index.ts";
@@ -30,14 +30,17 @@ export function decidePodRestrictions(index: PodRestrictionIndex, pod: PodUnderR
   for (const p of bound) {
     if (p.mode !== "Accept") continue;
     const findings = podRestrictionFindings(p, pod);
-    if (findings.length === 0) return allow({ auditAnnotations: { [ACCEPTED_BY_ANNOTATION]: p.name } });
+    if (findings.length === 0) return allow({ auditAnnotations: { [ACCEPTED_BY_ANNOTATION]: p.name }, passes: [{ kind: "PodRestriction", policy: p.name, rule: "accept", field: pod.spec.field || "spec" }] });
     notAccepted.push(`not accepted by PodRestriction ${p.name}: ${findings[0]!.field} ${findings[0]!.message}${findings.length > 1 ? ` (and ${findings.length - 1} more)` : ""}`);
   }
 
   const violations: Violation[] = [];
+  const passes: Pass[] = [];
   for (const p of drops) {
-    for (const f of podRestrictionFindings(p, pod)) violations.push({ policy: p.name, kind: "PodRestriction", rule: f.rule, field: f.field, message: f.message });
+    const findings = podRestrictionFindings(p, pod);
+    for (const f of findings) violations.push({ policy: p.name, kind: "PodRestriction", rule: f.rule, field: f.field, message: f.message });
+    if (findings.length === 0) passes.push({ kind: "PodRestriction", policy: p.name, rule: "all", field: pod.spec.field || "spec" });
   }
-  if (violations.length === 0) return allow();
-  return deny(violations, { warnings: notAccepted });
+  if (violations.length === 0) return allow({ passes });
+  return deny(violations, { warnings: notAccepted, ...(passes.length > 0 ? { passes } : {}) });
 }

@@ -11,6 +11,7 @@ import { compilePodSpecRestriction } from "./pod-spec-restriction.ts";
 import { CompileContext, describe, readMapping, type Check, type CompileIssue, type EvalContext, type Finding, type Located, type RawPath } from "./restrictions/restriction-support.ts";
 import type { LabelSelector } from "../label-selector.ts";
 import { isObject } from "../json-shapes.ts";
+import type { PolicyOrigin } from "../policy-kind.ts";
 
 export interface PodRestriction {
   name: string;
@@ -21,7 +22,7 @@ export interface PodRestriction {
   profiles: string[];
   checks: RestrictionCheck[];
   description?: string;
-  source?: { file: string; document: number };
+  source?: PolicyOrigin;
 }
 
 interface Body {
@@ -52,7 +53,7 @@ export interface PodUnderReview {
 export const DESCRIPTION_ANNOTATION = "imprimatur.dev/description";
 
 export interface CompileOptions {
-  source?: { file: string; document: number };
+  source?: PolicyOrigin;
   /** Raw profile documents by name, for `spec.profile`. */
   profiles?: ReadonlyMap<string, unknown>;
   /** Prefix for rule labels, set when compiling a profile for inclusion ("restricted/"). */

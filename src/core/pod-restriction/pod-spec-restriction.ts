@@ -1,13 +1,13 @@
 // PodSpecRestriction: mirrors the PodSpec. Init and ephemeral containers are held to the `containers`
 // restrictions unless they have their own (`initContainers: []` opts them out: an empty list restricts
 // nothing), because a privileged init container is as dangerous as a privileged container.
+import { CONTAINER_LISTS } from "../pod-images.ts";
 import { compileContainerRestrictions } from "./container-restriction.ts";
 import { podSecurityContext } from "./security-context-restriction.ts";
 import { boolField, compileStruct, numberField, stringField, stringMapField, structField, type FieldSpec, type StructSpec } from "./struct-restriction.ts";
 import { compileVolumeRestrictions } from "./volume-restriction.ts";
 import { childOf, describe, finding, readMapping, type Check, type CompileContext, type RawPath } from "./restrictions/restriction-support.ts";
 
-const CONTAINER_LISTS = ["containers", "initContainers", "ephemeralContainers"] as const;
 
 const simpleFields: StructSpec = {
   pointer: false,

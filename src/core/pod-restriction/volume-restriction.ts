@@ -7,6 +7,7 @@
 //   - An entry's collection rules (forbidEmpty/requireEmpty) and volumeType.requiredValues count the
 //     volumes it covers: `{volumeType: {allowed: [hostPath]}, requireEmpty: true}` next to an entry for the
 //     other types forbids hostPath volumes (alone, `{volumeType: {forbidden: [hostPath]}}` says the same).
+import { CONTAINER_LISTS } from "../pod-images.ts";
 import { anyOf, compileStruct, stringField, boolField, type StructSpec } from "./struct-restriction.ts";
 import { checkCollection, COLLECTION_KEYS, compileCollectionRule, type CollectionRule } from "./restrictions/collection-restriction.ts";
 import { childOf, describe, finding, readListOrOne, readMapping, type Check, type CompileContext, type EvalContext, type Finding, type Located, type RawPath } from "./restrictions/restriction-support.ts";
@@ -36,7 +37,6 @@ interface VolumeEntry {
   rule: string;
 }
 
-const CONTAINER_LISTS = ["initContainers", "containers", "ephemeralContainers"] as const;
 
 export function compileVolumeRestrictions(raw: unknown, path: RawPath, cx: CompileContext): Check | undefined {
   const entries = readListOrOne(raw, path, cx)

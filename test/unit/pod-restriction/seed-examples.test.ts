@@ -137,24 +137,24 @@ describe("the seed's first example (restricted PSP, policy/v1alpha1)", () => {
 
   it("loads unchanged as a cluster-wide Drop PodRestriction", () => {
     assert.deepEqual(parsed.errors, []);
-    assert.deepEqual(parsed.imagePolicies, []);
-    assert.equal(parsed.podRestrictions.length, 1);
-    const p = parsed.podRestrictions[0]!;
+    assert.deepEqual(parsed.policies.ImagePolicy, []);
+    assert.equal(parsed.policies.PodRestriction.length, 1);
+    const p = parsed.policies.PodRestriction[0]!;
     assert.equal(p.name, "restricted");
     assert.equal(p.mode, "Drop");
     assert.equal(p.namespaces, undefined);
     assert.equal(p.namespaceSelector, undefined);
-    assert.deepEqual(p.source, { file: "seed-restricted.yaml", document: 1 });
+    assert.deepEqual(p.source, { origin: "seed-restricted.yaml", document: 1 });
   });
 
   it("admits a compliant pod", () => {
-    const p = parsed.podRestrictions[0]!;
+    const p = parsed.policies.PodRestriction[0]!;
     assert.deepEqual(podRestrictionFindings(p, compliantRestricted), []);
     assert.equal(decidePodRestrictions(new PodRestrictionIndex([p]), compliantRestricted, "default", {}).allowed, true);
   });
 
   it("denies a non-compliant pod, naming every violated field", () => {
-    const p: PodRestriction = parsed.podRestrictions[0]!;
+    const p: PodRestriction = parsed.policies.PodRestriction[0]!;
     const decision = decidePodRestrictions(new PodRestrictionIndex([p]), nonCompliantRestricted, "default", {});
     assert.equal(decision.allowed, false);
     const got = decision.violations.map((v) => ({ field: v.field, rule: v.rule, message: v.message }));
@@ -200,7 +200,7 @@ describe("the seed's first example (restricted PSP, policy/v1alpha1)", () => {
       const metadata = structuredClone(compliantRestricted.metadata.value) as Record<string, unknown>;
       const spec = structuredClone(compliantRestricted.spec.value) as Record<string, unknown>;
       t.change(spec, metadata);
-      const findings = podRestrictionFindings(parsed.podRestrictions[0]!, pod(metadata, spec));
+      const findings = podRestrictionFindings(parsed.policies.PodRestriction[0]!, pod(metadata, spec));
       assert.deepEqual(findings.map((f) => f.field), [t.field], JSON.stringify(findings, null, 1));
     });
   }
@@ -209,10 +209,10 @@ describe("the seed's first example (restricted PSP, policy/v1alpha1)", () => {
 describe("the seed's second example (kube-system addons)", () => {
   it("as printed is not valid YAML: the loader reports a YAML error with its line", () => {
     const parsed = parsePolicyText(SEED_KUBE_SYSTEM, "seed-kube-system.yaml");
-    assert.deepEqual(parsed.podRestrictions, []);
+    assert.deepEqual(parsed.policies.PodRestriction, []);
     assert.equal(parsed.errors.length, 1, JSON.stringify(parsed.errors));
     const e = parsed.errors[0]!;
-    assert.equal(e.file, "seed-kube-system.yaml");
+    assert.equal(e.origin, "seed-kube-system.yaml");
     assert.equal(e.document, 1);
     // Line 15 is "        addonmanager.kubernetes.io/mode", the key missing its ":".
     assert.equal(SEED_KUBE_SYSTEM.split("\n")[14]!.trim(), "addonmanager.kubernetes.io/mode");
@@ -225,12 +225,12 @@ describe("the seed's second example (kube-system addons)", () => {
     assert.notEqual(corrected, SEED_KUBE_SYSTEM);
     const parsed = parsePolicyText(corrected, "kube-system.yaml");
     assert.deepEqual(parsed.errors, []);
-    const accept = parsed.podRestrictions[0]!;
+    const accept = parsed.policies.PodRestriction[0]!;
     assert.equal(accept.name, "kube-system");
     assert.equal(accept.mode, "Accept");
     assert.deepEqual(accept.namespaces, ["kube-system"]);
 
-    const restricted = parsePolicyText(SEED_RESTRICTED, "restricted.yaml").podRestrictions[0]!;
+    const restricted = parsePolicyText(SEED_RESTRICTED, "restricted.yaml").policies.PodRestriction[0]!;
     const index = new PodRestrictionIndex([restricted, accept]);
     const addon = (labels: Record<string, string>) => pod({ name: "dns", labels }, { hostNetwork: true, containers: [{ name: "dns", image: "coredns/coredns:1.11" }] });
     const decide = (labels: Record<string, string>, namespace: string) => decidePodRestrictions(index, addon(labels), namespace, {});

@@ -1,9 +1,9 @@
 // From a schema-valid ImagePolicy document to the compiled form the core evaluates. Pure.
-import { DEFAULT_REQUIRED_ANNOTATIONS } from "../core/break-glass.ts";
-import { isImagePolicyAnnotation } from "../core/image-review.ts";
-import { compileImagePattern, type ImagePattern } from "../core/image-pattern.ts";
-import type { ImagePolicy, ImageRule } from "../core/image-policy.ts";
-import type { LabelSelector } from "../core/label-selector.ts";
+import { DEFAULT_REQUIRED_ANNOTATIONS } from "../break-glass.ts";
+import { isImagePolicyAnnotation } from "../image-review.ts";
+import { compileImagePattern, type ImagePattern } from "../image-pattern.ts";
+import type { ImagePolicy, ImageRule } from "./image-policy.ts";
+import type { LabelSelector } from "../label-selector.ts";
 
 export interface RawImagePolicy {
   metadata: { name: string };

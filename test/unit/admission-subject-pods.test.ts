@@ -1,11 +1,11 @@
-// planRestrictionReview (src/core/pod-restriction/admission-plan.ts): which pods an admission request asks
-// PodRestrictions to judge, and with which field paths.
+// subjectOfRequest (src/core/admission-subject.ts): which pods an admission request asks PodRestrictions to
+// judge, and with which field paths.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { AdmissionRequest } from "../../../src/core/admission-review.ts";
-import { planRestrictionReview } from "../../../src/core/pod-restriction/admission-plan.ts";
-import { compilePodRestriction, podRestrictionFindings, type PodRestriction, type PodUnderReview } from "../../../src/core/pod-restriction/pod-restriction.ts";
-import type { TemplateKind } from "../../../src/core/workload-templates.ts";
+import type { AdmissionRequest } from "../../src/core/admission-review.ts";
+import { subjectOfRequest } from "../../src/core/admission-subject.ts";
+import { compilePodRestriction, podRestrictionFindings, type PodRestriction, type PodUnderReview } from "../../src/core/pod-restriction/pod-restriction.ts";
+import type { TemplateKind } from "../../src/core/workload-templates.ts";
 
 const PODS = { group: "", version: "v1", resource: "pods" };
 
@@ -36,20 +36,21 @@ const noPrivileged: PodRestriction = (() => {
 })();
 
 function reviewed(req: AdmissionRequest, extraKinds?: TemplateKind[]): { namespace: string; pods: PodUnderReview[] } {
-  const plan = planRestrictionReview(req, extraKinds);
+  const plan = subjectOfRequest(req, extraKinds);
   assert.equal(plan.review, true, plan.review ? "" : plan.why);
   if (!plan.review) throw new Error("unreachable");
-  return plan;
+  assert.equal(plan.subject.judgePods, true);
+  return plan.subject;
 }
 
 function skipped(req: AdmissionRequest, extraKinds?: TemplateKind[]): string {
-  const plan = planRestrictionReview(req, extraKinds);
+  const plan = subjectOfRequest(req, extraKinds);
   assert.equal(plan.review, false);
   if (plan.review) throw new Error("unreachable");
   return plan.why;
 }
 
-describe("planRestrictionReview: Pods", () => {
+describe("subjectOfRequest: Pods", () => {
   it("a Pod CREATE is reviewed, with the pod's metadata and spec", () => {
     const obj = podObject({ containers: [privileged] }, { labels: { app: "web" } });
     const plan = reviewed(request({ object: obj }));
@@ -116,7 +117,7 @@ describe("planRestrictionReview: Pods", () => {
   });
 });
 
-describe("planRestrictionReview: ephemeral containers", () => {
+describe("subjectOfRequest: ephemeral containers", () => {
   it("Kubernetes 1.20 (kind EphemeralContainers): only the ephemeral containers are judged", () => {
     const obj = { apiVersion: "v1", kind: "EphemeralContainers", metadata: { name: "web", namespace: "team-a" }, ephemeralContainers: [{ name: "debug", image: "busybox", securityContext: { privileged: true } }] };
     const plan = reviewed(request({ operation: "UPDATE", subResource: "ephemeralcontainers", kind: { group: "", version: "v1", kind: "EphemeralContainers" }, object: obj }));
@@ -139,7 +140,7 @@ describe("planRestrictionReview: ephemeral containers", () => {
   });
 });
 
-describe("planRestrictionReview: workload templates", () => {
+describe("subjectOfRequest: workload templates", () => {
   const workloads: Array<{ name: string; group: string; resource: string; obj: Record<string, unknown>; prefix: string }> = [
     {
       name: "Deployment",

@@ -1,9 +1,10 @@
 // The ImagePolicy kind, compiled (patterns parsed, defaults filled), and its pure evaluation.
-import { allow, deny, renderReason, type Decision, type Violation } from "./decision.ts";
-import type { ImagePattern } from "./image-pattern.ts";
-import { parseImageReferenceCached, type ImageReference } from "./image-reference.ts";
-import { describeLabelSelector, matchesLabelSelector, type LabelSelector } from "./label-selector.ts";
-import { applyBreakGlass, type BreakGlassPolicy } from "./break-glass.ts";
+import { allow, deny, renderReason, type Decision, type Pass, type Violation } from "../decision.ts";
+import type { ImagePattern } from "../image-pattern.ts";
+import { parseImageReferenceCached, type ImageReference } from "../image-reference.ts";
+import { describeLabelSelector, matchesLabelSelector, type LabelSelector } from "../label-selector.ts";
+import { applyBreakGlass, type BreakGlassPolicy } from "../break-glass.ts";
+import type { PolicyOrigin } from "../policy-kind.ts";
 
 export type ImageAction = "allow" | "deny";
 
@@ -22,7 +23,7 @@ export interface ImageRule {
 export interface ImagePolicy {
   name: string;
   /** Where it was loaded from, for messages and `check`. */
-  source?: { file: string; document: number };
+  source?: PolicyOrigin;
   namespaces?: string[];
   namespaceSelector?: LabelSelector;
   rules: ImageRule[];
@@ -74,14 +75,14 @@ export function matchingRule(policy: ImagePolicy, ref: ImageReference): { rule: 
   return undefined;
 }
 
-/** First matching rule wins; no match falls to the policy's default. Returns a violation when denied. */
-export function decideImage(policy: ImagePolicy, ref: ImageReference, image: string, field?: string): Violation | undefined {
+/** First matching rule wins; no match falls to the policy's default. Returns the deciding rule, and a violation when denied. */
+export function decideImage(policy: ImagePolicy, ref: ImageReference, image: string, field?: string): { rule: string; violation?: Violation } {
   const match = matchingRule(policy, ref);
   if (match) {
     const { rule, pattern: hit } = match;
     if (rule.action === "allow") {
       if (rule.digestVerify && !ref.digest) {
-        return {
+        return { rule: `rules[${rule.index}]`, violation: {
           policy: policy.name,
           rule: `rules[${rule.index}].digestVerify`,
           image,
@@ -90,26 +91,26 @@ export function decideImage(policy: ImagePolicy, ref: ImageReference, image: str
             `this policy requires a digest, and the image has only a tag: pin it as ${image}@sha256:<digest> ` +
             `("imprimatur resolve ${image}" prints it)` +
             (rule.digestMutate ? ", or install the mutating webhook (/mutate), which pins it on admission" : ""),
-        };
+        } };
       }
-      return undefined;
+      return { rule: `rules[${rule.index}]` };
     }
-    return {
+    return { rule: `rules[${rule.index}]`, violation: {
       policy: policy.name,
       rule: `rules[${rule.index}]`,
       image,
       ...(field ? { field } : {}),
       message: rule.message ?? `matches ${JSON.stringify(hit.source)}, which this policy denies`,
-    };
+    } };
   }
-  if (policy.default === "allow") return undefined;
-  return {
+  if (policy.default === "allow") return { rule: "default" };
+  return { rule: "default", violation: {
     policy: policy.name,
     rule: "default",
     image,
     ...(field ? { field } : {}),
     message: policy.defaultMessage ?? "no rule of this policy allows this image",
-  };
+  } };
 }
 
 export function evaluateImagePolicies(policies: readonly ImagePolicy[], request: ImageRequest, ctx: EvaluationContext): Decision {
@@ -122,6 +123,7 @@ export function evaluateImagePolicies(policies: readonly ImagePolicy[], request:
   }
 
   const denials: Array<{ violation: Violation; policy: ImagePolicy }> = [];
+  const passes: Pass[] = [];
   for (const { image, field } of request.images) {
     const parsed = parseImageReferenceCached(image);
     if (!parsed.ok) {
@@ -129,18 +131,20 @@ export function evaluateImagePolicies(policies: readonly ImagePolicy[], request:
       continue;
     }
     for (const policy of applicable) {
-      const violation = decideImage(policy, parsed.ref, image, field);
+      const { rule, violation } = decideImage(policy, parsed.ref, image, field);
       if (violation) denials.push({ violation, policy });
+      else passes.push({ kind: "ImagePolicy", policy: policy.name, rule, image, ...(field ? { field } : {}) });
     }
   }
 
   const policyNames = applicable.map((p) => p.name).join(",") || "none";
   if (blocking.length === 0 && denials.length === 0) {
-    return allow({ auditAnnotations: { decision: "allowed", policies: policyNames } });
+    return allow({ auditAnnotations: { decision: "allowed", policies: policyNames }, ...(passes.length > 0 ? { passes } : {}) });
   }
   const violations = [...blocking, ...denials.map((d) => d.violation)];
   const denied = deny(violations, {
     auditAnnotations: { decision: "denied", policies: policyNames, reason: renderReason(violations) },
+    ...(passes.length > 0 ? { passes } : {}),
   });
   return applyBreakGlass(denied, {
     annotations: request.annotations,

@@ -1,0 +1,23 @@
+// The PodRestriction kind in the policy-kind registry: compiled with the shipped profiles at hand, indexed by
+// binding once per load, and judged on every pod of a subject whose pods PodRestrictions may see.
+import { combineDecisions } from "../decision.ts";
+import type { PolicyKind } from "../policy-kind.ts";
+import { POLICY_API_VERSION } from "../image-policy/image-policy-kind.ts";
+import { compilePodRestriction, type PodRestriction } from "./pod-restriction.ts";
+import { decidePodRestrictions } from "./pod-restriction-decision.ts";
+import { PodRestrictionIndex } from "./restriction-index.ts";
+
+/** The PodRestrictions design writes policy/v1alpha1; its examples load unchanged. */
+const SEED_API_VERSION = "policy/v1alpha1";
+
+export const podRestrictionKind: PolicyKind<PodRestriction, PodRestrictionIndex> = {
+  kind: "PodRestriction",
+  apiVersions: [POLICY_API_VERSION, SEED_API_VERSION],
+  compile: (document, cx) => compilePodRestriction(document, { source: cx.source, ...(cx.profiles ? { profiles: cx.profiles } : {}) }),
+  prepare: (policies) => new PodRestrictionIndex(policies),
+  usesNamespaceLabels: (index) => index.usesSelectors,
+  evaluate(index, subject, cx) {
+    if (!subject.judgePods || index.all.length === 0) return undefined;
+    return combineDecisions(...subject.pods.map((pod) => decidePodRestrictions(index, pod, subject.namespace, cx.namespaceLabels)));
+  },
+};

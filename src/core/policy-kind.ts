@@ -1,0 +1,48 @@
+// What every policy kind declares, so that loading, evaluation and reporting dispatch through one registry
+// (src/core/policy-kinds.ts) instead of an if-chain per kind. A kind compiles its documents (schema and
+// semantics, reporting issues by field path), prepares the compiled set once per load (indexes), and
+// evaluates an AdmissionSubject. Kinds that only carry data for others (trust roots) evaluate nothing.
+import type { AdmissionSubject } from "./admission-subject.ts";
+import type { Decision } from "./decision.ts";
+
+/** Where a policy came from: a file (and document in it), or later a custom resource. */
+export interface PolicyOrigin {
+  /** A file path relative to the policy root, or e.g. "k8s:ImagePolicy/name". */
+  origin: string;
+  /** 1-based YAML document within a file. */
+  document?: number;
+}
+
+export interface CompiledPolicy {
+  name: string;
+  source?: PolicyOrigin;
+}
+
+export interface FieldIssue {
+  path: Array<string | number>;
+  message: string;
+}
+
+export interface CompileContext {
+  source: PolicyOrigin;
+  /** Raw shipped profile documents by name (PodRestriction `spec.profile`). */
+  profiles?: ReadonlyMap<string, unknown>;
+}
+
+export interface KindEvaluationContext {
+  /** Labels of the subject's namespace; undefined when unknown. */
+  namespaceLabels?: Record<string, string>;
+}
+
+export interface PolicyKind<Compiled extends CompiledPolicy = CompiledPolicy, Prepared = unknown> {
+  readonly kind: string;
+  /** The first is the one the project writes; others are accepted spellings (e.g. a design's). */
+  readonly apiVersions: readonly string[];
+  compile(document: Record<string, unknown>, cx: CompileContext): { policy?: Compiled; issues: FieldIssue[] };
+  /** Built once per load, swapped atomically on reload. */
+  prepare(policies: readonly Compiled[]): Prepared;
+  /** Whether evaluating needs the namespace's labels (the engine fetches them only then). */
+  usesNamespaceLabels(prepared: Prepared): boolean;
+  /** The kind's verdict on a subject; undefined when it has nothing to say (no policy, nothing to judge). */
+  evaluate?(prepared: Prepared, subject: AdmissionSubject, cx: KindEvaluationContext): Decision | undefined;
+}

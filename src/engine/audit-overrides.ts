@@ -1,0 +1,38 @@
+// Break-glass overrides and fail-open admissions are written to the audit log, durably, before the answer.
+// If the record cannot be written the admission is denied: an override that leaves no trace is not allowed.
+// Dry runs decide the same way but leave no record (the webhooks declare sideEffects: NoneOnDryRun).
+import type { Logger } from "pino";
+import type { AuditLog } from "../audit/audit-log.ts";
+import type { AdmissionSubject } from "../core/admission-subject.ts";
+import { deny, type Decision } from "../core/decision.ts";
+import type { AdmissionCall } from "./engine.ts";
+
+export async function recordOverrides(audit: AuditLog | undefined, logger: Logger, decision: Decision, subject: AdmissionSubject, call: AdmissionCall, images: string[]): Promise<Decision> {
+  if (!decision.allowed || call.dryRun || (!decision.breakGlass && !decision.failOpen)) return decision;
+  const base = {
+    time: new Date().toISOString(),
+    endpoint: call.endpoint,
+    ...(call.uid ? { uid: call.uid } : {}),
+    namespace: subject.namespace,
+    ...(subject.object.kind && subject.origin === "object" ? { kind: subject.object.kind } : {}),
+    ...(subject.object.name ? { name: subject.object.name } : {}),
+    ...(call.user ? { user: call.user } : {}),
+    images,
+    ...(decision.passes ? { passes: decision.passes } : {}),
+  };
+  try {
+    if (!audit) throw new Error("no audit log is configured");
+    if (decision.breakGlass) {
+      await audit.append({ ...base, event: "break-glass", reason: decision.breakGlass.reason, ticket: decision.breakGlass.ticket, overridden: decision.breakGlass.overridden });
+      logger.warn({ ...base, passes: undefined, ticket: decision.breakGlass.ticket }, "break-glass override admitted");
+    }
+    if (decision.failOpen) {
+      await audit.append({ ...base, event: "fail-open", backends: decision.failOpen });
+      logger.warn({ ...base, passes: undefined, backends: decision.failOpen }, "admitted by fail-open");
+    }
+  } catch (e) {
+    logger.error({ err: e, ...base, passes: undefined }, "audit log write failed; denying");
+    return deny([{ policy: "imprimatur", rule: "auditLog", message: `the admission could not be recorded in the audit log (${(e as Error).message}), so it is denied` }]);
+  }
+  return decision;
+}

@@ -1,0 +1,268 @@
+// The one decision pipeline. Every entry point — the HTTPS webhooks, the ImageReview endpoint, `check`,
+// `imprimatur test`, later the node-side gRPC service — turns its input into an AdmissionSubject and calls
+// this engine; none assembles its own copy of the steps. The steps, in order:
+//   1. the namespace's labels, fetched only when some policy needs them;
+//   2. every registered policy kind's verdict (src/core/policy-kinds.ts);
+//   3. the remote ImageReview backends (cached, fail open/closed);
+//   4. tag→digest resolution (record on /imagereview, pin on /mutate);
+//   5. durable audit records of overrides (break-glass, fail-open) before the answer;
+//   6. one decision log line and the metrics.
+import type { KubeConfig } from "@kubernetes/client-node";
+import { pino, type Logger } from "pino";
+import { AuditLog } from "../audit/audit-log.ts";
+import { DecisionCache } from "../backends/decision-cache.ts";
+import { ImageReviewService } from "../backends/review-service.ts";
+import { WebhookBackend } from "../backends/webhook-backend.ts";
+import type { ServerConfig } from "../config/server-config.ts";
+import type { AdmissionSubject } from "../core/admission-subject.ts";
+import { allow, capList, combineDecisions, type Decision } from "../core/decision.ts";
+import type { PinningMode, PinningOutcome } from "../core/digest-pinning.ts";
+import { imagePolicyAnnotations } from "../core/image-review.ts";
+import { asObject } from "../core/json-shapes.ts";
+import { NO_NAMESPACE_LABELS, type NamespaceLabelSource } from "../core/namespace-labels.ts";
+import type { CompiledPolicy, PolicyKind } from "../core/policy-kind.ts";
+import { KIND_NAMES, POLICY_KINDS, preparePolicies, type PolicySet, type PreparedPolicies } from "../core/policy-kinds.ts";
+import { ANONYMOUS, type CredentialLookup } from "../credentials/credential.ts";
+import { EventRecorder, type EventSink } from "../kube/event-recorder.ts";
+import { PullSecretReader } from "../kube/pull-secrets.ts";
+import { ImagePinner, type PinRequest } from "../pinning/image-pinner.ts";
+import { DigestResolver } from "../registry/digest-resolver.ts";
+import { RegistryClient, type RoundTrip } from "../registry/registry-client.ts";
+import type { RegistrySettingsMap } from "../registry/registry-settings.ts";
+import { recordOverrides } from "./audit-overrides.ts";
+import { NO_RECORDER, type Endpoint, type Recorder } from "./recorder.ts";
+
+export interface EngineOptions {
+  config: ServerConfig;
+  policies: PolicySet;
+  namespaces?: NamespaceLabelSource;
+  logger?: Logger;
+  recorder?: Recorder;
+  /** The append-only audit log; without one, an override that must be recorded is refused. */
+  auditLogPath?: string;
+  /** Offline (check, policy tests): no remote backends, no registry, no Kubernetes API. */
+  offline?: boolean;
+  /** Kubernetes API access: pods' pull secrets and Events. */
+  kube?: KubeConfig;
+  registries?: RegistrySettingsMap;
+  /** The server's own registry credentials (--authfile), tried after a pod's. */
+  staticCredentials?: CredentialLookup;
+  /** Called for every registry HTTP exchange (benchmarks count round trips). */
+  onRegistryRoundTrip?: (trip: RoundTrip) => void;
+}
+
+/** Who asks, for how long, and whether the request leaves traces (dry runs and `check` do not). */
+export interface AdmissionCall {
+  endpoint: Endpoint;
+  /** Epoch milliseconds by which the answer is needed. */
+  deadline: number;
+  uid?: string;
+  user?: string;
+  dryRun: boolean;
+}
+
+export class Engine {
+  readonly cache: DecisionCache;
+  /** Tag→digest resolution cache; absent offline. */
+  readonly resolver: DigestResolver | undefined;
+  readonly logger: Logger;
+  private set: PolicySet;
+  private prepared: PreparedPolicies;
+  private readonly namespaces: NamespaceLabelSource;
+  private readonly recorder: Recorder;
+  private readonly reviews: ImageReviewService;
+  private readonly remotes: WebhookBackend[];
+  private readonly audit: AuditLog | undefined;
+  private readonly registry: RegistryClient | undefined;
+  private readonly pinner: ImagePinner | undefined;
+  private readonly events: EventRecorder | undefined;
+
+  private constructor(opts: EngineOptions, remotes: WebhookBackend[]) {
+    this.logger = opts.logger ?? pino({ level: "silent" });
+    this.recorder = opts.recorder ?? NO_RECORDER;
+    this.namespaces = opts.namespaces ?? NO_NAMESPACE_LABELS;
+    this.set = opts.policies;
+    this.prepared = preparePolicies(opts.policies);
+    this.remotes = remotes;
+    this.cache = new DecisionCache({ allowTtlMs: opts.config.allowTtlMs, denyTtlMs: opts.config.denyTtlMs, maxEntries: opts.config.cacheMaxEntries });
+    this.reviews = new ImageReviewService({
+      remotes,
+      cache: this.cache,
+      failOpen: opts.config.failOpen,
+      onBackendResult: (backend, outcome) => this.recorder.backendResult(backend, outcome),
+    });
+    this.audit = opts.auditLogPath ? new AuditLog(opts.auditLogPath) : undefined;
+    if (opts.offline) return;
+    const registry = new RegistryClient({
+      settings: opts.registries ?? new Map(),
+      onRoundTrip: (trip) => {
+        this.recorder.registryRequest(trip.method, trip.status);
+        opts.onRegistryRoundTrip?.(trip);
+      },
+    });
+    this.registry = registry;
+    this.resolver = new DigestResolver(
+      { resolveDigest: (ref, o) => registry.resolveDigest(ref, { signal: o.signal, credentials: o.lookup }) },
+      { ttlMs: opts.config.digests.cacheTtlMs, maxEntries: opts.config.digests.cacheMaxEntries },
+    );
+    this.events = opts.kube ? new EventRecorder(opts.kube, this.logger) : undefined;
+    this.pinner = new ImagePinner({
+      policies: () => this.set.ImagePolicy,
+      namespaces: this.namespaces,
+      resolver: this.resolver,
+      ...(opts.kube ? { pullSecrets: new PullSecretReader(opts.kube, { logger: this.logger }) } : {}),
+      staticCredentials: opts.staticCredentials ?? ANONYMOUS,
+      mode: opts.config.digests.mode,
+      failOpen: opts.config.failOpen,
+      logger: this.logger,
+      onOutcome: (outcome, mode) => {
+        if (outcome.pinned.length > 0) this.recorder.digestResolutions(mode === "mutate" ? "pinned" : "recorded", outcome.pinned.length);
+        if (outcome.failed.length > 0) this.recorder.digestResolutions("failed", outcome.failed.length);
+      },
+    });
+  }
+
+  /** Builds the engine from configuration: remote backends, caches, registry access, audit log. */
+  static async build(opts: EngineOptions): Promise<Engine> {
+    const remotes = opts.offline ? [] : await Promise.all(opts.config.backends.map((b) => WebhookBackend.fromConfig({ name: b.name, kubeconfig: b.kubeconfig, timeoutMs: b.timeoutMs })));
+    return new Engine(opts, remotes);
+  }
+
+  policies(): PolicySet {
+    return this.set;
+  }
+
+  remoteBackendNames(): string[] {
+    return this.remotes.map((r) => r.name);
+  }
+
+  /** Swaps the policy set atomically; cached remote answers and resolutions may depend on it, so they go. */
+  setPolicies(set: PolicySet): void {
+    this.prepared = preparePolicies(set);
+    this.set = set;
+    this.cache.clear();
+    this.resolver?.clear();
+  }
+
+  /** Admit or deny: every policy kind, the remote backends, and on /imagereview digest records. */
+  async validate(subject: AdmissionSubject, call: AdmissionCall): Promise<Decision> {
+    const prepared = this.prepared;
+    const namespaceLabels = await this.labelsIfNeeded(prepared, subject.namespace, call.deadline);
+    const decisions: Decision[] = [];
+    for (const name of KIND_NAMES) {
+      const kind = POLICY_KINDS[name] as PolicyKind<CompiledPolicy, unknown>;
+      const d = kind.evaluate?.(prepared[name], subject, namespaceLabels === undefined ? {} : { namespaceLabels });
+      if (d) decisions.push(d);
+    }
+    decisions.push(...(await this.askRemotes(subject, call.deadline)));
+    if (call.endpoint === "imagereview" && this.pinner) {
+      // An ImageReview answer cannot change the pod: tags marked digestMutate are resolved and recorded only.
+      const resolved = await this.pinner.pin(this.pinRequest(subject), call.deadline, "record");
+      if (resolved) decisions.push(resolved.decision);
+    }
+    let decision = decisions.length === 0 ? allow() : combineDecisions(...decisions);
+    if (!decision.allowed) decision.auditAnnotations.decision = "denied";
+    decision = await recordOverrides(this.audit, this.logger, decision, subject, call, subject.images.map((i) => i.image));
+    this.finish(subject, call, decision);
+    return decision;
+  }
+
+  /** Pin (or record) the digests of the subject's digestMutate images; undefined when none asks for it. */
+  async mutate(subject: AdmissionSubject, call: AdmissionCall): Promise<Decision | undefined> {
+    const outcome = this.pinner && subject.images.length > 0 ? await this.pinner.pin(this.pinRequest(subject), call.deadline) : undefined;
+    if (!outcome) return undefined;
+    const decision = await recordOverrides(this.audit, this.logger, outcome.decision, subject, call, outcome.failed.map((f) => f.target.image));
+    if (!call.dryRun) this.recordEvent(subject, outcome);
+    this.finish(subject, call, decision);
+    return decision;
+  }
+
+  get pinningMode(): PinningMode | undefined {
+    return this.pinner?.mode;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.remotes.map((r) => r.close()));
+    await this.registry?.close();
+    await this.events?.flush();
+    await this.audit?.close();
+  }
+
+  private async labelsIfNeeded(prepared: PreparedPolicies, namespace: string, deadline: number): Promise<Record<string, string> | undefined> {
+    const needed = KIND_NAMES.some((k) => (POLICY_KINDS[k] as PolicyKind<CompiledPolicy, unknown>).usesNamespaceLabels(prepared[k]));
+    if (!needed) return undefined;
+    await this.namespaces.prepare?.(namespace, deadline);
+    return this.namespaces.labels(namespace);
+  }
+
+  /** One ImageReview spec per pod (each pod brings its own annotations), as the ImagePolicyWebhook sends it. */
+  private async askRemotes(subject: AdmissionSubject, deadline: number): Promise<Decision[]> {
+    if (this.remotes.length === 0 || subject.images.length === 0) return [];
+    const asks: Array<Promise<Decision>> = [];
+    subject.pods.forEach((pod, index) => {
+      const images = subject.images.filter((im) => im.pod === index);
+      if (images.length === 0) return;
+      const spec = { containers: images.map((im) => ({ image: im.image })), annotations: imagePolicyAnnotations(pod.annotations), namespace: subject.namespace };
+      asks.push(this.reviews.review({ spec, fields: images.map((im) => im.field) }, deadline));
+    });
+    return Promise.all(asks);
+  }
+
+  private pinRequest(subject: AdmissionSubject): PinRequest {
+    return {
+      namespace: subject.namespace,
+      images: subject.images,
+      pods: subject.pods.map((pod) => {
+        // An ImageReview carries no pod: only the server's own credentials apply, and nothing is recorded.
+        if (subject.origin === "imagereview") return { metadata: undefined };
+        const spec = asObject(pod.spec.value);
+        const serviceAccount = spec?.serviceAccountName ?? spec?.serviceAccount; // serviceAccount: the deprecated alias
+        return {
+          metadata: pod.pinRecord,
+          pullSecrets: {
+            namespace: subject.namespace,
+            ...(Array.isArray(spec?.imagePullSecrets) ? { imagePullSecrets: spec.imagePullSecrets as Array<{ name?: string }> } : {}),
+            ...(typeof serviceAccount === "string" && serviceAccount !== "" ? { serviceAccountName: serviceAccount } : {}),
+          },
+        };
+      }),
+    };
+  }
+
+  /** A Kubernetes Event on the object, so `kubectl describe` shows what was pinned (auditable pinning). */
+  private recordEvent(subject: AdmissionSubject, outcome: PinningOutcome): void {
+    const sink: EventSink | undefined = this.events;
+    if (!sink || (outcome.pinned.length === 0 && outcome.failed.length === 0)) return;
+    const involvedObject = { ...subject.object, namespace: subject.namespace };
+    if (outcome.pinned.length > 0) {
+      const pinned = this.pinner?.mode === "mutate";
+      const described = outcome.pinned.map((p) => `${p.field}: ${p.image} → ${p.pinned} (credentials: ${p.credentialSource})`);
+      sink.record({ involvedObject, type: "Normal", reason: pinned ? "ImagesPinned" : "ImagesResolved", message: `${pinned ? "Pinned" : "Resolved"} ${described.join("; ")}` });
+    }
+    if (outcome.failed.length > 0) {
+      sink.record({ involvedObject, type: "Warning", reason: "ImageTagUnresolved", message: outcome.failed.map((f) => `${f.target.field}: ${f.target.image}: ${f.error}`).join("; ") });
+    }
+  }
+
+  /** One log line per decision naming who asked for what, and the metrics. */
+  private finish(subject: AdmissionSubject, call: AdmissionCall, decision: Decision): void {
+    this.recorder.decision(call.endpoint, decision);
+    const who = {
+      endpoint: call.endpoint,
+      ...(call.uid ? { uid: call.uid } : {}),
+      namespace: subject.namespace,
+      kind: subject.object.kind,
+      name: subject.object.name,
+      ...(call.user ? { user: call.user } : {}),
+      ...(call.dryRun ? { dryRun: true } : {}),
+    };
+    // Denials at info; plain admissions at debug (they are the bulk of traffic; overrides are logged where
+    // they are written to the audit log).
+    if (decision.allowed) {
+      if (this.logger.isLevelEnabled("debug")) this.logger.debug({ ...who, allowed: true, passes: capList(decision.passes ?? []).listed }, "admitted");
+      return;
+    }
+    const { listed, more } = capList(decision.violations);
+    this.logger.info({ ...who, allowed: false, violations: listed, ...(more > 0 ? { moreViolations: more } : {}) }, "denied");
+  }
+}

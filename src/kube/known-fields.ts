@@ -1,0 +1,71 @@
+// Unknown fields in a Pod or pod template (`contianers:`), found with the field lists of
+// @kubernetes/client-node's generated models (each model class declares its JSON fields and their types),
+// so the list of known fields follows the Kubernetes API the library was generated from instead of being
+// written by hand here.
+import * as models from "@kubernetes/client-node";
+import { isObject } from "../core/json-shapes.ts";
+import type { SubjectPod } from "../core/admission-subject.ts";
+
+interface Attribute {
+  baseName: string;
+  type: string;
+}
+
+type ModelClass = { getAttributeTypeMap(): Attribute[] };
+
+const byName = models as unknown as Record<string, ModelClass | undefined>;
+const fieldsCache = new Map<string, Map<string, string> | undefined>();
+
+/** JSON field → type name for a model ("V1PodSpec"), or undefined when the library has no such model. */
+function fieldsOf(model: string): Map<string, string> | undefined {
+  if (!fieldsCache.has(model)) {
+    const cls = byName[model];
+    fieldsCache.set(model, typeof cls?.getAttributeTypeMap === "function" ? new Map(cls.getAttributeTypeMap().map((a) => [a.baseName, a.type])) : undefined);
+  }
+  return fieldsCache.get(model);
+}
+
+export interface UnknownField {
+  /** Field path in the object: "spec.template.spec.contianers". */
+  field: string;
+  /** The model it is not part of: "PodSpec". */
+  model: string;
+}
+
+/** The unknown fields of a pod's metadata and spec (or only its containers, for ephemeral-container updates). */
+export function unknownPodFields(pod: SubjectPod): UnknownField[] {
+  const out: UnknownField[] = [];
+  if (pod.onlyContainers) {
+    const list = isObject(pod.spec.value) ? pod.spec.value.ephemeralContainers : undefined;
+    walk(list, "Array<V1EphemeralContainer>", join(pod.spec.field, "ephemeralContainers"), out);
+    return out;
+  }
+  if (pod.metadata.value !== undefined) walk(pod.metadata.value, "V1ObjectMeta", pod.metadata.field, out);
+  walk(pod.spec.value, "V1PodSpec", pod.spec.field, out);
+  return out;
+}
+
+function walk(value: unknown, type: string, field: string, out: UnknownField[]): void {
+  if (value === null || value === undefined) return;
+  const list = /^Array<(.+)>$/.exec(type);
+  if (list) {
+    if (Array.isArray(value)) value.forEach((v, i) => walk(v, list[1]!, `${field}[${i}]`, out));
+    return;
+  }
+  const map = /^\{ \[key: string\]: (.+); \}$/.exec(type);
+  if (map) {
+    if (isObject(value)) for (const [k, v] of Object.entries(value)) walk(v, map[1]!, `${field}[${k}]`, out);
+    return;
+  }
+  const fields = fieldsOf(type);
+  if (!fields || !isObject(value)) return; // scalars, IntOrString, quantities, free-form objects
+  for (const [key, v] of Object.entries(value)) {
+    const childType = fields.get(key);
+    if (childType === undefined) out.push({ field: join(field, key), model: type.replace(/^V1/, "") });
+    else walk(v, childType, join(field, key), out);
+  }
+}
+
+function join(prefix: string, key: string): string {
+  return prefix ? `${prefix}.${key}` : key;
+}

@@ -1,0 +1,103 @@
+// Where policy documents come from. Files in a folder today; Kubernetes custom resources implement the same
+// interface later, so loading and errors never assume a file.
+import { watch, type FSWatcher } from "node:fs";
+import { readdir, readFile, stat } from "node:fs/promises";
+import { join, relative } from "node:path";
+import type { PolicyError } from "./policy-error.ts";
+
+export interface PolicyText {
+  /** Shown in errors: a path relative to the folder, or a resource name. */
+  origin: string;
+  text: string;
+}
+
+export interface PolicySource {
+  /** For logs: "policies/", "ImagePolicy custom resources". */
+  readonly description: string;
+  /** Every document's text; problems reading are errors, not exceptions. */
+  read(): Promise<{ texts: PolicyText[]; errors: PolicyError[] }>;
+  /** Calls `changed` (debounced) when the source may have changed; returns a way to stop. */
+  watch?(changed: () => void, failed: (err: unknown) => void): { close(): void };
+}
+
+const MAX_POLICY_FILE_BYTES = 4 * 1024 * 1024;
+
+/** Every *.yaml, *.yml and *.json under a folder (recursively; hidden entries skipped), or one file. */
+export class PolicyFolder implements PolicySource {
+  readonly description: string;
+  readonly root: string;
+
+  constructor(root: string) {
+    this.root = root;
+    this.description = root;
+  }
+
+  async read(): Promise<{ texts: PolicyText[]; errors: PolicyError[] }> {
+    const errors: PolicyError[] = [];
+    const texts: PolicyText[] = [];
+    let files: string[];
+    try {
+      files = await listPolicyFiles(this.root);
+    } catch (e) {
+      return { texts, errors: [{ origin: this.root, message: `cannot read policy path: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}` }] };
+    }
+    for (const file of files) {
+      const origin = relative(process.cwd(), file) || file;
+      try {
+        const info = await stat(file);
+        if (info.size > MAX_POLICY_FILE_BYTES) {
+          errors.push({ origin, message: `file is ${info.size} bytes; the limit is ${MAX_POLICY_FILE_BYTES}` });
+          continue;
+        }
+        texts.push({ origin, text: await readFile(file, "utf8") });
+      } catch (e) {
+        errors.push({ origin, message: `cannot read: ${(e as Error).message}` });
+      }
+    }
+    return { texts, errors };
+  }
+
+  watch(changed: () => void, failed: (err: unknown) => void): { close(): void } {
+    let timer: NodeJS.Timeout | undefined;
+    let watcher: FSWatcher | undefined;
+    try {
+      watcher = watch(this.root, { recursive: true, persistent: false }, () => {
+        clearTimeout(timer);
+        timer = setTimeout(changed, 200); // editors write in several steps
+      });
+      watcher.on("error", failed);
+    } catch (err) {
+      failed(err);
+    }
+    return {
+      close: () => {
+        clearTimeout(timer);
+        watcher?.close();
+      },
+    };
+  }
+}
+
+async function listPolicyFiles(root: string): Promise<string[]> {
+  const info = await stat(root);
+  if (info.isFile()) return [root];
+  const out: string[] = [];
+  const walk = async (dir: string) => {
+    const entries = await readdir(dir, { withFileTypes: true });
+    entries.sort((a, b) => (a.name < b.name ? -1 : 1));
+    for (const e of entries) {
+      if (e.name.startsWith(".")) continue; // ConfigMap mounts keep ..data symlinks; hidden files are not policies
+      const full = join(dir, e.name);
+      if (e.isDirectory()) await walk(full);
+      else if (/\.(ya?ml|json)$/i.test(e.name)) out.push(full);
+    }
+  };
+  await walk(root);
+  return out;
+}
+
+/** No policies at all (e.g. `check --profile restricted` without --policies judges the profile alone). */
+export const NO_POLICY_SOURCE: PolicySource = {
+  description: "no policy folder",
+  read: async () => ({ texts: [], errors: [] }),
+};

@@ -26,7 +26,9 @@ export async function startImprimatur(args: string[], opts: { stateDir?: string 
   const port = await freePort();
   const logPath = join(stateDir, "serve.log");
   const out = createWriteStream(logPath, { flags: "a" });
-  const child: ChildProcess = spawn(process.execPath, [BIN, "serve", "--host", "127.0.0.1", "--port", String(port), "--state-dir", stateDir, ...args], {
+  // No drain period unless a test asks for one: stopping is then immediate, and tests stay fast.
+  const drain = args.includes("--drain") ? [] : ["--drain", "0"];
+  const child: ChildProcess = spawn(process.execPath, [BIN, "serve", "--host", "127.0.0.1", "--port", String(port), "--state-dir", stateDir, ...drain, ...args], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   child.stdout!.pipe(out);

@@ -116,10 +116,13 @@ function checkVolume(entry: VolumeEntry, at: Located, type: string, ecx: EvalCon
   }
 }
 
-/** The volume source's key: the one field besides "name" (hostPath, configMap, emptyDir, …). */
+/**
+ * The volume source's key: the one field besides "name" (hostPath, configMap, emptyDir, …). A volume with no
+ * source is what the apiserver's defaulting turns into an emptyDir, so it is judged as one.
+ */
 export function volumeType(volume: unknown): string {
   if (!isObject(volume)) return "";
-  return Object.keys(volume).find((k) => k !== "name" && volume[k] !== null && volume[k] !== undefined) ?? "";
+  return Object.keys(volume).find((k) => k !== "name" && volume[k] !== null && volume[k] !== undefined) ?? "emptyDir";
 }
 
 function volumeName(volume: unknown): unknown {

@@ -359,6 +359,15 @@ describe("volumes", () => {
     ]);
   });
 
+  it("a volume with no source is judged as the emptyDir the apiserver defaults it to", () => {
+    const allowsEmptyDir = policy({ spec: { volumes: { volumeType: { allowed: ["configMap", "emptyDir"] } } } });
+    assert.deepEqual(findings(allowsEmptyDir, pod({ containers: [c("a")], volumes: [{ name: "scratch" }] })), []);
+    const configOnly = policy({ spec: { volumes: { volumeType: { allowed: ["configMap"] } } } });
+    const out = findings(configOnly, pod({ containers: [c("a")], volumes: [{ name: "scratch" }] }));
+    assert.equal(out.length, 1);
+    assert.match(out[0]!.message, /volume type is "emptyDir"/);
+  });
+
   it("an entry without volumeType covers every volume", () => {
     const p = policy({ spec: { volumes: [{ hostPath: { path: { allowed: ["/var/log"] } } }] } });
     assert.deepEqual(findings(p, pod({ containers: [c("a")], volumes: [{ name: "d", emptyDir: {} }, { name: "l", hostPath: { path: "/var/log" } }] })), []);

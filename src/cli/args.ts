@@ -14,3 +14,15 @@ export function parseCommandArgs<T extends NonNullable<ParseArgsConfig["options"
 
 /** The policy folder shipped inside the package: what `serve` and `check` use without --policies. */
 export const EMBEDDED_POLICIES = fileURLToPath(new URL("../../policies/default/", import.meta.url));
+
+/**
+ * Whether a command's arguments ask for its help: `--help` or `-h` anywhere before a `--` (after which
+ * every argument is an operand), as kubectl reads them, so `imprimatur check -f x.yaml --help` shows help.
+ */
+export function wantsHelp(argv: readonly string[]): boolean {
+  for (const arg of argv) {
+    if (arg === "--") return false;
+    if (arg === "--help" || arg === "-h") return true;
+  }
+  return false;
+}

@@ -1,53 +1,178 @@
 // Command dispatch. Exit codes: 0 success/allowed, 1 denied, 2 usage or load errors.
-import { runCheck, CHECK_USAGE } from "./check.ts";
-import { runProfiles, PROFILES_USAGE } from "./profiles.ts";
-import { runResolve, RESOLVE_USAGE } from "./resolve.ts";
-import { runServe, SERVE_USAGE } from "./serve.ts";
+// Every command is one entry of COMMANDS: the overview, `help COMMAND`, `COMMAND --help` and the shell
+// completion scripts are all made from that table, so adding a command is adding an entry.
+import { parseCommandArgs, UsageError, wantsHelp } from "./args.ts";
 
-const USAGE = `imprimatur — decides which container images may run on Kubernetes, and proves why.
-
-Usage:
-  imprimatur serve [options]     run the HTTPS ImageReview backend and admission webhook
-  imprimatur check [options]     evaluate manifests offline against policies
-  imprimatur profiles [NAME]     list the shipped PodRestriction profiles (Pod Security Standards)
-  imprimatur resolve IMAGE...    print each image pinned to the digest its tag points to now
-  imprimatur help [command]      show help
-  imprimatur version
-
-Run "imprimatur help COMMAND" (serve, check, profiles, resolve) for options.
-`;
-
-export async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
-  switch (command) {
-    case "serve":
-      return runServe(rest);
-    case "check":
-      return runCheck(rest);
-    case "profiles":
-      return runProfiles(rest);
-    case "resolve":
-      return runResolve(rest);
-    case "version":
-    case "--version":
-      process.stdout.write(`imprimatur ${await version()}\n`);
-      return 0;
-    case undefined:
-    case "help":
-    case "--help":
-    case "-h": {
-      const topic = rest[0];
-      const topics: Record<string, string> = { serve: SERVE_USAGE, check: CHECK_USAGE, profiles: PROFILES_USAGE, resolve: RESOLVE_USAGE };
-      process.stdout.write(topics[topic ?? ""] ?? USAGE);
-      return 0;
-    }
-    default:
-      process.stderr.write(`imprimatur: unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
-      return 2;
-  }
+/** What a command's module provides: its help text and the command itself. */
+export interface CommandModule {
+  /**
+   * The full help: a "Usage: imprimatur NAME …" line, then prose and one line per flag
+   * ("  -o, --output text|json   description"). Shell completion reads the flags from it.
+   */
+  usage: string;
+  run(argv: string[]): Promise<number>;
 }
 
-async function version(): Promise<string> {
-  const pkg = await import("../../package.json", { with: { type: "json" } });
-  return pkg.default.version;
+export interface Command {
+  name: string;
+  /** What follows the name in the overview: "[options]", "IMAGE...". */
+  args: string;
+  /** One line for the overview. */
+  summary: string;
+  /**
+   * What shell completion offers for operands (the arguments that are not flags): files, folders, or a
+   * list of words. None when absent.
+   */
+  operands?: "files" | "dirs" | (() => readonly string[] | Promise<readonly string[]>);
+  /** Imports the command's module only when the command runs (the server's dependencies take a second to load). */
+  load(): Promise<CommandModule>;
+}
+
+export const COMMANDS: readonly Command[] = [
+  {
+    name: "serve",
+    args: "[options]",
+    summary: "run the HTTPS ImageReview backend and admission webhook",
+    load: async () => {
+      const m = await import("./serve.ts");
+      return { usage: m.SERVE_USAGE, run: m.runServe };
+    },
+  },
+  {
+    name: "check",
+    args: "[options]",
+    summary: "evaluate manifests offline against policies",
+    load: async () => {
+      const m = await import("./check.ts");
+      return { usage: m.CHECK_USAGE, run: m.runCheck };
+    },
+  },
+  {
+    name: "profiles",
+    args: "[NAME]",
+    summary: "list the shipped PodRestriction profiles (Pod Security Standards)",
+    operands: async () => (await import("./profiles.ts")).profileNames(),
+    load: async () => {
+      const m = await import("./profiles.ts");
+      return { usage: m.PROFILES_USAGE, run: m.runProfiles };
+    },
+  },
+  {
+    name: "resolve",
+    args: "IMAGE...",
+    summary: "print each image pinned to the digest its tag points to now",
+    load: async () => {
+      const m = await import("./resolve.ts");
+      return { usage: m.RESOLVE_USAGE, run: m.runResolve };
+    },
+  },
+  {
+    name: "completion",
+    args: "bash|zsh",
+    summary: "print a shell completion script",
+    operands: async () => (await import("./completion.ts")).SHELLS,
+    load: async () => {
+      const m = await import("./completion.ts");
+      return { usage: m.COMPLETION_USAGE, run: (argv) => m.runCompletion(argv, completionCommands) };
+    },
+  },
+  {
+    name: "version",
+    args: "[-o text|json]",
+    summary: "print the version and the commit it was built from",
+    load: async () => {
+      const m = await import("./version.ts");
+      return { usage: m.VERSION_USAGE, run: m.runVersion };
+    },
+  },
+  {
+    name: "help",
+    args: "[COMMAND]",
+    summary: "show help",
+    operands: () => COMMANDS.map((c) => c.name),
+    load: async () => ({ usage: HELP_USAGE, run: runHelp }),
+  },
+];
+
+const HELP_USAGE = `Usage: imprimatur help [COMMAND]
+
+Shows a command's help, or with no COMMAND the list of commands. "imprimatur COMMAND --help" is the same.
+`;
+
+/** Every command takes -h/--help (main handles it); its help says so unless its usage already does. */
+const HELP_FLAG_LINE = "  -h, --help           show this help\n";
+
+export function overview(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length + 1 + c.args.length)) + 3;
+  const lines = COMMANDS.map((c) => `  imprimatur ${`${c.name} ${c.args}`.padEnd(width)}${c.summary}`);
+  return `imprimatur — decides which container images may run on Kubernetes, and proves why.
+
+Usage:
+${lines.join("\n")}
+
+Run "imprimatur COMMAND --help" or "imprimatur help COMMAND" for a command's options.
+`;
+}
+
+/** A command's help as `--help` prints it: its usage, and the -h/--help flag. */
+export async function helpText(command: Command): Promise<string> {
+  const { usage } = await command.load();
+  return /^ +-h, --help\b/m.test(usage) ? usage : `${usage}\n${HELP_FLAG_LINE}`;
+}
+
+export function findCommand(name: string): Command | undefined {
+  return COMMANDS.find((c) => c.name === name);
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [first, ...rest] = argv;
+  if (first === undefined || first === "--help" || first === "-h") return runHelp(rest.filter((a) => a !== "--help" && a !== "-h"));
+  const command = findCommand(first === "--version" ? "version" : first);
+  if (!command) {
+    process.stderr.write(`imprimatur: unknown command ${JSON.stringify(first)}\n\n${overview()}`);
+    return 2;
+  }
+  if (wantsHelp(rest)) {
+    process.stdout.write(await helpText(command));
+    return 0;
+  }
+  return (await command.load()).run(rest);
+}
+
+async function runHelp(argv: string[]): Promise<number> {
+  let topic: string | undefined;
+  try {
+    const { positionals } = parseCommandArgs(argv, {}, true);
+    if (positionals.length > 1) throw new UsageError("give at most one command");
+    topic = positionals[0];
+  } catch (e) {
+    if (e instanceof UsageError) {
+      process.stderr.write(`imprimatur help: ${e.message}\n\n${HELP_USAGE}`);
+      return 2;
+    }
+    throw e;
+  }
+  if (topic === undefined) {
+    process.stdout.write(overview());
+    return 0;
+  }
+  const command = findCommand(topic);
+  if (!command) {
+    process.stderr.write(`imprimatur help: unknown command ${JSON.stringify(topic)}\n\n${overview()}`);
+    return 2;
+  }
+  process.stdout.write(await helpText(command));
+  return 0;
+}
+
+/** The table as the completion scripts need it: every command's help text and operand words. */
+async function completionCommands() {
+  return Promise.all(
+    COMMANDS.map(async (c) => ({
+      name: c.name,
+      summary: c.summary,
+      help: await helpText(c),
+      operands: typeof c.operands === "function" ? await c.operands() : (c.operands ?? []),
+    })),
+  );
 }

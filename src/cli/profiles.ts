@@ -10,7 +10,15 @@ export const PROFILES_USAGE = `Usage: imprimatur profiles [NAME] [--output text|
 Lists the shipped PodRestriction profiles (the Pod Security Standards baseline and restricted levels) and
 their checks. Use one from a policy with "spec.profile: NAME", or cluster-wide with "serve --profile NAME"
 or "check --profile NAME". With NAME and --output yaml, prints that profile's PodRestriction document.
+
+  -o, --output text|yaml   text (default): each profile's name, description and checks; yaml: the
+                           profile's document, to read or to copy into a policy folder as a starting point
 `;
+
+/** The names of the shipped profiles (for shell completion). */
+export async function profileNames(): Promise<string[]> {
+  return [...(await shippedProfiles()).keys()];
+}
 
 export async function runProfiles(argv: string[]): Promise<number> {
   let values;

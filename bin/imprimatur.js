@@ -1,0 +1,14 @@
+#!/usr/bin/env node
+// Entry point of the `imprimatur` command. Plain JavaScript, so that any Node.js gets far enough to say
+// when it is too old; the command itself is the TypeScript in src/cli, which Node.js 24 runs as it is.
+import { nodeVersionProblem } from "./node-version.js";
+
+const problem = nodeVersionProblem(process.versions.node);
+if (problem) {
+  process.stderr.write(problem + "\n");
+  process.exitCode = 2;
+} else {
+  import("../src/cli/main.ts").then(async ({ main }) => {
+    process.exitCode = await main(process.argv.slice(2));
+  });
+}

@@ -1,0 +1,134 @@
+// `imprimatur completion bash|zsh`: scripts the shells accept, made from every command and its documented
+// flags; the bash one is also run, as bash runs it when TAB is pressed.
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { flagsFromUsage, valueCompletion } from "../../../src/cli/completion.ts";
+import { COMMANDS, helpText } from "../../../src/cli/main.ts";
+import { imprimatur, installed, REPO_ROOT } from "./cli-process.ts";
+
+const scratch = mkdtempSync(join(tmpdir(), "imprimatur-completion-"));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+/** Every command with the flag names its help documents. */
+async function documented(): Promise<Array<{ name: string; flags: string[] }>> {
+  return Promise.all(COMMANDS.map(async (c) => ({ name: c.name, flags: flagsFromUsage(await helpText(c)).flatMap((f) => f.names) })));
+}
+
+describe("completion bash", () => {
+  let script = "";
+  let file = "";
+  before(async () => {
+    const r = await imprimatur(["completion", "bash"]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stderr, "");
+    script = r.stdout;
+    file = join(scratch, "imprimatur.bash");
+    writeFileSync(file, script);
+  });
+
+  test("bash -n accepts it", () => {
+    const r = spawnSync("bash", ["-n", file], { encoding: "utf8" });
+    assert.equal(r.status, 0, r.stderr);
+  });
+
+  test("it names every command and every documented flag", async () => {
+    for (const c of await documented()) {
+      assert.match(script, new RegExp(`^    ${c.name}\\)$`, "m"), `a case for ${c.name}`);
+      for (const f of c.flags) assert.ok(script.includes(` ${f}`) || script.includes(`"${f}`), `${c.name} ${f}`);
+    }
+  });
+
+  /** What the script offers when TAB is pressed after WORDS (the last one being completed). */
+  function complete(...words: string[]): string[] {
+    const program = `source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _imprimatur; printf '%s\\n' "\${COMPREPLY[@]}"`;
+    const r = spawnSync("bash", ["-c", program, "complete", file, "imprimatur", ...words], { cwd: REPO_ROOT, encoding: "utf8" });
+    assert.equal(r.status, 0, r.stderr);
+    return r.stdout.split("\n").filter(Boolean).sort();
+  }
+
+  test("completes commands, flags, flag values, files and operands", () => {
+    assert.deepEqual(complete(""), COMMANDS.map((c) => c.name).sort());
+    assert.deepEqual(complete("pro"), ["profiles"]);
+    assert.deepEqual(complete("check", "--out"), ["--output"]);
+    assert.deepEqual(complete("version", "--output", ""), ["json", "text"]);
+    assert.deepEqual(complete("version", "--output", "=", "j"), ["json"]);
+    assert.deepEqual(complete("profiles", "-o", ""), ["text", "yaml"]);
+    assert.deepEqual(complete("--version", "-o", "t"), ["text"]);
+    assert.deepEqual(complete("resolve", "--authfile", "package.js"), ["package.json"]);
+    assert.deepEqual(complete("serve", "--policies", "polic"), ["policies"]);
+    assert.deepEqual(complete("help", "ch"), ["check"]);
+    assert.deepEqual(complete("completion", ""), ["bash", "zsh"]);
+    assert.deepEqual(complete("profiles", ""), ["baseline", "restricted"]);
+    assert.deepEqual(complete("resolve", "--timeout", ""), []);
+    assert.deepEqual(complete("profiles", "--", "-"), []);
+    assert.ok(complete("serve", "--").includes("--digest-mode"));
+  });
+});
+
+describe("completion zsh", () => {
+  let script = "";
+  before(async () => {
+    const r = await imprimatur(["completion", "zsh"]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stderr, "");
+    script = r.stdout;
+  });
+
+  test("zsh -n accepts it (where zsh is installed) and its structure is sound", () => {
+    assert.match(script, /^#compdef imprimatur\n/);
+    assert.match(script, /^_imprimatur\(\) \{$/m);
+    assert.match(script, /^  compdef _imprimatur imprimatur$/m);
+    assert.equal(script.match(/^\s*case\b/gm)?.length, script.match(/^\s*esac$/gm)?.length, "every case has its esac");
+    for (const line of script.split("\n")) {
+      if (line.startsWith("#")) continue;
+      const unquoted = line.replace(/'\\''/g, "").replace(/'[^']*'/g, "");
+      assert.ok(!unquoted.includes("'"), `balanced single quotes: ${line}`);
+      assert.ok(!line.endsWith("\\") || line.endsWith(" \\"), `a line continues only after a space: ${line}`);
+    }
+    if (installed("zsh")) {
+      const file = join(scratch, "_imprimatur");
+      writeFileSync(file, script);
+      const r = spawnSync("zsh", ["-n", file], { encoding: "utf8" });
+      assert.equal(r.status, 0, r.stderr);
+    }
+  });
+
+  test("it names every command, with its summary, and every documented flag", async () => {
+    for (const c of await documented()) {
+      const command = COMMANDS.find((x) => x.name === c.name)!;
+      assert.ok(script.includes(`'${c.name}:${command.summary.replace(/'/g, `'\\''`)}'`), `${c.name} with its summary`);
+      assert.match(script, new RegExp(`^ +\\(${c.name}\\)$`, "m"), `a case for ${c.name}`);
+      const section = script.slice(script.search(new RegExp(`^ +\\(${c.name}\\)$`, "m"))).split(";;")[0]!;
+      for (const f of c.flags) assert.ok(new RegExp(`[{,' ]${f}[=+,}'\\[]`).test(section), `${c.name} ${f}`);
+    }
+  });
+});
+
+describe("completion usage errors", { concurrency: 2 }, () => {
+  test("an unsupported shell exits 2 and says which are supported", async () => {
+    const r = await imprimatur(["completion", "fish"]);
+    assert.equal(r.code, 2);
+    assert.equal(r.stdout, "");
+    assert.match(r.stderr, /^imprimatur completion: unsupported shell "fish"; supported: bash, zsh\n/);
+  });
+
+  test("no shell exits 2", async () => {
+    const r = await imprimatur(["completion"]);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /give one shell: bash or zsh/);
+  });
+});
+
+test("valueCompletion: choices, files, folders, or nothing", () => {
+  assert.deepEqual(valueCompletion("text|json"), ["text", "json"]);
+  assert.equal(valueCompletion("FILE"), "files");
+  assert.equal(valueCompletion("FILE|DIR"), "files");
+  assert.equal(valueCompletion("PATH"), "files");
+  assert.equal(valueCompletion("DIR"), "dirs");
+  assert.deepEqual(valueCompletion("NAME"), []);
+  assert.deepEqual(valueCompletion("OS/ARCH"), []);
+});

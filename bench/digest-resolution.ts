@@ -290,7 +290,7 @@ const progress = (line: string) => {
 };
 
 const cleanups: Array<() => Promise<unknown>> = [];
-let exitCode = 1;
+let exitCode: number;
 try {
   const setupStarted = performance.now();
   progress("starting docker-registry (TLS, token auth) and its token server");

@@ -12,7 +12,7 @@ export function loadKubeConfig(path?: string): KubeConfig {
     try {
       kc.loadFromFile(path);
     } catch (err) {
-      throw new Error(`kubeconfig ${path}: ${describe(err)}`);
+      throw new Error(`kubeconfig ${path}: ${describe(err)}`, { cause: err });
     }
     const context = kc.getCurrentContext();
     if (!context) throw new Error(`kubeconfig ${path}: no current-context is set`);

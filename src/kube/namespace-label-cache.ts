@@ -236,7 +236,7 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
   /** A full, paged list; replaces the table and sets the resource version to resume from. */
   private async list(): Promise<void> {
     const items: V1Namespace[] = [];
-    let resourceVersion = "";
+    let resourceVersion: string;
     let continueToken: string | undefined;
     do {
       const page = await this.withTimeout(LIST_TIMEOUT_MS, "listing namespaces", (options) =>

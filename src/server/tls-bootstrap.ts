@@ -183,13 +183,13 @@ async function loadCertificateAuthority(certPath: string, keyPath: string): Prom
   try {
     cert = new NodeX509Certificate(certPem);
   } catch (err) {
-    throw new Error(`${certPath} is not a PEM certificate (${(err as Error).message}); remove ca.crt and ca.key to generate a new CA`);
+    throw new Error(`${certPath} is not a PEM certificate (${(err as Error).message}); remove ca.crt and ca.key to generate a new CA`, { cause: err });
   }
   let key: KeyObject;
   try {
     key = createPrivateKey(keyPem);
   } catch (err) {
-    throw new Error(`${keyPath} is not a PEM private key (${(err as Error).message}); remove ca.crt and ca.key to generate a new CA`);
+    throw new Error(`${keyPath} is not a PEM private key (${(err as Error).message}); remove ca.crt and ca.key to generate a new CA`, { cause: err });
   }
   if (!cert.ca) throw new Error(`${certPath} is not a CA certificate (basicConstraints CA:false)`);
   if (!cert.checkPrivateKey(key)) throw new Error(`${keyPath} does not belong to ${certPath}`);

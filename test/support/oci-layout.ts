@@ -237,7 +237,7 @@ function writeImage(layoutDir: string, tag: string, image: BuiltImage): void {
     try {
       index = JSON.parse(readFileSync(indexPath, "utf8")) as LayoutIndex;
     } catch (err) {
-      throw new Error(`${indexPath} is not valid JSON (${(err as Error).message}); use an empty or fresh layout directory`);
+      throw new Error(`${indexPath} is not valid JSON (${(err as Error).message}); use an empty or fresh layout directory`, { cause: err });
     }
   }
   index.manifests = index.manifests.filter((m) => m.annotations?.[REF_NAME_ANNOTATION] !== tag);

@@ -81,7 +81,7 @@ describe("completion zsh", () => {
   test("zsh -n accepts it (where zsh is installed) and its structure is sound", () => {
     assert.match(script, /^#compdef imprimatur\n/);
     assert.match(script, /^_imprimatur\(\) \{$/m);
-    assert.match(script, /^  compdef _imprimatur imprimatur$/m);
+    assert.match(script, /^ {2}compdef _imprimatur imprimatur$/m);
     assert.equal(script.match(/^\s*case\b/gm)?.length, script.match(/^\s*esac$/gm)?.length, "every case has its esac");
     for (const line of script.split("\n")) {
       if (line.startsWith("#")) continue;

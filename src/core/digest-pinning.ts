@@ -29,7 +29,19 @@ export interface PinTarget extends ImageAt {
   rule: string;
 }
 
-export type Resolution = { ok: true; digest: string; credentialSource: string } | { ok: false; error: string };
+/**
+ * A failed resolution carries the registry's error code when there is one: "unreachable", "timeout" and
+ * "unavailable" mean the registry could not answer, and the failure policy decides; any other code ("not-found",
+ * "unauthorized", "digest-mismatch", …) is the registry's answer, and a denial whatever the failure policy.
+ */
+export type Resolution = { ok: true; digest: string; credentialSource: string } | { ok: false; error: string; code?: string };
+
+/** Codes under which the registry gave no answer; without a code the failure is treated the same way. */
+const NO_ANSWER_CODES: ReadonlySet<string> = new Set(["unreachable", "timeout", "unavailable"]);
+
+function registryAnswered(code: string | undefined): boolean {
+  return code !== undefined && !NO_ANSWER_CODES.has(code);
+}
 
 export interface PinnedImage {
   image: string;
@@ -50,7 +62,7 @@ export interface PodMetadataAt {
 export interface PinningOutcome {
   decision: Decision;
   pinned: PinnedImage[];
-  failed: Array<{ target: PinTarget; error: string }>;
+  failed: Array<{ target: PinTarget; error: string; code?: string }>;
 }
 
 /**
@@ -99,7 +111,7 @@ export function pinningDecision(
   const failed: PinningOutcome["failed"] = [];
   targets.forEach((target, i) => {
     const r = resolutions[i];
-    if (!r || !r.ok) failed.push({ target, error: r?.ok === false ? r.error : "not resolved" });
+    if (!r || !r.ok) failed.push({ target, error: r?.ok === false ? r.error : "not resolved", ...(r?.ok === false && r.code ? { code: r.code } : {}) });
     else pinned.push({ image: target.image, pinned: pinnedReference(target.image, r.digest), field: target.field, digest: r.digest, credentialSource: r.credentialSource });
   });
 
@@ -112,8 +124,16 @@ export function pinningDecision(
   const violations: Violation[] = [];
   const warnings: string[] = [];
   const failOpen: Array<{ backend: string; error: string }> = [];
-  for (const { target, error } of failed) {
-    if (opts.failOpen) {
+  for (const { target, error, code } of failed) {
+    if (registryAnswered(code)) {
+      violations.push({
+        policy: target.policy,
+        rule: `${target.rule}.digestMutate`,
+        image: target.image,
+        field: target.field,
+        message: `the registry refused to resolve the tag (${code}: ${error}); the image could not be pulled either, so it is denied whatever the failure policy`,
+      });
+    } else if (opts.failOpen) {
       warnings.push(`image ${JSON.stringify(target.image)} (${target.field}) was admitted without a digest: its tag could not be resolved (${error}); the server fails open`);
       failOpen.push({ backend: `registry/${target.ref.registry}`, error: `${target.image}: ${error}` });
     } else {

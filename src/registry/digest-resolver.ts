@@ -6,6 +6,8 @@ import { LRUCache } from "lru-cache";
 import type { CredentialLookup } from "../credentials/credential.ts";
 import type { Resolution } from "../core/digest-pinning.ts";
 import { fullName, type ImageReference } from "../core/image-reference.ts";
+import { InFlight } from "./in-flight.ts";
+import { RegistryError } from "./registry-error.ts";
 
 /** What the resolver needs of a registry client (RegistryClient implements it). */
 export interface DigestSource {
@@ -26,7 +28,7 @@ export class DigestResolver {
   readonly options: DigestResolverOptions;
   private readonly source: DigestSource;
   private readonly cache: LRUCache<string, Resolved> | undefined;
-  private readonly inFlight = new Map<string, Promise<Resolved>>();
+  private readonly inFlight = new InFlight<Resolved>();
   /** Lookups that reached the registry (cache misses not joined to a lookup in flight). */
   lookups = 0;
   hits = 0;
@@ -50,18 +52,19 @@ export class DigestResolver {
       this.hits++;
       return { ok: true, ...cached };
     }
-    let pending = this.inFlight.get(key);
-    if (!pending) {
+    const start = async (): Promise<Resolved> => {
       this.lookups++;
-      pending = this.lookup(ref, lookup, deadline);
-      this.inFlight.set(key, pending);
-      // Failures are not cached: the next admission tries the registry again.
-      pending.then((r) => this.cache?.set(key, r), () => {}).finally(() => this.inFlight.delete(key));
-    }
+      const resolved = await this.lookup(ref, lookup, deadline);
+      this.cache?.set(key, resolved); // failures are not cached: the next admission tries the registry again
+      return resolved;
+    };
+    // Each caller waits only until its own deadline (withDeadline), so no signal is passed to the shared lookup.
+    const pending = this.inFlight.run(key, start);
     try {
       return { ok: true, ...(await withDeadline(pending, deadline)) };
     } catch (e) {
-      return { ok: false, error: (e as Error).message };
+      // The code travels with the failure: "not-found" is a denial, "unreachable" a question for the failure policy.
+      return { ok: false, error: (e as Error).message, ...(e instanceof RegistryError ? { code: e.code } : {}) };
     }
   }
 
@@ -90,10 +93,10 @@ function cacheKey(ref: ImageReference, lookup: CredentialLookup): string {
 
 function withDeadline<T>(promise: Promise<T>, deadline: number): Promise<T> {
   const remaining = deadline - Date.now();
-  if (remaining <= 0) return Promise.reject(new Error("the admission deadline passed before the registry answered"));
+  if (remaining <= 0) return Promise.reject(new RegistryError("timeout", "the admission deadline passed before the registry answered"));
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the registry did not answer within the admission deadline (${remaining} ms left)`)), remaining);
+    timer = setTimeout(() => reject(new RegistryError("timeout", `the registry did not answer within the admission deadline (${remaining} ms left)`)), remaining);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

@@ -118,6 +118,21 @@ test("an unresolved tag is denied when failing closed, and admitted with a warni
   assert.deepEqual(open.decision.patches!.map((p) => p.path), ["/spec/containers/0/image", "/metadata/annotations"], "the resolved image is still pinned");
 });
 
+test("typed registry failures: a registry's answer (not-found, unauthorized, digest-mismatch) denies even when failing open; no answer follows the failure policy", () => {
+  const t = [target("registry.example.com/app:9", "spec.containers[0].image")];
+  const open = { mode: "mutate" as const, failOpen: true };
+  for (const code of ["not-found", "unauthorized", "digest-mismatch"]) {
+    const d = pinningDecision(t, [{ ok: false, error: "manifest unknown", code }], [{ value: {}, field: "metadata" }], open).decision;
+    assert.equal(d.allowed, false, code);
+    assert.match(d.violations[0]!.message, new RegExp(`registry refused to resolve the tag \\(${code}: manifest unknown\\)`));
+  }
+  for (const code of ["unreachable", "timeout", "unavailable"]) {
+    const d = pinningDecision(t, [{ ok: false, error: "connection refused", code }], [{ value: {}, field: "metadata" }], open).decision;
+    assert.equal(d.allowed, true, code);
+    assert.equal(d.auditAnnotations["fail-open"], "true");
+  }
+});
+
 test("digestVerify denies a tag-only image with a message that says how to fix it, and admits a digest", () => {
   const req = (image: string) => ({ namespace: "ns", annotations: {}, images: [{ image, field: "spec.containers[0].image" }] });
   const denied = evaluateImagePolicies(pinning, req("registry.example.com/app:1.0"), { namespaceLabels: {} });

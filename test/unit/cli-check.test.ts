@@ -151,3 +151,51 @@ test("profiles lists the shipped profiles and prints one as YAML", () => {
   assert.match(yaml.stdout, /^kind: PodRestriction$/m);
   assert.equal(run(["profiles", "nope"]).code, 2);
 });
+
+test("unknown fields in pods and templates: warnings by default, errors (exit 2) with --strict", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "imprimatur-check-unknown-"));
+  const file = join(dir, "typo.yaml");
+  await writeFile(
+    file,
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    metadata: {labelz: {a: b}}\n    spec:\n      contianers: [{name: x, image: registry.example.com/x:1}]\n      containers: [{name: web, image: registry.example.com/web:1, imagePullPolice: Always}]\n",
+  );
+  const lenient = run(["check", "--policies", POLICIES, "-f", file]);
+  assert.equal(lenient.code, 0, lenient.stdout + lenient.stderr);
+  const warnings = lenient.stdout.split("\n").filter((l) => l.includes(": warning: ")).map((l) => l.slice(l.indexOf(": warning: ") + 11));
+  assert.deepEqual(warnings, [
+    "spec.template.metadata.labelz: unknown field (not in ObjectMeta)",
+    "spec.template.spec.contianers: unknown field (not in PodSpec)",
+    "spec.template.spec.containers[0].imagePullPolice: unknown field (not in Container)",
+  ]);
+  const strict = run(["check", "--policies", POLICIES, "--strict", "-f", file]);
+  assert.equal(strict.code, 2);
+  assert.match(strict.stdout, /Deployment\/web: error: spec\.template\.metadata\.labelz: unknown field/);
+  assert.match(strict.stdout, /1 object: 0 allowed, 0 denied, 0 skipped, 1 with errors/);
+});
+
+test("stdin, junit and yaml output; nothing to check is exit 2", async () => {
+  const pod = JSON.stringify({ apiVersion: "v1", kind: "Pod", metadata: { name: "p" }, spec: { containers: [{ name: "c", image: "nginx:1.25" }] } });
+  const junit = spawnSync(process.execPath, [BIN, "check", "--policies", POLICIES, "-f", "-", "-o", "junit"], { encoding: "utf8", input: pod });
+  assert.equal(junit.status, 1, junit.stderr);
+  assert.match(junit.stdout, /<testsuite name="imprimatur check" tests="1" failures="1" errors="0" skipped="0">/);
+  assert.match(junit.stdout, /<testcase classname="-" name="Pod\/p">\n\s+<failure message="denied: 1 violation\(s\)" type="denied">image &quot;nginx:1.25&quot; \(spec.containers\[0\].image\) denied by policy trusted-registries default/);
+  const yaml = spawnSync(process.execPath, [BIN, "check", "--policies", POLICIES, "-f", "-", "-o", "yaml"], { encoding: "utf8", input: pod });
+  assert.match(yaml.stdout, /^ {6}- policy: trusted-registries\n {8}rule: default\n {8}image: nginx:1.25\n/m);
+  assert.match(yaml.stdout, /^summary:\n {2}objects: 1\n/m);
+  const cm = spawnSync(process.execPath, [BIN, "check", "-f", "-"], { encoding: "utf8", input: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n" });
+  assert.equal(cm.status, 2);
+  assert.match(cm.stderr, /no object was checked \(1 skipped\)/);
+});
+
+test("--config registers custom resources, so their pod templates are checked offline like the webhook does", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "imprimatur-check-crd-"));
+  await writeFile(join(dir, "config.yaml"), "apiVersion: imprimatur.dev/v1alpha1\nkind: ServerConfig\npodTemplates:\n  - {apiVersion: ci.example.com/v1, kind: BuildRun, resource: buildruns, templates: [\"spec.steps[*].template\"]}\n");
+  const run1 = join(dir, "run.yaml");
+  await writeFile(run1, "apiVersion: ci.example.com/v1\nkind: BuildRun\nmetadata: {name: b}\nspec:\n  steps:\n    - template: {spec: {containers: [{name: s, image: busybox:1.36}]}}\n");
+  const without = run(["check", "--policies", POLICIES, "-f", run1]);
+  assert.equal(without.code, 2, "an unregistered kind is skipped, and nothing is left to check");
+  assert.match(without.stdout, /BuildRun\/b: skipped/);
+  const withConfig = run(["check", "--policies", POLICIES, "--config", join(dir, "config.yaml"), "-f", run1]);
+  assert.equal(withConfig.code, 1, withConfig.stdout + withConfig.stderr);
+  assert.match(withConfig.stdout, /BuildRun\/b: denied: image "busybox:1.36" \(spec\.steps\[0\]\.template\.spec\.containers\[0\]\.image\)/);
+});

@@ -10,6 +10,18 @@ import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { Agent } from 'undici';
 import { parse as parseYaml } from 'yaml';
+import { ImprimaturError } from '../errors/imprimatur-error.ts';
+
+export type KubeconfigErrorCode =
+  /** The kubeconfig, or a file it references, cannot be read. */
+  | 'unreadable'
+  /** Not valid YAML, or inconsistent: no clusters, a context naming a missing user, a key not matching its certificate. */
+  | 'invalid'
+  /** Valid, but asks for what a webhook backend does not do: exec or auth-provider credentials, a proxy. */
+  | 'unsupported';
+
+/** A webhook kubeconfig that cannot be used; the message starts "kubeconfig FILE: ". */
+export class KubeconfigError extends ImprimaturError<KubeconfigErrorCode> {}
 
 export interface WebhookTarget {
   /** Where to POST, exactly the cluster's `server`. */
@@ -29,11 +41,11 @@ export interface WebhookTarget {
 /**
  * Reads a webhook kubeconfig and everything it references. Relative paths (certificate-authority,
  * client-certificate, client-key, token-file) are relative to the kubeconfig's folder, as kubectl does.
- * Throws an Error naming the file on any problem.
+ * Throws a KubeconfigError naming the file on any problem.
  */
 export async function loadWebhookKubeconfig(file: string): Promise<WebhookTarget> {
-  const fail = (problem: string): never => {
-    throw new Error(`kubeconfig ${file}: ${problem}`);
+  const fail = (problem: string, code: KubeconfigErrorCode = 'invalid', cause?: unknown): never => {
+    throw new KubeconfigError(code, `kubeconfig ${file}: ${problem}`, { cause });
   };
   const baseDir = dirname(resolve(file));
 
@@ -41,7 +53,7 @@ export async function loadWebhookKubeconfig(file: string): Promise<WebhookTarget
   try {
     text = await readFile(file, 'utf8');
   } catch (err) {
-    return fail(`cannot read the file: ${describe(err)}`);
+    return fail(`cannot read the file: ${describe(err)}`, 'unreadable', err);
   }
 
   // Parsed here first for two reasons: a YAML error gets a line number, and `token-file` is taken out
@@ -51,7 +63,7 @@ export async function loadWebhookKubeconfig(file: string): Promise<WebhookTarget
   try {
     doc = parseYaml(text);
   } catch (err) {
-    return fail(`not valid YAML: ${describe(err)}`);
+    return fail(`not valid YAML: ${describe(err)}`, 'invalid', err);
   }
   if (!isRecord(doc)) return fail('is empty or not a YAML mapping');
   const tokenFiles = new Map<string, string>();
@@ -73,7 +85,7 @@ export async function loadWebhookKubeconfig(file: string): Promise<WebhookTarget
     // JSON is YAML, and leaves no room for the two YAML parsers to read a scalar differently.
     kc.loadFromString(JSON.stringify(sanitized));
   } catch (err) {
-    return fail(describe(err));
+    return fail(describe(err), 'invalid', err);
   }
 
   if (kc.getClusters().length === 0) return fail('defines no clusters');
@@ -99,11 +111,11 @@ export async function loadWebhookKubeconfig(file: string): Promise<WebhookTarget
     return fail(`cluster "${cluster.name}": server ${JSON.stringify(cluster.server)} is not a URL`);
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return fail(`cluster "${cluster.name}": server must be an https:// URL, got ${url.protocol}`);
-  if (cluster.proxyUrl) return fail(`cluster "${cluster.name}": proxy-url is not supported for webhook backends`);
+  if (cluster.proxyUrl) return fail(`cluster "${cluster.name}": proxy-url is not supported for webhook backends`, 'unsupported');
   if (user) {
-    if (user.exec) fail(`user "${user.name}": exec credentials are not supported for webhook backends`);
-    if (user.authProvider) fail(`user "${user.name}": auth-provider is not supported for webhook backends`);
-    if (user.username || user.password) fail(`user "${user.name}": username/password is not supported for webhook backends`);
+    if (user.exec) fail(`user "${user.name}": exec credentials are not supported for webhook backends`, 'unsupported');
+    if (user.authProvider) fail(`user "${user.name}": auth-provider is not supported for webhook backends`, 'unsupported');
+    if (user.username || user.password) fail(`user "${user.name}": username/password is not supported for webhook backends`, 'unsupported');
   }
 
   const readReferenced = async (what: string, path: string): Promise<string> => {
@@ -111,7 +123,7 @@ export async function loadWebhookKubeconfig(file: string): Promise<WebhookTarget
     try {
       return await readFile(full, 'utf8');
     } catch (err) {
-      return fail(`cannot read ${what} ${full}: ${describe(err)}`);
+      return fail(`cannot read ${what} ${full}: ${describe(err)}`, 'unreadable', err);
     }
   };
   const decodeData = (what: string, data: string): string => {

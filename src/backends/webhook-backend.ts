@@ -48,14 +48,15 @@ export class WebhookBackend implements RemoteImageReviewBackend {
         bodyTimeout: timeout,
       });
     } catch (e) {
-      throw new BackendUnavailableError(describeNetworkError(e), true);
+      throw new BackendUnavailableError(isTimeout(e) ? "timeout" : "unreachable", describeNetworkError(e), { cause: e });
     }
-    const text = await readLimited(res.body, MAX_RESPONSE_BYTES).catch((e: Error) => {
-      throw new BackendUnavailableError(`reading response: ${e.message}`, true);
+    const text = await readLimited(res.body, MAX_RESPONSE_BYTES).catch((e: unknown) => {
+      if (e instanceof BackendUnavailableError) throw e;
+      throw new BackendUnavailableError(isTimeout(e) ? "timeout" : "unreachable", `reading response: ${(e as Error).message}`, { cause: e });
     });
     if (res.statusCode < 200 || res.statusCode >= 300) {
       const retryable = res.statusCode >= 500 || res.statusCode === 429;
-      throw new BackendUnavailableError(`HTTP ${res.statusCode}: ${text.slice(0, 200)}`, retryable);
+      throw new BackendUnavailableError("http-status", `HTTP ${res.statusCode}: ${text.slice(0, 200)}`, { retryable, status: res.statusCode });
     }
     return interpretStatus(this.name, text);
   }
@@ -71,11 +72,11 @@ export function interpretStatus(name: string, text: string): Decision {
   try {
     body = JSON.parse(text);
   } catch {
-    throw new BackendUnavailableError("response is not JSON", false);
+    throw new BackendUnavailableError("bad-response", "response is not JSON");
   }
   const status = (body as { status?: unknown } | null)?.status as Record<string, unknown> | undefined;
   if (typeof status !== "object" || status === null || typeof status.allowed !== "boolean") {
-    throw new BackendUnavailableError("response has no status.allowed boolean", false);
+    throw new BackendUnavailableError("bad-response", "response has no status.allowed boolean");
   }
   const auditAnnotations: Record<string, string> = {};
   if (typeof status.auditAnnotations === "object" && status.auditAnnotations !== null) {
@@ -89,9 +90,14 @@ export function interpretStatus(name: string, text: string): Decision {
     : deny([{ policy: `backend/${name}`, rule: "imageReview", message: reason }], { auditAnnotations });
 }
 
+function isTimeout(e: unknown): boolean {
+  const err = e as { name?: string; code?: string } | null;
+  return err?.name === "AbortError" || err?.name === "TimeoutError" || err?.code === "UND_ERR_HEADERS_TIMEOUT" || err?.code === "UND_ERR_BODY_TIMEOUT";
+}
+
 function describeNetworkError(e: unknown): string {
-  const err = e as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
-  if (err.name === "AbortError" || err.name === "TimeoutError" || err.code === "UND_ERR_HEADERS_TIMEOUT") return "timed out";
+  if (isTimeout(e)) return "timed out";
+  const err = e as { code?: string; message?: string; cause?: { code?: string; message?: string } };
   return err.cause?.code ?? err.code ?? err.cause?.message ?? err.message ?? String(e);
 }
 
@@ -100,7 +106,8 @@ async function readLimited(body: AsyncIterable<Buffer>, limit: number): Promise<
   let size = 0;
   for await (const chunk of body) {
     size += chunk.length;
-    if (size > limit) throw new Error(`response larger than ${limit} bytes`);
+    // Retryable: an oversized answer may be a passing fault of that backend.
+    if (size > limit) throw new BackendUnavailableError("bad-response", `reading response: response larger than ${limit} bytes`, { retryable: true });
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString("utf8");

@@ -1,12 +1,11 @@
 // The serve configuration file (--config): remote backends, failure policy, cache TTLs, audit log,
 // registry access and tag→digest pinning.
 // Flags given on the command line override it.
-import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
-import { parse } from "yaml";
 import type { PinningMode } from "../core/digest-pinning.ts";
 import { checkTemplatePath, type TemplateKind } from "../core/workload-templates.ts";
-import { parseDuration } from "../server/http-body.ts";
+import { ConfigChecks, readConfigText, singleYamlDocument } from "./config-checks.ts";
+import type { FieldPath } from "./yaml-locations.ts";
 
 export interface BackendConfig {
   name: string;
@@ -56,109 +55,83 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   maxRequestBytes: 8 * 1024 * 1024,
 };
 
-const KNOWN_KEYS = new Set(["apiVersion", "kind", "failurePolicy", "cache", "backends", "auditLog", "maxRequestBytes", "namespacesFile", "kubeconfig", "podTemplates", "registries", "authFile", "digests"]);
+const KNOWN_KEYS = ["apiVersion", "kind", "failurePolicy", "cache", "backends", "auditLog", "maxRequestBytes", "namespacesFile", "kubeconfig", "podTemplates", "registries", "authFile", "digests"];
+const FILE_KEYS = ["auditLog", "namespacesFile", "kubeconfig", "registries", "authFile"] as const;
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
+/** Reads and checks a ServerConfig file. Throws a ConfigError listing every problem with its line and field. */
 export async function loadServerConfig(file: string): Promise<ServerConfig> {
-  let text: string;
-  try {
-    text = await readFile(file, "utf8");
-  } catch (e) {
-    throw new Error(`${file}: cannot read config: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
-  }
-  let raw: unknown;
-  try {
-    raw = parse(text);
-  } catch (e) {
-    throw new Error(`${file}: not valid YAML: ${(e as Error).message.split("\n")[0]}`);
-  }
-  return parseServerConfig(raw, file, dirname(resolve(file)));
+  const document = singleYamlDocument(await readConfigText(file, "config"), file);
+  return parseServerConfig(document.value, file, dirname(resolve(file)), document.lineOf);
 }
 
-export function parseServerConfig(raw: unknown, file: string, baseDir: string): ServerConfig {
-  const fail = (path: string, msg: string): never => {
-    throw new Error(`${file}: ${path}: ${msg}`);
-  };
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) fail("(root)", "must be a mapping");
-  const o = raw as Record<string, unknown>;
-  if (o.apiVersion !== "imprimatur.dev/v1alpha1") fail("apiVersion", `must be "imprimatur.dev/v1alpha1"`);
-  if (o.kind !== "ServerConfig") fail("kind", `must be "ServerConfig"`);
-  for (const k of Object.keys(o)) if (!KNOWN_KEYS.has(k)) fail(k, "unknown field");
+/**
+ * Checks a parsed ServerConfig; `baseDir` resolves its file paths, `lineOf` (from the YAML) places problems.
+ * Throws a ConfigError listing every problem.
+ */
+export function parseServerConfig(raw: unknown, file: string, baseDir: string, lineOf?: (path: FieldPath) => number | undefined): ServerConfig {
+  const checks = new ConfigChecks(file, lineOf);
   const config: ServerConfig = { ...DEFAULT_SERVER_CONFIG, backends: [], podTemplates: [], digests: { ...DEFAULT_SERVER_CONFIG.digests } };
+  const o = checks.mapping(raw, [], KNOWN_KEYS);
+  if (o) {
+    checks.header(o, "ServerConfig");
+    readFields(o, config, checks, baseDir);
+  }
+  checks.throwIfAny();
+  return config;
+}
 
+function readFields(o: Record<string, unknown>, config: ServerConfig, checks: ConfigChecks, baseDir: string): void {
   if (o.failurePolicy !== undefined) {
-    if (o.failurePolicy !== "Fail" && o.failurePolicy !== "Ignore") fail("failurePolicy", `must be "Fail" (deny when a backend is unreachable) or "Ignore" (admit)`);
+    if (o.failurePolicy !== "Fail" && o.failurePolicy !== "Ignore") checks.problem(["failurePolicy"], `must be "Fail" (deny when a backend is unreachable) or "Ignore" (admit)`);
     config.failOpen = o.failurePolicy === "Ignore";
   }
-  if (o.cache !== undefined) {
-    const c = o.cache as Record<string, unknown>;
-    if (typeof c !== "object" || c === null) fail("cache", "must be a mapping");
-    for (const k of Object.keys(c)) if (!["allowTTL", "denyTTL", "maxEntries"].includes(k)) fail(`cache.${k}`, "unknown field");
-    if (c.allowTTL !== undefined) config.allowTtlMs = duration(c.allowTTL, "cache.allowTTL", fail);
-    if (c.denyTTL !== undefined) config.denyTtlMs = duration(c.denyTTL, "cache.denyTTL", fail);
-    if (c.maxEntries !== undefined) {
-      if (!Number.isInteger(c.maxEntries) || (c.maxEntries as number) < 1) fail("cache.maxEntries", "must be a positive integer");
-      config.cacheMaxEntries = c.maxEntries as number;
-    }
+  const cache = o.cache === undefined ? undefined : checks.mapping(o.cache, ["cache"], ["allowTTL", "denyTTL", "maxEntries"]);
+  if (cache) {
+    if (cache.allowTTL !== undefined) config.allowTtlMs = checks.duration(cache.allowTTL, ["cache", "allowTTL"]) ?? config.allowTtlMs;
+    if (cache.denyTTL !== undefined) config.denyTtlMs = checks.duration(cache.denyTTL, ["cache", "denyTTL"]) ?? config.denyTtlMs;
+    if (cache.maxEntries !== undefined) config.cacheMaxEntries = checks.integer(cache.maxEntries, ["cache", "maxEntries"], 1, "must be a positive integer") ?? config.cacheMaxEntries;
   }
-  if (o.backends !== undefined) {
-    if (!Array.isArray(o.backends)) fail("backends", "must be a list");
-    const names = new Set<string>();
-    (o.backends as unknown[]).forEach((b, i) => {
-      const path = `backends[${i}]`;
-      if (typeof b !== "object" || b === null) fail(path, "must be a mapping");
-      const e = b as Record<string, unknown>;
-      for (const k of Object.keys(e)) if (!["name", "kubeconfig", "timeout"].includes(k)) fail(`${path}.${k}`, "unknown field");
-      if (typeof e.name !== "string" || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(e.name)) fail(`${path}.name`, "must be a DNS label");
-      if (names.has(e.name as string)) fail(`${path}.name`, `duplicate backend name ${JSON.stringify(e.name)}`);
-      names.add(e.name as string);
-      if (typeof e.kubeconfig !== "string" || !e.kubeconfig) fail(`${path}.kubeconfig`, "must be a path to a kubeconfig file");
-      config.backends.push({
-        name: e.name as string,
-        kubeconfig: resolve(baseDir, e.kubeconfig as string),
-        timeoutMs: e.timeout === undefined ? 5_000 : duration(e.timeout, `${path}.timeout`, fail),
-      });
-    });
+  const backends = o.backends === undefined ? undefined : checks.list(o.backends, ["backends"]);
+  const names = new Set<string>();
+  for (const [i, raw] of (backends ?? []).entries()) {
+    const backend = parseBackend(raw, i, names, checks, baseDir);
+    if (backend) config.backends.push(backend);
   }
-  if (o.auditLog !== undefined) {
-    if (typeof o.auditLog !== "string" || !o.auditLog) fail("auditLog", "must be a file path");
-    config.auditLog = resolve(baseDir, o.auditLog as string);
-  }
-  if (o.namespacesFile !== undefined) {
-    if (typeof o.namespacesFile !== "string" || !o.namespacesFile) fail("namespacesFile", "must be a file path");
-    config.namespacesFile = resolve(baseDir, o.namespacesFile as string);
-  }
-  if (o.kubeconfig !== undefined) {
-    if (typeof o.kubeconfig !== "string" || !o.kubeconfig) fail("kubeconfig", "must be a file path");
-    config.kubeconfig = resolve(baseDir, o.kubeconfig as string);
-  }
-  for (const key of ["registries", "authFile"] as const) {
+  for (const key of FILE_KEYS) {
     if (o[key] === undefined) continue;
-    if (typeof o[key] !== "string" || !o[key]) fail(key, "must be a file path");
-    config[key] = resolve(baseDir, o[key] as string);
+    const path = checks.filePath(o[key], [key]);
+    if (path !== undefined) config[key] = resolve(baseDir, path);
   }
-  if (o.digests !== undefined) {
-    const d = o.digests as Record<string, unknown>;
-    if (typeof d !== "object" || d === null || Array.isArray(d)) fail("digests", "must be a mapping");
-    for (const k of Object.keys(d)) if (!["mode", "cacheTTL", "maxEntries"].includes(k)) fail(`digests.${k}`, "unknown field");
-    if (d.mode !== undefined) {
-      if (d.mode !== "Mutate" && d.mode !== "Record") fail("digests.mode", `must be "Mutate" (pin tags to digests) or "Record" (resolve and record only)`);
-      config.digests.mode = d.mode === "Mutate" ? "mutate" : "record";
+  const digests = o.digests === undefined ? undefined : checks.mapping(o.digests, ["digests"], ["mode", "cacheTTL", "maxEntries"]);
+  if (digests) {
+    if (digests.mode !== undefined) {
+      if (digests.mode !== "Mutate" && digests.mode !== "Record") checks.problem(["digests", "mode"], `must be "Mutate" (pin tags to digests) or "Record" (resolve and record only)`);
+      config.digests.mode = digests.mode === "Mutate" ? "mutate" : "record";
     }
-    if (d.cacheTTL !== undefined) config.digests.cacheTtlMs = duration(d.cacheTTL, "digests.cacheTTL", fail);
-    if (d.maxEntries !== undefined) {
-      if (!Number.isInteger(d.maxEntries) || (d.maxEntries as number) < 1) fail("digests.maxEntries", "must be a positive integer");
-      config.digests.cacheMaxEntries = d.maxEntries as number;
-    }
+    if (digests.cacheTTL !== undefined) config.digests.cacheTtlMs = checks.duration(digests.cacheTTL, ["digests", "cacheTTL"]) ?? config.digests.cacheTtlMs;
+    if (digests.maxEntries !== undefined) config.digests.cacheMaxEntries = checks.integer(digests.maxEntries, ["digests", "maxEntries"], 1, "must be a positive integer") ?? config.digests.cacheMaxEntries;
   }
-  if (o.podTemplates !== undefined) {
-    if (!Array.isArray(o.podTemplates)) fail("podTemplates", "must be a list");
-    (o.podTemplates as unknown[]).forEach((t, i) => config.podTemplates.push(parsePodTemplateKind(t, `podTemplates[${i}]`, fail)));
+  const podTemplates = o.podTemplates === undefined ? undefined : checks.list(o.podTemplates, ["podTemplates"]);
+  for (const [i, raw] of (podTemplates ?? []).entries()) {
+    const kind = parsePodTemplateKind(raw, ["podTemplates", i], checks);
+    if (kind) config.podTemplates.push(kind);
   }
-  if (o.maxRequestBytes !== undefined) {
-    if (!Number.isInteger(o.maxRequestBytes) || (o.maxRequestBytes as number) < 1024) fail("maxRequestBytes", "must be an integer ≥ 1024");
-    config.maxRequestBytes = o.maxRequestBytes as number;
-  }
-  return config;
+  if (o.maxRequestBytes !== undefined) config.maxRequestBytes = checks.integer(o.maxRequestBytes, ["maxRequestBytes"], 1024, "must be an integer ≥ 1024") ?? config.maxRequestBytes;
+}
+
+function parseBackend(raw: unknown, i: number, names: Set<string>, checks: ConfigChecks, baseDir: string): BackendConfig | undefined {
+  const path = ["backends", i];
+  const e = checks.mapping(raw, path, ["name", "kubeconfig", "timeout"]);
+  if (!e) return undefined;
+  let name: string | undefined;
+  if (typeof e.name !== "string" || !DNS_LABEL.test(e.name)) checks.problem([...path, "name"], "must be a DNS label");
+  else if (names.has(e.name)) checks.problem([...path, "name"], `duplicate backend name ${JSON.stringify(e.name)}`);
+  else names.add((name = e.name));
+  const kubeconfig = checks.filePath(e.kubeconfig, [...path, "kubeconfig"], "must be a path to a kubeconfig file");
+  const timeoutMs = e.timeout === undefined ? 5_000 : checks.duration(e.timeout, [...path, "timeout"]);
+  if (name === undefined || kubeconfig === undefined || timeoutMs === undefined) return undefined;
+  return { name, kubeconfig: resolve(baseDir, kubeconfig), timeoutMs };
 }
 
 /**
@@ -166,32 +139,32 @@ export function parseServerConfig(raw: unknown, file: string, baseDir: string): 
  *   {apiVersion: ci.example.com/v1, kind: BuildRun, resource: buildruns, templates: [spec.podTemplate]}
  * `templates` point at PodTemplateSpecs (metadata + spec), `podSpecs` at bare PodSpecs; "[*]" visits lists.
  */
-function parsePodTemplateKind(raw: unknown, path: string, fail: (p: string, m: string) => never): ServerConfig["podTemplates"][number] {
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return fail(path, "must be a mapping");
-  const t = raw as Record<string, unknown>;
-  for (const k of Object.keys(t)) if (!["apiVersion", "kind", "resource", "templates", "podSpecs"].includes(k)) fail(`${path}.${k}`, "unknown field");
-  if (typeof t.apiVersion !== "string" || !/^[a-z0-9.-]+\/[a-z0-9]+$/.test(t.apiVersion)) fail(`${path}.apiVersion`, "must be group/version, e.g. ci.example.com/v1");
-  if (typeof t.kind !== "string" || !/^[A-Z][A-Za-z0-9]*$/.test(t.kind)) fail(`${path}.kind`, "must be a kind name, e.g. BuildRun");
-  if (typeof t.resource !== "string" || !/^[a-z0-9.-]+$/.test(t.resource)) fail(`${path}.resource`, "must be the plural resource name, e.g. buildruns");
-  const paths = (key: "templates" | "podSpecs"): string[] => {
+function parsePodTemplateKind(raw: unknown, path: FieldPath, checks: ConfigChecks): ServerConfig["podTemplates"][number] | undefined {
+  const t = checks.mapping(raw, path, ["apiVersion", "kind", "resource", "templates", "podSpecs"]);
+  if (!t) return undefined;
+  const text = (key: string, pattern: RegExp, message: string): string | undefined =>
+    typeof t[key] === "string" && pattern.test(t[key]) ? t[key] : checks.problem([...path, key], message);
+  const apiVersion = text("apiVersion", /^[a-z0-9.-]+\/[a-z0-9]+$/, "must be group/version, e.g. ci.example.com/v1");
+  const kind = text("kind", /^[A-Z][A-Za-z0-9]*$/, "must be a kind name, e.g. BuildRun");
+  const resource = text("resource", /^[a-z0-9.-]+$/, "must be the plural resource name, e.g. buildruns");
+  const paths = (key: "templates" | "podSpecs"): string[] | undefined => {
     const v = t[key];
     if (v === undefined) return [];
-    if (!Array.isArray(v) || v.some((p) => typeof p !== "string")) return fail(`${path}.${key}`, "must be a list of paths such as spec.template");
+    if (!Array.isArray(v) || v.some((p) => typeof p !== "string")) return checks.problem([...path, key], "must be a list of paths such as spec.template");
+    let ok = true;
     (v as string[]).forEach((p, i) => {
       const problem = checkTemplatePath(p);
-      if (problem) fail(`${path}.${key}[${i}]`, problem);
+      if (problem) {
+        checks.problem([...path, key, i], problem);
+        ok = false;
+      }
     });
-    return v as string[];
+    return ok ? (v as string[]) : undefined;
   };
   const templates = paths("templates");
   const podSpecs = paths("podSpecs");
-  if (templates.length + podSpecs.length === 0) fail(path, "give at least one path in templates or podSpecs");
-  const [group, version] = (t.apiVersion as string).split("/") as [string, string];
-  return { group, version, kind: t.kind as string, resource: t.resource as string, templates, podSpecs };
-}
-
-function duration(v: unknown, path: string, fail: (p: string, m: string) => never): number {
-  const ms = typeof v === "string" ? parseDuration(v) : undefined;
-  if (ms === undefined) return fail(path, `must be a duration such as "30s", "5m" or "1h", got ${JSON.stringify(v)}`);
-  return ms;
+  if (templates?.length === 0 && podSpecs?.length === 0) checks.problem(path, "give at least one path in templates or podSpecs");
+  if (apiVersion === undefined || kind === undefined || resource === undefined || !templates || !podSpecs) return undefined;
+  const [group, version] = apiVersion.split("/") as [string, string];
+  return { group, version, kind, resource, templates, podSpecs };
 }

@@ -33,11 +33,10 @@
 //    glob "docker.io/library/registry.example.com*".) A leading "*" spans registry and path alike:
 //    "*.example.com/*" also matches "docker.io/team.example.com/app:1", as "." is allowed in paths.
 //
-// Matching is linear-ish: the glob is cut at each "*" into fixed-length pieces ("?" is one
-// character), each compiled to an escaped regex without quantifiers, and placed leftmost in turn.
-// A single regex with ".*" per star backtracks exponentially in the number of stars.
+// Matching is the project's one glob engine (src/core/glob.ts), without backtracking blow-up.
 
 import type { ImageReference } from "./image-reference.ts";
+import { compileGlob } from "./glob.ts";
 import { checkDigest, checkImageReference, effectiveTag, fullName, repositoryName, splitRegistry, withOfficialPrefix } from "./image-reference.ts";
 
 export type ImagePattern = { source: string; test(ref: ImageReference): boolean };
@@ -45,7 +44,7 @@ export type PatternResult = { ok: true; pattern: ImagePattern } | { ok: false; e
 
 const KNOWN_DIGEST = /^@|^sha(?:256|512):/;
 // Characters that can appear in a fullName(), plus the wildcards.
-const GLOB_CHARACTER = /^[A-Za-z0-9._\-\/:@\[\]*?]$/;
+const GLOB_CHARACTER = /^[A-Za-z0-9._\-/:@[\]*?]$/;
 
 export function compileImagePattern(source: string): PatternResult {
   const fail = (reason: string): PatternResult => ({ ok: false, error: `invalid image pattern ${JSON.stringify(String(source))}: ${reason}` });
@@ -62,7 +61,7 @@ export function compileImagePattern(source: string): PatternResult {
       if (!GLOB_CHARACTER.test(c)) return fail(`contains ${JSON.stringify(c)}, which cannot appear in an image reference`);
     }
     if (source.indexOf("@") !== source.lastIndexOf("@")) return fail('contains more than one "@"');
-    const matches = globMatcher(normalizeGlob(source));
+    const matches = compileGlob(normalizeGlob(source), { anyChar: true });
     return ok((ref) => matches(fullName(ref)));
   }
 
@@ -91,36 +90,4 @@ function normalizeGlob(glob: string): string {
   const { registry, rest } = splitRegistry(glob);
   // "docker.io/*" means all of Docker Hub, not "library/*".
   return `${registry}/${rest.startsWith("*") ? rest : withOfficialPrefix(registry, rest)}`;
-}
-
-/** Whole-string glob matcher without backtracking blow-up (see the top of the file). */
-function globMatcher(glob: string): (text: string) => boolean {
-  const pieces = glob.split("*");
-  // Escape everything; "?" is the only wildcard left inside a piece. "s": "?" matches any character.
-  const source = (piece: string) => [...piece].map((c) => (c === "?" ? "." : c.replace(/[\\^$.*+?()[\]{}|\/-]/g, "\\$&"))).join("");
-  if (pieces.length === 1) {
-    const whole = new RegExp(`^${source(glob)}$`, "s");
-    return (text) => whole.test(text);
-  }
-  const first = pieces[0]!;
-  const last = pieces[pieces.length - 1]!;
-  const head = new RegExp(source(first), "sy"); // sticky: must match exactly at lastIndex
-  const tail = new RegExp(source(last), "sy");
-  const middles = pieces.slice(1, -1).filter((p) => p !== "").map((p) => new RegExp(source(p), "sg"));
-  return (text) => {
-    head.lastIndex = 0;
-    if (!head.test(text)) return false;
-    let position = first.length;
-    for (const middle of middles) {
-      // Leftmost placement of each piece is optimal: any later one leaves less room for the rest.
-      middle.lastIndex = position;
-      const found = middle.exec(text);
-      if (!found) return false;
-      position = found.index + found[0].length;
-    }
-    const tailStart = text.length - last.length;
-    if (tailStart < position) return false;
-    tail.lastIndex = tailStart;
-    return tail.test(text);
-  };
 }

@@ -33,8 +33,13 @@ export interface ImageReference {
 
 export type ParseResult = { ok: true; ref: ImageReference } | { ok: false; error: string };
 
-export const DEFAULT_REGISTRY = "docker.io";
-const LEGACY_DEFAULT_REGISTRY = "index.docker.io";
+// Docker Hub goes by three names; this file is the one place that knows them.
+/** Docker Hub as image references name it, and the registry of a name without one. */
+export const DOCKER_HUB = "docker.io";
+/** Docker Hub's legacy name: references normalize it to "docker.io"; docker login writes its credentials under it. */
+export const DOCKER_HUB_LEGACY_HOST = "index.docker.io";
+/** Where Docker Hub's registry API is served: the host contacted for docker.io images. */
+export const DOCKER_HUB_API_HOST = "registry-1.docker.io";
 const OFFICIAL_PREFIX = "library/";
 const MAX_NAME_LENGTH = 255;
 const MAX_TAG_LENGTH = 128;
@@ -137,15 +142,25 @@ export function splitRegistry(name: string): { registry: string; rest: string; e
   const slash = name.indexOf("/");
   const first = name.slice(0, Math.max(slash, 0));
   if (slash < 0 || !(first.includes(".") || first.includes(":") || first === "localhost")) {
-    return { registry: DEFAULT_REGISTRY, rest: name, explicit: false };
+    return { registry: DOCKER_HUB, rest: name, explicit: false };
   }
-  const host = first.toLowerCase();
-  return { registry: host === LEGACY_DEFAULT_REGISTRY ? DEFAULT_REGISTRY : host, rest: name.slice(slash + 1), explicit: true };
+  return { registry: canonicalRegistryHost(first), rest: name.slice(slash + 1), explicit: true };
+}
+
+/** A registry host as references name it: lowercased (host names are case-insensitive), "index.docker.io" as "docker.io". */
+export function canonicalRegistryHost(host: string): string {
+  const lower = host.toLowerCase();
+  return lower === DOCKER_HUB_LEGACY_HOST ? DOCKER_HUB : lower;
+}
+
+/** The host that serves a registry's API: itself, except Docker Hub's (an already canonical host). */
+export function registryApiHost(registry: string): string {
+  return registry === DOCKER_HUB ? DOCKER_HUB_API_HOST : registry;
 }
 
 /** Docker Hub's official images live under "library/": "nginx" is "library/nginx". */
 export function withOfficialPrefix(registry: string, path: string): string {
-  return registry === DEFAULT_REGISTRY && !path.includes("/") ? OFFICIAL_PREFIX + path : path;
+  return registry === DOCKER_HUB && !path.includes("/") ? OFFICIAL_PREFIX + path : path;
 }
 
 /** Why a digest ("sha256:<hex>") is invalid, or undefined if it is valid. */
@@ -231,7 +246,7 @@ export function fullName(ref: ImageReference): string {
  */
 export function familiarName(ref: ImageReference): string {
   let name = repositoryName(ref);
-  if (ref.registry === DEFAULT_REGISTRY) {
+  if (ref.registry === DOCKER_HUB) {
     name = ref.repository;
     const official = name.slice(OFFICIAL_PREFIX.length);
     if (name.startsWith(OFFICIAL_PREFIX) && !official.includes("/")) name = official;

@@ -11,7 +11,17 @@
 // A malformed entry is skipped and reported; the rest still load. Problems name the source and key, never a
 // value (a JSON.parse message can quote the text, so it is never passed on). Pure except loadAuthFile.
 import { readFile } from "node:fs/promises";
+import { ImprimaturError } from "../errors/imprimatur-error.ts";
 import type { RegistryCredential } from "./credential.ts";
+
+export type DockerConfigErrorCode =
+  /** The auth file cannot be read. */
+  | "unreadable"
+  /** The document as a whole is unusable: not JSON, not a JSON object, "auths" not an object. */
+  | "invalid-document";
+
+/** A docker config document that yields no credentials at all; the message names its source, never a value. */
+export class DockerConfigError extends ImprimaturError<DockerConfigErrorCode> {}
 
 export interface DockerConfigEntry {
   /** The registry location as written in the file. */
@@ -50,7 +60,7 @@ function parseDocument(document: Record<string, unknown>, format: DockerConfigFo
   const auths = field(document, "auths");
   // The kubelet reads a config without "auths" as one with no credentials; an empty result says the same.
   if (auths === undefined || auths === null) return { entries: [], problems: [] };
-  if (!isObject(auths)) throw new Error(`${source}: "auths" is not a JSON object`);
+  if (!isObject(auths)) throw new DockerConfigError("invalid-document", `${source}: "auths" is not a JSON object`);
   return parseEntries(auths, source);
 }
 
@@ -64,7 +74,7 @@ export async function loadAuthFile(path: string): Promise<ParsedDockerConfig> {
     text = await readFile(path, "utf8");
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new Error(`auth file ${path}: cannot read it (${code ?? (err as Error).message})`);
+    throw new DockerConfigError("unreadable", `auth file ${path}: cannot read it (${code ?? (err as Error).message})`, { cause: err });
   }
   const document = parseJsonObject(text, `auth file ${path}`);
   const source = `authfile ${path}`;
@@ -81,11 +91,11 @@ function parseJsonObject(text: string, source: string): Record<string, unknown> 
   try {
     value = JSON.parse(text);
   } catch (err) {
-    // V8's message may quote the text (a password); only the position is passed on.
+    // V8's message may quote the text (a password); only the position is passed on, and the error is not the cause.
     const position = /position (\d+)/.exec((err as Error).message)?.[1];
-    throw new Error(`${source}: not valid JSON${position === undefined ? "" : ` (at character ${position})`}`);
+    throw new DockerConfigError("invalid-document", `${source}: not valid JSON${position === undefined ? "" : ` (at character ${position})`}`);
   }
-  if (!isObject(value)) throw new Error(`${source}: not a JSON object`);
+  if (!isObject(value)) throw new DockerConfigError("invalid-document", `${source}: not a JSON object`);
   return value;
 }
 

@@ -26,11 +26,12 @@
 //
 // One deliberate difference: key hosts are lowercased. Image hosts are lowercased by the reference parser,
 // and DNS names are case-insensitive, so "Registry.Example.com" still matches "registry.example.com".
+import { compileGlob, type GlobMatcher } from "../core/glob.ts";
+import { DOCKER_HUB, DOCKER_HUB_LEGACY_HOST } from "../core/image-reference.ts";
 import type { CredentialLookup, RegistryCredential } from "./credential.ts";
 
 /** The kubelet's Docker Hub fallback key (see above). */
-const DOCKER_HUB_FALLBACK_KEY = "index.docker.io";
-const DOCKER_HUB_HOST = "docker.io";
+const DOCKER_HUB_FALLBACK_KEY = DOCKER_HUB_LEGACY_HOST;
 
 interface Location {
   /** Dot-separated host parts (one part for an IPv6 literal). */
@@ -44,7 +45,7 @@ interface Location {
 interface IndexedKey extends Location {
   /** The normalized key: host[:port][path]. */
   key: string;
-  globs: Glob[];
+  globs: GlobMatcher[];
   credentials: RegistryCredential[];
 }
 
@@ -73,7 +74,7 @@ export class CredentialKeyring {
       const normalized = location.key;
       let indexed = byKey.get(normalized);
       if (indexed === undefined) {
-        indexed = { ...location, globs: location.parts.map(compileGlob), credentials: [] };
+        indexed = { ...location, globs: location.parts.map(hostPartGlob), credentials: [] };
         byKey.set(normalized, indexed);
       }
       indexed.credentials.push(credential);
@@ -97,7 +98,7 @@ export class CredentialKeyring {
       if (key.port !== target.port || key.parts.length !== parts.length || !path.startsWith(key.path)) continue;
       if (key.globs.every((glob, i) => glob(parts[i] ?? ""))) found.push(...key.credentials);
     }
-    if (found.length === 0 && target.host === DOCKER_HUB_HOST && target.port === "") {
+    if (found.length === 0 && target.host === DOCKER_HUB && target.port === "") {
       const fallback = this.index.find((k) => k.key === DOCKER_HUB_FALLBACK_KEY);
       if (fallback) found.push(...fallback.credentials);
     }
@@ -188,77 +189,10 @@ function splitHostPort(hostPort: string): { host: string; port: string } {
 // ---------------------------------------------------------------------------------------------
 // Globs: Go's filepath.Match, one host part at a time. Only what a URL host can carry is reachable: "*" and
 // classes "[a-z0-9]" (the parser rejects "?", "^" and "\\" in a host, so no "?", negation or escapes).
+// A malformed glob matches nothing.
 
-type Glob = (text: string) => boolean;
+const NEVER: GlobMatcher = () => false;
 
-type GlobToken = { kind: "star" } | { kind: "char"; char: string } | { kind: "class"; ranges: Array<[string, string]> };
-
-function compileGlob(pattern: string): Glob {
-  const tokens = tokenizeGlob(pattern);
-  if (tokens === undefined) return () => false;
-  return (text) => matchTokens(tokens, 0, [...text], 0);
-}
-
-/** Undefined for a malformed pattern (unclosed or empty class, a bare "-" or "]" in a class). */
-function tokenizeGlob(pattern: string): GlobToken[] | undefined {
-  const chars = [...pattern];
-  const tokens: GlobToken[] = [];
-  let i = 0;
-  // One class character; undefined where Go reports a bad pattern.
-  const classChar = (): string | undefined => {
-    const c = chars[i];
-    if (c === undefined || c === "-" || c === "]") return undefined;
-    i++;
-    return c;
-  };
-  while (i < chars.length) {
-    const c = chars[i]!;
-    if (c === "*") {
-      tokens.push({ kind: "star" });
-      i++;
-    } else if (c === "[") {
-      i++;
-      const ranges: Array<[string, string]> = [];
-      for (;;) {
-        if (chars[i] === "]" && ranges.length > 0) {
-          i++;
-          break;
-        }
-        const lo = classChar();
-        if (lo === undefined) return undefined;
-        let hi = lo;
-        if (chars[i] === "-") {
-          i++;
-          const end = classChar();
-          if (end === undefined) return undefined;
-          hi = end;
-        }
-        ranges.push([lo, hi]);
-      }
-      tokens.push({ kind: "class", ranges });
-    } else {
-      tokens.push({ kind: "char", char: c });
-      i++;
-    }
-  }
-  return tokens;
-}
-
-function matchTokens(tokens: GlobToken[], t: number, text: string[], s: number): boolean {
-  for (; t < tokens.length; t++) {
-    const token = tokens[t]!;
-    if (token.kind === "star") {
-      for (let rest = s; rest <= text.length; rest++) if (matchTokens(tokens, t + 1, text, rest)) return true;
-      return false;
-    }
-    const c = text[s];
-    if (c === undefined) return false;
-    if (token.kind === "char" && token.char !== c) return false;
-    if (token.kind === "class") {
-      const point = c.codePointAt(0)!;
-      if (!token.ranges.some(([lo, hi]) => lo.codePointAt(0)! <= point && point <= hi.codePointAt(0)!)) return false;
-    }
-    s++;
-  }
-  return s === text.length;
+function hostPartGlob(pattern: string): GlobMatcher {
+  return compileGlob(pattern, { classes: true }) ?? NEVER;
 }

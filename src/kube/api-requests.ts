@@ -2,6 +2,22 @@
 // and reading its failures (an ApiException carries the Status body, which names a missing RBAC rule).
 import { ApiException, Observable } from "@kubernetes/client-node";
 import type { ObservableMiddleware } from "@kubernetes/client-node";
+import { ImprimaturError } from "../errors/imprimatur-error.ts";
+
+export type KubeApiErrorCode =
+  /** HTTP 401: the API rejected the credentials. */
+  | "unauthorized"
+  /** HTTP 403: the identity lacks an RBAC permission (the message names it). */
+  | "forbidden"
+  /** No answer within the request timeout. */
+  | "timeout"
+  /** Anything else: unreachable, another HTTP status. */
+  | "unavailable"
+  /** The caller stopped waiting (its signal aborted); the request may go on for others. */
+  | "aborted";
+
+/** A read from the Kubernetes API that gave no usable answer. */
+export class KubeApiError extends ImprimaturError<KubeApiErrorCode> {}
 
 /** Per-request options that make the generated client's fetch abortable. */
 export function withSignal(signal: AbortSignal): { middleware: ObservableMiddleware[]; middlewareMergeStrategy: "append" } {

@@ -14,8 +14,9 @@
 // Secret data never reaches a log or a message: only namespace/name, types and registry keys do.
 import { CoreV1Api } from "@kubernetes/client-node";
 import type { KubeConfig, V1Secret } from "@kubernetes/client-node";
-import { describeApiError, hasStatus, withSignal } from "./api-requests.ts";
+import { describeApiError, hasStatus, KubeApiError, withSignal } from "./api-requests.ts";
 import type { Logger } from "pino";
+import { InFlight } from "../registry/in-flight.ts";
 import type { CredentialLookup } from "../credentials/credential.ts";
 import { parseDockerConfig } from "../credentials/docker-config.ts";
 import type { DockerConfigEntry, DockerConfigFormat } from "../credentials/docker-config.ts";
@@ -61,8 +62,6 @@ const PULL_SECRET_TYPES: ReadonlyMap<string, { dataKey: string; format: DockerCo
   ["kubernetes.io/dockercfg", { dataKey: ".dockercfg", format: "dockercfg" as const }],
 ]);
 const DEFAULT_SERVICE_ACCOUNT = "default";
-// Expired entries are swept only once the cache is this big.
-const SWEEP_THRESHOLD = 1_000;
 
 export class PullSecretReader {
   /** GETs sent to the API (cache misses not joined to a read in flight); for tests and metrics. */
@@ -70,19 +69,20 @@ export class PullSecretReader {
 
   private readonly api: CoreV1Api;
   private readonly server: string;
-  private readonly ttlMs: number;
   private readonly requestTimeoutMs: number;
   private readonly log: Logger | undefined;
-  private readonly now: () => number;
-  private readonly cache = new Map<string, { value: Promise<unknown>; expiresAt: number | undefined }>();
+  // Reads (found or not) are kept for the TTL and shared while pending; failures are not kept.
+  private readonly secrets: InFlight<SecretRead>;
+  private readonly serviceAccounts: InFlight<ServiceAccountRead>;
 
   constructor(kubeConfig: KubeConfig, opts: PullSecretReaderOptions = {}) {
     this.api = kubeConfig.makeApiClient(CoreV1Api);
     this.server = kubeConfig.getCurrentCluster()?.server ?? "(no current cluster)";
-    this.ttlMs = opts.ttlMs ?? 10_000;
     this.requestTimeoutMs = opts.requestTimeoutMs ?? 10_000;
     this.log = opts.logger;
-    this.now = opts.now ?? Date.now;
+    const cache = { ttlMs: opts.ttlMs ?? 10_000, now: opts.now };
+    this.secrets = new InFlight(cache);
+    this.serviceAccounts = new InFlight(cache);
   }
 
   /** The pod's imagePullSecrets, then its service account's (default "default"), as one lookup. */
@@ -121,7 +121,7 @@ export class PullSecretReader {
   // -------------------------------------------------------------------------------------------
 
   private readSecret(namespace: string, name: string, signal: AbortSignal | undefined): Promise<SecretRead> {
-    return this.cached(`secret ${namespace}/${name}`, signal, async (requestSignal) => {
+    return this.cached(this.secrets, `secret ${namespace}/${name}`, signal, async (requestSignal) => {
       let secret: V1Secret;
       try {
         secret = await this.api.readNamespacedSecret({ namespace, name }, withSignal(requestSignal));
@@ -134,7 +134,7 @@ export class PullSecretReader {
   }
 
   private readServiceAccount(namespace: string, name: string, signal: AbortSignal | undefined): Promise<ServiceAccountRead> {
-    return this.cached(`service account ${namespace}/${name}`, signal, async (requestSignal) => {
+    return this.cached(this.serviceAccounts, `service account ${namespace}/${name}`, signal, async (requestSignal) => {
       try {
         const account = await this.api.readNamespacedServiceAccount({ namespace, name }, withSignal(requestSignal));
         return { found: true, pullSecretNames: unique((account.imagePullSecrets ?? []).map((ref) => ref.name ?? "")) };
@@ -146,55 +146,28 @@ export class PullSecretReader {
   }
 
   /**
-   * The cached value for `key`, or a new read shared by every caller until it settles. Results (found or not)
-   * are kept for the TTL; failures are not kept. A caller's signal ends only its own wait: the read goes on
-   * for the others, bounded by the request timeout.
+   * The kept result for `key`, or a new read shared by every caller until it settles. A caller's signal ends
+   * only its own wait: the read goes on for the others, bounded by the request timeout.
    */
-  private cached<T>(key: string, signal: AbortSignal | undefined, read: (requestSignal: AbortSignal) => Promise<T>): Promise<T> {
-    const now = this.now();
-    let entry = this.cache.get(key);
-    if (entry !== undefined && entry.expiresAt !== undefined && entry.expiresAt <= now) {
-      this.cache.delete(key);
-      entry = undefined;
-    }
-    if (entry === undefined) {
-      if (this.cache.size >= SWEEP_THRESHOLD) this.sweep(now);
+  private cached<T>(reads: InFlight<T>, key: string, signal: AbortSignal | undefined, read: (requestSignal: AbortSignal) => Promise<T>): Promise<T> {
+    const start = (): Promise<T> => {
       this.apiReads++;
       this.log?.debug({ object: key }, "pull secrets: reading from the Kubernetes API");
-      const requestSignal = AbortSignal.timeout(this.requestTimeoutMs);
-      const created: { value: Promise<unknown>; expiresAt: number | undefined } = { value: Promise.resolve(), expiresAt: undefined };
-      created.value = read(requestSignal).then(
-        (value) => {
-          created.expiresAt = this.now() + this.ttlMs;
-          return value;
-        },
-        (err: unknown) => {
-          if (this.cache.get(key) === created) this.cache.delete(key);
-          throw err;
-        },
-      );
-      // Callers that gave up no longer listen; the rejection must not go unhandled.
-      created.value.catch(() => {});
-      this.cache.set(key, created);
-      entry = created;
-    }
-    return untilAborted(entry.value as Promise<T>, signal, key);
+      return read(AbortSignal.timeout(this.requestTimeoutMs));
+    };
+    return reads.run(key, start, signal, () => abortError(signal!, key));
   }
 
-  private sweep(now: number): void {
-    for (const [key, entry] of this.cache) if (entry.expiresAt !== undefined && entry.expiresAt <= now) this.cache.delete(key);
-  }
-
-  private apiError(what: string, permission: string, err: unknown, requestSignal: AbortSignal): Error {
+  private apiError(what: string, permission: string, err: unknown, requestSignal: AbortSignal): KubeApiError {
     const prefix = `cannot read ${what} from the Kubernetes API at ${this.server}`;
-    if (requestSignal.aborted) return new Error(`${prefix}: no answer within ${this.requestTimeoutMs / 1000} s`);
+    if (requestSignal.aborted) return new KubeApiError("timeout", `${prefix}: no answer within ${this.requestTimeoutMs / 1000} s`, { cause: err });
     if (hasStatus(err, 403)) {
-      return new Error(`${prefix}: ${describeApiError(err)}; the identity Imprimatur uses needs RBAC permission ${permission}`);
+      return new KubeApiError("forbidden", `${prefix}: ${describeApiError(err)}; the identity Imprimatur uses needs RBAC permission ${permission}`, { cause: err });
     }
     if (hasStatus(err, 401)) {
-      return new Error(`${prefix}: ${describeApiError(err)}; the API rejected the credentials (check the kubeconfig or the service account token)`);
+      return new KubeApiError("unauthorized", `${prefix}: ${describeApiError(err)}; the API rejected the credentials (check the kubeconfig or the service account token)`, { cause: err });
     }
-    return new Error(`${prefix}: ${describeApiError(err)}`);
+    return new KubeApiError("unavailable", `${prefix}: ${describeApiError(err)}`, { cause: err });
   }
 }
 
@@ -222,28 +195,8 @@ function unique(names: string[]): string[] {
   return [...new Set(names.filter((name) => name !== ""))];
 }
 
-/** `promise`, or a rejection as soon as `signal` aborts. */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined, what: string): Promise<T> {
-  if (signal === undefined) return promise;
-  if (signal.aborted) return Promise.reject(abortError(signal, what));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(abortError(signal, what));
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (err: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(err);
-      },
-    );
-  });
-}
-
-function abortError(signal: AbortSignal, what: string): Error {
+function abortError(signal: AbortSignal, what: string): KubeApiError {
   const reason = signal.reason instanceof Error ? signal.reason.message : String(signal.reason);
-  return new Error(`gave up waiting for ${what} from the Kubernetes API: ${reason}`);
+  return new KubeApiError("aborted", `gave up waiting for ${what} from the Kubernetes API: ${reason}`);
 }
 

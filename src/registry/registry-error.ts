@@ -1,6 +1,7 @@
 // The one error type of the registry client. Callers (admission, the CLI) branch on `code` and `retryable`;
 // the message is for a cluster operator: which registry, which repository, what happened, what to do.
 // Messages never carry a password, token or Authorization value.
+import { ImprimaturError } from "../errors/imprimatur-error.ts";
 
 export type RegistryErrorCode =
   /** No answer: connection refused, DNS, TLS handshake failure. */
@@ -55,8 +56,7 @@ const RETRYABLE_BY_DEFAULT: Record<RegistryErrorCode, boolean> = {
   timeout: true,
 };
 
-export class RegistryError extends Error {
-  readonly code: RegistryErrorCode;
+export class RegistryError extends ImprimaturError<RegistryErrorCode> {
   readonly retryable: boolean;
   readonly registry: string | undefined;
   readonly repository: string | undefined;
@@ -66,9 +66,7 @@ export class RegistryError extends Error {
   readonly status: number | undefined;
 
   constructor(code: RegistryErrorCode, message: string, details: RegistryErrorDetails = {}) {
-    super(message, details.cause === undefined ? undefined : { cause: details.cause });
-    this.name = "RegistryError";
-    this.code = code;
+    super(code, message, { cause: details.cause });
     this.retryable = details.retryable ?? RETRYABLE_BY_DEFAULT[code];
     this.registry = details.registry;
     this.repository = details.repository;

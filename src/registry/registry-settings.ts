@@ -1,5 +1,7 @@
 // Per-registry connection settings (TLS material, plain HTTP, mirrors) and the endpoints they give an image's
 // registry. Pure: no I/O; the registries file (src/config/registries-file.ts) reads these from YAML.
+import { canonicalRegistryHost, DOCKER_HUB, DOCKER_HUB_API_HOST, registryApiHost } from "../core/image-reference.ts";
+import { ConfigError } from "../config/config-error.ts";
 
 export interface RegistrySettings {
   /** host[:port] as written in image references: "registry.example.com:5000", "docker.io". */
@@ -19,14 +21,9 @@ export interface RegistrySettings {
 /** Settings by normalized host. */
 export type RegistrySettingsMap = ReadonlyMap<string, RegistrySettings>;
 
-const DOCKER_HUB = "docker.io";
-/** Docker Hub's name in image references is docker.io; its API lives elsewhere. */
-const DOCKER_HUB_API_HOST = "registry-1.docker.io";
-
-/** Host names are case-insensitive; "index.docker.io" is Docker Hub's legacy name. */
+/** A host as written in settings, as image references name it (lowercased, Docker Hub's legacy name as docker.io). */
 export function normalizeRegistryHost(host: string): string {
-  const lower = host.trim().toLowerCase();
-  return lower === "index.docker.io" ? DOCKER_HUB : lower;
+  return canonicalRegistryHost(host.trim());
 }
 
 /** A settings map from a list; a host listed twice is an error (which entry would win is not obvious). */
@@ -34,7 +31,7 @@ export function registrySettingsMap(list: RegistrySettings[]): RegistrySettingsM
   const map = new Map<string, RegistrySettings>();
   for (const settings of list) {
     const host = normalizeRegistryHost(settings.host);
-    if (map.has(host)) throw new Error(`registry ${host} is listed twice`);
+    if (map.has(host)) throw new ConfigError("invalid-config", [{ message: `registry ${host} is listed twice` }]);
     map.set(host, { ...settings, host });
   }
   return map;
@@ -73,8 +70,7 @@ export function endpointsFor(map: RegistrySettingsMap, registry: string): Regist
     const host = normalizeRegistryHost(mirror);
     endpoints.push(endpoint(map, normalized, host, host, true));
   }
-  const apiHost = normalized === DOCKER_HUB ? DOCKER_HUB_API_HOST : normalized;
-  endpoints.push(endpoint(map, normalized, apiHost, normalized, false));
+  endpoints.push(endpoint(map, normalized, registryApiHost(normalized), normalized, false));
   return endpoints;
 }
 

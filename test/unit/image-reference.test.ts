@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { ImageReference } from "../../src/core/image-reference.ts";
-import { familiarName, fullName, parseImageReference, repositoryName } from "../../src/core/image-reference.ts";
+import { canonicalRegistryHost, DOCKER_HUB, DOCKER_HUB_API_HOST, DOCKER_HUB_LEGACY_HOST, familiarName, fullName, parseImageReference, registryApiHost, repositoryName } from "../../src/core/image-reference.ts";
 
 const SHA256 = "sha256:" + "a".repeat(64);
 const SHA512 = "sha512:" + "0123456789abcdef".repeat(8);
@@ -171,4 +171,13 @@ test("never throws, even on input that is not a string", () => {
     const result = parseImageReference(input as string);
     assert.equal(result.ok, false);
   }
+});
+
+test("Docker Hub's three names: docker.io in references, index.docker.io as its legacy alias, registry-1.docker.io for its API", () => {
+  assert.equal(canonicalRegistryHost("Index.Docker.IO"), DOCKER_HUB);
+  assert.equal(canonicalRegistryHost("Registry.Example.com:5000"), "registry.example.com:5000");
+  assert.equal(canonicalRegistryHost(DOCKER_HUB_API_HOST), DOCKER_HUB_API_HOST); // a host of its own, not an alias
+  assert.equal(registryApiHost(DOCKER_HUB), DOCKER_HUB_API_HOST);
+  assert.equal(registryApiHost("quay.io"), "quay.io");
+  assert.equal(DOCKER_HUB_LEGACY_HOST, "index.docker.io");
 });

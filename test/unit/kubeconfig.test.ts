@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { stringify } from 'yaml';
-import { loadWebhookKubeconfig, webhookDispatcher } from '../../src/backends/kubeconfig.ts';
-import type { WebhookTarget } from '../../src/backends/kubeconfig.ts';
+import { KubeconfigError, loadWebhookKubeconfig, webhookDispatcher } from '../../src/backends/kubeconfig.ts';
+import type { KubeconfigErrorCode, WebhookTarget } from '../../src/backends/kubeconfig.ts';
 import { createCertificateAuthority, issueCertificate } from '../../src/server/tls-bootstrap.ts';
 
 let root: string;
@@ -149,8 +149,10 @@ test('the current context picks the cluster and user among several', async () =>
 });
 
 /** Asserts that loading `file` fails with a message naming it and matching `pattern`. */
-async function rejectsNaming(file: string, pattern: RegExp): Promise<void> {
+async function rejectsNaming(file: string, pattern: RegExp, code: KubeconfigErrorCode = 'invalid'): Promise<void> {
   await assert.rejects(loadWebhookKubeconfig(file), (err: Error) => {
+    assert.ok(err instanceof KubeconfigError, `not a KubeconfigError: ${err}`);
+    assert.equal(err.code, code, err.message);
     assert.ok(err.message.includes(file), `message should name ${file}: ${err.message}`);
     assert.match(err.message, pattern);
     return true;
@@ -159,7 +161,7 @@ async function rejectsNaming(file: string, pattern: RegExp): Promise<void> {
 
 test('problems are errors that name the kubeconfig file', async () => {
   const dir = join(root, 'errors');
-  await rejectsNaming(join(dir, 'missing.kubeconfig'), /cannot read the file: .*ENOENT/);
+  await rejectsNaming(join(dir, 'missing.kubeconfig'), /cannot read the file: .*ENOENT/, 'unreadable');
   await rejectsNaming(
     await writeIn(dir, 'no-clusters', stringify({ clusters: [], users: [], contexts: [{ name: 'x', context: { cluster: 'nowhere' } }], 'current-context': 'x' })),
     /defines no clusters/,
@@ -176,10 +178,11 @@ test('problems are errors that name the kubeconfig file', async () => {
     /current-context "nope"/,
   );
   const missingCa = await writeIn(dir, 'missing-ca', kubeconfig({ server: 'https://x', 'certificate-authority': 'pki/none.crt' }, null));
-  await rejectsNaming(missingCa, new RegExp(`cannot read cluster "webhook": certificate-authority ${join(dir, 'pki', 'none.crt').replaceAll('/', '\\/')}`));
+  await rejectsNaming(missingCa, new RegExp(`cannot read cluster "webhook": certificate-authority ${join(dir, 'pki', 'none.crt').replaceAll('/', '\\/')}`), 'unreadable');
   await rejectsNaming(
     await writeIn(dir, 'missing-token', kubeconfig({ server: 'https://x' }, { 'token-file': 'no-token' })),
     /token-file .*no-token/,
+    'unreadable',
   );
   await rejectsNaming(
     await writeIn(dir, 'half-cert', kubeconfig({ server: 'https://x' }, { 'client-certificate-data': b64(client.certPem) })),
@@ -194,7 +197,7 @@ test('problems are errors that name the kubeconfig file', async () => {
     /insecure-skip-tls-verify cannot be combined/,
   );
   await rejectsNaming(await writeIn(dir, 'not-url', kubeconfig({ server: 'not a url' }, null)), /is not a URL/);
-  await rejectsNaming(await writeIn(dir, 'exec', kubeconfig({ server: 'https://x' }, { exec: { command: 'x', apiVersion: 'client.authentication.k8s.io/v1' } })), /exec/);
+  await rejectsNaming(await writeIn(dir, 'exec', kubeconfig({ server: 'https://x' }, { exec: { command: 'x', apiVersion: 'client.authentication.k8s.io/v1' } })), /exec/, 'unsupported');
 });
 
 test('mutual TLS round trip through webhookDispatcher; without the client certificate the handshake fails', async () => {

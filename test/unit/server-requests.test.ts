@@ -2,9 +2,12 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
+import type { IncomingMessage } from "node:http";
+import { Readable } from "node:stream";
 import { join } from "node:path";
 import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
 import { EMBEDDED_POLICIES } from "../../src/cli/args.ts";
+import { HttpError, MAX_JSON_DEPTH, nestsDeeperThan, readJsonBody } from "../../src/server/http-body.ts";
 import { getText, postJson } from "../support/https-client.ts";
 import { startTestApp, type TestApp } from "../support/in-process-app.ts";
 import { imageReview, podReview } from "../support/admission.ts";
@@ -66,7 +69,7 @@ test("invalid image references are denials with the grammar's reason", async () 
   assert.match(res.body.status.reason, /UPPER\/case:1/);
 });
 
-const malformed: Array<[string, { raw?: string; payload?: unknown; path?: string }, number, RegExp]> = [
+const malformed: Array<[string, { raw?: string | Buffer; payload?: unknown; path?: string }, number, RegExp]> = [
   ["bad JSON", { raw: "{not json" }, 400, /not valid JSON/],
   ["empty body", { raw: "" }, 400, /empty/],
   ["a JSON array", { payload: [1, 2] }, 400, /must be a JSON object/],
@@ -78,7 +81,8 @@ const malformed: Array<[string, { raw?: string; payload?: unknown; path?: string
   ["oversized body", { raw: JSON.stringify({ pad: "x".repeat(70 * 1024) }) }, 413, /limit is 65536|exceeds the limit/],
   ["/mutate with bad JSON", { path: "/mutate", raw: "{not json" }, 400, /not valid JSON/],
   ["/mutate with a wrong kind", { path: "/mutate", payload: { ...podReview({ images: ["a:1"] }), kind: "ImageReview" } }, 400, /kind must be "AdmissionReview"/],
-  ["deeply nested body", { raw: "[".repeat(20_000) + "]".repeat(20_000) }, 400, /must be a JSON object|not valid JSON/],
+  ["deeply nested body", { raw: "[".repeat(20_000) + "]".repeat(20_000) }, 400, /nests JSON objects and arrays more than 64 levels deep/],
+  ["a body that is not UTF-8", { raw: Buffer.concat([Buffer.from('{"apiVersion":"admission.k8s.io/v1","kind":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]) }, 400, /not valid UTF-8/],
 ];
 
 for (const [name, input, status, message] of malformed) {
@@ -118,4 +122,53 @@ test("non-pod resources and updates that change no image are admitted without re
   const changed = await postJson(`${base}/validate`, ca, upd);
   assert.equal(changed.body.response.allowed, false);
   assert.match(changed.body.response.status.message, /"busybox"/);
+});
+
+// readJsonBody on its own, fed a stream of chunks.
+function body(chunks: Array<string | Buffer>, headers: Record<string, string> = {}): IncomingMessage {
+  return Object.assign(Readable.from(chunks.map((c) => (typeof c === "string" ? Buffer.from(c) : c))), { headers }) as unknown as IncomingMessage;
+}
+const LARGE = 16 * 1024 * 1024;
+
+test("readJsonBody: UTF-8 split across chunks decodes; malformed UTF-8 is a 400, never U+FFFD", async () => {
+  assert.deepEqual(await readJsonBody(body(['{"a":"', Buffer.from([0xc3]), Buffer.from([0xa9]), '"}']), LARGE), { a: "é" });
+  for (const bad of [[0xff], [0xc3, 0x28], [0xed, 0xa0, 0x80] /* an encoded surrogate */, [0xe2, 0x82] /* truncated */]) {
+    await assert.rejects(readJsonBody(body(['{"a":"', Buffer.from(bad), '"}']), LARGE), (e: HttpError) => {
+      assert.ok(e instanceof HttpError);
+      assert.deepEqual([e.status, e.code, e.message], [400, "bad-request", "request body is not valid UTF-8"]);
+      return true;
+    });
+  }
+  // A byte-order mark is not JSON, as before.
+  await assert.rejects(readJsonBody(body([Buffer.from([0xef, 0xbb, 0xbf]), "{}"]), LARGE), { status: 400, message: /not valid JSON/ });
+});
+
+test("readJsonBody: nesting up to the limit parses, one level more is a 400; 100,000 nested arrays too", async () => {
+  const nested = (depth: number, open = "[", close = "]") => open.repeat(depth) + close.repeat(depth);
+  assert.equal(MAX_JSON_DEPTH, 64);
+  assert.ok(Array.isArray(await readJsonBody(body([nested(64)]), LARGE)));
+  const tooDeep = { status: 400, code: "bad-request", message: "request body nests JSON objects and arrays more than 64 levels deep" };
+  await assert.rejects(readJsonBody(body([nested(65)]), LARGE), tooDeep);
+  await assert.rejects(readJsonBody(body([nested(100_000)]), LARGE), tooDeep);
+  await assert.rejects(readJsonBody(body(['{"a":'.repeat(100_000) + "1" + "}".repeat(100_000)]), LARGE), tooDeep);
+  assert.deepEqual(await readJsonBody(body([nested(3, "[", "]")]), LARGE, 3), [[[]]]);
+  await assert.rejects(readJsonBody(body([nested(3)]), LARGE, 2), { message: /more than 2 levels deep/ });
+});
+
+test("nestsDeeperThan counts brackets outside strings only, and leaves malformed text to JSON.parse", () => {
+  assert.equal(nestsDeeperThan('{"a":[1,{"b":[]}]}', 4), false);
+  assert.equal(nestsDeeperThan('{"a":[1,{"b":[]}]}', 3), true);
+  assert.equal(nestsDeeperThan(`{"s":"${"[".repeat(100)}"}`, 1), false);
+  assert.equal(nestsDeeperThan(String.raw`{"s":"\\"}` + "[[[[", 3), true); // the string holds one escaped backslash and ends there
+  assert.equal(nestsDeeperThan(String.raw`{"s":"\"[[[["}`, 1), false); // an escaped quote does not end the string
+  assert.equal(nestsDeeperThan(String.raw`{"s":"\\\"[[["}`, 1), false);
+  assert.equal(nestsDeeperThan(`["unterminated${"[".repeat(10)}`, 1), false);
+  assert.equal(nestsDeeperThan("]]]][[", 1), false);
+});
+
+test("HttpError codes follow the status", () => {
+  assert.equal(new HttpError(413, "x").code, "too-large");
+  assert.equal(new HttpError(415, "x").code, "unsupported");
+  assert.equal(new HttpError(400, "x").code, "bad-request");
+  assert.equal(new HttpError(400, "x").name, "HttpError");
 });

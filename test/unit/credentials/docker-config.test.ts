@@ -143,8 +143,8 @@ describe("parseDockerConfig: whole documents", () => {
   });
 
   test("a document that is not an object, or auths that is not one, throws", () => {
-    assert.throws(() => parseDockerConfig("[]", "dockercfg", SOURCE), /^Error: secret team-a\/regcred: not a JSON object$/);
-    assert.throws(() => parseDockerConfig('{"auths": []}', "dockerconfigjson", SOURCE), /"auths" is not a JSON object/);
+    assert.throws(() => parseDockerConfig("[]", "dockercfg", SOURCE), { name: "DockerConfigError", code: "invalid-document", message: "secret team-a/regcred: not a JSON object" });
+    assert.throws(() => parseDockerConfig('{"auths": []}', "dockerconfigjson", SOURCE), { code: "invalid-document", message: /"auths" is not a JSON object/ });
   });
 
   test("a dockerconfigjson without auths (or with null) has no entries, like the kubelet reads it", () => {
@@ -192,7 +192,7 @@ describe("loadAuthFile", () => {
 
   test("a file that cannot be read, or is not JSON, rejects naming the file", async () => {
     const missing = join(dir, "missing.json");
-    await assert.rejects(loadAuthFile(missing), { message: `auth file ${missing}: cannot read it (ENOENT)` });
+    await assert.rejects(loadAuthFile(missing), { code: "unreadable", message: `auth file ${missing}: cannot read it (ENOENT)` });
     const broken = write("broken.json", "{ not json");
     await assert.rejects(loadAuthFile(broken), (err: Error) => err.message.startsWith(`auth file ${broken}: not valid JSON`));
     const list = write("list.json", "[1]");

@@ -30,5 +30,5 @@ test("plain HTTP only for a host listed insecure; port 443 and case do not matte
 test("Docker Hub's settings apply to its API host; a host listed twice is an error", () => {
   const settings = registrySettingsMap([{ host: "docker.io", ca: "PEM" }]);
   assert.equal(settingsForHost(settings, "registry-1.docker.io")?.ca, "PEM");
-  assert.throws(() => registrySettingsMap([{ host: "docker.io" }, { host: "index.docker.io" }]), /registry docker\.io is listed twice/);
+  assert.throws(() => registrySettingsMap([{ host: "docker.io" }, { host: "index.docker.io" }]), { name: "ConfigError", code: "invalid-config", message: "registry docker.io is listed twice" });
 });

@@ -1,0 +1,95 @@
+// The one glob engine: "*" always; "?" and "[…]" classes when the caller's syntax has them.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { compileGlob, hasWildcard, type GlobSyntax } from "../../src/core/glob.ts";
+
+function check(pattern: string, syntax: GlobSyntax, yes: string[], no: string[]): void {
+  const matches = compileGlob(pattern, syntax);
+  assert.ok(matches, `${pattern} should compile`);
+  for (const text of yes) assert.equal(matches(text), true, `${pattern} should match ${JSON.stringify(text)}`);
+  for (const text of no) assert.equal(matches(text), false, `${pattern} should not match ${JSON.stringify(text)}`);
+}
+
+test('"*" matches any run of characters, "/", "." and newlines included; the whole text must match', () => {
+  check("*", {}, ["", "a", "a/b.c", "line\nbreak"], []);
+  check("a*", {}, ["a", "abc", "a/b"], ["", "ba"]);
+  check("*a", {}, ["a", "cba", "x/a"], ["ab"]);
+  check("a*b*c", {}, ["abc", "aXbYc", "abbc", "a/b/c", "abcbc"], ["ab", "acb", "abcx", "xabc"]);
+  check("a**b", {}, ["ab", "a//b"], ["a"]);
+  check("*.example.com/*", {}, ["x.example.com/a", "docker.io/team.example.com/app"], ["example.com/a"]);
+  check("aa*aa", {}, ["aaaa", "aaaaa", "aa-aa"], ["aaa"]);
+});
+
+test("without wildcards a pattern is compared exactly", () => {
+  check("nginx", {}, ["nginx"], ["nginx:1", "NGINX", ""]);
+  check("", {}, [""], ["a"]);
+});
+
+test('"?" is one character with anyChar, and itself without', () => {
+  check("a?c", { anyChar: true }, ["abc", "a/c", "a?c", "a😀c"], ["ac", "abbc"]);
+  check("a?c", {}, ["a?c"], ["abc"]);
+  check("*?", { anyChar: true }, ["x", "xyz"], [""]);
+  check("?*?", { anyChar: true }, ["ab", "a😀"], ["a"]);
+});
+
+test("classes are Go's filepath.Match ranges with classes, literal text without", () => {
+  check("x[a-c0-9]", { classes: true }, ["xa", "xc", "x5"], ["xd", "x", "xab", "x-"]);
+  check("[z-a]", { classes: true }, [], ["a", "z", "m"]); // a reversed range matches nothing
+  check("[*]x", { classes: true }, ["*x"], ["ax"]); // inside a class "*" is a character
+  check("[^]", { classes: true }, ["^"], ["a"]); // no negation
+  check("[a-z]*.io", { classes: true }, ["k.io", "k8s.io"], ["8s.io"]);
+  check("x[a-c]", {}, ["x[a-c]"], ["xa"]);
+  for (const malformed of ["[", "[]", "[a", "[-a]", "[a-]", "x[]]", "[a-"]) {
+    assert.equal(compileGlob(malformed, { classes: true }), undefined, malformed);
+  }
+});
+
+test("regex syntax in a pattern is plain text", () => {
+  check("a.b", {}, ["a.b"], ["axb"]);
+  check("(a|b)+$^{1}\\", {}, ["(a|b)+$^{1}\\"], ["a"]);
+  check("*(x)*", { anyChar: true }, ["a(x)b"], ["axb"]);
+  check("[.]*", { classes: true }, [".abc"], ["abc"]);
+});
+
+test("hasWildcard follows the syntax", () => {
+  assert.equal(hasWildcard("a*"), true);
+  assert.equal(hasWildcard("a?"), false);
+  assert.equal(hasWildcard("a?", { anyChar: true }), true);
+  assert.equal(hasWildcard("[ab]"), false);
+  assert.equal(hasWildcard("[ab]", { classes: true }), true);
+});
+
+test("many stars do not backtrack exponentially", () => {
+  const matches = compileGlob("*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b", {});
+  const started = performance.now();
+  assert.equal(matches("a".repeat(5_000)), false);
+  assert.ok(performance.now() - started < 1_000);
+});
+
+// An oracle: the backtracking regex a "*"-only glob is usually turned into (as PodRestriction value lists do).
+function starRegexOracle(glob: string): (text: string) => boolean {
+  const body = glob
+    .split("*")
+    .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
+    .join(".*");
+  const re = new RegExp(`^${body}$`, "su");
+  return (text) => re.test(text);
+}
+
+test("agrees with a plain regex on random patterns and texts", () => {
+  let seed = 7;
+  const random = (n: number) => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % n;
+  };
+  const alphabet = ["a", "b", "*", ".", "/", "?", "[", "]"];
+  const word = (max: number, chars: string[]) => Array.from({ length: random(max) }, () => chars[random(chars.length)]).join("");
+  for (let i = 0; i < 3_000; i++) {
+    const pattern = word(7, alphabet);
+    const text = word(8, ["a", "b", ".", "/", "?", "[", "]"]);
+    assert.equal(compileGlob(pattern)(text), starRegexOracle(pattern)(text), `${JSON.stringify(pattern)} on ${JSON.stringify(text)}`);
+    // With "?" as one character: the same regex where "?" is ".".
+    const anyChar = new RegExp(`^${[...pattern].map((c) => (c === "*" ? ".*" : c === "?" ? "." : c.replace(/[.+?^${}()|[\]\\/]/g, "\\$&"))).join("")}$`, "su");
+    assert.equal(compileGlob(pattern, { anyChar: true })(text), anyChar.test(text), `anyChar ${JSON.stringify(pattern)} on ${JSON.stringify(text)}`);
+  }
+});

@@ -1,6 +1,7 @@
 // Shared argument handling: node:util parseArgs with errors turned into usage failures.
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { fileURLToPath } from "node:url";
+import { ConfigError, renderConfigProblem } from "../config/config-error.ts";
 
 export class UsageError extends Error {}
 
@@ -25,4 +26,13 @@ export function wantsHelp(argv: readonly string[]): boolean {
     if (arg === "--help" || arg === "-h") return true;
   }
   return false;
+}
+
+/**
+ * An error as a command prints it after "imprimatur CMD: ". A ConfigError listing several problems gets a header
+ * and one indented line per problem, as policy load errors do.
+ */
+export function errorText(e: unknown): string {
+  if (e instanceof ConfigError && e.problems.length > 1) return `the configuration has ${e.problems.length} problems:\n${e.problems.map((p) => `  ${renderConfigProblem(p)}`).join("\n")}`;
+  return e instanceof Error ? e.message : String(e);
 }

@@ -7,7 +7,7 @@ import { NO_NAMESPACE_LABELS } from "../core/namespace-labels.ts";
 import { Engine } from "../engine/engine.ts";
 import { loadPoliciesWithProfiles } from "../policy/load-policies.ts";
 import { NO_POLICY_SOURCE } from "../policy/policy-source.ts";
-import { EMBEDDED_POLICIES, parseCommandArgs, UsageError } from "./args.ts";
+import { EMBEDDED_POLICIES, errorText, parseCommandArgs, UsageError } from "./args.ts";
 import { checkObject, renderJson, renderJunit, renderText, renderYaml, summarize, type ObjectResult } from "./check-report.ts";
 import { readManifests } from "./manifests.ts";
 
@@ -70,7 +70,7 @@ export async function runCheck(argv: string[]): Promise<number> {
     const namespaces = namespacesFile ? await loadNamespacesFile(namespacesFile) : NO_NAMESPACE_LABELS;
     engine = await Engine.build({ config, policies, namespaces, offline: true });
   } catch (e) {
-    process.stderr.write(`imprimatur check: ${(e as Error).message}\n`);
+    process.stderr.write(`imprimatur check: ${errorText(e)}\n`);
     return 2;
   }
 

@@ -3,7 +3,7 @@
 import { parseImageReference } from "../core/image-reference.ts";
 import { pinnedReference } from "../core/digest-pinning.ts";
 import { RegistryClient } from "../registry/registry-client.ts";
-import { parseCommandArgs, UsageError } from "./args.ts";
+import { errorText, parseCommandArgs, UsageError } from "./args.ts";
 import { registryAccess } from "./serve.ts";
 
 export const RESOLVE_USAGE = `Usage: imprimatur resolve [options] IMAGE...
@@ -54,7 +54,7 @@ export async function runResolve(argv: string[]): Promise<number> {
   try {
     access = await registryAccess({ ...(values.registries ? { registries: values.registries } : {}), ...(values.authfile ? { authFile: values.authfile } : {}) });
   } catch (e) {
-    process.stderr.write(`imprimatur resolve: ${(e as Error).message}\n`);
+    process.stderr.write(`imprimatur resolve: ${errorText(e)}\n`);
     return 2;
   }
   const client = new RegistryClient({ ...(access.registries ? { settings: access.registries } : {}), ...(access.staticCredentials ? { credentials: access.staticCredentials } : {}) });

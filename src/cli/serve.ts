@@ -17,7 +17,7 @@ import { PolicyLoadError } from "../policy/policy-error.ts";
 import { parseDuration } from "../server/http-body.ts";
 import { startApp } from "../server/app.ts";
 import { renderAdmissionConfiguration, renderImagePolicyKubeconfig, renderMutatingWebhookConfiguration, renderValidatingWebhookConfiguration } from "../server/webhook-manifests.ts";
-import { EMBEDDED_POLICIES, parseCommandArgs, UsageError } from "./args.ts";
+import { EMBEDDED_POLICIES, errorText, parseCommandArgs, UsageError } from "./args.ts";
 
 export const SERVE_USAGE = `Usage: imprimatur serve [options]
 
@@ -111,7 +111,7 @@ export async function runServe(argv: string[]): Promise<number> {
     if (values.authfile) config.authFile = resolve(values.authfile);
     if (values["digest-mode"]) config.digests.mode = values["digest-mode"] as "mutate" | "record";
   } catch (e) {
-    process.stderr.write(`imprimatur serve: ${(e as Error).message}\n`);
+    process.stderr.write(`imprimatur serve: ${errorText(e)}\n`);
     return 2;
   }
 
@@ -153,7 +153,7 @@ export async function runServe(argv: string[]): Promise<number> {
       process.stderr.write(`imprimatur serve: refusing to start: ${e.message}\n`);
       return 2;
     }
-    process.stderr.write(`imprimatur serve: ${(e as Error).message}\n`);
+    process.stderr.write(`imprimatur serve: ${errorText(e)}\n`);
     return 2;
   }
 

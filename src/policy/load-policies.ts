@@ -1,6 +1,7 @@
 // Reads policy documents (multi-document YAML or JSON) from a PolicySource, dispatches each to its kind in the
 // policy-kind registry, and reports every problem with origin, document, line, field path and reason.
-import { isMap, isSeq, LineCounter, parseAllDocuments, type Document, type Node as YamlNode } from "yaml";
+import { LineCounter, parseAllDocuments } from "yaml";
+import { lineOfPath } from "../config/yaml-locations.ts";
 import { emptyPolicySet, KIND_NAMES, kindOf, POLICY_KINDS, type KindName, type PolicySet } from "../core/policy-kinds.ts";
 import type { CompiledPolicy, PolicyKind } from "../core/policy-kind.ts";
 import { formatPath, PolicyLoadError, type PolicyError } from "./policy-error.ts";
@@ -109,25 +110,6 @@ function unknownKind(obj: Record<string, unknown>, origin: string, document: num
   return { origin, document, line: at(["kind"]), path: "kind", message: `unknown kind ${JSON.stringify(obj.kind ?? null)}; known kinds: ${KIND_NAMES.join(", ")}` };
 }
 
-/** The line of the deepest existing YAML node on `path`. */
-function lineOfPath(doc: Document, path: Array<string | number>, lc: LineCounter): number | undefined {
-  let node: unknown = doc.contents;
-  let best: number | undefined = (doc.contents as YamlNode | null)?.range?.[0];
-  for (const seg of path) {
-    if (isMap(node)) {
-      const pair = node.items.find((p) => (p.key as { value?: unknown } | null)?.value === seg);
-      if (!pair) break;
-      const keyRange = (pair.key as YamlNode | null)?.range;
-      if (keyRange) best = keyRange[0];
-      node = pair.value;
-    } else if (isSeq(node) && typeof seg === "number") {
-      node = node.items[seg];
-      const range = (node as YamlNode | undefined)?.range;
-      if (range) best = range[0];
-    } else break;
-  }
-  return best === undefined ? undefined : lc.linePos(best).line;
-}
 
 /**
  * The policies of `source` with shipped profiles bound cluster-wide in front of its PodRestrictions (`--profile`).

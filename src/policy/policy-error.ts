@@ -1,6 +1,7 @@
 // A policy that fails to load is reported with where it came from (a file and line, or a custom resource),
 // the document, the field path and the reason.
 import { ImprimaturError } from "../errors/imprimatur-error.ts";
+import { renderAtLocation } from "../errors/source-location.ts";
 
 export interface PolicyError {
   /** A file path, a flag ("--profile"), or a custom resource ("k8s:ImagePolicy/name"). */
@@ -14,9 +15,7 @@ export interface PolicyError {
 }
 
 export function renderPolicyError(e: PolicyError): string {
-  const where = `${e.origin}${e.line !== undefined ? `:${e.line}` : ""}`;
-  const detail = [e.document !== undefined ? `document ${e.document}` : "", e.path ?? ""].filter(Boolean).join(", ");
-  return `${where}${detail ? ` (${detail})` : ""}: ${e.message}`;
+  return renderAtLocation({ file: e.origin, ...(e.line !== undefined ? { line: e.line } : {}), details: [e.document !== undefined ? `document ${e.document}` : undefined, e.path] }, e.message);
 }
 
 export class PolicyLoadError extends ImprimaturError<"invalid-policy"> {

@@ -163,6 +163,6 @@ describe("imprimatur resolve", () => {
     assert.equal(result.code, 2);
     assert.equal(result.stdout, "");
     assert.ok(result.stderr.includes(file), result.stderr);
-    assert.match(result.stderr, /registries\[0\]\.caFile: unknown field/);
+    assert.match(result.stderr, /typo\.yaml:\d+ \(registries\[0\]\.caFile\): unknown field/);
   });
 });

@@ -4,7 +4,8 @@
 // (the seed's kube-system example writes it so). `values` checks keys that are present; an absent key is
 // checked only when its restriction says forbidNil (or allowNil: false) — requiring keys is requiredKeys' job.
 import { checkCollection, COLLECTION_KEYS, compileCollectionRule } from "./collection-restriction.ts";
-import { compileStringRestriction, globToRegExp, type CompiledString } from "./string-restriction.ts";
+import { compileGlob, hasWildcard } from "../../glob.ts";
+import { compileStringRestriction, type CompiledString } from "./string-restriction.ts";
 import { describe, finding, isNil, readMapping, readStringList, type Check, type CompileContext, type Located, type RawPath } from "./restriction-support.ts";
 import { isObject } from "../../json-shapes.ts";
 
@@ -40,8 +41,8 @@ export function compileStringMapRestriction(raw: unknown, path: RawPath, cx: Com
         if (!restriction) continue;
         const explicit = isObject(r) && (r.forbidNil === true || r.allowNil === false);
         if (explicit && pattern.includes("*")) cx.error([...path, "values", pattern], "a key pattern with * cannot require its key to be present; use requiredKeys");
-        const re = pattern.includes("*") ? globToRegExp(pattern) : undefined;
-        valueRules.push({ pattern, matches: re ? (k) => re.test(k) : (k) => k === pattern, restriction, mustExist: explicit && !re });
+        const glob = hasWildcard(pattern) ? compileGlob(pattern) : undefined;
+        valueRules.push({ pattern, matches: glob ?? ((k) => k === pattern), restriction, mustExist: explicit && !glob });
       }
     }
   }
@@ -77,9 +78,9 @@ function entryAt(at: Located, key: string, value: unknown): Located {
 
 function keyMatcher(patterns: string[] | undefined): { test: (k: string) => boolean; shown: string } | undefined {
   if (!patterns) return undefined;
-  const exact = new Set(patterns.filter((p) => !p.includes("*")));
-  const globs = patterns.filter((p) => p.includes("*")).map(globToRegExp);
-  return { test: (k) => exact.has(k) || globs.some((g) => g.test(k)), shown: patterns.map((p) => JSON.stringify(p)).join(", ") };
+  const exact = new Set(patterns.filter((p) => !hasWildcard(p)));
+  const globs = patterns.filter((p) => hasWildcard(p)).map((p) => compileGlob(p));
+  return { test: (k) => exact.has(k) || globs.some((g) => g(k)), shown: patterns.map((p) => JSON.stringify(p)).join(", ") };
 }
 
 function readRequiredKeys(raw: unknown, path: RawPath, cx: CompileContext): Array<{ key: string; value?: string }> {

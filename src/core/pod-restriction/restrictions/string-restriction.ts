@@ -4,6 +4,7 @@
 import { posix } from "node:path";
 import { checkNil, compileNilRule, POINTER_KEYS } from "./pointer-restriction.ts";
 import { describe, finding, readMapping, readStringList, type Check, type CompileContext, type Located, type RawPath } from "./restriction-support.ts";
+import { compileGlob, hasWildcard } from "../../glob.ts";
 
 const STRING_KEYS = [...POINTER_KEYS, "allowed", "forbidden", "regex"] as const;
 export const STRING_ALIASES: Record<string, string> = { whitelist: "allowed", blacklist: "forbidden" };
@@ -80,14 +81,9 @@ function matcherFor(entries: string[], mode: "glob" | "pathPrefix"): Matcher {
     const prefixes = entries.map(normalizePath);
     return (v) => prefixes.some((p) => v === p || p === "/" || v.startsWith(p.endsWith("/") ? p : `${p}/`));
   }
-  const exact = new Set(entries.filter((e) => !e.includes("*")));
-  const globs = entries.filter((e) => e.includes("*")).map(globToRegExp);
-  return globs.length === 0 ? (v) => exact.has(v) : (v) => exact.has(v) || globs.some((g) => g.test(v));
-}
-
-export function globToRegExp(glob: string): RegExp {
-  const body = glob.split("*").map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*");
-  return new RegExp(`^${body}$`, "su");
+  const exact = new Set(entries.filter((e) => !hasWildcard(e)));
+  const globs = entries.filter((e) => hasWildcard(e)).map((e) => compileGlob(e));
+  return globs.length === 0 ? (v) => exact.has(v) : (v) => exact.has(v) || globs.some((g) => g(v));
 }
 
 /** "/a/b/../c/" → "/a/c", so a "../" cannot walk out of an allowed prefix. */

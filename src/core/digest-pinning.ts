@@ -131,7 +131,9 @@ export function pinningDecision(
         rule: `${target.rule}.digestMutate`,
         image: target.image,
         field: target.field,
-        message: `the registry refused to resolve the tag (${code}: ${error}); the image could not be pulled either, so it is denied whatever the failure policy`,
+        message:
+          `the tag could not be resolved to a digest (${code}: ${error}); that is the registry's answer, not an outage, so it is ` +
+          `denied whatever the failure policy. Give the pod a pull secret for this registry, or fix the image reference`,
       });
     } else if (opts.failOpen) {
       warnings.push(`image ${JSON.stringify(target.image)} (${target.field}) was admitted without a digest: its tag could not be resolved (${error}); the server fails open`);

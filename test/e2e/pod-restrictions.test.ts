@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
-import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
+import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 
 const POLICIES = fileURLToPath(new URL("../fixtures/e2e-pod-restrictions/", import.meta.url));
@@ -71,12 +71,7 @@ before(async () => {
   await namespace("ops", { security: "restricted" });
   await namespace("open", {});
   // Webhook configurations take effect asynchronously; wait until a privileged pod is really denied.
-  for (let i = 0; ; i++) {
-    const probe = await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], { input: pod("probe", "secure", privilegedSpec()) });
-    if (probe.code !== 0) break;
-    if (i > 100) throw new Error(`webhook never took effect: ${await server.log()}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  await untilWebhookActive(cluster, pod("probe", "secure", privilegedSpec()), (probe) => probe.code !== 0, { context: () => server.log() });
 });
 
 after(async () => {

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
-import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
+import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 import { startTestBackend, type TestBackend } from "../support/test-imagereview-backend.ts";
 import { podYaml } from "../support/manifests.ts";
@@ -80,12 +80,7 @@ before(async () => {
     assert.equal((await cluster.apply(JSON.stringify({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns, labels: { "imprimatur-mode": mode } } }))).code, 0);
   }
   // Webhook configurations take effect asynchronously; wait until a denied pod is really denied.
-  for (let i = 0; ; i++) {
-    const probe = await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], { input: podYaml("probe", "e2e-closed", ["nginx:latest"]) });
-    if (probe.code !== 0) break;
-    if (i > 50) throw new Error("webhook configuration never took effect");
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  await untilWebhookActive(cluster, podYaml("probe", "e2e-closed", ["nginx:latest"]), (probe) => probe.code !== 0);
 });
 
 after(async () => {

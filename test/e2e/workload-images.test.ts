@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
-import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
+import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 
 const POLICIES = fileURLToPath(new URL("../fixtures/e2e-policies/", import.meta.url));
@@ -49,12 +49,7 @@ before(async () => {
   assert.equal(applied.code, 0, applied.stderr);
   // Webhook configurations take effect asynchronously; wait until a denied Deployment is really refused.
   const probe = JSON.stringify(deployment("probe", "docker.io/library/nginx:1.25"));
-  for (let i = 0; ; i++) {
-    const r = await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], { input: probe });
-    if (r.code !== 0) break;
-    if (i > 100) throw new Error(`webhook never took effect: ${await server.log()}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  await untilWebhookActive(cluster, probe, (r) => r.code !== 0, { context: () => server.log() });
 });
 
 after(async () => {

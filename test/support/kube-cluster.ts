@@ -511,3 +511,21 @@ function makeCluster(
     },
   };
 }
+
+/**
+ * Webhook configurations take effect asynchronously: repeats a server-side dry run of `input` until `ready`
+ * says the webhook answered it (≈ 20 s at most), else fails with `context()` (e.g. the server's log).
+ */
+export async function untilWebhookActive(
+  cluster: KubeCluster,
+  input: string,
+  ready: (probe: KubectlResult) => boolean,
+  opts: { extraArgs?: string[]; context?: () => Promise<string> } = {},
+): Promise<void> {
+  for (let i = 0; ; i++) {
+    const probe = await cluster.kubectl(["create", "--dry-run=server", ...(opts.extraArgs ?? []), "-f", "-"], { input });
+    if (ready(probe)) return;
+    if (i > 100) throw new Error(`the webhook never took effect: ${probe.stderr} ${(await opts.context?.()) ?? ""}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}

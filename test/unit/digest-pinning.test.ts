@@ -124,7 +124,7 @@ test("typed registry failures: a registry's answer (not-found, unauthorized, dig
   for (const code of ["not-found", "unauthorized", "digest-mismatch"]) {
     const d = pinningDecision(t, [{ ok: false, error: "manifest unknown", code }], [{ value: {}, field: "metadata" }], open).decision;
     assert.equal(d.allowed, false, code);
-    assert.match(d.violations[0]!.message, new RegExp(`registry refused to resolve the tag \\(${code}: manifest unknown\\)`));
+    assert.match(d.violations[0]!.message, new RegExp(`could not be resolved to a digest \\(${code}: manifest unknown\\); that is the registry's answer`));
   }
   for (const code of ["unreachable", "timeout", "unavailable"]) {
     const d = pinningDecision(t, [{ ok: false, error: "connection refused", code }], [{ value: {}, field: "metadata" }], open).decision;

@@ -48,6 +48,16 @@ export const COMMANDS: readonly Command[] = [
     },
   },
   {
+    name: "test",
+    args: "DIR|FILE...",
+    summary: "run policy tests: expected results for manifests (docs/policy-tests.md)",
+    operands: "files",
+    load: async () => {
+      const m = await import("./policy-test.ts");
+      return { usage: m.TEST_USAGE, run: m.runPolicyTest };
+    },
+  },
+  {
     name: "profiles",
     args: "[NAME]",
     summary: "list the shipped PodRestriction profiles (Pod Security Standards)",

@@ -59,7 +59,7 @@ describe("completion bash", () => {
     assert.deepEqual(complete("profiles", "-o", ""), ["text", "yaml"]);
     assert.deepEqual(complete("--version", "-o", "t"), ["text"]);
     assert.deepEqual(complete("resolve", "--authfile", "package.js"), ["package.json"]);
-    assert.deepEqual(complete("serve", "--policies", "polic"), ["policies"]);
+    assert.deepEqual(complete("serve", "--policies", "polici"), ["policies"]);
     assert.deepEqual(complete("help", "ch"), ["check"]);
     assert.deepEqual(complete("completion", ""), ["bash", "zsh"]);
     assert.deepEqual(complete("profiles", ""), ["baseline", "restricted"]);

@@ -123,7 +123,11 @@ function podAdmissionReview(uid: string) {
       requestResource: { group: "", version: "v1", resource: "pods" },
       namespace: "shop",
       operation: "CREATE",
-      userInfo: { username: "system:serviceaccount:kube-system:replicaset-controller", uid: "4f1d0c6e-2b1a-4f7e-9d0b-1f3a5c7e9b2d", groups: ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"] },
+      userInfo: {
+        username: "system:serviceaccount:kube-system:replicaset-controller",
+        uid: "4f1d0c6e-2b1a-4f7e-9d0b-1f3a5c7e9b2d",
+        groups: ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"],
+      },
       object: {
         apiVersion: "v1",
         kind: "Pod",
@@ -131,10 +135,30 @@ function podAdmissionReview(uid: string) {
           generateName: "shop-api-6d9f7c5b8-",
           namespace: "shop",
           labels,
-          ownerReferences: [{ apiVersion: "apps/v1", kind: "ReplicaSet", name: "shop-api-6d9f7c5b8", uid: "8c2e4a6b-1d3f-4e5a-b7c9-0d2f4a6c8e1b", controller: true, blockOwnerDeletion: true }],
+          ownerReferences: [
+            {
+              apiVersion: "apps/v1",
+              kind: "ReplicaSet",
+              name: "shop-api-6d9f7c5b8",
+              uid: "8c2e4a6b-1d3f-4e5a-b7c9-0d2f4a6c8e1b",
+              controller: true,
+              blockOwnerDeletion: true,
+            },
+          ],
         },
         spec: {
-          volumes: [{ name: "kube-api-access-x7k2p", projected: { sources: [{ serviceAccountToken: { expirationSeconds: 3607, path: "token" } }, { configMap: { name: "kube-root-ca.crt", items: [{ key: "ca.crt", path: "ca.crt" }] } }], defaultMode: 420 } }],
+          volumes: [
+            {
+              name: "kube-api-access-x7k2p",
+              projected: {
+                sources: [
+                  { serviceAccountToken: { expirationSeconds: 3607, path: "token" } },
+                  { configMap: { name: "kube-root-ca.crt", items: [{ key: "ca.crt", path: "ca.crt" }] } },
+                ],
+                defaultMode: 420,
+              },
+            },
+          ],
           containers: [container("api", "1.0", 8080), container("sidecar", "1.0", 9090), container("metrics", "1.0", 9100)].slice(0, CONTAINERS),
           restartPolicy: "Always",
           terminationGracePeriodSeconds: 30,
@@ -180,7 +204,12 @@ interface ServerProcess {
   stderr(): string;
 }
 
-function spawnServer(name: string, args: string[], stdoutFd: number | "ignore", opts: Options): { child: ChildProcess; exited: Promise<number | null>; stderr(): string } {
+function spawnServer(
+  name: string,
+  args: string[],
+  stdoutFd: number | "ignore",
+  opts: Options,
+): { child: ChildProcess; exited: Promise<number | null>; stderr(): string } {
   const nodeFlags = opts.cpuProfDir ? ["--cpu-prof", `--cpu-prof-dir=${opts.cpuProfDir}`, `--cpu-prof-name=${name}-\${pid}.cpuprofile`] : [];
   const child = spawn(process.execPath, [...nodeFlags, ...args], { cwd: ROOT, stdio: ["ignore", stdoutFd, "pipe"] });
   let stderr = "";
@@ -202,15 +231,18 @@ function spawnServer(name: string, args: string[], stdoutFd: number | "ignore", 
  * Starts a server on a free loopback port and waits until GET /readyz answers 200 over TLS trusting `caFile`.
  * The port is only known free when chosen, so a start that fails with "address in use" is retried on another.
  */
-async function startServer(name: string, argsFor: (port: number) => string[], caFile: string, stdoutFd: number | "ignore", opts: Options): Promise<ServerProcess> {
+async function startServer(
+  name: string,
+  argsFor: (port: number) => string[],
+  caFile: string,
+  stdoutFd: number | "ignore",
+  opts: Options,
+): Promise<ServerProcess> {
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     const proc = spawnServer(name, argsFor(port), stdoutFd, opts);
     const origin = `https://127.0.0.1:${port}`;
-    const outcome = await Promise.race([
-      waitReady(origin, caFile).then(() => "ready" as const),
-      proc.exited.then((code) => ({ code })),
-    ]);
+    const outcome = await Promise.race([waitReady(origin, caFile).then(() => "ready" as const), proc.exited.then((code) => ({ code }))]);
     if (outcome === "ready") return { name, port, origin, ...proc };
     const text = proc.stderr();
     if (attempt < 3 && /EADDRINUSE|address already in use/i.test(text)) continue;
@@ -311,7 +343,21 @@ function newTarget(proc: ServerProcess, ca: string, opts: Options): Target {
     headersTimeout: 10_000,
     bodyTimeout: 10_000,
   });
-  return { proc, pool, latencies: [], measuredMs: 0, issued: 0, capped: false, failures: [], failureCount: 0, cpuWallMs: 0, serverCpuMs: 0, generatorCpuMs: 0, answersInCpuWindow: 0, rounds: [] };
+  return {
+    proc,
+    pool,
+    latencies: [],
+    measuredMs: 0,
+    issued: 0,
+    capped: false,
+    failures: [],
+    failureCount: 0,
+    cpuWallMs: 0,
+    serverCpuMs: 0,
+    generatorCpuMs: 0,
+    answersInCpuWindow: 0,
+    rounds: [],
+  };
 }
 
 /** Drives `target` for `ms` at full concurrency; when `measure`, records the answers completed inside the slice. */
@@ -357,7 +403,9 @@ async function drive(target: Target, ms: number, measure: boolean, opts: Options
       }
       if (answer.response?.uid !== uid) return fail(`answer uid ${JSON.stringify(answer.response?.uid)} is not the request's ${uid}`);
       if (answer.response.allowed !== true) {
-        return fail(`allowed is ${JSON.stringify(answer.response.allowed)}, expected true (${String(answer.response.status?.message ?? "no message").slice(0, 300)})`);
+        return fail(
+          `allowed is ${JSON.stringify(answer.response.allowed)}, expected true (${String(answer.response.status?.message ?? "no message").slice(0, 300)})`,
+        );
       }
       if (answer.apiVersion !== "admission.k8s.io/v1" || answer.kind !== "AdmissionReview") {
         return fail(`answer is not an admission.k8s.io/v1 AdmissionReview: ${text.slice(0, 300)}`);
@@ -384,7 +432,9 @@ async function drive(target: Target, ms: number, measure: boolean, opts: Options
   target.answersInCpuWindow += answers;
   target.generatorCpuMs += (generatorAfter.user + generatorAfter.system - generatorBefore.user - generatorBefore.system) / 1000;
   target.serverCpuMs =
-    target.serverCpuMs === undefined || serverCpuBefore === undefined || serverCpuAfter === undefined ? undefined : target.serverCpuMs + serverCpuAfter - serverCpuBefore;
+    target.serverCpuMs === undefined || serverCpuBefore === undefined || serverCpuAfter === undefined
+      ? undefined
+      : target.serverCpuMs + serverCpuAfter - serverCpuBefore;
 }
 
 interface LoadResult {
@@ -532,7 +582,17 @@ async function main(): Promise<number> {
     say(opts, "Starting the baseline server ...");
     baseline = await startServer(
       "baseline",
-      (port) => ["bench/baseline-server.ts", "--host", "127.0.0.1", "--port", String(port), "--cert", join(stateDir, "tls.crt"), "--key", join(stateDir, "tls.key")],
+      (port) => [
+        "bench/baseline-server.ts",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        String(port),
+        "--cert",
+        join(stateDir, "tls.crt"),
+        "--key",
+        join(stateDir, "tls.key"),
+      ],
       caFile,
       "ignore",
       opts,
@@ -543,7 +603,9 @@ async function main(): Promise<number> {
     // The server's own count of allowed validate decisions: proof that each answer went through the whole path.
     const decisionsCounted = await allowedDecisions(imprimatur.origin, ca).catch(() => -1);
     const died = [baseline, imprimatur].flatMap((p) =>
-      p.child.exitCode !== null || p.child.signalCode !== null ? [`${p.name}: the server exited during the run (${p.child.signalCode ?? `code ${p.child.exitCode}`}): ${p.stderr().trim().slice(-500)}`] : [],
+      p.child.exitCode !== null || p.child.signalCode !== null
+        ? [`${p.name}: the server exited during the run (${p.child.signalCode ?? `code ${p.child.exitCode}`}): ${p.stderr().trim().slice(-500)}`]
+        : [],
     );
     await Promise.all([stopServer(imprimatur), stopServer(baseline)]);
     closeLog();
@@ -558,10 +620,12 @@ async function main(): Promise<number> {
     const roundRatioSpread = sortedRatios.length
       ? { min: sortedRatios[0]!, median: sortedRatios[Math.floor((sortedRatios.length - 1) / 2)]!, max: sortedRatios[sortedRatios.length - 1]! }
       : undefined;
-    const failures = died.concat(results.flatMap((r) => [
-      ...r.failures.map((f) => `${r.server}: ${f}`),
-      ...(r.failureCount > r.failures.length ? [`${r.server}: ${r.failureCount} failed requests in all`] : []),
-    ]));
+    const failures = died.concat(
+      results.flatMap((r) => [
+        ...r.failures.map((f) => `${r.server}: ${f}`),
+        ...(r.failureCount > r.failures.length ? [`${r.server}: ${r.failureCount} failed requests in all`] : []),
+      ]),
+    );
     if (failures.length === 0) {
       for (const r of results) if (r.requests === 0) failures.push(`${r.server}: no answer inside the measured slices (raise --max-requests?)`);
     }

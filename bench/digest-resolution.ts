@@ -132,9 +132,11 @@ async function pushImages(registry: TestRegistry, tags: string[], layoutDir: str
   }
   // skopeo is a process per push; a few at a time keeps the setup short on 2 cores.
   const queue = [...tags];
-  await Promise.all(Array.from({ length: PUSH_CONCURRENCY }, async () => {
-    for (let tag = queue.shift(); tag !== undefined; tag = queue.shift()) await registry.push(layoutDir, tag, REPOSITORY, tag);
-  }));
+  await Promise.all(
+    Array.from({ length: PUSH_CONCURRENCY }, async () => {
+      for (let tag = queue.shift(); tag !== undefined; tag = queue.shift()) await registry.push(layoutDir, tag, REPOSITORY, tag);
+    }),
+  );
   return images;
 }
 
@@ -262,18 +264,26 @@ async function admissionBatch(app: TestApp, pool: Pool, counter: TripCounter, im
   const tripsBefore = counter.total;
   const pinned = `${image.name}@${image.digest}`;
   const started = performance.now();
-  const latenciesMs = await Promise.all(bodies.map(async (body, i) => {
-    const sent = performance.now();
-    const r = await pool.request({ method: "POST", path: "/mutate?timeout=10s", headers: { "content-type": "application/json" }, body });
-    const answer = (await r.body.json()) as { response?: { uid?: string; allowed?: boolean; patch?: string } };
-    const latency = performance.now() - sent;
-    const patch = answer.response?.patch ? JSON.parse(Buffer.from(answer.response.patch, "base64").toString("utf8")) : [];
-    const ok = r.statusCode === 200 && answer.response?.uid === reviews[i]!.request.uid && answer.response.allowed === true && patch[0]?.value === pinned;
-    if (!ok) expectTrue(`admission of ${image.tag}: HTTP 200, allowed, pinned to its pushed digest`, false);
-    return latency;
-  }));
+  const latenciesMs = await Promise.all(
+    bodies.map(async (body, i) => {
+      const sent = performance.now();
+      const r = await pool.request({ method: "POST", path: "/mutate?timeout=10s", headers: { "content-type": "application/json" }, body });
+      const answer = (await r.body.json()) as { response?: { uid?: string; allowed?: boolean; patch?: string } };
+      const latency = performance.now() - sent;
+      const patch = answer.response?.patch ? JSON.parse(Buffer.from(answer.response.patch, "base64").toString("utf8")) : [];
+      const ok = r.statusCode === 200 && answer.response?.uid === reviews[i]!.request.uid && answer.response.allowed === true && patch[0]?.value === pinned;
+      if (!ok) expectTrue(`admission of ${image.tag}: HTTP 200, allowed, pinned to its pushed digest`, false);
+      return latency;
+    }),
+  );
   const wallMs = performance.now() - started;
-  return { wallMs, latenciesMs, lookups: app.app.resolver.lookups - lookupsBefore, manifestGets: counter.manifestGets(tripsBefore), roundTrips: counter.total - tripsBefore };
+  return {
+    wallMs,
+    latenciesMs,
+    lookups: app.app.resolver.lookups - lookupsBefore,
+    manifestGets: counter.manifestGets(tripsBefore),
+    roundTrips: counter.total - tripsBefore,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -330,12 +340,15 @@ try {
   }
 
   // Phase 5's server: pins every image of the registry, with its credentials; its round trips are counted.
-  await writeFile(join(work, "policies.yaml"), stringify({
-    apiVersion: "imprimatur.dev/v1alpha1",
-    kind: "ImagePolicy",
-    metadata: { name: "pin" },
-    spec: { rules: [{ action: "allow", images: [`${registry.host}/*`], digestMutate: true }], default: "allow" },
-  }));
+  await writeFile(
+    join(work, "policies.yaml"),
+    stringify({
+      apiVersion: "imprimatur.dev/v1alpha1",
+      kind: "ImagePolicy",
+      metadata: { name: "pin" },
+      spec: { rules: [{ action: "allow", images: [`${registry.host}/*`], digestMutate: true }], default: "allow" },
+    }),
+  );
   const appCounter = new TripCounter(ctx.tokenOrigin);
   const app = await startTestApp({
     policies: join(work, "policies.yaml"),
@@ -419,8 +432,14 @@ try {
     batches: bs.length,
     wallMsMedian: median(bs.map((b) => b.wallMs)),
     wallMsRange: range(bs.map((b) => b.wallMs)),
-    p50Ms: percentile(bs.flatMap((b) => b.latenciesMs), 50),
-    p99Ms: percentile(bs.flatMap((b) => b.latenciesMs), 99),
+    p50Ms: percentile(
+      bs.flatMap((b) => b.latenciesMs),
+      50,
+    ),
+    p99Ms: percentile(
+      bs.flatMap((b) => b.latenciesMs),
+      99,
+    ),
     lookupsPerBatch: range(bs.map((b) => b.lookups)),
     manifestGetsPerBatch: range(bs.map((b) => b.manifestGets)),
     roundTripsPerBatch: range(bs.map((b) => b.roundTrips)),
@@ -473,14 +492,26 @@ try {
     const f = (x: number, d = 2) => x.toFixed(d);
     const out = (line: string) => process.stdout.write(`${line}\n`);
     const counted = (r: { min: number; max: number }) => (r.min === r.max ? String(r.min) : `${r.min}–${r.max}`);
-    out(`Digest resolution (${opts.images} images × ${opts.rounds} rounds, docker-registry with TLS and token auth on 127.0.0.1, ${report.machine.cores} cores, Node ${report.machine.node})`);
+    out(
+      `Digest resolution (${opts.images} images × ${opts.rounds} rounds, docker-registry with TLS and token auth on 127.0.0.1, ${report.machine.cores} cores, Node ${report.machine.node})`,
+    );
     out(`  baseline, one HTTPS round trip: median ${f(baselineMs, 3)} ms, p90 ${f(report.baseline.p90Ms, 3)} ms (${report.baseline.samples} × GET /v2/ → 401)`);
-    out(`  cold (fresh client):            median ${f(report.cold.medianMs)} ms, p90 ${f(report.cold.p90Ms)} ms = ${f(report.cold.ratioToBaseline, 1)}× baseline; ${counted(report.cold.roundTripsPerImage)} round trips/image, ${counted(report.cold.tokenRequestsPerImage)} token request(s): ${coldPattern.join(", ")}`);
-    out(`  warm client, new tag:           median ${f(report.warm.medianMs)} ms, p90 ${f(report.warm.p90Ms)} ms = ${f(report.warm.ratioToBaseline, 1)}× baseline; ${counted(report.warm.roundTripsPerImage)} round trip/image: ${warmPattern.join(", ")}`);
-    out(`  cached (DigestResolver hit):    median ${f(report.cached.medianUs)} µs, p90 ${f(report.cached.p90Us)} µs = ${f(report.cached.ratioToBaseline, 3)}× baseline; 0 round trips (${report.cached.samples} hits)`);
+    out(
+      `  cold (fresh client):            median ${f(report.cold.medianMs)} ms, p90 ${f(report.cold.p90Ms)} ms = ${f(report.cold.ratioToBaseline, 1)}× baseline; ${counted(report.cold.roundTripsPerImage)} round trips/image, ${counted(report.cold.tokenRequestsPerImage)} token request(s): ${coldPattern.join(", ")}`,
+    );
+    out(
+      `  warm client, new tag:           median ${f(report.warm.medianMs)} ms, p90 ${f(report.warm.p90Ms)} ms = ${f(report.warm.ratioToBaseline, 1)}× baseline; ${counted(report.warm.roundTripsPerImage)} round trip/image: ${warmPattern.join(", ")}`,
+    );
+    out(
+      `  cached (DigestResolver hit):    median ${f(report.cached.medianUs)} µs, p90 ${f(report.cached.p90Us)} µs = ${f(report.cached.ratioToBaseline, 3)}× baseline; 0 round trips (${report.cached.samples} hits)`,
+    );
     out(`  ${CONCURRENT_ADMISSIONS} concurrent /mutate admissions (median of ${opts.rounds} batches; latency over all admissions):`);
-    out(`    new tag:    wall ${f(newTag.wallMsMedian, 1)} ms (${f(newTag.wallMsRange.min, 1)}–${f(newTag.wallMsRange.max, 1)}), p50 ${f(newTag.p50Ms, 1)} ms, p99 ${f(newTag.p99Ms, 1)} ms; ${counted(newTag.lookupsPerBatch)} registry lookup, ${counted(newTag.manifestGetsPerBatch)} manifest GET, ${counted(newTag.roundTripsPerBatch)} round trip per batch`);
-    out(`    cached tag: wall ${f(cachedTag.wallMsMedian, 1)} ms (${f(cachedTag.wallMsRange.min, 1)}–${f(cachedTag.wallMsRange.max, 1)}), p50 ${f(cachedTag.p50Ms, 1)} ms, p99 ${f(cachedTag.p99Ms, 1)} ms; ${counted(cachedTag.lookupsPerBatch)} lookups, ${counted(cachedTag.roundTripsPerBatch)} round trips per batch`);
+    out(
+      `    new tag:    wall ${f(newTag.wallMsMedian, 1)} ms (${f(newTag.wallMsRange.min, 1)}–${f(newTag.wallMsRange.max, 1)}), p50 ${f(newTag.p50Ms, 1)} ms, p99 ${f(newTag.p99Ms, 1)} ms; ${counted(newTag.lookupsPerBatch)} registry lookup, ${counted(newTag.manifestGetsPerBatch)} manifest GET, ${counted(newTag.roundTripsPerBatch)} round trip per batch`,
+    );
+    out(
+      `    cached tag: wall ${f(cachedTag.wallMsMedian, 1)} ms (${f(cachedTag.wallMsRange.min, 1)}–${f(cachedTag.wallMsRange.max, 1)}), p50 ${f(cachedTag.p50Ms, 1)} ms, p99 ${f(cachedTag.p99Ms, 1)} ms; ${counted(cachedTag.lookupsPerBatch)} lookups, ${counted(cachedTag.roundTripsPerBatch)} round trips per batch`,
+    );
     out(`    new/cached wall time: ${f(report.concurrentAdmissions.newToCachedWallRatio)}×`);
     out(`  setup ${f(setupMs / 1000, 1)} s, measurement ${f(measureMs / 1000, 1)} s`);
     out(`  counts: ${checksRun} checked — ${failures.length === 0 ? "all as expected" : `${failures.length} NOT as expected`}`);

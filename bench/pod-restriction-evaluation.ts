@@ -65,11 +65,15 @@ function policies(count: number, profiles: ReadonlyMap<string, unknown>): PodRes
     const target = i * 7919; // mostly namespaces the run never uses: they must cost nothing
     const style = i % 20 === 0 ? "notIn" : ["name", "labels", "in", "exists"][i % 4]!;
     const binding =
-      style === "name" ? { namespaces: [`ns-${target}`] }
-      : style === "labels" ? { namespaceSelector: { matchLabels: { [`unique-${target}`]: "yes" } } }
-      : style === "in" ? { namespaceSelector: { matchExpressions: [{ key: `unique-${target}`, operator: "In", values: ["yes", "true"] }] } }
-      : style === "exists" ? { namespaceSelector: { matchExpressions: [{ key: `unique-${target}`, operator: "Exists" }] } }
-      : { namespaceSelector: { matchExpressions: [{ key: "env", operator: "NotIn", values: ["prod", "dev"] }] } };
+      style === "name"
+        ? { namespaces: [`ns-${target}`] }
+        : style === "labels"
+          ? { namespaceSelector: { matchLabels: { [`unique-${target}`]: "yes" } } }
+          : style === "in"
+            ? { namespaceSelector: { matchExpressions: [{ key: `unique-${target}`, operator: "In", values: ["yes", "true"] }] } }
+            : style === "exists"
+              ? { namespaceSelector: { matchExpressions: [{ key: `unique-${target}`, operator: "Exists" }] } }
+              : { namespaceSelector: { matchExpressions: [{ key: "env", operator: "NotIn", values: ["prod", "dev"] }] } };
     compile({ metadata: { name: `p-${i}` }, binding, spec: { metadata: { labels: { requiredKeys: ["app"] } } } });
   }
   return out;
@@ -85,7 +89,9 @@ function workload(): PodUnderReview {
         metadata: { labels: { app: "web" }, annotations: { "container.apparmor.security.beta.kubernetes.io/web": "runtime/default" } },
         spec: {
           securityContext: { runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } },
-          initContainers: [{ name: "init", image: "registry.example.com/init:1", securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } } }],
+          initContainers: [
+            { name: "init", image: "registry.example.com/init:1", securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } } },
+          ],
           containers: [1, 2, 3].map((n) => ({
             name: `c${n}`,
             image: `registry.example.com/app${n}:1.${n}`,
@@ -94,7 +100,10 @@ function workload(): PodUnderReview {
             securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"], add: ["NET_BIND_SERVICE"] }, readOnlyRootFilesystem: true },
             volumeMounts: [{ name: "cache", mountPath: "/cache" }],
           })),
-          volumes: [{ name: "cache", emptyDir: {} }, { name: "config", configMap: { name: "web" } }],
+          volumes: [
+            { name: "cache", emptyDir: {} },
+            { name: "config", configMap: { name: "web" } },
+          ],
         },
       },
     },
@@ -142,12 +151,23 @@ const results = SIZES.map((n) => {
   return { policies: n, microsecondsPerDecision: (ms * 1000) / opts.iterations, ratioToOne: ms / base };
 });
 const worst = results[results.length - 1]!.ratioToOne;
-const report = { iterations: opts.iterations, rounds: opts.rounds, namespaces: NAMESPACES, results, target: `1000 policies ≤ ${TARGET_RATIO}× of 1`, met: worst <= TARGET_RATIO, wrongDecisions: wrong };
+const report = {
+  iterations: opts.iterations,
+  rounds: opts.rounds,
+  namespaces: NAMESPACES,
+  results,
+  target: `1000 policies ≤ ${TARGET_RATIO}× of 1`,
+  met: worst <= TARGET_RATIO,
+  wrongDecisions: wrong,
+};
 
 if (opts.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
 else {
   process.stdout.write(`PodRestriction evaluation (${opts.iterations} decisions × ${opts.rounds} rounds, median round, ${NAMESPACES} namespaces)\n`);
-  for (const r of results) process.stdout.write(`  ${String(r.policies).padStart(5)} policies: ${r.microsecondsPerDecision.toFixed(2)} µs/decision, ${r.ratioToOne.toFixed(2)}× of 1\n`);
+  for (const r of results)
+    process.stdout.write(
+      `  ${String(r.policies).padStart(5)} policies: ${r.microsecondsPerDecision.toFixed(2)} µs/decision, ${r.ratioToOne.toFixed(2)}× of 1\n`,
+    );
   process.stdout.write(`  target: ${report.target} — ${report.met ? "PASS" : "FAIL"}\n`);
   if (wrong > 0) process.stdout.write(`  ${wrong} decisions were not the expected "allowed"\n`);
 }

@@ -12,8 +12,14 @@ export const REQUIRED_NODE_MAJOR = 24;
 export function nodeVersionProblem(version) {
   if (Number.parseInt(version, 10) >= REQUIRED_NODE_MAJOR) return undefined;
   return (
-    "imprimatur needs Node.js " + REQUIRED_NODE_MAJOR + " or newer (this is " + version + "); " +
-    'run it through "npx imprimatur" after "npm ci", which installs Node.js ' + REQUIRED_NODE_MAJOR +
-    ' from the "node" package, or install Node.js ' + REQUIRED_NODE_MAJOR
+    "imprimatur needs Node.js " +
+    REQUIRED_NODE_MAJOR +
+    " or newer (this is " +
+    version +
+    "); " +
+    'run it through "npx imprimatur" after "npm ci", which installs Node.js ' +
+    REQUIRED_NODE_MAJOR +
+    ' from the "node" package, or install Node.js ' +
+    REQUIRED_NODE_MAJOR
   );
 }

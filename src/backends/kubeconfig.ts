@@ -5,20 +5,20 @@
 //
 // This module is an I/O edge: it reads the kubeconfig and every file it references.
 
-import { X509Certificate, createPrivateKey } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { Agent } from 'undici';
-import { parse as parseYaml } from 'yaml';
-import { ImprimaturError } from '../errors/imprimatur-error.ts';
+import { X509Certificate, createPrivateKey } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { dirname, isAbsolute, join, resolve } from "node:path";
+import { Agent } from "undici";
+import { parse as parseYaml } from "yaml";
+import { ImprimaturError } from "../errors/imprimatur-error.ts";
 
 export type KubeconfigErrorCode =
   /** The kubeconfig, or a file it references, cannot be read. */
-  | 'unreadable'
+  | "unreadable"
   /** Not valid YAML, or inconsistent: no clusters, a context naming a missing user, a key not matching its certificate. */
-  | 'invalid'
+  | "invalid"
   /** Valid, but asks for what a webhook backend does not do: exec or auth-provider credentials, a proxy. */
-  | 'unsupported';
+  | "unsupported";
 
 /** A webhook kubeconfig that cannot be used; the message starts "kubeconfig FILE: ". */
 export class KubeconfigError extends ImprimaturError<KubeconfigErrorCode> {}
@@ -44,16 +44,16 @@ export interface WebhookTarget {
  * Throws a KubeconfigError naming the file on any problem.
  */
 export async function loadWebhookKubeconfig(file: string): Promise<WebhookTarget> {
-  const fail = (problem: string, code: KubeconfigErrorCode = 'invalid', cause?: unknown): never => {
+  const fail = (problem: string, code: KubeconfigErrorCode = "invalid", cause?: unknown): never => {
     throw new KubeconfigError(code, `kubeconfig ${file}: ${problem}`, { cause });
   };
   const baseDir = dirname(resolve(file));
 
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    text = await readFile(file, "utf8");
   } catch (err) {
-    return fail(`cannot read the file: ${describe(err)}`, 'unreadable', err);
+    return fail(`cannot read the file: ${describe(err)}`, "unreadable", err);
   }
 
   // Parsed here first for two reasons: a YAML error gets a line number, and `token-file` is taken out
@@ -63,32 +63,32 @@ export async function loadWebhookKubeconfig(file: string): Promise<WebhookTarget
   try {
     doc = parseYaml(text);
   } catch (err) {
-    return fail(`not valid YAML: ${describe(err)}`, 'invalid', err);
+    return fail(`not valid YAML: ${describe(err)}`, "invalid", err);
   }
-  if (!isRecord(doc)) return fail('is empty or not a YAML mapping');
+  if (!isRecord(doc)) return fail("is empty or not a YAML mapping");
   const tokenFiles = new Map<string, string>();
   const sanitized: Record<string, unknown> = { ...doc };
-  if (Array.isArray(doc['users'])) {
-    sanitized['users'] = doc['users'].map((entry: unknown) => {
-      if (!isRecord(entry) || !isRecord(entry['user']) || entry['user']['token-file'] === undefined) return entry;
-      const { 'token-file': tokenFile, ...user } = entry['user'];
-      if (typeof tokenFile !== 'string' || tokenFile === '') fail(`users "${String(entry['name'])}": token-file must be a path`);
-      tokenFiles.set(String(entry['name']), tokenFile as string);
+  if (Array.isArray(doc["users"])) {
+    sanitized["users"] = doc["users"].map((entry: unknown) => {
+      if (!isRecord(entry) || !isRecord(entry["user"]) || entry["user"]["token-file"] === undefined) return entry;
+      const { "token-file": tokenFile, ...user } = entry["user"];
+      if (typeof tokenFile !== "string" || tokenFile === "") fail(`users "${String(entry["name"])}": token-file must be a path`);
+      tokenFiles.set(String(entry["name"]), tokenFile as string);
       return { ...entry, user };
     });
   }
 
   // Loaded lazily: the package is large and only webhook backends need it.
-  const { KubeConfig } = await import('@kubernetes/client-node');
+  const { KubeConfig } = await import("@kubernetes/client-node");
   const kc = new KubeConfig();
   try {
     // JSON is YAML, and leaves no room for the two YAML parsers to read a scalar differently.
     kc.loadFromString(JSON.stringify(sanitized));
   } catch (err) {
-    return fail(describe(err), 'invalid', err);
+    return fail(describe(err), "invalid", err);
   }
 
-  if (kc.getClusters().length === 0) return fail('defines no clusters');
+  if (kc.getClusters().length === 0) return fail("defines no clusters");
   const contexts = kc.getContexts();
   const currentName = kc.getCurrentContext();
   let context;
@@ -97,7 +97,7 @@ export async function loadWebhookKubeconfig(file: string): Promise<WebhookTarget
   } else if (contexts.length === 1) {
     context = contexts[0]!;
   } else if (contexts.length === 0) {
-    return fail('defines no contexts (a context names the cluster and user to use)');
+    return fail("defines no contexts (a context names the cluster and user to use)");
   } else {
     return fail(`has ${contexts.length} contexts and no current-context; set current-context`);
   }
@@ -110,25 +110,25 @@ export async function loadWebhookKubeconfig(file: string): Promise<WebhookTarget
   } catch {
     return fail(`cluster "${cluster.name}": server ${JSON.stringify(cluster.server)} is not a URL`);
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') return fail(`cluster "${cluster.name}": server must be an https:// URL, got ${url.protocol}`);
-  if (cluster.proxyUrl) return fail(`cluster "${cluster.name}": proxy-url is not supported for webhook backends`, 'unsupported');
+  if (url.protocol !== "https:" && url.protocol !== "http:") return fail(`cluster "${cluster.name}": server must be an https:// URL, got ${url.protocol}`);
+  if (cluster.proxyUrl) return fail(`cluster "${cluster.name}": proxy-url is not supported for webhook backends`, "unsupported");
   if (user) {
-    if (user.exec) fail(`user "${user.name}": exec credentials are not supported for webhook backends`, 'unsupported');
-    if (user.authProvider) fail(`user "${user.name}": auth-provider is not supported for webhook backends`, 'unsupported');
-    if (user.username || user.password) fail(`user "${user.name}": username/password is not supported for webhook backends`, 'unsupported');
+    if (user.exec) fail(`user "${user.name}": exec credentials are not supported for webhook backends`, "unsupported");
+    if (user.authProvider) fail(`user "${user.name}": auth-provider is not supported for webhook backends`, "unsupported");
+    if (user.username || user.password) fail(`user "${user.name}": username/password is not supported for webhook backends`, "unsupported");
   }
 
   const readReferenced = async (what: string, path: string): Promise<string> => {
     const full = isAbsolute(path) ? path : join(baseDir, path);
     try {
-      return await readFile(full, 'utf8');
+      return await readFile(full, "utf8");
     } catch (err) {
-      return fail(`cannot read ${what} ${full}: ${describe(err)}`, 'unreadable', err);
+      return fail(`cannot read ${what} ${full}: ${describe(err)}`, "unreadable", err);
     }
   };
   const decodeData = (what: string, data: string): string => {
-    const decoded = Buffer.from(data, 'base64').toString('utf8');
-    if (!decoded.includes('-----BEGIN ')) fail(`${what} is not base64-encoded PEM`);
+    const decoded = Buffer.from(data, "base64").toString("utf8");
+    if (!decoded.includes("-----BEGIN ")) fail(`${what} is not base64-encoded PEM`);
     return decoded;
   };
 
@@ -171,7 +171,7 @@ export async function loadWebhookKubeconfig(file: string): Promise<WebhookTarget
       const tokenFile = tokenFiles.get(user.name);
       if (tokenFile !== undefined) {
         const token = (await readReferenced(`user "${user.name}": token-file`, tokenFile)).trim();
-        if (token === '') fail(`user "${user.name}": token-file ${tokenFile} is empty`);
+        if (token === "") fail(`user "${user.name}": token-file ${tokenFile} is empty`);
         target.token = token;
       }
     }
@@ -202,7 +202,7 @@ export function webhookDispatcher(target: WebhookTarget, opts: { connections?: n
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function describe(err: unknown): string {

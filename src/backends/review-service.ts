@@ -43,7 +43,11 @@ export class ImageReviewService {
     try {
       const remote = await Promise.all(this.opts.remotes.map((b) => this.askRemote(b, input.spec, deadline, controller.signal)));
       // A backend that allowed (and did not merely fail open) is recorded as a pass.
-      const withPasses = remote.map((d, i) => (d.allowed && !d.failOpen ? { ...d, passes: [...(d.passes ?? []), { kind: "Backend" as const, policy: `backend/${this.opts.remotes[i]!.name}`, rule: "review" }] } : d));
+      const withPasses = remote.map((d, i) =>
+        d.allowed && !d.failOpen
+          ? { ...d, passes: [...(d.passes ?? []), { kind: "Backend" as const, policy: `backend/${this.opts.remotes[i]!.name}`, rule: "review" }] }
+          : d,
+      );
       return combine([builtin, ...withPasses]);
     } finally {
       clearTimeout(timer);

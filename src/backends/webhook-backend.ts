@@ -85,9 +85,7 @@ export function interpretStatus(name: string, text: string): Decision {
     }
   }
   const reason = typeof status.reason === "string" && status.reason ? status.reason : "denied (no reason given)";
-  return status.allowed
-    ? allow({ auditAnnotations })
-    : deny([{ policy: `backend/${name}`, rule: "imageReview", message: reason }], { auditAnnotations });
+  return status.allowed ? allow({ auditAnnotations }) : deny([{ policy: `backend/${name}`, rule: "imageReview", message: reason }], { auditAnnotations });
 }
 
 function isTimeout(e: unknown): boolean {

@@ -33,6 +33,7 @@ export function wantsHelp(argv: readonly string[]): boolean {
  * and one indented line per problem, as policy load errors do.
  */
 export function errorText(e: unknown): string {
-  if (e instanceof ConfigError && e.problems.length > 1) return `the configuration has ${e.problems.length} problems:\n${e.problems.map((p) => `  ${renderConfigProblem(p)}`).join("\n")}`;
+  if (e instanceof ConfigError && e.problems.length > 1)
+    return `the configuration has ${e.problems.length} problems:\n${e.problems.map((p) => `  ${renderConfigProblem(p)}`).join("\n")}`;
   return e instanceof Error ? e.message : String(e);
 }

@@ -113,7 +113,10 @@ export function renderJunit(results: readonly ObjectResult[], problems: readonly
     return `${open}</testcase>`;
   });
   const errors = s.errors + problems.length;
-  const problemCases = problems.map((p) => `    <testcase classname="manifests" name="${xml(p.split(":")[0] ?? "manifest")}">\n      <error message="${xml(p)}" type="error"/>\n    </testcase>`);
+  const problemCases = problems.map(
+    (p) =>
+      `    <testcase classname="manifests" name="${xml(p.split(":")[0] ?? "manifest")}">\n      <error message="${xml(p)}" type="error"/>\n    </testcase>`,
+  );
   return [
     '<?xml version="1.0" encoding="UTF-8"?>',
     `<testsuites tests="${s.objects + problems.length}" failures="${s.denied}" errors="${errors}" skipped="${s.skipped}">`,
@@ -148,5 +151,10 @@ function structured(r: ObjectResult) {
 }
 
 function xml(s: string): string {
-  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, "");
+  return s
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;")
+    .replace(/"/g, "&quot;")
+    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, "");
 }

@@ -84,7 +84,13 @@ export async function runCheck(argv: string[]): Promise<number> {
   const output = values.output as Output;
   for (const p of problems) process.stderr.write(`imprimatur check: ${p}\n`);
   process.stdout.write(
-    output === "json" ? renderJson(results, problems) : output === "yaml" ? renderYaml(results, problems) : output === "junit" ? renderJunit(results, problems) : renderText(results),
+    output === "json"
+      ? renderJson(results, problems)
+      : output === "yaml"
+        ? renderYaml(results, problems)
+        : output === "junit"
+          ? renderJunit(results, problems)
+          : renderText(results),
   );
   const s = summarize(results);
   if (s.allowed + s.denied === 0 && problems.length === 0 && s.errors === 0) {

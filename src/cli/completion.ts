@@ -235,7 +235,12 @@ export function zshScript(commands: readonly CompletionCommand[]): string {
       else specs.push(`${names[0]}${tail}`);
     }
     if (typeof c.operands === "string" || c.operands.length > 0) specs.push(quoted(`*: :${action(c.operands)}`));
-    cases.push(`        (${word(c.name)})`, `          _arguments -s -S \\`, ...specs.map((s, i) => `            ${s}${i < specs.length - 1 ? " \\" : ""}`), `          ;;`);
+    cases.push(
+      `        (${word(c.name)})`,
+      `          _arguments -s -S \\`,
+      ...specs.map((s, i) => `            ${s}${i < specs.length - 1 ? " \\" : ""}`),
+      `          ;;`,
+    );
   }
   const described = commands.map((c) => `    ${quoted(`${word(c.name)}:${c.summary}`)}`);
   return `#compdef imprimatur

@@ -27,16 +27,21 @@ export async function runResolve(argv: string[]): Promise<number> {
   let images: string[];
   let platform: { os: string; architecture: string; variant?: string } | undefined;
   try {
-    const parsed = parseCommandArgs(argv, {
-      authfile: { type: "string" },
-      registries: { type: "string" },
-      platform: { type: "string" },
-      timeout: { type: "string", default: "30" },
-    }, true);
+    const parsed = parseCommandArgs(
+      argv,
+      {
+        authfile: { type: "string" },
+        registries: { type: "string" },
+        platform: { type: "string" },
+        timeout: { type: "string", default: "30" },
+      },
+      true,
+    );
     values = parsed.values;
     images = parsed.positionals;
     if (images.length === 0) throw new UsageError("give at least one image");
-    if (!/^\d+$/.test(values.timeout!) || Number(values.timeout) < 1) throw new UsageError(`--timeout must be a whole number of seconds, got ${values.timeout}`);
+    if (!/^\d+$/.test(values.timeout!) || Number(values.timeout) < 1)
+      throw new UsageError(`--timeout must be a whole number of seconds, got ${values.timeout}`);
     if (values.platform !== undefined) {
       const [os, architecture, variant, ...rest] = values.platform.split("/");
       if (!os || !architecture || rest.length > 0) throw new UsageError(`--platform must be OS/ARCH or OS/ARCH/VARIANT, got ${values.platform}`);
@@ -52,12 +57,18 @@ export async function runResolve(argv: string[]): Promise<number> {
 
   let access;
   try {
-    access = await registryAccess({ ...(values.registries ? { registries: values.registries } : {}), ...(values.authfile ? { authFile: values.authfile } : {}) });
+    access = await registryAccess({
+      ...(values.registries ? { registries: values.registries } : {}),
+      ...(values.authfile ? { authFile: values.authfile } : {}),
+    });
   } catch (e) {
     process.stderr.write(`imprimatur resolve: ${errorText(e)}\n`);
     return 2;
   }
-  const client = new RegistryClient({ ...(access.registries ? { settings: access.registries } : {}), ...(access.staticCredentials ? { credentials: access.staticCredentials } : {}) });
+  const client = new RegistryClient({
+    ...(access.registries ? { settings: access.registries } : {}),
+    ...(access.staticCredentials ? { credentials: access.staticCredentials } : {}),
+  });
   let failed = 0;
   try {
     for (const image of images) {
@@ -72,8 +83,16 @@ export async function runResolve(argv: string[]): Promise<number> {
         const resolved = await client.resolveDigest(parsed.ref, { signal });
         let digest = resolved.digest;
         if (platform) {
-          const match = resolved.manifests?.find((m) => m.platform?.os === platform.os && m.platform.architecture === platform.architecture && (!platform.variant || m.platform.variant === platform.variant));
-          if (resolved.manifests && !match) throw new Error(`no manifest for ${values.platform} in the index (it has ${resolved.manifests.map((m) => m.platform ? [m.platform.os, m.platform.architecture, m.platform.variant].filter(Boolean).join("/") : "?").join(", ")})`);
+          const match = resolved.manifests?.find(
+            (m) =>
+              m.platform?.os === platform.os &&
+              m.platform.architecture === platform.architecture &&
+              (!platform.variant || m.platform.variant === platform.variant),
+          );
+          if (resolved.manifests && !match)
+            throw new Error(
+              `no manifest for ${values.platform} in the index (it has ${resolved.manifests.map((m) => (m.platform ? [m.platform.os, m.platform.architecture, m.platform.variant].filter(Boolean).join("/") : "?")).join(", ")})`,
+            );
           if (match) digest = (await client.getManifest({ ...parsed.ref, digest: match.digest }, { signal })).digest;
         }
         const base = parsed.ref.digest ? image.slice(0, image.lastIndexOf("@")) : image;

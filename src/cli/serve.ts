@@ -16,7 +16,12 @@ import { NamespaceLabelCache } from "../kube/namespace-label-cache.ts";
 import { PolicyLoadError } from "../policy/policy-error.ts";
 import { parseDuration } from "../server/http-body.ts";
 import { startApp } from "../server/app.ts";
-import { renderAdmissionConfiguration, renderImagePolicyKubeconfig, renderMutatingWebhookConfiguration, renderValidatingWebhookConfiguration } from "../server/webhook-manifests.ts";
+import {
+  renderAdmissionConfiguration,
+  renderImagePolicyKubeconfig,
+  renderMutatingWebhookConfiguration,
+  renderValidatingWebhookConfiguration,
+} from "../server/webhook-manifests.ts";
 import { EMBEDDED_POLICIES, errorText, parseCommandArgs, UsageError } from "./args.ts";
 
 export const SERVE_USAGE = `Usage: imprimatur serve [options]
@@ -83,7 +88,8 @@ export async function runServe(argv: string[]): Promise<number> {
       drain: { type: "string", default: "5s" },
     }));
     if (parseDuration(values.drain!) === undefined && values.drain !== "0") throw new UsageError(`--drain must be a duration such as 5s, got ${values.drain}`);
-    if (values["digest-mode"] !== undefined && !["mutate", "record"].includes(values["digest-mode"])) throw new UsageError(`--digest-mode must be mutate or record, got ${values["digest-mode"]}`);
+    if (values["digest-mode"] !== undefined && !["mutate", "record"].includes(values["digest-mode"]))
+      throw new UsageError(`--digest-mode must be mutate or record, got ${values["digest-mode"]}`);
     if (!/^\d+$/.test(values.port!) || Number(values.port) > 65535) throw new UsageError(`--port must be a port number, got ${values.port}`);
     if (Boolean(values["tls-cert"]) !== Boolean(values["tls-key"])) throw new UsageError("--tls-cert and --tls-key go together");
   } catch (e) {
@@ -99,7 +105,10 @@ export async function runServe(argv: string[]): Promise<number> {
     // A deep copy: flags below change nested settings, and the shared default must stay as it is.
     config = values.config ? await loadServerConfig(values.config) : structuredClone(DEFAULT_SERVER_CONFIG);
     if (values["fail-open"]) config.failOpen = true;
-    for (const [flag, key] of [["allow-ttl", "allowTtlMs"], ["deny-ttl", "denyTtlMs"]] as const) {
+    for (const [flag, key] of [
+      ["allow-ttl", "allowTtlMs"],
+      ["deny-ttl", "denyTtlMs"],
+    ] as const) {
       const raw = values[flag];
       if (raw === undefined) continue;
       const ms = parseDuration(raw);
@@ -130,9 +139,7 @@ export async function runServe(argv: string[]): Promise<number> {
       await namespaceCache.start();
       namespaces = namespaceCache;
     }
-    const tls = values["tls-cert"]
-      ? { cert: await readFile(values["tls-cert"], "utf8"), key: await readFile(values["tls-key"]!, "utf8") }
-      : undefined;
+    const tls = values["tls-cert"] ? { cert: await readFile(values["tls-cert"], "utf8"), key: await readFile(values["tls-key"]!, "utf8") } : undefined;
     app = await startApp({
       policies: values.policies ?? EMBEDDED_POLICIES,
       host: values.host!,
@@ -202,7 +209,10 @@ async function printWebhookConfiguration(stateDir: string, baseUrl: string, caPe
 }
 
 /** Registry settings and the server's own credentials, from the files named in the config or flags. */
-export async function registryAccess(opts: { registries?: string; authFile?: string }): Promise<{ registries?: RegistrySettingsMap; staticCredentials?: CredentialLookup }> {
+export async function registryAccess(opts: {
+  registries?: string;
+  authFile?: string;
+}): Promise<{ registries?: RegistrySettingsMap; staticCredentials?: CredentialLookup }> {
   const registries = opts.registries ? await loadRegistriesFile(opts.registries) : undefined;
   let staticCredentials: CredentialLookup | undefined;
   if (opts.authFile) {

@@ -34,7 +34,12 @@ export async function loadRegistriesFile(file: string): Promise<RegistrySettings
 }
 
 /** Checks a parsed registries file; `baseDir` resolves the certificate paths, `lineOf` places problems. */
-export async function parseRegistriesConfig(raw: unknown, file: string, baseDir: string, lineOf?: (path: FieldPath) => number | undefined): Promise<RegistrySettingsMap> {
+export async function parseRegistriesConfig(
+  raw: unknown,
+  file: string,
+  baseDir: string,
+  lineOf?: (path: FieldPath) => number | undefined,
+): Promise<RegistrySettingsMap> {
   const checks = new ConfigChecks(file, lineOf);
   const o = checks.mapping(raw, [], ROOT_KEYS);
   const list: RegistrySettings[] = [];
@@ -51,7 +56,13 @@ export async function parseRegistriesConfig(raw: unknown, file: string, baseDir:
   return registrySettingsMap(list);
 }
 
-async function parseEntry(raw: unknown, path: FieldPath, seen: Map<string, string>, checks: ConfigChecks, baseDir: string): Promise<RegistrySettings | undefined> {
+async function parseEntry(
+  raw: unknown,
+  path: FieldPath,
+  seen: Map<string, string>,
+  checks: ConfigChecks,
+  baseDir: string,
+): Promise<RegistrySettings | undefined> {
   const e = checks.mapping(raw, path, ENTRY_KEYS);
   if (!e) return undefined;
   const at = (...rest: Array<string | number>): FieldPath => [...path, ...rest];
@@ -116,7 +127,10 @@ function registryHost(value: unknown, path: FieldPath, checks: ConfigChecks): st
   // The image-reference grammar decides what a registry host is, so settings match references exactly.
   const parsed = parseImageReference(`${host}/probe`);
   if (!parsed.ok || parsed.ref.registry !== host) {
-    return checks.problem(path, `${JSON.stringify(value)} is not a registry host as image references write it (host[:port]; a name without "." or ":" other than localhost reads as a Docker Hub path)`);
+    return checks.problem(
+      path,
+      `${JSON.stringify(value)} is not a registry host as image references write it (host[:port]; a name without "." or ":" other than localhost reads as a Docker Hub path)`,
+    );
   }
   return host;
 }

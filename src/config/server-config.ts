@@ -55,7 +55,21 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   maxRequestBytes: 8 * 1024 * 1024,
 };
 
-const KNOWN_KEYS = ["apiVersion", "kind", "failurePolicy", "cache", "backends", "auditLog", "maxRequestBytes", "namespacesFile", "kubeconfig", "podTemplates", "registries", "authFile", "digests"];
+const KNOWN_KEYS = [
+  "apiVersion",
+  "kind",
+  "failurePolicy",
+  "cache",
+  "backends",
+  "auditLog",
+  "maxRequestBytes",
+  "namespacesFile",
+  "kubeconfig",
+  "podTemplates",
+  "registries",
+  "authFile",
+  "digests",
+];
 const FILE_KEYS = ["auditLog", "namespacesFile", "kubeconfig", "registries", "authFile"] as const;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
@@ -83,14 +97,16 @@ export function parseServerConfig(raw: unknown, file: string, baseDir: string, l
 
 function readFields(o: Record<string, unknown>, config: ServerConfig, checks: ConfigChecks, baseDir: string): void {
   if (o.failurePolicy !== undefined) {
-    if (o.failurePolicy !== "Fail" && o.failurePolicy !== "Ignore") checks.problem(["failurePolicy"], `must be "Fail" (deny when a backend is unreachable) or "Ignore" (admit)`);
+    if (o.failurePolicy !== "Fail" && o.failurePolicy !== "Ignore")
+      checks.problem(["failurePolicy"], `must be "Fail" (deny when a backend is unreachable) or "Ignore" (admit)`);
     config.failOpen = o.failurePolicy === "Ignore";
   }
   const cache = o.cache === undefined ? undefined : checks.mapping(o.cache, ["cache"], ["allowTTL", "denyTTL", "maxEntries"]);
   if (cache) {
     if (cache.allowTTL !== undefined) config.allowTtlMs = checks.duration(cache.allowTTL, ["cache", "allowTTL"]) ?? config.allowTtlMs;
     if (cache.denyTTL !== undefined) config.denyTtlMs = checks.duration(cache.denyTTL, ["cache", "denyTTL"]) ?? config.denyTtlMs;
-    if (cache.maxEntries !== undefined) config.cacheMaxEntries = checks.integer(cache.maxEntries, ["cache", "maxEntries"], 1, "must be a positive integer") ?? config.cacheMaxEntries;
+    if (cache.maxEntries !== undefined)
+      config.cacheMaxEntries = checks.integer(cache.maxEntries, ["cache", "maxEntries"], 1, "must be a positive integer") ?? config.cacheMaxEntries;
   }
   const backends = o.backends === undefined ? undefined : checks.list(o.backends, ["backends"]);
   const names = new Set<string>();
@@ -106,18 +122,22 @@ function readFields(o: Record<string, unknown>, config: ServerConfig, checks: Co
   const digests = o.digests === undefined ? undefined : checks.mapping(o.digests, ["digests"], ["mode", "cacheTTL", "maxEntries"]);
   if (digests) {
     if (digests.mode !== undefined) {
-      if (digests.mode !== "Mutate" && digests.mode !== "Record") checks.problem(["digests", "mode"], `must be "Mutate" (pin tags to digests) or "Record" (resolve and record only)`);
+      if (digests.mode !== "Mutate" && digests.mode !== "Record")
+        checks.problem(["digests", "mode"], `must be "Mutate" (pin tags to digests) or "Record" (resolve and record only)`);
       config.digests.mode = digests.mode === "Mutate" ? "mutate" : "record";
     }
     if (digests.cacheTTL !== undefined) config.digests.cacheTtlMs = checks.duration(digests.cacheTTL, ["digests", "cacheTTL"]) ?? config.digests.cacheTtlMs;
-    if (digests.maxEntries !== undefined) config.digests.cacheMaxEntries = checks.integer(digests.maxEntries, ["digests", "maxEntries"], 1, "must be a positive integer") ?? config.digests.cacheMaxEntries;
+    if (digests.maxEntries !== undefined)
+      config.digests.cacheMaxEntries =
+        checks.integer(digests.maxEntries, ["digests", "maxEntries"], 1, "must be a positive integer") ?? config.digests.cacheMaxEntries;
   }
   const podTemplates = o.podTemplates === undefined ? undefined : checks.list(o.podTemplates, ["podTemplates"]);
   for (const [i, raw] of (podTemplates ?? []).entries()) {
     const kind = parsePodTemplateKind(raw, ["podTemplates", i], checks);
     if (kind) config.podTemplates.push(kind);
   }
-  if (o.maxRequestBytes !== undefined) config.maxRequestBytes = checks.integer(o.maxRequestBytes, ["maxRequestBytes"], 1024, "must be an integer ≥ 1024") ?? config.maxRequestBytes;
+  if (o.maxRequestBytes !== undefined)
+    config.maxRequestBytes = checks.integer(o.maxRequestBytes, ["maxRequestBytes"], 1024, "must be an integer ≥ 1024") ?? config.maxRequestBytes;
 }
 
 function parseBackend(raw: unknown, i: number, names: Set<string>, checks: ConfigChecks, baseDir: string): BackendConfig | undefined {

@@ -58,7 +58,17 @@ export function subjectOfRequest(req: AdmissionRequest, templateKinds: readonly 
     // Kubernetes < 1.22 sends only the ephemeral containers, not the pod: they are judged alone.
     const pod = ephemeralOnly(obj);
     const before = req.oldObject ? ephemeralOnly(req.oldObject) : undefined;
-    return { review: true, subject: { origin: "object", namespace, object: { ...object, kind: "Pod" }, pods: [pod], images: changedImages([pod], before ? [before] : undefined), judgePods: true } };
+    return {
+      review: true,
+      subject: {
+        origin: "object",
+        namespace,
+        object: { ...object, kind: "Pod" },
+        pods: [pod],
+        images: changedImages([pod], before ? [before] : undefined),
+        judgePods: true,
+      },
+    };
   }
   if (sub !== "" && !(isPods && sub === "ephemeralcontainers")) return { review: false, why: `subresource ${sub}` };
   // The resource decides what the object is; a Pod-shaped body sent for another resource is not a pod.
@@ -109,7 +119,10 @@ function subjectPods(obj: Record<string, unknown>, templateKinds: readonly Templ
     ...pod,
     annotations: stringMap(asObject(pod.metadata.value)?.annotations),
     // A bare pod spec of a custom resource has no metadata of its own: its pins are kept on the object.
-    pinRecord: pod.isTemplate && pod.metadata.field === "metadata" ? { value: obj.metadata, field: "metadata" } : { value: pod.metadata.value, field: pod.metadata.field },
+    pinRecord:
+      pod.isTemplate && pod.metadata.field === "metadata"
+        ? { value: obj.metadata, field: "metadata" }
+        : { value: pod.metadata.value, field: pod.metadata.field },
   }));
 }
 
@@ -138,7 +151,11 @@ function imagesOfPod(pod: PodUnderReview, index: number): ImageAt[] {
 function sameRestrictedContent(a: PodUnderReview, b: PodUnderReview): boolean {
   const ma = asObject(a.metadata.value) ?? {};
   const mb = asObject(b.metadata.value) ?? {};
-  return isDeepStrictEqual(a.spec.value, b.spec.value) && isDeepStrictEqual(ma.labels ?? {}, mb.labels ?? {}) && isDeepStrictEqual(ma.annotations ?? {}, mb.annotations ?? {});
+  return (
+    isDeepStrictEqual(a.spec.value, b.spec.value) &&
+    isDeepStrictEqual(ma.labels ?? {}, mb.labels ?? {}) &&
+    isDeepStrictEqual(ma.annotations ?? {}, mb.annotations ?? {})
+  );
 }
 
 /** The resource a manifest's kind is served as; only Pods need it (their subresources are told apart). */

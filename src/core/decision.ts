@@ -67,9 +67,7 @@ export function deny(violations: Violation[], extra: Partial<Decision> = {}): De
 
 /** `image "nginx:latest" (spec.containers[0].image) denied by policy trusted-registries rules[1]: pin a version` */
 export function renderViolation(v: Violation): string {
-  const subject = v.image !== undefined
-    ? `image ${JSON.stringify(v.image)}${v.field ? ` (${v.field})` : ""}`
-    : v.field ?? "request";
+  const subject = v.image !== undefined ? `image ${JSON.stringify(v.image)}${v.field ? ` (${v.field})` : ""}` : (v.field ?? "request");
   return `${subject} denied by ${v.kind ?? "policy"} ${v.policy} ${v.rule}: ${v.message}`;
 }
 

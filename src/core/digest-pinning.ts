@@ -112,7 +112,14 @@ export function pinningDecision(
   targets.forEach((target, i) => {
     const r = resolutions[i];
     if (!r || !r.ok) failed.push({ target, error: r?.ok === false ? r.error : "not resolved", ...(r?.ok === false && r.code ? { code: r.code } : {}) });
-    else pinned.push({ image: target.image, pinned: pinnedReference(target.image, r.digest), field: target.field, digest: r.digest, credentialSource: r.credentialSource });
+    else
+      pinned.push({
+        image: target.image,
+        pinned: pinnedReference(target.image, r.digest),
+        field: target.field,
+        digest: r.digest,
+        credentialSource: r.credentialSource,
+      });
   });
 
   const auditAnnotations: Record<string, string> = {};
@@ -136,7 +143,9 @@ export function pinningDecision(
           `denied whatever the failure policy. Give the pod a pull secret for this registry, or fix the image reference`,
       });
     } else if (opts.failOpen) {
-      warnings.push(`image ${JSON.stringify(target.image)} (${target.field}) was admitted without a digest: its tag could not be resolved (${error}); the server fails open`);
+      warnings.push(
+        `image ${JSON.stringify(target.image)} (${target.field}) was admitted without a digest: its tag could not be resolved (${error}); the server fails open`,
+      );
       failOpen.push({ backend: `registry/${target.ref.registry}`, error: `${target.image}: ${error}` });
     } else {
       violations.push({

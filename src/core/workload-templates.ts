@@ -57,7 +57,11 @@ export function podsInObject(obj: Record<string, unknown>, extraKinds: readonly 
   for (const path of kind.templates) {
     for (const t of valuesAt(obj, path)) {
       const template = asObject(t.value);
-      pods.push({ metadata: { value: template?.metadata, field: `${t.field}.metadata` }, spec: { value: template?.spec, field: `${t.field}.spec` }, isTemplate: true });
+      pods.push({
+        metadata: { value: template?.metadata, field: `${t.field}.metadata` },
+        spec: { value: template?.spec, field: `${t.field}.spec` },
+        isTemplate: true,
+      });
     }
   }
   for (const path of kind.podSpecs ?? []) {

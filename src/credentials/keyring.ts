@@ -122,13 +122,7 @@ export function chainLookups(...lookups: CredentialLookup[]): CredentialLookup {
     const result: RegistryCredential[] = [];
     for (const lookup of lookups) {
       for (const credential of lookup(host, repository)) {
-        const identity = JSON.stringify([
-          credential.source,
-          credential.username,
-          credential.password,
-          credential.identityToken,
-          credential.registryToken,
-        ]);
+        const identity = JSON.stringify([credential.source, credential.username, credential.password, credential.identityToken, credential.registryToken]);
         if (seen.has(identity)) continue;
         seen.add(identity);
         result.push(credential);

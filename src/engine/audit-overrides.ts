@@ -7,7 +7,14 @@ import type { AdmissionSubject } from "../core/admission-subject.ts";
 import { deny, type Decision } from "../core/decision.ts";
 import type { AdmissionCall } from "./engine.ts";
 
-export async function recordOverrides(audit: AuditLog | undefined, logger: Logger, decision: Decision, subject: AdmissionSubject, call: AdmissionCall, images: string[]): Promise<Decision> {
+export async function recordOverrides(
+  audit: AuditLog | undefined,
+  logger: Logger,
+  decision: Decision,
+  subject: AdmissionSubject,
+  call: AdmissionCall,
+  images: string[],
+): Promise<Decision> {
   if (!decision.allowed || call.dryRun || (!decision.breakGlass && !decision.failOpen)) return decision;
   const base = {
     time: new Date().toISOString(),
@@ -23,7 +30,13 @@ export async function recordOverrides(audit: AuditLog | undefined, logger: Logge
   try {
     if (!audit) throw new Error("no audit log is configured");
     if (decision.breakGlass) {
-      await audit.append({ ...base, event: "break-glass", reason: decision.breakGlass.reason, ticket: decision.breakGlass.ticket, overridden: decision.breakGlass.overridden });
+      await audit.append({
+        ...base,
+        event: "break-glass",
+        reason: decision.breakGlass.reason,
+        ticket: decision.breakGlass.ticket,
+        overridden: decision.breakGlass.overridden,
+      });
       logger.warn({ ...base, passes: undefined, ticket: decision.breakGlass.ticket }, "break-glass override admitted");
     }
     if (decision.failOpen) {
@@ -32,7 +45,9 @@ export async function recordOverrides(audit: AuditLog | undefined, logger: Logge
     }
   } catch (e) {
     logger.error({ err: e, ...base, passes: undefined }, "audit log write failed; denying");
-    return deny([{ policy: "imprimatur", rule: "auditLog", message: `the admission could not be recorded in the audit log (${(e as Error).message}), so it is denied` }]);
+    return deny([
+      { policy: "imprimatur", rule: "auditLog", message: `the admission could not be recorded in the audit log (${(e as Error).message}), so it is denied` },
+    ]);
   }
   return decision;
 }

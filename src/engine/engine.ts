@@ -124,7 +124,9 @@ export class Engine {
 
   /** Builds the engine from configuration: remote backends, caches, registry access, audit log. */
   static async build(opts: EngineOptions): Promise<Engine> {
-    const remotes = opts.offline ? [] : await Promise.all(opts.config.backends.map((b) => WebhookBackend.fromConfig({ name: b.name, kubeconfig: b.kubeconfig, timeoutMs: b.timeoutMs })));
+    const remotes = opts.offline
+      ? []
+      : await Promise.all(opts.config.backends.map((b) => WebhookBackend.fromConfig({ name: b.name, kubeconfig: b.kubeconfig, timeoutMs: b.timeoutMs })));
     return new Engine(opts, remotes);
   }
 
@@ -162,7 +164,14 @@ export class Engine {
     }
     let decision = decisions.length === 0 ? allow() : combineDecisions(...decisions);
     if (!decision.allowed) decision.auditAnnotations.decision = "denied";
-    decision = await recordOverrides(this.audit, this.logger, decision, subject, call, subject.images.map((i) => i.image));
+    decision = await recordOverrides(
+      this.audit,
+      this.logger,
+      decision,
+      subject,
+      call,
+      subject.images.map((i) => i.image),
+    );
     this.finish(subject, call, decision);
     return decision;
   }
@@ -171,7 +180,14 @@ export class Engine {
   async mutate(subject: AdmissionSubject, call: AdmissionCall): Promise<Decision | undefined> {
     const outcome = this.pinner && subject.images.length > 0 ? await this.pinner.pin(this.pinRequest(subject), call.deadline) : undefined;
     if (!outcome) return undefined;
-    const decision = await recordOverrides(this.audit, this.logger, outcome.decision, subject, call, outcome.failed.map((f) => f.target.image));
+    const decision = await recordOverrides(
+      this.audit,
+      this.logger,
+      outcome.decision,
+      subject,
+      call,
+      outcome.failed.map((f) => f.target.image),
+    );
     if (!call.dryRun) this.recordEvent(subject, outcome);
     this.finish(subject, call, decision);
     return decision;
@@ -202,7 +218,11 @@ export class Engine {
     subject.pods.forEach((pod, index) => {
       const images = subject.images.filter((im) => im.pod === index);
       if (images.length === 0) return;
-      const spec = { containers: images.map((im) => ({ image: im.image })), annotations: imagePolicyAnnotations(pod.annotations), namespace: subject.namespace };
+      const spec = {
+        containers: images.map((im) => ({ image: im.image })),
+        annotations: imagePolicyAnnotations(pod.annotations),
+        namespace: subject.namespace,
+      };
       asks.push(this.reviews.review({ spec, fields: images.map((im) => im.field) }, deadline));
     });
     return Promise.all(asks);
@@ -237,10 +257,20 @@ export class Engine {
     if (outcome.pinned.length > 0) {
       const pinned = this.pinner?.mode === "mutate";
       const described = outcome.pinned.map((p) => `${p.field}: ${p.image} → ${p.pinned} (credentials: ${p.credentialSource})`);
-      sink.record({ involvedObject, type: "Normal", reason: pinned ? "ImagesPinned" : "ImagesResolved", message: `${pinned ? "Pinned" : "Resolved"} ${described.join("; ")}` });
+      sink.record({
+        involvedObject,
+        type: "Normal",
+        reason: pinned ? "ImagesPinned" : "ImagesResolved",
+        message: `${pinned ? "Pinned" : "Resolved"} ${described.join("; ")}`,
+      });
     }
     if (outcome.failed.length > 0) {
-      sink.record({ involvedObject, type: "Warning", reason: "ImageTagUnresolved", message: outcome.failed.map((f) => `${f.target.field}: ${f.target.image}: ${f.error}`).join("; ") });
+      sink.record({
+        involvedObject,
+        type: "Warning",
+        reason: "ImageTagUnresolved",
+        message: outcome.failed.map((f) => `${f.target.field}: ${f.target.image}: ${f.error}`).join("; "),
+      });
     }
   }
 

@@ -48,7 +48,9 @@ export class EventRecorder implements EventSink {
     const write = this.api
       .createNamespacedEvent({ namespace, body })
       .then(() => undefined)
-      .catch((err: unknown) => this.logger.warn({ err: (err as Error).message, reason: e.reason, object: e.involvedObject }, "could not write a Kubernetes Event"));
+      .catch((err: unknown) =>
+        this.logger.warn({ err: (err as Error).message, reason: e.reason, object: e.involvedObject }, "could not write a Kubernetes Event"),
+      );
     this.pending.add(write);
     void write.finally(() => this.pending.delete(write));
   }

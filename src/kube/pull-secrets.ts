@@ -162,10 +162,16 @@ export class PullSecretReader {
     const prefix = `cannot read ${what} from the Kubernetes API at ${this.server}`;
     if (requestSignal.aborted) return new KubeApiError("timeout", `${prefix}: no answer within ${this.requestTimeoutMs / 1000} s`, { cause: err });
     if (hasStatus(err, 403)) {
-      return new KubeApiError("forbidden", `${prefix}: ${describeApiError(err)}; the identity Imprimatur uses needs RBAC permission ${permission}`, { cause: err });
+      return new KubeApiError("forbidden", `${prefix}: ${describeApiError(err)}; the identity Imprimatur uses needs RBAC permission ${permission}`, {
+        cause: err,
+      });
     }
     if (hasStatus(err, 401)) {
-      return new KubeApiError("unauthorized", `${prefix}: ${describeApiError(err)}; the API rejected the credentials (check the kubeconfig or the service account token)`, { cause: err });
+      return new KubeApiError(
+        "unauthorized",
+        `${prefix}: ${describeApiError(err)}; the API rejected the credentials (check the kubeconfig or the service account token)`,
+        { cause: err },
+      );
     }
     return new KubeApiError("unavailable", `${prefix}: ${describeApiError(err)}`, { cause: err });
   }
@@ -199,4 +205,3 @@ function abortError(signal: AbortSignal, what: string): KubeApiError {
   const reason = signal.reason instanceof Error ? signal.reason.message : String(signal.reason);
   return new KubeApiError("aborted", `gave up waiting for ${what} from the Kubernetes API: ${reason}`);
 }
-

@@ -2,7 +2,15 @@
 // account's, then the server's own authfile), resolution through the shared DigestResolver, and the
 // decision from src/core/digest-pinning.ts. Used by /mutate (pin or record) and /imagereview (record).
 import type { Logger } from "pino";
-import { imagesToPin, pinningDecision, type ImageAt, type PinningMode, type PinningOutcome, type PodMetadataAt, type Resolution } from "../core/digest-pinning.ts";
+import {
+  imagesToPin,
+  pinningDecision,
+  type ImageAt,
+  type PinningMode,
+  type PinningOutcome,
+  type PodMetadataAt,
+  type Resolution,
+} from "../core/digest-pinning.ts";
 import type { ImagePolicy } from "../core/image-policy/image-policy.ts";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
 import type { CredentialLookup } from "../credentials/credential.ts";
@@ -67,10 +75,23 @@ export class ImagePinner {
         return this.opts.resolver.resolve(t.ref, creds.lookup, deadline);
       }),
     );
-    const outcome = pinningDecision(targets, resolutions, request.pods.map((p) => p.metadata), { mode, failOpen: this.opts.failOpen });
-    for (const p of outcome.pinned) this.opts.logger.info({ namespace: request.namespace, field: p.field, image: p.image, digest: p.digest, credentials: p.credentialSource, mode }, mode === "mutate" ? "image pinned" : "image resolved");
+    const outcome = pinningDecision(
+      targets,
+      resolutions,
+      request.pods.map((p) => p.metadata),
+      { mode, failOpen: this.opts.failOpen },
+    );
+    for (const p of outcome.pinned)
+      this.opts.logger.info(
+        { namespace: request.namespace, field: p.field, image: p.image, digest: p.digest, credentials: p.credentialSource, mode },
+        mode === "mutate" ? "image pinned" : "image resolved",
+      );
     this.opts.onOutcome?.(outcome, mode);
-    for (const f of outcome.failed) this.opts.logger.warn({ namespace: request.namespace, field: f.target.field, image: f.target.image, error: f.error, failOpen: this.opts.failOpen }, "tag not resolved");
+    for (const f of outcome.failed)
+      this.opts.logger.warn(
+        { namespace: request.namespace, field: f.target.field, image: f.target.image, error: f.error, failOpen: this.opts.failOpen },
+        "tag not resolved",
+      );
     return outcome;
   }
 

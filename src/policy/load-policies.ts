@@ -105,11 +105,22 @@ function unknownKind(obj: Record<string, unknown>, origin: string, document: num
   }
   if (!KIND_NAMES.some((k) => POLICY_KINDS[k].apiVersions.includes(obj.apiVersion as string))) {
     const versions = [...new Set(KIND_NAMES.flatMap((k) => POLICY_KINDS[k].apiVersions))];
-    return { origin, document, line: at(["apiVersion"]), path: "apiVersion", message: `must be ${JSON.stringify(versions[0])}, got ${JSON.stringify(obj.apiVersion ?? null)}` };
+    return {
+      origin,
+      document,
+      line: at(["apiVersion"]),
+      path: "apiVersion",
+      message: `must be ${JSON.stringify(versions[0])}, got ${JSON.stringify(obj.apiVersion ?? null)}`,
+    };
   }
-  return { origin, document, line: at(["kind"]), path: "kind", message: `unknown kind ${JSON.stringify(obj.kind ?? null)}; known kinds: ${KIND_NAMES.join(", ")}` };
+  return {
+    origin,
+    document,
+    line: at(["kind"]),
+    path: "kind",
+    message: `unknown kind ${JSON.stringify(obj.kind ?? null)}; known kinds: ${KIND_NAMES.join(", ")}`,
+  };
 }
-
 
 /**
  * The policies of `source` with shipped profiles bound cluster-wide in front of its PodRestrictions (`--profile`).

@@ -15,7 +15,10 @@ export interface PolicyError {
 }
 
 export function renderPolicyError(e: PolicyError): string {
-  return renderAtLocation({ file: e.origin, ...(e.line !== undefined ? { line: e.line } : {}), details: [e.document !== undefined ? `document ${e.document}` : undefined, e.path] }, e.message);
+  return renderAtLocation(
+    { file: e.origin, ...(e.line !== undefined ? { line: e.line } : {}), details: [e.document !== undefined ? `document ${e.document}` : undefined, e.path] },
+    e.message,
+  );
 }
 
 export class PolicyLoadError extends ImprimaturError<"invalid-policy"> {

@@ -116,10 +116,7 @@ export function parseAuthChallenges(header: string | string[]): ChallengeParseRe
 }
 
 /** How an endpoint wants requests authorized, as learned from its challenges. */
-export type EndpointAuth =
-  | { scheme: "none" }
-  | { scheme: "basic" }
-  | { scheme: "bearer"; realm: string; service?: string };
+export type EndpointAuth = { scheme: "none" } | { scheme: "basic" } | { scheme: "bearer"; realm: string; service?: string };
 
 /**
  * The challenge this client answers: Bearer (with a realm) over Basic, as Docker does; other schemes are
@@ -135,7 +132,10 @@ export function chooseEndpointAuth(challenges: AuthChallenge[]): { ok: true; aut
   if (challenges.some((c) => c.scheme === "basic")) return { ok: true, auth: { scheme: "basic" } };
   if (challenges.some((c) => c.scheme === "bearer")) return { ok: false, error: "a Bearer challenge without a realm (the token service's URL)" };
   const schemes = challenges.map((c) => c.scheme);
-  return { ok: false, error: schemes.length ? `only unsupported authentication schemes (${schemes.join(", ")}); Basic and Bearer are supported` : "no authentication challenge" };
+  return {
+    ok: false,
+    error: schemes.length ? `only unsupported authentication schemes (${schemes.join(", ")}); Basic and Bearer are supported` : "no authentication challenge",
+  };
 }
 
 export function sameEndpointAuth(a: EndpointAuth, b: EndpointAuth): boolean {

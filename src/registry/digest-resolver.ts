@@ -36,9 +36,10 @@ export class DigestResolver {
   constructor(source: DigestSource, options: Partial<DigestResolverOptions> = {}, now: () => number = () => performance.now()) {
     this.source = source;
     this.options = { ...DEFAULT_RESOLVER_OPTIONS, ...options };
-    this.cache = this.options.ttlMs > 0
-      ? new LRUCache<string, Resolved>({ max: this.options.maxEntries, ttl: this.options.ttlMs, perf: { now }, ttlResolution: 0 })
-      : undefined;
+    this.cache =
+      this.options.ttlMs > 0
+        ? new LRUCache<string, Resolved>({ max: this.options.maxEntries, ttl: this.options.ttlMs, perf: { now }, ttlResolution: 0 })
+        : undefined;
   }
 
   /**
@@ -85,9 +86,12 @@ export class DigestResolver {
  */
 function cacheKey(ref: ImageReference, lookup: CredentialLookup): string {
   const credentials = lookup(ref.registry, ref.repository);
-  const identity = credentials.length === 0
-    ? "anonymous"
-    : createHash("sha256").update(JSON.stringify(credentials.map((c) => [c.username, c.password, c.identityToken, c.registryToken]))).digest("base64url");
+  const identity =
+    credentials.length === 0
+      ? "anonymous"
+      : createHash("sha256")
+          .update(JSON.stringify(credentials.map((c) => [c.username, c.password, c.identityToken, c.registryToken])))
+          .digest("base64url");
   return `${fullName(ref)}\u0000${identity}`;
 }
 
@@ -96,7 +100,10 @@ function withDeadline<T>(promise: Promise<T>, deadline: number): Promise<T> {
   if (remaining <= 0) return Promise.reject(new RegistryError("timeout", "the admission deadline passed before the registry answered"));
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new RegistryError("timeout", `the registry did not answer within the admission deadline (${remaining} ms left)`)), remaining);
+    timer = setTimeout(
+      () => reject(new RegistryError("timeout", `the registry did not answer within the admission deadline (${remaining} ms left)`)),
+      remaining,
+    );
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

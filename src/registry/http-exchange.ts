@@ -71,7 +71,8 @@ export class HttpTransport {
       if (req.authorization && url.origin === req.authorization.origin) headers.authorization = req.authorization.value;
       const timeout = AbortSignal.timeout(this.#options.requestTimeoutMs);
       const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
-      const failure = (e: unknown): RegistryError => transportError(e, { url, context: req.context, caller: req.signal, timeout, timeoutMs: this.#options.requestTimeoutMs });
+      const failure = (e: unknown): RegistryError =>
+        transportError(e, { url, context: req.context, caller: req.signal, timeout, timeoutMs: this.#options.requestTimeoutMs });
 
       let answer: Awaited<ReturnType<typeof request>>;
       try {
@@ -93,7 +94,10 @@ export class HttpTransport {
       if (!req.followRedirects || !REDIRECT_STATUSES.has(answer.statusCode) || location === undefined) return response;
       await response.discard();
       if (hop >= MAX_REDIRECTS) {
-        throw new RegistryError("protocol", `${subject(req.context)}: more than ${MAX_REDIRECTS} redirects, the last from ${safeUrl(url)}`, { ...req.context, endpoint: hostOf(url) });
+        throw new RegistryError("protocol", `${subject(req.context)}: more than ${MAX_REDIRECTS} redirects, the last from ${safeUrl(url)}`, {
+          ...req.context,
+          endpoint: hostOf(url),
+        });
       }
       let next: URL;
       try {
@@ -119,9 +123,10 @@ export class HttpTransport {
   #checkPlainHttp(url: URL, context: ExchangeContext): void {
     if (url.protocol === "https:") return;
     if (url.protocol === "http:" && isInsecureHost(this.#options.settings, hostOf(url))) return;
-    const reason = url.protocol === "http:"
-      ? `plain HTTP to ${hostOf(url)}, which is not listed with insecure: true in the registries file`
-      : `the URL scheme ${JSON.stringify(url.protocol)}`;
+    const reason =
+      url.protocol === "http:"
+        ? `plain HTTP to ${hostOf(url)}, which is not listed with insecure: true in the registries file`
+        : `the URL scheme ${JSON.stringify(url.protocol)}`;
     throw new RegistryError("protocol", `${subject(context)}: refused to contact ${safeUrl(url)}: ${reason}`, { ...context, endpoint: hostOf(url) });
   }
 }
@@ -215,7 +220,10 @@ export class HttpResponse {
       const { code, message } = (e ?? {}) as { code?: unknown; message?: unknown };
       return [typeof code === "string" ? code : "", typeof message === "string" ? message : ""].filter(Boolean).join(": ");
     });
-    const summary = parts.filter(Boolean).join("; ").replace(/[\x00-\x1f\x7f]/g, " ");
+    const summary = parts
+      .filter(Boolean)
+      .join("; ")
+      .replace(/[\x00-\x1f\x7f]/g, " ");
     return summary.length > 200 ? summary.slice(0, 200) + "…" : summary;
   }
 }
@@ -234,7 +242,17 @@ function safeUrl(url: URL): string {
   return url.origin + url.pathname;
 }
 
-const UNREACHABLE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "EPIPE", "UND_ERR_SOCKET", "UND_ERR_CLOSED"]);
+const UNREACHABLE_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EPIPE",
+  "UND_ERR_SOCKET",
+  "UND_ERR_CLOSED",
+]);
 const TIMEOUT_CODES = new Set(["UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "ETIMEDOUT"]);
 
 function transportError(

@@ -45,9 +45,7 @@ export function essence(contentType: string | undefined): string | undefined {
   return value ? value : undefined;
 }
 
-export type ManifestReadResult =
-  | { ok: true; mediaType: string; manifests?: PlatformManifest[] }
-  | { ok: false; error: string };
+export type ManifestReadResult = { ok: true; mediaType: string; manifests?: PlatformManifest[] } | { ok: false; error: string };
 
 /**
  * The media type of a manifest body and, for an index, its entries. The type is the Content-Type if it is a

@@ -58,7 +58,12 @@ export class RegistryAuthorizer {
     const known = this.#pings.get(endpoint.origin);
     if (known) return known;
     // Shared per repository too, so that an error names the repository its caller asked about.
-    return this.#pinging.run(`${endpoint.origin} ${context.repository}`, () => this.#ping(endpoint, context), signal, () => gaveUp(context, endpoint.host, "GET /v2/"));
+    return this.#pinging.run(
+      `${endpoint.origin} ${context.repository}`,
+      () => this.#ping(endpoint, context),
+      signal,
+      () => gaveUp(context, endpoint.host, "GET /v2/"),
+    );
   }
 
   async #ping(endpoint: RegistryEndpoint, context: ExchangeContext): Promise<EndpointAuth> {
@@ -70,7 +75,11 @@ export class RegistryAuthorizer {
     } else if (response.status === 401) {
       await response.discard();
       const chosen = challengeOf(response);
-      if (!chosen.ok) throw new RegistryError("protocol", `${subject(context)}: ${endpoint.host} answered GET /v2/ with 401 but ${chosen.error}`, { ...context, endpoint: endpoint.host });
+      if (!chosen.ok)
+        throw new RegistryError("protocol", `${subject(context)}: ${endpoint.host} answered GET /v2/ with 401 but ${chosen.error}`, {
+          ...context,
+          endpoint: endpoint.host,
+        });
       auth = chosen.auth;
     } else {
       throw await statusError(response, context, endpoint.host, `GET /v2/ (the registry API check)`);
@@ -128,7 +137,10 @@ export class RegistryAuthorizer {
     try {
       realm = new URL(auth.realm);
     } catch {
-      throw new RegistryError("protocol", `${subject(context)}: ${endpoint.host} names a token realm that is not a URL`, { ...context, endpoint: endpoint.host });
+      throw new RegistryError("protocol", `${subject(context)}: ${endpoint.host} names a token realm that is not a URL`, {
+        ...context,
+        endpoint: endpoint.host,
+      });
     }
     const namedBy = settingsForHost(this.#settings, endpoint.host) ?? { host: endpoint.host };
     let response: HttpResponse;
@@ -163,13 +175,17 @@ export class RegistryAuthorizer {
     if (response.status !== 200) throw await statusError(response, context, realmHost, "the token request");
     const body = await response.bytes(TOKEN_RESPONSE_LIMIT, "token response");
     const grant = readTokenResponse(body);
-    if (typeof grant === "string") throw new RegistryError("protocol", `${subject(context)}: the token service ${realmHost} sent ${grant}`, { ...context, endpoint: realmHost });
+    if (typeof grant === "string")
+      throw new RegistryError("protocol", `${subject(context)}: the token service ${realmHost} sent ${grant}`, { ...context, endpoint: realmHost });
     return grant;
   }
 }
 
 function gaveUp(context: ExchangeContext, host: string, what: string): RegistryError {
-  return new RegistryError("timeout", `${subject(context)}: gave up waiting for ${what} from ${host}, the caller's deadline passed (request aborted)`, { ...context, endpoint: host });
+  return new RegistryError("timeout", `${subject(context)}: gave up waiting for ${what} from ${host}, the caller's deadline passed (request aborted)`, {
+    ...context,
+    endpoint: host,
+  });
 }
 
 /** The usable challenge of a 401 response. */

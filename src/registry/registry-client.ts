@@ -119,7 +119,11 @@ export class RegistryClient {
       if (digest !== undefined) {
         if (digestAlgorithm(digest) === undefined) throw badDigestHeader(context, endpoint);
         if (ref.digest !== undefined && digest !== ref.digest) {
-          throw new RegistryError("digest-mismatch", `${subject(context)}: asked ${endpoint.host} for ${ref.digest}, its Docker-Content-Digest says ${digest}`, { ...context, endpoint: endpoint.host });
+          throw new RegistryError(
+            "digest-mismatch",
+            `${subject(context)}: asked ${endpoint.host} for ${ref.digest}, its Docker-Content-Digest says ${digest}`,
+            { ...context, endpoint: endpoint.host },
+          );
         }
         result.digest = digest;
       }
@@ -140,7 +144,11 @@ export class RegistryClient {
       const body = await response.bytes(this.#maxManifestBytes, `manifest ${reference}`);
       const digest = verifyManifestDigest(body, response, ref.digest, context, endpoint);
       const read = readManifest(body, response.header("content-type"));
-      if (!read.ok) throw new RegistryError("protocol", `${subject(context)}: manifest ${reference} from ${endpoint.host}: ${read.error}`, { ...context, endpoint: endpoint.host });
+      if (!read.ok)
+        throw new RegistryError("protocol", `${subject(context)}: manifest ${reference} from ${endpoint.host}: ${read.error}`, {
+          ...context,
+          endpoint: endpoint.host,
+        });
       const manifest: Manifest = { digest, mediaType: read.mediaType, size: body.length, body, endpoint: endpoint.host, credentialSource };
       if (read.manifests) manifest.manifests = read.manifests;
       return manifest;
@@ -168,10 +176,14 @@ export class RegistryClient {
       const body = await response.bytes(maxBytes, `blob ${digest}`);
       const computed = computeDigest(body, algorithm);
       if (computed !== digest) {
-        throw new RegistryError("digest-mismatch", `${subject(context)}: blob ${digest} from ${endpoint.host} hashes to ${computed}: the registry's body does not match its digest: tampered or broken`, {
-          ...context,
-          endpoint: endpoint.host,
-        });
+        throw new RegistryError(
+          "digest-mismatch",
+          `${subject(context)}: blob ${digest} from ${endpoint.host} hashes to ${computed}: the registry's body does not match its digest: tampered or broken`,
+          {
+            ...context,
+            endpoint: endpoint.host,
+          },
+        );
       }
       return { digest, body, endpoint: endpoint.host, credentialSource };
     });
@@ -183,7 +195,11 @@ export class RegistryClient {
   }
 
   /** Runs `attempt` on each mirror in order and then the registry; the first success wins. */
-  async #acrossEndpoints<T>(repo: RepositoryRef, options: CallOptions, attempt: (endpoint: RegistryEndpoint, context: ExchangeContext) => Promise<T>): Promise<T> {
+  async #acrossEndpoints<T>(
+    repo: RepositoryRef,
+    options: CallOptions,
+    attempt: (endpoint: RegistryEndpoint, context: ExchangeContext) => Promise<T>,
+  ): Promise<T> {
     const context: ExchangeContext = { registry: repo.registry, repository: repo.repository };
     const failures: EndpointFailure[] = [];
     for (const endpoint of endpointsFor(this.#settings, repo.registry)) {
@@ -216,7 +232,13 @@ export class RegistryClient {
    * (anonymous when it gives none) until one is not refused (401/403). A refused cached token is dropped and
    * replaced once; a challenge that differs from the cached ping is learned and retried once.
    */
-  async #send(endpoint: RegistryEndpoint, context: ExchangeContext, method: "GET" | "HEAD", path: string, options: CallOptions): Promise<{ response: HttpResponse; credentialSource: string }> {
+  async #send(
+    endpoint: RegistryEndpoint,
+    context: ExchangeContext,
+    method: "GET" | "HEAD",
+    path: string,
+    options: CallOptions,
+  ): Promise<{ response: HttpResponse; credentialSource: string }> {
     const { signal } = options;
     const url = new URL(`/v2/${context.repository}/${path}`, endpoint.origin);
     const namedBy = settingsForHost(this.#settings, endpoint.host) ?? { host: endpoint.host };
@@ -270,10 +292,15 @@ export class RegistryClient {
     }
 
     const sources = credentials.map((c) => c?.source ?? ANONYMOUS_SOURCE);
-    const hint = credentials[0] === undefined
-      ? `no credentials are configured for ${endpoint.credentialHost}, and anonymous access was refused`
-      : `tried ${refusals.join(", ")}`;
-    throw new RegistryError("unauthorized", `${subject(context)}: unauthorized at ${endpoint.host}: ${hint}`, { ...context, endpoint: endpoint.host, credentialSources: sources });
+    const hint =
+      credentials[0] === undefined
+        ? `no credentials are configured for ${endpoint.credentialHost}, and anonymous access was refused`
+        : `tried ${refusals.join(", ")}`;
+    throw new RegistryError("unauthorized", `${subject(context)}: unauthorized at ${endpoint.host}: ${hint}`, {
+      ...context,
+      endpoint: endpoint.host,
+      credentialSources: sources,
+    });
   }
 }
 
@@ -286,7 +313,13 @@ function manifestReference(ref: ImageReference): string {
  * The body's digest, checked against the Docker-Content-Digest header (when sent) and the requested digest
  * (when asked by digest). Hashes with the requested digest's algorithm, sha256 otherwise.
  */
-function verifyManifestDigest(body: Buffer, response: HttpResponse, requested: string | undefined, context: ExchangeContext, endpoint: RegistryEndpoint): string {
+function verifyManifestDigest(
+  body: Buffer,
+  response: HttpResponse,
+  requested: string | undefined,
+  context: ExchangeContext,
+  endpoint: RegistryEndpoint,
+): string {
   const algorithm = requested !== undefined ? (digestAlgorithm(requested) ?? "sha256") : "sha256";
   const computed = computeDigest(body, algorithm);
   const mismatch = (promised: string, by: string, actual: string): RegistryError =>
@@ -307,7 +340,10 @@ function verifyManifestDigest(body: Buffer, response: HttpResponse, requested: s
 }
 
 function badDigestHeader(context: ExchangeContext, endpoint: RegistryEndpoint): RegistryError {
-  return new RegistryError("protocol", `${subject(context)}: ${endpoint.host} sent a Docker-Content-Digest that is not a sha256 or sha512 digest`, { ...context, endpoint: endpoint.host });
+  return new RegistryError("protocol", `${subject(context)}: ${endpoint.host} sent a Docker-Content-Digest that is not a sha256 or sha512 digest`, {
+    ...context,
+    endpoint: endpoint.host,
+  });
 }
 
 function withoutSubject(message: string, context: ExchangeContext): string {

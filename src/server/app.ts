@@ -72,7 +72,9 @@ export interface App {
 /** Refused: a server with no policy at all admits everything, which is rarely what was meant. */
 export class EmptyPolicySetError extends PolicyLoadError {
   constructor(source: string) {
-    super([{ origin: source, message: "no policy was found; refusing to start (an empty set admits everything). Add policies, or pass --allow-empty-policies" }]);
+    super([
+      { origin: source, message: "no policy was found; refusing to start (an empty set admits everything). Add policies, or pass --allow-empty-policies" },
+    ]);
   }
 }
 
@@ -142,10 +144,25 @@ export async function startApp(opts: AppOptions): Promise<App> {
     }
   };
 
-  const watcher = opts.watchPolicies === false ? undefined : source.watch(() => void reload(), (err) => logger.warn({ err }, "cannot watch the policy folder; reload with SIGHUP"));
+  const watcher =
+    opts.watchPolicies === false
+      ? undefined
+      : source.watch(
+          () => void reload(),
+          (err) => logger.warn({ err }, "cannot watch the policy folder; reload with SIGHUP"),
+        );
 
   const set = engine.policies();
-  logger.info({ port: server.port, policies: set.ImagePolicy.map((p) => p.name), podRestrictions: set.PodRestriction.map((p) => p.name), backends: engine.remoteBackendNames(), failOpen: opts.config.failOpen }, "serving");
+  logger.info(
+    {
+      port: server.port,
+      policies: set.ImagePolicy.map((p) => p.name),
+      podRestrictions: set.PodRestriction.map((p) => p.name),
+      backends: engine.remoteBackendNames(),
+      failOpen: opts.config.failOpen,
+    },
+    "serving",
+  );
   return {
     port: server.port,
     caPem: tls.caPem,

@@ -8,17 +8,17 @@
 // Everything is ECDSA P-256, signed with SHA-256, with the extensions Go's crypto/x509 insists on:
 // SANs (Go ignores the subject CN), an extendedKeyUsage on the leaf, keyCertSign on the CA.
 
-import { createPrivateKey, randomBytes, X509Certificate as NodeX509Certificate } from 'node:crypto';
-import type { KeyObject } from 'node:crypto';
-import { chmod, mkdir, open, readFile, rename, rm } from 'node:fs/promises';
-import { isIP } from 'node:net';
-import { join } from 'node:path';
-import type { Extension, JsonGeneralName } from '@peculiar/x509';
+import { createPrivateKey, randomBytes, X509Certificate as NodeX509Certificate } from "node:crypto";
+import type { KeyObject } from "node:crypto";
+import { chmod, mkdir, open, readFile, rename, rm } from "node:fs/promises";
+import { isIP } from "node:net";
+import { join } from "node:path";
+import type { Extension, JsonGeneralName } from "@peculiar/x509";
 
 // @peculiar/x509 resolves its algorithms through tsyringe, which refuses to load unless the Reflect metadata
 // polyfill is loaded first; ES module imports are evaluated in order, so this import must stay above it.
-import 'reflect-metadata';
-import * as x509 from '@peculiar/x509';
+import "reflect-metadata";
+import * as x509 from "@peculiar/x509";
 x509.cryptoProvider.set(globalThis.crypto);
 
 export interface TlsMaterial {
@@ -36,13 +36,13 @@ const RENEW_BEFORE_DAYS = 30;
 /** notBefore is set this far in the past, so that a peer whose clock is slightly behind still accepts. */
 const BACKDATE_MS = 60 * 60 * 1000;
 /** Names every serving certificate covers, so that local clients and probes always work. */
-const DEFAULT_DNS_NAMES = ['localhost'];
-const DEFAULT_IP_ADDRESSES = ['127.0.0.1', '::1'];
-const SERVING_COMMON_NAME = 'imprimatur-webhook';
+const DEFAULT_DNS_NAMES = ["localhost"];
+const DEFAULT_IP_ADDRESSES = ["127.0.0.1", "::1"];
+const SERVING_COMMON_NAME = "imprimatur-webhook";
 
-const LEAF_KEY_ALGORITHM: EcKeyGenParams = { name: 'ECDSA', namedCurve: 'P-256' };
+const LEAF_KEY_ALGORITHM: EcKeyGenParams = { name: "ECDSA", namedCurve: "P-256" };
 
-const FILES = { caCert: 'ca.crt', caKey: 'ca.key', cert: 'tls.crt', key: 'tls.key' } as const;
+const FILES = { caCert: "ca.crt", caKey: "ca.key", cert: "tls.crt", key: "tls.key" } as const;
 
 /**
  * Makes sure `stateDir` holds a CA and a serving certificate for `hosts` (plus localhost, 127.0.0.1, ::1),
@@ -99,17 +99,14 @@ export async function createCertificateAuthority(commonName: string): Promise<{ 
     keys,
     notBefore: new Date(now - BACKDATE_MS),
     notAfter: new Date(now + CA_VALIDITY_DAYS * DAY_MS),
-    signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' } as EcdsaParams,
+    signingAlgorithm: { name: "ECDSA", hash: "SHA-256" } as EcdsaParams,
     extensions: [
       new x509.BasicConstraintsExtension(true, 0, true),
-      new x509.KeyUsagesExtension(
-        x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature,
-        true,
-      ),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature, true),
       await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
     ],
   });
-  return { certPem: cert.toString('pem') + '\n', keyPem: await privateKeyPem(keys.privateKey) };
+  return { certPem: cert.toString("pem") + "\n", keyPem: await privateKeyPem(keys.privateKey) };
 }
 
 /**
@@ -128,11 +125,11 @@ export async function issueCertificate(
   const { signingKey, signingAlgorithm } = await importSigningKey(ca.keyPem);
 
   const names: JsonGeneralName[] = [];
-  for (const name of opts.dnsNames ?? []) names.push({ type: 'dns', value: dnsName(name) });
+  for (const name of opts.dnsNames ?? []) names.push({ type: "dns", value: dnsName(name) });
   for (const ip of opts.ipAddresses ?? []) {
     const canonical = canonicalIp(ip);
     if (canonical === null) throw new Error(`not an IP address: ${JSON.stringify(ip)}`);
-    names.push({ type: 'ip', value: canonical });
+    names.push({ type: "ip", value: canonical });
   }
 
   const keys = await generateLeafKeys();
@@ -143,9 +140,7 @@ export async function issueCertificate(
     new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
     new x509.ExtendedKeyUsageExtension([opts.client ? x509.ExtendedKeyUsage.clientAuth : x509.ExtendedKeyUsage.serverAuth], false),
     await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
-    caKeyId !== undefined
-      ? new x509.AuthorityKeyIdentifierExtension(caKeyId)
-      : await x509.AuthorityKeyIdentifierExtension.create(caCert.publicKey),
+    caKeyId !== undefined ? new x509.AuthorityKeyIdentifierExtension(caKeyId) : await x509.AuthorityKeyIdentifierExtension.create(caCert.publicKey),
   ];
   if (names.length > 0) extensions.push(new x509.SubjectAlternativeNameExtension(names, false));
 
@@ -160,7 +155,7 @@ export async function issueCertificate(
     notAfter: new Date(now + days * DAY_MS),
     extensions,
   });
-  return { certPem: cert.toString('pem') + '\n', keyPem: await privateKeyPem(keys.privateKey) };
+  return { certPem: cert.toString("pem") + "\n", keyPem: await privateKeyPem(keys.privateKey) };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -228,8 +223,8 @@ function subjectAltNames(certPem: string): { dnsNames: Set<string>; ipAddresses:
   const ipAddresses = new Set<string>();
   const san = new x509.X509Certificate(certPem).getExtension(x509.SubjectAlternativeNameExtension);
   for (const name of san?.names.toJSON() ?? []) {
-    if (name.type === 'dns') dnsNames.add(name.value.toLowerCase());
-    if (name.type === 'ip') {
+    if (name.type === "dns") dnsNames.add(name.value.toLowerCase());
+    if (name.type === "ip") {
       const ip = canonicalIp(name.value);
       if (ip !== null) ipAddresses.add(ip);
     }
@@ -243,8 +238,8 @@ function normalizeHosts(hosts: string[]): { dnsNames: string[]; ipAddresses: str
   const ipAddresses = new Set<string>();
   for (const raw of [...hosts, ...DEFAULT_DNS_NAMES, ...DEFAULT_IP_ADDRESSES]) {
     let host = raw.trim();
-    if (host === '') continue;
-    if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
+    if (host === "") continue;
+    if (host.startsWith("[") && host.endsWith("]")) host = host.slice(1, -1);
     const ip = canonicalIp(host);
     if (ip !== null) ipAddresses.add(ip);
     else dnsNames.add(dnsName(host));
@@ -261,42 +256,42 @@ function canonicalIp(text: string): string | null {
   const version = isIP(text);
   if (version === 4) return text;
   if (version !== 6) return null;
-  const address = text.replace(/%.*$/, '');
+  const address = text.replace(/%.*$/, "");
   return new URL(`http://[${address}]/`).hostname.slice(1, -1);
 }
 
 const DNS_NAME = /^(\*\.)?[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*$/;
 
 function dnsName(text: string): string {
-  const name = text.trim().toLowerCase().replace(/\.$/, '');
+  const name = text.trim().toLowerCase().replace(/\.$/, "");
   if (name.length > 253 || !DNS_NAME.test(name)) throw new Error(`not a valid DNS name for a certificate: ${JSON.stringify(text)}`);
   return name;
 }
 
 async function generateLeafKeys(): Promise<CryptoKeyPair> {
-  return (await globalThis.crypto.subtle.generateKey(LEAF_KEY_ALGORITHM, true, ['sign', 'verify'])) as CryptoKeyPair;
+  return (await globalThis.crypto.subtle.generateKey(LEAF_KEY_ALGORITHM, true, ["sign", "verify"])) as CryptoKeyPair;
 }
 
 async function privateKeyPem(key: CryptoKey): Promise<string> {
-  const der = await globalThis.crypto.subtle.exportKey('pkcs8', key);
-  return x509.PemConverter.encode(der, 'PRIVATE KEY') + '\n';
+  const der = await globalThis.crypto.subtle.exportKey("pkcs8", key);
+  return x509.PemConverter.encode(der, "PRIVATE KEY") + "\n";
 }
 
 /** The CA key (PKCS#8, PKCS#1 or SEC1 PEM) as a WebCrypto signing key, with the matching signature algorithm. */
 async function importSigningKey(keyPem: string): Promise<{ signingKey: CryptoKey; signingAlgorithm: Algorithm | EcdsaParams }> {
   const key = createPrivateKey(keyPem);
-  const pkcs8 = key.export({ type: 'pkcs8', format: 'der' });
-  if (key.asymmetricKeyType === 'ec') {
+  const pkcs8 = key.export({ type: "pkcs8", format: "der" });
+  if (key.asymmetricKeyType === "ec") {
     const curve = key.asymmetricKeyDetails?.namedCurve;
-    const named = curve === 'prime256v1' ? 'P-256' : curve === 'secp384r1' ? 'P-384' : curve === 'secp521r1' ? 'P-521' : undefined;
+    const named = curve === "prime256v1" ? "P-256" : curve === "secp384r1" ? "P-384" : curve === "secp521r1" ? "P-521" : undefined;
     if (named === undefined) throw new Error(`unsupported CA key curve: ${curve}`);
-    const hash = named === 'P-256' ? 'SHA-256' : named === 'P-384' ? 'SHA-384' : 'SHA-512';
-    const signingKey = await globalThis.crypto.subtle.importKey('pkcs8', pkcs8, { name: 'ECDSA', namedCurve: named }, false, ['sign']);
-    return { signingKey, signingAlgorithm: { name: 'ECDSA', hash } as EcdsaParams };
+    const hash = named === "P-256" ? "SHA-256" : named === "P-384" ? "SHA-384" : "SHA-512";
+    const signingKey = await globalThis.crypto.subtle.importKey("pkcs8", pkcs8, { name: "ECDSA", namedCurve: named }, false, ["sign"]);
+    return { signingKey, signingAlgorithm: { name: "ECDSA", hash } as EcdsaParams };
   }
-  if (key.asymmetricKeyType === 'rsa') {
-    const algorithm: RsaHashedImportParams = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' };
-    return { signingKey: await globalThis.crypto.subtle.importKey('pkcs8', pkcs8, algorithm, false, ['sign']), signingAlgorithm: algorithm };
+  if (key.asymmetricKeyType === "rsa") {
+    const algorithm: RsaHashedImportParams = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" };
+    return { signingKey: await globalThis.crypto.subtle.importKey("pkcs8", pkcs8, algorithm, false, ["sign"]), signingAlgorithm: algorithm };
   }
   throw new Error(`unsupported CA key type: ${key.asymmetricKeyType}`);
 }
@@ -309,21 +304,21 @@ async function ensureStateDir(dir: string): Promise<void> {
 
 async function readIfExists(file: string): Promise<string | null> {
   try {
-    return await readFile(file, 'utf8');
+    return await readFile(file, "utf8");
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
     throw err;
   }
 }
 
 /** Write to a temporary file beside `file` (same mode, fsynced), then rename it over `file`. */
 async function writeFileAtomic(file: string, data: string, mode: number): Promise<void> {
-  const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+  const tmp = `${file}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
   try {
-    const handle = await open(tmp, 'wx', mode);
+    const handle = await open(tmp, "wx", mode);
     try {
       await handle.chmod(mode);
-      await handle.writeFile(data, 'utf8');
+      await handle.writeFile(data, "utf8");
       await handle.sync();
     } finally {
       await handle.close();
@@ -338,7 +333,7 @@ async function writeFileAtomic(file: string, data: string, mode: number): Promis
 /** Persist the renames (best effort: not every platform lets a directory be opened for fsync). */
 async function syncDirectory(dir: string): Promise<void> {
   try {
-    const handle = await open(dir, 'r');
+    const handle = await open(dir, "r");
     try {
       await handle.sync();
     } finally {

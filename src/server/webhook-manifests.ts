@@ -28,7 +28,13 @@ export interface WebhookOptions {
 function webhookRules(customResources: readonly CustomTemplateResource[] = []) {
   const operations = ["CREATE", "UPDATE"];
   return [
-    { apiGroups: [""], apiVersions: ["v1"], operations, resources: ["pods", "pods/ephemeralcontainers", "replicationcontrollers", "podtemplates"], scope: "Namespaced" },
+    {
+      apiGroups: [""],
+      apiVersions: ["v1"],
+      operations,
+      resources: ["pods", "pods/ephemeralcontainers", "replicationcontrollers", "podtemplates"],
+      scope: "Namespaced",
+    },
     { apiGroups: ["apps"], apiVersions: ["*"], operations, resources: ["deployments", "replicasets", "statefulsets", "daemonsets"], scope: "Namespaced" },
     { apiGroups: ["batch"], apiVersions: ["*"], operations, resources: ["jobs", "cronjobs"], scope: "Namespaced" },
     ...customResources.map((c) => ({ apiGroups: [c.group], apiVersions: [c.version], operations, resources: [c.resource], scope: "*" })),
@@ -75,7 +81,9 @@ export function renderImagePolicyKubeconfig(ep: WebhookEndpoint, client?: { cert
   return stringify({
     apiVersion: "v1",
     kind: "Config",
-    clusters: [{ name: "imprimatur", cluster: { server: `${ep.baseUrl}/imagereview`, "certificate-authority-data": Buffer.from(ep.caPem).toString("base64") } }],
+    clusters: [
+      { name: "imprimatur", cluster: { server: `${ep.baseUrl}/imagereview`, "certificate-authority-data": Buffer.from(ep.caPem).toString("base64") } },
+    ],
     users: [
       {
         name: "kube-apiserver",

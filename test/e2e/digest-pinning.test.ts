@@ -53,29 +53,44 @@ before(async () => {
   registry = await startRegistry({
     auth: "token",
     publicRepositories: ["public/app"],
-    users: [{ username: "pusher", password: "pusher-secret-1" }, { ...PULLER, pull: ["private/**"], push: false }],
+    users: [
+      { username: "pusher", password: "pusher-secret-1" },
+      { ...PULLER, pull: ["private/**"], push: false },
+    ],
   });
   digests.public = await push("public/app", "1.0", "public-1");
   digests.private = await push("private/app", "2.0", "private-2");
-  digests.multi = await push("private/multi", "3.0", "multi-3", [{ os: "linux", architecture: "amd64" }, { os: "linux", architecture: "arm64" }]);
+  digests.multi = await push("private/multi", "3.0", "multi-3", [
+    { os: "linux", architecture: "amd64" },
+    { os: "linux", architecture: "arm64" },
+  ]);
   digests.verifyOnly = await push("public/app", "verify", "verify-1");
 
   cluster = await startKubeCluster({ enableAdmissionPlugins: ["MutatingAdmissionWebhook", "ValidatingAdmissionWebhook"] });
   const host = registry.host;
-  await writeFile(join(dir, "policies.yaml"), stringify({
-    apiVersion: "imprimatur.dev/v1alpha1",
-    kind: "ImagePolicy",
-    metadata: { name: "pin-internal" },
-    spec: {
-      rules: [
-        { action: "allow", images: [`${host}/public/app:verify`], digestVerify: true },
-        { action: "allow", images: [`${host}/*`], digestMutate: true, digestVerify: true },
-      ],
-      default: "allow",
-    },
-  }));
-  await writeFile(join(dir, "registries.yaml"), stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: [{ host, ca: registry.caFile }] }));
-  await writeFile(join(dir, "config.yaml"), stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "ServerConfig", kubeconfig: cluster.kubeconfig, registries: join(dir, "registries.yaml") }));
+  await writeFile(
+    join(dir, "policies.yaml"),
+    stringify({
+      apiVersion: "imprimatur.dev/v1alpha1",
+      kind: "ImagePolicy",
+      metadata: { name: "pin-internal" },
+      spec: {
+        rules: [
+          { action: "allow", images: [`${host}/public/app:verify`], digestVerify: true },
+          { action: "allow", images: [`${host}/*`], digestMutate: true, digestVerify: true },
+        ],
+        default: "allow",
+      },
+    }),
+  );
+  await writeFile(
+    join(dir, "registries.yaml"),
+    stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: [{ host, ca: registry.caFile }] }),
+  );
+  await writeFile(
+    join(dir, "config.yaml"),
+    stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "ServerConfig", kubeconfig: cluster.kubeconfig, registries: join(dir, "registries.yaml") }),
+  );
   server = await startImprimatur(["--policies", join(dir, "policies.yaml"), "--config", join(dir, "config.yaml")]);
 
   for (const file of ["mutating-webhook.yaml", "validating-webhook.yaml"]) {
@@ -83,9 +98,21 @@ before(async () => {
     assert.equal(applied.code, 0, applied.stderr);
   }
   assert.equal((await cluster.kubectl(["create", "namespace", NS])).code, 0);
-  const secret = await cluster.kubectl(["create", "secret", "docker-registry", "regcred", "-n", NS, `--docker-server=${host}`, `--docker-username=${PULLER.username}`, `--docker-password=${PULLER.password}`]);
+  const secret = await cluster.kubectl([
+    "create",
+    "secret",
+    "docker-registry",
+    "regcred",
+    "-n",
+    NS,
+    `--docker-server=${host}`,
+    `--docker-username=${PULLER.username}`,
+    `--docker-password=${PULLER.password}`,
+  ]);
   assert.equal(secret.code, 0, secret.stderr);
-  const sa = await cluster.apply(JSON.stringify({ apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "builder", namespace: NS }, imagePullSecrets: [{ name: "regcred" }] }));
+  const sa = await cluster.apply(
+    JSON.stringify({ apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "builder", namespace: NS }, imagePullSecrets: [{ name: "regcred" }] }),
+  );
   assert.equal(sa.code, 0, sa.stderr);
 
   // Webhook configurations take effect asynchronously: wait until a dry run comes back pinned.
@@ -131,7 +158,10 @@ test("a private image resolves with the pod's own pull secret; the Event names t
 test("without a pull secret the private tag cannot be resolved: the registry's refusal is a denial", async () => {
   const r = await cluster.kubectl(["create", "-f", "-"], { input: pod("no-secret", `${registry.host}/private/app:2.0`) });
   assert.notEqual(r.code, 0);
-  assert.match(r.stderr, /pins\.imprimatur\.dev.* denied the request: .*private\/app:2\.0.*rules\[1\]\.digestMutate: the tag could not be resolved to a digest \(unauthorized: .*registry's answer.*Give the pod a pull secret/i);
+  assert.match(
+    r.stderr,
+    /pins\.imprimatur\.dev.* denied the request: .*private\/app:2\.0.*rules\[1\]\.digestMutate: the tag could not be resolved to a digest \(unauthorized: .*registry's answer.*Give the pod a pull secret/i,
+  );
 });
 
 test("a Deployment's template is pinned with its service account's pull secret, so its pods will be too", async () => {
@@ -170,7 +200,10 @@ test("digestVerify: the validating webhook denies a tag that no rule pins, sayin
   const image = `${registry.host}/public/app:verify`;
   const r = await cluster.kubectl(["create", "-f", "-"], { input: pod("verify-tag", image) });
   assert.notEqual(r.code, 0);
-  assert.match(r.stderr, /images\.imprimatur\.dev.* denied the request: .*rules\[0\]\.digestVerify: this policy requires a digest.*pin it as .*public\/app:verify@sha256:<digest>/);
+  assert.match(
+    r.stderr,
+    /images\.imprimatur\.dev.* denied the request: .*rules\[0\]\.digestVerify: this policy requires a digest.*pin it as .*public\/app:verify@sha256:<digest>/,
+  );
   const pinned = await cluster.kubectl(["create", "-f", "-"], { input: pod("verify-digest", `${image}@${digests.verifyOnly}`) });
   assert.equal(pinned.code, 0, pinned.stderr);
 });

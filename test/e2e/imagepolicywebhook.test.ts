@@ -54,7 +54,10 @@ test("break-glass annotations reach the backend and override where allowed, audi
   const annotations = { "break-glass.image-policy.k8s.io/reason": "hotfix", "break-glass.image-policy.k8s.io/ticket": "INC-1001" };
   const ok = await cluster.apply(podYaml("glass", "e2e-ipw", ["docker.io/library/nginx:1.25"], annotations));
   assert.equal(ok.code, 0, ok.stderr);
-  const audit = (await readFile(join(imprimatur.stateDir, "audit.jsonl"), "utf8")).trim().split("\n").map((l) => JSON.parse(l));
+  const audit = (await readFile(join(imprimatur.stateDir, "audit.jsonl"), "utf8"))
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l));
   const record = audit.find((r) => r.ticket === "INC-1001");
   assert.ok(record, "audit record written");
   assert.equal(record.event, "break-glass");

@@ -199,7 +199,11 @@ describe("namespace labels from the Kubernetes API", () => {
     assert.deepEqual(cache.labels("e2e-watched"), { [NAME_LABEL]: "e2e-watched", team: "b" });
 
     await fx.kubectl("label", "namespace", "e2e-watched", "team=c", "tier=gold", "--overwrite");
-    await waitFor("the relabel", () => (cache.labels("e2e-watched")?.team === "c" ? true : undefined), () => cache.labels("e2e-watched"));
+    await waitFor(
+      "the relabel",
+      () => (cache.labels("e2e-watched")?.team === "c" ? true : undefined),
+      () => cache.labels("e2e-watched"),
+    );
     assert.deepEqual(cache.labels("e2e-watched"), { [NAME_LABEL]: "e2e-watched", team: "c", tier: "gold" });
 
     await fx.kubectl("label", "namespace", "e2e-watched", "tier-");
@@ -216,7 +220,11 @@ describe("namespace labels from the Kubernetes API", () => {
     assert.deepEqual(cache.labels("e2e-watched"), { [NAME_LABEL]: "e2e-watched", team: "d" });
 
     await fx.finalizeNamespace("e2e-watched");
-    await waitFor("the deletion", () => (cache.labels("e2e-watched") === undefined ? true : undefined), () => cache.labels("e2e-watched"));
+    await waitFor(
+      "the deletion",
+      () => (cache.labels("e2e-watched") === undefined ? true : undefined),
+      () => cache.labels("e2e-watched"),
+    );
     assert.deepEqual(cache.labels("e2e-listed"), { [NAME_LABEL]: "e2e-listed", team: "a" }, "other namespaces are untouched");
 
     await cache.close();
@@ -279,7 +287,11 @@ describe("namespace labels from the Kubernetes API", () => {
     await waiting;
     assert.ok(Date.now() - closeStartedAt < 1_000, "close() ends a pending prepare() and does not wait for a stalled connection");
     assert.equal(proxy.connections, 2);
-    await waitFor("the stalled connection to close", () => (proxy.sockets.size === 0 ? true : undefined), () => proxy.sockets.size);
+    await waitFor(
+      "the stalled connection to close",
+      () => (proxy.sockets.size === 0 ? true : undefined),
+      () => proxy.sockets.size,
+    );
   });
 
   test("the watch restarts with backoff after the connection is cut, and catches up", async () => {
@@ -300,12 +312,19 @@ describe("namespace labels from the Kubernetes API", () => {
     assert.equal(cache.ready(), true, "a stale cache stays ready");
 
     await proxy.open();
-    await waitFor("the change made during the outage", () => (cache.labels("e2e-flaky")?.stage === "two" ? true : undefined), () => cache.labels("e2e-flaky"));
+    await waitFor(
+      "the change made during the outage",
+      () => (cache.labels("e2e-flaky")?.stage === "two" ? true : undefined),
+      () => cache.labels("e2e-flaky"),
+    );
     assert.deepEqual(cache.labels("e2e-flaky"), { [NAME_LABEL]: "e2e-flaky", stage: "two" });
     assert.deepEqual(cache.labels("e2e-during-outage"), { [NAME_LABEL]: "e2e-during-outage", stage: "new" });
 
     const warnings = records.filter((r) => r.level === 40);
-    assert.ok(warnings.every((r) => /restarting after backoff/.test(r.msg)), JSON.stringify(warnings));
+    assert.ok(
+      warnings.every((r) => /restarting after backoff/.test(r.msg)),
+      JSON.stringify(warnings),
+    );
     const delays = warnings.map((r) => r.delayMs as number);
     assert.equal(delays[0], 200, "the first restart waits the minimum backoff");
     for (let i = 1; i < delays.length; i++) {
@@ -374,7 +393,11 @@ describe("namespace labels when the API server has forgotten the watch's resourc
     });
 
     await proxy.open();
-    await waitFor("the relabel made during the outage", () => (cache.labels("e2e-kept")?.version === "2" ? true : undefined), () => cache.labels("e2e-kept"));
+    await waitFor(
+      "the relabel made during the outage",
+      () => (cache.labels("e2e-kept")?.version === "2" ? true : undefined),
+      () => cache.labels("e2e-kept"),
+    );
     assert.equal(cache.labels("e2e-doomed"), undefined, "a namespace deleted during the outage is gone after the new list");
     assert.deepEqual(cache.labels("e2e-born"), { [NAME_LABEL]: "e2e-born", version: "1" });
     assert.ok(

@@ -41,7 +41,11 @@ async function app(config: Partial<ServerConfig> = {}, trips?: RoundTrip[]): Pro
   const started = await startTestApp({
     policies: join(dir, "policies.yaml"),
     config: { ...DEFAULT_SERVER_CONFIG, ...config, digests: { ...DEFAULT_SERVER_CONFIG.digests, ...config.digests } },
-    registries: registrySettingsMap([{ host: registry.host, ca: registry.caPem }, { host: deadHost, ca: registry.caPem }, { host: proxy.host, ca: proxy.caPem }]),
+    registries: registrySettingsMap([
+      { host: registry.host, ca: registry.caPem },
+      { host: deadHost, ca: registry.caPem },
+      { host: proxy.host, ca: proxy.caPem },
+    ]),
     // The registry's user for the registry itself and for the proxy in front of it.
     staticCredentials: CredentialKeyring.of([...auth.entries, ...auth.entries.map((e) => ({ ...e, key: proxy.host }))]).lookup,
     ...(trips ? { onRegistryRoundTrip: (t: RoundTrip) => trips.push(t) } : {}),
@@ -50,7 +54,14 @@ async function app(config: Partial<ServerConfig> = {}, trips?: RoundTrip[]): Pro
   return started;
 }
 
-type Response = { allowed: boolean; patchType?: string; patch?: string; status?: { message: string }; warnings?: string[]; auditAnnotations?: Record<string, string> };
+type Response = {
+  allowed: boolean;
+  patchType?: string;
+  patch?: string;
+  status?: { message: string };
+  warnings?: string[];
+  auditAnnotations?: Record<string, string>;
+};
 
 async function mutate(a: TestApp, body: unknown): Promise<Response> {
   const r = await postJson(`${a.base}/mutate`, a.ca, body);
@@ -70,12 +81,15 @@ before(async () => {
   proxy = await startTamperingProxy({ upstream: registry.url, upstreamCa: registry.caPem });
   digests.app = await push("team/app", "1.0", "app-1");
   digests.other = await push("team/other", "2.0", "other-2");
-  await writeFile(join(dir, "policies.yaml"), stringify({
-    apiVersion: "imprimatur.dev/v1alpha1",
-    kind: "ImagePolicy",
-    metadata: { name: "pin" },
-    spec: { rules: [{ action: "allow", images: [`${registry.host}/*`, `${deadHost}/*`, `${proxy.host}/*`], digestMutate: true }], default: "allow" },
-  }));
+  await writeFile(
+    join(dir, "policies.yaml"),
+    stringify({
+      apiVersion: "imprimatur.dev/v1alpha1",
+      kind: "ImagePolicy",
+      metadata: { name: "pin" },
+      spec: { rules: [{ action: "allow", images: [`${registry.host}/*`, `${deadHost}/*`, `${proxy.host}/*`], digestMutate: true }], default: "allow" },
+    }),
+  );
 });
 
 after(async () => {
@@ -120,7 +134,12 @@ test("an unreachable registry denies when failing closed, and admits with a warn
   const closed = await app();
   const denied = await mutate(closed, podReview({ images: [image] }));
   assert.equal(denied.allowed, false);
-  assert.match(denied.status!.message, new RegExp(`image "${image}" \\(spec\\.containers\\[0\\]\\.image\\) denied by policy pin rules\\[0\\]\\.digestMutate: the tag could not be resolved to a digest \\(.*${deadHost.replace(/\./g, "\\.")}`));
+  assert.match(
+    denied.status!.message,
+    new RegExp(
+      `image "${image}" \\(spec\\.containers\\[0\\]\\.image\\) denied by policy pin rules\\[0\\]\\.digestMutate: the tag could not be resolved to a digest \\(.*${deadHost.replace(/\./g, "\\.")}`,
+    ),
+  );
 
   const open = await app({ failOpen: true });
   const admitted = await mutate(open, podReview({ images: [image] }));
@@ -128,8 +147,14 @@ test("an unreachable registry denies when failing closed, and admits with a warn
   assert.equal(admitted.patch, undefined);
   assert.match(admitted.warnings![0]!, /admitted without a digest/);
   assert.equal(admitted.auditAnnotations!["fail-open"], "true");
-  const audit = (await readFile(join(open.stateDir, "audit.jsonl"), "utf8")).trim().split("\n").map((l) => JSON.parse(l));
-  assert.deepEqual(audit.map((e) => [e.event, e.endpoint, e.images]), [["fail-open", "mutate", [image]]]);
+  const audit = (await readFile(join(open.stateDir, "audit.jsonl"), "utf8"))
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l));
+  assert.deepEqual(
+    audit.map((e) => [e.event, e.endpoint, e.images]),
+    [["fail-open", "mutate", [image]]],
+  );
 });
 
 test("a dry run is pinned the same way but leaves no audit record", async () => {
@@ -157,7 +182,17 @@ test("a Deployment's template and a workload update: only new or changed images 
     apiVersion: "apps/v1",
     kind: "Deployment",
     metadata: { name: "web", namespace: "default" },
-    spec: { template: { metadata: { labels: { app: "web" } }, spec: { containers: [{ name: "web", image: img }, { name: "side", image: sidecar }] } } },
+    spec: {
+      template: {
+        metadata: { labels: { app: "web" } },
+        spec: {
+          containers: [
+            { name: "web", image: img },
+            { name: "side", image: sidecar },
+          ],
+        },
+      },
+    },
   });
   const review = (object: unknown, oldObject?: unknown) => ({
     apiVersion: "admission.k8s.io/v1",
@@ -173,11 +208,18 @@ test("a Deployment's template and a workload update: only new or changed images 
     },
   });
   const created = patchOf(await mutate(a, review(deployment(image, "busybox:1"))));
-  assert.deepEqual(created.map((p) => p.path), ["/spec/template/spec/containers/0/image", "/spec/template/metadata/annotations"]);
+  assert.deepEqual(
+    created.map((p) => p.path),
+    ["/spec/template/spec/containers/0/image", "/spec/template/metadata/annotations"],
+  );
 
   const side = `${registry.host}/team/other:2.0`;
   const updated = patchOf(await mutate(a, review(deployment(image, side), deployment(image, "busybox:1"))));
-  assert.deepEqual(updated.map((p) => [p.path, p.value]).slice(0, 1), [["/spec/template/spec/containers/1/image", `${side}@${digests.other}`]], "the unchanged tag is not re-pinned");
+  assert.deepEqual(
+    updated.map((p) => [p.path, p.value]).slice(0, 1),
+    [["/spec/template/spec/containers/1/image", `${side}@${digests.other}`]],
+    "the unchanged tag is not re-pinned",
+  );
 });
 
 test("ephemeral containers (Kubernetes < 1.22 sends the EphemeralContainers object) are pinned in place, with nowhere to record", async () => {

@@ -18,7 +18,9 @@ let server: ImprimaturProcess;
 
 const compliantSpec = {
   securityContext: { runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } },
-  containers: [{ name: "app", image: "registry.example.com/team/app:1.0", securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } } }],
+  containers: [
+    { name: "app", image: "registry.example.com/team/app:1.0", securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } } },
+  ],
 };
 const privilegedSpec = (image = "registry.example.com/team/app:1.0") => ({ containers: [{ name: "app", image, securityContext: { privileged: true } }] });
 
@@ -48,7 +50,14 @@ before(async () => {
       group: "ci.example.com",
       scope: "Namespaced",
       names: { plural: "buildruns", singular: "buildrun", kind: "BuildRun" },
-      versions: [{ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object", "x-kubernetes-preserve-unknown-fields": true } } } } }],
+      versions: [
+        {
+          name: "v1",
+          served: true,
+          storage: true,
+          schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object", "x-kubernetes-preserve-unknown-fields": true } } } },
+        },
+      ],
     },
   };
   assert.equal((await cluster.apply(JSON.stringify(crd))).code, 0);
@@ -83,8 +92,14 @@ after(async () => {
 test("a privileged pod in a namespace bound to restricted is denied, naming the field and the check", async () => {
   const r = await create(pod("privileged", "secure", privilegedSpec()));
   assert.notEqual(r.code, 0);
-  assert.match(r.stderr, /denied the request: .*spec\.containers\[0\]\.securityContext\.privileged denied by PodRestriction restricted-namespaces baseline\/privileged: is true; must be false/);
-  assert.match(r.stderr, /spec\.containers\[0\]\.securityContext\.allowPrivilegeEscalation denied by PodRestriction restricted-namespaces restricted\/privilege-escalation/);
+  assert.match(
+    r.stderr,
+    /denied the request: .*spec\.containers\[0\]\.securityContext\.privileged denied by PodRestriction restricted-namespaces baseline\/privileged: is true; must be false/,
+  );
+  assert.match(
+    r.stderr,
+    /spec\.containers\[0\]\.securityContext\.allowPrivilegeEscalation denied by PodRestriction restricted-namespaces restricted\/privilege-escalation/,
+  );
 });
 
 test("a compliant pod is admitted and stored", async () => {
@@ -108,11 +123,20 @@ test("a Deployment with a privileged template is denied at creation (fail-fast)"
   };
   const r = await create(JSON.stringify(deployment));
   assert.notEqual(r.code, 0);
-  assert.match(r.stderr, /spec\.template\.spec\.containers\[0\]\.securityContext\.privileged denied by PodRestriction restricted-namespaces baseline\/privileged/);
+  assert.match(
+    r.stderr,
+    /spec\.template\.spec\.containers\[0\]\.securityContext\.privileged denied by PodRestriction restricted-namespaces baseline\/privileged/,
+  );
   const listed = await cluster.kubectl(["get", "deployments", "-n", "secure", "-o", "name"]);
   assert.equal(listed.stdout.trim(), "");
 
-  const ok = await create(JSON.stringify({ ...deployment, metadata: { name: "web-ok", namespace: "secure" }, spec: { ...deployment.spec, template: { metadata: { labels: { app: "web" } }, spec: compliantSpec } } }));
+  const ok = await create(
+    JSON.stringify({
+      ...deployment,
+      metadata: { name: "web-ok", namespace: "secure" },
+      spec: { ...deployment.spec, template: { metadata: { labels: { app: "web" } }, spec: compliantSpec } },
+    }),
+  );
   assert.equal(ok.code, 0, ok.stderr);
   // Scaling changes no restricted field: allowed even though nothing is re-judged.
   const scaled = await cluster.kubectl(["scale", "deployment/web-ok", "-n", "secure", "--replicas=3"]);
@@ -132,10 +156,18 @@ test("an Accept policy opens a hole for one image in one namespace only", async 
 
 test("a custom resource embedding a privileged pod template is denied, with the path into the resource", async () => {
   const run = (name: string, spec: object) =>
-    JSON.stringify({ apiVersion: "ci.example.com/v1", kind: "BuildRun", metadata: { name, namespace: "secure" }, spec: { steps: [{ template: { spec: compliantSpec } }, { template: { spec } }] } });
+    JSON.stringify({
+      apiVersion: "ci.example.com/v1",
+      kind: "BuildRun",
+      metadata: { name, namespace: "secure" },
+      spec: { steps: [{ template: { spec: compliantSpec } }, { template: { spec } }] },
+    });
   const bad = await create(run("bad", privilegedSpec()));
   assert.notEqual(bad.code, 0);
-  assert.match(bad.stderr, /spec\.steps\[1\]\.template\.spec\.containers\[0\]\.securityContext\.privileged denied by PodRestriction restricted-namespaces baseline\/privileged/);
+  assert.match(
+    bad.stderr,
+    /spec\.steps\[1\]\.template\.spec\.containers\[0\]\.securityContext\.privileged denied by PodRestriction restricted-namespaces baseline\/privileged/,
+  );
   const good = await create(run("good", compliantSpec));
   assert.equal(good.code, 0, good.stderr);
 });

@@ -80,21 +80,43 @@ describe("pull secrets from the Kubernetes API", () => {
     cluster = await startKubeCluster();
     await kubectl("create", "namespace", NS);
     // What `kubectl create secret docker-registry` writes: kubernetes.io/dockerconfigjson with "auth" and username/password.
-    await kubectl("create", "secret", "docker-registry", "pod-json", "-n", NS, "--docker-server=registry.example.com", "--docker-username=pod-user", "--docker-password=pod-pw-1");
+    await kubectl(
+      "create",
+      "secret",
+      "docker-registry",
+      "pod-json",
+      "-n",
+      NS,
+      "--docker-server=registry.example.com",
+      "--docker-username=pod-user",
+      "--docker-password=pod-pw-1",
+    );
     // The legacy type, as older tooling made it.
-    await apply(secretManifest("legacy-cfg", "kubernetes.io/dockercfg", { ".dockercfg": JSON.stringify({ "https://registry.example.com/v1/": { auth: b64("legacy-user:legacy-pw-2"), email: "x@example.com" } }) }));
+    await apply(
+      secretManifest("legacy-cfg", "kubernetes.io/dockercfg", {
+        ".dockercfg": JSON.stringify({ "https://registry.example.com/v1/": { auth: b64("legacy-user:legacy-pw-2"), email: "x@example.com" } }),
+      }),
+    );
     await apply(
       secretManifest("sa-json", "kubernetes.io/dockerconfigjson", {
-        ".dockerconfigjson": JSON.stringify({ auths: { "registry.example.com": { username: "sa-user", password: "sa-pw-3" }, "*.example.com": { auth: b64("wild-user:wild-pw-4") } } }),
+        ".dockerconfigjson": JSON.stringify({
+          auths: { "registry.example.com": { username: "sa-user", password: "sa-pw-3" }, "*.example.com": { auth: b64("wild-user:wild-pw-4") } },
+        }),
       }),
     );
     // The API checks that a dockerconfigjson secret is JSON, not what its entries hold.
     await apply(
       secretManifest("bad-entry", "kubernetes.io/dockerconfigjson", {
-        ".dockerconfigjson": JSON.stringify({ auths: { "broken.test": { auth: "bad-entry-pw-5 is not base64" }, "fine.test": { username: "fine-user", password: "fine-pw" } } }),
+        ".dockerconfigjson": JSON.stringify({
+          auths: { "broken.test": { auth: "bad-entry-pw-5 is not base64" }, "fine.test": { username: "fine-user", password: "fine-pw" } },
+        }),
       }),
     );
-    await apply(secretManifest("opaque", "Opaque", { ".dockerconfigjson": JSON.stringify({ auths: { "registry.example.com": { username: "opaque-user", password: "opaque-pw" } } }) }));
+    await apply(
+      secretManifest("opaque", "Opaque", {
+        ".dockerconfigjson": JSON.stringify({ auths: { "registry.example.com": { username: "opaque-user", password: "opaque-pw" } } }),
+      }),
+    );
     await apply(
       JSON.stringify({
         apiVersion: "v1",
@@ -143,7 +165,10 @@ describe("pull secrets from the Kubernetes API", () => {
   test("a malformed entry is a problem naming the secret and key; the secret's other entries are used", async () => {
     const credentials = await reader().credentialsFor({ namespace: NS, imagePullSecrets: [{ name: "bad-entry" }], serviceAccountName: "builder" });
     assert.deepEqual(credentials.problems, [`secret ${NS}/bad-entry: entry "broken.test": auth is not valid base64`, `secret ${NS}/sa-missing not found`]);
-    assert.deepEqual(credentials.lookup("fine.test", "app").map((c) => [c.source, c.username]), [[`secret ${NS}/bad-entry`, "fine-user"]]);
+    assert.deepEqual(
+      credentials.lookup("fine.test", "app").map((c) => [c.source, c.username]),
+      [[`secret ${NS}/bad-entry`, "fine-user"]],
+    );
     assert.equal(credentials.sources[0], `secret ${NS}/bad-entry`);
     assertNoPassword(credentials.problems.join("\n"));
   });
@@ -156,15 +181,36 @@ describe("pull secrets from the Kubernetes API", () => {
     assert.deepEqual(before.sources, []);
     assert.deepEqual(before.lookup("registry.example.com", "app"), []);
 
-    await apply(secretManifest("default-pull", "kubernetes.io/dockerconfigjson", { ".dockerconfigjson": JSON.stringify({ auths: { "registry.example.com": { auth: b64("default-user:default-pw-7") } } }) }, "e2e-default-sa"));
-    await apply(JSON.stringify({ apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "default", namespace: "e2e-default-sa" }, imagePullSecrets: [{ name: "default-pull" }] }));
+    await apply(
+      secretManifest(
+        "default-pull",
+        "kubernetes.io/dockerconfigjson",
+        { ".dockerconfigjson": JSON.stringify({ auths: { "registry.example.com": { auth: b64("default-user:default-pw-7") } } }) },
+        "e2e-default-sa",
+      ),
+    );
+    await apply(
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "ServiceAccount",
+        metadata: { name: "default", namespace: "e2e-default-sa" },
+        imagePullSecrets: [{ name: "default-pull" }],
+      }),
+    );
     const after = await reader().credentialsFor({ namespace: "e2e-default-sa", serviceAccountName: "" });
     assert.deepEqual(after.problems, []);
-    assert.deepEqual(after.lookup("registry.example.com", "app").map((c) => c.username), ["default-user"]);
+    assert.deepEqual(
+      after.lookup("registry.example.com", "app").map((c) => c.username),
+      ["default-user"],
+    );
   });
 
   test("reads are cached for the TTL and shared by concurrent callers", async () => {
-    await apply(secretManifest("cached", "kubernetes.io/dockerconfigjson", { ".dockerconfigjson": JSON.stringify({ auths: { "registry.example.com": { username: "cache-user", password: "cache-pw-6" } } }) }));
+    await apply(
+      secretManifest("cached", "kubernetes.io/dockerconfigjson", {
+        ".dockerconfigjson": JSON.stringify({ auths: { "registry.example.com": { username: "cache-user", password: "cache-pw-6" } } }),
+      }),
+    );
     let clock = 1_000_000;
     const cachedReader = reader({ ttlMs: 10_000, now: () => clock });
     const refs = { namespace: NS, imagePullSecrets: [{ name: "cached" }], serviceAccountName: "builder" };
@@ -223,7 +269,10 @@ describe("pull secrets from the Kubernetes API", () => {
     const refs = { namespace: NS, serviceAccountName: "builder" }; // one object to read
     for (let attempt = 1; attempt <= 2; attempt++) {
       await assert.rejects(unreachable.credentialsFor(refs), (err: Error) => {
-        assert.match(err.message, new RegExp(`^cannot read service account ${NS}/builder from the Kubernetes API at https://127\\.0\\.0\\.1:${port}: .*(ECONNREFUSED|fetch failed)`));
+        assert.match(
+          err.message,
+          new RegExp(`^cannot read service account ${NS}/builder from the Kubernetes API at https://127\\.0\\.0\\.1:${port}: .*(ECONNREFUSED|fetch failed)`),
+        );
         return true;
       });
     }

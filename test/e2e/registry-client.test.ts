@@ -101,13 +101,16 @@ function keyring(host: string, source: string, user: { username: string; passwor
 }
 
 /** A client with `settings`, recording its round trips; closed after the test. */
-function client(t: { after: (fn: () => Promise<void>) => void }, settings: RegistrySettings[], options: RegistryClientOptions = {}): { client: RegistryClient; trips: RoundTrip[] } {
+function client(
+  t: { after: (fn: () => Promise<void>) => void },
+  settings: RegistrySettings[],
+  options: RegistryClientOptions = {},
+): { client: RegistryClient; trips: RoundTrip[] } {
   const trips: RoundTrip[] = [];
   const c = new RegistryClient({ settings: registrySettingsMap(settings), onRoundTrip: (trip) => trips.push(trip), ...options });
   t.after(() => c.close());
   return { client: c, trips };
 }
-
 
 /** "GET https://host/v2/… 200", the query string already gone (onRoundTrip never sees one). */
 function describeTrips(trips: RoundTrip[]): string[] {
@@ -132,7 +135,10 @@ describe("htpasswd registry over TLS", () => {
     const manifest = await c.getManifest({ ...image, digest: resolved.digest }, { credentials: aliceLookup() });
     assert.equal(manifest.digest, images.privateApp.digest);
     const layers = (JSON.parse(manifest.body.toString("utf8")) as { layers: Array<{ digest: string }> }).layers;
-    assert.deepEqual(layers.map((l) => l.digest), [images.privateApp.manifests[0]!.layerDigest]);
+    assert.deepEqual(
+      layers.map((l) => l.digest),
+      [images.privateApp.manifests[0]!.layerDigest],
+    );
 
     const layer = await c.getBlob(image, images.privateApp.manifests[0]!.layerDigest, { credentials: aliceLookup() });
     assert.equal(layer.digest, images.privateApp.manifests[0]!.layerDigest);
@@ -337,7 +343,10 @@ describe("a proxy that alters manifests", () => {
     assert.equal(error.retryable, false);
     assert.match(error.message, /body does not match its digest/);
     assert.ok(error.message.includes(images.tamper.digest), "the message names the digest the registry announced");
-    assert.ok(proxy.requests.some((r) => r.tampered && r.path === "/v2/tamper/app/manifests/v1"), "the proxy did alter the manifest");
+    assert.ok(
+      proxy.requests.some((r) => r.tampered && r.path === "/v2/tamper/app/manifests/v1"),
+      "the proxy did alter the manifest",
+    );
   });
 
   test("a self-consistent altered body (its Docker-Content-Digest rewritten) is rejected when fetched by digest", async (t) => {
@@ -380,7 +389,10 @@ describe("mirrors", () => {
     assert.equal(resolved.credentialSource, "anonymous");
     const atMirror = proxy.requests.slice(seen);
     assert.ok(atMirror.some((r) => r.path === "/v2/mirrored/app/manifests/v1" && r.status === 200));
-    assert.ok(atMirror.every((r) => !r.authorization), "the upstream's credential never goes to the mirror");
+    assert.ok(
+      atMirror.every((r) => !r.authorization),
+      "the upstream's credential never goes to the mirror",
+    );
   });
 
   test("when the mirror does not have the repository, the upstream answers with its credential", async (t) => {
@@ -390,7 +402,10 @@ describe("mirrors", () => {
     assert.equal(resolved.digest, images.upstreamOnly.digest);
     assert.equal(resolved.endpoint, htpasswd.host);
     assert.equal(resolved.credentialSource, "secret ci/alice");
-    assert.ok(trips.some((r) => r.url === `https://${proxy.host}/v2/upstream-only/app/manifests/v1` && r.status === 404), describeTrips(trips).join("\n"));
+    assert.ok(
+      trips.some((r) => r.url === `https://${proxy.host}/v2/upstream-only/app/manifests/v1` && r.status === 404),
+      describeTrips(trips).join("\n"),
+    );
   });
 
   test("a mirror serving altered bytes is skipped; the upstream's verified answer wins", async (t) => {
@@ -408,10 +423,13 @@ describe("mirrors", () => {
     const { client: c } = client(t, settings());
     const error = await rejection(c.resolveDigest(ref(htpasswd.host, "nowhere/app:v1"), { credentials: lookup() }));
     assert.equal(error.code, "not-found");
-    assert.deepEqual(error.attempts?.map((a) => [a.endpoint, a.code]), [
-      [proxy.host, "not-found"],
-      [htpasswd.host, "not-found"],
-    ]);
+    assert.deepEqual(
+      error.attempts?.map((a) => [a.endpoint, a.code]),
+      [
+        [proxy.host, "not-found"],
+        [htpasswd.host, "not-found"],
+      ],
+    );
     assert.match(error.message, /every endpoint failed, mirrors first/);
   });
 });

@@ -99,7 +99,10 @@ async function getManifest(
     assert.equal(token.status, 200, "the token server answers every correctly authenticated request");
     answer = await httpCall(url, { ca: registry.caPem, headers: { accept: MANIFEST_ACCEPT, authorization: `Bearer ${token.token}` } });
   } else if (answer.status === 401 && credentials) {
-    answer = await httpCall(url, { ca: registry.caPem, headers: { accept: MANIFEST_ACCEPT, authorization: basic(credentials.username, credentials.password) } });
+    answer = await httpCall(url, {
+      ca: registry.caPem,
+      headers: { accept: MANIFEST_ACCEPT, authorization: basic(credentials.username, credentials.password) },
+    });
   }
   const digest = answer.headers["docker-content-digest"];
   return { ...answer, ...(typeof digest === "string" ? { digest } : {}) };
@@ -124,7 +127,14 @@ describe("OCI layouts", () => {
     assert.notEqual(a.digest, c.digest);
     assert.equal(a.mediaType, MEDIA_TYPES.manifest);
 
-    const multi = layout({ tag: "v1", seed: "determinism", platforms: [{ os: "linux", architecture: "amd64" }, { os: "linux", architecture: "arm", variant: "v7" }] });
+    const multi = layout({
+      tag: "v1",
+      seed: "determinism",
+      platforms: [
+        { os: "linux", architecture: "amd64" },
+        { os: "linux", architecture: "arm", variant: "v7" },
+      ],
+    });
     assert.equal(multi.mediaType, MEDIA_TYPES.index);
     assert.equal(multi.manifests.length, 2);
     assert.equal(multi.manifests[0]!.digest, a.digest, "the linux/amd64 instance is the single-platform image");
@@ -191,7 +201,15 @@ describe("htpasswd auth", () => {
       assert.equal(right.digest, image.digest);
 
       // skopeo with the wrong password fails too (and its error does not echo the password).
-      const skopeo = await runSkopeo(["inspect", "--raw", "--creds", "alice:wrong", "--cert-dir", registry.certDir, `docker://${registry.host}/private/app:v1`]);
+      const skopeo = await runSkopeo([
+        "inspect",
+        "--raw",
+        "--creds",
+        "alice:wrong",
+        "--cert-dir",
+        registry.certDir,
+        `docker://${registry.host}/private/app:v1`,
+      ]);
       assert.notEqual(skopeo.code, 0);
       assert.match(skopeo.stderr, /unauthorized|authentication required/i);
     } finally {
@@ -266,12 +284,18 @@ describe("token auth", () => {
       // The registry really verifies tokens: one for another audience, or expired, is refused.
       const manifestUrl = `${registry.url}/v2/team-a/app/manifests/v1`;
       const access = [{ type: "repository", name: "team-a/app", actions: ["pull"] }];
-      for (const token of [server.signToken("pusher", access, { audience: "another-registry" }), server.signToken("pusher", access, { expiresInSeconds: -3600 })]) {
+      for (const token of [
+        server.signToken("pusher", access, { audience: "another-registry" }),
+        server.signToken("pusher", access, { expiresInSeconds: -3600 }),
+      ]) {
         const refused = await httpCall(manifestUrl, { ca: registry.caPem, headers: { accept: MANIFEST_ACCEPT, authorization: `Bearer ${token}` } });
         assert.equal(refused.status, 401);
         assert.match(String(refused.headers["www-authenticate"]), /error="invalid_token"/);
       }
-      const good = await httpCall(manifestUrl, { ca: registry.caPem, headers: { accept: MANIFEST_ACCEPT, authorization: `Bearer ${server.signToken("pusher", access)}` } });
+      const good = await httpCall(manifestUrl, {
+        ca: registry.caPem,
+        headers: { accept: MANIFEST_ACCEPT, authorization: `Bearer ${server.signToken("pusher", access)}` },
+      });
       assert.equal(good.status, 200, registry.logs());
 
       assert.ok(server.counters.anonymous >= 2, JSON.stringify(server.counters));
@@ -289,10 +313,14 @@ describe("token auth", () => {
       const image = layout({ tag: "v1", seed: "token-refresh" });
       await registry.push(image.layoutDir, "v1", "ci/tools/app", "v1");
       const manifestUrl = `${registry.url}/v2/ci/tools/app/manifests/v1`;
-      const pullWith = (token: string) =>
-        httpCall(manifestUrl, { ca: registry.caPem, headers: { accept: MANIFEST_ACCEPT, authorization: `Bearer ${token}` } });
+      const pullWith = (token: string) => httpCall(manifestUrl, { ca: registry.caPem, headers: { accept: MANIFEST_ACCEPT, authorization: `Bearer ${token}` } });
 
-      const first = await fetchToken(registry, "repository:ci/tools/app:pull", { username: "robot", password: "robot-secret" }, { offline_token: "true", client_id: "harness" });
+      const first = await fetchToken(
+        registry,
+        "repository:ci/tools/app:pull",
+        { username: "robot", password: "robot-secret" },
+        { offline_token: "true", client_id: "harness" },
+      );
       assert.equal(first.status, 200);
       assert.ok(first.refreshToken, "offline_token=true returns a refresh token");
       assert.equal(server.counters.refreshTokensIssued, 1);
@@ -301,7 +329,13 @@ describe("token auth", () => {
         ca: registry.caPem,
         method: "POST",
         headers: { "content-type": "application/x-www-form-urlencoded" },
-        body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: first.refreshToken!, service: server.service, scope: "repository:ci/tools/app:pull", client_id: "harness" }).toString(),
+        body: new URLSearchParams({
+          grant_type: "refresh_token",
+          refresh_token: first.refreshToken!,
+          service: server.service,
+          scope: "repository:ci/tools/app:pull",
+          client_id: "harness",
+        }).toString(),
       });
       assert.equal(refreshed.status, 200);
       const refreshedBody = JSON.parse(refreshed.body.toString("utf8")) as { access_token: string };
@@ -311,7 +345,15 @@ describe("token auth", () => {
         ca: registry.caPem,
         method: "POST",
         headers: { "content-type": "application/x-www-form-urlencoded" },
-        body: new URLSearchParams({ grant_type: "password", username: "robot", password: "robot-secret", service: server.service, scope: "repository:ci/tools/app:pull", client_id: "harness", access_type: "offline" }).toString(),
+        body: new URLSearchParams({
+          grant_type: "password",
+          username: "robot",
+          password: "robot-secret",
+          service: server.service,
+          scope: "repository:ci/tools/app:pull",
+          client_id: "harness",
+          access_type: "offline",
+        }).toString(),
       });
       assert.equal(byPassword.status, 200);
       const byPasswordBody = JSON.parse(byPassword.body.toString("utf8")) as { access_token: string; refresh_token?: string };

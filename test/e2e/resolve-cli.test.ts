@@ -148,7 +148,12 @@ describe("imprimatur resolve", () => {
   });
 
   test("bad flags, no image or a malformed --platform: exit 2 with the usage", async () => {
-    for (const args of [["--no-such-flag", image("team/app:v1")], [], ["--platform", "linux", image("team/app:v1")], ["--timeout", "soon", image("team/app:v1")]]) {
+    for (const args of [
+      ["--no-such-flag", image("team/app:v1")],
+      [],
+      ["--platform", "linux", image("team/app:v1")],
+      ["--timeout", "soon", image("team/app:v1")],
+    ]) {
       const result = await imprimatur(["resolve", ...args]);
       assert.equal(result.code, 2, `${args.join(" ")}: ${result.stderr}`);
       assert.equal(result.stdout, "");

@@ -43,7 +43,11 @@ before(async () => {
   );
   await writeFile(
     join(dir, "config.yaml"),
-    stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "ServerConfig", backends: [{ name: "scanner", kubeconfig: "scanner.kubeconfig", timeout: "2s" }] }),
+    stringify({
+      apiVersion: "imprimatur.dev/v1alpha1",
+      kind: "ServerConfig",
+      backends: [{ name: "scanner", kubeconfig: "scanner.kubeconfig", timeout: "2s" }],
+    }),
   );
   const config = join(dir, "config.yaml");
   closed = await startImprimatur(["--policies", POLICIES, "--config", config]);
@@ -52,11 +56,21 @@ before(async () => {
   auditLogPath = join(dir, "apiserver-audit.log");
   await writeFile(
     join(dir, "audit-policy.yaml"),
-    stringify({ apiVersion: "audit.k8s.io/v1", kind: "Policy", omitStages: ["RequestReceived"], rules: [{ level: "Metadata", resources: [{ group: "", resources: ["pods"] }] }, { level: "None" }] }),
+    stringify({
+      apiVersion: "audit.k8s.io/v1",
+      kind: "Policy",
+      omitStages: ["RequestReceived"],
+      rules: [{ level: "Metadata", resources: [{ group: "", resources: ["pods"] }] }, { level: "None" }],
+    }),
   );
   cluster = await startKubeCluster({
     enableAdmissionPlugins: ["ValidatingAdmissionWebhook", "MutatingAdmissionWebhook"],
-    extraArgs: [`--audit-policy-file=${join(dir, "audit-policy.yaml")}`, `--audit-log-path=${auditLogPath}`, "--audit-log-mode=blocking", "--feature-gates=EphemeralContainers=true"],
+    extraArgs: [
+      `--audit-policy-file=${join(dir, "audit-policy.yaml")}`,
+      `--audit-log-path=${auditLogPath}`,
+      "--audit-log-mode=blocking",
+      "--feature-gates=EphemeralContainers=true",
+    ],
   });
   const webhook = (name: string, server: ImprimaturProcess, mode: string) => ({
     name,
@@ -76,8 +90,15 @@ before(async () => {
   };
   const applied = await cluster.apply(JSON.stringify(vwc));
   assert.equal(applied.code, 0, applied.stderr);
-  for (const [ns, mode] of [["e2e-closed", "closed"], ["e2e-open", "open"], ["e2e-locked", "closed"]]) {
-    assert.equal((await cluster.apply(JSON.stringify({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns, labels: { "imprimatur-mode": mode } } }))).code, 0);
+  for (const [ns, mode] of [
+    ["e2e-closed", "closed"],
+    ["e2e-open", "open"],
+    ["e2e-locked", "closed"],
+  ]) {
+    assert.equal(
+      (await cluster.apply(JSON.stringify({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns, labels: { "imprimatur-mode": mode } } }))).code,
+      0,
+    );
   }
   // Webhook configurations take effect asynchronously; wait until a denied pod is really denied.
   await untilWebhookActive(cluster, podYaml("probe", "e2e-closed", ["nginx:latest"]), (probe) => probe.code !== 0);
@@ -92,8 +113,18 @@ after(async () => {
 });
 
 async function auditEvents(podName: string, namespace = "e2e-closed") {
-  const lines = (await readFile(auditLogPath, "utf8")).trim().split("\n").map((l) => JSON.parse(l));
-  return lines.filter((e) => e.objectRef?.resource === "pods" && e.objectRef?.name === podName && e.objectRef?.namespace === namespace && e.verb === "create" && e.stage === "ResponseComplete");
+  const lines = (await readFile(auditLogPath, "utf8"))
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l));
+  return lines.filter(
+    (e) =>
+      e.objectRef?.resource === "pods" &&
+      e.objectRef?.name === podName &&
+      e.objectRef?.namespace === namespace &&
+      e.verb === "create" &&
+      e.stage === "ResponseComplete",
+  );
 }
 
 test("an allowed image creates the pod", async () => {
@@ -137,7 +168,10 @@ test("break-glass admits with the right annotations only where allowed, and is a
   const ok = await cluster.apply(podYaml("glass", "e2e-closed", ["docker.io/library/nginx:1.25"], annotations));
   assert.equal(ok.code, 0, ok.stderr);
   assert.match(ok.stderr, /Warning: break-glass override \(ticket INC-2002\)/);
-  const records = (await readFile(join(closed.stateDir, "audit.jsonl"), "utf8")).trim().split("\n").map((l) => JSON.parse(l));
+  const records = (await readFile(join(closed.stateDir, "audit.jsonl"), "utf8"))
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l));
   const record = records.find((r) => r.ticket === "INC-2002");
   assert.equal(record?.event, "break-glass");
   assert.equal(record?.name, "glass");
@@ -157,14 +191,20 @@ test("backend stopped: fail-closed denies, fail-open admits with the audit annot
     const image = "registry.example.com/fresh:9.9"; // never reviewed, so nothing cached
     const denied = await cluster.apply(podYaml("down", "e2e-closed", [image]));
     assert.notEqual(denied.code, 0);
-    assert.match(denied.stderr, /policy backend\/scanner failurePolicy: image policy backend could not be reached \(ECONNREFUSED\); denying because the server fails closed/);
+    assert.match(
+      denied.stderr,
+      /policy backend\/scanner failurePolicy: image policy backend could not be reached \(ECONNREFUSED\); denying because the server fails closed/,
+    );
 
     const admitted = await cluster.apply(podYaml("down", "e2e-open", [image]));
     assert.equal(admitted.code, 0, admitted.stderr);
     assert.match(admitted.stderr, /Warning: image policy backend scanner was unavailable/);
     const [event] = await auditEvents("down", "e2e-open");
     assert.equal(event?.annotations?.["open.imprimatur.dev/fail-open"], "true");
-    const records = (await readFile(join(open.stateDir, "audit.jsonl"), "utf8")).trim().split("\n").map((l) => JSON.parse(l));
+    const records = (await readFile(join(open.stateDir, "audit.jsonl"), "utf8"))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     assert.ok(records.some((r) => r.event === "fail-open" && r.name === "down"));
   } finally {
     await backend.start();

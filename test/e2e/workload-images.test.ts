@@ -63,7 +63,9 @@ test("a Deployment with a denied image is refused at creation with the message c
   await writeFile(file, stringify(deployment("web", "docker.io/library/nginx:1.25")));
   const check = checkDenials(file);
   assert.equal(check.code, 1);
-  assert.deepEqual(check.denials, ['image "docker.io/library/nginx:1.25" (spec.template.spec.containers[0].image) denied by policy trusted-registries default: only images from registry.example.com may run']);
+  assert.deepEqual(check.denials, [
+    'image "docker.io/library/nginx:1.25" (spec.template.spec.containers[0].image) denied by policy trusted-registries default: only images from registry.example.com may run',
+  ]);
 
   const created = await cluster.kubectl(["create", "-f", file]);
   assert.notEqual(created.code, 0, "the Deployment must be refused");
@@ -85,7 +87,10 @@ test("a CronJob's pod template and a Pod get the same treatment; updates that ch
     apiVersion: "batch/v1beta1",
     kind: "CronJob",
     metadata: { name: "nightly", namespace: "default" },
-    spec: { schedule: "0 3 * * *", jobTemplate: { spec: { template: { spec: { restartPolicy: "Never", containers: [{ name: "job", image: "busybox:latest" }] } } } } },
+    spec: {
+      schedule: "0 3 * * *",
+      jobTemplate: { spec: { template: { spec: { restartPolicy: "Never", containers: [{ name: "job", image: "busybox:latest" }] } } } },
+    },
   };
   const file = join(dir, "cron.yaml");
   await writeFile(file, stringify(cron));

@@ -1,7 +1,15 @@
 // Builders for AdmissionReview and ImageReview requests as kube-apiserver sends them.
 import { randomUUID } from "node:crypto";
 
-export function podReview(opts: { images: string[]; namespace?: string; annotations?: Record<string, string>; initImages?: string[]; operation?: string; uid?: string; dryRun?: boolean }) {
+export function podReview(opts: {
+  images: string[];
+  namespace?: string;
+  annotations?: Record<string, string>;
+  initImages?: string[];
+  operation?: string;
+  uid?: string;
+  dryRun?: boolean;
+}) {
   const namespace = opts.namespace ?? "default";
   return {
     apiVersion: "admission.k8s.io/v1",

@@ -7,7 +7,12 @@ export interface HttpResult {
   text: string;
 }
 
-export function postJson(url: string, ca: string, payload: unknown, opts: { raw?: string | Buffer; headers?: Record<string, string> } = {}): Promise<HttpResult> {
+export function postJson(
+  url: string,
+  ca: string,
+  payload: unknown,
+  opts: { raw?: string | Buffer; headers?: Record<string, string> } = {},
+): Promise<HttpResult> {
   const data = opts.raw ?? JSON.stringify(payload);
   return send(url, ca, "POST", data, { "content-type": "application/json", ...opts.headers });
 }

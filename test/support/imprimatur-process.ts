@@ -28,9 +28,13 @@ export async function startImprimatur(args: string[], opts: { stateDir?: string 
   const out = createWriteStream(logPath, { flags: "a" });
   // No drain period unless a test asks for one: stopping is then immediate, and tests stay fast.
   const drain = args.includes("--drain") ? [] : ["--drain", "0"];
-  const child: ChildProcess = spawn(process.execPath, [BIN, "serve", "--host", "127.0.0.1", "--port", String(port), "--state-dir", stateDir, ...drain, ...args], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [BIN, "serve", "--host", "127.0.0.1", "--port", String(port), "--state-dir", stateDir, ...drain, ...args],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   child.stdout!.pipe(out);
   child.stderr!.pipe(out);
   const kill = () => child.kill("SIGKILL");

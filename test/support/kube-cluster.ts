@@ -7,15 +7,7 @@
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { generateKeyPairSync, randomBytes } from "node:crypto";
-import {
-  closeSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { homedir, tmpdir } from "node:os";
@@ -76,9 +68,8 @@ const SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local";
 // ---------------------------------------------------------------------------------------------
 // Tool discovery
 
-
 function findEtcd(): string {
-  return isExecutable("/usr/bin/etcd") ? "/usr/bin/etcd" : findCommand("etcd") ?? "/usr/bin/etcd";
+  return isExecutable("/usr/bin/etcd") ? "/usr/bin/etcd" : (findCommand("etcd") ?? "/usr/bin/etcd");
 }
 
 /** Where scripts/provision-kube.sh put the components; throws, naming what is missing, if it has not run. */
@@ -115,7 +106,6 @@ interface Proc {
   exit: { code: number | null; signal: NodeJS.Signals | null } | null;
   exited: Promise<void>;
 }
-
 
 function childEnv(dropPrefix?: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
@@ -163,10 +153,7 @@ function describeExit(proc: Proc): string {
 async function waitForExit(proc: Proc, ms: number): Promise<boolean> {
   if (proc.exit) return true;
   const abort = new AbortController();
-  const exited = await Promise.race([
-    proc.exited.then(() => true),
-    sleep(ms, false, { signal: abort.signal }).catch(() => false),
-  ]);
+  const exited = await Promise.race([proc.exited.then(() => true), sleep(ms, false, { signal: abort.signal }).catch(() => false)]);
   abort.abort();
   return exited;
 }
@@ -188,14 +175,10 @@ async function terminate(proc: Proc): Promise<void> {
   await proc.exited;
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // HTTP probes
 
-function probe(
-  url: string,
-  opts: { ca?: string; token?: string; timeoutMs?: number } = {},
-): Promise<{ status: number; body: string }> {
+function probe(url: string, opts: { ca?: string; token?: string; timeoutMs?: number } = {}): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const request = url.startsWith("https:") ? httpsRequest : httpRequest;
     const headers: Record<string, string> = {};
@@ -436,10 +419,7 @@ export async function startKubeCluster(opts: ClusterOptions = {}): Promise<KubeC
       while (!current.exit) {
         if (Date.now() > deadline) {
           return await abandon(
-            new Error(
-              `kube-apiserver not ready within ${START_DEADLINE_MS / 1000} s (${lastState}); apiserver log tail:\n` +
-                tailFile(current.stderrPath),
-            ),
+            new Error(`kube-apiserver not ready within ${START_DEADLINE_MS / 1000} s (${lastState}); apiserver log tail:\n` + tailFile(current.stderrPath)),
           );
         }
         const ca = readCaBundle(files.certDir);
@@ -452,7 +432,10 @@ export async function startKubeCluster(opts: ClusterOptions = {}): Promise<KubeC
               writeFileSync(kubeconfig, kubeconfigYaml(url, ca, token), { mode: 0o600 });
               kubeconfigWritten = true;
             } else {
-              lastState = `/readyz returned ${ready.status}: ${ready.body.split("\n").filter((l) => l.startsWith("[-]")).join("; ")}`;
+              lastState = `/readyz returned ${ready.status}: ${ready.body
+                .split("\n")
+                .filter((l) => l.startsWith("[-]"))
+                .join("; ")}`;
             }
           } catch (err) {
             lastState = `/readyz: ${(err as Error).message}`;
@@ -480,18 +463,9 @@ export async function startKubeCluster(opts: ClusterOptions = {}): Promise<KubeC
   }
 }
 
-function makeCluster(
-  dir: string,
-  url: string,
-  kubeconfig: string,
-  kubectlCache: string,
-  paths: KubeToolPaths,
-  etcd: Proc,
-  apiserver: Proc,
-): KubeCluster {
+function makeCluster(dir: string, url: string, kubeconfig: string, kubectlCache: string, paths: KubeToolPaths, etcd: Proc, apiserver: Proc): KubeCluster {
   let stopping: Promise<void> | undefined;
-  const kubectl = (args: string[], opts?: { input?: string; timeoutMs?: number }) =>
-    runKubectl(paths.kubectl, kubeconfig, kubectlCache, args, opts);
+  const kubectl = (args: string[], opts?: { input?: string; timeoutMs?: number }) => runKubectl(paths.kubectl, kubeconfig, kubectlCache, args, opts);
   return {
     dir,
     url,

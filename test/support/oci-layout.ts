@@ -190,8 +190,7 @@ export function singleFileTar(name: string, content: Buffer): Buffer {
     header.write(text, offset, length, "ascii");
   };
   /** An octal number, zero-padded to length-1 digits, NUL-terminated. */
-  const octal = (offset: number, length: number, value: number) =>
-    field(offset, length, value.toString(8).padStart(length - 1, "0") + "\0");
+  const octal = (offset: number, length: number, value: number) => field(offset, length, value.toString(8).padStart(length - 1, "0") + "\0");
 
   field(0, 100, name);
   octal(100, 8, 0o644); // mode

@@ -106,8 +106,6 @@ const TOKEN_ISSUER = "imprimatur-test-token-issuer";
 // ---------------------------------------------------------------------------------------------
 // Tool discovery
 
-
-
 /** docker-registry, skopeo and htpasswd; throws, naming what is missing, if provision-registry.sh has not run. */
 export function registryToolPaths(): RegistryToolPaths {
   const found = { registry: findCommand("docker-registry"), skopeo: findCommand("skopeo"), htpasswd: findCommand("htpasswd") };
@@ -125,7 +123,6 @@ export function registryToolPaths(): RegistryToolPaths {
 
 // ---------------------------------------------------------------------------------------------
 // Child processes, and killing them if the test process dies first
-
 
 /** The test process's environment minus what would reconfigure the children behind our back. */
 function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
@@ -192,7 +189,6 @@ function describeExit(proc: RegistryProcess): string {
   if (!proc.exit) return "still running";
   return proc.exit.signal ? `signal ${proc.exit.signal}` : `code ${proc.exit.code}`;
 }
-
 
 /** Runs a command, collecting its output; never rejects (a spawn failure or timeout gives code -1). */
 function run(bin: string, args: string[], opts: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<SkopeoResult> {
@@ -380,7 +376,22 @@ export async function startRegistry(opts: RegistryOptions): Promise<TestRegistry
           const status = await probeV2(url, ca.certPem);
           // The log line rules out another process that grabbed the port first answering in our place.
           if ((status === 200 || status === 401) && readFileSync(logPath, "utf8").includes(`listening on ${host}`)) {
-            return makeRegistry({ tools, dir, host, url, tls, auth: opts.auth, users, caPem: ca.certPem, caFile: files.caFile, certDir, authFile, skopeoTmp, proc: current, tokenServer });
+            return makeRegistry({
+              tools,
+              dir,
+              host,
+              url,
+              tls,
+              auth: opts.auth,
+              users,
+              caPem: ca.certPem,
+              caFile: files.caFile,
+              certDir,
+              authFile,
+              skopeoTmp,
+              proc: current,
+              tokenServer,
+            });
           }
           lastState = `/v2/ answered ${status}`;
         } catch (err) {

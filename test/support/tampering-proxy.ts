@@ -64,11 +64,25 @@ export async function startTamperingProxy(opts: TamperingProxyOptions): Promise<
 
   const forward = (req: IncomingMessage, res: ServerResponse): void => {
     const path = req.url ?? "/";
-    const record: ProxiedRequest = { method: req.method ?? "GET", path: path.split("?")[0]!, status: 0, authorization: req.headers.authorization !== undefined, tampered: false };
+    const record: ProxiedRequest = {
+      method: req.method ?? "GET",
+      path: path.split("?")[0]!,
+      status: 0,
+      authorization: req.headers.authorization !== undefined,
+      tampered: false,
+    };
     proxy.requests.push(record);
     const send = secure ? httpsRequest : httpRequest;
     const upstreamReq = send(
-      { protocol: upstream.protocol, hostname: upstream.hostname, port: upstream.port, method: req.method, path, headers: { ...endToEnd(req.headers), host: upstream.host }, agent },
+      {
+        protocol: upstream.protocol,
+        hostname: upstream.hostname,
+        port: upstream.port,
+        method: req.method,
+        path,
+        headers: { ...endToEnd(req.headers), host: upstream.host },
+        agent,
+      },
       (upstreamRes) => {
         const status = upstreamRes.statusCode ?? 502;
         record.status = status;

@@ -121,7 +121,11 @@ export async function startTokenServer(opts: TokenServerOptions): Promise<TestTo
   };
 
   const issue = (username: string | undefined, scopes: string[]) => {
-    const granted = grantAccess(parseScopes(scopes), username === undefined ? undefined : opts.users.find((u) => u.username === username), opts.publicRepositories ?? []);
+    const granted = grantAccess(
+      parseScopes(scopes),
+      username === undefined ? undefined : opts.users.find((u) => u.username === username),
+      opts.publicRepositories ?? [],
+    );
     counters.issued++;
     return { token: signToken(username ?? "", granted), granted };
   };
@@ -131,9 +135,13 @@ export async function startTokenServer(opts: TokenServerOptions): Promise<TestTo
     if (url.pathname !== TOKEN_PATH) return reply(res, record, 404, { error: "not_found", details: `the token endpoint is ${TOKEN_PATH}` });
 
     if (req.method === "GET") {
-      record.scopes = url.searchParams.getAll("scope").flatMap((s) => s.split(" ")).filter(Boolean);
+      record.scopes = url.searchParams
+        .getAll("scope")
+        .flatMap((s) => s.split(" "))
+        .filter(Boolean);
       const service = url.searchParams.get("service");
-      if (service !== null && service !== opts.service) return reply(res, record, 400, { error: "invalid_request", details: `unknown service ${JSON.stringify(service)}` });
+      if (service !== null && service !== opts.service)
+        return reply(res, record, 400, { error: "invalid_request", details: `unknown service ${JSON.stringify(service)}` });
       const basic = parseBasicAuth(req.headers.authorization);
       let username: string | undefined;
       if (basic === null) {
@@ -158,7 +166,8 @@ export async function startTokenServer(opts: TokenServerOptions): Promise<TestTo
       const form = new URLSearchParams(await readBody(req));
       record.scopes = (form.get("scope") ?? "").split(" ").filter(Boolean);
       const service = form.get("service");
-      if (service !== null && service !== opts.service) return reply(res, record, 400, { error: "invalid_request", details: `unknown service ${JSON.stringify(service)}` });
+      if (service !== null && service !== opts.service)
+        return reply(res, record, 400, { error: "invalid_request", details: `unknown service ${JSON.stringify(service)}` });
       const grantType = form.get("grant_type");
       let username: string;
       // OAuth2 (RFC 6749 §5.2) reports bad credentials and unknown refresh tokens as 400 invalid_grant.
@@ -166,7 +175,8 @@ export async function startTokenServer(opts: TokenServerOptions): Promise<TestTo
         record.grant = "password";
         username = form.get("username") ?? "";
         record.username = username;
-        if (!checkPassword(opts.users, username, form.get("password") ?? "")) return reply(res, record, 400, { error: "invalid_grant", details: "wrong username or password" });
+        if (!checkPassword(opts.users, username, form.get("password") ?? ""))
+          return reply(res, record, 400, { error: "invalid_grant", details: "wrong username or password" });
       } else if (grantType === "refresh_token") {
         record.grant = "refresh_token";
         const known = refreshTokens.get(form.get("refresh_token") ?? "");
@@ -214,9 +224,9 @@ export async function startTokenServer(opts: TokenServerOptions): Promise<TestTo
     const record: TokenRequestRecord = { method: req.method ?? "", grant: "anonymous", scopes: [], status: 0, granted: [] };
     requests.push(record);
     handle(req, res, record).catch((err: Error) => {
-        if (!res.headersSent) reply(res, record, 500, { error: "internal", details: err.message });
-        else res.destroy(err);
-      });
+      if (!res.headersSent) reply(res, record, 500, { error: "internal", details: err.message });
+      else res.destroy(err);
+    });
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -263,7 +273,10 @@ export function parseScopes(scopes: string[]): ParsedScope[] {
     const first = scope.indexOf(":");
     const last = scope.lastIndexOf(":");
     if (first <= 0 || last === first) continue;
-    const actions = scope.slice(last + 1).split(",").filter(Boolean);
+    const actions = scope
+      .slice(last + 1)
+      .split(",")
+      .filter(Boolean);
     parsed.push({ type: scope.slice(0, first), name: scope.slice(first + 1, last), actions });
   }
   return parsed;

@@ -10,7 +10,11 @@ function planPodReview(req: AdmissionRequest) {
   if (!plan.review || plan.subject.images.length === 0) return { review: false as const };
   const { subject } = plan;
   const images = subject.images.map(({ image, field }) => ({ image, field }));
-  const spec = { containers: images.map((i) => ({ image: i.image })), annotations: imagePolicyAnnotations(subject.pods[0]!.annotations), namespace: subject.namespace };
+  const spec = {
+    containers: images.map((i) => ({ image: i.image })),
+    annotations: imagePolicyAnnotations(subject.pods[0]!.annotations),
+    namespace: subject.namespace,
+  };
   return { review: true as const, images: { images, spec } };
 }
 import { allow, deny } from "../../src/core/decision.ts";
@@ -27,11 +31,21 @@ const base: AdmissionRequest = { uid: "u", resource: { group: "", version: "v1",
 test("all containers, init containers and ephemeral containers are reviewed, with field paths", () => {
   const plan = planPodReview({
     ...base,
-    object: pod({ containers: [{ image: "a:1" }], initContainers: [{ image: "b:1" }], ephemeralContainers: [{ image: "c:1" }] }, { "x.image-policy.k8s.io/hint": "1", other: "no" }),
+    object: pod(
+      { containers: [{ image: "a:1" }], initContainers: [{ image: "b:1" }], ephemeralContainers: [{ image: "c:1" }] },
+      { "x.image-policy.k8s.io/hint": "1", other: "no" },
+    ),
   });
   assert.ok(plan.review);
-  assert.deepEqual(plan.images.images.map((i) => i.field), ["spec.containers[0].image", "spec.initContainers[0].image", "spec.ephemeralContainers[0].image"]);
-  assert.deepEqual(plan.images.spec, { containers: [{ image: "a:1" }, { image: "b:1" }, { image: "c:1" }], annotations: { "x.image-policy.k8s.io/hint": "1" }, namespace: "ns" });
+  assert.deepEqual(
+    plan.images.images.map((i) => i.field),
+    ["spec.containers[0].image", "spec.initContainers[0].image", "spec.ephemeralContainers[0].image"],
+  );
+  assert.deepEqual(plan.images.spec, {
+    containers: [{ image: "a:1" }, { image: "b:1" }, { image: "c:1" }],
+    annotations: { "x.image-policy.k8s.io/hint": "1" },
+    namespace: "ns",
+  });
 });
 
 test("the v1.20 EphemeralContainers kind of the subresource is understood", () => {

@@ -14,8 +14,14 @@ test("records are appended in order as JSON lines, across reopenings", async () 
   const again = new AuditLog(path);
   await again.append({ time: "t", event: "fail-open", i: 50 });
   await again.close();
-  const lines = (await readFile(path, "utf8")).trim().split("\n").map((l) => JSON.parse(l));
-  assert.deepEqual(lines.map((l) => l.i), Array.from({ length: 51 }, (_, i) => i));
+  const lines = (await readFile(path, "utf8"))
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l));
+  assert.deepEqual(
+    lines.map((l) => l.i),
+    Array.from({ length: 51 }, (_, i) => i),
+  );
   assert.equal((await stat(path)).mode & 0o777, 0o600);
 });
 

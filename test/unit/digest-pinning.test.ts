@@ -10,7 +10,10 @@ const D1 = `sha256:${"1".repeat(64)}`;
 const D2 = `sha256:${"2".repeat(64)}`;
 
 function policies(yaml: string): ImagePolicy[] {
-  const { policies: { ImagePolicy: imagePolicies }, errors } = parsePolicyText(yaml, "inline.yaml");
+  const {
+    policies: { ImagePolicy: imagePolicies },
+    errors,
+  } = parsePolicyText(yaml, "inline.yaml");
   assert.deepEqual(errors, []);
   return [...imagePolicies];
 }
@@ -39,20 +42,31 @@ spec:
 const at = (images: string[], pod = 0, prefix = "spec.") => images.map((image, i) => ({ image, field: `${prefix}containers[${i}].image`, pod }));
 
 test("imagesToPin: only images allowed by a digestMutate rule, without a digest, in policies that apply", () => {
-  const targets = imagesToPin(pinning, "team-a", at([
-    "registry.example.com/app:1.0",
-    `registry.example.com/app:1.0@${D1}`,
-    "registry.example.com/banned/x:1",
-    "nginx:1.25",
-    "quay.io/org/tool:2",
-    "NOT A REFERENCE",
-  ]), {});
-  assert.deepEqual(targets.map((t) => [t.image, t.policy, t.rule, t.field]), [["registry.example.com/app:1.0", "pin-internal", "rules[1]", "spec.containers[0].image"]]);
+  const targets = imagesToPin(
+    pinning,
+    "team-a",
+    at([
+      "registry.example.com/app:1.0",
+      `registry.example.com/app:1.0@${D1}`,
+      "registry.example.com/banned/x:1",
+      "nginx:1.25",
+      "quay.io/org/tool:2",
+      "NOT A REFERENCE",
+    ]),
+    {},
+  );
+  assert.deepEqual(
+    targets.map((t) => [t.image, t.policy, t.rule, t.field]),
+    [["registry.example.com/app:1.0", "pin-internal", "rules[1]", "spec.containers[0].image"]],
+  );
   assert.equal(targets[0]!.ref.repository, "app");
 
   // With the namespace labels known, the selector-bound policy asks too; unknown labels ask nothing (validation denies).
   const labelled = imagesToPin(pinning, "team-a", at(["quay.io/org/tool:2"]), { namespaceLabels: { pin: "yes" } });
-  assert.deepEqual(labelled.map((t) => t.policy), ["labelled"]);
+  assert.deepEqual(
+    labelled.map((t) => t.policy),
+    ["labelled"],
+  );
 });
 
 function target(image: string, field: string, pod = 0): PinTarget {
@@ -63,10 +77,16 @@ function target(image: string, field: string, pod = 0): PinTarget {
 
 test("mutate: patches replace the image with tag@digest and record the pin on the pod's annotations", () => {
   const targets = [target("registry.example.com/app:1.0", "spec.containers[0].image"), target("registry.example.com/init", "spec.initContainers[0].image")];
-  const resolutions: Resolution[] = [{ ok: true, digest: D1, credentialSource: "secret ns/regcred" }, { ok: true, digest: D2, credentialSource: "anonymous" }];
+  const resolutions: Resolution[] = [
+    { ok: true, digest: D1, credentialSource: "secret ns/regcred" },
+    { ok: true, digest: D2, credentialSource: "anonymous" },
+  ];
   const { decision, pinned } = pinningDecision(targets, resolutions, [{ value: { name: "p" }, field: "metadata" }], { mode: "mutate", failOpen: false });
   assert.equal(decision.allowed, true);
-  assert.deepEqual(pinned.map((p) => p.pinned), [`registry.example.com/app:1.0@${D1}`, `registry.example.com/init@${D2}`]);
+  assert.deepEqual(
+    pinned.map((p) => p.pinned),
+    [`registry.example.com/app:1.0@${D1}`, `registry.example.com/init@${D2}`],
+  );
   const record = { "registry.example.com/app:1.0": `registry.example.com/app:1.0@${D1}`, "registry.example.com/init": `registry.example.com/init@${D2}` };
   assert.deepEqual(decision.patches, [
     { op: "replace", path: "/spec/containers/0/image", value: `registry.example.com/app:1.0@${D1}` },
@@ -74,27 +94,52 @@ test("mutate: patches replace the image with tag@digest and record the pin on th
     { op: "add", path: "/metadata/annotations", value: { [PINNED_IMAGES_ANNOTATION]: JSON.stringify(record) } },
   ]);
   assert.deepEqual(JSON.parse(decision.auditAnnotations["pinned-images"]!), record);
-  assert.deepEqual(JSON.parse(decision.auditAnnotations["pull-credentials"]!), { "registry.example.com/app:1.0": "secret ns/regcred", "registry.example.com/init": "anonymous" });
+  assert.deepEqual(JSON.parse(decision.auditAnnotations["pull-credentials"]!), {
+    "registry.example.com/app:1.0": "secret ns/regcred",
+    "registry.example.com/init": "anonymous",
+  });
 });
 
 test("mutate: existing annotations get one escaped key, earlier pins are kept, a template without metadata gets some", () => {
   const t = target("registry.example.com/app:2", "spec.template.spec.containers[1].image");
   const earlier = JSON.stringify({ "registry.example.com/side:1": `registry.example.com/side:1@${D2}` });
-  const withAnnotations = pinningDecision([t], [{ ok: true, digest: D1, credentialSource: "anonymous" }], [{ value: { annotations: { a: "b", [PINNED_IMAGES_ANNOTATION]: earlier } }, field: "spec.template.metadata" }], { mode: "mutate", failOpen: false });
+  const withAnnotations = pinningDecision(
+    [t],
+    [{ ok: true, digest: D1, credentialSource: "anonymous" }],
+    [{ value: { annotations: { a: "b", [PINNED_IMAGES_ANNOTATION]: earlier } }, field: "spec.template.metadata" }],
+    { mode: "mutate", failOpen: false },
+  );
   const annotationPatch = withAnnotations.decision.patches!.at(-1)!;
   assert.equal(annotationPatch.path, "/spec/template/metadata/annotations/imprimatur.dev~1pinned-images");
-  assert.deepEqual(JSON.parse(annotationPatch.value as string), { "registry.example.com/side:1": `registry.example.com/side:1@${D2}`, "registry.example.com/app:2": `registry.example.com/app:2@${D1}` });
+  assert.deepEqual(JSON.parse(annotationPatch.value as string), {
+    "registry.example.com/side:1": `registry.example.com/side:1@${D2}`,
+    "registry.example.com/app:2": `registry.example.com/app:2@${D1}`,
+  });
 
-  const noMetadata = pinningDecision([t], [{ ok: true, digest: D1, credentialSource: "anonymous" }], [{ value: undefined, field: "spec.template.metadata" }], { mode: "mutate", failOpen: false });
-  assert.deepEqual(noMetadata.decision.patches!.at(-1), { op: "add", path: "/spec/template/metadata", value: { annotations: { [PINNED_IMAGES_ANNOTATION]: JSON.stringify({ "registry.example.com/app:2": `registry.example.com/app:2@${D1}` }) } } });
+  const noMetadata = pinningDecision([t], [{ ok: true, digest: D1, credentialSource: "anonymous" }], [{ value: undefined, field: "spec.template.metadata" }], {
+    mode: "mutate",
+    failOpen: false,
+  });
+  assert.deepEqual(noMetadata.decision.patches!.at(-1), {
+    op: "add",
+    path: "/spec/template/metadata",
+    value: { annotations: { [PINNED_IMAGES_ANNOTATION]: JSON.stringify({ "registry.example.com/app:2": `registry.example.com/app:2@${D1}` }) } },
+  });
 
   const nowhere = pinningDecision([t], [{ ok: true, digest: D1, credentialSource: "anonymous" }], [undefined], { mode: "mutate", failOpen: false });
-  assert.deepEqual(nowhere.decision.patches!.map((p) => p.op), ["replace"], "no metadata to record in: only the image is pinned");
+  assert.deepEqual(
+    nowhere.decision.patches!.map((p) => p.op),
+    ["replace"],
+    "no metadata to record in: only the image is pinned",
+  );
 });
 
 test("record mode resolves and records, and never patches", () => {
   const t = target("registry.example.com/app:1.0", "spec.containers[0].image");
-  const { decision } = pinningDecision([t], [{ ok: true, digest: D1, credentialSource: "authfile" }], [{ value: {}, field: "metadata" }], { mode: "record", failOpen: false });
+  const { decision } = pinningDecision([t], [{ ok: true, digest: D1, credentialSource: "authfile" }], [{ value: {}, field: "metadata" }], {
+    mode: "record",
+    failOpen: false,
+  });
   assert.equal(decision.allowed, true);
   assert.equal(decision.patches, undefined);
   assert.deepEqual(JSON.parse(decision.auditAnnotations["resolved-images"]!), { "registry.example.com/app:1.0": `registry.example.com/app:1.0@${D1}` });
@@ -103,19 +148,31 @@ test("record mode resolves and records, and never patches", () => {
 
 test("an unresolved tag is denied when failing closed, and admitted with a warning and a fail-open record when failing open", () => {
   const targets = [target("registry.example.com/app:1.0", "spec.containers[0].image"), target("registry.example.com/db:3", "spec.containers[1].image")];
-  const resolutions: Resolution[] = [{ ok: true, digest: D1, credentialSource: "anonymous" }, { ok: false, error: "unauthorized: no credential for registry.example.com/db" }];
+  const resolutions: Resolution[] = [
+    { ok: true, digest: D1, credentialSource: "anonymous" },
+    { ok: false, error: "unauthorized: no credential for registry.example.com/db" },
+  ];
   const closed = pinningDecision(targets, resolutions, [{ value: {}, field: "metadata" }], { mode: "mutate", failOpen: false });
   assert.equal(closed.decision.allowed, false);
   assert.equal(closed.decision.patches, undefined, "a denied request carries no patch");
-  assert.deepEqual(closed.decision.violations.map((v) => [v.policy, v.rule, v.image, v.field]), [["pin-internal", "rules[1].digestMutate", "registry.example.com/db:3", "spec.containers[1].image"]]);
+  assert.deepEqual(
+    closed.decision.violations.map((v) => [v.policy, v.rule, v.image, v.field]),
+    [["pin-internal", "rules[1].digestMutate", "registry.example.com/db:3", "spec.containers[1].image"]],
+  );
   assert.match(closed.decision.violations[0]!.message, /unauthorized: no credential.*fails closed.*pull secret/);
 
   const open = pinningDecision(targets, resolutions, [{ value: {}, field: "metadata" }], { mode: "mutate", failOpen: true });
   assert.equal(open.decision.allowed, true);
-  assert.deepEqual(open.decision.failOpen, [{ backend: "registry/registry.example.com", error: "registry.example.com/db:3: unauthorized: no credential for registry.example.com/db" }]);
+  assert.deepEqual(open.decision.failOpen, [
+    { backend: "registry/registry.example.com", error: "registry.example.com/db:3: unauthorized: no credential for registry.example.com/db" },
+  ]);
   assert.match(open.decision.warnings[0]!, /admitted without a digest/);
   assert.equal(open.decision.auditAnnotations["fail-open"], "true");
-  assert.deepEqual(open.decision.patches!.map((p) => p.path), ["/spec/containers/0/image", "/metadata/annotations"], "the resolved image is still pinned");
+  assert.deepEqual(
+    open.decision.patches!.map((p) => p.path),
+    ["/spec/containers/0/image", "/metadata/annotations"],
+    "the resolved image is still pinned",
+  );
 });
 
 test("typed registry failures: a registry's answer (not-found, unauthorized, digest-mismatch) denies even when failing open; no answer follows the failure policy", () => {
@@ -138,20 +195,26 @@ test("digestVerify denies a tag-only image with a message that says how to fix i
   const denied = evaluateImagePolicies(pinning, req("registry.example.com/app:1.0"), { namespaceLabels: {} });
   assert.equal(denied.allowed, false);
   assert.equal(denied.violations[0]!.rule, "rules[1].digestVerify");
-  assert.match(denied.violations[0]!.message, /pin it as registry\.example\.com\/app:1\.0@sha256:<digest>.*imprimatur resolve registry\.example\.com\/app:1\.0.*mutating webhook/);
+  assert.match(
+    denied.violations[0]!.message,
+    /pin it as registry\.example\.com\/app:1\.0@sha256:<digest>.*imprimatur resolve registry\.example\.com\/app:1\.0.*mutating webhook/,
+  );
   assert.equal(evaluateImagePolicies(pinning, req(`registry.example.com/app:1.0@${D1}`), { namespaceLabels: {} }).allowed, true);
   assert.equal(evaluateImagePolicies(pinning, req("nginx:1.25"), { namespaceLabels: {} }).allowed, true, "rules without digestVerify still admit tags");
 });
 
 test("digestVerify / digestMutate on a deny rule is a load error", () => {
-  const { errors } = parsePolicyText(`
+  const { errors } = parsePolicyText(
+    `
 apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy
 metadata: {name: wrong}
 spec:
   rules:
     - {action: deny, images: ["*"], digestMutate: true}
-`, "wrong.yaml");
+`,
+    "wrong.yaml",
+  );
   assert.equal(errors.length, 1);
   assert.match(errors[0]!.message, /apply to images a rule allows/);
 });
@@ -168,6 +231,12 @@ test("an allowed decision with patches answers with patchType JSONPatch and the 
   const allowed = admissionResponse(review, { allowed: true, violations: [], warnings: [], auditAnnotations: {}, patches });
   assert.equal(allowed.response.patchType, "JSONPatch");
   assert.deepEqual(JSON.parse(Buffer.from(allowed.response.patch!, "base64").toString()), patches);
-  const denied = admissionResponse(review, { allowed: false, violations: [{ policy: "p", rule: "r", message: "m" }], warnings: [], auditAnnotations: {}, patches });
+  const denied = admissionResponse(review, {
+    allowed: false,
+    violations: [{ policy: "p", rule: "r", message: "m" }],
+    warnings: [],
+    auditAnnotations: {},
+    patches,
+  });
   assert.equal(denied.response.patch, undefined);
 });

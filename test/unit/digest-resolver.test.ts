@@ -38,7 +38,9 @@ class ScriptedSource implements DigestSource {
 }
 
 const anonymous: CredentialLookup = () => [];
-const withSecret = (password: string): CredentialLookup => () => [{ source: "secret ns/regcred", username: "u", password }];
+const withSecret =
+  (password: string): CredentialLookup =>
+  () => [{ source: "secret ns/regcred", username: "u", password }];
 
 test("100 concurrent resolutions of one new tag cost one lookup; later ones hit the cache until the TTL", async () => {
   let now = 1;
@@ -50,7 +52,11 @@ test("100 concurrent resolutions of one new tag cost one lookup; later ones hit 
   const results = await Promise.all(pending);
   assert.equal(source.calls.length, 1);
   assert.ok(results.every((r) => r.ok && r.digest === D1));
-  assert.deepEqual(await resolver.resolve(ref("registry.example.com/app:1"), anonymous, Date.now() + 5_000), { ok: true, digest: D1, credentialSource: "anonymous" });
+  assert.deepEqual(await resolver.resolve(ref("registry.example.com/app:1"), anonymous, Date.now() + 5_000), {
+    ok: true,
+    digest: D1,
+    credentialSource: "anonymous",
+  });
   assert.equal(source.calls.length, 1, "cached");
   now += 30_001;
   await resolver.resolve(ref("registry.example.com/app:1"), anonymous, Date.now() + 5_000);
@@ -72,7 +78,10 @@ test("failures are returned, not thrown, and not cached", async () => {
   const source = new ScriptedSource();
   source.fail = "registry.example.com: unreachable (ECONNREFUSED)";
   const resolver = new DigestResolver(source);
-  assert.deepEqual(await resolver.resolve(ref("registry.example.com/app:1"), anonymous, Date.now() + 5_000), { ok: false, error: "registry.example.com: unreachable (ECONNREFUSED)" });
+  assert.deepEqual(await resolver.resolve(ref("registry.example.com/app:1"), anonymous, Date.now() + 5_000), {
+    ok: false,
+    error: "registry.example.com: unreachable (ECONNREFUSED)",
+  });
   source.fail = undefined;
   assert.equal((await resolver.resolve(ref("registry.example.com/app:1"), anonymous, Date.now() + 5_000)).ok, true);
   assert.equal(source.calls.length, 2);

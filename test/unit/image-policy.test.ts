@@ -5,7 +5,10 @@ import { renderReason } from "../../src/core/decision.ts";
 import { parsePolicyText } from "../../src/policy/load-policies.ts";
 
 function policies(yaml: string): ImagePolicy[] {
-  const { policies: { ImagePolicy: imagePolicies }, errors } = parsePolicyText(yaml, "inline.yaml");
+  const {
+    policies: { ImagePolicy: imagePolicies },
+    errors,
+  } = parsePolicyText(yaml, "inline.yaml");
   assert.deepEqual(errors, []);
   return [...imagePolicies];
 }
@@ -39,7 +42,10 @@ test("first matching rule wins; default decides the rest", () => {
       ["docker.io/evil:1", "default", "spec.containers[2].image"],
     ],
   );
-  assert.match(renderReason(d.violations), /image "registry.example.com\/app:latest" \(spec.containers\[1\].image\) denied by policy trusted-registries rules\[0\]: pin a version/);
+  assert.match(
+    renderReason(d.violations),
+    /image "registry.example.com\/app:latest" \(spec.containers\[1\].image\) denied by policy trusted-registries rules\[0\]: pin a version/,
+  );
   assert.equal(d.auditAnnotations.decision, "denied");
 });
 
@@ -87,16 +93,22 @@ test("namespaceSelector with unknown labels is an explicit denial, not a silent 
 });
 
 test("every applicable policy must allow", () => {
-  const both = [...trusted, ...policies(`
+  const both = [
+    ...trusted,
+    ...policies(`
 apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy
 metadata: {name: no-debug}
 spec:
   rules: [{action: deny, images: ["registry.example.com/debug/*"], message: "no debug images"}]
   default: allow
-`)];
+`),
+  ];
   const d = evaluateImagePolicies(both, req(["registry.example.com/debug/shell:1"]), {});
-  assert.deepEqual(d.violations.map((v) => v.policy), ["no-debug"]);
+  assert.deepEqual(
+    d.violations.map((v) => v.policy),
+    ["no-debug"],
+  );
 });
 
 const BG = {

@@ -1,7 +1,17 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { ImageReference } from "../../src/core/image-reference.ts";
-import { canonicalRegistryHost, DOCKER_HUB, DOCKER_HUB_API_HOST, DOCKER_HUB_LEGACY_HOST, familiarName, fullName, parseImageReference, registryApiHost, repositoryName } from "../../src/core/image-reference.ts";
+import {
+  canonicalRegistryHost,
+  DOCKER_HUB,
+  DOCKER_HUB_API_HOST,
+  DOCKER_HUB_LEGACY_HOST,
+  familiarName,
+  fullName,
+  parseImageReference,
+  registryApiHost,
+  repositoryName,
+} from "../../src/core/image-reference.ts";
 
 const SHA256 = "sha256:" + "a".repeat(64);
 const SHA512 = "sha512:" + "0123456789abcdef".repeat(8);
@@ -64,7 +74,12 @@ test("fullName, familiarName and repositoryName", () => {
     { input: "localhost:5000/x", full: "localhost:5000/x:latest", familiar: "localhost:5000/x:latest", repository: "localhost:5000/x" },
     { input: "localhost/x", full: "localhost/x:latest", familiar: "localhost/x:latest", repository: "localhost/x" },
     { input: "[::1]:5000/x:2", full: "[::1]:5000/x:2", familiar: "[::1]:5000/x:2", repository: "[::1]:5000/x" },
-    { input: "registry-1.docker.io/nginx", full: "registry-1.docker.io/nginx:latest", familiar: "registry-1.docker.io/nginx:latest", repository: "registry-1.docker.io/nginx" },
+    {
+      input: "registry-1.docker.io/nginx",
+      full: "registry-1.docker.io/nginx:latest",
+      familiar: "registry-1.docker.io/nginx:latest",
+      repository: "registry-1.docker.io/nginx",
+    },
   ];
   for (const c of cases) {
     const ref = parse(c.input);

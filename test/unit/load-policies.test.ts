@@ -9,7 +9,10 @@ import { EMBEDDED_POLICIES } from "../../src/cli/args.ts";
 
 test("the embedded default policy loads", async () => {
   const set = await loadPolicies(EMBEDDED_POLICIES);
-  assert.deepEqual(set.policies.ImagePolicy.map((p) => p.name), ["pinned-versions"]);
+  assert.deepEqual(
+    set.policies.ImagePolicy.map((p) => p.name),
+    ["pinned-versions"],
+  );
 });
 
 test("schema errors name file, document, line and field path", () => {
@@ -28,15 +31,22 @@ spec:
       images: ["nginx"]
   colour: blue
 `;
-  const { errors, policies: { ImagePolicy: imagePolicies } } = parsePolicyText(text, "p.yaml");
-  assert.deepEqual(imagePolicies.map((p) => p.name), ["ok"]);
+  const {
+    errors,
+    policies: { ImagePolicy: imagePolicies },
+  } = parsePolicyText(text, "p.yaml");
+  assert.deepEqual(
+    imagePolicies.map((p) => p.name),
+    ["ok"],
+  );
   const rendered = errors.map(renderPolicyError);
   assert.ok(rendered.includes('p.yaml:12 (document 2, spec.rules[0].action): must be one of "allow", "deny"'), rendered.join("\n"));
   assert.ok(rendered.includes('p.yaml:14 (document 2, spec.colour): unknown field "colour"'), rendered.join("\n"));
 });
 
 test("invalid image patterns and regexes are load errors with their path", () => {
-  const { errors } = parsePolicyText(`apiVersion: imprimatur.dev/v1alpha1
+  const { errors } = parsePolicyText(
+    `apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy
 metadata: {name: p}
 spec:
@@ -44,7 +54,9 @@ spec:
     - action: allow
       images: ["ok/image", "Bad Image"]
   breakGlass: {allowed: true, ticketPattern: "([", requiredAnnotations: [reason]}
-`, "p.yaml");
+`,
+    "p.yaml",
+  );
   const paths = errors.map((e) => e.path);
   assert.deepEqual(paths.sort(), ["spec.breakGlass.requiredAnnotations[0]", "spec.breakGlass.ticketPattern", "spec.rules[0].images[1]"].sort());
   assert.equal(errors.find((e) => e.path === "spec.rules[0].images[1]")?.line, 7);

@@ -28,7 +28,10 @@ spec:
     labels: {requiredKeys: [team]}
 `;
 
-function review(object: Record<string, unknown>, opts: { operation?: string; oldObject?: Record<string, unknown>; namespace?: string; resource?: [string, string]; kind?: string } = {}) {
+function review(
+  object: Record<string, unknown>,
+  opts: { operation?: string; oldObject?: Record<string, unknown>; namespace?: string; resource?: [string, string]; kind?: string } = {},
+) {
   const [group, resource] = opts.resource ?? ["", "pods"];
   return {
     apiVersion: "admission.k8s.io/v1",
@@ -76,7 +79,10 @@ after(async () => {
 test("a profile bound by the serve option denies a privileged pod in any namespace, naming field and check", async () => {
   const r = await validate(review(pod(privileged)));
   assert.equal(r.allowed, false);
-  assert.equal(r.status?.message, "spec.containers[0].securityContext.privileged denied by PodRestriction profile-baseline baseline/privileged: is true; must be false");
+  assert.equal(
+    r.status?.message,
+    "spec.containers[0].securityContext.privileged denied by PodRestriction profile-baseline baseline/privileged: is true; must be false",
+  );
   assert.equal((await validate(review(pod(plain)))).allowed, true);
 });
 
@@ -122,11 +128,20 @@ spec:
   assert.equal(r.allowed, false);
   assert.match(r.status!.message, /spec\.containers\[0\]\.image \(tag\) denied by PodRestriction no-latest .*: is "latest", which is forbidden/);
 
-  await writeFile(join(policies, "broken.yaml"), "apiVersion: imprimatur.dev/v1alpha1\nkind: PodRestriction\nmetadata: {name: broken}\nspec:\n  spec:\n    containers:\n    - securityContext:\n        privileged: {requir: true}\n");
+  await writeFile(
+    join(policies, "broken.yaml"),
+    "apiVersion: imprimatur.dev/v1alpha1\nkind: PodRestriction\nmetadata: {name: broken}\nspec:\n  spec:\n    containers:\n    - securityContext:\n        privileged: {requir: true}\n",
+  );
   const err = await app.reload();
   assert.ok(err instanceof PolicyLoadError);
-  assert.match(err.message, /broken\.yaml:8 \(document 1, spec\.spec\.containers\[0\]\.securityContext\.privileged\.requir\): unknown field "requir"; known fields: allowNil, forbidNil, requireNil, require/);
-  assert.deepEqual(app.podRestrictions().map((p) => p.name), ["profile-baseline", "no-latest", "team-labels"]);
+  assert.match(
+    err.message,
+    /broken\.yaml:8 \(document 1, spec\.spec\.containers\[0\]\.securityContext\.privileged\.requir\): unknown field "requir"; known fields: allowNil, forbidNil, requireNil, require/,
+  );
+  assert.deepEqual(
+    app.podRestrictions().map((p) => p.name),
+    ["profile-baseline", "no-latest", "team-labels"],
+  );
 });
 
 test("load errors for PodRestrictions give file, line, path and reason", async () => {

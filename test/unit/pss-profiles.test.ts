@@ -52,7 +52,10 @@ describe("Pod Security Standards profiles", () => {
         const reasons = decision.violations.map((v) => `${v.field} ${v.rule}: ${v.message}`).join("\n");
         assert.equal(decision.allowed ? "allow" : "deny", c[level], reasons || "(no violations)");
         if (c[level] === "deny" && c.field) {
-          assert.ok(decision.violations.some((v) => v.field !== undefined && mentions(v.field, c.field!)), `expected a violation at ${c.field}, got:\n${reasons}`);
+          assert.ok(
+            decision.violations.some((v) => v.field !== undefined && mentions(v.field, c.field!)),
+            `expected a violation at ${c.field}, got:\n${reasons}`,
+          );
         }
       });
     }

@@ -61,7 +61,11 @@ async function service(failOpen: boolean, timeoutMs = 2000) {
 }
 
 test("5xx answers are retried with backoff until one succeeds", async () => {
-  script = [[503, "busy"], [500, "oops"], [200, JSON.stringify({ status: { allowed: false, reason: "CVE-1" } })]];
+  script = [
+    [503, "busy"],
+    [500, "oops"],
+    [200, JSON.stringify({ status: { allowed: false, reason: "CVE-1" } })],
+  ];
   calls = 0;
   const d = await (await service(false)).review({ spec: spec("a:1") }, Date.now() + 5000);
   assert.equal(calls, 3);
@@ -71,7 +75,7 @@ test("5xx answers are retried with backoff until one succeeds", async () => {
 });
 
 test("a malformed answer is not an answer: failure policy applies, without retrying", async () => {
-  script = [[200, "{\"status\": {}}"]];
+  script = [[200, '{"status": {}}']];
   calls = 0;
   const d = await (await service(false)).review({ spec: spec("b:1") }, Date.now() + 5000);
   assert.equal(calls, 1);

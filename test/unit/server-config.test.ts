@@ -12,7 +12,11 @@ import { loadServerConfig } from "../../src/config/server-config.ts";
 const head = { apiVersion: "imprimatur.dev/v1alpha1", kind: "ServerConfig" };
 
 test("registries, authFile and digests are read, with paths relative to the config's folder", () => {
-  const c = parseServerConfig({ ...head, registries: "registries.yaml", authFile: "/etc/imprimatur/auth.json", digests: { mode: "Record", cacheTTL: "2m", maxEntries: 50 } }, "c.yaml", "/srv/conf");
+  const c = parseServerConfig(
+    { ...head, registries: "registries.yaml", authFile: "/etc/imprimatur/auth.json", digests: { mode: "Record", cacheTTL: "2m", maxEntries: 50 } },
+    "c.yaml",
+    "/srv/conf",
+  );
   assert.equal(c.registries, "/srv/conf/registries.yaml");
   assert.equal(c.authFile, "/etc/imprimatur/auth.json");
   assert.deepEqual(c.digests, { mode: "record", cacheTtlMs: 120_000, cacheMaxEntries: 50 });
@@ -28,18 +32,39 @@ test("digest settings are validated with the field path in the message", () => {
     [{ ttl: "1m" }, /^c\.yaml \(digests\.ttl\): unknown field/],
     ["Mutate", /^c\.yaml \(digests\): must be a mapping/],
   ];
-  for (const [digests, message] of bad) assert.throws(() => parseServerConfig({ ...head, digests }, "c.yaml", "/"), { name: "ConfigError", code: "invalid-config", message });
+  for (const [digests, message] of bad)
+    assert.throws(() => parseServerConfig({ ...head, digests }, "c.yaml", "/"), { name: "ConfigError", code: "invalid-config", message });
   assert.throws(() => parseServerConfig({ ...head, registries: "" }, "c.yaml", "/"), { message: /^c\.yaml \(registries\): must be a file path/ });
 });
 
 test("the mutating webhook configuration calls /mutate for pods and workloads, reinvoked if needed", () => {
-  const doc = parse(renderMutatingWebhookConfiguration({ baseUrl: "https://imprimatur.svc:8443", caPem: "PEM" }, { customResources: [{ group: "ci.example.com", version: "v1", resource: "buildruns" }] }));
+  const doc = parse(
+    renderMutatingWebhookConfiguration(
+      { baseUrl: "https://imprimatur.svc:8443", caPem: "PEM" },
+      { customResources: [{ group: "ci.example.com", version: "v1", resource: "buildruns" }] },
+    ),
+  );
   assert.equal(doc.kind, "MutatingWebhookConfiguration");
   const [hook] = doc.webhooks;
   assert.equal(hook.clientConfig.url, "https://imprimatur.svc:8443/mutate");
   assert.equal(hook.reinvocationPolicy, "IfNeeded");
   assert.equal(hook.sideEffects, "NoneOnDryRun");
-  assert.deepEqual(hook.rules.flatMap((r: { resources: string[] }) => r.resources), ["pods", "pods/ephemeralcontainers", "replicationcontrollers", "podtemplates", "deployments", "replicasets", "statefulsets", "daemonsets", "jobs", "cronjobs", "buildruns"]);
+  assert.deepEqual(
+    hook.rules.flatMap((r: { resources: string[] }) => r.resources),
+    [
+      "pods",
+      "pods/ephemeralcontainers",
+      "replicationcontrollers",
+      "podtemplates",
+      "deployments",
+      "replicasets",
+      "statefulsets",
+      "daemonsets",
+      "jobs",
+      "cronjobs",
+      "buildruns",
+    ],
+  );
 });
 
 test("a config file reports every problem at once, each as file:line (field): message, in line order", async () => {
@@ -97,7 +122,10 @@ test("a config file reports every problem at once, each as file:line (field): me
     });
     await writeFile(file, "apiVersion: imprimatur.dev/v1alpha1\nkind: ServerConfig\ncache: {allowTTL: 1m, allowTTL: 2m}\n");
     await assert.rejects(loadServerConfig(file), { code: "invalid-config", message: new RegExp(`^${file}:3: not valid YAML: .*unique`) });
-    await assert.rejects(loadServerConfig(join(dir, "missing.yaml")), { code: "unreadable", message: `${join(dir, "missing.yaml")}: cannot read config: ENOENT` });
+    await assert.rejects(loadServerConfig(join(dir, "missing.yaml")), {
+      code: "unreadable",
+      message: `${join(dir, "missing.yaml")}: cannot read config: ENOENT`,
+    });
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -107,7 +135,10 @@ test("a valid config file loads with its paths relative to its folder", async ()
   const dir = await mkdtemp(join(tmpdir(), "imprimatur-server-config-"));
   try {
     const file = join(dir, "config.yaml");
-    await writeFile(file, "apiVersion: imprimatur.dev/v1alpha1\nkind: ServerConfig\nfailurePolicy: Ignore\nbackends: [{name: corp, kubeconfig: corp.kubeconfig, timeout: 2s}]\ncache: {denyTTL: 1m}\n");
+    await writeFile(
+      file,
+      "apiVersion: imprimatur.dev/v1alpha1\nkind: ServerConfig\nfailurePolicy: Ignore\nbackends: [{name: corp, kubeconfig: corp.kubeconfig, timeout: 2s}]\ncache: {denyTTL: 1m}\n",
+    );
     const c = await loadServerConfig(file);
     assert.equal(c.failOpen, true);
     assert.deepEqual(c.backends, [{ name: "corp", kubeconfig: join(dir, "corp.kubeconfig"), timeoutMs: 2000 }]);

@@ -39,7 +39,10 @@ test("an allowed pod is admitted with the uid echoed", async () => {
   const review = podReview({ images: ["registry.example.com/app:1.0"], uid: "u-1" });
   const res = await postJson(`${base}/validate`, ca, review);
   assert.equal(res.status, 200);
-  assert.deepEqual([res.body.apiVersion, res.body.kind, res.body.response.uid, res.body.response.allowed], ["admission.k8s.io/v1", "AdmissionReview", "u-1", true]);
+  assert.deepEqual(
+    [res.body.apiVersion, res.body.kind, res.body.response.uid, res.body.response.allowed],
+    ["admission.k8s.io/v1", "AdmissionReview", "u-1", true],
+  );
 });
 
 test("a denied pod gets 403 with every violation and its field path", async () => {
@@ -58,7 +61,10 @@ test("ImageReview: wire format in and out, reason names policy and rule", async 
   assert.equal(res.body.apiVersion, "imagepolicy.k8s.io/v1alpha1");
   assert.equal(res.body.kind, "ImageReview");
   assert.equal(res.body.status.allowed, false);
-  assert.equal(res.body.status.reason, 'image "nginx:latest" denied by policy pinned-versions rules[1]: pin a version: the tag :latest (explicit or implied) can point at a different image tomorrow');
+  assert.equal(
+    res.body.status.reason,
+    'image "nginx:latest" denied by policy pinned-versions rules[1]: pin a version: the tag :latest (explicit or implied) can point at a different image tomorrow',
+  );
   const ok = await postJson(`${base}/imagereview`, ca, imageReview(["nginx:1.25"]));
   assert.deepEqual(ok.body.status.allowed, true);
 });
@@ -75,14 +81,39 @@ const malformed: Array<[string, { raw?: string | Buffer; payload?: unknown; path
   ["a JSON array", { payload: [1, 2] }, 400, /must be a JSON object/],
   ["wrong apiVersion", { payload: { ...podReview({ images: ["a:1"] }), apiVersion: "admission.k8s.io/v2" } }, 400, /apiVersion must be one of/],
   ["wrong kind", { payload: { ...podReview({ images: ["a:1"] }), kind: "Pod" } }, 400, /kind must be "AdmissionReview"/],
-  ["missing uid", { payload: { apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: { operation: "CREATE" } } }, 400, /request\.uid must be a non-empty string/],
-  ["ImageReview with wrong kind", { path: "/imagereview", payload: { apiVersion: "imagepolicy.k8s.io/v1alpha1", kind: "TokenReview", spec: {} } }, 400, /kind must be "ImageReview"/],
-  ["ImageReview with bad containers", { path: "/imagereview", payload: { apiVersion: "imagepolicy.k8s.io/v1alpha1", kind: "ImageReview", spec: { containers: [{ image: 7 }] } } }, 400, /spec\.containers\[0\]\.image must be a string/],
+  [
+    "missing uid",
+    { payload: { apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: { operation: "CREATE" } } },
+    400,
+    /request\.uid must be a non-empty string/,
+  ],
+  [
+    "ImageReview with wrong kind",
+    { path: "/imagereview", payload: { apiVersion: "imagepolicy.k8s.io/v1alpha1", kind: "TokenReview", spec: {} } },
+    400,
+    /kind must be "ImageReview"/,
+  ],
+  [
+    "ImageReview with bad containers",
+    { path: "/imagereview", payload: { apiVersion: "imagepolicy.k8s.io/v1alpha1", kind: "ImageReview", spec: { containers: [{ image: 7 }] } } },
+    400,
+    /spec\.containers\[0\]\.image must be a string/,
+  ],
   ["oversized body", { raw: JSON.stringify({ pad: "x".repeat(70 * 1024) }) }, 413, /limit is 65536|exceeds the limit/],
   ["/mutate with bad JSON", { path: "/mutate", raw: "{not json" }, 400, /not valid JSON/],
-  ["/mutate with a wrong kind", { path: "/mutate", payload: { ...podReview({ images: ["a:1"] }), kind: "ImageReview" } }, 400, /kind must be "AdmissionReview"/],
+  [
+    "/mutate with a wrong kind",
+    { path: "/mutate", payload: { ...podReview({ images: ["a:1"] }), kind: "ImageReview" } },
+    400,
+    /kind must be "AdmissionReview"/,
+  ],
   ["deeply nested body", { raw: "[".repeat(20_000) + "]".repeat(20_000) }, 400, /nests JSON objects and arrays more than 64 levels deep/],
-  ["a body that is not UTF-8", { raw: Buffer.concat([Buffer.from('{"apiVersion":"admission.k8s.io/v1","kind":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]) }, 400, /not valid UTF-8/],
+  [
+    "a body that is not UTF-8",
+    { raw: Buffer.concat([Buffer.from('{"apiVersion":"admission.k8s.io/v1","kind":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]) },
+    400,
+    /not valid UTF-8/,
+  ],
 ];
 
 for (const [name, input, status, message] of malformed) {
@@ -103,8 +134,14 @@ test("break-glass admission is written to the audit log before the answer; dry r
   const res = await postJson(`${base}/validate`, ca, podReview({ images: ["nginx"], annotations, uid: "bg-1" }));
   assert.equal(res.body.response.allowed, true);
   assert.match(res.body.response.warnings[0], /break-glass override \(ticket INC-7\)/);
-  const lines = (await readFile(join(dir, "audit.jsonl"), "utf8")).trim().split("\n").map((l) => JSON.parse(l));
-  assert.deepEqual(lines.map((l) => l.uid), ["bg-1"]);
+  const lines = (await readFile(join(dir, "audit.jsonl"), "utf8"))
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l));
+  assert.deepEqual(
+    lines.map((l) => l.uid),
+    ["bg-1"],
+  );
   assert.equal(lines[0].event, "break-glass");
   assert.equal(lines[0].ticket, "INC-7");
   assert.equal(lines[0].user, "alice");

@@ -43,7 +43,7 @@ export function compileImagePolicy(raw: RawImagePolicy, source?: ImagePolicy["so
 
   for (const [i, expr] of (raw.spec.namespaceSelector?.matchExpressions ?? []).entries()) {
     const needsValues = expr.operator === "In" || expr.operator === "NotIn";
-    if (needsValues && !(expr.values?.length)) {
+    if (needsValues && !expr.values?.length) {
       errors.push({ path: ["spec", "namespaceSelector", "matchExpressions", i, "values"], message: `operator ${expr.operator} needs at least one value` });
     }
     if (!needsValues && expr.values?.length) {
@@ -56,7 +56,10 @@ export function compileImagePolicy(raw: RawImagePolicy, source?: ImagePolicy["so
   extra.forEach((key, i) => {
     // Only *.image-policy.k8s.io/* annotations reach an ImageReview backend; any other key could never be seen.
     if (!isImagePolicyAnnotation(key)) {
-      errors.push({ path: ["spec", "breakGlass", "requiredAnnotations", i], message: `${JSON.stringify(key)} is not of the form <name>.image-policy.k8s.io/<key>, so backends would never receive it` });
+      errors.push({
+        path: ["spec", "breakGlass", "requiredAnnotations", i],
+        message: `${JSON.stringify(key)} is not of the form <name>.image-policy.k8s.io/<key>, so backends would never receive it`,
+      });
     }
   });
   let ticketPattern: RegExp | undefined;

@@ -28,7 +28,11 @@ export const imagePolicyKind: PolicyKind<ImagePolicy, readonly ImagePolicy[]> = 
 };
 
 /** Undefined when the subject has no image to review (an update that changed none). */
-export function evaluateSubjectImages(policies: readonly ImagePolicy[], subject: AdmissionSubject, namespaceLabels: Record<string, string> | undefined): Decision | undefined {
+export function evaluateSubjectImages(
+  policies: readonly ImagePolicy[],
+  subject: AdmissionSubject,
+  namespaceLabels: Record<string, string> | undefined,
+): Decision | undefined {
   if (subject.images.length === 0) return undefined;
   const decisions: Decision[] = [];
   subject.pods.forEach((pod, index) => {

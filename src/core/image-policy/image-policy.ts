@@ -82,35 +82,44 @@ export function decideImage(policy: ImagePolicy, ref: ImageReference, image: str
     const { rule, pattern: hit } = match;
     if (rule.action === "allow") {
       if (rule.digestVerify && !ref.digest) {
-        return { rule: `rules[${rule.index}]`, violation: {
-          policy: policy.name,
-          rule: `rules[${rule.index}].digestVerify`,
-          image,
-          ...(field ? { field } : {}),
-          message:
-            `this policy requires a digest, and the image has only a tag: pin it as ${image}@sha256:<digest> ` +
-            `("imprimatur resolve ${image}" prints it)` +
-            (rule.digestMutate ? ", or install the mutating webhook (/mutate), which pins it on admission" : ""),
-        } };
+        return {
+          rule: `rules[${rule.index}]`,
+          violation: {
+            policy: policy.name,
+            rule: `rules[${rule.index}].digestVerify`,
+            image,
+            ...(field ? { field } : {}),
+            message:
+              `this policy requires a digest, and the image has only a tag: pin it as ${image}@sha256:<digest> ` +
+              `("imprimatur resolve ${image}" prints it)` +
+              (rule.digestMutate ? ", or install the mutating webhook (/mutate), which pins it on admission" : ""),
+          },
+        };
       }
       return { rule: `rules[${rule.index}]` };
     }
-    return { rule: `rules[${rule.index}]`, violation: {
-      policy: policy.name,
+    return {
       rule: `rules[${rule.index}]`,
-      image,
-      ...(field ? { field } : {}),
-      message: rule.message ?? `matches ${JSON.stringify(hit.source)}, which this policy denies`,
-    } };
+      violation: {
+        policy: policy.name,
+        rule: `rules[${rule.index}]`,
+        image,
+        ...(field ? { field } : {}),
+        message: rule.message ?? `matches ${JSON.stringify(hit.source)}, which this policy denies`,
+      },
+    };
   }
   if (policy.default === "allow") return { rule: "default" };
-  return { rule: "default", violation: {
-    policy: policy.name,
+  return {
     rule: "default",
-    image,
-    ...(field ? { field } : {}),
-    message: policy.defaultMessage ?? "no rule of this policy allows this image",
-  } };
+    violation: {
+      policy: policy.name,
+      rule: "default",
+      image,
+      ...(field ? { field } : {}),
+      message: policy.defaultMessage ?? "no rule of this policy allows this image",
+    },
+  };
 }
 
 export function evaluateImagePolicies(policies: readonly ImagePolicy[], request: ImageRequest, ctx: EvaluationContext): Decision {

@@ -28,7 +28,13 @@ const lifecycle: StructSpec = { pointer: true, fields: { postStart: structField(
 
 const portFields: StructSpec = {
   pointer: false,
-  fields: { hostPort: numberField(false), containerPort: numberField(false), hostIP: stringField(false), protocol: stringField(false), name: stringField(false) },
+  fields: {
+    hostPort: numberField(false),
+    containerPort: numberField(false),
+    hostIP: stringField(false),
+    protocol: stringField(false),
+    name: stringField(false),
+  },
 };
 
 /** `ports`: every port of the container must satisfy the port restriction; plus the collection rules. */
@@ -82,4 +88,3 @@ export function compileContainerRestrictions(raw: unknown, path: RawPath, cx: Co
     .filter((c): c is Check => c !== undefined);
   return alternatives.length > 0 ? anyOf(alternatives) : undefined;
 }
-

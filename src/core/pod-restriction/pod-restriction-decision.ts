@@ -8,7 +8,12 @@ import type { PodRestrictionIndex } from "./restriction-index.ts";
 
 export const ACCEPTED_BY_ANNOTATION = "pod-restriction-accepted-by";
 
-export function decidePodRestrictions(index: PodRestrictionIndex, pod: PodUnderReview, namespace: string, namespaceLabels: Record<string, string> | undefined): Decision {
+export function decidePodRestrictions(
+  index: PodRestrictionIndex,
+  pod: PodUnderReview,
+  namespace: string,
+  namespaceLabels: Record<string, string> | undefined,
+): Decision {
   const { bound, undecided } = index.bound(namespace, namespaceLabels);
   if (undecided.length > 0) {
     return deny(
@@ -30,8 +35,14 @@ export function decidePodRestrictions(index: PodRestrictionIndex, pod: PodUnderR
   for (const p of bound) {
     if (p.mode !== "Accept") continue;
     const findings = podRestrictionFindings(p, pod);
-    if (findings.length === 0) return allow({ auditAnnotations: { [ACCEPTED_BY_ANNOTATION]: p.name }, passes: [{ kind: "PodRestriction", policy: p.name, rule: "accept", field: pod.spec.field || "spec" }] });
-    notAccepted.push(`not accepted by PodRestriction ${p.name}: ${findings[0]!.field} ${findings[0]!.message}${findings.length > 1 ? ` (and ${findings.length - 1} more)` : ""}`);
+    if (findings.length === 0)
+      return allow({
+        auditAnnotations: { [ACCEPTED_BY_ANNOTATION]: p.name },
+        passes: [{ kind: "PodRestriction", policy: p.name, rule: "accept", field: pod.spec.field || "spec" }],
+      });
+    notAccepted.push(
+      `not accepted by PodRestriction ${p.name}: ${findings[0]!.field} ${findings[0]!.message}${findings.length > 1 ? ` (and ${findings.length - 1} more)` : ""}`,
+    );
   }
 
   const violations: Violation[] = [];

@@ -8,7 +8,17 @@
 import { compileBinding, type BindingMode } from "./binding.ts";
 import { compileObjectMetaRestriction } from "./object-meta-restriction.ts";
 import { compilePodSpecRestriction } from "./pod-spec-restriction.ts";
-import { CompileContext, describe, readMapping, type Check, type CompileIssue, type EvalContext, type Finding, type Located, type RawPath } from "./restrictions/restriction-support.ts";
+import {
+  CompileContext,
+  describe,
+  readMapping,
+  type Check,
+  type CompileIssue,
+  type EvalContext,
+  type Finding,
+  type Located,
+  type RawPath,
+} from "./restrictions/restriction-support.ts";
 import type { LabelSelector } from "../label-selector.ts";
 import { isObject } from "../json-shapes.ts";
 import type { PolicyOrigin } from "../policy-kind.ts";
@@ -102,7 +112,11 @@ function includeProfile(rawName: unknown, policy: PodRestriction, cx: CompileCon
   if (profileRaw === undefined) return cx.error(path, `unknown profile ${JSON.stringify(rawName)}; shipped profiles: ${known.join(", ") || "none"}`);
   const including = opts.including ?? [];
   if (including.includes(rawName)) return cx.error(path, `profile ${JSON.stringify(rawName)} includes itself (${[...including, rawName].join(" → ")})`);
-  const compiled = compilePodRestriction(profileRaw, { ...(opts.profiles ? { profiles: opts.profiles } : {}), labelPrefix: `${rawName}/`, including: [...including, rawName] });
+  const compiled = compilePodRestriction(profileRaw, {
+    ...(opts.profiles ? { profiles: opts.profiles } : {}),
+    labelPrefix: `${rawName}/`,
+    including: [...including, rawName],
+  });
   if (!compiled.policy) return cx.error(path, `profile ${JSON.stringify(rawName)} does not compile: ${compiled.issues.map((i) => i.message).join("; ")}`);
   policy.profiles.push(rawName, ...compiled.policy.profiles.filter((p) => p !== rawName));
   policy.checks.push(...compiled.policy.checks);

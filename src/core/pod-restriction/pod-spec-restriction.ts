@@ -8,7 +8,6 @@ import { boolField, compileStruct, numberField, stringField, stringMapField, str
 import { compileVolumeRestrictions } from "./volume-restriction.ts";
 import { childOf, describe, finding, readMapping, type Check, type CompileContext, type RawPath } from "./restrictions/restriction-support.ts";
 
-
 const simpleFields: StructSpec = {
   pointer: false,
   fields: {

@@ -5,7 +5,17 @@
 // leaves unset takes the pod's value (runAsUser, runAsGroup, runAsNonRoot, seccompProfile, appArmorProfile,
 // seLinuxOptions as whole structs; windowsOptions field by field). A denial then names the pod-level field
 // and says for which container it was effective.
-import { boolField, numberField, numberListField, stringField, stringListField, stringMapField, structField, type FieldSpec, type StructSpec } from "./struct-restriction.ts";
+import {
+  boolField,
+  numberField,
+  numberListField,
+  stringField,
+  stringListField,
+  stringMapField,
+  structField,
+  type FieldSpec,
+  type StructSpec,
+} from "./struct-restriction.ts";
 import { childOf, isNil, joinField, type Located } from "./restrictions/restriction-support.ts";
 import { isObject } from "../json-shapes.ts";
 

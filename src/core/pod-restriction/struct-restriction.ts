@@ -4,7 +4,17 @@
 import { compileBoolRestriction } from "./restrictions/bool-restriction.ts";
 import { compileNumericRestriction } from "./restrictions/numeric-restriction.ts";
 import { checkNil, compileNilRule, POINTER_KEYS } from "./restrictions/pointer-restriction.ts";
-import { childOf, describe, finding, readMapping, type Check, type CompileContext, type EvalContext, type Located, type RawPath } from "./restrictions/restriction-support.ts";
+import {
+  childOf,
+  describe,
+  finding,
+  readMapping,
+  type Check,
+  type CompileContext,
+  type EvalContext,
+  type Located,
+  type RawPath,
+} from "./restrictions/restriction-support.ts";
 import { compileStringListRestriction } from "./restrictions/string-list-restriction.ts";
 import { compileStringMapRestriction } from "./restrictions/string-map-restriction.ts";
 import { compileStringRestriction } from "./restrictions/string-restriction.ts";

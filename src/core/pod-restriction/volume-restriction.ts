@@ -10,7 +10,19 @@
 import { CONTAINER_LISTS } from "../pod-images.ts";
 import { anyOf, compileStruct, stringField, boolField, type StructSpec } from "./struct-restriction.ts";
 import { checkCollection, COLLECTION_KEYS, compileCollectionRule, type CollectionRule } from "./restrictions/collection-restriction.ts";
-import { childOf, describe, finding, readListOrOne, readMapping, type Check, type CompileContext, type EvalContext, type Finding, type Located, type RawPath } from "./restrictions/restriction-support.ts";
+import {
+  childOf,
+  describe,
+  finding,
+  readListOrOne,
+  readMapping,
+  type Check,
+  type CompileContext,
+  type EvalContext,
+  type Finding,
+  type Located,
+  type RawPath,
+} from "./restrictions/restriction-support.ts";
 import { compileStringListRestriction, type CompiledStringList } from "./restrictions/string-list-restriction.ts";
 import { isObject } from "../json-shapes.ts";
 
@@ -36,7 +48,6 @@ interface VolumeEntry {
   typeSpecific: Map<string, Check>;
   rule: string;
 }
-
 
 export function compileVolumeRestrictions(raw: unknown, path: RawPath, cx: CompileContext): Check | undefined {
   const entries = readListOrOne(raw, path, cx)
@@ -65,8 +76,7 @@ export function compileVolumeRestrictions(raw: unknown, path: RawPath, cx: Compi
           const mine: Finding[] = [];
           first.volumeType.values.check({ value: type, field: `${at.field}.${type}` }, ecx, mine);
           out.push(...mine.map((f) => ({ ...f, message: `volume type ${f.message}` })));
-        }
-        else out.push(finding(at, listRule, `volume ${describe(volumeName(volume))} has type ${JSON.stringify(type)}, which no volume restriction allows`));
+        } else out.push(finding(at, listRule, `volume ${describe(volumeName(volume))} has type ${JSON.stringify(type)}, which no volume restriction allows`));
         return;
       }
       anyOf(covering.map((e) => (v: Located, c: EvalContext, o: Finding[]) => checkVolume(e, v, type, c, o)))(at, ecx, out);

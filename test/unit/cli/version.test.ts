@@ -58,7 +58,10 @@ describe("where the commit comes from", () => {
   const scratch = mkdtempSync(join(tmpdir(), "imprimatur-version-"));
   after(() => rmSync(scratch, { recursive: true, force: true }));
   const git = (cwd: string, ...args: string[]) =>
-    execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "init.defaultBranch=main", ...args], { cwd, encoding: "utf8" }).trim();
+    execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "init.defaultBranch=main", ...args], {
+      cwd,
+      encoding: "utf8",
+    }).trim();
 
   test("a folder that is no Git checkout: IMPRIMATUR_COMMIT, else unknown", async () => {
     const plain = join(scratch, "plain");

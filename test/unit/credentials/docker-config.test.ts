@@ -33,10 +33,13 @@ describe("parseDockerConfig: entries", () => {
       "dockerconfigjson",
       SOURCE,
     );
-    assert.deepEqual(parsed.entries.map((e) => [e.key, e.credential.username, e.credential.password]), [
-      ["a.example.com", "from-auth", "p1"],
-      ["b.example.com", "bob", "p3"],
-    ]);
+    assert.deepEqual(
+      parsed.entries.map((e) => [e.key, e.credential.username, e.credential.password]),
+      [
+        ["a.example.com", "from-auth", "p1"],
+        ["b.example.com", "bob", "p3"],
+      ],
+    );
   });
 
   test("identitytoken and registrytoken are kept; email is not a credential", () => {
@@ -118,7 +121,10 @@ describe("parseDockerConfig: malformed entries are skipped and reported, the res
     auths["also-good.example.com"] = { auth: b64(`carol:${secretPassword}`) };
     const parsed = parseDockerConfig(configJson(auths), "dockerconfigjson", SOURCE);
 
-    assert.deepEqual(parsed.entries.map((e) => e.key), ["good.example.com", "also-good.example.com"]);
+    assert.deepEqual(
+      parsed.entries.map((e) => e.key),
+      ["good.example.com", "also-good.example.com"],
+    );
     assert.equal(parsed.problems.length, malformed.length);
     malformed.forEach(([key, , reason], i) => {
       const problem = parsed.problems[i]!;
@@ -143,7 +149,11 @@ describe("parseDockerConfig: whole documents", () => {
   });
 
   test("a document that is not an object, or auths that is not one, throws", () => {
-    assert.throws(() => parseDockerConfig("[]", "dockercfg", SOURCE), { name: "DockerConfigError", code: "invalid-document", message: "secret team-a/regcred: not a JSON object" });
+    assert.throws(() => parseDockerConfig("[]", "dockercfg", SOURCE), {
+      name: "DockerConfigError",
+      code: "invalid-document",
+      message: "secret team-a/regcred: not a JSON object",
+    });
     assert.throws(() => parseDockerConfig('{"auths": []}', "dockerconfigjson", SOURCE), { code: "invalid-document", message: /"auths" is not a JSON object/ });
   });
 
@@ -182,7 +192,10 @@ describe("loadAuthFile", () => {
       JSON.stringify({ credHelpers: { "gcr.io": "gcloud" }, credsStore: "desktop", auths: { "gcr.io": {}, "quay.io": { auth: b64("q:w") } } }),
     );
     const loaded = await loadAuthFile(path);
-    assert.deepEqual(loaded.entries.map((e) => e.key), ["quay.io"]);
+    assert.deepEqual(
+      loaded.entries.map((e) => e.key),
+      ["quay.io"],
+    );
     assert.deepEqual(loaded.problems, [
       `authfile ${path}: entry "gcr.io": holds no credential (no auth, username, password, identitytoken or registrytoken; credential helpers are not supported)`,
       `authfile ${path}: "credHelpers" is ignored (credential helpers are not supported)`,

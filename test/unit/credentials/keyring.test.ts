@@ -195,24 +195,39 @@ describe("chainLookups", () => {
 
   test("the same credential from the same source is returned once, first place kept", () => {
     const aAgain: RegistryCredential = { ...a };
-    const chained = chainLookups(() => [a, b], () => [aAgain, file]);
+    const chained = chainLookups(
+      () => [a, b],
+      () => [aAgain, file],
+    );
     assert.deepEqual(chained("h", "r"), [a, b, file]);
   });
 
   test("equal values from different sources, or different values from one source, are all kept", () => {
     const sameValuesElsewhere: RegistryCredential = { ...a, source: "secret ns/c" };
     const otherKeySameSecret: RegistryCredential = { ...a, password: "other" };
-    const chained = chainLookups(() => [a, sameValuesElsewhere], () => [otherKeySameSecret]);
+    const chained = chainLookups(
+      () => [a, sameValuesElsewhere],
+      () => [otherKeySameSecret],
+    );
     assert.deepEqual(chained("h", "r"), [a, sameValuesElsewhere, otherKeySameSecret]);
   });
 
   test("no lookups, or lookups with nothing, give []", () => {
     assert.deepEqual(chainLookups()("h", "r"), []);
-    assert.deepEqual(chainLookups(() => [], () => [])("h", "r"), []);
+    assert.deepEqual(
+      chainLookups(
+        () => [],
+        () => [],
+      )("h", "r"),
+      [],
+    );
   });
 
   test("a keyring's lookup can be passed on unbound", () => {
     const { lookup } = keyringOf("registry.example.com");
-    assert.deepEqual(chainLookups(lookup)("registry.example.com", "app").map((c) => c.source), ["registry.example.com"]);
+    assert.deepEqual(
+      chainLookups(lookup)("registry.example.com", "app").map((c) => c.source),
+      ["registry.example.com"],
+    );
   });
 });

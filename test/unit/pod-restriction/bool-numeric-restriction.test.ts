@@ -5,7 +5,14 @@ import { describe, it } from "node:test";
 import { compilePodRestriction, podRestrictionFindings } from "../../../src/core/pod-restriction/pod-restriction.ts";
 import { compileBoolRestriction } from "../../../src/core/pod-restriction/restrictions/bool-restriction.ts";
 import { compileNumericRestriction } from "../../../src/core/pod-restriction/restrictions/numeric-restriction.ts";
-import { CompileContext, type Check, type CompileIssue, type EvalContext, type Finding, type RawPath } from "../../../src/core/pod-restriction/restrictions/restriction-support.ts";
+import {
+  CompileContext,
+  type Check,
+  type CompileIssue,
+  type EvalContext,
+  type Finding,
+  type RawPath,
+} from "../../../src/core/pod-restriction/restrictions/restriction-support.ts";
 import { podsInObject } from "../../../src/core/workload-templates.ts";
 
 const ecx: EvalContext = { podSpec: { value: {}, field: "spec" }, isTemplate: false, onlyContainers: false };
@@ -58,7 +65,13 @@ describe("BoolRestriction", () => {
     { name: "require false: unset fails", raw: { require: false }, value: undefined, pass: false, message: "is unset; must be set (to false)" },
     { name: "require false: null fails as unset", raw: { require: false }, value: null, pass: false, message: "is unset; must be set (to false)" },
     { name: "require false + allowNil: unset passes", raw: { require: false, allowNil: true }, value: undefined, pass: true },
-    { name: "require false + allowNil: true still fails", raw: { require: false, allowNil: true }, value: true, pass: false, message: "is true; must be false" },
+    {
+      name: "require false + allowNil: true still fails",
+      raw: { require: false, allowNil: true },
+      value: true,
+      pass: false,
+      message: "is true; must be false",
+    },
     { name: "no require: anything boolean passes", raw: {}, value: true, pass: true },
     { name: "no require: unset passes", raw: {}, value: undefined, pass: true },
     { name: "forbidNil: unset fails", raw: { forbidNil: true }, value: undefined, pass: false, message: "is unset; must be set" },
@@ -73,13 +86,19 @@ describe("BoolRestriction", () => {
 
   it("require must be a boolean", () => {
     const { issues } = compile(compileBoolRestriction, { require: "false" });
-    assert.deepEqual(issues.map((i) => i.path), [[...PATH, "require"]]);
+    assert.deepEqual(
+      issues.map((i) => i.path),
+      [[...PATH, "require"]],
+    );
     assert.ok(issues[0]!.message.includes('must be true or false, got "false"'));
   });
 
   it("unknown keys are compile issues", () => {
     const { issues } = compile(compileBoolRestriction, { required: true });
-    assert.deepEqual(issues.map((i) => i.path), [[...PATH, "required"]]);
+    assert.deepEqual(
+      issues.map((i) => i.path),
+      [[...PATH, "required"]],
+    );
     assert.ok(issues[0]!.message.includes("known fields: allowNil, forbidNil, requireNil, require"), issues[0]!.message);
   });
 
@@ -130,7 +149,13 @@ describe("NumericRestriction", () => {
   const nilCases: Array<{ name: string; raw: Record<string, unknown>; value: unknown; pass: boolean; message?: string }> = [
     { name: "ranges: unset fails", raw: { ranges: [{ min: 1 }] }, value: undefined, pass: false, message: "is unset; must be set (in ≥ 1)" },
     { name: "ranges + allowNil: unset passes", raw: { allowNil: true, ranges: [{ min: 1 }] }, value: undefined, pass: true },
-    { name: "ranges + allowNil false: unset fails", raw: { allowNil: false, ranges: [{ min: 1 }] }, value: null, pass: false, message: "is unset; must be set" },
+    {
+      name: "ranges + allowNil false: unset fails",
+      raw: { allowNil: false, ranges: [{ min: 1 }] },
+      value: null,
+      pass: false,
+      message: "is unset; must be set",
+    },
     { name: "no ranges: unset passes", raw: {}, value: undefined, pass: true },
     { name: "empty ranges: unset passes", raw: { ranges: [] }, value: undefined, pass: true },
     { name: "forbidNil without ranges: unset fails", raw: { forbidNil: true }, value: undefined, pass: false, message: "is unset; must be set" },
@@ -141,19 +166,32 @@ describe("NumericRestriction", () => {
   it("a non-pointer field has no nil rule and rejects allowNil", () => {
     assert.deepEqual(run(compileNumericRestriction, { ranges: [{ min: 1 }] }, undefined, false), []);
     const { issues } = compile(compileNumericRestriction, { allowNil: true, ranges: [{ min: 1 }] }, false);
-    assert.deepEqual(issues.map((i) => i.path), [[...PATH, "allowNil"]]);
+    assert.deepEqual(
+      issues.map((i) => i.path),
+      [[...PATH, "allowNil"]],
+    );
     assert.ok(issues[0]!.message.includes("not a pointer"));
   });
 
   const invalid: Array<{ name: string; raw: unknown; path: RawPath; message: string }> = [
     { name: "min greater than max", raw: { ranges: [{ min: 10, max: 1 }] }, path: [...PATH, "ranges", 0], message: "min 10 is greater than max 1" },
-    { name: "min greater than max in the second range", raw: { ranges: [{ min: 1 }, { min: 5, max: 4 }] }, path: [...PATH, "ranges", 1], message: "min 5 is greater than max 4" },
+    {
+      name: "min greater than max in the second range",
+      raw: { ranges: [{ min: 1 }, { min: 5, max: 4 }] },
+      path: [...PATH, "ranges", 1],
+      message: "min 5 is greater than max 4",
+    },
     { name: "fractional min", raw: { ranges: [{ min: 1.5 }] }, path: [...PATH, "ranges", 0, "min"], message: "must be an integer, got 1.5" },
     { name: "string max", raw: { ranges: [{ max: "10" }] }, path: [...PATH, "ranges", 0, "max"], message: 'must be an integer, got "10"' },
     { name: "null min", raw: { ranges: [{ min: null }] }, path: [...PATH, "ranges", 0, "min"], message: "must be an integer, got null" },
     { name: "ranges not a list", raw: { ranges: { min: 1 } }, path: [...PATH, "ranges"], message: "must be a list of {min, max} ranges" },
     { name: "range not a mapping", raw: { ranges: [5] }, path: [...PATH, "ranges", 0], message: "must be a mapping, got 5" },
-    { name: "unknown range key", raw: { ranges: [{ minimum: 1 }] }, path: [...PATH, "ranges", 0, "minimum"], message: 'unknown field "minimum"; known fields: min, max' },
+    {
+      name: "unknown range key",
+      raw: { ranges: [{ minimum: 1 }] },
+      path: [...PATH, "ranges", 0, "minimum"],
+      message: 'unknown field "minimum"; known fields: min, max',
+    },
   ];
   for (const c of invalid) {
     it(`${c.name} is a compile issue`, () => {
@@ -172,14 +210,21 @@ describe("NumericRestriction", () => {
     const spec = { spec: { containers: [{ securityContext: { runAsUser: { ranges: [{ min: 1000, max: 1999 }] } } }] } };
     assert.deepEqual(policyFindings(spec, { spec: { containers: [{ name: "c", image: "nginx", securityContext: { runAsUser: 1000 } }] } }), []);
     assert.deepEqual(policyFindings(spec, { spec: { containers: [{ name: "c", image: "nginx", securityContext: { runAsUser: 0 } }] } }), [
-      { field: "spec.containers[0].securityContext.runAsUser", rule: "spec.spec.containers[0].securityContext.runAsUser", message: "is 0; must be in 1000..1999" },
+      {
+        field: "spec.containers[0].securityContext.runAsUser",
+        rule: "spec.spec.containers[0].securityContext.runAsUser",
+        message: "is 0; must be in 1000..1999",
+      },
     ]);
   });
 
   it("applies to every element of supplementalGroups", () => {
     const spec = { spec: { securityContext: { supplementalGroups: { ranges: [{ min: 1 }] } } } };
     const findings = policyFindings(spec, { spec: { securityContext: { supplementalGroups: [5, 0, 7, 0] }, containers: [{ name: "c", image: "nginx" }] } });
-    assert.deepEqual(findings.map((f) => f.field), ["spec.securityContext.supplementalGroups[1]", "spec.securityContext.supplementalGroups[3]"]);
+    assert.deepEqual(
+      findings.map((f) => f.field),
+      ["spec.securityContext.supplementalGroups[1]", "spec.securityContext.supplementalGroups[3]"],
+    );
     assert.ok(findings.every((f) => f.message === "is 0; must be in ≥ 1"));
     assert.deepEqual(policyFindings(spec, { spec: { containers: [{ name: "c", image: "nginx" }] } }), []);
   });

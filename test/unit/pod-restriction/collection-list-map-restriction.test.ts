@@ -5,7 +5,13 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { compilePodRestriction, podRestrictionFindings } from "../../../src/core/pod-restriction/pod-restriction.ts";
 import { checkCollection, compileCollectionRule, isEmptyCollection } from "../../../src/core/pod-restriction/restrictions/collection-restriction.ts";
-import { CompileContext, type CompileIssue, type EvalContext, type Finding, type RawPath } from "../../../src/core/pod-restriction/restrictions/restriction-support.ts";
+import {
+  CompileContext,
+  type CompileIssue,
+  type EvalContext,
+  type Finding,
+  type RawPath,
+} from "../../../src/core/pod-restriction/restrictions/restriction-support.ts";
 import { compileStringListRestriction } from "../../../src/core/pod-restriction/restrictions/string-list-restriction.ts";
 import { compileStringMapRestriction } from "../../../src/core/pod-restriction/restrictions/string-map-restriction.ts";
 import { podsInObject } from "../../../src/core/workload-templates.ts";
@@ -30,7 +36,10 @@ describe("CollectionRestriction", () => {
   it("the rules must be booleans", () => {
     const cx = new CompileContext();
     compileCollectionRule({ forbidEmpty: "yes" }, PATH, cx);
-    assert.deepEqual(cx.issues.map((i) => i.path), [["spec", "x", "forbidEmpty"]]);
+    assert.deepEqual(
+      cx.issues.map((i) => i.path),
+      [["spec", "x", "forbidEmpty"]],
+    );
   });
 
   const emptiness: Array<{ value: unknown; empty: boolean }> = [
@@ -97,15 +106,35 @@ describe("StringListRestriction", () => {
         { field: `${FIELD}[2]`, message: 'is "NET_RAW"; allowed: "ALL"' },
       ],
     },
-    { name: "values (seed spelling whitelist)", raw: { values: { whitelist: ["ALL"] } }, value: ["KILL"], expect: [{ field: `${FIELD}[0]`, message: 'is "KILL"; allowed: "ALL"' }] },
+    {
+      name: "values (seed spelling whitelist)",
+      raw: { values: { whitelist: ["ALL"] } },
+      value: ["KILL"],
+      expect: [{ field: `${FIELD}[0]`, message: 'is "KILL"; allowed: "ALL"' }],
+    },
     { name: "shorthand allowed", raw: { allowed: ["ALL"] }, value: ["KILL"], expect: [{ field: `${FIELD}[0]`, message: 'is "KILL"; allowed: "ALL"' }] },
-    { name: "shorthand whitelist (the seed's volumeType form)", raw: { whitelist: ["configMap", "secret"] }, value: ["secret", "hostPath"], expect: [{ field: `${FIELD}[1]`, message: 'is "hostPath"; allowed: "configMap", "secret"' }] },
+    {
+      name: "shorthand whitelist (the seed's volumeType form)",
+      raw: { whitelist: ["configMap", "secret"] },
+      value: ["secret", "hostPath"],
+      expect: [{ field: `${FIELD}[1]`, message: 'is "hostPath"; allowed: "configMap", "secret"' }],
+    },
     { name: "shorthand blacklist", raw: { blacklist: ["SYS_*"] }, value: ["SYS_ADMIN"], expect: [{ field: `${FIELD}[0]`, message: "which is forbidden" }] },
     { name: "shorthand regex", raw: { regex: "[A-Z_]+" }, value: ["ok", "OK"], expect: [{ field: `${FIELD}[0]`, message: "must match" }] },
     { name: "values: an empty or absent list passes", raw: { allowed: ["ALL"] }, value: undefined, expect: [] },
     { name: "requiredValues present", raw: { requiredValues: ["ALL"] }, value: ["NET_RAW", "ALL"], expect: [] },
-    { name: "requiredValues missing", raw: { requiredValues: ["ALL"] }, value: ["NET_RAW"], expect: [{ field: FIELD, message: 'is ["NET_RAW"]; must include "ALL"' }] },
-    { name: "requiredValues on an absent list", raw: { requiredValues: ["ALL"] }, value: undefined, expect: [{ field: FIELD, message: 'is []; must include "ALL"' }] },
+    {
+      name: "requiredValues missing",
+      raw: { requiredValues: ["ALL"] },
+      value: ["NET_RAW"],
+      expect: [{ field: FIELD, message: 'is ["NET_RAW"]; must include "ALL"' }],
+    },
+    {
+      name: "requiredValues on an absent list",
+      raw: { requiredValues: ["ALL"] },
+      value: undefined,
+      expect: [{ field: FIELD, message: 'is []; must include "ALL"' }],
+    },
     {
       name: "each missing required value is reported",
       raw: { requiredValues: ["A", "B"] },
@@ -116,8 +145,18 @@ describe("StringListRestriction", () => {
       ],
     },
     { name: "requireEmpty passes an absent list", raw: { requireEmpty: true }, value: undefined, expect: [] },
-    { name: "requireEmpty fails a non-empty list", raw: { requireEmpty: true }, value: ["NET_RAW"], expect: [{ field: FIELD, message: "has 1 values; must be empty" }] },
-    { name: "forbidEmpty fails an absent list", raw: { forbidEmpty: true }, value: undefined, expect: [{ field: FIELD, message: "is empty; must have at least one of values" }] },
+    {
+      name: "requireEmpty fails a non-empty list",
+      raw: { requireEmpty: true },
+      value: ["NET_RAW"],
+      expect: [{ field: FIELD, message: "has 1 values; must be empty" }],
+    },
+    {
+      name: "forbidEmpty fails an absent list",
+      raw: { forbidEmpty: true },
+      value: undefined,
+      expect: [{ field: FIELD, message: "is empty; must have at least one of values" }],
+    },
     { name: "forbidEmpty fails an empty list", raw: { forbidEmpty: true }, value: [], expect: [{ field: FIELD, message: "is empty" }] },
     { name: "not a list", raw: { allowed: ["a"] }, value: "ALL", expect: [{ field: FIELD, message: 'must be a list, got "ALL"' }] },
     { name: "a non-string element", raw: { allowed: ["a"] }, value: [7], expect: [{ field: `${FIELD}[0]`, message: "must be a string, got 7" }] },
@@ -153,12 +192,18 @@ describe("StringListRestriction", () => {
 
   it("the element restriction inside values rejects pointer rules (elements are never unset)", () => {
     const { issues } = compile({ values: { forbidNil: true } });
-    assert.deepEqual(issues.map((i) => i.path), [[...PATH, "values", "forbidNil"]]);
+    assert.deepEqual(
+      issues.map((i) => i.path),
+      [[...PATH, "values", "forbidNil"]],
+    );
   });
 
   it("requiredValues must be a list of strings", () => {
     const { issues } = compile({ requiredValues: "ALL" });
-    assert.deepEqual(issues.map((i) => i.path), [[...PATH, "requiredValues"]]);
+    assert.deepEqual(
+      issues.map((i) => i.path),
+      [[...PATH, "requiredValues"]],
+    );
   });
 
   it("exposes the element restriction (used to select volume types)", () => {
@@ -200,23 +245,68 @@ describe("StringMapRestriction", () => {
       value: { app: "x", owner: "y" },
       expect: [{ field: `${FIELD}[owner]`, message: 'key "owner" is not allowed (allowed: "app", "team-*")' }],
     },
-    { name: "keyWhitelist (seed spelling)", raw: { keyWhitelist: ["app"] }, value: { env: "x" }, expect: [{ field: `${FIELD}[env]`, message: 'key "env" is not allowed' }] },
-    { name: "forbiddenKeys", raw: { forbiddenKeys: ["kubernetes.io/*"] }, value: { "kubernetes.io/x": "1", app: "a" }, expect: [{ field: `${FIELD}[kubernetes.io/x]`, message: 'key "kubernetes.io/x" is forbidden' }] },
-    { name: "keyBlacklist (seed spelling)", raw: { keyBlacklist: ["debug"] }, value: { debug: "1" }, expect: [{ field: `${FIELD}[debug]`, message: 'key "debug" is forbidden' }] },
+    {
+      name: "keyWhitelist (seed spelling)",
+      raw: { keyWhitelist: ["app"] },
+      value: { env: "x" },
+      expect: [{ field: `${FIELD}[env]`, message: 'key "env" is not allowed' }],
+    },
+    {
+      name: "forbiddenKeys",
+      raw: { forbiddenKeys: ["kubernetes.io/*"] },
+      value: { "kubernetes.io/x": "1", app: "a" },
+      expect: [{ field: `${FIELD}[kubernetes.io/x]`, message: 'key "kubernetes.io/x" is forbidden' }],
+    },
+    {
+      name: "keyBlacklist (seed spelling)",
+      raw: { keyBlacklist: ["debug"] },
+      value: { debug: "1" },
+      expect: [{ field: `${FIELD}[debug]`, message: 'key "debug" is forbidden' }],
+    },
     { name: "forbiddenKeys on an absent map", raw: { forbiddenKeys: ["debug"] }, value: undefined, expect: [] },
     // Required keys.
     { name: "requiredKeys present", raw: { requiredKeys: ["app"] }, value: { app: "" }, expect: [] },
-    { name: "requiredKeys missing", raw: { requiredKeys: ["app", "team"] }, value: { app: "a" }, expect: [{ field: FIELD, message: 'must have the key "team"' }] },
+    {
+      name: "requiredKeys missing",
+      raw: { requiredKeys: ["app", "team"] },
+      value: { app: "a" },
+      expect: [{ field: FIELD, message: 'must have the key "team"' }],
+    },
     { name: "requiredKeys on an absent map", raw: { requiredKeys: ["app"] }, value: undefined, expect: [{ field: FIELD, message: 'must have the key "app"' }] },
     { name: "requireKeys (seed spelling)", raw: { requireKeys: ["app"] }, value: {}, expect: [{ field: FIELD, message: 'must have the key "app"' }] },
     { name: "{key: value} item satisfied", raw: { requiredKeys: [{ tier: "web" }] }, value: { tier: "web" }, expect: [] },
-    { name: "{key: value} item with another value", raw: { requiredKeys: [{ tier: "web" }] }, value: { tier: "db" }, expect: [{ field: `${FIELD}[tier]`, message: 'is "db"; must be "web"' }] },
-    { name: "{key: value} item missing", raw: { requiredKeys: [{ tier: "web" }] }, value: {}, expect: [{ field: FIELD, message: 'must have the key "tier" = "web"' }] },
-    { name: "plain and {key: value} items mixed (the seed's kube-system example)", raw: { requireKeys: ["k8s-app", { "addonmanager.kubernetes.io/mode": "Reconcile" }] }, value: { "k8s-app": "dns", "addonmanager.kubernetes.io/mode": "Reconcile" }, expect: [] },
+    {
+      name: "{key: value} item with another value",
+      raw: { requiredKeys: [{ tier: "web" }] },
+      value: { tier: "db" },
+      expect: [{ field: `${FIELD}[tier]`, message: 'is "db"; must be "web"' }],
+    },
+    {
+      name: "{key: value} item missing",
+      raw: { requiredKeys: [{ tier: "web" }] },
+      value: {},
+      expect: [{ field: FIELD, message: 'must have the key "tier" = "web"' }],
+    },
+    {
+      name: "plain and {key: value} items mixed (the seed's kube-system example)",
+      raw: { requireKeys: ["k8s-app", { "addonmanager.kubernetes.io/mode": "Reconcile" }] },
+      value: { "k8s-app": "dns", "addonmanager.kubernetes.io/mode": "Reconcile" },
+      expect: [],
+    },
     // Value restrictions.
     { name: "values: exact key passes", raw: { values: { env: { allowed: ["prod", "dev"] } } }, value: { env: "dev" }, expect: [] },
-    { name: "values: exact key fails at the entry", raw: { values: { env: { allowed: ["prod", "dev"] } } }, value: { env: "test" }, expect: [{ field: `${FIELD}[env]`, message: 'is "test"; allowed: "prod", "dev"' }] },
-    { name: "valueRestrictions (seed spelling)", raw: { valueRestrictions: { env: { whitelist: ["prod"] } } }, value: { env: "dev" }, expect: [{ field: `${FIELD}[env]`, message: 'is "dev"; allowed: "prod"' }] },
+    {
+      name: "values: exact key fails at the entry",
+      raw: { values: { env: { allowed: ["prod", "dev"] } } },
+      value: { env: "test" },
+      expect: [{ field: `${FIELD}[env]`, message: 'is "test"; allowed: "prod", "dev"' }],
+    },
+    {
+      name: "valueRestrictions (seed spelling)",
+      raw: { valueRestrictions: { env: { whitelist: ["prod"] } } },
+      value: { env: "dev" },
+      expect: [{ field: `${FIELD}[env]`, message: 'is "dev"; allowed: "prod"' }],
+    },
     {
       name: "values: a glob key applies to every matching key",
       raw: { values: { "team.example.com/*": { regex: "[a-z]+" } } },
@@ -236,17 +326,52 @@ describe("StringMapRestriction", () => {
     { name: "values: absent key not checked", raw: { values: { env: { allowed: ["prod"] } } }, value: { app: "a" }, expect: [] },
     { name: "values: absent map not checked", raw: { values: { env: { allowed: ["prod"] } } }, value: undefined, expect: [] },
     // ...unless its restriction says so.
-    { name: "values: forbidNil makes an absent key fail", raw: { values: { env: { forbidNil: true, allowed: ["prod"] } } }, value: {}, expect: [{ field: `${FIELD}[env]`, message: "is unset; must be set" }] },
-    { name: "values: allowNil false makes an absent key fail", raw: { values: { env: { allowNil: false } } }, value: undefined, expect: [{ field: `${FIELD}[env]`, message: "is unset; must be set" }] },
-    { name: "values: forbidNil with the key present checks the value", raw: { values: { env: { forbidNil: true, allowed: ["prod"] } } }, value: { env: "dev" }, expect: [{ field: `${FIELD}[env]`, message: 'is "dev"; allowed: "prod"' }] },
-    { name: "values: requireNil forbids the key", raw: { values: { debug: { requireNil: true } } }, value: { debug: "1" }, expect: [{ field: `${FIELD}[debug]`, message: 'is set to "1"; must be unset' }] },
+    {
+      name: "values: forbidNil makes an absent key fail",
+      raw: { values: { env: { forbidNil: true, allowed: ["prod"] } } },
+      value: {},
+      expect: [{ field: `${FIELD}[env]`, message: "is unset; must be set" }],
+    },
+    {
+      name: "values: allowNil false makes an absent key fail",
+      raw: { values: { env: { allowNil: false } } },
+      value: undefined,
+      expect: [{ field: `${FIELD}[env]`, message: "is unset; must be set" }],
+    },
+    {
+      name: "values: forbidNil with the key present checks the value",
+      raw: { values: { env: { forbidNil: true, allowed: ["prod"] } } },
+      value: { env: "dev" },
+      expect: [{ field: `${FIELD}[env]`, message: 'is "dev"; allowed: "prod"' }],
+    },
+    {
+      name: "values: requireNil forbids the key",
+      raw: { values: { debug: { requireNil: true } } },
+      value: { debug: "1" },
+      expect: [{ field: `${FIELD}[debug]`, message: 'is set to "1"; must be unset' }],
+    },
     // Collection rules.
-    { name: "forbidEmpty on an absent map", raw: { forbidEmpty: true }, value: undefined, expect: [{ field: FIELD, message: "is empty; must have at least one of keys" }] },
-    { name: "requireEmpty with keys", raw: { requireEmpty: true }, value: { a: "1", b: "2" }, expect: [{ field: FIELD, message: "has 2 keys; must be empty" }] },
+    {
+      name: "forbidEmpty on an absent map",
+      raw: { forbidEmpty: true },
+      value: undefined,
+      expect: [{ field: FIELD, message: "is empty; must have at least one of keys" }],
+    },
+    {
+      name: "requireEmpty with keys",
+      raw: { requireEmpty: true },
+      value: { a: "1", b: "2" },
+      expect: [{ field: FIELD, message: "has 2 keys; must be empty" }],
+    },
     { name: "requireEmpty on an empty map", raw: { requireEmpty: true }, value: {}, expect: [] },
     // Not a map.
     { name: "a list is not a map", raw: { allowedKeys: ["a"] }, value: ["a"], expect: [{ field: FIELD, message: 'must be a map, got ["a"]' }] },
-    { name: "a non-string value fails a value restriction", raw: { values: { a: { allowed: ["1"] } } }, value: { a: 1 }, expect: [{ field: `${FIELD}[a]`, message: "must be a string, got 1" }] },
+    {
+      name: "a non-string value fails a value restriction",
+      raw: { values: { a: { allowed: ["1"] } } },
+      value: { a: 1 },
+      expect: [{ field: `${FIELD}[a]`, message: "must be a string, got 1" }],
+    },
   ];
   for (const c of cases) {
     it(c.name, () => {
@@ -258,14 +383,39 @@ describe("StringMapRestriction", () => {
   }
 
   const invalid: Array<{ name: string; raw: unknown; path: RawPath; message: string }> = [
-    { name: "keyWhitelist and allowedKeys together", raw: { keyWhitelist: ["a"], allowedKeys: ["b"] }, path: [...PATH, "allowedKeys"], message: "mean the same" },
-    { name: "a glob key requiring presence", raw: { values: { "a*": { forbidNil: true } } }, path: [...PATH, "values", "a*"], message: "cannot require its key to be present; use requiredKeys" },
-    { name: "a requiredKeys item with two keys", raw: { requiredKeys: [{ a: "1", b: "2" }] }, path: [...PATH, "requiredKeys", 0], message: "must be a key, or a single {key: value} mapping" },
-    { name: "a requiredKeys item with a non-string value", raw: { requiredKeys: [{ a: 1 }] }, path: [...PATH, "requiredKeys", 0], message: "must be a key, or a single {key: value} mapping" },
+    {
+      name: "keyWhitelist and allowedKeys together",
+      raw: { keyWhitelist: ["a"], allowedKeys: ["b"] },
+      path: [...PATH, "allowedKeys"],
+      message: "mean the same",
+    },
+    {
+      name: "a glob key requiring presence",
+      raw: { values: { "a*": { forbidNil: true } } },
+      path: [...PATH, "values", "a*"],
+      message: "cannot require its key to be present; use requiredKeys",
+    },
+    {
+      name: "a requiredKeys item with two keys",
+      raw: { requiredKeys: [{ a: "1", b: "2" }] },
+      path: [...PATH, "requiredKeys", 0],
+      message: "must be a key, or a single {key: value} mapping",
+    },
+    {
+      name: "a requiredKeys item with a non-string value",
+      raw: { requiredKeys: [{ a: 1 }] },
+      path: [...PATH, "requiredKeys", 0],
+      message: "must be a key, or a single {key: value} mapping",
+    },
     { name: "requiredKeys not a list", raw: { requiredKeys: "app" }, path: [...PATH, "requiredKeys"], message: "must be a list of keys" },
     { name: "values not a mapping", raw: { values: ["a"] }, path: [...PATH, "values"], message: "must be a mapping of key → string restriction" },
     { name: "a bad value restriction", raw: { values: { a: { regex: "(" } } }, path: [...PATH, "values", "a", "regex"], message: "invalid regular expression" },
-    { name: "an unknown key", raw: { keys: ["a"] }, path: [...PATH, "keys"], message: 'unknown field "keys"; known fields: forbidEmpty, requireEmpty, allowedKeys, forbiddenKeys, requiredKeys, values' },
+    {
+      name: "an unknown key",
+      raw: { keys: ["a"] },
+      path: [...PATH, "keys"],
+      message: 'unknown field "keys"; known fields: forbidEmpty, requireEmpty, allowedKeys, forbiddenKeys, requiredKeys, values',
+    },
   ];
   for (const c of invalid) {
     it(`${c.name} is a compile issue`, () => {
@@ -299,21 +449,48 @@ describe("sysctls as a map name → value", () => {
     return r.policy!;
   })();
   const findings = (sysctls: unknown) =>
-    podRestrictionFindings(policy, podsInObject({ apiVersion: "v1", kind: "Pod", metadata: { name: "p" }, spec: { securityContext: { sysctls }, containers: [{ name: "c", image: "nginx" }] } })[0]!);
+    podRestrictionFindings(
+      policy,
+      podsInObject({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "p" },
+        spec: { securityContext: { sysctls }, containers: [{ name: "c", image: "nginx" }] },
+      })[0]!,
+    );
   const RULE = "spec.spec.securityContext.sysctls";
 
   it("allowed sysctls with valid values pass", () => {
-    assert.deepEqual(findings([{ name: "kernel.shmmni", value: "4096" }, { name: "net.ipv4.ping_group_range", value: "0 1" }]), []);
+    assert.deepEqual(
+      findings([
+        { name: "kernel.shmmni", value: "4096" },
+        { name: "net.ipv4.ping_group_range", value: "0 1" },
+      ]),
+      [],
+    );
   });
 
   it("a sysctl not allowed is reported at spec.securityContext.sysctls[i].name", () => {
-    assert.deepEqual(findings([{ name: "kernel.shmmni", value: "1" }, { name: "net.ipv4.ip_forward", value: "1" }]), [
-      { field: "spec.securityContext.sysctls[1].name", rule: RULE, message: 'key "net.ipv4.ip_forward" is not allowed (allowed: "kernel.shm*", "net.ipv4.ping_group_range")' },
-    ]);
+    assert.deepEqual(
+      findings([
+        { name: "kernel.shmmni", value: "1" },
+        { name: "net.ipv4.ip_forward", value: "1" },
+      ]),
+      [
+        {
+          field: "spec.securityContext.sysctls[1].name",
+          rule: RULE,
+          message: 'key "net.ipv4.ip_forward" is not allowed (allowed: "kernel.shm*", "net.ipv4.ping_group_range")',
+        },
+      ],
+    );
   });
 
   it("a value restriction on a sysctl names the sysctl's entry", () => {
-    const out = findings([{ name: "kernel.shmall", value: "lots" }, { name: "kernel.shmmni", value: "1" }]);
+    const out = findings([
+      { name: "kernel.shmall", value: "lots" },
+      { name: "kernel.shmmni", value: "1" },
+    ]);
     assert.equal(out.length, 1, JSON.stringify(out));
     assert.equal(out[0]!.field.startsWith("spec.securityContext.sysctls[0]"), true, out[0]!.field);
     assert.equal(out[0]!.rule, RULE);
@@ -321,7 +498,9 @@ describe("sysctls as a map name → value", () => {
   });
 
   it("a required sysctl that is missing is reported at the list", () => {
-    assert.deepEqual(findings([{ name: "kernel.shmall", value: "1" }]), [{ field: "spec.securityContext.sysctls", rule: RULE, message: 'must have the key "kernel.shmmni"' }]);
+    assert.deepEqual(findings([{ name: "kernel.shmall", value: "1" }]), [
+      { field: "spec.securityContext.sysctls", rule: RULE, message: 'must have the key "kernel.shmmni"' },
+    ]);
     assert.deepEqual(findings(undefined), [{ field: "spec.securityContext.sysctls", rule: RULE, message: 'must have the key "kernel.shmmni"' }]);
   });
 });

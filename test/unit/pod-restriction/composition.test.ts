@@ -60,8 +60,20 @@ describe("decidePodRestrictions: Accept and Drop", () => {
     const d = decidePodRestrictions(index, privilegedHostNet, "default", {});
     assert.equal(d.allowed, false);
     assert.deepEqual(d.violations, [
-      { policy: "no-privileged", kind: "PodRestriction", rule: "spec.spec.containers[0].securityContext.privileged", field: "spec.containers[0].securityContext.privileged", message: "is true; must be false" },
-      { policy: "no-host-network", kind: "PodRestriction", rule: "spec.spec.securityContext.hostNetwork", field: "spec.hostNetwork", message: "is true; must be false" },
+      {
+        policy: "no-privileged",
+        kind: "PodRestriction",
+        rule: "spec.spec.containers[0].securityContext.privileged",
+        field: "spec.containers[0].securityContext.privileged",
+        message: "is true; must be false",
+      },
+      {
+        policy: "no-host-network",
+        kind: "PodRestriction",
+        rule: "spec.spec.securityContext.hostNetwork",
+        field: "spec.hostNetwork",
+        message: "is true; must be false",
+      },
     ]);
   });
 
@@ -96,7 +108,10 @@ describe("decidePodRestrictions: Accept and Drop", () => {
     ]);
     const d = decidePodRestrictions(index, privilegedHubImage, "default", {});
     assert.equal(d.allowed, false);
-    assert.deepEqual(d.violations.map((v) => v.policy), ["no-privileged"]);
+    assert.deepEqual(
+      d.violations.map((v) => v.policy),
+      ["no-privileged"],
+    );
     assert.equal(d.warnings.length, 1);
     assert.ok(d.warnings[0]!.startsWith("not accepted by PodRestriction trusted-images: spec.containers[0].image (registry) "), d.warnings[0]);
     assert.ok(d.warnings[0]!.includes('is "docker.io"'), d.warnings[0]);
@@ -104,7 +119,10 @@ describe("decidePodRestrictions: Accept and Drop", () => {
   });
 
   it("an unsatisfied Accept policy with passing Drop policies: allowed", () => {
-    const index = new PodRestrictionIndex([policy({ name: "no-host-network", spec: noHostNetwork }), policy({ name: "trusted-images", binding: { mode: "Accept" }, spec: trustedRegistry })]);
+    const index = new PodRestrictionIndex([
+      policy({ name: "no-host-network", spec: noHostNetwork }),
+      policy({ name: "trusted-images", binding: { mode: "Accept" }, spec: trustedRegistry }),
+    ]);
     const d = decidePodRestrictions(index, privilegedHubImage, "default", {});
     assert.equal(d.allowed, true);
     assert.deepEqual(d.violations, []);
@@ -124,7 +142,10 @@ describe("decidePodRestrictions: Accept and Drop", () => {
     assert.equal(policy({ name: "e", binding: { namespaces: ["x"] } }).mode, "Drop");
     const r = compile({ name: "f", binding: { mode: "Deny" } });
     assert.equal(r.policy, undefined);
-    assert.deepEqual(r.issues.map((i) => i.path), [["binding", "mode"]]);
+    assert.deepEqual(
+      r.issues.map((i) => i.path),
+      [["binding", "mode"]],
+    );
     assert.ok(r.issues[0]!.message.includes('must be "Accept" or "Drop", got "Deny"'));
   });
 
@@ -150,23 +171,119 @@ describe("binding", () => {
     { name: "empty binding: cluster-wide", binding: {}, namespace: "any", labels: {}, bound: true },
     { name: "namespaces: listed", binding: { namespaces: ["a", "b"] }, namespace: "b", labels: {}, bound: true },
     { name: "namespaces: not listed", binding: { namespaces: ["a", "b"] }, namespace: "c", labels: {}, bound: false },
-    { name: "matchLabels: matching", binding: { namespaceSelector: { matchLabels: { env: "prod" } } }, namespace: "x", labels: { env: "prod", team: "a" }, bound: true },
-    { name: "matchLabels: other value", binding: { namespaceSelector: { matchLabels: { env: "prod" } } }, namespace: "x", labels: { env: "dev" }, bound: false },
-    { name: "matchLabels: all must match", binding: { namespaceSelector: { matchLabels: { env: "prod", team: "a" } } }, namespace: "x", labels: { env: "prod", team: "b" }, bound: false },
-    { name: "In: value listed", binding: { namespaceSelector: { matchExpressions: [{ key: "env", operator: "In", values: ["prod", "staging"] }] } }, namespace: "x", labels: { env: "staging" }, bound: true },
-    { name: "In: value not listed", binding: { namespaceSelector: { matchExpressions: [{ key: "env", operator: "In", values: ["prod", "staging"] }] } }, namespace: "x", labels: { env: "dev" }, bound: false },
-    { name: "In: key missing", binding: { namespaceSelector: { matchExpressions: [{ key: "env", operator: "In", values: ["prod"] }] } }, namespace: "x", labels: {}, bound: false },
-    { name: "NotIn: value listed", binding: { namespaceSelector: { matchExpressions: [{ key: "env", operator: "NotIn", values: ["dev"] }] } }, namespace: "x", labels: { env: "dev" }, bound: false },
-    { name: "NotIn: other value", binding: { namespaceSelector: { matchExpressions: [{ key: "env", operator: "NotIn", values: ["dev"] }] } }, namespace: "x", labels: { env: "prod" }, bound: true },
-    { name: "NotIn: key missing (as in Kubernetes)", binding: { namespaceSelector: { matchExpressions: [{ key: "env", operator: "NotIn", values: ["dev"] }] } }, namespace: "x", labels: {}, bound: true },
-    { name: "Exists: present", binding: { namespaceSelector: { matchExpressions: [{ key: "restricted", operator: "Exists" }] } }, namespace: "x", labels: { restricted: "" }, bound: true },
-    { name: "Exists: absent", binding: { namespaceSelector: { matchExpressions: [{ key: "restricted", operator: "Exists" }] } }, namespace: "x", labels: { other: "" }, bound: false },
-    { name: "DoesNotExist: absent", binding: { namespaceSelector: { matchExpressions: [{ key: "exempt", operator: "DoesNotExist" }] } }, namespace: "x", labels: {}, bound: true },
-    { name: "DoesNotExist: present", binding: { namespaceSelector: { matchExpressions: [{ key: "exempt", operator: "DoesNotExist" }] } }, namespace: "x", labels: { exempt: "true" }, bound: false },
+    {
+      name: "matchLabels: matching",
+      binding: { namespaceSelector: { matchLabels: { env: "prod" } } },
+      namespace: "x",
+      labels: { env: "prod", team: "a" },
+      bound: true,
+    },
+    {
+      name: "matchLabels: other value",
+      binding: { namespaceSelector: { matchLabels: { env: "prod" } } },
+      namespace: "x",
+      labels: { env: "dev" },
+      bound: false,
+    },
+    {
+      name: "matchLabels: all must match",
+      binding: { namespaceSelector: { matchLabels: { env: "prod", team: "a" } } },
+      namespace: "x",
+      labels: { env: "prod", team: "b" },
+      bound: false,
+    },
+    {
+      name: "In: value listed",
+      binding: { namespaceSelector: { matchExpressions: [{ key: "env", operator: "In", values: ["prod", "staging"] }] } },
+      namespace: "x",
+      labels: { env: "staging" },
+      bound: true,
+    },
+    {
+      name: "In: value not listed",
+      binding: { namespaceSelector: { matchExpressions: [{ key: "env", operator: "In", values: ["prod", "staging"] }] } },
+      namespace: "x",
+      labels: { env: "dev" },
+      bound: false,
+    },
+    {
+      name: "In: key missing",
+      binding: { namespaceSelector: { matchExpressions: [{ key: "env", operator: "In", values: ["prod"] }] } },
+      namespace: "x",
+      labels: {},
+      bound: false,
+    },
+    {
+      name: "NotIn: value listed",
+      binding: { namespaceSelector: { matchExpressions: [{ key: "env", operator: "NotIn", values: ["dev"] }] } },
+      namespace: "x",
+      labels: { env: "dev" },
+      bound: false,
+    },
+    {
+      name: "NotIn: other value",
+      binding: { namespaceSelector: { matchExpressions: [{ key: "env", operator: "NotIn", values: ["dev"] }] } },
+      namespace: "x",
+      labels: { env: "prod" },
+      bound: true,
+    },
+    {
+      name: "NotIn: key missing (as in Kubernetes)",
+      binding: { namespaceSelector: { matchExpressions: [{ key: "env", operator: "NotIn", values: ["dev"] }] } },
+      namespace: "x",
+      labels: {},
+      bound: true,
+    },
+    {
+      name: "Exists: present",
+      binding: { namespaceSelector: { matchExpressions: [{ key: "restricted", operator: "Exists" }] } },
+      namespace: "x",
+      labels: { restricted: "" },
+      bound: true,
+    },
+    {
+      name: "Exists: absent",
+      binding: { namespaceSelector: { matchExpressions: [{ key: "restricted", operator: "Exists" }] } },
+      namespace: "x",
+      labels: { other: "" },
+      bound: false,
+    },
+    {
+      name: "DoesNotExist: absent",
+      binding: { namespaceSelector: { matchExpressions: [{ key: "exempt", operator: "DoesNotExist" }] } },
+      namespace: "x",
+      labels: {},
+      bound: true,
+    },
+    {
+      name: "DoesNotExist: present",
+      binding: { namespaceSelector: { matchExpressions: [{ key: "exempt", operator: "DoesNotExist" }] } },
+      namespace: "x",
+      labels: { exempt: "true" },
+      bound: false,
+    },
     { name: "empty selector: every namespace", binding: { namespaceSelector: {} }, namespace: "x", labels: {}, bound: true },
-    { name: "both: listed and matching", binding: { namespaces: ["a"], namespaceSelector: { matchLabels: { env: "prod" } } }, namespace: "a", labels: { env: "prod" }, bound: true },
-    { name: "both: listed, not matching", binding: { namespaces: ["a"], namespaceSelector: { matchLabels: { env: "prod" } } }, namespace: "a", labels: { env: "dev" }, bound: false },
-    { name: "both: matching, not listed", binding: { namespaces: ["a"], namespaceSelector: { matchLabels: { env: "prod" } } }, namespace: "b", labels: { env: "prod" }, bound: false },
+    {
+      name: "both: listed and matching",
+      binding: { namespaces: ["a"], namespaceSelector: { matchLabels: { env: "prod" } } },
+      namespace: "a",
+      labels: { env: "prod" },
+      bound: true,
+    },
+    {
+      name: "both: listed, not matching",
+      binding: { namespaces: ["a"], namespaceSelector: { matchLabels: { env: "prod" } } },
+      namespace: "a",
+      labels: { env: "dev" },
+      bound: false,
+    },
+    {
+      name: "both: matching, not listed",
+      binding: { namespaces: ["a"], namespaceSelector: { matchLabels: { env: "prod" } } },
+      namespace: "b",
+      labels: { env: "prod" },
+      bound: false,
+    },
   ];
   for (const t of cases) {
     it(`${t.name}: ${t.bound ? "bound" : "not bound"}`, () => {
@@ -175,11 +292,16 @@ describe("binding", () => {
   }
 
   it("a policy not bound to the namespace does not judge the pod", () => {
-    const index = new PodRestrictionIndex([policy({ name: "prod-only", binding: { namespaceSelector: { matchLabels: { env: "prod" } } }, spec: noPrivileged })]);
+    const index = new PodRestrictionIndex([
+      policy({ name: "prod-only", binding: { namespaceSelector: { matchLabels: { env: "prod" } } }, spec: noPrivileged }),
+    ]);
     assert.equal(decidePodRestrictions(index, privilegedHostNet, "dev-ns", { env: "dev" }).allowed, true);
     const d = decidePodRestrictions(index, privilegedHostNet, "prod-ns", { env: "prod" });
     assert.equal(d.allowed, false);
-    assert.deepEqual(d.violations.map((v) => v.policy), ["prod-only"]);
+    assert.deepEqual(
+      d.violations.map((v) => v.policy),
+      ["prod-only"],
+    );
   });
 
   it("unknown namespace labels with a selector-bound policy: denied with an explicit message", () => {
@@ -199,7 +321,10 @@ describe("binding", () => {
   });
 
   it("unknown labels do not matter when no selector could bind the namespace", () => {
-    const index = new PodRestrictionIndex([policy({ name: "listed", binding: { namespaces: ["a"] }, spec: noPrivileged }), policy({ name: "both", binding: { namespaces: ["b"], namespaceSelector: { matchLabels: { env: "prod" } } }, spec: noPrivileged })]);
+    const index = new PodRestrictionIndex([
+      policy({ name: "listed", binding: { namespaces: ["a"] }, spec: noPrivileged }),
+      policy({ name: "both", binding: { namespaces: ["b"], namespaceSelector: { matchLabels: { env: "prod" } } }, spec: noPrivileged }),
+    ]);
     assert.deepEqual(index.bound("a", undefined), { bound: [index.all[0]], undecided: [] });
     assert.deepEqual(index.bound("c", undefined), { bound: [], undecided: [] });
     assert.deepEqual(index.bound("b", undefined), { bound: [], undecided: [index.all[1]] });
@@ -209,17 +334,45 @@ describe("binding", () => {
   });
 
   const invalidSelectors: Array<{ name: string; selector: unknown; path: Array<string | number>; message: string }> = [
-    { name: "an unknown operator", selector: { matchExpressions: [{ key: "a", operator: "Equals", values: ["b"] }] }, path: ["binding", "namespaceSelector", "matchExpressions", 0, "operator"], message: "must be one of In, NotIn, Exists, DoesNotExist" },
-    { name: "In without values", selector: { matchExpressions: [{ key: "a", operator: "In" }] }, path: ["binding", "namespaceSelector", "matchExpressions", 0, "values"], message: "operator In needs at least one value" },
-    { name: "Exists with values", selector: { matchExpressions: [{ key: "a", operator: "Exists", values: ["b"] }] }, path: ["binding", "namespaceSelector", "matchExpressions", 0, "values"], message: "operator Exists takes no values" },
-    { name: "matchLabels with a non-string value", selector: { matchLabels: { a: 1 } }, path: ["binding", "namespaceSelector", "matchLabels"], message: "must be a map of label → string value" },
-    { name: "an unknown selector field", selector: { labels: { a: "b" } }, path: ["binding", "namespaceSelector", "labels"], message: 'unknown field "labels"' },
+    {
+      name: "an unknown operator",
+      selector: { matchExpressions: [{ key: "a", operator: "Equals", values: ["b"] }] },
+      path: ["binding", "namespaceSelector", "matchExpressions", 0, "operator"],
+      message: "must be one of In, NotIn, Exists, DoesNotExist",
+    },
+    {
+      name: "In without values",
+      selector: { matchExpressions: [{ key: "a", operator: "In" }] },
+      path: ["binding", "namespaceSelector", "matchExpressions", 0, "values"],
+      message: "operator In needs at least one value",
+    },
+    {
+      name: "Exists with values",
+      selector: { matchExpressions: [{ key: "a", operator: "Exists", values: ["b"] }] },
+      path: ["binding", "namespaceSelector", "matchExpressions", 0, "values"],
+      message: "operator Exists takes no values",
+    },
+    {
+      name: "matchLabels with a non-string value",
+      selector: { matchLabels: { a: 1 } },
+      path: ["binding", "namespaceSelector", "matchLabels"],
+      message: "must be a map of label → string value",
+    },
+    {
+      name: "an unknown selector field",
+      selector: { labels: { a: "b" } },
+      path: ["binding", "namespaceSelector", "labels"],
+      message: 'unknown field "labels"',
+    },
   ];
   for (const t of invalidSelectors) {
     it(`${t.name} is a compile issue`, () => {
       const r = compile({ name: "p", binding: { namespaceSelector: t.selector } });
       assert.equal(r.policy, undefined);
-      assert.deepEqual(r.issues.map((i) => i.path), [t.path]);
+      assert.deepEqual(
+        r.issues.map((i) => i.path),
+        [t.path],
+      );
       assert.ok(r.issues[0]!.message.includes(t.message), r.issues[0]!.message);
     });
   }
@@ -243,7 +396,11 @@ describe("PodRestrictionIndex agrees with a naive scan", () => {
   const VALUES = ["prod", "dev", "a", "b", ""];
 
   function naive(policies: readonly PodRestriction[], namespace: string, labels: Record<string, string>): PodRestriction[] {
-    return policies.filter((p) => (p.namespaces === undefined || p.namespaces.includes(namespace)) && (p.namespaceSelector === undefined || matchesLabelSelector(p.namespaceSelector, labels)));
+    return policies.filter(
+      (p) =>
+        (p.namespaces === undefined || p.namespaces.includes(namespace)) &&
+        (p.namespaceSelector === undefined || matchesLabelSelector(p.namespaceSelector, labels)),
+    );
   }
 
   for (const seed of [1, 2, 3, 42, 2024]) {
@@ -295,8 +452,14 @@ describe("PodRestrictionIndex agrees with a naive scan", () => {
       for (const namespace of NAMESPACES) {
         const got = index.bound(namespace, undefined);
         const applicable = policies.filter((p) => p.namespaces === undefined || p.namespaces.includes(namespace));
-        assert.deepEqual(got.bound.map((p) => p.name), applicable.filter((p) => !p.namespaceSelector).map((p) => p.name));
-        assert.deepEqual(got.undecided.map((p) => p.name), applicable.filter((p) => p.namespaceSelector).map((p) => p.name));
+        assert.deepEqual(
+          got.bound.map((p) => p.name),
+          applicable.filter((p) => !p.namespaceSelector).map((p) => p.name),
+        );
+        assert.deepEqual(
+          got.undecided.map((p) => p.name),
+          applicable.filter((p) => p.namespaceSelector).map((p) => p.name),
+        );
       }
     });
   }
@@ -304,7 +467,15 @@ describe("PodRestrictionIndex agrees with a naive scan", () => {
 
 describe("named checks", () => {
   it("the rule of a finding is the check's name", () => {
-    const p = policy({ name: "p", spec: { checks: [{ name: "no-privileged", description: "Privileged containers are not allowed.", ...noPrivileged }, { name: "no-host-network", ...noHostNetwork }] } });
+    const p = policy({
+      name: "p",
+      spec: {
+        checks: [
+          { name: "no-privileged", description: "Privileged containers are not allowed.", ...noPrivileged },
+          { name: "no-host-network", ...noHostNetwork },
+        ],
+      },
+    });
     assert.deepEqual(
       podRestrictionFindings(p, privilegedHostNet).map((f) => [f.rule, f.field]),
       [
@@ -312,15 +483,21 @@ describe("named checks", () => {
         ["no-host-network", "spec.hostNetwork"],
       ],
     );
-    assert.deepEqual(p.checks.map((c) => [c.name, c.description]), [
-      ["no-privileged", "Privileged containers are not allowed."],
-      ["no-host-network", undefined],
-    ]);
+    assert.deepEqual(
+      p.checks.map((c) => [c.name, c.description]),
+      [
+        ["no-privileged", "Privileged containers are not allowed."],
+        ["no-host-network", undefined],
+      ],
+    );
   });
 
   it("checks and plain restrictions combine in one policy", () => {
     const p = policy({ name: "p", spec: { ...noHostNetwork, checks: [{ name: "no-privileged", ...noPrivileged }] } });
-    assert.deepEqual(podRestrictionFindings(p, privilegedHostNet).map((f) => f.rule), ["spec.spec.securityContext.hostNetwork", "no-privileged"]);
+    assert.deepEqual(
+      podRestrictionFindings(p, privilegedHostNet).map((f) => f.rule),
+      ["spec.spec.securityContext.hostNetwork", "no-privileged"],
+    );
   });
 
   describe("when / unless", () => {
@@ -341,13 +518,24 @@ describe("named checks", () => {
         pod: pod({ containers: [{ name: "app", image: "nginx", securityContext: { privileged: true } }] }, { name: "x", labels: { env: "prod" } }),
         rules: ["linux-no-privileged", "prod-trusted-images"],
       },
-      { name: "the same pod labelled env=dev", pod: pod({ containers: [{ name: "app", image: "nginx", securityContext: { privileged: true } }] }, { name: "x", labels: { env: "dev" } }), rules: ["linux-no-privileged"] },
+      {
+        name: "the same pod labelled env=dev",
+        pod: pod({ containers: [{ name: "app", image: "nginx", securityContext: { privileged: true } }] }, { name: "x", labels: { env: "dev" } }),
+        rules: ["linux-no-privileged"],
+      },
       {
         name: "a privileged Windows pod labelled env=prod",
-        pod: pod({ os: { name: "windows" }, containers: [{ name: "app", image: "nginx", securityContext: { privileged: true } }] }, { name: "x", labels: { env: "prod" } }),
+        pod: pod(
+          { os: { name: "windows" }, containers: [{ name: "app", image: "nginx", securityContext: { privileged: true } }] },
+          { name: "x", labels: { env: "prod" } },
+        ),
         rules: ["prod-trusted-images"],
       },
-      { name: "a privileged pod with os linux", pod: pod({ os: { name: "linux" }, containers: [{ name: "app", image: "registry.example.com/a", securityContext: { privileged: true } }] }), rules: ["linux-no-privileged"] },
+      {
+        name: "a privileged pod with os linux",
+        pod: pod({ os: { name: "linux" }, containers: [{ name: "app", image: "registry.example.com/a", securityContext: { privileged: true } }] }),
+        rules: ["linux-no-privileged"],
+      },
     ];
     for (const t of cases) {
       it(t.name, () => {
@@ -360,14 +548,22 @@ describe("named checks", () => {
     { name: "a duplicate name", checks: [{ name: "a" }, { name: "a" }], path: ["spec", "checks", 1, "name"], message: 'duplicate check name "a"' },
     { name: "a missing name", checks: [{ spec: {} }], path: ["spec", "checks", 0, "name"], message: "must be a lowercase name" },
     { name: "an uppercase name", checks: [{ name: "NoPriv" }], path: ["spec", "checks", 0, "name"], message: "must be a lowercase name" },
-    { name: "an unknown key in a condition", checks: [{ name: "a", when: { labels: {} } }], path: ["spec", "checks", 0, "when", "labels"], message: 'unknown field "labels"' },
+    {
+      name: "an unknown key in a condition",
+      checks: [{ name: "a", when: { labels: {} } }],
+      path: ["spec", "checks", 0, "when", "labels"],
+      message: 'unknown field "labels"',
+    },
     { name: "checks not a list", checks: { name: "a" }, path: ["spec", "checks"], message: "must be a list of named checks" },
   ];
   for (const t of invalid) {
     it(`${t.name} is a compile issue`, () => {
       const r = compile({ name: "p", spec: { checks: t.checks } });
       assert.equal(r.policy, undefined);
-      assert.deepEqual(r.issues.map((i) => i.path), [t.path]);
+      assert.deepEqual(
+        r.issues.map((i) => i.path),
+        [t.path],
+      );
       assert.ok(r.issues[0]!.message.includes(t.message), r.issues[0]!.message);
     });
   }
@@ -396,37 +592,54 @@ describe("profiles", () => {
   it("a profile's checks combine with the policy's own restrictions", () => {
     const p = policy({ name: "baseline-and-registry", spec: { profile: "baseline", ...trustedRegistry } }, profiles);
     // The profile's checks come first, then the policy's own restrictions.
-    assert.deepEqual(podRestrictionFindings(p, privilegedHubImage).map((f) => f.rule), ["baseline/privileged", "spec.spec.containers[0].image.registry"]);
+    assert.deepEqual(
+      podRestrictionFindings(p, privilegedHubImage).map((f) => f.rule),
+      ["baseline/privileged", "spec.spec.containers[0].image.registry"],
+    );
   });
 
   it("a profile-bound policy is judged by decidePodRestrictions like any other", () => {
     const index = new PodRestrictionIndex([policy({ name: "baseline-everywhere", spec: { profile: "baseline" } }, profiles)]);
     const d = decidePodRestrictions(index, privilegedHostNet, "default", {});
     assert.equal(d.allowed, false);
-    assert.deepEqual(d.violations.map((v) => [v.policy, v.rule]), [
-      ["baseline-everywhere", "baseline/host-namespaces"],
-      ["baseline-everywhere", "baseline/privileged"],
-    ]);
+    assert.deepEqual(
+      d.violations.map((v) => [v.policy, v.rule]),
+      [
+        ["baseline-everywhere", "baseline/host-namespaces"],
+        ["baseline-everywhere", "baseline/privileged"],
+      ],
+    );
   });
 
   it("an unknown profile is a compile issue naming the shipped ones", () => {
     const r = compile({ name: "p", spec: { profile: "strict" } }, profiles);
     assert.equal(r.policy, undefined);
-    assert.deepEqual(r.issues.map((i) => i.path), [["spec", "profile"]]);
+    assert.deepEqual(
+      r.issues.map((i) => i.path),
+      [["spec", "profile"]],
+    );
     assert.ok(r.issues[0]!.message.includes('unknown profile "strict"; shipped profiles: '), r.issues[0]!.message);
     assert.ok(r.issues[0]!.message.includes("baseline") && r.issues[0]!.message.includes("restricted"), r.issues[0]!.message);
   });
 
   it("a profile is unknown when no profiles are given", () => {
     const r = compile({ name: "p", spec: { profile: "baseline" } });
-    assert.deepEqual(r.issues.map((i) => i.path), [["spec", "profile"]]);
+    assert.deepEqual(
+      r.issues.map((i) => i.path),
+      [["spec", "profile"]],
+    );
     assert.ok(r.issues[0]!.message.includes('unknown profile "baseline"'));
   });
 
   it("a profile including itself is a compile issue", () => {
-    const loop = new Map<string, unknown>([["loop", { apiVersion: "imprimatur.dev/v1alpha1", kind: "PodRestriction", metadata: { name: "loop" }, spec: { profile: "loop" } }]]);
+    const loop = new Map<string, unknown>([
+      ["loop", { apiVersion: "imprimatur.dev/v1alpha1", kind: "PodRestriction", metadata: { name: "loop" }, spec: { profile: "loop" } }],
+    ]);
     const r = compile({ name: "p", spec: { profile: "loop" } }, loop);
     assert.equal(r.policy, undefined);
-    assert.ok(r.issues.some((i) => i.message.includes("includes itself")), JSON.stringify(r.issues));
+    assert.ok(
+      r.issues.some((i) => i.message.includes("includes itself")),
+      JSON.stringify(r.issues),
+    );
   });
 });

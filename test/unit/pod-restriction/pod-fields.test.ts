@@ -41,7 +41,9 @@ function assertFindings(actual: Finding[], expected: Array<{ field: string; rule
 }
 
 describe("container alternatives", () => {
-  const p = policy({ spec: { containers: [{ name: { allowed: ["web", "web-*"] } }, { name: { allowed: ["sidecar"] }, imagePullPolicy: { allowed: ["Always"] } }] } });
+  const p = policy({
+    spec: { containers: [{ name: { allowed: ["web", "web-*"] } }, { name: { allowed: ["sidecar"] }, imagePullPolicy: { allowed: ["Always"] } }] },
+  });
 
   const cases: Array<{ name: string; container: Record<string, unknown>; pass: boolean }> = [
     { name: "matches the first entry", container: c("web-1"), pass: true },
@@ -68,7 +70,9 @@ describe("container alternatives", () => {
 
   it("a single mapping stands for a one-entry list", () => {
     const single = policy({ spec: { containers: { name: { allowed: ["web"] } } } });
-    assertFindings(findings(single, pod({ containers: [c("db")] })), [{ field: "spec.containers[0].name", rule: "spec.spec.containers.name", message: 'is "db"' }]);
+    assertFindings(findings(single, pod({ containers: [c("db")] })), [
+      { field: "spec.containers[0].name", rule: "spec.spec.containers.name", message: 'is "db"' },
+    ]);
   });
 });
 
@@ -80,8 +84,16 @@ describe("init and ephemeral containers", () => {
     const p = policy({ spec: { containers: [privileged] } });
     const out = findings(p, pod({ initContainers: [c("init", bad)], containers: [c("app")], ephemeralContainers: [c("debug", bad)] }));
     assertFindings(out, [
-      { field: "spec.initContainers[0].securityContext.privileged", rule: "spec.spec.containers[0].securityContext.privileged", message: "is true; must be false" },
-      { field: "spec.ephemeralContainers[0].securityContext.privileged", rule: "spec.spec.containers[0].securityContext.privileged", message: "is true; must be false" },
+      {
+        field: "spec.initContainers[0].securityContext.privileged",
+        rule: "spec.spec.containers[0].securityContext.privileged",
+        message: "is true; must be false",
+      },
+      {
+        field: "spec.ephemeralContainers[0].securityContext.privileged",
+        rule: "spec.spec.containers[0].securityContext.privileged",
+        message: "is true; must be false",
+      },
     ]);
   });
 
@@ -109,7 +121,12 @@ describe("init and ephemeral containers", () => {
 describe("effective security context", () => {
   const runAsUser = policy({ spec: { containers: [{ securityContext: { runAsUser: { ranges: [{ min: 1 }] } } }] } });
 
-  const cases: Array<{ name: string; podSc?: Record<string, unknown>; containerSc?: Record<string, unknown>; expect: Array<{ field: string; message: string }> }> = [
+  const cases: Array<{
+    name: string;
+    podSc?: Record<string, unknown>;
+    containerSc?: Record<string, unknown>;
+    expect: Array<{ field: string; message: string }>;
+  }> = [
     { name: "container unset, pod set and valid", podSc: { runAsUser: 1000 }, expect: [] },
     {
       name: "container unset, pod set and invalid: the pod-level field is named",
@@ -117,16 +134,29 @@ describe("effective security context", () => {
       expect: [{ field: "spec.securityContext.runAsUser", message: "is 0; must be in ≥ 1 (set at pod level, effective for spec.containers[0])" }],
     },
     { name: "container set overrides an invalid pod value", podSc: { runAsUser: 0 }, containerSc: { runAsUser: 1000 }, expect: [] },
-    { name: "container set and invalid overrides a valid pod value", podSc: { runAsUser: 1000 }, containerSc: { runAsUser: 0 }, expect: [{ field: "spec.containers[0].securityContext.runAsUser", message: "is 0; must be in ≥ 1" }] },
+    {
+      name: "container set and invalid overrides a valid pod value",
+      podSc: { runAsUser: 1000 },
+      containerSc: { runAsUser: 0 },
+      expect: [{ field: "spec.containers[0].securityContext.runAsUser", message: "is 0; must be in ≥ 1" }],
+    },
     { name: "both unset", expect: [{ field: "spec.containers[0].securityContext.runAsUser", message: "is unset; must be set (in ≥ 1)" }] },
-    { name: "container has a securityContext without the field", podSc: { runAsUser: 0 }, containerSc: { privileged: false }, expect: [{ field: "spec.securityContext.runAsUser", message: "is 0" }] },
+    {
+      name: "container has a securityContext without the field",
+      podSc: { runAsUser: 0 },
+      containerSc: { privileged: false },
+      expect: [{ field: "spec.securityContext.runAsUser", message: "is 0" }],
+    },
   ];
   for (const t of cases) {
     it(t.name, () => {
       const spec: Record<string, unknown> = { containers: [c("app", t.containerSc ? { securityContext: t.containerSc } : {})] };
       if (t.podSc) spec.securityContext = t.podSc;
       const out = findings(runAsUser, pod(spec));
-      assertFindings(out, t.expect.map((e) => ({ ...e, rule: "spec.spec.containers[0].securityContext.runAsUser" })));
+      assertFindings(
+        out,
+        t.expect.map((e) => ({ ...e, rule: "spec.spec.containers[0].securityContext.runAsUser" })),
+      );
     });
   }
 
@@ -137,7 +167,9 @@ describe("effective security context", () => {
 
   it("fields that are not inherited are not taken from the pod (privileged is container-only)", () => {
     const p = policy({ spec: { containers: [{ securityContext: { privileged: { require: false } } }] } });
-    assertFindings(findings(p, pod({ containers: [c("a")] })), [{ field: "spec.containers[0].securityContext.privileged", message: "is unset; must be set (to false)" }]);
+    assertFindings(findings(p, pod({ containers: [c("a")] })), [
+      { field: "spec.containers[0].securityContext.privileged", message: "is unset; must be set (to false)" },
+    ]);
   });
 
   it("seLinuxOptions are inherited as a whole struct", () => {
@@ -146,17 +178,43 @@ describe("effective security context", () => {
       { field: "spec.securityContext.seLinuxOptions.type", message: 'is "spc_t", which is forbidden' },
     ]);
     // The container's own struct replaces the pod's entirely: the pod's type does not leak into it.
-    assert.deepEqual(findings(p, pod({ securityContext: { seLinuxOptions: { type: "spc_t" } }, containers: [c("a", { securityContext: { seLinuxOptions: { level: "s0" } } })] })), []);
+    assert.deepEqual(
+      findings(
+        p,
+        pod({ securityContext: { seLinuxOptions: { type: "spc_t" } }, containers: [c("a", { securityContext: { seLinuxOptions: { level: "s0" } } })] }),
+      ),
+      [],
+    );
   });
 
   // security-context-restriction.ts: "A denial then names the pod-level field and says for which container
   // it was effective." That holds for a scalar (runAsUser) but also for a field inside a struct taken whole
   // from the pod (seccompProfile, seLinuxOptions, appArmorProfile, windowsOptions).
   const inheritedStructs: Array<{ name: string; restriction: Record<string, unknown>; podSc: Record<string, unknown>; field: string }> = [
-    { name: "seccompProfile.type", restriction: { seccompProfile: { allowNil: true, type: { allowed: ["RuntimeDefault"] } } }, podSc: { seccompProfile: { type: "Unconfined" } }, field: "spec.securityContext.seccompProfile.type" },
-    { name: "seLinuxOptions.type", restriction: { seLinuxOptions: { allowNil: true, type: { forbidden: ["spc_t"] } } }, podSc: { seLinuxOptions: { type: "spc_t" } }, field: "spec.securityContext.seLinuxOptions.type" },
-    { name: "appArmorProfile.type", restriction: { appArmorProfile: { allowNil: true, type: { forbidden: ["Unconfined"] } } }, podSc: { appArmorProfile: { type: "Unconfined" } }, field: "spec.securityContext.appArmorProfile.type" },
-    { name: "windowsOptions.hostProcess", restriction: { windowsOptions: { allowNil: true, hostProcess: { allowNil: true, require: false } } }, podSc: { windowsOptions: { hostProcess: true } }, field: "spec.securityContext.windowsOptions.hostProcess" },
+    {
+      name: "seccompProfile.type",
+      restriction: { seccompProfile: { allowNil: true, type: { allowed: ["RuntimeDefault"] } } },
+      podSc: { seccompProfile: { type: "Unconfined" } },
+      field: "spec.securityContext.seccompProfile.type",
+    },
+    {
+      name: "seLinuxOptions.type",
+      restriction: { seLinuxOptions: { allowNil: true, type: { forbidden: ["spc_t"] } } },
+      podSc: { seLinuxOptions: { type: "spc_t" } },
+      field: "spec.securityContext.seLinuxOptions.type",
+    },
+    {
+      name: "appArmorProfile.type",
+      restriction: { appArmorProfile: { allowNil: true, type: { forbidden: ["Unconfined"] } } },
+      podSc: { appArmorProfile: { type: "Unconfined" } },
+      field: "spec.securityContext.appArmorProfile.type",
+    },
+    {
+      name: "windowsOptions.hostProcess",
+      restriction: { windowsOptions: { allowNil: true, hostProcess: { allowNil: true, require: false } } },
+      podSc: { windowsOptions: { hostProcess: true } },
+      field: "spec.securityContext.windowsOptions.hostProcess",
+    },
   ];
   for (const t of inheritedStructs) {
     it(`a pod-level ${t.name} inherited by a container says for which container it was effective`, () => {
@@ -183,14 +241,29 @@ describe("effective security context", () => {
         ],
       },
     });
-    const cases: Array<{ name: string; podWo?: Record<string, unknown>; containerWo?: Record<string, unknown>; expect: Array<{ field: string; message: string }> }> = [
+    const cases: Array<{
+      name: string;
+      podWo?: Record<string, unknown>;
+      containerWo?: Record<string, unknown>;
+      expect: Array<{ field: string; message: string }>;
+    }> = [
       {
         name: "a field the container leaves unset comes from the pod",
         podWo: { runAsUserName: "ContainerAdministrator" },
         containerWo: { hostProcess: false },
-        expect: [{ field: "spec.securityContext.windowsOptions.runAsUserName", message: 'is "ContainerAdministrator", which is forbidden (set at pod level, effective for spec.containers[0])' }],
+        expect: [
+          {
+            field: "spec.securityContext.windowsOptions.runAsUserName",
+            message: 'is "ContainerAdministrator", which is forbidden (set at pod level, effective for spec.containers[0])',
+          },
+        ],
       },
-      { name: "a field the container sets overrides the pod's", podWo: { runAsUserName: "ContainerAdministrator" }, containerWo: { runAsUserName: "ContainerUser" }, expect: [] },
+      {
+        name: "a field the container sets overrides the pod's",
+        podWo: { runAsUserName: "ContainerAdministrator" },
+        containerWo: { runAsUserName: "ContainerUser" },
+        expect: [],
+      },
       {
         name: "hostProcess from the pod with other container options",
         podWo: { hostProcess: true },
@@ -209,7 +282,12 @@ describe("effective security context", () => {
         expect: [{ field: "spec.securityContext.windowsOptions.hostProcess", message: "is true; must be false" }],
       },
       // The GMSA pair goes together: setting either at the container replaces both.
-      { name: "GMSA: the container's gmsaCredentialSpec replaces the pod's gmsaCredentialSpecName", podWo: { gmsaCredentialSpecName: "forbidden-spec" }, containerWo: { gmsaCredentialSpec: "{}" }, expect: [] },
+      {
+        name: "GMSA: the container's gmsaCredentialSpec replaces the pod's gmsaCredentialSpecName",
+        podWo: { gmsaCredentialSpecName: "forbidden-spec" },
+        containerWo: { gmsaCredentialSpec: "{}" },
+        expect: [],
+      },
       {
         name: "GMSA: the pod's pair is used when the container sets neither",
         podWo: { gmsaCredentialSpecName: "forbidden-spec" },
@@ -230,20 +308,65 @@ describe("effective security context", () => {
 describe("image restriction", () => {
   const cases: Array<{ name: string; restriction: unknown; image: unknown; expect: Array<{ field: string; message: string }> }> = [
     { name: "registry allowed", restriction: { registry: { allowed: ["registry.example.com"] } }, image: "registry.example.com/team/app:1", expect: [] },
-    { name: "registry of a Docker Hub image", restriction: { registry: { allowed: ["registry.example.com"] } }, image: "nginx", expect: [{ field: "spec.containers[0].image (registry)", message: 'is "docker.io"; allowed: "registry.example.com"' }] },
+    {
+      name: "registry of a Docker Hub image",
+      restriction: { registry: { allowed: ["registry.example.com"] } },
+      image: "nginx",
+      expect: [{ field: "spec.containers[0].image (registry)", message: 'is "docker.io"; allowed: "registry.example.com"' }],
+    },
     { name: "registry is lowercased", restriction: { registry: { allowed: ["registry.example.com"] } }, image: "REGISTRY.example.com/app:1", expect: [] },
     { name: "repository allowed", restriction: { repository: { allowed: ["library/*"] } }, image: "nginx:1.27", expect: [] },
-    { name: "repository not allowed", restriction: { repository: { allowed: ["library/*"] } }, image: "team/app:1", expect: [{ field: "spec.containers[0].image (repository)", message: 'is "team/app"; allowed: "library/*"' }] },
+    {
+      name: "repository not allowed",
+      restriction: { repository: { allowed: ["library/*"] } },
+      image: "team/app:1",
+      expect: [{ field: "spec.containers[0].image (repository)", message: 'is "team/app"; allowed: "library/*"' }],
+    },
     { name: "image (seed spelling) is the repository", restriction: { image: { allowed: ["library/nginx"] } }, image: "docker.io/library/nginx:1", expect: [] },
-    { name: "image (seed spelling) denies another repository", restriction: { image: { allowed: ["library/nginx"] } }, image: "team/nginx", expect: [{ field: "spec.containers[0].image (repository)", message: 'is "team/nginx"' }] },
-    { name: "an implicit tag is latest", restriction: { tag: { forbidden: ["latest"] } }, image: "nginx", expect: [{ field: "spec.containers[0].image (tag)", message: 'is "latest", which is forbidden' }] },
+    {
+      name: "image (seed spelling) denies another repository",
+      restriction: { image: { allowed: ["library/nginx"] } },
+      image: "team/nginx",
+      expect: [{ field: "spec.containers[0].image (repository)", message: 'is "team/nginx"' }],
+    },
+    {
+      name: "an implicit tag is latest",
+      restriction: { tag: { forbidden: ["latest"] } },
+      image: "nginx",
+      expect: [{ field: "spec.containers[0].image (tag)", message: 'is "latest", which is forbidden' }],
+    },
     { name: "an explicit tag", restriction: { tag: { regex: "v[0-9]+(\\.[0-9]+)*" } }, image: "nginx:v1.2", expect: [] },
     { name: "a digest-only image has no tag", restriction: { tag: { forbidden: ["latest"] } }, image: `nginx@sha256:${"a".repeat(64)}`, expect: [] },
-    { name: "digest required: present", restriction: { digest: { forbidNil: true } }, image: `registry.example.com/app:1@sha256:${"b".repeat(64)}`, expect: [] },
-    { name: "digest required: absent", restriction: { digest: { forbidNil: true } }, image: "registry.example.com/app:1", expect: [{ field: "spec.containers[0].image (digest)", message: "is unset; must be set" }] },
-    { name: "digest algorithm", restriction: { digest: { allowed: ["sha512:*"] } }, image: `app@sha256:${"c".repeat(64)}`, expect: [{ field: "spec.containers[0].image (digest)", message: "allowed: " }] },
-    { name: "invalid reference", restriction: { registry: { allowed: ["*"] } }, image: "Not A/Reference", expect: [{ field: "spec.containers[0].image", message: 'invalid image reference "Not A/Reference"' }] },
-    { name: "no image", restriction: { registry: { allowed: ["*"] } }, image: undefined, expect: [{ field: "spec.containers[0].image", message: "has no image" }] },
+    {
+      name: "digest required: present",
+      restriction: { digest: { forbidNil: true } },
+      image: `registry.example.com/app:1@sha256:${"b".repeat(64)}`,
+      expect: [],
+    },
+    {
+      name: "digest required: absent",
+      restriction: { digest: { forbidNil: true } },
+      image: "registry.example.com/app:1",
+      expect: [{ field: "spec.containers[0].image (digest)", message: "is unset; must be set" }],
+    },
+    {
+      name: "digest algorithm",
+      restriction: { digest: { allowed: ["sha512:*"] } },
+      image: `app@sha256:${"c".repeat(64)}`,
+      expect: [{ field: "spec.containers[0].image (digest)", message: "allowed: " }],
+    },
+    {
+      name: "invalid reference",
+      restriction: { registry: { allowed: ["*"] } },
+      image: "Not A/Reference",
+      expect: [{ field: "spec.containers[0].image", message: 'invalid image reference "Not A/Reference"' }],
+    },
+    {
+      name: "no image",
+      restriction: { registry: { allowed: ["*"] } },
+      image: undefined,
+      expect: [{ field: "spec.containers[0].image", message: "has no image" }],
+    },
     {
       name: "alternatives: the second passes",
       restriction: [{ registry: { allowed: ["a.example.com"] } }, { registry: { allowed: ["b.example.com"] }, tag: { forbidden: ["latest"] } }],
@@ -271,13 +394,18 @@ describe("image restriction", () => {
 
   it("the rule names the image part of the policy", () => {
     const p = policy({ spec: { containers: [{ image: [{ registry: { allowed: ["x.io"] } }] }] } });
-    assertFindings(findings(p, pod({ containers: [{ name: "a", image: "nginx" }] })), [{ field: "spec.containers[0].image (registry)", rule: "spec.spec.containers[0].image[0].registry", message: "allowed" }]);
+    assertFindings(findings(p, pod({ containers: [{ name: "a", image: "nginx" }] })), [
+      { field: "spec.containers[0].image (registry)", rule: "spec.spec.containers[0].image[0].registry", message: "allowed" },
+    ]);
   });
 
   it("unknown image parts are compile issues", () => {
     const r = compile({ spec: { containers: [{ image: { name: { allowed: ["x"] } } }] } });
     assert.equal(r.policy, undefined);
-    assert.deepEqual(r.issues.map((i) => i.path), [["spec", "spec", "containers", 0, "image", "name"]]);
+    assert.deepEqual(
+      r.issues.map((i) => i.path),
+      [["spec", "spec", "containers", 0, "image", "name"]],
+    );
     assert.ok(r.issues[0]!.message.includes("known fields: registry, repository, tag, digest"), r.issues[0]!.message);
   });
 });
@@ -297,11 +425,16 @@ describe("ports", () => {
   });
   it("the collection rules apply to the list", () => {
     const q = policy({ spec: { containers: [{ ports: { requireEmpty: true } }] } });
-    assertFindings(findings(q, pod({ containers: [c("a", { ports: [{ containerPort: 80 }] })] })), [{ field: "spec.containers[0].ports", message: "has 1 ports; must be empty" }]);
+    assertFindings(findings(q, pod({ containers: [c("a", { ports: [{ containerPort: 80 }] })] })), [
+      { field: "spec.containers[0].ports", message: "has 1 ports; must be empty" },
+    ]);
   });
   it("hostPort is not a pointer: allowNil is a compile issue", () => {
     const r = compile({ spec: { containers: [{ ports: { hostPort: { allowNil: true, ranges: [{ max: 0 }] } } }] } });
-    assert.deepEqual(r.issues.map((i) => i.path), [["spec", "spec", "containers", 0, "ports", "hostPort", "allowNil"]]);
+    assert.deepEqual(
+      r.issues.map((i) => i.path),
+      [["spec", "spec", "containers", 0, "ports", "hostPort", "allowNil"]],
+    );
     assert.ok(r.issues[0]!.message.includes("not a pointer in the Pod API"));
   });
 });
@@ -322,7 +455,11 @@ describe("probes and lifecycle handlers", () => {
   });
 
   it("handlers without a host pass, as do containers without probes", () => {
-    const probes = { livenessProbe: { httpGet: { port: 8080, path: "/healthz" } }, readinessProbe: { exec: { command: ["true"] } }, lifecycle: { preStop: { tcpSocket: { port: 80 } } } };
+    const probes = {
+      livenessProbe: { httpGet: { port: 8080, path: "/healthz" } },
+      readinessProbe: { exec: { command: ["true"] } },
+      lifecycle: { preStop: { tcpSocket: { port: 80 } } },
+    };
     assert.deepEqual(findings(p, pod({ containers: [c("a", probes), c("b")] })), []);
   });
 
@@ -347,9 +484,19 @@ describe("volumes", () => {
   it("a volume whose type no entry covers is denied (one entry: the volumeType message)", () => {
     const p = policy({ spec: { volumes: { volumeType: { whitelist: ["configMap", "secret"] } } } });
     assert.deepEqual(findings(p, pod({ containers: [c("a")], volumes: [{ name: "cfg", configMap: { name: "x" } }] })), []);
-    assertFindings(findings(p, pod({ containers: [c("a")], volumes: [{ name: "cfg", configMap: { name: "x" } }, { name: "host", hostPath: { path: "/" } }] })), [
-      { field: "spec.volumes[1].hostPath", rule: "spec.spec.volumes.volumeType", message: 'volume type is "hostPath"; allowed: "configMap", "secret"' },
-    ]);
+    assertFindings(
+      findings(
+        p,
+        pod({
+          containers: [c("a")],
+          volumes: [
+            { name: "cfg", configMap: { name: "x" } },
+            { name: "host", hostPath: { path: "/" } },
+          ],
+        }),
+      ),
+      [{ field: "spec.volumes[1].hostPath", rule: "spec.spec.volumes.volumeType", message: 'volume type is "hostPath"; allowed: "configMap", "secret"' }],
+    );
   });
 
   it("a volume whose type no entry covers is denied (several entries)", () => {
@@ -370,7 +517,19 @@ describe("volumes", () => {
 
   it("an entry without volumeType covers every volume", () => {
     const p = policy({ spec: { volumes: [{ hostPath: { path: { allowed: ["/var/log"] } } }] } });
-    assert.deepEqual(findings(p, pod({ containers: [c("a")], volumes: [{ name: "d", emptyDir: {} }, { name: "l", hostPath: { path: "/var/log" } }] })), []);
+    assert.deepEqual(
+      findings(
+        p,
+        pod({
+          containers: [c("a")],
+          volumes: [
+            { name: "d", emptyDir: {} },
+            { name: "l", hostPath: { path: "/var/log" } },
+          ],
+        }),
+      ),
+      [],
+    );
   });
 
   describe("a covered volume must satisfy one covering entry", () => {
@@ -414,7 +573,16 @@ describe("volumes", () => {
       it(`hostPath ${t.path}${t.type ? ` (${t.type})` : ""} ${t.expect.length === 0 ? "passes" : "fails"}`, () => {
         const hostPath: Record<string, unknown> = { path: t.path };
         if (t.type) hostPath.type = t.type;
-        const out = findings(p, pod({ containers: [c("a")], volumes: [{ name: "h", hostPath }, { name: "cfg", configMap: { name: "x" } }] }));
+        const out = findings(
+          p,
+          pod({
+            containers: [c("a")],
+            volumes: [
+              { name: "h", hostPath },
+              { name: "cfg", configMap: { name: "x" } },
+            ],
+          }),
+        );
         assertFindings(out, t.expect);
       });
     }
@@ -423,10 +591,7 @@ describe("volumes", () => {
   describe("mount rules apply to every mount of the covered volumes", () => {
     const p = policy({
       spec: {
-        volumes: [
-          { volumeType: { allowed: ["hostPath"] }, mount: { readOnly: { require: true } } },
-          { volumeType: { forbidden: ["hostPath"] } },
-        ],
+        volumes: [{ volumeType: { allowed: ["hostPath"] }, mount: { readOnly: { require: true } } }, { volumeType: { forbidden: ["hostPath"] } }],
       },
     });
     const volumes = [
@@ -437,7 +602,14 @@ describe("volumes", () => {
     it("read-only mounts of the hostPath volume pass; other volumes' mounts are not restricted", () => {
       const spec = {
         volumes,
-        containers: [c("a", { volumeMounts: [{ name: "logs", mountPath: "/logs", readOnly: true }, { name: "scratch", mountPath: "/tmp" }] })],
+        containers: [
+          c("a", {
+            volumeMounts: [
+              { name: "logs", mountPath: "/logs", readOnly: true },
+              { name: "scratch", mountPath: "/tmp" },
+            ],
+          }),
+        ],
       };
       assert.deepEqual(findings(p, pod(spec)), []);
     });
@@ -446,7 +618,14 @@ describe("volumes", () => {
       const spec = {
         volumes,
         initContainers: [c("init", { volumeMounts: [{ name: "logs", mountPath: "/logs" }] })],
-        containers: [c("a", { volumeMounts: [{ name: "scratch", mountPath: "/tmp" }, { name: "logs", mountPath: "/logs", readOnly: true }] })],
+        containers: [
+          c("a", {
+            volumeMounts: [
+              { name: "scratch", mountPath: "/tmp" },
+              { name: "logs", mountPath: "/logs", readOnly: true },
+            ],
+          }),
+        ],
         ephemeralContainers: [c("debug", { volumeMounts: [{ name: "logs", mountPath: "/logs", readOnly: false }] })],
       };
       assertFindings(findings(p, pod(spec)), [
@@ -459,9 +638,19 @@ describe("volumes", () => {
   it("requireEmpty on an entry forbids the volumes it covers", () => {
     const p = policy({ spec: { volumes: [{ volumeType: { allowed: ["hostPath"] }, requireEmpty: true }, { volumeType: { forbidden: ["hostPath"] } }] } });
     assert.deepEqual(findings(p, pod({ containers: [c("a")], volumes: [{ name: "cfg", configMap: { name: "x" } }] })), []);
-    assertFindings(findings(p, pod({ containers: [c("a")], volumes: [{ name: "cfg", configMap: { name: "x" } }, { name: "h", hostPath: { path: "/" } }] })), [
-      { field: "spec.volumes", rule: "spec.spec.volumes[0]", message: "has 1 volumes covered by this restriction; must be empty" },
-    ]);
+    assertFindings(
+      findings(
+        p,
+        pod({
+          containers: [c("a")],
+          volumes: [
+            { name: "cfg", configMap: { name: "x" } },
+            { name: "h", hostPath: { path: "/" } },
+          ],
+        }),
+      ),
+      [{ field: "spec.volumes", rule: "spec.spec.volumes[0]", message: "has 1 volumes covered by this restriction; must be empty" }],
+    );
   });
 
   it("forbidEmpty on an entry requires a covered volume", () => {
@@ -471,7 +660,10 @@ describe("volumes", () => {
 
   it("unknown volume entry keys are compile issues naming the known keys", () => {
     const r = compile({ spec: { volumes: [{ nfs: { server: { allowed: ["x"] } } }] } });
-    assert.deepEqual(r.issues.map((i) => i.path), [["spec", "spec", "volumes", 0, "nfs"]]);
+    assert.deepEqual(
+      r.issues.map((i) => i.path),
+      [["spec", "spec", "volumes", 0, "nfs"]],
+    );
     assert.ok(r.issues[0]!.message.includes("known fields: forbidEmpty, requireEmpty, mount, volumeType, hostPath"), r.issues[0]!.message);
   });
 });
@@ -481,7 +673,9 @@ describe("metadata", () => {
 
   it("a Pod's name is restricted", () => {
     assert.deepEqual(findings(p, pod({ containers: [c("a")] }, { name: "web-1", labels: { app: "web" } })), []);
-    assertFindings(findings(p, pod({ containers: [c("a")] }, { name: "db-1", labels: { app: "db" } })), [{ field: "metadata.name", rule: "spec.metadata.name", message: 'is "db-1"; must match' }]);
+    assertFindings(findings(p, pod({ containers: [c("a")] }, { name: "db-1", labels: { app: "db" } })), [
+      { field: "metadata.name", rule: "spec.metadata.name", message: 'is "db-1"; must match' },
+    ]);
   });
 
   it("a pod template's name is not (its pods get generated names); its labels are", () => {
@@ -492,7 +686,9 @@ describe("metadata", () => {
       spec: { template: { metadata: { labels }, spec: { containers: [c("a")] } } },
     });
     assert.deepEqual(findings(p, deployment({ app: "db" })), []);
-    assertFindings(findings(p, deployment({ tier: "db" })), [{ field: "spec.template.metadata.labels", rule: "spec.metadata.labels", message: 'must have the key "app"' }]);
+    assertFindings(findings(p, deployment({ tier: "db" })), [
+      { field: "spec.template.metadata.labels", rule: "spec.metadata.labels", message: 'must have the key "app"' },
+    ]);
   });
 });
 
@@ -566,9 +762,13 @@ describe("compile issues", () => {
   });
 
   it("pointer struct fields accept allowNil (the seed's capabilities)", () => {
-    const p = policy({ spec: { containers: [{ securityContext: { allowNil: false, capabilities: { forbidNil: true, drop: { requiredValues: ["ALL"] } } } }] } });
+    const p = policy({
+      spec: { containers: [{ securityContext: { allowNil: false, capabilities: { forbidNil: true, drop: { requiredValues: ["ALL"] } } } }] },
+    });
     assertFindings(findings(p, pod({ containers: [c("a")] })), [{ field: "spec.containers[0].securityContext", message: "is unset; must be set" }]);
-    assertFindings(findings(p, pod({ containers: [c("a", { securityContext: {} })] })), [{ field: "spec.containers[0].securityContext.capabilities", message: "is unset; must be set" }]);
+    assertFindings(findings(p, pod({ containers: [c("a", { securityContext: {} })] })), [
+      { field: "spec.containers[0].securityContext.capabilities", message: "is unset; must be set" },
+    ]);
     assertFindings(findings(p, pod({ containers: [c("a", { securityContext: { capabilities: { drop: ["NET_RAW"] } } })] })), [
       { field: "spec.containers[0].securityContext.capabilities.drop", message: 'must include "ALL"' },
     ]);

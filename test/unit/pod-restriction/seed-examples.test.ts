@@ -159,7 +159,11 @@ describe("the seed's first example (restricted PSP, policy/v1alpha1)", () => {
     assert.equal(decision.allowed, false);
     const got = decision.violations.map((v) => ({ field: v.field, rule: v.rule, message: v.message }));
     const expected: Array<{ field: string; rule: string; message: string }> = [
-      { field: "metadata.annotations[apparmor.security.beta.kubernetes.io/pod]", rule: "spec.metadata.annotations", message: 'is "unconfined"; allowed: "runtime/default"' },
+      {
+        field: "metadata.annotations[apparmor.security.beta.kubernetes.io/pod]",
+        rule: "spec.metadata.annotations",
+        message: 'is "unconfined"; allowed: "runtime/default"',
+      },
       { field: "metadata.annotations", rule: "spec.metadata.annotations", message: 'must have the key "seccomp.security.alpha.kubernetes.io/pod"' },
       { field: "spec.hostNetwork", rule: "spec.spec.securityContext.hostNetwork", message: "is true; must be false" },
       { field: "spec.hostPID", rule: "spec.spec.securityContext.hostPID", message: "is true; must be false" },
@@ -167,11 +171,27 @@ describe("the seed's first example (restricted PSP, policy/v1alpha1)", () => {
       { field: "spec.securityContext.fsGroup", rule: "spec.spec.securityContext.fsGroup", message: "is unset; must be set (in ≥ 1)" },
       { field: "spec.volumes[0].hostPath", rule: "spec.spec.volumes.volumeType", message: 'volume type is "hostPath"; allowed: ' },
       { field: "spec.containers[0].securityContext.privileged", rule: "spec.spec.containers[0].securityContext.privileged", message: "is true; must be false" },
-      { field: "spec.containers[0].securityContext.capabilities.add", rule: "spec.spec.containers[0].securityContext.capabilities.add", message: "has 1 values; must be empty" },
-      { field: "spec.containers[0].securityContext.capabilities.drop", rule: "spec.spec.containers[0].securityContext.capabilities.drop", message: 'must include "ALL"' },
+      {
+        field: "spec.containers[0].securityContext.capabilities.add",
+        rule: "spec.spec.containers[0].securityContext.capabilities.add",
+        message: "has 1 values; must be empty",
+      },
+      {
+        field: "spec.containers[0].securityContext.capabilities.drop",
+        rule: "spec.spec.containers[0].securityContext.capabilities.drop",
+        message: 'must include "ALL"',
+      },
       { field: "spec.containers[0].securityContext.runAsUser", rule: "spec.spec.containers[0].securityContext.runAsUser", message: "is 0; must be in ≥ 1" },
-      { field: "spec.containers[0].securityContext.runAsGroup", rule: "spec.spec.containers[0].securityContext.runAsGroup", message: "is unset; must be set (in ≥ 1)" },
-      { field: "spec.containers[0].securityContext.allowPrivilegeEscalation", rule: "spec.spec.containers[0].securityContext.allowPrivilegeEscalation", message: "is unset; must be set (to false)" },
+      {
+        field: "spec.containers[0].securityContext.runAsGroup",
+        rule: "spec.spec.containers[0].securityContext.runAsGroup",
+        message: "is unset; must be set (in ≥ 1)",
+      },
+      {
+        field: "spec.containers[0].securityContext.allowPrivilegeEscalation",
+        rule: "spec.spec.containers[0].securityContext.allowPrivilegeEscalation",
+        message: "is unset; must be set (to false)",
+      },
     ];
     assert.equal(got.length, expected.length, JSON.stringify(got, null, 1));
     for (const e of expected) {
@@ -186,14 +206,30 @@ describe("the seed's first example (restricted PSP, policy/v1alpha1)", () => {
   const containerSc = (spec: Record<string, unknown>) => (spec.containers as Array<{ securityContext: Record<string, unknown> }>)[0]!.securityContext;
   const oneChange: Array<{ name: string; change: (spec: Record<string, unknown>, metadata: Record<string, unknown>) => void; field: string }> = [
     { name: "privileged: true", change: (s) => (containerSc(s).privileged = true), field: "spec.containers[0].securityContext.privileged" },
-    { name: "allowPrivilegeEscalation: true", change: (s) => (containerSc(s).allowPrivilegeEscalation = true), field: "spec.containers[0].securityContext.allowPrivilegeEscalation" },
-    { name: "a seccomp annotation other than docker/default", change: (_s, m) => ((m.annotations as Record<string, string>)["seccomp.security.alpha.kubernetes.io/pod"] = "unconfined"), field: "metadata.annotations[seccomp.security.alpha.kubernetes.io/pod]" },
+    {
+      name: "allowPrivilegeEscalation: true",
+      change: (s) => (containerSc(s).allowPrivilegeEscalation = true),
+      field: "spec.containers[0].securityContext.allowPrivilegeEscalation",
+    },
+    {
+      name: "a seccomp annotation other than docker/default",
+      change: (_s, m) => ((m.annotations as Record<string, string>)["seccomp.security.alpha.kubernetes.io/pod"] = "unconfined"),
+      field: "metadata.annotations[seccomp.security.alpha.kubernetes.io/pod]",
+    },
     { name: "hostIPC", change: (s) => (s.hostIPC = true), field: "spec.hostIPC" },
-    { name: "a hostPath volume", change: (s) => (s.volumes as unknown[]).push({ name: "h", hostPath: { path: "/var/log" } }), field: "spec.volumes[4].hostPath" },
-    { name: "runAsGroup 0 at pod level, unset in the container", change: (s) => {
-      delete containerSc(s).runAsGroup;
-      (s.securityContext as Record<string, unknown>).runAsGroup = 0;
-    }, field: "spec.securityContext.runAsGroup" },
+    {
+      name: "a hostPath volume",
+      change: (s) => (s.volumes as unknown[]).push({ name: "h", hostPath: { path: "/var/log" } }),
+      field: "spec.volumes[4].hostPath",
+    },
+    {
+      name: "runAsGroup 0 at pod level, unset in the container",
+      change: (s) => {
+        delete containerSc(s).runAsGroup;
+        (s.securityContext as Record<string, unknown>).runAsGroup = 0;
+      },
+      field: "spec.securityContext.runAsGroup",
+    },
   ];
   for (const t of oneChange) {
     it(`denies the compliant pod changed by ${t.name}`, () => {
@@ -201,7 +237,11 @@ describe("the seed's first example (restricted PSP, policy/v1alpha1)", () => {
       const spec = structuredClone(compliantRestricted.spec.value) as Record<string, unknown>;
       t.change(spec, metadata);
       const findings = podRestrictionFindings(parsed.policies.PodRestriction[0]!, pod(metadata, spec));
-      assert.deepEqual(findings.map((f) => f.field), [t.field], JSON.stringify(findings, null, 1));
+      assert.deepEqual(
+        findings.map((f) => f.field),
+        [t.field],
+        JSON.stringify(findings, null, 1),
+      );
     });
   }
 });
@@ -232,7 +272,8 @@ describe("the seed's second example (kube-system addons)", () => {
 
     const restricted = parsePolicyText(SEED_RESTRICTED, "restricted.yaml").policies.PodRestriction[0]!;
     const index = new PodRestrictionIndex([restricted, accept]);
-    const addon = (labels: Record<string, string>) => pod({ name: "dns", labels }, { hostNetwork: true, containers: [{ name: "dns", image: "coredns/coredns:1.11" }] });
+    const addon = (labels: Record<string, string>) =>
+      pod({ name: "dns", labels }, { hostNetwork: true, containers: [{ name: "dns", image: "coredns/coredns:1.11" }] });
     const decide = (labels: Record<string, string>, namespace: string) => decidePodRestrictions(index, addon(labels), namespace, {});
 
     const accepted = decide({ "k8s-app": "kube-dns", "addonmanager.kubernetes.io/mode": "Reconcile" }, "kube-system");
@@ -241,7 +282,10 @@ describe("the seed's second example (kube-system addons)", () => {
     // Not an addon (no k8s-app label): the restricted policy decides, and the warning says why kube-system did not accept.
     const notAddon = decide({ "addonmanager.kubernetes.io/mode": "Reconcile" }, "kube-system");
     assert.equal(notAddon.allowed, false);
-    assert.ok(notAddon.warnings.some((w) => w.includes("not accepted by PodRestriction kube-system") && w.includes('must have the key "k8s-app"')), notAddon.warnings.join("\n"));
+    assert.ok(
+      notAddon.warnings.some((w) => w.includes("not accepted by PodRestriction kube-system") && w.includes('must have the key "k8s-app"')),
+      notAddon.warnings.join("\n"),
+    );
     // requireKeys pins the mode label to Reconcile.
     assert.equal(decide({ "k8s-app": "kube-dns", "addonmanager.kubernetes.io/mode": "EnsureExists" }, "kube-system").allowed, false);
     // Outside kube-system the Accept policy is not bound.

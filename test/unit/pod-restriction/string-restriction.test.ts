@@ -43,7 +43,13 @@ function assertOneFinding(findings: Finding[], part: string): void {
 describe("StringRestriction: allowed and forbidden values", () => {
   const cases: Array<{ name: string; raw: unknown; value: string; pass: boolean; message?: string }> = [
     { name: "allowed value", raw: { allowed: ["Always", "OnFailure"] }, value: "OnFailure", pass: true },
-    { name: "value not allowed", raw: { allowed: ["Always", "OnFailure"] }, value: "Never", pass: false, message: 'is "Never"; allowed: "Always", "OnFailure"' },
+    {
+      name: "value not allowed",
+      raw: { allowed: ["Always", "OnFailure"] },
+      value: "Never",
+      pass: false,
+      message: 'is "Never"; allowed: "Always", "OnFailure"',
+    },
     { name: "whitelist (seed spelling) allows", raw: { whitelist: ["Always"] }, value: "Always", pass: true },
     { name: "whitelist (seed spelling) denies", raw: { whitelist: ["Always"] }, value: "Never", pass: false, message: 'is "Never"; allowed: "Always"' },
     { name: "forbidden value", raw: { forbidden: ["Never"] }, value: "Never", pass: false, message: 'is "Never", which is forbidden' },
@@ -52,7 +58,13 @@ describe("StringRestriction: allowed and forbidden values", () => {
     { name: "blacklist (seed spelling) passes others", raw: { blacklist: ["Never"] }, value: "Always", pass: true },
     { name: "matching is case-sensitive", raw: { allowed: ["Always"] }, value: "always", pass: false, message: 'is "always"' },
     { name: "allowed and forbidden both apply: allowed, not forbidden", raw: { allowed: ["a*"], forbidden: ["ab"] }, value: "ac", pass: true },
-    { name: "allowed and forbidden both apply: allowed but forbidden", raw: { allowed: ["a*"], forbidden: ["ab"] }, value: "ab", pass: false, message: "which is forbidden" },
+    {
+      name: "allowed and forbidden both apply: allowed but forbidden",
+      raw: { allowed: ["a*"], forbidden: ["ab"] },
+      value: "ab",
+      pass: false,
+      message: "which is forbidden",
+    },
     { name: "empty allowed list allows nothing", raw: { allowed: [] }, value: "x", pass: false, message: 'is "x"; allowed: ' },
   ];
   for (const c of cases) {
@@ -95,14 +107,20 @@ describe("StringRestriction: allowed and forbidden values", () => {
 
   it("a list entry that is not a string is a compile issue with its index", () => {
     const { issues } = compile({ allowed: ["a", 3] });
-    assert.deepEqual(issues.map((i) => i.path), [[...PATH, "allowed", 1]]);
+    assert.deepEqual(
+      issues.map((i) => i.path),
+      [[...PATH, "allowed", 1]],
+    );
     assert.ok(issues[0]!.message.includes("must be a string"));
   });
 
   it("a restriction that is not a mapping is a compile issue", () => {
     const { compiled, issues } = compile(["Always"]);
     assert.equal(compiled, undefined);
-    assert.deepEqual(issues.map((i) => i.path), [PATH]);
+    assert.deepEqual(
+      issues.map((i) => i.path),
+      [PATH],
+    );
     assert.ok(issues[0]!.message.includes("must be a mapping"));
   });
 });
@@ -230,7 +248,13 @@ describe("StringRestriction: pointer rules", () => {
     { name: "allowNil true: unset passes despite allowed", raw: { allowNil: true, allowed: ["a"] }, value: undefined, pass: true },
     { name: "allowNil true: set values still checked", raw: { allowNil: true, allowed: ["a"] }, value: "b", pass: false, message: 'is "b"; allowed: "a"' },
     { name: "allowNil false: unset fails without value rules", raw: { allowNil: false }, value: undefined, pass: false, message: "is unset; must be set" },
-    { name: "allowNil false: unset fails with only forbidden", raw: { allowNil: false, forbidden: ["x"] }, value: null, pass: false, message: "is unset; must be set" },
+    {
+      name: "allowNil false: unset fails with only forbidden",
+      raw: { allowNil: false, forbidden: ["x"] },
+      value: null,
+      pass: false,
+      message: "is unset; must be set",
+    },
     { name: "allowNil false: set passes", raw: { allowNil: false }, value: "x", pass: true },
     // forbidNil
     { name: "forbidNil: unset fails", raw: { forbidNil: true }, value: undefined, pass: false, message: "is unset; must be set" },
@@ -268,13 +292,19 @@ describe("StringRestriction: pointer rules", () => {
 
   it("pointer rules must be booleans", () => {
     const { issues } = compile({ forbidNil: "yes" });
-    assert.deepEqual(issues.map((i) => i.path), [[...PATH, "forbidNil"]]);
+    assert.deepEqual(
+      issues.map((i) => i.path),
+      [[...PATH, "forbidNil"]],
+    );
     assert.ok(issues[0]!.message.includes('must be true or false, got "yes"'));
   });
 
   it("a non-pointer field rejects the pointer rules, each with its path", () => {
     const { issues } = compile({ allowNil: true, forbidNil: false, requireNil: false, allowed: ["a"] }, { pointer: false });
-    assert.deepEqual(issues.map((i) => i.path), ["allowNil", "forbidNil", "requireNil"].map((k) => [...PATH, k]));
+    assert.deepEqual(
+      issues.map((i) => i.path),
+      ["allowNil", "forbidNil", "requireNil"].map((k) => [...PATH, k]),
+    );
     for (const i of issues) assert.ok(i.message.includes("not a pointer in the Pod API"), i.message);
   });
 
@@ -355,7 +385,12 @@ describe("StringRestriction: host-path prefixes (pathPrefix)", () => {
     });
     assert.deepEqual(r.issues, []);
     const pod = (path: string) =>
-      podsInObject({ apiVersion: "v1", kind: "Pod", metadata: { name: "p" }, spec: { containers: [{ name: "c", image: "nginx" }], volumes: [{ name: "logs", hostPath: { path } }] } })[0]!;
+      podsInObject({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "p" },
+        spec: { containers: [{ name: "c", image: "nginx" }], volumes: [{ name: "logs", hostPath: { path } }] },
+      })[0]!;
     assert.deepEqual(podRestrictionFindings(r.policy!, pod("/var/log/pods")), []);
     for (const bad of ["/var/logs", "/var/log/../../etc"]) {
       const findings = podRestrictionFindings(r.policy!, pod(bad));

@@ -11,7 +11,11 @@ const parses: Array<[string, string | string[], AuthChallenge[]]> = [
   ],
   ["scheme and names are case-insensitive", 'BEARER Realm="r", SERVICE="s"', [{ scheme: "bearer", params: { realm: "r", service: "s" } }]],
   ["spaces around = and after commas", 'Bearer realm = "r" ,  service= s', [{ scheme: "bearer", params: { realm: "r", service: "s" } }]],
-  ["unquoted URL value", "Bearer realm=https://auth.example.com/token,service=reg", [{ scheme: "bearer", params: { realm: "https://auth.example.com/token", service: "reg" } }]],
+  [
+    "unquoted URL value",
+    "Bearer realm=https://auth.example.com/token,service=reg",
+    [{ scheme: "bearer", params: { realm: "https://auth.example.com/token", service: "reg" } }],
+  ],
   ["escaped quote and backslash", 'Basic realm="say \\"hi\\" \\\\ bye"', [{ scheme: "basic", params: { realm: 'say "hi" \\ bye' } }]],
   ["empty quoted value", 'Bearer realm="r",scope=""', [{ scheme: "bearer", params: { realm: "r", scope: "" } }]],
   [
@@ -30,8 +34,22 @@ const parses: Array<[string, string | string[], AuthChallenge[]]> = [
       { scheme: "bearer", params: { realm: "b", service: "c" } },
     ],
   ],
-  ["a scheme without parameters, then another challenge", 'Negotiate, Basic realm="x"', [{ scheme: "negotiate", params: {} }, { scheme: "basic", params: { realm: "x" } }]],
-  ["token68 with padding", "Negotiate YWJjZA==, Basic realm=x", [{ scheme: "negotiate", params: {}, token68: "YWJjZA==" }, { scheme: "basic", params: { realm: "x" } }]],
+  [
+    "a scheme without parameters, then another challenge",
+    'Negotiate, Basic realm="x"',
+    [
+      { scheme: "negotiate", params: {} },
+      { scheme: "basic", params: { realm: "x" } },
+    ],
+  ],
+  [
+    "token68 with padding",
+    "Negotiate YWJjZA==, Basic realm=x",
+    [
+      { scheme: "negotiate", params: {}, token68: "YWJjZA==" },
+      { scheme: "basic", params: { realm: "x" } },
+    ],
+  ],
   ["a repeated parameter keeps the first value", 'Bearer realm="first",realm="second"', [{ scheme: "bearer", params: { realm: "first" } }]],
   ["stray commas are ignored", ', Basic realm="x" ,,', [{ scheme: "basic", params: { realm: "x" } }]],
   ["empty header", "", []],
@@ -72,7 +90,10 @@ test("falls back to Basic when the Bearer challenge has no realm", () => {
 test("explains challenges it cannot answer", () => {
   const negotiate = parseAuthChallenges("Negotiate abc=");
   assert.ok(negotiate.ok);
-  assert.deepEqual(chooseEndpointAuth(negotiate.challenges), { ok: false, error: "only unsupported authentication schemes (negotiate); Basic and Bearer are supported" });
+  assert.deepEqual(chooseEndpointAuth(negotiate.challenges), {
+    ok: false,
+    error: "only unsupported authentication schemes (negotiate); Basic and Bearer are supported",
+  });
   const noRealm = parseAuthChallenges('Bearer service="svc"');
   assert.ok(noRealm.ok);
   assert.match((chooseEndpointAuth(noRealm.challenges) as { error: string }).error, /without a realm/);

@@ -47,7 +47,14 @@ export function testTls(): Promise<TlsFiles> {
     const serving = await issueCertificate(ca, { commonName: "registry", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1", "::1"] });
     const clientCa = await createCertificateAuthority("registry-test-client-ca");
     const client = await issueCertificate(clientCa, { commonName: "imprimatur", client: true });
-    return { caPem: ca.certPem, certPem: serving.certPem, keyPem: serving.keyPem, clientCaPem: clientCa.certPem, clientCertPem: client.certPem, clientKeyPem: client.keyPem };
+    return {
+      caPem: ca.certPem,
+      certPem: serving.certPem,
+      keyPem: serving.keyPem,
+      clientCaPem: clientCa.certPem,
+      clientCertPem: client.certPem,
+      clientKeyPem: client.keyPem,
+    };
   })();
   return tls;
 }
@@ -156,7 +163,10 @@ export class FakeRegistry {
 
   static async start(options: FakeRegistryOptions = {}): Promise<FakeRegistry> {
     const registry = new FakeRegistry(options);
-    registry.server = await startServer((req, res, body) => registry.#handle(req, res, body), { https: options.https, requireClientCert: options.requireClientCert });
+    registry.server = await startServer((req, res, body) => registry.#handle(req, res, body), {
+      https: options.https,
+      requireClientCert: options.requireClientCert,
+    });
     return registry;
   }
 

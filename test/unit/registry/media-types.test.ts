@@ -1,6 +1,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { DOCKER_MANIFEST_LIST, DOCKER_MANIFEST_V2, MANIFEST_ACCEPT, OCI_IMAGE_INDEX, OCI_IMAGE_MANIFEST, readManifest } from "../../../src/registry/media-types.ts";
+import {
+  DOCKER_MANIFEST_LIST,
+  DOCKER_MANIFEST_V2,
+  MANIFEST_ACCEPT,
+  OCI_IMAGE_INDEX,
+  OCI_IMAGE_MANIFEST,
+  readManifest,
+} from "../../../src/registry/media-types.ts";
 
 const d = (c: string): string => "sha256:" + c.repeat(64);
 const body = (value: unknown): Buffer => Buffer.from(JSON.stringify(value));
@@ -40,11 +47,31 @@ test("the media type comes from Content-Type, else from the body", () => {
 
 const bad: Array<[string, Buffer, string | undefined, RegExp]> = [
   ["not JSON", Buffer.from("<html>"), OCI_IMAGE_MANIFEST, /not valid JSON/],
-  ["Content-Type and body disagree", body({ mediaType: OCI_IMAGE_MANIFEST, config: {} }), OCI_IMAGE_INDEX, /Content-Type is .*index.* but the manifest says .*manifest/],
-  ["schema 1", body({ schemaVersion: 1, mediaType: "application/vnd.docker.distribution.manifest.v1+prettyjws" }), undefined, /unsupported manifest media type/],
+  [
+    "Content-Type and body disagree",
+    body({ mediaType: OCI_IMAGE_MANIFEST, config: {} }),
+    OCI_IMAGE_INDEX,
+    /Content-Type is .*index.* but the manifest says .*manifest/,
+  ],
+  [
+    "schema 1",
+    body({ schemaVersion: 1, mediaType: "application/vnd.docker.distribution.manifest.v1+prettyjws" }),
+    undefined,
+    /unsupported manifest media type/,
+  ],
   ["index without manifests", body({ mediaType: OCI_IMAGE_INDEX }), OCI_IMAGE_INDEX, /no "manifests" list/],
-  ["index entry with a bad digest", body({ mediaType: OCI_IMAGE_INDEX, manifests: [{ mediaType: OCI_IMAGE_MANIFEST, digest: "md5:x", size: 1 }] }), undefined, /manifests\[0\]: digest/],
-  ["index entry with half a platform", body({ mediaType: OCI_IMAGE_INDEX, manifests: [{ mediaType: OCI_IMAGE_MANIFEST, digest: d("a"), size: 1, platform: { os: "linux" } }] }), undefined, /platform must have os and architecture/],
+  [
+    "index entry with a bad digest",
+    body({ mediaType: OCI_IMAGE_INDEX, manifests: [{ mediaType: OCI_IMAGE_MANIFEST, digest: "md5:x", size: 1 }] }),
+    undefined,
+    /manifests\[0\]: digest/,
+  ],
+  [
+    "index entry with half a platform",
+    body({ mediaType: OCI_IMAGE_INDEX, manifests: [{ mediaType: OCI_IMAGE_MANIFEST, digest: d("a"), size: 1, platform: { os: "linux" } }] }),
+    undefined,
+    /platform must have os and architecture/,
+  ],
 ];
 for (const [name, bytes, contentType, error] of bad) {
   test(`rejects: ${name}`, () => {

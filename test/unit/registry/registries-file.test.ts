@@ -67,18 +67,60 @@ const errors: Array<[string, string, number, string, string]> = [
   ["registries not a list", `${HEADER}registries: {host: a.io}\n`, 3, "registries", "must be a list"],
   ["unknown field in an entry", `${HEADER}registries:\n  - host: a.io\n    cert: x.pem\n`, 5, "registries[0].cert", "unknown field"],
   ["missing host", `${HEADER}registries:\n  - insecure: true\n`, 4, "registries[0].host", 'must be a registry host such as "registry.example.com:5000"'],
-  ["host that reads as a Docker Hub path", `${HEADER}registries:\n  - host: myregistry\n`, 4, "registries[0].host", '"myregistry" is not a registry host as image references write it'],
+  [
+    "host that reads as a Docker Hub path",
+    `${HEADER}registries:\n  - host: myregistry\n`,
+    4,
+    "registries[0].host",
+    '"myregistry" is not a registry host as image references write it',
+  ],
   ["host with a path", `${HEADER}registries:\n  - host: a.io/team\n`, 4, "registries[0].host", '"a.io/team" is not a registry host'],
-  ["host listed twice", `${HEADER}registries:\n  - host: docker.io\n  - host: index.docker.io\n`, 5, "registries[1].host", "docker.io is already listed at registries[0]"],
+  [
+    "host listed twice",
+    `${HEADER}registries:\n  - host: docker.io\n  - host: index.docker.io\n`,
+    5,
+    "registries[1].host",
+    "docker.io is already listed at registries[0]",
+  ],
   ["unreadable CA file", `${HEADER}registries:\n  - host: a.io\n    ca: missing.pem\n`, 5, "registries[0].ca", "cannot read missing.pem: ENOENT"],
   ["CA file that is not PEM", `${HEADER}registries:\n  - host: a.io\n    ca: not-pem.txt\n`, 5, "registries[0].ca", "does not hold a PEM certificate"],
-  ["certificate without key", `${HEADER}registries:\n  - host: a.io\n    clientCertificate: client.pem\n`, 4, "registries[0].clientKey", "clientCertificate and clientKey go together; give both or neither"],
-  ["key of another certificate", `${HEADER}registries:\n  - host: a.io\n    clientCertificate: client.pem\n    clientKey: other-key.pem\n`, 6, "registries[0].clientKey", "other-key.pem is not the key of client.pem"],
-  ["key file that is not a key", `${HEADER}registries:\n  - host: a.io\n    clientCertificate: client.pem\n    clientKey: not-pem.txt\n`, 6, "registries[0].clientKey", "not-pem.txt does not hold a PEM private key"],
-  ["insecure with a CA", `${HEADER}registries:\n  - host: a.io\n    insecure: true\n    ca: ca.pem\n`, 6, "registries[0].ca", "has no effect with insecure: true (plain HTTP, no TLS); remove one of them"],
+  [
+    "certificate without key",
+    `${HEADER}registries:\n  - host: a.io\n    clientCertificate: client.pem\n`,
+    4,
+    "registries[0].clientKey",
+    "clientCertificate and clientKey go together; give both or neither",
+  ],
+  [
+    "key of another certificate",
+    `${HEADER}registries:\n  - host: a.io\n    clientCertificate: client.pem\n    clientKey: other-key.pem\n`,
+    6,
+    "registries[0].clientKey",
+    "other-key.pem is not the key of client.pem",
+  ],
+  [
+    "key file that is not a key",
+    `${HEADER}registries:\n  - host: a.io\n    clientCertificate: client.pem\n    clientKey: not-pem.txt\n`,
+    6,
+    "registries[0].clientKey",
+    "not-pem.txt does not hold a PEM private key",
+  ],
+  [
+    "insecure with a CA",
+    `${HEADER}registries:\n  - host: a.io\n    insecure: true\n    ca: ca.pem\n`,
+    6,
+    "registries[0].ca",
+    "has no effect with insecure: true (plain HTTP, no TLS); remove one of them",
+  ],
   ["insecure not a boolean", `${HEADER}registries:\n  - host: a.io\n    insecure: "yes"\n`, 5, "registries[0].insecure", "must be true or false"],
   ["mirrors not a list", `${HEADER}registries:\n  - host: docker.io\n    mirrors: m.io\n`, 5, "registries[0].mirrors", "must be a list of hosts"],
-  ["mirror that is the registry", `${HEADER}registries:\n  - host: docker.io\n    mirrors: [m.io, index.docker.io]\n`, 5, "registries[0].mirrors[1]", "is the registry itself; list only other hosts"],
+  [
+    "mirror that is the registry",
+    `${HEADER}registries:\n  - host: docker.io\n    mirrors: [m.io, index.docker.io]\n`,
+    5,
+    "registries[0].mirrors[1]",
+    "is the registry itself; list only other hosts",
+  ],
   ["mirror listed twice", `${HEADER}registries:\n  - host: docker.io\n    mirrors: [m.io, M.io]\n`, 5, "registries[0].mirrors[1]", "m.io is listed twice"],
 ];
 
@@ -129,7 +171,10 @@ test("error: a missing file and invalid YAML name the file", async () => {
   const missing = join(dir, "nope.yaml");
   await assert.rejects(loadRegistriesFile(missing), { code: "unreadable", message: `${missing}: cannot read registries file: ENOENT` });
   const broken = await file("registries: [\n");
-  await assert.rejects(loadRegistriesFile(broken), (e: ConfigError) => e.code === "invalid-config" && /^\S+:2: not valid YAML: /.test(e.message) && e.message.startsWith(broken));
+  await assert.rejects(
+    loadRegistriesFile(broken),
+    (e: ConfigError) => e.code === "invalid-config" && /^\S+:2: not valid YAML: /.test(e.message) && e.message.startsWith(broken),
+  );
   const twice = await file(`${HEADER}---\n${HEADER}`);
   await assert.rejects(loadRegistriesFile(twice), { message: `${twice}:4: holds 2 YAML documents; expected one` });
 });

@@ -17,11 +17,19 @@ const bob: RegistryCredential = { source: "secret team/bob", username: "bob", pa
 const mallory: RegistryCredential = { source: "secret team/mallory", username: "alice", password: "wrong-password" };
 
 async function setup(t: TestContext, registryOptions: FakeRegistryOptions, clientOptions: RegistryClientOptions = {}) {
-  const registry = await FakeRegistry.start({ https: true, users: { alice: { password: alice.password! }, bob: { password: bob.password! } }, ...registryOptions });
+  const registry = await FakeRegistry.start({
+    https: true,
+    users: { alice: { password: alice.password! }, bob: { password: bob.password! } },
+    ...registryOptions,
+  });
   const digest = registry.putManifest(REPO, "v1", imageManifest("v1"));
   const trips: RoundTrip[] = [];
   const { caPem } = await testTls();
-  const client = new RegistryClient({ settings: registrySettingsMap([{ host: registry.host, ca: caPem }]), onRoundTrip: (trip) => trips.push(trip), ...clientOptions });
+  const client = new RegistryClient({
+    settings: registrySettingsMap([{ host: registry.host, ca: caPem }]),
+    onRoundTrip: (trip) => trips.push(trip),
+    ...clientOptions,
+  });
   t.after(async () => {
     await client.close();
     await registry.close();
@@ -29,15 +37,18 @@ async function setup(t: TestContext, registryOptions: FakeRegistryOptions, clien
   return { registry, client, trips, digest, ref: { registry: registry.host, repository: REPO, tag: "v1" } };
 }
 
-
 test("Basic: the credential the lookup gives for the registry host and repository is sent", async (t) => {
   const asked: string[] = [];
-  const { registry, client, digest, ref } = await setup(t, { auth: "basic" }, {
-    credentials: (host, repository) => {
-      asked.push(`${host} ${repository}`);
-      return [alice];
+  const { registry, client, digest, ref } = await setup(
+    t,
+    { auth: "basic" },
+    {
+      credentials: (host, repository) => {
+        asked.push(`${host} ${repository}`);
+        return [alice];
+      },
     },
-  });
+  );
   const resolved = await client.resolveDigest(ref);
   assert.equal(resolved.digest, digest);
   assert.equal(resolved.credentialSource, "secret team/alice");
@@ -63,7 +74,10 @@ test("Bearer: a warm client reuses the ping and the token, one round trip per ca
   trips.length = 0;
   await client.resolveDigest(ref);
   await client.getManifest(ref);
-  assert.deepEqual(trips.map((r) => `${r.method} ${new URL(r.url).pathname}`), [`GET /v2/${REPO}/manifests/v1`, `GET /v2/${REPO}/manifests/v1`]);
+  assert.deepEqual(
+    trips.map((r) => `${r.method} ${new URL(r.url).pathname}`),
+    [`GET /v2/${REPO}/manifests/v1`, `GET /v2/${REPO}/manifests/v1`],
+  );
 });
 
 test("Bearer: token expiry is honoured (injected clock)", async (t) => {
@@ -90,9 +104,13 @@ test("Bearer: a public repository gets an anonymous token when no credential is 
 
 test("Bearer: a token obtained with one credential is never sent for another credential or anonymously", async (t) => {
   let current: RegistryCredential[] = [alice];
-  const { registry, client, ref } = await setup(t, { auth: "bearer", users: { alice: { password: alice.password! }, bob: { password: bob.password!, repositories: [] } } }, {
-    credentials: () => current,
-  });
+  const { registry, client, ref } = await setup(
+    t,
+    { auth: "bearer", users: { alice: { password: alice.password! }, bob: { password: bob.password!, repositories: [] } } },
+    {
+      credentials: () => current,
+    },
+  );
   await client.resolveDigest(ref);
   const aliceToken = registry.registryRequests.at(-1)!.authorization;
   assert.match(aliceToken ?? "", /^Bearer /);
@@ -125,7 +143,10 @@ test("every credential refused: 'unauthorized' names the sources tried, never th
     assert.equal(error.code, "unauthorized");
     assert.equal(error.retryable, false);
     assert.deepEqual(error.credentialSources, ["secret team/mallory", "authfile"]);
-    assert.match(error.message, new RegExp(`${registry.host}/team/app: unauthorized at ${registry.host}: tried secret team/mallory \\(.*\\), authfile \\(.*\\)`));
+    assert.match(
+      error.message,
+      new RegExp(`${registry.host}/team/app: unauthorized at ${registry.host}: tried secret team/mallory \\(.*\\), authfile \\(.*\\)`),
+    );
     assert.doesNotMatch(error.message, /wrong-password|nope|Basic |Bearer [0-9a-f]/);
   }
 });
@@ -193,27 +214,37 @@ test("a plain-HTTP token realm is never contacted, so the credential is not sent
   const { client, ref } = await setup(t, { auth: "bearer", realm: () => `${realm.origin}/token` }, { credentials: () => [alice] });
   const error = await rejection(client.resolveDigest(ref));
   assert.equal(error.code, "protocol");
-  assert.match(error.message, new RegExp(`refused to contact http://${realm.host}/token: plain HTTP to ${realm.host}, which is not listed with insecure: true`));
+  assert.match(
+    error.message,
+    new RegExp(`refused to contact http://${realm.host}/token: plain HTTP to ${realm.host}, which is not listed with insecure: true`),
+  );
   assert.equal(realm.requests.length, 0);
 });
 
 test("a registry whose /v2/ is open but whose repository wants Basic: the challenge is learned", async (t) => {
   const lookups: CredentialLookup = () => [alice];
-  const { registry, client, ref } = await setup(t, {
-    auth: "basic",
-    intercept: (req, res) => {
-      if (req.url !== "/v2/") return false;
-      res.end("{}");
-      return true;
+  const { registry, client, ref } = await setup(
+    t,
+    {
+      auth: "basic",
+      intercept: (req, res) => {
+        if (req.url !== "/v2/") return false;
+        res.end("{}");
+        return true;
+      },
     },
-  }, { credentials: lookups });
+    { credentials: lookups },
+  );
   const resolved = await client.resolveDigest(ref);
   assert.equal(resolved.credentialSource, "secret team/alice");
-  assert.deepEqual(registry.registryRequests.map((r) => [r.url, r.authorization !== undefined]), [
-    ["/v2/", false],
-    [`/v2/${REPO}/manifests/v1`, false],
-    [`/v2/${REPO}/manifests/v1`, true],
-  ]);
+  assert.deepEqual(
+    registry.registryRequests.map((r) => [r.url, r.authorization !== undefined]),
+    [
+      ["/v2/", false],
+      [`/v2/${REPO}/manifests/v1`, false],
+      [`/v2/${REPO}/manifests/v1`, true],
+    ],
+  );
   await client.resolveDigest(ref);
   assert.equal(registry.registryRequests.length, 4, "the learned scheme is kept: no unauthenticated try first");
 });
@@ -237,16 +268,20 @@ test("a caller giving up does not fail another caller sharing its token request"
   let held: ServerResponse | undefined;
   let asked: () => void = () => {};
   const tokenRequested = new Promise<void>((resolve) => (asked = resolve));
-  const { registry, client, ref } = await setup(t, {
-    auth: "bearer",
-    // Holds the token response until the test answers it, so that both callers wait on the same request.
-    intercept: (req, res) => {
-      if (!req.url?.startsWith("/token")) return false;
-      held = res;
-      asked();
-      return true;
+  const { registry, client, ref } = await setup(
+    t,
+    {
+      auth: "bearer",
+      // Holds the token response until the test answers it, so that both callers wait on the same request.
+      intercept: (req, res) => {
+        if (!req.url?.startsWith("/token")) return false;
+        held = res;
+        asked();
+        return true;
+      },
     },
-  }, { credentials: () => [alice] });
+    { credentials: () => [alice] },
+  );
   const impatient = new AbortController();
   const first = client.resolveDigest(ref, { signal: impatient.signal });
   const second = client.resolveDigest(ref);

@@ -19,7 +19,12 @@ async function setup(
   intercept?: (req: IncomingMessage, res: ServerResponse, registry: Registry) => boolean,
   options: { extraSettings?: RegistrySettings[]; client?: RegistryClientOptions } = {},
 ) {
-  const registry = await FakeRegistry.start({ https: true, auth: "basic", users: { alice: { password: alice.password } }, ...(intercept ? { intercept } : {}) });
+  const registry = await FakeRegistry.start({
+    https: true,
+    auth: "basic",
+    users: { alice: { password: alice.password } },
+    ...(intercept ? { intercept } : {}),
+  });
   const digest = registry.putBlob(BLOB);
   const { caPem } = await testTls();
   const trips: RoundTrip[] = [];
@@ -37,22 +42,26 @@ async function setup(
 }
 
 async function storage(t: TestContext, https: boolean): Promise<TestServer> {
-  const server = await startServer((_req, res) => {
-    res.end(BLOB);
-  }, { https });
+  const server = await startServer(
+    (_req, res) => {
+      res.end(BLOB);
+    },
+    { https },
+  );
   t.after(() => server.close());
   return server;
 }
 
 /** A registry hook answering blob requests with a redirect to `location(digest)`. */
-const redirectBlobs = (status: number, location: (digest: string) => string) => (req: IncomingMessage, res: ServerResponse): boolean => {
-  const match = /\/blobs\/(sha256:[0-9a-f]+)$/.exec(req.url ?? "");
-  if (!match || req.headers.authorization !== ALICE_BASIC) return false;
-  res.writeHead(status, { location: location(match[1]!) });
-  res.end();
-  return true;
-};
-
+const redirectBlobs =
+  (status: number, location: (digest: string) => string) =>
+  (req: IncomingMessage, res: ServerResponse): boolean => {
+    const match = /\/blobs\/(sha256:[0-9a-f]+)$/.exec(req.url ?? "");
+    if (!match || req.headers.authorization !== ALICE_BASIC) return false;
+    res.writeHead(status, { location: location(match[1]!) });
+    res.end();
+    return true;
+  };
 
 test("getBlob returns the verified bytes and who authorized them", async (t) => {
   const { client, digest, repo, registry } = await setup(t);
@@ -68,7 +77,10 @@ test("a blob whose bytes do not match its digest is a digest mismatch", async (t
   });
   const error = await rejection(client.getBlob(repo, digest));
   assert.equal(error.code, "digest-mismatch");
-  assert.match(error.message, new RegExp(`blob ${digest} from .* hashes to sha256:[0-9a-f]{64}: the registry's body does not match its digest: tampered or broken`));
+  assert.match(
+    error.message,
+    new RegExp(`blob ${digest} from .* hashes to sha256:[0-9a-f]{64}: the registry's body does not match its digest: tampered or broken`),
+  );
 });
 
 test("a blob over maxBytes is refused", async (t) => {
@@ -81,7 +93,10 @@ test("a blob over maxBytes is refused", async (t) => {
 test("a redirect to another host does not carry the Authorization header", async (t) => {
   const store = await storage(t, true);
   // localhost and 127.0.0.1 are the same machine but different origins, as a CDN would be.
-  const { client, digest, repo, trips } = await setup(t, redirectBlobs(307, (d) => `https://localhost:${store.port}/storage/${d}?X-Signature=secret-signature`));
+  const { client, digest, repo, trips } = await setup(
+    t,
+    redirectBlobs(307, (d) => `https://localhost:${store.port}/storage/${d}?X-Signature=secret-signature`),
+  );
   const blob = await client.getBlob(repo, digest);
   assert.deepEqual(blob.body, BLOB);
   assert.equal(store.requests.length, 1);
@@ -108,13 +123,25 @@ test("a same-origin redirect keeps the Authorization header", async (t) => {
 
 test("an https → http redirect is refused unless the target host is listed insecure", async (t) => {
   const plain = await storage(t, false);
-  const { client, digest, repo } = await setup(t, redirectBlobs(301, (d) => `http://127.0.0.1:${plain.port}/storage/${d}`));
+  const { client, digest, repo } = await setup(
+    t,
+    redirectBlobs(301, (d) => `http://127.0.0.1:${plain.port}/storage/${d}`),
+  );
   const error = await rejection(client.getBlob(repo, digest));
   assert.equal(error.code, "protocol");
-  assert.match(error.message, new RegExp(`refused the redirect from https://.* to plain HTTP http://127\\.0\\.0\\.1:${plain.port}/storage/sha256:[0-9a-f]+ \\(an HTTPS → HTTP downgrade\\)`));
+  assert.match(
+    error.message,
+    new RegExp(
+      `refused the redirect from https://.* to plain HTTP http://127\\.0\\.0\\.1:${plain.port}/storage/sha256:[0-9a-f]+ \\(an HTTPS → HTTP downgrade\\)`,
+    ),
+  );
   assert.equal(plain.requests.length, 0);
 
-  const listed = await setup(t, redirectBlobs(301, (d) => `http://127.0.0.1:${plain.port}/storage/${d}`), { extraSettings: [{ host: plain.host, insecure: true }] });
+  const listed = await setup(
+    t,
+    redirectBlobs(301, (d) => `http://127.0.0.1:${plain.port}/storage/${d}`),
+    { extraSettings: [{ host: plain.host, insecure: true }] },
+  );
   assert.deepEqual((await listed.client.getBlob(listed.repo, listed.digest)).body, BLOB);
   assert.equal(plain.requests[0]!.authorization, undefined);
 });

@@ -11,7 +11,11 @@ import { rejection } from "../../support/registry-rejection.ts";
 
 const REPO = "team/app";
 
-async function setup(t: TestContext, intercept?: (req: IncomingMessage, res: ServerResponse, registry: Registry) => boolean, clientOptions: RegistryClientOptions = {}) {
+async function setup(
+  t: TestContext,
+  intercept?: (req: IncomingMessage, res: ServerResponse, registry: Registry) => boolean,
+  clientOptions: RegistryClientOptions = {},
+) {
   const registry = await FakeRegistry.start({ https: true, ...(intercept ? { intercept } : {}) });
   const { caPem } = await testTls();
   const client = new RegistryClient({ settings: registrySettingsMap([{ host: registry.host, ca: caPem }]), ...clientOptions });
@@ -22,7 +26,6 @@ async function setup(t: TestContext, intercept?: (req: IncomingMessage, res: Ser
   const ref = (reference: { tag?: string; digest?: string }) => ({ registry: registry.host, repository: REPO, ...reference });
   return { registry, client, ref };
 }
-
 
 test("resolveDigest: a single-platform tag resolves to its manifest's digest", async (t) => {
   const { registry, client, ref } = await setup(t);
@@ -114,20 +117,24 @@ test("fetched by digest, the body must hash to the requested digest even without
 
 test("too-large manifests are refused, by Content-Length and by counting when there is none", async (t) => {
   const big = Buffer.alloc(2048, " ");
-  const { client, ref } = await setup(t, (req, res) => {
-    if (req.url?.endsWith("/manifests/declared")) {
-      res.writeHead(200, { "content-type": OCI_MANIFEST, "content-length": big.length });
-      res.end(big);
-      return true;
-    }
-    if (req.url?.endsWith("/manifests/chunked")) {
-      res.writeHead(200, { "content-type": OCI_MANIFEST }); // no Content-Length: chunked, length unknown until read
-      res.write(big.subarray(0, 1000));
-      res.end(big.subarray(1000));
-      return true;
-    }
-    return false;
-  }, { maxManifestBytes: 1024 });
+  const { client, ref } = await setup(
+    t,
+    (req, res) => {
+      if (req.url?.endsWith("/manifests/declared")) {
+        res.writeHead(200, { "content-type": OCI_MANIFEST, "content-length": big.length });
+        res.end(big);
+        return true;
+      }
+      if (req.url?.endsWith("/manifests/chunked")) {
+        res.writeHead(200, { "content-type": OCI_MANIFEST }); // no Content-Length: chunked, length unknown until read
+        res.write(big.subarray(0, 1000));
+        res.end(big.subarray(1000));
+        return true;
+      }
+      return false;
+    },
+    { maxManifestBytes: 1024 },
+  );
   const declared = await rejection(client.getManifest(ref({ tag: "declared" })));
   assert.equal(declared.code, "too-large");
   assert.match(declared.message, /manifest declared from .* is 2048 bytes \(Content-Length\); the limit is 1024 bytes/);
@@ -176,7 +183,10 @@ test("a missing manifest is 'not-found' with the registry's error code; a failin
   const missing = await rejection(client.getManifest(ref({ tag: "nope" })));
   assert.equal(missing.code, "not-found");
   assert.equal(missing.status, 404);
-  assert.equal(missing.message, `${registry.host}/${REPO}: not found: manifest nope at ${registry.host} returned HTTP 404 (MANIFEST_UNKNOWN: manifest unknown)`);
+  assert.equal(
+    missing.message,
+    `${registry.host}/${REPO}: not found: manifest nope at ${registry.host} returned HTTP 404 (MANIFEST_UNKNOWN: manifest unknown)`,
+  );
   const broken = await rejection(client.getManifest(ref({ tag: "broken" })));
   assert.equal(broken.code, "unavailable");
   assert.equal(broken.retryable, true);
@@ -193,5 +203,8 @@ test("a body served as an index but declaring itself an image manifest is refuse
   });
   const error = await rejection(client.getManifest(ref({ tag: "v1" })));
   assert.equal(error.code, "protocol");
-  assert.match(error.message, /the Content-Type is application\/vnd\.oci\.image\.index\.v1\+json but the manifest says it is application\/vnd\.oci\.image\.manifest\.v1\+json/);
+  assert.match(
+    error.message,
+    /the Content-Type is application\/vnd\.oci\.image\.index\.v1\+json but the manifest says it is application\/vnd\.oci\.image\.manifest\.v1\+json/,
+  );
 });

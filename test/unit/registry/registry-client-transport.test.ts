@@ -24,7 +24,6 @@ function client(t: TestContext, ...args: ConstructorParameters<typeof RegistryCl
   return c;
 }
 
-
 test("a registry with a private CA is trusted only with that CA in its settings", async (t) => {
   const r = await registry(t);
   const digest = r.putManifest(REPO, "1", imageManifest("1"));
@@ -115,23 +114,39 @@ test("when every endpoint fails, the error names each one and takes the registry
   const deadMirror = `127.0.0.1:${await freePort()}`;
   const mirror = await registry(t, { auth: "basic" });
   const upstream = await registry(t);
-  const c = client(t, { settings: registrySettingsMap([{ host: upstream.host, ca: caPem, mirrors: [deadMirror, mirror.host] }, { host: mirror.host, ca: caPem }]) });
+  const c = client(t, {
+    settings: registrySettingsMap([
+      { host: upstream.host, ca: caPem, mirrors: [deadMirror, mirror.host] },
+      { host: mirror.host, ca: caPem },
+    ]),
+  });
 
   const error = await rejection(c.resolveDigest({ registry: upstream.host, repository: REPO, tag: "missing" }));
   assert.equal(error.code, "not-found");
-  assert.deepEqual(error.attempts?.map((a) => [a.endpoint, a.code]), [
-    [deadMirror, "unreachable"],
-    [mirror.host, "unauthorized"],
-    [upstream.host, "not-found"],
-  ]);
-  assert.match(error.message, new RegExp(`^${upstream.host}/${REPO}: every endpoint failed, mirrors first: ${deadMirror}: .*ECONNREFUSED.*; ${mirror.host}: unauthorized .*; ${upstream.host}: not found: .*`));
+  assert.deepEqual(
+    error.attempts?.map((a) => [a.endpoint, a.code]),
+    [
+      [deadMirror, "unreachable"],
+      [mirror.host, "unauthorized"],
+      [upstream.host, "not-found"],
+    ],
+  );
+  assert.match(
+    error.message,
+    new RegExp(
+      `^${upstream.host}/${REPO}: every endpoint failed, mirrors first: ${deadMirror}: .*ECONNREFUSED.*; ${mirror.host}: unauthorized .*; ${upstream.host}: not found: .*`,
+    ),
+  );
 });
 
 test("the caller's signal aborts a request the registry never answers, as a timeout", async (t) => {
   // Answers the API check, then never answers the manifest request.
-  const silent = await startServer((req, res) => {
-    if (req.url === "/v2/") res.end("{}");
-  }, { https: true });
+  const silent = await startServer(
+    (req, res) => {
+      if (req.url === "/v2/") res.end("{}");
+    },
+    { https: true },
+  );
   t.after(() => silent.close());
   const { caPem } = await testTls();
   const c = client(t, { settings: registrySettingsMap([{ host: silent.host, ca: caPem }]), requestTimeoutMs: 300_000 });

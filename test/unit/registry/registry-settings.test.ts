@@ -4,12 +4,22 @@ import { endpointsFor, registrySettingsMap, settingsForHost } from "../../../src
 
 test("Docker Hub is reached at registry-1.docker.io, with credentials looked up for docker.io", () => {
   assert.deepEqual(endpointsFor(new Map(), "docker.io"), [
-    { registry: "docker.io", host: "registry-1.docker.io", credentialHost: "docker.io", origin: "https://registry-1.docker.io", insecure: false, mirror: false },
+    {
+      registry: "docker.io",
+      host: "registry-1.docker.io",
+      credentialHost: "docker.io",
+      origin: "https://registry-1.docker.io",
+      insecure: false,
+      mirror: false,
+    },
   ]);
 });
 
 test("mirrors come first, in order, each looked up under its own host", () => {
-  const settings = registrySettingsMap([{ host: "index.docker.io", mirrors: ["mirror-a.example.com", "127.0.0.1:5001"] }, { host: "127.0.0.1:5001", insecure: true }]);
+  const settings = registrySettingsMap([
+    { host: "index.docker.io", mirrors: ["mirror-a.example.com", "127.0.0.1:5001"] },
+    { host: "127.0.0.1:5001", insecure: true },
+  ]);
   assert.deepEqual(
     endpointsFor(settings, "docker.io").map((e) => [e.host, e.credentialHost, e.origin, e.mirror]),
     [
@@ -30,5 +40,9 @@ test("plain HTTP only for a host listed insecure; port 443 and case do not matte
 test("Docker Hub's settings apply to its API host; a host listed twice is an error", () => {
   const settings = registrySettingsMap([{ host: "docker.io", ca: "PEM" }]);
   assert.equal(settingsForHost(settings, "registry-1.docker.io")?.ca, "PEM");
-  assert.throws(() => registrySettingsMap([{ host: "docker.io" }, { host: "index.docker.io" }]), { name: "ConfigError", code: "invalid-config", message: "registry docker.io is listed twice" });
+  assert.throws(() => registrySettingsMap([{ host: "docker.io" }, { host: "index.docker.io" }]), {
+    name: "ConfigError",
+    code: "invalid-config",
+    message: "registry docker.io is listed twice",
+  });
 });

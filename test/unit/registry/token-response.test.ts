@@ -8,7 +8,11 @@ test("token responses: token or access_token, expires_in and issued_at when vali
   assert.deepEqual(read({ token: "t" }), { token: "t" });
   assert.deepEqual(read({ access_token: "a" }), { token: "a" });
   assert.deepEqual(read({ token: "", access_token: "a" }), { token: "a" });
-  assert.deepEqual(read({ token: "t", expires_in: 300, issued_at: "2026-01-01T00:00:00Z" }), { token: "t", expiresInS: 300, issuedAtMs: Date.parse("2026-01-01T00:00:00Z") });
+  assert.deepEqual(read({ token: "t", expires_in: 300, issued_at: "2026-01-01T00:00:00Z" }), {
+    token: "t",
+    expiresInS: 300,
+    issuedAtMs: Date.parse("2026-01-01T00:00:00Z"),
+  });
   // Nonsense lifetimes and dates fall back to the defaults rather than caching forever.
   assert.deepEqual(read({ token: "t", expires_in: -5, issued_at: "yesterday" }), { token: "t" });
   assert.deepEqual(read({ token: "t", expires_in: "300" }), { token: "t" });

@@ -50,7 +50,8 @@ function readRanges(raw: unknown, path: RawPath, cx: CompileContext): NumericRan
       if (typeof v !== "number" || !Number.isInteger(v)) cx.error([...path, i, end], `must be an integer, got ${describe(v)}`);
       else range[end] = v;
     }
-    if (range.min !== undefined && range.max !== undefined && range.min > range.max) cx.error([...path, i], `min ${range.min} is greater than max ${range.max}`);
+    if (range.min !== undefined && range.max !== undefined && range.min > range.max)
+      cx.error([...path, i], `min ${range.min} is greater than max ${range.max}`);
     out.push(range);
   });
   return out;
@@ -58,6 +59,16 @@ function readRanges(raw: unknown, path: RawPath, cx: CompileContext): NumericRan
 
 function describeRanges(ranges: NumericRange[]): string {
   return ranges
-    .map((r) => (r.min !== undefined && r.max !== undefined ? (r.min === r.max ? `${r.min}` : `${r.min}..${r.max}`) : r.min !== undefined ? `≥ ${r.min}` : r.max !== undefined ? `≤ ${r.max}` : "any"))
+    .map((r) =>
+      r.min !== undefined && r.max !== undefined
+        ? r.min === r.max
+          ? `${r.min}`
+          : `${r.min}..${r.max}`
+        : r.min !== undefined
+          ? `≥ ${r.min}`
+          : r.max !== undefined
+            ? `≤ ${r.max}`
+            : "any",
+    )
     .join(" or ");
 }

@@ -22,7 +22,8 @@ export function compileNilRule(raw: Record<string, unknown>, path: RawPath, cx: 
   const requireNil = readBoolean(raw.requireNil, [...path, "requireNil"], cx) ?? false;
   if (!opts.pointer) {
     for (const key of POINTER_KEYS) {
-      if (raw[key] !== undefined) cx.error([...path, key], "this field is not a pointer in the Pod API (unset reads as its zero value), so nil rules do not apply");
+      if (raw[key] !== undefined)
+        cx.error([...path, key], "this field is not a pointer in the Pod API (unset reads as its zero value), so nil rules do not apply");
     }
     // Unset only when the struct holding it is absent; then there is nothing to restrict.
     return { allowNil: true, requireNil: false };

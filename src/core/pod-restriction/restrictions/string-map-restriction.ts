@@ -40,7 +40,8 @@ export function compileStringMapRestriction(raw: unknown, path: RawPath, cx: Com
         const restriction = compileStringRestriction(r, [...path, "values", pattern], cx, { pointer: true }, rule);
         if (!restriction) continue;
         const explicit = isObject(r) && (r.forbidNil === true || r.allowNil === false);
-        if (explicit && pattern.includes("*")) cx.error([...path, "values", pattern], "a key pattern with * cannot require its key to be present; use requiredKeys");
+        if (explicit && pattern.includes("*"))
+          cx.error([...path, "values", pattern], "a key pattern with * cannot require its key to be present; use requiredKeys");
         const glob = hasWildcard(pattern) ? compileGlob(pattern) : undefined;
         valueRules.push({ pattern, matches: glob ?? ((k) => k === pattern), restriction, mustExist: explicit && !glob });
       }
@@ -62,8 +63,10 @@ export function compileStringMapRestriction(raw: unknown, path: RawPath, cx: Com
       for (const vr of valueRules) if (vr.matches(key)) vr.restriction.check(entry, cx2, out);
     }
     for (const r of required) {
-      if (!Object.hasOwn(map, r.key)) out.push(finding(at, rule, `must have the key ${JSON.stringify(r.key)}${r.value !== undefined ? ` = ${JSON.stringify(r.value)}` : ""}`));
-      else if (r.value !== undefined && map[r.key] !== r.value) out.push(finding(entryAt(at, r.key, map[r.key]), rule, `is ${describe(map[r.key])}; must be ${JSON.stringify(r.value)}`));
+      if (!Object.hasOwn(map, r.key))
+        out.push(finding(at, rule, `must have the key ${JSON.stringify(r.key)}${r.value !== undefined ? ` = ${JSON.stringify(r.value)}` : ""}`));
+      else if (r.value !== undefined && map[r.key] !== r.value)
+        out.push(finding(entryAt(at, r.key, map[r.key]), rule, `is ${describe(map[r.key])}; must be ${JSON.stringify(r.value)}`));
     }
     for (const vr of valueRules) {
       if (vr.mustExist && !Object.hasOwn(map, vr.pattern)) vr.restriction.check(entryAt(at, vr.pattern, undefined), cx2, out);

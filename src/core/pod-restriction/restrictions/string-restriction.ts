@@ -25,14 +25,26 @@ export interface CompiledString {
 
 type Matcher = (value: string) => boolean;
 
-export function compileStringRestriction(raw: unknown, path: RawPath, cx: CompileContext, opts: StringRestrictionOptions, rule: string): CompiledString | undefined {
+export function compileStringRestriction(
+  raw: unknown,
+  path: RawPath,
+  cx: CompileContext,
+  opts: StringRestrictionOptions,
+  rule: string,
+): CompiledString | undefined {
   const obj = readMapping(raw, path, cx, STRING_KEYS, STRING_ALIASES);
   if (!obj) return undefined;
   return compileStringFrom(obj, path, cx, opts, rule);
 }
 
 /** For restriction types that embed the string keys (StringList's shorthand). */
-export function compileStringFrom(obj: Record<string, unknown>, path: RawPath, cx: CompileContext, opts: StringRestrictionOptions, rule: string): CompiledString {
+export function compileStringFrom(
+  obj: Record<string, unknown>,
+  path: RawPath,
+  cx: CompileContext,
+  opts: StringRestrictionOptions,
+  rule: string,
+): CompiledString {
   const nil = compileNilRule(obj, path, cx, { pointer: opts.pointer });
   const allowed = readStringList(obj.allowed, [...path, "allowed"], cx);
   const forbidden = readStringList(obj.forbidden, [...path, "forbidden"], cx);
@@ -94,6 +106,9 @@ function normalizePath(p: string): string {
 }
 
 function list(values: string[]): string {
-  const shown = values.slice(0, 12).map((v) => JSON.stringify(v)).join(", ");
+  const shown = values
+    .slice(0, 12)
+    .map((v) => JSON.stringify(v))
+    .join(", ");
   return values.length > 12 ? `${shown}, … (${values.length} in all)` : shown;
 }

@@ -138,15 +138,20 @@ function structured(r: ObjectResult) {
     namespace: r.namespace,
     result: r.result,
     ...(r.reason !== undefined ? { reason: r.reason } : {}),
-    violations: r.violations.map((v) => ({
-      policy: v.policy,
-      ...(v.kind ? { policyKind: v.kind } : {}),
-      rule: v.rule,
-      ...(v.image !== undefined ? { image: v.image } : {}),
-      ...(v.field !== undefined ? { field: v.field } : {}),
-      message: v.message,
-    })),
+    violations: r.violations.map(structuredViolation),
     warnings: r.warnings,
+  };
+}
+
+/** A violation as the json and yaml reports give it: the policy's kind as policyKind. */
+export function structuredViolation(v: Violation) {
+  return {
+    policy: v.policy,
+    ...(v.kind ? { policyKind: v.kind } : {}),
+    rule: v.rule,
+    ...(v.image !== undefined ? { image: v.image } : {}),
+    ...(v.field !== undefined ? { field: v.field } : {}),
+    message: v.message,
   };
 }
 

@@ -10,7 +10,7 @@ import { ConfigError, renderConfigProblem, type ConfigProblem } from "../config/
 import { loadNamespacesFile } from "../config/namespaces-file.ts";
 import { DEFAULT_SERVER_CONFIG, loadServerConfig, type ServerConfig } from "../config/server-config.ts";
 import type { FieldPath } from "../config/yaml-locations.ts";
-import { renderViolation, type Violation } from "../core/decision.ts";
+import { renderViolation } from "../core/decision.ts";
 import { NO_NAMESPACE_LABELS } from "../core/namespace-labels.ts";
 import { Engine } from "../engine/engine.ts";
 import { renderAtLocation } from "../errors/source-location.ts";
@@ -19,7 +19,7 @@ import { NO_POLICY_SOURCE, PolicyFolder, type PolicySource, type PolicyText } fr
 import type { PolicyError } from "../policy/policy-error.ts";
 import { shippedProfiles } from "../policy/profiles.ts";
 import { EMBEDDED_POLICIES, parseCommandArgs, UsageError } from "./args.ts";
-import { checkObject, type ObjectResult } from "./check-report.ts";
+import { checkObject, structuredViolation, type ObjectResult } from "./check-report.ts";
 import { readManifests } from "./manifests.ts";
 
 export const TEST_USAGE = `Usage: imprimatur test [-o text|json] [--strict] DIR|FILE...
@@ -562,16 +562,4 @@ export function testReportObject(report: TestReport) {
 
 export function renderTestJson(report: TestReport): string {
   return `${JSON.stringify(testReportObject(report), null, 2)}\n`;
-}
-
-/** As `check -o json` gives a violation: the policy's kind as policyKind. */
-function structuredViolation(v: Violation) {
-  return {
-    policy: v.policy,
-    ...(v.kind ? { policyKind: v.kind } : {}),
-    rule: v.rule,
-    ...(v.image !== undefined ? { image: v.image } : {}),
-    ...(v.field !== undefined ? { field: v.field } : {}),
-    message: v.message,
-  };
 }

@@ -131,32 +131,35 @@ export function pinningDecision(
   const violations: Violation[] = [];
   const warnings: string[] = [];
   const failOpen: Array<{ backend: string; error: string }> = [];
+  const unresolved = (target: PinTarget, message: string): Violation => ({
+    policy: target.policy,
+    rule: `${target.rule}.digestMutate`,
+    image: target.image,
+    field: target.field,
+    message,
+  });
   for (const { target, error, code } of failed) {
     if (registryAnswered(code)) {
-      violations.push({
-        policy: target.policy,
-        rule: `${target.rule}.digestMutate`,
-        image: target.image,
-        field: target.field,
-        message:
+      violations.push(
+        unresolved(
+          target,
           `the tag could not be resolved to a digest (${code}: ${error}); that is the registry's answer, not an outage, so it is ` +
-          `denied whatever the failure policy. Give the pod a pull secret for this registry, or fix the image reference`,
-      });
+            `denied whatever the failure policy. Give the pod a pull secret for this registry, or fix the image reference`,
+        ),
+      );
     } else if (opts.failOpen) {
       warnings.push(
         `image ${JSON.stringify(target.image)} (${target.field}) was admitted without a digest: its tag could not be resolved (${error}); the server fails open`,
       );
       failOpen.push({ backend: `registry/${target.ref.registry}`, error: `${target.image}: ${error}` });
     } else {
-      violations.push({
-        policy: target.policy,
-        rule: `${target.rule}.digestMutate`,
-        image: target.image,
-        field: target.field,
-        message:
+      violations.push(
+        unresolved(
+          target,
           `the tag could not be resolved to a digest (${error}); denied because the server fails closed. ` +
-          `Give the pod a pull secret for this registry, fix the registry settings, or pin the image yourself`,
-      });
+            `Give the pod a pull secret for this registry, fix the registry settings, or pin the image yourself`,
+        ),
+      );
     }
   }
 

@@ -25,7 +25,7 @@ if (!values.port || !/^\d+$/.test(values.port) || !values.cert || !values.key) {
 
 const server = createServer({ cert: readFileSync(values.cert, "utf8"), key: readFileSync(values.key, "utf8"), minVersion: "TLSv1.2" }, handle);
 // Same connection settings as src/server/https-server.ts.
-server.keepAliveTimeout = 65_000;
+server.keepAliveTimeout = 120_000; // as imprimatur serve: longer than the apiserver's 90 s idle timeout
 server.headersTimeout = 30_000;
 server.requestTimeout = 60_000;
 

@@ -52,7 +52,10 @@ export async function startHttpsServer(opts: ServerOptions): Promise<RunningServ
       else res.destroy();
     });
   });
-  server.keepAliveTimeout = 65_000; // longer than typical client idle timeouts, so clients close first
+  // Longer than the idle timeout of kube-apiserver's webhook clients (Go's 90 s IdleConnTimeout), so the apiserver,
+  // not this server, closes an idle connection: the apiserver does not retry a POST that fails with EOF on a
+  // connection this server is closing, and with failurePolicy Fail that admission would be refused.
+  server.keepAliveTimeout = 120_000;
   server.headersTimeout = 30_000;
   server.requestTimeout = 60_000;
   await new Promise<void>((resolve, reject) => {

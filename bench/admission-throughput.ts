@@ -573,7 +573,7 @@ async function main(): Promise<number> {
     say(opts, `Starting imprimatur serve (state ${stateDir}) ...`);
     imprimatur = await startServer(
       "imprimatur",
-      (port) => ["bin/imprimatur.ts", "serve", "--host", "127.0.0.1", "--port", String(port), "--state-dir", stateDir],
+      (port) => ["bin/imprimatur.js", "serve", "--host", "127.0.0.1", "--port", String(port), "--state-dir", stateDir],
       caFile,
       logFd,
       opts,

@@ -442,7 +442,7 @@ async function main(): Promise<number> {
       "imprimatur",
       // --drain 0: no traffic to drain when the bench stops it, so it exits at once on SIGTERM.
       (port) => [
-        "bin/imprimatur.ts",
+        "bin/imprimatur.js",
         "serve",
         "--host",
         "127.0.0.1",

@@ -13,7 +13,7 @@ import { buildOciLayout, type OciLayout, type OciLayoutOptions } from "../suppor
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
 
 const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const CLI = join(REPO_ROOT, "bin", "imprimatur.ts");
+const CLI = join(REPO_ROOT, "bin", "imprimatur.js");
 const CLI_TIMEOUT_MS = 60_000;
 
 let registry: TestRegistry;
@@ -69,7 +69,7 @@ interface CliResult {
   stderr: string;
 }
 
-/** Runs `node bin/imprimatur.ts ARGS` with the project's Node (this process's), collecting its output. */
+/** Runs `node bin/imprimatur.js ARGS` with the project's Node (this process's), collecting its output. */
 function imprimatur(args: string[]): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"], timeout: CLI_TIMEOUT_MS });

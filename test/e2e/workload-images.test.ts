@@ -14,7 +14,7 @@ import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../suppo
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 
 const POLICIES = fileURLToPath(new URL("../fixtures/e2e-policies/", import.meta.url));
-const BIN = fileURLToPath(new URL("../../bin/imprimatur.ts", import.meta.url));
+const BIN = fileURLToPath(new URL("../../bin/imprimatur.js", import.meta.url));
 let dir: string;
 let cluster: KubeCluster;
 let server: ImprimaturProcess;

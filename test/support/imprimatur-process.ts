@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { freePort } from "./ports.ts";
 import { getText } from "./https-client.ts";
 
-const BIN = fileURLToPath(new URL("../../bin/imprimatur.ts", import.meta.url));
+const BIN = fileURLToPath(new URL("../../bin/imprimatur.js", import.meta.url));
 
 export interface ImprimaturProcess {
   pid: number;

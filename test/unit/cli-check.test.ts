@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-const BIN = fileURLToPath(new URL("../../bin/imprimatur.ts", import.meta.url));
+const BIN = fileURLToPath(new URL("../../bin/imprimatur.js", import.meta.url));
 const POLICIES = fileURLToPath(new URL("../fixtures/e2e-policies/", import.meta.url));
 
 function run(args: string[]) {

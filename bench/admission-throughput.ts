@@ -7,27 +7,27 @@
 //
 // Exit 0 when every answer was a 200 with the request's uid and allowed: true (whether or not the target is
 // met), 1 when any answer was wrong or a server failed, 2 on a usage error.
-import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { closeSync, existsSync, openSync, readFileSync, rmSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import { cpus, tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { readFileSync, rmSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import { cpus } from "node:os";
+import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { Agent, Pool } from "undici";
-import { freePort } from "../test/support/ports.ts";
+import { Pool } from "undici";
+import { fetchMetrics, parseMetrics, sumOf } from "./support/metrics.ts";
+import { percentile, renderTable } from "./support/report.ts";
+import { guardRun } from "./support/run-guard.ts";
+import { createServeState } from "./support/serve-state.ts";
+import { baselineServerArgs, hasExited, imprimaturServeArgs, READY_TIMEOUT_MS, signalServers, startServer, stopServer } from "./support/server-process.ts";
+import type { ServerProcess } from "./support/server-process.ts";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const TARGET_RATIO = 0.8;
 const IMAGE_PREFIX = "registry.example.com/app";
 const CONTAINERS = 3;
 const UID_PLACEHOLDER = "@@UID@@";
 /** As kube-apiserver calls a webhook with timeoutSeconds: 10. */
 const VALIDATE_PATH = "/validate?timeout=10s";
-const READY_TIMEOUT_MS = 30_000;
-const STOP_TIMEOUT_MS = 10_000;
 
 const USAGE = `Usage: node bench/admission-throughput.ts [options]
 
@@ -193,105 +193,11 @@ const BODY_BYTES = Buffer.byteLength(BODY_HEAD + randomUUID() + BODY_TAIL);
 const REQUEST_HEADERS = { "content-type": "application/json", accept: "application/json" };
 
 // ---------------------------------------------------------------------------------------------------------
-// Server processes.
-
-interface ServerProcess {
-  name: string;
-  child: ChildProcess;
-  port: number;
-  origin: string;
-  exited: Promise<number | null>;
-  stderr(): string;
-}
-
-function spawnServer(
-  name: string,
-  args: string[],
-  stdoutFd: number | "ignore",
-  opts: Options,
-): { child: ChildProcess; exited: Promise<number | null>; stderr(): string } {
-  const nodeFlags = opts.cpuProfDir ? ["--cpu-prof", `--cpu-prof-dir=${opts.cpuProfDir}`, `--cpu-prof-name=${name}-\${pid}.cpuprofile`] : [];
-  const child = spawn(process.execPath, [...nodeFlags, ...args], { cwd: ROOT, stdio: ["ignore", stdoutFd, "pipe"] });
-  let stderr = "";
-  child.stderr!.setEncoding("utf8");
-  child.stderr!.on("data", (s: string) => {
-    if (stderr.length < 64 * 1024) stderr += s;
-  });
-  const exited = new Promise<number | null>((resolveExit) => {
-    child.once("exit", (code, signal) => resolveExit(code ?? (signal ? 128 : null)));
-    child.once("error", (err) => {
-      stderr += `spawn failed: ${err.message}\n`;
-      resolveExit(127);
-    });
-  });
-  return { child, exited, stderr: () => stderr };
-}
-
-/**
- * Starts a server on a free loopback port and waits until GET /readyz answers 200 over TLS trusting `caFile`.
- * The port is only known free when chosen, so a start that fails with "address in use" is retried on another.
- */
-async function startServer(
-  name: string,
-  argsFor: (port: number) => string[],
-  caFile: string,
-  stdoutFd: number | "ignore",
-  opts: Options,
-): Promise<ServerProcess> {
-  for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
-    const proc = spawnServer(name, argsFor(port), stdoutFd, opts);
-    const origin = `https://127.0.0.1:${port}`;
-    const outcome = await Promise.race([waitReady(origin, caFile).then(() => "ready" as const), proc.exited.then((code) => ({ code }))]);
-    if (outcome === "ready") return { name, port, origin, ...proc };
-    const text = proc.stderr();
-    if (attempt < 3 && /EADDRINUSE|address already in use/i.test(text)) continue;
-    throw new Error(`${name} exited with code ${outcome.code} before it was ready:\n${text.trim()}`);
-  }
-}
-
-async function waitReady(origin: string, caFile: string): Promise<void> {
-  const deadline = Date.now() + READY_TIMEOUT_MS;
-  let last = "no attempt";
-  while (Date.now() < deadline) {
-    if (existsSync(caFile)) {
-      const agent = new Agent({ connect: { ca: readFileSync(caFile, "utf8") }, headersTimeout: 2_000, bodyTimeout: 2_000 });
-      try {
-        const res = await agent.request({ origin, path: "/readyz", method: "GET" });
-        await res.body.dump();
-        if (res.statusCode === 200) return;
-        last = `status ${res.statusCode}`;
-      } catch (e) {
-        last = (e as Error).message;
-      } finally {
-        await agent.close();
-      }
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${origin}/readyz not 200 within ${READY_TIMEOUT_MS / 1000} s (last: ${last})`);
-}
+// Server processes (bench/support/server-process.ts), and what this benchmark reads from them.
 
 /** imprimatur_decisions_total{endpoint="validate",outcome="allowed"} from the server's /metrics. */
 async function allowedDecisions(origin: string, ca: string): Promise<number> {
-  const agent = new Agent({ connect: { ca }, headersTimeout: 5_000, bodyTimeout: 5_000 });
-  try {
-    const res = await agent.request({ origin, path: "/metrics", method: "GET" });
-    const text = await res.body.text();
-    const m = /^imprimatur_decisions_total\{endpoint="validate",outcome="allowed"\} (\d+)/m.exec(text);
-    return m ? Number(m[1]) : 0;
-  } finally {
-    await agent.close();
-  }
-}
-
-/** SIGTERM, then SIGKILL if it does not exit in time (a CPU profile is only written on a clean exit). */
-async function stopServer(proc: ServerProcess | undefined): Promise<void> {
-  if (!proc || proc.child.exitCode !== null || proc.child.signalCode !== null) return;
-  proc.child.kill("SIGTERM");
-  const timer = setTimeout(() => proc.child.kill("SIGKILL"), STOP_TIMEOUT_MS);
-  await proc.exited;
-  clearTimeout(timer);
+  return sumOf(parseMetrics(await fetchMetrics(origin, ca)), "imprimatur_decisions_total", { endpoint: "validate", outcome: "allowed" });
 }
 
 /** CPU time (user + system, all threads) of a process in ms, from /proc; undefined where there is no /proc. */
@@ -460,7 +366,7 @@ interface LoadResult {
 
 function summarize(t: Target): LoadResult {
   const sorted = Float64Array.from(t.latencies).sort();
-  const pct = (p: number) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!);
+  const pct = (p: number) => percentile(sorted, p);
   const perCpuMs = (ms: number) => (t.cpuWallMs > 0 ? (ms / t.cpuWallMs) * 100 : NaN);
   const perAnswer = (ms: number) => (t.answersInCpuWindow > 0 ? (ms * 1000) / t.answersInCpuWindow : NaN);
   return {
@@ -504,11 +410,16 @@ async function runLoad(procs: [ServerProcess, ServerProcess], ca: string, opts: 
 
 // ---------------------------------------------------------------------------------------------------------
 
+/** Node flags that write the server's CPU profile to --cpu-prof DIR on exit (none without it). */
+function cpuProfFlags(name: string, opts: Options): string[] {
+  return opts.cpuProfDir ? ["--cpu-prof", `--cpu-prof-dir=${opts.cpuProfDir}`, `--cpu-prof-name=${name}-\${pid}.cpuprofile`] : [];
+}
+
 function say(opts: Options, line: string) {
   if (!opts.json) process.stderr.write(`${line}\n`);
 }
 
-function renderTable(results: LoadResult[]): string {
+function resultTable(results: LoadResult[]): string {
   const f = (n: number | undefined, digits: number) => (n === undefined || Number.isNaN(n) ? "n/a" : n.toFixed(digits));
   const pctCell = (n: number | undefined) => (n === undefined || Number.isNaN(n) ? "n/a" : `${n.toFixed(0)}%`);
   const rows = [
@@ -527,8 +438,7 @@ function renderTable(results: LoadResult[]): string {
       f(r.generatorCpuMicrosPerRequest, 0),
     ]),
   ];
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
-  return rows.map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join("  ")).join("\n");
+  return renderTable(rows);
 }
 
 async function main(): Promise<number> {
@@ -540,70 +450,31 @@ async function main(): Promise<number> {
     return 2;
   }
 
-  const stateDir = await mkdtemp(join(tmpdir(), "imprimatur-bench-"));
-  const caFile = join(stateDir, "ca.crt");
-  const logFile = join(stateDir, "imprimatur-decisions.jsonl");
-  const logFd = openSync(logFile, "w");
-  let logOpen = true;
-  const closeLog = () => {
-    if (logOpen) closeSync(logFd);
-    logOpen = false;
-  };
+  const { stateDir, caFile, logFd, closeLog } = await createServeState("imprimatur-bench-", "imprimatur-decisions.jsonl");
   let imprimatur: ServerProcess | undefined;
   let baseline: ServerProcess | undefined;
 
   // Whatever happens, the benchmark stops by itself: a watchdog well past the planned duration (two starts, twice
   // the load phases, a request timeout per slice, and a minute to spare).
   const budgetMs = 2 * READY_TIMEOUT_MS + 4 * (opts.warmup + opts.seconds) * 1000 + (opts.rounds + 1) * 2 * 10_000 + 60_000;
-  const watchdog = setTimeout(() => {
-    process.stderr.write(`admission-throughput: still running after ${Math.round(budgetMs / 1000)} s; stopping\n`);
-    for (const p of [imprimatur, baseline]) if (p && p.child.exitCode === null) p.child.kill("SIGKILL");
+  const unguard = guardRun("admission-throughput", budgetMs, (signal) => {
+    signalServers([imprimatur, baseline], signal);
     if (!opts.keepState) rmSync(stateDir, { recursive: true, force: true });
-    process.exit(1);
-  }, budgetMs);
-  const interrupt = () => {
-    for (const p of [imprimatur, baseline]) if (p && p.child.exitCode === null) p.child.kill("SIGTERM");
-    if (!opts.keepState) rmSync(stateDir, { recursive: true, force: true });
-    process.exit(130);
-  };
-  process.once("SIGINT", interrupt);
-  process.once("SIGTERM", interrupt);
+  });
 
   try {
     say(opts, `Starting imprimatur serve (state ${stateDir}) ...`);
-    imprimatur = await startServer(
-      "imprimatur",
-      (port) => ["bin/imprimatur.js", "serve", "--host", "127.0.0.1", "--port", String(port), "--state-dir", stateDir],
-      caFile,
-      logFd,
-      opts,
-    );
+    imprimatur = await startServer("imprimatur", imprimaturServeArgs(stateDir), caFile, logFd, cpuProfFlags("imprimatur", opts));
     // The baseline serves the certificate imprimatur generated, so both handshakes cost the same.
     say(opts, "Starting the baseline server ...");
-    baseline = await startServer(
-      "baseline",
-      (port) => [
-        "bench/baseline-server.ts",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        String(port),
-        "--cert",
-        join(stateDir, "tls.crt"),
-        "--key",
-        join(stateDir, "tls.key"),
-      ],
-      caFile,
-      "ignore",
-      opts,
-    );
+    baseline = await startServer("baseline", baselineServerArgs(stateDir), caFile, "ignore", cpuProfFlags("baseline", opts));
     const ca = readFileSync(caFile, "utf8");
 
     const results = await runLoad([baseline, imprimatur], ca, opts);
     // The server's own count of allowed validate decisions: proof that each answer went through the whole path.
     const decisionsCounted = await allowedDecisions(imprimatur.origin, ca).catch(() => -1);
     const died = [baseline, imprimatur].flatMap((p) =>
-      p.child.exitCode !== null || p.child.signalCode !== null
+      hasExited(p)
         ? [`${p.name}: the server exited during the run (${p.child.signalCode ?? `code ${p.child.exitCode}`}): ${p.stderr().trim().slice(-500)}`]
         : [],
     );
@@ -666,7 +537,7 @@ async function main(): Promise<number> {
         `POST ${VALIDATE_PATH}: Pod CREATE, ${CONTAINERS} containers ${IMAGE_PREFIX}:1.0 (allowed), ${BODY_BYTES} bytes; ` +
           `concurrency ${opts.concurrency}, warm-up ${opts.warmup} s, measured ${opts.seconds} s per server in ${opts.rounds} alternating rounds`,
         "",
-        renderTable(results),
+        resultTable(results),
         "",
         `imprimatur/baseline throughput: ${Number.isNaN(ratio) ? "n/a" : `${ratio.toFixed(2)}x`} (target >= ${TARGET_RATIO.toFixed(2)}x)  ${verdict}`,
         ...(roundRatioSpread && roundRatios.length > 1
@@ -689,9 +560,7 @@ async function main(): Promise<number> {
     await Promise.all([stopServer(imprimatur), stopServer(baseline)]);
     closeLog();
     if (!opts.keepState) await rm(stateDir, { recursive: true, force: true });
-    clearTimeout(watchdog);
-    process.off("SIGINT", interrupt);
-    process.off("SIGTERM", interrupt);
+    unguard();
   }
 }
 

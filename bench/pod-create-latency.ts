@@ -21,21 +21,24 @@
 //
 // Exit 0 when every create was a 201 and every webhook saw exactly the creates of its namespace (whether or
 // not the target is met), 1 when anything failed, 2 on a usage error.
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { cpus, tmpdir } from "node:os";
+import { spawnSync } from "node:child_process";
+import { readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { readFile, rm } from "node:fs/promises";
+import { cpus } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { Agent, Client } from "undici";
+import { Client } from "undici";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
 import { startKubeCluster, type KubeCluster } from "../test/support/kube-cluster.ts";
 import { findCommand } from "../test/support/executables.ts";
-import { freePort } from "../test/support/ports.ts";
+import { fetchMetrics, parseMetrics, sumOf, type Samples } from "./support/metrics.ts";
+import { percentile, renderTable } from "./support/report.ts";
+import { guardRun } from "./support/run-guard.ts";
+import { createServeState } from "./support/serve-state.ts";
+import { baselineServerArgs, hasExited, imprimaturServeArgs, READY_TIMEOUT_MS, signalServers, startServer, stopServer } from "./support/server-process.ts";
+import type { ServerProcess } from "./support/server-process.ts";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const TARGET = { p50: 1.1, p99: 1.25 };
 const PATHS = ["none", "minimal", "imprimatur"] as const;
 type PathName = (typeof PATHS)[number];
@@ -43,8 +46,6 @@ const NAMESPACE: Record<PathName, string> = { none: "bench-none", minimal: "benc
 /** The namespace label the webhooks select on. */
 const PATH_LABEL = "bench.imprimatur.dev/path";
 const WEBHOOK_NAME: Record<Exclude<PathName, "none">, string> = { minimal: "minimal.bench.imprimatur.dev", imprimatur: "images.imprimatur.dev" };
-const READY_TIMEOUT_MS = 30_000;
-const STOP_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 15_000;
 /** Pause before each batch, after the metrics scrape, so the scrape's work is over before timing starts. */
 const SETTLE_MS = 50;
@@ -162,69 +163,7 @@ const [POD_HEAD, POD_TAIL] = (() => {
 })();
 
 // ---------------------------------------------------------------------------------------------------------
-// Processes: the webhook servers (children of this process), CPU accounting, pinning.
-
-interface ServerProcess {
-  name: string;
-  child: ChildProcess;
-  origin: string;
-  exited: Promise<void>;
-  stderr(): string;
-}
-
-async function startServer(name: string, argsFor: (port: number) => string[], caFile: string, stdout: number | "ignore"): Promise<ServerProcess> {
-  for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
-    const child = spawn(process.execPath, argsFor(port), { cwd: ROOT, stdio: ["ignore", stdout, "pipe"] });
-    let stderr = "";
-    child.stderr!.setEncoding("utf8");
-    child.stderr!.on("data", (s: string) => {
-      if (stderr.length < 64 * 1024) stderr += s;
-    });
-    const exited = new Promise<void>((resolveExit) => {
-      child.once("exit", () => resolveExit());
-      child.once("error", (err) => {
-        stderr += `spawn failed: ${err.message}\n`;
-        resolveExit();
-      });
-    });
-    const origin = `https://127.0.0.1:${port}`;
-    const outcome = await Promise.race([waitReady(origin, caFile).then(() => "ready" as const), exited.then(() => "exited" as const)]);
-    if (outcome === "ready") return { name, child, origin, exited, stderr: () => stderr };
-    if (attempt < 3 && /EADDRINUSE|address already in use/i.test(stderr)) continue;
-    throw new Error(`${name} exited (${child.signalCode ?? `code ${child.exitCode}`}) before it was ready:\n${stderr.trim()}`);
-  }
-}
-
-async function waitReady(origin: string, caFile: string): Promise<void> {
-  const deadline = Date.now() + READY_TIMEOUT_MS;
-  let last = "no attempt";
-  while (Date.now() < deadline) {
-    if (existsSync(caFile)) {
-      const agent = new Agent({ connect: { ca: readFileSync(caFile, "utf8") }, headersTimeout: 2_000, bodyTimeout: 2_000 });
-      try {
-        const res = await agent.request({ origin, path: "/readyz", method: "GET" });
-        await res.body.dump();
-        if (res.statusCode === 200) return;
-        last = `status ${res.statusCode}`;
-      } catch (e) {
-        last = (e as Error).message;
-      } finally {
-        await agent.close();
-      }
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${origin}/readyz not 200 within ${READY_TIMEOUT_MS / 1000} s (last: ${last})`);
-}
-
-async function stopServer(proc: ServerProcess | undefined): Promise<void> {
-  if (!proc || proc.child.exitCode !== null || proc.child.signalCode !== null) return;
-  proc.child.kill("SIGTERM");
-  const timer = setTimeout(() => proc.child.kill("SIGKILL"), STOP_TIMEOUT_MS);
-  await proc.exited;
-  clearTimeout(timer);
-}
+// Processes: CPU accounting, pinning (the webhook servers are bench/support/server-process.ts).
 
 /**
  * CPU time of a process, all threads, in ms, and the time its threads spent runnable but waiting for a CPU: the
@@ -297,32 +236,7 @@ function connectionsTo(port: number, seen: Set<string>): void {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Prometheus text: the few series the breakdown needs, as sum/count pairs.
-
-type Samples = Map<string, number>;
-
-function parseMetrics(text: string): Samples {
-  const out: Samples = new Map();
-  for (const line of text.split("\n")) {
-    if (line === "" || line.startsWith("#")) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?\s+(\S+)/.exec(line);
-    if (m) out.set(m[1]! + (m[2] ?? ""), Number(m[3]));
-  }
-  return out;
-}
-
-/** Sum of the samples of `name` whose labels contain every `label="value"` given. */
-function sumOf(samples: Samples, name: string, labels: Record<string, string> = {}): number {
-  const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
-  let total = 0;
-  for (const [key, value] of samples) {
-    const brace = key.indexOf("{");
-    if ((brace < 0 ? key : key.slice(0, brace)) !== name) continue;
-    const labelText = brace < 0 ? "" : key.slice(brace);
-    if (wanted.every((w) => labelText.includes(`{${w}`) || labelText.includes(`,${w}`))) total += value;
-  }
-  return total;
-}
+// The apiserver's /metrics: the few series the breakdown needs, as sum/count pairs.
 
 /** What the breakdown reads from the apiserver's /metrics: [sum seconds, count] per series. */
 function apiserverFigures(s: Samples) {
@@ -371,10 +285,6 @@ function newStats(): PathStats {
   };
 }
 
-function percentile(sorted: Float64Array | number[], p: number): number {
-  return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-}
-
 function say(opts: Options, line: string) {
   if (!opts.json) process.stderr.write(`${line}\n`);
 }
@@ -391,19 +301,11 @@ async function main(): Promise<number> {
   const rounds = opts.creates / opts.batch;
   const totalCreates = (opts.creates + opts.warmup) * opts.paths.length;
 
-  const stateDir = await mkdtemp(join(tmpdir(), "imprimatur-bench-pcl-"));
-  const caFile = join(stateDir, "ca.crt");
-  const logFile = join(stateDir, "imprimatur.log");
-  const logFd = openSync(logFile, "w");
-  let logOpen = true;
-  const closeLog = () => {
-    if (logOpen) closeSync(logFd);
-    logOpen = false;
-  };
+  const { stateDir, caFile, logFile, logFd, closeLog } = await createServeState("imprimatur-bench-pcl-", "imprimatur.log");
   let cluster: KubeCluster | undefined;
   const servers: Partial<Record<Exclude<PathName, "none">, ServerProcess>> = {};
   const killAll = (signal: NodeJS.Signals) => {
-    for (const p of Object.values(servers)) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill(signal);
+    signalServers(Object.values(servers), signal);
     // The cluster harness kills etcd and the apiserver on exit (its exit hooks) and removes its folder.
     if (!opts.keepState) rmSync(stateDir, { recursive: true, force: true });
   };
@@ -411,17 +313,7 @@ async function main(): Promise<number> {
   // The run stops by itself: the watchdog fires well past the planned time (cluster start, servers, and a
   // generous 150 ms per create against the usual 15 to 30 ms).
   const budgetMs = 90_000 + 2 * READY_TIMEOUT_MS + totalCreates * 150 + 60_000;
-  const watchdog = setTimeout(() => {
-    process.stderr.write(`pod-create-latency: still running after ${Math.round(budgetMs / 1000)} s; stopping\n`);
-    killAll("SIGKILL");
-    process.exit(1);
-  }, budgetMs);
-  const interrupt = () => {
-    killAll("SIGTERM");
-    process.exit(130);
-  };
-  process.once("SIGINT", interrupt);
-  process.once("SIGTERM", interrupt);
+  const unguard = guardRun("pod-create-latency", budgetMs, killAll);
 
   const failures: string[] = [];
   let apiClient: Client | undefined;
@@ -441,46 +333,19 @@ async function main(): Promise<number> {
     servers.imprimatur = await startServer(
       "imprimatur",
       // --drain 0: no traffic to drain when the bench stops it, so it exits at once on SIGTERM.
-      (port) => [
-        "bin/imprimatur.js",
-        "serve",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        String(port),
-        "--state-dir",
-        stateDir,
-        "--profile",
-        "restricted",
-        "--drain",
-        "0",
-      ],
+      imprimaturServeArgs(stateDir, ["--profile", "restricted", "--drain", "0"]),
       caFile,
       logFd,
     );
     if (webhookPaths.includes("minimal")) {
       say(opts, "Starting the minimal webhook ...");
-      servers.minimal = await startServer(
-        "minimal",
-        (port) => [
-          "bench/baseline-server.ts",
-          "--host",
-          "127.0.0.1",
-          "--port",
-          String(port),
-          "--cert",
-          join(stateDir, "tls.crt"),
-          "--key",
-          join(stateDir, "tls.key"),
-        ],
-        caFile,
-        "ignore",
-      );
+      servers.minimal = await startServer("minimal", baselineServerArgs(stateDir), caFile, "ignore");
     }
     if (!webhookPaths.includes("imprimatur")) {
       await stopServer(servers.imprimatur);
       delete servers.imprimatur;
     }
+    const ca = readFileSync(caFile, "utf8");
 
     const taskset = findCommand("taskset");
     const pinned: string[] = [];
@@ -589,7 +454,7 @@ async function main(): Promise<number> {
       Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, schedMs(pid)])) as Record<ProcName, { run: number; wait: number } | undefined>;
     const conns: Record<Exclude<PathName, "none">, Set<string>> = { minimal: new Set(), imprimatur: new Set() };
     const pollConnections = () => {
-      for (const path of webhookPaths) connectionsTo(Number(new URL(servers[path]!.origin).port), conns[path]);
+      for (const path of webhookPaths) connectionsTo(servers[path]!.port, conns[path]);
     };
 
     const warmupBatches = Math.ceil(opts.warmup / opts.batch);
@@ -600,7 +465,7 @@ async function main(): Promise<number> {
     }
     pollConnections();
     const connsAfterWarmup = Object.fromEntries(webhookPaths.map((p) => [p, conns[p].size]));
-    const imprimaturBefore = servers.imprimatur ? parseMetrics(await imprimaturMetrics(servers.imprimatur.origin, caFile)) : undefined;
+    const imprimaturBefore = servers.imprimatur ? parseMetrics(await fetchMetrics(servers.imprimatur.origin, ca)) : undefined;
     const logBytesBefore = statSync(logFile).size;
 
     const stats = Object.fromEntries(opts.paths.map((p) => [p, newStats()])) as Record<PathName, PathStats>;
@@ -675,7 +540,7 @@ async function main(): Promise<number> {
     // ---- Server-side figures after the run: imprimatur's own duration histogram, event-loop lag and GC.
     let imprimatur: Record<string, number> | undefined;
     if (servers.imprimatur && imprimaturBefore) {
-      const after = parseMetrics(await imprimaturMetrics(servers.imprimatur.origin, caFile));
+      const after = parseMetrics(await fetchMetrics(servers.imprimatur.origin, ca));
       const d = (name: string, labels: Record<string, string> = {}) => sumOf(after, name, labels) - sumOf(imprimaturBefore, name, labels);
       const count = d("imprimatur_request_duration_seconds_count", { endpoint: "validate" });
       imprimatur = {
@@ -711,7 +576,7 @@ async function main(): Promise<number> {
       await res.body.dump();
       if (res.statusCode !== 200) failures.push(`deleting the pods of ${NAMESPACE[path]}: HTTP ${res.statusCode}`);
     }
-    const died = Object.values(servers).filter((p) => p.child.exitCode !== null || p.child.signalCode !== null);
+    const died = Object.values(servers).filter(hasExited);
     for (const p of died) failures.push(`${p.name} exited during the run: ${p.stderr().trim().slice(-400)}`);
 
     // ---- Report.
@@ -860,10 +725,6 @@ async function main(): Promise<number> {
         ["run-queue wait etcd", ...opts.paths.map((p) => f(summary[p].runQueueWaitMsPerCreate.etcd))],
         ["run-queue wait webhook server", ...opts.paths.map((p) => f(summary[p].runQueueWaitMsPerCreate.webhook))],
       ];
-      const table = (t: string[][]) => {
-        const widths = t[0]!.map((_, i) => Math.max(...t.map((row) => row[i]!.length)));
-        return t.map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join("  ")).join("\n");
-      };
       const out = [
         "",
         `pod-create-latency  ${report.date}  node ${report.node}  kube-apiserver ${report.kubeApiserver}  ${report.cpus} CPUs (${report.cpuModel})`,
@@ -877,9 +738,9 @@ async function main(): Promise<number> {
             ]
           : []),
         "",
-        table(rows),
+        renderTable(rows),
         "",
-        table(breakdown),
+        renderTable(breakdown),
         "",
         ...webhookPaths.map(
           (p) =>
@@ -922,19 +783,7 @@ async function main(): Promise<number> {
     await cluster?.stop();
     closeLog();
     if (!opts.keepState) await rm(stateDir, { recursive: true, force: true });
-    clearTimeout(watchdog);
-    process.off("SIGINT", interrupt);
-    process.off("SIGTERM", interrupt);
-  }
-}
-
-async function imprimaturMetrics(origin: string, caFile: string): Promise<string> {
-  const agent = new Agent({ connect: { ca: readFileSync(caFile, "utf8") }, headersTimeout: 5_000, bodyTimeout: 5_000 });
-  try {
-    const res = await agent.request({ origin, path: "/metrics", method: "GET" });
-    return await res.body.text();
-  } finally {
-    await agent.close();
+    unguard();
   }
 }
 

@@ -16,7 +16,7 @@ import { WebhookBackend } from "../backends/webhook-backend.ts";
 import type { ServerConfig } from "../config/server-config.ts";
 import type { AdmissionSubject } from "../core/admission-subject.ts";
 import { allow, capList, combineDecisions, type Decision } from "../core/decision.ts";
-import type { PinningMode, PinningOutcome } from "../core/digest-pinning.ts";
+import type { PinningOutcome } from "../core/digest-pinning.ts";
 import { imagePolicyAnnotations } from "../core/image-review.ts";
 import { asObject } from "../core/json-shapes.ts";
 import { NO_NAMESPACE_LABELS, type NamespaceLabelSource } from "../core/namespace-labels.ts";
@@ -156,12 +156,12 @@ export class Engine {
       const d = kind.evaluate?.(prepared[name], subject, namespaceLabels === undefined ? {} : { namespaceLabels });
       if (d) decisions.push(d);
     }
-    decisions.push(...(await this.askRemotes(subject, call.deadline)));
-    if (call.endpoint === "imagereview" && this.pinner) {
-      // An ImageReview answer cannot change the pod: tags marked digestMutate are resolved and recorded only.
-      const resolved = await this.pinner.pin(this.pinRequest(subject), call.deadline, "record");
-      if (resolved) decisions.push(resolved.decision);
-    }
+    // Remote backends and, for an ImageReview, digest records wait on the network: both at once. An ImageReview
+    // answer cannot change the pod, so tags marked digestMutate are resolved and recorded only.
+    const recordDigests = call.endpoint === "imagereview" && this.pinner ? this.pinner.pin(this.pinRequest(subject), call.deadline, "record") : undefined;
+    const [remote, resolved] = await Promise.all([this.askRemotes(subject, call.deadline), recordDigests]);
+    decisions.push(...remote);
+    if (resolved) decisions.push(resolved.decision);
     let decision = decisions.length === 0 ? allow() : combineDecisions(...decisions);
     if (!decision.allowed) decision.auditAnnotations.decision = "denied";
     decision = await recordOverrides(
@@ -191,10 +191,6 @@ export class Engine {
     if (!call.dryRun) this.recordEvent(subject, outcome);
     this.finish(subject, call, decision);
     return decision;
-  }
-
-  get pinningMode(): PinningMode | undefined {
-    return this.pinner?.mode;
   }
 
   async close(): Promise<void> {

@@ -1,15 +1,9 @@
 // `imprimatur check`: evaluates manifests offline through the same engine as the webhooks, for CI pipelines.
 // Exit 0 when every object checked is allowed, 1 when any is denied, 2 on usage, manifest or policy-load
 // errors, and when no object could be checked at all.
-import { DEFAULT_SERVER_CONFIG, loadServerConfig, type ServerConfig } from "../config/server-config.ts";
-import { loadNamespacesFile } from "../config/namespaces-file.ts";
-import { NO_NAMESPACE_LABELS } from "../core/namespace-labels.ts";
-import { Engine } from "../engine/engine.ts";
-import { loadPoliciesWithProfiles } from "../policy/load-policies.ts";
-import { NO_POLICY_SOURCE } from "../policy/policy-source.ts";
-import { EMBEDDED_POLICIES, errorText, parseCommandArgs, UsageError } from "./args.ts";
-import { checkObject, renderJson, renderJunit, renderText, renderYaml, summarize, type ObjectResult } from "./check-report.ts";
-import { readManifests } from "./manifests.ts";
+import { errorText, parseCommandArgs, UsageError } from "./args.ts";
+import { renderJson, renderJunit, renderText, renderYaml, summarize } from "./check-report.ts";
+import { checkManifests, offlineChecker, type OfflineChecker } from "./offline-engine.ts";
 
 export const CHECK_USAGE = `Usage: imprimatur check [--policies DIR] [--profile NAME] -f FILE|DIR|- [-f …] [options]
 
@@ -59,27 +53,22 @@ export async function runCheck(argv: string[]): Promise<number> {
     throw e;
   }
 
-  let engine: Engine;
-  let config: ServerConfig;
+  let checker: OfflineChecker;
   try {
-    config = values.config ? await loadServerConfig(values.config) : structuredClone(DEFAULT_SERVER_CONFIG);
-    const profiles = values.profile!;
-    const source = values.policies ?? (profiles.length > 0 ? NO_POLICY_SOURCE : EMBEDDED_POLICIES);
-    const { policies } = await loadPoliciesWithProfiles(source, profiles);
-    const namespacesFile = values.namespaces ?? config.namespacesFile;
-    const namespaces = namespacesFile ? await loadNamespacesFile(namespacesFile) : NO_NAMESPACE_LABELS;
-    engine = await Engine.build({ config, policies, namespaces, offline: true });
+    checker = await offlineChecker({
+      policies: values.policies === undefined ? undefined : [values.policies],
+      profiles: values.profile!,
+      config: values.config,
+      namespaces: values.namespaces,
+    });
   } catch (e) {
     process.stderr.write(`imprimatur check: ${errorText(e)}\n`);
     return 2;
   }
 
   const problems: string[] = [];
-  const results: ObjectResult[] = [];
-  for (const m of await readManifests(values.filename!, problems)) {
-    results.push(await checkObject(engine, m, { templateKinds: config.podTemplates, strict: values.strict! }));
-  }
-  await engine.close();
+  const results = await checkManifests(checker, values.filename!, values.strict!, problems);
+  await checker.engine.close();
 
   const output = values.output as Output;
   for (const p of problems) process.stderr.write(`imprimatur check: ${p}\n`);

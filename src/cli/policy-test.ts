@@ -7,20 +7,13 @@ import { readdir, stat } from "node:fs/promises";
 import { dirname, isAbsolute, join } from "node:path";
 import { ConfigChecks, readConfigText, yamlDocuments } from "../config/config-checks.ts";
 import { ConfigError, renderConfigProblem, type ConfigProblem } from "../config/config-error.ts";
-import { loadNamespacesFile } from "../config/namespaces-file.ts";
-import { DEFAULT_SERVER_CONFIG, loadServerConfig, type ServerConfig } from "../config/server-config.ts";
 import type { FieldPath } from "../config/yaml-locations.ts";
 import { renderViolation } from "../core/decision.ts";
-import { NO_NAMESPACE_LABELS } from "../core/namespace-labels.ts";
-import { Engine } from "../engine/engine.ts";
 import { renderAtLocation } from "../errors/source-location.ts";
-import { loadPoliciesWithProfiles } from "../policy/load-policies.ts";
-import { NO_POLICY_SOURCE, PolicyFolder, type PolicySource, type PolicyText } from "../policy/policy-source.ts";
-import type { PolicyError } from "../policy/policy-error.ts";
 import { shippedProfiles } from "../policy/profiles.ts";
-import { EMBEDDED_POLICIES, parseCommandArgs, UsageError } from "./args.ts";
-import { checkObject, structuredViolation, type ObjectResult } from "./check-report.ts";
-import { readManifests } from "./manifests.ts";
+import { parseCommandArgs, UsageError } from "./args.ts";
+import { structuredViolation, type ObjectResult } from "./check-report.ts";
+import { checkManifests, offlineChecker, type OfflineChecker } from "./offline-engine.ts";
 
 export const TEST_USAGE = `Usage: imprimatur test [-o text|json] [--strict] DIR|FILE...
 
@@ -354,50 +347,22 @@ function lineField(line: number | undefined): { line?: number } {
   return line === undefined ? {} : { line };
 }
 
-/** Several policy paths as one source, so that names are unique across all of them. */
-function policySource(paths: readonly string[]): string | PolicySource {
-  if (paths.length === 0) return NO_POLICY_SOURCE;
-  if (paths.length === 1) return paths[0]!;
-  const folders = paths.map((p) => new PolicyFolder(p));
-  return {
-    description: paths.join(", "),
-    read: async () => {
-      const texts: PolicyText[] = [];
-      const errors: PolicyError[] = [];
-      for (const folder of folders) {
-        const r = await folder.read();
-        texts.push(...r.texts);
-        errors.push(...r.errors);
-      }
-      return { texts, errors };
-    },
-  };
-}
-
 async function runOne(test: PolicyTest, opts: { strict: boolean }, report: TestReport): Promise<void> {
   const where = `${test.file} (test ${JSON.stringify(test.name)})`;
-  let engine: Engine;
-  let config: ServerConfig;
+  let checker: OfflineChecker;
   try {
-    config = test.config ? await loadServerConfig(test.config) : structuredClone(DEFAULT_SERVER_CONFIG);
-    const source = test.policies === undefined ? (test.profiles.length > 0 ? NO_POLICY_SOURCE : EMBEDDED_POLICIES) : policySource(test.policies);
-    const { policies } = await loadPoliciesWithProfiles(source, test.profiles);
-    const namespacesFile = test.namespaces ?? config.namespacesFile;
-    const namespaces = namespacesFile ? await loadNamespacesFile(namespacesFile) : NO_NAMESPACE_LABELS;
-    engine = await Engine.build({ config, policies, namespaces, offline: true });
+    checker = await offlineChecker({ policies: test.policies, profiles: test.profiles, config: test.config, namespaces: test.namespaces });
   } catch (e) {
     report.errors.push(`${where}: ${(e as Error).message}`);
     return;
   }
 
   const problems: string[] = [];
-  const objects: ObjectResult[] = [];
+  let objects: ObjectResult[];
   try {
-    for (const m of await readManifests(test.resources, problems)) {
-      objects.push(await checkObject(engine, m, { templateKinds: config.podTemplates, strict: opts.strict }));
-    }
+    objects = await checkManifests(checker, test.resources, opts.strict, problems);
   } finally {
-    await engine.close();
+    await checker.engine.close();
   }
   for (const p of problems) report.errors.push(`${where}: resources: ${p}`);
   report.tests.push({ name: test.name, file: test.file });

@@ -113,6 +113,13 @@ export function subjectOfImageReview(spec: ImageReviewSpec): AdmissionSubject {
   };
 }
 
+/** The subject's images grouped by their pod, pods without images left out (each pod brings its own annotations). */
+export function imagesByPod(subject: AdmissionSubject): Array<{ pod: SubjectPod; images: ImageAt[] }> {
+  const groups = subject.pods.map((pod) => ({ pod, images: [] as ImageAt[] }));
+  for (const im of subject.images) groups[im.pod]?.images.push(im);
+  return groups.filter((g) => g.images.length > 0);
+}
+
 /** The pods of an object with their annotations and where their pins are recorded. */
 function subjectPods(obj: Record<string, unknown>, templateKinds: readonly TemplateKind[]): SubjectPod[] {
   return podsInObject(obj, templateKinds).map((pod) => ({

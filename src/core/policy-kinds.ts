@@ -1,6 +1,8 @@
 // The registry of policy kinds: loading, evaluation and the PolicySet all dispatch through it. Adding a kind is
 // one folder (its compile, schema and evaluation) and one line here.
-import type { PolicyKind } from "./policy-kind.ts";
+import type { AdmissionSubject } from "./admission-subject.ts";
+import type { Decision } from "./decision.ts";
+import type { CompiledPolicy, KindEvaluationContext, PolicyKind } from "./policy-kind.ts";
 import { imagePolicyKind } from "./image-policy/image-policy-kind.ts";
 import { podRestrictionKind } from "./pod-restriction/pod-restriction-kind.ts";
 
@@ -15,8 +17,14 @@ type PreparedOf<K extends KindName> = (typeof POLICY_KINDS)[K] extends PolicyKin
 
 /** Compiled policies keyed by kind. */
 export type PolicySet = { readonly [K in KindName]: readonly CompiledOf<K>[] };
-/** Each kind's prepared form (indexes), built once per load. */
-export type PreparedPolicies = { readonly [K in KindName]: PreparedOf<K> };
+/** A loaded set ready for admissions, built once per load and swapped as a whole on reload. */
+export interface PreparedPolicies {
+  readonly set: PolicySet;
+  /** Each kind's prepared form (indexes). */
+  readonly byKind: { readonly [K in KindName]: PreparedOf<K> };
+  /** Whether some kind needs the namespace's labels (fetched only then). */
+  readonly usesNamespaceLabels: boolean;
+}
 
 export const KIND_NAMES = Object.keys(POLICY_KINDS) as KindName[];
 
@@ -30,10 +38,29 @@ export function kindOf(apiVersion: unknown, kind: unknown): KindName | undefined
   return name && (POLICY_KINDS[name].apiVersions as readonly unknown[]).includes(apiVersion) ? name : undefined;
 }
 
+/** The registry seen without each kind's own types, for loops over all kinds. */
+function kindNamed(name: KindName): PolicyKind<CompiledPolicy, unknown> {
+  return POLICY_KINDS[name] as PolicyKind<CompiledPolicy, unknown>;
+}
+
 export function preparePolicies(set: PolicySet): PreparedPolicies {
-  const out: Record<string, unknown> = {};
-  for (const k of KIND_NAMES) out[k] = (POLICY_KINDS[k] as PolicyKind<never, unknown>).prepare(set[k] as never[]);
-  return out as PreparedPolicies;
+  const byKind: Record<string, unknown> = {};
+  for (const k of KIND_NAMES) byKind[k] = kindNamed(k).prepare(set[k]);
+  return {
+    set,
+    byKind: byKind as PreparedPolicies["byKind"],
+    usesNamespaceLabels: KIND_NAMES.some((k) => kindNamed(k).usesNamespaceLabels(byKind[k])),
+  };
+}
+
+/** Every kind's verdict on the subject, in registration order; kinds with nothing to say are left out. */
+export function evaluateKinds(prepared: PreparedPolicies, subject: AdmissionSubject, cx: KindEvaluationContext): Decision[] {
+  const decisions: Decision[] = [];
+  for (const k of KIND_NAMES) {
+    const d = kindNamed(k).evaluate?.(prepared.byKind[k], subject, cx);
+    if (d) decisions.push(d);
+  }
+  return decisions;
 }
 
 export function policyCount(set: PolicySet): number {

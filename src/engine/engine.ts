@@ -14,14 +14,13 @@ import { DecisionCache } from "../backends/decision-cache.ts";
 import { ImageReviewService } from "../backends/review-service.ts";
 import { WebhookBackend } from "../backends/webhook-backend.ts";
 import type { ServerConfig } from "../config/server-config.ts";
-import type { AdmissionSubject } from "../core/admission-subject.ts";
+import { imagesByPod, type AdmissionSubject } from "../core/admission-subject.ts";
 import { allow, capList, combineDecisions, type Decision } from "../core/decision.ts";
 import type { PinningOutcome } from "../core/digest-pinning.ts";
 import { imagePolicyAnnotations } from "../core/image-review.ts";
 import { asObject } from "../core/json-shapes.ts";
 import { NO_NAMESPACE_LABELS, type NamespaceLabelSource } from "../core/namespace-labels.ts";
-import type { CompiledPolicy, PolicyKind } from "../core/policy-kind.ts";
-import { KIND_NAMES, POLICY_KINDS, preparePolicies, type PolicySet, type PreparedPolicies } from "../core/policy-kinds.ts";
+import { evaluateKinds, preparePolicies, type PolicySet, type PreparedPolicies } from "../core/policy-kinds.ts";
 import { ANONYMOUS, type CredentialLookup } from "../credentials/credential.ts";
 import { EventRecorder, type EventSink } from "../kube/event-recorder.ts";
 import { PullSecretReader } from "../kube/pull-secrets.ts";
@@ -65,9 +64,9 @@ export class Engine {
   readonly cache: DecisionCache;
   /** Tag→digest resolution cache; absent offline. */
   readonly resolver: DigestResolver | undefined;
-  readonly logger: Logger;
-  private set: PolicySet;
-  private prepared: PreparedPolicies;
+  private readonly logger: Logger;
+  /** Swapped as a whole on reload, so an admission sees one set from start to end. */
+  private current: PreparedPolicies;
   private readonly namespaces: NamespaceLabelSource;
   private readonly recorder: Recorder;
   private readonly reviews: ImageReviewService;
@@ -81,8 +80,7 @@ export class Engine {
     this.logger = opts.logger ?? pino({ level: "silent" });
     this.recorder = opts.recorder ?? NO_RECORDER;
     this.namespaces = opts.namespaces ?? NO_NAMESPACE_LABELS;
-    this.set = opts.policies;
-    this.prepared = preparePolicies(opts.policies);
+    this.current = preparePolicies(opts.policies);
     this.remotes = remotes;
     this.cache = new DecisionCache({ allowTtlMs: opts.config.allowTtlMs, denyTtlMs: opts.config.denyTtlMs, maxEntries: opts.config.cacheMaxEntries });
     this.reviews = new ImageReviewService({
@@ -107,7 +105,7 @@ export class Engine {
     );
     this.events = opts.kube ? new EventRecorder(opts.kube, this.logger) : undefined;
     this.pinner = new ImagePinner({
-      policies: () => this.set.ImagePolicy,
+      policies: () => this.current.set.ImagePolicy,
       namespaces: this.namespaces,
       resolver: this.resolver,
       ...(opts.kube ? { pullSecrets: new PullSecretReader(opts.kube, { logger: this.logger }) } : {}),
@@ -131,7 +129,7 @@ export class Engine {
   }
 
   policies(): PolicySet {
-    return this.set;
+    return this.current.set;
   }
 
   remoteBackendNames(): string[] {
@@ -140,22 +138,16 @@ export class Engine {
 
   /** Swaps the policy set atomically; cached remote answers and resolutions may depend on it, so they go. */
   setPolicies(set: PolicySet): void {
-    this.prepared = preparePolicies(set);
-    this.set = set;
+    this.current = preparePolicies(set);
     this.cache.clear();
     this.resolver?.clear();
   }
 
   /** Admit or deny: every policy kind, the remote backends, and on /imagereview digest records. */
   async validate(subject: AdmissionSubject, call: AdmissionCall): Promise<Decision> {
-    const prepared = this.prepared;
-    const namespaceLabels = await this.labelsIfNeeded(prepared, subject.namespace, call.deadline);
-    const decisions: Decision[] = [];
-    for (const name of KIND_NAMES) {
-      const kind = POLICY_KINDS[name] as PolicyKind<CompiledPolicy, unknown>;
-      const d = kind.evaluate?.(prepared[name], subject, namespaceLabels === undefined ? {} : { namespaceLabels });
-      if (d) decisions.push(d);
-    }
+    const prepared = this.current;
+    const namespaceLabels = prepared.usesNamespaceLabels ? await this.labelsOf(subject.namespace, call.deadline) : undefined;
+    const decisions = evaluateKinds(prepared, subject, namespaceLabels === undefined ? {} : { namespaceLabels });
     // Remote backends and, for an ImageReview, digest records wait on the network: both at once. An ImageReview
     // answer cannot change the pod, so tags marked digestMutate are resolved and recorded only.
     const recordDigests = call.endpoint === "imagereview" && this.pinner ? this.pinner.pin(this.pinRequest(subject), call.deadline, "record") : undefined;
@@ -200,28 +192,24 @@ export class Engine {
     await this.audit?.close();
   }
 
-  private async labelsIfNeeded(prepared: PreparedPolicies, namespace: string, deadline: number): Promise<Record<string, string> | undefined> {
-    const needed = KIND_NAMES.some((k) => (POLICY_KINDS[k] as PolicyKind<CompiledPolicy, unknown>).usesNamespaceLabels(prepared[k]));
-    if (!needed) return undefined;
+  private async labelsOf(namespace: string, deadline: number): Promise<Record<string, string> | undefined> {
     await this.namespaces.prepare?.(namespace, deadline);
     return this.namespaces.labels(namespace);
   }
 
   /** One ImageReview spec per pod (each pod brings its own annotations), as the ImagePolicyWebhook sends it. */
   private async askRemotes(subject: AdmissionSubject, deadline: number): Promise<Decision[]> {
-    if (this.remotes.length === 0 || subject.images.length === 0) return [];
-    const asks: Array<Promise<Decision>> = [];
-    subject.pods.forEach((pod, index) => {
-      const images = subject.images.filter((im) => im.pod === index);
-      if (images.length === 0) return;
-      const spec = {
-        containers: images.map((im) => ({ image: im.image })),
-        annotations: imagePolicyAnnotations(pod.annotations),
-        namespace: subject.namespace,
-      };
-      asks.push(this.reviews.review({ spec, fields: images.map((im) => im.field) }, deadline));
-    });
-    return Promise.all(asks);
+    if (this.remotes.length === 0) return [];
+    return Promise.all(
+      imagesByPod(subject).map(({ pod, images }) => {
+        const spec = {
+          containers: images.map((im) => ({ image: im.image })),
+          annotations: imagePolicyAnnotations(pod.annotations),
+          namespace: subject.namespace,
+        };
+        return this.reviews.review({ spec, fields: images.map((im) => im.field) }, deadline);
+      }),
+    );
   }
 
   private pinRequest(subject: AdmissionSubject): PinRequest {

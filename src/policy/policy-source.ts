@@ -101,3 +101,23 @@ export const NO_POLICY_SOURCE: PolicySource = {
   description: "no policy folder",
   read: async () => ({ texts: [], errors: [] }),
 };
+
+/** Several folders or files as one source, so policy names must be unique across all of them. */
+export function policyFolders(paths: readonly string[]): PolicySource {
+  if (paths.length === 0) return NO_POLICY_SOURCE;
+  const folders = paths.map((p) => new PolicyFolder(p));
+  if (folders.length === 1) return folders[0]!;
+  return {
+    description: paths.join(", "),
+    read: async () => {
+      const texts: PolicyText[] = [];
+      const errors: PolicyError[] = [];
+      for (const folder of folders) {
+        const r = await folder.read();
+        texts.push(...r.texts);
+        errors.push(...r.errors);
+      }
+      return { texts, errors };
+    },
+  };
+}

@@ -3,18 +3,13 @@
 // the auth file the harness writes.
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
+import { imprimatur } from "../support/cli-process.ts";
 import { buildOciLayout, type OciLayout, type OciLayoutOptions } from "../support/oci-layout.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
-
-const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const CLI = join(REPO_ROOT, "bin", "imprimatur.js");
-const CLI_TIMEOUT_MS = 60_000;
 
 let registry: TestRegistry;
 let scratch: string;
@@ -61,25 +56,6 @@ function writeRegistries(name: string, entries: string[]): string {
   const path = join(scratch, name);
   writeFileSync(path, ["apiVersion: imprimatur.dev/v1alpha1", "kind: RegistryConfig", "registries:", ...entries, ""].join("\n"));
   return path;
-}
-
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs `node bin/imprimatur.js ARGS` with the project's Node (this process's), collecting its output. */
-function imprimatur(args: string[]): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"], timeout: CLI_TIMEOUT_MS });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (s: string) => (stdout += s));
-    child.stderr.setEncoding("utf8").on("data", (s: string) => (stderr += s));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
 }
 
 function lines(text: string): string[] {

@@ -1,7 +1,7 @@
 // The ImagePolicy kind in the policy-kind registry: schema, compile, and evaluation of a subject's images,
 // one pod at a time (each pod brings its own break-glass and `*.image-policy.k8s.io/*` annotations).
 import { Ajv, type ErrorObject } from "ajv";
-import type { AdmissionSubject } from "../admission-subject.ts";
+import { imagesByPod, type AdmissionSubject } from "../admission-subject.ts";
 import { combineDecisions, type Decision } from "../decision.ts";
 import { imagePolicyAnnotations } from "../image-review.ts";
 import type { FieldIssue, PolicyKind } from "../policy-kind.ts";
@@ -33,24 +33,19 @@ export function evaluateSubjectImages(
   subject: AdmissionSubject,
   namespaceLabels: Record<string, string> | undefined,
 ): Decision | undefined {
-  if (subject.images.length === 0) return undefined;
-  const decisions: Decision[] = [];
-  subject.pods.forEach((pod, index) => {
-    const images = subject.images.filter((im) => im.pod === index);
-    if (images.length === 0) return;
-    decisions.push(
-      evaluateImagePolicies(
-        policies,
-        {
-          namespace: subject.namespace,
-          annotations: imagePolicyAnnotations(pod.annotations),
-          // An ImageReview names images, not fields of an object: its denials name the image only.
-          images: images.map(({ image, field }) => (subject.origin === "imagereview" ? { image } : { image, field })),
-        },
-        namespaceLabels === undefined ? {} : { namespaceLabels },
-      ),
-    );
-  });
+  const decisions = imagesByPod(subject).map(({ pod, images }) =>
+    evaluateImagePolicies(
+      policies,
+      {
+        namespace: subject.namespace,
+        annotations: imagePolicyAnnotations(pod.annotations),
+        // An ImageReview names images, not fields of an object: its denials name the image only.
+        images: images.map(({ image, field }) => (subject.origin === "imagereview" ? { image } : { image, field })),
+      },
+      namespaceLabels === undefined ? {} : { namespaceLabels },
+    ),
+  );
+  if (decisions.length === 0) return undefined;
   return decisions.length === 1 ? decisions[0] : combineDecisions(...decisions);
 }
 

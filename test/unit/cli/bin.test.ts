@@ -7,7 +7,7 @@ import { delimiter, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { test } from "node:test";
 import pkg from "../../../package.json" with { type: "json" };
-import { BIN, imprimatur, REPO_ROOT } from "./cli-process.ts";
+import { BIN, imprimatur, REPO_ROOT } from "../../support/cli-process.ts";
 
 interface NodeVersionModule {
   REQUIRED_NODE_MAJOR: number;

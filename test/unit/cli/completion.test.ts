@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { flagsFromUsage, valueCompletion } from "../../../src/cli/completion.ts";
 import { COMMANDS, helpText } from "../../../src/cli/main.ts";
-import { imprimatur, installed, REPO_ROOT } from "./cli-process.ts";
+import { imprimatur, installed, REPO_ROOT } from "../../support/cli-process.ts";
 
 const scratch = mkdtempSync(join(tmpdir(), "imprimatur-completion-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));

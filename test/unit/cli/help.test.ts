@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { COMMANDS, findCommand, helpText, overview } from "../../../src/cli/main.ts";
-import { imprimatur } from "./cli-process.ts";
+import { imprimatur } from "../../support/cli-process.ts";
 
 describe("COMMAND --help and -h", { concurrency: 4 }, () => {
   for (const command of COMMANDS) {

@@ -9,7 +9,7 @@ import { after, describe, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import { flagsFromUsage } from "../../../src/cli/completion.ts";
 import { TEST_FLAGS, TEST_USAGE } from "../../../src/cli/policy-test.ts";
-import { REPO_ROOT, run, type Result } from "./cli-process.ts";
+import { REPO_ROOT, run, type Result } from "../../support/cli-process.ts";
 
 const MODULE = pathToFileURL(join(REPO_ROOT, "src/cli/policy-test.ts")).href;
 

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import pkg from "../../../package.json" with { type: "json" };
 import { gitCommit, versionInfo, versionLine } from "../../../src/cli/version.ts";
-import { imprimatur, REPO_ROOT } from "./cli-process.ts";
+import { imprimatur, REPO_ROOT } from "../../support/cli-process.ts";
 
 /** The commit the command should report when run from this repository. */
 function expectedCommit(env: NodeJS.ProcessEnv = process.env): string {

@@ -3,8 +3,8 @@
 import { spawn, spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
-export const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
-export const BIN = fileURLToPath(new URL("../../../bin/imprimatur.js", import.meta.url));
+export const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
+export const BIN = fileURLToPath(new URL("../../bin/imprimatur.js", import.meta.url));
 
 export interface Result {
   code: number | null;

@@ -1,7 +1,7 @@
 // Reading manifests for the offline commands: files, folders (recursively, *.yaml|*.yml|*.json) and "-" for
 // standard input; every object of every document, List kinds expanded. Problems are collected, not thrown.
-import { readdir, readFile, stat } from "node:fs/promises";
-import { join } from "node:path";
+import { readFile } from "node:fs/promises";
+import { filesUnder, YAML_OR_JSON } from "../fs/files-under.ts";
 import { parseAllDocuments } from "yaml";
 
 export interface ManifestObject {
@@ -30,16 +30,7 @@ export async function readManifests(targets: readonly string[], problems: string
 async function manifestFiles(target: string, problems: string[]): Promise<string[]> {
   if (target === "-") return ["-"];
   try {
-    const info = await stat(target);
-    if (info.isFile()) return [target];
-    const out: string[] = [];
-    for (const e of (await readdir(target, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : 1))) {
-      if (e.name.startsWith(".")) continue;
-      const full = join(target, e.name);
-      if (e.isDirectory()) out.push(...(await manifestFiles(full, problems)));
-      else if (/\.(ya?ml|json)$/i.test(e.name)) out.push(full);
-    }
-    return out;
+    return await filesUnder(target, YAML_OR_JSON);
   } catch (e) {
     problems.push(`${target}: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file or directory" : (e as Error).message}`);
     return [];

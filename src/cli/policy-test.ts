@@ -3,7 +3,8 @@
 // same engine and the same per-object step as `check` (checkObject), offline. docs/policy-tests.md is the
 // reference for the file format. Exit 0 when every expectation holds, 1 when any fails, 2 on errors
 // (a malformed test file, a policy that does not load, an expectation naming no resource, no test found).
-import { readdir, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
+import { filesUnder } from "../fs/files-under.ts";
 import { dirname, isAbsolute, join } from "node:path";
 import { ConfigChecks, readConfigText, yamlDocuments } from "../config/config-checks.ts";
 import { ConfigError, renderConfigProblem, type ConfigProblem } from "../config/config-error.ts";
@@ -172,25 +173,13 @@ export async function runPolicyTests(targets: readonly string[], opts: { strict:
 }
 
 async function findTestFiles(target: string, errors: string[]): Promise<string[]> {
-  let info;
+  let out: string[];
   try {
-    info = await stat(target);
+    out = await filesUnder(target, (name) => TEST_FILE_NAMES.includes(name));
   } catch (e) {
     errors.push(`${target}: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file or directory" : (e as Error).message}`);
     return [];
   }
-  if (info.isFile()) return [target];
-  const out: string[] = [];
-  const walk = async (dir: string) => {
-    const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : 1));
-    for (const e of entries) {
-      if (e.name.startsWith(".") || e.name === "node_modules") continue;
-      const full = join(dir, e.name);
-      if (e.isDirectory()) await walk(full);
-      else if (TEST_FILE_NAMES.includes(e.name)) out.push(full);
-    }
-  };
-  await walk(target);
   if (out.length === 0) errors.push(`${target}: no test found (no file named ${TEST_FILE_NAMES.join(" or ")})`);
   return out;
 }

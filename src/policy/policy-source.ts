@@ -1,8 +1,9 @@
 // Where policy documents come from. Files in a folder today; Kubernetes custom resources implement the same
 // interface later, so loading and errors never assume a file.
 import { watch, type FSWatcher } from "node:fs";
-import { readdir, readFile, stat } from "node:fs/promises";
-import { join, relative } from "node:path";
+import { readFile, stat } from "node:fs/promises";
+import { relative } from "node:path";
+import { filesUnder, YAML_OR_JSON } from "../fs/files-under.ts";
 import type { PolicyError } from "./policy-error.ts";
 
 export interface PolicyText {
@@ -37,7 +38,7 @@ export class PolicyFolder implements PolicySource {
     const texts: PolicyText[] = [];
     let files: string[];
     try {
-      files = await listPolicyFiles(this.root);
+      files = await filesUnder(this.root, YAML_OR_JSON);
     } catch (e) {
       return { texts, errors: [{ origin: this.root, message: `cannot read policy path: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}` }] };
     }
@@ -76,24 +77,6 @@ export class PolicyFolder implements PolicySource {
       },
     };
   }
-}
-
-async function listPolicyFiles(root: string): Promise<string[]> {
-  const info = await stat(root);
-  if (info.isFile()) return [root];
-  const out: string[] = [];
-  const walk = async (dir: string) => {
-    const entries = await readdir(dir, { withFileTypes: true });
-    entries.sort((a, b) => (a.name < b.name ? -1 : 1));
-    for (const e of entries) {
-      if (e.name.startsWith(".")) continue; // ConfigMap mounts keep ..data symlinks; hidden files are not policies
-      const full = join(dir, e.name);
-      if (e.isDirectory()) await walk(full);
-      else if (/\.(ya?ml|json)$/i.test(e.name)) out.push(full);
-    }
-  };
-  await walk(root);
-  return out;
 }
 
 /** No policies at all (e.g. `check --profile restricted` without --policies judges the profile alone). */

@@ -23,7 +23,8 @@ a namespace are checked as "default". Other objects are listed as skipped, with 
   -o, --output FORMAT  text (default: one line per finding and a summary), json, yaml or junit
   -h, --help           show this help
 
-Offline: remote ImageReview backends and registries are not asked, and tags are not resolved. Objects are
+Offline: remote ImageReview backends and registries are not asked, tags are not resolved, and signatures are
+not verified (each image that needs them gets a warning; "imprimatur verify" verifies them). Objects are
 checked as written: the defaults kube-apiserver would add are not applied.
 Exit code: 0 all allowed, 1 some denied, 2 usage, manifest or policy errors, or nothing to check.
 `;

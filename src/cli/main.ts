@@ -77,6 +77,25 @@ export const COMMANDS: readonly Command[] = [
     },
   },
   {
+    name: "verify",
+    args: "IMAGE...",
+    summary: "judge images as the webhooks would, signatures included: allowed or denied, digest, signers",
+    load: async () => {
+      const m = await import("./verify.ts");
+      return { usage: m.VERIFY_USAGE, run: m.runVerify };
+    },
+  },
+  {
+    name: "verify-bundle",
+    args: "--bundle FILE ... FILE|sha256:HEX",
+    summary: "verify a Sigstore bundle for an artifact (Sigstore's conformance CLI protocol)",
+    operands: "files",
+    load: async () => {
+      const m = await import("./verify-bundle.ts");
+      return { usage: m.VERIFY_BUNDLE_USAGE, run: m.runVerifyBundle };
+    },
+  },
+  {
     name: "completion",
     args: "bash|zsh",
     summary: "print a shell completion script",

@@ -198,13 +198,23 @@ function patchesFor(targets: readonly PinTarget[], pinned: readonly PinnedImage[
 
 /** Adds (or extends) the pinned-images annotation, creating metadata or annotations when they are absent. */
 function annotationPatch(pod: PodMetadataAt, list: readonly PinnedImage[]): JsonPatchOperation {
-  const metaPointer = fieldPathToPointer(pod.field);
   const metadata = isObject(pod.value) ? pod.value : undefined;
   const annotations = metadata && isObject(metadata.annotations) ? metadata.annotations : undefined;
   const value = JSON.stringify({ ...earlierRecord(annotations?.[PINNED_IMAGES_ANNOTATION]), ...recordOf(list) });
-  if (!metadata) return { op: "add", path: metaPointer, value: { annotations: { [PINNED_IMAGES_ANNOTATION]: value } } };
-  if (!annotations) return { op: "add", path: `${metaPointer}/annotations`, value: { [PINNED_IMAGES_ANNOTATION]: value } };
-  return { op: "add", path: `${metaPointer}/annotations/${escapePointerSegment(PINNED_IMAGES_ANNOTATION)}`, value };
+  return setAnnotationPatch(pod, PINNED_IMAGES_ANNOTATION, value, false);
+}
+
+/**
+ * Sets one annotation on a pod's (or template's) metadata, creating metadata or annotations when absent.
+ * `createdEarlier`: an earlier patch of the same answer already created the annotations map.
+ */
+export function setAnnotationPatch(pod: PodMetadataAt, key: string, value: string, createdEarlier: boolean): JsonPatchOperation {
+  const metaPointer = fieldPathToPointer(pod.field);
+  const metadata = isObject(pod.value) ? pod.value : undefined;
+  const annotations = metadata && isObject(metadata.annotations) ? metadata.annotations : undefined;
+  if (!createdEarlier && !metadata) return { op: "add", path: metaPointer, value: { annotations: { [key]: value } } };
+  if (!createdEarlier && !annotations) return { op: "add", path: `${metaPointer}/annotations`, value: { [key]: value } };
+  return { op: "add", path: `${metaPointer}/annotations/${escapePointerSegment(key)}`, value };
 }
 
 /** Entries of an earlier pin of this object (e.g. another container on update); anything unparsable is dropped. */

@@ -4,6 +4,7 @@
 // evaluates an AdmissionSubject. Kinds that only carry data for others (trust roots) evaluate nothing.
 import type { AdmissionSubject } from "./admission-subject.ts";
 import type { Decision } from "./decision.ts";
+import type { VerificationResults } from "./image-policy/image-verification.ts";
 
 /** Where a policy came from: a file (and document in it), or later a custom resource. */
 export interface PolicyOrigin {
@@ -27,11 +28,17 @@ export interface CompileContext {
   source: PolicyOrigin;
   /** Raw shipped profile documents by name (PodRestriction `spec.profile`). */
   profiles?: ReadonlyMap<string, unknown>;
+  /** Reads a file named relative to the policy (key files, trust roots); throws with a reason. Absent: no files. */
+  related?: (relativePath: string) => string;
 }
 
 export interface KindEvaluationContext {
   /** Labels of the subject's namespace; undefined when unknown. */
   namespaceLabels?: Record<string, string>;
+  /** Signature verification results gathered by the engine; absent offline (signatures then go unchecked). */
+  verifications?: VerificationResults;
+  /** The server's failure policy, for lookups the registry did not answer. */
+  failOpen?: boolean;
 }
 
 export interface PolicyKind<Compiled extends CompiledPolicy = CompiledPolicy, Prepared = unknown> {

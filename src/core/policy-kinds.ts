@@ -5,10 +5,12 @@ import type { Decision } from "./decision.ts";
 import type { CompiledPolicy, KindEvaluationContext, PolicyKind } from "./policy-kind.ts";
 import { imagePolicyKind } from "./image-policy/image-policy-kind.ts";
 import { podRestrictionKind } from "./pod-restriction/pod-restriction-kind.ts";
+import { trustRootKind } from "./trust-root/trust-root-kind.ts";
 
 export const POLICY_KINDS = {
   ImagePolicy: imagePolicyKind,
   PodRestriction: podRestrictionKind,
+  TrustRoot: trustRootKind,
 } as const;
 
 export type KindName = keyof typeof POLICY_KINDS;

@@ -4,6 +4,7 @@
 //   1. the namespace's labels, fetched only when some policy needs them;
 //   2. every registered policy kind's verdict (src/core/policy-kinds.ts);
 //   3. the remote ImageReview backends (cached, fail open/closed);
+//   2a. before that, signature verification of images whose allow rule has attestors (src/verification/);
 //   4. tag→digest resolution (record on /imagereview, pin on /mutate);
 //   5. durable audit records of overrides (break-glass, fail-open) before the answer;
 //   6. one decision log line and the metrics.
@@ -15,13 +16,23 @@ import { ImageReviewService } from "../backends/review-service.ts";
 import { WebhookBackend } from "../backends/webhook-backend.ts";
 import type { ServerConfig } from "../config/server-config.ts";
 import { imagesByPod, type AdmissionSubject } from "../core/admission-subject.ts";
-import { allow, capList, combineDecisions, type Decision } from "../core/decision.ts";
+import { allow, capList, combineDecisions, type Decision, type JsonPatchOperation } from "../core/decision.ts";
 import type { PinningOutcome } from "../core/digest-pinning.ts";
 import { imagePolicyAnnotations } from "../core/image-review.ts";
 import { asObject } from "../core/json-shapes.ts";
 import { NO_NAMESPACE_LABELS, type NamespaceLabelSource } from "../core/namespace-labels.ts";
 import { evaluateKinds, preparePolicies, type PolicySet, type PreparedPolicies } from "../core/policy-kinds.ts";
 import { ANONYMOUS, type CredentialLookup } from "../credentials/credential.ts";
+import { PodCredentials, type PodLookup } from "../credentials/pod-credentials.ts";
+import {
+  verificationKey,
+  verificationsNeeded,
+  verifiedImagesPatches,
+  type ImageVerification,
+  type VerificationNeed,
+} from "../core/image-policy/image-verification.ts";
+import { ImageVerifier } from "../verification/image-verifier.ts";
+import { SecretKeyReader } from "../kube/secret-keys.ts";
 import { EventRecorder, type EventSink } from "../kube/event-recorder.ts";
 import { PullSecretReader } from "../kube/pull-secrets.ts";
 import { ImagePinner, type PinRequest } from "../pinning/image-pinner.ts";
@@ -74,6 +85,10 @@ export class Engine {
   private readonly audit: AuditLog | undefined;
   private readonly registry: RegistryClient | undefined;
   private readonly pinner: ImagePinner | undefined;
+  /** Signature verification; absent offline (signatures then go unchecked, with a warning). */
+  readonly verifier: ImageVerifier | undefined;
+  private readonly credentials: PodCredentials | undefined;
+  private readonly failOpen: boolean;
   private readonly events: EventRecorder | undefined;
 
   private constructor(opts: EngineOptions, remotes: WebhookBackend[]) {
@@ -90,6 +105,7 @@ export class Engine {
       onBackendResult: (backend, outcome) => this.recorder.backendResult(backend, outcome),
     });
     this.audit = opts.auditLogPath ? new AuditLog(opts.auditLogPath) : undefined;
+    this.failOpen = opts.config.failOpen;
     if (opts.offline) return;
     const registry = new RegistryClient({
       settings: opts.registries ?? new Map(),
@@ -104,12 +120,26 @@ export class Engine {
       { ttlMs: opts.config.digests.cacheTtlMs, maxEntries: opts.config.digests.cacheMaxEntries },
     );
     this.events = opts.kube ? new EventRecorder(opts.kube, this.logger) : undefined;
+    this.credentials = new PodCredentials({
+      ...(opts.kube ? { pullSecrets: new PullSecretReader(opts.kube, { logger: this.logger }) } : {}),
+      staticCredentials: opts.staticCredentials ?? ANONYMOUS,
+      logger: this.logger,
+    });
+    const secretKeys = opts.kube ? new SecretKeyReader(opts.kube) : undefined;
+    this.verifier = new ImageVerifier({
+      client: registry,
+      trustRoots: () => this.current.byKind.TrustRoot,
+      ...(secretKeys ? { secretKeys: (ref, signal) => secretKeys.read(ref, signal) } : {}),
+      // A deleted signature should stop admitting new pods within minutes, whatever the backends' allow TTL.
+      verifiedTtlMs: Math.min(opts.config.allowTtlMs, 300_000),
+      deniedTtlMs: opts.config.denyTtlMs,
+      onVerification: (result, seconds) => this.recorder.signatureVerification(result.status, seconds),
+    });
     this.pinner = new ImagePinner({
       policies: () => this.current.set.ImagePolicy,
       namespaces: this.namespaces,
       resolver: this.resolver,
-      ...(opts.kube ? { pullSecrets: new PullSecretReader(opts.kube, { logger: this.logger }) } : {}),
-      staticCredentials: opts.staticCredentials ?? ANONYMOUS,
+      credentials: this.credentials,
       mode: opts.config.digests.mode,
       failOpen: opts.config.failOpen,
       logger: this.logger,
@@ -141,17 +171,26 @@ export class Engine {
     this.current = preparePolicies(set);
     this.cache.clear();
     this.resolver?.clear();
+    this.verifier?.clear();
   }
 
   /** Admit or deny: every policy kind, the remote backends, and on /imagereview digest records. */
   async validate(subject: AdmissionSubject, call: AdmissionCall): Promise<Decision> {
     const prepared = this.current;
     const namespaceLabels = prepared.usesNamespaceLabels ? await this.labelsOf(subject.namespace, call.deadline) : undefined;
-    const decisions = evaluateKinds(prepared, subject, namespaceLabels === undefined ? {} : { namespaceLabels });
-    // Remote backends and, for an ImageReview, digest records wait on the network: both at once. An ImageReview
-    // answer cannot change the pod, so tags marked digestMutate are resolved and recorded only.
+    // Signatures, remote backends and, for an ImageReview, digest records wait on the network: all at once. An
+    // ImageReview answer cannot change the pod, so tags marked digestMutate are resolved and recorded only.
     const recordDigests = call.endpoint === "imagereview" && this.pinner ? this.pinner.pin(this.pinRequest(subject), call.deadline, "record") : undefined;
-    const [remote, resolved] = await Promise.all([this.askRemotes(subject, call.deadline), recordDigests]);
+    const [verifications, remote, resolved] = await Promise.all([
+      this.verifySignatures(prepared.set.ImagePolicy, subject, namespaceLabels, call.deadline),
+      this.askRemotes(subject, call.deadline),
+      recordDigests,
+    ]);
+    const decisions = evaluateKinds(prepared, subject, {
+      ...(namespaceLabels === undefined ? {} : { namespaceLabels }),
+      ...(verifications ? { verifications } : {}),
+      failOpen: this.failOpen,
+    });
     decisions.push(...remote);
     if (resolved) decisions.push(resolved.decision);
     let decision = decisions.length === 0 ? allow() : combineDecisions(...decisions);
@@ -171,16 +210,12 @@ export class Engine {
   /** Pin (or record) the digests of the subject's digestMutate images; undefined when none asks for it. */
   async mutate(subject: AdmissionSubject, call: AdmissionCall): Promise<Decision | undefined> {
     const outcome = this.pinner && subject.images.length > 0 ? await this.pinner.pin(this.pinRequest(subject), call.deadline) : undefined;
-    if (!outcome) return undefined;
-    const decision = await recordOverrides(
-      this.audit,
-      this.logger,
-      outcome.decision,
-      subject,
-      call,
-      outcome.failed.map((f) => f.target.image),
-    );
-    if (!call.dryRun) this.recordEvent(subject, outcome);
+    const verified = this.pinner?.mode === "mutate" ? await this.verifiedImagePatches(subject, outcome, call.deadline) : [];
+    if (!outcome && verified.length === 0) return undefined;
+    const base = outcome?.decision ?? allow();
+    if (base.allowed && verified.length > 0) base.patches = [...(base.patches ?? []), ...verified];
+    const decision = await recordOverrides(this.audit, this.logger, base, subject, call, outcome?.failed.map((f) => f.target.image) ?? []);
+    if (!call.dryRun && outcome) this.recordEvent(subject, outcome);
     this.finish(subject, call, decision);
     return decision;
   }
@@ -190,6 +225,112 @@ export class Engine {
     await this.registry?.close();
     await this.events?.flush();
     await this.audit?.close();
+  }
+
+  /**
+   * Verifies every image whose deciding allow rule has attestors, by digest: an image given by tag is verified
+   * at the digest its tag resolves to with the pod's credentials (/mutate pins that digest, so what runs is
+   * what was verified). Undefined offline.
+   */
+  private async verifySignatures(
+    policies: PolicySet["ImagePolicy"],
+    subject: AdmissionSubject,
+    namespaceLabels: Record<string, string> | undefined,
+    deadline: number,
+  ): Promise<Map<string, ImageVerification> | undefined> {
+    if (!this.verifier || !this.credentials) return undefined;
+    const needs = verificationsNeeded(policies, subject.namespace, subject.images, namespaceLabels === undefined ? {} : { namespaceLabels });
+    const results = new Map<string, ImageVerification>();
+    if (needs.length === 0) return results;
+    const pods = this.pinRequest(subject).pods;
+    const lookups = new Map<number, Promise<PodLookup>>();
+    const lookupOf = (pod: number) => {
+      let l = lookups.get(pod);
+      if (!l) lookups.set(pod, (l = this.credentials!.lookupFor(pods[pod]?.pullSecrets, deadline)));
+      return l;
+    };
+    await Promise.all(
+      needs.map(async (need) =>
+        results.set(verificationKey(need.policy.name, need.rule.index, need.image), await this.verifyOne(need, await lookupOf(need.pod), deadline)),
+      ),
+    );
+    return results;
+  }
+
+  /**
+   * /mutate records what it verified on the object (`imprimatur.dev/verified-images`), at the digests it just
+   * pinned, so what runs is what was verified; /validate then finds these results in the cache. A failed
+   * verification adds nothing here: /validate denies it with the reason.
+   */
+  private async verifiedImagePatches(subject: AdmissionSubject, pinning: PinningOutcome | undefined, deadline: number): Promise<JsonPatchOperation[]> {
+    const prepared = this.current;
+    if (!this.verifier || !prepared.set.ImagePolicy.some((p) => p.rules.some((r) => r.attestors))) return [];
+    const pinned = new Map((pinning?.pinned ?? []).map((p) => [p.field, p.digest]));
+    const images = subject.images.map((at) => {
+      const digest = pinned.get(at.field);
+      return digest ? { ...at, digest } : at;
+    });
+    const namespaceLabels = prepared.usesNamespaceLabels ? await this.labelsOf(subject.namespace, deadline) : undefined;
+    const needs = verificationsNeeded(prepared.set.ImagePolicy, subject.namespace, images, namespaceLabels === undefined ? {} : { namespaceLabels }).map(
+      (need) => {
+        const digest = (need as { digest?: string }).digest;
+        return digest ? { ...need, ref: { ...need.ref, digest } } : need;
+      },
+    );
+    if (needs.length === 0) return [];
+    const pods = this.pinRequest(subject).pods;
+    const results = new Map<string, ImageVerification>();
+    await Promise.all(
+      needs.map(async (need) =>
+        results.set(
+          verificationKey(need.policy.name, need.rule.index, need.image),
+          await this.verifyOne(need, await this.credentials!.lookupFor(pods[need.pod]?.pullSecrets, deadline), deadline),
+        ),
+      ),
+    );
+    const pinnedAt = new Set(
+      (pinning?.pinned ?? []).flatMap((p) => {
+        const pod = subject.images.find((i) => i.field === p.field)?.pod;
+        const at = pod === undefined ? undefined : pods[pod]?.metadata;
+        return at ? [at.field] : [];
+      }),
+    );
+    return verifiedImagesPatches(
+      needs,
+      results,
+      pods.map((p) => p.metadata),
+      pinnedAt,
+    );
+  }
+
+  private async verifyOne(need: VerificationNeed, creds: PodLookup, deadline: number): Promise<ImageVerification> {
+    if ("error" in creds) return { status: "unavailable", reason: creds.error, registry: need.ref.registry };
+    let digest = need.ref.digest;
+    if (!digest) {
+      const resolved = await this.resolver!.resolve(need.ref, creds.lookup, deadline);
+      if (!resolved.ok) {
+        const answered = resolved.code !== undefined && !["unreachable", "timeout", "unavailable"].includes(resolved.code);
+        const reason = `its tag could not be resolved to a digest to verify: ${resolved.error}`;
+        return answered ? { status: "denied", reason } : { status: "unavailable", reason, registry: need.ref.registry };
+      }
+      digest = resolved.digest;
+    }
+    const result = await this.verifier!.verify(
+      {
+        image: { ...need.ref, digest },
+        policy: need.policy.name,
+        rule: need.rule.index,
+        attestors: need.rule.attestors,
+        ...(need.rule.signatureRepository ? { signatureRepository: need.rule.signatureRepository } : {}),
+        lookup: creds.lookup,
+      },
+      deadline,
+    );
+    if (result.status === "verified") {
+      this.logger.info({ image: need.image, digest, policy: need.policy.name, rule: need.rule.index, signers: result.evidence }, "signatures verified");
+      return { ...result, digest };
+    }
+    return { ...result, digest };
   }
 
   private async labelsOf(namespace: string, deadline: number): Promise<Record<string, string> | undefined> {

@@ -10,6 +10,8 @@ export interface Recorder {
   backendResult(backend: string, outcome: "allowed" | "denied" | "cached" | "unavailable"): void;
   digestResolutions(outcome: "pinned" | "recorded" | "failed", count: number): void;
   registryRequest(method: string, status: number): void;
+  /** A signature verification that ran (not a cache hit). */
+  signatureVerification(outcome: "verified" | "denied" | "unavailable", seconds: number): void;
   policyReload(result: "success" | "failure"): void;
   badRequest(endpoint: Endpoint): void;
   requestDuration(endpoint: Endpoint, seconds: number): void;
@@ -20,6 +22,7 @@ export const NO_RECORDER: Recorder = {
   backendResult() {},
   digestResolutions() {},
   registryRequest() {},
+  signatureVerification() {},
   policyReload() {},
   badRequest() {},
   requestDuration() {},

@@ -13,23 +13,16 @@ import {
 } from "../core/digest-pinning.ts";
 import type { ImagePolicy } from "../core/image-policy/image-policy.ts";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
-import type { CredentialLookup } from "../credentials/credential.ts";
-import { chainLookups } from "../credentials/keyring.ts";
-import type { PodPullSecretRefs, PullCredentials } from "../kube/pull-secrets.ts";
+import type { PodCredentials } from "../credentials/pod-credentials.ts";
+import type { PodPullSecretRefs } from "../kube/pull-secrets.ts";
 import type { DigestResolver } from "../registry/digest-resolver.ts";
-
-export interface PullSecretSource {
-  credentialsFor(refs: PodPullSecretRefs, signal?: AbortSignal): Promise<PullCredentials>;
-}
 
 export interface ImagePinnerOptions {
   policies: () => readonly ImagePolicy[];
   namespaces: NamespaceLabelSource;
   resolver: DigestResolver;
-  /** Pull secrets from the Kubernetes API; absent when the server has no API access. */
-  pullSecrets?: PullSecretSource;
-  /** The server's own credentials (--authfile), tried after the pod's. */
-  staticCredentials: CredentialLookup;
+  /** Each pod's registry credentials (pull secrets, then the server's own). */
+  credentials: PodCredentials;
   mode: PinningMode;
   failOpen: boolean;
   logger: Logger;
@@ -67,10 +60,10 @@ export class ImagePinner {
     const targets = imagesToPin(policies, request.namespace, request.images, { ...(namespaceLabels ? { namespaceLabels } : {}) });
     if (targets.length === 0) return undefined;
 
-    const lookups = await Promise.all(request.pods.map((pod) => this.credentialsFor(pod.pullSecrets, deadline)));
+    const lookups = await Promise.all(request.pods.map((pod) => this.opts.credentials.lookupFor(pod.pullSecrets, deadline)));
     const resolutions: Resolution[] = await Promise.all(
-      targets.map((t) => {
-        const creds = lookups[t.pod] ?? { lookup: this.opts.staticCredentials };
+      targets.map(async (t) => {
+        const creds = lookups[t.pod] ?? (await this.opts.credentials.lookupFor(undefined, deadline));
         if ("error" in creds) return { ok: false as const, error: creds.error };
         return this.opts.resolver.resolve(t.ref, creds.lookup, deadline);
       }),
@@ -93,17 +86,5 @@ export class ImagePinner {
         "tag not resolved",
       );
     return outcome;
-  }
-
-  /** The pod's secrets, then its service account's, then the server's own; an API failure becomes an error. */
-  private async credentialsFor(refs: PodPullSecretRefs | undefined, deadline: number): Promise<{ lookup: CredentialLookup } | { error: string }> {
-    if (!refs || !this.opts.pullSecrets) return { lookup: chainLookups(this.opts.staticCredentials) };
-    try {
-      const pod = await this.opts.pullSecrets.credentialsFor(refs, AbortSignal.timeout(Math.max(1, deadline - Date.now())));
-      if (pod.problems.length > 0) this.opts.logger.info({ namespace: refs.namespace, problems: pod.problems }, "some pull secrets could not be used");
-      return { lookup: chainLookups(pod.lookup, this.opts.staticCredentials) };
-    } catch (e) {
-      return { error: `the pod's pull secrets could not be read: ${(e as Error).message}` };
-    }
   }
 }

@@ -21,8 +21,8 @@ export async function loadPolicies(source: string | PolicySource): Promise<Loade
   const { texts, errors } = await from.read();
   const profiles = profileSources(await shippedProfiles());
   const policies = mutableSet();
-  for (const { origin, text } of texts) {
-    const parsed = parsePolicyText(text, origin, { profiles });
+  for (const { origin, text, related } of texts) {
+    const parsed = parsePolicyText(text, origin, { profiles, ...(related ? { related } : {}) });
     errors.push(...parsed.errors);
     for (const k of KIND_NAMES) (policies[k] as CompiledPolicy[]).push(...parsed.policies[k]);
   }
@@ -59,7 +59,11 @@ export interface ParsedPolicies {
 }
 
 /** Parses one origin's text (pure). `profiles` are the raw profile documents a PodRestriction may include. */
-export function parsePolicyText(text: string, origin: string, opts: { profiles?: ReadonlyMap<string, unknown> } = {}): ParsedPolicies {
+export function parsePolicyText(
+  text: string,
+  origin: string,
+  opts: { profiles?: ReadonlyMap<string, unknown>; related?: (relativePath: string) => string } = {},
+): ParsedPolicies {
   const lineCounter = new LineCounter();
   const errors: PolicyError[] = [];
   const policies = mutableSet();
@@ -88,7 +92,11 @@ export function parsePolicyText(text: string, origin: string, opts: { profiles?:
       return;
     }
     const kind = POLICY_KINDS[kindName] as PolicyKind<CompiledPolicy, unknown>;
-    const compiled = kind.compile(obj, { source: { origin, document }, ...(opts.profiles ? { profiles: opts.profiles } : {}) });
+    const compiled = kind.compile(obj, {
+      source: { origin, document },
+      ...(opts.profiles ? { profiles: opts.profiles } : {}),
+      ...(opts.related ? { related: opts.related } : {}),
+    });
     for (const e of compiled.issues) errors.push({ origin, document, line: at(e.path), path: formatPath(e.path), message: e.message });
     if (compiled.policy && compiled.issues.length === 0) (policies[kindName] as CompiledPolicy[]).push(compiled.policy);
   });

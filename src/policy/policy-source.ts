@@ -1,8 +1,8 @@
 // Where policy documents come from. Files in a folder today; Kubernetes custom resources implement the same
 // interface later, so loading and errors never assume a file.
-import { watch, type FSWatcher } from "node:fs";
+import { readFileSync, statSync, watch, type FSWatcher } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
-import { relative } from "node:path";
+import { dirname, isAbsolute, relative, resolve, sep } from "node:path";
 import { filesUnder, YAML_OR_JSON } from "../fs/files-under.ts";
 import type { PolicyError } from "./policy-error.ts";
 
@@ -10,6 +10,8 @@ export interface PolicyText {
   /** Shown in errors: a path relative to the folder, or a resource name. */
   origin: string;
   text: string;
+  /** Reads files the policies name relative to themselves (key files, trust roots); throws with a reason. */
+  related?: (relativePath: string) => string;
 }
 
 export interface PolicySource {
@@ -22,6 +24,7 @@ export interface PolicySource {
 }
 
 const MAX_POLICY_FILE_BYTES = 4 * 1024 * 1024;
+const MAX_RELATED_FILE_BYTES = 1024 * 1024;
 
 /** Every *.yaml, *.yml and *.json under a folder (recursively; hidden entries skipped), or one file. */
 export class PolicyFolder implements PolicySource {
@@ -50,12 +53,23 @@ export class PolicyFolder implements PolicySource {
           errors.push({ origin, message: `file is ${info.size} bytes; the limit is ${MAX_POLICY_FILE_BYTES}` });
           continue;
         }
-        texts.push({ origin, text: await readFile(file, "utf8") });
+        texts.push({ origin, text: await readFile(file, "utf8"), related: (path) => this.readRelated(file, path) });
       } catch (e) {
         errors.push({ origin, message: `cannot read: ${(e as Error).message}` });
       }
     }
     return { texts, errors };
+  }
+
+  /** A file next to a policy file, inside the folder (a policy cannot reach out of it). */
+  private readRelated(policyFile: string, path: string): string {
+    if (isAbsolute(path)) throw new Error("must be a path relative to the policy file");
+    const top = resolve(statSync(this.root).isDirectory() ? this.root : dirname(this.root));
+    const target = resolve(dirname(policyFile), path);
+    if (target !== top && !target.startsWith(top + sep)) throw new Error(`it is outside the policy folder ${this.root}`);
+    const size = statSync(target).size;
+    if (size > MAX_RELATED_FILE_BYTES) throw new Error(`it is ${size} bytes; the limit is ${MAX_RELATED_FILE_BYTES}`);
+    return readFileSync(target, "utf8");
   }
 
   watch(changed: () => void, failed: (err: unknown) => void): { close(): void } {

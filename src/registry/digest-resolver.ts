@@ -1,11 +1,12 @@
 // Tag → digest resolution for admission: a short-lived cache (a tag may move, so minutes, not hours),
 // concurrent lookups of the same reference with the same credentials shared (100 pods of a new rollout cost
 // one registry round trip), and every wait bounded by the caller's admission deadline.
-import { createHash } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import type { CredentialLookup } from "../credentials/credential.ts";
 import type { Resolution } from "../core/digest-pinning.ts";
 import { fullName, type ImageReference } from "../core/image-reference.ts";
+import { credentialIdentity } from "../credentials/credential-identity.ts";
+import { withDeadline } from "./deadline.ts";
 import { InFlight } from "./in-flight.ts";
 import { RegistryError } from "./registry-error.ts";
 
@@ -79,31 +80,7 @@ export class DigestResolver {
   }
 }
 
-/**
- * The image (tag included) and the credentials that would be offered for it: a result obtained with one
- * pod's pull secret is never handed to a pod that could not have obtained it. The secret material is hashed,
- * never kept.
- */
+/** The image (tag included) and the credentials that would be offered for it. */
 function cacheKey(ref: ImageReference, lookup: CredentialLookup): string {
-  const credentials = lookup(ref.registry, ref.repository);
-  const identity =
-    credentials.length === 0
-      ? "anonymous"
-      : createHash("sha256")
-          .update(JSON.stringify(credentials.map((c) => [c.username, c.password, c.identityToken, c.registryToken])))
-          .digest("base64url");
-  return `${fullName(ref)}\u0000${identity}`;
-}
-
-function withDeadline<T>(promise: Promise<T>, deadline: number): Promise<T> {
-  const remaining = deadline - Date.now();
-  if (remaining <= 0) return Promise.reject(new RegistryError("timeout", "the admission deadline passed before the registry answered"));
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new RegistryError("timeout", `the registry did not answer within the admission deadline (${remaining} ms left)`)),
-      remaining,
-    );
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+  return `${fullName(ref)}\u0000${credentialIdentity(ref, lookup)}`;
 }

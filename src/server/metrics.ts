@@ -50,6 +50,13 @@ export function createMetrics() {
       labelNames: ["kind", "policy", "result"] as const,
       registers: [registry],
     }),
+    signatureVerifications: new Histogram({
+      name: "imprimatur_signature_verifications_seconds",
+      help: "Signature verifications that ran (cache misses), by outcome (verified, denied, unavailable), and how long each took.",
+      labelNames: ["outcome"] as const,
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
     policyReloads: new Counter({
       name: "imprimatur_policy_reloads_total",
       help: "Policy reloads by result.",
@@ -82,6 +89,7 @@ export function prometheusRecorder(m: Metrics): Recorder {
     backendResult: (backend, outcome) => m.backendResults.inc({ backend, outcome }),
     digestResolutions: (outcome, n) => m.digestResolutions.inc({ outcome }, n),
     registryRequest: (method, status) => m.registryRequests.inc({ method, status: String(status) }),
+    signatureVerification: (outcome, seconds) => m.signatureVerifications.observe({ outcome }, seconds),
     policyReload: (result) => m.policyReloads.inc({ result }),
     badRequest: (endpoint) => m.badRequests.inc({ endpoint }),
     requestDuration: (endpoint, seconds) => m.duration.observe({ endpoint }, seconds),

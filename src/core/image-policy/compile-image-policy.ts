@@ -3,6 +3,8 @@ import { DEFAULT_REQUIRED_ANNOTATIONS } from "../break-glass.ts";
 import { isImagePolicyAnnotation } from "../image-review.ts";
 import { compileImagePattern, type ImagePattern } from "../image-pattern.ts";
 import type { ImagePolicy, ImageRule } from "./image-policy.ts";
+import { compileAttestorSets, type RawAttestorSet, type RelatedFileReader } from "./compile-attestors.ts";
+import { parseImageReference } from "../image-reference.ts";
 import type { LabelSelector } from "../label-selector.ts";
 
 export interface RawImagePolicy {
@@ -10,7 +12,17 @@ export interface RawImagePolicy {
   spec: {
     namespaces?: string[];
     namespaceSelector?: LabelSelector;
-    rules: Array<{ action: "allow" | "deny"; images: string[]; message?: string; digestVerify?: boolean; digestMutate?: boolean }>;
+    rules: Array<{
+      action: "allow" | "deny";
+      images?: string[];
+      /** The image-verification design's spelling of `images`. */
+      imageReferences?: string[];
+      message?: string;
+      digestVerify?: boolean;
+      digestMutate?: boolean;
+      attestors?: RawAttestorSet[];
+      repository?: string;
+    }>;
     default?: "allow" | "deny";
     defaultMessage?: string;
     breakGlass?: { allowed?: boolean; requiredAnnotations?: string[]; ticketPattern?: string };
@@ -19,19 +31,32 @@ export interface RawImagePolicy {
 
 export type FieldError = { path: Array<string | number>; message: string };
 
-export function compileImagePolicy(raw: RawImagePolicy, source?: ImagePolicy["source"]): { policy?: ImagePolicy; errors: FieldError[] } {
+export function compileImagePolicy(
+  raw: RawImagePolicy,
+  source?: ImagePolicy["source"],
+  related?: RelatedFileReader,
+): { policy?: ImagePolicy; errors: FieldError[] } {
   const errors: FieldError[] = [];
   const rules: ImageRule[] = raw.spec.rules.map((r, index) => {
     const images: ImagePattern[] = [];
-    r.images.forEach((p, j) => {
-      const compiled = compileImagePattern(p);
-      if (compiled.ok) images.push(compiled.pattern);
-      else errors.push({ path: ["spec", "rules", index, "images", j], message: compiled.error });
-    });
+    for (const field of ["images", "imageReferences"] as const)
+      r[field]?.forEach((p, j) => {
+        const compiled = compileImagePattern(p);
+        if (compiled.ok) images.push(compiled.pattern);
+        else errors.push({ path: ["spec", "rules", index, field, j], message: compiled.error });
+      });
+    if (r.images === undefined && r.imageReferences === undefined)
+      errors.push({ path: ["spec", "rules", index], message: 'missing required field "images" (or its alias "imageReferences")' });
     if (r.action === "deny" && (r.digestVerify || r.digestMutate)) {
       errors.push({ path: ["spec", "rules", index], message: "digestVerify and digestMutate apply to images a rule allows; a deny rule cannot use them" });
     }
-    return {
+    if (r.action === "deny" && (r.attestors || r.repository)) {
+      errors.push({
+        path: ["spec", "rules", index, r.attestors ? "attestors" : "repository"],
+        message: "attestors say who must have signed an image a rule allows; a deny rule cannot use them",
+      });
+    }
+    const rule: ImageRule = {
       index,
       action: r.action,
       images,
@@ -39,6 +64,24 @@ export function compileImagePolicy(raw: RawImagePolicy, source?: ImagePolicy["so
       ...(r.digestVerify ? { digestVerify: true } : {}),
       ...(r.digestMutate ? { digestMutate: true } : {}),
     };
+    if (r.attestors && r.action === "allow") {
+      const compiled = compileAttestorSets(r.attestors, ["spec", "rules", index, "attestors"], related);
+      errors.push(...compiled.errors);
+      rule.attestors = compiled.sets;
+    }
+    if (r.repository !== undefined) {
+      // A repository, not an image: no tag or digest (cosign's COSIGN_REPOSITORY).
+      const parsed = parseImageReference(r.repository);
+      if (!parsed.ok || parsed.ref.tag !== undefined || parsed.ref.digest !== undefined)
+        errors.push({
+          path: ["spec", "rules", index, "repository"],
+          message: `${JSON.stringify(r.repository)} is not a repository (registry/path, without tag or digest)${parsed.ok ? "" : `: ${parsed.error}`}`,
+        });
+      else if (!r.attestors)
+        errors.push({ path: ["spec", "rules", index, "repository"], message: "repository says where signatures live; it needs attestors" });
+      else rule.signatureRepository = { registry: parsed.ref.registry, repository: parsed.ref.repository };
+    }
+    return rule;
   });
 
   for (const [i, expr] of (raw.spec.namespaceSelector?.matchExpressions ?? []).entries()) {

@@ -4,7 +4,7 @@ import { Ajv, type ErrorObject } from "ajv";
 import { imagesByPod, type AdmissionSubject } from "../admission-subject.ts";
 import { combineDecisions, type Decision } from "../decision.ts";
 import { imagePolicyAnnotations } from "../image-review.ts";
-import type { FieldIssue, PolicyKind } from "../policy-kind.ts";
+import type { FieldIssue, KindEvaluationContext, PolicyKind } from "../policy-kind.ts";
 import { compileImagePolicy, type RawImagePolicy } from "./compile-image-policy.ts";
 import { evaluateImagePolicies, type ImagePolicy } from "./image-policy.ts";
 import imagePolicySchema from "./image-policy.schema.json" with { type: "json" };
@@ -19,20 +19,16 @@ export const imagePolicyKind: PolicyKind<ImagePolicy, readonly ImagePolicy[]> = 
   apiVersions: [POLICY_API_VERSION],
   compile(document, cx) {
     if (!validateSchema(document)) return { issues: (validateSchema.errors ?? []).map(describeSchemaError) };
-    const compiled = compileImagePolicy(document as unknown as RawImagePolicy, cx.source);
+    const compiled = compileImagePolicy(document as unknown as RawImagePolicy, cx.source, cx.related);
     return compiled.policy ? { policy: compiled.policy, issues: compiled.errors } : { issues: compiled.errors };
   },
   prepare: (policies) => policies,
   usesNamespaceLabels: (policies) => policies.some((p) => p.namespaceSelector !== undefined),
-  evaluate: (policies, subject, cx) => evaluateSubjectImages(policies, subject, cx.namespaceLabels),
+  evaluate: (policies, subject, cx) => evaluateSubjectImages(policies, subject, cx),
 };
 
 /** Undefined when the subject has no image to review (an update that changed none). */
-export function evaluateSubjectImages(
-  policies: readonly ImagePolicy[],
-  subject: AdmissionSubject,
-  namespaceLabels: Record<string, string> | undefined,
-): Decision | undefined {
+export function evaluateSubjectImages(policies: readonly ImagePolicy[], subject: AdmissionSubject, cx: KindEvaluationContext): Decision | undefined {
   const decisions = imagesByPod(subject).map(({ pod, images }) =>
     evaluateImagePolicies(
       policies,
@@ -42,7 +38,7 @@ export function evaluateSubjectImages(
         // An ImageReview names images, not fields of an object: its denials name the image only.
         images: images.map(({ image, field }) => (subject.origin === "imagereview" ? { image } : { image, field })),
       },
-      namespaceLabels === undefined ? {} : { namespaceLabels },
+      cx,
     ),
   );
   if (decisions.length === 0) return undefined;

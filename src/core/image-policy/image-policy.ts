@@ -5,6 +5,8 @@ import { parseImageReferenceCached, type ImageReference } from "../image-referen
 import { describeLabelSelector, matchesLabelSelector, type LabelSelector } from "../label-selector.ts";
 import { applyBreakGlass, type BreakGlassPolicy } from "../break-glass.ts";
 import type { PolicyOrigin } from "../policy-kind.ts";
+import type { AttestorSet } from "./attestors.ts";
+import { verificationKey, verifiedImagesRecord, type VerificationResults } from "./image-verification.ts";
 
 export type ImageAction = "allow" | "deny";
 
@@ -18,6 +20,10 @@ export interface ImageRule {
   digestVerify?: boolean;
   /** Allowed images are pinned to the digest their tag resolves to by the mutating webhook (digestMutate). */
   digestMutate?: boolean;
+  /** Allow only: every set must be satisfied by signatures on the image's digest (verified at the edge). */
+  attestors?: AttestorSet[];
+  /** Where signatures live when not next to the image (cosign's COSIGN_REPOSITORY). */
+  signatureRepository?: { registry: string; repository: string };
 }
 
 export interface ImagePolicy {
@@ -42,6 +48,10 @@ export interface ImageRequest {
 export interface EvaluationContext {
   /** Labels of the request's namespace; undefined when they are not known. */
   namespaceLabels?: Record<string, string>;
+  /** Signature verification results (verificationKey → result); absent offline, where signatures go unchecked. */
+  verifications?: VerificationResults;
+  /** When the registry could not answer a signature lookup: admit (audited) instead of deny. */
+  failOpen?: boolean;
 }
 
 type Applicability = { applies: boolean } | { unknown: Violation };
@@ -75,8 +85,17 @@ export function matchingRule(policy: ImagePolicy, ref: ImageReference): { rule: 
   return undefined;
 }
 
+export interface ImageVerdict {
+  rule: string;
+  violation?: Violation;
+  /** Said to the user without denying (signatures unchecked offline, a fail-open admission). */
+  warning?: string;
+  /** The registry could not answer a signature lookup and the server fails open. */
+  failOpen?: { backend: string; error: string };
+}
+
 /** First matching rule wins; no match falls to the policy's default. Returns the deciding rule, and a violation when denied. */
-export function decideImage(policy: ImagePolicy, ref: ImageReference, image: string, field?: string): { rule: string; violation?: Violation } {
+export function decideImage(policy: ImagePolicy, ref: ImageReference, image: string, field?: string, ctx: EvaluationContext = {}): ImageVerdict {
   const match = matchingRule(policy, ref);
   if (match) {
     const { rule, pattern: hit } = match;
@@ -96,6 +115,7 @@ export function decideImage(policy: ImagePolicy, ref: ImageReference, image: str
           },
         };
       }
+      if (rule.attestors) return attestorVerdict(policy, rule, image, field, ctx);
       return { rule: `rules[${rule.index}]` };
     }
     return {
@@ -122,6 +142,32 @@ export function decideImage(policy: ImagePolicy, ref: ImageReference, image: str
   };
 }
 
+/** An allow rule with attestors admits the image only if the edge verified its signatures. */
+function attestorVerdict(policy: ImagePolicy, rule: ImageRule, image: string, field: string | undefined, ctx: EvaluationContext): ImageVerdict {
+  const at = `rules[${rule.index}]`;
+  if (!ctx.verifications)
+    return { rule: at, warning: `image ${JSON.stringify(image)}: signatures required by policy ${policy.name} ${at} were not checked (offline)` };
+  const result = ctx.verifications.get(verificationKey(policy.name, rule.index, image));
+  const violation = (message: string): ImageVerdict => ({
+    rule: at,
+    violation: { policy: policy.name, rule: at, image, ...(field ? { field } : {}), message },
+  });
+  if (!result) return violation("its signatures were not verified");
+  switch (result.status) {
+    case "verified":
+      return { rule: at };
+    case "denied":
+      return violation(result.reason);
+    case "unavailable":
+      if (!ctx.failOpen) return violation(`its signatures could not be checked: ${result.reason}; denied because the server fails closed`);
+      return {
+        rule: at,
+        warning: `image ${JSON.stringify(image)} was admitted without verified signatures: ${result.reason}; the server fails open`,
+        failOpen: { backend: `registry/${result.registry}`, error: `${image}: ${result.reason}` },
+      };
+  }
+}
+
 export function evaluateImagePolicies(policies: readonly ImagePolicy[], request: ImageRequest, ctx: EvaluationContext): Decision {
   const applicable: ImagePolicy[] = [];
   const blocking: Violation[] = []; // violations no break-glass can set aside
@@ -133,6 +179,8 @@ export function evaluateImagePolicies(policies: readonly ImagePolicy[], request:
 
   const denials: Array<{ violation: Violation; policy: ImagePolicy }> = [];
   const passes: Pass[] = [];
+  const warnings: string[] = [];
+  const failOpen: Array<{ backend: string; error: string }> = [];
   for (const { image, field } of request.images) {
     const parsed = parseImageReferenceCached(image);
     if (!parsed.ok) {
@@ -140,19 +188,33 @@ export function evaluateImagePolicies(policies: readonly ImagePolicy[], request:
       continue;
     }
     for (const policy of applicable) {
-      const { rule, violation } = decideImage(policy, parsed.ref, image, field);
-      if (violation) denials.push({ violation, policy });
-      else passes.push({ kind: "ImagePolicy", policy: policy.name, rule, image, ...(field ? { field } : {}) });
+      const verdict = decideImage(policy, parsed.ref, image, field, ctx);
+      if (verdict.warning) warnings.push(verdict.warning);
+      if (verdict.failOpen) failOpen.push(verdict.failOpen);
+      if (verdict.violation) denials.push({ violation: verdict.violation, policy });
+      else passes.push({ kind: "ImagePolicy", policy: policy.name, rule: verdict.rule, image, ...(field ? { field } : {}) });
     }
   }
 
   const policyNames = applicable.map((p) => p.name).join(",") || "none";
+  const verified = ctx.verifications ? verifiedImagesRecord(ctx.verifications) : {};
+  const evidence: Record<string, string> = Object.keys(verified).length > 0 ? { "verified-images": JSON.stringify(verified) } : {};
   if (blocking.length === 0 && denials.length === 0) {
-    return allow({ auditAnnotations: { decision: "allowed", policies: policyNames }, ...(passes.length > 0 ? { passes } : {}) });
+    const allowed = allow({
+      auditAnnotations: { decision: "allowed", policies: policyNames, ...evidence },
+      warnings,
+      ...(passes.length > 0 ? { passes } : {}),
+    });
+    if (failOpen.length > 0) {
+      allowed.failOpen = failOpen;
+      allowed.auditAnnotations["fail-open"] = "true";
+    }
+    return allowed;
   }
   const violations = [...blocking, ...denials.map((d) => d.violation)];
   const denied = deny(violations, {
-    auditAnnotations: { decision: "denied", policies: policyNames, reason: renderReason(violations) },
+    auditAnnotations: { decision: "denied", policies: policyNames, reason: renderReason(violations), ...evidence },
+    warnings,
     ...(passes.length > 0 ? { passes } : {}),
   });
   return applyBreakGlass(denied, {

@@ -1,0 +1,131 @@
+// `imprimatur verify`: what the webhooks would say about images, signatures included, through the same engine
+// (an ImageReview per image, with the server's own credentials): allowed or denied, the digest, who signed.
+import { stringify } from "yaml";
+import { DEFAULT_SERVER_CONFIG } from "../config/server-config.ts";
+import { subjectOfImageReview } from "../core/admission-subject.ts";
+import { parseImageReference } from "../core/image-reference.ts";
+import { Engine } from "../engine/engine.ts";
+import { loadPolicies } from "../policy/load-policies.ts";
+import { policyFolders } from "../policy/policy-source.ts";
+import { EMBEDDED_POLICIES, errorText, parseCommandArgs, UsageError } from "./args.ts";
+import { structuredViolation } from "./check-report.ts";
+import { registryAccess } from "./serve.ts";
+
+export const VERIFY_USAGE = `Usage: imprimatur verify [--policies DIR] [options] IMAGE...
+
+Judges each image as the webhooks would for a pod in --namespace: the ImagePolicies of the policy folder,
+with signature verification for rules that have attestors (cosign signatures at sha256-<hex>.sig tags and
+Sigstore bundles attached as OCI referrers). Signatures and digests are looked up with --authfile's
+credentials. Prints one line per image (allowed or denied, the digest, who signed it or why not) and a summary.
+
+  --policies DIR       policy folder or file (repeatable; default: the embedded default policy)
+  --namespace NS       the namespace to judge for (policies bound to namespaces; default "default")
+  --authfile FILE      registry credentials (the container tools' auth file format)
+  --registries FILE    RegistryConfig: per-registry CA, client certificate, insecure (plain HTTP), mirrors
+  --timeout SECONDS    per image (default 30)
+  -o, --output FORMAT  text (default), json or yaml
+  -h, --help           show this help
+
+Exit status: 0 every image allowed, 1 some denied, 2 usage, policy or configuration errors.
+`;
+
+const OUTPUTS = ["text", "json", "yaml"] as const;
+
+interface ImageResult {
+  image: string;
+  allowed: boolean;
+  digest?: string;
+  signers: string[];
+  violations: ReturnType<typeof structuredViolation>[];
+  warnings: string[];
+}
+
+export async function runVerify(argv: string[]): Promise<number> {
+  let values;
+  let images: string[];
+  try {
+    const parsed = parseCommandArgs(
+      argv,
+      {
+        policies: { type: "string", multiple: true, default: [] },
+        namespace: { type: "string", default: "default" },
+        authfile: { type: "string" },
+        registries: { type: "string" },
+        timeout: { type: "string", default: "30" },
+        output: { type: "string", short: "o", default: "text" },
+      },
+      true,
+    );
+    values = parsed.values;
+    images = parsed.positionals;
+    if (images.length === 0) throw new UsageError("give at least one image");
+    if (!OUTPUTS.includes(values.output as (typeof OUTPUTS)[number]))
+      throw new UsageError(`--output must be one of ${OUTPUTS.join(", ")}, got ${values.output}`);
+    if (!/^\d+$/.test(values.timeout!) || Number(values.timeout) < 1)
+      throw new UsageError(`--timeout must be a whole number of seconds, got ${values.timeout}`);
+    for (const image of images) {
+      const ref = parseImageReference(image);
+      if (!ref.ok) throw new UsageError(ref.error);
+    }
+  } catch (e) {
+    if (e instanceof UsageError) {
+      process.stderr.write(`imprimatur verify: ${e.message}\n\n${VERIFY_USAGE}`);
+      return 2;
+    }
+    throw e;
+  }
+
+  let engine: Engine;
+  try {
+    const access = await registryAccess({
+      ...(values.registries ? { registries: values.registries } : {}),
+      ...(values.authfile ? { authFile: values.authfile } : {}),
+    });
+    const folders = values.policies!.length > 0 ? values.policies! : [EMBEDDED_POLICIES];
+    const { policies } = await loadPolicies(policyFolders(folders));
+    engine = await Engine.build({
+      config: { ...structuredClone(DEFAULT_SERVER_CONFIG), backends: [] },
+      policies,
+      ...(access.registries ? { registries: access.registries } : {}),
+      ...(access.staticCredentials ? { staticCredentials: access.staticCredentials } : {}),
+    });
+  } catch (e) {
+    process.stderr.write(`imprimatur verify: ${errorText(e)}\n`);
+    return 2;
+  }
+
+  const results: ImageResult[] = [];
+  try {
+    for (const image of images) {
+      const subject = subjectOfImageReview({ containers: [{ image }], namespace: values.namespace! });
+      const decision = await engine.validate(subject, { endpoint: "check", deadline: Date.now() + Number(values.timeout) * 1000, dryRun: true });
+      const record = decision.auditAnnotations["verified-images"];
+      const verified = record ? (JSON.parse(record) as Record<string, { digest: string; signers: string[] }>)[image] : undefined;
+      results.push({
+        image,
+        allowed: decision.allowed,
+        ...(verified ? { digest: verified.digest } : {}),
+        signers: verified?.signers ?? [],
+        violations: decision.violations.map(structuredViolation),
+        warnings: decision.warnings,
+      });
+    }
+  } finally {
+    await engine.close();
+  }
+
+  const denied = results.filter((r) => !r.allowed).length;
+  const summary = { images: results.length, allowed: results.length - denied, denied };
+  if (values.output === "json") process.stdout.write(`${JSON.stringify({ results, summary }, null, 2)}\n`);
+  else if (values.output === "yaml") process.stdout.write(stringify({ results, summary }));
+  else {
+    for (const r of results) {
+      const digest = r.digest ? ` ${r.digest}` : "";
+      if (r.allowed) process.stdout.write(`ALLOWED ${r.image}${digest}${r.signers.length > 0 ? `: signed by ${r.signers.join("; ")}` : ""}\n`);
+      else for (const v of r.violations) process.stdout.write(`DENIED  ${r.image}${digest}: policy ${v.policy} ${v.rule}: ${v.message}\n`);
+      for (const w of r.warnings) process.stdout.write(`WARNING ${r.image}: ${w}\n`);
+    }
+    process.stdout.write(`${summary.images} image${summary.images === 1 ? "" : "s"}: ${summary.allowed} allowed, ${summary.denied} denied\n`);
+  }
+  return denied > 0 ? 1 : 0;
+}

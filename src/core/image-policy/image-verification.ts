@@ -1,0 +1,103 @@
+// The seam between image policies and signature verification. The core says which images an allow rule with
+// attestors admits only once verified (verificationsNeeded); the edge verifies them (src/verification/) and
+// hands the results back by key; evaluation then turns each into a pass, a denial that names the missing
+// signer, or — when the registry could not answer and the server fails open — an audited fail-open admission.
+import { setAnnotationPatch, type ImageAt, type PodMetadataAt } from "../digest-pinning.ts";
+import type { JsonPatchOperation } from "../decision.ts";
+import { parseImageReferenceCached, type ImageReference } from "../image-reference.ts";
+import type { SignerEvidence } from "./attestors.ts";
+import { matchingRule, policyApplies, type EvaluationContext, type ImagePolicy, type ImageRule } from "./image-policy.ts";
+
+export type ImageVerification =
+  | { status: "verified"; digest: string; evidence: SignerEvidence[] }
+  /** The signatures, or their absence, say no (or the digest could not be known: the registry's answer). */
+  | { status: "denied"; digest?: string; reason: string }
+  /** The registry did not answer: the failure policy decides. */
+  | { status: "unavailable"; digest?: string; reason: string; registry: string };
+
+/** Verification results of one admission, by verificationKey. */
+export type VerificationResults = ReadonlyMap<string, ImageVerification>;
+
+export interface VerificationNeed extends ImageAt {
+  ref: ImageReference;
+  policy: ImagePolicy;
+  rule: ImageRule & { attestors: NonNullable<ImageRule["attestors"]> };
+}
+
+export function verificationKey(policy: string, rule: number, image: string): string {
+  return `${policy}\u0000${rule}\u0000${image}`;
+}
+
+/** Every (image, policy, rule) whose deciding rule allows the image only with attestors. */
+export function verificationsNeeded(
+  policies: readonly ImagePolicy[],
+  namespace: string,
+  images: readonly ImageAt[],
+  ctx: EvaluationContext,
+): VerificationNeed[] {
+  const applicable = policies.filter((p) => {
+    if (!p.rules.some((r) => r.attestors)) return false;
+    const applies = policyApplies(p, namespace, ctx);
+    return "applies" in applies && applies.applies;
+  });
+  const needs: VerificationNeed[] = [];
+  if (applicable.length === 0) return needs;
+  const seen = new Set<string>();
+  for (const at of images) {
+    const parsed = parseImageReferenceCached(at.image);
+    if (!parsed.ok) continue;
+    for (const policy of applicable) {
+      const match = matchingRule(policy, parsed.ref);
+      if (match?.rule.action !== "allow" || !match.rule.attestors) continue;
+      // The same image in two containers of a pod is verified once (the verifier's cache joins pods too).
+      const key = `${verificationKey(policy.name, match.rule.index, at.image)}\u0000${at.pod}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      needs.push({ ...at, ref: parsed.ref, policy, rule: match.rule as VerificationNeed["rule"] });
+    }
+  }
+  return needs;
+}
+
+/** The audit annotation and object annotation value: image → digest and who signed it. Informational only. */
+export function verifiedImagesRecord(results: VerificationResults): Record<string, { digest: string; signers: string[] }> {
+  const record: Record<string, { digest: string; signers: string[] }> = {};
+  for (const [key, result] of results) {
+    if (result.status !== "verified") continue;
+    const image = key.split("\u0000")[2]!;
+    const signers = result.evidence.map(
+      (e) => `${e.signer}${e.tlogIndex !== undefined ? ` (log index ${e.tlogIndex})` : e.signedAt ? ` (signed ${e.signedAt})` : ""}`,
+    );
+    record[image] = { digest: result.digest, signers: [...new Set([...(record[image]?.signers ?? []), ...signers])] };
+  }
+  return record;
+}
+
+/** The object annotation naming verified images, their digests and signers. Informational: never read back as proof. */
+export const VERIFIED_IMAGES_ANNOTATION = "imprimatur.dev/verified-images";
+
+/**
+ * Patches that record, on each pod or template, the images verified for it. Pods sharing one metadata (bare pod
+ * specs of a custom resource) share one record. `pinnedAt`: metadata fields whose annotations an earlier patch
+ * of the same answer (pinning) already created.
+ */
+export function verifiedImagesPatches(
+  needs: readonly VerificationNeed[],
+  results: VerificationResults,
+  pods: ReadonlyArray<PodMetadataAt | undefined>,
+  pinnedAt: ReadonlySet<string>,
+): JsonPatchOperation[] {
+  const perMetadata = new Map<string, { at: PodMetadataAt; results: Map<string, ImageVerification> }>();
+  for (const need of needs) {
+    const key = verificationKey(need.policy.name, need.rule.index, need.image);
+    const result = results.get(key);
+    const at = pods[need.pod];
+    if (result?.status !== "verified" || !at) continue;
+    const group = perMetadata.get(at.field) ?? { at, results: new Map() };
+    group.results.set(key, result);
+    perMetadata.set(at.field, group);
+  }
+  return [...perMetadata.values()].map(({ at, results: verified }) =>
+    setAnnotationPatch(at, VERIFIED_IMAGES_ANNOTATION, JSON.stringify(verifiedImagesRecord(verified)), pinnedAt.has(at.field)),
+  );
+}

@@ -1,0 +1,197 @@
+// Signature verification for admission: for one image digest and one allow rule's attestors, find the
+// signatures (with the pod's credentials), verify each attestor entry, and judge the sets. Results are cached
+// by digest + policy rule + policy generation + the credentials offered, so a result is never reused for
+// another policy, after a reload, or for a pod that could not have read the signatures; denials are cached
+// briefly, registry outages not at all. Concurrent admissions of the same image share one verification.
+import type { KeyObject } from "node:crypto";
+import { LRUCache } from "lru-cache";
+import { judgeAttestors, leafAttestors, type AttestorSet, type EntryOutcome, type LeafAttestor, type SecretKeyRef } from "../core/image-policy/attestors.ts";
+import { fullName, type ImageReference } from "../core/image-reference.ts";
+import type { TrustRoot } from "../core/trust-root/trust-root-kind.ts";
+import { credentialIdentity } from "../credentials/credential-identity.ts";
+import type { CredentialLookup } from "../credentials/credential.ts";
+import { withDeadline } from "../registry/deadline.ts";
+import { InFlight } from "../registry/in-flight.ts";
+import { discoverSignatures, type Discovery, type SignatureLocation } from "./signature-discovery.ts";
+import { trustRootNamed } from "./trust-roots.ts";
+import { imageBinding, publicKeyFromPem, verifyItem, type ItemOutcome } from "./verify-entry.ts";
+import type { SignerEvidence } from "../core/image-policy/attestors.ts";
+
+export type VerificationResult =
+  | { status: "verified"; evidence: SignerEvidence[] }
+  /** The signatures, or their absence, say no. */
+  | { status: "denied"; reason: string }
+  /** The registry did not answer: the failure policy decides. */
+  | { status: "unavailable"; reason: string; registry: string };
+
+export interface VerificationRequest {
+  /** With a digest. */
+  image: ImageReference & { digest: string };
+  policy: string;
+  rule: number;
+  attestors: readonly AttestorSet[];
+  signatureRepository?: { registry: string; repository: string };
+  /** The pod's credentials (its pull secrets, then the server's). */
+  lookup: CredentialLookup;
+}
+
+export interface ImageVerifierOptions {
+  client: Parameters<typeof discoverSignatures>[0];
+  /** The TrustRoots of the current policy set. */
+  trustRoots: () => ReadonlyMap<string, TrustRoot>;
+  /** Reads a `k8s://` key; absent when the server has no API access. */
+  secretKeys?: (ref: SecretKeyRef, signal: AbortSignal) => Promise<string>;
+  verifiedTtlMs?: number;
+  deniedTtlMs?: number;
+  maxEntries?: number;
+  now?: () => number;
+  /** Observability: each verification that ran (not cache hits), with its duration. */
+  onVerification?: (result: VerificationResult, seconds: number) => void;
+}
+
+export class ImageVerifier {
+  private readonly opts: ImageVerifierOptions;
+  private readonly cache: LRUCache<string, VerificationResult>;
+  private readonly inFlight = new InFlight<VerificationResult>();
+  private readonly secretKeys = new InFlight<KeyObject>({ ttlMs: 60_000 });
+  private generation = 0;
+  /** Verifications that ran (cache misses not joined to one in flight); hits served from the cache. */
+  verifications = 0;
+  hits = 0;
+
+  constructor(options: ImageVerifierOptions) {
+    this.opts = options;
+    const now = options.now ?? (() => performance.now());
+    this.cache = new LRUCache({ max: options.maxEntries ?? 10_000, ttl: options.verifiedTtlMs ?? 300_000, perf: { now }, ttlResolution: 0 });
+  }
+
+  /** Policies or trust roots changed: no earlier result may be used. */
+  clear(): void {
+    this.generation++;
+    this.cache.clear();
+  }
+
+  async verify(request: VerificationRequest, deadline: number): Promise<VerificationResult> {
+    const at = request.signatureRepository ?? request.image;
+    const key = [
+      this.generation,
+      request.policy,
+      request.rule,
+      fullName(request.image),
+      `${at.registry}/${at.repository}`,
+      credentialIdentity(at, request.lookup),
+    ].join("\u0000");
+    const cached = this.cache.get(key);
+    if (cached) {
+      this.hits++;
+      return cached;
+    }
+    const generation = this.generation;
+    const run = async (): Promise<VerificationResult> => {
+      this.verifications++;
+      const started = performance.now();
+      const result = await this.run(request, deadline);
+      this.opts.onVerification?.(result, (performance.now() - started) / 1000);
+      if (generation === this.generation && result.status !== "unavailable")
+        this.cache.set(key, result, result.status === "denied" ? { ttl: this.opts.deniedTtlMs ?? 10_000 } : {});
+      return result;
+    };
+    try {
+      return await withDeadline(this.inFlight.run(key, run), deadline);
+    } catch (e) {
+      return { status: "unavailable", reason: `signature verification did not finish: ${(e as Error).message}`, registry: at.registry };
+    }
+  }
+
+  private async run(request: VerificationRequest, deadline: number): Promise<VerificationResult> {
+    const signal = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
+    const image: SignatureLocation = { registry: request.image.registry, repository: request.image.repository, digest: request.image.digest };
+    const at: SignatureLocation = request.signatureRepository ? { ...request.signatureRepository, digest: request.image.digest } : image;
+    const [discovery, keys] = await Promise.all([
+      discoverSignatures(this.opts.client, image, at, { signal, credentials: request.lookup }),
+      this.keysOf(request.attestors, signal),
+    ]);
+    const trustRoots = this.opts.trustRoots();
+    const outcomes = new Map<string, EntryOutcome>();
+    for (const leaf of leafAttestors(request.attestors)) {
+      const key = keys.get(leaf.path);
+      if (key && "error" in key) {
+        outcomes.set(leaf.path, { ok: false, reason: key.error });
+        continue;
+      }
+      outcomes.set(
+        leaf.path,
+        judgeLeaf(leaf, discovery, {
+          binding: imageBinding(request.image.digest),
+          trustRoot: trustRootNamed(trustRoots, leaf.trustRoot),
+          ...(key ? { key: key.key } : {}),
+        }),
+      );
+    }
+    const judgement = judgeAttestors(request.attestors, outcomes);
+    if (judgement.satisfied) return { status: "verified", evidence: judgement.evidence };
+    const problems =
+      discovery.problems.length > 0 ? ` (unreadable: ${discovery.problems.slice(0, 3).join("; ")}${discovery.problems.length > 3 ? "; …" : ""})` : "";
+    if (discovery.unanswered.length > 0)
+      return {
+        status: "unavailable",
+        registry: at.registry,
+        reason: `the registry did not answer every signature lookup (${discovery.unanswered[0]!.message}); ${judgement.explanation}${problems}`,
+      };
+    const none = discovery.items.length === 0 ? `no signatures found (looked for ${discovery.looked.join(" and ")}); ` : "";
+    return { status: "denied", reason: `${none}${judgement.explanation}${problems}` };
+  }
+
+  /** Each static key entry's key: parsed from the policy, or read from its Kubernetes Secret. */
+  private async keysOf(sets: readonly AttestorSet[], signal: AbortSignal): Promise<Map<string, { key: KeyObject } | { error: string }>> {
+    const keys = new Map<string, { key: KeyObject } | { error: string }>();
+    await Promise.all(
+      leafAttestors(sets).map(async (leaf) => {
+        if (leaf.type !== "staticKey") return;
+        if ("pem" in leaf.key) {
+          keys.set(leaf.path, { key: parsedKey(leaf.key.pem) });
+          return;
+        }
+        const ref = leaf.key.secretRef;
+        const reader = this.opts.secretKeys;
+        if (!reader) {
+          keys.set(leaf.path, { error: `k8s://${ref.namespace}/${ref.secret} cannot be read: the server has no Kubernetes API access` });
+          return;
+        }
+        try {
+          const key = await this.secretKeys.run(`${ref.namespace}/${ref.secret}/${ref.key}`, async () => publicKeyFromPem(await reader(ref, signal)), signal);
+          keys.set(leaf.path, { key });
+        } catch (e) {
+          keys.set(leaf.path, { error: `key k8s://${ref.namespace}/${ref.secret}/${ref.key}: ${(e as Error).message}` });
+        }
+      }),
+    );
+    return keys;
+  }
+}
+
+const parsedKeys = new Map<string, KeyObject>();
+function parsedKey(pem: string): KeyObject {
+  let key = parsedKeys.get(pem);
+  if (!key) {
+    key = publicKeyFromPem(pem);
+    if (parsedKeys.size > 1_000) parsedKeys.clear();
+    parsedKeys.set(pem, key);
+  }
+  return key;
+}
+
+/** The first signature that satisfies the entry; otherwise the most telling reason why none did. */
+function judgeLeaf(leaf: LeafAttestor, discovery: Discovery, cx: Parameters<typeof verifyItem>[2]): EntryOutcome {
+  if (discovery.items.length === 0) return { ok: false, reason: "no signature found" };
+  const failures: Array<Extract<ItemOutcome, { ok: false }>> = [];
+  for (const item of discovery.items) {
+    const outcome = verifyItem(item, leaf, cx);
+    if (outcome.ok) return outcome;
+    failures.push(outcome);
+  }
+  const telling = failures.find((f) => !f.notThisSigner);
+  if (telling) return { ok: false, reason: telling.reason };
+  const n = discovery.items.length;
+  return { ok: false, reason: `no signature by this ${leaf.type === "staticKey" ? "key" : "identity"} (${n} signature${n === 1 ? "" : "s"} checked)` };
+}

@@ -1,0 +1,143 @@
+// How verification results become decisions (pure core): a verified image passes with evidence, a denial names
+// the signer that was missing, an unanswered lookup follows the failure policy, break-glass can override, and
+// offline evaluation warns instead of verifying. Also the /mutate annotation patches.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { subjectOfObject } from "../../../src/core/admission-subject.ts";
+import { DEFAULT_SERVER_CONFIG } from "../../../src/config/server-config.ts";
+import { evaluateImagePolicies } from "../../../src/core/image-policy/image-policy.ts";
+import {
+  VERIFIED_IMAGES_ANNOTATION,
+  verificationKey,
+  verificationsNeeded,
+  verifiedImagesPatches,
+  type ImageVerification,
+} from "../../../src/core/image-policy/image-verification.ts";
+import { Engine } from "../../../src/engine/engine.ts";
+import { parsePolicyText } from "../../../src/policy/load-policies.ts";
+
+const POLICY = `apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: {name: signed}
+spec:
+  breakGlass: {allowed: true}
+  rules:
+    - action: allow
+      images: ["registry.example.com/*"]
+      attestors: [{entries: [{keyless: {subject: "https://github.com/acme/*", issuer: "https://token.actions.githubusercontent.com"}}]}]
+    - {action: allow, images: ["docker.io/*"]}
+`;
+const policies = parsePolicyText(POLICY, "p.yaml").policies.ImagePolicy;
+const IMAGE = "registry.example.com/app@sha256:" + "a".repeat(64);
+const key = verificationKey("signed", 0, IMAGE);
+const request = (annotations: Record<string, string> = {}) => ({
+  namespace: "shop",
+  annotations,
+  images: [{ image: IMAGE, field: "spec.containers[0].image" }],
+});
+const verified: ImageVerification = {
+  status: "verified",
+  digest: "sha256:" + "a".repeat(64),
+  evidence: [
+    {
+      entry: "attestors[0].entries[0]",
+      attestor: "keyless",
+      signer: "subject https://github.com/acme/x issuer https://token.actions.githubusercontent.com",
+      format: "sigstore-bundle",
+      tlogIndex: "42",
+    },
+  ],
+};
+
+test("only images whose deciding allow rule has attestors need verification, once per image", () => {
+  const needs = verificationsNeeded(
+    policies,
+    "shop",
+    [
+      { image: IMAGE, field: "spec.containers[0].image", pod: 0 },
+      { image: IMAGE, field: "spec.containers[1].image", pod: 0 },
+      { image: "nginx:1.25", field: "spec.containers[2].image", pod: 0 },
+    ],
+    {},
+  );
+  assert.deepEqual(
+    needs.map((n) => [n.image, n.policy.name, n.rule.index]),
+    [[IMAGE, "signed", 0]],
+  );
+});
+
+test("verified: allowed, with the digest and signers in the audit annotations", () => {
+  const d = evaluateImagePolicies(policies, request(), { verifications: new Map([[key, verified]]) });
+  assert.equal(d.allowed, true);
+  assert.deepEqual(JSON.parse(d.auditAnnotations["verified-images"]!), {
+    [IMAGE]: { digest: verified.digest, signers: ["subject https://github.com/acme/x issuer https://token.actions.githubusercontent.com (log index 42)"] },
+  });
+});
+
+test("denied: the reason names the missing signer; break-glass can override it", () => {
+  const denied: ImageVerification = { status: "denied", reason: "attestors[0] needs its entry: keyless https://github.com/acme/*: no signature found" };
+  const d = evaluateImagePolicies(policies, request(), { verifications: new Map([[key, denied]]) });
+  assert.equal(d.allowed, false);
+  assert.equal(
+    d.auditAnnotations.reason,
+    `image "${IMAGE}" (spec.containers[0].image) denied by policy signed rules[0]: attestors[0] needs its entry: keyless https://github.com/acme/*: no signature found`,
+  );
+  const overridden = evaluateImagePolicies(
+    policies,
+    request({ "break-glass.image-policy.k8s.io/reason": "signing outage", "break-glass.image-policy.k8s.io/ticket": "INC-1" }),
+    { verifications: new Map([[key, denied]]) },
+  );
+  assert.equal(overridden.allowed, true);
+  assert.equal(overridden.breakGlass?.overridden.length, 1);
+});
+
+test("unavailable: denied when failing closed; admitted with a warning and a fail-open record when failing open", () => {
+  const down: ImageVerification = { status: "unavailable", reason: "connection refused", registry: "registry.example.com" };
+  const closed = evaluateImagePolicies(policies, request(), { verifications: new Map([[key, down]]) });
+  assert.equal(closed.allowed, false);
+  assert.match(closed.violations[0]!.message, /could not be checked: connection refused; denied because the server fails closed/);
+  const open = evaluateImagePolicies(policies, request(), { verifications: new Map([[key, down]]), failOpen: true });
+  assert.equal(open.allowed, true);
+  assert.deepEqual(open.failOpen, [{ backend: "registry/registry.example.com", error: `${IMAGE}: connection refused` }]);
+  assert.equal(open.auditAnnotations["fail-open"], "true");
+  assert.match(open.warnings[0]!, /admitted without verified signatures/);
+});
+
+test("a result missing for an image that needs one is a denial, never a silent pass", () => {
+  const d = evaluateImagePolicies(policies, request(), { verifications: new Map() });
+  assert.equal(d.allowed, false);
+  assert.match(d.violations[0]!.message, /its signatures were not verified/);
+});
+
+test("offline (check): signatures are not checked, and a warning says so", async () => {
+  const engine = await Engine.build({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsePolicyText(POLICY, "p.yaml").policies, offline: true });
+  const plan = subjectOfObject({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "p", namespace: "shop" },
+    spec: { containers: [{ name: "a", image: IMAGE }] },
+  });
+  assert.ok(plan.review);
+  const d = await engine.validate(plan.subject, { endpoint: "check", deadline: Date.now() + 5_000, dryRun: true });
+  assert.equal(d.allowed, true);
+  assert.deepEqual(d.warnings, [`image ${JSON.stringify(IMAGE)}: signatures required by policy signed rules[0] were not checked (offline)`]);
+  await engine.close();
+});
+
+test("/mutate records verified images on the pod, creating annotations only when no earlier patch did", () => {
+  const needs = verificationsNeeded(policies, "shop", [{ image: IMAGE, field: "spec.template.spec.containers[0].image", pod: 0 }], {});
+  const results = new Map([[key, verified]]);
+  const at = { value: { labels: { app: "x" } }, field: "spec.template.metadata" };
+  assert.deepEqual(verifiedImagesPatches(needs, results, [at], new Set()), [
+    {
+      op: "add",
+      path: "/spec/template/metadata/annotations",
+      value: {
+        [VERIFIED_IMAGES_ANNOTATION]: JSON.stringify({ [IMAGE]: { digest: verified.digest, signers: [verified.evidence[0]!.signer + " (log index 42)"] } }),
+      },
+    },
+  ]);
+  const after = verifiedImagesPatches(needs, results, [at], new Set(["spec.template.metadata"]));
+  assert.equal(after[0]!.path, "/spec/template/metadata/annotations/imprimatur.dev~1verified-images");
+  assert.deepEqual(verifiedImagesPatches(needs, new Map([[key, { status: "denied", reason: "x" } as ImageVerification]]), [at], new Set()), []);
+});

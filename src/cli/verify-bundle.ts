@@ -94,7 +94,10 @@ export async function runVerifyBundle(argv: string[]): Promise<number> {
         trustRoot: "given",
         ignoreTlog: false,
       };
-  const outcome = verifyItem(item, entry, { trustRoot, ...(key ? { key } : {}), binding: (i) => artifactBinding(i, artifact) });
+  // What the bundle is about is checked first: a bundle for another artifact fails for that reason, not as a bad signature.
+  const unrelated = artifactBinding(item, artifact);
+  if (unrelated) return fail(unrelated);
+  const outcome = verifyItem(item, entry, { trustRoot, ...(key ? { key } : {}), binding: () => undefined });
   if (!outcome.ok) return fail(outcome.reason);
   process.stdout.write(`verified: ${outcome.evidence.signer}${outcome.evidence.tlogIndex !== undefined ? ` (log index ${outcome.evidence.tlogIndex})` : ""}\n`);
   return 0;

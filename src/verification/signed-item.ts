@@ -49,7 +49,8 @@ export function cosignLayerToItem(payload: Buffer, annotations: Readonly<Record<
   const tlogEntries = annotations[ANNOTATION_REKOR_BUNDLE] ? [rekorBundleToEntry(annotations[ANNOTATION_REKOR_BUNDLE], location)] : [];
   const timestamp = annotations[ANNOTATION_RFC3161] ? rfc3161Of(annotations[ANNOTATION_RFC3161], location) : undefined;
   const bundle: Bundle = {
-    mediaType: "application/vnd.dev.sigstore.bundle+json;version=0.2",
+    // v0.1: cosign's annotation carries Rekor's inclusion promise, not an inclusion proof.
+    mediaType: "application/vnd.dev.sigstore.bundle+json;version=0.1",
     verificationMaterial: {
       content: certificate
         ? {

@@ -1,0 +1,238 @@
+// Signature verification end to end: a real etcd + kube-apiserver v1.20 calling /mutate and /validate, a real
+// docker-registry 2.8 with TLS and token auth holding the images and their signatures, and signatures made by
+// the project's offline test signer (cosign `.sig` layouts, and Sigstore bundles as referrers through the
+// referrers tag schema, which is all docker-registry 2.8 offers) against a mock Sigstore whose
+// trusted_root.json is loaded as a TrustRoot policy.
+import assert from "node:assert/strict";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { stringify } from "yaml";
+import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
+import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
+import { buildOciLayout } from "../support/oci-layout.ts";
+import { startRegistry, type TestRegistry } from "../support/registry.ts";
+import { cosignSignatureLayer, ociManifestWithLayers, signatureTag, simpleSigningPayload } from "../support/signer/cosign-signatures.ts";
+import { generateSigningKey, type SigningKey } from "../support/signer/keys.ts";
+import { createMockSigstore, type MockSigstore } from "../support/signer/mock-sigstore.ts";
+import { pushArtifact } from "../support/signer/oci-push.ts";
+import { COSIGN_SIGN_PREDICATE_TYPE, imageSignatureBundle, referrerManifest, referrersTag, referrersTagIndex } from "../support/signer/sigstore-bundles.ts";
+
+const NS = "signed";
+const WORKFLOW = "https://github.com/acme/app/.github/workflows/release.yml@refs/tags/v1";
+const ISSUER = "https://token.actions.githubusercontent.com";
+const PUSHER = { username: "pusher", password: "pusher-secret-1" };
+const PULLER = { username: "puller", password: "puller-secret-1" };
+
+let dir: string;
+let cluster: KubeCluster;
+let registry: TestRegistry;
+let server: ImprimaturProcess;
+let sigstore: MockSigstore;
+let keyA: SigningKey;
+let keyB: SigningKey;
+const digests: Record<string, string> = {};
+const layouts: string[] = [];
+
+const target = () => ({ url: registry.url, caPem: registry.caPem, ...PUSHER });
+
+async function pushImage(repository: string, tag: string): Promise<string> {
+  const layout = await buildOciLayout({ tag, seed: `${repository}:${tag}` });
+  layouts.push(layout.layoutDir);
+  await registry.push(layout.layoutDir, tag, repository, tag);
+  return layout.digest;
+}
+
+/** A cosign `.sig` manifest with one layer per signer, each logged in the mock Rekor. */
+async function signWithKeys(repository: string, digest: string, keys: SigningKey[], signedDigest = digest): Promise<void> {
+  const payload = simpleSigningPayload({ dockerReference: `${registry.host}/${repository}`, digest: signedDigest });
+  const layers = await Promise.all(keys.map((key) => cosignSignatureLayer({ payload, key, rekor: sigstore, hash: "sha256" })));
+  await pushArtifact(target(), repository, ociManifestWithLayers(layers), signatureTag(digest));
+}
+
+/** A keyless DSSE bundle attached as a referrer, listed in the referrers tag index (docker-registry has no API). */
+async function signKeyless(repository: string, tag: string, digest: string, subjectAltName: string): Promise<void> {
+  const cert = await sigstore.issueKeylessCertificate({ subjectAltName, issuer: ISSUER });
+  const bundle = await imageSignatureBundle({ name: `${registry.host}/${repository}`, digest, keyless: cert, rekor: sigstore, version: "0.3" });
+  const { raw } = await registry.inspectRaw(repository, tag);
+  const subject = { mediaType: (JSON.parse(raw.toString()) as { mediaType: string }).mediaType, digest, size: raw.length };
+  const referrer = referrerManifest({
+    bundleBytes: bundle.bytes,
+    bundleMediaType: bundle.mediaType,
+    subject,
+    predicateType: COSIGN_SIGN_PREDICATE_TYPE,
+    content: "dsse-envelope",
+  });
+  await pushArtifact(target(), repository, referrer, referrer.digest);
+  await pushArtifact(target(), repository, referrersTagIndex([referrer.descriptor]), referrersTag(digest));
+}
+
+function pod(name: string, image: string, extra: Record<string, unknown> = {}): string {
+  return JSON.stringify({ apiVersion: "v1", kind: "Pod", metadata: { name, namespace: NS }, spec: { containers: [{ name: "app", image }], ...extra } });
+}
+
+async function create(manifest: string): Promise<{ code: number; stderr: string }> {
+  return cluster.kubectl(["create", "-f", "-"], { input: manifest });
+}
+
+async function getJson(kind: string, name: string): Promise<Record<string, any>> {
+  const r = await cluster.kubectl(["get", kind, name, "-n", NS, "-o", "json"]);
+  assert.equal(r.code, 0, r.stderr);
+  return JSON.parse(r.stdout);
+}
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), "imprimatur-e2e-signatures-"));
+  sigstore = await createMockSigstore({ name: "e2e" });
+  keyA = generateSigningKey("ecdsa-p256");
+  keyB = generateSigningKey("ecdsa-p256");
+  registry = await startRegistry({ auth: "token", publicRepositories: ["public/**"], users: [PUSHER, { ...PULLER, pull: ["private/**"], push: false }] });
+
+  digests.signed = await pushImage("public/signed", "1.0");
+  await signWithKeys("public/signed", digests.signed, [keyA]);
+  digests.unsigned = await pushImage("public/unsigned", "1.0");
+  digests.elsewhere = await pushImage("public/elsewhere", "1.0");
+  await signWithKeys("public/elsewhere", digests.elsewhere, [keyA], digests.signed);
+  digests.twoOf = await pushImage("public/two-of", "1.0");
+  await signWithKeys("public/two-of", digests.twoOf, [keyA]);
+  digests.keyless = await pushImage("public/keyless", "1.0");
+  await signKeyless("public/keyless", "1.0", digests.keyless, WORKFLOW);
+  digests.impostor = await pushImage("public/keyless-impostor", "1.0");
+  await signKeyless("public/keyless-impostor", "1.0", digests.impostor, "https://github.com/evil/app/.github/workflows/x.yml@refs/heads/main");
+  digests.private = await pushImage("private/app", "1.0");
+  await signWithKeys("private/app", digests.private, [keyA]);
+
+  const host = registry.host;
+  const keyEntry = (key: SigningKey, name: string) => ({ staticKey: { name, key: key.publicKeyPem, trustRoot: "e2e" } });
+  await writeFile(join(dir, "e2e-root.json"), JSON.stringify(sigstore.trustedRoot));
+  await writeFile(
+    join(dir, "signed.yaml"),
+    [
+      stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "TrustRoot", metadata: { name: "e2e" }, spec: { path: "e2e-root.json" } }),
+      stringify({
+        apiVersion: "imprimatur.dev/v1alpha1",
+        kind: "ImagePolicy",
+        metadata: { name: "signed-releases" },
+        spec: {
+          rules: [
+            { action: "allow", images: [`${host}/public/two-of*`], attestors: [{ count: 2, entries: [keyEntry(keyA, "a.pub"), keyEntry(keyB, "b.pub")] }] },
+            {
+              action: "allow",
+              images: [`${host}/public/keyless*`],
+              digestMutate: true,
+              attestors: [{ entries: [{ keyless: { subject: "https://github.com/acme/app/*", issuer: ISSUER, trustRoot: "e2e" } }] }],
+            },
+            { action: "allow", images: [`${host}/*`], digestMutate: true, attestors: [{ entries: [keyEntry(keyA, "a.pub")] }] },
+          ],
+          default: "deny",
+        },
+      }),
+    ].join("---\n"),
+  );
+  await writeFile(
+    join(dir, "registries.yaml"),
+    stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: [{ host, ca: registry.caFile }] }),
+  );
+  cluster = await startKubeCluster({ enableAdmissionPlugins: ["MutatingAdmissionWebhook", "ValidatingAdmissionWebhook"] });
+  await writeFile(
+    join(dir, "config.yaml"),
+    stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "ServerConfig", kubeconfig: cluster.kubeconfig, registries: join(dir, "registries.yaml") }),
+  );
+  server = await startImprimatur(["--policies", join(dir, "signed.yaml"), "--config", join(dir, "config.yaml")]);
+  for (const file of ["mutating-webhook.yaml", "validating-webhook.yaml"]) {
+    const applied = await cluster.kubectl(["apply", "-f", join(server.stateDir, file)]);
+    assert.equal(applied.code, 0, applied.stderr);
+  }
+  assert.equal((await cluster.kubectl(["create", "namespace", NS])).code, 0);
+  const secret = await cluster.kubectl([
+    "create",
+    "secret",
+    "docker-registry",
+    "regcred",
+    "-n",
+    NS,
+    `--docker-server=${host}`,
+    `--docker-username=${PULLER.username}`,
+    `--docker-password=${PULLER.password}`,
+  ]);
+  assert.equal(secret.code, 0, secret.stderr);
+  await untilWebhookActive(cluster, pod("probe", `${host}/public/unsigned:1.0`), (probe) => probe.code !== 0 && /signatures/.test(probe.stderr), {
+    context: () => server.log(),
+  });
+});
+
+after(async () => {
+  await cluster?.stop();
+  await server?.stop();
+  await registry?.stop();
+  for (const l of layouts) await rm(l, { recursive: true, force: true });
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+test("a pod with a key-signed image is admitted, pinned to the verified digest and annotated with its signer", async () => {
+  const image = `${registry.host}/public/signed:1.0`;
+  const r = await create(pod("signed", image));
+  assert.equal(r.code, 0, `${r.stderr}\n${await server.log()}`);
+  const got = await getJson("pod", "signed");
+  assert.equal(got.spec.containers[0].image, `${image}@${digests.signed}`);
+  const verified = JSON.parse(got.metadata.annotations["imprimatur.dev/verified-images"]);
+  assert.equal(verified[image].digest, digests.signed);
+  assert.match(verified[image].signers[0], /^key sha256:[0-9a-f]{64} \(log index \d+\)$/);
+});
+
+test("unsigned, signed for another digest, and 1 of 2 required signers are denied with the reason", async () => {
+  const host = registry.host;
+  const unsigned = await create(pod("unsigned", `${host}/public/unsigned:1.0`));
+  assert.notEqual(unsigned.code, 0);
+  assert.match(unsigned.stderr, /denied by policy signed-releases rules\[2\]: no signatures found \(looked for cosign tag .*sha256-[0-9a-f]{64}\.sig/);
+
+  const elsewhere = await create(pod("elsewhere", `${host}/public/elsewhere:1.0`));
+  assert.notEqual(elsewhere.code, 0);
+  assert.match(elsewhere.stderr, new RegExp(`key a\\.pub: signs ${digests.signed}, not ${digests.elsewhere}`));
+
+  const twoOf = await create(pod("two-of", `${host}/public/two-of:1.0@${digests.twoOf}`));
+  assert.notEqual(twoOf.code, 0);
+  assert.match(twoOf.stderr, /attestors\[0\] needs all 2: key a\.pub verified; key b\.pub: no signature by this key \(1 signature checked\)/);
+});
+
+test("keyless: the right workflow identity is admitted; another identity is denied naming both", async () => {
+  const good = await create(pod("keyless", `${registry.host}/public/keyless:1.0`));
+  assert.equal(good.code, 0, `${good.stderr}\n${await server.log()}`);
+  const got = await getJson("pod", "keyless");
+  assert.match(
+    JSON.parse(got.metadata.annotations["imprimatur.dev/verified-images"])[`${registry.host}/public/keyless:1.0`].signers[0],
+    new RegExp(`^subject ${WORKFLOW.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")} issuer`),
+  );
+
+  const bad = await create(pod("impostor", `${registry.host}/public/keyless-impostor:1.0`));
+  assert.notEqual(bad.code, 0);
+  assert.match(
+    bad.stderr,
+    /certificate identity "https:\/\/github\.com\/evil\/app\/\.github\/workflows\/x\.yml@refs\/heads\/main" does not match "https:\/\/github\.com\/acme\/app\/\*"/,
+  );
+});
+
+test("a private image's signatures are read with the pod's pull secret; without it the pod is denied", async () => {
+  const image = `${registry.host}/private/app:1.0`;
+  const withSecret = await create(pod("private", image, { imagePullSecrets: [{ name: "regcred" }] }));
+  assert.equal(withSecret.code, 0, `${withSecret.stderr}\n${await server.log()}`);
+  const without = await create(pod("no-secret", image));
+  assert.notEqual(without.code, 0);
+  assert.match(without.stderr, /denied by policy signed-releases rules\[2\]/);
+});
+
+test("a Deployment with an unsigned image is refused at creation, not later at its pods", async () => {
+  const deployment = JSON.stringify({
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: "web", namespace: NS },
+    spec: {
+      selector: { matchLabels: { app: "web" } },
+      template: { metadata: { labels: { app: "web" } }, spec: { containers: [{ name: "app", image: `${registry.host}/public/unsigned:1.0` }] } },
+    },
+  });
+  const r = await create(deployment);
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /spec\.template\.spec\.containers\[0\]\.image.*no signatures found/);
+});

@@ -1,0 +1,94 @@
+// `imprimatur verify-bundle` as Sigstore's conformance suite drives it: bundles made by the test signer against
+// a mock Sigstore, its trusted_root.json given with --trusted-root, the artifact as a file or a digest.
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { imprimatur } from "../../support/cli-process.ts";
+import { inTotoStatement } from "../../support/signer/cosign-signatures.ts";
+import { generateSigningKey } from "../../support/signer/keys.ts";
+import { createMockSigstore, type MockSigstore } from "../../support/signer/mock-sigstore.ts";
+import { dsseBundle, messageSignatureBundle } from "../../support/signer/sigstore-bundles.ts";
+
+const IDENTITY = "https://github.com/acme/app/.github/workflows/release.yml@refs/tags/v1";
+const ISSUER = "https://token.actions.githubusercontent.com";
+const dir = mkdtempSync(join(tmpdir(), "imprimatur-verify-bundle-"));
+const file = (name: string, content: string | Buffer) => {
+  writeFileSync(join(dir, name), content);
+  return join(dir, name);
+};
+const artifact = Buffer.from("release tarball bytes");
+const digest = `sha256:${createHash("sha256").update(artifact).digest("hex")}`;
+let sigstore: MockSigstore;
+let root: string;
+let artifactFile: string;
+
+before(async () => {
+  sigstore = await createMockSigstore({ name: "cli" });
+  root = file("trusted_root.json", JSON.stringify(sigstore.trustedRoot));
+  artifactFile = file("artifact.bin", artifact);
+});
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+test("a keyless message-signature bundle verifies for its file and identity, and for nothing else", async () => {
+  const cert = await sigstore.issueKeylessCertificate({ subjectAltName: IDENTITY, issuer: ISSUER });
+  const bundle = file("msg.sigstore.json", (await messageSignatureBundle({ artifact, keyless: cert, rekor: sigstore, version: "0.3" })).bytes);
+  const args = ["verify-bundle", "--bundle", bundle, "--certificate-identity", IDENTITY, "--certificate-oidc-issuer", ISSUER, "--trusted-root", root];
+  const ok = await imprimatur([...args, artifactFile]);
+  assert.equal(ok.code, 0, ok.stderr);
+  assert.match(
+    ok.stdout,
+    /^verified: subject https:\/\/github\.com\/acme\/app\/.* issuer https:\/\/token\.actions\.githubusercontent\.com \(log index \d+\)\n$/,
+  );
+
+  const otherFile = await imprimatur([...args, file("other.bin", "other bytes")]);
+  assert.equal(otherFile.code, 1);
+  assert.equal(otherFile.stderr, "imprimatur verify-bundle: the bundle's message digest is not the artifact's\n");
+  const wrongIdentity = await imprimatur([...args.slice(0, 4), "https://github.com/evil/x", ...args.slice(5), artifactFile]);
+  assert.equal(wrongIdentity.code, 1);
+  assert.match(wrongIdentity.stderr, /certificate identity ".*acme.*" does not match "https:\/\/github\.com\/evil\/x"/);
+  const byDigest = await imprimatur([...args, digest]);
+  assert.equal(byDigest.code, 1);
+  assert.match(byDigest.stderr, /give the file, not its digest/);
+  const stranger = await createMockSigstore({ name: "stranger" });
+  const foreignRoot = await imprimatur([...args.slice(0, -1), file("stranger.json", JSON.stringify(stranger.trustedRoot)), artifactFile]);
+  assert.equal(foreignRoot.code, 1);
+});
+
+test("a DSSE bundle verifies for the digest its statement names, by file or by digest; a key bundle with --key", async () => {
+  const key = generateSigningKey("ecdsa-p256");
+  const statement = inTotoStatement({ subjectName: "artifact.bin", digest, predicateType: "https://slsa.dev/provenance/v1", predicate: {} });
+  const bundle = file("dsse.sigstore.json", (await dsseBundle({ statement, key, rekor: sigstore, version: "0.3" })).bytes);
+  const keyFile = file("key.pub", key.publicKeyPem);
+  const args = ["verify-bundle", "--bundle", bundle, "--key", keyFile, "--trusted-root", root];
+  assert.equal((await imprimatur([...args, artifactFile])).code, 0);
+  assert.equal((await imprimatur([...args, digest])).code, 0);
+  const other = await imprimatur([...args, `sha256:${"0".repeat(64)}`]);
+  assert.equal(other.code, 1);
+  assert.match(other.stderr, /no subject of the in-toto statement has the artifact's digest/);
+  const otherKey = await imprimatur([...args.slice(0, 4), file("other.pub", generateSigningKey("ecdsa-p256").publicKeyPem), ...args.slice(5), artifactFile]);
+  assert.equal(otherKey.code, 1);
+  assert.match(otherKey.stderr, /the signature does not verify with this key/);
+});
+
+test("bad input: one clear line and exit 1; usage errors exit 2", async () => {
+  const garbage = await imprimatur([
+    "verify-bundle",
+    "--bundle",
+    file("bad.json", "{"),
+    "--key",
+    file("k.pub", generateSigningKey().publicKeyPem),
+    artifactFile,
+  ]);
+  assert.equal(garbage.code, 1);
+  assert.match(garbage.stderr, /^imprimatur verify-bundle: .*bad\.json: the bundle is not JSON/);
+  assert.equal(garbage.stderr.split("\n").length, 2);
+  const usage = await imprimatur(["verify-bundle", "--bundle", "x.json", artifactFile]);
+  assert.equal(usage.code, 2);
+  assert.match(usage.stderr, /give either --certificate-identity with --certificate-oidc-issuer, or --key/);
+  const badRoot = await imprimatur(["verify-bundle", "--bundle", "x.json", "--key", "k", "--trusted-root", file("root.json", "{}"), artifactFile]);
+  assert.equal(badRoot.code, 1);
+  assert.match(badRoot.stderr, /root\.json: mediaType must be one of/);
+});

@@ -12,7 +12,8 @@ import { sameEndpointAuth } from "./auth-challenge.ts";
 import { computeDigest, digestAlgorithm } from "./content-digest.ts";
 import { EndpointAgents } from "./endpoint-agents.ts";
 import { HttpTransport, subject, type ExchangeContext, type HttpResponse, type RoundTrip } from "./http-exchange.ts";
-import { MANIFEST_ACCEPT, essence, readManifest, type PlatformManifest } from "./media-types.ts";
+import { MANIFEST_ACCEPT, OCI_IMAGE_INDEX, essence, readManifest, type PlatformManifest } from "./media-types.ts";
+import { nextPagePath, parseReferrersIndex, referrersTag, type ReferrerDescriptor } from "./referrers.ts";
 import { challengeOf, RegistryAuthorizer, statusError } from "./registry-auth.ts";
 import { RegistryError, type EndpointFailure } from "./registry-error.ts";
 import { endpointsFor, settingsForHost, type RegistryEndpoint, type RegistrySettingsMap } from "./registry-settings.ts";
@@ -86,6 +87,17 @@ export interface Blob extends Provenance {
   body: Buffer;
 }
 
+export interface Referrers extends Provenance {
+  descriptors: ReferrerDescriptor[];
+  /** "api": the Referrers API answered; "tag-schema": the referrers tag; "none": neither holds any. */
+  source: "api" | "tag-schema" | "none";
+}
+
+/** Pages of a referrers answer followed at most. */
+const MAX_REFERRER_PAGES = 10;
+/** How long a host that answered 404 to the Referrers API is assumed to lack it (saves a round trip per image). */
+const NO_REFERRERS_API_TTL_MS = 10 * 60_000;
+
 /** A registry and repository, as in an ImageReference. */
 export type RepositoryRef = Pick<ImageReference, "registry" | "repository">;
 
@@ -96,6 +108,8 @@ export class RegistryClient {
   readonly #agents: EndpointAgents;
   readonly #transport: HttpTransport;
   readonly #auth: RegistryAuthorizer;
+  /** Hosts that answered 404 to the Referrers API, until when. */
+  readonly #noReferrersApi = new Map<string, number>();
 
   constructor(options: RegistryClientOptions = {}) {
     this.#settings = options.settings ?? new Map();
@@ -189,6 +203,62 @@ export class RegistryClient {
     });
   }
 
+  /**
+   * The manifests that refer to `subjectDigest` (OCI 1.1): from the Referrers API, following pages; where a
+   * registry has none (404, as docker-registry 2.8), from the referrers tag schema's index. No referrers at all
+   * is an empty list, not an error. `artifactType` filters, on the registry or here.
+   */
+  async listReferrers(repo: RepositoryRef, subjectDigest: string, options: CallOptions & { artifactType?: string } = {}): Promise<Referrers> {
+    if (digestAlgorithm(subjectDigest) === undefined) throw new Error(`listReferrers: ${JSON.stringify(subjectDigest)} is not a sha256 or sha512 digest`);
+    const filter = (list: ReferrerDescriptor[]) => (options.artifactType === undefined ? list : list.filter((d) => d.artifactType === options.artifactType));
+    return this.#acrossEndpoints(repo, options, async (endpoint, context) => {
+      const what = `referrers of ${subjectDigest}`;
+      const bad = (error: string) =>
+        new RegistryError("protocol", `${subject(context)}: ${what} from ${endpoint.host}: ${error}`, { ...context, endpoint: endpoint.host });
+      if ((this.#noReferrersApi.get(endpoint.host) ?? 0) <= Date.now()) {
+        const query = options.artifactType === undefined ? "" : `?artifactType=${encodeURIComponent(options.artifactType)}`;
+        let path: string | undefined = `referrers/${subjectDigest}${query}`;
+        const descriptors: ReferrerDescriptor[] = [];
+        let credentialSource = ANONYMOUS_SOURCE;
+        let filtered = true;
+        for (let page = 0; path !== undefined; page++) {
+          if (page === MAX_REFERRER_PAGES) throw bad(`more than ${MAX_REFERRER_PAGES} pages`);
+          const sent = await this.#send(endpoint, context, "GET", path, options);
+          const response = sent.response;
+          credentialSource = sent.credentialSource;
+          if (response.status === 404 && page === 0) {
+            await response.discard();
+            this.#noReferrersApi.set(endpoint.host, Date.now() + NO_REFERRERS_API_TTL_MS);
+            break;
+          }
+          if (response.status !== 200) throw await statusError(response, context, endpoint.host, what);
+          if (!/\bartifactType\b/.test(response.header("oci-filters-applied") ?? "")) filtered = false;
+          const parsed = parseReferrersIndex(await response.bytes(this.#maxManifestBytes, what));
+          if (!parsed.ok) throw bad(parsed.error);
+          descriptors.push(...parsed.descriptors);
+          path = nextPagePath(response.header("link"), context.repository);
+          if (path === undefined) {
+            const list = filtered ? descriptors : filter(descriptors);
+            return { descriptors: list, source: "api", endpoint: endpoint.host, credentialSource };
+          }
+        }
+      }
+      // The referrers tag schema: an image index at tag <alg>-<hex>, kept up to date by the clients that push.
+      const tag = referrersTag(subjectDigest);
+      const { response, credentialSource } = await this.#send(endpoint, context, "GET", `manifests/${tag}`, options);
+      if (response.status === 404) {
+        await response.discard();
+        return { descriptors: [], source: "none", endpoint: endpoint.host, credentialSource };
+      }
+      if (response.status !== 200) throw await statusError(response, context, endpoint.host, `referrers tag ${tag}`);
+      const body = await response.bytes(this.#maxManifestBytes, `referrers tag ${tag}`);
+      verifyManifestDigest(body, response, undefined, context, endpoint);
+      const parsed = parseReferrersIndex(body);
+      if (!parsed.ok) throw bad(`referrers tag ${tag}: ${parsed.error}`);
+      return { descriptors: filter(parsed.descriptors), source: "tag-schema", endpoint: endpoint.host, credentialSource };
+    });
+  }
+
   /** Closes every connection. The client cannot be used afterwards. */
   async close(): Promise<void> {
     await this.#agents.close();
@@ -261,7 +331,7 @@ export class RegistryClient {
         const response = await this.#transport.exchange({
           method,
           url,
-          headers: path.startsWith("manifests/") ? { accept: MANIFEST_ACCEPT } : {},
+          headers: path.startsWith("manifests/") ? { accept: MANIFEST_ACCEPT } : path.startsWith("referrers/") ? { accept: OCI_IMAGE_INDEX } : {},
           authorization: authorization.header === undefined ? undefined : { value: authorization.header, origin: endpoint.origin },
           namedBy,
           followRedirects: true,

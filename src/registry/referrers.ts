@@ -1,0 +1,55 @@
+// OCI 1.1 referrers (distribution-spec "Listing Referrers"): the index a registry answers for
+// GET /v2/<name>/referrers/<digest>, or the same index stored at the referrers tag (`sha256-<hex>`) by clients
+// of registries without the API. Pure parsing; the requests are in registry-client.ts.
+import { digestAlgorithm } from "./content-digest.ts";
+
+export interface ReferrerDescriptor {
+  mediaType: string;
+  digest: string;
+  size: number;
+  artifactType?: string;
+  annotations?: Record<string, string>;
+}
+
+/** The tag of the referrers tag schema: `<alg>-<hex>`, at most 128 characters. */
+export function referrersTag(subjectDigest: string): string {
+  return subjectDigest.replace(":", "-").slice(0, 128);
+}
+
+/** The descriptors of a referrers index, strictly checked; every problem is one line. */
+export function parseReferrersIndex(body: Buffer): { ok: true; descriptors: ReferrerDescriptor[] } | { ok: false; error: string } {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(body.toString("utf8"));
+  } catch (e) {
+    return { ok: false, error: `the referrers index is not JSON: ${(e as Error).message}` };
+  }
+  if (typeof doc !== "object" || doc === null || !Array.isArray((doc as { manifests?: unknown }).manifests))
+    return { ok: false, error: "the referrers index has no manifests list" };
+  const descriptors: ReferrerDescriptor[] = [];
+  for (const [i, raw] of (doc as { manifests: unknown[] }).manifests.entries()) {
+    const d = raw as Record<string, unknown> | null;
+    if (typeof d !== "object" || d === null) return { ok: false, error: `manifests[${i}] is not an object` };
+    if (typeof d.mediaType !== "string" || d.mediaType === "") return { ok: false, error: `manifests[${i}].mediaType must be a string` };
+    if (typeof d.digest !== "string" || digestAlgorithm(d.digest) === undefined)
+      return { ok: false, error: `manifests[${i}].digest is not a sha256 or sha512 digest` };
+    if (typeof d.size !== "number" || !Number.isSafeInteger(d.size) || d.size < 0)
+      return { ok: false, error: `manifests[${i}].size must be a non-negative integer` };
+    if (d.artifactType !== undefined && typeof d.artifactType !== "string") return { ok: false, error: `manifests[${i}].artifactType must be a string` };
+    const descriptor: ReferrerDescriptor = { mediaType: d.mediaType, digest: d.digest, size: d.size };
+    if (typeof d.artifactType === "string") descriptor.artifactType = d.artifactType;
+    if (typeof d.annotations === "object" && d.annotations !== null && !Array.isArray(d.annotations))
+      descriptor.annotations = Object.fromEntries(Object.entries(d.annotations).filter((e): e is [string, string] => typeof e[1] === "string"));
+    descriptors.push(descriptor);
+  }
+  return { ok: true, descriptors };
+}
+
+/** The next page of a paginated answer (`Link: <…>; rel="next"`), as a path below /v2/<name>/; only same-origin links. */
+export function nextPagePath(link: string | undefined, repository: string): string | undefined {
+  if (!link) return undefined;
+  const m = /<([^>]+)>\s*;\s*rel="?next"?/.exec(link);
+  if (!m) return undefined;
+  const prefix = `/v2/${repository}/`;
+  return m[1]!.startsWith(prefix) ? m[1]!.slice(prefix.length) : undefined;
+}

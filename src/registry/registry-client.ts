@@ -219,13 +219,10 @@ export class RegistryClient {
         const query = options.artifactType === undefined ? "" : `?artifactType=${encodeURIComponent(options.artifactType)}`;
         let path: string | undefined = `referrers/${subjectDigest}${query}`;
         const descriptors: ReferrerDescriptor[] = [];
-        let credentialSource = ANONYMOUS_SOURCE;
         let filtered = true;
         for (let page = 0; path !== undefined; page++) {
           if (page === MAX_REFERRER_PAGES) throw bad(`more than ${MAX_REFERRER_PAGES} pages`);
-          const sent = await this.#send(endpoint, context, "GET", path, options);
-          const response = sent.response;
-          credentialSource = sent.credentialSource;
+          const { response, credentialSource } = await this.#send(endpoint, context, "GET", path, options);
           if (response.status === 404 && page === 0) {
             await response.discard();
             this.#noReferrersApi.set(endpoint.host, Date.now() + NO_REFERRERS_API_TTL_MS);

@@ -1,0 +1,129 @@
+// OCI 1.1 referrers: the Referrers API (with pages and filters) on the in-process fake registry, because
+// docker-registry 2.8, the real registry here, has no such API (its fallback, the referrers tag schema, is tested
+// against it in test/e2e/signature-verification.test.ts); the fallback's edge cases here too.
+import assert from "node:assert/strict";
+import { test, type TestContext } from "node:test";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { RegistryClient, type RoundTrip } from "../../../src/registry/registry-client.ts";
+import { registrySettingsMap } from "../../../src/registry/registry-settings.ts";
+import { nextPagePath, parseReferrersIndex, referrersTag } from "../../../src/registry/referrers.ts";
+import { FakeRegistry, json, testTls, type FakeRegistry as Registry } from "./fake-registry.ts";
+import { rejection } from "../../support/registry-rejection.ts";
+
+const REPO = "team/app";
+const SUBJECT = `sha256:${"a".repeat(64)}`;
+const BUNDLE = "application/vnd.dev.sigstore.bundle.v0.3+json";
+const descriptor = (n: number, artifactType = BUNDLE) => ({
+  mediaType: "application/vnd.oci.image.manifest.v1+json",
+  digest: `sha256:${String(n).repeat(64).slice(0, 64)}`,
+  size: 100 + n,
+  artifactType,
+  annotations: { "dev.sigstore.bundle.content": "dsse-envelope" },
+});
+const index = (manifests: unknown[]) => ({ schemaVersion: 2, mediaType: "application/vnd.oci.image.index.v1+json", manifests });
+
+async function setup(t: TestContext, intercept?: (req: IncomingMessage, res: ServerResponse, registry: Registry) => boolean) {
+  const registry = await FakeRegistry.start({ https: true, ...(intercept ? { intercept } : {}) });
+  const { caPem } = await testTls();
+  const trips: RoundTrip[] = [];
+  const client = new RegistryClient({ settings: registrySettingsMap([{ host: registry.host, ca: caPem }]), onRoundTrip: (trip) => trips.push(trip) });
+  t.after(async () => {
+    await client.close();
+    await registry.close();
+  });
+  return { registry, client, trips, repo: { registry: registry.host, repository: REPO } };
+}
+
+const isReferrers = (req: IncomingMessage) => req.url?.startsWith(`/v2/${REPO}/referrers/${SUBJECT}`) ?? false;
+
+test("the Referrers API answers: descriptors, pages followed, the filter applied here when the registry did not", async (t) => {
+  const { client, repo, registry } = await setup(t, (req, res) => {
+    if (!isReferrers(req)) return false;
+    const page = new URL(req.url!, "http://x").searchParams.get("page");
+    if (page === null) {
+      res.setHeader("link", `</v2/${REPO}/referrers/${SUBJECT}?page=2>; rel="next"`);
+      json(res, 200, index([descriptor(1), descriptor(2, "application/spdx+json")]));
+    } else json(res, 200, index([descriptor(3)]));
+    return true;
+  });
+  const all = await client.listReferrers(repo, SUBJECT);
+  assert.equal(all.source, "api");
+  assert.deepEqual(
+    all.descriptors.map((d) => d.size),
+    [101, 102, 103],
+  );
+  const bundles = await client.listReferrers(repo, SUBJECT, { artifactType: BUNDLE });
+  assert.deepEqual(
+    bundles.descriptors.map((d) => d.size),
+    [101, 103],
+  );
+  assert.ok(registry.server.requests.some((r) => r.url.includes(`artifactType=${encodeURIComponent(BUNDLE)}`)));
+});
+
+test("a registry that says it applied the filter is trusted to have done so", async (t) => {
+  const { client, repo } = await setup(t, (req, res) => {
+    if (!isReferrers(req)) return false;
+    res.setHeader("oci-filters-applied", "artifactType");
+    json(res, 200, index([descriptor(1, "application/spdx+json")]));
+    return true;
+  });
+  assert.equal((await client.listReferrers(repo, SUBJECT, { artifactType: BUNDLE })).descriptors.length, 1);
+});
+
+test("no API (404): the referrers tag index is read, and the host is not asked for the API again", async (t) => {
+  const { client, repo, registry, trips } = await setup(t);
+  registry.putManifest(
+    REPO,
+    referrersTag(SUBJECT),
+    Buffer.from(JSON.stringify(index([descriptor(1), descriptor(2, "x/y")]))),
+    "application/vnd.oci.image.index.v1+json",
+  );
+  const first = await client.listReferrers(repo, SUBJECT, { artifactType: BUNDLE });
+  assert.equal(first.source, "tag-schema");
+  assert.deepEqual(
+    first.descriptors.map((d) => d.size),
+    [101],
+  );
+  const before = trips.length;
+  await client.listReferrers(repo, SUBJECT);
+  assert.equal(trips.length - before, 1, "one GET of the tag, no API probe");
+  const other = `sha256:${"b".repeat(64)}`;
+  assert.deepEqual(await client.listReferrers(repo, other).then((r) => [r.source, r.descriptors.length]), ["none", 0]);
+});
+
+test("bad answers are errors with codes: malformed index, refused credentials, server errors", async (t) => {
+  let answer: "malformed" | "unauthorized" | "broken" = "malformed";
+  const { client, repo } = await setup(t, (req, res) => {
+    if (!isReferrers(req)) return false;
+    if (answer === "malformed") json(res, 200, index([{ mediaType: "x", digest: "nope", size: 1 }]));
+    else if (answer === "unauthorized") json(res, 403, { errors: [{ code: "DENIED" }] });
+    else json(res, 500, { errors: [{ code: "UNKNOWN" }] });
+    return true;
+  });
+  assert.equal((await rejection(client.listReferrers(repo, SUBJECT))).code, "protocol");
+  answer = "unauthorized";
+  assert.equal((await rejection(client.listReferrers(repo, SUBJECT))).code, "unauthorized");
+  answer = "broken";
+  assert.equal((await rejection(client.listReferrers(repo, SUBJECT))).code, "unavailable");
+});
+
+test("a registry that never answers fails at the caller's deadline with code timeout", async (t) => {
+  const { client, repo } = await setup(t, (req) => isReferrers(req));
+  const started = Date.now();
+  const e = await rejection(client.listReferrers(repo, SUBJECT, { signal: AbortSignal.timeout(200) }));
+  assert.equal(e.code, "timeout");
+  assert.ok(Date.now() - started < 2_000);
+});
+
+test("parsing: strict descriptors, same-origin next pages, the tag of the schema", () => {
+  assert.deepEqual(parseReferrersIndex(Buffer.from("[")).ok, false);
+  assert.match(
+    String(
+      (parseReferrersIndex(Buffer.from('{"manifests":[{"mediaType":"m","digest":"sha256:' + "a".repeat(64) + '","size":-1}]}')) as { error: string }).error,
+    ),
+    /size must be a non-negative integer/,
+  );
+  assert.equal(nextPagePath(`</v2/${REPO}/referrers/x?n=2>; rel="next"`, REPO), "referrers/x?n=2");
+  assert.equal(nextPagePath(`<https://evil.example/v2/${REPO}/referrers/x>; rel="next"`, REPO), undefined);
+  assert.equal(referrersTag(SUBJECT), `sha256-${"a".repeat(64)}`);
+});

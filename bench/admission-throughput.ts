@@ -23,7 +23,8 @@ import { baselineServerArgs, hasExited, imprimaturServeArgs, READY_TIMEOUT_MS, s
 import type { ServerProcess } from "./support/server-process.ts";
 
 const TARGET_RATIO = 0.8;
-const IMAGE_PREFIX = "registry.example.com/app";
+/** Every container's image; --image replaces it (e.g. a signed image, for cached-verification throughput). */
+const IMAGE = imageOption(process.argv.slice(2)) ?? "registry.example.com/app:1.0";
 const CONTAINERS = 3;
 const UID_PLACEHOLDER = "@@UID@@";
 /** As kube-apiserver calls a webhook with timeoutSeconds: 10. */
@@ -39,7 +40,16 @@ const USAGE = `Usage: node bench/admission-throughput.ts [options]
   --json              print the results as JSON only
   --cpu-prof DIR      run both servers with --cpu-prof and write the .cpuprofile files to DIR
   --keep-state        keep the temporary state folder (CA, certificates, decision log) and print its path
+  --image REF         the image of every container (default registry.example.com/app:1.0); it must be allowed
+  --serve-arg=ARG     one more argument for imprimatur serve (repeatable): --serve-arg=--policies --serve-arg=DIR
 `;
+
+/** --image is read before the request body is built once at load time. */
+function imageOption(argv: string[]): string | undefined {
+  const i = argv.findIndex((a) => a === "--image" || a.startsWith("--image="));
+  if (i < 0) return undefined;
+  return argv[i]!.startsWith("--image=") ? argv[i]!.slice("--image=".length) : argv[i + 1];
+}
 
 interface Options {
   concurrency: number;
@@ -50,6 +60,7 @@ interface Options {
   json: boolean;
   cpuProfDir: string | undefined;
   keepState: boolean;
+  serveArgs: string[];
 }
 
 function parseOptions(argv: string[]): Options {
@@ -64,6 +75,8 @@ function parseOptions(argv: string[]): Options {
       json: { type: "boolean", default: false },
       "cpu-prof": { type: "string" },
       "keep-state": { type: "boolean", default: false },
+      image: { type: "string" },
+      "serve-arg": { type: "string", multiple: true, default: [] },
       help: { type: "boolean", short: "h", default: false },
     },
     strict: true,
@@ -88,6 +101,7 @@ function parseOptions(argv: string[]): Options {
     json: values.json,
     cpuProfDir: values["cpu-prof"] === undefined ? undefined : resolve(values["cpu-prof"]),
     keepState: values["keep-state"],
+    serveArgs: values["serve-arg"],
   };
 }
 
@@ -96,9 +110,9 @@ function parseOptions(argv: string[]): Options {
 // containers on an allowed image. Serialized once; only the uid changes per request, by string concatenation.
 
 function podAdmissionReview(uid: string) {
-  const container = (name: string, tag: string, port: number) => ({
+  const container = (name: string, port: number) => ({
     name,
-    image: `${IMAGE_PREFIX}:${tag}`,
+    image: IMAGE,
     imagePullPolicy: "IfNotPresent",
     ports: [{ name: "http", containerPort: port, protocol: "TCP" }],
     env: [
@@ -159,7 +173,7 @@ function podAdmissionReview(uid: string) {
               },
             },
           ],
-          containers: [container("api", "1.0", 8080), container("sidecar", "1.0", 9090), container("metrics", "1.0", 9100)].slice(0, CONTAINERS),
+          containers: [container("api", 8080), container("sidecar", 9090), container("metrics", 9100)].slice(0, CONTAINERS),
           restartPolicy: "Always",
           terminationGracePeriodSeconds: 30,
           dnsPolicy: "ClusterFirst",
@@ -464,7 +478,7 @@ async function main(): Promise<number> {
 
   try {
     say(opts, `Starting imprimatur serve (state ${stateDir}) ...`);
-    imprimatur = await startServer("imprimatur", imprimaturServeArgs(stateDir), caFile, logFd, cpuProfFlags("imprimatur", opts));
+    imprimatur = await startServer("imprimatur", imprimaturServeArgs(stateDir, opts.serveArgs), caFile, logFd, cpuProfFlags("imprimatur", opts));
     // The baseline serves the certificate imprimatur generated, so both handshakes cost the same.
     say(opts, "Starting the baseline server ...");
     baseline = await startServer("baseline", baselineServerArgs(stateDir), caFile, "ignore", cpuProfFlags("baseline", opts));
@@ -509,7 +523,7 @@ async function main(): Promise<number> {
       node: process.version,
       cpus: cpus().length,
       cpuModel: cpus()[0]?.model ?? "unknown",
-      request: { path: VALIDATE_PATH, kind: "Pod CREATE", containers: CONTAINERS, image: `${IMAGE_PREFIX}:1.0`, bodyBytes: BODY_BYTES },
+      request: { path: VALIDATE_PATH, kind: "Pod CREATE", containers: CONTAINERS, image: IMAGE, bodyBytes: BODY_BYTES },
       concurrency: opts.concurrency,
       warmupSeconds: opts.warmup,
       seconds: opts.seconds,
@@ -534,7 +548,7 @@ async function main(): Promise<number> {
       const out = [
         "",
         `admission-throughput  ${report.date}  node ${report.node}  ${report.cpus} CPUs (${report.cpuModel})`,
-        `POST ${VALIDATE_PATH}: Pod CREATE, ${CONTAINERS} containers ${IMAGE_PREFIX}:1.0 (allowed), ${BODY_BYTES} bytes; ` +
+        `POST ${VALIDATE_PATH}: Pod CREATE, ${CONTAINERS} containers ${IMAGE} (allowed), ${BODY_BYTES} bytes; ` +
           `concurrency ${opts.concurrency}, warm-up ${opts.warmup} s, measured ${opts.seconds} s per server in ${opts.rounds} alternating rounds`,
         "",
         resultTable(results),

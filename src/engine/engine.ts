@@ -19,6 +19,7 @@ import { imagesByPod, type AdmissionSubject } from "../core/admission-subject.ts
 import { allow, capList, combineDecisions, type Decision, type JsonPatchOperation } from "../core/decision.ts";
 import type { PinningOutcome } from "../core/digest-pinning.ts";
 import { imagePolicyAnnotations } from "../core/image-review.ts";
+import { fullName } from "../core/image-reference.ts";
 import { asObject } from "../core/json-shapes.ts";
 import { NO_NAMESPACE_LABELS, type NamespaceLabelSource } from "../core/namespace-labels.ts";
 import { evaluateKinds, preparePolicies, type PolicySet, type PreparedPolicies } from "../core/policy-kinds.ts";
@@ -133,7 +134,13 @@ export class Engine {
       // A deleted signature should stop admitting new pods within minutes, whatever the backends' allow TTL.
       verifiedTtlMs: Math.min(opts.config.allowTtlMs, 300_000),
       deniedTtlMs: opts.config.denyTtlMs,
-      onVerification: (result, seconds) => this.recorder.signatureVerification(result.status, seconds),
+      // Logged when a verification runs, not on every cache hit (admissions are the bulk of traffic).
+      onVerification: (request, result, seconds) => {
+        this.recorder.signatureVerification(result.status, seconds);
+        const what = { image: fullName(request.image), policy: request.policy, rule: request.rule, seconds };
+        if (result.status === "verified") this.logger.info({ ...what, signers: result.evidence }, "signatures verified");
+        else this.logger.info({ ...what, outcome: result.status, reason: result.reason }, "signatures not verified");
+      },
     });
     this.pinner = new ImagePinner({
       policies: () => this.current.set.ImagePolicy,
@@ -326,10 +333,6 @@ export class Engine {
       },
       deadline,
     );
-    if (result.status === "verified") {
-      this.logger.info({ image: need.image, digest, policy: need.policy.name, rule: need.rule.index, signers: result.evidence }, "signatures verified");
-      return { ...result, digest };
-    }
     return { ...result, digest };
   }
 

@@ -46,7 +46,7 @@ export interface ImageVerifierOptions {
   maxEntries?: number;
   now?: () => number;
   /** Observability: each verification that ran (not cache hits), with its duration. */
-  onVerification?: (result: VerificationResult, seconds: number) => void;
+  onVerification?: (request: VerificationRequest, result: VerificationResult, seconds: number) => void;
 }
 
 export class ImageVerifier {
@@ -91,7 +91,7 @@ export class ImageVerifier {
       this.verifications++;
       const started = performance.now();
       const result = await this.run(request, deadline);
-      this.opts.onVerification?.(result, (performance.now() - started) / 1000);
+      this.opts.onVerification?.(request, result, (performance.now() - started) / 1000);
       if (generation === this.generation && result.status !== "unavailable")
         this.cache.set(key, result, result.status === "denied" ? { ttl: this.opts.deniedTtlMs ?? 10_000 } : {});
       return result;

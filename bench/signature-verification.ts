@@ -1,0 +1,405 @@
+// Signature verification costs, against a real docker-registry (TLS, Bearer tokens from the test token server)
+// holding images signed by the project's offline test signer (cosign `.sig` key signatures logged in a mock
+// Rekor; keyless Sigstore bundles as referrers through the referrers tag schema):
+//   1. registry round trips of a cold verification of a key-signed image by digest (target ≤ 3 per new image);
+//   2. time per keyless bundle verification (the Sigstore verifier alone, no registry);
+//   3. a warm cache hit (target ≤ 0.1 ms);
+//   4. 100 concurrent verifications of one new image = 1 verification;
+//   5. cached-admission throughput of `serve` with a verifying policy against the echo baseline (target ≥ 0.8×),
+//      by running bench/admission-throughput.ts with the signed image and the policy.
+//
+//   node bench/signature-verification.ts [--images 10] [--hits 20000] [--keyless 300] [--seconds 6] [--json]
+//
+// Exit 0 when every count is as expected and every verification verified (whatever the timings), 1 otherwise
+// or when the run fails, 2 on usage. Loopback only; the run stops by itself.
+import { spawn } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { parseArgs } from "node:util";
+import { stringify } from "yaml";
+import { leafAttestors } from "../src/core/image-policy/attestors.ts";
+import { parseImageReference } from "../src/core/image-reference.ts";
+import { parseTrustedRoot, type TrustRoot } from "../src/core/trust-root/trust-root-kind.ts";
+import { parsePolicyText } from "../src/policy/load-policies.ts";
+import { RegistryClient, type RoundTrip } from "../src/registry/registry-client.ts";
+import { registrySettingsMap } from "../src/registry/registry-settings.ts";
+import { ImageVerifier, type VerificationRequest } from "../src/verification/image-verifier.ts";
+import { bundleToItem } from "../src/verification/signed-item.ts";
+import { imageBinding, verifyItem } from "../src/verification/verify-entry.ts";
+import { buildOciLayout } from "../test/support/oci-layout.ts";
+import { startRegistry, type TestRegistry } from "../test/support/registry.ts";
+import { cosignSignatureLayer, ociManifestWithLayers, signatureTag, simpleSigningPayload } from "../test/support/signer/cosign-signatures.ts";
+import { generateSigningKey, type SigningKey } from "../test/support/signer/keys.ts";
+import { createMockSigstore, type MockSigstore } from "../test/support/signer/mock-sigstore.ts";
+import { pushArtifact } from "../test/support/signer/oci-push.ts";
+import { imageSignatureBundle } from "../test/support/signer/sigstore-bundles.ts";
+import { percentile, renderTable } from "./support/report.ts";
+import { guardRun } from "./support/run-guard.ts";
+
+const TARGET_ROUND_TRIPS = 3;
+const TARGET_HIT_MS = 0.1;
+const TARGET_THROUGHPUT = 0.8;
+const CONCURRENT = 100;
+const WATCHDOG_MS = 240_000;
+const PUSHER = { username: "pusher", password: "pusher-secret-1" };
+
+const USAGE = `Usage: node bench/signature-verification.ts [options]
+
+  --images N     new key-signed images verified one after the other, for round trips and cold time (default 10)
+  --hits N       cache hits timed (default 20000)
+  --keyless N    keyless bundle verifications timed (default 300)
+  --seconds S    measured seconds per server of the throughput comparison (default 6; 0 skips it)
+  --json         print the results as JSON only
+  --cpu-prof DIR CPU profiles of both servers of the throughput comparison (admission-throughput --cpu-prof)
+`;
+
+interface Options {
+  images: number;
+  hits: number;
+  keyless: number;
+  seconds: number;
+  json: boolean;
+  cpuProf: string | undefined;
+}
+
+function parseOptions(argv: string[]): Options {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      images: { type: "string", default: "10" },
+      hits: { type: "string", default: "20000" },
+      keyless: { type: "string", default: "300" },
+      seconds: { type: "string", default: "6" },
+      json: { type: "boolean", default: false },
+      "cpu-prof": { type: "string" },
+      help: { type: "boolean", short: "h", default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(USAGE);
+    process.exit(0);
+  }
+  const int = (flag: string, raw: string, min: number, max: number) => {
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min || n > max) throw new Error(`--${flag} must be an integer from ${min} to ${max}, got ${raw}`);
+    return n;
+  };
+  return {
+    images: int("images", values.images, 1, 200),
+    hits: int("hits", values.hits, 100, 1_000_000),
+    keyless: int("keyless", values.keyless, 10, 10_000),
+    seconds: int("seconds", values.seconds, 0, 120),
+    json: values.json,
+    cpuProf: values["cpu-prof"],
+  };
+}
+
+interface Setup {
+  registry: TestRegistry;
+  sigstore: MockSigstore;
+  key: SigningKey;
+  root: TrustRoot;
+  dir: string;
+}
+
+async function pushSigned(s: Setup, repository: string, tag: string): Promise<string> {
+  const layout = await buildOciLayout({ tag, seed: `${repository}:${tag}` });
+  try {
+    await s.registry.push(layout.layoutDir, tag, repository, tag);
+  } finally {
+    await rm(layout.layoutDir, { recursive: true, force: true });
+  }
+  const payload = simpleSigningPayload({ dockerReference: `${s.registry.host}/${repository}`, digest: layout.digest });
+  const layer = await cosignSignatureLayer({ payload, key: s.key, rekor: s.sigstore, hash: "sha256" });
+  await pushArtifact({ url: s.registry.url, caPem: s.registry.caPem, ...PUSHER }, repository, ociManifestWithLayers([layer]), signatureTag(layout.digest));
+  return layout.digest;
+}
+
+const TRUST_ROOT_DOC = stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "TrustRoot", metadata: { name: "bench" }, spec: { path: "bench-root.json" } });
+
+/** Allow the registry's images signed by the bench key (logged in the mock Rekor of TrustRoot "bench"). */
+function imagePolicyDoc(s: Setup): string {
+  return stringify({
+    apiVersion: "imprimatur.dev/v1alpha1",
+    kind: "ImagePolicy",
+    metadata: { name: "signed" },
+    spec: {
+      rules: [
+        {
+          action: "allow",
+          images: [`${s.registry.host}/*`],
+          attestors: [{ entries: [{ staticKey: { name: "release", key: s.key.publicKeyPem, trustRoot: "bench" } }] }],
+        },
+      ],
+      default: "deny",
+    },
+  });
+}
+
+const median = (xs: number[]) => percentile(Float64Array.from(xs).sort(), 0.5);
+
+async function main(): Promise<number> {
+  let opts: Options;
+  try {
+    opts = parseOptions(process.argv.slice(2));
+  } catch (e) {
+    process.stderr.write(`signature-verification: ${(e as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const say = (line: string) => {
+    if (!opts.json) process.stderr.write(`${line}\n`);
+  };
+  let registry: TestRegistry | undefined;
+  const children: Array<ReturnType<typeof spawn>> = [];
+  const unguard = guardRun("signature-verification", WATCHDOG_MS, (signal) => {
+    for (const c of children) c.kill(signal);
+    void registry?.stop();
+  });
+  const failures: string[] = [];
+  const dir = await mkdtemp(join(tmpdir(), "imprimatur-bench-signatures-"));
+  try {
+    say("Starting docker-registry (TLS, token auth) and a mock Sigstore ...");
+    registry = await startRegistry({ auth: "token", publicRepositories: ["bench/**"], users: [PUSHER] });
+    const sigstore = await createMockSigstore({ name: "bench" });
+    const parsedRoot = parseTrustedRoot(sigstore.trustedRoot);
+    if ("error" in parsedRoot) throw new Error(parsedRoot.error);
+    const s: Setup = { registry, sigstore, key: generateSigningKey("ecdsa-p256"), root: { name: "bench", ...parsedRoot }, dir };
+    const attestors = parsePolicyText(imagePolicyDoc(s), "bench.yaml").policies.ImagePolicy[0]!.rules[0]!.attestors!;
+    const trustRoots = new Map([["bench", s.root]]);
+
+    // Images 0..N+1 are tags of one repository (the client's token for it is then cached); one more repository
+    // shows what a repository the client has not seen yet adds (a token).
+    say(`Pushing ${opts.images + 3} signed images ...`);
+    const digests: string[] = [];
+    for (let i = 0; i < opts.images + 2; i++) digests.push(await pushSigned(s, "bench/app", `v${i}`));
+    const otherDigest = await pushSigned(s, "bench/other", "v0");
+
+    // 1. Cold verifications: a fresh client and verifier; the first image also pays the ping and the token.
+    const trips: RoundTrip[] = [];
+    const client = new RegistryClient({ settings: registrySettingsMap([{ host: registry.host, ca: registry.caPem }]), onRoundTrip: (t) => trips.push(t) });
+    const verifier = new ImageVerifier({ client, trustRoots: () => trustRoots });
+    const requestFor = (image: string, digest: string): VerificationRequest => {
+      const parsed = parseImageReference(image);
+      if (!parsed.ok) throw new Error(parsed.error);
+      return { image: { ...parsed.ref, digest }, policy: "signed", rule: 0, attestors, lookup: () => [] };
+    };
+    const request = (i: number) => requestFor(`${registry!.host}/bench/app:v${i}`, digests[i]!);
+    const cold: Array<{ trips: number; ms: number }> = [];
+    for (let i = 0; i < opts.images; i++) {
+      const before = trips.length;
+      const t0 = performance.now();
+      const r = await verifier.verify(request(i), Date.now() + 10_000);
+      cold.push({ trips: trips.length - before, ms: performance.now() - t0 });
+      if (r.status !== "verified") failures.push(`image ${i}: ${r.status}: ${"reason" in r ? r.reason : ""}`);
+    }
+    const firstTrips = cold[0]!.trips;
+    const laterTrips = cold.slice(1).map((c) => c.trips);
+    const maxLater = laterTrips.length > 0 ? Math.max(...laterTrips) : firstTrips;
+    const beforeOther = trips.length;
+    const other = await verifier.verify(requestFor(`${registry.host}/bench/other:v0`, otherDigest), Date.now() + 10_000);
+    if (other.status !== "verified") failures.push(`bench/other: ${other.status}`);
+    const newRepositoryTrips = trips.length - beforeOther;
+
+    // 3. Warm cache hits.
+    const hitTimes: number[] = [];
+    const hitRequest = request(0);
+    for (let i = 0; i < opts.hits; i++) {
+      const t0 = performance.now();
+      await verifier.verify(hitRequest, Date.now() + 10_000);
+      hitTimes.push(performance.now() - t0);
+    }
+    const hitMedian = median(hitTimes);
+    const hitMean = hitTimes.reduce((a, b) => a + b, 0) / hitTimes.length;
+
+    // 4. 100 concurrent verifications of one new image.
+    const concurrentIndex = opts.images;
+    const beforeVerifications = verifier.verifications;
+    const beforeTrips = trips.length;
+    const results = await Promise.all(Array.from({ length: CONCURRENT }, () => verifier.verify(request(concurrentIndex), Date.now() + 10_000)));
+    const concurrentVerifications = verifier.verifications - beforeVerifications;
+    const concurrentTrips = trips.length - beforeTrips;
+    if (concurrentVerifications !== 1) failures.push(`${CONCURRENT} concurrent verifications ran ${concurrentVerifications} times, not once`);
+    if (results.some((r) => r.status !== "verified")) failures.push("a concurrent verification did not verify");
+    await client.close();
+
+    // 2. Keyless bundle verification, the verifier alone.
+    const cert = await sigstore.issueKeylessCertificate({
+      subjectAltName: "https://github.com/acme/app/.github/workflows/release.yml@refs/tags/v1",
+      issuer: "https://token.actions.githubusercontent.com",
+    });
+    const bundle = await imageSignatureBundle({ name: `${registry.host}/bench/app`, digest: digests[0]!, keyless: cert, rekor: sigstore, version: "0.3" });
+    const keylessEntry = leafAttestors(
+      parsePolicyText(
+        `apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: {name: k}\nspec:\n  rules: [{action: allow, images: ["*"], attestors: [{entries: [{keyless: {subject: "https://github.com/acme/*", issuer: "https://token.actions.githubusercontent.com", trustRoot: bench}}]}]}]\n`,
+        "k.yaml",
+      ).policies.ImagePolicy[0]!.rules[0]!.attestors!,
+    )[0]!;
+    const keylessTimes: number[] = [];
+    for (let i = 0; i < opts.keyless; i++) {
+      const t0 = performance.now();
+      const outcome = verifyItem(bundleToItem(bundle.bytes, "bench", undefined), keylessEntry, { trustRoot: s.root, binding: imageBinding(digests[0]!) });
+      keylessTimes.push(performance.now() - t0);
+      if (!outcome.ok) {
+        failures.push(`keyless: ${outcome.reason}`);
+        break;
+      }
+    }
+    const keylessMedian = median(keylessTimes.slice(Math.floor(keylessTimes.length / 10))); // after JIT warm-up
+
+    // 5. Cached-admission throughput through serve, against the echo baseline.
+    let throughput: { ratio: number; verdict: string; imprimaturRps: number; baselineRps: number } | undefined;
+    let reference: typeof throughput;
+    if (opts.seconds > 0) {
+      await writeFile(join(dir, "bench-root.json"), JSON.stringify(sigstore.trustedRoot));
+      await writeFile(join(dir, "signed.yaml"), `${TRUST_ROOT_DOC}---\n${imagePolicyDoc(s)}`);
+      await writeFile(
+        join(dir, "registries.yaml"),
+        stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: [{ host: registry.host, ca: registry.caFile }] }),
+      );
+      const image = `${registry.host}/bench/app:v${opts.images + 1}@${digests[opts.images + 1]}`;
+      say(`Admission throughput with a verifying policy (${image}) ...`);
+      const measure = async (extra: string[]) => {
+        const report = await runChild(
+          ["bench/admission-throughput.ts", "--json", "--seconds", String(opts.seconds), ...extra, ...(opts.cpuProf ? ["--cpu-prof", opts.cpuProf] : [])],
+          children,
+        );
+        const parsed = JSON.parse(report) as {
+          ratio: number;
+          verdict: string;
+          ok: boolean;
+          failures: string[];
+          imprimatur: { requestsPerSecond: number };
+          baseline: { requestsPerSecond: number };
+        };
+        if (!parsed.ok) failures.push(...parsed.failures.map((f) => `throughput: ${f}`));
+        return {
+          ratio: parsed.ratio,
+          verdict: parsed.verdict,
+          imprimaturRps: parsed.imprimatur.requestsPerSecond,
+          baselineRps: parsed.baseline.requestsPerSecond,
+        };
+      };
+      throughput = await measure([
+        "--image",
+        image,
+        `--serve-arg=--policies`,
+        `--serve-arg=${join(dir, "signed.yaml")}`,
+        `--serve-arg=--registries`,
+        `--serve-arg=${join(dir, "registries.yaml")}`,
+      ]);
+      // The same comparison with the embedded default policy (no signatures), run now: what verification adds.
+      say("Admission throughput with the default policy, for reference ...");
+      reference = await measure([]);
+    }
+
+    const summary = {
+      benchmark: "signature-verification",
+      date: new Date().toISOString(),
+      node: process.version,
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model ?? "unknown",
+      cold: {
+        firstImageRoundTrips: firstTrips,
+        newRepositoryRoundTrips: newRepositoryTrips,
+        newImageRoundTrips: laterTrips,
+        maxNewImageRoundTrips: maxLater,
+        target: TARGET_ROUND_TRIPS,
+        medianMs: median(cold.slice(1).map((c) => c.ms)),
+        firstMs: cold[0]!.ms,
+      },
+      keyless: { verifications: keylessTimes.length, medianMs: keylessMedian },
+      cacheHit: {
+        hits: hitTimes.length,
+        medianMs: hitMedian,
+        meanMs: hitMean,
+        p99Ms: percentile(Float64Array.from(hitTimes).sort(), 0.99),
+        target: TARGET_HIT_MS,
+      },
+      concurrent: { admissions: CONCURRENT, verifications: concurrentVerifications, roundTrips: concurrentTrips },
+      ...(throughput ? { throughput: { ...throughput, target: TARGET_THROUGHPUT } } : {}),
+      ...(reference ? { throughputWithoutSignatures: reference } : {}),
+      verdicts: {
+        roundTrips: maxLater <= TARGET_ROUND_TRIPS ? "PASS" : "BELOW TARGET",
+        cacheHit: hitMedian <= TARGET_HIT_MS ? "PASS" : "BELOW TARGET",
+        concurrent: concurrentVerifications === 1 ? "PASS" : "FAILED",
+        ...(throughput ? { throughput: throughput.ratio >= TARGET_THROUGHPUT ? "PASS" : "BELOW TARGET" } : {}),
+      },
+      ok: failures.length === 0,
+      failures,
+    };
+    if (opts.json) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+    else {
+      const ms = (n: number) => `${n.toFixed(3)} ms`;
+      process.stdout.write(
+        [
+          "",
+          `signature-verification  ${summary.date}  node ${summary.node}  ${summary.cpus} CPUs (${summary.cpuModel})`,
+          "",
+          renderTable([
+            ["measure", "result", "target", "verdict"],
+            ["round trips, first image on a new client (ping, token)", String(firstTrips), "", ""],
+            ["round trips per new key-signed image", `${maxLater} (max of ${laterTrips.length})`, `<= ${TARGET_ROUND_TRIPS}`, summary.verdicts.roundTrips],
+            ["round trips, first image of a repository not seen yet (token)", String(newRepositoryTrips), "", ""],
+            ["cold verification of a new image, median", ms(summary.cold.medianMs), "", ""],
+            ["keyless bundle verification (verifier alone), median", ms(keylessMedian), "", ""],
+            [`cache hit, median of ${hitTimes.length}`, ms(hitMedian), `<= ${TARGET_HIT_MS} ms`, summary.verdicts.cacheHit],
+            [
+              `${CONCURRENT} concurrent verifications of one new image`,
+              `${concurrentVerifications} verification, ${concurrentTrips} round trips`,
+              "1",
+              summary.verdicts.concurrent,
+            ],
+            ...(reference
+              ? [
+                  [
+                    "admissions, default policy (no signatures): imprimatur / echo baseline",
+                    `${reference.ratio.toFixed(2)}x (${Math.round(reference.imprimaturRps)} / ${Math.round(reference.baselineRps)} req/s)`,
+                    "",
+                    "",
+                  ],
+                ]
+              : []),
+            ...(throughput
+              ? [
+                  [
+                    "cached admissions: imprimatur / echo baseline",
+                    `${throughput.ratio.toFixed(2)}x (${Math.round(throughput.imprimaturRps)} / ${Math.round(throughput.baselineRps)} req/s)`,
+                    `>= ${TARGET_THROUGHPUT}x`,
+                    summary.verdicts.throughput!,
+                  ],
+                ]
+              : []),
+          ]),
+          "",
+          failures.length > 0 ? `FAILED (${failures.length}): ${failures.slice(0, 3).join("; ")}` : "every verification verified; counts as expected",
+          "",
+        ].join("\n"),
+      );
+    }
+    return failures.length === 0 ? 0 : 1;
+  } finally {
+    unguard();
+    await registry?.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Runs a node script from the repository root; its stdout, or an error with its stderr. */
+function runChild(args: string[], children: Array<ReturnType<typeof spawn>>): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { cwd: new URL("..", import.meta.url), stdio: ["ignore", "pipe", "pipe"] });
+    children.push(child);
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (err += c.toString()));
+    child.on("close", (code) =>
+      code === 0 || (code === 1 && out.trim().startsWith("{")) ? resolve(out) : reject(new Error(`${args[0]} exited ${code}: ${err.slice(-2000)}`)),
+    );
+  });
+}
+
+process.exitCode = await main();

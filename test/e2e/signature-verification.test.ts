@@ -9,6 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { stringify } from "yaml";
+import { imageReview } from "../support/admission.ts";
+import { getText, postJson } from "../support/https-client.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
 import { buildOciLayout } from "../support/oci-layout.ts";
@@ -235,4 +237,29 @@ test("a Deployment with an unsigned image is refused at creation, not later at i
   const r = await create(deployment);
   assert.notEqual(r.code, 0);
   assert.match(r.stderr, /spec\.template\.spec\.containers\[0\]\.image.*no signatures found/);
+});
+
+test("the ImageReview endpoint applies the same rules with the server's own credentials; metrics count verifications", async () => {
+  const host = registry.host;
+  const signed = await postJson(`${server.baseUrl}/imagereview`, server.ca, imageReview([`${host}/public/signed:1.0@${digests.signed}`], NS));
+  assert.equal(signed.status, 200, signed.text);
+  assert.equal(signed.body.status.allowed, true, signed.text);
+  const unsigned = await postJson(`${server.baseUrl}/imagereview`, server.ca, imageReview([`${host}/public/unsigned:1.0`], NS));
+  assert.equal(unsigned.body.status.allowed, false);
+  assert.match(unsigned.body.status.reason, /no signatures found/);
+  // The server has no registry credentials of its own: the private image's signatures cannot be read.
+  const privateImage = await postJson(`${server.baseUrl}/imagereview`, server.ca, imageReview([`${host}/private/app:1.0@${digests.private}`], NS));
+  assert.equal(privateImage.body.status.allowed, false);
+
+  const metrics = (await getText(`${server.baseUrl}/metrics`, server.ca)).text;
+  const count = (outcome: string) =>
+    Number(new RegExp(`imprimatur_signature_verifications_seconds_count\\{outcome="${outcome}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0);
+  assert.ok(
+    count("verified") >= 3,
+    metrics
+      .split("\n")
+      .filter((l) => l.includes("signature"))
+      .join("\n"),
+  );
+  assert.ok(count("denied") >= 3);
 });

@@ -102,6 +102,10 @@ before(async () => {
   await signKeyless("public/keyless", "1.0", digests.keyless, WORKFLOW);
   digests.impostor = await pushImage("public/keyless-impostor", "1.0");
   await signKeyless("public/keyless-impostor", "1.0", digests.impostor, "https://github.com/evil/app/.github/workflows/x.yml@refs/heads/main");
+  digests.secretKeyed = await pushImage("public/secret-keyed", "1.0");
+  await signWithKeys("public/secret-keyed", digests.secretKeyed, [keyB]);
+  digests.secretKeyedWrong = await pushImage("public/secret-keyed-wrong", "1.0");
+  await signWithKeys("public/secret-keyed-wrong", digests.secretKeyedWrong, [keyA]);
   digests.private = await pushImage("private/app", "1.0");
   await signWithKeys("private/app", digests.private, [keyA]);
 
@@ -124,6 +128,11 @@ before(async () => {
               images: [`${host}/public/keyless*`],
               digestMutate: true,
               attestors: [{ entries: [{ keyless: { subject: "https://github.com/acme/app/*", issuer: ISSUER, trustRoot: "e2e" } }] }],
+            },
+            {
+              action: "allow",
+              images: [`${host}/public/secret-keyed*`],
+              attestors: [{ entries: [{ staticKey: { keyRef: `k8s://${NS}/release-keys`, trustRoot: "e2e" } }] }],
             },
             { action: "allow", images: [`${host}/*`], digestMutate: true, attestors: [{ entries: [keyEntry(keyA, "a.pub")] }] },
           ],
@@ -159,6 +168,8 @@ before(async () => {
     `--docker-password=${PULLER.password}`,
   ]);
   assert.equal(secret.code, 0, secret.stderr);
+  const keys = await cluster.kubectl(["create", "secret", "generic", "release-keys", "-n", NS, `--from-literal=cosign.pub=${keyB.publicKeyPem}`]);
+  assert.equal(keys.code, 0, keys.stderr);
   await untilWebhookActive(cluster, pod("probe", `${host}/public/unsigned:1.0`), (probe) => probe.code !== 0 && /signatures/.test(probe.stderr), {
     context: () => server.log(),
   });
@@ -187,7 +198,7 @@ test("unsigned, signed for another digest, and 1 of 2 required signers are denie
   const host = registry.host;
   const unsigned = await create(pod("unsigned", `${host}/public/unsigned:1.0`));
   assert.notEqual(unsigned.code, 0);
-  assert.match(unsigned.stderr, /denied by policy signed-releases rules\[2\]: no signatures found \(looked for cosign tag .*sha256-[0-9a-f]{64}\.sig/);
+  assert.match(unsigned.stderr, /denied by policy signed-releases rules\[3\]: no signatures found \(looked for cosign tag .*sha256-[0-9a-f]{64}\.sig/);
 
   const elsewhere = await create(pod("elsewhere", `${host}/public/elsewhere:1.0`));
   assert.notEqual(elsewhere.code, 0);
@@ -221,7 +232,7 @@ test("a private image's signatures are read with the pod's pull secret; without 
   assert.equal(withSecret.code, 0, `${withSecret.stderr}\n${await server.log()}`);
   const without = await create(pod("no-secret", image));
   assert.notEqual(without.code, 0);
-  assert.match(without.stderr, /denied by policy signed-releases rules\[2\]/);
+  assert.match(without.stderr, /denied by policy signed-releases rules\[3\]/);
 });
 
 test("a Deployment with an unsigned image is refused at creation, not later at its pods", async () => {
@@ -262,4 +273,12 @@ test("the ImageReview endpoint applies the same rules with the server's own cred
       .join("\n"),
   );
   assert.ok(count("denied") >= 3);
+});
+
+test("a key kept in a Kubernetes Secret (keyRef k8s://NAMESPACE/SECRET) verifies, and only its own signatures", async () => {
+  const good = await create(pod("secret-keyed", `${registry.host}/public/secret-keyed:1.0`));
+  assert.equal(good.code, 0, `${good.stderr}\n${await server.log()}`);
+  const wrong = await create(pod("secret-keyed-wrong", `${registry.host}/public/secret-keyed-wrong:1.0`));
+  assert.notEqual(wrong.code, 0);
+  assert.match(wrong.stderr, new RegExp(`rules\\[2\\]: attestors\\[0\\] needs its entry: key k8s://${NS}/release-keys: no signature by this key`));
 });

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { stringify } from "yaml";
 import { imageReview } from "../support/admission.ts";
+import { imprimatur } from "../support/cli-process.ts";
 import { getText, postJson } from "../support/https-client.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
@@ -281,4 +282,25 @@ test("a key kept in a Kubernetes Secret (keyRef k8s://NAMESPACE/SECRET) verifies
   const wrong = await create(pod("secret-keyed-wrong", `${registry.host}/public/secret-keyed-wrong:1.0`));
   assert.notEqual(wrong.code, 0);
   assert.match(wrong.stderr, new RegExp(`rules\\[2\\]: attestors\\[0\\] needs its entry: key k8s://${NS}/release-keys: no signature by this key`));
+});
+
+test("imprimatur verify: one line per image with the digest and signer, a summary, exit 1 when any is denied; -o json", async () => {
+  const host = registry.host;
+  const args = ["verify", "--policies", join(dir, "signed.yaml"), "--registries", join(dir, "registries.yaml"), "--namespace", NS];
+  const both = await imprimatur([...args, `${host}/public/signed:1.0`, `${host}/public/unsigned:1.0`]);
+  assert.equal(both.code, 1, both.stderr);
+  const lines = both.stdout.trim().split("\n");
+  assert.match(lines[0]!, new RegExp(`^ALLOWED ${host}/public/signed:1\\.0 ${digests.signed}: signed by key sha256:[0-9a-f]{64} \\(log index \\d+\\)$`));
+  assert.match(lines[1]!, new RegExp(`^DENIED  ${host}/public/unsigned:1\\.0: policy signed-releases rules\\[3\\]: no signatures found`));
+  assert.equal(lines[2], "2 images: 1 allowed, 1 denied");
+
+  const json = await imprimatur([...args, "-o", "json", `${host}/public/keyless:1.0`]);
+  assert.equal(json.code, 0, json.stderr);
+  const report = JSON.parse(json.stdout);
+  assert.equal(report.results[0].digest, digests.keyless);
+  assert.match(report.results[0].signers[0], /^subject https:\/\/github\.com\/acme\/app\//);
+  assert.deepEqual(report.summary, { images: 1, allowed: 1, denied: 0 });
+
+  const usage = await imprimatur(["verify", "not a reference!"]);
+  assert.equal(usage.code, 2);
 });

@@ -39,7 +39,8 @@ export type Resolution = { ok: true; digest: string; credentialSource: string } 
 /** Codes under which the registry gave no answer; without a code the failure is treated the same way. */
 const NO_ANSWER_CODES: ReadonlySet<string> = new Set(["unreachable", "timeout", "unavailable"]);
 
-function registryAnswered(code: string | undefined): boolean {
+/** Whether a registry failure is the registry's answer (a denial) rather than no answer (the failure policy's). */
+export function registryAnswered(code: string | undefined): boolean {
   return code !== undefined && !NO_ANSWER_CODES.has(code);
 }
 

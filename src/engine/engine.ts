@@ -2,10 +2,11 @@
 // `imprimatur test`, later the node-side gRPC service — turns its input into an AdmissionSubject and calls
 // this engine; none assembles its own copy of the steps. The steps, in order:
 //   1. the namespace's labels, fetched only when some policy needs them;
-//   2. every registered policy kind's verdict (src/core/policy-kinds.ts);
-//   3. the remote ImageReview backends (cached, fail open/closed);
-//   2a. before that, signature verification of images whose allow rule has attestors (src/verification/);
-//   4. tag→digest resolution (record on /imagereview, pin on /mutate);
+//   2. at once, as they wait on the network: signature verification of images whose allow rule has attestors
+//      (src/verification/), the remote ImageReview backends (cached, fail open/closed), and on /imagereview
+//      digest records;
+//   3. every registered policy kind's verdict (src/core/policy-kinds.ts), with the verification results;
+//   4. tag→digest pinning on /mutate, which also records the images it verified;
 //   5. durable audit records of overrides (break-glass, fail-open) before the answer;
 //   6. one decision log line and the metrics.
 import type { KubeConfig } from "@kubernetes/client-node";
@@ -17,7 +18,7 @@ import { WebhookBackend } from "../backends/webhook-backend.ts";
 import type { ServerConfig } from "../config/server-config.ts";
 import { imagesByPod, type AdmissionSubject } from "../core/admission-subject.ts";
 import { allow, capList, combineDecisions, type Decision, type JsonPatchOperation } from "../core/decision.ts";
-import type { PinningOutcome } from "../core/digest-pinning.ts";
+import { registryAnswered, type PinningOutcome } from "../core/digest-pinning.ts";
 import { imagePolicyAnnotations } from "../core/image-review.ts";
 import { fullName } from "../core/image-reference.ts";
 import { asObject } from "../core/json-shapes.ts";
@@ -245,23 +246,9 @@ export class Engine {
     namespaceLabels: Record<string, string> | undefined,
     deadline: number,
   ): Promise<Map<string, ImageVerification> | undefined> {
-    if (!this.verifier || !this.credentials) return undefined;
+    if (!this.verifier) return undefined;
     const needs = verificationsNeeded(policies, subject.namespace, subject.images, namespaceLabels === undefined ? {} : { namespaceLabels });
-    const results = new Map<string, ImageVerification>();
-    if (needs.length === 0) return results;
-    const pods = this.pinRequest(subject).pods;
-    const lookups = new Map<number, Promise<PodLookup>>();
-    const lookupOf = (pod: number) => {
-      let l = lookups.get(pod);
-      if (!l) lookups.set(pod, (l = this.credentials!.lookupFor(pods[pod]?.pullSecrets, deadline)));
-      return l;
-    };
-    await Promise.all(
-      needs.map(async (need) =>
-        results.set(verificationKey(need.policy.name, need.rule.index, need.image), await this.verifyOne(need, await lookupOf(need.pod), deadline)),
-      ),
-    );
-    return results;
+    return this.verifyNeeds(needs, subject, new Map(), deadline);
   }
 
   /**
@@ -272,42 +259,47 @@ export class Engine {
   private async verifiedImagePatches(subject: AdmissionSubject, pinning: PinningOutcome | undefined, deadline: number): Promise<JsonPatchOperation[]> {
     const prepared = this.current;
     if (!this.verifier || !prepared.set.ImagePolicy.some((p) => p.rules.some((r) => r.attestors))) return [];
-    const pinned = new Map((pinning?.pinned ?? []).map((p) => [p.field, p.digest]));
-    const images = subject.images.map((at) => {
-      const digest = pinned.get(at.field);
-      return digest ? { ...at, digest } : at;
-    });
     const namespaceLabels = prepared.usesNamespaceLabels ? await this.labelsOf(subject.namespace, deadline) : undefined;
-    const needs = verificationsNeeded(prepared.set.ImagePolicy, subject.namespace, images, namespaceLabels === undefined ? {} : { namespaceLabels }).map(
-      (need) => {
-        const digest = (need as { digest?: string }).digest;
-        return digest ? { ...need, ref: { ...need.ref, digest } } : need;
-      },
-    );
+    const needs = verificationsNeeded(prepared.set.ImagePolicy, subject.namespace, subject.images, namespaceLabels === undefined ? {} : { namespaceLabels });
     if (needs.length === 0) return [];
-    const pods = this.pinRequest(subject).pods;
-    const results = new Map<string, ImageVerification>();
-    await Promise.all(
-      needs.map(async (need) =>
-        results.set(
-          verificationKey(need.policy.name, need.rule.index, need.image),
-          await this.verifyOne(need, await this.credentials!.lookupFor(pods[need.pod]?.pullSecrets, deadline), deadline),
-        ),
-      ),
-    );
+    const pinnedDigests = new Map((pinning?.pinned ?? []).map((p) => [p.field, p.digest]));
+    const results = await this.verifyNeeds(needs, subject, pinnedDigests, deadline);
+    const pods = this.pinRequest(subject).pods.map((p) => p.metadata);
+    // Where pinning already added its annotation (creating the map if needed), the record goes next to it.
+    const podOf = new Map(subject.images.map((i) => [i.field, i.pod]));
     const pinnedAt = new Set(
       (pinning?.pinned ?? []).flatMap((p) => {
-        const pod = subject.images.find((i) => i.field === p.field)?.pod;
-        const at = pod === undefined ? undefined : pods[pod]?.metadata;
+        const at = pods[podOf.get(p.field) ?? -1];
         return at ? [at.field] : [];
       }),
     );
-    return verifiedImagesPatches(
-      needs,
-      results,
-      pods.map((p) => p.metadata),
-      pinnedAt,
+    return verifiedImagesPatches(needs, results, pods, pinnedAt);
+  }
+
+  /** Each need verified with its pod's credentials; `digests` (field → digest) are digests already pinned. */
+  private async verifyNeeds(
+    needs: readonly VerificationNeed[],
+    subject: AdmissionSubject,
+    digests: ReadonlyMap<string, string>,
+    deadline: number,
+  ): Promise<Map<string, ImageVerification>> {
+    const results = new Map<string, ImageVerification>();
+    if (needs.length === 0) return results;
+    const pods = this.pinRequest(subject).pods;
+    const lookups = new Map<number, Promise<PodLookup>>();
+    const lookupOf = (pod: number) => {
+      let l = lookups.get(pod);
+      if (!l) lookups.set(pod, (l = this.credentials!.lookupFor(pods[pod]?.pullSecrets, deadline)));
+      return l;
+    };
+    await Promise.all(
+      needs.map(async (need) => {
+        const pinned = digests.get(need.field);
+        const target = pinned ? { ...need, ref: { ...need.ref, digest: pinned } } : need;
+        results.set(verificationKey(need.policy.name, need.rule.index, need.image), await this.verifyOne(target, await lookupOf(need.pod), deadline));
+      }),
     );
+    return results;
   }
 
   private async verifyOne(need: VerificationNeed, creds: PodLookup, deadline: number): Promise<ImageVerification> {
@@ -316,9 +308,8 @@ export class Engine {
     if (!digest) {
       const resolved = await this.resolver!.resolve(need.ref, creds.lookup, deadline);
       if (!resolved.ok) {
-        const answered = resolved.code !== undefined && !["unreachable", "timeout", "unavailable"].includes(resolved.code);
         const reason = `its tag could not be resolved to a digest to verify: ${resolved.error}`;
-        return answered ? { status: "denied", reason } : { status: "unavailable", reason, registry: need.ref.registry };
+        return registryAnswered(resolved.code) ? { status: "denied", reason } : { status: "unavailable", reason, registry: need.ref.registry };
       }
       digest = resolved.digest;
     }

@@ -107,6 +107,7 @@ before(async () => {
   await signWithKeys("public/secret-keyed", digests.secretKeyed, [keyB]);
   digests.secretKeyedWrong = await pushImage("public/secret-keyed-wrong", "1.0");
   await signWithKeys("public/secret-keyed-wrong", digests.secretKeyedWrong, [keyA]);
+  digests.plain = await pushImage("public/plain", "1.0");
   digests.private = await pushImage("private/app", "1.0");
   await signWithKeys("private/app", digests.private, [keyA]);
 
@@ -130,6 +131,7 @@ before(async () => {
               digestMutate: true,
               attestors: [{ entries: [{ keyless: { subject: "https://github.com/acme/app/*", issuer: ISSUER, trustRoot: "e2e" } }] }],
             },
+            { action: "allow", images: [`${host}/public/plain*`], digestMutate: true },
             {
               action: "allow",
               images: [`${host}/public/secret-keyed*`],
@@ -199,7 +201,7 @@ test("unsigned, signed for another digest, and 1 of 2 required signers are denie
   const host = registry.host;
   const unsigned = await create(pod("unsigned", `${host}/public/unsigned:1.0`));
   assert.notEqual(unsigned.code, 0);
-  assert.match(unsigned.stderr, /denied by policy signed-releases rules\[3\]: no signatures found \(looked for cosign tag .*sha256-[0-9a-f]{64}\.sig/);
+  assert.match(unsigned.stderr, /denied by policy signed-releases rules\[4\]: no signatures found \(looked for cosign tag .*sha256-[0-9a-f]{64}\.sig/);
 
   const elsewhere = await create(pod("elsewhere", `${host}/public/elsewhere:1.0`));
   assert.notEqual(elsewhere.code, 0);
@@ -233,7 +235,7 @@ test("a private image's signatures are read with the pod's pull secret; without 
   assert.equal(withSecret.code, 0, `${withSecret.stderr}\n${await server.log()}`);
   const without = await create(pod("no-secret", image));
   assert.notEqual(without.code, 0);
-  assert.match(without.stderr, /denied by policy signed-releases rules\[3\]/);
+  assert.match(without.stderr, /denied by policy signed-releases rules\[4\]/);
 });
 
 test("a Deployment with an unsigned image is refused at creation, not later at its pods", async () => {
@@ -281,7 +283,7 @@ test("a key kept in a Kubernetes Secret (keyRef k8s://NAMESPACE/SECRET) verifies
   assert.equal(good.code, 0, `${good.stderr}\n${await server.log()}`);
   const wrong = await create(pod("secret-keyed-wrong", `${registry.host}/public/secret-keyed-wrong:1.0`));
   assert.notEqual(wrong.code, 0);
-  assert.match(wrong.stderr, new RegExp(`rules\\[2\\]: attestors\\[0\\] needs its entry: key k8s://${NS}/release-keys: no signature by this key`));
+  assert.match(wrong.stderr, new RegExp(`rules\\[3\\]: attestors\\[0\\] needs its entry: key k8s://${NS}/release-keys: no signature by this key`));
 });
 
 test("imprimatur verify: one line per image with the digest and signer, a summary, exit 1 when any is denied; -o json", async () => {
@@ -291,7 +293,7 @@ test("imprimatur verify: one line per image with the digest and signer, a summar
   assert.equal(both.code, 1, both.stderr);
   const lines = both.stdout.trim().split("\n");
   assert.match(lines[0]!, new RegExp(`^ALLOWED ${host}/public/signed:1\\.0 ${digests.signed}: signed by key sha256:[0-9a-f]{64} \\(log index \\d+\\)$`));
-  assert.match(lines[1]!, new RegExp(`^DENIED  ${host}/public/unsigned:1\\.0: policy signed-releases rules\\[3\\]: no signatures found`));
+  assert.match(lines[1]!, new RegExp(`^DENIED  ${host}/public/unsigned:1\\.0: policy signed-releases rules\\[4\\]: no signatures found`));
   assert.equal(lines[2], "2 images: 1 allowed, 1 denied");
 
   const json = await imprimatur([...args, "-o", "json", `${host}/public/keyless:1.0`]);
@@ -303,4 +305,27 @@ test("imprimatur verify: one line per image with the digest and signer, a summar
 
   const usage = await imprimatur(["verify", "not a reference!"]);
   assert.equal(usage.code, 2);
+});
+
+test("a pod with a pinned unsigned-rule image and a verified image by digest keeps both records", async () => {
+  const host = registry.host;
+  const plain = `${host}/public/plain:1.0`;
+  const signed = `${host}/public/signed:1.0@${digests.signed}`;
+  const manifest = JSON.stringify({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "mixed", namespace: NS },
+    spec: {
+      containers: [
+        { name: "plain", image: plain },
+        { name: "signed", image: signed },
+      ],
+    },
+  });
+  const r = await create(manifest);
+  assert.equal(r.code, 0, `${r.stderr}\n${await server.log()}`);
+  const got = await getJson("pod", "mixed");
+  assert.equal(got.spec.containers[0].image, `${plain}@${digests.plain}`);
+  assert.deepEqual(JSON.parse(got.metadata.annotations["imprimatur.dev/pinned-images"]), { [plain]: `${plain}@${digests.plain}` });
+  assert.equal(JSON.parse(got.metadata.annotations["imprimatur.dev/verified-images"])[signed].digest, digests.signed);
 });

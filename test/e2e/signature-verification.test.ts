@@ -329,3 +329,55 @@ test("a pod with a pinned unsigned-rule image and a verified image by digest kee
   assert.deepEqual(JSON.parse(got.metadata.annotations["imprimatur.dev/pinned-images"]), { [plain]: `${plain}@${digests.plain}` });
   assert.equal(JSON.parse(got.metadata.annotations["imprimatur.dev/verified-images"])[signed].digest, digests.signed);
 });
+
+test("a registry with htpasswd auth: signatures are read with --authfile's credentials, and refused without them", async () => {
+  const basic = await startRegistry({ auth: "htpasswd" });
+  try {
+    const layout = await buildOciLayout({ tag: "1.0", seed: "htpasswd-app" });
+    layouts.push(layout.layoutDir);
+    await basic.push(layout.layoutDir, "1.0", "team/app", "1.0");
+    const payload = simpleSigningPayload({ dockerReference: `${basic.host}/team/app`, digest: layout.digest });
+    const signature = await cosignSignatureLayer({ payload, key: keyA, rekor: sigstore, hash: "sha256" });
+    await pushArtifact(
+      { url: basic.url, caPem: basic.caPem, username: basic.username, password: basic.password },
+      "team/app",
+      ociManifestWithLayers([signature]),
+      signatureTag(layout.digest),
+    );
+    const registries = join(dir, "htpasswd-registries.yaml");
+    await writeFile(
+      registries,
+      stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: [{ host: basic.host, ca: basic.caFile }] }),
+    );
+    // Its own policy file: the TrustRoot (the same mock) and one rule for this registry.
+    const policy = join(dir, "htpasswd.yaml");
+    await writeFile(
+      policy,
+      stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "TrustRoot", metadata: { name: "e2e" }, spec: { path: "e2e-root.json" } }) +
+        "---\n" +
+        stringify({
+          apiVersion: "imprimatur.dev/v1alpha1",
+          kind: "ImagePolicy",
+          metadata: { name: "htpasswd-signed" },
+          spec: {
+            rules: [
+              {
+                action: "allow",
+                images: [`${basic.host}/*`],
+                attestors: [{ entries: [{ staticKey: { name: "a.pub", key: keyA.publicKeyPem, trustRoot: "e2e" } }] }],
+              },
+            ],
+          },
+        }),
+    );
+    const withPolicy = ["verify", "--policies", policy, "--registries", registries, "--namespace", NS, `${basic.host}/team/app:1.0`];
+    const withAuth = await imprimatur([...withPolicy, "--authfile", basic.authFile]);
+    assert.equal(withAuth.code, 0, withAuth.stdout + withAuth.stderr);
+    assert.match(withAuth.stdout, new RegExp(`^ALLOWED ${basic.host}/team/app:1\\.0 ${layout.digest}: signed by key`));
+    const anonymous = await imprimatur(withPolicy);
+    assert.equal(anonymous.code, 1);
+    assert.match(anonymous.stdout, /DENIED .*unauthorized/);
+  } finally {
+    await basic.stop();
+  }
+});

@@ -1,0 +1,43 @@
+// CEL (cel.dev) as an alternative to JMESPath conditions (`cel:` and `validate.cel`), on @bufbuild/cel.
+// Parsed at load time (a syntax error is a load error), evaluated against JSON-shaped bindings; an expression
+// that does not yield a boolean, or fails at run time (a missing key), is a failure with the reason.
+import { CelScalar, celEnv, isCelError, parse, plan } from "@bufbuild/cel";
+import { strings } from "@bufbuild/cel/ext";
+
+export interface CompiledCel {
+  source: string;
+  run: (bindings: Record<string, unknown>) => unknown;
+}
+
+/** Throws with the parser's reason. `variables` are the names the expression may use (any type). */
+export function compileCel(source: string, variables: readonly string[]): CompiledCel {
+  let parsed;
+  try {
+    parsed = parse(source);
+  } catch (e) {
+    throw new Error(`invalid CEL ${JSON.stringify(source)}: ${(e as Error).message.split("\n")[0]}`, { cause: e });
+  }
+  const program = plan(celEnv({ funcs: strings, variables: Object.fromEntries(variables.map((v) => [v, CelScalar.DYN])) }), parsed);
+  return { source, run: (bindings) => program(Object.fromEntries(Object.entries(bindings).map(([k, v]) => [k, toCel(v)])) as never) };
+}
+
+/** undefined when the expression yields true; otherwise why not. */
+export function evaluateCel(cel: CompiledCel, bindings: Record<string, unknown>): string | undefined {
+  let result: unknown;
+  try {
+    result = cel.run(bindings);
+  } catch (e) {
+    return `CEL ${JSON.stringify(cel.source)}: ${(e as Error).message}`;
+  }
+  if (isCelError(result)) return `CEL ${JSON.stringify(cel.source)}: ${result.message}`;
+  if (result === true) return undefined;
+  if (result === false) return `CEL ${JSON.stringify(cel.source)} is false`;
+  return `CEL ${JSON.stringify(cel.source)} gave ${typeof result}, not a boolean`;
+}
+
+/** JSON values as CEL inputs: objects as maps (CEL's map type), integers stay doubles as JSON has no ints. */
+function toCel(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(toCel);
+  if (typeof value === "object" && value !== null) return new Map(Object.entries(value).map(([k, v]) => [k, toCel(v)]));
+  return value;
+}

@@ -1,0 +1,92 @@
+// Conditions of the image-verification design: a list of blocks, each with `all` (every condition holds) and
+// `any` (at least one holds); every block must hold. Compiled at load time (expressions, operators), evaluated
+// against data, and explained: "conditions[0].all[1]: 3 is not Equals 0". Pure, apart from time_since's clock.
+import { compileOperand, evaluateOperand, type Operand } from "./jmespath-expression.ts";
+import { compare, isOperator, OPERATORS, type Operator } from "./operators.ts";
+
+export interface RawCondition {
+  key: unknown;
+  operator: unknown;
+  value?: unknown;
+  message?: string;
+}
+
+export interface RawConditionBlock {
+  all?: RawCondition[];
+  any?: RawCondition[];
+}
+
+interface Condition {
+  path: string;
+  key: Operand;
+  operator: Operator;
+  value: Operand;
+  message?: string;
+}
+
+export interface CompiledConditions {
+  blocks: Array<{ all: Condition[]; any: Condition[] }>;
+}
+
+export type FieldPath = Array<string | number>;
+
+export function compileConditions(
+  raw: readonly RawConditionBlock[],
+  at: FieldPath,
+  label = "conditions",
+): { conditions: CompiledConditions; errors: Array<{ path: FieldPath; message: string }> } {
+  const errors: Array<{ path: FieldPath; message: string }> = [];
+  const blocks = raw.map((block, i) => {
+    const part = (kind: "all" | "any") =>
+      (block[kind] ?? []).flatMap((c, j) => {
+        const here = [...at, i, kind, j];
+        if (!isOperator(c.operator)) {
+          errors.push({ path: [...here, "operator"], message: `unknown operator ${JSON.stringify(c.operator)}; use one of ${OPERATORS.join(", ")}` });
+          return [];
+        }
+        const operands: Operand[] = [];
+        for (const field of ["key", "value"] as const) {
+          try {
+            operands.push(compileOperand(c[field]));
+          } catch (e) {
+            errors.push({ path: [...here, field], message: (e as Error).message });
+          }
+        }
+        if (operands.length < 2) return [];
+        return [
+          { path: `${label}[${i}].${kind}[${j}]`, key: operands[0]!, operator: c.operator, value: operands[1]!, ...(c.message ? { message: c.message } : {}) },
+        ];
+      });
+    return { all: part("all"), any: part("any") };
+  });
+  return { conditions: { blocks }, errors };
+}
+
+/** undefined when every block holds for `data`; otherwise the first failure, explained. */
+export function evaluateConditions(conditions: CompiledConditions, data: unknown): string | undefined {
+  for (const block of conditions.blocks) {
+    for (const c of block.all) {
+      const failure = check(c, data);
+      if (failure) return failure;
+    }
+    if (block.any.length > 0) {
+      const failures = block.any.map((c) => check(c, data));
+      if (failures.every((f) => f !== undefined)) return `none of ${failures.join("; ")}`;
+    }
+  }
+  return undefined;
+}
+
+function check(c: Condition, data: unknown): string | undefined {
+  let found: unknown;
+  let expected: unknown;
+  try {
+    found = evaluateOperand(c.key, data);
+    expected = evaluateOperand(c.value, data);
+  } catch (e) {
+    return `${c.path}: ${(e as Error).message}`;
+  }
+  const failure = compare(found, c.operator, expected);
+  if (!failure) return undefined;
+  return `${c.path}: ${c.message ?? failure}`;
+}

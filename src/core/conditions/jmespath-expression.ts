@@ -1,0 +1,56 @@
+// JMESPath in conditions, as the image-verification design writes it: a value "{{ expr }}" is an expression
+// evaluated against the data (the attestation's predicate), any other value is a literal. Expressions are
+// compiled once at load time, so a syntax error is a load error. The design's examples also need
+// time_since(layout, from, to), registered here.
+import { compile, isRegistered, registerFunction, TreeInterpreter, TYPE_STRING, type JSONValue } from "@jmespath-community/jmespath";
+import { formatDuration } from "./values.ts";
+
+type Ast = ReturnType<typeof compile>;
+
+/** A compiled value: an expression, or a literal. */
+export type Operand = { expression: string; ast: Ast } | { literal: unknown };
+
+const TEMPLATE = /^\s*\{\{(.*)\}\}\s*$/s;
+
+/** Throws with the parser's reason when the expression does not compile. */
+export function compileOperand(value: unknown): Operand {
+  if (typeof value !== "string") return { literal: value };
+  const m = TEMPLATE.exec(value);
+  if (!m) return { literal: value };
+  const expression = m[1]!.trim();
+  registerFunctions();
+  try {
+    return { expression, ast: compile(expression) };
+  } catch (e) {
+    throw new Error(`invalid JMESPath ${JSON.stringify(expression)}: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+/** The operand's value; an expression that fails at run time (a function on the wrong type) throws with the reason. */
+export function evaluateOperand(operand: Operand, data: unknown): unknown {
+  if ("literal" in operand) return operand.literal;
+  const value = TreeInterpreter.search(operand.ast, data as JSONValue);
+  return value === null ? undefined : value;
+}
+
+let registered = false;
+
+/**
+ * time_since(layout, from, to): the duration from `from` to `to` (now when empty), Go-formatted ("27h3m4s").
+ * Timestamps are RFC 3339 (the layout argument is accepted for compatibility; only RFC 3339 is read).
+ */
+function registerFunctions(): void {
+  if (registered) return;
+  registered = true;
+  if (isRegistered("time_since")) return;
+  registerFunction(
+    "time_since",
+    ([, from, to]) => {
+      const start = Date.parse(String(from));
+      const end = to === "" || to === null || to === undefined ? Date.now() : Date.parse(String(to));
+      if (Number.isNaN(start) || Number.isNaN(end)) throw new Error(`time_since: ${JSON.stringify(Number.isNaN(start) ? from : to)} is not an RFC 3339 time`);
+      return formatDuration((end - start) / 1000);
+    },
+    [{ types: [TYPE_STRING] }, { types: [TYPE_STRING] }, { types: [TYPE_STRING] }],
+  );
+}

@@ -1,0 +1,106 @@
+// The condition operators of the image-verification design, with durations and quantities compared as such.
+// A comparison either holds or says, in words, what was found: "3 is not Equals 0". Pure.
+import { parseDuration, parseQuantity } from "./values.ts";
+
+export const OPERATORS = [
+  "Equals",
+  "NotEquals",
+  "In",
+  "AnyIn",
+  "AllIn",
+  "NotIn",
+  "AnyNotIn",
+  "AllNotIn",
+  "GreaterThan",
+  "GreaterThanOrEquals",
+  "LessThan",
+  "LessThanOrEquals",
+] as const;
+export type Operator = (typeof OPERATORS)[number];
+
+export function isOperator(value: unknown): value is Operator {
+  return typeof value === "string" && (OPERATORS as readonly string[]).includes(value);
+}
+
+/** undefined when the comparison holds; otherwise why not. */
+export function compare(found: unknown, operator: Operator, expected: unknown): string | undefined {
+  const holds = evaluate(found, operator, expected);
+  return holds ? undefined : `${show(found)} is not ${operator} ${show(expected)}`;
+}
+
+function evaluate(found: unknown, operator: Operator, expected: unknown): boolean {
+  switch (operator) {
+    case "Equals":
+      return equal(found, expected);
+    case "NotEquals":
+      return !equal(found, expected);
+    case "In":
+    case "AnyIn":
+      return list(found).some((f) => list(expected).some((e) => equal(f, e)));
+    case "AllIn":
+      return list(found).every((f) => list(expected).some((e) => equal(f, e)));
+    case "NotIn":
+    case "AllNotIn":
+      return list(found).every((f) => !list(expected).some((e) => equal(f, e)));
+    case "AnyNotIn":
+      return list(found).some((f) => !list(expected).some((e) => equal(f, e)));
+    default: {
+      const order = ordered(found, expected);
+      if (order === undefined) return false;
+      if (operator === "GreaterThan") return order > 0;
+      if (operator === "GreaterThanOrEquals") return order >= 0;
+      if (operator === "LessThan") return order < 0;
+      return order <= 0;
+    }
+  }
+}
+
+function list(value: unknown): unknown[] {
+  return Array.isArray(value) ? value : [value];
+}
+
+/** Durations, quantities and numbers by magnitude; other values by deep equality (numbers and numeric strings alike). */
+function equal(a: unknown, b: unknown): boolean {
+  const order = ordered(a, b);
+  if (order !== undefined) return order === 0;
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => equal(x, b[i]));
+  if (isRecord(a) && isRecord(b)) {
+    const keys = Object.keys(a);
+    return keys.length === Object.keys(b).length && keys.every((k) => k in b && equal(a[k], b[k]));
+  }
+  return a === b;
+}
+
+/** Sign of a − b when both are comparable magnitudes of one kind; undefined otherwise. */
+function ordered(a: unknown, b: unknown): number | undefined {
+  for (const parse of [asNumber, asDuration, asQuantity]) {
+    const x = parse(a);
+    const y = parse(b);
+    if (x !== undefined && y !== undefined) return Math.sign(x - y);
+  }
+  return undefined;
+}
+
+function asNumber(v: unknown): number | undefined {
+  if (typeof v === "number") return Number.isFinite(v) ? v : undefined;
+  if (typeof v === "string" && /^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$/.test(v.trim())) return Number(v);
+  return undefined;
+}
+
+function asDuration(v: unknown): number | undefined {
+  return typeof v === "string" ? parseDuration(v.trim()) : undefined;
+}
+
+function asQuantity(v: unknown): number | undefined {
+  return typeof v === "string" ? parseQuantity(v.trim()) : undefined;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** A value as messages show it: JSON, shortened. */
+export function show(value: unknown): string {
+  const text = value === undefined ? "nothing (not found)" : JSON.stringify(value);
+  return text.length > 120 ? `${text.slice(0, 117)}...` : text;
+}

@@ -1,0 +1,107 @@
+// Attestation conditions (image-verification design): JMESPath operands, the operators with durations and
+// quantities compared as such, all/any blocks, explained failures, load-time errors; and CEL as the alternative.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { compileCel, evaluateCel } from "../../../src/core/conditions/cel-expression.ts";
+import { compileConditions, evaluateConditions, type RawConditionBlock } from "../../../src/core/conditions/conditions.ts";
+import { compare } from "../../../src/core/conditions/operators.ts";
+import { formatDuration, parseDuration, parseQuantity } from "../../../src/core/conditions/values.ts";
+
+const hoursAgo = (h: number) => new Date(Date.now() - h * 3600e3).toISOString();
+const scan = (score: number, finishedHoursAgo: number) => ({
+  metadata: { scanFinishedOn: hoursAgo(finishedHoursAgo) },
+  scanner: {
+    uri: "pkg:github/aquasecurity/trivy@0.50.0",
+    result: { Results: [{ Vulnerabilities: [{ CVSS: { nvd: { V3Score: score } } }, { CVSS: { nvd: { V3Score: 4 } } }] }] },
+  },
+});
+const SEED: RawConditionBlock[] = [
+  {
+    all: [
+      { key: "{{ time_since('', metadata.scanFinishedOn, '') }}", operator: "LessThan", value: "24h" },
+      { key: "{{ scanner.result.Results[].Vulnerabilities[?CVSS.nvd.V3Score > `8.0`][] | length(@) }}", operator: "Equals", value: 0 },
+    ],
+  },
+];
+
+function compiled(blocks: RawConditionBlock[]) {
+  const { conditions, errors } = compileConditions(blocks, ["conditions"]);
+  assert.deepEqual(errors, []);
+  return conditions;
+}
+
+test("the design's vulnerability-scan conditions: a fresh clean scan passes; a stale or vulnerable one says why", () => {
+  const c = compiled(SEED);
+  assert.equal(evaluateConditions(c, scan(5, 2)), undefined);
+  assert.match(evaluateConditions(c, scan(5, 30)) ?? "", /^conditions\[0\]\.all\[0\]: "30h0m0(\.\d+)?s" is not LessThan "24h"$/);
+  assert.equal(evaluateConditions(c, scan(9.8, 2)), "conditions[0].all[1]: 1 is not Equals 0");
+});
+
+test("any: at least one holds; every block must hold; a missing field is 'not found', not a crash", () => {
+  const c = compiled([
+    {
+      all: [{ key: "{{ buildDefinition.buildType }}", operator: "Equals", value: "https://actions.github.io/buildtypes/workflow/v1" }],
+      any: [
+        { key: "{{ runDetails.builder.id }}", operator: "In", value: ["https://github.com/actions/runner"] },
+        { key: "{{ runDetails.builder.id }}", operator: "Equals", value: "https://gitlab.com/runner" },
+      ],
+    },
+  ]);
+  const provenance = (builder: string) => ({
+    buildDefinition: { buildType: "https://actions.github.io/buildtypes/workflow/v1" },
+    runDetails: { builder: { id: builder } },
+  });
+  assert.equal(evaluateConditions(c, provenance("https://github.com/actions/runner")), undefined);
+  assert.match(
+    evaluateConditions(c, provenance("https://evil.example/runner")) ?? "",
+    /^none of conditions\[0\]\.any\[0\]: .* is not In .*; conditions\[0\]\.any\[1\]/,
+  );
+  assert.equal(evaluateConditions(c, {}), 'conditions[0].all[0]: nothing (not found) is not Equals "https://actions.github.io/buildtypes/workflow/v1"');
+});
+
+test("operators: equality across numbers and numeric strings, lists, durations and quantities by magnitude", () => {
+  assert.equal(compare(3, "Equals", "3"), undefined);
+  assert.equal(compare("90m", "Equals", "1h30m"), undefined);
+  assert.equal(compare("1Gi", "GreaterThan", "1000Mi"), undefined);
+  assert.equal(compare("500m", "LessThan", "1"), '"500m" is not LessThan "1"', "a quantity and a plain number are not compared");
+  assert.equal(compare(["a", "b"], "AllIn", ["a", "b", "c"]), undefined);
+  assert.equal(compare(["a", "z"], "AnyIn", ["a"]), undefined);
+  assert.match(compare(["a", "z"], "AllIn", ["a"]) ?? "", /is not AllIn/);
+  assert.equal(compare(["x", "y"], "AllNotIn", ["a"]), undefined);
+  assert.equal(compare(["a", "y"], "AnyNotIn", ["a"]), undefined);
+  assert.equal(compare("a", "NotIn", ["b"]), undefined);
+  assert.equal(compare({ k: [1, 2] }, "Equals", { k: [1, 2] }), undefined);
+  assert.match(compare("abc", "GreaterThan", "abd") ?? "", /is not GreaterThan/, "strings have no order");
+  assert.equal(parseDuration("1h30m"), 5400);
+  assert.equal(parseDuration("24 hours"), undefined);
+  assert.equal(formatDuration(97384), "27h3m4s");
+  assert.equal(parseQuantity("1.5Gi"), 1.5 * 2 ** 30);
+  assert.equal(parseQuantity("42"), undefined);
+});
+
+test("load errors: invalid JMESPath and unknown operators, with their field paths", () => {
+  const { errors } = compileConditions(
+    [{ all: [{ key: "{{ a[ }}", operator: "Equals", value: 1 }], any: [{ key: "x", operator: "Bogus", value: 1 }] }],
+    ["spec", "rules", 0, "attestations", 0, "conditions"],
+  );
+  assert.deepEqual(
+    errors.map((e) => [e.path.join("."), e.message.split(":")[0]]),
+    [
+      ["spec.rules.0.attestations.0.conditions.0.all.0.key", 'invalid JMESPath "a["'],
+      [
+        "spec.rules.0.attestations.0.conditions.0.any.0.operator",
+        'unknown operator "Bogus"; use one of Equals, NotEquals, In, AnyIn, AllIn, NotIn, AnyNotIn, AllNotIn, GreaterThan, GreaterThanOrEquals, LessThan, LessThanOrEquals',
+      ],
+    ],
+  );
+});
+
+test("CEL: compiled at load time, evaluated over the bindings, failures explained", () => {
+  const uri = compileCel("predicate.scanner.uri.startsWith('pkg:github/aquasecurity/trivy')", ["predicate", "statement", "image"]);
+  assert.equal(evaluateCel(uri, { predicate: scan(1, 1) }), undefined);
+  assert.equal(evaluateCel(uri, { predicate: { scanner: { uri: "pkg:other" } } }), `CEL ${JSON.stringify(uri.source)} is false`);
+  assert.match(evaluateCel(uri, { predicate: {} }) ?? "", /field not found: scanner/);
+  assert.equal(evaluateCel(compileCel("attestations['x'].size() > 0", ["attestations"]), { attestations: { x: [{}] } }), undefined);
+  assert.match(evaluateCel(compileCel("1 + 1", []), {}) ?? "", /gave (bigint|number), not a boolean/);
+  assert.throws(() => compileCel("a +", ["a"]), /^Error: invalid CEL "a \+": /);
+});

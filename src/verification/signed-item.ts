@@ -3,11 +3,13 @@
 // legacy `.sig` layers are turned into bundles here, so they go through the same Sigstore verifier as
 // bundles found as OCI referrers (nothing cryptographic is written by hand).
 import { createHash } from "node:crypto";
-import { bundleFromJSON, type Bundle, type TransparencyLogEntry } from "@sigstore/bundle";
+import { bundleFromJSON, envelopeFromJSON, type Bundle, type TransparencyLogEntry } from "@sigstore/bundle";
 import { HashAlgorithm } from "@sigstore/protobuf-specs";
 import { ImprimaturError } from "../errors/imprimatur-error.ts";
 
 export const COSIGN_SIMPLE_SIGNING = "application/vnd.dev.cosign.simplesigning.v1+json";
+/** A cosign `.att` layer: a DSSE envelope holding an in-toto statement. */
+export const DSSE_ENVELOPE = "application/vnd.dsse.envelope.v1+json";
 export const ANNOTATION_SIGNATURE = "dev.cosignproject.cosign/signature";
 export const ANNOTATION_CERTIFICATE = "dev.sigstore.cosign/certificate";
 export const ANNOTATION_CHAIN = "dev.sigstore.cosign/chain";
@@ -23,7 +25,7 @@ export const BUNDLE_MEDIA_TYPES: ReadonlySet<string> = new Set([
 /** The in-toto predicate type of an image signature made as a DSSE bundle (cosign v3). */
 export const COSIGN_SIGN_PREDICATE = "https://sigstore.dev/cosign/sign/v1";
 
-export type SignedItemFormat = "cosign-signature" | "sigstore-bundle";
+export type SignedItemFormat = "cosign-signature" | "cosign-attestation" | "sigstore-bundle";
 
 export interface SignedItem {
   format: SignedItemFormat;
@@ -72,6 +74,45 @@ export function cosignLayerToItem(payload: Buffer, annotations: Readonly<Record<
     },
   };
   return { format: "cosign-signature", location, bundle, artifact: payload };
+}
+
+/**
+ * One layer of a cosign `.att` manifest (a DSSE envelope) as a DSSE bundle. cosign's RFC 3161 timestamp of an
+ * attestation covers the whole envelope, which Sigstore's verifier does not model, so it is not used: keyless
+ * attestations are timed by their Rekor entry.
+ */
+export function cosignAttestationToItem(envelope: Buffer, annotations: Readonly<Record<string, string>>, location: string): SignedItem {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(envelope.toString("utf8"));
+  } catch (e) {
+    throw new SignatureFormatError(`${location}: the DSSE envelope is not JSON: ${(e as Error).message}`);
+  }
+  let dsse;
+  try {
+    dsse = envelopeFromJSON(parsed);
+  } catch (e) {
+    throw new SignatureFormatError(`${location}: not a DSSE envelope: ${(e as Error).message}`);
+  }
+  if (dsse.signatures.length !== 1) throw new SignatureFormatError(`${location}: the DSSE envelope has ${dsse.signatures.length} signatures; one is supported`);
+  const certificate = annotations[ANNOTATION_CERTIFICATE];
+  const bundle: Bundle = {
+    mediaType: "application/vnd.dev.sigstore.bundle+json;version=0.1",
+    verificationMaterial: {
+      content: certificate
+        ? {
+            $case: "x509CertificateChain",
+            x509CertificateChain: {
+              certificates: [certificate, ...pemBlocks(annotations[ANNOTATION_CHAIN] ?? "")].map((pem) => ({ rawBytes: pemToDer(pem, location) })),
+            },
+          }
+        : { $case: "publicKey", publicKey: { hint: "" } },
+      tlogEntries: annotations[ANNOTATION_REKOR_BUNDLE] ? [rekorBundleToEntry(annotations[ANNOTATION_REKOR_BUNDLE], location)] : [],
+      timestampVerificationData: { rfc3161Timestamps: [] },
+    },
+    content: { $case: "dsseEnvelope", dsseEnvelope: dsse },
+  };
+  return { format: "cosign-attestation", location, bundle };
 }
 
 /** A bundle blob found as a referrer; `manifest` is the image manifest, what a message signature would sign. */

@@ -132,17 +132,42 @@ function bindingProblem(item: SignedItem, digest: string): string | undefined {
       return `the bundle's message digest is not ${digest}`;
     return undefined;
   }
-  const envelope = content.dsseEnvelope;
-  if (envelope.payloadType !== IN_TOTO_PAYLOAD) return `DSSE payload type ${JSON.stringify(envelope.payloadType)} is not an in-toto statement`;
-  let statement: { _type?: unknown; subject?: unknown; predicateType?: unknown };
+  return statementProblem(item, digest, COSIGN_SIGN_PREDICATE);
+}
+
+/** An attestation: a DSSE in-toto statement of `predicateType` whose subject is the admitted digest. */
+export function attestationBinding(digest: string, predicateType: string): (item: SignedItem) => string | undefined {
+  return (item) =>
+    item.bundle.content.$case === "dsseEnvelope" ? statementProblem(item, digest, predicateType) : "a message signature, not an in-toto attestation";
+}
+
+/** The in-toto statement a DSSE bundle carries; an error in words when it carries none. */
+export function inTotoStatement(
+  item: SignedItem,
+): { statement: { _type?: unknown; subject?: unknown; predicateType?: unknown; predicate?: unknown } } | { error: string } {
+  if (item.bundle.content.$case !== "dsseEnvelope") return { error: "not a DSSE envelope" };
+  const envelope = item.bundle.content.dsseEnvelope;
+  if (envelope.payloadType !== IN_TOTO_PAYLOAD) return { error: `DSSE payload type ${JSON.stringify(envelope.payloadType)} is not an in-toto statement` };
+  let statement: { _type?: unknown; subject?: unknown; predicateType?: unknown; predicate?: unknown };
   try {
     statement = JSON.parse(envelope.payload.toString("utf8")) as typeof statement;
   } catch {
-    return "the in-toto statement is not JSON";
+    return { error: "the in-toto statement is not JSON" };
   }
-  if (!IN_TOTO_STATEMENTS.has(statement._type as string)) return `unknown in-toto statement type ${JSON.stringify(statement._type ?? null)}`;
-  if (statement.predicateType !== COSIGN_SIGN_PREDICATE)
-    return `an attestation of type ${JSON.stringify(statement.predicateType ?? null)}, not an image signature (${COSIGN_SIGN_PREDICATE})`;
+  if (typeof statement !== "object" || statement === null) return { error: "the in-toto statement is not an object" };
+  if (!IN_TOTO_STATEMENTS.has(statement._type as string)) return { error: `unknown in-toto statement type ${JSON.stringify(statement._type ?? null)}` };
+  return { statement };
+}
+
+function statementProblem(item: SignedItem, digest: string, predicateType: string): string | undefined {
+  const [algorithm, hex] = digest.split(":") as [string, string];
+  const read = inTotoStatement(item);
+  if ("error" in read) return read.error;
+  const { statement } = read;
+  if (statement.predicateType !== predicateType)
+    return predicateType === COSIGN_SIGN_PREDICATE
+      ? `an attestation of type ${JSON.stringify(statement.predicateType ?? null)}, not an image signature (${COSIGN_SIGN_PREDICATE})`
+      : `a statement of type ${JSON.stringify(statement.predicateType ?? null)}, not ${predicateType}`;
   const subjects = Array.isArray(statement.subject) ? (statement.subject as Array<{ digest?: Record<string, unknown> }>) : [];
   if (!subjects.some((s) => s?.digest?.[algorithm] === hex)) return `the statement's subject is not ${digest}`;
   return undefined;

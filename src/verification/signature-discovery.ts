@@ -6,7 +6,10 @@
 import type { RegistryClient, CallOptions } from "../registry/registry-client.ts";
 import { hasErrorCode } from "../errors/imprimatur-error.ts";
 import { RegistryError } from "../registry/registry-error.ts";
-import { BUNDLE_MEDIA_TYPES, COSIGN_SIMPLE_SIGNING, bundleToItem, cosignLayerToItem, type SignedItem } from "./signed-item.ts";
+import { BUNDLE_MEDIA_TYPES, COSIGN_SIGN_PREDICATE, COSIGN_SIMPLE_SIGNING, bundleToItem, cosignLayerToItem, type SignedItem } from "./signed-item.ts";
+
+/** The referrer annotation cosign v3 writes with a bundle's in-toto predicate type. */
+const PREDICATE_TYPE_ANNOTATION = "dev.sigstore.bundle.predicateType";
 
 /** Per image: at most this many signature layers and referrers are read (a registry cannot make us fetch more). */
 export const MAX_SIGNATURES = 32;
@@ -88,7 +91,12 @@ async function referrerBundles(
   } catch (e) {
     return noteFailure(e, `referrers of ${at.digest} in ${where}`, found);
   }
-  const bundles = referrers.descriptors.filter((d) => d.artifactType !== undefined && BUNDLE_MEDIA_TYPES.has(d.artifactType));
+  // Attestations (other predicate types, announced in the descriptor's annotations) are not signatures: not fetched.
+  const bundles = referrers.descriptors.filter((d) => {
+    if (d.artifactType === undefined || !BUNDLE_MEDIA_TYPES.has(d.artifactType)) return false;
+    const predicateType = d.annotations?.[PREDICATE_TYPE_ANNOTATION];
+    return predicateType === undefined || predicateType === COSIGN_SIGN_PREDICATE;
+  });
   if (bundles.length === 0) return;
   if (bundles.length > MAX_SIGNATURES)
     found.problems.push(`${where}: ${bundles.length} bundles refer to ${at.digest}; only the first ${MAX_SIGNATURES} are read`);

@@ -20,7 +20,7 @@ const layer = (i: number, annotations: Record<string, string> = { "dev.cosignpro
 function client(script: {
   sig?: Buffer | RegistryError;
   blob?: (digest: string, maxBytes: number | undefined) => Buffer | RegistryError;
-  referrers?: Array<{ mediaType: string; digest: string; size: number; artifactType?: string }> | RegistryError;
+  referrers?: Array<{ mediaType: string; digest: string; size: number; artifactType?: string; annotations?: Record<string, string> }> | RegistryError;
 }) {
   const blobCalls: number[] = [];
   return {
@@ -78,9 +78,16 @@ test("a corrupt .sig manifest, an oversized blob and a layer without a signature
   assert.deepEqual(found.unanswered, []);
 });
 
-test("referrers of unknown artifact types are ignored; a malformed bundle is reported", async () => {
+test("referrers of unknown artifact types and attestation bundles are not fetched; a malformed bundle is reported", async () => {
   const referrers = [
     { mediaType: "application/vnd.oci.image.manifest.v1+json", digest: sha("sbom"), size: 1, artifactType: "application/spdx+json" },
+    {
+      mediaType: "application/vnd.oci.image.manifest.v1+json",
+      digest: sha("provenance"),
+      size: 1,
+      artifactType: "application/vnd.dev.sigstore.bundle.v0.3+json",
+      annotations: { "dev.sigstore.bundle.predicateType": "https://slsa.dev/provenance/v1" },
+    },
     { mediaType: "application/vnd.oci.image.manifest.v1+json", digest: sha("bundle"), size: 1, artifactType: "application/vnd.dev.sigstore.bundle.v0.3+json" },
   ];
   const c = client({ referrers });

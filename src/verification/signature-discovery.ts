@@ -6,7 +6,16 @@
 import type { RegistryClient, CallOptions } from "../registry/registry-client.ts";
 import { hasErrorCode } from "../errors/imprimatur-error.ts";
 import { RegistryError } from "../registry/registry-error.ts";
-import { BUNDLE_MEDIA_TYPES, COSIGN_SIGN_PREDICATE, COSIGN_SIMPLE_SIGNING, bundleToItem, cosignLayerToItem, type SignedItem } from "./signed-item.ts";
+import {
+  BUNDLE_MEDIA_TYPES,
+  COSIGN_SIGN_PREDICATE,
+  COSIGN_SIMPLE_SIGNING,
+  DSSE_ENVELOPE,
+  bundleToItem,
+  cosignAttestationToItem,
+  cosignLayerToItem,
+  type SignedItem,
+} from "./signed-item.ts";
 
 /** The referrer annotation cosign v3 writes with a bundle's in-toto predicate type. */
 const PREDICATE_TYPE_ANNOTATION = "dev.sigstore.bundle.predicateType";
@@ -14,6 +23,8 @@ const PREDICATE_TYPE_ANNOTATION = "dev.sigstore.bundle.predicateType";
 /** Per image: at most this many signature layers and referrers are read (a registry cannot make us fetch more). */
 export const MAX_SIGNATURES = 32;
 export const MAX_SIGNATURE_BLOB_BYTES = 256 * 1024;
+/** Attestations carry predicates (provenance, scans, SBOMs): larger, still bounded. */
+export const MAX_ATTESTATION_BLOB_BYTES = 4 * 1024 * 1024;
 
 export interface SignatureLocation {
   registry: string;
@@ -23,7 +34,10 @@ export interface SignatureLocation {
 }
 
 export interface Discovery {
+  /** Image signatures. */
   items: SignedItem[];
+  /** In-toto attestations (cosign `.att` layers, bundles of other predicate types), when asked for. */
+  attestations: SignedItem[];
   /** Artifacts that could not be read or parsed, one line each. */
   problems: string[];
   /** Lookups the registry did not answer (unreachable, timeout, 5xx): the failure policy decides. */
@@ -34,19 +48,55 @@ export interface Discovery {
 
 type DiscoveryClient = Pick<RegistryClient, "getManifest" | "getBlob" | "listReferrers">;
 
-/** `image` is where the image lives (its manifest signs message bundles); `at` where its signatures live. */
-export async function discoverSignatures(client: DiscoveryClient, image: SignatureLocation, at: SignatureLocation, options: CallOptions): Promise<Discovery> {
-  const found: Discovery = { items: [], problems: [], unanswered: [], looked: [] };
-  await Promise.all([cosignSignatures(client, at, options, found), referrerBundles(client, image, at, options, found)]);
+/**
+ * `image` is where the image lives (its manifest signs message bundles); `at` where its signatures live. With
+ * `attestations`, cosign's `.att` tag and attestation bundles are read too (an extra round trip or more).
+ */
+export async function discoverSignatures(
+  client: DiscoveryClient,
+  image: SignatureLocation,
+  at: SignatureLocation,
+  options: CallOptions,
+  wanted: { attestations?: boolean } = {},
+): Promise<Discovery> {
+  const found: Discovery = { items: [], attestations: [], problems: [], unanswered: [], looked: [] };
+  await Promise.all([
+    cosignLayers(client, at, options, found, COSIGN_SIGNATURES),
+    ...(wanted.attestations ? [cosignLayers(client, at, options, found, COSIGN_ATTESTATIONS)] : []),
+    referrerBundles(client, image, at, options, found, wanted.attestations ?? false),
+  ]);
   return found;
 }
 
-function cosignTag(digest: string): string {
-  return `${digest.replace(":", "-")}.sig`;
+/** cosign's tag layouts: one tag per digest, one signature or attestation per layer. */
+interface CosignLayout {
+  suffix: ".sig" | ".att";
+  what: string;
+  mediaType: string;
+  maxBytes: number;
+  toItem: (blob: Buffer, annotations: Record<string, string>, location: string) => SignedItem;
+  into: "items" | "attestations";
 }
 
-async function cosignSignatures(client: DiscoveryClient, at: SignatureLocation, options: CallOptions, found: Discovery): Promise<void> {
-  const tag = cosignTag(at.digest);
+const COSIGN_SIGNATURES: CosignLayout = {
+  suffix: ".sig",
+  what: "signatures",
+  mediaType: COSIGN_SIMPLE_SIGNING,
+  maxBytes: MAX_SIGNATURE_BLOB_BYTES,
+  toItem: cosignLayerToItem,
+  into: "items",
+};
+const COSIGN_ATTESTATIONS: CosignLayout = {
+  suffix: ".att",
+  what: "attestations",
+  mediaType: DSSE_ENVELOPE,
+  maxBytes: MAX_ATTESTATION_BLOB_BYTES,
+  toItem: cosignAttestationToItem,
+  into: "attestations",
+};
+
+async function cosignLayers(client: DiscoveryClient, at: SignatureLocation, options: CallOptions, found: Discovery, layout: CosignLayout): Promise<void> {
+  const tag = `${at.digest.replace(":", "-")}${layout.suffix}`;
   const where = `${at.registry}/${at.repository}:${tag}`;
   found.looked.push(`cosign tag ${where}`);
   let manifest;
@@ -61,14 +111,14 @@ async function cosignSignatures(client: DiscoveryClient, at: SignatureLocation, 
     found.problems.push(`${where}: not an image manifest with layers`);
     return;
   }
-  const signatures = layers.filter((l) => l.mediaType === COSIGN_SIMPLE_SIGNING);
-  if (signatures.length > MAX_SIGNATURES) found.problems.push(`${where}: ${signatures.length} signatures; only the first ${MAX_SIGNATURES} are read`);
+  const signatures = layers.filter((l) => l.mediaType === layout.mediaType);
+  if (signatures.length > MAX_SIGNATURES) found.problems.push(`${where}: ${signatures.length} ${layout.what}; only the first ${MAX_SIGNATURES} are read`);
   await Promise.all(
     signatures.slice(0, MAX_SIGNATURES).map(async (layer, i) => {
       const location = `${where} layer ${i}`;
       try {
-        const blob = await client.getBlob(at, layer.digest, { ...options, maxBytes: MAX_SIGNATURE_BLOB_BYTES });
-        found.items.push(cosignLayerToItem(blob.body, layer.annotations, location));
+        const blob = await client.getBlob(at, layer.digest, { ...options, maxBytes: layout.maxBytes });
+        found[layout.into].push(layout.toItem(blob.body, layer.annotations, location));
       } catch (e) {
         noteFailure(e, location, found);
       }
@@ -82,6 +132,7 @@ async function referrerBundles(
   at: SignatureLocation,
   options: CallOptions,
   found: Discovery,
+  attestations: boolean,
 ): Promise<void> {
   const where = `${at.registry}/${at.repository}`;
   found.looked.push(`Sigstore bundles referring to ${at.digest} in ${where}`);
@@ -91,12 +142,14 @@ async function referrerBundles(
   } catch (e) {
     return noteFailure(e, `referrers of ${at.digest} in ${where}`, found);
   }
-  // Attestations (other predicate types, announced in the descriptor's annotations) are not signatures: not fetched.
-  const bundles = referrers.descriptors.filter((d) => {
-    if (d.artifactType === undefined || !BUNDLE_MEDIA_TYPES.has(d.artifactType)) return false;
+  // Attestations (other predicate types, announced in the descriptor's annotations) are fetched only when asked for.
+  const isAttestation = (d: { annotations?: Record<string, string> }) => {
     const predicateType = d.annotations?.[PREDICATE_TYPE_ANNOTATION];
-    return predicateType === undefined || predicateType === COSIGN_SIGN_PREDICATE;
-  });
+    return predicateType !== undefined && predicateType !== COSIGN_SIGN_PREDICATE;
+  };
+  const bundles = referrers.descriptors.filter(
+    (d) => d.artifactType !== undefined && BUNDLE_MEDIA_TYPES.has(d.artifactType) && (attestations || !isAttestation(d)),
+  );
   if (bundles.length === 0) return;
   if (bundles.length > MAX_SIGNATURES)
     found.problems.push(`${where}: ${bundles.length} bundles refer to ${at.digest}; only the first ${MAX_SIGNATURES} are read`);
@@ -117,9 +170,10 @@ async function referrerBundles(
           found.problems.push(`${location}: no Sigstore bundle layer`);
           return;
         }
-        const blob = await client.getBlob(at, layer.digest, { ...options, maxBytes: MAX_SIGNATURE_BLOB_BYTES });
+        const attestation = isAttestation(d);
+        const blob = await client.getBlob(at, layer.digest, { ...options, maxBytes: attestation ? MAX_ATTESTATION_BLOB_BYTES : MAX_SIGNATURE_BLOB_BYTES });
         const messageSigned = d.annotations?.["dev.sigstore.bundle.content"] === "message-signature" || /"messageSignature"/.test(blob.body.toString("utf8"));
-        found.items.push(bundleToItem(blob.body, location, messageSigned ? await imageManifest() : undefined));
+        found[attestation ? "attestations" : "items"].push(bundleToItem(blob.body, location, messageSigned ? await imageManifest() : undefined));
       } catch (e) {
         noteFailure(e, location, found);
       }

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { test } from "node:test";
 import { RegistryError } from "../../../src/registry/registry-error.ts";
-import { discoverSignatures, MAX_SIGNATURES, MAX_SIGNATURE_BLOB_BYTES } from "../../../src/verification/signature-discovery.ts";
+import { discoverSignatures, MAX_ATTESTATION_BLOB_BYTES, MAX_SIGNATURES, MAX_SIGNATURE_BLOB_BYTES } from "../../../src/verification/signature-discovery.ts";
 
 const DIGEST = `sha256:${createHash("sha256").update("m").digest("hex")}`;
 const at = { registry: "r.example", repository: "app", digest: DIGEST };
@@ -19,6 +19,7 @@ const layer = (i: number, annotations: Record<string, string> = { "dev.cosignpro
 
 function client(script: {
   sig?: Buffer | RegistryError;
+  att?: Buffer | RegistryError;
   blob?: (digest: string, maxBytes: number | undefined) => Buffer | RegistryError;
   referrers?: Array<{ mediaType: string; digest: string; size: number; artifactType?: string; annotations?: Record<string, string> }> | RegistryError;
 }) {
@@ -27,9 +28,8 @@ function client(script: {
     blobCalls,
     client: {
       async getManifest(ref: { tag?: string; digest?: string }) {
-        const answer = ref.tag?.endsWith(".sig")
-          ? (script.sig ?? new RegistryError("not-found", "manifest unknown"))
-          : new RegistryError("not-found", "manifest unknown");
+        const byTag = ref.tag?.endsWith(".sig") ? script.sig : ref.tag?.endsWith(".att") ? script.att : undefined;
+        const answer = byTag ?? new RegistryError("not-found", "manifest unknown");
         if (answer instanceof RegistryError) throw answer;
         return {
           digest: sha("x"),
@@ -119,4 +119,20 @@ test("a registry that does not answer is kept apart from one that answers no", a
   const refused = await discoverSignatures(client({ sig: new RegistryError("unauthorized", "refused") }).client, at, at, {});
   assert.deepEqual(refused.unanswered, []);
   assert.match(refused.problems[0]!, /refused/);
+});
+
+test("asked for attestations: cosign's .att tag is read (DSSE layers, a larger size limit); not asked, it is not", async () => {
+  const envelope = Buffer.from(
+    JSON.stringify({ payloadType: "application/vnd.in-toto+json", payload: Buffer.from("{}").toString("base64"), signatures: [{ keyid: "", sig: "AAAA" }] }),
+  );
+  const att = Buffer.from(JSON.stringify({ layers: [{ mediaType: "application/vnd.dsse.envelope.v1+json", digest: sha("att"), size: 1, annotations: {} }] }));
+  const c = client({ att, blob: () => envelope });
+  const without = await discoverSignatures(c.client, at, at, {});
+  assert.deepEqual(without.attestations, []);
+  assert.equal(c.blobCalls.length, 0);
+  const found = await discoverSignatures(c.client, at, at, {}, { attestations: true });
+  assert.equal(found.attestations.length, 1, found.problems.join("\n"));
+  assert.equal(found.attestations[0]!.format, "cosign-attestation");
+  assert.deepEqual(c.blobCalls, [MAX_ATTESTATION_BLOB_BYTES]);
+  assert.ok(found.looked.some((l) => l.endsWith(".att")));
 });

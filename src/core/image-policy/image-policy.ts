@@ -1,5 +1,5 @@
 // The ImagePolicy kind, compiled (patterns parsed, defaults filled), and its pure evaluation.
-import { allow, deny, renderReason, type Decision, type Pass, type Violation } from "../decision.ts";
+import { allow, capList, deny, moreText, renderReason, type Decision, type Pass, type Violation } from "../decision.ts";
 import type { ImagePattern } from "../image-pattern.ts";
 import { parseImageReferenceCached, type ImageReference } from "../image-reference.ts";
 import { describeLabelSelector, matchesLabelSelector, type LabelSelector } from "../label-selector.ts";
@@ -179,7 +179,7 @@ export function evaluateImagePolicies(policies: readonly ImagePolicy[], request:
 
   const denials: Array<{ violation: Violation; policy: ImagePolicy }> = [];
   const passes: Pass[] = [];
-  const warnings: string[] = [];
+  const warningSet = new Set<string>(); // one image in many containers warns once
   const failOpen: Array<{ backend: string; error: string }> = [];
   for (const { image, field } of request.images) {
     const parsed = parseImageReferenceCached(image);
@@ -189,13 +189,15 @@ export function evaluateImagePolicies(policies: readonly ImagePolicy[], request:
     }
     for (const policy of applicable) {
       const verdict = decideImage(policy, parsed.ref, image, field, ctx);
-      if (verdict.warning) warnings.push(verdict.warning);
+      if (verdict.warning) warningSet.add(verdict.warning);
       if (verdict.failOpen) failOpen.push(verdict.failOpen);
       if (verdict.violation) denials.push({ violation: verdict.violation, policy });
       else passes.push({ kind: "ImagePolicy", policy: policy.name, rule: verdict.rule, image, ...(field ? { field } : {}) });
     }
   }
 
+  const { listed, more } = capList([...warningSet]);
+  const warnings = more > 0 ? [...listed, moreText(more, "more warnings")] : listed;
   const policyNames = applicable.map((p) => p.name).join(",") || "none";
   const verified = ctx.verifications ? verifiedImagesRecord(ctx.verifications) : {};
   const evidence: Record<string, string> = Object.keys(verified).length > 0 ? { "verified-images": JSON.stringify(verified) } : {};

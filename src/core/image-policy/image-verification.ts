@@ -3,7 +3,7 @@
 // hands the results back by key; evaluation then turns each into a pass, a denial that names the missing
 // signer, or — when the registry could not answer and the server fails open — an audited fail-open admission.
 import { setAnnotationPatch, type ImageAt, type PodMetadataAt } from "../digest-pinning.ts";
-import type { JsonPatchOperation } from "../decision.ts";
+import { MAX_LISTED_VIOLATIONS, type JsonPatchOperation } from "../decision.ts";
 import { parseImageReferenceCached, type ImageReference } from "../image-reference.ts";
 import type { SignerEvidence } from "./attestors.ts";
 import { matchingRule, policyApplies, type EvaluationContext, type ImagePolicy, type ImageRule } from "./image-policy.ts";
@@ -59,18 +59,26 @@ export function verificationsNeeded(
   return needs;
 }
 
-/** The audit annotation and object annotation value: image → digest and who signed it. Informational only. */
-export function verifiedImagesRecord(results: VerificationResults): Record<string, { digest: string; signers: string[] }> {
+/**
+ * The audit annotation and object annotation value: image → digest and who signed it. Informational only.
+ * At most MAX_LISTED_VIOLATIONS images are listed, then "…": "N more", so a huge pod cannot make a huge record.
+ */
+export function verifiedImagesRecord(results: VerificationResults): Record<string, { digest: string; signers: string[] } | string> {
   const record: Record<string, { digest: string; signers: string[] }> = {};
+  let more = 0;
   for (const [key, result] of results) {
     if (result.status !== "verified") continue;
+    if (Object.keys(record).length >= MAX_LISTED_VIOLATIONS && !(key.split("\u0000")[2]! in record)) {
+      more++;
+      continue;
+    }
     const image = key.split("\u0000")[2]!;
     const signers = result.evidence.map(
       (e) => `${e.signer}${e.tlogIndex !== undefined ? ` (log index ${e.tlogIndex})` : e.signedAt ? ` (signed ${e.signedAt})` : ""}`,
     );
     record[image] = { digest: result.digest, signers: [...new Set([...(record[image]?.signers ?? []), ...signers])] };
   }
-  return record;
+  return more > 0 ? { ...record, "…": `${more} more` } : record;
 }
 
 /** The object annotation naming verified images, their digests and signers. Informational: never read back as proof. */

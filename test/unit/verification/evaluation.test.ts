@@ -11,6 +11,7 @@ import {
   verificationKey,
   verificationsNeeded,
   verifiedImagesPatches,
+  verifiedImagesRecord,
   type ImageVerification,
 } from "../../../src/core/image-policy/image-verification.ts";
 import { Engine } from "../../../src/engine/engine.ts";
@@ -140,4 +141,18 @@ test("/mutate records verified images on the pod, creating annotations only when
   const after = verifiedImagesPatches(needs, results, [at], new Set(["spec.template.metadata"]));
   assert.equal(after[0]!.path, "/spec/template/metadata/annotations/imprimatur.dev~1verified-images");
   assert.deepEqual(verifiedImagesPatches(needs, new Map([[key, { status: "denied", reason: "x" } as ImageVerification]]), [at], new Set()), []);
+});
+
+test("records and warnings stay bounded: 25 verified images list 20 and a count; one image in many containers warns once", () => {
+  const many = new Map<string, ImageVerification>();
+  for (let i = 0; i < 25; i++) many.set(verificationKey("signed", 0, `registry.example.com/app${i}@sha256:${"b".repeat(64)}`), verified);
+  const record = verifiedImagesRecord(many);
+  assert.equal(Object.keys(record).length, 21);
+  assert.equal(record["…"], "5 more");
+  const offline = evaluateImagePolicies(
+    policies,
+    { namespace: "shop", annotations: {}, images: Array.from({ length: 50 }, (_, i) => ({ image: IMAGE, field: `spec.containers[${i}].image` })) },
+    {},
+  );
+  assert.equal(offline.warnings.length, 1);
 });

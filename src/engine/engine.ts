@@ -30,6 +30,7 @@ import {
   verificationKey,
   verificationsNeeded,
   verifiedImagesPatches,
+  verifies,
   type ImageVerification,
   type VerificationNeed,
 } from "../core/image-policy/image-verification.ts";
@@ -258,7 +259,7 @@ export class Engine {
    */
   private async verifiedImagePatches(subject: AdmissionSubject, pinning: PinningOutcome | undefined, deadline: number): Promise<JsonPatchOperation[]> {
     const prepared = this.current;
-    if (!this.verifier || !prepared.set.ImagePolicy.some((p) => p.rules.some((r) => r.attestors))) return [];
+    if (!this.verifier || !prepared.set.ImagePolicy.some((p) => p.rules.some(verifies))) return [];
     const namespaceLabels = prepared.usesNamespaceLabels ? await this.labelsOf(subject.namespace, deadline) : undefined;
     const needs = verificationsNeeded(prepared.set.ImagePolicy, subject.namespace, subject.images, namespaceLabels === undefined ? {} : { namespaceLabels });
     if (needs.length === 0) return [];
@@ -318,7 +319,10 @@ export class Engine {
         image: { ...need.ref, digest },
         policy: need.policy.name,
         rule: need.rule.index,
-        attestors: need.rule.attestors,
+        attestors: need.rule.attestors ?? [],
+        ...(need.rule.attestations
+          ? { attestations: need.rule.attestations.map((a) => ({ index: a.index, predicateType: a.predicateType, attestors: a.attestors })) }
+          : {}),
         ...(need.rule.signatureRepository ? { signatureRepository: need.rule.signatureRepository } : {}),
         lookup: creds.lookup,
       },

@@ -14,11 +14,13 @@ import { withDeadline } from "../registry/deadline.ts";
 import { InFlight } from "../registry/in-flight.ts";
 import { discoverSignatures, type Discovery, type SignatureLocation } from "./signature-discovery.ts";
 import { trustRootNamed } from "./trust-roots.ts";
-import { imageBinding, publicKeyFromPem, verifyItem, type ItemOutcome } from "./verify-entry.ts";
+import { attestationBinding, imageBinding, inTotoStatement, publicKeyFromPem, verifyItem, type EntryContext, type ItemOutcome } from "./verify-entry.ts";
+import type { SignedItem } from "./signed-item.ts";
 import type { SignerEvidence } from "../core/image-policy/attestors.ts";
+import type { VerifiedAttestation } from "../core/image-policy/image-verification.ts";
 
 export type VerificationResult =
-  | { status: "verified"; evidence: SignerEvidence[] }
+  | { status: "verified"; evidence: SignerEvidence[]; attestations?: VerifiedAttestation[] }
   /** The signatures, or their absence, say no. */
   | { status: "denied"; reason: string }
   /** The registry did not answer: the failure policy decides. */
@@ -29,7 +31,10 @@ export interface VerificationRequest {
   image: ImageReference & { digest: string };
   policy: string;
   rule: number;
+  /** Every set must be satisfied by image signatures; empty: no signature is required (attestations only). */
   attestors: readonly AttestorSet[];
+  /** In-toto attestations to find and verify, each for its own attestors. */
+  attestations?: ReadonlyArray<{ index: number; predicateType: string; attestors: readonly AttestorSet[] }>;
   signatureRepository?: { registry: string; repository: string };
   /** The pod's credentials (its pull secrets, then the server's). */
   lookup: CredentialLookup;
@@ -107,29 +112,34 @@ export class ImageVerifier {
     const signal = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
     const image: SignatureLocation = { registry: request.image.registry, repository: request.image.repository, digest: request.image.digest };
     const at: SignatureLocation = request.signatureRepository ? { ...request.signatureRepository, digest: request.image.digest } : image;
+    const checks = request.attestations ?? [];
     const [discovery, keys] = await Promise.all([
-      discoverSignatures(this.opts.client, image, at, { signal, credentials: request.lookup }),
-      this.keysOf(request.attestors, signal),
+      discoverSignatures(this.opts.client, image, at, { signal, credentials: request.lookup }, { attestations: checks.length > 0 }),
+      this.keysOf([...request.attestors, ...checks.flatMap((c) => c.attestors)], signal),
     ]);
     const trustRoots = this.opts.trustRoots();
+    const contextOf = (leaf: LeafAttestor, binding: (item: SignedItem) => string | undefined): EntryContext | { error: string } => {
+      const key = keys.get(leaf.path);
+      if (key && "error" in key) return { error: key.error };
+      return { binding, trustRoot: trustRootNamed(trustRoots, leaf.trustRoot), ...(key ? { key: key.key } : {}) };
+    };
     const outcomes = new Map<string, EntryOutcome>();
     for (const leaf of leafAttestors(request.attestors)) {
-      const key = keys.get(leaf.path);
-      if (key && "error" in key) {
-        outcomes.set(leaf.path, { ok: false, reason: key.error });
-        continue;
-      }
-      outcomes.set(
-        leaf.path,
-        judgeLeaf(leaf, discovery, {
-          binding: imageBinding(request.image.digest),
-          trustRoot: trustRootNamed(trustRoots, leaf.trustRoot),
-          ...(key ? { key: key.key } : {}),
-        }),
-      );
+      const cx = contextOf(leaf, imageBinding(request.image.digest));
+      outcomes.set(leaf.path, "error" in cx ? { ok: false, reason: cx.error } : judgeLeaf(leaf, discovery, cx));
     }
     const judgement = judgeAttestors(request.attestors, outcomes);
-    if (judgement.satisfied) return { status: "verified", evidence: judgement.evidence };
+    if (judgement.satisfied) {
+      if (checks.length === 0) return { status: "verified", evidence: judgement.evidence };
+      const attestations = checks.map((check) => verifyAttestations(check, discovery, request.image.digest, contextOf));
+      if (discovery.unanswered.length > 0 && attestations.some((a) => a.statements.length === 0))
+        return {
+          status: "unavailable",
+          registry: at.registry,
+          reason: `the registry did not answer every attestation lookup (${discovery.unanswered[0]!.message})`,
+        };
+      return { status: "verified", evidence: judgement.evidence, attestations };
+    }
     const problems =
       discovery.problems.length > 0 ? ` (unreadable: ${discovery.problems.slice(0, 3).join("; ")}${discovery.problems.length > 3 ? "; …" : ""})` : "";
     if (discovery.unanswered.length > 0)
@@ -179,6 +189,35 @@ function parsedKey(pem: string): KeyObject {
     parsedKeys.set(pem, key);
   }
   return key;
+}
+
+/**
+ * The statements of one attestation check that verify: each attestation of the predicate type is judged alone
+ * against the check's attestor sets (its envelope's signature, the statement's subject and type).
+ */
+function verifyAttestations(
+  check: { index: number; predicateType: string; attestors: readonly AttestorSet[] },
+  discovery: Discovery,
+  digest: string,
+  contextOf: (leaf: LeafAttestor, binding: (item: SignedItem) => string | undefined) => EntryContext | { error: string },
+): VerifiedAttestation {
+  const verified: VerifiedAttestation = { index: check.index, predicateType: check.predicateType, statements: [], failures: [] };
+  const binding = attestationBinding(digest, check.predicateType);
+  for (const item of discovery.attestations) {
+    const read = inTotoStatement(item);
+    if ("error" in read || read.statement.predicateType !== check.predicateType) continue;
+    const outcomes = new Map<string, EntryOutcome>();
+    for (const leaf of leafAttestors(check.attestors)) {
+      const cx = contextOf(leaf, binding);
+      const outcome = "error" in cx ? { ok: false as const, reason: cx.error } : verifyItem(item, leaf, cx);
+      outcomes.set(leaf.path, outcome.ok ? outcome : { ok: false, reason: outcome.reason });
+    }
+    const judged = judgeAttestors(check.attestors, outcomes);
+    if (judged.satisfied) verified.statements.push({ statement: read.statement as Record<string, unknown>, signers: judged.evidence });
+    else if (verified.failures.length < 3) verified.failures.push(`${item.location}: ${judged.explanation}`);
+  }
+  if (verified.statements.length === 0 && verified.failures.length === 0) verified.failures.push(`no attestation of type ${check.predicateType} found`);
+  return verified;
 }
 
 /** The first signature that satisfies the entry; otherwise the most telling reason why none did. */

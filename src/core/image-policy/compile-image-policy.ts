@@ -2,7 +2,14 @@
 import { DEFAULT_REQUIRED_ANNOTATIONS } from "../break-glass.ts";
 import { isImagePolicyAnnotation } from "../image-review.ts";
 import { compileImagePattern, type ImagePattern } from "../image-pattern.ts";
-import type { ImagePolicy, ImageRule } from "./image-policy.ts";
+import type { AttestationCheck, ImagePolicy, ImageRule } from "./image-policy.ts";
+import { compileCel } from "../conditions/cel-expression.ts";
+import { compileConditions, type RawConditionBlock } from "../conditions/conditions.ts";
+
+/** What an attestation's `cel:` sees: the predicate, the whole statement, and the image. */
+export const ATTESTATION_CEL_VARIABLES = ["predicate", "statement", "image"] as const;
+/** What `validate.cel` sees: the image, its verified signers, and verified statements by predicate type. */
+export const VALIDATE_CEL_VARIABLES = ["image", "signers", "attestations"] as const;
 import { compileAttestorSets, type RawAttestorSet, type RelatedFileReader } from "./compile-attestors.ts";
 import { parseImageReference } from "../image-reference.ts";
 import type { LabelSelector } from "../label-selector.ts";
@@ -22,6 +29,8 @@ export interface RawImagePolicy {
       digestMutate?: boolean;
       attestors?: RawAttestorSet[];
       repository?: string;
+      attestations?: Array<{ predicateType: string; attestors?: RawAttestorSet[]; conditions?: RawConditionBlock[]; cel?: string }>;
+      validate?: { cel: string; message?: string };
     }>;
     default?: "allow" | "deny";
     defaultMessage?: string;
@@ -50,9 +59,10 @@ export function compileImagePolicy(
     if (r.action === "deny" && (r.digestVerify || r.digestMutate)) {
       errors.push({ path: ["spec", "rules", index], message: "digestVerify and digestMutate apply to images a rule allows; a deny rule cannot use them" });
     }
-    if (r.action === "deny" && (r.attestors || r.repository)) {
+    const verifying = (["attestors", "repository", "attestations", "validate"] as const).find((f) => r[f] !== undefined);
+    if (r.action === "deny" && verifying) {
       errors.push({
-        path: ["spec", "rules", index, r.attestors ? "attestors" : "repository"],
+        path: ["spec", "rules", index, verifying],
         message: "attestors say who must have signed an image a rule allows; a deny rule cannot use them",
       });
     }
@@ -80,6 +90,41 @@ export function compileImagePolicy(
       else if (!r.attestors)
         errors.push({ path: ["spec", "rules", index, "repository"], message: "repository says where signatures live; it needs attestors" });
       else rule.signatureRepository = { registry: parsed.ref.registry, repository: parsed.ref.repository };
+    }
+    if (r.action === "allow" && r.attestations) {
+      rule.attestations = r.attestations.map((a, j) => {
+        const at = ["spec", "rules", index, "attestations", j];
+        let attestors = rule.attestors ?? [];
+        if (a.attestors) {
+          const own = compileAttestorSets(a.attestors, [...at, "attestors"], related);
+          errors.push(...own.errors);
+          attestors = own.sets;
+        } else if (!rule.attestors) errors.push({ path: at, message: "an attestation needs attestors: its own, or the rule's" });
+        const check: AttestationCheck = { index: j, predicateType: a.predicateType, attestors };
+        if (a.conditions) {
+          const compiled = compileConditions(a.conditions, [...at, "conditions"]);
+          errors.push(...compiled.errors);
+          check.conditions = compiled.conditions;
+        }
+        if (a.cel !== undefined) {
+          try {
+            check.cel = compileCel(a.cel, ATTESTATION_CEL_VARIABLES);
+          } catch (e) {
+            errors.push({ path: [...at, "cel"], message: (e as Error).message });
+          }
+        }
+        return check;
+      });
+    }
+    if (r.action === "allow" && r.validate) {
+      try {
+        rule.validate = {
+          cel: compileCel(r.validate.cel, VALIDATE_CEL_VARIABLES),
+          ...(r.validate.message !== undefined ? { message: r.validate.message } : {}),
+        };
+      } catch (e) {
+        errors.push({ path: ["spec", "rules", index, "validate", "cel"], message: (e as Error).message });
+      }
     }
     return rule;
   });

@@ -6,7 +6,11 @@ import { describeLabelSelector, matchesLabelSelector, type LabelSelector } from 
 import { applyBreakGlass, type BreakGlassPolicy } from "../break-glass.ts";
 import type { PolicyOrigin } from "../policy-kind.ts";
 import type { AttestorSet } from "./attestors.ts";
-import { verificationKey, verifiedImagesRecord, type VerificationResults } from "./image-verification.ts";
+import type { CompiledCel } from "../conditions/cel-expression.ts";
+import type { CompiledConditions } from "../conditions/conditions.ts";
+import { verificationKey, verifiedImagesRecord, verifies, type ImageVerification, type VerificationResults } from "./image-verification.ts";
+import { evaluateCel } from "../conditions/cel-expression.ts";
+import { evaluateConditions } from "../conditions/conditions.ts";
 
 export type ImageAction = "allow" | "deny";
 
@@ -24,6 +28,20 @@ export interface ImageRule {
   attestors?: AttestorSet[];
   /** Where signatures live when not next to the image (cosign's COSIGN_REPOSITORY). */
   signatureRepository?: { registry: string; repository: string };
+  /** Allow only: attestations the image must carry, each verified and checked (image-verification design). */
+  attestations?: AttestationCheck[];
+  /** Allow only: a CEL check over the verified data, after attestors and attestations pass. */
+  validate?: { cel: CompiledCel; message?: string };
+}
+
+export interface AttestationCheck {
+  /** Position in the rule's attestations, for messages: "attestations[1]". */
+  index: number;
+  predicateType: string;
+  /** Its own attestors, or the rule's. */
+  attestors: AttestorSet[];
+  conditions?: CompiledConditions;
+  cel?: CompiledCel;
 }
 
 export interface ImagePolicy {
@@ -115,7 +133,7 @@ export function decideImage(policy: ImagePolicy, ref: ImageReference, image: str
           },
         };
       }
-      if (rule.attestors) return attestorVerdict(policy, rule, image, field, ctx);
+      if (verifies(rule)) return attestorVerdict(policy, rule, ref, image, field, ctx);
       return { rule: `rules[${rule.index}]` };
     }
     return {
@@ -143,7 +161,14 @@ export function decideImage(policy: ImagePolicy, ref: ImageReference, image: str
 }
 
 /** An allow rule with attestors admits the image only if the edge verified its signatures. */
-function attestorVerdict(policy: ImagePolicy, rule: ImageRule, image: string, field: string | undefined, ctx: EvaluationContext): ImageVerdict {
+function attestorVerdict(
+  policy: ImagePolicy,
+  rule: ImageRule,
+  ref: ImageReference,
+  image: string,
+  field: string | undefined,
+  ctx: EvaluationContext,
+): ImageVerdict {
   const at = `rules[${rule.index}]`;
   if (!ctx.verifications)
     return { rule: at, warning: `image ${JSON.stringify(image)}: signatures required by policy ${policy.name} ${at} were not checked (offline)` };
@@ -154,8 +179,11 @@ function attestorVerdict(policy: ImagePolicy, rule: ImageRule, image: string, fi
   });
   if (!result) return violation("its signatures were not verified");
   switch (result.status) {
-    case "verified":
-      return { rule: at };
+    case "verified": {
+      // Conditions run on every admission, on statements the verifier may have cached: never skipped.
+      const failure = attestationFailure(rule, result, ref) ?? validateFailure(rule, result, ref);
+      return failure ? violation(failure) : { rule: at };
+    }
     case "denied":
       return violation(result.reason);
     case "unavailable":
@@ -166,6 +194,50 @@ function attestorVerdict(policy: ImagePolicy, rule: ImageRule, image: string, fi
         failOpen: { backend: `registry/${result.registry}`, error: `${image}: ${result.reason}` },
       };
   }
+}
+
+/** What CEL sees of the image: its parts, with the digest verified. */
+function imageData(ref: ImageReference, digest: string): Record<string, unknown> {
+  return { registry: ref.registry, repository: ref.repository, tag: ref.tag ?? "", digest };
+}
+
+/**
+ * Each attestation check passes when one verified statement of its type satisfies its conditions and CEL;
+ * the first check that fails says why: "attestations[1] (…/vuln/v1): conditions[0].all[1]: 3 is not Equals 0".
+ */
+function attestationFailure(rule: ImageRule, result: Extract<ImageVerification, { status: "verified" }>, ref: ImageReference): string | undefined {
+  for (const check of rule.attestations ?? []) {
+    const label = `attestations[${check.index}] (${check.predicateType})`;
+    const found = result.attestations?.find((a) => a.index === check.index);
+    const statements = found?.statements ?? [];
+    if (statements.length === 0) return `${label}: no verified attestation: ${(found?.failures ?? ["not looked up"]).join("; ")}`;
+    let first: string | undefined;
+    for (const { statement } of statements) {
+      const failure =
+        (check.conditions ? evaluateConditions(check.conditions, statement.predicate) : undefined) ??
+        (check.cel ? evaluateCel(check.cel, { predicate: statement.predicate ?? null, statement, image: imageData(ref, result.digest) }) : undefined);
+      if (!failure) {
+        first = undefined;
+        break;
+      }
+      first ??= failure;
+    }
+    if (first) return `${label}: ${first}${statements.length > 1 ? ` (none of ${statements.length} verified statements passes)` : ""}`;
+  }
+  return undefined;
+}
+
+/** `validate.cel` over the verified data: the image, its signers, and the verified statements by predicate type. */
+function validateFailure(rule: ImageRule, result: Extract<ImageVerification, { status: "verified" }>, ref: ImageReference): string | undefined {
+  if (!rule.validate) return undefined;
+  const attestations: Record<string, unknown[]> = {};
+  for (const a of result.attestations ?? []) (attestations[a.predicateType] ??= []).push(...a.statements.map((s) => s.statement));
+  const failure = evaluateCel(rule.validate.cel, {
+    image: imageData(ref, result.digest),
+    signers: [...result.evidence, ...(result.attestations ?? []).flatMap((a) => a.statements.flatMap((s) => s.signers))].map((e) => e.signer),
+    attestations,
+  });
+  return failure === undefined ? undefined : `validate: ${rule.validate.message ?? failure}`;
 }
 
 export function evaluateImagePolicies(policies: readonly ImagePolicy[], request: ImageRequest, ctx: EvaluationContext): Decision {

@@ -8,8 +8,17 @@ import { parseImageReferenceCached, type ImageReference } from "../image-referen
 import type { SignerEvidence } from "./attestors.ts";
 import { matchingRule, policyApplies, type EvaluationContext, type ImagePolicy, type ImageRule } from "./image-policy.ts";
 
+/** Per attestation check of a rule: the statements that verified for its attestors, or why none did. */
+export interface VerifiedAttestation {
+  index: number;
+  predicateType: string;
+  statements: Array<{ statement: Record<string, unknown>; signers: SignerEvidence[] }>;
+  /** Why other statements of this type did not count (shortened). */
+  failures: string[];
+}
+
 export type ImageVerification =
-  | { status: "verified"; digest: string; evidence: SignerEvidence[] }
+  | { status: "verified"; digest: string; evidence: SignerEvidence[]; attestations?: VerifiedAttestation[] }
   /** The signatures, or their absence, say no (or the digest could not be known: the registry's answer). */
   | { status: "denied"; digest?: string; reason: string }
   /** The registry did not answer: the failure policy decides. */
@@ -21,7 +30,12 @@ export type VerificationResults = ReadonlyMap<string, ImageVerification>;
 export interface VerificationNeed extends ImageAt {
   ref: ImageReference;
   policy: ImagePolicy;
-  rule: ImageRule & { attestors: NonNullable<ImageRule["attestors"]> };
+  rule: ImageRule;
+}
+
+/** Whether a rule admits only what the edge verified: signatures, attestations, or a check of verified data. */
+export function verifies(rule: ImageRule): boolean {
+  return rule.attestors !== undefined || rule.attestations !== undefined || rule.validate !== undefined;
 }
 
 export function verificationKey(policy: string, rule: number, image: string): string {
@@ -36,7 +50,7 @@ export function verificationsNeeded(
   ctx: EvaluationContext,
 ): VerificationNeed[] {
   const applicable = policies.filter((p) => {
-    if (!p.rules.some((r) => r.attestors)) return false;
+    if (!p.rules.some(verifies)) return false;
     const applies = policyApplies(p, namespace, ctx);
     return "applies" in applies && applies.applies;
   });
@@ -48,12 +62,12 @@ export function verificationsNeeded(
     if (!parsed.ok) continue;
     for (const policy of applicable) {
       const match = matchingRule(policy, parsed.ref);
-      if (match?.rule.action !== "allow" || !match.rule.attestors) continue;
+      if (match?.rule.action !== "allow" || !verifies(match.rule)) continue;
       // The same image in two containers of a pod is verified once (the verifier's cache joins pods too).
       const key = `${verificationKey(policy.name, match.rule.index, at.image)}\u0000${at.pod}`;
       if (seen.has(key)) continue;
       seen.add(key);
-      needs.push({ ...at, ref: parsed.ref, policy, rule: match.rule as VerificationNeed["rule"] });
+      needs.push({ ...at, ref: parsed.ref, policy, rule: match.rule });
     }
   }
   return needs;

@@ -16,7 +16,15 @@ import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-p
 import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
 import { buildOciLayout } from "../support/oci-layout.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
-import { cosignSignatureLayer, ociManifestWithLayers, signatureTag, simpleSigningPayload } from "../support/signer/cosign-signatures.ts";
+import {
+  attestationTag,
+  cosignAttestationLayer,
+  cosignSignatureLayer,
+  inTotoStatement,
+  ociManifestWithLayers,
+  signatureTag,
+  simpleSigningPayload,
+} from "../support/signer/cosign-signatures.ts";
 import { generateSigningKey, type SigningKey } from "../support/signer/keys.ts";
 import { createMockSigstore, type MockSigstore } from "../support/signer/mock-sigstore.ts";
 import { pushArtifact } from "../support/signer/oci-push.ts";
@@ -52,6 +60,39 @@ async function signWithKeys(repository: string, digest: string, keys: SigningKey
   const payload = simpleSigningPayload({ dockerReference: `${registry.host}/${repository}`, digest: signedDigest });
   const layers = await Promise.all(keys.map((key) => cosignSignatureLayer({ payload, key, rekor: sigstore, hash: "sha256" })));
   await pushArtifact(target(), repository, ociManifestWithLayers(layers), signatureTag(digest));
+}
+
+const SLSA = "https://slsa.dev/provenance/v1";
+const VULN = "https://cosign.sigstore.dev/attestation/vuln/v1";
+const GOOD_BUILD = "https://actions.github.io/buildtypes/workflow/v1";
+const hoursAgo = (h: number) => new Date(Date.now() - h * 3600e3).toISOString();
+const provenance = (buildType: string) => ({ buildDefinition: { buildType }, runDetails: { builder: { id: "https://github.com/actions/runner" } } });
+const vulnScan = (score: number, ageHours: number) => ({
+  metadata: { scanFinishedOn: hoursAgo(ageHours) },
+  scanner: { uri: "pkg:github/aquasecurity/trivy@0.50.0", result: { Results: [{ Vulnerabilities: [{ CVSS: { nvd: { V3Score: score } } }] }] } },
+});
+
+/** A cosign `.att` manifest: one DSSE layer per statement, each signed by `key` and logged in the mock Rekor. */
+async function attest(
+  repository: string,
+  digest: string,
+  statements: Array<{ predicateType: string; predicate: unknown; subjectDigest?: string; key?: SigningKey }>,
+): Promise<void> {
+  const layers = await Promise.all(
+    statements.map((s) =>
+      cosignAttestationLayer({
+        statement: inTotoStatement({
+          subjectName: `${registry.host}/${repository}`,
+          digest: s.subjectDigest ?? digest,
+          predicateType: s.predicateType,
+          predicate: s.predicate,
+        }),
+        key: s.key ?? keyA,
+        rekor: sigstore,
+      }),
+    ),
+  );
+  await pushArtifact(target(), repository, ociManifestWithLayers(layers), attestationTag(digest));
 }
 
 /** A keyless DSSE bundle attached as a referrer, listed in the referrers tag index (docker-registry has no API). */
@@ -108,6 +149,37 @@ before(async () => {
   digests.secretKeyedWrong = await pushImage("public/secret-keyed-wrong", "1.0");
   await signWithKeys("public/secret-keyed-wrong", digests.secretKeyedWrong, [keyA]);
   digests.plain = await pushImage("public/plain", "1.0");
+  const attested = async (name: string, statements: Parameters<typeof attest>[2]) => {
+    const digest = await pushImage(`public/attested-${name}`, "1.0");
+    digests[`attested-${name}`] = digest;
+    await signWithKeys(`public/attested-${name}`, digest, [keyA]);
+    await attest(`public/attested-${name}`, digest, statements);
+  };
+  await attested("good", [
+    { predicateType: SLSA, predicate: provenance(GOOD_BUILD) },
+    { predicateType: VULN, predicate: vulnScan(5, 2) },
+  ]);
+  await attested("vulnerable", [
+    { predicateType: SLSA, predicate: provenance(GOOD_BUILD) },
+    { predicateType: VULN, predicate: vulnScan(9.8, 2) },
+  ]);
+  await attested("stale", [
+    { predicateType: SLSA, predicate: provenance(GOOD_BUILD) },
+    { predicateType: VULN, predicate: vulnScan(5, 30) },
+  ]);
+  await attested("two", [
+    { predicateType: SLSA, predicate: provenance("https://evil.example/build") },
+    { predicateType: SLSA, predicate: provenance(GOOD_BUILD) },
+    { predicateType: VULN, predicate: vulnScan(5, 2) },
+  ]);
+  await attested("elsewhere", [
+    { predicateType: SLSA, predicate: provenance(GOOD_BUILD), subjectDigest: digests.signed },
+    { predicateType: VULN, predicate: vulnScan(5, 2) },
+  ]);
+  await attested("untrusted", [
+    { predicateType: SLSA, predicate: provenance(GOOD_BUILD), key: keyB },
+    { predicateType: VULN, predicate: vulnScan(5, 2) },
+  ]);
   digests.private = await pushImage("private/app", "1.0");
   await signWithKeys("private/app", digests.private, [keyA]);
 
@@ -140,6 +212,37 @@ before(async () => {
             { action: "allow", images: [`${host}/*`], digestMutate: true, attestors: [{ entries: [keyEntry(keyA, "a.pub")] }] },
           ],
           default: "deny",
+        },
+      }),
+      stringify({
+        apiVersion: "imprimatur.dev/v1alpha1",
+        kind: "ImagePolicy",
+        metadata: { name: "built-and-scanned" },
+        spec: {
+          rules: [
+            {
+              action: "allow",
+              images: [`${host}/public/attested-*`],
+              attestors: [{ entries: [keyEntry(keyA, "a.pub")] }],
+              attestations: [
+                { predicateType: SLSA, conditions: [{ all: [{ key: "{{ buildDefinition.buildType }}", operator: "Equals", value: GOOD_BUILD }] }] },
+                {
+                  predicateType: VULN,
+                  conditions: [
+                    {
+                      all: [
+                        { key: "{{ time_since('', metadata.scanFinishedOn, '') }}", operator: "LessThan", value: "24h" },
+                        { key: "{{ scanner.result.Results[].Vulnerabilities[?CVSS.nvd.V3Score > `8.0`][] | length(@) }}", operator: "Equals", value: 0 },
+                      ],
+                    },
+                  ],
+                  cel: "predicate.scanner.uri.startsWith('pkg:github/aquasecurity/trivy')",
+                },
+              ],
+              validate: { cel: `attestations['${SLSA}'].size() > 0 && image.digest.startsWith('sha256:')` },
+            },
+          ],
+          default: "allow",
         },
       }),
     ].join("---\n"),
@@ -380,4 +483,27 @@ test("a registry with htpasswd auth: signatures are read with --authfile's crede
   } finally {
     await basic.stop();
   }
+});
+
+test("attestations: SLSA provenance and a vulnerability scan checked with conditions, through kube-apiserver", async () => {
+  const host = registry.host;
+  const good = await create(pod("attested-good", `${host}/public/attested-good:1.0`));
+  assert.equal(good.code, 0, `${good.stderr}\n${await server.log()}`);
+  const denied = async (name: string, expected: RegExp) => {
+    const r = await create(pod(`attested-${name}`, `${host}/public/attested-${name}:1.0`));
+    assert.notEqual(r.code, 0, `${name} was admitted`);
+    assert.match(r.stderr, expected);
+  };
+  await denied(
+    "vulnerable",
+    /built-and-scanned rules\[0\]: attestations\[1\] \(https:\/\/cosign\.sigstore\.dev\/attestation\/vuln\/v1\): conditions\[0\]\.all\[1\]: 1 is not Equals 0/,
+  );
+  await denied("stale", /attestations\[1\] .*conditions\[0\]\.all\[0\]: "30h\d+m\d+(\.\d+)?s" is not LessThan "24h"/);
+  await denied("elsewhere", /attestations\[0\] \(https:\/\/slsa\.dev\/provenance\/v1\): no verified attestation: .*the statement's subject is not sha256:/);
+  await denied(
+    "untrusted",
+    /attestations\[0\] .*no verified attestation: .*\.att layer 0: attestors\[0\] needs its entry: key a\.pub: the signature does not verify with this key/,
+  );
+  const two = await create(pod("attested-two", `${host}/public/attested-two:1.0`));
+  assert.equal(two.code, 0, `one passing statement of a type suffices: ${two.stderr}`);
 });

@@ -47,24 +47,10 @@ export class SignatureFormatError extends ImprimaturError<"malformed-signature">
 export function cosignLayerToItem(payload: Buffer, annotations: Readonly<Record<string, string>>, location: string): SignedItem {
   const signature = annotations[ANNOTATION_SIGNATURE];
   if (signature === undefined || signature === "") throw new SignatureFormatError(`${location}: no ${ANNOTATION_SIGNATURE} annotation`);
-  const certificate = annotations[ANNOTATION_CERTIFICATE];
-  const tlogEntries = annotations[ANNOTATION_REKOR_BUNDLE] ? [rekorBundleToEntry(annotations[ANNOTATION_REKOR_BUNDLE], location)] : [];
   const timestamp = annotations[ANNOTATION_RFC3161] ? rfc3161Of(annotations[ANNOTATION_RFC3161], location) : undefined;
   const bundle: Bundle = {
-    // v0.1: cosign's annotation carries Rekor's inclusion promise, not an inclusion proof.
-    mediaType: "application/vnd.dev.sigstore.bundle+json;version=0.1",
-    verificationMaterial: {
-      content: certificate
-        ? {
-            $case: "x509CertificateChain",
-            x509CertificateChain: {
-              certificates: [certificate, ...pemBlocks(annotations[ANNOTATION_CHAIN] ?? "")].map((pem) => ({ rawBytes: pemToDer(pem, location) })),
-            },
-          }
-        : { $case: "publicKey", publicKey: { hint: "" } },
-      tlogEntries,
-      timestampVerificationData: { rfc3161Timestamps: timestamp ? [{ signedTimestamp: timestamp }] : [] },
-    },
+    mediaType: LEGACY_BUNDLE_MEDIA_TYPE,
+    verificationMaterial: materialOf(annotations, location, timestamp),
     content: {
       $case: "messageSignature",
       messageSignature: {
@@ -95,21 +81,9 @@ export function cosignAttestationToItem(envelope: Buffer, annotations: Readonly<
     throw new SignatureFormatError(`${location}: not a DSSE envelope: ${(e as Error).message}`);
   }
   if (dsse.signatures.length !== 1) throw new SignatureFormatError(`${location}: the DSSE envelope has ${dsse.signatures.length} signatures; one is supported`);
-  const certificate = annotations[ANNOTATION_CERTIFICATE];
   const bundle: Bundle = {
-    mediaType: "application/vnd.dev.sigstore.bundle+json;version=0.1",
-    verificationMaterial: {
-      content: certificate
-        ? {
-            $case: "x509CertificateChain",
-            x509CertificateChain: {
-              certificates: [certificate, ...pemBlocks(annotations[ANNOTATION_CHAIN] ?? "")].map((pem) => ({ rawBytes: pemToDer(pem, location) })),
-            },
-          }
-        : { $case: "publicKey", publicKey: { hint: "" } },
-      tlogEntries: annotations[ANNOTATION_REKOR_BUNDLE] ? [rekorBundleToEntry(annotations[ANNOTATION_REKOR_BUNDLE], location)] : [],
-      timestampVerificationData: { rfc3161Timestamps: [] },
-    },
+    mediaType: LEGACY_BUNDLE_MEDIA_TYPE,
+    verificationMaterial: materialOf(annotations, location, undefined),
     content: { $case: "dsseEnvelope", dsseEnvelope: dsse },
   };
   return { format: "cosign-attestation", location, bundle };
@@ -130,6 +104,30 @@ export function bundleToItem(json: Buffer, location: string, manifest: Buffer | 
     throw new SignatureFormatError(`${location}: not a valid Sigstore bundle: ${(e as Error).message}`);
   }
   return { format: "sigstore-bundle", location, bundle, ...(bundle.content.$case === "messageSignature" && manifest ? { artifact: manifest } : {}) };
+}
+
+/** v0.1: cosign's annotations carry Rekor's inclusion promise, not an inclusion proof. */
+const LEGACY_BUNDLE_MEDIA_TYPE = "application/vnd.dev.sigstore.bundle+json;version=0.1";
+
+/** A cosign layer's verification material: its certificate and chain (or a key), Rekor entry and timestamp. */
+function materialOf(
+  annotations: Readonly<Record<string, string>>,
+  location: string,
+  timestamp: Buffer | undefined,
+): NonNullable<Bundle["verificationMaterial"]> {
+  const certificate = annotations[ANNOTATION_CERTIFICATE];
+  return {
+    content: certificate
+      ? {
+          $case: "x509CertificateChain",
+          x509CertificateChain: {
+            certificates: [certificate, ...pemBlocks(annotations[ANNOTATION_CHAIN] ?? "")].map((pem) => ({ rawBytes: pemToDer(pem, location) })),
+          },
+        }
+      : { $case: "publicKey", publicKey: { hint: "" } },
+    tlogEntries: annotations[ANNOTATION_REKOR_BUNDLE] ? [rekorBundleToEntry(annotations[ANNOTATION_REKOR_BUNDLE], location)] : [],
+    timestampVerificationData: { rfc3161Timestamps: timestamp ? [{ signedTimestamp: timestamp }] : [] },
+  };
 }
 
 /** cosign's `dev.sigstore.cosign/bundle` (Rekor's SignedEntryTimestamp and entry) as a bundle's tlog entry. */

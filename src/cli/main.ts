@@ -96,6 +96,16 @@ export const COMMANDS: readonly Command[] = [
     },
   },
   {
+    name: "trust-root",
+    args: "update [options]",
+    summary: "refresh the Sigstore public-good trusted root over TUF and write it as a TrustRoot",
+    operands: () => ["update"],
+    load: async () => {
+      const m = await import("./trust-root.ts");
+      return { usage: m.TRUST_ROOT_USAGE, run: m.runTrustRoot };
+    },
+  },
+  {
     name: "completion",
     args: "bash|zsh",
     summary: "print a shell completion script",

@@ -171,7 +171,10 @@ function attestorVerdict(
 ): ImageVerdict {
   const at = `rules[${rule.index}]`;
   if (!ctx.verifications)
-    return { rule: at, warning: `image ${JSON.stringify(image)}: signatures required by policy ${policy.name} ${at} were not checked (offline)` };
+    return {
+      rule: at,
+      warning: `image ${JSON.stringify(image)}: ${rule.attestations || rule.validate ? "signatures and attestations" : "signatures"} required by policy ${policy.name} ${at} were not checked (offline)`,
+    };
   const result = ctx.verifications.get(verificationKey(policy.name, rule.index, image));
   const violation = (message: string): ImageVerdict => ({
     rule: at,

@@ -14,7 +14,7 @@ import { loadKubeConfig } from "../kube/kube-config.ts";
 import type { RegistrySettingsMap } from "../registry/registry-settings.ts";
 import { NamespaceLabelCache } from "../kube/namespace-label-cache.ts";
 import { PolicyLoadError } from "../policy/policy-error.ts";
-import { parseDuration } from "../server/http-body.ts";
+import { parseDuration } from "../core/duration.ts";
 import { startApp } from "../server/app.ts";
 import {
   renderAdmissionConfiguration,
@@ -87,7 +87,7 @@ export async function runServe(argv: string[]): Promise<number> {
       "allow-empty-policies": { type: "boolean" },
       drain: { type: "string", default: "5s" },
     }));
-    if (parseDuration(values.drain!) === undefined && values.drain !== "0") throw new UsageError(`--drain must be a duration such as 5s, got ${values.drain}`);
+    if (!((parseDuration(values.drain!) ?? -1) >= 0)) throw new UsageError(`--drain must be a duration such as 5s, got ${values.drain}`);
     if (values["digest-mode"] !== undefined && !["mutate", "record"].includes(values["digest-mode"]))
       throw new UsageError(`--digest-mode must be mutate or record, got ${values["digest-mode"]}`);
     if (!/^\d+$/.test(values.port!) || Number(values.port) > 65535) throw new UsageError(`--port must be a port number, got ${values.port}`);
@@ -112,7 +112,7 @@ export async function runServe(argv: string[]): Promise<number> {
       const raw = values[flag];
       if (raw === undefined) continue;
       const ms = parseDuration(raw);
-      if (ms === undefined) throw new Error(`--${flag}: not a duration: ${raw}`);
+      if (ms === undefined || ms < 0) throw new Error(`--${flag}: not a duration: ${raw}`);
       config[key] = ms;
     }
     if (values["audit-log"]) config.auditLog = resolve(values["audit-log"]);
@@ -176,7 +176,7 @@ export async function runServe(argv: string[]): Promise<number> {
     process.once("SIGINT", stop);
   });
   // Not ready at once; keep answering while endpoints stop routing here, then close the listener.
-  await app.close(values.drain === "0" ? 0 : parseDuration(values.drain!)!);
+  await app.close(parseDuration(values.drain!)!);
   await namespaceCache?.close();
   return 0;
 }

@@ -2,7 +2,7 @@
 // while collecting every problem (with file, line and field) instead of stopping at the first.
 import { readFile } from "node:fs/promises";
 import { formatFieldPath } from "../core/field-path.ts";
-import { parseDuration } from "../server/http-body.ts";
+import { parseDuration } from "../core/duration.ts";
 import { ConfigError, type ConfigProblem } from "./config-error.ts";
 import { parseYamlWithLines, type FieldPath, type LocatedDocument, type LocatedYaml } from "./yaml-locations.ts";
 
@@ -69,7 +69,8 @@ export class ConfigChecks {
 
   /** A Go-style duration ("30s", "5m", "1h30m") in milliseconds. */
   duration(value: unknown, path: FieldPath): number | undefined {
-    const ms = typeof value === "string" ? parseDuration(value) : undefined;
+    const parsed = typeof value === "string" ? parseDuration(value) : undefined;
+    const ms = parsed !== undefined && parsed >= 0 ? parsed : undefined;
     return ms ?? this.problem(path, `must be a duration such as "30s", "5m" or "1h", got ${JSON.stringify(value)}`);
   }
 

@@ -1,5 +1,6 @@
 // Reading a JSON request body with a size limit; every failure is a clear 4xx, never a crash.
 import type { IncomingMessage } from "node:http";
+import { parseDuration } from "../core/duration.ts";
 import { ImprimaturError } from "../errors/imprimatur-error.ts";
 
 export type HttpErrorCode =
@@ -99,19 +100,6 @@ export function nestsDeeperThan(text: string, limit: number): boolean {
 export function parseTimeoutParam(url: string | undefined): number | undefined {
   // A regex instead of new URL(): this runs on every admission request.
   const m = url ? /[?&]timeout=([^&]*)/.exec(url) : null;
-  return m ? parseDuration(decodeURIComponent(m[1]!)) : undefined;
-}
-
-/** Go-style durations: "500ms", "10s", "1m", "1h", "1h30m". */
-export function parseDuration(text: string): number | undefined {
-  const re = /(\d+(?:\.\d+)?)(ms|s|m|h)/gy;
-  let total = 0;
-  let matched = 0;
-  let m: RegExpExecArray | null;
-  while ((m = re.exec(text)) !== null) {
-    const n = Number(m[1]);
-    total += n * ({ ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const)[m[2] as "ms" | "s" | "m" | "h"];
-    matched = re.lastIndex;
-  }
-  return matched === text.length && matched > 0 ? total : undefined;
+  const ms = m ? parseDuration(decodeURIComponent(m[1]!)) : undefined;
+  return ms !== undefined && ms >= 0 ? ms : undefined;
 }

@@ -3,7 +3,7 @@
 // compiled once at load time, so a syntax error is a load error. The design's examples also need
 // time_since(layout, from, to), registered here.
 import { compile, isRegistered, registerFunction, TreeInterpreter, TYPE_STRING, type JSONValue } from "@jmespath-community/jmespath";
-import { formatDuration } from "./values.ts";
+import { formatDuration } from "../duration.ts";
 
 type Ast = ReturnType<typeof compile>;
 
@@ -49,7 +49,7 @@ function registerFunctions(): void {
       const start = Date.parse(String(from));
       const end = to === "" || to === null || to === undefined ? Date.now() : Date.parse(String(to));
       if (Number.isNaN(start) || Number.isNaN(end)) throw new Error(`time_since: ${JSON.stringify(Number.isNaN(start) ? from : to)} is not an RFC 3339 time`);
-      return formatDuration((end - start) / 1000);
+      return formatDuration(end - start);
     },
     [{ types: [TYPE_STRING] }, { types: [TYPE_STRING] }, { types: [TYPE_STRING] }],
   );

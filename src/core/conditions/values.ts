@@ -1,32 +1,5 @@
-// Values that conditions compare "as such" (the image-verification design's operators): Go-style durations
-// ("24h", "1h30m", "90s") and Kubernetes quantities ("100Mi", "1.5Gi", "500m"). Pure.
-
-const DURATION_UNITS: Record<string, number> = { ns: 1e-9, us: 1e-6, µs: 1e-6, ms: 1e-3, s: 1, m: 60, h: 3600 };
-const DURATION = /^([-+]?)((?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|ms|s|m|h))+$/;
-const DURATION_PART = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)/g;
-
-/** Seconds of a Go duration string; undefined when it is not one. "0" is zero. */
-export function parseDuration(text: string): number | undefined {
-  if (text === "0") return 0;
-  const m = DURATION.exec(text);
-  if (!m) return undefined;
-  let seconds = 0;
-  for (const part of text.matchAll(DURATION_PART)) seconds += Number(part[1]) * DURATION_UNITS[part[2]!]!;
-  return m[1] === "-" ? -seconds : seconds;
-}
-
-/** A duration as Go prints it: "27h3m4s", "1.5s", "0s". */
-export function formatDuration(seconds: number): string {
-  if (seconds === 0) return "0s";
-  const sign = seconds < 0 ? "-" : "";
-  let rest = Math.abs(seconds);
-  const h = Math.floor(rest / 3600);
-  rest -= h * 3600;
-  const m = Math.floor(rest / 60);
-  rest -= m * 60;
-  const s = Math.round(rest * 1e9) / 1e9;
-  return `${sign}${h > 0 ? `${h}h` : ""}${h > 0 || m > 0 ? `${m}m` : ""}${s}s`;
-}
+// Kubernetes quantities ("100Mi", "1.5Gi", "500m"), which conditions compare as such (the image-verification
+// design's operators); durations are src/core/duration.ts. Pure.
 
 const QUANTITY_SUFFIXES: Record<string, number> = {
   "": 1,

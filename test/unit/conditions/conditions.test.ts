@@ -5,7 +5,8 @@ import { test } from "node:test";
 import { compileCel, evaluateCel } from "../../../src/core/conditions/cel-expression.ts";
 import { compileConditions, evaluateConditions, type RawConditionBlock } from "../../../src/core/conditions/conditions.ts";
 import { compare } from "../../../src/core/conditions/operators.ts";
-import { formatDuration, parseDuration, parseQuantity } from "../../../src/core/conditions/values.ts";
+import { parseQuantity } from "../../../src/core/conditions/values.ts";
+import { formatDuration, parseDuration } from "../../../src/core/duration.ts";
 
 const hoursAgo = (h: number) => new Date(Date.now() - h * 3600e3).toISOString();
 const scan = (score: number, finishedHoursAgo: number) => ({
@@ -72,9 +73,9 @@ test("operators: equality across numbers and numeric strings, lists, durations a
   assert.equal(compare("a", "NotIn", ["b"]), undefined);
   assert.equal(compare({ k: [1, 2] }, "Equals", { k: [1, 2] }), undefined);
   assert.match(compare("abc", "GreaterThan", "abd") ?? "", /is not GreaterThan/, "strings have no order");
-  assert.equal(parseDuration("1h30m"), 5400);
+  assert.equal(parseDuration("1h30m"), 5_400_000);
   assert.equal(parseDuration("24 hours"), undefined);
-  assert.equal(formatDuration(97384), "27h3m4s");
+  assert.equal(formatDuration(97_384_000), "27h3m4s");
   assert.equal(parseQuantity("1.5Gi"), 1.5 * 2 ** 30);
   assert.equal(parseQuantity("42"), undefined);
 });

@@ -2,10 +2,8 @@
 // the webhooks), the reason an object was skipped, unknown fields — and the report formats: text (one line per
 // finding and a summary), json, yaml and junit.
 import { stringify } from "yaml";
-import { subjectOfObject } from "../core/admission-subject.ts";
 import { renderViolation, type Violation } from "../core/decision.ts";
 import { asObject } from "../core/json-shapes.ts";
-import type { TemplateKind } from "../core/workload-templates.ts";
 import type { Engine } from "../engine/engine.ts";
 import { unknownPodFields } from "../kube/known-fields.ts";
 import type { ManifestObject } from "./manifests.ts";
@@ -26,7 +24,6 @@ export interface ObjectResult {
 }
 
 export interface CheckOptions {
-  templateKinds: readonly TemplateKind[];
   /** Unknown fields are errors rather than warnings. */
   strict: boolean;
 }
@@ -46,10 +43,14 @@ export async function checkObject(engine: Engine, m: ManifestObject, opts: Check
     warnings: [] as string[],
   };
   if (!base.apiVersion || !base.kind) return { ...base, result: "error", reason: "not a Kubernetes object: apiVersion and kind are required" };
-  const plan = subjectOfObject(m.object, opts.templateKinds);
-  if (!plan.review) return { ...base, result: "skipped", reason: `${plan.why} (not a Pod, a built-in workload or a registered custom resource)` };
+  const plan = engine.subjectOfObject(m.object);
+  if (!plan.review)
+    return { ...base, result: "skipped", reason: `${plan.why} (not a Pod, a built-in workload, a registered custom resource or a kind named in imagePaths)` };
 
-  const unknown = plan.subject.pods.flatMap(unknownPodFields).map((u) => `${u.field}: unknown field (not in ${u.model})`);
+  const unknown = plan.subject.pods
+    .filter((p) => !p.pathImages)
+    .flatMap(unknownPodFields)
+    .map((u) => `${u.field}: unknown field (not in ${u.model})`);
   if (unknown.length > 0 && opts.strict) return { ...base, result: "error", reason: unknown.join("; ") };
 
   const decision = await engine.validate(plan.subject, { endpoint: "check", deadline: Date.now() + CHECK_DEADLINE_MS, dryRun: true });

@@ -8,9 +8,10 @@ import { checkManifests, offlineChecker, type OfflineChecker } from "./offline-e
 export const CHECK_USAGE = `Usage: imprimatur check [--policies DIR] [--profile NAME] -f FILE|DIR|- [-f …] [options]
 
 Evaluates Pods and the pod templates of workloads (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job,
-CronJob, ReplicationController, PodTemplate) and of custom resources registered in --config, against the
-ImagePolicies and PodRestrictions of the policy folder — the same decision /validate makes. Objects without
-a namespace are checked as "default". Other objects are listed as skipped, with the reason.
+CronJob, ReplicationController, PodTemplate), of custom resources registered in --config, and the images
+that ImagePolicy imagePaths locate in custom resources, against the ImagePolicies and PodRestrictions of the
+policy folder — the same decision /validate makes. Objects without a namespace are checked as "default".
+Other objects are listed as skipped, with the reason.
 
   -f, --filename PATH  manifest file, folder (recursively) or - for standard input (repeatable)
   --policies DIR       policy folder or file (default: the embedded default policy, unless --profile is

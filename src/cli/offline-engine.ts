@@ -39,7 +39,7 @@ export async function offlineChecker(setup: OfflineSetup): Promise<OfflineChecke
 export async function checkManifests(checker: OfflineChecker, targets: readonly string[], strict: boolean, problems: string[]): Promise<ObjectResult[]> {
   const results: ObjectResult[] = [];
   for (const m of await readManifests(targets, problems)) {
-    results.push(await checkObject(checker.engine, m, { templateKinds: checker.config.podTemplates, strict }));
+    results.push(await checkObject(checker.engine, m, { strict }));
   }
   return results;
 }

@@ -19,8 +19,10 @@ import { startApp } from "../server/app.ts";
 import {
   renderAdmissionConfiguration,
   renderImagePolicyKubeconfig,
+  imagePathResources,
   renderMutatingWebhookConfiguration,
   renderValidatingWebhookConfiguration,
+  type CustomTemplateResource,
 } from "../server/webhook-manifests.ts";
 import { EMBEDDED_POLICIES, errorText, parseCommandArgs, UsageError } from "./args.ts";
 
@@ -164,7 +166,11 @@ export async function runServe(argv: string[]): Promise<number> {
     return 2;
   }
 
-  if (app.caPem) await printWebhookConfiguration(stateDir, values.url ?? `https://127.0.0.1:${app.port}`, app.caPem, app.generatedCertificate, config);
+  if (app.caPem) {
+    // Custom resources the webhooks must see: pod templates from the config, image locations from the policies.
+    const customResources = [...config.podTemplates, ...imagePathResources(app.policies().flatMap((p) => p.imagePaths ?? []))];
+    await printWebhookConfiguration(stateDir, values.url ?? `https://127.0.0.1:${app.port}`, app.caPem, app.generatedCertificate, customResources);
+  }
 
   process.on("SIGHUP", () => void app.reload());
   await new Promise<void>((resolveStop) => {
@@ -182,12 +188,12 @@ export async function runServe(argv: string[]): Promise<number> {
 }
 
 /** Writes the ready-to-apply configuration into the state folder and prints where it is, with the caBundle. */
-async function printWebhookConfiguration(stateDir: string, baseUrl: string, caPem: string, created: boolean, config: ServerConfig) {
+async function printWebhookConfiguration(stateDir: string, baseUrl: string, caPem: string, created: boolean, customResources: CustomTemplateResource[]) {
   await mkdir(stateDir, { recursive: true });
   const endpoint = { baseUrl, caPem };
   const files = {
-    "validating-webhook.yaml": renderValidatingWebhookConfiguration(endpoint, { customResources: config.podTemplates }),
-    "mutating-webhook.yaml": renderMutatingWebhookConfiguration(endpoint, { customResources: config.podTemplates }),
+    "validating-webhook.yaml": renderValidatingWebhookConfiguration(endpoint, { customResources }),
+    "mutating-webhook.yaml": renderMutatingWebhookConfiguration(endpoint, { customResources }),
     "imagepolicy-kubeconfig.yaml": renderImagePolicyKubeconfig(endpoint),
     "admission-configuration.yaml": renderAdmissionConfiguration({ kubeconfigPath: join(stateDir, "imagepolicy-kubeconfig.yaml") }),
   };

@@ -1,11 +1,13 @@
 // The one extraction of what a request holds: the pods an object runs (a Pod, the ephemeral containers of a
 // Pod, the pod templates of built-in workloads and of registered custom resources), their images with field
-// paths, and — on UPDATE — which of them changed. /validate, /mutate, /imagereview and `check` all start
+// paths, images that custom resources keep outside pods (ImagePolicy imagePaths), and — on UPDATE — which of
+// them changed. /validate, /mutate, /imagereview and `check` all start
 // from an AdmissionSubject, so they can never disagree about which images or pods a request contains.
 import { isDeepStrictEqual } from "node:util";
 import type { AdmissionRequest } from "./admission-review.ts";
 import type { ImageAt, PodMetadataAt } from "./digest-pinning.ts";
 import type { ImageReviewSpec } from "./image-review.ts";
+import { imagesAtPaths, pathsFor, type ExtractionError, type ImagePath, type PathImage } from "./image-paths.ts";
 import { asObject, stringMap } from "./json-shapes.ts";
 import { podImages } from "./pod-images.ts";
 import type { PodUnderReview } from "./pod-restriction/pod-restriction.ts";
@@ -16,6 +18,19 @@ export interface SubjectPod extends PodUnderReview {
   annotations: Record<string, string>;
   /** Where pins of this pod's images are recorded; undefined when there is nowhere to keep them. */
   pinRecord?: PodMetadataAt;
+  /**
+   * Set on the one entry that is not a pod: images a custom resource keeps outside pod specs (imagePaths), with
+   * the object's annotations and pin record. PodRestrictions do not judge it.
+   */
+  pathImages?: PathImage[];
+}
+
+/** What, besides Pods and built-in workloads, holds pods and images: from the server config and the policies. */
+export interface Extraction {
+  /** Custom resources with pod templates or pod specs (server config podTemplates). */
+  templateKinds?: readonly TemplateKind[];
+  /** Image locations in custom resources (ImagePolicy imagePaths). */
+  imagePaths?: readonly ImagePath[];
 }
 
 /** Kind and name of the object under review, for denials, logs, audit records and Events. */
@@ -35,12 +50,14 @@ export interface AdmissionSubject {
   images: ImageAt[];
   /** Whether PodRestrictions judge the pods: false for an ImageReview and for updates they cannot see. */
   judgePods: boolean;
+  /** Images imagePaths select but that cannot be reviewed (not located in the object): each one denies. */
+  extractionErrors?: ExtractionError[];
 }
 
 export type SubjectPlan = { review: false; why: string } | { review: true; subject: AdmissionSubject };
 
-/** What an admission request asks us to review; `templateKinds` are the registered custom resources. */
-export function subjectOfRequest(req: AdmissionRequest, templateKinds: readonly TemplateKind[] = []): SubjectPlan {
+/** What an admission request asks us to review. */
+export function subjectOfRequest(req: AdmissionRequest, extraction: Extraction = {}): SubjectPlan {
   if (req.operation !== "CREATE" && req.operation !== "UPDATE") return { review: false, why: `operation ${req.operation ?? "?"}` };
   const obj = req.object ?? undefined;
   if (!obj) return { review: false, why: "no object" };
@@ -74,24 +91,28 @@ export function subjectOfRequest(req: AdmissionRequest, templateKinds: readonly 
   // The resource decides what the object is; a Pod-shaped body sent for another resource is not a pod.
   if (object.kind === "Pod" && req.resource?.resource && !isPods) return { review: false, why: `not a pod (resource ${req.resource.resource})` };
 
-  const pods = subjectPods(obj, templateKinds);
-  if (pods.length === 0) return { review: false, why: `${object.kind || "object"} runs no pods` };
+  const { pods, errors } = subjectPods(obj, object, extraction);
+  if (pods.length === 0 && errors.length === 0) return { review: false, why: `${object.kind || "object"} runs no pods` };
+  const extractionErrors = errors.length > 0 ? { extractionErrors: errors } : {};
   if (req.operation === "UPDATE" && req.oldObject) {
-    const before = subjectPods(req.oldObject, templateKinds);
+    const before = subjectPods(req.oldObject, object, extraction).pods;
     const images = changedImages(pods, before);
     // An update that changes nothing a policy sees (a scale, a finalizer, a status-like edit) is let through
     // unjudged, so a policy added later does not block unrelated updates. Ephemeral containers are always new.
     const unchanged = sub === "" && before.length === pods.length && pods.every((p, i) => sameRestrictedContent(p, before[i]!));
-    if (unchanged && images.length === 0) return { review: false, why: "no restricted field changed" };
-    return { review: true, subject: { origin: "object", namespace, object, pods, images, judgePods: !unchanged } };
+    if (unchanged && images.length === 0 && errors.length === 0) return { review: false, why: "no restricted field changed" };
+    return { review: true, subject: { origin: "object", namespace, object, pods, images, judgePods: !unchanged, ...extractionErrors } };
   }
-  return { review: true, subject: { origin: "object", namespace, object, pods, images: changedImages(pods, undefined), judgePods: true } };
+  return {
+    review: true,
+    subject: { origin: "object", namespace, object, pods, images: changedImages(pods, undefined), judgePods: true, ...extractionErrors },
+  };
 }
 
 /** A manifest checked offline, as if it were created; objects without a namespace go to `defaultNamespace`. */
-export function subjectOfObject(obj: Record<string, unknown>, templateKinds: readonly TemplateKind[] = [], defaultNamespace = "default"): SubjectPlan {
+export function subjectOfObject(obj: Record<string, unknown>, extraction: Extraction = {}, defaultNamespace = "default"): SubjectPlan {
   const namespace = str(asObject(obj.metadata)?.namespace) ?? defaultNamespace;
-  return subjectOfRequest({ uid: "", operation: "CREATE", namespace, object: obj, resource: resourceOf(obj) }, templateKinds);
+  return subjectOfRequest({ uid: "", operation: "CREATE", namespace, object: obj, resource: resourceOf(obj) }, extraction);
 }
 
 /** An ImageReview carries only images, annotations and a namespace: one pod with nothing else to judge. */
@@ -120,8 +141,31 @@ export function imagesByPod(subject: AdmissionSubject): Array<{ pod: SubjectPod;
   return groups.filter((g) => g.images.length > 0);
 }
 
-/** The pods of an object with their annotations and where their pins are recorded. */
-function subjectPods(obj: Record<string, unknown>, templateKinds: readonly TemplateKind[]): SubjectPod[] {
+/**
+ * The pods of an object with their annotations and where their pins are recorded, then — when imagePaths apply
+ * to its kind — one entry for the images it keeps outside pods (those a pod already lists are left to the pod).
+ */
+function subjectPods(obj: Record<string, unknown>, object: SubjectObject, extraction: Extraction): { pods: SubjectPod[]; errors: ExtractionError[] } {
+  const pods = podsOf(obj, extraction.templateKinds ?? []);
+  const paths = pathsFor(extraction.imagePaths ?? [], object.apiVersion, object.kind);
+  if (paths.length === 0) return { pods, errors: [] };
+  const found = imagesAtPaths(obj, paths);
+  const inPods = new Set(pods.flatMap((p, i) => imagesOfPod(p, i).map((im) => im.field)));
+  const outside = found.images.filter((im) => !inPods.has(im.field));
+  if (outside.length > 0) {
+    pods.push({
+      metadata: { value: obj.metadata, field: "metadata" },
+      spec: { value: undefined, field: "" },
+      isTemplate: true,
+      annotations: stringMap(asObject(obj.metadata)?.annotations),
+      pinRecord: { value: obj.metadata, field: "metadata" },
+      pathImages: outside,
+    });
+  }
+  return { pods, errors: found.errors };
+}
+
+function podsOf(obj: Record<string, unknown>, templateKinds: readonly TemplateKind[]): SubjectPod[] {
   return podsInObject(obj, templateKinds).map((pod) => ({
     ...pod,
     annotations: stringMap(asObject(pod.metadata.value)?.annotations),
@@ -150,12 +194,15 @@ function changedImages(pods: readonly SubjectPod[], before: readonly SubjectPod[
   return pods.flatMap((pod, i) => imagesOfPod(pod, i)).filter((im) => before === undefined || old.get(im.field) !== im.image);
 }
 
-function imagesOfPod(pod: PodUnderReview, index: number): ImageAt[] {
+function imagesOfPod(pod: SubjectPod, index: number): ImageAt[] {
+  if (pod.pathImages) return pod.pathImages.map((im) => ({ ...im, pod: index }));
   const prefix = pod.spec.field ? `${pod.spec.field}.` : "";
   return podImages(asObject(pod.spec.value), prefix).map((im) => ({ ...im, pod: index }));
 }
 
-function sameRestrictedContent(a: PodUnderReview, b: PodUnderReview): boolean {
+function sameRestrictedContent(a: SubjectPod, b: SubjectPod): boolean {
+  // Images are compared on their own (changedImages); an imagePaths entry has nothing else a policy judges.
+  if (a.pathImages && b.pathImages) return true;
   const ma = asObject(a.metadata.value) ?? {};
   const mb = asObject(b.metadata.value) ?? {};
   return (

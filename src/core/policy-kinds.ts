@@ -2,6 +2,7 @@
 // one folder (its compile, schema and evaluation) and one line here.
 import type { AdmissionSubject } from "./admission-subject.ts";
 import type { Decision } from "./decision.ts";
+import type { ImagePath } from "./image-paths.ts";
 import type { CompiledPolicy, KindEvaluationContext, PolicyKind } from "./policy-kind.ts";
 import { imagePolicyKind } from "./image-policy/image-policy-kind.ts";
 import { podRestrictionKind } from "./pod-restriction/pod-restriction-kind.ts";
@@ -26,6 +27,8 @@ export interface PreparedPolicies {
   readonly byKind: { readonly [K in KindName]: PreparedOf<K> };
   /** Whether some kind needs the namespace's labels (fetched only then). */
   readonly usesNamespaceLabels: boolean;
+  /** Image locations in custom resources that image policies declare; they extend the one extraction. */
+  readonly imagePaths: readonly ImagePath[];
 }
 
 export const KIND_NAMES = Object.keys(POLICY_KINDS) as KindName[];
@@ -52,6 +55,7 @@ export function preparePolicies(set: PolicySet): PreparedPolicies {
     set,
     byKind: byKind as PreparedPolicies["byKind"],
     usesNamespaceLabels: KIND_NAMES.some((k) => kindNamed(k).usesNamespaceLabels(byKind[k])),
+    imagePaths: set.ImagePolicy.flatMap((p) => p.imagePaths ?? []),
   };
 }
 

@@ -16,7 +16,8 @@ import { DecisionCache } from "../backends/decision-cache.ts";
 import { ImageReviewService } from "../backends/review-service.ts";
 import { WebhookBackend } from "../backends/webhook-backend.ts";
 import type { ServerConfig } from "../config/server-config.ts";
-import { imagesByPod, type AdmissionSubject } from "../core/admission-subject.ts";
+import { imagesByPod, subjectOfObject, subjectOfRequest, type AdmissionSubject, type SubjectPlan } from "../core/admission-subject.ts";
+import type { AdmissionRequest } from "../core/admission-review.ts";
 import { allow, capList, combineDecisions, type Decision, type JsonPatchOperation } from "../core/decision.ts";
 import { registryAnswered, type PinningOutcome } from "../core/digest-pinning.ts";
 import { imagePolicyAnnotations } from "../core/image-review.ts";
@@ -93,6 +94,7 @@ export class Engine {
   private readonly credentials: PodCredentials | undefined;
   private readonly failOpen: boolean;
   private readonly events: EventRecorder | undefined;
+  private readonly templateKinds: ServerConfig["podTemplates"];
 
   private constructor(opts: EngineOptions, remotes: WebhookBackend[]) {
     this.logger = opts.logger ?? pino({ level: "silent" });
@@ -109,6 +111,7 @@ export class Engine {
     });
     this.audit = opts.auditLogPath ? new AuditLog(opts.auditLogPath) : undefined;
     this.failOpen = opts.config.failOpen;
+    this.templateKinds = opts.config.podTemplates;
     if (opts.offline) return;
     const registry = new RegistryClient({
       settings: opts.registries ?? new Map(),
@@ -181,6 +184,19 @@ export class Engine {
     this.cache.clear();
     this.resolver?.clear();
     this.verifier?.clear();
+  }
+
+  /**
+   * What a request asks to review, by the one extraction: Pods, built-in workloads, the custom resources of the
+   * server config, and the image locations the loaded image policies declare (imagePaths).
+   */
+  subjectOfRequest(req: AdmissionRequest): SubjectPlan {
+    return subjectOfRequest(req, { templateKinds: this.templateKinds, imagePaths: this.current.imagePaths });
+  }
+
+  /** A manifest checked offline, as if it were created. */
+  subjectOfObject(obj: Record<string, unknown>): SubjectPlan {
+    return subjectOfObject(obj, { templateKinds: this.templateKinds, imagePaths: this.current.imagePaths });
   }
 
   /** Admit or deny: every policy kind, the remote backends, and on /imagereview digest records. */

@@ -114,7 +114,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
       host: opts.host,
       port: opts.port,
       tls: tls.material,
-      handlers: { engine, templateKinds: opts.config.podTemplates },
+      handlers: { engine },
       logger,
       recorder,
       metrics: { text: () => metrics.registry.metrics(), contentType: metrics.registry.contentType },

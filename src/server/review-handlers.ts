@@ -5,17 +5,14 @@
 //   /mutate      — the mutating webhook that pins tags to digests (digestMutate). It never denies for policy
 //                  reasons (/validate does), only when a tag cannot be resolved and the server fails closed.
 import { admissionResponse, parseAdmissionReview, type AdmissionResponseBody, type ParsedAdmissionReview } from "../core/admission-review.ts";
-import { subjectOfImageReview, subjectOfRequest } from "../core/admission-subject.ts";
+import { subjectOfImageReview } from "../core/admission-subject.ts";
 import { allow, renderReason, type Decision } from "../core/decision.ts";
 import { parseImageReview, type ImageReview } from "../core/image-review.ts";
-import type { TemplateKind } from "../core/workload-templates.ts";
 import type { AdmissionCall, Engine } from "../engine/engine.ts";
 import { HttpError } from "./http-body.ts";
 
 export interface HandlerContext {
   engine: Engine;
-  /** Custom resources that embed pod templates, from the server config. */
-  templateKinds: readonly TemplateKind[];
 }
 
 export interface Handled<Body> {
@@ -37,7 +34,7 @@ export async function handleImageReview(ctx: HandlerContext, body: unknown, dead
 
 export async function handleAdmissionReview(ctx: HandlerContext, body: unknown, deadline: number): Promise<Handled<AdmissionResponseBody>> {
   const review = admissionReviewOf(body);
-  const plan = subjectOfRequest(review.request, ctx.templateKinds);
+  const plan = ctx.engine.subjectOfRequest(review.request);
   if (!plan.review) return { body: admissionResponse(review, allow()), decision: undefined };
   const decision = await ctx.engine.validate(plan.subject, callOf(review, "validate", deadline));
   return { body: admissionResponse(review, decision), decision };
@@ -45,7 +42,7 @@ export async function handleAdmissionReview(ctx: HandlerContext, body: unknown, 
 
 export async function handleMutate(ctx: HandlerContext, body: unknown, deadline: number): Promise<Handled<AdmissionResponseBody>> {
   const review = admissionReviewOf(body);
-  const plan = subjectOfRequest(review.request, ctx.templateKinds);
+  const plan = ctx.engine.subjectOfRequest(review.request);
   const decision = plan.review ? await ctx.engine.mutate(plan.subject, callOf(review, "mutate", deadline)) : undefined;
   return { body: admissionResponse(review, decision ?? allow()), decision };
 }

@@ -1,6 +1,7 @@
 // Ready-to-apply configuration for kube-apiserver: the Validating- and MutatingWebhookConfiguration, and the
 // ImagePolicyWebhook's kubeconfig and AdmissionConfiguration. Pure renderers.
 import { stringify } from "yaml";
+import type { ImagePath } from "../core/image-paths.ts";
 
 export interface WebhookEndpoint {
   /** Base URL the apiserver reaches us at, e.g. https://imprimatur.imprimatur.svc:8443 */
@@ -12,6 +13,27 @@ export interface CustomTemplateResource {
   group: string;
   version: string;
   resource: string;
+}
+
+/**
+ * The resources of the kinds that imagePaths name, so the webhooks see them. The resource is guessed from the
+ * kind as kubectl guesses it (lowercase plural: Task → tasks, Policy → policies); a missing group or version
+ * becomes "*".
+ */
+export function imagePathResources(paths: readonly ImagePath[]): CustomTemplateResource[] {
+  const out = new Map<string, CustomTemplateResource>();
+  for (const selector of paths.flatMap((p) => p.kinds)) {
+    const r = { group: selector.group ?? "*", version: selector.version ?? "*", resource: guessResource(selector.kind) };
+    out.set(`${r.group}/${r.version}/${r.resource}`, r);
+  }
+  return [...out.values()];
+}
+
+function guessResource(kind: string): string {
+  const lower = kind.toLowerCase();
+  if (lower.endsWith("s")) return `${lower}es`;
+  if (/[^aeiou]y$/.test(lower)) return `${lower.slice(0, -1)}ies`;
+  return `${lower}s`;
 }
 
 export interface WebhookOptions {

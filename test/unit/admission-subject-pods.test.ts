@@ -36,7 +36,7 @@ const noPrivileged: PodRestriction = (() => {
 })();
 
 function reviewed(req: AdmissionRequest, extraKinds?: TemplateKind[]): { namespace: string; pods: PodUnderReview[] } {
-  const plan = subjectOfRequest(req, extraKinds);
+  const plan = subjectOfRequest(req, { templateKinds: extraKinds ?? [] });
   assert.equal(plan.review, true, plan.review ? "" : plan.why);
   if (!plan.review) throw new Error("unreachable");
   assert.equal(plan.subject.judgePods, true);
@@ -44,7 +44,7 @@ function reviewed(req: AdmissionRequest, extraKinds?: TemplateKind[]): { namespa
 }
 
 function skipped(req: AdmissionRequest, extraKinds?: TemplateKind[]): string {
-  const plan = subjectOfRequest(req, extraKinds);
+  const plan = subjectOfRequest(req, { templateKinds: extraKinds ?? [] });
   assert.equal(plan.review, false);
   if (plan.review) throw new Error("unreachable");
   return plan.why;

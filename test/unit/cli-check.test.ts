@@ -59,7 +59,7 @@ test("text output: one line per finding, skipped objects with the reason, a summ
     lines.map((l) => l.replace(dir, "DIR")),
     [
       "DIR/app.yaml Deployment/web: allowed",
-      "DIR/app.yaml ConfigMap/settings: skipped: ConfigMap runs no pods (not a Pod, a built-in workload or a registered custom resource)",
+      "DIR/app.yaml ConfigMap/settings: skipped: ConfigMap runs no pods (not a Pod, a built-in workload, a registered custom resource or a kind named in imagePaths)",
       'DIR/app.yaml CronJob/nightly: denied: image "busybox:1.36" (spec.jobTemplate.spec.template.spec.initContainers[0].image) denied by policy trusted-registries default: only images from registry.example.com may run',
       "DIR/pod.json Pod/solo: allowed",
       "4 objects: 2 allowed, 1 denied, 1 skipped",

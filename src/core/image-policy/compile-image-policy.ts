@@ -12,6 +12,7 @@ export const ATTESTATION_CEL_VARIABLES = ["predicate", "statement", "image"] as 
 export const VALIDATE_CEL_VARIABLES = ["image", "signers", "attestations"] as const;
 import { compileAttestorSets, type RawAttestorSet, type RelatedFileReader } from "./compile-attestors.ts";
 import { parseImageReference } from "../image-reference.ts";
+import { compileImagePath, type ImagePath, type RawImagePath } from "../image-paths.ts";
 import type { LabelSelector } from "../label-selector.ts";
 
 export interface RawImagePolicy {
@@ -19,6 +20,7 @@ export interface RawImagePolicy {
   spec: {
     namespaces?: string[];
     namespaceSelector?: LabelSelector;
+    imagePaths?: RawImagePath[];
     rules: Array<{
       action: "allow" | "deny";
       images?: string[];
@@ -139,6 +141,13 @@ export function compileImagePolicy(
     }
   }
 
+  const imagePaths: ImagePath[] = [];
+  raw.spec.imagePaths?.forEach((p, i) => {
+    const compiled = compileImagePath(p, raw.metadata.name, ["spec", "imagePaths", i]);
+    errors.push(...compiled.errors);
+    if (compiled.imagePath) imagePaths.push(compiled.imagePath);
+  });
+
   const bg = raw.spec.breakGlass ?? {};
   const extra = bg.requiredAnnotations ?? [];
   extra.forEach((key, i) => {
@@ -167,6 +176,7 @@ export function compileImagePolicy(
       ...(source ? { source } : {}),
       ...(raw.spec.namespaces ? { namespaces: raw.spec.namespaces } : {}),
       ...(raw.spec.namespaceSelector ? { namespaceSelector: raw.spec.namespaceSelector } : {}),
+      ...(imagePaths.length > 0 ? { imagePaths } : {}),
       rules,
       default: raw.spec.default ?? "deny",
       ...(raw.spec.defaultMessage !== undefined ? { defaultMessage: raw.spec.defaultMessage } : {}),

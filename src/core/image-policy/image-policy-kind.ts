@@ -2,7 +2,7 @@
 // one pod at a time (each pod brings its own break-glass and `*.image-policy.k8s.io/*` annotations).
 import { Ajv, type ErrorObject } from "ajv";
 import { imagesByPod, type AdmissionSubject } from "../admission-subject.ts";
-import { combineDecisions, type Decision } from "../decision.ts";
+import { combineDecisions, deny, type Decision } from "../decision.ts";
 import { imagePolicyAnnotations } from "../image-review.ts";
 import type { FieldIssue, KindEvaluationContext, PolicyKind } from "../policy-kind.ts";
 import { compileImagePolicy, type RawImagePolicy } from "./compile-image-policy.ts";
@@ -41,6 +41,9 @@ export function evaluateSubjectImages(policies: readonly ImagePolicy[], subject:
       cx,
     ),
   );
+  // Fail closed: an image imagePaths select but cannot locate is neither reviewed nor pinnable.
+  if (subject.extractionErrors?.length)
+    decisions.push(deny(subject.extractionErrors.map((e) => ({ policy: e.policy, rule: "imagePaths", message: e.message }))));
   if (decisions.length === 0) return undefined;
   return decisions.length === 1 ? decisions[0] : combineDecisions(...decisions);
 }

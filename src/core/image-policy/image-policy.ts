@@ -5,6 +5,7 @@ import { parseImageReferenceCached, type ImageReference } from "../image-referen
 import { describeLabelSelector, matchesLabelSelector, type LabelSelector } from "../label-selector.ts";
 import { applyBreakGlass, type BreakGlassPolicy } from "../break-glass.ts";
 import type { PolicyOrigin } from "../policy-kind.ts";
+import type { ImagePath } from "../image-paths.ts";
 import type { AttestorSet } from "./attestors.ts";
 import type { CompiledCel } from "../conditions/cel-expression.ts";
 import type { CompiledConditions } from "../conditions/conditions.ts";
@@ -50,6 +51,8 @@ export interface ImagePolicy {
   source?: PolicyOrigin;
   namespaces?: string[];
   namespaceSelector?: LabelSelector;
+  /** Image locations in custom resources; they add to the extraction for every image policy. */
+  imagePaths?: ImagePath[];
   rules: ImageRule[];
   default: ImageAction;
   defaultMessage?: string;

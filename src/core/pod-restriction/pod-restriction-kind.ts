@@ -18,6 +18,9 @@ export const podRestrictionKind: PolicyKind<PodRestriction, PodRestrictionIndex>
   usesNamespaceLabels: (index) => index.usesSelectors,
   evaluate(index, subject, cx) {
     if (!subject.judgePods || index.all.length === 0) return undefined;
-    return combineDecisions(...subject.pods.map((pod) => decidePodRestrictions(index, pod, subject.namespace, cx.namespaceLabels)));
+    // The entry of images a custom resource keeps outside pods (imagePaths) is not a pod.
+    const pods = subject.pods.filter((pod) => !pod.pathImages);
+    if (pods.length === 0) return undefined;
+    return combineDecisions(...pods.map((pod) => decidePodRestrictions(index, pod, subject.namespace, cx.namespaceLabels)));
   },
 };

@@ -1,0 +1,281 @@
+// ImagePolicy imagePaths (src/core/image-paths.ts and the extraction in src/core/admission-subject.ts): images
+// that custom resources keep outside pod specs are found by JMESPath, located for denials and pins, reviewed
+// by every image policy, and never judged as pods; what cannot be located denies.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
+import type { AdmissionRequest } from "../../src/core/admission-review.ts";
+import { renderReason } from "../../src/core/decision.ts";
+import { compileImagePath, imagesAtPaths, parseKindSelector, type ImagePath } from "../../src/core/image-paths.ts";
+import { Engine, type AdmissionCall } from "../../src/engine/engine.ts";
+import { parsePolicyText } from "../../src/policy/load-policies.ts";
+import { renderPolicyError } from "../../src/policy/policy-error.ts";
+import { profileSources, shippedProfiles } from "../../src/policy/profiles.ts";
+import { imagePathResources } from "../../src/server/webhook-manifests.ts";
+
+function path(raw: { kinds?: string[]; path: string; keyField?: string; valueField?: string }): ImagePath {
+  const compiled = compileImagePath({ kinds: raw.kinds ?? ["Task"], ...raw }, "p", ["spec", "imagePaths", 0]);
+  assert.deepEqual(compiled.errors, []);
+  return compiled.imagePath!;
+}
+
+const task = (spec: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+  apiVersion: "tekton.dev/v1",
+  kind: "Task",
+  metadata: { name: "build", namespace: "ci", ...extra },
+  spec,
+});
+
+describe("kind selectors", () => {
+  it("accept Kind, version/Kind and group/version/Kind with * for any version", () => {
+    assert.deepEqual(parseKindSelector("Task"), { kind: "Task" });
+    assert.deepEqual(parseKindSelector("v1/Pod"), { group: "", version: "v1", kind: "Pod" });
+    assert.deepEqual(parseKindSelector("tekton.dev/v1beta1/Task"), { group: "tekton.dev", version: "v1beta1", kind: "Task" });
+    assert.deepEqual(parseKindSelector("argoproj.io/*/Workflow"), { group: "argoproj.io", kind: "Workflow" });
+  });
+
+  it("refuse anything else, saying what is expected", () => {
+    assert.match(String(parseKindSelector("a/b/c/Task")), /is not Kind, version\/Kind or group\/version\/Kind/);
+    assert.match(String(parseKindSelector("tekton.dev/one/Task")), /"one" is not an API version/);
+    assert.match(String(parseKindSelector("Tekton_Dev/v1/Task")), /is not an API group/);
+    assert.match(String(parseKindSelector("tekton.dev/v1/task-run")), /is not Kind/);
+  });
+});
+
+describe("imagesAtPaths", () => {
+  it("finds the images of the selected objects with their field paths, in path order, each field once", () => {
+    const obj = task({
+      steps: [
+        { name: "a", image: "registry.example.com/a:1" },
+        { name: "b", image: "registry.example.com/b:1" },
+      ],
+      sidecars: [{ name: "s", image: "redis:7" }],
+    });
+    const found = imagesAtPaths(obj, [path({ path: "{{ spec.steps[*] }}" }), path({ path: "{{ [spec.sidecars[], spec.steps[]][] }}" })]);
+    assert.deepEqual(found.errors, []);
+    assert.deepEqual(found.images, [
+      { image: "registry.example.com/a:1", field: "spec.steps[0].image" },
+      { image: "registry.example.com/b:1", field: "spec.steps[1].image" },
+      { image: "redis:7", field: "spec.sidecars[0].image" },
+    ]);
+  });
+
+  it("takes filters, single objects and another valueField", () => {
+    const obj = task({ steps: [{ name: "a", ref: "x" }, { name: "b" }], builder: { name: "ko", from: "ko:0.17" } });
+    assert.deepEqual(imagesAtPaths(obj, [path({ path: "{{ spec.builder }}", valueField: "from" })]).images, [{ image: "ko:0.17", field: "spec.builder.from" }]);
+    assert.deepEqual(imagesAtPaths(obj, [path({ path: "{{ spec.steps[?name == 'b'] }}" })]).images, []); // no image field: not an image holder
+  });
+
+  it("reviews a value that is not a string as an invalid reference rather than skipping it", () => {
+    const found = imagesAtPaths(task({ steps: [{ name: "a", image: 42 }] }), [path({ path: "{{ spec.steps[*] }}" })]);
+    assert.deepEqual(found.images, [{ image: "", field: "spec.steps[0].image" }]);
+  });
+
+  it("a path that selects strings or computed objects cannot be located: an error naming the policy and why", () => {
+    const obj = task({ steps: [{ name: "a", image: "a:1" }] });
+    const strings = imagesAtPaths(obj, [path({ path: "{{ spec.steps[*].image }}" })]);
+    assert.deepEqual(strings.images, []);
+    assert.deepEqual(strings.errors, [
+      { policy: "p", message: 'imagePaths (spec.steps[*].image) selects the string "a:1", not an object of the resource that holds "image"' },
+    ]);
+    const computed = imagesAtPaths(obj, [path({ path: "{{ spec.steps[*].{image: image} }}" })]);
+    assert.match(computed.errors[0]!.message, /selects a computed object/);
+  });
+
+  it("an object under a field name with a dot cannot be named by a field path: an error", () => {
+    const obj = task({ "steps.v2": [{ name: "a", image: "a:1" }] });
+    const found = imagesAtPaths(obj, [path({ path: '{{ spec."steps.v2"[*] }}' })]);
+    assert.deepEqual(found.images, []);
+    assert.match(found.errors[0]!.message, /field name with "\.", "\[" or "\]"/);
+  });
+
+  it("a function on the wrong type at run time is an error, not a crash", () => {
+    const found = imagesAtPaths(task({ steps: "oops" }), [path({ path: "{{ length(spec.steps[*]) }}" })]);
+    assert.equal(found.errors.length, 1);
+    assert.match(found.errors[0]!.message, /imagePaths \(length\(spec\.steps\[\*\]\)\)/);
+  });
+});
+
+describe("imagePaths in an ImagePolicy", () => {
+  it("mistakes are load errors with file, line and field", () => {
+    const text = `apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: {name: p}
+spec:
+  imagePaths:
+    - kinds: ["tekton.dev/v1/Task"]
+      path: "spec.steps[*]"
+    - kinds: ["tekton.dev/latest/Task"]
+      path: "{{ spec.steps[ }}"
+      valueField: "a.b"
+    - kinds: ["Task"]
+      path: "{{ spec.steps }}"
+      colour: blue
+  rules: [{action: allow, images: ["*"]}]
+`;
+    const { errors } = parsePolicyText(text, "tasks.yaml");
+    const rendered = errors.map(renderPolicyError);
+    assert.equal(rendered.length, 1, rendered.join("\n"));
+    assert.match(rendered[0]!, /^tasks\.yaml:13 \(document 1, spec\.imagePaths\[2\]\.colour\): unknown field "colour"/);
+    const semantic = parsePolicyText(text.replace("      colour: blue\n", ""), "tasks.yaml").errors.map(renderPolicyError);
+    assert.deepEqual(semantic.length, 4, semantic.join("\n"));
+    assert.match(semantic[0]!, /^tasks\.yaml:7 \(document 1, spec\.imagePaths\[0\]\.path\): write the path as a JMESPath expression in \{\{ \}\}/);
+    assert.match(semantic[1]!, /^tasks\.yaml:8 \(document 1, spec\.imagePaths\[1\]\.kinds\[0\]\): .*"latest" is not an API version/);
+    assert.match(semantic[2]!, /^tasks\.yaml:9 \(document 1, spec\.imagePaths\[1\]\.path\): invalid JMESPath/);
+    assert.match(semantic[3]!, /^tasks\.yaml:10 \(document 1, spec\.imagePaths\[1\]\.valueField\): "a\.b" must be one field name/);
+  });
+});
+
+const POLICIES = `
+apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: {name: tasks}
+spec:
+  imagePaths:
+    - {kinds: ["tekton.dev/v1/Task"], path: "{{ spec.steps[*] }}"}
+    - {kinds: ["v1/Pod"], path: "{{ spec.containers[*] }}"}
+  rules: [{action: allow, images: ["registry.example.com/*"]}]
+  default: deny
+  breakGlass: {allowed: true}
+---
+apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: {name: no-latest}
+spec:
+  rules: [{action: deny, images: ["*:latest"]}]
+  default: allow
+---
+apiVersion: imprimatur.dev/v1alpha1
+kind: PodRestriction
+metadata: {name: restricted}
+spec: {profile: restricted}
+`;
+
+async function engine(): Promise<Engine> {
+  const parsed = parsePolicyText(POLICIES, "inline.yaml", { profiles: profileSources(await shippedProfiles()) });
+  assert.deepEqual(parsed.errors, []);
+  return Engine.build({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsed.policies, offline: true });
+}
+
+const call: AdmissionCall = { endpoint: "validate", deadline: Date.now() + 60_000, dryRun: true };
+
+function request(object: Record<string, unknown>, oldObject?: Record<string, unknown>): AdmissionRequest {
+  return {
+    uid: "u",
+    operation: oldObject ? "UPDATE" : "CREATE",
+    namespace: "ci",
+    resource: { group: "tekton.dev", version: "v1", resource: "tasks" },
+    object,
+    ...(oldObject ? { oldObject } : {}),
+  };
+}
+
+describe("the engine with imagePaths", () => {
+  it("a Task's images are reviewed by every image policy and denied with their field; PodRestrictions do not judge it", async () => {
+    const e = await engine();
+    const plan = e.subjectOfRequest(
+      request(
+        task({
+          steps: [
+            { name: "a", image: "registry.example.com/a:1" },
+            { name: "b", image: "docker.io/b:latest" },
+          ],
+        }),
+      ),
+    );
+    assert.ok(plan.review);
+    const d = await e.validate(plan.subject, call);
+    assert.equal(d.allowed, false);
+    assert.deepEqual(
+      d.violations.map((v) => [v.policy, v.rule, v.field]),
+      [
+        ["tasks", "default", "spec.steps[1].image"],
+        ["no-latest", "rules[0]", "spec.steps[1].image"],
+      ],
+    );
+    const ok = e.subjectOfRequest(request(task({ steps: [{ name: "a", image: "registry.example.com/a:1" }] })));
+    assert.ok(ok.review);
+    assert.equal((await e.validate(ok.subject, call)).allowed, true, "the restricted profile must not judge a Task as a pod");
+  });
+
+  it("a path that cannot be located denies the Task in the declaring policy's name (fail closed)", async () => {
+    const parsed = parsePolicyText(POLICIES.replace("{{ spec.steps[*] }}", "{{ spec.steps[*].image }}"), "inline.yaml", {
+      profiles: profileSources(await shippedProfiles()),
+    });
+    const e = await Engine.build({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsed.policies, offline: true });
+    const plan = e.subjectOfRequest(request(task({ steps: [{ name: "a", image: "registry.example.com/a:1" }] })));
+    assert.ok(plan.review);
+    const d = await e.validate(plan.subject, call);
+    assert.equal(d.allowed, false);
+    assert.match(renderReason(d.violations), /^request denied by policy tasks imagePaths: imagePaths \(spec\.steps\[\*\]\.image\) selects the string/);
+  });
+
+  it("an update that changes no image is not reviewed again; one that changes an image is", async () => {
+    const e = await engine();
+    const before = task({ steps: [{ name: "a", image: "docker.io/old:latest" }] });
+    const relabelled = task({ steps: [{ name: "a", image: "docker.io/old:latest" }] }, { labels: { team: "x" } });
+    const plan = e.subjectOfRequest(request(relabelled, before));
+    assert.equal(plan.review, false);
+    const changed = e.subjectOfRequest(request(task({ steps: [{ name: "a", image: "docker.io/new:latest" }] }), before));
+    assert.ok(changed.review);
+    assert.deepEqual(
+      changed.subject.images.map((i) => i.field),
+      ["spec.steps[0].image"],
+    );
+  });
+
+  it("a Pod's containers named by a path too are reviewed once, as the pod's", async () => {
+    const e = await engine();
+    const pod = {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "p", namespace: "ci" },
+      spec: { containers: [{ name: "c", image: "registry.example.com/a:1" }] },
+    };
+    const plan = e.subjectOfObject(pod);
+    assert.ok(plan.review);
+    assert.equal(plan.subject.pods.length, 1);
+    assert.deepEqual(
+      plan.subject.images.map((i) => [i.field, i.pod]),
+      [["spec.containers[0].image", 0]],
+    );
+  });
+
+  it("break-glass annotations on the custom resource apply to its images", async () => {
+    const e = await engine();
+    const annotations = { "break-glass.image-policy.k8s.io/reason": "incident", "break-glass.image-policy.k8s.io/ticket": "OPS-1" };
+    const overridden = e.subjectOfRequest(request(task({ steps: [{ name: "a", image: "quay.io/tool:1" }] }, { annotations })));
+    assert.ok(overridden.review);
+    const d = await e.validate(overridden.subject, call);
+    assert.equal(d.allowed, true, renderReason(d.violations));
+    assert.deepEqual(
+      d.breakGlass?.overridden.map((v) => [v.policy, v.field]),
+      [["tasks", "spec.steps[0].image"]],
+    );
+    const plain = e.subjectOfRequest(request(task({ steps: [{ name: "a", image: "quay.io/tool:1" }] })));
+    assert.ok(plain.review);
+    assert.equal((await e.validate(plain.subject, call)).allowed, false);
+  });
+
+  it("kinds the paths do not name are skipped", async () => {
+    const e = await engine();
+    const plan = e.subjectOfObject({ ...task({ steps: [{ name: "a", image: "x:latest" }] }), apiVersion: "example.com/v1" });
+    assert.equal(plan.review, false);
+  });
+});
+
+describe("webhook rules for imagePaths kinds", () => {
+  it("guess the resource from the kind, with * where the selector leaves group or version open", () => {
+    const paths = [path({ kinds: ["tekton.dev/v1/Task", "tekton.dev/v1beta1/Task", "argoproj.io/*/WorkflowTemplate"], path: "{{ a }}" })];
+    paths.push(path({ kinds: ["example.com/v1/Policy", "example.com/v1/Gateway", "example.com/v1/Ingress", "Runner"], path: "{{ b }}" }));
+    assert.deepEqual(imagePathResources(paths), [
+      { group: "tekton.dev", version: "v1", resource: "tasks" },
+      { group: "tekton.dev", version: "v1beta1", resource: "tasks" },
+      { group: "argoproj.io", version: "*", resource: "workflowtemplates" },
+      { group: "example.com", version: "v1", resource: "policies" },
+      { group: "example.com", version: "v1", resource: "gateways" },
+      { group: "example.com", version: "v1", resource: "ingresses" },
+      { group: "*", version: "*", resource: "runners" },
+    ]);
+  });
+});

@@ -1,7 +1,8 @@
 // Tag→digest pinning through a real etcd + kube-apiserver v1.20 and kubectl, against a real docker-registry
 // with TLS and token auth (the tests' own ES256 token server): `imprimatur serve` reads pull secrets and
 // service accounts from the API, the apiserver calls /mutate and /validate through the webhook
-// configurations serve writes, and Pods and Deployments come back from the API pinned and annotated.
+// configurations serve writes, and Pods, Deployments and custom resources (a Tekton-like Task, whose images
+// ImagePolicy imagePaths locate) come back from the API pinned and annotated, or are refused.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -14,6 +15,8 @@ import { buildOciLayout } from "../support/oci-layout.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
 
 const NS = "pinning";
+/** A Tekton-like Task: images in spec.steps, no pod spec (CustomResourceDefinition below). */
+const TASK_GROUP = "ci.imprimatur.test";
 const PULLER = { username: "puller", password: "puller-secret-1" };
 let dir: string;
 let cluster: KubeCluster;
@@ -81,7 +84,19 @@ before(async () => {
         ],
         default: "allow",
       },
-    }),
+    }) +
+      "---\n" +
+      stringify({
+        apiVersion: "imprimatur.dev/v1alpha1",
+        kind: "ImagePolicy",
+        metadata: { name: "tasks" },
+        spec: {
+          imagePaths: [{ kinds: [`${TASK_GROUP}/v1/Task`], path: "{{ spec.steps[*] }}" }],
+          rules: [{ action: "allow", images: [`${host}/*`] }],
+          default: "deny",
+          defaultMessage: `Task images come from ${host}`,
+        },
+      }),
   );
   await writeFile(
     join(dir, "registries.yaml"),
@@ -92,6 +107,10 @@ before(async () => {
     stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "ServerConfig", kubeconfig: cluster.kubeconfig, registries: join(dir, "registries.yaml") }),
   );
   server = await startImprimatur(["--policies", join(dir, "policies.yaml"), "--config", join(dir, "config.yaml")]);
+  const crd = await cluster.apply(JSON.stringify(taskDefinition()));
+  assert.equal(crd.code, 0, crd.stderr);
+  const established = await cluster.kubectl(["wait", "--for", "condition=established", "--timeout=60s", `crd/tasks.${TASK_GROUP}`]);
+  assert.equal(established.code, 0, established.stderr);
 
   for (const file of ["mutating-webhook.yaml", "validating-webhook.yaml"]) {
     const applied = await cluster.kubectl(["apply", "-f", join(server.stateDir, file)]);
@@ -121,6 +140,36 @@ before(async () => {
     context: () => server.log(),
   });
 });
+
+function taskDefinition() {
+  return {
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: { name: `tasks.${TASK_GROUP}` },
+    spec: {
+      group: TASK_GROUP,
+      scope: "Namespaced",
+      names: { plural: "tasks", singular: "task", kind: "Task" },
+      versions: [
+        {
+          name: "v1",
+          served: true,
+          storage: true,
+          schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object", "x-kubernetes-preserve-unknown-fields": true } } } },
+        },
+      ],
+    },
+  };
+}
+
+function task(name: string, images: string[]): string {
+  return JSON.stringify({
+    apiVersion: `${TASK_GROUP}/v1`,
+    kind: "Task",
+    metadata: { name, namespace: NS },
+    spec: { steps: images.map((image, i) => ({ name: `step-${i}`, image, script: "make" })) },
+  });
+}
 
 after(async () => {
   await cluster?.stop();
@@ -222,4 +271,31 @@ test("updating an unrelated field of a pinned Deployment leaves it alone; changi
   assert.equal(got.spec.template.spec.containers[0].image, `${image}@${digests.private}`);
   const record = JSON.parse(got.spec.template.metadata.annotations["imprimatur.dev/pinned-images"]);
   assert.equal(record[image], `${image}@${digests.private}`);
+});
+
+test("imagePaths: a custom resource's images are pinned by /mutate inside the object, and recorded on it", async () => {
+  const image = `${registry.host}/public/app:task`;
+  const now = await push("public/app", "task", "task-1");
+  const pinnedAlready = `${registry.host}/public/app:verify@${digests.verifyOnly}`;
+  const r = await cluster.kubectl(["create", "-f", "-"], { input: task("build", [image, pinnedAlready]) });
+  assert.equal(r.code, 0, r.stderr);
+  const got = await kubectlJson(["get", `tasks.${TASK_GROUP}`, "build", "-n", NS]);
+  assert.deepEqual(
+    got.spec.steps.map((s: { image: string }) => s.image),
+    [`${image}@${now}`, pinnedAlready],
+  );
+  assert.deepEqual(JSON.parse(got.metadata.annotations["imprimatur.dev/pinned-images"]), { [image]: `${image}@${now}` });
+  const events = await eventsFor("build");
+  assert.match(events.map((e) => e.message).join("\n"), /spec\.steps\[0\]\.image: .*public\/app:task → /);
+});
+
+test("imagePaths: a custom resource with an image no rule allows is refused at creation, naming the field", async () => {
+  const r = await cluster.kubectl(["create", "-f", "-"], { input: task("outside", [`${registry.host}/public/app:1.0`, "quay.io/other/tool:1"]) });
+  assert.notEqual(r.code, 0);
+  assert.match(
+    r.stderr,
+    /images\.imprimatur\.dev.* denied the request: image "quay\.io\/other\/tool:1" \(spec\.steps\[1\]\.image\) denied by policy tasks default: Task images come from /,
+  );
+  const absent = await cluster.kubectl(["get", `tasks.${TASK_GROUP}`, "outside", "-n", NS]);
+  assert.notEqual(absent.code, 0, "nothing was stored");
 });

@@ -2,7 +2,7 @@
 // evaluated against the data (the attestation's predicate), any other value is a literal. Expressions are
 // compiled once at load time, so a syntax error is a load error. The design's examples also need
 // time_since(layout, from, to), registered here.
-import { compile, isRegistered, registerFunction, TreeInterpreter, TYPE_STRING, type JSONValue } from "@jmespath-community/jmespath";
+import { compile, isRegistered, registerFunction, TreeInterpreter, TYPE_NULL, TYPE_STRING, type JSONValue } from "@jmespath-community/jmespath";
 import { formatDuration } from "../duration.ts";
 
 type Ast = ReturnType<typeof compile>;
@@ -46,11 +46,13 @@ function registerFunctions(): void {
   registerFunction(
     "time_since",
     ([, from, to]) => {
+      // A missing field arrives as null: say "not found" rather than the interpreter's type error.
+      if (from === null) throw new Error("time_since: the start time is not found");
       const start = Date.parse(String(from));
       const end = to === "" || to === null || to === undefined ? Date.now() : Date.parse(String(to));
       if (Number.isNaN(start) || Number.isNaN(end)) throw new Error(`time_since: ${JSON.stringify(Number.isNaN(start) ? from : to)} is not an RFC 3339 time`);
       return formatDuration(end - start);
     },
-    [{ types: [TYPE_STRING] }, { types: [TYPE_STRING] }, { types: [TYPE_STRING] }],
+    [{ types: [TYPE_STRING] }, { types: [TYPE_STRING, TYPE_NULL] }, { types: [TYPE_STRING, TYPE_NULL] }],
   );
 }

@@ -124,3 +124,15 @@ spec:
     ],
   );
 });
+
+test("bad predicates: a missing field is 'not found', a deeply nested or huge predicate is judged without a crash", () => {
+  let deep: unknown = "bottom";
+  for (let i = 0; i < 100_000; i++) deep = { a: deep };
+  const nested = { statement: { predicateType: VULN, predicate: { deep, scanner: { uri: "pkg:github/aquasecurity/trivy@0.5" } } }, signers: [] };
+  const d = judge([slsa(GOOD_BUILD)], [nested]);
+  assert.equal(d.allowed, false);
+  assert.match(d.violations[0]!.message, /attestations\[1\].*conditions\[0\]\.all\[0\]: .*not found/);
+  const huge = scan(1, 1);
+  (huge.statement.predicate as Record<string, unknown>).padding = Array.from({ length: 200_000 }, (_, i) => ({ i, note: "x".repeat(10) }));
+  assert.equal(judge([slsa(GOOD_BUILD)], [huge]).allowed, true);
+});

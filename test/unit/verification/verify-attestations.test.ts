@@ -8,7 +8,7 @@ import { parseTrustedRoot, type TrustRoot } from "../../../src/core/trust-root/t
 import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 import { bundleToItem, cosignAttestationToItem, SignatureFormatError } from "../../../src/verification/signed-item.ts";
 import { attestationBinding, imageBinding, inTotoStatement, publicKeyFromPem, verifyItem } from "../../../src/verification/verify-entry.ts";
-import { cosignAttestationLayer, inTotoStatement as statementFor } from "../../support/signer/cosign-signatures.ts";
+import { cosignAttestationLayer, inTotoStatement as statementFor, signDsseEnvelope } from "../../support/signer/cosign-signatures.ts";
 import { generateSigningKey, type SigningKey } from "../../support/signer/keys.ts";
 import { createMockSigstore, type MockSigstore } from "../../support/signer/mock-sigstore.ts";
 import { attestationBundle } from "../../support/signer/sigstore-bundles.ts";
@@ -97,4 +97,22 @@ test("malformed .att layers are SignatureFormatErrors naming the layer", () => {
     (e: unknown) => e instanceof SignatureFormatError && /L: the DSSE envelope is not JSON/.test(e.message),
   );
   assert.throws(() => cosignAttestationToItem(Buffer.from('{"payload": 1}'), {}, "L"), /L: not a DSSE envelope/);
+});
+
+test("a correctly signed envelope whose payload is not an in-toto statement is refused with the reason", () => {
+  const keyEntry = entry(`{staticKey: {ignoreTlog: true, key: ${JSON.stringify(key.publicKeyPem)}}}`);
+  const cx = { trustRoot: root, key: publicKeyFromPem(key.publicKeyPem), binding: attestationBinding(DIGEST, SLSA) };
+  const payloads: Array<[Buffer, string | undefined, RegExp]> = [
+    [Buffer.from("<xml>not json</xml>"), undefined, /the in-toto statement is not JSON/],
+    [Buffer.from("[1, 2]"), undefined, /unknown in-toto statement type null|not an object/],
+    [Buffer.from('{"_type": "https://example.com/Statement/v9"}'), undefined, /unknown in-toto statement type/],
+    [Buffer.from("{}"), "text/plain", /DSSE payload type "text\/plain" is not an in-toto statement/],
+  ];
+  for (const [payload, payloadType, reason] of payloads) {
+    const { envelope } = signDsseEnvelope(key, payload, payloadType ? { payloadType } : {});
+    const item = cosignAttestationToItem(Buffer.from(JSON.stringify(envelope)), {}, "L");
+    const outcome = verifyItem(item, keyEntry, cx);
+    assert.equal(outcome.ok, false);
+    assert.match(outcome.ok ? "" : outcome.reason, reason);
+  }
 });

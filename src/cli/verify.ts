@@ -3,6 +3,7 @@
 import { stringify } from "yaml";
 import { DEFAULT_SERVER_CONFIG } from "../config/server-config.ts";
 import { subjectOfImageReview } from "../core/admission-subject.ts";
+import type { VerifiedImageRecord } from "../core/image-policy/image-verification.ts";
 import { parseImageReference } from "../core/image-reference.ts";
 import { Engine } from "../engine/engine.ts";
 import { loadPolicies } from "../policy/load-policies.ts";
@@ -15,8 +16,10 @@ export const VERIFY_USAGE = `Usage: imprimatur verify [--policies DIR] [options]
 
 Judges each image as the webhooks would for a pod in --namespace: the ImagePolicies of the policy folder,
 with signature verification for rules that have attestors (cosign signatures at sha256-<hex>.sig tags and
-Sigstore bundles attached as OCI referrers). Signatures and digests are looked up with --authfile's
-credentials. Prints one line per image (allowed or denied, the digest, who signed it or why not) and a summary.
+Sigstore bundles attached as OCI referrers) and attestation checks (cosign .att statements and attestation
+bundles, with their conditions). Signatures and digests are looked up with --authfile's credentials. Prints
+one line per image (allowed or denied, the digest, who signed it or why not), one line per attestation
+type an allowed image carries, and a summary.
 
   --policies DIR       policy folder or file (repeatable; default: the embedded default policy)
   --namespace NS       the namespace to judge for (policies bound to namespaces; default "default")
@@ -36,6 +39,8 @@ interface ImageResult {
   allowed: boolean;
   digest?: string;
   signers: string[];
+  /** Who signed the attestations the deciding rule asked for, by predicate type. */
+  attestations?: Record<string, string[]>;
   violations: ReturnType<typeof structuredViolation>[];
   warnings: string[];
 }
@@ -100,12 +105,13 @@ export async function runVerify(argv: string[]): Promise<number> {
       const subject = subjectOfImageReview({ containers: [{ image }], namespace: values.namespace! });
       const decision = await engine.validate(subject, { endpoint: "check", deadline: Date.now() + Number(values.timeout) * 1000, dryRun: true });
       const record = decision.auditAnnotations["verified-images"];
-      const verified = record ? (JSON.parse(record) as Record<string, { digest: string; signers: string[] }>)[image] : undefined;
+      const verified = record ? (JSON.parse(record) as Record<string, VerifiedImageRecord>)[image] : undefined;
       results.push({
         image,
         allowed: decision.allowed,
         ...(verified ? { digest: verified.digest } : {}),
         signers: verified?.signers ?? [],
+        ...(verified?.attestations ? { attestations: verified.attestations } : {}),
         violations: decision.violations.map(structuredViolation),
         warnings: decision.warnings,
       });
@@ -121,8 +127,11 @@ export async function runVerify(argv: string[]): Promise<number> {
   else {
     for (const r of results) {
       const digest = r.digest ? ` ${r.digest}` : "";
-      if (r.allowed) process.stdout.write(`ALLOWED ${r.image}${digest}${r.signers.length > 0 ? `: signed by ${r.signers.join("; ")}` : ""}\n`);
-      else for (const v of r.violations) process.stdout.write(`DENIED  ${r.image}${digest}: policy ${v.policy} ${v.rule}: ${v.message}\n`);
+      if (r.allowed) {
+        process.stdout.write(`ALLOWED ${r.image}${digest}${r.signers.length > 0 ? `: signed by ${r.signers.join("; ")}` : ""}\n`);
+        for (const [type, signers] of Object.entries(r.attestations ?? {}))
+          process.stdout.write(`        attestation ${type}: signed by ${signers.join("; ")}\n`);
+      } else for (const v of r.violations) process.stdout.write(`DENIED  ${r.image}${digest}: policy ${v.policy} ${v.rule}: ${v.message}\n`);
       for (const w of r.warnings) process.stdout.write(`WARNING ${r.image}: ${w}\n`);
     }
     process.stdout.write(`${summary.images} image${summary.images === 1 ? "" : "s"}: ${summary.allowed} allowed, ${summary.denied} denied\n`);

@@ -506,4 +506,22 @@ test("attestations: SLSA provenance and a vulnerability scan checked with condit
   );
   const two = await create(pod("attested-two", `${host}/public/attested-two:1.0`));
   assert.equal(two.code, 0, `one passing statement of a type suffices: ${two.stderr}`);
+
+  // imprimatur verify judges the same, and names who signed each attestation type.
+  const args = ["verify", "--policies", join(dir, "signed.yaml"), "--registries", join(dir, "registries.yaml"), "--namespace", NS];
+  const cli = await imprimatur([...args, `${host}/public/attested-good:1.0`, `${host}/public/attested-vulnerable:1.0`]);
+  assert.equal(cli.code, 1, cli.stderr);
+  const lines = cli.stdout.trim().split("\n");
+  assert.match(lines[0]!, new RegExp(`^ALLOWED ${host}/public/attested-good:1\\.0 sha256:[0-9a-f]{64}: signed by key sha256:`));
+  for (const type of [SLSA, VULN])
+    assert.ok(
+      lines.some((l) => l.startsWith(`        attestation ${type}: signed by key sha256:`)),
+      cli.stdout,
+    );
+  assert.ok(
+    lines.some((l) => /^DENIED {2}.*attested-vulnerable:1\.0.*conditions\[0\]\.all\[1\]: 1 is not Equals 0/.test(l)),
+    cli.stdout,
+  );
+  const json = JSON.parse((await imprimatur([...args, "-o", "json", `${host}/public/attested-good:1.0`])).stdout);
+  assert.deepEqual(Object.keys(json.results[0].attestations).sort(), [SLSA, VULN].sort());
 });

@@ -77,8 +77,8 @@ export function verificationsNeeded(
  * The audit annotation and object annotation value: image → digest and who signed it. Informational only.
  * At most MAX_LISTED_VIOLATIONS images are listed, then "…": "N more", so a huge pod cannot make a huge record.
  */
-export function verifiedImagesRecord(results: VerificationResults): Record<string, { digest: string; signers: string[] } | string> {
-  const record: Record<string, { digest: string; signers: string[] }> = {};
+export function verifiedImagesRecord(results: VerificationResults): Record<string, VerifiedImageRecord | string> {
+  const record: Record<string, VerifiedImageRecord> = {};
   let more = 0;
   for (const [key, result] of results) {
     if (result.status !== "verified") continue;
@@ -87,12 +87,27 @@ export function verifiedImagesRecord(results: VerificationResults): Record<strin
       continue;
     }
     const image = key.split("\u0000")[2]!;
-    const signers = result.evidence.map(
-      (e) => `${e.signer}${e.tlogIndex !== undefined ? ` (log index ${e.tlogIndex})` : e.signedAt ? ` (signed ${e.signedAt})` : ""}`,
-    );
-    record[image] = { digest: result.digest, signers: [...new Set([...(record[image]?.signers ?? []), ...signers])] };
+    const entry: VerifiedImageRecord = record[image] ?? { digest: result.digest, signers: [] };
+    entry.signers = [...new Set([...entry.signers, ...result.evidence.map(describeSigner)])];
+    for (const a of result.attestations ?? []) {
+      const signers = a.statements.flatMap((s) => s.signers.map(describeSigner));
+      if (signers.length === 0) continue;
+      entry.attestations = { ...entry.attestations, [a.predicateType]: [...new Set([...(entry.attestations?.[a.predicateType] ?? []), ...signers])] };
+    }
+    record[image] = entry;
   }
   return more > 0 ? { ...record, "…": `${more} more` } : record;
+}
+
+/** Per verified image: its digest, who signed it, and who signed the attestations its rule asked for, by predicate type. */
+export interface VerifiedImageRecord {
+  digest: string;
+  signers: string[];
+  attestations?: Record<string, string[]>;
+}
+
+function describeSigner(e: SignerEvidence): string {
+  return `${e.signer}${e.tlogIndex !== undefined ? ` (log index ${e.tlogIndex})` : e.signedAt ? ` (signed ${e.signedAt})` : ""}`;
 }
 
 /** The object annotation naming verified images, their digests and signers. Informational: never read back as proof. */

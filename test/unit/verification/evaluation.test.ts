@@ -156,3 +156,19 @@ test("records and warnings stay bounded: 25 verified images list 20 and a count;
   );
   assert.equal(offline.warnings.length, 1);
 });
+
+test("the verified-images record names who signed the attestations, by predicate type, and not types no statement verified", () => {
+  const slsa = "https://slsa.dev/provenance/v1";
+  const signer = { entry: "attestors[0].entries[0]", attestor: "key", signer: "key sha256:cd", format: "cosign-attestation", tlogIndex: 7 };
+  const result = {
+    status: "verified",
+    digest: `sha256:${"b".repeat(64)}`,
+    evidence: [],
+    attestations: [
+      { index: 0, predicateType: slsa, statements: [{ statement: {}, signers: [signer] }], failures: [] },
+      { index: 1, predicateType: "https://example.com/none/v1", statements: [], failures: ["no attestation found"] },
+    ],
+  } as ImageVerification;
+  const record = verifiedImagesRecord(new Map([[verificationKey("built", 0, IMAGE), result]]));
+  assert.deepEqual(record[IMAGE], { digest: `sha256:${"b".repeat(64)}`, signers: [], attestations: { [slsa]: ["key sha256:cd (log index 7)"] } });
+});

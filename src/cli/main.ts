@@ -106,6 +106,24 @@ export const COMMANDS: readonly Command[] = [
     },
   },
   {
+    name: "node-proxy",
+    args: "--listen unix://PATH --runtime-endpoint unix://SOCKET [options]",
+    summary: "run the node-side CRI image-service proxy: pods use images on the node only with accepted credentials",
+    load: async () => {
+      const m = await import("./node-proxy.ts");
+      return { usage: m.NODE_PROXY_USAGE, run: m.runNodeProxy };
+    },
+  },
+  {
+    name: "node-records",
+    args: "[--state-dir DIR]",
+    summary: "list the node proxy's records: who may use which image on this node",
+    load: async () => {
+      const m = await import("./node-records.ts");
+      return { usage: m.NODE_RECORDS_USAGE, run: m.runNodeRecords };
+    },
+  },
+  {
     name: "completion",
     args: "bash|zsh",
     summary: "print a shell completion script",

@@ -1,0 +1,147 @@
+// `imprimatur node-proxy`: the node-side CRI image-service proxy (KEP-2535) the kubelet is pointed at with
+// --image-service-endpoint, in front of the container runtime's image service.
+import { createServer, type Server } from "node:http";
+import {
+  DEFAULT_VERIFICATION_POLICY,
+  parseAllowlistPattern,
+  VERIFICATION_POLICIES,
+  type AllowlistPattern,
+  type VerificationPolicy,
+} from "../core/pull-verification/verification-policy.ts";
+import { RuntimeImageClient, startImageServiceProxy } from "../cri/image-service-proxy.ts";
+import { createNodeMetrics } from "../node/node-metrics.ts";
+import { NodeImageProxy } from "../node/node-image-proxy.ts";
+import { RecordStore } from "../node/record-store.ts";
+import { createServerLogger } from "../server/logger.ts";
+import { errorText, parseCommandArgs, UsageError } from "./args.ts";
+import { DEFAULT_NODE_STATE_DIR } from "./node-records.ts";
+
+export const NODE_PROXY_USAGE = `Usage: imprimatur node-proxy --listen unix://PATH --runtime-endpoint unix://SOCKET [--state-dir DIR] [options]
+
+A CRI image service between the kubelet and the container runtime, so that a pod may use an image already on
+the node only with credentials that were accepted for it (KEP-2535, "Ensure Secret Pulled Images", for kubelets
+without it). Point the kubelet's --image-service-endpoint at --listen; its --container-runtime-endpoint stays on
+the runtime. Serves CRI runtime.v1alpha2 and runtime.v1.
+
+  --listen ENDPOINT                 where the kubelet connects (unix://PATH)
+  --runtime-endpoint ENDPOINT       the runtime's CRI socket, e.g. unix:///run/containerd/containerd.sock
+  --state-dir DIR                   pull records, intents and the node-local credential key (created 0700;
+                                    default ${DEFAULT_NODE_STATE_DIR})
+  --verification-policy POLICY      NeverVerify, NeverVerifyPreloadedImages (default), NeverVerifyAllowlistedImages
+                                    or AlwaysVerify, as the kubelet's imagePullCredentialsVerificationPolicy
+  --preloaded-allowlist PATTERN     a preloaded image that needs no credentials under NeverVerifyAllowlistedImages:
+                                    a repository (registry.example.com/base) or a prefix (registry.example.com/base/*);
+                                    repeatable
+  --metrics-address HOST:PORT       serve Prometheus metrics at http://HOST:PORT/metrics (default: none)
+
+Images on the node when the proxy first runs (an empty state folder) count as preloaded. Logs are JSON lines on
+standard output (IMPRIMATUR_LOG_LEVEL=debug for every decision). "imprimatur node-records" lists the records.
+Exit status: 0 after SIGTERM or SIGINT, 2 on usage or start-up errors.
+`;
+
+interface NodeProxyArgs {
+  listen: string;
+  runtime: string;
+  stateDir: string;
+  policy: VerificationPolicy;
+  allowlist: AllowlistPattern[];
+  metricsAddress?: { host: string; port: number };
+}
+
+function parseNodeProxyArgs(argv: string[]): NodeProxyArgs {
+  const { values } = parseCommandArgs(argv, {
+    listen: { type: "string" },
+    "runtime-endpoint": { type: "string" },
+    "state-dir": { type: "string", default: DEFAULT_NODE_STATE_DIR },
+    "verification-policy": { type: "string", default: DEFAULT_VERIFICATION_POLICY },
+    "preloaded-allowlist": { type: "string", multiple: true, default: [] },
+    "metrics-address": { type: "string" },
+  });
+  for (const flag of ["listen", "runtime-endpoint"] as const) if (!values[flag]) throw new UsageError(`--${flag} is required`);
+  for (const flag of ["listen", "runtime-endpoint"] as const) {
+    if (!/^unix:\/\/\/./.test(values[flag]!)) throw new UsageError(`--${flag} must be unix:///absolute/path, got ${values[flag]}`);
+  }
+  const policy = values["verification-policy"]!;
+  if (!(VERIFICATION_POLICIES as readonly string[]).includes(policy))
+    throw new UsageError(`--verification-policy must be one of ${VERIFICATION_POLICIES.join(", ")}, got ${policy}`);
+  const allowlist = values["preloaded-allowlist"]!.map((p) => {
+    const parsed = parseAllowlistPattern(p);
+    if ("error" in parsed) throw new UsageError(`--preloaded-allowlist ${parsed.error}`);
+    return parsed;
+  });
+  if (allowlist.length > 0 && policy !== "NeverVerifyAllowlistedImages")
+    throw new UsageError("--preloaded-allowlist applies only with --verification-policy NeverVerifyAllowlistedImages");
+  let metricsAddress: NodeProxyArgs["metricsAddress"];
+  if (values["metrics-address"] !== undefined) {
+    const m = /^(.+):(\d{1,5})$/.exec(values["metrics-address"]);
+    if (!m || Number(m[2]) > 65535) throw new UsageError(`--metrics-address must be HOST:PORT, got ${values["metrics-address"]}`);
+    metricsAddress = { host: m[1]!.replace(/^\[(.*)\]$/, "$1"), port: Number(m[2]) };
+  }
+  return {
+    listen: values.listen!,
+    runtime: values["runtime-endpoint"]!,
+    stateDir: values["state-dir"]!,
+    policy: policy as VerificationPolicy,
+    allowlist,
+    ...(metricsAddress ? { metricsAddress } : {}),
+  };
+}
+
+export async function runNodeProxy(argv: string[]): Promise<number> {
+  let args: NodeProxyArgs;
+  try {
+    args = parseNodeProxyArgs(argv);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    process.stderr.write(`imprimatur node-proxy: ${e.message}\n\n${NODE_PROXY_USAGE}`);
+    return 2;
+  }
+  const { logger, flush } = createServerLogger();
+  let store: RecordStore | undefined;
+  const metrics = createNodeMetrics(() => store);
+  const runtime = new RuntimeImageClient(args.runtime);
+  let proxy: NodeImageProxy;
+  let server: Awaited<ReturnType<typeof startImageServiceProxy>>;
+  let metricsServer: Server | undefined;
+  try {
+    store = await RecordStore.open(args.stateDir);
+    proxy = new NodeImageProxy({ store, runtime, policy: args.policy, allowlist: args.allowlist, logger, metrics });
+    await proxy.start();
+    server = await startImageServiceProxy(args.listen, runtime, proxy.handle);
+    if (args.metricsAddress) metricsServer = await serveMetrics(args.metricsAddress, () => metrics.registry.metrics(), metrics.registry.contentType);
+  } catch (e) {
+    process.stderr.write(`imprimatur node-proxy: ${errorText(e)}\n`);
+    runtime.close();
+    return 2;
+  }
+  logger.info(
+    { listen: args.listen, runtime: args.runtime, stateDir: args.stateDir, verificationPolicy: args.policy, records: store.counts().pulled },
+    "node proxy serving",
+  );
+  await new Promise<void>((resolve) => {
+    process.once("SIGTERM", () => resolve());
+    process.once("SIGINT", () => resolve());
+  });
+  proxy.stop();
+  await server.close();
+  metricsServer?.close();
+  runtime.close();
+  logger.info("node proxy stopped");
+  flush();
+  return 0;
+}
+
+function serveMetrics(at: { host: string; port: number }, text: () => Promise<string>, contentType: string): Promise<Server> {
+  const server = createServer((req, res) => {
+    if (req.method === "GET" && (req.url ?? "").split("?")[0] === "/metrics") {
+      text().then(
+        (body) => res.writeHead(200, { "content-type": contentType }).end(body),
+        () => res.writeHead(500).end(),
+      );
+    } else res.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
+  });
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(at.port, at.host, () => resolve(server));
+  });
+}

@@ -1,0 +1,121 @@
+// `imprimatur node-records`: who may use which image on this node, from the node proxy's state folder (read
+// only; safe while the proxy runs).
+import { stringify } from "yaml";
+import { readRecordsFolder } from "../node/record-store.ts";
+import { errorText, parseCommandArgs, UsageError } from "./args.ts";
+
+export const DEFAULT_NODE_STATE_DIR = "/var/lib/imprimatur/node-proxy";
+
+export const NODE_RECORDS_USAGE = `Usage: imprimatur node-records [--state-dir DIR] [-o text|json|yaml]
+
+Lists the node proxy's pull records: for each image on the node that went through the proxy, and each repository
+name it was pulled under, who may use it — every pod (pulled anonymously), or pods that show one of the recorded
+credentials (kept as keyed hashes; the last pods that presented each are named). Also lists preloaded images
+without a record, pulls in progress (intents), and records that cannot be read (pods must then show
+credentials).
+
+  --state-dir DIR      the node proxy's --state-dir (default ${DEFAULT_NODE_STATE_DIR})
+  -o, --output FORMAT  text (default: one line per image and repository, and a summary), json or yaml
+
+Exit status: 0 when every record is readable, 1 when some cannot be read, 2 on usage errors or a missing folder.
+`;
+
+const OUTPUTS = ["text", "json", "yaml"] as const;
+
+interface Row {
+  imageRef: string;
+  repository?: string;
+  access: "all-pods" | "credentials" | "nobody" | "unreadable" | "preloaded";
+  credentials?: Array<{ credentialHash: string; presentedBy: string[] }>;
+  lastUpdatedTime?: string;
+  file?: string;
+  reason?: string;
+}
+
+export async function runNodeRecords(argv: string[]): Promise<number> {
+  let values;
+  try {
+    values = parseCommandArgs(argv, {
+      "state-dir": { type: "string", default: DEFAULT_NODE_STATE_DIR },
+      output: { type: "string", short: "o", default: "text" },
+    }).values;
+    if (!OUTPUTS.includes(values.output as (typeof OUTPUTS)[number]))
+      throw new UsageError(`--output must be one of ${OUTPUTS.join(", ")}, got ${values.output}`);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    process.stderr.write(`imprimatur node-records: ${e.message}\n\n${NODE_RECORDS_USAGE}`);
+    return 2;
+  }
+  let folder: Awaited<ReturnType<typeof readRecordsFolder>>;
+  try {
+    folder = await readRecordsFolder(values["state-dir"]!);
+  } catch (e) {
+    process.stderr.write(`imprimatur node-records: cannot read ${values["state-dir"]}: ${errorText(e)}\n`);
+    return 2;
+  }
+
+  const rows: Row[] = [];
+  const recorded = new Set<string>();
+  for (const r of folder.records) {
+    if (r.state === "unreadable") {
+      rows.push({ imageRef: "?", access: "unreadable", file: r.file, reason: r.reason });
+      continue;
+    }
+    recorded.add(r.record.imageRef);
+    const repositories = Object.entries(r.record.credentialMapping);
+    if (repositories.length === 0) rows.push({ imageRef: r.record.imageRef, access: "nobody", lastUpdatedTime: r.record.lastUpdatedTime });
+    for (const [repository, who] of repositories) {
+      rows.push({
+        imageRef: r.record.imageRef,
+        repository,
+        access: who.nodePodsAccessible ? "all-pods" : "credentials",
+        ...(who.credentials
+          ? {
+              credentials: who.credentials.map((c) => ({
+                credentialHash: c.credentialHash,
+                presentedBy: c.presentedBy.map((p) => `${p.namespace}/${p.name}`),
+              })),
+            }
+          : {}),
+        lastUpdatedTime: r.record.lastUpdatedTime,
+      });
+    }
+  }
+  for (const imageRef of folder.preloaded) if (!recorded.has(imageRef)) rows.push({ imageRef, access: "preloaded" });
+  const intents = folder.intents.map((i) => i.intent?.image ?? `unreadable intent ${i.file}: ${i.reason}`);
+  const unreadable = rows.filter((r) => r.access === "unreadable").length;
+  const summary = {
+    records: folder.records.length,
+    unreadable,
+    preloadedWithoutRecord: rows.filter((r) => r.access === "preloaded").length,
+    pullsInProgress: intents.length,
+  };
+
+  if (values.output === "json") process.stdout.write(`${JSON.stringify({ images: rows, pullsInProgress: intents, summary }, null, 2)}\n`);
+  else if (values.output === "yaml") process.stdout.write(stringify({ images: rows, pullsInProgress: intents, summary }));
+  else {
+    for (const r of rows) process.stdout.write(`${describe(r)}\n`);
+    for (const i of intents) process.stdout.write(`pull in progress (or interrupted): ${i}\n`);
+    process.stdout.write(
+      `${summary.records} record${summary.records === 1 ? "" : "s"}, ${unreadable} unreadable, ${summary.preloadedWithoutRecord} preloaded image${summary.preloadedWithoutRecord === 1 ? "" : "s"} without a record, ${intents.length} pull${intents.length === 1 ? "" : "s"} in progress\n`,
+    );
+  }
+  return unreadable > 0 ? 1 : 0;
+}
+
+function describe(r: Row): string {
+  switch (r.access) {
+    case "all-pods":
+      return `${r.imageRef} ${r.repository}: every pod (pulled without credentials)`;
+    case "credentials": {
+      const list = (r.credentials ?? []).map((c) => `${c.credentialHash.slice(0, 24)}… (last presented by ${c.presentedBy.join(", ") || "?"})`);
+      return `${r.imageRef} ${r.repository}: pods showing ${list.length === 1 ? "this credential" : `one of ${list.length} credentials`}: ${list.join("; ")}`;
+    }
+    case "nobody":
+      return `${r.imageRef}: nobody yet (a pull was interrupted): every pod must show credentials`;
+    case "unreadable":
+      return `record ${r.file} cannot be read (${r.reason}): pods must show credentials for its image`;
+    case "preloaded":
+      return `${r.imageRef}: preloaded (on the node before the proxy first ran), no record`;
+  }
+}

@@ -1,0 +1,32 @@
+// The identity of a registry credential in the node proxy's records: a keyed hash (HMAC-SHA256 with a key made
+// on the node at first start), so records never hold a credential and a stolen record file cannot be checked
+// against guessed passwords. Two Secrets holding the same credentials hash alike, however they spell them.
+import { createHmac } from "node:crypto";
+
+/** The CRI AuthConfig the kubelet sends with a pull. */
+export interface RegistryAuth {
+  username: string;
+  password: string;
+  /** base64 "username:password", as docker config files keep it. */
+  auth: string;
+  serverAddress: string;
+  identityToken: string;
+  registryToken: string;
+}
+
+/** No credential at all: the pull is anonymous, and its success makes the image usable by every pod. */
+export function isAnonymous(a: RegistryAuth | undefined): boolean {
+  return !a || (!a.username && !a.password && !a.auth && !a.identityToken && !a.registryToken);
+}
+
+export function credentialHash(key: Buffer, a: RegistryAuth): string {
+  let { username, password } = a;
+  if (!username && !password && a.auth) {
+    const decoded = Buffer.from(a.auth, "base64").toString("utf8");
+    const colon = decoded.indexOf(":");
+    [username, password] = colon < 0 ? [decoded, ""] : [decoded.slice(0, colon), decoded.slice(colon + 1)];
+  }
+  // The server address is left out: the record is already per repository, and kubelets spell it variously.
+  const canonical = JSON.stringify([username, password, a.identityToken, a.registryToken]);
+  return `hmac-sha256:${createHmac("sha256", key).update(canonical).digest("hex")}`;
+}

@@ -1,0 +1,216 @@
+// The node proxy's records of who pulled which image with which credentials, in the kubelet's layout and kinds
+// (KEP-2535 as released: ImagePullIntent, ImagePulledRecord, credentialMapping, nodePodsAccessible) under the
+// project's own apiVersion. Pure: shapes, strict decoding and the updates; the files are src/node/record-store.ts.
+//
+// Differences from the kubelet's records, because a proxy sees credentials, not Secrets: a credential is kept as
+// a keyed hash (HMAC-SHA256 with a node-local key, so a leaked record cannot be checked against guesses), with
+// the last pods that presented it, instead of a Secret's coordinates.
+
+import { ImprimaturError } from "../../errors/imprimatur-error.ts";
+
+export const RECORD_API_VERSION = "imprimatur.dev/v1alpha1";
+/** How many pods are remembered per credential, for `node-records` (the most recent). */
+export const MAX_PODS_PER_CREDENTIAL = 10;
+
+export interface PodRef {
+  namespace: string;
+  name: string;
+  uid: string;
+}
+
+export interface RecordedCredential {
+  /** "hmac-sha256:<hex>" of the credential the pull succeeded with. */
+  credentialHash: string;
+  /** The most recent pods that presented it, newest last. */
+  presentedBy: PodRef[];
+}
+
+/** Who may use an image of one repository: every pod (an anonymous pull), or pods holding one of the credentials. */
+export interface PullCredentials {
+  nodePodsAccessible?: true;
+  credentials?: RecordedCredential[];
+}
+
+export interface ImagePulledRecord {
+  apiVersion: typeof RECORD_API_VERSION;
+  kind: "ImagePulledRecord";
+  lastUpdatedTime: string;
+  /** The image's id as the runtime returned it (containerd's image_ref). */
+  imageRef: string;
+  /** Normalised repository (no tag or digest) → who may use the image under that name. Empty: nobody yet. */
+  credentialMapping: Record<string, PullCredentials>;
+}
+
+/** Written before a pull is forwarded and removed after: one left over means a pull may have ended unrecorded. */
+export interface ImagePullIntent {
+  apiVersion: typeof RECORD_API_VERSION;
+  kind: "ImagePullIntent";
+  /** The image as the pod named it. */
+  image: string;
+}
+
+/** The images on the node when the proxy first ran: preloaded, pulled outside it. */
+export interface PreloadedImages {
+  apiVersion: typeof RECORD_API_VERSION;
+  kind: "PreloadedImages";
+  recordedTime: string;
+  imageRefs: string[];
+}
+
+/** What a credential is, for a record: its keyed hash and the pod that presented it; undefined for an anonymous pull. */
+export interface PresentedCredential {
+  hash: string;
+  pod: PodRef;
+}
+
+/** A record file that is not exactly what the proxy writes: treated as "verify", never as "allow". */
+export class RecordFormatError extends ImprimaturError<"corrupt-record"> {
+  constructor(message: string) {
+    super("corrupt-record", message);
+  }
+}
+
+/** A new record, or `record` with this pull added. Returns a new object; the input is not changed. */
+export function recordPull(
+  record: ImagePulledRecord | undefined,
+  imageRef: string,
+  repository: string,
+  credential: PresentedCredential | undefined,
+  now: Date,
+): ImagePulledRecord {
+  const mapping = { ...(record?.credentialMapping ?? {}) };
+  const before = mapping[repository] ?? {};
+  if (!credential) mapping[repository] = { nodePodsAccessible: true };
+  else if (!before.nodePodsAccessible) {
+    const credentials = (before.credentials ?? []).map((c) => ({ ...c, presentedBy: [...c.presentedBy] }));
+    let entry = credentials.find((c) => c.credentialHash === credential.hash);
+    if (!entry) credentials.push((entry = { credentialHash: credential.hash, presentedBy: [] }));
+    entry.presentedBy = [...entry.presentedBy.filter((p) => p.uid !== credential.pod.uid), credential.pod].slice(-MAX_PODS_PER_CREDENTIAL);
+    mapping[repository] = { credentials };
+  }
+  return { apiVersion: RECORD_API_VERSION, kind: "ImagePulledRecord", lastUpdatedTime: now.toISOString(), imageRef, credentialMapping: mapping };
+}
+
+/** A record for an image whose pull may have ended without being recorded: nobody may use it without verifying. */
+export function credentialLessRecord(imageRef: string, now: Date): ImagePulledRecord {
+  return { apiVersion: RECORD_API_VERSION, kind: "ImagePulledRecord", lastUpdatedTime: now.toISOString(), imageRef, credentialMapping: {} };
+}
+
+export function accessibleToAllPods(record: ImagePulledRecord, repository: string): boolean {
+  return record.credentialMapping[repository]?.nodePodsAccessible === true;
+}
+
+export function credentialRecorded(record: ImagePulledRecord, repository: string, hash: string): boolean {
+  return record.credentialMapping[repository]?.credentials?.some((c) => c.credentialHash === hash) === true;
+}
+
+export function pullIntent(image: string): ImagePullIntent {
+  return { apiVersion: RECORD_API_VERSION, kind: "ImagePullIntent", image };
+}
+
+export function preloadedImages(imageRefs: readonly string[], now: Date): PreloadedImages {
+  return { apiVersion: RECORD_API_VERSION, kind: "PreloadedImages", recordedTime: now.toISOString(), imageRefs: [...imageRefs].sort() };
+}
+
+// Strict decoding: a record that is not exactly what this code writes is corrupt, and a corrupt record means
+// "verify", never "allow" (the caller decides that; this only refuses).
+
+export function decodePulledRecord(text: string): ImagePulledRecord {
+  const o = object(parse(text), "record");
+  exactKeys(o, ["apiVersion", "kind", "lastUpdatedTime", "imageRef", "credentialMapping"], "record");
+  header(o, "ImagePulledRecord");
+  const lastUpdatedTime = timestamp(o.lastUpdatedTime, "lastUpdatedTime");
+  const imageRef = nonEmptyString(o.imageRef, "imageRef");
+  const mapping = object(o.credentialMapping, "credentialMapping");
+  const credentialMapping: Record<string, PullCredentials> = {};
+  for (const [repository, raw] of Object.entries(mapping)) {
+    const at = `credentialMapping[${JSON.stringify(repository)}]`;
+    const entry = object(raw, at);
+    exactKeys(entry, ["nodePodsAccessible", "credentials"], at, true);
+    if (entry.nodePodsAccessible !== undefined && entry.nodePodsAccessible !== true)
+      throw new RecordFormatError(`${at}.nodePodsAccessible must be true when present`);
+    if ((entry.nodePodsAccessible === true) === (entry.credentials !== undefined))
+      throw new RecordFormatError(`${at} needs exactly one of nodePodsAccessible and credentials`);
+    credentialMapping[repository] = entry.nodePodsAccessible
+      ? { nodePodsAccessible: true }
+      : { credentials: credentialList(entry.credentials, `${at}.credentials`) };
+  }
+  return { apiVersion: RECORD_API_VERSION, kind: "ImagePulledRecord", lastUpdatedTime, imageRef, credentialMapping };
+}
+
+export function decodePullIntent(text: string): ImagePullIntent {
+  const o = object(parse(text), "intent");
+  exactKeys(o, ["apiVersion", "kind", "image"], "intent");
+  header(o, "ImagePullIntent");
+  return pullIntent(nonEmptyString(o.image, "image"));
+}
+
+export function decodePreloadedImages(text: string): PreloadedImages {
+  const o = object(parse(text), "preloaded images");
+  exactKeys(o, ["apiVersion", "kind", "recordedTime", "imageRefs"], "preloaded images");
+  header(o, "PreloadedImages");
+  if (!Array.isArray(o.imageRefs)) throw new RecordFormatError("imageRefs must be a list");
+  return {
+    apiVersion: RECORD_API_VERSION,
+    kind: "PreloadedImages",
+    recordedTime: timestamp(o.recordedTime, "recordedTime"),
+    imageRefs: o.imageRefs.map((r, i) => nonEmptyString(r, `imageRefs[${i}]`)),
+  };
+}
+
+function credentialList(raw: unknown, at: string): RecordedCredential[] {
+  if (!Array.isArray(raw)) throw new RecordFormatError(`${at} must be a list`);
+  return raw.map((c, i) => {
+    const entry = object(c, `${at}[${i}]`);
+    exactKeys(entry, ["credentialHash", "presentedBy"], `${at}[${i}]`);
+    const credentialHash = nonEmptyString(entry.credentialHash, `${at}[${i}].credentialHash`);
+    if (!/^hmac-sha256:[0-9a-f]{64}$/.test(credentialHash)) throw new RecordFormatError(`${at}[${i}].credentialHash is not hmac-sha256:<64 hex>`);
+    if (!Array.isArray(entry.presentedBy)) throw new RecordFormatError(`${at}[${i}].presentedBy must be a list`);
+    const presentedBy = entry.presentedBy.map((p, j) => {
+      const pod = object(p, `${at}[${i}].presentedBy[${j}]`);
+      exactKeys(pod, ["namespace", "name", "uid"], `${at}[${i}].presentedBy[${j}]`);
+      return { namespace: string(pod.namespace, "namespace"), name: string(pod.name, "name"), uid: string(pod.uid, "uid") };
+    });
+    return { credentialHash, presentedBy };
+  });
+}
+
+function parse(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new RecordFormatError(`not JSON: ${(e as Error).message}`);
+  }
+}
+
+function header(o: Record<string, unknown>, kind: string): void {
+  if (o.apiVersion !== RECORD_API_VERSION) throw new RecordFormatError(`apiVersion must be ${RECORD_API_VERSION}, got ${JSON.stringify(o.apiVersion)}`);
+  if (o.kind !== kind) throw new RecordFormatError(`kind must be ${kind}, got ${JSON.stringify(o.kind)}`);
+}
+
+function object(v: unknown, at: string): Record<string, unknown> {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new RecordFormatError(`${at} must be an object`);
+  return v as Record<string, unknown>;
+}
+
+function exactKeys(o: Record<string, unknown>, allowed: readonly string[], at: string, optional = false): void {
+  for (const k of Object.keys(o)) if (!allowed.includes(k)) throw new RecordFormatError(`${at}: unknown field ${JSON.stringify(k)}`);
+  if (!optional) for (const k of allowed) if (!(k in o)) throw new RecordFormatError(`${at}: missing field ${JSON.stringify(k)}`);
+}
+
+function string(v: unknown, at: string): string {
+  if (typeof v !== "string") throw new RecordFormatError(`${at} must be a string`);
+  return v;
+}
+
+function nonEmptyString(v: unknown, at: string): string {
+  const s = string(v, at);
+  if (s === "") throw new RecordFormatError(`${at} must not be empty`);
+  return s;
+}
+
+function timestamp(v: unknown, at: string): string {
+  const s = nonEmptyString(v, at);
+  if (Number.isNaN(Date.parse(s))) throw new RecordFormatError(`${at} is not an RFC 3339 time`);
+  return s;
+}

@@ -1,0 +1,150 @@
+// A CRI image service (runtime.v1alpha2 and runtime.v1, which share their image messages) in front of the
+// container runtime's, on @grpc/grpc-js. Messages travel as raw bytes: a call the proxy does not change is
+// forwarded exactly as received (decoding and re-encoding would drop fields this project does not declare,
+// which newer kubelets send), and the runtime's errors come back unchanged (the kubelet parses some of their
+// messages). Deadlines and cancellation reach the runtime; messages up to 16 MiB pass, as with the kubelet.
+import { lstat, rm } from "node:fs/promises";
+import * as grpc from "@grpc/grpc-js";
+
+export const CRI_PACKAGES = ["runtime.v1alpha2", "runtime.v1"] as const;
+export type CriPackage = (typeof CRI_PACKAGES)[number];
+export const IMAGE_METHODS = ["ListImages", "ImageStatus", "PullImage", "RemoveImage", "ImageFsInfo"] as const;
+export type ImageMethod = (typeof IMAGE_METHODS)[number];
+
+/** The kubelet's own limit for CRI messages. */
+export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+
+const CHANNEL_OPTIONS = {
+  "grpc.max_receive_message_length": MAX_MESSAGE_BYTES,
+  "grpc.max_send_message_length": MAX_MESSAGE_BYTES,
+};
+
+const identity = (b: Buffer): Buffer => b;
+
+/** One call as the proxy sees it: the raw request and what forwarding it needs. */
+export interface ImageCall {
+  pkg: CriPackage;
+  method: ImageMethod;
+  request: Buffer;
+  /** Aborted when the caller cancels or its deadline passes. */
+  signal: AbortSignal;
+  /** Sends `request` (by default the call's own bytes) to the runtime, in the caller's package and deadline. */
+  forward(request?: Buffer): Promise<Buffer>;
+}
+
+/** Answers a call: the raw response. A rejection with a gRPC status (`{code, details}`) is returned as that status. */
+export type ImageCallHandler = (call: ImageCall) => Promise<Buffer>;
+
+/** A unary client of the runtime's image service, bytes in and out. */
+export class RuntimeImageClient {
+  private readonly client: grpc.Client;
+
+  constructor(endpoint: string) {
+    this.client = new grpc.Client(endpoint, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+  }
+
+  /** Rejects with the runtime's grpc.ServiceError (code, details, metadata) when it answers with an error. */
+  call(
+    pkg: CriPackage,
+    method: ImageMethod,
+    request: Buffer,
+    opts: { deadline?: grpc.Deadline; signal?: AbortSignal; metadata?: grpc.Metadata } = {},
+  ): Promise<Buffer> {
+    return new Promise((resolve, reject) => {
+      const callOptions: grpc.CallOptions = opts.deadline !== undefined && opts.deadline !== Infinity ? { deadline: opts.deadline } : {};
+      const call = this.client.makeUnaryRequest(
+        `/${pkg}.ImageService/${method}`,
+        identity,
+        identity,
+        request,
+        opts.metadata ?? new grpc.Metadata(),
+        callOptions,
+        (err: grpc.ServiceError | null, response?: Buffer) => {
+          opts.signal?.removeEventListener("abort", cancel);
+          if (err) reject(err);
+          else resolve(response ?? Buffer.alloc(0));
+        },
+      );
+      const cancel = () => call.cancel();
+      if (opts.signal?.aborted) call.cancel();
+      else opts.signal?.addEventListener("abort", cancel, { once: true });
+    });
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}
+
+export interface ProxyServer {
+  close(): Promise<void>;
+}
+
+/**
+ * Serves both CRI packages' image services on `listen` ("unix:///path"), each call through `handler`. A stale
+ * socket file (left by a killed proxy) is replaced.
+ */
+export async function startImageServiceProxy(listen: string, runtime: RuntimeImageClient, handler: ImageCallHandler): Promise<ProxyServer> {
+  const server = new grpc.Server(CHANNEL_OPTIONS);
+  for (const pkg of CRI_PACKAGES) {
+    const definition: Record<string, grpc.MethodDefinition<Buffer, Buffer>> = {};
+    const implementation: grpc.UntypedServiceImplementation = {};
+    for (const method of IMAGE_METHODS) {
+      definition[method] = {
+        path: `/${pkg}.ImageService/${method}`,
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: identity,
+        requestDeserialize: identity,
+        responseSerialize: identity,
+        responseDeserialize: identity,
+      };
+      implementation[method] = ((call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
+        const abort = new AbortController();
+        call.on("cancelled", () => abort.abort());
+        const deadline = call.getDeadline();
+        const imageCall: ImageCall = {
+          pkg,
+          method,
+          request: call.request,
+          signal: abort.signal,
+          forward: (request = call.request) => runtime.call(pkg, method, request, { deadline, signal: abort.signal, metadata: call.metadata.clone() }),
+        };
+        handler(imageCall).then(
+          (response) => callback(null, response),
+          (err: unknown) => callback(asStatus(err)),
+        );
+      }) as grpc.handleUnaryCall<Buffer, Buffer>;
+    }
+    server.addService(definition as grpc.ServiceDefinition, implementation);
+  }
+  await removeStaleSocket(listen);
+  await new Promise<void>((resolve, reject) => server.bindAsync(listen, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  return {
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.tryShutdown(() => resolve());
+        // Calls still in flight after a moment (a pull can take minutes) are cut off.
+        setTimeout(() => server.forceShutdown(), 2_000).unref();
+      }),
+  };
+}
+
+/** The runtime's error as it was (code, details, metadata); anything else becomes INTERNAL with its message. */
+function asStatus(err: unknown): Partial<grpc.StatusObject> {
+  if (typeof err === "object" && err !== null && typeof (err as grpc.ServiceError).code === "number") {
+    const e = err as grpc.ServiceError;
+    return { code: e.code, details: e.details, metadata: e.metadata ?? new grpc.Metadata() };
+  }
+  return { code: grpc.status.INTERNAL, details: err instanceof Error ? err.message : String(err) };
+}
+
+async function removeStaleSocket(listen: string): Promise<void> {
+  const path = listen.startsWith("unix://") ? listen.slice("unix://".length) : listen.startsWith("unix:") ? listen.slice("unix:".length) : undefined;
+  if (!path) return;
+  try {
+    if ((await lstat(path)).isSocket()) await rm(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+  }
+}

@@ -1,0 +1,292 @@
+// The node proxy's decisions (KEP-2535, "Ensure Secret Pulled Images", for kubelets without it): which pods may
+// use an image already on the node, learned from the pulls that went through the proxy.
+//
+//   ImageStatus from the kubelet's pull decision (it carries the pod's annotations): when the image is present but
+//     the policy asks for credentials and neither the records (an anonymous pull: every pod) nor an earlier pull
+//     by this pod cover it, the image is reported absent, so the kubelet pulls it with this pod's credentials.
+//     Other callers (the kubelet's image-user lookup, crictl, image GC) always get the truth.
+//   PullImage: after such a report, a credential already recorded for the image is answered at once from the
+//     records (no registry traffic, as the kubelet does for a Secret it knows); any other pull goes to the
+//     runtime, whose registry decides. A successful pull is recorded: anonymous → every pod, otherwise the
+//     credential's keyed hash and the pod. An intent is written before forwarding and removed after, so a crash
+//     in between leaves an image nobody is recorded for (verify), never one everybody may use.
+//   RemoveImage and a periodic ListImages prune the records of images that are gone.
+import type { Logger } from "pino";
+import { LRUCache } from "lru-cache";
+import * as grpc from "@grpc/grpc-js";
+import { credentialHash, isAnonymous } from "../core/pull-verification/credential-hash.ts";
+import { podFingerprint } from "../core/pull-verification/pod-fingerprint.ts";
+import { accessibleToAllPods, credentialLessRecord, credentialRecorded, recordPull, type PodRef } from "../core/pull-verification/pull-records.ts";
+import { requiresVerification, type AllowlistPattern, type VerificationPolicy } from "../core/pull-verification/verification-policy.ts";
+import { parseImageReference, repositoryName } from "../core/image-reference.ts";
+import {
+  CriMessageError,
+  decodeImageStatusRequest,
+  decodeImageStatusResponse,
+  decodeListImagesResponse,
+  decodePullImageRequest,
+  decodePullImageResponse,
+  decodeRemoveImageRequest,
+  encodeImageStatusRequest,
+  encodePullImageResponse,
+  IMAGE_ABSENT_RESPONSE,
+  LIST_ALL_IMAGES_REQUEST,
+  type CriImage,
+} from "../cri/cri-messages.ts";
+import { CRI_PACKAGES, type CriPackage, type ImageCall, type RuntimeImageClient } from "../cri/image-service-proxy.ts";
+import type { ImageCheckResult, NodeMetrics } from "./node-metrics.ts";
+import type { RecordStore } from "./record-store.ts";
+
+export interface NodeImageProxyOptions {
+  store: RecordStore;
+  runtime: RuntimeImageClient;
+  policy: VerificationPolicy;
+  allowlist: readonly AllowlistPattern[];
+  logger: Logger;
+  metrics: NodeMetrics;
+  /** How often records of removed images are pruned against the runtime's image list (default 5 minutes). */
+  reconcileEveryMs?: number;
+}
+
+/** An image reported absent to a pod, awaiting that pod's pull. */
+interface Hidden {
+  imageRef: string;
+  repository: string;
+}
+
+/** How long a report of absence waits for the pod's pull: the kubelet pulls at once, or backs off and asks again. */
+const HIDDEN_TTL_MS = 10 * 60_000;
+
+export class NodeImageProxy {
+  private readonly opts: NodeImageProxyOptions;
+  /** fingerprint + image name → the image hidden from that pod. */
+  private readonly hidden = new LRUCache<string, Hidden>({ max: 50_000, ttl: HIDDEN_TTL_MS });
+  /** imageRef + repository → fingerprints of pods that showed a recorded credential (or pulled it themselves). */
+  private readonly verifiedPods = new LRUCache<string, Set<string>>({ max: 20_000 });
+  /** The CRI package the runtime answered the proxy's own calls in. */
+  private ownPackage: CriPackage = "runtime.v1";
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(opts: NodeImageProxyOptions) {
+    this.opts = opts;
+  }
+
+  /** Every call of both packages comes here; methods the proxy does not look into are forwarded untouched. */
+  readonly handle = async (call: ImageCall): Promise<Buffer> => {
+    let code = "OK";
+    try {
+      switch (call.method) {
+        case "ImageStatus":
+          return await this.imageStatus(call);
+        case "PullImage":
+          return await this.pullImage(call);
+        case "RemoveImage":
+          return await this.removeImage(call);
+        default:
+          return await call.forward();
+      }
+    } catch (e) {
+      if (e instanceof CriMessageError) {
+        code = "INVALID_ARGUMENT";
+        throw { code: grpc.status.INVALID_ARGUMENT, details: e.message };
+      }
+      code = typeof (e as grpc.ServiceError).code === "number" ? grpc.status[(e as grpc.ServiceError).code] : "INTERNAL";
+      throw e;
+    } finally {
+      this.opts.metrics.criCall(call.method, code);
+    }
+  };
+
+  /**
+   * Start-up: on the first run the images already present are recorded as preloaded; intents left by a crash become
+   * records that name nobody; records of images that are gone are pruned. Then pruning runs periodically.
+   */
+  async start(): Promise<void> {
+    const { store, logger } = this.opts;
+    const images = await this.listImages();
+    if (store.firstRun) {
+      await store.writePreloaded(images.map((i) => i.id));
+      logger.info({ images: images.length }, "first start: the images on the node are recorded as preloaded");
+    }
+    for (const left of await store.leftoverIntents()) {
+      if (left.intent) {
+        const image = await this.statusOf(left.intent.image);
+        if (image) {
+          await store.update(image.id, (current) => (current.state === "ok" ? current.record : credentialLessRecord(image.id, new Date())));
+          logger.warn(
+            { image: left.intent.image, imageRef: image.id },
+            "a pull was interrupted; the image is recorded without credentials: every pod must show its own",
+          );
+        }
+      } else logger.warn({ file: left.file, reason: left.reason }, "an unreadable pull intent was dropped");
+      await store.dropIntentFile(left.file);
+    }
+    await this.prune(images);
+    const every = this.opts.reconcileEveryMs ?? 5 * 60_000;
+    this.timer = setInterval(() => void this.reconcile().catch((err: unknown) => logger.warn({ err }, "pruning records failed")), every);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  /** Prunes the records of images the runtime no longer has. */
+  async reconcile(): Promise<void> {
+    await this.prune(await this.listImages());
+  }
+
+  private async imageStatus(call: ImageCall): Promise<Buffer> {
+    const req = decodeImageStatusRequest(call.request);
+    const fingerprint = podFingerprint(req.image.annotations);
+    const response = await call.forward();
+    if (!fingerprint) return this.answered("not-a-pod", response);
+    const image = decodeImageStatusResponse(response);
+    if (!image) return this.answered("absent", response);
+    const repository = repositoryOf(req.image.image);
+    const result = this.check(image.id, repository, fingerprint);
+    if (result !== "must-pull" && result !== "unreadable-record") return this.answered(result, response);
+    // A name that is not a repository (an image ID) cannot be pulled with credentials either: it stays hidden.
+    if (repository) this.hidden.set(hiddenKey(fingerprint, req.image.image), { imageRef: image.id, repository });
+    this.opts.logger.debug({ image: req.image.image, imageRef: image.id, result }, "image reported absent: the pod has not shown credentials for it");
+    return this.answered(result, IMAGE_ABSENT_RESPONSE);
+  }
+
+  private check(imageRef: string, repository: string | undefined, fingerprint: string): ImageCheckResult {
+    const { store, policy, allowlist } = this.opts;
+    const read = store.get(imageRef);
+    const preloaded = read.state === "none" && store.isPreloaded(imageRef);
+    if (repository && !requiresVerification(policy, preloaded, repository, allowlist)) return "policy-skip";
+    if (read.state === "unreadable") return "unreadable-record";
+    if (!repository) return "must-pull";
+    if (read.state === "ok" && accessibleToAllPods(read.record, repository)) return "all-pods";
+    if (this.verifiedPods.get(coverageKey(imageRef, repository))?.has(fingerprint)) return "pod-verified";
+    return "must-pull";
+  }
+
+  private async pullImage(call: ImageCall): Promise<Buffer> {
+    const { store, metrics, logger } = this.opts;
+    const req = decodePullImageRequest(call.request);
+    const image = req.image.image;
+    const repository = repositoryOf(image);
+    const fingerprint = podFingerprint(req.sandbox?.annotations);
+    const pod: PodRef = { namespace: req.sandbox?.metadata?.namespace ?? "", name: req.sandbox?.metadata?.name ?? "", uid: req.sandbox?.metadata?.uid ?? "" };
+    const hash = isAnonymous(req.auth) ? undefined : credentialHash(store.key, req.auth!);
+    const hidden = fingerprint ? this.hidden.get(hiddenKey(fingerprint, image)) : undefined;
+    if (fingerprint) this.hidden.delete(hiddenKey(fingerprint, image));
+
+    if (hidden && hash && repository === hidden.repository) {
+      const read = store.get(hidden.imageRef);
+      if (read.state === "ok" && credentialRecorded(read.record, repository, hash) && (await this.statusOf(hidden.imageRef))) {
+        await store.update(hidden.imageRef, (current) =>
+          recordPull(current.state === "ok" ? current.record : undefined, hidden.imageRef, repository, { hash, pod }, new Date()),
+        );
+        this.cover(hidden.imageRef, repository, fingerprint);
+        metrics.pull("answered-from-records");
+        logger.debug({ pod, image, imageRef: hidden.imageRef }, "credential already recorded for the image: answered from the records");
+        return encodePullImageResponse(hidden.imageRef);
+      }
+    }
+
+    await store.writeIntent(image);
+    try {
+      let response: Buffer;
+      try {
+        response = await call.forward();
+      } catch (e) {
+        metrics.pull("forwarded-failed");
+        if (hidden) {
+          metrics.reuseDenied();
+          logger.warn(
+            { pod, image, imageRef: hidden.imageRef, reason: (e as grpc.ServiceError).details ?? String(e), credentials: hash ? "presented" : "none" },
+            "pod refused an image already on the node: the registry did not accept its credentials",
+          );
+        }
+        throw e;
+      }
+      const { imageRef } = decodePullImageResponse(response);
+      if (repository && imageRef) {
+        await store.update(imageRef, (current) =>
+          recordPull(current.state === "ok" ? current.record : undefined, imageRef, repository, hash ? { hash, pod } : undefined, new Date()),
+        );
+        this.cover(imageRef, repository, fingerprint);
+      }
+      metrics.pull("forwarded-ok");
+      return response;
+    } finally {
+      await store.removeIntent(image);
+    }
+  }
+
+  private async removeImage(call: ImageCall): Promise<Buffer> {
+    const req = decodeRemoveImageRequest(call.request);
+    const before = await this.statusOf(req.image.image);
+    const response = await call.forward();
+    if (before && !(await this.statusOf(before.id))) await this.forget(before.id);
+    return response;
+  }
+
+  private async prune(images: readonly CriImage[]): Promise<void> {
+    const gone = await this.opts.store.prune(new Set(images.map((i) => i.id)));
+    for (const imageRef of gone) this.forgetCoverage(imageRef);
+    if (gone.length > 0) this.opts.logger.info({ imageRefs: gone }, "records of removed images pruned");
+  }
+
+  private async forget(imageRef: string): Promise<void> {
+    await this.opts.store.remove(imageRef);
+    this.forgetCoverage(imageRef);
+  }
+
+  private forgetCoverage(imageRef: string): void {
+    for (const key of [...this.verifiedPods.keys()]) if (key.startsWith(`${imageRef}\u0000`)) this.verifiedPods.delete(key);
+  }
+
+  private cover(imageRef: string, repository: string, fingerprint: string | undefined): void {
+    if (!fingerprint) return;
+    const key = coverageKey(imageRef, repository);
+    const pods = this.verifiedPods.get(key) ?? new Set<string>();
+    if (pods.size >= 10_000) pods.clear(); // bounded; a forgotten pod only shows its credentials once more
+    pods.add(fingerprint);
+    this.verifiedPods.set(key, pods);
+  }
+
+  private answered(result: ImageCheckResult, response: Buffer): Buffer {
+    this.opts.metrics.imageCheck(result);
+    return response;
+  }
+
+  /** The runtime's own answer about an image (by name or id), in whichever package it speaks. */
+  private async statusOf(image: string): Promise<CriImage | undefined> {
+    return decodeImageStatusResponse(await this.ownCall("ImageStatus", encodeImageStatusRequest(image)));
+  }
+
+  private async listImages(): Promise<CriImage[]> {
+    return decodeListImagesResponse(await this.ownCall("ListImages", LIST_ALL_IMAGES_REQUEST));
+  }
+
+  private async ownCall(method: "ImageStatus" | "ListImages", request: Buffer): Promise<Buffer> {
+    const deadline = Date.now() + 30_000;
+    try {
+      return await this.opts.runtime.call(this.ownPackage, method, request, { deadline });
+    } catch (e) {
+      if ((e as grpc.ServiceError).code !== grpc.status.UNIMPLEMENTED) throw e;
+      // A runtime that speaks only the other package (containerd before 1.6 serves only v1alpha2).
+      this.ownPackage = CRI_PACKAGES.find((p) => p !== this.ownPackage)!;
+      return this.opts.runtime.call(this.ownPackage, method, request, { deadline });
+    }
+  }
+}
+
+/** The normalised repository of an image name (no tag or digest), or undefined for what is not one (an image ID). */
+function repositoryOf(image: string): string | undefined {
+  const parsed = parseImageReference(image);
+  return parsed.ok ? repositoryName(parsed.ref) : undefined;
+}
+
+function hiddenKey(fingerprint: string, image: string): string {
+  return `${fingerprint}\u0000${image}`;
+}
+
+function coverageKey(imageRef: string, repository: string): string {
+  return `${imageRef}\u0000${repository}`;
+}

@@ -1,0 +1,257 @@
+// The node proxy's records on disk, in the kubelet's layout: <state>/pulling/ (intents) and <state>/pulled/
+// (pulled records), one JSON file per image named sha256-<hex of the value>, plus the node-local HMAC key and
+// the list of images preloaded before the first start. Directories 0700, files 0600, every write atomic
+// (temporary file, fsync, rename, fsync of the directory), so a crash leaves the old record or the new one.
+// Pulled records are read once at start and kept in memory; writes go to both.
+import { createHash, randomBytes } from "node:crypto";
+import { mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
+import {
+  decodePreloadedImages,
+  decodePulledRecord,
+  decodePullIntent,
+  preloadedImages,
+  pullIntent,
+  type ImagePulledRecord,
+  type ImagePullIntent,
+} from "../core/pull-verification/pull-records.ts";
+
+/** What the store knows of an image's record: none, a record, or a file that could not be read (then: verify). */
+export type RecordRead = { state: "none" } | { state: "ok"; record: ImagePulledRecord } | { state: "unreadable"; reason: string };
+
+export interface LeftoverIntent {
+  file: string;
+  intent?: ImagePullIntent;
+  reason?: string;
+}
+
+const KEY_FILE = "credential-hash.key";
+const PRELOADED_FILE = "preloaded-images.json";
+const PULLING = "pulling";
+const PULLED = "pulled";
+
+export function recordFileName(value: string): string {
+  return `sha256-${createHash("sha256").update(value).digest("hex")}`;
+}
+
+export class RecordStore {
+  /** The HMAC key for credential hashes. */
+  readonly key: Buffer;
+  /** True when this start created the state (the images present now are the preloaded ones). */
+  readonly firstRun: boolean;
+  private readonly pulled = new Map<string, RecordRead & { state: "ok" | "unreadable" }>();
+  private preloaded: ReadonlySet<string>;
+  private preloadedReadable: boolean;
+  private intentsInFlight = 0;
+  /** Per image, the tail of its chain of writes: updates of one record never interleave. */
+  private readonly writes = new Map<string, Promise<unknown>>();
+
+  readonly dir: string;
+
+  private constructor(dir: string, key: Buffer, firstRun: boolean, preloaded: { refs: ReadonlySet<string>; readable: boolean }) {
+    this.dir = dir;
+    this.key = key;
+    this.firstRun = firstRun;
+    this.preloaded = preloaded.refs;
+    this.preloadedReadable = preloaded.readable;
+  }
+
+  /** Opens (creating on first start) the state folder and reads every pulled record. */
+  static async open(dir: string): Promise<RecordStore> {
+    await mkdir(join(dir, PULLING), { recursive: true, mode: 0o700 });
+    await mkdir(join(dir, PULLED), { recursive: true, mode: 0o700 });
+    const { key, created } = await loadOrCreateKey(join(dir, KEY_FILE));
+    const store = new RecordStore(dir, key, created, await readPreloaded(join(dir, PRELOADED_FILE)));
+    // Temporary files of writes a crash interrupted are dropped; the target kept its old content.
+    for (const sub of [PULLING, PULLED]) {
+      for (const name of await readdir(join(dir, sub))) if (name.startsWith(".") && name.endsWith(".tmp")) await rm(join(dir, sub, name), { force: true });
+    }
+    for (const name of await readdir(join(dir, PULLED))) {
+      if (!name.startsWith("sha256-")) continue;
+      store.pulled.set(name, await readPulledFile(join(dir, PULLED), name));
+    }
+    return store;
+  }
+
+  /** The record of an image, from memory. */
+  get(imageRef: string): RecordRead {
+    return this.pulled.get(recordFileName(imageRef)) ?? { state: "none" };
+  }
+
+  /** Whether the image was on the node before the proxy first ran; an unreadable list counts nothing as preloaded. */
+  isPreloaded(imageRef: string): boolean {
+    return this.preloadedReadable && this.preloaded.has(imageRef);
+  }
+
+  async writePreloaded(imageRefs: readonly string[]): Promise<void> {
+    await writeAtomically(join(this.dir, PRELOADED_FILE), JSON.stringify(preloadedImages(imageRefs, new Date()), null, 2));
+    this.preloaded = new Set(imageRefs);
+    this.preloadedReadable = true;
+  }
+
+  /** Changes an image's record through `change`, one change at a time per image; the result is on disk when this resolves. */
+  async update(imageRef: string, change: (current: RecordRead) => ImagePulledRecord): Promise<ImagePulledRecord> {
+    return this.serialized(imageRef, async () => {
+      const next = change(this.get(imageRef));
+      await writeAtomically(join(this.dir, PULLED, recordFileName(imageRef)), JSON.stringify(next, null, 2));
+      this.pulled.set(recordFileName(imageRef), { state: "ok", record: next });
+      return next;
+    });
+  }
+
+  async remove(imageRef: string): Promise<void> {
+    await this.serialized(imageRef, async () => {
+      await rm(join(this.dir, PULLED, recordFileName(imageRef)), { force: true });
+      this.pulled.delete(recordFileName(imageRef));
+    });
+  }
+
+  /** Records (readable or not) of images that are no longer on the node, by the images the runtime lists. */
+  async prune(present: ReadonlySet<string>): Promise<string[]> {
+    const gone: string[] = [];
+    const presentFiles = new Set([...present].map(recordFileName));
+    for (const [file, read] of [...this.pulled]) {
+      if (presentFiles.has(file)) continue;
+      await rm(join(this.dir, PULLED, file), { force: true });
+      this.pulled.delete(file);
+      gone.push(read.state === "ok" ? read.record.imageRef : file);
+    }
+    return gone;
+  }
+
+  async writeIntent(image: string): Promise<void> {
+    await writeAtomically(join(this.dir, PULLING, recordFileName(image)), JSON.stringify(pullIntent(image), null, 2));
+    this.intentsInFlight++;
+  }
+
+  async removeIntent(image: string): Promise<void> {
+    this.intentsInFlight--;
+    await rm(join(this.dir, PULLING, recordFileName(image)), { force: true });
+  }
+
+  /** Intents left by a previous run that stopped between writing an intent and removing it. */
+  async leftoverIntents(): Promise<LeftoverIntent[]> {
+    const out: LeftoverIntent[] = [];
+    for (const name of await readdir(join(this.dir, PULLING))) {
+      const file = join(this.dir, PULLING, name);
+      if (!name.startsWith("sha256-")) continue;
+      try {
+        out.push({ file, intent: decodePullIntent(await readFile(file, "utf8")) });
+      } catch (e) {
+        out.push({ file, reason: (e as Error).message });
+      }
+    }
+    return out;
+  }
+
+  async dropIntentFile(file: string): Promise<void> {
+    await rm(file, { force: true });
+  }
+
+  /** Every record, for `node-records` and metrics. */
+  records(): Array<{ file: string } & (RecordRead & { state: "ok" | "unreadable" })> {
+    return [...this.pulled].map(([file, read]) => ({ file, ...read }));
+  }
+
+  counts(): { pulled: number; unreadable: number; intentsInFlight: number } {
+    let unreadable = 0;
+    for (const r of this.pulled.values()) if (r.state === "unreadable") unreadable++;
+    return { pulled: this.pulled.size - unreadable, unreadable, intentsInFlight: this.intentsInFlight };
+  }
+
+  private serialized<T>(imageRef: string, work: () => Promise<T>): Promise<T> {
+    const tail = this.writes.get(imageRef) ?? Promise.resolve();
+    const next = tail.then(work, work);
+    const settled = next.catch(() => undefined);
+    this.writes.set(imageRef, settled);
+    void settled.then(() => {
+      if (this.writes.get(imageRef) === settled) this.writes.delete(imageRef);
+    });
+    return next;
+  }
+}
+
+/** Reads a state folder without changing it (for `node-records`). */
+export async function readRecordsFolder(dir: string): Promise<{ records: ReturnType<RecordStore["records"]>; intents: LeftoverIntent[]; preloaded: string[] }> {
+  await stat(join(dir, PULLED)); // a clear ENOENT for a folder that is not a state folder
+  const records: ReturnType<RecordStore["records"]> = [];
+  for (const name of (await readdir(join(dir, PULLED))).sort()) {
+    if (name.startsWith("sha256-")) records.push({ file: name, ...(await readPulledFile(join(dir, PULLED), name)) });
+  }
+  const intents: LeftoverIntent[] = [];
+  for (const name of await readdir(join(dir, PULLING)).catch(() => [] as string[])) {
+    if (!name.startsWith("sha256-")) continue;
+    try {
+      intents.push({ file: name, intent: decodePullIntent(await readFile(join(dir, PULLING, name), "utf8")) });
+    } catch (e) {
+      intents.push({ file: name, reason: (e as Error).message });
+    }
+  }
+  const preloaded = await readPreloaded(join(dir, PRELOADED_FILE));
+  return { records, intents, preloaded: [...preloaded.refs] };
+}
+
+async function readPulledFile(folder: string, name: string): Promise<RecordRead & { state: "ok" | "unreadable" }> {
+  let record: ImagePulledRecord;
+  try {
+    record = decodePulledRecord(await readFile(join(folder, name), "utf8"));
+  } catch (e) {
+    return { state: "unreadable", reason: (e as Error).message };
+  }
+  // A record found under another image's name was moved or forged: as good as unreadable.
+  if (recordFileName(record.imageRef) !== name) return { state: "unreadable", reason: `the file name is not that of its imageRef ${record.imageRef}` };
+  return { state: "ok", record };
+}
+
+async function readPreloaded(file: string): Promise<{ refs: ReadonlySet<string>; readable: boolean }> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return { refs: new Set(), readable: true };
+    return { refs: new Set(), readable: false };
+  }
+  try {
+    return { refs: new Set(decodePreloadedImages(text).imageRefs), readable: true };
+  } catch {
+    return { refs: new Set(), readable: false };
+  }
+}
+
+async function loadOrCreateKey(file: string): Promise<{ key: Buffer; created: boolean }> {
+  try {
+    const key = await readFile(file);
+    if (key.length !== 32) throw new Error(`${file}: the credential hash key must be 32 bytes, found ${key.length}; records keyed with it cannot be trusted`);
+    return { key, created: false };
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+  }
+  const key = randomBytes(32);
+  await writeAtomically(file, key);
+  return { key, created: true };
+}
+
+/** Write to a temporary file beside the target, fsync it, rename it over the target, fsync the folder. */
+async function writeAtomically(file: string, content: string | Buffer): Promise<void> {
+  // A dot name, so that readers looking for sha256-* never see a half-written file.
+  const tmp = join(dirname(file), `.${basename(file)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
+  const handle = await open(tmp, "wx", 0o600);
+  try {
+    await handle.writeFile(content);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  try {
+    await rename(tmp, file);
+  } catch (e) {
+    await rm(tmp, { force: true });
+    throw e;
+  }
+  const folder = await open(dirname(file), "r");
+  try {
+    await folder.sync();
+  } finally {
+    await folder.close();
+  }
+}

@@ -1,0 +1,120 @@
+// The node proxy's records on disk (src/node/record-store.ts): layout, permissions, atomic writes, strict reading
+// (an unreadable or misplaced record is "unreadable", which the proxy treats as "verify"), intents, pruning.
+import { describe, it, beforeEach, afterEach } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { credentialRecorded, recordPull } from "../../../src/core/pull-verification/pull-records.ts";
+import { readRecordsFolder, recordFileName, RecordStore } from "../../../src/node/record-store.ts";
+
+const REPO = "registry.example.com/private/app";
+const hash = (n: number) => `hmac-sha256:${String(n).padStart(64, "0")}`;
+const pod = (name: string) => ({ namespace: "team", name, uid: `uid-${name}` });
+let dir: string;
+
+beforeEach(async () => {
+  dir = join(await mkdtemp(join(tmpdir(), "imprimatur-records-")), "state");
+});
+afterEach(async () => {
+  await rm(join(dir, ".."), { recursive: true, force: true });
+});
+
+const mode = async (p: string) => (await stat(p)).mode & 0o777;
+
+describe("RecordStore", () => {
+  it("first start creates the layout, 0700 folders and a 32-byte 0600 key, kept across starts", async () => {
+    const first = await RecordStore.open(dir);
+    assert.equal(first.firstRun, true);
+    assert.equal(first.key.length, 32);
+    for (const sub of ["", "pulling", "pulled"]) assert.equal(await mode(join(dir, sub)), 0o700, sub);
+    assert.equal(await mode(join(dir, "credential-hash.key")), 0o600);
+    const again = await RecordStore.open(dir);
+    assert.equal(again.firstRun, false);
+    assert.deepEqual(again.key, first.key);
+  });
+
+  it("a record is written atomically as sha256-<hex> with mode 0600 and read back after a restart", async () => {
+    const store = await RecordStore.open(dir);
+    await store.update("sha256:aa", (cur) =>
+      recordPull(cur.state === "ok" ? cur.record : undefined, "sha256:aa", REPO, { hash: hash(1), pod: pod("a") }, new Date()),
+    );
+    const name = recordFileName("sha256:aa");
+    assert.match(name, /^sha256-[0-9a-f]{64}$/);
+    assert.deepEqual(await readdir(join(dir, "pulled")), [name], "no temporary file is left");
+    assert.equal(await mode(join(dir, "pulled", name)), 0o600);
+    const reopened = await RecordStore.open(dir);
+    const read = reopened.get("sha256:aa");
+    assert.equal(read.state, "ok");
+    assert.equal(read.state === "ok" && credentialRecorded(read.record, REPO, hash(1)), true);
+    assert.equal(reopened.get("sha256:bb").state, "none");
+  });
+
+  it("concurrent updates of one record are applied one after the other, none lost", async () => {
+    const store = await RecordStore.open(dir);
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        store.update("sha256:aa", (cur) =>
+          recordPull(cur.state === "ok" ? cur.record : undefined, "sha256:aa", REPO, { hash: hash(i), pod: pod(`p${i}`) }, new Date()),
+        ),
+      ),
+    );
+    const read = (await RecordStore.open(dir)).get("sha256:aa");
+    assert.ok(read.state === "ok");
+    assert.equal(read.record.credentialMapping[REPO]!.credentials!.length, 20);
+  });
+
+  it("a corrupt record, or one moved under another image's name, is unreadable (the proxy then verifies)", async () => {
+    const store = await RecordStore.open(dir);
+    const write = (ref: string) => store.update(ref, (cur) => recordPull(cur.state === "ok" ? cur.record : undefined, ref, REPO, undefined, new Date()));
+    await write("sha256:aa");
+    await write("sha256:bb");
+    await writeFile(join(dir, "pulled", recordFileName("sha256:aa")), '{"apiVersion": "imprimatur.dev/v1alpha1", "kind": "ImagePulledRecord"');
+    await rm(join(dir, "pulled", recordFileName("sha256:cc")), { force: true });
+    await rename(join(dir, "pulled", recordFileName("sha256:bb")), join(dir, "pulled", recordFileName("sha256:cc")));
+    const reopened = await RecordStore.open(dir);
+    const corrupt = reopened.get("sha256:aa");
+    assert.equal(corrupt.state, "unreadable");
+    assert.match(corrupt.state === "unreadable" ? corrupt.reason : "", /not JSON/);
+    const moved = reopened.get("sha256:cc");
+    assert.equal(moved.state, "unreadable");
+    assert.match(moved.state === "unreadable" ? moved.reason : "", /file name is not that of its imageRef sha256:bb/);
+    assert.deepEqual(reopened.counts(), { pulled: 0, unreadable: 2, intentsInFlight: 0 });
+    const listed = await readRecordsFolder(dir);
+    assert.deepEqual(
+      listed.records.map((r) => r.state),
+      ["unreadable", "unreadable"],
+    );
+  });
+
+  it("intents survive a crash, are listed at the next start, and are removed after a pull; temporary files are dropped", async () => {
+    const store = await RecordStore.open(dir);
+    await store.writeIntent("registry.example.com/private/app:1");
+    await store.writeIntent("registry.example.com/private/app:2");
+    await store.removeIntent("registry.example.com/private/app:2");
+    await writeFile(join(dir, "pulled", `.${recordFileName("sha256:zz")}.1.abcd.tmp`), "half");
+    await writeFile(join(dir, "pulling", "sha256-garbage"), "not json");
+    const after = await RecordStore.open(dir);
+    const left = await after.leftoverIntents();
+    assert.deepEqual(
+      left.filter((l) => l.intent).map((l) => l.intent!.image),
+      ["registry.example.com/private/app:1"],
+    );
+    assert.match(left.find((l) => !l.intent)!.reason!, /not JSON/);
+    assert.ok(!(await readdir(join(dir, "pulled"))).some((n) => n.endsWith(".tmp")));
+    for (const l of left) await after.dropIntentFile(l.file);
+    assert.deepEqual(await readdir(join(dir, "pulling")), []);
+  });
+
+  it("prune removes the records of images no longer present; preloaded images are remembered, an unreadable list counts none", async () => {
+    const store = await RecordStore.open(dir);
+    for (const ref of ["sha256:aa", "sha256:bb"]) await store.update(ref, () => recordPull(undefined, ref, REPO, undefined, new Date()));
+    assert.deepEqual(await store.prune(new Set(["sha256:bb"])), ["sha256:aa"]);
+    assert.deepEqual(await readdir(join(dir, "pulled")), [recordFileName("sha256:bb")]);
+    await store.writePreloaded(["sha256:pre"]);
+    assert.equal((await RecordStore.open(dir)).isPreloaded("sha256:pre"), true);
+    assert.equal(JSON.parse(await readFile(join(dir, "preloaded-images.json"), "utf8")).kind, "PreloadedImages");
+    await writeFile(join(dir, "preloaded-images.json"), "{oops");
+    assert.equal((await RecordStore.open(dir)).isPreloaded("sha256:pre"), false, "fail safe: nothing counts as preloaded");
+  });
+});

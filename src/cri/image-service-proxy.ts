@@ -3,8 +3,10 @@
 // forwarded exactly as received (decoding and re-encoding would drop fields this project does not declare,
 // which newer kubelets send), and the runtime's errors come back unchanged (the kubelet parses some of their
 // messages). Deadlines and cancellation reach the runtime; messages up to 16 MiB pass, as with the kubelet.
-import { lstat, rm } from "node:fs/promises";
+import { chmod, lstat, rm } from "node:fs/promises";
+import { createServer, type Socket } from "node:net";
 import * as grpc from "@grpc/grpc-js";
+import { withValidAuthority } from "./unix-authority.ts";
 
 export const CRI_PACKAGES = ["runtime.v1alpha2", "runtime.v1"] as const;
 export type CriPackage = (typeof CRI_PACKAGES)[number];
@@ -118,15 +120,37 @@ export async function startImageServiceProxy(listen: string, runtime: RuntimeIma
     }
     server.addService(definition as grpc.ServiceDefinition, implementation);
   }
-  await removeStaleSocket(listen);
-  await new Promise<void>((resolve, reject) => server.bindAsync(listen, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  // Connections are accepted here, not by grpc-js, so that older kubelets' authorities can be made valid.
+  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+  const path = socketPath(listen);
+  await removeStaleSocket(path);
+  const sockets = new Set<Socket>();
+  const listener = createServer((socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+    injector.injectConnection(withValidAuthority(socket));
+  });
+  await new Promise<void>((resolve, reject) => {
+    listener.once("error", reject);
+    listener.listen(path, () => {
+      listener.off("error", reject);
+      resolve();
+    });
+  });
+  await chmod(path, 0o660); // the kubelet runs as root; nobody else needs the socket
   return {
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      listener.close();
+      await new Promise<void>((resolve) => {
         server.tryShutdown(() => resolve());
         // Calls still in flight after a moment (a pull can take minutes) are cut off.
-        setTimeout(() => server.forceShutdown(), 2_000).unref();
-      }),
+        setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, 2_000).unref();
+      });
+      for (const socket of sockets) socket.destroy();
+    },
   };
 }
 
@@ -139,9 +163,12 @@ function asStatus(err: unknown): Partial<grpc.StatusObject> {
   return { code: grpc.status.INTERNAL, details: err instanceof Error ? err.message : String(err) };
 }
 
-async function removeStaleSocket(listen: string): Promise<void> {
-  const path = listen.startsWith("unix://") ? listen.slice("unix://".length) : listen.startsWith("unix:") ? listen.slice("unix:".length) : undefined;
-  if (!path) return;
+function socketPath(listen: string): string {
+  if (!listen.startsWith("unix://") || listen.length <= "unix://".length) throw new Error(`only unix:///path endpoints are served, got ${listen}`);
+  return listen.slice("unix://".length);
+}
+
+async function removeStaleSocket(path: string): Promise<void> {
   try {
     if ((await lstat(path)).isSocket()) await rm(path);
   } catch (e) {

@@ -7,7 +7,7 @@
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { generateKeyPairSync, randomBytes } from "node:crypto";
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { homedir, tmpdir } from "node:os";
@@ -31,6 +31,8 @@ export interface ClusterOptions {
   admissionConfigYaml?: string;
   /** Extra kube-apiserver flags, appended last (a repeated flag overrides the harness's value). */
   extraArgs?: string[];
+  /** Node names that get a kubelet identity (user system:node:NAME in group system:nodes, a token each): see nodeKubeconfig. */
+  nodes?: string[];
 }
 
 export interface KubectlResult {
@@ -46,6 +48,8 @@ export interface KubeCluster {
   url: string;
   /** Admin kubeconfig (bearer token in group system:masters, CA = the apiserver's self-generated cert). */
   kubeconfig: string;
+  /** A kubeconfig with the node identity of `name` (one of ClusterOptions.nodes; the Node authorizer applies). */
+  nodeKubeconfig(name: string): string;
   /** Process ids, so tests can check that stop() really ended them. */
   pids: { etcd: number; apiserver: number };
   /** Runs kubectl with --kubeconfig (and a private --cache-dir). Never rejects; a timeout gives code -1. */
@@ -393,7 +397,9 @@ export async function startKubeCluster(opts: ClusterOptions = {}): Promise<KubeC
       admissionConfig: opts.admissionConfigYaml === undefined ? undefined : join(dir, "admission-config.yaml"),
     };
     mkdirSync(files.certDir, { mode: 0o700 });
-    writeFileSync(files.tokenFile, `${token},admin,admin-uid,"system:masters"\n`, { mode: 0o600 });
+    const nodeTokens = new Map((opts.nodes ?? []).map((name) => [name, randomBytes(24).toString("hex")]));
+    const nodeLines = [...nodeTokens].map(([name, t]) => `${t},system:node:${name},node-${name}-uid,"system:nodes"\n`);
+    writeFileSync(files.tokenFile, `${token},admin,admin-uid,"system:masters"\n${nodeLines.join("")}`, { mode: 0o600 });
     const { publicKey, privateKey } = generateKeyPairSync("rsa", {
       modulusLength: 2048,
       publicKeyEncoding: { type: "spki", format: "pem" },
@@ -430,6 +436,7 @@ export async function startKubeCluster(opts: ClusterOptions = {}): Promise<KubeC
             const ready = await probe(`${url}/readyz?verbose`, { ca, token });
             if (ready.status === 200) {
               writeFileSync(kubeconfig, kubeconfigYaml(url, ca, token), { mode: 0o600 });
+              for (const [name, t] of nodeTokens) writeFileSync(join(dir, `node-${name}.kubeconfig`), kubeconfigYaml(url, ca, t), { mode: 0o600 });
               kubeconfigWritten = true;
             } else {
               lastState = `/readyz returned ${ready.status}: ${ready.body
@@ -470,6 +477,11 @@ function makeCluster(dir: string, url: string, kubeconfig: string, kubectlCache:
     dir,
     url,
     kubeconfig,
+    nodeKubeconfig: (name: string) => {
+      const path = join(dir, `node-${name}.kubeconfig`);
+      if (!existsSync(path)) throw new Error(`no node identity for ${name}: start the cluster with nodes: [${JSON.stringify(name)}]`);
+      return path;
+    },
     pids: { etcd: etcd.pid, apiserver: apiserver.pid },
     kubectl,
     apply: (yaml: string) => kubectl(["apply", "-f", "-"], { input: yaml }),

@@ -1,0 +1,280 @@
+// `imprimatur node-proxy` spoken to directly over CRI (runtime.v1, and runtime.v1alpha2 for the same decisions),
+// in front of a real containerd 1.6 pulling from a real docker-registry with htpasswd auth (private) and one
+// without auth (public). The kubelet's calls are reproduced as it makes them: ImageStatus with the pod's
+// annotations (kubernetes.io/config.source and config.seen), PullImage with the AuthConfig and the sandbox.
+// The full path through a real kubelet is test/e2e/node-proxy-kubelet.test.ts.
+import assert from "node:assert/strict";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import * as grpc from "@grpc/grpc-js";
+import { pullIntent } from "../../src/core/pull-verification/pull-records.ts";
+import {
+  decodeImageStatusResponse,
+  decodePullImageResponse,
+  encodeImageStatusRequestFor,
+  encodePullImageRequest,
+  encodeRemoveImageRequest,
+  LIST_ALL_IMAGES_REQUEST,
+} from "../../src/cri/cri-messages.ts";
+import { RuntimeImageClient, type CriPackage } from "../../src/cri/image-service-proxy.ts";
+import { recordFileName } from "../../src/node/record-store.ts";
+import { imprimatur as runCli } from "../support/cli-process.ts";
+import { startNodeProxy, type NodeProxyProcess } from "../support/node-proxy-process.ts";
+import { startNodeRuntime, type NodeRuntime } from "../support/real-node.ts";
+import { startRegistry, type TestRegistry } from "../support/registry.ts";
+import { buildRunnableImage } from "../support/runnable-image.ts";
+
+let dir: string;
+let priv: TestRegistry;
+let pub: TestRegistry;
+let node: NodeRuntime;
+let containerd: RuntimeImageClient;
+const proxies: NodeProxyProcess[] = [];
+const clients: RuntimeImageClient[] = [];
+let images: { private: string; private2: string; public: string };
+
+/** A pod's annotations as the kubelet passes them to the image service. */
+const podAnnotations = (name: string) => ({ "kubernetes.io/config.source": "api", "kubernetes.io/config.seen": `2026-11-24T12:00:00.${name}Z`, app: name });
+const sandbox = (name: string) => ({ name, namespace: "team", uid: `uid-${name}`, annotations: podAnnotations(name) });
+
+interface Auth {
+  username?: string;
+  password?: string;
+  auth?: string;
+}
+
+async function status(client: RuntimeImageClient, image: string, pod?: string, pkg: CriPackage = "runtime.v1") {
+  return decodeImageStatusResponse(await client.call(pkg, "ImageStatus", encodeImageStatusRequestFor(image, pod ? podAnnotations(pod) : {})));
+}
+
+async function pull(client: RuntimeImageClient, image: string, pod: string, auth?: Auth, pkg: CriPackage = "runtime.v1"): Promise<string> {
+  const request = encodePullImageRequest({ image, annotations: podAnnotations(pod), ...(auth ? { auth } : {}), sandbox: sandbox(pod) });
+  return decodePullImageResponse(await client.call(pkg, "PullImage", request, { deadline: Date.now() + 60_000 })).imageRef;
+}
+
+async function pullError(client: RuntimeImageClient, image: string, pod: string, auth?: Auth): Promise<grpc.ServiceError> {
+  try {
+    await pull(client, image, pod, auth);
+  } catch (e) {
+    return e as grpc.ServiceError;
+  }
+  assert.fail(`the pull of ${image} by ${pod} succeeded`);
+}
+
+async function proxy(stateDir: string, args: string[] = []): Promise<{ p: NodeProxyProcess; client: RuntimeImageClient }> {
+  const p = await startNodeProxy({ dir, stateDir, runtimeEndpoint: node.containerdEndpoint, args });
+  proxies.push(p);
+  const client = new RuntimeImageClient(p.endpoint);
+  clients.push(client);
+  return { p, client };
+}
+
+async function records(stateDir: string): Promise<{ code: number; stdout: string; json: any }> {
+  const text = await runCli(["node-records", "--state-dir", stateDir]);
+  const json = await runCli(["node-records", "--state-dir", stateDir, "-o", "json"]);
+  return { code: text.code ?? -1, stdout: text.stdout, json: JSON.parse(json.stdout) };
+}
+
+const good = (): Auth => ({ username: priv.username, password: priv.password });
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), "imprimatur-e2e-node-proxy-"));
+  [priv, pub] = await Promise.all([startRegistry({ auth: "htpasswd" }), startRegistry({ auth: "none" })]);
+  const built = buildRunnableImage({ tag: "v1", seed: "node-proxy-private-1" });
+  buildRunnableImage({ tag: "v2", seed: "node-proxy-private-2", dir: built.layoutDir });
+  buildRunnableImage({ tag: "tool", seed: "node-proxy-public-1", dir: built.layoutDir });
+  try {
+    await priv.push(built.layoutDir, "v1", "private/app", "v1");
+    await priv.push(built.layoutDir, "v2", "private/app", "v2");
+    await pub.push(built.layoutDir, "tool", "public/tool", "v1");
+  } finally {
+    await rm(built.layoutDir, { recursive: true, force: true });
+  }
+  images = { private: `${priv.host}/private/app:v1`, private2: `${priv.host}/private/app:v2`, public: `${pub.host}/public/tool:v1` };
+  node = await startNodeRuntime({ registries: [priv, pub].map((r) => ({ host: r.host, caFile: r.caFile })) });
+  containerd = new RuntimeImageClient(node.containerdEndpoint);
+});
+
+after(async () => {
+  for (const c of clients) c.close();
+  containerd?.close();
+  for (const p of proxies) await p.stop();
+  await node?.stop();
+  await Promise.all([priv?.stop(), pub?.stop()]);
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe("CRI runtime.v1, straight to the proxy", () => {
+  const state = () => join(dir, "state-main");
+
+  test("a pull records the credential; a pod that has not shown it is told the image is absent, and the registry decides its pull", async () => {
+    const { p, client } = await proxy(state());
+    assert.equal(await status(client, images.private, "a"), undefined, "not on the node yet");
+    const ref = await pull(client, images.private, "a", good());
+    assert.match(ref, /^sha256:[0-9a-f]{64}$/);
+    assert.equal((await status(client, images.private, "a"))?.id, ref, "the pod that pulled it sees it");
+    assert.equal((await status(client, images.private))?.id, ref, "a call that is not a pod's pull decision gets the truth");
+    assert.equal(await status(client, images.private, "b"), undefined, "another pod must show credentials first");
+
+    // Without credentials the pull goes to the registry, which refuses; the runtime's error comes back unchanged.
+    const refused = await pullError(client, images.private, "b");
+    const direct = await containerd
+      .call("runtime.v1", "PullImage", encodePullImageRequest({ image: images.private, sandbox: sandbox("b") }), { deadline: Date.now() + 60_000 })
+      .then(
+        () => assert.fail("containerd pulled without credentials"),
+        (e: grpc.ServiceError) => e,
+      );
+    assert.equal(refused.code, direct.code);
+    assert.equal(refused.details, direct.details);
+    assert.match(refused.details, /401|unauthorized/i);
+    assert.match(await p.log(), /"name":"b".*pod refused an image already on the node: the registry did not accept its credentials/);
+    assert.equal(await p.metric("imprimatur_node_reuse_denied_total"), 1);
+
+    // A wrong password is refused by the registry too.
+    assert.equal(await status(client, images.private, "c"), undefined);
+    assert.match((await pullError(client, images.private, "c", { username: priv.username, password: "wrong" })).details, /401|unauthorized/i);
+
+    // The same credentials from another Secret, spelled as docker config's base64 "auth": answered from the records.
+    assert.equal(await status(client, images.private, "d"), undefined);
+    const before = await p.metric('imprimatur_node_pulls_total{result="forwarded-ok"}');
+    const again = await pull(client, images.private, "d", { auth: Buffer.from(`${priv.username}:${priv.password}`).toString("base64") });
+    assert.equal(again, ref);
+    assert.equal(await p.metric('imprimatur_node_pulls_total{result="answered-from-records"}'), 1);
+    assert.equal(await p.metric('imprimatur_node_pulls_total{result="forwarded-ok"}'), before, "no pull went to the runtime");
+    assert.equal((await status(client, images.private, "d"))?.id, ref);
+    assert.equal(await p.metric('imprimatur_node_image_checks_total{result="must-pull"}'), 3);
+
+    const listed = await records(state());
+    assert.equal(listed.code, 0, listed.stdout);
+    const row = listed.json.images.find((r: { repository?: string }) => r.repository === `${priv.host}/private/app`);
+    assert.equal(row.access, "credentials");
+    assert.equal(row.credentials.length, 1, "one credential, however it was spelled");
+    assert.deepEqual(row.credentials[0].presentedBy, ["team/a", "team/d"]);
+    assert.doesNotMatch(await readFile(join(state(), "pulled", recordFileName(ref)), "utf8"), new RegExp(priv.password), "no secret on disk");
+  });
+
+  test("runtime.v1alpha2 (kubelet ≤ 1.25) gets the same decisions", async () => {
+    const client = clients.at(-1)!;
+    assert.equal(await status(client, images.private, "e", "runtime.v1alpha2"), undefined);
+    const ref = await pull(client, images.private, "e", good(), "runtime.v1alpha2");
+    assert.equal((await status(client, images.private, "e", "runtime.v1alpha2"))?.id, ref);
+  });
+
+  test("calls the proxy does not change are forwarded byte for byte, fields it does not declare included", async () => {
+    const client = clients.at(-1)!;
+    const through = await client.call("runtime.v1", "ListImages", LIST_ALL_IMAGES_REQUEST);
+    const direct = await containerd.call("runtime.v1", "ListImages", LIST_ALL_IMAGES_REQUEST);
+    assert.deepEqual(through, direct);
+    const truth = await client.call("runtime.v1", "ImageStatus", encodeImageStatusRequestFor(images.private, {}));
+    assert.deepEqual(truth, await containerd.call("runtime.v1", "ImageStatus", encodeImageStatusRequestFor(images.private, {})));
+    await client.call("runtime.v1", "ImageFsInfo", Buffer.alloc(0));
+  });
+
+  test("a malformed request is INVALID_ARGUMENT with the reason; the proxy keeps serving", async () => {
+    const client = clients.at(-1)!;
+    const bad = await client.call("runtime.v1", "ImageStatus", Buffer.from([0x0a, 0xff, 0xff])).then(
+      () => assert.fail("accepted"),
+      (e: grpc.ServiceError) => e,
+    );
+    assert.equal(bad.code, grpc.status.INVALID_ARGUMENT);
+    assert.match(bad.details, /malformed ImageStatusRequest/);
+    assert.ok(await status(client, images.private));
+  });
+
+  test("a public image pulled without credentials may be used by every pod", async () => {
+    const client = clients.at(-1)!;
+    const ref = await pull(client, images.public, "f");
+    assert.equal((await status(client, images.public, "g"))?.id, ref);
+    const row = (await records(state())).json.images.find((r: { repository?: string }) => r.repository === `${pub.host}/public/tool`);
+    assert.equal(row.access, "all-pods");
+  });
+
+  test("kill -9 and a restart: the records survive; without credentials still refused, with them answered from the records", async () => {
+    const old = proxies.at(-1)!;
+    await old.kill9();
+    const { p, client } = await proxy(state());
+    assert.equal(await status(client, images.private, "h"), undefined);
+    assert.match((await pullError(client, images.private, "h")).details, /401|unauthorized/i);
+    assert.equal(await status(client, images.private, "i"), undefined);
+    await pull(client, images.private, "i", good());
+    assert.equal(await p.metric('imprimatur_node_pulls_total{result="answered-from-records"}'), 1);
+    assert.ok(await status(client, images.public, "j"), "the anonymous record survived too");
+  });
+
+  test("a corrupt record means verification, never admission", async () => {
+    await proxies.at(-1)!.stop();
+    const publicRef = (await status(containerd, images.public))!.id;
+    await writeFile(join(state(), "pulled", recordFileName(publicRef)), '{"apiVersion":"imprimatur.dev/v1alpha1","kind":"ImagePulledRecord","imageRef":1}');
+    const { p, client } = await proxy(state());
+    assert.equal(await status(client, images.public, "k"), undefined);
+    assert.equal(await p.metric('imprimatur_node_image_checks_total{result="unreadable-record"}'), 1);
+    const listed = await records(state());
+    assert.equal(listed.code, 1, "node-records reports the unreadable record");
+    assert.match(listed.stdout, /cannot be read .*pods must show credentials/);
+    // Pulling again (the public registry lets anyone) writes a good record in its place.
+    await pull(client, images.public, "k");
+    assert.ok(await status(client, images.public, "l"));
+  });
+
+  test("an intent left by a crash becomes a record naming nobody: every pod must show credentials", async () => {
+    await proxies.at(-1)!.stop();
+    const ref = (await status(containerd, images.private))!.id;
+    await rm(join(state(), "pulled", recordFileName(ref)));
+    await writeFile(join(state(), "pulling", recordFileName(images.private)), JSON.stringify(pullIntent(images.private)), { mode: 0o600 });
+    const { client } = await proxy(state());
+    const listed = await records(state());
+    assert.match(listed.stdout, new RegExp(`${ref}: nobody yet`));
+    assert.deepEqual(listed.json.pullsInProgress, []);
+    assert.equal(await status(client, images.private, "m"), undefined);
+    await pull(client, images.private, "m", good());
+    assert.ok(await status(client, images.private, "m"));
+  });
+
+  test("RemoveImage through the proxy prunes the image's record", async () => {
+    const client = clients.at(-1)!;
+    const ref = (await status(client, images.public))!.id;
+    await client.call("runtime.v1", "RemoveImage", encodeRemoveImageRequest(images.public));
+    assert.equal(await status(client, images.public), undefined);
+    const listed = await records(state());
+    assert.ok(!listed.json.images.some((r: { imageRef: string }) => r.imageRef === ref), listed.stdout);
+  });
+});
+
+describe("verification policies, with images preloaded before the first start", () => {
+  test("NeverVerifyPreloadedImages, AlwaysVerify, NeverVerifyAllowlistedImages and NeverVerify", async () => {
+    for (const p of proxies) await p.stop();
+    const state = join(dir, "state-policies");
+    // On the node now: the private v1 (pulled above). The first start records it as preloaded.
+    const preloadedRef = (await status(containerd, images.private))!.id;
+    let { client } = await proxy(state);
+    assert.equal((await status(client, images.private, "n"))?.id, preloadedRef, "default: a preloaded image needs no credentials");
+    const pulledRef = await pull(client, images.private2, "n", good());
+    assert.equal(await status(client, images.private2, "o"), undefined, "an image pulled through the proxy with credentials does");
+
+    const restart = async (args: string[]) => {
+      await proxies.at(-1)!.stop();
+      ({ client } = await proxy(state, args));
+    };
+    await restart(["--verification-policy", "AlwaysVerify"]);
+    assert.equal(await status(client, images.private, "p"), undefined, "AlwaysVerify: preloaded too");
+
+    await restart(["--verification-policy", "NeverVerifyAllowlistedImages", "--preloaded-allowlist", `${priv.host}/private/*`]);
+    assert.equal((await status(client, images.private, "q"))?.id, preloadedRef, "preloaded and allowlisted");
+    assert.equal(await status(client, images.private2, "q"), undefined, "allowlisted but pulled with credentials");
+    await restart(["--verification-policy", "NeverVerifyAllowlistedImages", "--preloaded-allowlist", `${priv.host}/other`]);
+    assert.equal(await status(client, images.private, "r"), undefined, "preloaded, not allowlisted");
+
+    await restart(["--verification-policy", "NeverVerify"]);
+    assert.equal((await status(client, images.private2, "s"))?.id, pulledRef);
+  });
+
+  test("usage errors are exit 2 with the reason", async () => {
+    const r = await runCli(["node-proxy", "--listen", "unix:///tmp/x.sock", "--runtime-endpoint", "unix:///tmp/y.sock", "--verification-policy", "Sometimes"]);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /--verification-policy must be one of NeverVerify, NeverVerifyPreloadedImages/);
+    const allow = await runCli(["node-proxy", "--listen", "unix:///tmp/x.sock", "--runtime-endpoint", "unix:///tmp/y.sock", "--preloaded-allowlist", "alpine"]);
+    assert.match(allow.stderr, /applies only with --verification-policy NeverVerifyAllowlistedImages/);
+  });
+});

@@ -1,0 +1,175 @@
+// `imprimatur node-proxy` on a real node: kubelet v1.20.2 (CRI v1alpha2) with --image-service-endpoint on the
+// proxy, containerd 1.6 behind it, a private docker-registry (htpasswd) and a public one (no auth), registered with
+// a real kube-apiserver. The hole test/e2e/real-node.test.ts shows on an unprotected node (a pod without the
+// secret runs a private image already present) is closed, and everything else keeps working. One cluster, one
+// node, one pair of registries for the file.
+import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
+import { imprimatur } from "../support/cli-process.ts";
+import { startNodeProxy, type NodeProxyProcess } from "../support/node-proxy-process.ts";
+import {
+  podManifest,
+  podPullFailed,
+  podRunning,
+  startNodeRuntime,
+  waitForPod,
+  type NodeRuntime,
+  type PodManifestOptions,
+  type PodObservation,
+} from "../support/real-node.ts";
+import { startRegistry, type TestRegistry } from "../support/registry.ts";
+import { buildRunnableImage } from "../support/runnable-image.ts";
+
+const NODE = "node1";
+const NS = "protected";
+
+describe("node-proxy in front of containerd, with a real kubelet", () => {
+  let dir: string;
+  let cluster: KubeCluster;
+  let priv: TestRegistry;
+  let pub: TestRegistry;
+  let node: NodeRuntime;
+  let proxy: NodeProxyProcess;
+  let stateDir: string;
+  let images: { private: string; nonRoot: string; public: string };
+
+  const pod = (o: Omit<PodManifestOptions, "namespace" | "nodeName">) => podManifest({ namespace: NS, nodeName: NODE, ...o });
+  const context = () => `node-proxy log:\n${proxyLogTail}\nkubelet log tail:\n${node.kubeletLogs(25)}`;
+  let proxyLogTail = "";
+  const refreshLog = async () => {
+    proxyLogTail = (await proxy.log()).split("\n").slice(-25).join("\n");
+  };
+
+  async function kubectl(...args: string[]): Promise<string> {
+    const r = await cluster.kubectl(args);
+    assert.equal(r.code, 0, `kubectl ${args.join(" ")}: ${r.stderr}`);
+    return r.stdout;
+  }
+
+  async function run(name: string, o: Omit<PodManifestOptions, "namespace" | "nodeName" | "name">): Promise<PodObservation> {
+    const r = await cluster.kubectl(["create", "-f", "-"], { input: pod({ name, ...o }) });
+    assert.equal(r.code, 0, r.stderr);
+    try {
+      return await waitForPod(cluster, NS, name, podRunning, 45_000, context);
+    } catch (e) {
+      await refreshLog();
+      throw new Error(`${(e as Error).message}\n${context()}`, { cause: e });
+    }
+  }
+
+  /** The pod must not run: the kubelet tried to pull with its credentials and the registry said no. */
+  async function refused(name: string, o: Omit<PodManifestOptions, "namespace" | "nodeName" | "name">): Promise<PodObservation> {
+    const r = await cluster.kubectl(["create", "-f", "-"], { input: pod({ name, ...o }) });
+    assert.equal(r.code, 0, r.stderr);
+    const failure = (x: PodObservation) => x.events.find((e) => e.reason === "Failed" && e.message.includes("Failed to pull image"));
+    const seen = await waitForPod(cluster, NS, name, (x) => podPullFailed(x) && failure(x) !== undefined, 45_000, context);
+    assert.notEqual(seen.phase, "Running");
+    assert.match(failure(seen)!.message, /401 Unauthorized/, "the registry refused the pod's credentials");
+    return seen;
+  }
+
+  async function startProxy(args: string[] = []): Promise<void> {
+    proxy = await startNodeProxy({ dir, stateDir, runtimeEndpoint: node.containerdEndpoint, args });
+  }
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), "imprimatur-e2e-node-kubelet-"));
+    stateDir = join(dir, "state");
+    [cluster, priv, pub] = await Promise.all([startKubeCluster({ nodes: [NODE] }), startRegistry({ auth: "htpasswd" }), startRegistry({ auth: "none" })]);
+    const built = buildRunnableImage({ tag: "v1", seed: "kubelet-proxy-private-1" });
+    buildRunnableImage({ tag: "nonroot", seed: "kubelet-proxy-nonroot", user: "1000", dir: built.layoutDir });
+    buildRunnableImage({ tag: "tool", seed: "kubelet-proxy-public", dir: built.layoutDir });
+    try {
+      await priv.push(built.layoutDir, "v1", "private/app", "v1");
+      await priv.push(built.layoutDir, "nonroot", "private/app", "nonroot");
+      await pub.push(built.layoutDir, "tool", "public/tool", "v1");
+    } finally {
+      await rm(built.layoutDir, { recursive: true, force: true });
+    }
+    images = { private: `${priv.host}/private/app:v1`, nonRoot: `${priv.host}/private/app:nonroot`, public: `${pub.host}/public/tool:v1` };
+    node = await startNodeRuntime({ registries: [priv, pub].map((r) => ({ host: r.host, caFile: r.caFile })) });
+    await startProxy();
+    await node.startKubelet({ cluster, nodeName: NODE, imageServiceEndpoint: proxy.endpoint });
+    await kubectl("create", "namespace", NS);
+    const secret = (name: string, password: string) =>
+      kubectl(
+        "create",
+        "secret",
+        "docker-registry",
+        name,
+        "-n",
+        NS,
+        `--docker-server=${priv.host}`,
+        `--docker-username=${priv.username}`,
+        `--docker-password=${password}`,
+      );
+    await secret("good-pull", priv.password);
+    await secret("same-credentials", priv.password);
+    await secret("wrong-pull", `${priv.password}-wrong`);
+  });
+
+  after(async () => {
+    await node?.stop().catch((err: Error) => console.error(err.message));
+    await proxy?.stop();
+    await cluster?.stop();
+    await Promise.all([priv?.stop(), pub?.stop()]);
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  test("a pod with the pull secret runs the private image (IfNotPresent)", async () => {
+    await run("with-secret", { image: images.private, imagePullPolicy: "IfNotPresent", imagePullSecrets: ["good-pull"] });
+  });
+
+  test("with the image on the node, pods without a secret or with a wrong one do not run: the registry refuses them", async () => {
+    await refused("no-secret", { image: images.private, imagePullPolicy: "IfNotPresent" });
+    await refused("wrong-secret", { image: images.private, imagePullPolicy: "IfNotPresent", imagePullSecrets: ["wrong-pull"] });
+    const log = await proxy.log();
+    assert.match(log, /"name":"no-secret".*pod refused an image already on the node/, "one log line per denied reuse, naming the pod");
+    assert.ok((await proxy.metric("imprimatur_node_reuse_denied_total")) >= 2);
+  });
+
+  test("another Secret holding the same credentials runs, answered from the records without asking the registry", async () => {
+    const before = await proxy.metric('imprimatur_node_pulls_total{result="answered-from-records"}');
+    await run("same-credentials", { image: images.private, imagePullPolicy: "IfNotPresent", imagePullSecrets: ["same-credentials"] });
+    assert.equal(await proxy.metric('imprimatur_node_pulls_total{result="answered-from-records"}'), before + 1);
+    const records = await imprimatur(["node-records", "--state-dir", stateDir]);
+    assert.match(
+      records.stdout,
+      new RegExp(`${priv.host}/private/app: pods showing this credential: .*last presented by ${NS}/with-secret, ${NS}/same-credentials`),
+    );
+  });
+
+  test("imagePullPolicy Always with the secret runs", async () => {
+    await run("always", { image: images.private, imagePullPolicy: "Always", imagePullSecrets: ["good-pull"] });
+  });
+
+  test("a public image pulled without credentials: a second pod without credentials runs it", async () => {
+    await run("public-1", { image: images.public, imagePullPolicy: "IfNotPresent" });
+    await run("public-2", { image: images.public, imagePullPolicy: "IfNotPresent" });
+  });
+
+  test("runAsNonRoot pods start: the kubelet's image-user lookup is answered truthfully", async () => {
+    const nonRoot = { image: images.nonRoot, imagePullPolicy: "IfNotPresent" as const, securityContext: { runAsNonRoot: true } };
+    await run("non-root-1", { ...nonRoot, imagePullSecrets: ["good-pull"] });
+    await run("non-root-2", { ...nonRoot, imagePullSecrets: ["same-credentials"] });
+  });
+
+  test("kill -9 of the proxy and a restart: the records survive; without the secret still refused, with it runs", async () => {
+    await proxy.kill9();
+    await startProxy();
+    await refused("after-crash-no-secret", { image: images.private, imagePullPolicy: "IfNotPresent" });
+    await run("after-crash-secret", { image: images.private, imagePullPolicy: "IfNotPresent", imagePullSecrets: ["good-pull"] });
+  });
+
+  test("--verification-policy NeverVerify turns the check off, as the kubelet's setting does", async () => {
+    await proxy.stop();
+    await startProxy(["--verification-policy", "NeverVerify"]);
+    await run("never-verify", { image: images.private, imagePullPolicy: "IfNotPresent" });
+    await proxy.stop();
+    await startProxy();
+  });
+});

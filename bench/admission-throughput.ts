@@ -1,8 +1,10 @@
 // Admission throughput: `imprimatur serve` answering POST /validate, against a baseline HTTPS server that only
 // parses the AdmissionReview and echoes an allow (bench/baseline-server.ts), measured in the same run, with the
-// same TLS material, the same load and one process each. Reported as the ratio of their throughputs.
+// same TLS material, the same load and one process each. Reported as the ratio of their throughputs. Both
+// servers are pinned to CPU 0 and the load generator (this process) to CPU 1, so that both servers get the same
+// core and the generator takes nothing from it.
 //
-//   node bench/admission-throughput.ts [--concurrency 32] [--seconds 10] [--warmup 2] [--rounds 5]
+//   node bench/admission-throughput.ts [--concurrency 32] [--seconds 10] [--warmup 2] [--rounds 5] [--pin on|off]
 //                                      [--max-requests N] [--json] [--cpu-prof DIR] [--keep-state]
 //
 // Exit 0 when every answer was a 200 with the request's uid and allowed: true (whether or not the target is
@@ -16,6 +18,7 @@ import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { Pool } from "undici";
 import { fetchMetrics, parseMetrics, sumOf } from "./support/metrics.ts";
+import { findTaskset, pin } from "./support/pinning.ts";
 import { percentile, renderTable } from "./support/report.ts";
 import { guardRun } from "./support/run-guard.ts";
 import { createServeState } from "./support/serve-state.ts";
@@ -23,6 +26,11 @@ import { baselineServerArgs, hasExited, imprimaturServeArgs, READY_TIMEOUT_MS, s
 import type { ServerProcess } from "./support/server-process.ts";
 
 const TARGET_RATIO = 0.8;
+/** Above this share of its core the generator, not the server, may be what limits the baseline. */
+const GENERATOR_SATURATED_PERCENT = 90;
+/** Where the pinned processes run: both servers on one core, the load generator on the other. */
+const SERVER_CPU = 0;
+const GENERATOR_CPU = 1;
 /** Every container's image; --image replaces it (e.g. a signed image, for cached-verification throughput). */
 const IMAGE = imageOption(process.argv.slice(2)) ?? "registry.example.com/app:1.0";
 const CONTAINERS = 3;
@@ -36,6 +44,8 @@ const USAGE = `Usage: node bench/admission-throughput.ts [options]
   --seconds S         measured time per server (default 10), split into --rounds slices
   --warmup S          warm-up per server before measuring (default 2)
   --rounds N          alternate the servers N times while measuring (default 5)
+  --pin MODE          on (default): every thread of both servers on CPU 0, this load generator on CPU 1
+                      (taskset); off: no pinning
   --max-requests N    hard cap on requests per server, warm-up included (default 1000000)
   --json              print the results as JSON only
   --cpu-prof DIR      run both servers with --cpu-prof and write the .cpuprofile files to DIR
@@ -56,6 +66,7 @@ interface Options {
   seconds: number;
   warmup: number;
   rounds: number;
+  pin: "on" | "off";
   maxRequests: number;
   json: boolean;
   cpuProfDir: string | undefined;
@@ -71,6 +82,7 @@ function parseOptions(argv: string[]): Options {
       seconds: { type: "string", default: "10" },
       warmup: { type: "string", default: "2" },
       rounds: { type: "string", default: "5" },
+      pin: { type: "string", default: "on" },
       "max-requests": { type: "string", default: "1000000" },
       json: { type: "boolean", default: false },
       "cpu-prof": { type: "string" },
@@ -92,11 +104,13 @@ function parseOptions(argv: string[]): Options {
     }
     return n;
   };
+  if (values.pin !== "on" && values.pin !== "off") throw new Error(`--pin must be on or off, got ${values.pin}`);
   return {
     concurrency: num("concurrency", values.concurrency, 1, 1024, true),
     seconds: num("seconds", values.seconds, 0.5, 300, false),
     warmup: num("warmup", values.warmup, 0, 60, false),
     rounds: num("rounds", values.rounds, 1, 100, true),
+    pin: values.pin,
     maxRequests: num("max-requests", values["max-requests"], 1, 10_000_000, true),
     json: values.json,
     cpuProfDir: values["cpu-prof"] === undefined ? undefined : resolve(values["cpu-prof"]),
@@ -280,6 +294,32 @@ function newTarget(proc: ServerProcess, ca: string, opts: Options): Target {
   };
 }
 
+/**
+ * One POST to /validate through undici's dispatch API. Cheaper for the generator than pool.request, which wraps
+ * every answer in a stream and a body mixin: the generator must stay ahead of the fastest server, or the
+ * baseline's throughput measures the generator and flatters the ratio.
+ */
+function post(pool: Pool, body: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolveAnswer, reject) => {
+    let status = 0;
+    const chunks: Buffer[] = [];
+    pool.dispatch(
+      { path: VALIDATE_PATH, method: "POST", headers: REQUEST_HEADERS, body },
+      {
+        onRequestStart: () => {}, // required by undici, even when there is nothing to do
+        onResponseStart: (_controller, statusCode) => {
+          status = statusCode;
+        },
+        onResponseData: (_controller, chunk) => {
+          chunks.push(chunk);
+        },
+        onResponseEnd: () => resolveAnswer({ status, text: (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString("utf8") }),
+        onResponseError: (_controller, error) => reject(error),
+      },
+    );
+  });
+}
+
 /** Drives `target` for `ms` at full concurrency; when `measure`, records the answers completed inside the slice. */
 async function drive(target: Target, ms: number, measure: boolean, opts: Options): Promise<void> {
   const serverCpuBefore = processCpuMs(target.proc.child.pid);
@@ -307,9 +347,7 @@ async function drive(target: Target, ms: number, measure: boolean, opts: Options
       let status: number;
       let text: string;
       try {
-        const res = await target.pool.request({ path: VALIDATE_PATH, method: "POST", headers: REQUEST_HEADERS, body: BODY_HEAD + uid + BODY_TAIL });
-        status = res.statusCode;
-        text = await res.body.text();
+        ({ status, text } = await post(target.pool, BODY_HEAD + uid + BODY_TAIL));
       } catch (e) {
         return fail(`request failed: ${(e as Error).message}`);
       }
@@ -424,6 +462,19 @@ async function runLoad(procs: [ServerProcess, ServerProcess], ca: string, opts: 
 
 // ---------------------------------------------------------------------------------------------------------
 
+/**
+ * With --pin on (and two CPUs and taskset): every thread of each server on SERVER_CPU, every thread of this
+ * process on GENERATOR_CPU. Both servers alike; they are measured in turn, so they never compete for it.
+ */
+function pinProcesses(opts: Options, servers: ServerProcess[]): { pinned: boolean; description: string } {
+  if (opts.pin === "off") return { pinned: false, description: "off (--pin off)" };
+  if (cpus().length < 2) return { pinned: false, description: `not pinned: ${cpus().length} CPU` };
+  const taskset = findTaskset();
+  if (!taskset) return { pinned: false, description: "not pinned: taskset is not installed" };
+  const done = [...servers.map((s) => pin(taskset, s.child.pid, SERVER_CPU, s.name)), pin(taskset, process.pid, GENERATOR_CPU, "load generator")];
+  return { pinned: done.every((d) => / on CPU \d+$/.test(d)), description: done.join(", ") };
+}
+
 /** Node flags that write the server's CPU profile to --cpu-prof DIR on exit (none without it). */
 function cpuProfFlags(name: string, opts: Options): string[] {
   return opts.cpuProfDir ? ["--cpu-prof", `--cpu-prof-dir=${opts.cpuProfDir}`, `--cpu-prof-name=${name}-\${pid}.cpuprofile`] : [];
@@ -483,6 +534,8 @@ async function main(): Promise<number> {
     say(opts, "Starting the baseline server ...");
     baseline = await startServer("baseline", baselineServerArgs(stateDir), caFile, "ignore", cpuProfFlags("baseline", opts));
     const ca = readFileSync(caFile, "utf8");
+    const pinning = pinProcesses(opts, [baseline, imprimatur]);
+    say(opts, `Pinning: ${pinning.description}`);
 
     const results = await runLoad([baseline, imprimatur], ca, opts);
     // The server's own count of allowed validate decisions: proof that each answer went through the whole path.
@@ -516,6 +569,9 @@ async function main(): Promise<number> {
     }
     const ok = failures.length === 0;
     const verdict = !ok ? "FAILED" : ratio >= TARGET_RATIO ? "PASS" : "BELOW TARGET";
+    // A generator near a full core may be what limits a server's throughput: then that server's req/s is a
+    // floor, and if it is the baseline's, the ratio is flattered.
+    const generatorSaturated = results.filter((r) => r.generatorCpuPercent >= GENERATOR_SATURATED_PERCENT).map((r) => r.server);
 
     const report = {
       benchmark: "admission-throughput",
@@ -529,6 +585,10 @@ async function main(): Promise<number> {
       seconds: opts.seconds,
       rounds: opts.rounds,
       maxRequests: opts.maxRequests,
+      pin: opts.pin,
+      pinned: pinning.pinned,
+      pinning: pinning.description,
+      generatorSaturated,
       baseline: base,
       imprimatur: imp,
       imprimaturDecisionsCounted: decisionsCounted,
@@ -550,6 +610,7 @@ async function main(): Promise<number> {
         `admission-throughput  ${report.date}  node ${report.node}  ${report.cpus} CPUs (${report.cpuModel})`,
         `POST ${VALIDATE_PATH}: Pod CREATE, ${CONTAINERS} containers ${IMAGE} (allowed), ${BODY_BYTES} bytes; ` +
           `concurrency ${opts.concurrency}, warm-up ${opts.warmup} s, measured ${opts.seconds} s per server in ${opts.rounds} alternating rounds`,
+        `pinning: ${pinning.description}`,
         "",
         resultTable(results),
         "",
@@ -558,6 +619,13 @@ async function main(): Promise<number> {
           ? [`per-round ratios: min ${roundRatioSpread.min.toFixed(2)}  median ${roundRatioSpread.median.toFixed(2)}  max ${roundRatioSpread.max.toFixed(2)}`]
           : []),
         `imprimatur counted ${decisionsCounted} allowed decisions (its /metrics) for ${imp.totalRequests} requests sent (warm-up included)`,
+        ...results
+          .filter((r) => generatorSaturated.includes(r.server))
+          .map(
+            (r) =>
+              `note: the load generator used ${r.generatorCpuPercent.toFixed(0)}% of a core while driving ${r.server}: it may be what limits ` +
+              `${r.server}'s req/s${r.server === "baseline" ? ", which flatters the ratio" : ""}`,
+          ),
         ...results.filter((r) => r.capped).map((r) => `note: ${r.server} hit --max-requests; the measurement stopped early`),
         ...(opts.cpuProfDir ? [`CPU profiles: ${opts.cpuProfDir}`] : []),
         ...(opts.keepState ? [`state kept: ${stateDir}`] : []),

@@ -21,7 +21,6 @@
 //
 // Exit 0 when every create was a 201 and every webhook saw exactly the creates of its namespace (whether or
 // not the target is met), 1 when anything failed, 2 on a usage error.
-import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { readFile, rm } from "node:fs/promises";
 import { cpus } from "node:os";
@@ -31,8 +30,8 @@ import { parseArgs } from "node:util";
 import { Client } from "undici";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
 import { startKubeCluster, type KubeCluster } from "../test/support/kube-cluster.ts";
-import { findCommand } from "../test/support/executables.ts";
 import { fetchMetrics, parseMetrics, sumOf, type Samples } from "./support/metrics.ts";
+import { findTaskset, pin } from "./support/pinning.ts";
 import { percentile, renderTable } from "./support/report.ts";
 import { guardRun } from "./support/run-guard.ts";
 import { createServeState } from "./support/serve-state.ts";
@@ -163,7 +162,7 @@ const [POD_HEAD, POD_TAIL] = (() => {
 })();
 
 // ---------------------------------------------------------------------------------------------------------
-// Processes: CPU accounting, pinning (the webhook servers are bench/support/server-process.ts).
+// Processes: CPU accounting (the webhook servers are bench/support/server-process.ts, pinning bench/support/pinning.ts).
 
 /**
  * CPU time of a process, all threads, in ms, and the time its threads spent runnable but waiting for a CPU: the
@@ -204,14 +203,6 @@ function machineCpuMs(): { busy: number; steal: number; total: number } | undefi
   } catch {
     return undefined;
   }
-}
-
-/** Pins every thread of `pid` to `cpu` with taskset; returns what happened, for the report. */
-function pin(taskset: string | null, pid: number | undefined, cpu: number, what: string): string {
-  if (pid === undefined) return `${what}: no pid`;
-  if (!taskset) return `${what}: not pinned (no taskset)`;
-  const r = spawnSync(taskset, ["-a", "-p", "-c", String(cpu), String(pid)], { encoding: "utf8" });
-  return r.status === 0 ? `${what} on CPU ${cpu}` : `${what}: taskset failed (${(r.stderr || r.error?.message || "").trim()})`;
 }
 
 /** Distinct client ports of the TCP connections (any state, TIME_WAIT included) to a local port, from /proc/net. */
@@ -347,7 +338,7 @@ async function main(): Promise<number> {
     }
     const ca = readFileSync(caFile, "utf8");
 
-    const taskset = findCommand("taskset");
+    const taskset = findTaskset();
     const pinned: string[] = [];
     if (opts.pin !== "off" && cpus().length < 2) pinned.push(`not pinned (${cpus().length} CPU)`);
     else if (opts.pin !== "off") {

@@ -250,7 +250,18 @@ async function main(): Promise<number> {
     const keylessMedian = median(keylessTimes.slice(Math.floor(keylessTimes.length / 10))); // after JIT warm-up
 
     // 5. Cached-admission throughput through serve, against the echo baseline.
-    let throughput: { ratio: number; verdict: string; imprimaturRps: number; baselineRps: number } | undefined;
+    let throughput:
+      | {
+          ratio: number;
+          verdict: string;
+          imprimaturRps: number;
+          baselineRps: number;
+          imprimaturMicrosPerRequest: number | undefined;
+          baselineMicrosPerRequest: number | undefined;
+          pinning: string;
+          generatorSaturated: string[];
+        }
+      | undefined;
     let reference: typeof throughput;
     if (opts.seconds > 0) {
       await writeFile(join(dir, "bench-root.json"), JSON.stringify(sigstore.trustedRoot));
@@ -271,8 +282,10 @@ async function main(): Promise<number> {
           verdict: string;
           ok: boolean;
           failures: string[];
-          imprimatur: { requestsPerSecond: number };
-          baseline: { requestsPerSecond: number };
+          imprimatur: { requestsPerSecond: number; serverCpuMicrosPerRequest?: number };
+          baseline: { requestsPerSecond: number; serverCpuMicrosPerRequest?: number };
+          pinning: string;
+          generatorSaturated: string[];
         };
         if (!parsed.ok) failures.push(...parsed.failures.map((f) => `throughput: ${f}`));
         return {
@@ -280,6 +293,10 @@ async function main(): Promise<number> {
           verdict: parsed.verdict,
           imprimaturRps: parsed.imprimatur.requestsPerSecond,
           baselineRps: parsed.baseline.requestsPerSecond,
+          imprimaturMicrosPerRequest: parsed.imprimatur.serverCpuMicrosPerRequest,
+          baselineMicrosPerRequest: parsed.baseline.serverCpuMicrosPerRequest,
+          pinning: parsed.pinning,
+          generatorSaturated: parsed.generatorSaturated,
         };
       };
       throughput = await measure([
@@ -356,7 +373,7 @@ async function main(): Promise<number> {
               ? [
                   [
                     "admissions, default policy (no signatures): imprimatur / echo baseline",
-                    `${reference.ratio.toFixed(2)}x (${Math.round(reference.imprimaturRps)} / ${Math.round(reference.baselineRps)} req/s)`,
+                    `${reference.ratio.toFixed(2)}x (${Math.round(reference.imprimaturRps)} / ${Math.round(reference.baselineRps)} req/s; ${serverCost(reference)})`,
                     "",
                     "",
                   ],
@@ -366,13 +383,17 @@ async function main(): Promise<number> {
               ? [
                   [
                     "cached admissions: imprimatur / echo baseline",
-                    `${throughput.ratio.toFixed(2)}x (${Math.round(throughput.imprimaturRps)} / ${Math.round(throughput.baselineRps)} req/s)`,
+                    `${throughput.ratio.toFixed(2)}x (${Math.round(throughput.imprimaturRps)} / ${Math.round(throughput.baselineRps)} req/s; ${serverCost(throughput)})`,
                     `>= ${TARGET_THROUGHPUT}x`,
                     summary.verdicts.throughput!,
                   ],
                 ]
               : []),
           ]),
+          ...(throughput ? [`throughput pinning: ${throughput.pinning}`] : []),
+          ...[throughput, reference].flatMap((t) =>
+            t && t.generatorSaturated.length > 0 ? [`note: the load generator was near a full core while driving ${t.generatorSaturated.join(" and ")}`] : [],
+          ),
           "",
           failures.length > 0 ? `FAILED (${failures.length}): ${failures.slice(0, 3).join("; ")}` : "every verification verified; counts as expected",
           "",
@@ -385,6 +406,12 @@ async function main(): Promise<number> {
     await registry?.stop();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** Server CPU per admission of both servers, as admission-throughput measured it. */
+function serverCost(t: { imprimaturMicrosPerRequest: number | undefined; baselineMicrosPerRequest: number | undefined }): string {
+  const us = (n: number | undefined) => (n === undefined ? "n/a" : n.toFixed(0));
+  return `server CPU ${us(t.imprimaturMicrosPerRequest)} / ${us(t.baselineMicrosPerRequest)} µs per admission`;
 }
 
 /** Runs a node script from the repository root; its stdout, or an error with its stderr. */

@@ -76,21 +76,32 @@ export function renderViolation(v: Violation): string {
  * override only happened if the admission as a whole goes through; the denials it set aside are merged.
  */
 export function combineDecisions(...decisions: Decision[]): Decision {
-  const out: Decision = {
-    allowed: decisions.every((d) => d.allowed),
-    violations: decisions.flatMap((d) => d.violations),
-    warnings: decisions.flatMap((d) => d.warnings),
-    auditAnnotations: Object.assign({}, ...decisions.map((d) => d.auditAnnotations)),
-  };
-  const passes = decisions.flatMap((d) => d.passes ?? []);
+  // One pass with plain loops: this runs on every admission.
+  const out: Decision = { allowed: true, violations: [], warnings: [], auditAnnotations: {} };
+  const passes: Pass[] = [];
+  const overrides: BreakGlassUse[] = [];
+  const failOpen: NonNullable<Decision["failOpen"]> = [];
+  const patches: JsonPatchOperation[] = [];
+  for (const d of decisions) {
+    if (!d.allowed) out.allowed = false;
+    appendAll(out.violations, d.violations);
+    appendAll(out.warnings, d.warnings);
+    Object.assign(out.auditAnnotations, d.auditAnnotations);
+    if (d.passes) appendAll(passes, d.passes);
+    if (d.breakGlass) overrides.push(d.breakGlass);
+    if (d.failOpen) appendAll(failOpen, d.failOpen);
+    if (d.patches) appendAll(patches, d.patches);
+  }
   if (passes.length > 0) out.passes = passes;
-  const overrides = decisions.flatMap((d) => (d.breakGlass ? [d.breakGlass] : []));
   if (overrides.length > 0 && out.allowed) out.breakGlass = { ...overrides[0]!, overridden: overrides.flatMap((o) => o.overridden) };
-  const failOpen = decisions.flatMap((d) => d.failOpen ?? []);
   if (failOpen.length > 0) out.failOpen = failOpen;
-  const patches = decisions.flatMap((d) => d.patches ?? []);
   if (patches.length > 0) out.patches = patches;
   return out;
+}
+
+/** push(...items) without spreading arguments, which a pod with many thousands of containers could overflow. */
+function appendAll<T>(into: T[], items: readonly T[]): void {
+  for (const item of items) into.push(item);
 }
 
 /** How many violations a message, a log line or an audit annotation lists before summing up the rest. */

@@ -206,11 +206,17 @@ export class Engine {
     // Signatures, remote backends and, for an ImageReview, digest records wait on the network: all at once. An
     // ImageReview answer cannot change the pod, so tags marked digestMutate are resolved and recorded only.
     const recordDigests = call.endpoint === "imagereview" && this.pinner ? this.pinner.pin(this.pinRequest(subject), call.deadline, "record") : undefined;
-    const [verifications, remote, resolved] = await Promise.all([
-      this.verifySignatures(prepared.set.ImagePolicy, subject, namespaceLabels, call.deadline),
-      this.askRemotes(subject, call.deadline),
-      recordDigests,
-    ]);
+    const needs = this.signaturesToVerify(prepared.set.ImagePolicy, subject, namespaceLabels);
+    // Most admissions have nothing to wait on (no signature to verify, no remote backend): they skip the
+    // Promise.all and its microtasks.
+    const waits = (needs !== undefined && needs.length > 0) || this.remotes.length > 0 || recordDigests !== undefined;
+    const [verifications, remote, resolved] = waits
+      ? await Promise.all([
+          needs === undefined ? undefined : this.verifyNeeds(needs, subject, new Map(), call.deadline),
+          this.askRemotes(subject, call.deadline),
+          recordDigests,
+        ])
+      : [needs === undefined ? undefined : new Map<string, ImageVerification>(), [], undefined];
     const decisions = evaluateKinds(prepared, subject, {
       ...(namespaceLabels === undefined ? {} : { namespaceLabels }),
       ...(verifications ? { verifications } : {}),
@@ -253,19 +259,17 @@ export class Engine {
   }
 
   /**
-   * Verifies every image whose deciding allow rule has attestors, by digest: an image given by tag is verified
-   * at the digest its tag resolves to with the pod's credentials (/mutate pins that digest, so what runs is
-   * what was verified). Undefined offline.
+   * Every image whose deciding allow rule has attestors, to verify by digest (verifyNeeds): an image given by tag
+   * is verified at the digest its tag resolves to with the pod's credentials (/mutate pins that digest, so what
+   * runs is what was verified). Undefined offline.
    */
-  private async verifySignatures(
+  private signaturesToVerify(
     policies: PolicySet["ImagePolicy"],
     subject: AdmissionSubject,
     namespaceLabels: Record<string, string> | undefined,
-    deadline: number,
-  ): Promise<Map<string, ImageVerification> | undefined> {
+  ): VerificationNeed[] | undefined {
     if (!this.verifier) return undefined;
-    const needs = verificationsNeeded(policies, subject.namespace, subject.images, namespaceLabels === undefined ? {} : { namespaceLabels });
-    return this.verifyNeeds(needs, subject, new Map(), deadline);
+    return verificationsNeeded(policies, subject.namespace, subject.images, namespaceLabels === undefined ? {} : { namespaceLabels });
   }
 
   /**
@@ -302,11 +306,11 @@ export class Engine {
   ): Promise<Map<string, ImageVerification>> {
     const results = new Map<string, ImageVerification>();
     if (needs.length === 0) return results;
-    const pods = this.pinRequest(subject).pods;
     const lookups = new Map<number, Promise<PodLookup>>();
     const lookupOf = (pod: number) => {
       let l = lookups.get(pod);
-      if (!l) lookups.set(pod, (l = this.credentials!.lookupFor(pods[pod]?.pullSecrets, deadline)));
+      const at = subject.pods[pod];
+      if (!l) lookups.set(pod, (l = this.credentials!.lookupFor(at ? this.pinPod(subject, at).pullSecrets : undefined, deadline)));
       return l;
     };
     await Promise.all(
@@ -368,23 +372,22 @@ export class Engine {
   }
 
   private pinRequest(subject: AdmissionSubject): PinRequest {
+    return { namespace: subject.namespace, images: subject.images, pods: subject.pods.map((pod) => this.pinPod(subject, pod)) };
+  }
+
+  /** One pod of a PinRequest: where its pins are recorded and whose pull secrets apply. */
+  private pinPod(subject: AdmissionSubject, pod: AdmissionSubject["pods"][number]): PinRequest["pods"][number] {
+    // An ImageReview carries no pod: only the server's own credentials apply, and nothing is recorded.
+    if (subject.origin === "imagereview") return { metadata: undefined };
+    const spec = asObject(pod.spec.value);
+    const serviceAccount = spec?.serviceAccountName ?? spec?.serviceAccount; // serviceAccount: the deprecated alias
     return {
-      namespace: subject.namespace,
-      images: subject.images,
-      pods: subject.pods.map((pod) => {
-        // An ImageReview carries no pod: only the server's own credentials apply, and nothing is recorded.
-        if (subject.origin === "imagereview") return { metadata: undefined };
-        const spec = asObject(pod.spec.value);
-        const serviceAccount = spec?.serviceAccountName ?? spec?.serviceAccount; // serviceAccount: the deprecated alias
-        return {
-          metadata: pod.pinRecord,
-          pullSecrets: {
-            namespace: subject.namespace,
-            ...(Array.isArray(spec?.imagePullSecrets) ? { imagePullSecrets: spec.imagePullSecrets as Array<{ name?: string }> } : {}),
-            ...(typeof serviceAccount === "string" && serviceAccount !== "" ? { serviceAccountName: serviceAccount } : {}),
-          },
-        };
-      }),
+      metadata: pod.pinRecord,
+      pullSecrets: {
+        namespace: subject.namespace,
+        ...(Array.isArray(spec?.imagePullSecrets) ? { imagePullSecrets: spec.imagePullSecrets as Array<{ name?: string }> } : {}),
+        ...(typeof serviceAccount === "string" && serviceAccount !== "" ? { serviceAccountName: serviceAccount } : {}),
+      },
     };
   }
 
@@ -416,6 +419,8 @@ export class Engine {
   /** One log line per decision naming who asked for what, and the metrics. */
   private finish(subject: AdmissionSubject, call: AdmissionCall, decision: Decision): void {
     this.recorder.decision(call.endpoint, decision);
+    // Plain admissions are the bulk of traffic and logged at debug only: nothing is built for them otherwise.
+    if (decision.allowed && !this.logger.isLevelEnabled("debug")) return;
     const who = {
       endpoint: call.endpoint,
       ...(call.uid ? { uid: call.uid } : {}),
@@ -428,7 +433,7 @@ export class Engine {
     // Denials at info; plain admissions at debug (they are the bulk of traffic; overrides are logged where
     // they are written to the audit log).
     if (decision.allowed) {
-      if (this.logger.isLevelEnabled("debug")) this.logger.debug({ ...who, allowed: true, passes: capList(decision.passes ?? []).listed }, "admitted");
+      this.logger.debug({ ...who, allowed: true, passes: capList(decision.passes ?? []).listed }, "admitted");
       return;
     }
     const { listed, more } = capList(decision.violations);

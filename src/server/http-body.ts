@@ -96,10 +96,20 @@ export function nestsDeeperThan(text: string, limit: number): boolean {
   return false;
 }
 
+// kube-apiserver sends the same `timeout=` with every call of a webhook: the last one parsed is kept.
+let lastTimeout: { raw: string; ms: number | undefined } = { raw: "", ms: undefined };
+
 /** `?timeout=10s` as sent by kube-apiserver to admission webhooks, in ms; undefined when absent or invalid. */
 export function parseTimeoutParam(url: string | undefined): number | undefined {
   // A regex instead of new URL(): this runs on every admission request.
   const m = url ? /[?&]timeout=([^&]*)/.exec(url) : null;
-  const ms = m ? parseDuration(decodeURIComponent(m[1]!)) : undefined;
+  if (!m) return undefined;
+  const raw = m[1]!;
+  if (raw !== lastTimeout.raw) lastTimeout = { raw, ms: timeoutMs(raw) };
+  return lastTimeout.ms;
+}
+
+function timeoutMs(raw: string): number | undefined {
+  const ms = parseDuration(decodeURIComponent(raw));
   return ms !== undefined && ms >= 0 ? ms : undefined;
 }

@@ -75,15 +75,18 @@ export function prometheusRecorder(m: Metrics): Recorder {
       const outcome = !decision ? "skipped" : decision.breakGlass ? "break-glass" : decision.allowed ? "allowed" : "denied";
       m.decisions.inc({ endpoint, outcome });
       if (!decision) return;
-      // One count per policy per admission and result, however many images or fields it covered.
-      const seen = new Set<string>();
+      // One count per policy per admission and result, however many images or fields it covered. Passes and
+      // violations of one policy come one after another, so most repeats are the entry just counted.
+      let seen: Set<string> | undefined;
+      let last = "";
       const count = (kind: string, policy: string, result: "pass" | "fail") => {
         const key = `${kind}\u0000${policy}\u0000${result}`;
-        if (seen.has(key)) return;
-        seen.add(key);
+        if (key === last || seen?.has(key)) return;
+        if (last !== "") (seen ??= new Set()).add(last);
+        last = key;
         m.policyResults.inc({ kind, policy, result });
       };
-      for (const p of decision.passes ?? []) count(p.kind ?? "ImagePolicy", p.policy, "pass");
+      if (decision.passes) for (const p of decision.passes) count(p.kind ?? "ImagePolicy", p.policy, "pass");
       for (const v of decision.violations) count(v.kind ?? "ImagePolicy", v.policy, "fail");
     },
     backendResult: (backend, outcome) => m.backendResults.inc({ backend, outcome }),

@@ -97,13 +97,29 @@ export function policyApplies(policy: ImagePolicy, namespace: string, ctx: Evalu
   return { applies: true };
 }
 
+type RuleMatch = { rule: ImageRule; pattern: ImagePattern };
+
+// Matching is pure, and admissions repeat the same images (parseImageReferenceCached hands out one reference
+// object per image string): each policy remembers its answer per reference, for as long as both exist.
+const matchesByPolicy = new WeakMap<ImagePolicy, WeakMap<ImageReference, RuleMatch | null>>();
+
 /** The rule that decides an image under a policy: the first whose patterns match; undefined → the default. */
-export function matchingRule(policy: ImagePolicy, ref: ImageReference): { rule: ImageRule; pattern: ImagePattern } | undefined {
-  for (const rule of policy.rules) {
-    const pattern = rule.images.find((p) => p.test(ref));
-    if (pattern) return { rule, pattern };
+export function matchingRule(policy: ImagePolicy, ref: ImageReference): RuleMatch | undefined {
+  let matches = matchesByPolicy.get(policy);
+  if (!matches) matchesByPolicy.set(policy, (matches = new WeakMap()));
+  let match = matches.get(ref);
+  if (match === undefined) {
+    match = null;
+    for (const rule of policy.rules) {
+      const pattern = rule.images.find((p) => p.test(ref));
+      if (pattern) {
+        match = { rule, pattern };
+        break;
+      }
+    }
+    matches.set(ref, match);
   }
-  return undefined;
+  return match ?? undefined;
 }
 
 export interface ImageVerdict {

@@ -49,14 +49,14 @@ export function verificationsNeeded(
   images: readonly ImageAt[],
   ctx: EvaluationContext,
 ): VerificationNeed[] {
-  const applicable = policies.filter((p) => {
-    if (!p.rules.some(verifies)) return false;
-    const applies = policyApplies(p, namespace, ctx);
-    return "applies" in applies && applies.applies;
-  });
   const needs: VerificationNeed[] = [];
+  const applicable: ImagePolicy[] = [];
+  for (const p of verifyingPolicies(policies)) {
+    const applies = policyApplies(p, namespace, ctx);
+    if ("applies" in applies && applies.applies) applicable.push(p);
+  }
   if (applicable.length === 0) return needs;
-  const seen = new Set<string>();
+  const needsOfImage = new Map<string, VerificationNeed[]>();
   for (const at of images) {
     const parsed = parseImageReferenceCached(at.image);
     if (!parsed.ok) continue;
@@ -64,13 +64,25 @@ export function verificationsNeeded(
       const match = matchingRule(policy, parsed.ref);
       if (match?.rule.action !== "allow" || !verifies(match.rule)) continue;
       // The same image in two containers of a pod is verified once (the verifier's cache joins pods too).
-      const key = `${verificationKey(policy.name, match.rule.index, at.image)}\u0000${at.pod}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
-      needs.push({ ...at, ref: parsed.ref, policy, rule: match.rule });
+      const rule = match.rule;
+      let same = needsOfImage.get(at.image);
+      if (same?.some((n) => n.pod === at.pod && n.rule.index === rule.index && n.policy.name === policy.name)) continue;
+      if (!same) needsOfImage.set(at.image, (same = []));
+      const need = { ...at, ref: parsed.ref, policy, rule };
+      same.push(need);
+      needs.push(need);
     }
   }
   return needs;
+}
+
+// Which policies of a loaded set have a verifying rule, worked out once per set (the set is replaced, not changed, on reload).
+const verifyingByPolicySet = new WeakMap<readonly ImagePolicy[], readonly ImagePolicy[]>();
+
+function verifyingPolicies(policies: readonly ImagePolicy[]): readonly ImagePolicy[] {
+  let verifying = verifyingByPolicySet.get(policies);
+  if (!verifying) verifyingByPolicySet.set(policies, (verifying = policies.filter((p) => p.rules.some(verifies))));
+  return verifying;
 }
 
 /**
@@ -79,16 +91,19 @@ export function verificationsNeeded(
  */
 export function verifiedImagesRecord(results: VerificationResults): Record<string, VerifiedImageRecord | string> {
   const record: Record<string, VerifiedImageRecord> = {};
+  let listed = 0;
   let more = 0;
   for (const [key, result] of results) {
     if (result.status !== "verified") continue;
-    if (Object.keys(record).length >= MAX_LISTED_VIOLATIONS && !(key.split("\u0000")[2]! in record)) {
+    const image = key.split("\u0000")[2]!;
+    const before = record[image];
+    if (!before && listed >= MAX_LISTED_VIOLATIONS) {
       more++;
       continue;
     }
-    const image = key.split("\u0000")[2]!;
-    const entry: VerifiedImageRecord = record[image] ?? { digest: result.digest, signers: [] };
-    entry.signers = [...new Set([...entry.signers, ...result.evidence.map(describeSigner)])];
+    if (!before) listed++;
+    const entry: VerifiedImageRecord = before ?? { digest: result.digest, signers: [] };
+    entry.signers = [...new Set([...entry.signers, ...signerNames(result.evidence)])];
     for (const a of result.attestations ?? []) {
       const signers = a.statements.flatMap((s) => s.signers.map(describeSigner));
       if (signers.length === 0) continue;
@@ -104,6 +119,15 @@ export interface VerifiedImageRecord {
   digest: string;
   signers: string[];
   attestations?: Record<string, string[]>;
+}
+
+// A cache hit hands out the same evidence array on every admission of an image: its names are worked out once.
+const signerNamesOf = new WeakMap<readonly SignerEvidence[], string[]>();
+
+function signerNames(evidence: readonly SignerEvidence[]): string[] {
+  let names = signerNamesOf.get(evidence);
+  if (!names) signerNamesOf.set(evidence, (names = evidence.map(describeSigner)));
+  return names;
 }
 
 function describeSigner(e: SignerEvidence): string {

@@ -35,9 +35,17 @@ export function evaluateCel(cel: CompiledCel, bindings: Record<string, unknown>)
   return `CEL ${JSON.stringify(cel.source)} gave ${typeof result}, not a boolean`;
 }
 
+// Verified statements come from the verifier's cache as the same objects on every admission: each is converted
+// once (CEL never changes its inputs), so a condition over a large predicate costs its evaluation, not a copy.
+const converted = new WeakMap<object, unknown>();
+
 /** JSON values as CEL inputs: objects as maps (CEL's map type), integers stay doubles as JSON has no ints. */
 function toCel(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(toCel);
-  if (typeof value === "object" && value !== null) return new Map(Object.entries(value).map(([k, v]) => [k, toCel(v)]));
-  return value;
+  if (typeof value !== "object" || value === null) return value;
+  let cel = converted.get(value);
+  if (cel === undefined) {
+    cel = Array.isArray(value) ? value.map(toCel) : new Map(Object.entries(value).map(([k, v]) => [k, toCel(v)]));
+    converted.set(value, cel);
+  }
+  return cel;
 }

@@ -11,6 +11,8 @@ import {
 import { RuntimeImageClient, startImageServiceProxy } from "../cri/image-service-proxy.ts";
 import { createNodeMetrics } from "../node/node-metrics.ts";
 import { NodeImageProxy } from "../node/node-image-proxy.ts";
+import { PodPullSecrets } from "../node/pod-pull-secrets.ts";
+import { loadKubeConfig } from "../kube/kube-config.ts";
 import { RecordStore } from "../node/record-store.ts";
 import { createServerLogger } from "../server/logger.ts";
 import { errorText, parseCommandArgs, UsageError } from "./args.ts";
@@ -33,6 +35,10 @@ the runtime. Serves CRI runtime.v1alpha2 and runtime.v1.
                                     a repository (registry.example.com/base) or a prefix (registry.example.com/base/*);
                                     repeatable
   --metrics-address HOST:PORT       serve Prometheus metrics at http://HOST:PORT/metrics (default: none)
+  --kubeconfig FILE                 with --node-name: read the pods bound to this node and their pull secrets
+                                    (the node's own identity suffices), so a pod is matched by its Secrets
+                                    before it must pull: the only way imagePullPolicy: Never pods can show them
+  --node-name NAME                  this node's name in the API
 
 Images on the node when the proxy first runs (an empty state folder) count as preloaded. Logs are JSON lines on
 standard output (IMPRIMATUR_LOG_LEVEL=debug for every decision). "imprimatur node-records" lists the records.
@@ -46,6 +52,7 @@ interface NodeProxyArgs {
   policy: VerificationPolicy;
   allowlist: AllowlistPattern[];
   metricsAddress?: { host: string; port: number };
+  api?: { kubeconfig: string; nodeName: string };
 }
 
 function parseNodeProxyArgs(argv: string[]): NodeProxyArgs {
@@ -56,6 +63,8 @@ function parseNodeProxyArgs(argv: string[]): NodeProxyArgs {
     "verification-policy": { type: "string", default: DEFAULT_VERIFICATION_POLICY },
     "preloaded-allowlist": { type: "string", multiple: true, default: [] },
     "metrics-address": { type: "string" },
+    kubeconfig: { type: "string" },
+    "node-name": { type: "string" },
   });
   for (const flag of ["listen", "runtime-endpoint"] as const) if (!values[flag]) throw new UsageError(`--${flag} is required`);
   for (const flag of ["listen", "runtime-endpoint"] as const) {
@@ -71,6 +80,7 @@ function parseNodeProxyArgs(argv: string[]): NodeProxyArgs {
   });
   if (allowlist.length > 0 && policy !== "NeverVerifyAllowlistedImages")
     throw new UsageError("--preloaded-allowlist applies only with --verification-policy NeverVerifyAllowlistedImages");
+  if ((values.kubeconfig === undefined) !== (values["node-name"] === undefined)) throw new UsageError("--kubeconfig and --node-name go together");
   let metricsAddress: NodeProxyArgs["metricsAddress"];
   if (values["metrics-address"] !== undefined) {
     const m = /^(.+):(\d{1,5})$/.exec(values["metrics-address"]);
@@ -84,6 +94,7 @@ function parseNodeProxyArgs(argv: string[]): NodeProxyArgs {
     policy: policy as VerificationPolicy,
     allowlist,
     ...(metricsAddress ? { metricsAddress } : {}),
+    ...(values.kubeconfig ? { api: { kubeconfig: values.kubeconfig, nodeName: values["node-name"]! } } : {}),
   };
 }
 
@@ -105,7 +116,10 @@ export async function runNodeProxy(argv: string[]): Promise<number> {
   let metricsServer: Server | undefined;
   try {
     store = await RecordStore.open(args.stateDir);
-    proxy = new NodeImageProxy({ store, runtime, policy: args.policy, allowlist: args.allowlist, logger, metrics });
+    const podSecrets = args.api
+      ? new PodPullSecrets({ kube: loadKubeConfig(args.api.kubeconfig), nodeName: args.api.nodeName, key: store.key, logger })
+      : undefined;
+    proxy = new NodeImageProxy({ store, runtime, policy: args.policy, allowlist: args.allowlist, logger, metrics, ...(podSecrets ? { podSecrets } : {}) });
     await proxy.start();
     server = await startImageServiceProxy(args.listen, runtime, proxy.handle);
     if (args.metricsAddress) metricsServer = await serveMetrics(args.metricsAddress, () => metrics.registry.metrics(), metrics.registry.contentType);

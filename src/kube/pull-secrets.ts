@@ -85,15 +85,19 @@ export class PullSecretReader {
     this.serviceAccounts = new InFlight(cache);
   }
 
-  /** The pod's imagePullSecrets, then its service account's (default "default"), as one lookup. */
-  async credentialsFor(refs: PodPullSecretRefs, signal?: AbortSignal): Promise<PullCredentials> {
+  /**
+   * The pod's imagePullSecrets, then its service account's (default "default"), as one lookup. `podOnly`: the
+   * pod's own, as the kubelet reads them (a created pod already carries its service account's; a node's identity
+   * may not read service accounts).
+   */
+  async credentialsFor(refs: PodPullSecretRefs, signal?: AbortSignal, opts: { podOnly?: boolean } = {}): Promise<PullCredentials> {
     const namespace = refs.namespace;
     const podSecretNames = unique((refs.imagePullSecrets ?? []).map((ref) => ref.name ?? ""));
     const serviceAccountName = refs.serviceAccountName || DEFAULT_SERVICE_ACCOUNT;
 
     const [podSecrets, serviceAccount] = await Promise.all([
       Promise.all(podSecretNames.map((name) => this.readSecret(namespace, name, signal))),
-      this.readServiceAccount(namespace, serviceAccountName, signal),
+      opts.podOnly ? { found: true, pullSecretNames: [] } : this.readServiceAccount(namespace, serviceAccountName, signal),
     ]);
     // A secret named by both is the pod's: read once, used once.
     const accountSecretNames = serviceAccount.pullSecretNames.filter((name) => !podSecretNames.includes(name));

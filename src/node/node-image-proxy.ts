@@ -11,6 +11,8 @@
 //     credential's keyed hash and the pod. An intent is written before forwarding and removed after, so a crash
 //     in between leaves an image nobody is recorded for (verify), never one everybody may use.
 //   RemoveImage and a periodic ListImages prune the records of images that are gone.
+//   With API access (optional), a pod the records do not cover is first matched by its own pull secrets, which is
+//   the only way a pod with imagePullPolicy: Never (it never pulls) can show credentials.
 import type { Logger } from "pino";
 import { LRUCache } from "lru-cache";
 import * as grpc from "@grpc/grpc-js";
@@ -35,6 +37,7 @@ import {
 } from "../cri/cri-messages.ts";
 import { CRI_PACKAGES, type CriPackage, type ImageCall, type RuntimeImageClient } from "../cri/image-service-proxy.ts";
 import type { ImageCheckResult, NodeMetrics } from "./node-metrics.ts";
+import type { PodPullSecrets } from "./pod-pull-secrets.ts";
 import type { RecordStore } from "./record-store.ts";
 
 export interface NodeImageProxyOptions {
@@ -46,6 +49,8 @@ export interface NodeImageProxyOptions {
   metrics: NodeMetrics;
   /** How often records of removed images are pruned against the runtime's image list (default 5 minutes). */
   reconcileEveryMs?: number;
+  /** The pods' pull secrets from the API: pods the records do not cover yet are matched by their Secrets. */
+  podSecrets?: PodPullSecrets;
 }
 
 /** An image reported absent to a pod, awaiting that pod's pull. */
@@ -56,6 +61,8 @@ interface Hidden {
 
 /** How long a report of absence waits for the pod's pull: the kubelet pulls at once, or backs off and asks again. */
 const HIDDEN_TTL_MS = 10 * 60_000;
+/** How long an ImageStatus may wait on the API for a pod's pull secrets. */
+const SECRETS_DEADLINE_MS = 5_000;
 
 export class NodeImageProxy {
   private readonly opts: NodeImageProxyOptions;
@@ -144,7 +151,8 @@ export class NodeImageProxy {
     const image = decodeImageStatusResponse(response);
     if (!image) return this.answered("absent", response);
     const repository = repositoryOf(req.image.image);
-    const result = this.check(image.id, repository, fingerprint);
+    let result = this.check(image.id, repository, fingerprint);
+    if (result === "must-pull" && repository && (await this.secretsCover(image.id, repository, req.image, fingerprint, call))) result = "pod-secrets";
     if (result !== "must-pull" && result !== "unreadable-record") return this.answered(result, response);
     // A name that is not a repository (an image ID) cannot be pulled with credentials either: it stays hidden.
     if (repository) this.hidden.set(hiddenKey(fingerprint, req.image.image), { imageRef: image.id, repository });
@@ -162,6 +170,27 @@ export class NodeImageProxy {
     if (read.state === "ok" && accessibleToAllPods(read.record, repository)) return "all-pods";
     if (this.verifiedPods.get(coverageKey(imageRef, repository))?.has(fingerprint)) return "pod-verified";
     return "must-pull";
+  }
+
+  /** With API access: whether the pod's own pull secrets hold a credential recorded for the image. */
+  private async secretsCover(
+    imageRef: string,
+    repository: string,
+    spec: { image: string; annotations: Record<string, string> },
+    fingerprint: string,
+    call: ImageCall,
+  ): Promise<boolean> {
+    const { podSecrets, store, logger } = this.opts;
+    const read = store.get(imageRef);
+    const parsed = parseImageReference(spec.image);
+    if (!podSecrets || read.state !== "ok" || !parsed.ok) return false;
+    const pods = await podSecrets.credentialHashes(spec.annotations, spec.image, parsed.ref, Date.now() + SECRETS_DEADLINE_MS);
+    // Whichever of the matching pods the call is for, its secrets must hold a recorded credential.
+    const covered = pods?.every((p) => p.hashes.some((h) => credentialRecorded(read.record, repository, h))) ?? false;
+    if (call.signal.aborted || !covered) return false;
+    this.cover(imageRef, repository, fingerprint);
+    logger.debug({ pods: pods!.map((p) => p.pod), image: spec.image, imageRef }, "the pod's pull secrets hold a credential recorded for the image");
+    return true;
   }
 
   private async pullImage(call: ImageCall): Promise<Buffer> {

@@ -16,6 +16,8 @@ export type ImageCheckResult =
   | "all-pods"
   /** This pod already showed credentials recorded for the image. */
   | "pod-verified"
+  /** The pod's pull secrets (read from the API) hold a credential recorded for the image. */
+  | "pod-secrets"
   /** Reported absent so the kubelet pulls with the pod's credentials. */
   | "must-pull"
   /** The record could not be read: reported absent (fail safe). */

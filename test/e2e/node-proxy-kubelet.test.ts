@@ -165,6 +165,39 @@ describe("node-proxy in front of containerd, with a real kubelet", () => {
     await run("after-crash-secret", { image: images.private, imagePullPolicy: "IfNotPresent", imagePullSecrets: ["good-pull"] });
   });
 
+  test("imagePullPolicy Never: refused without API access; with --kubeconfig (the node's identity) the pod's own Secrets let it run", async () => {
+    const never = { image: images.private, imagePullPolicy: "Never" as const };
+    const neverPull = (x: PodObservation) => x.waitingReasons.includes("ErrImageNeverPull");
+    // Pods are told apart by their annotations (ImageStatus carries nothing else): each gets its own, as a
+    // Deployment's pods share theirs (and their secrets).
+    const create = async (name: string, secrets?: string[]) => {
+      const r = await cluster.kubectl(["create", "-f", "-"], {
+        input: pod({ name, ...never, annotations: { "example.com/workload": name }, ...(secrets ? { imagePullSecrets: secrets } : {}) }),
+      });
+      assert.equal(r.code, 0, r.stderr);
+    };
+    await create("never-no-api", ["good-pull"]);
+    await waitForPod(cluster, NS, "never-no-api", neverPull, 45_000, context);
+
+    await proxy.stop();
+    await startProxy(["--kubeconfig", cluster.nodeKubeconfig(NODE), "--node-name", NODE]);
+    await create("never-with-api", ["same-credentials"]);
+    await waitForPod(cluster, NS, "never-with-api", podRunning, 45_000, context);
+    assert.ok((await proxy.metric('imprimatur_node_image_checks_total{result="pod-secrets"}')) >= 1);
+    // Two pods alike (same annotations and image): both hold the credential, so either may run.
+    for (const name of ["never-twin-1", "never-twin-2"]) {
+      const r = await cluster.kubectl(["create", "-f", "-"], {
+        input: pod({ name, ...never, annotations: { "example.com/workload": "twins" }, imagePullSecrets: ["good-pull"] }),
+      });
+      assert.equal(r.code, 0, r.stderr);
+    }
+    for (const name of ["never-twin-1", "never-twin-2"]) await waitForPod(cluster, NS, name, podRunning, 45_000, context);
+    await create("never-wrong-secret", ["wrong-pull"]);
+    await waitForPod(cluster, NS, "never-wrong-secret", neverPull, 45_000, context);
+    await create("never-no-secret");
+    await waitForPod(cluster, NS, "never-no-secret", neverPull, 45_000, context);
+  });
+
   test("--verification-policy NeverVerify turns the check off, as the kubelet's setting does", async () => {
     await proxy.stop();
     await startProxy(["--verification-policy", "NeverVerify"]);

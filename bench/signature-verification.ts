@@ -221,7 +221,7 @@ function imagePolicyDoc(s: Setup): string {
   });
 }
 
-const median = (xs: number[]) => percentile(Float64Array.from(xs).sort(), 0.5);
+const median = (xs: number[]) => percentile(Float64Array.from(xs).sort(), 50);
 
 async function main(): Promise<number> {
   let opts: Options;
@@ -427,7 +427,7 @@ async function main(): Promise<number> {
         hits: hitTimes.length,
         medianMs: hitMedian,
         meanMs: hitMean,
-        p99Ms: percentile(Float64Array.from(hitTimes).sort(), 0.99),
+        p99Ms: percentile(Float64Array.from(hitTimes).sort(), 99),
         target: TARGET_HIT_MS,
       },
       concurrent: { admissions: CONCURRENT, verifications: concurrentVerifications, roundTrips: concurrentTrips },

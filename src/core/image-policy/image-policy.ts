@@ -179,6 +179,9 @@ export function decideImage(policy: ImagePolicy, ref: ImageReference, image: str
   };
 }
 
+/** Per admission's results map: verification key → why the attestation checks fail ("" when they pass). */
+const judgedInAdmission = new WeakMap<VerificationResults, Map<string, string>>();
+
 /** An allow rule with attestors admits the image only if the edge verified its signatures. */
 function attestorVerdict(
   policy: ImagePolicy,
@@ -202,8 +205,13 @@ function attestorVerdict(
   if (!result) return violation("its signatures were not verified");
   switch (result.status) {
     case "verified": {
-      // Conditions run on every admission, on statements the verifier may have cached: never skipped.
-      const failure = attestationFailure(rule, result, ref) ?? validateFailure(rule, result, ref);
+      // Conditions run on every admission, on statements the verifier may have cached: never skipped. Within one
+      // admission (one results map) an image in several containers is judged once.
+      let judged = judgedInAdmission.get(ctx.verifications);
+      if (!judged) judgedInAdmission.set(ctx.verifications, (judged = new Map()));
+      const key = verificationKey(policy.name, rule.index, image);
+      let failure = judged.get(key);
+      if (failure === undefined) judged.set(key, (failure = attestationFailure(rule, result, ref) ?? validateFailure(rule, result, ref) ?? ""));
       return failure ? violation(failure) : { rule: at };
     }
     case "denied":

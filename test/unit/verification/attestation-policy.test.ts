@@ -136,3 +136,32 @@ test("bad predicates: a missing field is 'not found', a deeply nested or huge pr
   (huge.statement.predicate as Record<string, unknown>).padding = Array.from({ length: 200_000 }, (_, i) => ({ i, note: "x".repeat(10) }));
   assert.equal(judge([slsa(GOOD_BUILD)], [huge]).allowed, true);
 });
+
+test("the same cached statements are judged again on every admission (a scan goes stale between two), once per image within one", async () => {
+  const fresh = scan(1, 24 - 0.5 / 3600); // 23 h 59 min 59.5 s old: stale half a second from now
+  const result = {
+    status: "verified",
+    digest: `sha256:${"c".repeat(64)}`,
+    evidence: [],
+    attestations: [
+      { index: 0, predicateType: SLSA, statements: [slsa(GOOD_BUILD)], failures: [] },
+      { index: 1, predicateType: VULN, statements: [fresh], failures: [] },
+    ],
+  } as unknown as ImageVerification;
+  const admit = () =>
+    evaluateImagePolicies(
+      policies,
+      { namespace: "shop", annotations: {}, images: [0, 1, 2].map((i) => ({ image: IMAGE, field: `spec.containers[${i}].image` })) },
+      { verifications: new Map([[key, result]]) },
+    );
+  const first = admit();
+  assert.equal(first.allowed, true, JSON.stringify(first.violations));
+  await new Promise((r) => setTimeout(r, 700));
+  const second = admit();
+  assert.equal(second.allowed, false);
+  assert.deepEqual(
+    second.violations.map((v) => v.field),
+    ["spec.containers[0].image", "spec.containers[1].image", "spec.containers[2].image"],
+  );
+  assert.match(second.violations[0]!.message, /is not LessThan "24h"/);
+});

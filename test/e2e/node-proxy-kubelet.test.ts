@@ -20,6 +20,7 @@ import {
   type NodeRuntime,
   type PodManifestOptions,
   type PodObservation,
+  createPullSecret,
 } from "../support/real-node.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
 import { buildRunnableImage } from "../support/runnable-image.ts";
@@ -95,18 +96,7 @@ describe("node-proxy in front of containerd, with a real kubelet", () => {
     await startProxy();
     await node.startKubelet({ cluster, nodeName: NODE, imageServiceEndpoint: proxy.endpoint });
     await kubectl("create", "namespace", NS);
-    const secret = (name: string, password: string) =>
-      kubectl(
-        "create",
-        "secret",
-        "docker-registry",
-        name,
-        "-n",
-        NS,
-        `--docker-server=${priv.host}`,
-        `--docker-username=${priv.username}`,
-        `--docker-password=${password}`,
-      );
+    const secret = (name: string, password: string) => createPullSecret(cluster, NS, name, priv, password);
     await secret("good-pull", priv.password);
     await secret("same-credentials", priv.password);
     await secret("wrong-pull", `${priv.password}-wrong`);

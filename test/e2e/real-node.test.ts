@@ -14,6 +14,7 @@ import type { TestRegistry } from "../support/registry.ts";
 import { buildRunnableImage } from "../support/runnable-image.ts";
 import {
   CGROUP_PARENT,
+  createPullSecret,
   NODE_HOST_DIRS,
   linkExists,
   observePod,
@@ -85,18 +86,7 @@ describe("a real node: kubelet v1.20.2 + containerd + runc + CNI", () => {
     console.log(`[real-node] node ${started.nodeName} Ready ${started.readyMs} ms after the kubelet started`);
 
     await kubectl("create", "namespace", NS);
-    const secret = (name: string, password: string) =>
-      kubectl(
-        "create",
-        "secret",
-        "docker-registry",
-        name,
-        "-n",
-        NS,
-        `--docker-server=${registry.host}`,
-        `--docker-username=${registry.username}`,
-        `--docker-password=${password}`,
-      );
+    const secret = (name: string, password: string) => createPullSecret(cluster, NS, name, registry, password);
     await secret("good-pull", registry.password);
     await secret("wrong-pull", `${registry.password}-wrong`);
   });

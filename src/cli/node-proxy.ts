@@ -136,8 +136,8 @@ export async function runNodeProxy(argv: string[]): Promise<number> {
     process.once("SIGTERM", () => resolve());
     process.once("SIGINT", () => resolve());
   });
-  proxy.stop();
   await server.close();
+  await proxy.stop();
   metricsServer?.close();
   runtime.close();
   logger.info("node proxy stopped");

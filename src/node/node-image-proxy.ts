@@ -8,8 +8,8 @@
 //   PullImage: after such a report, a credential already recorded for the image is answered at once from the
 //     records (no registry traffic, as the kubelet does for a Secret it knows); any other pull goes to the
 //     runtime, whose registry decides. A successful pull is recorded: anonymous → every pod, otherwise the
-//     credential's keyed hash and the pod. An intent is written before forwarding and removed after, so a crash
-//     in between leaves an image nobody is recorded for (verify), never one everybody may use.
+//     credential's keyed hash and the pod. An intent is written before forwarding and removed after the record,
+//     so a crash in between leaves an image nobody is recorded for (verify), never one everybody may use.
 //   RemoveImage and a periodic ListImages prune the records of images that are gone.
 //   With API access (optional), a pod the records do not cover is first matched by its own pull secrets, which is
 //   the only way a pod with imagePullPolicy: Never (it never pulls) can show credentials.
@@ -73,6 +73,7 @@ export class NodeImageProxy {
   /** The CRI package the runtime answered the proxy's own calls in. */
   private ownPackage: CriPackage = "runtime.v1";
   private timer: NodeJS.Timeout | undefined;
+  private readonly pending = new Set<Promise<void>>();
 
   constructor(opts: NodeImageProxyOptions) {
     this.opts = opts;
@@ -134,8 +135,10 @@ export class NodeImageProxy {
     this.timer.unref();
   }
 
-  stop(): void {
+  /** Stops pruning and waits for records still being written. */
+  async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    await Promise.all([...this.pending]);
   }
 
   /** Prunes the records of images the runtime no longer has. */
@@ -207,9 +210,12 @@ export class NodeImageProxy {
     if (hidden && hash && repository === hidden.repository) {
       const read = store.get(hidden.imageRef);
       if (read.state === "ok" && credentialRecorded(read.record, repository, hash) && (await this.statusOf(hidden.imageRef))) {
-        await store.update(hidden.imageRef, (current) =>
-          recordPull(current.state === "ok" ? current.record : undefined, hidden.imageRef, repository, { hash, pod }, new Date()),
-        );
+        // Only who presented the credential changes: written after the answer.
+        this.afterAnswer(async () => {
+          await store.update(hidden.imageRef, (current) =>
+            recordPull(current.state === "ok" ? current.record : undefined, hidden.imageRef, repository, { hash, pod }, new Date()),
+          );
+        });
         this.cover(hidden.imageRef, repository, fingerprint);
         metrics.pull("answered-from-records");
         logger.debug({ pod, image, imageRef: hidden.imageRef }, "credential already recorded for the image: answered from the records");
@@ -218,33 +224,47 @@ export class NodeImageProxy {
     }
 
     await store.writeIntent(image);
+    let response: Buffer;
     try {
-      let response: Buffer;
+      response = await call.forward();
+    } catch (e) {
+      metrics.pull("forwarded-failed");
+      if (hidden) {
+        metrics.reuseDenied();
+        logger.warn(
+          { pod, image, imageRef: hidden.imageRef, reason: (e as grpc.ServiceError).details ?? String(e), credentials: hash ? "presented" : "none" },
+          "pod refused an image already on the node: the registry did not accept its credentials",
+        );
+      }
+      await store.removeIntent(image);
+      throw e;
+    }
+    metrics.pull("forwarded-ok");
+    const { imageRef } = decodePullImageResponse(response);
+    if (repository && imageRef) this.cover(imageRef, repository, fingerprint);
+    // The record is written, then the intent removed, after the answer: the kubelet does not wait for two more
+    // fsyncs. A crash before the record is durable leaves the intent, which the next start turns into a record
+    // naming nobody: fail safe, as the intent is there for.
+    this.afterAnswer(async () => {
       try {
-        response = await call.forward();
-      } catch (e) {
-        metrics.pull("forwarded-failed");
-        if (hidden) {
-          metrics.reuseDenied();
-          logger.warn(
-            { pod, image, imageRef: hidden.imageRef, reason: (e as grpc.ServiceError).details ?? String(e), credentials: hash ? "presented" : "none" },
-            "pod refused an image already on the node: the registry did not accept its credentials",
+        if (repository && imageRef) {
+          await store.update(imageRef, (current) =>
+            recordPull(current.state === "ok" ? current.record : undefined, imageRef, repository, hash ? { hash, pod } : undefined, new Date()),
           );
         }
-        throw e;
+      } finally {
+        await store.removeIntent(image);
       }
-      const { imageRef } = decodePullImageResponse(response);
-      if (repository && imageRef) {
-        await store.update(imageRef, (current) =>
-          recordPull(current.state === "ok" ? current.record : undefined, imageRef, repository, hash ? { hash, pod } : undefined, new Date()),
-        );
-        this.cover(imageRef, repository, fingerprint);
-      }
-      metrics.pull("forwarded-ok");
-      return response;
-    } finally {
-      await store.removeIntent(image);
-    }
+    });
+    return response;
+  }
+
+  /** Work that follows an answer; stop() waits for it. A failure is logged (the record is then missing: verify). */
+  private afterAnswer(work: () => Promise<void>): void {
+    const done = work()
+      .catch((err: unknown) => this.opts.logger.error({ err }, "writing a pull record failed; pods will have to show credentials again"))
+      .finally(() => this.pending.delete(done));
+    this.pending.add(done);
   }
 
   private async removeImage(call: ImageCall): Promise<Buffer> {

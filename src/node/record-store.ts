@@ -43,6 +43,7 @@ export class RecordStore {
   private preloaded: ReadonlySet<string>;
   private preloadedReadable: boolean;
   private intentsInFlight = 0;
+  private readonly intents = new Map<string, { pulls: number; written: Promise<void> }>();
   /** Per image, the tail of its chain of writes: updates of one record never interleave. */
   private readonly writes = new Map<string, Promise<unknown>>();
 
@@ -89,12 +90,16 @@ export class RecordStore {
     this.preloadedReadable = true;
   }
 
-  /** Changes an image's record through `change`, one change at a time per image; the result is on disk when this resolves. */
+  /**
+   * Changes an image's record through `change`, one change at a time per image; the result is on disk when this
+   * resolves. Readers see it at once: it records a pull that succeeded, and if the write fails or the node
+   * crashes first, the pull's intent stays behind and the image needs credentials again (fail safe).
+   */
   async update(imageRef: string, change: (current: RecordRead) => ImagePulledRecord): Promise<ImagePulledRecord> {
     return this.serialized(imageRef, async () => {
       const next = change(this.get(imageRef));
-      await writeAtomically(join(this.dir, PULLED, recordFileName(imageRef)), JSON.stringify(next, null, 2));
       this.pulled.set(recordFileName(imageRef), { state: "ok", record: next });
+      await writeAtomically(join(this.dir, PULLED, recordFileName(imageRef)), JSON.stringify(next, null, 2));
       return next;
     });
   }
@@ -119,13 +124,29 @@ export class RecordStore {
     return gone;
   }
 
+  /** Pulls of one image name in flight share its intent file: written (durably) before any of them, removed after the last. */
   async writeIntent(image: string): Promise<void> {
-    await writeAtomically(join(this.dir, PULLING, recordFileName(image)), JSON.stringify(pullIntent(image), null, 2));
+    let intent = this.intents.get(image);
+    if (!intent) {
+      intent = { pulls: 0, written: writeAtomically(join(this.dir, PULLING, recordFileName(image)), JSON.stringify(pullIntent(image), null, 2)) };
+      this.intents.set(image, intent);
+    }
+    intent.pulls++;
     this.intentsInFlight++;
+    try {
+      await intent.written;
+    } catch (e) {
+      await this.removeIntent(image);
+      throw e;
+    }
   }
 
   async removeIntent(image: string): Promise<void> {
+    const intent = this.intents.get(image);
+    if (!intent) return;
     this.intentsInFlight--;
+    if (--intent.pulls > 0) return;
+    this.intents.delete(image);
     await rm(join(this.dir, PULLING, recordFileName(image)), { force: true });
   }
 

@@ -1,8 +1,8 @@
 // The one extraction of what a request holds: the pods an object runs (a Pod, the ephemeral containers of a
 // Pod, the pod templates of built-in workloads and of registered custom resources), their images with field
 // paths, images that custom resources keep outside pods (ImagePolicy imagePaths), and — on UPDATE — which of
-// them changed. /validate, /mutate, /imagereview and `check` all start
-// from an AdmissionSubject, so they can never disagree about which images or pods a request contains.
+// them changed. /validate, /mutate, /imagereview and `check` all start from an AdmissionSubject, so they can
+// never disagree about which images or pods a request contains.
 import { isDeepStrictEqual } from "node:util";
 import type { AdmissionRequest } from "./admission-review.ts";
 import type { ImageAt, PodMetadataAt } from "./digest-pinning.ts";
@@ -91,11 +91,16 @@ export function subjectOfRequest(req: AdmissionRequest, extraction: Extraction =
   // The resource decides what the object is; a Pod-shaped body sent for another resource is not a pod.
   if (object.kind === "Pod" && req.resource?.resource && !isPods) return { review: false, why: `not a pod (resource ${req.resource.resource})` };
 
-  const { pods, errors } = subjectPods(obj, object, extraction);
-  if (pods.length === 0 && errors.length === 0) return { review: false, why: `${object.kind || "object"} runs no pods` };
-  const extractionErrors = errors.length > 0 ? { extractionErrors: errors } : {};
+  const { pods, errors: found } = subjectPods(obj, object, extraction);
+  if (pods.length === 0 && found.length === 0) return { review: false, why: `${object.kind || "object"} runs no pods` };
+  let errors = found;
   if (req.operation === "UPDATE" && req.oldObject) {
-    const before = subjectPods(req.oldObject, object, extraction).pods;
+    const { pods: before, errors: errorsBefore } = subjectPods(req.oldObject, object, extraction);
+    // As for images, only what the update brings is judged: an object whose paths could not be located before
+    // can still lose a finalizer.
+    const known = new Set(errorsBefore.map((e) => `${e.policy}\u0000${e.message}`));
+    errors = found.filter((e) => !known.has(`${e.policy}\u0000${e.message}`));
+    const extractionErrors = errors.length > 0 ? { extractionErrors: errors } : {};
     const images = changedImages(pods, before);
     // An update that changes nothing a policy sees (a scale, a finalizer, a status-like edit) is let through
     // unjudged, so a policy added later does not block unrelated updates. Ephemeral containers are always new.
@@ -103,6 +108,7 @@ export function subjectOfRequest(req: AdmissionRequest, extraction: Extraction =
     if (unchanged && images.length === 0 && errors.length === 0) return { review: false, why: "no restricted field changed" };
     return { review: true, subject: { origin: "object", namespace, object, pods, images, judgePods: !unchanged, ...extractionErrors } };
   }
+  const extractionErrors = errors.length > 0 ? { extractionErrors: errors } : {};
   return {
     review: true,
     subject: { origin: "object", namespace, object, pods, images: changedImages(pods, undefined), judgePods: true, ...extractionErrors },

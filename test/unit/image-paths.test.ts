@@ -210,6 +210,29 @@ describe("the engine with imagePaths", () => {
     assert.match(renderReason(d.violations), /^request denied by policy tasks imagePaths: imagePaths \(spec\.steps\[\*\]\.image\) selects the string/);
   });
 
+  it("an update of an object whose paths could not be located is judged only on what it brings (a finalizer can go)", async () => {
+    const parsed = parsePolicyText(POLICIES.replace("{{ spec.steps[*] }}", "{{ spec.steps[*].image }}"), "inline.yaml", {
+      profiles: profileSources(await shippedProfiles()),
+    });
+    const e = await Engine.build({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsed.policies, offline: true });
+    const before = task({ steps: [{ name: "a", image: "registry.example.com/a:1" }] }, { finalizers: ["example.com/cleanup"] });
+    const finalizerGone = e.subjectOfRequest(request(task({ steps: [{ name: "a", image: "registry.example.com/a:1" }] }), before));
+    assert.equal(finalizerGone.review, false, finalizerGone.review ? JSON.stringify(finalizerGone.subject.extractionErrors) : "");
+    const another = e.subjectOfRequest(
+      request(
+        task({
+          steps: [
+            { name: "a", image: "registry.example.com/a:1" },
+            { name: "b", image: "registry.example.com/b:1" },
+          ],
+        }),
+        before,
+      ),
+    );
+    assert.ok(another.review);
+    assert.equal((await e.validate(another.subject, call)).allowed, false, "a holder the update adds is judged, and cannot be located");
+  });
+
   it("an update that changes no image is not reviewed again; one that changes an image is", async () => {
     const e = await engine();
     const before = task({ steps: [{ name: "a", image: "docker.io/old:latest" }] });

@@ -8,7 +8,7 @@
 // Runs until SIGTERM or SIGINT.
 import { parseArgs } from "node:util";
 import * as grpc from "@grpc/grpc-js";
-import { CRI_PACKAGES, IMAGE_METHODS, MAX_MESSAGE_BYTES, RuntimeImageClient } from "../../src/cri/image-service-proxy.ts";
+import { CHANNEL_OPTIONS, CRI_PACKAGES, IMAGE_METHODS, imageServiceDefinition, RuntimeImageClient } from "../../src/cri/image-service-proxy.ts";
 
 const { values } = parseArgs({ options: { listen: { type: "string" }, "runtime-endpoint": { type: "string" } }, strict: true });
 if (!values.listen || !values["runtime-endpoint"]) {
@@ -16,22 +16,10 @@ if (!values.listen || !values["runtime-endpoint"]) {
   process.exit(2);
 }
 const runtime = new RuntimeImageClient(values["runtime-endpoint"]);
-const options = { "grpc.max_receive_message_length": MAX_MESSAGE_BYTES, "grpc.max_send_message_length": MAX_MESSAGE_BYTES };
-const server = new grpc.Server(options);
-const raw = (b: Buffer) => b;
+const server = new grpc.Server(CHANNEL_OPTIONS);
 for (const pkg of CRI_PACKAGES) {
-  const definition: Record<string, grpc.MethodDefinition<Buffer, Buffer>> = {};
   const implementation: grpc.UntypedServiceImplementation = {};
   for (const method of IMAGE_METHODS) {
-    definition[method] = {
-      path: `/${pkg}.ImageService/${method}`,
-      requestStream: false,
-      responseStream: false,
-      requestSerialize: raw,
-      requestDeserialize: raw,
-      responseSerialize: raw,
-      responseDeserialize: raw,
-    };
     implementation[method] = ((call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
       runtime.call(pkg, method, call.request, { deadline: call.getDeadline(), metadata: call.metadata.clone() }).then(
         (response) => callback(null, response),
@@ -39,7 +27,7 @@ for (const pkg of CRI_PACKAGES) {
       );
     }) as grpc.handleUnaryCall<Buffer, Buffer>;
   }
-  server.addService(definition as grpc.ServiceDefinition, implementation);
+  server.addService(imageServiceDefinition(pkg), implementation);
 }
 server.bindAsync(values.listen, grpc.ServerCredentials.createInsecure(), (err) => {
   if (err) {

@@ -16,7 +16,7 @@ export type ImageMethod = (typeof IMAGE_METHODS)[number];
 /** The kubelet's own limit for CRI messages. */
 export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 
-const CHANNEL_OPTIONS = {
+export const CHANNEL_OPTIONS = {
   "grpc.max_receive_message_length": MAX_MESSAGE_BYTES,
   "grpc.max_send_message_length": MAX_MESSAGE_BYTES,
 };
@@ -78,6 +78,23 @@ export class RuntimeImageClient {
   }
 }
 
+/** One package's image service as raw bytes in and out: every method unary, nothing decoded. */
+export function imageServiceDefinition(pkg: CriPackage): grpc.ServiceDefinition {
+  const definition: Record<string, grpc.MethodDefinition<Buffer, Buffer>> = {};
+  for (const method of IMAGE_METHODS) {
+    definition[method] = {
+      path: `/${pkg}.ImageService/${method}`,
+      requestStream: false,
+      responseStream: false,
+      requestSerialize: identity,
+      requestDeserialize: identity,
+      responseSerialize: identity,
+      responseDeserialize: identity,
+    };
+  }
+  return definition as grpc.ServiceDefinition;
+}
+
 export interface ProxyServer {
   close(): Promise<void>;
 }
@@ -89,18 +106,8 @@ export interface ProxyServer {
 export async function startImageServiceProxy(listen: string, runtime: RuntimeImageClient, handler: ImageCallHandler): Promise<ProxyServer> {
   const server = new grpc.Server(CHANNEL_OPTIONS);
   for (const pkg of CRI_PACKAGES) {
-    const definition: Record<string, grpc.MethodDefinition<Buffer, Buffer>> = {};
     const implementation: grpc.UntypedServiceImplementation = {};
     for (const method of IMAGE_METHODS) {
-      definition[method] = {
-        path: `/${pkg}.ImageService/${method}`,
-        requestStream: false,
-        responseStream: false,
-        requestSerialize: identity,
-        requestDeserialize: identity,
-        responseSerialize: identity,
-        responseDeserialize: identity,
-      };
       implementation[method] = ((call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
         const abort = new AbortController();
         call.on("cancelled", () => abort.abort());
@@ -118,7 +125,7 @@ export async function startImageServiceProxy(listen: string, runtime: RuntimeIma
         );
       }) as grpc.handleUnaryCall<Buffer, Buffer>;
     }
-    server.addService(definition as grpc.ServiceDefinition, implementation);
+    server.addService(imageServiceDefinition(pkg), implementation);
   }
   // Connections are accepted here, not by grpc-js, so that older kubelets' authorities can be made valid.
   const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());

@@ -20,7 +20,7 @@ import { credentialHash, isAnonymous } from "../core/pull-verification/credentia
 import { podFingerprint } from "../core/pull-verification/pod-fingerprint.ts";
 import { accessibleToAllPods, credentialLessRecord, credentialRecorded, recordPull, type PodRef } from "../core/pull-verification/pull-records.ts";
 import { requiresVerification, type AllowlistPattern, type VerificationPolicy } from "../core/pull-verification/verification-policy.ts";
-import { parseImageReference, repositoryName } from "../core/image-reference.ts";
+import { parseImageReference, repositoryName, type ImageReference } from "../core/image-reference.ts";
 import {
   CriMessageError,
   decodeImageStatusRequest,
@@ -153,9 +153,10 @@ export class NodeImageProxy {
     if (!fingerprint) return this.answered("not-a-pod", response);
     const image = decodeImageStatusResponse(response);
     if (!image) return this.answered("absent", response);
-    const repository = repositoryOf(req.image.image);
+    const parsed = parseImageReference(req.image.image);
+    const repository = parsed.ok ? repositoryName(parsed.ref) : undefined;
     let result = this.check(image.id, repository, fingerprint);
-    if (result === "must-pull" && repository && (await this.secretsCover(image.id, repository, req.image, fingerprint, call))) result = "pod-secrets";
+    if (result === "must-pull" && parsed.ok && (await this.secretsCover(image.id, parsed.ref, req.image, fingerprint, call))) result = "pod-secrets";
     if (result !== "must-pull" && result !== "unreadable-record") return this.answered(result, response);
     // A name that is not a repository (an image ID) cannot be pulled with credentials either: it stays hidden.
     if (repository) this.hidden.set(hiddenKey(fingerprint, req.image.image), { imageRef: image.id, repository });
@@ -178,16 +179,16 @@ export class NodeImageProxy {
   /** With API access: whether the pod's own pull secrets hold a credential recorded for the image. */
   private async secretsCover(
     imageRef: string,
-    repository: string,
+    ref: ImageReference,
     spec: { image: string; annotations: Record<string, string> },
     fingerprint: string,
     call: ImageCall,
   ): Promise<boolean> {
     const { podSecrets, store, logger } = this.opts;
     const read = store.get(imageRef);
-    const parsed = parseImageReference(spec.image);
-    if (!podSecrets || read.state !== "ok" || !parsed.ok) return false;
-    const pods = await podSecrets.credentialHashes(spec.annotations, spec.image, parsed.ref, Date.now() + SECRETS_DEADLINE_MS);
+    if (!podSecrets || read.state !== "ok") return false;
+    const repository = repositoryName(ref);
+    const pods = await podSecrets.credentialHashes(spec.annotations, spec.image, ref, Date.now() + SECRETS_DEADLINE_MS);
     // Whichever of the matching pods the call is for, its secrets must hold a recorded credential.
     const covered = pods?.every((p) => p.hashes.some((h) => credentialRecorded(read.record, repository, h))) ?? false;
     if (call.signal.aborted || !covered) return false;

@@ -152,17 +152,7 @@ export class RecordStore {
 
   /** Intents left by a previous run that stopped between writing an intent and removing it. */
   async leftoverIntents(): Promise<LeftoverIntent[]> {
-    const out: LeftoverIntent[] = [];
-    for (const name of await readdir(join(this.dir, PULLING))) {
-      const file = join(this.dir, PULLING, name);
-      if (!name.startsWith("sha256-")) continue;
-      try {
-        out.push({ file, intent: decodePullIntent(await readFile(file, "utf8")) });
-      } catch (e) {
-        out.push({ file, reason: (e as Error).message });
-      }
-    }
-    return out;
+    return readIntents(join(this.dir, PULLING));
   }
 
   async dropIntentFile(file: string): Promise<void> {
@@ -199,17 +189,24 @@ export async function readRecordsFolder(dir: string): Promise<{ records: ReturnT
   for (const name of (await readdir(join(dir, PULLED))).sort()) {
     if (name.startsWith("sha256-")) records.push({ file: name, ...(await readPulledFile(join(dir, PULLED), name)) });
   }
-  const intents: LeftoverIntent[] = [];
-  for (const name of await readdir(join(dir, PULLING)).catch(() => [] as string[])) {
-    if (!name.startsWith("sha256-")) continue;
-    try {
-      intents.push({ file: name, intent: decodePullIntent(await readFile(join(dir, PULLING, name), "utf8")) });
-    } catch (e) {
-      intents.push({ file: name, reason: (e as Error).message });
-    }
-  }
+  const intents = (await readIntents(join(dir, PULLING)).catch(() => [] as LeftoverIntent[])).map((i) => ({ ...i, file: basename(i.file) }));
   const preloaded = await readPreloaded(join(dir, PRELOADED_FILE));
   return { records, intents, preloaded: [...preloaded.refs] };
+}
+
+/** Every intent file of the folder (full paths), read strictly; an unreadable one comes with the reason. */
+async function readIntents(folder: string): Promise<LeftoverIntent[]> {
+  const out: LeftoverIntent[] = [];
+  for (const name of await readdir(folder)) {
+    if (!name.startsWith("sha256-")) continue;
+    const file = join(folder, name);
+    try {
+      out.push({ file, intent: decodePullIntent(await readFile(file, "utf8")) });
+    } catch (e) {
+      out.push({ file, reason: (e as Error).message });
+    }
+  }
+  return out;
 }
 
 async function readPulledFile(folder: string, name: string): Promise<RecordRead & { state: "ok" | "unreadable" }> {

@@ -224,7 +224,7 @@ export class NodeImageProxy {
       }
     }
 
-    await store.writeIntent(image);
+    const intent = store.writeIntent(image);
     let response: Buffer;
     try {
       response = await call.forward();
@@ -239,6 +239,14 @@ export class NodeImageProxy {
       }
       await store.removeIntent(image);
       throw e;
+    }
+    try {
+      // The answer lets the kubelet start containers from the image: by then the intent must survive a power loss.
+      await intent.durable;
+    } catch (e) {
+      await store.removeIntent(image);
+      logger.error({ pod, image, err: e }, "the pull intent could not be made durable: the pull is reported as failed");
+      throw new Error(`imprimatur node-proxy could not record the pull of ${image}: ${(e as Error).message}`);
     }
     metrics.pull("forwarded-ok");
     const { imageRef } = decodePullImageResponse(response);

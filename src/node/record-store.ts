@@ -1,10 +1,13 @@
 // The node proxy's records on disk, in the kubelet's layout: <state>/pulling/ (intents) and <state>/pulled/
 // (pulled records), one JSON file per image named sha256-<hex of the value>, plus the node-local HMAC key and
 // the list of images preloaded before the first start. Directories 0700, files 0600, every write atomic
-// (temporary file, fsync, rename, fsync of the directory), so a crash leaves the old record or the new one.
+// (temporary file, fsync, rename, fsync of the directory), so a crash leaves the old record or the new one; an
+// intent's fsyncs overlap its pull (writeIntent).
 // Pulled records are read once at start and kept in memory; writes go to both.
 import { createHash, randomBytes } from "node:crypto";
+import { close, closeSync, fsync, openSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
+import { promisify } from "node:util";
 import { basename, dirname, join } from "node:path";
 import {
   decodePreloadedImages,
@@ -30,6 +33,9 @@ const PRELOADED_FILE = "preloaded-images.json";
 const PULLING = "pulling";
 const PULLED = "pulled";
 
+const fsyncFd = promisify(fsync);
+const closeFd = promisify(close);
+
 export function recordFileName(value: string): string {
   return `sha256-${createHash("sha256").update(value).digest("hex")}`;
 }
@@ -43,7 +49,7 @@ export class RecordStore {
   private preloaded: ReadonlySet<string>;
   private preloadedReadable: boolean;
   private intentsInFlight = 0;
-  private readonly intents = new Map<string, { pulls: number; written: Promise<void> }>();
+  private readonly intents = new Map<string, { pulls: number; durable: Promise<void> }>();
   /** Per image, the tail of its chain of writes: updates of one record never interleave. */
   private readonly writes = new Map<string, Promise<unknown>>();
 
@@ -124,21 +130,24 @@ export class RecordStore {
     return gone;
   }
 
-  /** Pulls of one image name in flight share its intent file: written (durably) before any of them, removed after the last. */
-  async writeIntent(image: string): Promise<void> {
+  /**
+   * Pulls of one image name in flight share its intent file, removed after the last of them. On return the intent
+   * is in place, which a crash of the proxy leaves behind (the kubelet's own guarantee: it writes intents
+   * without fsync). `durable` resolves once it also survives a power loss: the fsyncs run while the pull does, and
+   * the pull's answer waits for them, so no pod uses the image before its intent is on disk.
+   */
+  writeIntent(image: string): { durable: Promise<void> } {
     let intent = this.intents.get(image);
     if (!intent) {
-      intent = { pulls: 0, written: writeAtomically(join(this.dir, PULLING, recordFileName(image)), JSON.stringify(pullIntent(image), null, 2)) };
+      const written = writeThenSync(join(this.dir, PULLING, recordFileName(image)), JSON.stringify(pullIntent(image), null, 2));
+      const durable = written.sync();
+      durable.catch(() => {}); // each pull awaits it; this only keeps a failure before then from going unhandled
+      intent = { pulls: 0, durable };
       this.intents.set(image, intent);
     }
     intent.pulls++;
     this.intentsInFlight++;
-    try {
-      await intent.written;
-    } catch (e) {
-      await this.removeIntent(image);
-      throw e;
-    }
+    return { durable: intent.durable };
   }
 
   async removeIntent(image: string): Promise<void> {
@@ -251,8 +260,7 @@ async function loadOrCreateKey(file: string): Promise<{ key: Buffer; created: bo
 
 /** Write to a temporary file beside the target, fsync it, rename it over the target, fsync the folder. */
 async function writeAtomically(file: string, content: string | Buffer): Promise<void> {
-  // A dot name, so that readers looking for sha256-* never see a half-written file.
-  const tmp = join(dirname(file), `.${basename(file)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
+  const tmp = temporaryName(file);
   const handle = await open(tmp, "wx", 0o600);
   try {
     await handle.writeFile(content);
@@ -266,7 +274,45 @@ async function writeAtomically(file: string, content: string | Buffer): Promise<
     await rm(tmp, { force: true });
     throw e;
   }
-  const folder = await open(dirname(file), "r");
+  await syncFolder(dirname(file));
+}
+
+/**
+ * The same write in two steps: in place at once (temporary file renamed over the target, so readers never see
+ * half of it), then `sync()` makes it durable (the file, then the folder). Until then a power loss may lose it.
+ * The first step uses blocking calls: three small syscalls without fsync take about 45 µs here, four trips
+ * through libuv's thread pool about 250 µs, and a pull waits for this step.
+ */
+function writeThenSync(file: string, content: string): { sync(): Promise<void> } {
+  const tmp = temporaryName(file);
+  const fd = openSync(tmp, "wx", 0o600);
+  try {
+    writeFileSync(fd, content);
+    renameSync(tmp, file);
+  } catch (e) {
+    closeSync(fd);
+    rmSync(tmp, { force: true });
+    throw e;
+  }
+  return {
+    sync: async () => {
+      try {
+        await fsyncFd(fd); // the renamed file: the descriptor follows the inode
+      } finally {
+        await closeFd(fd);
+      }
+      await syncFolder(dirname(file));
+    },
+  };
+}
+
+/** A dot name beside the target, so that readers looking for sha256-* never see a half-written file. */
+function temporaryName(file: string): string {
+  return join(dirname(file), `.${basename(file)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
+}
+
+async function syncFolder(dir: string): Promise<void> {
+  const folder = await open(dir, "r");
   try {
     await folder.sync();
   } finally {

@@ -89,8 +89,8 @@ describe("RecordStore", () => {
 
   it("intents survive a crash, are listed at the next start, and are removed after a pull; temporary files are dropped", async () => {
     const store = await RecordStore.open(dir);
-    await store.writeIntent("registry.example.com/private/app:1");
-    await store.writeIntent("registry.example.com/private/app:2");
+    store.writeIntent("registry.example.com/private/app:1");
+    store.writeIntent("registry.example.com/private/app:2");
     await store.removeIntent("registry.example.com/private/app:2");
     await writeFile(join(dir, "pulled", `.${recordFileName("sha256:zz")}.1.abcd.tmp`), "half");
     await writeFile(join(dir, "pulling", "sha256-garbage"), "not json");
@@ -103,6 +103,29 @@ describe("RecordStore", () => {
     assert.match(left.find((l) => !l.intent)!.reason!, /not JSON/);
     assert.ok(!(await readdir(join(dir, "pulled"))).some((n) => n.endsWith(".tmp")));
     for (const l of left) await after.dropIntentFile(l.file);
+    assert.deepEqual(await readdir(join(dir, "pulling")), []);
+  });
+
+  it("an intent is in place, 0600 and complete, when writeIntent returns; pulls of one name share it and its durability", async () => {
+    const store = await RecordStore.open(dir);
+    const image = "registry.example.com/private/app:1";
+    const file = join(dir, "pulling", recordFileName(image));
+    const first = store.writeIntent(image);
+    // In place before the pull is forwarded, whether or not the fsyncs are done yet.
+    assert.equal(JSON.parse(await readFile(file, "utf8")).image, image);
+    assert.equal(await mode(file), 0o600);
+    const second = store.writeIntent(image);
+    assert.equal(second.durable, first.durable, "the second pull waits for the same file's fsyncs");
+    await first.durable;
+    assert.deepEqual(store.counts().intentsInFlight, 2);
+    await store.removeIntent(image);
+    assert.equal(JSON.parse(await readFile(file, "utf8")).image, image, "still held by the second pull");
+    await store.removeIntent(image);
+    assert.deepEqual(await readdir(join(dir, "pulling")), []);
+    // Removed before its fsyncs finished (a pull that failed at once): nothing is left and nothing rejects unheard.
+    const quick = store.writeIntent(image);
+    await store.removeIntent(image);
+    await quick.durable.catch(() => {});
     assert.deepEqual(await readdir(join(dir, "pulling")), []);
   });
 

@@ -83,7 +83,7 @@ const USAGE = `Usage: node bench/node-proxy.ts [options]
   --concurrency N       calls in flight for the concurrent ImageStatus run (default 16; 0 skips it)
   --concurrent-calls N  ImageStatus calls timed per side in the concurrent run (default 4000)
   --records N           records for the memory measurement (default 10000; 0 skips it)
-  --forwarder MODE      on (default): also time the ImageStatus calls through a bare gRPC forwarder, the floor
+  --forwarder MODE      on (default): also time ImageStatus and PullImage through a bare gRPC forwarder, the floor
                         of any Node gRPC hop (bench/support/grpc-forwarder.ts); off: not
   --cpu-prof DIR        CPU profile of the proxy of the latency measurements (node --cpu-prof), written to DIR
   --pin MODE            on (default): containerd, the proxy and the registry on CPU 0, this generator on CPU 1;
@@ -781,18 +781,18 @@ async function main(): Promise<number> {
     // 3a. PullImage forwarded to containerd (no absence reported before it), against containerd directly.
     say(`PullImage of the present image, forwarded, ${opts.pulls} per side ...`);
     const warmPulls: number[] = [];
-    for (const side of SIDES) {
+    for (const side of statusSides) {
       await sequential(to(side), "PullImage", forwardedPull, warm(opts.pulls), pulled(imageRef), failures, warmPulls);
       if (side === "proxy") expected.forwardedOk += warm(opts.pulls);
     }
-    // Paired, not in rounds of one side: each pull through the proxy is next to one straight to containerd, the
-    // order swapping every pair, so the drift of the registry and containerd (a pull's time varies by more than
-    // the 5% looked for) falls on both sides alike. A pause after every pull lets the proxy finish the record it
-    // writes after answering, so that its fsyncs slow neither the next proxy pull nor the next direct one.
+    // Side by side, not in rounds of one side: each pull through the proxy is next to one straight to containerd
+    // (and one through the bare forwarder), the order reversed every time, so the drift of the registry and
+    // containerd (a pull's time varies by more than the 5% looked for) falls on every side alike. A pause after
+    // every pull lets the proxy finish the record it writes after answering, so that its fsyncs slow no other pull.
     const pullSeries = perRound(opts.rounds);
     for (let i = 0; i < opts.pulls; i++) {
       const round = Math.floor(i / perSide(opts.pulls));
-      for (const side of i % 2 === 0 ? SIDES : [...SIDES].reverse()) {
+      for (const side of i % 2 === 0 ? statusSides : [...statusSides].reverse()) {
         await sequential(to(side), "PullImage", forwardedPull, 1, pulled(imageRef), failures, pullSeries[side][round]!);
         if (side === "proxy") expected.forwardedOk++;
         await sleep(PULL_PAUSE_MS);
@@ -886,7 +886,12 @@ async function main(): Promise<number> {
       imageStatusPullDecision: decision,
       imageStatusPlain: plain,
       ...(concurrentResult ? { imageStatusPullDecisionConcurrent: concurrentResult } : {}),
-      pullForwarded: { ...forwarded, ratioOfMedians: pullRatio, roundRatios: pullRoundRatios },
+      pullForwarded: {
+        ...forwarded,
+        ratioOfMedians: pullRatio,
+        roundRatios: pullRoundRatios,
+        ...(forwarded.forwarder ? { forwarderRatioOfMedians: forwarded.forwarder.p50Ms / forwarded.direct.p50Ms } : {}),
+      },
       newPodAnsweredFromRecords: fromRecords,
       proxyRssAfterLatencyRunMiB: latencyProxyRssMiB,
       proxyHeapAfterLatencyRunMiB: { used: latencyProxyHeap.heapUsed / 2 ** 20, total: latencyProxyHeap.heapTotal / 2 ** 20 },
@@ -930,7 +935,12 @@ interface Summary {
   imageStatusPullDecision: Comparison;
   imageStatusPlain: Comparison;
   imageStatusPullDecisionConcurrent?: Comparison & { concurrency: number; callsPerSecond: Partial<Record<Side, number>> };
-  pullForwarded: Comparison & { ratioOfMedians: number; roundRatios: { min: number; median: number; max: number } };
+  pullForwarded: Comparison & {
+    ratioOfMedians: number;
+    roundRatios: { min: number; median: number; max: number };
+    /** The bare forwarder's median over the direct one: the floor of any Node gRPC hop. */
+    forwarderRatioOfMedians?: number;
+  };
   newPodAnsweredFromRecords: { status: Comparison; pull: Comparison; total: Comparison };
   proxyRssAfterLatencyRunMiB: number;
   proxyHeapAfterLatencyRunMiB: { used: number; total: number };
@@ -1022,7 +1032,8 @@ function renderReport(s: Summary, memory: MemoryResult | undefined): string {
       [`ImageStatus, no annotations: added p99 <= ${TARGET_ADDED_P99_MS} ms`, `${signed(s.imageStatusPlain.addedP99Ms)} ms`, s.verdicts.plainAddedP99],
       [
         `PullImage forwarded: proxy/direct median <= ${TARGET_PULL_RATIO}x`,
-        `${pr.ratioOfMedians.toFixed(3)}x (per round ${pr.roundRatios.min.toFixed(2)}..${pr.roundRatios.max.toFixed(2)})`,
+        `${pr.ratioOfMedians.toFixed(3)}x (per round ${pr.roundRatios.min.toFixed(2)}..${pr.roundRatios.max.toFixed(2)})` +
+          (pr.forwarderRatioOfMedians === undefined ? "" : `; bare forwarder ${pr.forwarderRatioOfMedians.toFixed(3)}x`),
         s.verdicts.pullRatio,
       ],
     ]),

@@ -246,7 +246,7 @@ export class NodeImageProxy {
     } catch (e) {
       await store.removeIntent(image);
       logger.error({ pod, image, err: e }, "the pull intent could not be made durable: the pull is reported as failed");
-      throw new Error(`imprimatur node-proxy could not record the pull of ${image}: ${(e as Error).message}`);
+      throw new Error(`imprimatur node-proxy could not record the pull of ${image}: ${(e as Error).message}`, { cause: e });
     }
     metrics.pull("forwarded-ok");
     const { imageRef } = decodePullImageResponse(response);

@@ -88,8 +88,17 @@ function asNumber(v: unknown): number | undefined {
   return undefined;
 }
 
+/** Durations in conditions are mostly the policy's own constants ("24h"), the same on every admission. */
+const parsedDurations = new Map<string, number | undefined>();
+const PARSED_DURATIONS_MAX = 256;
+
 function asDuration(v: unknown): number | undefined {
-  return typeof v === "string" ? parseDuration(v.trim()) : undefined;
+  if (typeof v !== "string") return undefined;
+  if (parsedDurations.has(v)) return parsedDurations.get(v);
+  if (parsedDurations.size >= PARSED_DURATIONS_MAX) parsedDurations.clear();
+  const ms = parseDuration(v.trim());
+  parsedDurations.set(v, ms);
+  return ms;
 }
 
 function asQuantity(v: unknown): number | undefined {

@@ -1,7 +1,7 @@
 // The identity of a registry credential in the node proxy's records: a keyed hash (HMAC-SHA256 with a key made
 // on the node at first start), so records never hold a credential and a stolen record file cannot be checked
 // against guessed passwords. Two Secrets holding the same credentials hash alike, however they spell them.
-import { createHmac } from "node:crypto";
+import { createHmac, createSecretKey, type KeyObject } from "node:crypto";
 
 /** The CRI AuthConfig the kubelet sends with a pull. */
 export interface RegistryAuth {
@@ -28,5 +28,14 @@ export function credentialHash(key: Buffer, a: RegistryAuth): string {
   }
   // The server address is left out: the record is already per repository, and kubelets spell it variously.
   const canonical = JSON.stringify([username, password, a.identityToken, a.registryToken]);
-  return `hmac-sha256:${createHmac("sha256", key).update(canonical).digest("hex")}`;
+  return `hmac-sha256:${createHmac("sha256", hmacKey(key)).update(canonical).digest("hex")}`;
+}
+
+// The node's key is one Buffer for the proxy's life: a KeyObject made once spares each pull preparing it again.
+const hmacKeys = new WeakMap<Buffer, KeyObject>();
+
+function hmacKey(key: Buffer): KeyObject {
+  let k = hmacKeys.get(key);
+  if (!k) hmacKeys.set(key, (k = createSecretKey(key)));
+  return k;
 }

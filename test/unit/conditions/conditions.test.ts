@@ -75,6 +75,10 @@ test("operators: equality across numbers and numeric strings, lists, durations a
   assert.match(compare("abc", "GreaterThan", "abd") ?? "", /is not GreaterThan/, "strings have no order");
   assert.equal(parseDuration("1h30m"), 5_400_000);
   assert.equal(parseDuration("24 hours"), undefined);
+  // Parsed durations are remembered (bounded): more distinct ones than it keeps still compare by magnitude.
+  for (let m = 1; m <= 600; m++) assert.equal(compare(`${m}m`, "LessThan", `${m}m1s`), undefined, `${m}m`);
+  assert.equal(compare("2m", "LessThan", "1m"), '"2m" is not LessThan "1m"');
+  assert.equal(compare(" 90m", "Equals", "1h30m"), undefined, "surrounding space is ignored, remembered or not");
   assert.equal(formatDuration(97_384_000), "27h3m4s");
   assert.equal(parseQuantity("1.5Gi"), 1.5 * 2 ** 30);
   assert.equal(parseQuantity("42"), undefined);

@@ -1,4 +1,5 @@
 // Credential hashes (src/core/pull-verification/credential-hash.ts) and pod fingerprints (pod-fingerprint.ts).
+import { createHmac } from "node:crypto";
 import { it } from "node:test";
 import assert from "node:assert/strict";
 import { credentialHash, isAnonymous, type RegistryAuth } from "../../../src/core/pull-verification/credential-hash.ts";
@@ -23,6 +24,15 @@ it("the same credentials hash alike however they are spelled; other credentials 
   assert.notEqual(credentialHash(KEY, auth({ username: "puller", password: "wrong" })), plain);
   assert.notEqual(credentialHash(Buffer.alloc(32, 8), auth({ username: "puller", password: "s3cret" })), plain);
   assert.ok(!plain.includes("s3cret"));
+});
+
+it("the hash is HMAC-SHA256 under the node key of the canonical credentials, so records written earlier still match", () => {
+  const expected = `hmac-sha256:${createHmac("sha256", KEY)
+    .update(JSON.stringify(["puller", "s3cret", "", ""]))
+    .digest("hex")}`;
+  // Twice: the second call uses the key object made by the first.
+  assert.equal(credentialHash(KEY, auth({ username: "puller", password: "s3cret" })), expected);
+  assert.equal(credentialHash(KEY, auth({ username: "puller", password: "s3cret" })), expected);
 });
 
 it("no credential at all is anonymous; a token alone is a credential", () => {

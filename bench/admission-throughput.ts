@@ -24,6 +24,7 @@ import { guardRun } from "./support/run-guard.ts";
 import { createServeState } from "./support/serve-state.ts";
 import { baselineServerArgs, hasExited, imprimaturServeArgs, READY_TIMEOUT_MS, signalServers, startServer, stopServer } from "./support/server-process.ts";
 import type { ServerProcess } from "./support/server-process.ts";
+import { numberOption } from "./support/options.ts";
 
 const TARGET_RATIO = 0.8;
 /** Above this share of its core the generator, not the server, may be what limits the baseline. */
@@ -97,21 +98,14 @@ function parseOptions(argv: string[]): Options {
     process.stdout.write(USAGE);
     process.exit(0);
   }
-  const num = (flag: string, raw: string, min: number, max: number, integer: boolean) => {
-    const n = Number(raw);
-    if (raw.trim() === "" || !Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) {
-      throw new Error(`--${flag} must be ${integer ? "an integer" : "a number"} from ${min} to ${max}, got ${raw}`);
-    }
-    return n;
-  };
   if (values.pin !== "on" && values.pin !== "off") throw new Error(`--pin must be on or off, got ${values.pin}`);
   return {
-    concurrency: num("concurrency", values.concurrency, 1, 1024, true),
-    seconds: num("seconds", values.seconds, 0.5, 300, false),
-    warmup: num("warmup", values.warmup, 0, 60, false),
-    rounds: num("rounds", values.rounds, 1, 100, true),
+    concurrency: numberOption("concurrency", values.concurrency, 1, 1024),
+    seconds: numberOption("seconds", values.seconds, 0.5, 300, false),
+    warmup: numberOption("warmup", values.warmup, 0, 60, false),
+    rounds: numberOption("rounds", values.rounds, 1, 100),
     pin: values.pin,
-    maxRequests: num("max-requests", values["max-requests"], 1, 10_000_000, true),
+    maxRequests: numberOption("max-requests", values["max-requests"], 1, 10_000_000),
     json: values.json,
     cpuProfDir: values["cpu-prof"] === undefined ? undefined : resolve(values["cpu-prof"]),
     keepState: values["keep-state"],

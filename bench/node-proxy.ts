@@ -55,6 +55,7 @@ import { buildRunnableImage } from "../test/support/runnable-image.ts";
 import { findTaskset, pin } from "./support/pinning.ts";
 import { percentile, renderTable } from "./support/report.ts";
 import { guardRun } from "./support/run-guard.ts";
+import { numberOption } from "./support/options.ts";
 
 const TARGET_ADDED_P99_MS = 1;
 const TARGET_PULL_RATIO = 1.05;
@@ -128,22 +129,17 @@ function parseOptions(argv: string[]): Options {
     process.stdout.write(USAGE);
     process.exit(0);
   }
-  const int = (flag: string, raw: string, min: number, max: number) => {
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < min || n > max) throw new Error(`--${flag} must be an integer from ${min} to ${max}, got ${raw}`);
-    return n;
-  };
   if (values.pin !== "on" && values.pin !== "off") throw new Error(`--pin must be on or off, got ${values.pin}`);
   if (values.forwarder !== "on" && values.forwarder !== "off") throw new Error(`--forwarder must be on or off, got ${values.forwarder}`);
-  const rounds = int("rounds", values.rounds, 2, 100);
+  const rounds = numberOption("rounds", values.rounds, 2, 100);
   const opts: Options = {
-    statusCalls: int("status-calls", values["status-calls"], 100, 100_000),
-    pulls: int("pulls", values.pulls, 10, 5_000),
-    newPods: int("new-pods", values["new-pods"], 10, 5_000),
+    statusCalls: numberOption("status-calls", values["status-calls"], 100, 100_000),
+    pulls: numberOption("pulls", values.pulls, 10, 5_000),
+    newPods: numberOption("new-pods", values["new-pods"], 10, 5_000),
     rounds,
-    concurrency: int("concurrency", values.concurrency, 0, 256),
-    concurrentCalls: int("concurrent-calls", values["concurrent-calls"], 100, 200_000),
-    records: int("records", values.records, 0, 100_000),
+    concurrency: numberOption("concurrency", values.concurrency, 0, 256),
+    concurrentCalls: numberOption("concurrent-calls", values["concurrent-calls"], 100, 200_000),
+    records: numberOption("records", values.records, 0, 100_000),
     pin: values.pin,
     json: values.json,
     cpuProf: values["cpu-prof"] ? resolve(values["cpu-prof"]) : undefined,

@@ -37,6 +37,7 @@ import { guardRun } from "./support/run-guard.ts";
 import { createServeState } from "./support/serve-state.ts";
 import { baselineServerArgs, hasExited, imprimaturServeArgs, READY_TIMEOUT_MS, signalServers, startServer, stopServer } from "./support/server-process.ts";
 import type { ServerProcess } from "./support/server-process.ts";
+import { numberOption } from "./support/options.ts";
 
 const TARGET = { p50: 1.1, p99: 1.25 };
 const PATHS = ["none", "minimal", "imprimatur"] as const;
@@ -92,11 +93,6 @@ function parseOptions(argv: string[]): Options {
     process.stdout.write(USAGE);
     process.exit(0);
   }
-  const int = (flag: string, raw: string, min: number, max: number) => {
-    const n = Number(raw);
-    if (raw.trim() === "" || !Number.isInteger(n) || n < min || n > max) throw new Error(`--${flag} must be an integer from ${min} to ${max}, got ${raw}`);
-    return n;
-  };
   const listed = values.paths
     .split(",")
     .map((p) => p.trim())
@@ -106,9 +102,9 @@ function parseOptions(argv: string[]): Options {
   if (paths.length < 2) throw new Error("--paths must name at least one webhook path (minimal, imprimatur)");
   if (!["shared", "split", "off"].includes(values.pin)) throw new Error(`--pin must be shared, split or off, got ${values.pin}`);
   const opts = {
-    creates: int("creates", values.creates, 1, 5_000),
-    batch: int("batch", values.batch, 1, 1_000),
-    warmup: int("warmup", values.warmup, 0, 1_000),
+    creates: numberOption("creates", values.creates, 1, 5_000),
+    batch: numberOption("batch", values.batch, 1, 1_000),
+    warmup: numberOption("warmup", values.warmup, 0, 1_000),
     paths,
     pin: values.pin as Options["pin"],
     json: values.json,

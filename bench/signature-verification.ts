@@ -47,6 +47,7 @@ import { pushArtifact } from "../test/support/signer/oci-push.ts";
 import { imageSignatureBundle } from "../test/support/signer/sigstore-bundles.ts";
 import { percentile, renderTable } from "./support/report.ts";
 import { guardRun } from "./support/run-guard.ts";
+import { numberOption } from "./support/options.ts";
 
 const TARGET_ROUND_TRIPS = 3;
 const TARGET_HIT_MS = 0.1;
@@ -95,16 +96,11 @@ function parseOptions(argv: string[]): Options {
     process.stdout.write(USAGE);
     process.exit(0);
   }
-  const int = (flag: string, raw: string, min: number, max: number) => {
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < min || n > max) throw new Error(`--${flag} must be an integer from ${min} to ${max}, got ${raw}`);
-    return n;
-  };
   return {
-    images: int("images", values.images, 1, 200),
-    hits: int("hits", values.hits, 100, 1_000_000),
-    keyless: int("keyless", values.keyless, 10, 10_000),
-    seconds: int("seconds", values.seconds, 0, 120),
+    images: numberOption("images", values.images, 1, 200),
+    hits: numberOption("hits", values.hits, 100, 1_000_000),
+    keyless: numberOption("keyless", values.keyless, 10, 10_000),
+    seconds: numberOption("seconds", values.seconds, 0, 120),
     json: values.json,
     cpuProf: values["cpu-prof"],
   };

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Sourced by provision-kube.sh and provision-node.sh: builds a Kubernetes v1.20.2 component from Debian's
-# `kubernetes` source package with Debian's Go, cached outside the clone. The caller defines CACHE_DIR, SUDO,
-# log and apt_update_once.
+# `kubernetes` source package with Debian's Go, cached outside the clone. The caller has sourced
+# provision-common.sh (CACHE_DIR, SUDO, log, apt_update_once).
 
 # What a cached binary was built from; a different stamp means rebuild.
 KUBE_BUILD_STAMP="v1.20.2 with reflect2 1.0.2"

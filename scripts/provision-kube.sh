@@ -5,20 +5,9 @@
 # Idempotent: a second run finds everything in place and returns at once.
 set -euo pipefail
 
-CACHE_DIR="${IMPRIMATUR_CACHE:-${HOME:-/root}/.cache/imprimatur}"
+# shellcheck source=provision-common.sh
+source "$(dirname "$0")/provision-common.sh"
 KUBECTL_BIN="$CACHE_DIR/bin/kubectl"
-SUDO=""
-if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-
-log() { printf '[provision-kube] %s\n' "$*" >&2; }
-
-apt_updated=0
-apt_update_once() {
-  if [ "$apt_updated" = 0 ]; then
-    $SUDO apt-get update -qq
-    apt_updated=1
-  fi
-}
 
 need_pkgs=()
 command -v etcd >/dev/null 2>&1 || need_pkgs+=(etcd-server)

@@ -8,10 +8,8 @@
 # package's system service is never wanted, so its start during installation is suppressed.
 set -euo pipefail
 
-SUDO=""
-if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-
-log() { printf '[provision-registry] %s\n' "$*" >&2; }
+# shellcheck source=provision-common.sh
+source "$(dirname "$0")/provision-common.sh"
 
 need_pkgs=()
 command -v docker-registry >/dev/null 2>&1 || need_pkgs+=(docker-registry)
@@ -23,25 +21,8 @@ if [ "${#need_pkgs[@]}" -eq 0 ]; then
   exit 0
 fi
 
-# docker-registry's maintainer script starts its init.d service (a registry on :5000, all interfaces)
-# wherever invoke-rc.d is allowed to. A policy-rc.d answering 101 ("action forbidden") prevents that;
-# one is installed only for the duration of this run, and only if the machine has none of its own.
-POLICY_RC=/usr/sbin/policy-rc.d
-temporary_policy=0
-remove_temporary_policy() {
-  if [ "$temporary_policy" = 1 ]; then $SUDO rm -f "$POLICY_RC"; fi
-}
-trap remove_temporary_policy EXIT
-if [ ! -e "$POLICY_RC" ]; then
-  printf '#!/bin/sh\n# Temporary, from imprimatur scripts/provision-registry.sh: no service starts.\nexit 101\n' \
-    | $SUDO tee "$POLICY_RC" >/dev/null
-  $SUDO chmod 0755 "$POLICY_RC"
-  temporary_policy=1
-fi
-
-log "installing ${need_pkgs[*]}"
-$SUDO apt-get update -qq
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+# docker-registry's maintainer script would start its init.d service (a registry on :5000, all interfaces).
+install_without_services "${need_pkgs[@]}"
 
 for cmd in docker-registry skopeo htpasswd; do
   command -v "$cmd" >/dev/null 2>&1 || { log "$cmd still missing after installing ${need_pkgs[*]}"; exit 1; }

@@ -179,27 +179,33 @@ function gzipDeterministic(data: Buffer): Buffer {
 }
 
 // A POSIX ustar archive: 512-byte header, content padded to 512, then two zero blocks.
-const BLOCK = 512;
+export const TAR_BLOCK = 512;
 /** 2000-01-01T00:00:00Z: any fixed time will do; zero upsets some extractors. */
 const FIXED_MTIME = 946684800;
 
 export function singleFileTar(name: string, content: Buffer): Buffer {
-  if (Buffer.byteLength(name) > 100) throw new Error(`tar entry name longer than 100 bytes: ${name}`);
-  const header = Buffer.alloc(BLOCK, 0);
-  const field = (offset: number, length: number, text: string) => {
-    header.write(text, offset, length, "ascii");
-  };
+  const header = tarHeader(name, { size: content.length, mode: 0o644, typeflag: "0", linkname: "" });
+  const padding = (TAR_BLOCK - (content.length % TAR_BLOCK)) % TAR_BLOCK;
+  return Buffer.concat([header, content, Buffer.alloc(padding, 0), Buffer.alloc(2 * TAR_BLOCK, 0)]);
+}
+
+/** One entry's ustar header: owner root, a fixed mtime; typeflag "0" file, "5" folder, "2" symlink. */
+export function tarHeader(name: string, h: { size: number; mode: number; typeflag: string; linkname: string }): Buffer {
+  // Longer names would need ustar's prefix field or PAX headers; the images here never have any.
+  if (Buffer.byteLength(name) > 100 || Buffer.byteLength(h.linkname) > 100) throw new Error(`tar entry name longer than 100 bytes: ${name}`);
+  const header = Buffer.alloc(TAR_BLOCK, 0);
+  const field = (offset: number, length: number, text: string) => header.write(text, offset, length, "ascii");
   /** An octal number, zero-padded to length-1 digits, NUL-terminated. */
   const octal = (offset: number, length: number, value: number) => field(offset, length, value.toString(8).padStart(length - 1, "0") + "\0");
-
   field(0, 100, name);
-  octal(100, 8, 0o644); // mode
+  octal(100, 8, h.mode);
   octal(108, 8, 0); // uid
   octal(116, 8, 0); // gid
-  octal(124, 12, content.length); // size
-  octal(136, 12, FIXED_MTIME); // mtime
-  field(148, 8, " ".repeat(8)); // checksum is computed with its own field as spaces
-  field(156, 1, "0"); // typeflag: regular file
+  octal(124, 12, h.size);
+  octal(136, 12, FIXED_MTIME);
+  field(148, 8, " ".repeat(8)); // the checksum is computed with its own field as spaces
+  field(156, 1, h.typeflag);
+  field(157, 100, h.linkname);
   field(257, 6, "ustar\0");
   field(263, 2, "00");
   field(265, 32, "root");
@@ -207,9 +213,7 @@ export function singleFileTar(name: string, content: Buffer): Buffer {
   let checksum = 0;
   for (const byte of header) checksum += byte;
   field(148, 8, checksum.toString(8).padStart(6, "0") + "\0 ");
-
-  const padding = (BLOCK - (content.length % BLOCK)) % BLOCK;
-  return Buffer.concat([header, content, Buffer.alloc(padding, 0), Buffer.alloc(2 * BLOCK, 0)]);
+  return header;
 }
 
 // ---------------------------------------------------------------------------------------------

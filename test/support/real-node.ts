@@ -32,6 +32,7 @@ import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { KubeCluster } from "./kube-cluster.ts";
+import { runCommand } from "./command.ts";
 import { findCommand, isExecutable } from "./executables.ts";
 import { freePorts } from "./ports.ts";
 import { tailFile } from "./log-tail.ts";
@@ -213,35 +214,14 @@ function signalPid(pid: number, signal: NodeJS.Signals): void {
 }
 
 /** Runs a command to completion; never rejects (spawn failure or timeout: code -1). */
-function run(bin: string, args: string[], opts: { timeoutMs?: number; input?: string } = {}): Promise<CommandResult> {
-  return new Promise((resolve) => {
-    const child = spawn(bin, args, { env: childEnv(), stdio: ["pipe", "pipe", "pipe"] });
-    const stdout: Buffer[] = [];
-    const stderr: Buffer[] = [];
-    let note = "";
-    const timeoutMs = opts.timeoutMs ?? CTR_TIMEOUT_MS;
-    const timer = setTimeout(() => {
-      note = `\n[real-node] ${bin} ${args.join(" ")} timed out after ${timeoutMs} ms`;
-      child.kill("SIGKILL");
-    }, timeoutMs);
-    child.stdout.on("data", (chunk: Buffer) => stdout.push(chunk));
-    child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
-    child.stdin.on("error", () => {
-      // the command may exit without reading its input
-    });
-    child.on("error", (err) => {
-      note += `\n[real-node] ${err.message}`;
-    });
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({
-        code: note !== "" || code === null ? -1 : code,
-        stdout: Buffer.concat(stdout).toString("utf8"),
-        stderr: Buffer.concat(stderr).toString("utf8") + note,
-      });
-    });
-    child.stdin.end(opts.input ?? "");
+async function run(bin: string, args: string[], opts: { timeoutMs?: number; input?: string } = {}): Promise<CommandResult> {
+  const out = await runCommand(bin, args, {
+    env: childEnv(),
+    timeoutMs: opts.timeoutMs ?? CTR_TIMEOUT_MS,
+    label: `[real-node] ${bin} ${args.join(" ")}`,
+    input: opts.input,
   });
+  return { ...out, stdout: out.stdout.toString("utf8") };
 }
 
 /** A synchronous pause, for the exit-time cleanup (no event loop then). */

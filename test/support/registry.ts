@@ -23,6 +23,7 @@ import { freePort } from "./ports.ts";
 import { startTokenServer } from "./token-server.ts";
 import type { TestTokenServer, TokenServerUser } from "./token-server.ts";
 import { installExitHooks, liveChildren, liveDirs } from "./child-cleanup.ts";
+import { runCommand, type CommandOutput } from "./command.ts";
 import { tailFile } from "./log-tail.ts";
 import { findCommand } from "./executables.ts";
 
@@ -49,11 +50,7 @@ export interface RegistryOptions {
   tokenTtlSeconds?: number;
 }
 
-export interface SkopeoResult {
-  code: number;
-  stdout: Buffer;
-  stderr: string;
-}
+export type SkopeoResult = CommandOutput;
 
 export interface TestRegistry {
   /** "127.0.0.1:PORT" */
@@ -192,31 +189,12 @@ function describeExit(proc: RegistryProcess): string {
 
 /** Runs a command, collecting its output; never rejects (a spawn failure or timeout gives code -1). */
 function run(bin: string, args: string[], opts: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<SkopeoResult> {
-  return new Promise((resolve) => {
-    const child = spawn(bin, args, { env: opts.env ?? childEnv(), stdio: ["pipe", "pipe", "pipe"] });
-    liveChildren.add(child);
-    const stdout: Buffer[] = [];
-    const stderr: Buffer[] = [];
-    let note = "";
-    const timeoutMs = opts.timeoutMs ?? SKOPEO_TIMEOUT_MS;
-    const timer = setTimeout(() => {
-      note = `\n[registry] ${bin} ${args[0] ?? ""} timed out after ${timeoutMs} ms`;
-      child.kill("SIGKILL");
-    }, timeoutMs);
-    child.stdout.on("data", (chunk: Buffer) => stdout.push(chunk));
-    child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
-    child.stdin.on("error", () => {
-      // the command may exit without reading its input; its exit code tells the story
-    });
-    child.on("error", (err) => {
-      note += `\n[registry] ${err.message}`;
-    });
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      liveChildren.delete(child);
-      resolve({ code: note !== "" || code === null ? -1 : code, stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr).toString("utf8") + note });
-    });
-    child.stdin.end(opts.input ?? "");
+  // Only the subcommand in the label: the rest may hold credentials.
+  return runCommand(bin, args, {
+    env: opts.env ?? childEnv(),
+    timeoutMs: opts.timeoutMs ?? SKOPEO_TIMEOUT_MS,
+    label: `[registry] ${bin} ${args[0] ?? ""}`,
+    input: opts.input,
   });
 }
 

@@ -10,7 +10,7 @@ import { readFileSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { MEDIA_TYPES, sha256Digest } from "./oci-layout.ts";
+import { MEDIA_TYPES, sha256Digest, TAR_BLOCK, tarHeader } from "./oci-layout.ts";
 import type { Blob } from "./oci-layout.ts";
 
 /** Where busybox-static installs its binary (scripts/provision-node.sh installs the package). */
@@ -197,10 +197,6 @@ type TarEntry =
   | { type: "dir"; path: string; mode?: number }
   | { type: "symlink"; path: string; target: string };
 
-const BLOCK = 512;
-/** 2000-01-01T00:00:00Z: any fixed time will do; zero upsets some extractors. */
-const FIXED_MTIME = 946684800;
-
 function writeTar(entries: TarEntry[]): Buffer {
   const parts: Buffer[] = [];
   for (const entry of entries) {
@@ -208,34 +204,8 @@ function writeTar(entries: TarEntry[]): Buffer {
     const mode = entry.type === "symlink" ? 0o777 : (entry.mode ?? (entry.type === "dir" ? 0o755 : 0o644));
     const typeflag = entry.type === "file" ? "0" : entry.type === "dir" ? "5" : "2";
     parts.push(tarHeader(entry.path, { size: content.length, mode, typeflag, linkname: entry.type === "symlink" ? entry.target : "" }));
-    parts.push(content, Buffer.alloc((BLOCK - (content.length % BLOCK)) % BLOCK, 0));
+    parts.push(content, Buffer.alloc((TAR_BLOCK - (content.length % TAR_BLOCK)) % TAR_BLOCK, 0));
   }
-  parts.push(Buffer.alloc(2 * BLOCK, 0));
+  parts.push(Buffer.alloc(2 * TAR_BLOCK, 0));
   return Buffer.concat(parts);
-}
-
-function tarHeader(name: string, h: { size: number; mode: number; typeflag: string; linkname: string }): Buffer {
-  // Longer names would need ustar's prefix field or PAX headers; the images here never have any.
-  if (Buffer.byteLength(name) > 100 || Buffer.byteLength(h.linkname) > 100) throw new Error(`tar entry name longer than 100 bytes: ${name}`);
-  const header = Buffer.alloc(BLOCK, 0);
-  const field = (offset: number, length: number, text: string) => header.write(text, offset, length, "ascii");
-  /** An octal number, zero-padded to length-1 digits, NUL-terminated. */
-  const octal = (offset: number, length: number, value: number) => field(offset, length, value.toString(8).padStart(length - 1, "0") + "\0");
-  field(0, 100, name);
-  octal(100, 8, h.mode);
-  octal(108, 8, 0); // uid
-  octal(116, 8, 0); // gid
-  octal(124, 12, h.size);
-  octal(136, 12, FIXED_MTIME);
-  field(148, 8, " ".repeat(8)); // the checksum is computed with its own field as spaces
-  field(156, 1, h.typeflag);
-  field(157, 100, h.linkname);
-  field(257, 6, "ustar\0");
-  field(263, 2, "00");
-  field(265, 32, "root");
-  field(297, 32, "root");
-  let checksum = 0;
-  for (const byte of header) checksum += byte;
-  field(148, 8, checksum.toString(8).padStart(6, "0") + "\0 ");
-  return header;
 }

@@ -1,0 +1,10 @@
+// Numeric command-line options of the benchmarks, checked alike: a usage error names the flag and the range.
+
+/** `raw` as a number from `min` to `max` (an integer unless `integer` is false); throws a usage error otherwise. */
+export function numberOption(flag: string, raw: string, min: number, max: number, integer = true): number {
+  const n = Number(raw);
+  if (raw.trim() === "" || !Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) {
+    throw new Error(`--${flag} must be ${integer ? "an integer" : "a number"} from ${min} to ${max}, got ${raw}`);
+  }
+  return n;
+}

@@ -4,6 +4,8 @@ import { capList, moreText, renderReason, type Decision } from "./decision.ts";
 import { isObject } from "./json-shapes.ts";
 
 export const ADMISSION_API_VERSIONS = ["admission.k8s.io/v1", "admission.k8s.io/v1beta1"] as const;
+/** The operations admission.k8s.io defines; DELETE and CONNECT start no image and are answered allowed. */
+export const ADMISSION_OPERATIONS = ["CREATE", "UPDATE", "DELETE", "CONNECT"] as const;
 
 export interface AdmissionRequest {
   uid: string;
@@ -36,6 +38,10 @@ export function parseAdmissionReview(body: unknown): AdmissionParseResult {
   const request = body.request;
   if (!isObject(request)) return { ok: false, error: "request must be an object" };
   if (typeof request.uid !== "string" || request.uid === "") return { ok: false, error: "request.uid must be a non-empty string" };
+  // A request that does not say what it does cannot be judged; "allowed" would let it pass as a no-op.
+  if (!ADMISSION_OPERATIONS.some((op) => op === request.operation)) {
+    return { ok: false, error: `request.operation must be one of ${ADMISSION_OPERATIONS.join(", ")}, got ${JSON.stringify(request.operation ?? null)}` };
+  }
   for (const key of ["object", "oldObject"] as const) {
     const v = request[key];
     if (v !== undefined && v !== null && !isObject(v)) return { ok: false, error: `request.${key} must be an object` };

@@ -83,10 +83,32 @@ test("a container without an image is reviewed as an empty reference (and so den
 });
 
 test("responses echo uid and apiVersion; denials are 403 with the rendered reason", () => {
-  const parsed = parseAdmissionReview({ apiVersion: "admission.k8s.io/v1beta1", kind: "AdmissionReview", request: { uid: "abc" } });
+  const parsed = parseAdmissionReview({
+    apiVersion: "admission.k8s.io/v1beta1",
+    kind: "AdmissionReview",
+    request: { uid: "abc", operation: "CREATE", object: {} },
+  });
   assert.ok(parsed.ok);
   const ok = admissionResponse(parsed.review, allow({ warnings: ["line1\nline2"] }));
   assert.deepEqual(ok, { apiVersion: "admission.k8s.io/v1beta1", kind: "AdmissionReview", response: { uid: "abc", allowed: true, warnings: ["line1 line2"] } });
   const no = admissionResponse(parsed.review, deny([{ policy: "p", rule: "default", image: "x", field: "spec.containers[0].image", message: "m" }]));
   assert.deepEqual(no.response.status, { code: 403, reason: "Forbidden", message: 'image "x" (spec.containers[0].image) denied by policy p default: m' });
+});
+
+const reviewWith = (request: Record<string, unknown>) => ({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: { uid: "u", ...request } });
+
+test("a review without an operation, or with one Kubernetes does not define, is refused with the reason", () => {
+  for (const operation of [undefined, null, "", "PATCH", "create", 7]) {
+    const parsed = parseAdmissionReview(reviewWith(operation === undefined ? {} : { operation }));
+    assert.equal(parsed.ok, false, `operation ${JSON.stringify(operation)}`);
+    assert.match(parsed.ok ? "" : parsed.error, /request\.operation must be one of CREATE, UPDATE, DELETE, CONNECT, got /);
+  }
+});
+
+test("DELETE and CONNECT reviews are accepted and not reviewed (they start no image)", () => {
+  for (const operation of ["DELETE", "CONNECT"]) {
+    const parsed = parseAdmissionReview(reviewWith({ operation, object: null }));
+    assert.ok(parsed.ok, operation);
+    assert.equal(subjectOfRequest(parsed.review.request).review, false);
+  }
 });

@@ -88,6 +88,24 @@ const malformed: Array<[string, { raw?: string | Buffer; payload?: unknown; path
     /request\.uid must be a non-empty string/,
   ],
   [
+    "missing operation",
+    { payload: { apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: { uid: "u" } } },
+    400,
+    /request\.operation must be one of CREATE, UPDATE, DELETE, CONNECT, got null/,
+  ],
+  [
+    "unknown operation",
+    { payload: { ...podReview({ images: ["a:1"], operation: "PATCH" }) } },
+    400,
+    /request\.operation must be one of CREATE, UPDATE, DELETE, CONNECT, got "PATCH"/,
+  ],
+  [
+    "/mutate with an unknown operation",
+    { path: "/mutate", payload: { ...podReview({ images: ["a:1"], operation: "APPLY" }) } },
+    400,
+    /request\.operation must be one of CREATE, UPDATE, DELETE, CONNECT, got "APPLY"/,
+  ],
+  [
     "ImageReview with wrong kind",
     { path: "/imagereview", payload: { apiVersion: "imagepolicy.k8s.io/v1alpha1", kind: "TokenReview", spec: {} } },
     400,

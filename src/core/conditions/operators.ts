@@ -1,5 +1,6 @@
 // The condition operators of the image-verification design, with durations and quantities compared as such.
-// A comparison either holds or says, in words, what was found: "3 is not Equals 0". Pure.
+// A comparison either holds or says, in words, what was found: "3 is not Equals 0"; a missing field fails
+// every operator. Pure.
 import { parseDuration } from "../duration.ts";
 import { parseQuantity } from "./values.ts";
 
@@ -25,6 +26,10 @@ export function isOperator(value: unknown): value is Operator {
 
 /** undefined when the comparison holds; otherwise why not. */
 export function compare(found: unknown, operator: Operator, expected: unknown): string | undefined {
+  // A missing field holds no value to compare: it fails every operator, so that an attestation without the
+  // field cannot satisfy "must not be X" (NotEquals, NotIn, …) by saying nothing.
+  if (found === undefined) return `the field is missing (nothing found), so it is not ${operator} ${show(expected)}`;
+  if (expected === undefined) return `the value is missing (nothing found), so ${show(found)} is not ${operator} it`;
   const holds = evaluate(found, operator, expected);
   return holds ? undefined : `${show(found)} is not ${operator} ${show(expected)}`;
 }

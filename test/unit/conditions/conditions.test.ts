@@ -57,7 +57,10 @@ test("any: at least one holds; every block must hold; a missing field is 'not fo
     evaluateConditions(c, provenance("https://evil.example/runner")) ?? "",
     /^none of conditions\[0\]\.any\[0\]: .* is not In .*; conditions\[0\]\.any\[1\]/,
   );
-  assert.equal(evaluateConditions(c, {}), 'conditions[0].all[0]: nothing (not found) is not Equals "https://actions.github.io/buildtypes/workflow/v1"');
+  assert.equal(
+    evaluateConditions(c, {}),
+    'conditions[0].all[0]: the field is missing (nothing found), so it is not Equals "https://actions.github.io/buildtypes/workflow/v1"',
+  );
 });
 
 test("operators: equality across numbers and numeric strings, lists, durations and quantities by magnitude", () => {
@@ -82,6 +85,34 @@ test("operators: equality across numbers and numeric strings, lists, durations a
   assert.equal(formatDuration(97_384_000), "27h3m4s");
   assert.equal(parseQuantity("1.5Gi"), 1.5 * 2 ** 30);
   assert.equal(parseQuantity("42"), undefined);
+});
+
+test("a missing field fails every operator, the negative ones too, and the message says it is missing", () => {
+  for (const operator of ["NotEquals", "NotIn", "AllNotIn", "AnyNotIn", "Equals", "In", "GreaterThanOrEquals", "LessThanOrEquals"] as const)
+    assert.equal(compare(undefined, operator, ["critical"]), `the field is missing (nothing found), so it is not ${operator} ["critical"]`, operator);
+  // A value taken from the data that is missing is no better: "must not equal a missing field" proves nothing.
+  assert.equal(compare("high", "NotEquals", undefined), 'the value is missing (nothing found), so "high" is not NotEquals it');
+  const c = compiled([{ all: [{ key: "{{ scanner.severity }}", operator: "NotEquals", value: "critical" }] }]);
+  assert.equal(evaluateConditions(c, { scanner: {} }), 'conditions[0].all[0]: the field is missing (nothing found), so it is not NotEquals "critical"');
+  assert.equal(evaluateConditions(c, { scanner: { severity: "low" } }), undefined);
+});
+
+test("NotEquals, GreaterThanOrEquals and LessThanOrEquals: each holds and fails where it should, at the boundary too", () => {
+  assert.equal(compare("low", "NotEquals", "critical"), undefined);
+  assert.equal(compare("critical", "NotEquals", "critical"), '"critical" is not NotEquals "critical"');
+  assert.equal(compare(3, "NotEquals", "3"), '3 is not NotEquals "3"', "numbers and numeric strings are one value");
+  assert.equal(compare(["a"], "NotEquals", ["a", "b"]), undefined);
+  assert.equal(compare(5, "GreaterThanOrEquals", 5), undefined);
+  assert.equal(compare(6, "GreaterThanOrEquals", 5), undefined);
+  assert.equal(compare(4, "GreaterThanOrEquals", 5), "4 is not GreaterThanOrEquals 5");
+  assert.equal(compare("1h", "GreaterThanOrEquals", "60m"), undefined);
+  assert.equal(compare("59m", "GreaterThanOrEquals", "1h"), '"59m" is not GreaterThanOrEquals "1h"');
+  assert.equal(compare(5, "LessThanOrEquals", 5), undefined);
+  assert.equal(compare(4, "LessThanOrEquals", 5), undefined);
+  assert.equal(compare(6, "LessThanOrEquals", 5), "6 is not LessThanOrEquals 5");
+  assert.equal(compare("1Gi", "LessThanOrEquals", "1024Mi"), undefined);
+  assert.equal(compare("1.5Gi", "LessThanOrEquals", "1Gi"), '"1.5Gi" is not LessThanOrEquals "1Gi"');
+  assert.equal(compare("abc", "LessThanOrEquals", "abc"), '"abc" is not LessThanOrEquals "abc"', "strings have no order");
 });
 
 test("load errors: invalid JMESPath and unknown operators, with their field paths", () => {

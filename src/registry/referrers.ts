@@ -2,6 +2,7 @@
 // GET /v2/<name>/referrers/<digest>, or the same index stored at the referrers tag (`sha256-<hex>`) by clients
 // of registries without the API. Pure parsing; the requests are in registry-client.ts.
 import { digestAlgorithm } from "./content-digest.ts";
+import { essence, OCI_IMAGE_INDEX } from "./media-types.ts";
 
 export interface ReferrerDescriptor {
   mediaType: string;
@@ -45,11 +46,46 @@ export function parseReferrersIndex(body: Buffer): { ok: true; descriptors: Refe
   return { ok: true, descriptors };
 }
 
-/** The next page of a paginated answer (`Link: <…>; rel="next"`), as a path below /v2/<name>/; only same-origin links. */
-export function nextPagePath(link: string | undefined, repository: string): string | undefined {
+/**
+ * What a Referrers API answer is: an OCI image index (by its Content-Type, or by its own `mediaType` when the
+ * Content-Type is not a manifest type), whose descriptors are then strictly checked; or something else
+ * (an HTML page, a JSON error, a manifest), which means the registry has no Referrers API here.
+ */
+export function readReferrersAnswer(
+  body: Buffer,
+  contentType: string | undefined,
+): { ok: true; descriptors: ReferrerDescriptor[] } | { ok: false; error: string } | { notAnIndex: string } {
+  const type = essence(contentType);
+  let declared: unknown;
+  try {
+    declared = (JSON.parse(body.toString("utf8")) as { mediaType?: unknown } | null)?.mediaType;
+  } catch {
+    if (type !== OCI_IMAGE_INDEX) return { notAnIndex: `a ${type ?? "body without Content-Type"} that is not JSON` };
+  }
+  const isIndex = type === OCI_IMAGE_INDEX ? declared === undefined || declared === OCI_IMAGE_INDEX : declared === OCI_IMAGE_INDEX;
+  if (!isIndex) return { notAnIndex: `${type ?? "no Content-Type"}${typeof declared === "string" ? ` declaring ${declared}` : ""}, not an OCI image index` };
+  return parseReferrersIndex(body);
+}
+
+export type NextPage = { path: string } | { refused: string };
+
+/**
+ * The next page of a paginated answer (`Link: <…>; rel="next"`), as a path below /v2/<name>/. A relative link
+ * resolves against `answered` (the URL that answered); an absolute one is followed only to the same origin
+ * (scheme, host and port) and repository, so a registry cannot send the client (and its credentials) elsewhere.
+ */
+export function nextPage(link: string | undefined, repository: string, answered: URL): NextPage | undefined {
   if (!link) return undefined;
   const m = /<([^>]+)>\s*;\s*rel="?next"?/.exec(link);
   if (!m) return undefined;
+  let next: URL;
+  try {
+    next = new URL(m[1]!, answered);
+  } catch {
+    return { refused: `the next page ${JSON.stringify(m[1])} is not a URL` };
+  }
+  if (next.origin !== answered.origin) return { refused: `the next page is on another host (${next.origin}); only ${answered.origin} is followed` };
   const prefix = `/v2/${repository}/`;
-  return m[1]!.startsWith(prefix) ? m[1]!.slice(prefix.length) : undefined;
+  if (!next.pathname.startsWith(prefix)) return { refused: `the next page ${next.pathname} is outside ${prefix}` };
+  return { path: next.pathname.slice(prefix.length) + next.search };
 }

@@ -13,7 +13,7 @@ import { computeDigest, digestAlgorithm } from "./content-digest.ts";
 import { EndpointAgents } from "./endpoint-agents.ts";
 import { HttpTransport, subject, type ExchangeContext, type HttpResponse, type RoundTrip } from "./http-exchange.ts";
 import { MANIFEST_ACCEPT, OCI_IMAGE_INDEX, essence, readManifest, type PlatformManifest } from "./media-types.ts";
-import { nextPagePath, parseReferrersIndex, referrersTag, type ReferrerDescriptor } from "./referrers.ts";
+import { nextPage, parseReferrersIndex, readReferrersAnswer, referrersTag, type ReferrerDescriptor } from "./referrers.ts";
 import { challengeOf, RegistryAuthorizer, statusError } from "./registry-auth.ts";
 import { RegistryError, type EndpointFailure } from "./registry-error.ts";
 import { endpointsFor, settingsForHost, type RegistryEndpoint, type RegistrySettingsMap } from "./registry-settings.ts";
@@ -36,7 +36,7 @@ export interface RegistryClientOptions {
   requestTimeoutMs?: number;
   /** Manifest size limit, bytes. Default 4 MiB. */
   maxManifestBytes?: number;
-  /** The clock for token expiry (tests inject one). */
+  /** The clock for token expiry and remembered registry features, epoch ms (tests inject one). */
   now?: () => number;
   /** Called for every HTTP exchange, token requests included, so callers can count round trips. */
   onRoundTrip?: (trip: RoundTrip) => void;
@@ -95,8 +95,14 @@ export interface Referrers extends Provenance {
 
 /** Pages of a referrers answer followed at most. */
 const MAX_REFERRER_PAGES = 10;
-/** How long a host that answered 404 to the Referrers API is assumed to lack it (saves a round trip per image). */
-const NO_REFERRERS_API_TTL_MS = 10 * 60_000;
+/**
+ * How long a repository whose Referrers API was missing is assumed to lack it (saves a round trip per image).
+ * Per repository and brief: one repository's 404 (say, an unknown name) says nothing of the host's others.
+ */
+const NO_REFERRERS_API_TTL_MS = 60_000;
+const MAX_NO_REFERRERS_API = 1_024;
+/** Answers of the Referrers API that mean "not here" (distribution-spec: 404; registries also send 400 or 406). */
+const NO_REFERRERS_API_STATUSES = new Set([400, 404, 406]);
 
 /** A registry and repository, as in an ImageReference. */
 export type RepositoryRef = Pick<ImageReference, "registry" | "repository">;
@@ -108,13 +114,15 @@ export class RegistryClient {
   readonly #agents: EndpointAgents;
   readonly #transport: HttpTransport;
   readonly #auth: RegistryAuthorizer;
-  /** Hosts that answered 404 to the Referrers API, until when. */
+  /** Endpoint and repository pairs without a Referrers API, until when (bounded; oldest dropped first). */
   readonly #noReferrersApi = new Map<string, number>();
+  readonly #now: () => number;
 
   constructor(options: RegistryClientOptions = {}) {
     this.#settings = options.settings ?? new Map();
     this.#lookup = options.credentials ?? ANONYMOUS;
     this.#maxManifestBytes = options.maxManifestBytes ?? DEFAULT_MAX_MANIFEST_BYTES;
+    this.#now = options.now ?? Date.now;
     const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.#agents = new EndpointAgents(this.#settings, { connectTimeoutMs: requestTimeoutMs });
     this.#transport = new HttpTransport({ agents: this.#agents, settings: this.#settings, requestTimeoutMs, onRoundTrip: options.onRoundTrip });
@@ -204,56 +212,85 @@ export class RegistryClient {
   }
 
   /**
-   * The manifests that refer to `subjectDigest` (OCI 1.1): from the Referrers API, following pages; where a
-   * registry has none (404, as docker-registry 2.8), from the referrers tag schema's index. No referrers at all
-   * is an empty list, not an error. `artifactType` filters, on the registry or here.
+   * The manifests that refer to `subjectDigest` (OCI 1.1): from the Referrers API, following pages; where the
+   * API is missing for the repository (400, 404, 406, or an answer that is not an OCI image index: registries
+   * differ, docker-registry 2.8 has none), from the referrers tag schema's index. No referrers at all is an
+   * empty list, not an error; from a mirror it is not final (the mirror may not have them yet), so the registry
+   * itself is asked. `artifactType` filters, on the registry or here.
    */
   async listReferrers(repo: RepositoryRef, subjectDigest: string, options: CallOptions & { artifactType?: string } = {}): Promise<Referrers> {
     if (digestAlgorithm(subjectDigest) === undefined) throw new Error(`listReferrers: ${JSON.stringify(subjectDigest)} is not a sha256 or sha512 digest`);
     const filter = (list: ReferrerDescriptor[]) => (options.artifactType === undefined ? list : list.filter((d) => d.artifactType === options.artifactType));
-    return this.#acrossEndpoints(repo, options, async (endpoint, context) => {
-      const what = `referrers of ${subjectDigest}`;
-      const bad = (error: string) =>
-        new RegistryError("protocol", `${subject(context)}: ${what} from ${endpoint.host}: ${error}`, { ...context, endpoint: endpoint.host });
-      if ((this.#noReferrersApi.get(endpoint.host) ?? 0) <= Date.now()) {
-        const query = options.artifactType === undefined ? "" : `?artifactType=${encodeURIComponent(options.artifactType)}`;
-        let path: string | undefined = `referrers/${subjectDigest}${query}`;
-        const descriptors: ReferrerDescriptor[] = [];
-        let filtered = true;
-        for (let page = 0; path !== undefined; page++) {
-          if (page === MAX_REFERRER_PAGES) throw bad(`more than ${MAX_REFERRER_PAGES} pages`);
-          const { response, credentialSource } = await this.#send(endpoint, context, "GET", path, options);
-          if (response.status === 404 && page === 0) {
-            await response.discard();
-            this.#noReferrersApi.set(endpoint.host, Date.now() + NO_REFERRERS_API_TTL_MS);
-            break;
-          }
-          if (response.status !== 200) throw await statusError(response, context, endpoint.host, what);
-          if (!/\bartifactType\b/.test(response.header("oci-filters-applied") ?? "")) filtered = false;
-          const parsed = parseReferrersIndex(await response.bytes(this.#maxManifestBytes, what));
-          if (!parsed.ok) throw bad(parsed.error);
-          descriptors.push(...parsed.descriptors);
-          path = nextPagePath(response.header("link"), context.repository);
-          if (path === undefined) {
-            const list = filtered ? descriptors : filter(descriptors);
-            return { descriptors: list, source: "api", endpoint: endpoint.host, credentialSource };
-          }
+    const found = (referrers: Referrers) => referrers.descriptors.length > 0;
+    return this.#acrossEndpoints(
+      repo,
+      options,
+      async (endpoint, context) => {
+        const fromApi = await this.#referrersApi(endpoint, context, subjectDigest, options);
+        if (fromApi) return { ...fromApi, descriptors: fromApi.filtered ? fromApi.descriptors : filter(fromApi.descriptors) };
+        // The referrers tag schema: an image index at tag <alg>-<hex>, kept up to date by the clients that push.
+        const tag = referrersTag(subjectDigest);
+        const { response, credentialSource } = await this.#send(endpoint, context, "GET", `manifests/${tag}`, options);
+        if (response.status === 404) {
+          await response.discard();
+          return { descriptors: [], source: "none", endpoint: endpoint.host, credentialSource };
         }
+        if (response.status !== 200) throw await statusError(response, context, endpoint.host, `referrers tag ${tag}`);
+        const body = await response.bytes(this.#maxManifestBytes, `referrers tag ${tag}`);
+        verifyManifestDigest(body, response, undefined, context, endpoint);
+        const parsed = parseReferrersIndex(body);
+        if (!parsed.ok)
+          throw new RegistryError("protocol", `${subject(context)}: referrers tag ${tag} from ${endpoint.host}: ${parsed.error}`, {
+            ...context,
+            endpoint: endpoint.host,
+          });
+        return { descriptors: filter(parsed.descriptors), source: "tag-schema", endpoint: endpoint.host, credentialSource };
+      },
+      found,
+    );
+  }
+
+  /** The Referrers API's answer, all pages; undefined when the repository has no such API (remembered briefly). */
+  async #referrersApi(
+    endpoint: RegistryEndpoint,
+    context: ExchangeContext,
+    subjectDigest: string,
+    options: CallOptions & { artifactType?: string },
+  ): Promise<(Referrers & { filtered: boolean }) | undefined> {
+    const what = `referrers of ${subjectDigest}`;
+    const bad = (error: string) =>
+      new RegistryError("protocol", `${subject(context)}: ${what} from ${endpoint.host}: ${error}`, { ...context, endpoint: endpoint.host });
+    const apiKey = `${endpoint.host}/${context.repository}`;
+    if ((this.#noReferrersApi.get(apiKey) ?? 0) > this.#now()) return undefined;
+    const noApi = async (response: HttpResponse | undefined) => {
+      await response?.discard();
+      this.#noReferrersApi.delete(apiKey);
+      if (this.#noReferrersApi.size >= MAX_NO_REFERRERS_API) this.#noReferrersApi.delete(this.#noReferrersApi.keys().next().value!);
+      this.#noReferrersApi.set(apiKey, this.#now() + NO_REFERRERS_API_TTL_MS);
+      return undefined;
+    };
+    const query = options.artifactType === undefined ? "" : `?artifactType=${encodeURIComponent(options.artifactType)}`;
+    let path = `referrers/${subjectDigest}${query}`;
+    const descriptors: ReferrerDescriptor[] = [];
+    let filtered = true;
+    for (let page = 0; ; page++) {
+      if (page === MAX_REFERRER_PAGES) throw bad(`more than ${MAX_REFERRER_PAGES} pages`);
+      const { response, credentialSource } = await this.#send(endpoint, context, "GET", path, options);
+      if (page === 0 && NO_REFERRERS_API_STATUSES.has(response.status)) return noApi(response);
+      if (response.status !== 200) throw await statusError(response, context, endpoint.host, what);
+      if (!/\bartifactType\b/.test(response.header("oci-filters-applied") ?? "")) filtered = false;
+      const answer = readReferrersAnswer(await response.bytes(this.#maxManifestBytes, what), response.header("content-type"));
+      if ("notAnIndex" in answer) {
+        if (page === 0) return noApi(undefined);
+        throw bad(`page ${page + 1} is ${answer.notAnIndex}`);
       }
-      // The referrers tag schema: an image index at tag <alg>-<hex>, kept up to date by the clients that push.
-      const tag = referrersTag(subjectDigest);
-      const { response, credentialSource } = await this.#send(endpoint, context, "GET", `manifests/${tag}`, options);
-      if (response.status === 404) {
-        await response.discard();
-        return { descriptors: [], source: "none", endpoint: endpoint.host, credentialSource };
-      }
-      if (response.status !== 200) throw await statusError(response, context, endpoint.host, `referrers tag ${tag}`);
-      const body = await response.bytes(this.#maxManifestBytes, `referrers tag ${tag}`);
-      verifyManifestDigest(body, response, undefined, context, endpoint);
-      const parsed = parseReferrersIndex(body);
-      if (!parsed.ok) throw bad(`referrers tag ${tag}: ${parsed.error}`);
-      return { descriptors: filter(parsed.descriptors), source: "tag-schema", endpoint: endpoint.host, credentialSource };
-    });
+      if (!answer.ok) throw bad(answer.error);
+      descriptors.push(...answer.descriptors);
+      const next = nextPage(response.header("link"), context.repository, new URL(`/v2/${context.repository}/${path}`, endpoint.origin));
+      if (next === undefined) return { descriptors, filtered, source: "api", endpoint: endpoint.host, credentialSource };
+      if ("refused" in next) throw bad(next.refused);
+      path = next.path;
+    }
   }
 
   /** Closes every connection. The client cannot be used afterwards. */
@@ -261,17 +298,22 @@ export class RegistryClient {
     await this.#agents.close();
   }
 
-  /** Runs `attempt` on each mirror in order and then the registry; the first success wins. */
+  /**
+   * Runs `attempt` on each mirror in order and then the registry; the first success wins, except a mirror's
+   * answer that `finalFromMirror` says is not final (the registry is then asked, and its answer or error stands).
+   */
   async #acrossEndpoints<T>(
     repo: RepositoryRef,
     options: CallOptions,
     attempt: (endpoint: RegistryEndpoint, context: ExchangeContext) => Promise<T>,
+    finalFromMirror: (result: T) => boolean = () => true,
   ): Promise<T> {
     const context: ExchangeContext = { registry: repo.registry, repository: repo.repository };
     const failures: EndpointFailure[] = [];
     for (const endpoint of endpointsFor(this.#settings, repo.registry)) {
       try {
-        return await attempt(endpoint, context);
+        const result = await attempt(endpoint, context);
+        if (!endpoint.mirror || finalFromMirror(result)) return result;
       } catch (e) {
         // A mirror that fails for any reason (gone, stale, refusing, even serving bad bytes) is skipped: the
         // registry is still asked, and its answer is verified the same way. The caller's deadline is not.

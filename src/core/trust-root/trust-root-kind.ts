@@ -77,6 +77,8 @@ export function parseTrustedRoot(json: unknown): Omit<TrustRoot, "name" | "sourc
   const mediaType = (json as { mediaType?: unknown }).mediaType;
   if (typeof mediaType !== "string" || !TRUSTED_ROOT_MEDIA_TYPES.has(mediaType))
     return { error: `mediaType must be one of ${[...TRUSTED_ROOT_MEDIA_TYPES].join(", ")}, got ${JSON.stringify(mediaType ?? null)}` };
+  const undated = firstMissingStart(json as Record<string, unknown>);
+  if (undated) return { error: `${undated} is missing: every key and CA in a trusted root must say from when it is valid` };
   try {
     const root = TrustedRoot.fromJSON(json);
     if (root.certificateAuthorities.length === 0 && root.tlogs.length === 0 && root.timestampAuthorities.length === 0)
@@ -88,4 +90,29 @@ export function parseTrustedRoot(json: unknown): Omit<TrustRoot, "name" | "sourc
   } catch (e) {
     return { error: `not a valid trusted root: ${(e as Error).message}` };
   }
+}
+
+/**
+ * The first validity range without a start, as a field path. Sigstore's verifier would read a missing start as
+ * "valid since the beginning of time", so a log key or CA would vouch for entries from before it existed.
+ */
+function firstMissingStart(root: Record<string, unknown>): string | undefined {
+  const lists: Array<[string, string]> = [
+    ["tlogs", "publicKey.validFor"],
+    ["ctlogs", "publicKey.validFor"],
+    ["certificateAuthorities", "validFor"],
+    ["timestampAuthorities", "validFor"],
+  ];
+  for (const [list, rangePath] of lists) {
+    const items = root[list];
+    if (!Array.isArray(items)) continue;
+    for (const [i, item] of items.entries()) {
+      const range = rangePath
+        .split(".")
+        .reduce<unknown>((at, key) => (typeof at === "object" && at !== null ? (at as Record<string, unknown>)[key] : undefined), item);
+      const start = typeof range === "object" && range !== null ? (range as { start?: unknown }).start : undefined;
+      if (typeof start !== "string" || start === "") return `${list}[${i}].${rangePath}.start`;
+    }
+  }
+  return undefined;
 }

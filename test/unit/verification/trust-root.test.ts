@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { parsePolicyText } from "../../../src/policy/load-policies.ts";
+import { parseTrustedRoot } from "../../../src/core/trust-root/trust-root-kind.ts";
 import { embeddedTrustedRootJson, publicGoodTrustRoot, trustRootNamed } from "../../../src/verification/trust-roots.ts";
 
 test("the public-good root ships embedded: Fulcio CAs, Rekor and CT logs, usable offline", () => {
@@ -34,7 +35,7 @@ test("malformed trust roots are load errors naming file, line and field", () => 
       /spec\.trustedRoot: it lists no certificate authority, transparency log or timestamp authority/,
     ],
     [
-      'spec: {trustedRoot: {mediaType: "application/vnd.dev.sigstore.trustedroot+json;version=0.1", tlogs: [{baseUrl: x, publicKey: {rawBytes: "AAAA", keyDetails: PKIX_ECDSA_P256_SHA_256}, logId: {keyId: "AAAA"}}]}}',
+      'spec: {trustedRoot: {mediaType: "application/vnd.dev.sigstore.trustedroot+json;version=0.1", tlogs: [{baseUrl: x, publicKey: {rawBytes: "AAAA", keyDetails: PKIX_ECDSA_P256_SHA_256, validFor: {start: "2024-01-01T00:00:00Z"}}, logId: {keyId: "AAAA"}}]}}',
       /spec\.trustedRoot: not a valid trusted root/,
     ],
     ["spec: {path: root.json}", /spec\.path: files can only be named by policies loaded from files/],
@@ -46,3 +47,38 @@ test("malformed trust roots are load errors naming file, line and field", () => 
     assert.match(errors.map((e) => `${e.origin}:${e.line} ${e.path}: ${e.message}`).join("\n"), expected);
   }
 });
+
+test("a log, CA or timestamp authority without a validity start is refused at load, naming the field", () => {
+  const withoutStart = (edit: (root: TrustedRootJson) => void) => {
+    const root = structuredClone(embeddedTrustedRootJson()) as TrustedRootJson;
+    edit(root);
+    return root;
+  };
+  const cases: Array<[TrustedRootJson, string]> = [
+    [withoutStart((r) => delete r.tlogs[1]!.publicKey.validFor!.start), "tlogs[1].publicKey.validFor.start"],
+    [withoutStart((r) => delete r.tlogs[0]!.publicKey.validFor), "tlogs[0].publicKey.validFor.start"],
+    [withoutStart((r) => delete r.ctlogs[0]!.publicKey.validFor!.start), "ctlogs[0].publicKey.validFor.start"],
+    [withoutStart((r) => delete r.certificateAuthorities[1]!.validFor!.start), "certificateAuthorities[1].validFor.start"],
+    [withoutStart((r) => delete r.timestampAuthorities[0]!.validFor), "timestampAuthorities[0].validFor.start"],
+  ];
+  for (const [root, field] of cases) {
+    const parsed = parseTrustedRoot(root);
+    assert.ok("error" in parsed, field);
+    assert.equal(parsed.error, `${field} is missing: every key and CA in a trusted root must say from when it is valid`);
+    const { errors } = parsePolicyText(
+      `apiVersion: imprimatur.dev/v1alpha1\nkind: TrustRoot\nmetadata: {name: corp}\nspec:\n  trustedRoot: ${JSON.stringify(root)}\n`,
+      "root.yaml",
+    );
+    assert.deepEqual(
+      errors.map((e) => `${e.path}: ${e.message}`),
+      [`spec.trustedRoot: ${field} is missing: every key and CA in a trusted root must say from when it is valid`],
+    );
+  }
+});
+
+interface TrustedRootJson {
+  tlogs: Array<{ publicKey: { validFor?: { start?: string } } }>;
+  ctlogs: Array<{ publicKey: { validFor?: { start?: string } } }>;
+  certificateAuthorities: Array<{ validFor?: { start?: string } }>;
+  timestampAuthorities: Array<{ validFor?: { start?: string } }>;
+}

@@ -1,12 +1,36 @@
 // PodSpecRestriction: mirrors the PodSpec. Init and ephemeral containers are held to the `containers`
 // restrictions unless they have their own (`initContainers: []` opts them out: an empty list restricts
-// nothing), because a privileged init container is as dangerous as a privileged container.
+// nothing), because a privileged init container is as dangerous as a privileged container. For the same reason
+// the references of OCI image volumes are held to the `containers` image restrictions unless `volumes` restricts
+// `image.reference` itself: an image allowlist must not be sidestepped by mounting the image as a volume.
+import { isObject } from "../json-shapes.ts";
 import { CONTAINER_LISTS } from "../pod-images.ts";
 import { compileContainerRestrictions } from "./container-restriction.ts";
+import { compileImageRestrictions } from "./image-restriction.ts";
 import { podSecurityContext } from "./security-context-restriction.ts";
-import { boolField, compileStruct, numberField, stringField, stringMapField, structField, type FieldSpec, type StructSpec } from "./struct-restriction.ts";
+import {
+  anyOf,
+  boolField,
+  compileStruct,
+  numberField,
+  stringField,
+  stringMapField,
+  structField,
+  type FieldSpec,
+  type StructSpec,
+} from "./struct-restriction.ts";
 import { compileVolumeRestrictions } from "./volume-restriction.ts";
-import { childOf, describe, finding, readMapping, type Check, type CompileContext, type RawPath } from "./restrictions/restriction-support.ts";
+import {
+  childOf,
+  CompileContext,
+  describe,
+  finding,
+  readListOrOne,
+  readMapping,
+  type Check,
+  type Located,
+  type RawPath,
+} from "./restrictions/restriction-support.ts";
 
 const simpleFields: StructSpec = {
   pointer: false,
@@ -44,11 +68,21 @@ export function compilePodSpecRestriction(raw: unknown, path: RawPath, cx: Compi
     perList.set(list, obj[list] === undefined ? containers : compileContainerRestrictions(obj[list], [...path, list], cx));
   }
   const listRule = cx.rule(path);
+  const volumeImages =
+    obj.containers !== undefined && !restrictsImageVolumes(obj.volumes) ? containerImageAlternatives(obj.containers, [...path, "containers"], cx) : undefined;
 
   return (spec, ecx, out) => {
     if (!ecx.onlyContainers) {
       simple?.(spec, ecx, out);
-      volumes?.(childOf(spec, "volumes"), ecx, out);
+      const volumesAt = childOf(spec, "volumes");
+      volumes?.(volumesAt, ecx, out);
+      if (volumeImages && Array.isArray(volumesAt.value)) {
+        volumesAt.value.forEach((v, i) => {
+          if (!isObject(v) || v.image === undefined || v.image === null) return;
+          const reference: Located = { value: isObject(v.image) ? v.image.reference : undefined, field: `${volumesAt.field}[${i}].image.reference` };
+          volumeImages(reference, ecx, out);
+        });
+      }
     }
     for (const list of CONTAINER_LISTS) {
       const check = perList.get(list);
@@ -62,4 +96,27 @@ export function compilePodSpecRestriction(raw: unknown, path: RawPath, cx: Compi
       at.value.forEach((c, i) => check({ value: c, field: `${at.field}[${i}]` }, ecx, out));
     }
   };
+}
+
+/** Whether some `volumes` entry restricts `image.reference` itself. */
+function restrictsImageVolumes(raw: unknown): boolean {
+  const entries = Array.isArray(raw) ? raw : [raw];
+  return entries.some((e) => isObject(e) && isObject(e.image) && e.image.reference !== undefined);
+}
+
+/**
+ * The image restrictions of the `containers` alternatives, as one check; undefined when some alternative leaves
+ * the image unrestricted. Compiled a second time in a context of its own: the errors were reported once already.
+ */
+function containerImageAlternatives(raw: unknown, path: RawPath, cx: CompileContext): Check | undefined {
+  const quiet = new CompileContext();
+  quiet.ruleBase = cx.ruleBase;
+  const alternatives: Check[] = [];
+  for (const { raw: item, path: p } of readListOrOne(raw, path, quiet)) {
+    if (!isObject(item) || item.image === undefined) return undefined;
+    const check = compileImageRestrictions(item.image, [...p, "image"], quiet);
+    if (!check) return undefined;
+    alternatives.push(check);
+  }
+  return alternatives.length > 0 ? anyOf(alternatives) : undefined;
 }

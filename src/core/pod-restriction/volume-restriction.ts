@@ -1,7 +1,7 @@
 // VolumeRestriction: which volumes a pod may have. `volumes` is a list of entries (or one entry); each
 // entry covers the volumes whose type passes its `volumeType` (all volumes when it has none) and says
-// how they may look: type-specific rules (hostPath path prefixes and type, csi and flexVolume drivers)
-// and `mount` rules for every volumeMount of those volumes in any container.
+// how they may look: type-specific rules (hostPath path prefixes and type, csi and flexVolume drivers, the
+// reference of an OCI image volume, restricted like a container's image) and `mount` rules for every volumeMount of those volumes in any container.
 //   - A volume no entry covers is denied (its type is not allowed).
 //   - A covered volume must satisfy at least one entry that covers it.
 //   - An entry's collection rules (forbidEmpty/requireEmpty) and volumeType.requiredValues count the
@@ -9,6 +9,7 @@
 //     other types forbids hostPath volumes (alone, `{volumeType: {forbidden: [hostPath]}}` says the same).
 import { CONTAINER_LISTS } from "../pod-images.ts";
 import { anyOf, compileStruct, stringField, boolField, type StructSpec } from "./struct-restriction.ts";
+import { compileImageRestrictions } from "./image-restriction.ts";
 import { checkCollection, COLLECTION_KEYS, compileCollectionRule, type CollectionRule } from "./restrictions/collection-restriction.ts";
 import {
   childOf,
@@ -37,6 +38,8 @@ const TYPE_SPECIFIC: Record<string, StructSpec> = {
   hostPath: { pointer: false, fields: { path: stringField(false, "pathPrefix"), type: stringField(true) } },
   csi: { pointer: false, fields: { driver: stringField(false), readOnly: boolField(true) } },
   flexVolume: { pointer: false, fields: { driver: stringField(false), readOnly: boolField(false) } },
+  // An OCI image volume (ImageVolume): its reference is restricted as a container's image is.
+  image: { pointer: false, fields: { reference: { compile: compileImageRestrictions }, pullPolicy: stringField(false) } },
 };
 
 const ENTRY_KEYS = [...COLLECTION_KEYS, "mount", "volumeType", ...Object.keys(TYPE_SPECIFIC)];

@@ -39,6 +39,8 @@ export interface KindEvaluationContext {
   verifications?: VerificationResults;
   /** The server's failure policy, for lookups the registry did not answer. */
   failOpen?: boolean;
+  /** The admission's time (ms since the epoch): the core reads no clock, so conditions on age (time_since) get it here. */
+  now?: number;
 }
 
 export interface PolicyKind<Compiled extends CompiledPolicy = CompiledPolicy, Prepared = unknown> {

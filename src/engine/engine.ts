@@ -221,6 +221,7 @@ export class Engine {
       ...(namespaceLabels === undefined ? {} : { namespaceLabels }),
       ...(verifications ? { verifications } : {}),
       failOpen: this.failOpen,
+      now: Date.now(),
     });
     decisions.push(...remote);
     if (resolved) decisions.push(resolved.decision);

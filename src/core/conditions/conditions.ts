@@ -1,7 +1,8 @@
 // Conditions of the image-verification design: a list of blocks, each with `all` (every condition holds) and
 // `any` (at least one holds); every block must hold. Compiled at load time (expressions, operators), evaluated
-// against data, and explained: "conditions[0].all[1]: 3 is not Equals 0". Pure, apart from time_since's clock.
-import { compileOperand, evaluateOperand, type Operand } from "./jmespath-expression.ts";
+// against data, and explained: "conditions[0].all[1]: 3 is not Equals 0". Pure: the time time_since measures to
+// is an input (the engine's admission time).
+import { compileOperand, evaluateOperand, type ExpressionEnvironment, type Operand } from "./jmespath-expression.ts";
 import { compare, isOperator, OPERATORS, type Operator } from "./operators.ts";
 
 export interface RawCondition {
@@ -62,27 +63,27 @@ export function compileConditions(
   return { conditions: { blocks }, errors };
 }
 
-/** undefined when every block holds for `data`; otherwise the first failure, explained. */
-export function evaluateConditions(conditions: CompiledConditions, data: unknown): string | undefined {
+/** undefined when every block holds for `data`; otherwise the first failure, explained. `env.now`: the admission's time. */
+export function evaluateConditions(conditions: CompiledConditions, data: unknown, env: ExpressionEnvironment = {}): string | undefined {
   for (const block of conditions.blocks) {
     for (const c of block.all) {
-      const failure = check(c, data);
+      const failure = check(c, data, env);
       if (failure) return failure;
     }
     if (block.any.length > 0) {
-      const failures = block.any.map((c) => check(c, data));
+      const failures = block.any.map((c) => check(c, data, env));
       if (failures.every((f) => f !== undefined)) return `none of ${failures.join("; ")}`;
     }
   }
   return undefined;
 }
 
-function check(c: Condition, data: unknown): string | undefined {
+function check(c: Condition, data: unknown, env: ExpressionEnvironment): string | undefined {
   let found: unknown;
   let expected: unknown;
   try {
-    found = evaluateOperand(c.key, data);
-    expected = evaluateOperand(c.value, data);
+    found = evaluateOperand(c.key, data, env);
+    expected = evaluateOperand(c.value, data, env);
   } catch (e) {
     return `${c.path}: ${(e as Error).message}`;
   }

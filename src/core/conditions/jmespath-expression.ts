@@ -1,7 +1,7 @@
 // JMESPath in conditions, as the image-verification design writes it: a value "{{ expr }}" is an expression
 // evaluated against the data (the attestation's predicate), any other value is a literal. Expressions are
 // compiled once at load time, so a syntax error is a load error. The design's examples also need
-// time_since(layout, from, to), registered here.
+// time_since(layout, from, to), registered here; its "now" is the evaluation's time, given by the caller.
 import { compile, isRegistered, registerFunction, TreeInterpreter, TYPE_NULL, TYPE_STRING, type JSONValue } from "@jmespath-community/jmespath";
 import { formatDuration } from "../duration.ts";
 
@@ -26,17 +26,31 @@ export function compileOperand(value: unknown): Operand {
   }
 }
 
-/** The operand's value; an expression that fails at run time (a function on the wrong type) throws with the reason. */
-export function evaluateOperand(operand: Operand, data: unknown): unknown {
-  if ("literal" in operand) return operand.literal;
-  const value = TreeInterpreter.search(operand.ast, data as JSONValue);
-  return value === null ? undefined : value;
+/** What an evaluation knows besides the data: the admission's time (ms since the epoch), which time_since measures to. */
+export interface ExpressionEnvironment {
+  now?: number;
 }
 
+/** The operand's value; an expression that fails at run time (a function on the wrong type) throws with the reason. */
+export function evaluateOperand(operand: Operand, data: unknown, env: ExpressionEnvironment = {}): unknown {
+  if ("literal" in operand) return operand.literal;
+  // The library's functions are registered globally and see only their arguments: the time is handed over
+  // for this one synchronous search and taken back after it, so no evaluation sees another's.
+  const outer = evaluationNow;
+  evaluationNow = env.now;
+  try {
+    const value = TreeInterpreter.search(operand.ast, data as JSONValue);
+    return value === null ? undefined : value;
+  } finally {
+    evaluationNow = outer;
+  }
+}
+
+let evaluationNow: number | undefined;
 let registered = false;
 
 /**
- * time_since(layout, from, to): the duration from `from` to `to` (now when empty), Go-formatted ("27h3m4s").
+ * time_since(layout, from, to): the duration from `from` to `to` (the evaluation's time when empty), Go-formatted ("27h3m4s").
  * Timestamps are RFC 3339 (the layout argument is accepted for compatibility; only RFC 3339 is read).
  */
 function registerFunctions(): void {
@@ -49,7 +63,9 @@ function registerFunctions(): void {
       // A missing field arrives as null: say "not found" rather than the interpreter's type error.
       if (from === null) throw new Error("time_since: the start time is not found");
       const start = Date.parse(String(from));
-      const end = to === "" || to === null || to === undefined ? Date.now() : Date.parse(String(to));
+      const untilNow = to === "" || to === null || to === undefined;
+      if (untilNow && evaluationNow === undefined) throw new Error("time_since: the current time was not given to the evaluation");
+      const end = untilNow ? evaluationNow! : Date.parse(String(to));
       if (Number.isNaN(start) || Number.isNaN(end)) throw new Error(`time_since: ${JSON.stringify(Number.isNaN(start) ? from : to)} is not an RFC 3339 time`);
       return formatDuration(end - start);
     },

@@ -73,6 +73,8 @@ export interface EvaluationContext {
   verifications?: VerificationResults;
   /** When the registry could not answer a signature lookup: admit (audited) instead of deny. */
   failOpen?: boolean;
+  /** The admission's time (ms since the epoch), given by the edge: what attestation conditions such as time_since measure to. */
+  now?: number;
 }
 
 type Applicability = { applies: boolean } | { unknown: Violation };
@@ -211,7 +213,7 @@ function attestorVerdict(
       if (!judged) judgedInAdmission.set(ctx.verifications, (judged = new Map()));
       const key = verificationKey(policy.name, rule.index, image);
       let failure = judged.get(key);
-      if (failure === undefined) judged.set(key, (failure = attestationFailure(rule, result, ref) ?? validateFailure(rule, result, ref) ?? ""));
+      if (failure === undefined) judged.set(key, (failure = attestationFailure(rule, result, ref, ctx.now) ?? validateFailure(rule, result, ref) ?? ""));
       return failure ? violation(failure) : { rule: at };
     }
     case "denied":
@@ -235,7 +237,12 @@ function imageData(ref: ImageReference, digest: string): Record<string, unknown>
  * Each attestation check passes when one verified statement of its type satisfies its conditions and CEL;
  * the first check that fails says why: "attestations[1] (…/vuln/v1): conditions[0].all[1]: 3 is not Equals 0".
  */
-function attestationFailure(rule: ImageRule, result: Extract<ImageVerification, { status: "verified" }>, ref: ImageReference): string | undefined {
+function attestationFailure(
+  rule: ImageRule,
+  result: Extract<ImageVerification, { status: "verified" }>,
+  ref: ImageReference,
+  now: number | undefined,
+): string | undefined {
   for (const check of rule.attestations ?? []) {
     const label = `attestations[${check.index}] (${check.predicateType})`;
     const found = result.attestations?.find((a) => a.index === check.index);
@@ -244,7 +251,7 @@ function attestationFailure(rule: ImageRule, result: Extract<ImageVerification, 
     let first: string | undefined;
     for (const { statement } of statements) {
       const failure =
-        (check.conditions ? evaluateConditions(check.conditions, statement.predicate) : undefined) ??
+        (check.conditions ? evaluateConditions(check.conditions, statement.predicate, { ...(now === undefined ? {} : { now }) }) : undefined) ??
         (check.cel ? evaluateCel(check.cel, { predicate: statement.predicate ?? null, statement, image: imageData(ref, result.digest) }) : undefined);
       if (!failure) {
         first = undefined;

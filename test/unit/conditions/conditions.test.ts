@@ -8,7 +8,9 @@ import { compare } from "../../../src/core/conditions/operators.ts";
 import { parseQuantity } from "../../../src/core/conditions/values.ts";
 import { formatDuration, parseDuration } from "../../../src/core/duration.ts";
 
-const hoursAgo = (h: number) => new Date(Date.now() - h * 3600e3).toISOString();
+// The admission's time is an input of evaluation (the core reads no clock): a fixed one here.
+const NOW = Date.parse("2025-06-01T12:00:00Z");
+const hoursAgo = (h: number) => new Date(NOW - h * 3600e3).toISOString();
 const scan = (score: number, finishedHoursAgo: number) => ({
   metadata: { scanFinishedOn: hoursAgo(finishedHoursAgo) },
   scanner: {
@@ -33,9 +35,21 @@ function compiled(blocks: RawConditionBlock[]) {
 
 test("the design's vulnerability-scan conditions: a fresh clean scan passes; a stale or vulnerable one says why", () => {
   const c = compiled(SEED);
-  assert.equal(evaluateConditions(c, scan(5, 2)), undefined);
-  assert.match(evaluateConditions(c, scan(5, 30)) ?? "", /^conditions\[0\]\.all\[0\]: "30h0m0(\.\d+)?s" is not LessThan "24h"$/);
-  assert.equal(evaluateConditions(c, scan(9.8, 2)), "conditions[0].all[1]: 1 is not Equals 0");
+  assert.equal(evaluateConditions(c, scan(5, 2), { now: NOW }), undefined);
+  assert.equal(evaluateConditions(c, scan(5, 30), { now: NOW }), 'conditions[0].all[0]: "30h0m0s" is not LessThan "24h"');
+  assert.equal(evaluateConditions(c, scan(9.8, 2), { now: NOW }), "conditions[0].all[1]: 1 is not Equals 0");
+});
+
+test("time_since measures to the evaluation's time, never the machine's clock; without a time it fails, saying so", () => {
+  const c = compiled(SEED);
+  const finished = scan(5, 0);
+  assert.equal(evaluateConditions(c, finished, { now: NOW + 24 * 3600e3 - 1 }), undefined, "a millisecond short of 24 h");
+  assert.equal(evaluateConditions(c, finished, { now: NOW + 24 * 3600e3 }), 'conditions[0].all[0]: "24h0m0s" is not LessThan "24h"');
+  const since = compiled([{ all: [{ key: "{{ time_since('', metadata.scanFinishedOn, '') }}", operator: "Equals", value: "1h1s" }] }]);
+  assert.equal(evaluateConditions(since, finished, { now: NOW + 3_601_000 }), undefined);
+  assert.equal(evaluateConditions(c, finished), "conditions[0].all[0]: time_since: the current time was not given to the evaluation");
+  const between = compiled([{ all: [{ key: "{{ time_since('', metadata.scanFinishedOn, '2025-06-01T13:00:00Z') }}", operator: "Equals", value: "1h" }] }]);
+  assert.equal(evaluateConditions(between, finished), undefined, "an explicit end needs no current time");
 });
 
 test("any: at least one holds; every block must hold; a missing field is 'not found', not a crash", () => {

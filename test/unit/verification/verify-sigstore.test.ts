@@ -98,6 +98,21 @@ describe("cosign .sig layers", () => {
     });
   });
 
+  test("keyless with the right identity from another OIDC issuer is refused, as a layer and as a bundle", async () => {
+    const elsewhere = "https://accounts.example.org";
+    const cert = await sigstore.issueKeylessCertificate({ subjectAltName: WORKFLOW, issuer: elsewhere });
+    const layer = await cosignSignatureLayer({ payload: simpleSigningPayload({ dockerReference: NAME, digest: DIGEST }), keyless: cert, rekor: sigstore });
+    const refusal = { ok: false, reason: `certificate issuer "${elsewhere}" does not match "${ISSUER}"` };
+    assert.deepEqual(
+      verifyItem(cosignLayerToItem(layer.blob, layer.annotations, "layer 0"), keyless(), { trustRoot: root, binding: imageBinding(DIGEST) }),
+      refusal,
+    );
+    const dsse = await imageSignatureBundle({ name: NAME, digest: DIGEST, keyless: cert, rekor: sigstore, version: "0.3" });
+    assert.deepEqual(verifyItem(bundleToItem(dsse.bytes, "referrer", undefined), keyless(), { trustRoot: root, binding: imageBinding(DIGEST) }), refusal);
+    const message = await messageSignatureBundle({ artifact: MANIFEST, keyless: cert, rekor: sigstore, version: "0.3" });
+    assert.deepEqual(verifyItem(bundleToItem(message.bytes, "referrer", MANIFEST), keyless(), { trustRoot: root, binding: imageBinding(DIGEST) }), refusal);
+  });
+
   test("a key signature with a Rekor entry verifies without ignoreTlog; a tampered entry timestamp does not", async () => {
     const entry = entries(`[{staticKey: {name: release, trustRoot: mock, key: ${JSON.stringify(key.publicKeyPem)}}}]`)[0]!;
     const payload = simpleSigningPayload({ dockerReference: NAME, digest: DIGEST });

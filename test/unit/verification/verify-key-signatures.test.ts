@@ -89,6 +89,23 @@ test("a valid signature for another digest proves nothing about this one", () =>
   assert.deepEqual(outcome, { ok: false, reason: `signs ${other}, not ${digest}` });
 });
 
+test("a signed payload of another type, or without one, is not an image signature even for the right digest", () => {
+  const withType = (type: unknown) => {
+    const payload = JSON.parse(payloadFor(digest).toString()) as { critical: { type?: unknown } };
+    if (type === undefined) delete payload.critical.type;
+    else payload.critical.type = type;
+    return Buffer.from(JSON.stringify(payload));
+  };
+  for (const type of ["atomic container signature", "cosign container image signature v2", 7, undefined]) {
+    const outcome = verifyItem(signedLayer("p256", withType(type)), entryFor("p256", true), {
+      binding: imageBinding(digest),
+      trustRoot: undefined,
+      key: publicKeyFromPem(pem("p256")),
+    });
+    assert.deepEqual(outcome, { ok: false, reason: 'the signed payload is not a "cosign container image signature"' }, `type ${JSON.stringify(type)}`);
+  }
+});
+
 test("a tampered payload fails the signature check", () => {
   const item = signedLayer("p256", payloadFor(digest));
   item.artifact = Buffer.from(item.artifact!.toString().replace("registry.example.com", "evil.example.com"));

@@ -198,6 +198,24 @@ describe("Sigstore bundles found as referrers", () => {
     assert.equal(other.ok, false);
   });
 
+  test("a message-signature bundle whose message digest is not the image's is refused, though its signature verifies", async () => {
+    const built = await messageSignatureBundle({ artifact: MANIFEST, key, version: "0.3", tamper: { payload: true } });
+    const entry = entries(`[{staticKey: {ignoreTlog: true, key: ${JSON.stringify(key.publicKeyPem)}}}]`)[0]!;
+    const outcome = verifyItem(bundleToItem(built.bytes, "referrer", MANIFEST), entry, {
+      trustRoot: root,
+      key: publicKeyFromPem(key.publicKeyPem),
+      binding: imageBinding(DIGEST),
+    });
+    assert.deepEqual(outcome, { ok: false, reason: `the bundle's message digest is not ${DIGEST}` });
+    const honest = await messageSignatureBundle({ artifact: MANIFEST, key, version: "0.3" });
+    const accepted = verifyItem(bundleToItem(honest.bytes, "referrer", MANIFEST), entry, {
+      trustRoot: root,
+      key: publicKeyFromPem(key.publicKeyPem),
+      binding: imageBinding(DIGEST),
+    });
+    assert.ok(accepted.ok, accepted.ok ? "" : accepted.reason);
+  });
+
   test("malformed bundles are reported, not thrown past the caller", () => {
     assert.throws(() => bundleToItem(Buffer.from("{"), "referrer x", undefined), /referrer x: the bundle is not JSON/);
     assert.throws(

@@ -1,8 +1,9 @@
 // The serve configuration file (--config): remote backends, failure policy, cache TTLs, audit log,
-// registry access and tag→digest pinning.
+// registry access, tag→digest pinning and the download limits of signature verification.
 // Flags given on the command line override it.
 import { dirname, resolve } from "node:path";
 import type { PinningMode } from "../core/digest-pinning.ts";
+import { DEFAULT_MAX_BYTES_PER_IMAGE } from "../registry/download-budget.ts";
 import { checkTemplatePath, type TemplateKind } from "../core/workload-templates.ts";
 import { ConfigChecks, readConfigText, singleYamlDocument } from "./config-checks.ts";
 import type { FieldPath } from "./yaml-locations.ts";
@@ -33,7 +34,19 @@ export interface ServerConfig {
   authFile?: string;
   /** Tag→digest resolution for digestMutate rules. */
   digests: DigestConfig;
+  /** What one image's signature verification may download. */
+  verification: VerificationConfig;
 }
+
+export interface VerificationConfig {
+  /** Bytes read from registries per image verification: manifests, referrer lists, signatures, attestations. */
+  maxBytesPerImage: number;
+  /** Signatures, and separately attestations, downloaded per image from each layout (cosign tag, referrers). */
+  maxArtifactsPerImage: number;
+}
+
+const MAX_BYTES_PER_IMAGE_RANGE = [64 * 1024, 1024 * 1024 * 1024] as const;
+const MAX_ARTIFACTS_PER_IMAGE_RANGE = [1, 1000] as const;
 
 export interface DigestConfig {
   /** mutate: /mutate rewrites tags to digests; record: resolve and record only, never rewrite. */
@@ -51,6 +64,7 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   backends: [],
   podTemplates: [],
   digests: { mode: "mutate", cacheTtlMs: 30_000, cacheMaxEntries: 10_000 },
+  verification: { maxBytesPerImage: DEFAULT_MAX_BYTES_PER_IMAGE, maxArtifactsPerImage: 32 },
   // kube-apiserver caps request bodies at 3 MiB; an AdmissionReview carries object and oldObject.
   maxRequestBytes: 8 * 1024 * 1024,
 };
@@ -69,6 +83,7 @@ const KNOWN_KEYS = [
   "registries",
   "authFile",
   "digests",
+  "verification",
 ];
 const FILE_KEYS = ["auditLog", "namespacesFile", "kubeconfig", "registries", "authFile"] as const;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -85,7 +100,13 @@ export async function loadServerConfig(file: string): Promise<ServerConfig> {
  */
 export function parseServerConfig(raw: unknown, file: string, baseDir: string, lineOf?: (path: FieldPath) => number | undefined): ServerConfig {
   const checks = new ConfigChecks(file, lineOf);
-  const config: ServerConfig = { ...DEFAULT_SERVER_CONFIG, backends: [], podTemplates: [], digests: { ...DEFAULT_SERVER_CONFIG.digests } };
+  const config: ServerConfig = {
+    ...DEFAULT_SERVER_CONFIG,
+    backends: [],
+    podTemplates: [],
+    digests: { ...DEFAULT_SERVER_CONFIG.digests },
+    verification: { ...DEFAULT_SERVER_CONFIG.verification },
+  };
   const o = checks.mapping(raw, [], KNOWN_KEYS);
   if (o) {
     checks.header(o, "ServerConfig");
@@ -130,6 +151,18 @@ function readFields(o: Record<string, unknown>, config: ServerConfig, checks: Co
     if (digests.maxEntries !== undefined)
       config.digests.cacheMaxEntries =
         checks.integer(digests.maxEntries, ["digests", "maxEntries"], 1, "must be a positive integer") ?? config.digests.cacheMaxEntries;
+  }
+  const verification =
+    o.verification === undefined ? undefined : checks.mapping(o.verification, ["verification"], ["maxBytesPerImage", "maxArtifactsPerImage"]);
+  if (verification) {
+    const inRange = (key: keyof VerificationConfig, [min, max]: readonly [number, number], message: string) => {
+      const value = verification[key];
+      if (value === undefined) return;
+      if (Number.isInteger(value) && (value as number) >= min && (value as number) <= max) config.verification[key] = value as number;
+      else checks.problem(["verification", key], message);
+    };
+    inRange("maxBytesPerImage", MAX_BYTES_PER_IMAGE_RANGE, "must be an integer from 65536 (64 KiB) to 1073741824 (1 GiB): bytes");
+    inRange("maxArtifactsPerImage", MAX_ARTIFACTS_PER_IMAGE_RANGE, "must be an integer from 1 to 1000");
   }
   const podTemplates = o.podTemplates === undefined ? undefined : checks.list(o.podTemplates, ["podTemplates"]);
   for (const [i, raw] of (podTemplates ?? []).entries()) {

@@ -139,6 +139,8 @@ export class Engine {
       // A deleted signature should stop admitting new pods within minutes, whatever the backends' allow TTL.
       verifiedTtlMs: Math.min(opts.config.allowTtlMs, 300_000),
       deniedTtlMs: opts.config.denyTtlMs,
+      maxBytesPerImage: opts.config.verification.maxBytesPerImage,
+      maxArtifactsPerImage: opts.config.verification.maxArtifactsPerImage,
       // Logged when a verification runs, not on every cache hit (admissions are the bulk of traffic).
       onVerification: (request, result, seconds) => {
         this.recorder.signatureVerification(result.status, seconds);

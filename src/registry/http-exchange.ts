@@ -9,6 +9,7 @@
 //   plain-HTTP URL to an unlisted host.
 import type { IncomingHttpHeaders } from "node:http";
 import { request } from "undici";
+import type { DownloadBudget } from "./download-budget.ts";
 import type { EndpointAgents } from "./endpoint-agents.ts";
 import { RegistryError } from "./registry-error.ts";
 import { hostOf, isInsecureHost, type RegistrySettings, type RegistrySettingsMap } from "./registry-settings.ts";
@@ -156,9 +157,10 @@ export class HttpResponse {
   /**
    * The whole body, at most maxBytes of it: a larger Content-Length is rejected before reading, and bytes are
    * counted while reading, so a Content-Length that lies (or its absence) does not help. `what` names the
-   * body in errors ("manifest latest", "blob sha256:…").
+   * body in errors ("manifest latest", "blob sha256:…"). With a `budget`, the bytes are also taken from it,
+   * the same way (code "download-limit" when it runs out).
    */
-  async bytes(maxBytes: number, what: string): Promise<Buffer> {
+  async bytes(maxBytes: number, what: string, budget?: DownloadBudget): Promise<Buffer> {
     const tooLarge = (size: string): RegistryError => {
       this.#abandon();
       return new RegistryError("too-large", `${subject(this.#context)}: ${what} from ${safeUrl(this.url)} is ${size}; the limit is ${maxBytes} bytes`, {
@@ -168,12 +170,21 @@ export class HttpResponse {
     };
     const declared = this.header("content-length");
     if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > maxBytes) throw tooLarge(`${declared} bytes (Content-Length)`);
+    const details = { ...this.#context, endpoint: hostOf(this.url) };
+    const overBudget = (size: string): RegistryError => {
+      this.#abandon();
+      return budget!.exceeded(`${what} from ${safeUrl(this.url)} (${size})`, details);
+    };
+    if (budget && declared !== undefined && /^\d+$/.test(declared) && !budget.fits(Number(declared))) throw overBudget(`${declared} bytes, Content-Length`);
     const chunks: Buffer[] = [];
     let length = 0;
     try {
       for await (const chunk of this.#body) {
-        length += (chunk as Buffer).length;
+        const size = (chunk as Buffer).length;
+        length += size;
         if (length > maxBytes) throw tooLarge(`more than ${maxBytes} bytes (counted while reading)`);
+        if (budget && !budget.fits(size)) throw overBudget("counted while reading");
+        budget?.take(size, what, details);
         chunks.push(chunk as Buffer);
       }
     } catch (e) {

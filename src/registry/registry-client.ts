@@ -10,6 +10,7 @@ import { effectiveTag } from "../core/image-reference.ts";
 import { ANONYMOUS, type CredentialLookup, type RegistryCredential } from "../credentials/credential.ts";
 import { sameEndpointAuth } from "./auth-challenge.ts";
 import { computeDigest, digestAlgorithm } from "./content-digest.ts";
+import type { DownloadBudget } from "./download-budget.ts";
 import { EndpointAgents } from "./endpoint-agents.ts";
 import { HttpTransport, subject, type ExchangeContext, type HttpResponse, type RoundTrip } from "./http-exchange.ts";
 import { MANIFEST_ACCEPT, OCI_IMAGE_INDEX, essence, readManifest, type PlatformManifest } from "./media-types.ts";
@@ -47,6 +48,8 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Credentials for this call (a pod's pull secrets), instead of the client's `credentials`. */
   credentials?: CredentialLookup;
+  /** Bytes this call may read, shared with the other calls of the same work (one image's verification). */
+  budget?: DownloadBudget;
 }
 
 /** Where a result came from. */
@@ -163,7 +166,7 @@ export class RegistryClient {
     return this.#acrossEndpoints(ref, options, async (endpoint, context) => {
       const { response, credentialSource } = await this.#send(endpoint, context, "GET", `manifests/${reference}`, options);
       if (response.status !== 200) throw await statusError(response, context, endpoint.host, `manifest ${reference}`);
-      const body = await response.bytes(this.#maxManifestBytes, `manifest ${reference}`);
+      const body = await response.bytes(this.#maxManifestBytes, `manifest ${reference}`, options.budget);
       const digest = verifyManifestDigest(body, response, ref.digest, context, endpoint);
       const read = readManifest(body, response.header("content-type"));
       if (!read.ok)
@@ -195,7 +198,7 @@ export class RegistryClient {
     return this.#acrossEndpoints(repo, options, async (endpoint, context) => {
       const { response, credentialSource } = await this.#send(endpoint, context, "GET", `blobs/${digest}`, options);
       if (response.status !== 200) throw await statusError(response, context, endpoint.host, `blob ${digest}`);
-      const body = await response.bytes(maxBytes, `blob ${digest}`);
+      const body = await response.bytes(maxBytes, `blob ${digest}`, options.budget);
       const computed = computeDigest(body, algorithm);
       if (computed !== digest) {
         throw new RegistryError(
@@ -236,7 +239,7 @@ export class RegistryClient {
           return { descriptors: [], source: "none", endpoint: endpoint.host, credentialSource };
         }
         if (response.status !== 200) throw await statusError(response, context, endpoint.host, `referrers tag ${tag}`);
-        const body = await response.bytes(this.#maxManifestBytes, `referrers tag ${tag}`);
+        const body = await response.bytes(this.#maxManifestBytes, `referrers tag ${tag}`, options.budget);
         verifyManifestDigest(body, response, undefined, context, endpoint);
         const parsed = parseReferrersIndex(body);
         if (!parsed.ok)
@@ -279,7 +282,7 @@ export class RegistryClient {
       if (page === 0 && NO_REFERRERS_API_STATUSES.has(response.status)) return noApi(response);
       if (response.status !== 200) throw await statusError(response, context, endpoint.host, what);
       if (!/\bartifactType\b/.test(response.header("oci-filters-applied") ?? "")) filtered = false;
-      const answer = readReferrersAnswer(await response.bytes(this.#maxManifestBytes, what), response.header("content-type"));
+      const answer = readReferrersAnswer(await response.bytes(this.#maxManifestBytes, what, options.budget), response.header("content-type"));
       if ("notAnIndex" in answer) {
         if (page === 0) return noApi(undefined);
         throw bad(`page ${page + 1} is ${answer.notAnIndex}`);
@@ -316,8 +319,9 @@ export class RegistryClient {
         if (!endpoint.mirror || finalFromMirror(result)) return result;
       } catch (e) {
         // A mirror that fails for any reason (gone, stale, refusing, even serving bad bytes) is skipped: the
-        // registry is still asked, and its answer is verified the same way. The caller's deadline is not.
-        if (!(e instanceof RegistryError) || options.signal?.aborted) throw e;
+        // registry is still asked, and its answer is verified the same way. The caller's deadline is not asked again.
+        // Nor is a spent download budget: asking the registry too would read more.
+        if (!(e instanceof RegistryError) || options.signal?.aborted || e.code === "download-limit") throw e;
         failures.push({ endpoint: endpoint.host, code: e.code, message: withoutSubject(e.message, context) });
         if (endpoint.mirror) continue;
         if (failures.length === 1) throw e;

@@ -14,6 +14,8 @@ export type RegistryErrorCode =
   | "digest-mismatch"
   /** A manifest, blob or token response is larger than its limit. */
   | "too-large"
+  /** The bytes read for one piece of work (one image's verification) would pass its DownloadBudget. */
+  | "download-limit"
   /** The registry answered something this client must not accept: bad headers, bad JSON, unsafe redirects. */
   | "protocol"
   /** The registry is there but failing: HTTP 5xx or 429. */
@@ -51,6 +53,7 @@ const RETRYABLE_BY_DEFAULT: Record<RegistryErrorCode, boolean> = {
   "not-found": false,
   "digest-mismatch": false,
   "too-large": false,
+  "download-limit": false,
   protocol: false,
   unavailable: true,
   timeout: true,

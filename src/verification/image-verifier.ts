@@ -12,7 +12,8 @@ import { credentialIdentity } from "../credentials/credential-identity.ts";
 import type { CredentialLookup } from "../credentials/credential.ts";
 import { withDeadline } from "../registry/deadline.ts";
 import { InFlight } from "../registry/in-flight.ts";
-import { discoverSignatures, type Discovery, type SignatureLocation } from "./signature-discovery.ts";
+import { DEFAULT_MAX_BYTES_PER_IMAGE, DownloadBudget } from "../registry/download-budget.ts";
+import { discoverSignatures, MAX_SIGNATURES, type Discovery, type SignatureLocation } from "./signature-discovery.ts";
 import { trustRootNamed } from "./trust-roots.ts";
 import { attestationBinding, imageBinding, inTotoStatement, publicKeyFromPem, verifyItem, type EntryContext, type ItemOutcome } from "./verify-entry.ts";
 import type { SignedItem } from "./signed-item.ts";
@@ -21,8 +22,8 @@ import type { VerifiedAttestation } from "../core/image-policy/image-verificatio
 
 export type VerificationResult =
   | { status: "verified"; evidence: SignerEvidence[]; attestations?: VerifiedAttestation[] }
-  /** The signatures, or their absence, say no. */
-  | { status: "denied"; reason: string }
+  /** The signatures, or their absence, say no; `code` when a limit decided it ("download-limit"). */
+  | { status: "denied"; reason: string; code?: "download-limit" }
   /** The registry did not answer: the failure policy decides. */
   | { status: "unavailable"; reason: string; registry: string };
 
@@ -49,6 +50,10 @@ export interface ImageVerifierOptions {
   verifiedTtlMs?: number;
   deniedTtlMs?: number;
   maxEntries?: number;
+  /** Bytes read from registries per verification (manifests, referrer lists, signatures, attestations). Default 16 MiB. */
+  maxBytesPerImage?: number;
+  /** Signatures, and separately attestations, read per layout (cosign tag, referrers). Default 32. */
+  maxArtifactsPerImage?: number;
   now?: () => number;
   /** Observability: each verification that ran (not cache hits), with its duration. */
   onVerification?: (request: VerificationRequest, result: VerificationResult, seconds: number) => void;
@@ -113,8 +118,10 @@ export class ImageVerifier {
     const image: SignatureLocation = { registry: request.image.registry, repository: request.image.repository, digest: request.image.digest };
     const at: SignatureLocation = request.signatureRepository ? { ...request.signatureRepository, digest: request.image.digest } : image;
     const checks = request.attestations ?? [];
+    const budget = new DownloadBudget(this.opts.maxBytesPerImage ?? DEFAULT_MAX_BYTES_PER_IMAGE);
+    const wanted = { predicateTypes: checks.map((c) => c.predicateType), maxArtifacts: this.opts.maxArtifactsPerImage ?? MAX_SIGNATURES };
     const [discovery, keys] = await Promise.all([
-      discoverSignatures(this.opts.client, image, at, { signal, credentials: request.lookup }, { attestations: checks.length > 0 }),
+      discoverSignatures(this.opts.client, image, at, { signal, credentials: request.lookup, budget }, wanted),
       this.keysOf([...request.attestors, ...checks.flatMap((c) => c.attestors)], signal),
     ]);
     const trustRoots = this.opts.trustRoots();
@@ -132,6 +139,8 @@ export class ImageVerifier {
     if (judgement.satisfied) {
       if (checks.length === 0) return { status: "verified", evidence: judgement.evidence };
       const attestations = checks.map((check) => verifyAttestations(check, discovery, request.image.digest, contextOf));
+      if (discovery.limitHit && attestations.some((a) => a.statements.length === 0))
+        return { status: "denied", code: "download-limit", reason: `not every attestation could be read: ${discovery.limitHit.message}` };
       if (discovery.unanswered.length > 0 && attestations.some((a) => a.statements.length === 0))
         return {
           status: "unavailable",
@@ -140,6 +149,9 @@ export class ImageVerifier {
         };
       return { status: "verified", evidence: judgement.evidence, attestations };
     }
+    // A spent budget is the registry's answer (too much to read), not an outage: denied under any failure policy.
+    if (discovery.limitHit)
+      return { status: "denied", code: "download-limit", reason: `not every signature could be read: ${discovery.limitHit.message}; ${judgement.explanation}` };
     const problems =
       discovery.problems.length > 0 ? ` (unreadable: ${discovery.problems.slice(0, 3).join("; ")}${discovery.problems.length > 3 ? "; …" : ""})` : "";
     if (discovery.unanswered.length > 0)

@@ -3,6 +3,11 @@
 // bundles attached as OCI 1.1 referrers (the Referrers API, or the referrers tag schema where a registry has
 // no API, e.g. docker-registry 2.8). Reads go through the registry client with the pod's credentials, bounded
 // in count and size; a malformed artifact is reported and skipped, never fatal to the others.
+//
+// What is fetched is chosen before it is fetched: referrers by artifact type and predicate-type annotation,
+// cosign layers by media type and predicateType annotation, each kind (signatures, attestations) capped on its
+// own so one cannot crowd out the other, and no artifact or layer whose declared size passes its limit or the
+// call's download budget is requested.
 import type { RegistryClient, CallOptions } from "../registry/registry-client.ts";
 import { hasErrorCode } from "../errors/imprimatur-error.ts";
 import { RegistryError } from "../registry/registry-error.ts";
@@ -20,8 +25,13 @@ import {
 /** The referrer annotation cosign v3 writes with a bundle's in-toto predicate type. */
 const PREDICATE_TYPE_ANNOTATION = "dev.sigstore.bundle.predicateType";
 
-/** Per image: at most this many signature layers and referrers are read (a registry cannot make us fetch more). */
+/**
+ * Per image, by default: at most this many signatures and, separately, attestations are read from each layout
+ * (cosign tag, referrers), so a registry cannot make us fetch more.
+ */
 export const MAX_SIGNATURES = 32;
+/** The annotation cosign writes on each `.att` layer with its statement's predicate type. */
+const COSIGN_PREDICATE_TYPE_ANNOTATION = "predicateType";
 export const MAX_SIGNATURE_BLOB_BYTES = 256 * 1024;
 /** Attestations carry predicates (provenance, scans, SBOMs): larger, still bounded. */
 export const MAX_ATTESTATION_BLOB_BYTES = 4 * 1024 * 1024;
@@ -42,30 +52,47 @@ export interface Discovery {
   problems: string[];
   /** Lookups the registry did not answer (unreachable, timeout, 5xx): the failure policy decides. */
   unanswered: RegistryError[];
+  /** The first read refused because the call's download budget would pass its limit (code "download-limit"). */
+  limitHit?: RegistryError;
   /** What was looked at, for "no signatures found" messages. */
   looked: string[];
 }
 
 type DiscoveryClient = Pick<RegistryClient, "getManifest" | "getBlob" | "listReferrers">;
 
+export interface Wanted {
+  /** Predicate types of the attestations to read; none: attestations are not read. */
+  predicateTypes?: readonly string[];
+  /** Signatures, and separately attestations, read per layout; default MAX_SIGNATURES. */
+  maxArtifacts?: number;
+}
+
 /**
  * `image` is where the image lives (its manifest signs message bundles); `at` where its signatures live. With
- * `attestations`, cosign's `.att` tag and attestation bundles are read too (an extra round trip or more).
+ * `predicateTypes`, cosign's `.att` tag and attestation bundles of those types are read too (an extra round
+ * trip or more). `options.budget` bounds the bytes read across all of it.
  */
 export async function discoverSignatures(
   client: DiscoveryClient,
   image: SignatureLocation,
   at: SignatureLocation,
   options: CallOptions,
-  wanted: { attestations?: boolean } = {},
+  wanted: Wanted = {},
 ): Promise<Discovery> {
   const found: Discovery = { items: [], attestations: [], problems: [], unanswered: [], looked: [] };
+  const predicateTypes = new Set(wanted.predicateTypes ?? []);
+  const max = wanted.maxArtifacts ?? MAX_SIGNATURES;
   await Promise.all([
-    cosignLayers(client, at, options, found, COSIGN_SIGNATURES),
-    ...(wanted.attestations ? [cosignLayers(client, at, options, found, COSIGN_ATTESTATIONS)] : []),
-    referrerBundles(client, image, at, options, found, wanted.attestations ?? false),
+    cosignLayers(client, at, options, found, COSIGN_SIGNATURES, { max, predicateTypes }),
+    ...(predicateTypes.size > 0 ? [cosignLayers(client, at, options, found, COSIGN_ATTESTATIONS, { max, predicateTypes })] : []),
+    referrerBundles(client, image, at, options, found, { max, predicateTypes }),
   ]);
   return found;
+}
+
+interface Picking {
+  max: number;
+  predicateTypes: ReadonlySet<string>;
 }
 
 /** cosign's tag layouts: one tag per digest, one signature or attestation per layer. */
@@ -95,7 +122,14 @@ const COSIGN_ATTESTATIONS: CosignLayout = {
   into: "attestations",
 };
 
-async function cosignLayers(client: DiscoveryClient, at: SignatureLocation, options: CallOptions, found: Discovery, layout: CosignLayout): Promise<void> {
+async function cosignLayers(
+  client: DiscoveryClient,
+  at: SignatureLocation,
+  options: CallOptions,
+  found: Discovery,
+  layout: CosignLayout,
+  picking: Picking,
+): Promise<void> {
   const tag = `${at.digest.replace(":", "-")}${layout.suffix}`;
   const where = `${at.registry}/${at.repository}:${tag}`;
   found.looked.push(`cosign tag ${where}`);
@@ -111,12 +145,18 @@ async function cosignLayers(client: DiscoveryClient, at: SignatureLocation, opti
     found.problems.push(`${where}: not an image manifest with layers`);
     return;
   }
-  const signatures = layers.filter((l) => l.mediaType === layout.mediaType);
-  if (signatures.length > MAX_SIGNATURES) found.problems.push(`${where}: ${signatures.length} ${layout.what}; only the first ${MAX_SIGNATURES} are read`);
+  // An attestation layer that names another predicate type than those asked for is not fetched.
+  const signatures = layers.filter((l) => {
+    if (l.mediaType !== layout.mediaType) return false;
+    const predicateType = l.annotations[COSIGN_PREDICATE_TYPE_ANNOTATION];
+    return layout.into === "items" || predicateType === undefined || picking.predicateTypes.has(predicateType);
+  });
+  if (signatures.length > picking.max) found.problems.push(`${where}: ${signatures.length} ${layout.what}; only the first ${picking.max} are read`);
   await Promise.all(
-    signatures.slice(0, MAX_SIGNATURES).map(async (layer, i) => {
+    signatures.slice(0, picking.max).map(async (layer, i) => {
       const location = `${where} layer ${i}`;
       try {
+        checkDeclaredSize(layer.size, layout.maxBytes, location, options, at);
         const blob = await client.getBlob(at, layer.digest, { ...options, maxBytes: layout.maxBytes });
         found[layout.into].push(layout.toItem(blob.body, layer.annotations, location));
       } catch (e) {
@@ -132,7 +172,7 @@ async function referrerBundles(
   at: SignatureLocation,
   options: CallOptions,
   found: Discovery,
-  attestations: boolean,
+  picking: Picking,
 ): Promise<void> {
   const where = `${at.registry}/${at.repository}`;
   found.looked.push(`Sigstore bundles referring to ${at.digest} in ${where}`);
@@ -142,17 +182,24 @@ async function referrerBundles(
   } catch (e) {
     return noteFailure(e, `referrers of ${at.digest} in ${where}`, found);
   }
-  // Attestations (other predicate types, announced in the descriptor's annotations) are fetched only when asked for.
+  // Signatures and attestations are told apart by the predicate type the descriptor announces, and capped each
+  // on their own; attestations are fetched only for the predicate types asked for.
+  const predicateTypeOf = (d: { annotations?: Record<string, string> }) => d.annotations?.[PREDICATE_TYPE_ANNOTATION];
   const isAttestation = (d: { annotations?: Record<string, string> }) => {
-    const predicateType = d.annotations?.[PREDICATE_TYPE_ANNOTATION];
+    const predicateType = predicateTypeOf(d);
     return predicateType !== undefined && predicateType !== COSIGN_SIGN_PREDICATE;
   };
-  const bundles = referrers.descriptors.filter(
-    (d) => d.artifactType !== undefined && BUNDLE_MEDIA_TYPES.has(d.artifactType) && (attestations || !isAttestation(d)),
-  );
-  if (bundles.length === 0) return;
-  if (bundles.length > MAX_SIGNATURES)
-    found.problems.push(`${where}: ${bundles.length} bundles refer to ${at.digest}; only the first ${MAX_SIGNATURES} are read`);
+  const bundles = referrers.descriptors.filter((d) => d.artifactType !== undefined && BUNDLE_MEDIA_TYPES.has(d.artifactType));
+  const signatures = bundles.filter((d) => !isAttestation(d));
+  const attestations = bundles.filter((d) => isAttestation(d) && picking.predicateTypes.has(predicateTypeOf(d)!));
+  for (const [list, what] of [
+    [signatures, "signature bundles"],
+    [attestations, "attestation bundles of the types asked for"],
+  ] as const) {
+    if (list.length > picking.max) found.problems.push(`${where}: ${list.length} ${what} refer to ${at.digest}; only the first ${picking.max} are read`);
+  }
+  const chosen = [...signatures.slice(0, picking.max), ...attestations.slice(0, picking.max)];
+  if (chosen.length === 0) return;
   // A message-signature bundle signs the image manifest: fetched once, only if some bundle needs it.
   let manifest: Promise<Buffer | undefined> | undefined;
   const imageManifest = () =>
@@ -161,9 +208,10 @@ async function referrerBundles(
       () => undefined,
     ));
   await Promise.all(
-    bundles.slice(0, MAX_SIGNATURES).map(async (d) => {
+    chosen.map(async (d) => {
       const location = `referrer ${where}@${d.digest}`;
       try {
+        checkDeclaredSize(d.size, Number.MAX_SAFE_INTEGER, location, options, at);
         const artifact = await client.getManifest({ registry: at.registry, repository: at.repository, digest: d.digest }, options);
         const layer = layersOf(artifact.body)?.find((l) => BUNDLE_MEDIA_TYPES.has(l.mediaType));
         if (!layer) {
@@ -171,7 +219,9 @@ async function referrerBundles(
           return;
         }
         const attestation = isAttestation(d);
-        const blob = await client.getBlob(at, layer.digest, { ...options, maxBytes: attestation ? MAX_ATTESTATION_BLOB_BYTES : MAX_SIGNATURE_BLOB_BYTES });
+        const maxBytes = attestation ? MAX_ATTESTATION_BLOB_BYTES : MAX_SIGNATURE_BLOB_BYTES;
+        checkDeclaredSize(layer.size, maxBytes, `${location} layer`, options, at);
+        const blob = await client.getBlob(at, layer.digest, { ...options, maxBytes });
         const messageSigned = d.annotations?.["dev.sigstore.bundle.content"] === "message-signature" || /"messageSignature"/.test(blob.body.toString("utf8"));
         found[attestation ? "attestations" : "items"].push(bundleToItem(blob.body, location, messageSigned ? await imageManifest() : undefined));
       } catch (e) {
@@ -181,9 +231,22 @@ async function referrerBundles(
   );
 }
 
+/**
+ * Refuses, before any request, an artifact whose declared size passes its own limit ("too-large") or what is
+ * left of the call's download budget ("download-limit"). Sizes are checked again while reading.
+ */
+function checkDeclaredSize(size: number | undefined, maxBytes: number, what: string, options: CallOptions, at: SignatureLocation): void {
+  if (size === undefined) return;
+  const details = { registry: at.registry, repository: at.repository };
+  if (size > maxBytes) throw new RegistryError("too-large", `${what} declares ${size} bytes; the limit is ${maxBytes} bytes`, details);
+  if (options.budget && !options.budget.fits(size)) throw options.budget.exceeded(`${what} (declares ${size} bytes)`, details);
+}
+
 interface Layer {
   mediaType: string;
   digest: string;
+  /** As declared in the manifest; undefined when it is missing or not a byte count. */
+  size: number | undefined;
   annotations: Record<string, string>;
 }
 
@@ -195,18 +258,25 @@ function layersOf(body: Buffer): Layer[] | undefined {
     return undefined;
   }
   if (!Array.isArray(doc.layers)) return undefined;
-  return doc.layers.flatMap((l: { mediaType?: unknown; digest?: unknown; annotations?: unknown }) => {
+  return doc.layers.flatMap((l: { mediaType?: unknown; digest?: unknown; size?: unknown; annotations?: unknown }) => {
     if (typeof l?.mediaType !== "string" || typeof l.digest !== "string" || !/^sha(256|512):[0-9a-f]+$/.test(l.digest)) return [];
     const annotations =
       typeof l.annotations === "object" && l.annotations !== null
         ? Object.fromEntries(Object.entries(l.annotations).filter((e): e is [string, string] => typeof e[1] === "string"))
         : {};
-    return [{ mediaType: l.mediaType, digest: l.digest, annotations }];
+    const size = Number.isSafeInteger(l.size) && (l.size as number) >= 0 ? (l.size as number) : undefined;
+    return [{ mediaType: l.mediaType, digest: l.digest, size, annotations }];
   });
 }
 
-/** "No answer" goes to the failure policy; anything else the registry said is a problem with this artifact. */
+/**
+ * "No answer" goes to the failure policy; a spent download budget is kept apart (it denies, whatever the
+ * failure policy); anything else the registry said is a problem with this artifact.
+ */
 function noteFailure(e: unknown, where: string, found: Discovery): void {
   if (hasErrorCode(e, "unreachable", "timeout", "unavailable")) found.unanswered.push(e as RegistryError);
-  else found.problems.push(`${where}: ${(e as Error).message}`);
+  else {
+    if (hasErrorCode(e, "download-limit")) found.limitHit ??= e as RegistryError;
+    found.problems.push(`${where}: ${(e as Error).message}`);
+  }
 }

@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { test } from "node:test";
+import { DownloadBudget } from "../../../src/registry/download-budget.ts";
 import { RegistryError } from "../../../src/registry/registry-error.ts";
 import { discoverSignatures, MAX_ATTESTATION_BLOB_BYTES, MAX_SIGNATURES, MAX_SIGNATURE_BLOB_BYTES } from "../../../src/verification/signature-discovery.ts";
 
@@ -130,9 +131,103 @@ test("asked for attestations: cosign's .att tag is read (DSSE layers, a larger s
   const without = await discoverSignatures(c.client, at, at, {});
   assert.deepEqual(without.attestations, []);
   assert.equal(c.blobCalls.length, 0);
-  const found = await discoverSignatures(c.client, at, at, {}, { attestations: true });
+  const found = await discoverSignatures(c.client, at, at, {}, { predicateTypes: ["https://example.com/any"] });
   assert.equal(found.attestations.length, 1, found.problems.join("\n"));
   assert.equal(found.attestations[0]!.format, "cosign-attestation");
   assert.deepEqual(c.blobCalls, [MAX_ATTESTATION_BLOB_BYTES]);
   assert.ok(found.looked.some((l) => l.endsWith(".att")));
+});
+
+const BUNDLE_TYPE = "application/vnd.dev.sigstore.bundle.v0.3+json";
+const VULN = "https://cosign.sigstore.dev/attestation/vuln/v1";
+const PROVENANCE = "https://slsa.dev/provenance/v1";
+const referrer = (name: string, predicateType?: string, size = 500) => ({
+  mediaType: "application/vnd.oci.image.manifest.v1+json",
+  digest: sha(name),
+  size,
+  artifactType: BUNDLE_TYPE,
+  ...(predicateType ? { annotations: { "dev.sigstore.bundle.predicateType": predicateType } } : {}),
+});
+
+/** A scripted client whose referrer manifests each hold one bundle layer; records which referrers were fetched. */
+function referrersClient(descriptors: ReturnType<typeof referrer>[], layerSize = 100) {
+  const fetched: string[] = [];
+  const blobs: string[] = [];
+  const base = client({ referrers: descriptors });
+  base.client.getManifest = async (ref: { tag?: string; digest?: string }) => {
+    if (ref.tag !== undefined) throw new RegistryError("not-found", "manifest unknown");
+    fetched.push(ref.digest!);
+    const body = Buffer.from(JSON.stringify({ layers: [{ mediaType: BUNDLE_TYPE, digest: sha(`layer of ${ref.digest}`), size: layerSize }] }));
+    return {
+      digest: ref.digest!,
+      mediaType: "application/vnd.oci.image.manifest.v1+json",
+      size: body.length,
+      body,
+      endpoint: "r.example",
+      credentialSource: "anonymous",
+    };
+  };
+  const getBlob = base.client.getBlob;
+  base.client.getBlob = async (repo: unknown, digest: string, options?: { maxBytes?: number }) => {
+    blobs.push(digest);
+    return getBlob(repo, digest, options);
+  };
+  return { client: base.client, fetched, blobs };
+}
+
+test("with attestations asked for, 40 attestation bundles do not push the image's signature bundle out", async () => {
+  const descriptors = [...Array.from({ length: 40 }, (_, i) => referrer(`vuln ${i}`, VULN)), referrer("signature")];
+  const c = referrersClient(descriptors);
+  await discoverSignatures(c.client, at, at, {}, { predicateTypes: [VULN] });
+  assert.ok(c.fetched.includes(sha("signature")), "the signature bundle is fetched");
+  assert.equal(c.fetched.filter((d) => d !== sha("signature")).length, MAX_SIGNATURES, "attestations are capped on their own");
+});
+
+test("attestation bundles of predicate types no rule asks for are not fetched", async () => {
+  const descriptors = [...Array.from({ length: 5 }, (_, i) => referrer(`provenance ${i}`, PROVENANCE)), referrer("vuln", VULN)];
+  const c = referrersClient(descriptors);
+  await discoverSignatures(c.client, at, at, {}, { predicateTypes: [VULN] });
+  assert.deepEqual(c.fetched, [sha("vuln")]);
+});
+
+test("a signature layer or bundle layer that declares more than its limit is never requested", async () => {
+  const huge = 300 * 1024 * 1024;
+  const sig = Buffer.from(JSON.stringify({ layers: [{ ...layer(0), size: huge }] }));
+  const c = client({ sig });
+  const found = await discoverSignatures(c.client, at, at, {});
+  assert.deepEqual(c.blobCalls, []);
+  assert.match(found.problems.join("\n"), /declares 314572800 bytes/);
+
+  const r = referrersClient([referrer("signature")], huge);
+  const viaReferrer = await discoverSignatures(r.client, at, at, {});
+  assert.deepEqual(r.blobs, []);
+  assert.match(viaReferrer.problems.join("\n"), /declares 314572800 bytes/);
+});
+
+test("the download budget: an artifact declared larger than what is left is not fetched, and the hit is kept with its code", async () => {
+  const r = referrersClient([referrer("small", undefined, 200), referrer("large", undefined, 50_000)]);
+  const found = await discoverSignatures(r.client, at, at, { budget: new DownloadBudget(10_000) });
+  assert.deepEqual(r.fetched, [sha("small")]);
+  assert.equal(found.limitHit?.code, "download-limit");
+  assert.deepEqual(found.unanswered, [], "a limit hit is not an outage: the failure policy does not apply");
+});
+
+test("cosign .att layers are picked by their predicateType annotation before download", async () => {
+  const attLayer = (name: string, predicateType: string) => ({
+    mediaType: "application/vnd.dsse.envelope.v1+json",
+    digest: sha(name),
+    size: 10,
+    annotations: { predicateType },
+  });
+  const att = Buffer.from(JSON.stringify({ layers: [...Array.from({ length: 40 }, (_, i) => attLayer(`p${i}`, PROVENANCE)), attLayer("v", VULN)] }));
+  const fetched: string[] = [];
+  const c = client({
+    att,
+    blob: (d) => {
+      fetched.push(d);
+      return Buffer.from("{}");
+    },
+  });
+  await discoverSignatures(c.client, at, at, {}, { predicateTypes: [VULN] });
+  assert.deepEqual(fetched, [sha("v")]);
 });

@@ -6,7 +6,9 @@
 //     by this pod cover it, the image is reported absent, so the kubelet pulls it with this pod's credentials.
 //     Other callers (the kubelet's image-user lookup, crictl, image GC) always get the truth.
 //   PullImage: after such a report, a credential already recorded for the image is answered at once from the
-//     records (no registry traffic, as the kubelet does for a Secret it knows); any other pull goes to the
+//     records (no registry traffic, as the kubelet does for a Secret it knows) — only when the API's view shows
+//     that the pod does not pull the image with imagePullPolicy: Always (kubelets before 1.32 send those pulls the
+//     same way, and a revoked credential or a moved tag must reach the registry); any other pull goes to the
 //     runtime, whose registry decides. A successful pull is recorded: anonymous → every pod, otherwise the
 //     credential's keyed hash and the pod. An intent is written before forwarding and removed after the record,
 //     so a crash in between leaves an image nobody is recorded for (verify), never one everybody may use.
@@ -37,7 +39,7 @@ import {
 } from "../cri/cri-messages.ts";
 import { CRI_PACKAGES, type CriPackage, type ImageCall, type RuntimeImageClient } from "../cri/image-service-proxy.ts";
 import type { ImageCheckResult, NodeMetrics } from "./node-metrics.ts";
-import type { PodPullSecrets } from "./pod-pull-secrets.ts";
+import type { NodePodView } from "./pod-pull-secrets.ts";
 import type { RecordStore } from "./record-store.ts";
 
 export interface NodeImageProxyOptions {
@@ -49,8 +51,8 @@ export interface NodeImageProxyOptions {
   metrics: NodeMetrics;
   /** How often records of removed images are pruned against the runtime's image list (default 5 minutes). */
   reconcileEveryMs?: number;
-  /** The pods' pull secrets from the API: pods the records do not cover yet are matched by their Secrets. */
-  podSecrets?: PodPullSecrets;
+  /** The API's view of the node's pods: pods the records do not cover yet are matched by their Secrets. */
+  podSecrets?: NodePodView;
 }
 
 /** An image reported absent to a pod, awaiting that pod's pull. */
@@ -85,9 +87,9 @@ export class NodeImageProxy {
     try {
       switch (call.method) {
         case "ImageStatus":
-          return await this.imageStatus(call);
+          return await this.imageStatus(call, this.opts.podSecrets?.arrival());
         case "PullImage":
-          return await this.pullImage(call);
+          return await this.pullImage(call, this.opts.podSecrets?.arrival());
         case "RemoveImage":
           return await this.removeImage(call);
         default:
@@ -146,7 +148,8 @@ export class NodeImageProxy {
     await this.prune(await this.listImages());
   }
 
-  private async imageStatus(call: ImageCall): Promise<Buffer> {
+  /** `arrival`: the API view's ticket, taken when the call arrived. */
+  private async imageStatus(call: ImageCall, arrival: number | undefined): Promise<Buffer> {
     const req = decodeImageStatusRequest(call.request);
     const fingerprint = podFingerprint(req.image.annotations);
     const response = await call.forward();
@@ -156,7 +159,8 @@ export class NodeImageProxy {
     const parsed = parseImageReference(req.image.image);
     const repository = parsed.ok ? repositoryName(parsed.ref) : undefined;
     let result = this.check(image.id, repository, fingerprint);
-    if (result === "must-pull" && parsed.ok && (await this.secretsCover(image.id, parsed.ref, req.image, fingerprint, call))) result = "pod-secrets";
+    if (result === "must-pull" && parsed.ok && arrival !== undefined && (await this.secretsCover(arrival, image.id, parsed.ref, req.image, fingerprint, call)))
+      result = "pod-secrets";
     if (result !== "must-pull" && result !== "unreadable-record") return this.answered(result, response);
     // A name that is not a repository (an image ID) cannot be pulled with credentials either: it stays hidden.
     if (repository) this.hidden.set(hiddenKey(fingerprint, req.image.image), { imageRef: image.id, repository });
@@ -178,6 +182,7 @@ export class NodeImageProxy {
 
   /** With API access: whether the pod's own pull secrets hold a credential recorded for the image. */
   private async secretsCover(
+    arrival: number,
     imageRef: string,
     ref: ImageReference,
     spec: { image: string; annotations: Record<string, string> },
@@ -188,8 +193,9 @@ export class NodeImageProxy {
     const read = store.get(imageRef);
     if (!podSecrets || read.state !== "ok") return false;
     const repository = repositoryName(ref);
-    const pods = await podSecrets.credentialHashes(spec.annotations, spec.image, ref, Date.now() + SECRETS_DEADLINE_MS);
-    // Whichever of the matching pods the call is for, its secrets must hold a recorded credential.
+    const pods = await podSecrets.credentialHashes(arrival, spec.annotations, spec.image, ref, Date.now() + SECRETS_DEADLINE_MS);
+    // Whichever of the matching pods the call is for (the view holds the caller), its secrets must hold a recorded
+    // credential.
     const covered = pods?.every((p) => p.hashes.some((h) => credentialRecorded(read.record, repository, h))) ?? false;
     if (call.signal.aborted || !covered) return false;
     this.cover(imageRef, repository, fingerprint);
@@ -197,7 +203,7 @@ export class NodeImageProxy {
     return true;
   }
 
-  private async pullImage(call: ImageCall): Promise<Buffer> {
+  private async pullImage(call: ImageCall, arrival: number | undefined): Promise<Buffer> {
     const { store, metrics, logger } = this.opts;
     const req = decodePullImageRequest(call.request);
     const image = req.image.image;
@@ -210,7 +216,12 @@ export class NodeImageProxy {
 
     if (hidden && hash && repository === hidden.repository) {
       const read = store.get(hidden.imageRef);
-      if (read.state === "ok" && credentialRecorded(read.record, repository, hash) && (await this.statusOf(hidden.imageRef))) {
+      if (
+        read.state === "ok" &&
+        credentialRecorded(read.record, repository, hash) &&
+        (await this.mayAnswerFromRecords(arrival, pod, image)) &&
+        (await this.statusOf(hidden.imageRef))
+      ) {
         // Only who presented the credential changes: written after the answer.
         this.afterAnswer(async () => {
           await store.update(hidden.imageRef, (current) =>
@@ -266,6 +277,20 @@ export class NodeImageProxy {
       }
     });
     return response;
+  }
+
+  /**
+   * Whether the pod's pull may be answered from the records: only when the API's view shows the pod, and none of
+   * its containers or image volumes naming the image pulls it Always. Without the view it cannot be told.
+   */
+  private async mayAnswerFromRecords(arrival: number | undefined, pod: PodRef, image: string): Promise<boolean> {
+    const { podSecrets, logger } = this.opts;
+    const parsed = parseImageReference(image);
+    if (!podSecrets || arrival === undefined || !parsed.ok || !pod.uid) return false;
+    const policy = await podSecrets.pullPolicy(arrival, pod, parsed.ref, Date.now() + SECRETS_DEADLINE_MS);
+    if (policy === "IfNotPresent" || policy === "Never") return true;
+    logger.debug({ pod, image, policy: policy ?? "unknown" }, "pull forwarded to the registry: the pod's pull policy is Always or unknown");
+    return false;
   }
 
   /** Work that follows an answer; stop() waits for it. A failure is logged (the record is then missing: verify). */

@@ -1,35 +1,61 @@
-// The node proxy's optional view of the API (--kubeconfig with the node's identity, --node-name): which pod an
-// ImageStatus is for, and the credential hashes of its pull secrets (the pod's own imagePullSecrets, which is what
-// the kubelet reads), matched as the kubelet's keyring does (src/kube/pull-secrets.ts, shared with pinning). With it, a pod the records do not cover yet can be
-// answered from its Secrets without a pull — which is the only way for imagePullPolicy: Never, whose pods never
-// call PullImage.
+// The node proxy's optional view of the API (--kubeconfig with the node's identity, --node-name): which pods an
+// image call may be for, the credential hashes of their pull secrets (the pod's own imagePullSecrets, which is what
+// the kubelet reads), matched as the kubelet's keyring does (src/kube/pull-secrets.ts, shared with pinning), and a
+// pod's pull policy for an image. With it, a pod the records do not cover yet can be answered from its Secrets
+// without a pull — which is the only way for imagePullPolicy: Never, whose pods never call PullImage.
 //
-// The pod is found among the pods bound to this node by its annotations: the kubelet passes the pod's own
-// annotations plus kubernetes.io/config.* keys it adds; a pod matches when all of its API annotations are there
-// with the same values and the rest are the kubelet's, and one of its containers names the image. Pods that match
-// alike (identical annotations and image, as a Deployment's pods are) are not told apart: the caller then needs a
-// recorded credential in the secrets of every one of them.
+// ImageStatus names no pod: the pod is found among the pods bound to this node by its annotations (the kubelet
+// passes the pod's own annotations plus kubernetes.io/config.* keys it adds; a pod matches when all of its API
+// annotations are there with the same values and the rest are the kubelet's) and by an image of its spec equal to
+// the call's once both are normalised (the kubelet asks for "repo/app:latest" where the pod says "repo/app"). Pods
+// that match alike are not told apart: the caller then needs a recorded credential in the secrets of every one.
+//
+// That rule holds only if the calling pod is among the candidates, so the view must be at least as new as the call:
+// the kubelet learned of the pod from the API before it called. Each call takes a ticket on arrival, and is answered
+// from a list of the node's pods that started after it (a consistent read: no resourceVersion, so not from the
+// apiserver's cache); calls that arrive while a list is in flight share the next one. No such list in time: the
+// caller gets undefined, and the proxy reports the image absent, so the kubelet pulls with the pod's credentials.
 import { CoreV1Api, type KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { credentialHash } from "../core/pull-verification/credential-hash.ts";
-import type { ImageReference } from "../core/image-reference.ts";
-import { CONTAINER_LISTS } from "../core/pod-images.ts";
+import { effectiveTag, fullName, parseImageReferenceCached, type ImageReference } from "../core/image-reference.ts";
+import type { PodRef } from "../core/pull-verification/pull-records.ts";
+import { podImages } from "../core/pod-images.ts";
 import { withSignal } from "../kube/api-requests.ts";
 import { PullSecretReader } from "../kube/pull-secrets.ts";
 
 const KUBELET_ANNOTATION_PREFIX = "kubernetes.io/config.";
 /** More pods alike than this (a huge DaemonSet-like spread on one node is not expected) are not examined. */
 const MAX_CANDIDATES = 20;
-/** How long a list of the node's pods is reused: a pod is in the API before the kubelet starts it. */
-const POD_LIST_TTL_MS = 1_000;
+/** A list of the node's pods is abandoned after this long (each caller also has its own deadline). */
+const POD_LIST_TIMEOUT_MS = 10_000;
 
-export class PodPullSecrets {
+export type PullPolicy = "Always" | "IfNotPresent" | "Never";
+
+/** What the node proxy asks of the API's view of its node (PodPullSecrets; a fake in unit tests). */
+export interface NodePodView {
+  /** Taken when a call arrives: the answers for it come from a view that started after this. */
+  arrival(): number;
+  credentialHashes(
+    arrival: number,
+    annotations: Readonly<Record<string, string>>,
+    image: string,
+    ref: ImageReference,
+    deadline: number,
+  ): Promise<Array<{ pod: string; hashes: string[] }> | undefined>;
+  pullPolicy(arrival: number, pod: PodRef, ref: ImageReference, deadline: number): Promise<PullPolicy | undefined>;
+}
+
+export class PodPullSecrets implements NodePodView {
   private readonly api: CoreV1Api;
   private readonly secrets: PullSecretReader;
   private readonly nodeName: string;
   private readonly key: Buffer;
   private readonly logger: Logger;
-  private podList: { at: number; pods: Promise<V1Pod[]> } | undefined;
+  private listsStarted = 0;
+  /** The list started last; `number` counts lists started. */
+  private latestList: { number: number; pods: Promise<V1Pod[]>; settled: boolean } | undefined;
+  private queuedList: Promise<V1Pod[]> | undefined;
 
   constructor(opts: { kube: KubeConfig; nodeName: string; key: Buffer; logger: Logger }) {
     this.api = opts.kube.makeApiClient(CoreV1Api);
@@ -39,33 +65,55 @@ export class PodPullSecrets {
     this.logger = opts.logger;
   }
 
+  arrival(): number {
+    return this.listsStarted + 1; // the number of the next list to start
+  }
+
   /**
    * For each pod on the node the call may be for, the credential hashes its pull secrets hold for the image's
-   * registry and repository, in the kubelet's order; undefined when no pod matches or the API cannot be read
-   * (then the proxy decides without them).
+   * registry and repository, in the kubelet's order; undefined when no pod matches or the API cannot be read in
+   * time (then the proxy decides without them).
    */
   async credentialHashes(
+    arrival: number,
     annotations: Readonly<Record<string, string>>,
     image: string,
     ref: ImageReference,
     deadline: number,
   ): Promise<Array<{ pod: string; hashes: string[] }> | undefined> {
     const signal = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
-    let pods: V1Pod[];
-    try {
-      pods = await this.podsOnNode(signal);
-    } catch (e) {
-      this.logger.warn({ err: (e as Error).message }, "cannot list the node's pods; deciding without pull secrets");
-      return undefined;
-    }
-    const candidates = pods.filter((p) => sameAnnotations(p.metadata?.annotations ?? {}, annotations) && namesImage(p, image));
+    const pods = await this.podsSince(arrival, signal);
+    if (!pods) return undefined;
+    const wanted = fullName(ref);
+    const candidates = pods.filter((p) => sameAnnotations(p.metadata?.annotations ?? {}, annotations) && namesImage(p, wanted));
     if (candidates.length === 0 || candidates.length > MAX_CANDIDATES) return undefined;
     try {
       return await Promise.all(candidates.map(async (pod) => ({ pod: podName(pod), hashes: await this.hashesOf(pod, ref, signal) })));
     } catch (e) {
-      this.logger.warn({ pods: candidates.map(podName), err: (e as Error).message }, "cannot read the pods' pull secrets; deciding without them");
+      this.logger.warn({ pods: candidates.map(podName), image, err: (e as Error).message }, "cannot read the pods' pull secrets; deciding without them");
       return undefined;
     }
+  }
+
+  /**
+   * The pull policy of the pod (by namespace, name and UID) for the image: Always when any of its containers or
+   * image volumes naming the image has it. Undefined when the pod or the image is not found or the API cannot be
+   * read in time.
+   */
+  async pullPolicy(arrival: number, pod: PodRef, ref: ImageReference, deadline: number): Promise<PullPolicy | undefined> {
+    const pods = await this.podsSince(arrival, AbortSignal.timeout(Math.max(1, deadline - Date.now())));
+    const found = pods?.find((p) => p.metadata?.uid === pod.uid && p.metadata?.namespace === pod.namespace && p.metadata?.name === pod.name);
+    if (!found) return undefined;
+    const wanted = fullName(ref);
+    let policy: PullPolicy | undefined;
+    for (const named of podImages(found.spec as Record<string, unknown> | undefined)) {
+      const parsed = parseImageReferenceCached(named.image);
+      if (!parsed.ok || fullName(parsed.ref) !== wanted) continue;
+      const p = policyAt(found.spec as unknown as Record<string, unknown>, named.field) ?? defaultPullPolicy(parsed.ref);
+      if (p === "Always") return p;
+      policy ??= p;
+    }
+    return policy;
   }
 
   private async hashesOf(pod: V1Pod, ref: ImageReference, signal: AbortSignal): Promise<string[]> {
@@ -86,14 +134,43 @@ export class PodPullSecrets {
     );
   }
 
-  private podsOnNode(signal: AbortSignal): Promise<V1Pod[]> {
-    const now = Date.now();
-    if (!this.podList || now - this.podList.at > POD_LIST_TTL_MS) {
-      const pods = this.api.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${this.nodeName}` }, withSignal(signal)).then((list) => list.items);
-      this.podList = { at: now, pods };
-      pods.catch(() => (this.podList = undefined));
-    }
-    return this.podList.pods;
+  /** The node's pods from a list that started after `arrival`, or undefined when none comes before `signal`. */
+  private async podsSince(arrival: number, signal: AbortSignal): Promise<V1Pod[] | undefined> {
+    const latest = this.latestList;
+    let pods: Promise<V1Pod[]>;
+    if (latest && latest.number >= arrival) pods = latest.pods;
+    else if (!latest || latest.settled) pods = this.startList();
+    // One list at a time: calls that arrive meanwhile share the one that starts when it ends.
+    else pods = this.queuedList ??= latest.pods.then(this.startQueued, this.startQueued);
+    const aborted = new Promise<undefined>((resolve) => {
+      if (signal.aborted) resolve(undefined);
+      signal.addEventListener("abort", () => resolve(undefined), { once: true });
+    });
+    return Promise.race([pods.catch(() => undefined), aborted]);
+  }
+
+  private readonly startQueued = (): Promise<V1Pod[]> => {
+    this.queuedList = undefined;
+    return this.startList();
+  };
+
+  /** A consistent list (no resourceVersion: read from etcd, not from the apiserver's cache). */
+  private startList(): Promise<V1Pod[]> {
+    const number = ++this.listsStarted;
+    const pods = this.api
+      .listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${this.nodeName}` }, withSignal(AbortSignal.timeout(POD_LIST_TIMEOUT_MS)))
+      .then((l) => l.items);
+    const list = { number, pods, settled: false };
+    this.latestList = list;
+    pods.then(
+      () => (list.settled = true),
+      (e: unknown) => {
+        list.settled = true;
+        if (this.latestList === list) this.latestList = undefined;
+        this.logger.warn({ err: (e as Error).message }, "cannot list the node's pods; deciding without them");
+      },
+    );
+    return pods;
   }
 }
 
@@ -104,9 +181,26 @@ function sameAnnotations(api: Readonly<Record<string, string>>, call: Readonly<R
   return true;
 }
 
-function namesImage(pod: V1Pod, image: string): boolean {
-  const spec = pod.spec as Record<string, unknown> | undefined;
-  return CONTAINER_LISTS.some((list) => ((spec?.[list] as Array<{ image?: string }> | undefined) ?? []).some((c) => c.image === image));
+/** One of the pod's images (containers and image volumes) is `wanted` (a normalised full name). */
+function namesImage(pod: V1Pod, wanted: string): boolean {
+  return podImages(pod.spec as Record<string, unknown> | undefined).some((named) => {
+    const parsed = parseImageReferenceCached(named.image);
+    return parsed.ok && fullName(parsed.ref) === wanted;
+  });
+}
+
+/** The pull policy beside an image field: "spec.containers[0].image" → imagePullPolicy, an image volume's pullPolicy. */
+function policyAt(spec: Record<string, unknown>, field: string): PullPolicy | undefined {
+  const m = /^spec\.(\w+)\[(\d+)\]\.image(\.reference)?$/.exec(field);
+  if (!m) return undefined;
+  const item = (spec[m[1]!] as Array<Record<string, unknown>> | undefined)?.[Number(m[2])];
+  const value = m[3] ? (item?.image as Record<string, unknown> | undefined)?.pullPolicy : item?.imagePullPolicy;
+  return value === "Always" || value === "IfNotPresent" || value === "Never" ? value : undefined;
+}
+
+/** The API's default: Always for :latest (or no tag and no digest), IfNotPresent otherwise. */
+function defaultPullPolicy(ref: ImageReference): PullPolicy {
+  return effectiveTag(ref) === "latest" ? "Always" : "IfNotPresent";
 }
 
 function podName(pod: V1Pod): string {

@@ -1,0 +1,202 @@
+// The node proxy's view of the node's pods, against a fake kube-apiserver on loopback (plain HTTP, the two
+// endpoints the view reads): which pods a call may be for, and their pull secrets' credential hashes.
+import assert from "node:assert/strict";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, before, beforeEach, describe, test } from "node:test";
+import { KubeConfig } from "@kubernetes/client-node";
+import pino from "pino";
+import { parseImageReference, type ImageReference } from "../../../src/core/image-reference.ts";
+import { credentialHash } from "../../../src/core/pull-verification/credential-hash.ts";
+import { PodPullSecrets } from "../../../src/node/pod-pull-secrets.ts";
+
+const KEY = Buffer.alloc(32, 7);
+const REGISTRY = "registry.example.com:5000";
+const KUBELET = { "kubernetes.io/config.source": "api", "kubernetes.io/config.seen": "2026-11-25T10:00:00.123456789Z" };
+
+interface FakePod {
+  namespace: string;
+  name: string;
+  uid?: string;
+  annotations?: Record<string, string>;
+  spec: Record<string, unknown>;
+}
+
+let server: Server;
+let url: string;
+let pods: FakePod[] = [];
+let podLists = 0;
+let listDelayMs = 0;
+const secrets = new Map<string, { username: string; password: string }>();
+
+function dockerConfigSecret(namespace: string, name: string, c: { username: string; password: string }) {
+  const auths = { [REGISTRY]: { username: c.username, password: c.password, auth: Buffer.from(`${c.username}:${c.password}`).toString("base64") } };
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    type: "kubernetes.io/dockerconfigjson",
+    metadata: { namespace, name },
+    data: { ".dockerconfigjson": Buffer.from(JSON.stringify({ auths })).toString("base64") },
+  };
+}
+
+before(async () => {
+  server = createServer((req, res) => {
+    const u = new URL(req.url ?? "/", "http://x");
+    const json = (status: number, body: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+    if (u.pathname === "/api/v1/pods") {
+      assert.equal(u.searchParams.get("fieldSelector"), "spec.nodeName=node1");
+      podLists++;
+      // The list as it is when the request arrives.
+      const items = pods.map((p) => ({
+        metadata: { namespace: p.namespace, name: p.name, uid: p.uid ?? `uid-${p.name}`, ...(p.annotations ? { annotations: p.annotations } : {}) },
+        spec: { nodeName: "node1", ...p.spec },
+      }));
+      setTimeout(() => json(200, { apiVersion: "v1", kind: "PodList", metadata: {}, items }), listDelayMs);
+      return;
+    }
+    const m = /^\/api\/v1\/namespaces\/([^/]+)\/secrets\/([^/]+)$/.exec(u.pathname);
+    const c = m ? secrets.get(`${m[1]}/${m[2]}`) : undefined;
+    if (m && c) return json(200, dockerConfigSecret(m[1]!, m[2]!, c));
+    json(404, { kind: "Status", apiVersion: "v1", status: "Failure", reason: "NotFound", code: 404 });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+after(() => server.close());
+
+beforeEach(() => {
+  pods = [];
+  podLists = 0;
+  listDelayMs = 0;
+  secrets.clear();
+});
+
+function view(): PodPullSecrets {
+  const kube = new KubeConfig();
+  kube.loadFromOptions({
+    clusters: [{ name: "c", server: url, skipTLSVerify: true }],
+    users: [{ name: "u", token: "t" }],
+    contexts: [{ name: "x", cluster: "c", user: "u" }],
+    currentContext: "x",
+  });
+  return new PodPullSecrets({ kube, nodeName: "node1", key: KEY, logger: pino({ level: "silent" }) });
+}
+
+const ref = (image: string): ImageReference => {
+  const parsed = parseImageReference(image);
+  assert.ok(parsed.ok);
+  return parsed.ref;
+};
+const hashOf = (c: { username: string; password: string }) => credentialHash(KEY, { ...c, auth: "", serverAddress: "", identityToken: "", registryToken: "" });
+const container = (image: string, imagePullPolicy = "IfNotPresent") => ({ containers: [{ name: "main", image, imagePullPolicy }] });
+const GOOD = { username: "alice", password: "s3cret" };
+
+async function candidates(v: PodPullSecrets, image: string, annotations: Record<string, string> = KUBELET) {
+  const arrival = v.arrival();
+  const found = await v.credentialHashes(arrival, annotations, image, ref(image), Date.now() + 5_000);
+  return found?.map((p) => ({ pod: p.pod, covered: p.hashes.includes(hashOf(GOOD)) }));
+}
+
+describe("which pods an ImageStatus may be for", () => {
+  test("images are compared normalised: the kubelet's :latest matches an untagged name, and both pods are candidates", async () => {
+    secrets.set("default/victim-pull", GOOD);
+    pods = [
+      { namespace: "default", name: "victim", spec: { ...container(`${REGISTRY}/app:latest`), imagePullSecrets: [{ name: "victim-pull" }] } },
+      { namespace: "attacker", name: "attacker", spec: container(`${REGISTRY}/app`) },
+    ];
+    assert.deepEqual(await candidates(view(), `${REGISTRY}/app:latest`), [
+      { pod: "default/victim", covered: true },
+      { pod: "attacker/attacker", covered: false },
+    ]);
+  });
+
+  test("an image volume names the image too", async () => {
+    pods = [{ namespace: "a", name: "vol", spec: { containers: [], volumes: [{ name: "v", image: { reference: `${REGISTRY}/data:1` } }] } }];
+    assert.deepEqual(await candidates(view(), `${REGISTRY}/data:1`), [{ pod: "a/vol", covered: false }]);
+  });
+
+  test("a pod created after the last list is seen by a call that arrives after it (no reuse of an older list)", async () => {
+    secrets.set("default/victim-pull", GOOD);
+    const v = view();
+    pods = [{ namespace: "default", name: "victim", spec: { ...container(`${REGISTRY}/app:v1`), imagePullSecrets: [{ name: "victim-pull" }] } }];
+    assert.deepEqual(await candidates(v, `${REGISTRY}/app:v1`), [{ pod: "default/victim", covered: true }]);
+    pods.push({ namespace: "attacker", name: "fresh", spec: container(`${REGISTRY}/app:v1`) });
+    assert.deepEqual(await candidates(v, `${REGISTRY}/app:v1`), [
+      { pod: "default/victim", covered: true },
+      { pod: "attacker/fresh", covered: false },
+    ]);
+  });
+
+  test("calls that arrive while a list is in flight share the next list, which starts after them", async () => {
+    const v = view();
+    pods = [{ namespace: "a", name: "one", spec: container(`${REGISTRY}/app:v1`) }];
+    listDelayMs = 100;
+    const first = candidates(v, `${REGISTRY}/app:v1`);
+    await new Promise((r) => setTimeout(r, 20));
+    pods.push({ namespace: "a", name: "two", spec: container(`${REGISTRY}/app:v1`) });
+    const [a, b, c] = await Promise.all([first, candidates(v, `${REGISTRY}/app:v1`), candidates(v, `${REGISTRY}/app:v1`)]);
+    assert.deepEqual(
+      a?.map((p) => p.pod),
+      ["a/one"],
+    );
+    assert.deepEqual(
+      b?.map((p) => p.pod),
+      ["a/one", "a/two"],
+    );
+    assert.deepEqual(
+      c?.map((p) => p.pod),
+      ["a/one", "a/two"],
+    );
+    assert.equal(podLists, 2);
+  });
+
+  test("no list in time: undefined (the proxy then reports the image absent)", async () => {
+    pods = [{ namespace: "a", name: "one", spec: container(`${REGISTRY}/app:v1`) }];
+    listDelayMs = 500;
+    const v = view();
+    const arrival = v.arrival();
+    assert.equal(await v.credentialHashes(arrival, KUBELET, `${REGISTRY}/app:v1`, ref(`${REGISTRY}/app:v1`), Date.now() + 50), undefined);
+  });
+
+  test("pods whose own annotations are not all in the call are not candidates", async () => {
+    pods = [
+      { namespace: "a", name: "tagged", annotations: { team: "x" }, spec: container(`${REGISTRY}/app:v1`) },
+      { namespace: "a", name: "plain", spec: container(`${REGISTRY}/app:v1`) },
+    ];
+    assert.deepEqual(await candidates(view(), `${REGISTRY}/app:v1`), [{ pod: "a/plain", covered: false }]);
+  });
+});
+
+describe("a pod's pull policy for an image, by namespace, name and UID", () => {
+  test("the policy of the containers that name the image, Always when any does; volumes count; unknown pods give undefined", async () => {
+    pods = [
+      {
+        namespace: "a",
+        name: "p",
+        uid: "u1",
+        spec: {
+          containers: [
+            { name: "c1", image: `${REGISTRY}/app:v1`, imagePullPolicy: "IfNotPresent" },
+            { name: "c2", image: `${REGISTRY}/other:v1`, imagePullPolicy: "Always" },
+          ],
+          initContainers: [{ name: "i", image: `${REGISTRY}/init`, imagePullPolicy: "Always" }],
+          volumes: [
+            { name: "v", image: { reference: `${REGISTRY}/data:1`, pullPolicy: "Always" } },
+            { name: "w", image: { reference: `${REGISTRY}/data:2` } },
+          ],
+        },
+      },
+    ];
+    const v = view();
+    const policy = (image: string, uid = "u1") => v.pullPolicy(v.arrival(), { namespace: "a", name: "p", uid }, ref(image), Date.now() + 5_000);
+    assert.equal(await policy(`${REGISTRY}/app:v1`), "IfNotPresent");
+    assert.equal(await policy(`${REGISTRY}/other:v1`), "Always");
+    assert.equal(await policy(`${REGISTRY}/init:latest`), "Always", "the kubelet's :latest is the untagged init container");
+    assert.equal(await policy(`${REGISTRY}/data:1`), "Always");
+    assert.equal(await policy(`${REGISTRY}/data:2`), "IfNotPresent", "an image volume without pullPolicy: the default for a tag");
+    assert.equal(await policy(`${REGISTRY}/app:v1`, "u2"), undefined, "another pod of that name (another UID)");
+    assert.equal(await policy(`${REGISTRY}/absent:v1`), undefined);
+  });
+});

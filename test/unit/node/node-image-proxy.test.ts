@@ -1,0 +1,266 @@
+// The node proxy's decisions (src/node/node-image-proxy.ts) over CRI calls, in-process: a fake runtime and registry
+// (fake-image-service.ts, real CRI message bytes), a real RecordStore in a temp folder, and a fake API view of the
+// node's pods. The same decisions against real containerd and a real kubelet are in test/e2e/node-proxy-*.test.ts.
+import assert from "node:assert/strict";
+import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, test } from "node:test";
+import pino from "pino";
+import type { ImageReference } from "../../../src/core/image-reference.ts";
+import { credentialHash } from "../../../src/core/pull-verification/credential-hash.ts";
+import { pullIntent, type PodRef } from "../../../src/core/pull-verification/pull-records.ts";
+import type { AllowlistPattern, VerificationPolicy } from "../../../src/core/pull-verification/verification-policy.ts";
+import { parseAllowlistPattern } from "../../../src/core/pull-verification/verification-policy.ts";
+import {
+  decodeImageStatusResponse,
+  decodePullImageResponse,
+  encodeImageStatusRequestFor,
+  encodePullImageRequest,
+  encodeRemoveImageRequest,
+} from "../../../src/cri/cri-messages.ts";
+import { createNodeMetrics } from "../../../src/node/node-metrics.ts";
+import { NodeImageProxy } from "../../../src/node/node-image-proxy.ts";
+import type { NodePodView, PullPolicy } from "../../../src/node/pod-pull-secrets.ts";
+import { recordFileName, RecordStore } from "../../../src/node/record-store.ts";
+import { FakeImageService, type Credential } from "./fake-image-service.ts";
+
+const PRIVATE = "registry.example.com/private/app:v1";
+const PRIVATE_ID = `sha256:${"a".repeat(64)}`;
+const PUBLIC = "registry.example.com/public/tool:v1";
+const PUBLIC_ID = `sha256:${"b".repeat(64)}`;
+const GOOD: Credential = { username: "alice", password: "s3cret" };
+const SAME: Credential = { ...GOOD };
+const WRONG: Credential = { username: "alice", password: "guess" };
+
+/** A pod's annotations as the kubelet passes them: its own plus config.source and config.seen. */
+const annotations = (pod: string) => ({ "kubernetes.io/config.source": "api", "kubernetes.io/config.seen": `2026-11-25T10:00:00.${pod}Z`, app: pod });
+const podRef = (pod: string): PodRef => ({ namespace: "team", name: pod, uid: `uid-${pod}` });
+
+/** A fake view of the node's pods: fixed candidates and pull policies. */
+class FakeView implements NodePodView {
+  tickets = 0;
+  candidates: Array<{ pod: string; credential?: Credential }> | undefined;
+  policies = new Map<string, PullPolicy>();
+  asked: Array<{ arrival: number; image: string }> = [];
+  private readonly key: () => Buffer;
+  constructor(key: () => Buffer) {
+    this.key = key;
+  }
+  arrival(): number {
+    return ++this.tickets;
+  }
+  async credentialHashes(arrival: number, _a: Readonly<Record<string, string>>, image: string) {
+    this.asked.push({ arrival, image });
+    return this.candidates?.map((c) => ({ pod: c.pod, hashes: c.credential ? [hashOf(this.key(), c.credential)] : [] }));
+  }
+  async pullPolicy(_arrival: number, pod: PodRef, _ref: ImageReference): Promise<PullPolicy | undefined> {
+    return this.policies.get(pod.uid);
+  }
+}
+
+const hashOf = (key: Buffer, c: Credential) => credentialHash(key, { ...c, auth: "", serverAddress: "", identityToken: "", registryToken: "" });
+
+let dir: string;
+let fake: FakeImageService;
+let store: RecordStore;
+let proxy: NodeImageProxy;
+let view: FakeView;
+
+async function start(o: { policy?: VerificationPolicy; allowlist?: AllowlistPattern[]; withView?: boolean } = {}): Promise<void> {
+  await proxy?.stop();
+  store = await RecordStore.open(dir);
+  view = new FakeView(() => store.key);
+  proxy = new NodeImageProxy({
+    store,
+    runtime: fake.runtime,
+    policy: o.policy ?? "NeverVerifyPreloadedImages",
+    allowlist: o.allowlist ?? [],
+    logger: pino({ level: "silent" }),
+    metrics: createNodeMetrics(() => store),
+    ...(o.withView ? { podSecrets: view } : {}),
+  });
+  await proxy.start();
+}
+
+/** The kubelet's pull decision for `pod` (or, without a pod, any other caller): the image id it is told, or undefined. */
+async function status(image: string, pod?: string): Promise<string | undefined> {
+  return decodeImageStatusResponse(await proxy.handle(fake.call("ImageStatus", encodeImageStatusRequestFor(image, pod ? annotations(pod) : {}))))?.id;
+}
+
+async function pull(image: string, pod: string, credential?: Credential): Promise<string> {
+  const request = encodePullImageRequest({
+    image,
+    annotations: annotations(pod),
+    ...(credential ? { auth: credential } : {}),
+    sandbox: { ...podRef(pod), annotations: annotations(pod) },
+  });
+  const answer = decodePullImageResponse(await proxy.handle(fake.call("PullImage", request))).imageRef;
+  await proxy.stop(); // records are written after the answer: wait for them
+  return answer;
+}
+
+beforeEach(async () => {
+  dir = join(await mkdtemp(join(tmpdir(), "imprimatur-node-proxy-")), "state");
+  fake = new FakeImageService();
+  fake.publish(PRIVATE, PRIVATE_ID, GOOD);
+  fake.publish(PUBLIC, PUBLIC_ID);
+});
+
+afterEach(async () => {
+  await proxy?.stop();
+  await rm(join(dir, ".."), { recursive: true, force: true });
+});
+
+describe("ImageStatus of the kubelet's pull decision", () => {
+  test("an image pulled with a credential is absent for a pod that has not shown it, present for the pod that pulled it and for other callers", async () => {
+    await start();
+    assert.equal(await status(PRIVATE, "a"), undefined, "not on the node yet");
+    assert.equal(await pull(PRIVATE, "a", GOOD), PRIVATE_ID);
+    assert.equal(await status(PRIVATE, "a"), PRIVATE_ID);
+    assert.equal(await status(PRIVATE, "b"), undefined, "b has shown no credential");
+    assert.equal(await status(PRIVATE), PRIVATE_ID, "a call without a pod's annotations gets the truth");
+  });
+
+  test("an anonymous pull makes the image every pod's", async () => {
+    await start();
+    await pull(PUBLIC, "a");
+    assert.equal(await status(PUBLIC, "b"), PUBLIC_ID);
+  });
+
+  test("a record that cannot be read is no permission: absent", async () => {
+    fake.preload(PRIVATE, PRIVATE_ID);
+    await mkdir(join(dir, "pulled"), { recursive: true, mode: 0o700 });
+    await writeFile(join(dir, "pulled", recordFileName(PRIVATE_ID)), "{not json");
+    await writeFile(join(dir, "preloaded-images.json"), "{not json either");
+    await start({ policy: "AlwaysVerify" });
+    assert.equal(await status(PRIVATE, "a"), undefined);
+  });
+
+  test("an interrupted pull (an intent left behind) leaves an image nobody is recorded for", async () => {
+    await start();
+    fake.preload(PRIVATE, PRIVATE_ID); // pulled while the proxy was down after writing its intent
+    await proxy.stop();
+    await writeFile(join(dir, "pulling", recordFileName(PRIVATE)), JSON.stringify(pullIntent(PRIVATE)));
+    await start();
+    assert.equal(await status(PRIVATE, "a"), undefined);
+    assert.equal(store.get(PRIVATE_ID).state, "ok");
+  });
+});
+
+describe("verification policies", () => {
+  const preloadedStart = async (o: Parameters<typeof start>[0]) => {
+    fake.preload(PRIVATE, PRIVATE_ID);
+    await start(o);
+  };
+
+  test("NeverVerifyPreloadedImages (default): an image on the node at the first start needs no credentials", async () => {
+    await preloadedStart({});
+    assert.equal(await status(PRIVATE, "a"), PRIVATE_ID);
+  });
+
+  test("AlwaysVerify: preloaded images too must be verified", async () => {
+    await preloadedStart({ policy: "AlwaysVerify" });
+    assert.equal(await status(PRIVATE, "a"), undefined);
+  });
+
+  test("NeverVerifyAllowlistedImages: preloaded and allowlisted only", async () => {
+    const allow = (p: string) => parseAllowlistPattern(p) as AllowlistPattern;
+    await preloadedStart({ policy: "NeverVerifyAllowlistedImages", allowlist: [allow("registry.example.com/private/*")] });
+    assert.equal(await status(PRIVATE, "a"), PRIVATE_ID);
+    await start({ policy: "NeverVerifyAllowlistedImages", allowlist: [allow("registry.example.com/other")] });
+    assert.equal(await status(PRIVATE, "a"), undefined);
+  });
+
+  test("NeverVerify: every pod, whatever the records say", async () => {
+    await start();
+    await pull(PRIVATE, "a", GOOD);
+    await start({ policy: "NeverVerify" });
+    assert.equal(await status(PRIVATE, "b"), PRIVATE_ID);
+  });
+});
+
+describe("PullImage after a report of absence", () => {
+  test("with the API view and IfNotPresent, a recorded credential is answered from the records without the registry", async () => {
+    await start({ withView: true });
+    await pull(PRIVATE, "a", GOOD);
+    await start({ withView: true });
+    view.candidates = undefined;
+    assert.equal(await status(PRIVATE, "b"), undefined);
+    view.policies.set("uid-b", "IfNotPresent");
+    const before = fake.registryPulls;
+    assert.equal(await pull(PRIVATE, "b", SAME), PRIVATE_ID);
+    assert.equal(fake.registryPulls, before, "not forwarded");
+    assert.equal(await status(PRIVATE, "b"), PRIVATE_ID, "b has shown the credential now");
+    // Another pod with a credential that was never recorded: the registry decides.
+    assert.equal(await status(PRIVATE, "c"), undefined);
+    view.policies.set("uid-c", "IfNotPresent");
+    await assert.rejects(pull(PRIVATE, "c", WRONG), /401 Unauthorized/);
+    assert.equal(fake.registryPulls, before + 1);
+  });
+
+  test("imagePullPolicy Always, an unknown pod, or no API view: the pull goes to the registry", async () => {
+    for (const [withView, policy] of [
+      [true, "Always"],
+      [true, undefined],
+      [false, undefined],
+    ] as const) {
+      await start({ withView });
+      await pull(PRIVATE, "a", GOOD);
+      assert.equal(await status(PRIVATE, "b"), undefined);
+      if (policy) view.policies.set("uid-b", policy);
+      const before = fake.registryPulls;
+      await pull(PRIVATE, "b", SAME);
+      assert.equal(fake.registryPulls, before + 1, `view ${withView}, policy ${policy ?? "unknown"}: forwarded`);
+    }
+  });
+
+  test("a credential not recorded goes to the registry, which refuses it; the pod is still told the image is absent", async () => {
+    await start();
+    await pull(PRIVATE, "a", GOOD);
+    assert.equal(await status(PRIVATE, "b"), undefined);
+    await assert.rejects(pull(PRIVATE, "b", WRONG), /401 Unauthorized/);
+    await assert.rejects(pull(PRIVATE, "b"), /401 Unauthorized/);
+    assert.equal(await status(PRIVATE, "b"), undefined);
+  });
+});
+
+describe("the API view: pods matched by their pull secrets", () => {
+  test("every candidate's secrets must hold a recorded credential", async () => {
+    await start({ withView: true });
+    await pull(PRIVATE, "a", GOOD);
+    view.candidates = [{ pod: "team/b", credential: SAME }];
+    assert.equal(await status(PRIVATE, "b"), PRIVATE_ID);
+    view.candidates = [{ pod: "team/c", credential: SAME }, { pod: "other/d" }];
+    assert.equal(await status(PRIVATE, "c"), undefined, "one candidate without it");
+    view.candidates = [{ pod: "team/e", credential: WRONG }];
+    assert.equal(await status(PRIVATE, "e"), undefined, "a credential that was not recorded");
+    view.candidates = undefined;
+    assert.equal(await status(PRIVATE, "f"), undefined, "no view in time");
+  });
+
+  test("the view is asked with the ticket taken when the call arrived", async () => {
+    await start({ withView: true });
+    await pull(PRIVATE, "a", GOOD);
+    const ticket = view.tickets;
+    await status(PRIVATE, "b");
+    assert.deepEqual(view.asked.at(-1), { arrival: ticket + 1, image: PRIVATE });
+  });
+});
+
+describe("removing images", () => {
+  test("RemoveImage drops the record; a pull of the image again starts afresh", async () => {
+    await start();
+    await pull(PRIVATE, "a", GOOD);
+    await proxy.handle(fake.call("RemoveImage", encodeRemoveImageRequest(PRIVATE)));
+    assert.equal(store.get(PRIVATE_ID).state, "none");
+  });
+
+  test("pruning drops the records of images the runtime no longer lists", async () => {
+    await start();
+    await pull(PRIVATE, "a", GOOD);
+    fake.delete(PRIVATE_ID);
+    await proxy.reconcile();
+    assert.equal(store.get(PRIVATE_ID).state, "none");
+  });
+});

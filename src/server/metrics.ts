@@ -9,7 +9,7 @@ export function createMetrics() {
     registry,
     decisions: new Counter({
       name: "imprimatur_decisions_total",
-      help: "Admission decisions by endpoint and outcome.",
+      help: "Admission decisions by endpoint and outcome (allowed, denied, fail-open, break-glass, skipped).",
       labelNames: ["endpoint", "outcome"] as const,
       registers: [registry],
     }),
@@ -72,7 +72,8 @@ export type Metrics = ReturnType<typeof createMetrics>;
 export function prometheusRecorder(m: Metrics): Recorder {
   return {
     decision(endpoint, decision) {
-      const outcome = !decision ? "skipped" : decision.breakGlass ? "break-glass" : decision.allowed ? "allowed" : "denied";
+      // An admission the failure policy let through is counted apart, so dashboards and the post-creation audit see it.
+      const outcome = !decision ? "skipped" : decision.breakGlass ? "break-glass" : !decision.allowed ? "denied" : decision.failOpen ? "fail-open" : "allowed";
       m.decisions.inc({ endpoint, outcome });
       if (!decision) return;
       // One count per policy per admission and result, however many images or fields it covered. Passes and

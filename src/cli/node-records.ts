@@ -10,8 +10,8 @@ export const NODE_RECORDS_USAGE = `Usage: imprimatur node-records [--state-dir D
 
 Lists the node proxy's pull records: for each image on the node that went through the proxy, and each repository
 name it was pulled under, who may use it — every pod (pulled anonymously), or pods that show one of the recorded
-credentials (kept as keyed hashes; the last pods that presented each are named). Also lists preloaded images
-without a record, pulls in progress (intents), and records that cannot be read (pods must then show
+credentials (kept as keyed hashes; the last pods that presented each are named). Also lists the names preloaded
+images had before the proxy first ran (preloaded under those names only), pulls in progress (intents), and records that cannot be read (pods must then show
 credentials).
 
   --state-dir DIR      the node proxy's --state-dir (default ${DEFAULT_NODE_STATE_DIR})
@@ -55,13 +55,11 @@ export async function runNodeRecords(argv: string[]): Promise<number> {
   }
 
   const rows: Row[] = [];
-  const recorded = new Set<string>();
   for (const r of folder.records) {
     if (r.state === "unreadable") {
       rows.push({ imageRef: "?", access: "unreadable", file: r.file, reason: r.reason });
       continue;
     }
-    recorded.add(r.record.imageRef);
     const repositories = Object.entries(r.record.credentialMapping);
     if (repositories.length === 0) rows.push({ imageRef: r.record.imageRef, access: "nobody", lastUpdatedTime: r.record.lastUpdatedTime });
     for (const [repository, who] of repositories) {
@@ -81,13 +79,17 @@ export async function runNodeRecords(argv: string[]): Promise<number> {
       });
     }
   }
-  for (const imageRef of folder.preloaded) if (!recorded.has(imageRef)) rows.push({ imageRef, access: "preloaded" });
+  // Preloaded under a name until a pull under that name went through the proxy (then its record says who may).
+  const mapped = new Set(rows.filter((r) => r.repository !== undefined).map((r) => `${r.imageRef} ${r.repository}`));
+  for (const { imageRef, repositories } of folder.preloaded) {
+    for (const repository of repositories) if (!mapped.has(`${imageRef} ${repository}`)) rows.push({ imageRef, repository, access: "preloaded" });
+  }
   const intents = folder.intents.map((i) => i.intent?.image ?? `unreadable intent ${i.file}: ${i.reason}`);
   const unreadable = rows.filter((r) => r.access === "unreadable").length;
   const summary = {
     records: folder.records.length,
     unreadable,
-    preloadedWithoutRecord: rows.filter((r) => r.access === "preloaded").length,
+    preloaded: rows.filter((r) => r.access === "preloaded").length,
     pullsInProgress: intents.length,
   };
 
@@ -97,7 +99,7 @@ export async function runNodeRecords(argv: string[]): Promise<number> {
     for (const r of rows) process.stdout.write(`${describe(r)}\n`);
     for (const i of intents) process.stdout.write(`pull in progress (or interrupted): ${i}\n`);
     process.stdout.write(
-      `${summary.records} record${summary.records === 1 ? "" : "s"}, ${unreadable} unreadable, ${summary.preloadedWithoutRecord} preloaded image${summary.preloadedWithoutRecord === 1 ? "" : "s"} without a record, ${intents.length} pull${intents.length === 1 ? "" : "s"} in progress\n`,
+      `${summary.records} record${summary.records === 1 ? "" : "s"}, ${unreadable} unreadable, ${summary.preloaded} preloaded name${summary.preloaded === 1 ? "" : "s"}, ${intents.length} pull${intents.length === 1 ? "" : "s"} in progress\n`,
     );
   }
   return unreadable > 0 ? 1 : 0;
@@ -116,6 +118,6 @@ function describe(r: Row): string {
     case "unreadable":
       return `record ${r.file} cannot be read (${r.reason}): pods must show credentials for its image`;
     case "preloaded":
-      return `${r.imageRef}: preloaded (on the node before the proxy first ran), no record`;
+      return `${r.imageRef} ${r.repository}: preloaded (on the node under this name before the proxy first ran)`;
   }
 }

@@ -115,7 +115,7 @@ export class NodeImageProxy {
     const { store, logger } = this.opts;
     const images = await this.listImages();
     if (store.firstRun) {
-      await store.writePreloaded(images.map((i) => i.id));
+      await store.writePreloaded(images.map((i) => ({ imageRef: i.id, repositories: repositoriesOf(i) })));
       logger.info({ images: images.length }, "first start: the images on the node are recorded as preloaded");
     }
     for (const left of await store.leftoverIntents()) {
@@ -171,8 +171,7 @@ export class NodeImageProxy {
   private check(imageRef: string, repository: string | undefined, fingerprint: string): ImageCheckResult {
     const { store, policy, allowlist } = this.opts;
     const read = store.get(imageRef);
-    const preloaded = read.state === "none" && store.isPreloaded(imageRef);
-    if (repository && !requiresVerification(policy, preloaded, repository, allowlist)) return "policy-skip";
+    if (repository && !requiresVerification(policy, store.isPreloaded(imageRef, repository), repository, allowlist)) return "policy-skip";
     if (read.state === "unreadable") return "unreadable-record";
     if (!repository) return "must-pull";
     if (read.state === "ok" && accessibleToAllPods(read.record, repository)) return "all-pods";
@@ -364,6 +363,11 @@ export class NodeImageProxy {
 function repositoryOf(image: string): string | undefined {
   const parsed = parseImageReference(image);
   return parsed.ok ? repositoryName(parsed.ref) : undefined;
+}
+
+/** The repositories an image has on the node, from its tags and digests. */
+function repositoriesOf(image: CriImage): string[] {
+  return [...new Set([...image.repoTags, ...image.repoDigests].map(repositoryOf).filter((r): r is string => r !== undefined))];
 }
 
 function hiddenKey(fingerprint: string, image: string): string {

@@ -14,7 +14,9 @@ import {
   decodePulledRecord,
   decodePullIntent,
   preloadedImages,
+  preloadedUnder,
   pullIntent,
+  type PreloadedImage,
   type ImagePulledRecord,
   type ImagePullIntent,
 } from "../core/pull-verification/pull-records.ts";
@@ -46,7 +48,8 @@ export class RecordStore {
   /** True when this start created the state (the images present now are the preloaded ones). */
   readonly firstRun: boolean;
   private readonly pulled = new Map<string, RecordRead & { state: "ok" | "unreadable" }>();
-  private preloaded: ReadonlySet<string>;
+  /** imageRef → the repositories it was preloaded under. */
+  private preloaded: ReadonlyMap<string, ReadonlySet<string>>;
   private preloadedReadable: boolean;
   private intentsInFlight = 0;
   private readonly intents = new Map<string, { pulls: number; durable: Promise<void> }>();
@@ -55,11 +58,11 @@ export class RecordStore {
 
   readonly dir: string;
 
-  private constructor(dir: string, key: Buffer, firstRun: boolean, preloaded: { refs: ReadonlySet<string>; readable: boolean }) {
+  private constructor(dir: string, key: Buffer, firstRun: boolean, preloaded: { images: ReadonlyMap<string, ReadonlySet<string>>; readable: boolean }) {
     this.dir = dir;
     this.key = key;
     this.firstRun = firstRun;
-    this.preloaded = preloaded.refs;
+    this.preloaded = preloaded.images;
     this.preloadedReadable = preloaded.readable;
   }
 
@@ -85,14 +88,20 @@ export class RecordStore {
     return this.pulled.get(recordFileName(imageRef)) ?? { state: "none" };
   }
 
-  /** Whether the image was on the node before the proxy first ran; an unreadable list counts nothing as preloaded. */
-  isPreloaded(imageRef: string): boolean {
-    return this.preloadedReadable && this.preloaded.has(imageRef);
+  /**
+   * Whether the image was on the node under this repository before the proxy first ran, and has not been pulled
+   * under it through the proxy since. An unreadable list, or an unreadable record of the image, counts nothing as
+   * preloaded.
+   */
+  isPreloaded(imageRef: string, repository: string): boolean {
+    const read = this.get(imageRef);
+    if (!this.preloadedReadable || read.state === "unreadable") return false;
+    return preloadedUnder(this.preloaded, read.state === "ok" ? read.record : undefined, imageRef, repository);
   }
 
-  async writePreloaded(imageRefs: readonly string[]): Promise<void> {
-    await writeAtomically(join(this.dir, PRELOADED_FILE), JSON.stringify(preloadedImages(imageRefs, new Date()), null, 2));
-    this.preloaded = new Set(imageRefs);
+  async writePreloaded(images: readonly PreloadedImage[]): Promise<void> {
+    await writeAtomically(join(this.dir, PRELOADED_FILE), JSON.stringify(preloadedImages(images, new Date()), null, 2));
+    this.preloaded = preloadedMap(images);
     this.preloadedReadable = true;
   }
 
@@ -192,7 +201,9 @@ export class RecordStore {
 }
 
 /** Reads a state folder without changing it (for `node-records`). */
-export async function readRecordsFolder(dir: string): Promise<{ records: ReturnType<RecordStore["records"]>; intents: LeftoverIntent[]; preloaded: string[] }> {
+export async function readRecordsFolder(
+  dir: string,
+): Promise<{ records: ReturnType<RecordStore["records"]>; intents: LeftoverIntent[]; preloaded: PreloadedImage[] }> {
   await stat(join(dir, PULLED)); // a clear ENOENT for a folder that is not a state folder
   const records: ReturnType<RecordStore["records"]> = [];
   for (const name of (await readdir(join(dir, PULLED))).sort()) {
@@ -200,7 +211,7 @@ export async function readRecordsFolder(dir: string): Promise<{ records: ReturnT
   }
   const intents = (await readIntents(join(dir, PULLING)).catch(() => [] as LeftoverIntent[])).map((i) => ({ ...i, file: basename(i.file) }));
   const preloaded = await readPreloaded(join(dir, PRELOADED_FILE));
-  return { records, intents, preloaded: [...preloaded.refs] };
+  return { records, intents, preloaded: [...preloaded.images].map(([imageRef, repositories]) => ({ imageRef, repositories: [...repositories] })) };
 }
 
 /** Every intent file of the folder (full paths), read strictly; an unreadable one comes with the reason. */
@@ -230,19 +241,23 @@ async function readPulledFile(folder: string, name: string): Promise<RecordRead 
   return { state: "ok", record };
 }
 
-async function readPreloaded(file: string): Promise<{ refs: ReadonlySet<string>; readable: boolean }> {
+async function readPreloaded(file: string): Promise<{ images: ReadonlyMap<string, ReadonlySet<string>>; readable: boolean }> {
   let text: string;
   try {
     text = await readFile(file, "utf8");
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return { refs: new Set(), readable: true };
-    return { refs: new Set(), readable: false };
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return { images: new Map(), readable: true };
+    return { images: new Map(), readable: false };
   }
   try {
-    return { refs: new Set(decodePreloadedImages(text).imageRefs), readable: true };
+    return { images: preloadedMap(decodePreloadedImages(text).images), readable: true };
   } catch {
-    return { refs: new Set(), readable: false };
+    return { images: new Map(), readable: false };
   }
+}
+
+function preloadedMap(images: readonly PreloadedImage[]): Map<string, ReadonlySet<string>> {
+  return new Map(images.map((i) => [i.imageRef, new Set(i.repositories)]));
 }
 
 async function loadOrCreateKey(file: string): Promise<{ key: Buffer; created: boolean }> {

@@ -49,12 +49,22 @@ export interface ImagePullIntent {
   image: string;
 }
 
-/** The images on the node when the proxy first ran: preloaded, pulled outside it. */
+/**
+ * The images on the node when the proxy first ran (pulled outside it), each with the repositories it had then: an
+ * image is preloaded under those names only, so a pull of the same digest under another name changes nothing for
+ * them (kubernetes#138175), and under none of the others.
+ */
 export interface PreloadedImages {
   apiVersion: typeof RECORD_API_VERSION;
   kind: "PreloadedImages";
   recordedTime: string;
-  imageRefs: string[];
+  images: PreloadedImage[];
+}
+
+export interface PreloadedImage {
+  imageRef: string;
+  /** Normalised repositories (no tag or digest), sorted. */
+  repositories: string[];
 }
 
 /** What a credential is, for a record: its keyed hash and the pod that presented it; undefined for an anonymous pull. */
@@ -108,8 +118,21 @@ export function pullIntent(image: string): ImagePullIntent {
   return { apiVersion: RECORD_API_VERSION, kind: "ImagePullIntent", image };
 }
 
-export function preloadedImages(imageRefs: readonly string[], now: Date): PreloadedImages {
-  return { apiVersion: RECORD_API_VERSION, kind: "PreloadedImages", recordedTime: now.toISOString(), imageRefs: [...imageRefs].sort() };
+export function preloadedImages(images: readonly PreloadedImage[], now: Date): PreloadedImages {
+  const sorted = images
+    .map((i) => ({ imageRef: i.imageRef, repositories: [...new Set(i.repositories)].sort() }))
+    .sort((a, b) => (a.imageRef < b.imageRef ? -1 : 1));
+  return { apiVersion: RECORD_API_VERSION, kind: "PreloadedImages", recordedTime: now.toISOString(), images: sorted };
+}
+
+/** Whether the image is preloaded under `repository`: listed so, and not pulled under that name through the proxy since. */
+export function preloadedUnder(
+  preloaded: ReadonlyMap<string, ReadonlySet<string>>,
+  record: ImagePulledRecord | undefined,
+  imageRef: string,
+  repository: string,
+): boolean {
+  return preloaded.get(imageRef)?.has(repository) === true && record?.credentialMapping[repository] === undefined;
 }
 
 // Strict decoding: a record that is not exactly what this code writes is corrupt, and a corrupt record means
@@ -147,14 +170,22 @@ export function decodePullIntent(text: string): ImagePullIntent {
 
 export function decodePreloadedImages(text: string): PreloadedImages {
   const o = object(parse(text), "preloaded images");
-  exactKeys(o, ["apiVersion", "kind", "recordedTime", "imageRefs"], "preloaded images");
+  exactKeys(o, ["apiVersion", "kind", "recordedTime", "images"], "preloaded images");
   header(o, "PreloadedImages");
-  if (!Array.isArray(o.imageRefs)) throw new RecordFormatError("imageRefs must be a list");
+  if (!Array.isArray(o.images)) throw new RecordFormatError("images must be a list");
   return {
     apiVersion: RECORD_API_VERSION,
     kind: "PreloadedImages",
     recordedTime: timestamp(o.recordedTime, "recordedTime"),
-    imageRefs: o.imageRefs.map((r, i) => nonEmptyString(r, `imageRefs[${i}]`)),
+    images: o.images.map((raw, i) => {
+      const entry = object(raw, `images[${i}]`);
+      exactKeys(entry, ["imageRef", "repositories"], `images[${i}]`);
+      if (!Array.isArray(entry.repositories)) throw new RecordFormatError(`images[${i}].repositories must be a list`);
+      return {
+        imageRef: nonEmptyString(entry.imageRef, `images[${i}].imageRef`),
+        repositories: entry.repositories.map((r, j) => nonEmptyString(r, `images[${i}].repositories[${j}]`)),
+      };
+    }),
   };
 }
 

@@ -159,6 +159,24 @@ describe("verification policies", () => {
     assert.equal(await status(PRIVATE, "a"), PRIVATE_ID);
   });
 
+  test("a pull of the same image under another name leaves it preloaded under its own name (kubernetes#138175)", async () => {
+    const COPY = "registry.example.com/private/copy:v1";
+    fake.publish(COPY, PUBLIC_ID, GOOD);
+    fake.preload(PUBLIC, PUBLIC_ID);
+    await start();
+    assert.equal(await pull(COPY, "a", GOOD), PUBLIC_ID, "another tenant pulls the same image under a private name");
+    assert.equal(await status(PUBLIC, "b"), PUBLIC_ID, "still preloaded under its own name");
+    assert.equal(await status(COPY, "b"), undefined, "the private name is still not everybody's");
+  });
+
+  test("a preloaded name pulled through the proxy is governed by its record from then on", async () => {
+    fake.preload(PRIVATE, PRIVATE_ID);
+    await start();
+    assert.equal(await status(PRIVATE, "b"), PRIVATE_ID);
+    assert.equal(await pull(PRIVATE, "a", GOOD), PRIVATE_ID);
+    assert.equal(await status(PRIVATE, "c"), undefined);
+  });
+
   test("AlwaysVerify: preloaded images too must be verified", async () => {
     await preloadedStart({ policy: "AlwaysVerify" });
     assert.equal(await status(PRIVATE, "a"), undefined);

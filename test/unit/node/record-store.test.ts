@@ -134,10 +134,11 @@ describe("RecordStore", () => {
     for (const ref of ["sha256:aa", "sha256:bb"]) await store.update(ref, () => recordPull(undefined, ref, REPO, undefined, new Date()));
     assert.deepEqual(await store.prune(new Set(["sha256:bb"])), ["sha256:aa"]);
     assert.deepEqual(await readdir(join(dir, "pulled")), [recordFileName("sha256:bb")]);
-    await store.writePreloaded(["sha256:pre"]);
-    assert.equal((await RecordStore.open(dir)).isPreloaded("sha256:pre"), true);
+    await store.writePreloaded([{ imageRef: "sha256:pre", repositories: [REPO] }]);
+    assert.equal((await RecordStore.open(dir)).isPreloaded("sha256:pre", REPO), true);
+    assert.equal((await RecordStore.open(dir)).isPreloaded("sha256:pre", "registry.example.com/other"), false, "preloaded under its own names only");
     assert.equal(JSON.parse(await readFile(join(dir, "preloaded-images.json"), "utf8")).kind, "PreloadedImages");
     await writeFile(join(dir, "preloaded-images.json"), "{oops");
-    assert.equal((await RecordStore.open(dir)).isPreloaded("sha256:pre"), false, "fail safe: nothing counts as preloaded");
+    assert.equal((await RecordStore.open(dir)).isPreloaded("sha256:pre", REPO), false, "fail safe: nothing counts as preloaded");
   });
 });

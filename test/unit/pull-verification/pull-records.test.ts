@@ -69,8 +69,22 @@ describe("strict decoding", () => {
   it("reads back exactly what was written", () => {
     assert.deepEqual(decodePulledRecord(JSON.stringify(good)), good);
     assert.deepEqual(decodePullIntent(JSON.stringify(pullIntent("app:1"))), pullIntent("app:1"));
-    const pre = preloadedImages(["sha256:b", "sha256:a"], NOW);
-    assert.deepEqual(decodePreloadedImages(JSON.stringify(pre)).imageRefs, ["sha256:a", "sha256:b"]);
+    const pre = preloadedImages(
+      [
+        { imageRef: "sha256:b", repositories: ["r.example/y", "r.example/x", "r.example/y"] },
+        { imageRef: "sha256:a", repositories: [] },
+      ],
+      NOW,
+    );
+    assert.deepEqual(decodePreloadedImages(JSON.stringify(pre)).images, [
+      { imageRef: "sha256:a", repositories: [] },
+      { imageRef: "sha256:b", repositories: ["r.example/x", "r.example/y"] },
+    ]);
+    // The list of an earlier version (ids without names) is not read: nothing counts as preloaded (fail safe).
+    assert.throws(
+      () => decodePreloadedImages(JSON.stringify({ apiVersion: pre.apiVersion, kind: pre.kind, recordedTime: pre.recordedTime, imageRefs: ["sha256:a"] })),
+      RecordFormatError,
+    );
   });
 
   const broken: Array<[string, (r: Record<string, any>) => unknown]> = [

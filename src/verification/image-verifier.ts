@@ -141,7 +141,9 @@ export class ImageVerifier {
       const attestations = checks.map((check) => verifyAttestations(check, discovery, request.image.digest, contextOf));
       if (discovery.limitHit && attestations.some((a) => a.statements.length === 0))
         return { status: "denied", code: "download-limit", reason: `not every attestation could be read: ${discovery.limitHit.message}` };
-      if (discovery.unanswered.length > 0 && attestations.some((a) => a.statements.length === 0))
+      // Statements not read could fail a condition, a check over every statement or `validate`: judging the ones
+      // that were read would admit on part of the evidence. Any lookup left unanswered is an outage.
+      if (discovery.unanswered.length > 0)
         return {
           status: "unavailable",
           registry: at.registry,
@@ -222,7 +224,7 @@ function verifyAttestations(
     for (const leaf of leafAttestors(check.attestors)) {
       const cx = contextOf(leaf, binding);
       const outcome = "error" in cx ? { ok: false as const, reason: cx.error } : verifyItem(item, leaf, cx);
-      outcomes.set(leaf.path, outcome.ok ? outcome : { ok: false, reason: outcome.reason });
+      outcomes.set(leaf.path, outcome.ok ? { ok: true, signers: [outcome.evidence] } : { ok: false, reason: outcome.reason });
     }
     const judged = judgeAttestors(check.attestors, outcomes);
     if (judged.satisfied) verified.statements.push({ statement: read.statement as Record<string, unknown>, signers: judged.evidence });
@@ -232,15 +234,24 @@ function verifyAttestations(
   return verified;
 }
 
-/** The first signature that satisfies the entry; otherwise the most telling reason why none did. */
+/**
+ * Every distinct signer whose signature satisfies the entry (N of M counts signers, not entries: the judgement
+ * needs all the candidates); otherwise the most telling reason why none did. A key entry has one possible
+ * signer, its key: the first signature that satisfies it is enough.
+ */
 function judgeLeaf(leaf: LeafAttestor, discovery: Discovery, cx: Parameters<typeof verifyItem>[2]): EntryOutcome {
   if (discovery.items.length === 0) return { ok: false, reason: "no signature found" };
   const failures: Array<Extract<ItemOutcome, { ok: false }>> = [];
+  const signers = new Map<string, SignerEvidence>();
   for (const item of discovery.items) {
     const outcome = verifyItem(item, leaf, cx);
-    if (outcome.ok) return outcome;
-    failures.push(outcome);
+    if (!outcome.ok) failures.push(outcome);
+    else if (!signers.has(outcome.evidence.signer)) {
+      signers.set(outcome.evidence.signer, outcome.evidence);
+      if (leaf.type === "staticKey") break;
+    }
   }
+  if (signers.size > 0) return { ok: true, signers: [...signers.values()] };
   const telling = failures.find((f) => !f.notThisSigner);
   if (telling) return { ok: false, reason: telling.reason };
   const n = discovery.items.length;

@@ -149,3 +149,63 @@ test("a registry that hangs past the deadline gives an answer at the deadline", 
   assert.equal(result.status, "unavailable");
   assert.ok(Date.now() - started < 1_000);
 });
+
+test("attestations: a lookup that timed out makes the result unavailable even when another layout gave a statement", async () => {
+  const { cosignAttestationLayer, inTotoStatement } = await import("../../support/signer/cosign-signatures.ts");
+  const { generateSigningKey } = await import("../../support/signer/keys.ts");
+  const SLSA = "https://slsa.dev/provenance/v1";
+  const signer = generateSigningKey("ecdsa-p256");
+  const statement = inTotoStatement({ subjectName: "r.example/app", digest, predicateType: SLSA, predicate: { buildType: "x" } });
+  const layer = await cosignAttestationLayer({ statement, key: signer });
+  const att = Buffer.from(
+    JSON.stringify({
+      schemaVersion: 2,
+      layers: [
+        {
+          mediaType: layer.mediaType,
+          digest: `sha256:${createHash("sha256").update(layer.blob).digest("hex")}`,
+          size: layer.blob.length,
+          annotations: layer.annotations,
+        },
+      ],
+    }),
+  );
+  let referrers: "timeout" | "none" = "timeout";
+  const client = {
+    async getManifest(ref: { tag?: string }) {
+      if (!ref.tag?.endsWith(".att")) throw new RegistryError("not-found", "manifest unknown");
+      return {
+        digest: "sha256:x",
+        mediaType: "application/vnd.oci.image.manifest.v1+json",
+        size: att.length,
+        body: att,
+        endpoint: "r.example",
+        credentialSource: "anonymous",
+      };
+    },
+    async getBlob(_repo: unknown, d: string) {
+      return { digest: d, body: layer.blob, endpoint: "r.example", credentialSource: "anonymous" };
+    },
+    async listReferrers() {
+      if (referrers === "timeout") throw new RegistryError("timeout", "the caller's deadline passed");
+      return { descriptors: [], source: "none" as const, endpoint: "r.example", credentialSource: "anonymous" };
+    },
+  };
+  const checkAttestors = parsePolicyText(
+    `apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: {name: p}
+spec:
+  rules: [{action: allow, images: ["*"], attestors: [{entries: [{staticKey: {ignoreTlog: true, key: ${JSON.stringify(signer.publicKeyPem)}}}]}]}]
+`,
+    "p.yaml",
+  ).policies.ImagePolicy[0]!.rules[0]!.attestors!;
+  const req: VerificationRequest = { ...request(), attestors: [], attestations: [{ index: 0, predicateType: SLSA, attestors: checkAttestors }] };
+  // The statements not read could fail a condition or a check over all statements: an outage, not a verification.
+  const partial = await new ImageVerifier({ client, trustRoots: () => new Map() }).verify(req, soon());
+  assert.equal(partial.status, "unavailable", partial.status === "denied" ? partial.reason : "");
+  assert.match(partial.status === "unavailable" ? partial.reason : "", /did not answer every attestation lookup/);
+  referrers = "none";
+  const complete = await new ImageVerifier({ client, trustRoots: () => new Map() }).verify(req, soon());
+  assert.equal(complete.status, "verified", complete.status === "verified" ? "" : complete.reason);
+});

@@ -1,6 +1,6 @@
 // From the `attestors` of a schema-valid ImagePolicy rule to the compiled form (attestors.ts): keys parsed and
-// fingerprinted, identities compiled to matchers, counts checked against the entries, every problem reported
-// with its field path. Key files are read through `related` (the loader's reader, relative to the policy).
+// fingerprinted, identities compiled to matchers, counts checked against the entries and against the distinct
+// signers the entries allow, every problem reported with its field path. Key files are read through `related` (the loader's reader, relative to the policy).
 import { createHash, createPublicKey, type KeyObject } from "node:crypto";
 import type { AttestorEntry, AttestorSet, IdentityMatcher, StaticKey } from "./attestors.ts";
 
@@ -67,8 +67,48 @@ export function compileAttestorSets(raw: readonly RawAttestorSet[], at: FieldPat
 function compileSet(raw: RawAttestorSet, at: FieldPath, path: string, errors: FieldError[], related?: RelatedFileReader): AttestorSet {
   const entries = raw.entries.map((e, j) => compileEntry(e, [...at, "entries", j], `${path}.entries[${j}]`, errors, related));
   const count = raw.count ?? 0;
+  const required = count === 0 ? entries.length : count;
   if (count > entries.length) errors.push({ path: [...at, "count"], message: `count ${count} is more than the ${entries.length} entries of this set` });
-  return { path, required: count === 0 ? entries.length : count, entries };
+  else errors.push(...sharedSigners(entries, required, at));
+  return { path, required, entries };
+}
+
+/**
+ * Entries that can only be met by one and the same signer (the same key, the same Secret, the same exact keyless
+ * identity) count once, as the judgement does: a set that needs more distinct signers than its entries allow can
+ * never be satisfied, and is refused naming the entries. Globs, regular expressions and nested sets may be met
+ * by any number of signers, so they are taken to allow one each.
+ */
+function sharedSigners(entries: readonly AttestorEntry[], required: number, at: FieldPath): FieldError[] {
+  const firstOf = new Map<string, number>();
+  const repeats: Array<{ index: number; first: number; signer: string }> = [];
+  entries.forEach((entry, index) => {
+    const signer = fixedSigner(entry);
+    if (signer === undefined) return;
+    const first = firstOf.get(signer);
+    if (first === undefined) firstOf.set(signer, index);
+    else repeats.push({ index, first, signer });
+  });
+  const most = entries.length - repeats.length;
+  if (required <= most) return [];
+  return repeats.map(({ index, first, signer }) => ({
+    path: [...at, "entries", index],
+    message: `names the same signer as entries[${first}] (${signer}); this set needs ${required} distinct signers and its entries allow at most ${most}`,
+  }));
+}
+
+/** The one signer that can satisfy an entry, when the policy alone fixes it. */
+function fixedSigner(entry: AttestorEntry): string | undefined {
+  if (entry.type === "staticKey") {
+    if ("secretRef" in entry.key) {
+      const ref = entry.key.secretRef;
+      return ref.secret ? `key k8s://${ref.namespace}/${ref.secret}/${ref.key}` : undefined;
+    }
+    return entry.key.fingerprint ? `key ${entry.key.fingerprint}` : undefined;
+  }
+  if (entry.type === "keyless" && entry.subject.exact !== undefined && entry.issuer.exact !== undefined)
+    return `subject ${entry.subject.exact} issuer ${entry.issuer.exact}`;
+  return undefined;
 }
 
 function compileEntry(raw: RawAttestorEntry, at: FieldPath, path: string, errors: FieldError[], related?: RelatedFileReader): AttestorEntry {
@@ -146,7 +186,7 @@ function identity(exact: string | undefined, regExp: string | undefined, field: 
     return never;
   }
   if (exact !== undefined) {
-    if (!exact.includes("*")) return { source: exact, test: (v) => v === exact };
+    if (!exact.includes("*")) return { source: exact, exact, test: (v) => v === exact };
     const pattern = new RegExp(`^${exact.split("*").map(escapeRegExp).join(".*")}$`, "su");
     return { source: exact, test: (v) => pattern.test(v) };
   }

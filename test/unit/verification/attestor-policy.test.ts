@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { judgeAttestors, leafAttestors, type EntryOutcome } from "../../../src/core/image-policy/attestors.ts";
+import { parsePublicKey } from "../../../src/core/image-policy/compile-attestors.ts";
 import { loadPolicies, parsePolicyText } from "../../../src/policy/load-policies.ts";
 import { PolicyLoadError } from "../../../src/policy/policy-error.ts";
 
@@ -171,7 +172,7 @@ describe("judging attestor sets", () => {
     "p.yaml",
   );
   const sets = policies.ImagePolicy[0]!.rules[0]!.attestors!;
-  const ok = (entry: string): EntryOutcome => ({ ok: true, evidence: { entry, attestor: entry, signer: `key ${entry}`, format: "cosign-signature" } });
+  const ok = (entry: string): EntryOutcome => ({ ok: true, signers: [{ entry, attestor: entry, signer: `key ${entry}`, format: "cosign-signature" }] });
   const no = (reason: string): EntryOutcome => ({ ok: false, reason });
 
   test("2 of 3 and a nested 1 of 2 are satisfied; the evidence lists every satisfied entry", () => {
@@ -216,6 +217,164 @@ describe("judging attestor sets", () => {
     assert.equal(
       j.explanation,
       "attestors[1] needs its entry: nested set attestors[1].entries[0]: [attestors[1].entries[0].attestors[0] needs 1 of 2: key a.pub: not verified; key b.pub: not verified]",
+    );
+  });
+});
+
+describe("N of M counts distinct signers", () => {
+  const ISSUER = "https://token.actions.githubusercontent.com";
+  const APP = `subject https://github.com/acme/app/release issuer ${ISSUER}`;
+  const OPS = `subject https://github.com/acme/ops/release issuer ${ISSUER}`;
+  const { policies, errors } = parsePolicyText(
+    policy(`    - action: allow
+      images: ["a.example/*"]
+      attestors:
+        - count: 2
+          entries:
+            - keyless: {subject: "https://github.com/acme/*", issuer: ${ISSUER}}
+            - keyless: {subject: "https://github.com/acme/app/*", issuer: ${ISSUER}}
+    - action: allow
+      images: ["b.example/*"]
+      attestors:
+        - count: 2
+          entries:
+            - keyless: {subject: "https://github.com/acme/*", issuer: ${ISSUER}}
+            - attestors:
+                - entries:
+                    - keyless: {subject: "https://github.com/acme/app/*", issuer: ${ISSUER}}
+`),
+    "p.yaml",
+  );
+  assert.deepEqual(errors, []);
+  const [flat, nested] = policies.ImagePolicy[0]!.rules.map((r) => r.attestors!);
+  const signed = (entry: string, ...signers: string[]): [string, EntryOutcome] => [
+    entry,
+    { ok: true, signers: signers.map((signer) => ({ entry, attestor: entry, signer, format: "sigstore-bundle" })) },
+  ];
+
+  test("one signature that two entries both accept counts once: count 2 is not met by one signer", () => {
+    const j = judgeAttestors(flat!, new Map([signed("attestors[0].entries[0]", APP), signed("attestors[0].entries[1]", APP)]));
+    assert.equal(j.satisfied, false);
+    assert.deepEqual(j.evidence, []);
+    assert.equal(
+      j.explanation,
+      "attestors[0] needs all 2: keyless https://github.com/acme/* verified; keyless https://github.com/acme/app/* verified; " +
+        "but one signer counts for one entry only, and these entries have 1 distinct signer",
+    );
+  });
+
+  test("two signers: each entry gets its own, even when the first entry would take the only signer the second accepts", () => {
+    const j = judgeAttestors(flat!, new Map([signed("attestors[0].entries[0]", APP, OPS), signed("attestors[0].entries[1]", APP)]));
+    assert.equal(j.satisfied, true, j.explanation);
+    assert.deepEqual(
+      j.evidence.map((e) => [e.entry, e.signer]),
+      [
+        ["attestors[0].entries[0]", OPS],
+        ["attestors[0].entries[1]", APP],
+      ],
+    );
+  });
+
+  test("a nested set counts as one entry whose signers must differ from those of the other entries it is counted with", () => {
+    const leaf = "attestors[0].entries[1].attestors[0].entries[0]";
+    const alone = judgeAttestors(nested!, new Map([signed("attestors[0].entries[0]", APP), signed(leaf, APP)]));
+    assert.equal(alone.satisfied, false);
+    assert.match(alone.explanation, /one signer counts for one entry only/);
+    const two = judgeAttestors(nested!, new Map([signed("attestors[0].entries[0]", APP, OPS), signed(leaf, APP)]));
+    assert.equal(two.satisfied, true, two.explanation);
+    assert.deepEqual(
+      two.evidence.map((e) => e.signer),
+      [OPS, APP],
+    );
+  });
+
+  test("separate sets of a rule may be satisfied by the same signer (each set is its own requirement)", () => {
+    const { policies: p } = parsePolicyText(
+      policy(`    - action: allow
+      images: ["*"]
+      attestors:
+        - entries: [{keyless: {subject: "https://github.com/acme/*", issuer: ${ISSUER}}}]
+        - entries: [{keyless: {subject: "https://github.com/acme/app/*", issuer: ${ISSUER}}}]
+`),
+      "p.yaml",
+    );
+    const j = judgeAttestors(p.ImagePolicy[0]!.rules[0]!.attestors!, new Map([signed("attestors[0].entries[0]", APP), signed("attestors[1].entries[0]", APP)]));
+    assert.equal(j.satisfied, true, j.explanation);
+  });
+
+  test("the search for distinct signers is bounded: a set built to make it explode is denied, saying so", () => {
+    const n = 14;
+    const { policies: p, errors: errs } = parsePolicyText(
+      policy(`    - action: allow
+      images: ["*"]
+      attestors:
+        - entries:
+${Array.from({ length: n }, (_, i) => `            - keyless: {subject: "https://github.com/acme/*", issuer: ${ISSUER}, trustRoot: r${i}}`).join("\n")}
+`),
+      "p.yaml",
+    );
+    assert.deepEqual(errs, []);
+    // Every entry accepts the same n − 1 signers: no assignment exists, and trying them all would take (n − 1)! steps.
+    const many = Array.from({ length: n - 1 }, (_, i) => `subject https://github.com/acme/s${i} issuer ${ISSUER}`);
+    const outcomes = new Map(Array.from({ length: n }, (_, i) => signed(`attestors[0].entries[${i}]`, ...many)));
+    const j = judgeAttestors(p.ImagePolicy[0]!.rules[0]!.attestors!, outcomes);
+    assert.equal(j.satisfied, false);
+    assert.match(j.explanation, /; but no assignment of distinct signers to entries was found within 10000 steps$/);
+  });
+
+  test("a set whose entries can never be met by distinct signers is a load error naming the entries", () => {
+    const k = (pem: string) => `"${pem.trim().replace(/\n/g, "\\n")}"`;
+    const { errors: errs } = parsePolicyText(
+      policy(`    - action: allow
+      images: ["a.example/*"]
+      attestors:
+        - count: 2
+          entries:
+            - staticKey: {name: release, key: ${k(ec)}}
+            - staticKey: {name: release-again, key: ${k(ec)}}
+            - keyless: {subject: ops@acme.example, issuer: https://accounts.example}
+        - entries:
+            - keyless: {subject: ops@acme.example, issuer: https://accounts.example}
+            - keyless: {subject: ops@acme.example, issuer: https://accounts.example}
+        - count: 2
+          entries:
+            - staticKey: {keyRef: "k8s://sig/keys"}
+            - staticKey: {keyRef: "k8s://sig/keys/cosign.pub"}
+    - action: allow
+      images: ["b.example/*"]
+      attestors:
+        - count: 1
+          entries:
+            - staticKey: {key: ${k(ec)}}
+            - staticKey: {key: ${k(ec)}}
+        - count: 2
+          entries:
+            - staticKey: {key: ${k(ec)}}
+            - staticKey: {key: ${k(ec)}}
+            - keyless: {subject: "*@acme.example", issuer: https://accounts.example}
+        - count: 2
+          entries:
+            - staticKey: {name: one, key: ${k(ec)}}
+            - staticKey: {name: two, key: ${k(ed)}}
+            - staticKey: {name: three, key: ${k(ec)}}
+            - staticKey: {name: four, key: ${k(ed)}}
+        - entries:
+            - staticKey: {key: ${k(ed)}}
+            - attestors: [{entries: [{staticKey: {key: ${k(ed)}}}]}]
+            - staticKey: {key: ${k(ed)}}
+`),
+      "p.yaml",
+    );
+    const needs = (n: number, most: number) => `; this set needs ${n} distinct signers and its entries allow at most ${most}`;
+    const edKey = parsePublicKey(ed);
+    assert.ok("key" in edKey);
+    assert.deepEqual(
+      errs.map((e) => `${e.path}: ${e.message}`),
+      [
+        `spec.rules[0].attestors[1].entries[1]: names the same signer as entries[0] (subject ops@acme.example issuer https://accounts.example)${needs(2, 1)}`,
+        `spec.rules[0].attestors[2].entries[1]: names the same signer as entries[0] (key k8s://sig/keys/cosign.pub)${needs(2, 1)}`,
+        `spec.rules[1].attestors[3].entries[2]: names the same signer as entries[0] (key ${edKey.key.fingerprint})${needs(3, 2)}`,
+      ],
     );
   });
 });

@@ -1,0 +1,120 @@
+// N of M counts distinct signers, end to end through the verifier: keyless signatures made offline by the
+// project's test signer (mock Fulcio and Rekor) in an in-memory registry, judged against attestor sets whose
+// entries can accept the same identity. One signer never counts twice, however many entries accept it.
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { before, describe, test } from "node:test";
+import { parseTrustedRoot, type TrustRoot } from "../../../src/core/trust-root/trust-root-kind.ts";
+import { parsePolicyText } from "../../../src/policy/load-policies.ts";
+import { RegistryError } from "../../../src/registry/registry-error.ts";
+import { ImageVerifier, type VerificationRequest } from "../../../src/verification/image-verifier.ts";
+import {
+  cosignSignatureLayer,
+  ociManifestWithLayers,
+  signatureTag,
+  simpleSigningPayload,
+  type SignatureLayer,
+} from "../../support/signer/cosign-signatures.ts";
+import { createMockSigstore, type MockSigstore } from "../../support/signer/mock-sigstore.ts";
+
+const ISSUER = "https://token.actions.githubusercontent.com";
+const APP = "https://github.com/acme/app/.github/workflows/release.yml@refs/tags/v1";
+const OPS = "https://github.com/acme/ops/.github/workflows/sign.yml@refs/heads/main";
+const NAME = "registry.example.com/acme/app";
+const DIGEST = `sha256:${createHash("sha256").update("image").digest("hex")}`;
+
+let sigstore: MockSigstore;
+let root: TrustRoot;
+
+before(async () => {
+  sigstore = await createMockSigstore({ name: "mock" });
+  const parsed = parseTrustedRoot(sigstore.trustedRoot);
+  assert.ok(!("error" in parsed), "error" in parsed ? parsed.error : "");
+  root = { name: "mock", ...parsed };
+});
+
+async function imageSignature(subject: string): Promise<SignatureLayer> {
+  const cert = await sigstore.issueKeylessCertificate({ subjectAltName: subject, issuer: ISSUER });
+  return cosignSignatureLayer({ payload: simpleSigningPayload({ dockerReference: NAME, digest: DIGEST }), keyless: cert, rekor: sigstore });
+}
+
+/** A registry in memory that holds the image's `.sig` manifest and nothing else. */
+function registry(signatures: SignatureLayer[]) {
+  const sig = ociManifestWithLayers(signatures);
+  return {
+    async getManifest(ref: { tag?: string }) {
+      if (ref.tag !== signatureTag(DIGEST)) throw new RegistryError("not-found", "manifest unknown");
+      return {
+        digest: sig.digest,
+        mediaType: sig.mediaType,
+        size: sig.manifest.length,
+        body: sig.manifest,
+        endpoint: "r.example",
+        credentialSource: "anonymous",
+      };
+    },
+    async getBlob(_repo: unknown, d: string) {
+      const body = sig.blobs.get(d);
+      if (!body) throw new RegistryError("not-found", "blob unknown");
+      return { digest: d, body, endpoint: "r.example", credentialSource: "anonymous" };
+    },
+    async listReferrers() {
+      return { descriptors: [], source: "none" as const, endpoint: "r.example", credentialSource: "anonymous" };
+    },
+  };
+}
+
+function rule(attestors: string) {
+  const { policies, errors } = parsePolicyText(
+    `apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: {name: p}
+spec:
+  rules:
+    - action: allow
+      images: ["*"]
+      attestors: ${attestors}
+`,
+    "p.yaml",
+  );
+  assert.deepEqual(errors, []);
+  return policies.ImagePolicy[0]!.rules[0]!;
+}
+
+async function verify(signatures: SignatureLayer[], attestors: string) {
+  const verifier = new ImageVerifier({ client: registry(signatures) as never, trustRoots: () => new Map([["mock", root]]) });
+  const request: VerificationRequest = {
+    image: { registry: "registry.example.com", repository: "acme/app", digest: DIGEST } as VerificationRequest["image"],
+    policy: "p",
+    rule: 0,
+    attestors: rule(attestors).attestors!,
+    lookup: () => [],
+  };
+  return verifier.verify(request, Date.now() + 30_000);
+}
+
+describe("image signatures", () => {
+  const TWO_OF_ACME = `[{count: 2, entries: [
+        {keyless: {subject: "https://github.com/acme/*", issuer: "${ISSUER}", trustRoot: mock}},
+        {keyless: {subject: "https://github.com/acme/app/*", issuer: "${ISSUER}", trustRoot: mock}}]}]`;
+
+  test("one signer that both entries accept does not meet count 2", async () => {
+    const result = await verify([await imageSignature(APP)], TWO_OF_ACME);
+    assert.equal(result.status, "denied");
+    assert.match(result.status === "denied" ? result.reason : "", /one signer counts for one entry only, and these entries have 1 distinct signer/);
+  });
+
+  test("two signers meet it, even when the signature found first is the only one the second entry accepts", async () => {
+    const result = await verify([await imageSignature(APP), await imageSignature(OPS)], TWO_OF_ACME);
+    assert.equal(result.status, "verified", result.status === "verified" ? "" : result.reason);
+    assert.deepEqual(result.status === "verified" ? result.evidence.map((e) => [e.entry, e.signer]) : [], [
+      ["attestors[0].entries[0]", `subject ${OPS} issuer ${ISSUER}`],
+      ["attestors[0].entries[1]", `subject ${APP} issuer ${ISSUER}`],
+    ]);
+  });
+
+  test("two signatures by the same identity are one signer", async () => {
+    const result = await verify([await imageSignature(APP), await imageSignature(APP)], TWO_OF_ACME);
+    assert.equal(result.status, "denied");
+  });
+});

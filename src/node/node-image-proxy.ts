@@ -113,6 +113,7 @@ export class NodeImageProxy {
    */
   async start(): Promise<void> {
     const { store, logger } = this.opts;
+    const listedAt = store.writeTicket();
     const images = await this.listImages();
     if (store.firstRun) {
       await store.writePreloaded(images.map((i) => ({ imageRef: i.id, repositories: repositoriesOf(i) })));
@@ -131,7 +132,7 @@ export class NodeImageProxy {
       } else logger.warn({ file: left.file, reason: left.reason }, "an unreadable pull intent was dropped");
       await store.dropIntentFile(left.file);
     }
-    await this.prune(images);
+    await this.prune(images, listedAt);
     const every = this.opts.reconcileEveryMs ?? 5 * 60_000;
     this.timer = setInterval(() => void this.reconcile().catch((err: unknown) => logger.warn({ err }, "pruning records failed")), every);
     this.timer.unref();
@@ -145,7 +146,8 @@ export class NodeImageProxy {
 
   /** Prunes the records of images the runtime no longer has. */
   async reconcile(): Promise<void> {
-    await this.prune(await this.listImages());
+    const listedAt = this.opts.store.writeTicket();
+    await this.prune(await this.listImages(), listedAt);
   }
 
   /** `arrival`: the API view's ticket, taken when the call arrived. */
@@ -263,17 +265,25 @@ export class NodeImageProxy {
     if (repository && imageRef) this.cover(imageRef, repository, fingerprint);
     // The record is written, then the intent removed, after the answer: the kubelet does not wait for two more
     // fsyncs. A crash before the record is durable leaves the intent, which the next start turns into a record
-    // naming nobody: fail safe, as the intent is there for.
+    // naming nobody: fail safe, as the intent is there for. A write that keeps failing leaves the intent too.
     this.afterAnswer(async () => {
-      try {
-        if (repository && imageRef) {
-          await store.update(imageRef, (current) =>
-            recordPull(current.state === "ok" ? current.record : undefined, imageRef, repository, hash ? { hash, pod } : undefined, new Date()),
+      if (repository && imageRef) {
+        try {
+          await withRetries(() =>
+            store.update(imageRef, (current) =>
+              recordPull(current.state === "ok" ? current.record : undefined, imageRef, repository, hash ? { hash, pod } : undefined, new Date()),
+            ),
           );
+        } catch (err) {
+          store.keepIntent(image);
+          logger.error(
+            { pod, image, imageRef, err },
+            "the pull's record could not be written; its intent stays, and the next start records the image for nobody",
+          );
+          return;
         }
-      } finally {
-        await store.removeIntent(image);
       }
+      await store.removeIntent(image);
     });
     return response;
   }
@@ -308,8 +318,8 @@ export class NodeImageProxy {
     return response;
   }
 
-  private async prune(images: readonly CriImage[]): Promise<void> {
-    const gone = await this.opts.store.prune(new Set(images.map((i) => i.id)));
+  private async prune(images: readonly CriImage[], listedAt: number): Promise<void> {
+    const gone = await this.opts.store.prune(new Set(images.map((i) => i.id)), listedAt);
     for (const imageRef of gone) this.forgetCoverage(imageRef);
     if (gone.length > 0) this.opts.logger.info({ imageRefs: gone }, "records of removed images pruned");
   }
@@ -357,6 +367,20 @@ export class NodeImageProxy {
       return this.opts.runtime.call(this.ownPackage, method, request, { deadline });
     }
   }
+}
+
+/** Waits between attempts to write a record: a full disk or a moment's I/O error may pass. */
+const WRITE_RETRY_DELAYS_MS = [100, 400, 1_600];
+
+async function withRetries<T>(attempt: () => Promise<T>): Promise<T> {
+  for (const delay of WRITE_RETRY_DELAYS_MS) {
+    try {
+      return await attempt();
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
+  return attempt();
 }
 
 /** The normalised repository of an image name (no tag or digest), or undefined for what is not one (an image ID). */

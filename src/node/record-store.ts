@@ -3,7 +3,8 @@
 // the list of images preloaded before the first start. Directories 0700, files 0600, every write atomic
 // (temporary file, fsync, rename, fsync of the directory), so a crash leaves the old record or the new one; an
 // intent's fsyncs overlap its pull (writeIntent).
-// Pulled records are read once at start and kept in memory; writes go to both.
+// Pulled records are read once at start and kept in memory; writes go to both. Every change of a record or of the
+// preloaded list, and every prune, takes the store's one lock, so a prune never interleaves with a write.
 import { createHash, randomBytes } from "node:crypto";
 import { close, closeSync, fsync, openSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
@@ -30,6 +31,15 @@ export interface LeftoverIntent {
   reason?: string;
 }
 
+/** Points between the writes of the store, where a test may stop the process (kill -9) to check what survives. */
+export type StoreStep =
+  "intent-in-place" | "intent-durable" | "intent-removed" | `${"record" | "preloaded"}-${"temporary-written" | "renamed" | "durable"}` | "record-pruned";
+
+export interface RecordStoreOptions {
+  /** Called after each step of a write (tests only). */
+  onStep?: (step: StoreStep) => void;
+}
+
 const KEY_FILE = "credential-hash.key";
 const PRELOADED_FILE = "preloaded-images.json";
 const PULLING = "pulling";
@@ -53,13 +63,24 @@ export class RecordStore {
   private preloadedReadable: boolean;
   private intentsInFlight = 0;
   private readonly intents = new Map<string, { pulls: number; durable: Promise<void> }>();
-  /** Per image, the tail of its chain of writes: updates of one record never interleave. */
-  private readonly writes = new Map<string, Promise<unknown>>();
+  /** The tail of the chain of changes: one at a time. */
+  private lock: Promise<unknown> = Promise.resolve();
+  /** Record writes so far, and for each record file the count at its last write (see writeTicket). */
+  private writes = 0;
+  private readonly lastWrite = new Map<string, number>();
+  private readonly onStep: ((step: StoreStep) => void) | undefined;
 
   readonly dir: string;
 
-  private constructor(dir: string, key: Buffer, firstRun: boolean, preloaded: { images: ReadonlyMap<string, ReadonlySet<string>>; readable: boolean }) {
+  private constructor(
+    dir: string,
+    key: Buffer,
+    firstRun: boolean,
+    preloaded: { images: ReadonlyMap<string, ReadonlySet<string>>; readable: boolean },
+    onStep: ((step: StoreStep) => void) | undefined,
+  ) {
     this.dir = dir;
+    this.onStep = onStep;
     this.key = key;
     this.firstRun = firstRun;
     this.preloaded = preloaded.images;
@@ -67,11 +88,11 @@ export class RecordStore {
   }
 
   /** Opens (creating on first start) the state folder and reads every pulled record. */
-  static async open(dir: string): Promise<RecordStore> {
+  static async open(dir: string, opts: RecordStoreOptions = {}): Promise<RecordStore> {
     await mkdir(join(dir, PULLING), { recursive: true, mode: 0o700 });
     await mkdir(join(dir, PULLED), { recursive: true, mode: 0o700 });
     const { key, created } = await loadOrCreateKey(join(dir, KEY_FILE));
-    const store = new RecordStore(dir, key, created, await readPreloaded(join(dir, PRELOADED_FILE)));
+    const store = new RecordStore(dir, key, created, await readPreloaded(join(dir, PRELOADED_FILE)), opts.onStep);
     // Temporary files of writes a crash interrupted are dropped; the target kept its old content.
     for (const sub of [PULLING, PULLED]) {
       for (const name of await readdir(join(dir, sub))) if (name.startsWith(".") && name.endsWith(".tmp")) await rm(join(dir, sub, name), { force: true });
@@ -100,43 +121,68 @@ export class RecordStore {
   }
 
   async writePreloaded(images: readonly PreloadedImage[]): Promise<void> {
-    await writeAtomically(join(this.dir, PRELOADED_FILE), JSON.stringify(preloadedImages(images, new Date()), null, 2));
-    this.preloaded = preloadedMap(images);
-    this.preloadedReadable = true;
+    await this.locked(async () => {
+      await writeAtomically(join(this.dir, PRELOADED_FILE), JSON.stringify(preloadedImages(images, new Date()), null, 2), this.step("preloaded"));
+      this.preloaded = preloadedMap(images);
+      this.preloadedReadable = true;
+    });
   }
 
   /**
-   * Changes an image's record through `change`, one change at a time per image; the result is on disk when this
-   * resolves. Readers see it at once: it records a pull that succeeded, and if the write fails or the node
-   * crashes first, the pull's intent stays behind and the image needs credentials again (fail safe).
+   * Changes an image's record through `change`, one change at a time; the result is on disk when this resolves.
+   * Readers see it at once: it records a pull that succeeded, and if the write fails or the node crashes first,
+   * the pull's intent stays behind and the image needs credentials again (fail safe).
    */
   async update(imageRef: string, change: (current: RecordRead) => ImagePulledRecord): Promise<ImagePulledRecord> {
-    return this.serialized(imageRef, async () => {
+    return this.locked(async () => {
       const next = change(this.get(imageRef));
-      this.pulled.set(recordFileName(imageRef), { state: "ok", record: next });
-      await writeAtomically(join(this.dir, PULLED, recordFileName(imageRef)), JSON.stringify(next, null, 2));
+      const file = recordFileName(imageRef);
+      this.pulled.set(file, { state: "ok", record: next });
+      this.lastWrite.set(file, ++this.writes);
+      await writeAtomically(join(this.dir, PULLED, file), JSON.stringify(next, null, 2), this.step("record"));
       return next;
     });
   }
 
   async remove(imageRef: string): Promise<void> {
-    await this.serialized(imageRef, async () => {
-      await rm(join(this.dir, PULLED, recordFileName(imageRef)), { force: true });
-      this.pulled.delete(recordFileName(imageRef));
+    await this.locked(async () => {
+      const file = recordFileName(imageRef);
+      await rm(join(this.dir, PULLED, file), { force: true });
+      this.pulled.delete(file);
+      this.lastWrite.delete(file);
     });
   }
 
-  /** Records (readable or not) of images that are no longer on the node, by the images the runtime lists. */
-  async prune(present: ReadonlySet<string>): Promise<string[]> {
-    const gone: string[] = [];
-    const presentFiles = new Set([...present].map(recordFileName));
-    for (const [file, read] of [...this.pulled]) {
-      if (presentFiles.has(file)) continue;
-      await rm(join(this.dir, PULLED, file), { force: true });
-      this.pulled.delete(file);
-      gone.push(read.state === "ok" ? read.record.imageRef : file);
-    }
-    return gone;
+  /** Taken before the runtime's image list that a prune uses: records written after it are not pruned by that list. */
+  writeTicket(): number {
+    return this.writes;
+  }
+
+  /**
+   * Records (readable or not) and preloaded entries of images that are no longer on the node, by the images the
+   * runtime listed after `listedAt` (writeTicket) was taken. A preloaded entry goes with its image: if the image
+   * comes back, it came through a pull and is no longer preloaded.
+   */
+  async prune(present: ReadonlySet<string>, listedAt: number): Promise<string[]> {
+    return this.locked(async () => {
+      const gone: string[] = [];
+      const presentFiles = new Set([...present].map(recordFileName));
+      for (const [file, read] of [...this.pulled]) {
+        if (presentFiles.has(file) || (this.lastWrite.get(file) ?? 0) > listedAt) continue;
+        await rm(join(this.dir, PULLED, file), { force: true });
+        this.onStep?.("record-pruned");
+        this.pulled.delete(file);
+        this.lastWrite.delete(file);
+        gone.push(read.state === "ok" ? read.record.imageRef : file);
+      }
+      const keptPreloaded = [...this.preloaded].filter(([imageRef]) => present.has(imageRef));
+      if (this.preloadedReadable && keptPreloaded.length < this.preloaded.size) {
+        const images = keptPreloaded.map(([imageRef, repositories]) => ({ imageRef, repositories: [...repositories] }));
+        await writeAtomically(join(this.dir, PRELOADED_FILE), JSON.stringify(preloadedImages(images, new Date()), null, 2), this.step("preloaded"));
+        this.preloaded = preloadedMap(images);
+      }
+      return gone;
+    });
   }
 
   /**
@@ -149,7 +195,8 @@ export class RecordStore {
     let intent = this.intents.get(image);
     if (!intent) {
       const written = writeThenSync(join(this.dir, PULLING, recordFileName(image)), JSON.stringify(pullIntent(image), null, 2));
-      const durable = written.sync();
+      this.onStep?.("intent-in-place");
+      const durable = written.sync().then(() => this.onStep?.("intent-durable"));
       durable.catch(() => {}); // each pull awaits it; this only keeps a failure before then from going unhandled
       intent = { pulls: 0, durable };
       this.intents.set(image, intent);
@@ -160,12 +207,24 @@ export class RecordStore {
   }
 
   async removeIntent(image: string): Promise<void> {
-    const intent = this.intents.get(image);
-    if (!intent) return;
-    this.intentsInFlight--;
-    if (--intent.pulls > 0) return;
-    this.intents.delete(image);
+    if (!this.releaseIntent(image)) return;
     await rm(join(this.dir, PULLING, recordFileName(image)), { force: true });
+    this.onStep?.("intent-removed");
+  }
+
+  /** The pull is over but its record could not be written: the intent file stays for the next start to finish. */
+  keepIntent(image: string): void {
+    this.releaseIntent(image);
+  }
+
+  /** One pull of the image is over; true when it was the last. */
+  private releaseIntent(image: string): boolean {
+    const intent = this.intents.get(image);
+    if (!intent) return false;
+    this.intentsInFlight--;
+    if (--intent.pulls > 0) return false;
+    this.intents.delete(image);
+    return true;
   }
 
   /** Intents left by a previous run that stopped between writing an intent and removing it. */
@@ -188,15 +247,15 @@ export class RecordStore {
     return { pulled: this.pulled.size - unreadable, unreadable, intentsInFlight: this.intentsInFlight };
   }
 
-  private serialized<T>(imageRef: string, work: () => Promise<T>): Promise<T> {
-    const tail = this.writes.get(imageRef) ?? Promise.resolve();
-    const next = tail.then(work, work);
-    const settled = next.catch(() => undefined);
-    this.writes.set(imageRef, settled);
-    void settled.then(() => {
-      if (this.writes.get(imageRef) === settled) this.writes.delete(imageRef);
-    });
+  private locked<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.lock.then(work, work);
+    this.lock = next.catch(() => undefined);
     return next;
+  }
+
+  private step(kind: "record" | "preloaded"): ((done: "temporary-written" | "renamed" | "durable") => void) | undefined {
+    const onStep = this.onStep;
+    return onStep ? (done) => onStep(`${kind}-${done}`) : undefined;
   }
 }
 
@@ -274,7 +333,7 @@ async function loadOrCreateKey(file: string): Promise<{ key: Buffer; created: bo
 }
 
 /** Write to a temporary file beside the target, fsync it, rename it over the target, fsync the folder. */
-async function writeAtomically(file: string, content: string | Buffer): Promise<void> {
+async function writeAtomically(file: string, content: string | Buffer, step?: (done: "temporary-written" | "renamed" | "durable") => void): Promise<void> {
   const tmp = temporaryName(file);
   const handle = await open(tmp, "wx", 0o600);
   try {
@@ -283,13 +342,16 @@ async function writeAtomically(file: string, content: string | Buffer): Promise<
   } finally {
     await handle.close();
   }
+  step?.("temporary-written");
   try {
     await rename(tmp, file);
   } catch (e) {
     await rm(tmp, { force: true });
     throw e;
   }
+  step?.("renamed");
   await syncFolder(dirname(file));
+  step?.("durable");
 }
 
 /**

@@ -2,7 +2,7 @@
 // (fake-image-service.ts, real CRI message bytes), a real RecordStore in a temp folder, and a fake API view of the
 // node's pods. The same decisions against real containerd and a real kubelet are in test/e2e/node-proxy-*.test.ts.
 import assert from "node:assert/strict";
-import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, mkdir, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, test } from "node:test";
@@ -280,5 +280,28 @@ describe("removing images", () => {
     fake.delete(PRIVATE_ID);
     await proxy.reconcile();
     assert.equal(store.get(PRIVATE_ID).state, "none");
+  });
+});
+
+describe("a record that cannot be written", () => {
+  test("the pull's intent survives (retried, then left for the next start, which records the image for nobody)", async () => {
+    await start();
+    await rm(join(dir, "pulled"), { recursive: true }); // every write of a record fails now
+    assert.equal(await pull(PRIVATE, "a", GOOD), PRIVATE_ID, "the pull itself succeeded");
+    assert.deepEqual(await readdir(join(dir, "pulling")), [recordFileName(PRIVATE)], "the intent is still there");
+    await start();
+    const read = store.get(PRIVATE_ID);
+    assert.ok(read.state === "ok" && Object.keys(read.record.credentialMapping).length === 0, "recorded for nobody");
+    assert.deepEqual(await readdir(join(dir, "pulling")), []);
+    assert.equal(await status(PRIVATE, "b"), undefined);
+  });
+
+  test("a write that fails once is retried: the record is written and the intent removed", async () => {
+    await start();
+    await rm(join(dir, "pulled"), { recursive: true });
+    setTimeout(() => void mkdir(join(dir, "pulled"), { mode: 0o700 }), 30);
+    await pull(PUBLIC, "a");
+    assert.deepEqual(await readdir(join(dir, "pulled")), [recordFileName(PUBLIC_ID)]);
+    assert.deepEqual(await readdir(join(dir, "pulling")), []);
   });
 });

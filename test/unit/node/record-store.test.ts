@@ -132,7 +132,7 @@ describe("RecordStore", () => {
   it("prune removes the records of images no longer present; preloaded images are remembered, an unreadable list counts none", async () => {
     const store = await RecordStore.open(dir);
     for (const ref of ["sha256:aa", "sha256:bb"]) await store.update(ref, () => recordPull(undefined, ref, REPO, undefined, new Date()));
-    assert.deepEqual(await store.prune(new Set(["sha256:bb"])), ["sha256:aa"]);
+    assert.deepEqual(await store.prune(new Set(["sha256:bb"]), store.writeTicket()), ["sha256:aa"]);
     assert.deepEqual(await readdir(join(dir, "pulled")), [recordFileName("sha256:bb")]);
     await store.writePreloaded([{ imageRef: "sha256:pre", repositories: [REPO] }]);
     assert.equal((await RecordStore.open(dir)).isPreloaded("sha256:pre", REPO), true);
@@ -140,5 +140,49 @@ describe("RecordStore", () => {
     assert.equal(JSON.parse(await readFile(join(dir, "preloaded-images.json"), "utf8")).kind, "PreloadedImages");
     await writeFile(join(dir, "preloaded-images.json"), "{oops");
     assert.equal((await RecordStore.open(dir)).isPreloaded("sha256:pre", REPO), false, "fail safe: nothing counts as preloaded");
+  });
+
+  it("a record written after the runtime's list was taken is not pruned by that list", async () => {
+    const store = await RecordStore.open(dir);
+    const listedAt = store.writeTicket(); // then ListImages, while a pull of a new image ends and is recorded
+    await store.update("sha256:new", () => recordPull(undefined, "sha256:new", REPO, undefined, new Date()));
+    assert.deepEqual(await store.prune(new Set(), listedAt), []);
+    assert.equal((await RecordStore.open(dir)).get("sha256:new").state, "ok");
+    assert.deepEqual(await store.prune(new Set(), store.writeTicket()), ["sha256:new"]);
+  });
+
+  it("writes and prunes take one lock: memory and disk agree after they race", async () => {
+    const store = await RecordStore.open(dir);
+    const refs = Array.from({ length: 20 }, (_, i) => `sha256:${String(i).padStart(64, "0")}`);
+    await Promise.all(
+      refs.flatMap((ref, i) => [
+        store.update(ref, (c) => recordPull(c.state === "ok" ? c.record : undefined, ref, REPO, undefined, new Date())),
+        ...(i % 4 === 0 ? [store.prune(new Set(refs.slice(i)), store.writeTicket())] : []),
+      ]),
+    );
+    const reopened = await RecordStore.open(dir);
+    assert.deepEqual(
+      reopened
+        .records()
+        .map((r) => r.file)
+        .sort(),
+      store
+        .records()
+        .map((r) => r.file)
+        .sort(),
+    );
+  });
+
+  it("preloaded entries expire with their image: pruned when the runtime no longer lists it", async () => {
+    const store = await RecordStore.open(dir);
+    await store.writePreloaded([
+      { imageRef: "sha256:pre", repositories: [REPO] },
+      { imageRef: "sha256:kept", repositories: [REPO] },
+    ]);
+    await store.prune(new Set(["sha256:kept"]), store.writeTicket());
+    assert.equal(store.isPreloaded("sha256:pre", REPO), false);
+    const reopened = await RecordStore.open(dir);
+    assert.equal(reopened.isPreloaded("sha256:pre", REPO), false, "gone from the file too: a later pull of that image is not preloaded");
+    assert.equal(reopened.isPreloaded("sha256:kept", REPO), true);
   });
 });

@@ -1,0 +1,22 @@
+// Child process of record-store-crash.test.ts: one pull's writes (intent, record, intent removed) and a prune,
+// through a RecordStore whose step hook kills this process (SIGKILL, no clean-up) at the step named in argv.
+import { recordPull } from "../../../src/core/pull-verification/pull-records.ts";
+import { RecordStore, type StoreStep } from "../../../src/node/record-store.ts";
+import { CRASH } from "./record-store-crash-fixture.ts";
+
+const [dir, dieAt] = process.argv.slice(2) as [string, StoreStep | "never"];
+const store = await RecordStore.open(dir, {
+  onStep: (step) => {
+    if (step === dieAt) process.kill(process.pid, "SIGKILL");
+  },
+});
+const { pulled, gone, expired } = CRASH;
+await store.writeIntent(pulled.image).durable;
+await store.update(pulled.imageRef, (c) =>
+  recordPull(c.state === "ok" ? c.record : undefined, pulled.imageRef, pulled.repository, { hash: pulled.hash, pod: pulled.pod }, new Date()),
+);
+await store.removeIntent(pulled.image);
+const listedAt = store.writeTicket();
+const removed = await store.prune(new Set(CRASH.present), listedAt);
+if (!removed.includes(gone.imageRef) || store.isPreloaded(expired.imageRef, expired.repository)) throw new Error("the prune did not happen");
+process.stdout.write("done\n");

@@ -37,7 +37,9 @@ the runtime. Serves CRI runtime.v1alpha2 and runtime.v1.
   --metrics-address HOST:PORT       serve Prometheus metrics at http://HOST:PORT/metrics (default: none)
   --kubeconfig FILE                 with --node-name: read the pods bound to this node and their pull secrets
                                     (the node's own identity suffices), so a pod is matched by its Secrets
-                                    before it must pull: the only way imagePullPolicy: Never pods can show them
+                                    before it must pull: the only way imagePullPolicy: Never pods can show them;
+                                    and a pull is answered from the records only for a pod the API shows not
+                                    pulling that image Always (without it, every such pull goes to the registry)
   --node-name NAME                  this node's name in the API
 
 Images on the node when the proxy first runs (an empty state folder) count as preloaded. Logs are JSON lines on

@@ -25,6 +25,8 @@ export async function recordOverrides(
     ...(subject.object.name ? { name: subject.object.name } : {}),
     ...(call.user ? { user: call.user } : {}),
     images,
+    // The digests that were verified, so the record says what was admitted and not only the references.
+    ...(decision.auditAnnotations["verified-images"] ? { verifiedImages: JSON.parse(decision.auditAnnotations["verified-images"]) as unknown } : {}),
     ...(decision.passes ? { passes: decision.passes } : {}),
   };
   try {

@@ -206,8 +206,10 @@ function parsedKey(pem: string): KeyObject {
 }
 
 /**
- * The statements of one attestation check that verify: each attestation of the predicate type is judged alone
- * against the check's attestor sets (its envelope's signature, the statement's subject and type).
+ * The statements of one attestation check that verify: each attestation of the predicate type whose envelope's
+ * signature satisfies at least one entry of the check's attestors (its subject and type bound to the image),
+ * with every entry it satisfies and who signed it. The sets are judged in the core, over the signers of the
+ * statements that pass their conditions, so that `count` counts signers across statements.
  */
 function verifyAttestations(
   check: { index: number; predicateType: string; attestors: readonly AttestorSet[] },
@@ -220,15 +222,16 @@ function verifyAttestations(
   for (const item of discovery.attestations) {
     const read = inTotoStatement(item);
     if ("error" in read || read.statement.predicateType !== check.predicateType) continue;
+    const signers: SignerEvidence[] = [];
     const outcomes = new Map<string, EntryOutcome>();
     for (const leaf of leafAttestors(check.attestors)) {
       const cx = contextOf(leaf, binding);
       const outcome = "error" in cx ? { ok: false as const, reason: cx.error } : verifyItem(item, leaf, cx);
+      if (outcome.ok) signers.push(outcome.evidence);
       outcomes.set(leaf.path, outcome.ok ? { ok: true, signers: [outcome.evidence] } : { ok: false, reason: outcome.reason });
     }
-    const judged = judgeAttestors(check.attestors, outcomes);
-    if (judged.satisfied) verified.statements.push({ statement: read.statement as Record<string, unknown>, signers: judged.evidence });
-    else if (verified.failures.length < 3) verified.failures.push(`${item.location}: ${judged.explanation}`);
+    if (signers.length > 0) verified.statements.push({ statement: read.statement as Record<string, unknown>, signers });
+    else if (verified.failures.length < 3) verified.failures.push(`${item.location}: ${judgeAttestors(check.attestors, outcomes).explanation}`);
   }
   if (verified.statements.length === 0 && verified.failures.length === 0) verified.failures.push(`no attestation of type ${check.predicateType} found`);
   return verified;

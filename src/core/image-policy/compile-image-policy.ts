@@ -31,7 +31,13 @@ export interface RawImagePolicy {
       digestMutate?: boolean;
       attestors?: RawAttestorSet[];
       repository?: string;
-      attestations?: Array<{ predicateType: string; attestors?: RawAttestorSet[]; conditions?: RawConditionBlock[]; cel?: string }>;
+      attestations?: Array<{
+        predicateType: string;
+        attestors?: RawAttestorSet[];
+        conditions?: RawConditionBlock[];
+        cel?: string;
+        statementsMustPass?: "all" | "any";
+      }>;
       validate?: { cel: string; message?: string };
     }>;
     default?: "allow" | "deny";
@@ -102,7 +108,7 @@ export function compileImagePolicy(
           errors.push(...own.errors);
           attestors = own.sets;
         } else if (!rule.attestors) errors.push({ path: at, message: "an attestation needs attestors: its own, or the rule's" });
-        const check: AttestationCheck = { index: j, predicateType: a.predicateType, attestors };
+        const check: AttestationCheck = { index: j, predicateType: a.predicateType, attestors, statementsMustPass: a.statementsMustPass ?? "all" };
         if (a.conditions) {
           const compiled = compileConditions(a.conditions, [...at, "conditions"]);
           errors.push(...compiled.errors);

@@ -6,7 +6,7 @@ import { describeLabelSelector, matchesLabelSelector, type LabelSelector } from 
 import { applyBreakGlass, type BreakGlassPolicy } from "../break-glass.ts";
 import type { PolicyOrigin } from "../policy-kind.ts";
 import type { ImagePath } from "../image-paths.ts";
-import type { AttestorSet } from "./attestors.ts";
+import { judgeAttestors, leafAttestors, type AttestorSet, type EntryOutcome, type SignerEvidence } from "./attestors.ts";
 import type { CompiledCel } from "../conditions/cel-expression.ts";
 import type { CompiledConditions } from "../conditions/conditions.ts";
 import { verificationKey, verifiedImagesRecord, verifies, type ImageVerification, type VerificationResults } from "./image-verification.ts";
@@ -43,6 +43,8 @@ export interface AttestationCheck {
   attestors: AttestorSet[];
   conditions?: CompiledConditions;
   cel?: CompiledCel;
+  /** all: every verified statement of the type must pass (Kyverno's rule, the default); any: one passing statement per counted signer. */
+  statementsMustPass: "all" | "any";
 }
 
 export interface ImagePolicy {
@@ -234,8 +236,11 @@ function imageData(ref: ImageReference, digest: string): Record<string, unknown>
 }
 
 /**
- * Each attestation check passes when one verified statement of its type satisfies its conditions and CEL;
- * the first check that fails says why: "attestations[1] (…/vuln/v1): conditions[0].all[1]: 3 is not Equals 0".
+ * Each attestation check judges the verified statements of its type (each signed by at least one of its attestor
+ * entries) against its conditions and CEL, then its attestor sets against the signers of the statements that
+ * pass: so `count: 2` needs two signers with passing statements, never one signer's two statements. With
+ * `statementsMustPass: all` (the default) one failing statement denies. The first check that fails says why:
+ * "attestations[1] (…/vuln/v1): conditions[0].all[1]: 3 is not Equals 0".
  */
 function attestationFailure(
   rule: ImageRule,
@@ -243,23 +248,47 @@ function attestationFailure(
   ref: ImageReference,
   now: number | undefined,
 ): string | undefined {
+  const env = now === undefined ? {} : { now };
   for (const check of rule.attestations ?? []) {
     const label = `attestations[${check.index}] (${check.predicateType})`;
     const found = result.attestations?.find((a) => a.index === check.index);
     const statements = found?.statements ?? [];
     if (statements.length === 0) return `${label}: no verified attestation: ${(found?.failures ?? ["not looked up"]).join("; ")}`;
+    const passing: typeof statements = [];
+    const verifiedBy = new Set<string>();
     let first: string | undefined;
-    for (const { statement } of statements) {
+    for (const [n, verified] of statements.entries()) {
+      const { statement } = verified;
       const failure =
-        (check.conditions ? evaluateConditions(check.conditions, statement.predicate, { ...(now === undefined ? {} : { now }) }) : undefined) ??
+        (check.conditions ? evaluateConditions(check.conditions, statement.predicate, env) : undefined) ??
         (check.cel ? evaluateCel(check.cel, { predicate: statement.predicate ?? null, statement, image: imageData(ref, result.digest) }) : undefined);
-      if (!failure) {
-        first = undefined;
-        break;
-      }
-      first ??= failure;
+      for (const e of verified.signers) verifiedBy.add(e.entry);
+      if (!failure) passing.push(verified);
+      else if (check.statementsMustPass === "all")
+        return `${label}: ${failure}${statements.length > 1 ? ` (statement ${n + 1} of ${statements.length} verified statements; statementsMustPass: all)` : ""}`;
+      else first ??= failure;
     }
-    if (first) return `${label}: ${first}${statements.length > 1 ? ` (none of ${statements.length} verified statements passes)` : ""}`;
+    if (passing.length === 0) return `${label}: ${first}${statements.length > 1 ? ` (none of ${statements.length} verified statements passes)` : ""}`;
+    // Each entry's candidates: the distinct signers of passing statements whose signature satisfies it.
+    const candidates = new Map<string, Map<string, SignerEvidence>>();
+    for (const { signers } of passing)
+      for (const e of signers) {
+        let bySigner = candidates.get(e.entry);
+        if (!bySigner) candidates.set(e.entry, (bySigner = new Map()));
+        if (!bySigner.has(e.signer)) bySigner.set(e.signer, e);
+      }
+    const outcomes = new Map<string, EntryOutcome>();
+    for (const leaf of leafAttestors(check.attestors)) {
+      const signers = candidates.get(leaf.path);
+      if (signers) outcomes.set(leaf.path, { ok: true, signers: [...signers.values()] });
+      else
+        outcomes.set(leaf.path, {
+          ok: false,
+          reason: verifiedBy.has(leaf.path) ? "no statement it verified passes its conditions" : "no statement of this type is signed by it",
+        });
+    }
+    const judged = judgeAttestors(check.attestors, outcomes);
+    if (!judged.satisfied) return `${label}: ${judged.explanation}`;
   }
   return undefined;
 }

@@ -12,6 +12,7 @@ import { matchingRule, policyApplies, type EvaluationContext, type ImagePolicy, 
 export interface VerifiedAttestation {
   index: number;
   predicateType: string;
+  /** Statements signed by at least one of the check's attestor entries; `signers`: every entry it satisfies, and by whom. */
   statements: Array<{ statement: Record<string, unknown>; signers: SignerEvidence[] }>;
   /** Why other statements of this type did not count (shortened). */
   failures: string[];

@@ -2,7 +2,7 @@
 // every admission — one passing statement suffices, denials name the check, the condition and the value found.
 import assert from "node:assert/strict";
 import { generateKeyPairSync } from "node:crypto";
-import { test } from "node:test";
+import { describe, test } from "node:test";
 import { evaluateImagePolicies } from "../../../src/core/image-policy/image-policy.ts";
 import { verificationKey, type ImageVerification } from "../../../src/core/image-policy/image-verification.ts";
 import { parsePolicyText } from "../../../src/policy/load-policies.ts";
@@ -39,7 +39,9 @@ const key = verificationKey("built-and-scanned", 0, IMAGE);
 // The admission's time comes in with the evaluation (the engine gives it; the core reads no clock): fixed here.
 const NOW = Date.parse("2025-06-01T12:00:00Z");
 const hoursAgo = (h: number) => new Date(NOW - h * 3600e3).toISOString();
-const slsa = (buildType: string) => ({ statement: { predicateType: SLSA, predicate: { buildDefinition: { buildType } } }, signers: [] });
+// Every statement here is signed by the rule's one key (the entry its signature satisfies, and who signed).
+const RELEASE_KEY = [{ entry: "attestors[0].entries[0]", attestor: "key", signer: "key sha256:ab", format: "cosign-signature" }];
+const slsa = (buildType: string) => ({ statement: { predicateType: SLSA, predicate: { buildDefinition: { buildType } } }, signers: RELEASE_KEY });
 const scan = (score: number, age: number, uri = "pkg:github/aquasecurity/trivy@0.5") => ({
   statement: {
     predicateType: VULN,
@@ -48,7 +50,7 @@ const scan = (score: number, age: number, uri = "pkg:github/aquasecurity/trivy@0
       scanner: { uri, result: { Results: [{ Vulnerabilities: [{ CVSS: { nvd: { V3Score: score } } }] }] } },
     },
   },
-  signers: [],
+  signers: RELEASE_KEY,
 });
 function judge(slsaStatements: unknown[], scans: unknown[]) {
   const result = {
@@ -94,9 +96,103 @@ test("denials name the attestation, the condition and the value found", () => {
   assert.match(judge([], [scan(5, 2)]).violations[0]!.message, /^attestations\[0\] .*: no verified attestation: no attestation of type/);
 });
 
-test("of two statements of one type, one passing suffices; when none passes, the denial says so", () => {
-  assert.equal(judge([slsa("https://evil.example/build"), slsa(GOOD_BUILD)], [scan(5, 2)]).allowed, true);
-  assert.match(judge([slsa("a"), slsa("b")], [scan(5, 2)]).violations[0]!.message, /\(none of 2 verified statements passes\)$/);
+test("by default every verified statement of a type must pass (as Kyverno): one failing statement denies, naming it", () => {
+  const d = judge([slsa(GOOD_BUILD), slsa("https://evil.example/build")], [scan(5, 2)]);
+  assert.equal(d.allowed, false);
+  assert.equal(
+    d.violations[0]!.message,
+    `attestations[0] (${SLSA}): conditions[0].all[0]: "https://evil.example/build" is not Equals "${GOOD_BUILD}" ` +
+      "(statement 2 of 2 verified statements; statementsMustPass: all)",
+  );
+  assert.equal(judge([slsa(GOOD_BUILD), slsa(GOOD_BUILD)], [scan(5, 2)]).allowed, true);
+});
+
+describe("statementsMustPass: any, and signers counted over the statements of a type", () => {
+  const A = "key sha256:aa";
+  const B = "key sha256:bb";
+  const text = (mustPass: string, count = 1) => `apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: {name: built}
+spec:
+  rules:
+    - action: allow
+      images: ["registry.example.com/*"]
+      attestations:
+        - predicateType: ${SLSA}
+          ${mustPass}
+          attestors:
+            - count: ${count}
+              entries:
+                - keyless: {subject: "https://github.com/acme/*", issuer: https://token.actions.githubusercontent.com}
+                - keyless: {subject: "https://github.com/acme/app/*", issuer: https://token.actions.githubusercontent.com}
+          conditions:
+            - all: [{key: "{{ buildDefinition.buildType }}", operator: Equals, value: "${GOOD_BUILD}"}]
+  default: deny
+`;
+  const load = (mustPass: string, count?: number) => {
+    const { policies: p, errors } = parsePolicyText(text(mustPass, count), "p.yaml");
+    assert.deepEqual(errors, []);
+    return p.ImagePolicy;
+  };
+  /** A statement and the entries its signature satisfies, by one signer. */
+  const by = (signer: string, buildType: string, entries = [0, 1]) => ({
+    statement: { predicateType: SLSA, predicate: { buildDefinition: { buildType } } },
+    signers: entries.map((i) => ({ entry: `attestors[0].entries[${i}]`, attestor: `e${i}`, signer, format: "sigstore-bundle" })),
+  });
+  const admit = (p: ReturnType<typeof load>, statements: unknown[]) =>
+    evaluateImagePolicies(
+      p,
+      { namespace: "shop", annotations: {}, images: [{ image: IMAGE }] },
+      {
+        now: NOW,
+        verifications: new Map([
+          [
+            verificationKey("built", 0, IMAGE),
+            {
+              status: "verified",
+              digest: `sha256:${"c".repeat(64)}`,
+              evidence: [],
+              attestations: [{ index: 0, predicateType: SLSA, statements, failures: [] }],
+            } as ImageVerification,
+          ],
+        ]),
+      },
+    );
+
+  test("the option loads; all is the default", () => {
+    assert.equal(load("")[0]!.rules[0]!.attestations![0]!.statementsMustPass, "all");
+    assert.equal(load("statementsMustPass: any")[0]!.rules[0]!.attestations![0]!.statementsMustPass, "any");
+    assert.deepEqual(
+      parsePolicyText(text("statementsMustPass: some"), "p.yaml").errors.map((e) => e.path),
+      ["spec.rules[0].attestations[0].statementsMustPass"],
+    );
+  });
+
+  test("any: one passing statement is enough; when none passes, the denial says so", () => {
+    const p = load("statementsMustPass: any");
+    assert.equal(admit(p, [by(A, "https://evil.example/build"), by(A, GOOD_BUILD)]).allowed, true);
+    assert.match(admit(p, [by(A, "a"), by(A, "b")]).violations[0]!.message, /\(none of 2 verified statements passes\)$/);
+  });
+
+  test("count 2 needs two signers: one signer's two passing statements do not meet it, two signers' do", () => {
+    for (const mustPass of ["", "statementsMustPass: any"]) {
+      const p = load(mustPass, 2);
+      const one = admit(p, [by(A, GOOD_BUILD), by(A, GOOD_BUILD)]);
+      assert.equal(one.allowed, false, mustPass);
+      assert.match(
+        one.violations[0]!.message,
+        /^attestations\[0\] \(.*\): attestors\[0\] needs all 2: .*one signer counts for one entry only, and these entries have 1 distinct signer$/,
+      );
+      assert.equal(admit(p, [by(A, GOOD_BUILD, [0]), by(B, GOOD_BUILD)]).allowed, true, mustPass);
+    }
+  });
+
+  test("any, count 2: a signer counts only through a statement that passes", () => {
+    const p = load("statementsMustPass: any", 2);
+    const d = admit(p, [by(A, GOOD_BUILD, [0]), by(B, "https://evil.example/build")]);
+    assert.equal(d.allowed, false);
+    assert.match(d.violations[0]!.message, /keyless https:\/\/github\.com\/acme\/app\/\*: no statement it verified passes its conditions/);
+  });
 });
 
 test("load errors: attestations without attestors, bad CEL and JMESPath, attestations on a deny rule", () => {
@@ -134,7 +230,7 @@ spec:
 test("bad predicates: a missing field is 'not found', a deeply nested or huge predicate is judged without a crash", () => {
   let deep: unknown = "bottom";
   for (let i = 0; i < 100_000; i++) deep = { a: deep };
-  const nested = { statement: { predicateType: VULN, predicate: { deep, scanner: { uri: "pkg:github/aquasecurity/trivy@0.5" } } }, signers: [] };
+  const nested = { statement: { predicateType: VULN, predicate: { deep, scanner: { uri: "pkg:github/aquasecurity/trivy@0.5" } } }, signers: RELEASE_KEY };
   const d = judge([slsa(GOOD_BUILD)], [nested]);
   assert.equal(d.allowed, false);
   assert.match(d.violations[0]!.message, /attestations\[1\].*conditions\[0\]\.all\[0\]: .*not found/);

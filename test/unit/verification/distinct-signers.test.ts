@@ -8,8 +8,13 @@ import { parseTrustedRoot, type TrustRoot } from "../../../src/core/trust-root/t
 import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 import { RegistryError } from "../../../src/registry/registry-error.ts";
 import { ImageVerifier, type VerificationRequest } from "../../../src/verification/image-verifier.ts";
+import { evaluateImagePolicies } from "../../../src/core/image-policy/image-policy.ts";
+import { verificationKey } from "../../../src/core/image-policy/image-verification.ts";
 import {
+  attestationTag,
+  cosignAttestationLayer,
   cosignSignatureLayer,
+  inTotoStatement,
   ociManifestWithLayers,
   signatureTag,
   simpleSigningPayload,
@@ -38,23 +43,26 @@ async function imageSignature(subject: string): Promise<SignatureLayer> {
   return cosignSignatureLayer({ payload: simpleSigningPayload({ dockerReference: NAME, digest: DIGEST }), keyless: cert, rekor: sigstore });
 }
 
-/** A registry in memory that holds the image's `.sig` manifest and nothing else. */
-function registry(signatures: SignatureLayer[]) {
+const SLSA = "https://slsa.dev/provenance/v1";
+async function attestation(subject: string): Promise<SignatureLayer> {
+  const cert = await sigstore.issueKeylessCertificate({ subjectAltName: subject, issuer: ISSUER });
+  const statement = inTotoStatement({ subjectName: NAME, digest: DIGEST, predicateType: SLSA, predicate: { builder: subject } });
+  return cosignAttestationLayer({ statement, keyless: cert, rekor: sigstore });
+}
+
+/** A registry in memory that holds the image's `.sig` and `.att` manifests and nothing else. */
+function registry(signatures: SignatureLayer[], attestations: SignatureLayer[] = []) {
   const sig = ociManifestWithLayers(signatures);
+  const att = ociManifestWithLayers(attestations);
   return {
     async getManifest(ref: { tag?: string }) {
-      if (ref.tag !== signatureTag(DIGEST)) throw new RegistryError("not-found", "manifest unknown");
-      return {
-        digest: sig.digest,
-        mediaType: sig.mediaType,
-        size: sig.manifest.length,
-        body: sig.manifest,
-        endpoint: "r.example",
-        credentialSource: "anonymous",
-      };
+      const m =
+        ref.tag === signatureTag(DIGEST) && signatures.length > 0 ? sig : ref.tag === attestationTag(DIGEST) && attestations.length > 0 ? att : undefined;
+      if (!m) throw new RegistryError("not-found", "manifest unknown");
+      return { digest: m.digest, mediaType: m.mediaType, size: m.manifest.length, body: m.manifest, endpoint: "r.example", credentialSource: "anonymous" };
     },
     async getBlob(_repo: unknown, d: string) {
-      const body = sig.blobs.get(d);
+      const body = sig.blobs.get(d) ?? att.blobs.get(d);
       if (!body) throw new RegistryError("not-found", "blob unknown");
       return { digest: d, body, endpoint: "r.example", credentialSource: "anonymous" };
     },
@@ -116,5 +124,59 @@ describe("image signatures", () => {
   test("two signatures by the same identity are one signer", async () => {
     const result = await verify([await imageSignature(APP), await imageSignature(APP)], TWO_OF_ACME);
     assert.equal(result.status, "denied");
+  });
+});
+
+describe("attestations", () => {
+  const POLICY = `apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: {name: p}
+spec:
+  rules:
+    - action: allow
+      images: ["*"]
+      attestations:
+        - predicateType: ${SLSA}
+          attestors:
+            - count: 2
+              entries:
+                - {keyless: {subject: "https://github.com/acme/*", issuer: "${ISSUER}", trustRoot: mock}}
+                - {keyless: {subject: "https://github.com/acme/app/*", issuer: "${ISSUER}", trustRoot: mock}}
+          conditions: [{all: [{key: "{{ builder }}", operator: NotEquals, value: "https://github.com/acme/evil"}]}]
+`;
+  const policies = parsePolicyText(POLICY, "p.yaml").policies.ImagePolicy;
+  const check = policies[0]!.rules[0]!.attestations![0]!;
+
+  async function admit(attestations: SignatureLayer[]) {
+    const verifier = new ImageVerifier({ client: registry([], attestations) as never, trustRoots: () => new Map([["mock", root]]) });
+    const result = await verifier.verify(
+      {
+        image: { registry: "registry.example.com", repository: "acme/app", digest: DIGEST } as VerificationRequest["image"],
+        policy: "p",
+        rule: 0,
+        attestors: [],
+        attestations: [{ index: 0, predicateType: SLSA, attestors: check.attestors }],
+        lookup: () => [],
+      },
+      Date.now() + 30_000,
+    );
+    assert.equal(result.status, "verified", result.status === "verified" ? "" : result.reason);
+    const image = `${NAME}@${DIGEST}`;
+    return evaluateImagePolicies(
+      policies,
+      { namespace: "shop", annotations: {}, images: [{ image }] },
+      { verifications: new Map([[verificationKey("p", 0, image), { ...result, digest: DIGEST } as never]]), now: Date.parse("2025-06-01T12:00:00Z") },
+    );
+  }
+
+  test("count 2 is not met by one signer's two statements", async () => {
+    const d = await admit([await attestation(APP), await attestation(APP)]);
+    assert.equal(d.allowed, false);
+    assert.match(d.violations[0]!.message, /one signer counts for one entry only, and these entries have 1 distinct signer$/);
+  });
+
+  test("count 2 is met by two signers' statements, each signed by one of them (no statement carries both)", async () => {
+    const d = await admit([await attestation(OPS), await attestation(APP)]);
+    assert.equal(d.allowed, true, d.auditAnnotations.reason);
   });
 });

@@ -7,6 +7,7 @@ import type { CompiledPolicy, PolicyKind } from "../core/policy-kind.ts";
 import { formatPath, PolicyLoadError, type PolicyError } from "./policy-error.ts";
 import { PolicyFolder, type PolicySource } from "./policy-source.ts";
 import type { PodRestriction } from "../core/pod-restriction/pod-restriction.ts";
+import { unresolvedTrustRoots } from "../core/trust-root/trust-root-references.ts";
 import { bindProfileClusterWide, profileSources, shippedProfiles } from "./profiles.ts";
 
 export interface LoadedPolicies {
@@ -27,6 +28,15 @@ export async function loadPolicies(source: string | PolicySource): Promise<Loade
     for (const k of KIND_NAMES) (policies[k] as CompiledPolicy[]).push(...parsed.policies[k]);
   }
   for (const k of KIND_NAMES) errors.push(...duplicateNames(k, policies[k]));
+  // Across kinds, once every document compiled: a trust root may be defined in any file of the set.
+  for (const u of unresolvedTrustRoots(policies.ImagePolicy, policies.TrustRoot)) {
+    errors.push({
+      origin: u.source?.origin ?? "?",
+      ...(u.source?.document !== undefined ? { document: u.source.document } : {}),
+      path: u.path,
+      message: u.message,
+    });
+  }
   if (errors.length > 0) throw new PolicyLoadError(errors);
   return { policies, origins: texts.map((t) => t.origin) };
 }

@@ -1,7 +1,12 @@
 // The TrustRoot kind and the embedded public-good root: what loads, and what is refused with file and field.
 import assert from "node:assert/strict";
-import { test } from "node:test";
-import { parsePolicyText } from "../../../src/policy/load-policies.ts";
+import { generateKeyPairSync } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
+import { describe, test } from "node:test";
+import { loadPolicies, parsePolicyText } from "../../../src/policy/load-policies.ts";
+import { PolicyLoadError } from "../../../src/policy/policy-error.ts";
 import { parseTrustedRoot } from "../../../src/core/trust-root/trust-root-kind.ts";
 import { embeddedTrustedRootJson, publicGoodTrustRoot, trustRootNamed } from "../../../src/verification/trust-roots.ts";
 
@@ -82,3 +87,64 @@ interface TrustedRootJson {
   certificateAuthorities: Array<{ validFor?: { start?: string } }>;
   timestampAuthorities: Array<{ validFor?: { start?: string } }>;
 }
+
+describe("attestor entries whose trust root is not loaded are refused when the set loads", () => {
+  const keyless = (trustRoot?: string) =>
+    `{keyless: {subject: "https://github.com/acme/*", issuer: "https://token.actions.githubusercontent.com"${trustRoot ? `, trustRoot: ${trustRoot}` : ""}}}`;
+  const imagePolicy = (rule: string) =>
+    `apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: {name: signed}\nspec:\n  rules:\n    - action: allow\n      images: ["*"]\n${rule}`;
+  const trustRoot = (name: string) =>
+    `apiVersion: imprimatur.dev/v1alpha1\nkind: TrustRoot\nmetadata: {name: ${name}}\nspec:\n  trustedRoot: ${JSON.stringify(embeddedTrustedRootJson())}\n`;
+  const folder = async (files: Record<string, string>) => {
+    const dir = await mkdtemp(join(tmpdir(), "imprimatur-trust-roots-"));
+    for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text);
+    return dir;
+  };
+  /** The load errors, each as "file (document, field): message" with the file named within the folder. */
+  const refusals = async (files: Record<string, string>) => {
+    const dir = await folder(files);
+    try {
+      await loadPolicies(dir);
+      return [];
+    } catch (e) {
+      assert.ok(e instanceof PolicyLoadError, String(e));
+      return e.errors.map((err) => `${basename(err.origin)} (document ${err.document}, ${err.path}): ${err.message}`);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  };
+  const missing = (name: string, loaded = "no TrustRoot is loaded") =>
+    `ImagePolicy "signed": trust root ${JSON.stringify(name)} is not loaded (${loaded}; sigstore-public-good is embedded)`;
+
+  test("a keyless entry naming a missing root: the policy, the entry's path and the root are named", async () => {
+    assert.deepEqual(await refusals({ "p.yaml": imagePolicy(`      attestors: [{entries: [${keyless()}, ${keyless("corp")}]}]\n`) }), [
+      `p.yaml (document 1, spec.rules[0].attestors[0].entries[1].keyless.trustRoot): ${missing("corp")}`,
+    ]);
+    assert.deepEqual(await refusals({ "p.yaml": imagePolicy(`      attestors: [{entries: [${keyless("corp")}]}]\n`), "other.yaml": trustRoot("other") }), [
+      `p.yaml (document 1, spec.rules[0].attestors[0].entries[0].keyless.trustRoot): ${missing("corp", "TrustRoots loaded: other")}`,
+    ]);
+  });
+
+  test("nested sets, an attestation's own attestors and key entries are checked too", async () => {
+    const key = JSON.stringify(generateKeyPairSync("ec", { namedCurve: "P-256" }).publicKey.export({ type: "spki", format: "pem" }).toString());
+    const rule = [
+      `      attestors: [{entries: [{attestors: [{entries: [${keyless("nested")}]}]}, {staticKey: {key: ${key}, trustRoot: logged}}]}]`,
+      `      attestations: [{predicateType: "https://slsa.dev/provenance/v1", attestors: [{entries: [${keyless("provenance")}]}]}]`,
+      "",
+    ].join("\n");
+    assert.deepEqual(await refusals({ "p.yaml": imagePolicy(rule) }), [
+      `p.yaml (document 1, spec.rules[0].attestors[0].entries[0].attestors[0].entries[0].keyless.trustRoot): ${missing("nested")}`,
+      `p.yaml (document 1, spec.rules[0].attestors[0].entries[1].staticKey.trustRoot): ${missing("logged")}`,
+      `p.yaml (document 1, spec.rules[0].attestations[0].attestors[0].entries[0].keyless.trustRoot): ${missing("provenance")}`,
+    ]);
+  });
+
+  test("the embedded public-good root (by default or by name) and a TrustRoot of the set resolve", async () => {
+    const rule = `      attestors: [{entries: [${keyless()}, ${keyless("sigstore-public-good")}, ${keyless("corp")}]}]\n`;
+    assert.deepEqual(await refusals({ "p.yaml": imagePolicy(rule), "corp.yaml": trustRoot("corp") }), []);
+    const shared = `      attestors: [{entries: [${keyless("corp")}]}]\n      attestations: [{predicateType: "https://slsa.dev/provenance/v1"}]\n`;
+    assert.deepEqual(await refusals({ "p.yaml": imagePolicy(shared) }), [
+      `p.yaml (document 1, spec.rules[0].attestors[0].entries[0].keyless.trustRoot): ${missing("corp")}`,
+    ]);
+  });
+});

@@ -2,7 +2,7 @@
 // (an ImageReview per image, with the server's own credentials): allowed or denied, the digest, who signed.
 import { stringify } from "yaml";
 import { DEFAULT_SERVER_CONFIG } from "../config/server-config.ts";
-import { subjectOfImageReview } from "../core/admission-subject.ts";
+import { subjectOfObject, type AdmissionSubject } from "../core/admission-subject.ts";
 import type { VerifiedImageRecord } from "../core/image-policy/image-verification.ts";
 import { parseImageReference } from "../core/image-reference.ts";
 import { Engine } from "../engine/engine.ts";
@@ -14,8 +14,9 @@ import { registryAccess } from "./serve.ts";
 
 export const VERIFY_USAGE = `Usage: imprimatur verify [--policies DIR] [options] IMAGE...
 
-Judges each image as the webhooks would for a pod in --namespace: the ImagePolicies of the policy folder,
-with signature verification for rules that have attestors (cosign signatures at sha256-<hex>.sig tags and
+Judges each image as the webhooks would for a pod in --namespace (a tag that a rule pins is resolved to its
+digest first, as /mutate does, and that digest is verified): the ImagePolicies of the policy folder, with
+signature verification for rules that have attestors (cosign signatures at sha256-<hex>.sig tags and
 Sigstore bundles attached as OCI referrers) and attestation checks (cosign .att statements and attestation
 bundles, with their conditions). Signatures and digests are looked up with --authfile's credentials. Prints
 one line per image (allowed or denied, the digest, who signed it or why not), one line per attestation
@@ -102,10 +103,14 @@ export async function runVerify(argv: string[]): Promise<number> {
   const results: ImageResult[] = [];
   try {
     for (const image of images) {
-      const subject = subjectOfImageReview({ containers: [{ image }], namespace: values.namespace! });
-      const decision = await engine.validate(subject, { endpoint: "check", deadline: Date.now() + Number(values.timeout) * 1000, dryRun: true });
+      // As the cluster judges a pod: /mutate first (it pins tags that rules verify), then /validate on the result.
+      const call = { endpoint: "check" as const, deadline: Date.now() + Number(values.timeout) * 1000, dryRun: true };
+      const mutated = await engine.mutate(subjectOf(image, values.namespace!), call);
+      const pin = mutated?.patches?.find((p) => p.path === "/spec/containers/0/image")?.value;
+      const judged = typeof pin === "string" ? pin : image;
+      const decision = mutated && !mutated.allowed ? mutated : await engine.validate(subjectOf(judged, values.namespace!), call);
       const record = decision.auditAnnotations["verified-images"];
-      const verified = record ? (JSON.parse(record) as Record<string, VerifiedImageRecord>)[image] : undefined;
+      const verified = record ? (JSON.parse(record) as Record<string, VerifiedImageRecord>)[judged] : undefined;
       results.push({
         image,
         allowed: decision.allowed,
@@ -137,4 +142,11 @@ export async function runVerify(argv: string[]): Promise<number> {
     process.stdout.write(`${summary.images} image${summary.images === 1 ? "" : "s"}: ${summary.allowed} allowed, ${summary.denied} denied\n`);
   }
   return denied > 0 ? 1 : 0;
+}
+
+/** A pod in the namespace that runs the image in one container: what the webhooks see. */
+function subjectOf(image: string, namespace: string): AdmissionSubject {
+  const plan = subjectOfObject({ apiVersion: "v1", kind: "Pod", metadata: { name: "verify", namespace }, spec: { containers: [{ name: "image", image }] } });
+  if (!plan.review) throw new Error(`internal: a pod was not reviewed (${plan.why})`);
+  return plan.subject;
 }

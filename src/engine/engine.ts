@@ -262,9 +262,9 @@ export class Engine {
   }
 
   /**
-   * Every image whose deciding allow rule has attestors, to verify by digest (verifyNeeds): an image given by tag
-   * is verified at the digest its tag resolves to with the pod's credentials (/mutate pins that digest, so what
-   * runs is what was verified). Undefined offline.
+   * Every image whose deciding allow rule has attestors, to verify by digest (verifyNeeds). A tag under such a rule
+   * is denied by digestVerify (its default), so only rules that set `digestVerify: false` verify a tag, at the
+   * digest it resolves to now with the pod's credentials. Undefined offline.
    */
   private signaturesToVerify(
     policies: PolicySet["ImagePolicy"],
@@ -272,7 +272,9 @@ export class Engine {
     namespaceLabels: Record<string, string> | undefined,
   ): VerificationNeed[] | undefined {
     if (!this.verifier) return undefined;
-    return verificationsNeeded(policies, subject.namespace, subject.images, namespaceLabels === undefined ? {} : { namespaceLabels });
+    const needs = verificationsNeeded(policies, subject.namespace, subject.images, namespaceLabels === undefined ? {} : { namespaceLabels });
+    // A tag under digestVerify is denied whatever its signatures say: nothing to look up.
+    return needs.some((n) => n.rule.digestVerify && !n.ref.digest) ? needs.filter((n) => !n.rule.digestVerify || n.ref.digest) : needs;
   }
 
   /**

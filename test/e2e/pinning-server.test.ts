@@ -116,6 +116,18 @@ test("/mutate pins a tag with the server's own credentials and records it; image
   assert.match(metrics, /imprimatur_registry_requests_total\{method="GET",status="200"\} [1-9]/);
 });
 
+test("/mutate pins an image volume's reference as it pins a container image", async () => {
+  const a = await app();
+  const image = `${registry.host}/team/app:1.0`;
+  const review = podReview({ images: [`${registry.host}/team/other@${digests.other}`] });
+  (review.request.object.spec as Record<string, unknown>).volumes = [{ name: "data", image: { reference: image } }];
+  const r = await mutate(a, review);
+  assert.equal(r.allowed, true, r.status?.message);
+  const patch = patchOf(r);
+  assert.deepEqual(patch[0], { op: "replace", path: "/spec/volumes/0/image/reference", value: `${image}@${digests.app}` });
+  assert.deepEqual(JSON.parse(r.auditAnnotations!["pinned-images"]!), { [image]: `${image}@${digests.app}` });
+});
+
 test("record mode resolves and records the digest without patching; /imagereview records too", async () => {
   const a = await app({ digests: { ...DEFAULT_SERVER_CONFIG.digests, mode: "record" } });
   const image = `${registry.host}/team/app:1.0`;

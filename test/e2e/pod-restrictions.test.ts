@@ -172,6 +172,26 @@ test("a custom resource embedding a privileged pod template is denied, with the 
   assert.equal(good.code, 0, good.stderr);
 });
 
+test("a custom resource's pod template whose only untrusted image is an image volume is denied, naming the volume", async () => {
+  // The v1.20 apiserver drops volumes[].image from Pods (a field it does not know), but keeps it inside a custom
+  // resource: the real path by which such a volume reaches the webhook here. Newer apiservers keep it on Pods too.
+  const withVolume = (reference: string) =>
+    JSON.stringify({
+      apiVersion: "ci.example.com/v1",
+      kind: "BuildRun",
+      metadata: { name: reference.startsWith("registry.example.com") ? "model-ok" : "model-bad", namespace: "open" },
+      spec: { steps: [{ template: { spec: { ...compliantSpec, volumes: [{ name: "model", image: { reference, pullPolicy: "IfNotPresent" } }] } } }] },
+    });
+  const bad = await create(withVolume("docker.io/evil/miner:1"));
+  assert.notEqual(bad.code, 0, "the image volume must be reviewed");
+  assert.match(
+    bad.stderr,
+    /image "docker\.io\/evil\/miner:1" \(spec\.steps\[0\]\.template\.spec\.volumes\[0\]\.image\.reference\) denied by policy trusted-registries default/,
+  );
+  const good = await create(withVolume("registry.example.com/models/llm:7b"));
+  assert.equal(good.code, 0, good.stderr);
+});
+
 test("relabelling a namespace binds it: the server follows namespace labels through its watch", async () => {
   await namespace("later", {});
   const before = await create(pod("first", "later", privilegedSpec()));

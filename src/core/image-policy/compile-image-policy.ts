@@ -29,6 +29,9 @@ export interface RawImagePolicy {
       message?: string;
       digestVerify?: boolean;
       digestMutate?: boolean;
+      /** Kyverno's spellings of digestVerify and digestMutate. */
+      verifyDigest?: boolean;
+      mutateDigest?: boolean;
       attestors?: RawAttestorSet[];
       repository?: string;
       attestations?: Array<{
@@ -64,10 +67,16 @@ export function compileImagePolicy(
       });
     if (r.images === undefined && r.imageReferences === undefined)
       errors.push({ path: ["spec", "rules", index], message: 'missing required field "images" (or its alias "imageReferences")' });
-    if (r.action === "deny" && (r.digestVerify || r.digestMutate)) {
+    const digestVerify = digestSetting(r, "digestVerify", "verifyDigest", index, errors);
+    const digestMutate = digestSetting(r, "digestMutate", "mutateDigest", index, errors);
+    if (r.action === "deny" && (digestVerify || digestMutate)) {
       errors.push({ path: ["spec", "rules", index], message: "digestVerify and digestMutate apply to images a rule allows; a deny rule cannot use them" });
     }
     const verifying = (["attestors", "repository", "attestations", "validate"] as const).find((f) => r[f] !== undefined);
+    // A rule that verifies signatures admits what it verified: the digest, never a tag that may move a second
+    // later (Kyverno's verifyDigest and mutateDigest default to true, policy-controller refuses tags). So such a
+    // rule requires the digest and pins tags on /mutate unless the policy says otherwise.
+    const verifiesDigest = r.action === "allow" && verifying !== undefined;
     if (r.action === "deny" && verifying) {
       errors.push({
         path: ["spec", "rules", index, verifying],
@@ -79,8 +88,8 @@ export function compileImagePolicy(
       action: r.action,
       images,
       ...(r.message !== undefined ? { message: r.message } : {}),
-      ...(r.digestVerify ? { digestVerify: true } : {}),
-      ...(r.digestMutate ? { digestMutate: true } : {}),
+      ...((digestVerify ?? verifiesDigest) ? { digestVerify: true } : {}),
+      ...((digestMutate ?? verifiesDigest) ? { digestMutate: true } : {}),
     };
     if (r.attestors && r.action === "allow") {
       const compiled = compileAttestorSets(r.attestors, ["spec", "rules", index, "attestors"], related);
@@ -193,4 +202,19 @@ export function compileImagePolicy(
       },
     },
   };
+}
+
+/** A rule's digestVerify or digestMutate under either spelling; undefined when the rule gives neither. */
+function digestSetting(
+  rule: RawImagePolicy["spec"]["rules"][number],
+  name: "digestVerify" | "digestMutate",
+  alias: "verifyDigest" | "mutateDigest",
+  index: number,
+  errors: FieldError[],
+): boolean | undefined {
+  const own = rule[name];
+  const other = rule[alias];
+  if (own !== undefined && other !== undefined && own !== other)
+    errors.push({ path: ["spec", "rules", index, alias], message: `${alias} is another name for ${name}, which says ${own}: give one of them` });
+  return own ?? other;
 }

@@ -28,7 +28,8 @@ export const imagePolicyKind: PolicyKind<ImagePolicy, readonly ImagePolicy[]> = 
 };
 
 /** Undefined when the subject has no image to review (an update that changed none). */
-export function evaluateSubjectImages(policies: readonly ImagePolicy[], subject: AdmissionSubject, cx: KindEvaluationContext): Decision | undefined {
+export function evaluateSubjectImages(policies: readonly ImagePolicy[], subject: AdmissionSubject, kindCx: KindEvaluationContext): Decision | undefined {
+  const cx = subject.origin === "imagereview" ? { ...kindCx, imageReview: true } : kindCx;
   const decisions = imagesByPod(subject).map(({ pod, images }) =>
     evaluateImagePolicies(
       policies,

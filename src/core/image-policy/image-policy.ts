@@ -75,6 +75,8 @@ export interface EvaluationContext {
   verifications?: VerificationResults;
   /** When the registry could not answer a signature lookup: admit (audited) instead of deny. */
   failOpen?: boolean;
+  /** The request is an ImageReview, whose answer cannot change the pod (no pinning). */
+  imageReview?: boolean;
   /** The admission's time (ms since the epoch), given by the edge: what attestation conditions such as time_since measure to. */
   now?: number;
 }
@@ -149,10 +151,7 @@ export function decideImage(policy: ImagePolicy, ref: ImageReference, image: str
             rule: `rules[${rule.index}].digestVerify`,
             image,
             ...(field ? { field } : {}),
-            message:
-              `this policy requires a digest, and the image has only a tag: pin it as ${image}@sha256:<digest> ` +
-              `("imprimatur resolve ${image}" prints it)` +
-              (rule.digestMutate ? ", or install the mutating webhook (/mutate), which pins it on admission" : ""),
+            message: digestRequiredMessage(rule, image, ctx),
           },
         };
       }
@@ -181,6 +180,16 @@ export function decideImage(policy: ImagePolicy, ref: ImageReference, image: str
       message: policy.defaultMessage ?? "no rule of this policy allows this image",
     },
   };
+}
+
+/** Why a tag is denied under digestVerify, and how to get past it from where the request came. */
+function digestRequiredMessage(rule: ImageRule, image: string, ctx: EvaluationContext): string {
+  const why = verifies(rule)
+    ? "this rule verifies signatures on a digest, and a tag may point to another digest by the time the node pulls it"
+    : "this policy requires a digest";
+  const pin = `pin it as ${image}@sha256:<digest> ("imprimatur resolve ${image}" prints it)`;
+  if (ctx.imageReview) return `${why}, and the image has only a tag; the ImagePolicyWebhook cannot change the pod to pin it: ${pin}`;
+  return `${why}, and the image has only a tag: ${pin}${rule.digestMutate ? ", or install the mutating webhook (/mutate), which pins it on admission" : ""}`;
 }
 
 /** Per admission's results map: verification key → why the attestation checks fail ("" when they pass). */

@@ -4,7 +4,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/**", ".state/**", "**/*.cpuprofile"] },
+  { ignores: ["node_modules/**", ".state/**", "**/*.cpuprofile", "reports/mutation/**", ".stryker-tmp/**"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,0 +1,101 @@
+// Mutation testing of the security-critical code: `npm run mutation` (not part of `npm test`).
+// Each area is mutated against the unit tests that reach it, not the whole suite, so an area takes minutes on a
+// small machine. STRYKER_AREA picks the area; scripts/mutation.sh runs the areas in turn.
+// The TypeScript sources run on Node's type stripping in Stryker's sandbox as they do in `npm test`: the
+// instrumented code stays erasable TypeScript.
+
+export const areas = {
+  "break-glass": {
+    mutate: ["src/core/break-glass.ts"],
+    testFiles: ["test/unit/break-glass*.test.ts"],
+  },
+  conditions: {
+    mutate: ["src/core/conditions/*.ts"],
+    testFiles: ["test/unit/conditions/*.test.ts"],
+  },
+  attestors: {
+    mutate: ["src/core/image-policy/attestors.ts"],
+    testFiles: ["test/unit/verification/attestor-policy.test.ts", "test/unit/verification/distinct-signers.test.ts"],
+  },
+  "pull-verification": {
+    mutate: ["src/core/pull-verification/*.ts"],
+    testFiles: ["test/unit/pull-verification/*.test.ts"],
+  },
+  "verify-entry": {
+    mutate: ["src/verification/verify-entry.ts"],
+    testFiles: [
+      "test/unit/verification/verify-key-signatures.test.ts",
+      "test/unit/verification/verify-sigstore.test.ts",
+      "test/unit/verification/verify-attestations.test.ts",
+    ],
+  },
+  "node-image-proxy": {
+    mutate: ["src/node/node-image-proxy.ts"],
+    testFiles: ["test/unit/node/node-image-proxy.test.ts"],
+  },
+  "image-policy": {
+    mutate: ["src/core/image-policy/*.ts", "!src/core/image-policy/attestors.ts"],
+    testFiles: ["test/unit/image-policy.test.ts", "test/unit/verification/attestor-policy.test.ts", "test/unit/verification/evaluation.test.ts"],
+  },
+  "trust-root": {
+    mutate: ["src/core/trust-root/*.ts"],
+    testFiles: ["test/unit/verification/trust-root.test.ts"],
+  },
+  "pod-restriction": {
+    mutate: ["src/core/pod-restriction/**/*.ts"],
+    testFiles: ["test/unit/pod-restriction/*.test.ts", "test/unit/pss-profiles.test.ts"],
+  },
+  core: {
+    mutate: ["src/core/*.ts", "!src/core/break-glass.ts"],
+    testFiles: ["test/unit/*.test.ts", "test/unit/engine/*.test.ts"],
+  },
+  verification: {
+    mutate: ["src/verification/*.ts", "!src/verification/verify-entry.ts"],
+    testFiles: ["test/unit/verification/*.test.ts"],
+  },
+  node: {
+    mutate: ["src/node/*.ts", "!src/node/node-image-proxy.ts"],
+    testFiles: ["test/unit/node/*.test.ts"],
+  },
+  // The registry client's authentication (challenges, tokens, their cache) and its checks of content digests.
+  "registry-auth-digest": {
+    mutate: [
+      "src/registry/auth-challenge.ts",
+      "src/registry/registry-auth.ts",
+      "src/registry/token-cache.ts",
+      "src/registry/content-digest.ts",
+      "src/registry/registry-client.ts",
+    ],
+    testFiles: ["test/unit/registry/*.test.ts"],
+  },
+};
+
+const areaName = process.env.STRYKER_AREA ?? "break-glass";
+const area = areas[areaName];
+if (!area) throw new Error(`unknown STRYKER_AREA ${JSON.stringify(areaName)}; known: ${Object.keys(areas).join(", ")}`);
+
+/** @type {import("@stryker-mutator/api/core").PartialStrykerOptions} */
+export default {
+  testRunner: "tap",
+  plugins: ["@stryker-mutator/tap-runner"],
+  mutate: area.mutate,
+  tap: {
+    testFiles: area.testFiles,
+    // Node's own test runner with its TAP reporter; each test file is one "test" to Stryker.
+    nodeArgs: ["--test-reporter=tap", "--test-timeout=300000", "-r", "{{hookFile}}", "{{testFile}}"],
+  },
+  // Only the test files that reach a mutant run against it.
+  coverageAnalysis: "perTest",
+  // The machine is shared: one test process at a time, and generous timeouts so load is not read as a hang.
+  concurrency: 1,
+  timeoutMS: 60000,
+  timeoutFactor: 3,
+  reporters: ["clear-text", "progress", "html", "json"],
+  htmlReporter: { fileName: `reports/mutation/${areaName}.html` },
+  jsonReporter: { fileName: `reports/mutation/${areaName}.json` },
+  // Below 80% of mutants killed the area fails (issue 21: every survivor is equivalent or gets a test).
+  thresholds: { high: 90, low: 80, break: 80 },
+  ignorePatterns: [".state", ".scratch", "reports"],
+  tempDirName: ".stryker-tmp",
+  cleanTempDir: true,
+};

@@ -15,7 +15,7 @@ export interface Profile {
   description: string;
   file: string;
   raw: unknown;
-  /** The profile compiled on its own (unbound, mode Drop). */
+  /** The profile compiled as its file says (with its opt-in binding); its checks and included profiles are what is used: `spec.profile` and `--profile` ignore its binding. */
   policy: PodRestriction;
 }
 

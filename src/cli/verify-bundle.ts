@@ -13,7 +13,7 @@ import { parseCommandArgs, UsageError } from "./args.ts";
 export const VERIFY_BUNDLE_USAGE = `Usage: imprimatur verify-bundle --bundle FILE (--certificate-identity ID --certificate-oidc-issuer URL | --key FILE) [--trusted-root FILE] FILE|sha256:HEX
 
 Verifies a Sigstore bundle (v0.1 to v0.3, message signature or DSSE) for an artifact, given as a file or as its
-sha256 digest: the signature, the certificate chain to the trusted root's CA and its SCT (keyless), the
+sha256 digest (a message signature by digest needs an ECDSA or RSA PKCS#1 v1.5 key): the signature, the certificate chain to the trusted root's CA and its SCT (keyless), the
 transparency-log entry, and, for keyless bundles, that the certificate names exactly this identity and issuer.
 A DSSE bundle's in-toto statement must name the artifact's digest among its subjects. This is the command-line
 protocol of Sigstore's conformance suite.
@@ -71,8 +71,6 @@ export async function runVerifyBundle(argv: string[]): Promise<number> {
     trustRoot = values["trusted-root"] ? await readTrustRoot(values["trusted-root"]) : publicGoodTrustRoot();
     artifact = await readArtifact(artifactArg);
     item = bundleToItem(await readFile(values.bundle!), values.bundle!, artifact.bytes);
-    if (item.bundle.content.$case === "messageSignature" && !artifact.bytes)
-      throw new Error("a message-signature bundle signs the artifact's bytes: give the file, not its digest");
     if (values.key !== undefined) {
       const parsed = parsePublicKey(await readFile(values.key, "utf8"));
       if ("error" in parsed) throw new Error(`${values.key}: ${parsed.error}`);
@@ -97,7 +95,13 @@ export async function runVerifyBundle(argv: string[]): Promise<number> {
   // What the bundle is about is checked first: a bundle for another artifact fails for that reason, not as a bad signature.
   const unrelated = artifactBinding(item, artifact);
   if (unrelated) return fail(unrelated);
-  const outcome = verifyItem(item, entry, { trustRoot, ...(key ? { key } : {}), binding: () => undefined });
+  const outcome = verifyItem(item, entry, {
+    trustRoot,
+    ...(key ? { key } : {}),
+    // Given only the digest, a message signature is checked against it.
+    ...(artifact.bytes ? {} : { artifactDigest: artifact.digest }),
+    binding: () => undefined,
+  });
   if (!outcome.ok) return fail(outcome.reason);
   process.stdout.write(`verified: ${outcome.evidence.signer}${outcome.evidence.tlogIndex !== undefined ? ` (log index ${outcome.evidence.tlogIndex})` : ""}\n`);
   return 0;

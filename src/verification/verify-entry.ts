@@ -4,10 +4,12 @@
 // that what was signed names the admitted digest (a valid signature for another image proves nothing).
 import { createHash, createPublicKey, type KeyObject } from "node:crypto";
 import type { Bundle } from "@sigstore/bundle";
+import { HashAlgorithm } from "@sigstore/protobuf-specs";
 import { verify as verifySignatureBytes } from "node:crypto";
 import { toSignedEntity, Verifier, type SignedEntity, type Signer, type TrustMaterial } from "@sigstore/verify";
 import type { KeylessAttestor, LeafAttestor, SignerEvidence } from "../core/image-policy/attestors.ts";
 import type { TrustRoot } from "../core/trust-root/trust-root-kind.ts";
+import { verifyPrehashed } from "./prehashed-signature.ts";
 import { COSIGN_SIGN_PREDICATE, type SignedItem } from "./signed-item.ts";
 
 /** `notThisSigner`: the signature is simply someone else's (not worth naming when another reason exists). */
@@ -19,6 +21,11 @@ export interface EntryContext {
   trustRoot: TrustRoot | undefined;
   /** The entry's public key (static keys), already resolved. */
   key?: KeyObject;
+  /**
+   * The SHA-256 of the signed bytes when only it is known (verify-bundle given sha256:…): a message signature
+   * without its artifact is then checked against it, and its message digest must be it.
+   */
+  artifactDigest?: Buffer;
 }
 
 const IN_TOTO_PAYLOAD = "application/vnd.in-toto+json";
@@ -29,6 +36,8 @@ export function verifyItem(item: SignedItem, entry: LeafAttestor, cx: EntryConte
   if (!cx.trustRoot && (entry.type === "keyless" || !entry.ignoreTlog))
     return { ok: false, reason: `trust root ${JSON.stringify(entry.trustRoot)} is not loaded` };
   let bundle = item.bundle;
+  const signed = signedBytes(item, cx.artifactDigest);
+  if ("reason" in signed) return { ok: false, reason: signed.reason };
   if (entry.ignoreTlog) bundle = withoutTransparency(bundle, entry.type === "staticKey");
   let signer: Signer;
   if (entry.type === "staticKey") {
@@ -36,11 +45,11 @@ export function verifyItem(item: SignedItem, entry: LeafAttestor, cx: EntryConte
     // A key entry checks the signature with its key, whatever key material the signature carries (cosign --key).
     bundle = withPublicKey(bundle);
     const material = keyMaterial(cx.trustRoot, cx.key);
-    const attempt = runVerifier(material, { tlogThreshold: entry.ignoreTlog ? 0 : 1, ctlogThreshold: 0, timestampThreshold: 0 }, bundle, item.artifact);
+    const attempt = runVerifier(material, { tlogThreshold: entry.ignoreTlog ? 0 : 1, ctlogThreshold: 0, timestampThreshold: 0 }, bundle, signed);
     if (!attempt.ok) {
       if (attempt.code !== "TLOG_ERROR" || bundle.verificationMaterial?.tlogEntries.length !== 0) return failure(attempt);
       // Say whether the key signed at all: the log entry is what is missing, and ignoreTlog would accept it.
-      const unlogged = runVerifier(material, { tlogThreshold: 0, ctlogThreshold: 0, timestampThreshold: 0 }, bundle, item.artifact);
+      const unlogged = runVerifier(material, { tlogThreshold: 0, ctlogThreshold: 0, timestampThreshold: 0 }, bundle, signed);
       if (!unlogged.ok) return failure(unlogged);
       const bound = cx.binding(item);
       if (bound) return { ok: false, reason: bound };
@@ -53,7 +62,7 @@ export function verifyItem(item: SignedItem, entry: LeafAttestor, cx: EntryConte
       keyMaterial(cx.trustRoot, undefined),
       { tlogThreshold: entry.ignoreTlog ? 0 : 1, ctlogThreshold: cx.trustRoot!.hasCtLogs ? 1 : 0, timestampThreshold: 1 },
       bundle,
-      item.artifact,
+      signed,
     );
     if (!attempt.ok) return failure(attempt);
     signer = attempt.signer;
@@ -87,14 +96,27 @@ function failure(run: Extract<VerifierRun, { ok: false }>): ItemOutcome {
 
 type VerifierRun = { ok: true; signer: Signer } | { ok: false; reason: string; code?: string; notThisSigner?: boolean };
 
-function runVerifier(material: TrustMaterial, options: ConstructorParameters<typeof Verifier>[1], bundle: Bundle, artifact: Buffer | undefined): VerifierRun {
+/** What a message signature is checked against: the bytes, or only their SHA-256 digest. */
+type SignedBytes = { artifact?: Buffer; digest?: Buffer };
+
+function signedBytes(item: SignedItem, artifactDigest: Buffer | undefined): SignedBytes | { reason: string } {
+  const content = item.bundle.content;
+  if (content.$case !== "messageSignature" || item.artifact || !artifactDigest) return item.artifact ? { artifact: item.artifact } : {};
+  const { messageDigest } = content.messageSignature;
+  const sha256 = messageDigest?.algorithm === HashAlgorithm.SHA2_256 || messageDigest?.algorithm === HashAlgorithm.HASH_ALGORITHM_UNSPECIFIED;
+  if (!messageDigest || !sha256 || !messageDigest.digest.equals(artifactDigest)) return { reason: "the bundle's message digest is not the artifact's" };
+  return { digest: artifactDigest };
+}
+
+function runVerifier(material: TrustMaterial, options: ConstructorParameters<typeof Verifier>[1], bundle: Bundle, signed: SignedBytes): VerifierRun {
+  const prehashed: { problem?: string } = {};
   try {
-    return { ok: true, signer: new Verifier(material, options).verify(signedEntity(bundle, artifact)) };
+    return { ok: true, signer: new Verifier(material, options).verify(signedEntity(bundle, signed, prehashed)) };
   } catch (e) {
     const code = (e as { code?: unknown }).code;
     return {
       ok: false,
-      reason: describeVerificationError(e),
+      reason: code === "SIGNATURE_ERROR" && prehashed.problem ? prehashed.problem : describeVerificationError(e),
       ...(typeof code === "string" ? { code } : {}),
       ...(code === "SIGNATURE_ERROR" ? { notThisSigner: true } : {}),
     };
@@ -208,19 +230,35 @@ function extensionText(value: Buffer): string {
  * signs with Ed25519 keys over the message itself (no hash) and with P-384/P-521 keys over SHA-384/SHA-512,
  * while a `.sig` layer says nothing about the hash. The check is still node:crypto's verify.
  */
-function signedEntity(bundle: Bundle, artifact: Buffer | undefined): SignedEntity {
+function signedEntity(bundle: Bundle, { artifact, digest }: SignedBytes, prehashed: { problem?: string }): SignedEntity {
   const entity = toSignedEntity(bundle, artifact);
-  if (bundle.content.$case !== "messageSignature" || !artifact) return entity;
+  if (bundle.content.$case !== "messageSignature") return entity;
   const base = entity.signature;
+  if (!artifact && digest) {
+    // Only the digest is known: the signature is checked against it (ECDSA, RSA PKCS#1 v1.5).
+    const verifySignature = (key: KeyObject) => {
+      const result = verifyPrehashed(key, digest, base.signature);
+      if (!result.ok) prehashed.problem = result.reason;
+      return result.ok;
+    };
+    return { ...entity, signature: { ...signatureMethods(base), verifySignature } };
+  }
+  if (!artifact) return entity;
   return {
     ...entity,
     signature: {
-      signature: base.signature,
-      compareSignature: (sig) => base.compareSignature(sig),
-      compareDigest: (digest) => base.compareDigest(digest),
-      compareSignedDigest: (digest) => base.compareSignedDigest(digest),
+      ...signatureMethods(base),
       verifySignature: (key) => base.verifySignature(key) || impliedHashes(key).some((hash) => safeVerify(hash, artifact, key, base.signature)),
     },
+  };
+}
+
+function signatureMethods(base: SignedEntity["signature"]): Omit<SignedEntity["signature"], "verifySignature"> {
+  return {
+    signature: base.signature,
+    compareSignature: (sig) => base.compareSignature(sig),
+    compareDigest: (digest) => base.compareDigest(digest),
+    compareSignedDigest: (digest) => base.compareSignedDigest(digest),
   };
 }
 

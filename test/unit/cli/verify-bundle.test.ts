@@ -50,8 +50,14 @@ test("a keyless message-signature bundle verifies for its file and identity, and
   assert.equal(wrongIdentity.code, 1);
   assert.match(wrongIdentity.stderr, /certificate identity ".*acme.*" does not match "https:\/\/github\.com\/evil\/x"/);
   const byDigest = await imprimatur([...args, digest]);
-  assert.equal(byDigest.code, 1);
-  assert.match(byDigest.stderr, /give the file, not its digest/);
+  assert.equal(byDigest.code, 0, byDigest.stderr);
+  assert.equal(byDigest.stdout, ok.stdout);
+  const otherDigest = await imprimatur([...args, `sha256:${createHash("sha256").update("other bytes").digest("hex")}`]);
+  assert.equal(otherDigest.code, 1);
+  assert.equal(otherDigest.stderr, "imprimatur verify-bundle: the bundle's message digest is not the artifact's\n");
+  const wrongIssuerByDigest = await imprimatur([...args.slice(0, 6), "https://accounts.example.org", ...args.slice(7), digest]);
+  assert.equal(wrongIssuerByDigest.code, 1);
+  assert.match(wrongIssuerByDigest.stderr, /certificate issuer ".*" does not match "https:\/\/accounts\.example\.org"/);
   const stranger = await createMockSigstore({ name: "stranger" });
   const foreignRoot = await imprimatur([...args.slice(0, -1), file("stranger.json", JSON.stringify(stranger.trustedRoot)), artifactFile]);
   assert.equal(foreignRoot.code, 1);
@@ -71,6 +77,32 @@ test("a DSSE bundle verifies for the digest its statement names, by file or by d
   const otherKey = await imprimatur([...args.slice(0, 4), file("other.pub", generateSigningKey("ecdsa-p256").publicKeyPem), ...args.slice(5), artifactFile]);
   assert.equal(otherKey.code, 1);
   assert.match(otherKey.stderr, /the signature does not verify with this key/);
+});
+
+test("a message-signature bundle verifies by digest with a key: ECDSA and RSA; an Ed25519 one needs the file", async () => {
+  for (const algorithm of ["ecdsa-p256", "ecdsa-p384", "rsa-2048"] as const) {
+    const key = generateSigningKey(algorithm);
+    const bundle = file(
+      `msg-${algorithm}.sigstore.json`,
+      (await messageSignatureBundle({ artifact, key, rekor: sigstore, version: "0.3", hash: "sha256" })).bytes,
+    );
+    const args = ["verify-bundle", "--bundle", bundle, "--key", file(`${algorithm}.pub`, key.publicKeyPem), "--trusted-root", root];
+    const byDigest = await imprimatur([...args, digest]);
+    assert.equal(byDigest.code, 0, `${algorithm}: ${byDigest.stderr}`);
+    const tampered = file(
+      `tampered-${algorithm}.sigstore.json`,
+      (await messageSignatureBundle({ artifact, key, rekor: sigstore, version: "0.3", hash: "sha256", tamper: { signature: true } })).bytes,
+    );
+    const refused = await imprimatur([...args.slice(0, 2), tampered, ...args.slice(3), digest]);
+    assert.equal(refused.code, 1, algorithm);
+  }
+  const ed = generateSigningKey("ed25519");
+  const edBundle = file("msg-ed25519.sigstore.json", (await messageSignatureBundle({ artifact, key: ed, rekor: sigstore, version: "0.3" })).bytes);
+  const edArgs = ["verify-bundle", "--bundle", edBundle, "--key", file("ed25519.pub", ed.publicKeyPem), "--trusted-root", root];
+  assert.equal((await imprimatur([...edArgs, artifactFile])).code, 0);
+  const edByDigest = await imprimatur([...edArgs, digest]);
+  assert.equal(edByDigest.code, 1);
+  assert.equal(edByDigest.stderr, "imprimatur verify-bundle: a ed25519 signature covers the artifact itself: give the file, not its digest\n");
 });
 
 test("bad input: one clear line and exit 1; usage errors exit 2", async () => {

@@ -216,6 +216,27 @@ describe("Sigstore bundles found as referrers", () => {
     assert.ok(accepted.ok, accepted.ok ? "" : accepted.reason);
   });
 
+  test("a message signature given only the artifact's sha256 verifies against it, and against no other digest", async () => {
+    const cert = await sigstore.issueKeylessCertificate({ subjectAltName: WORKFLOW, issuer: ISSUER });
+    const built = await messageSignatureBundle({ artifact: MANIFEST, keyless: cert, rekor: sigstore, version: "0.3" });
+    const item = bundleToItem(built.bytes, "bundle", undefined);
+    const digestOf = (d: string) => Buffer.from(d.slice("sha256:".length), "hex");
+    const outcome = verifyItem(item, keyless(), { trustRoot: root, binding: () => undefined, artifactDigest: digestOf(DIGEST) });
+    assert.ok(outcome.ok, outcome.ok ? "" : outcome.reason);
+    assert.equal(outcome.evidence.signer, `subject ${WORKFLOW} issuer ${ISSUER}`);
+    assert.deepEqual(verifyItem(item, keyless(), { trustRoot: root, binding: () => undefined, artifactDigest: digestOf(OTHER) }), {
+      ok: false,
+      reason: "the bundle's message digest is not the artifact's",
+    });
+    const forged = await messageSignatureBundle({ artifact: MANIFEST, keyless: cert, rekor: sigstore, version: "0.3", tamper: { signature: true } });
+    const refused = verifyItem(bundleToItem(forged.bytes, "bundle", undefined), keyless(), {
+      trustRoot: root,
+      binding: () => undefined,
+      artifactDigest: digestOf(DIGEST),
+    });
+    assert.equal(refused.ok, false);
+  });
+
   test("malformed bundles are reported, not thrown past the caller", () => {
     assert.throws(() => bundleToItem(Buffer.from("{"), "referrer x", undefined), /referrer x: the bundle is not JSON/);
     assert.throws(

@@ -1,0 +1,138 @@
+// `imprimatur node-proxy --kubeconfig` on a real node (kubelet v1.20.2, containerd 1.6, a private htpasswd
+// registry and a public one, a real kube-apiserver): the decisions that use the API's view of the node's pods.
+// Pods are made with `kubectl create`, as attackers and controllers make them: `kubectl apply` would add a
+// last-applied-configuration annotation unique to each pod, which tells pods apart that would otherwise match.
+import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { decodePullImageResponse, encodePullImageRequest } from "../../src/cri/cri-messages.ts";
+import { RuntimeImageClient } from "../../src/cri/image-service-proxy.ts";
+import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
+import { startNodeProxy, type NodeProxyProcess } from "../support/node-proxy-process.ts";
+import {
+  createPullSecret,
+  podManifest,
+  podPullFailed,
+  podRunning,
+  startNodeRuntime,
+  waitForPod,
+  type NodeRuntime,
+  type PodManifestOptions,
+  type PodObservation,
+} from "../support/real-node.ts";
+import { startRegistry, type TestRegistry } from "../support/registry.ts";
+import { buildRunnableImage } from "../support/runnable-image.ts";
+
+const NODE = "node1";
+const VICTIM_NS = "default";
+const ATTACKER_NS = "attacker";
+const TENANT_NS = "tenant";
+
+describe("node-proxy with the API's view of the node's pods, with a real kubelet", () => {
+  let dir: string;
+  let cluster: KubeCluster;
+  let priv: TestRegistry;
+  let pub: TestRegistry;
+  let node: NodeRuntime;
+  let proxy: NodeProxyProcess;
+  let images: { latest: string; untagged: string; preloaded: string; copy: string };
+
+  const context = () => `kubelet log tail:\n${node.kubeletLogs(25)}`;
+  const withProxyLog = async (e: unknown): Promise<never> => {
+    const log = (await proxy.log()).split("\n").slice(-30).join("\n");
+    throw new Error(`${(e as Error).message}\nnode-proxy log:\n${log}`, { cause: e });
+  };
+
+  async function create(o: Omit<PodManifestOptions, "nodeName">): Promise<void> {
+    const r = await cluster.kubectl(["create", "-f", "-"], { input: podManifest({ nodeName: NODE, ...o }) });
+    assert.equal(r.code, 0, r.stderr);
+  }
+
+  async function running(namespace: string, name: string): Promise<PodObservation> {
+    return waitForPod(cluster, namespace, name, podRunning, 45_000, context).catch(withProxyLog);
+  }
+
+  /** The kubelet had to pull with the pod's own credentials (none here) and the registry said no. */
+  async function refused(namespace: string, name: string): Promise<void> {
+    const failure = (x: PodObservation) => x.events.find((e) => e.reason === "Failed" && e.message.includes("Failed to pull image"));
+    const seen = await waitForPod(cluster, namespace, name, (x) => podPullFailed(x) && failure(x) !== undefined, 45_000, context).catch(withProxyLog);
+    assert.notEqual(seen.phase, "Running");
+    assert.match(failure(seen)!.message, /401 Unauthorized/, "the registry refused the pod's credentials");
+  }
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), "imprimatur-e2e-node-kubelet-api-"));
+    [cluster, priv, pub] = await Promise.all([startKubeCluster({ nodes: [NODE] }), startRegistry({ auth: "htpasswd" }), startRegistry({ auth: "none" })]);
+    const latest = buildRunnableImage({ tag: "latest", seed: "kubelet-api-private-latest" });
+    buildRunnableImage({ tag: "base", seed: "kubelet-api-preloaded-base", dir: latest.layoutDir });
+    try {
+      await priv.push(latest.layoutDir, "latest", "private/app", "latest");
+      await pub.push(latest.layoutDir, "base", "public/base", "v1");
+      // The same image, under a private name: its digest is the preloaded one's.
+      await priv.push(latest.layoutDir, "base", "private/copy", "v1");
+      images = {
+        latest: `${priv.host}/private/app:latest`,
+        untagged: `${priv.host}/private/app`,
+        preloaded: `${pub.host}/public/base:v1`,
+        copy: `${priv.host}/private/copy:v1`,
+      };
+      node = await startNodeRuntime({ registries: [priv, pub].map((r) => ({ host: r.host, caFile: r.caFile })) });
+      // Pulled straight through containerd before the proxy's first start: a preloaded image.
+      const containerd = new RuntimeImageClient(node.containerdEndpoint);
+      try {
+        const pulled = await containerd.call("runtime.v1", "PullImage", encodePullImageRequest({ image: images.preloaded }), { deadline: Date.now() + 60_000 });
+        assert.match(decodePullImageResponse(pulled).imageRef, /^sha256:/);
+      } finally {
+        containerd.close();
+      }
+      proxy = await startNodeProxy({
+        dir,
+        stateDir: join(dir, "state"),
+        runtimeEndpoint: node.containerdEndpoint,
+        args: ["--kubeconfig", cluster.nodeKubeconfig(NODE), "--node-name", NODE],
+      });
+      await node.startKubelet({ cluster, nodeName: NODE, imageServiceEndpoint: proxy.endpoint });
+      for (const ns of [ATTACKER_NS, TENANT_NS]) assert.equal((await cluster.kubectl(["create", "namespace", ns])).code, 0);
+      await createPullSecret(cluster, VICTIM_NS, "victim-pull", priv, priv.password);
+      await createPullSecret(cluster, TENANT_NS, "tenant-pull", priv, priv.password);
+    } finally {
+      await rm(latest.layoutDir, { recursive: true, force: true });
+    }
+  });
+
+  after(async () => {
+    await node?.stop().catch((err: Error) => console.error(err.message));
+    await proxy?.stop();
+    await cluster?.stop();
+    await Promise.all([priv?.stop(), pub?.stop()]);
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  test("an untagged name (the kubelet asks for :latest) does not borrow the secrets of a pod that names :latest", async () => {
+    await create({ namespace: VICTIM_NS, name: "victim", image: images.latest, imagePullPolicy: "IfNotPresent", imagePullSecrets: ["victim-pull"] });
+    await running(VICTIM_NS, "victim");
+    // Another namespace, no secret, the same image without its tag; IfNotPresent is explicit (untagged defaults to Always).
+    await create({ namespace: ATTACKER_NS, name: "attacker", image: images.untagged, imagePullPolicy: "IfNotPresent" });
+    await refused(ATTACKER_NS, "attacker");
+    // Pods alike (no annotations of their own, the same image) are not told apart: with the attacker's pod gone, a
+    // pod of that name with a secret of its own runs, matched by its Secrets (Never: it cannot pull).
+    assert.equal((await cluster.kubectl(["delete", "pod", "attacker", "-n", ATTACKER_NS, "--grace-period=0", "--force"])).code, 0);
+    await create({ namespace: TENANT_NS, name: "tenant", image: images.untagged, imagePullPolicy: "Never", imagePullSecrets: ["tenant-pull"] });
+    await running(TENANT_NS, "tenant");
+  });
+
+  test("a record for another name of a preloaded image leaves the preloaded name preloaded (kubernetes#138175)", async () => {
+    await create({ namespace: TENANT_NS, name: "preloaded-before", image: images.preloaded, imagePullPolicy: "Never" });
+    await running(TENANT_NS, "preloaded-before");
+    // Another tenant pulls the same image under its private name, with credentials: a record for the digest.
+    await create({ namespace: TENANT_NS, name: "copy", image: images.copy, imagePullPolicy: "IfNotPresent", imagePullSecrets: ["tenant-pull"] });
+    await running(TENANT_NS, "copy");
+    await create({ namespace: ATTACKER_NS, name: "preloaded-after", image: images.preloaded, imagePullPolicy: "Never" });
+    await running(ATTACKER_NS, "preloaded-after");
+    // ...and the private name is still not everybody's.
+    await create({ namespace: ATTACKER_NS, name: "copy-no-secret", image: images.copy, imagePullPolicy: "IfNotPresent" });
+    await refused(ATTACKER_NS, "copy-no-secret");
+  });
+});

@@ -36,7 +36,9 @@ describe("node-proxy in front of containerd, with a real kubelet", () => {
   let node: NodeRuntime;
   let proxy: NodeProxyProcess;
   let stateDir: string;
-  let images: { private: string; nonRoot: string; public: string };
+  let images: { private: string; nonRoot: string; public: string; moving: string };
+  let layoutDir: string;
+  let movedDigest: string;
 
   const pod = (o: Omit<PodManifestOptions, "namespace" | "nodeName">) => podManifest({ namespace: NS, nodeName: NODE, ...o });
   const context = () => `node-proxy log:\n${proxyLogTail}\nkubelet log tail:\n${node.kubeletLogs(25)}`;
@@ -84,14 +86,19 @@ describe("node-proxy in front of containerd, with a real kubelet", () => {
     const built = buildRunnableImage({ tag: "v1", seed: "kubelet-proxy-private-1" });
     buildRunnableImage({ tag: "nonroot", seed: "kubelet-proxy-nonroot", user: "1000", dir: built.layoutDir });
     buildRunnableImage({ tag: "tool", seed: "kubelet-proxy-public", dir: built.layoutDir });
-    try {
-      await priv.push(built.layoutDir, "v1", "private/app", "v1");
-      await priv.push(built.layoutDir, "nonroot", "private/app", "nonroot");
-      await pub.push(built.layoutDir, "tool", "public/tool", "v1");
-    } finally {
-      await rm(built.layoutDir, { recursive: true, force: true });
-    }
-    images = { private: `${priv.host}/private/app:v1`, nonRoot: `${priv.host}/private/app:nonroot`, public: `${pub.host}/public/tool:v1` };
+    buildRunnableImage({ tag: "moving", seed: "kubelet-proxy-moving-1", dir: built.layoutDir });
+    movedDigest = buildRunnableImage({ tag: "moved", seed: "kubelet-proxy-moving-2", dir: built.layoutDir }).digest;
+    layoutDir = built.layoutDir; // kept until after(): the Always test pushes "moved" later
+    await priv.push(layoutDir, "v1", "private/app", "v1");
+    await priv.push(layoutDir, "nonroot", "private/app", "nonroot");
+    await priv.push(layoutDir, "moving", "private/app", "moving");
+    await pub.push(layoutDir, "tool", "public/tool", "v1");
+    images = {
+      private: `${priv.host}/private/app:v1`,
+      nonRoot: `${priv.host}/private/app:nonroot`,
+      public: `${pub.host}/public/tool:v1`,
+      moving: `${priv.host}/private/app:moving`,
+    };
     node = await startNodeRuntime({ registries: [priv, pub].map((r) => ({ host: r.host, caFile: r.caFile })) });
     await startProxy();
     await node.startKubelet({ cluster, nodeName: NODE, imageServiceEndpoint: proxy.endpoint });
@@ -108,6 +115,7 @@ describe("node-proxy in front of containerd, with a real kubelet", () => {
     await cluster?.stop();
     await Promise.all([priv?.stop(), pub?.stop()]);
     if (dir) await rm(dir, { recursive: true, force: true });
+    if (layoutDir) await rm(layoutDir, { recursive: true, force: true });
   });
 
   test("a pod with the pull secret runs the private image (IfNotPresent)", async () => {
@@ -122,10 +130,13 @@ describe("node-proxy in front of containerd, with a real kubelet", () => {
     assert.ok((await proxy.metric("imprimatur_node_reuse_denied_total")) >= 2);
   });
 
-  test("another Secret holding the same credentials runs, answered from the records without asking the registry", async () => {
-    const before = await proxy.metric('imprimatur_node_pulls_total{result="answered-from-records"}');
+  test("another Secret holding the same credentials runs; without the API's view the pull still goes to the registry", async () => {
+    // Without --kubeconfig the proxy cannot tell an imagePullPolicy: Always pull (a kubelet before 1.32 sends it
+    // the same way), which must reach the registry: no pull is answered from the records.
+    const before = await proxy.metric('imprimatur_node_pulls_total{result="forwarded-ok"}');
     await run("same-credentials", { image: images.private, imagePullPolicy: "IfNotPresent", imagePullSecrets: ["same-credentials"] });
-    assert.equal(await proxy.metric('imprimatur_node_pulls_total{result="answered-from-records"}'), before + 1);
+    assert.equal(await proxy.metric('imprimatur_node_pulls_total{result="forwarded-ok"}'), before + 1);
+    assert.equal(await proxy.metric('imprimatur_node_pulls_total{result="answered-from-records"}'), 0);
     const records = await imprimatur(["node-records", "--state-dir", stateDir]);
     assert.match(
       records.stdout,
@@ -133,8 +144,12 @@ describe("node-proxy in front of containerd, with a real kubelet", () => {
     );
   });
 
-  test("imagePullPolicy Always with the secret runs", async () => {
-    await run("always", { image: images.private, imagePullPolicy: "Always", imagePullSecrets: ["good-pull"] });
+  test("imagePullPolicy Always is never answered from the records: a tag moved in the registry is pulled", async () => {
+    await run("moving-first", { image: images.moving, imagePullPolicy: "IfNotPresent", imagePullSecrets: ["good-pull"] });
+    await priv.push(layoutDir, "moved", "private/app", "moving");
+    const seen = await run("moving-always", { image: images.moving, imagePullPolicy: "Always", imagePullSecrets: ["same-credentials"] });
+    const imageID = String(seen.pod.status.containerStatuses[0].imageID);
+    assert.ok(imageID.endsWith(movedDigest), `the pod runs the tag's new digest ${movedDigest}, not ${imageID}`);
   });
 
   test("a public image pulled without credentials: a second pod without credentials runs it", async () => {

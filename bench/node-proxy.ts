@@ -1,15 +1,20 @@
 // What `imprimatur node-proxy` adds to the kubelet's image calls, against containerd 1.6 called directly, in the
 // same run, with the same client code and the same request bytes: a real docker-registry with htpasswd auth
-// holding one runnable image, a real containerd (test/support/real-node.ts, no kubelet) and the real proxy as a
-// child process (test/support/node-proxy-process.ts). The image is pulled once through the proxy with good
-// credentials, so a record exists; then, in alternating rounds (proxy, direct, direct, proxy, …):
+// holding one runnable image, a real containerd (test/support/real-node.ts, no kubelet), a real kube-apiserver
+// (test/support/kube-cluster.ts) and the real proxy as a child process (test/support/node-proxy-process.ts) with
+// the API's view of the node (--kubeconfig with the node's identity, --node-name). The image is pulled once through
+// the proxy with good credentials, so a record exists; then, in alternating rounds (proxy, direct, direct, proxy, …):
 //   1. ImageStatus as the kubelet's pull decision sends it, for a pod that already pulled (answered "present"):
 //      latency per call and what the proxy adds at p50 and p99 (target ≤ 1 ms at p99);
 //   2. ImageStatus without annotations (plain passthrough), likewise;
 //   3. PullImage of the present image with the recorded credential: (a) forwarded to containerd, which asks the
 //      registry (target ≤ 1.05× of the direct median), in pairs rather than rounds (one pull each way, the order
-//      swapped every pair, a pause after each pull); (b) a new pod: its ImageStatus is answered "absent", and
-//      its PullImage with the recorded credential is answered from the records, without the runtime;
+//      swapped every pair, a pause after each pull); (b) new pods, each a Pod object bound to the node in the
+//      API (its own name, annotations and the UID the apiserver gave it): (i) with the pull secret that holds the
+//      recorded credential, ImageStatus is answered "present" from the pod's secrets (one list of the node's pods);
+//      (ii) without a pull secret (the kubelet's credential comes from the node), ImageStatus is answered "absent"
+//      (one list), and PullImage with the recorded credential is answered from the records once a second list
+//      shows that the pod does not pull the image Always — a PullImage is answered from the records for no other;
 //   and optionally ImageStatus of 1. with 16 calls in flight;
 //   4. memory with 10,000 records: the store in-process (heap with and without them), and the real proxy process
 //      on a state folder holding them (RSS, heap, start-up time), against a stub runtime that lists their images
@@ -21,8 +26,8 @@
 //                            [--cpu-prof DIR]
 //
 // Exit 0 when every call was answered as expected (present / absent / the right image ref, and the proxy's own
-// counters agree), whatever the timings; 1 on a wrong answer or a failed run; 2 on a usage error. Loopback only;
-// the run stops by itself, and a watchdog ends it after 4 minutes.
+// counters and the apiserver's count of pod lists agree), whatever the timings; 1 on a wrong answer or a failed
+// run; 2 on a usage error. Loopback only; the run stops by itself, and a watchdog ends it after 6 minutes.
 import { spawn } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -37,6 +42,7 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import * as grpc from "@grpc/grpc-js";
 import protobuf from "protobufjs";
+import { CoreV1Api, KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import { credentialHash, type RegistryAuth } from "../src/core/pull-verification/credential-hash.ts";
 import { recordPull } from "../src/core/pull-verification/pull-records.ts";
 import {
@@ -49,7 +55,8 @@ import {
 import { RuntimeImageClient, type CriPackage } from "../src/cri/image-service-proxy.ts";
 import { recordFileName, RecordStore } from "../src/node/record-store.ts";
 import { startNodeProxy, type NodeProxyProcess } from "../test/support/node-proxy-process.ts";
-import { startNodeRuntime, type NodeRuntime } from "../test/support/real-node.ts";
+import { startKubeCluster, type KubeCluster } from "../test/support/kube-cluster.ts";
+import { createPullSecret, podManifest, startNodeRuntime, type NodeRuntime } from "../test/support/real-node.ts";
 import { startRegistry, type TestRegistry } from "../test/support/registry.ts";
 import { buildRunnableImage } from "../test/support/runnable-image.ts";
 import { findTaskset, pin } from "./support/pinning.ts";
@@ -59,7 +66,7 @@ import { numberOption } from "./support/options.ts";
 
 const TARGET_ADDED_P99_MS = 1;
 const TARGET_PULL_RATIO = 1.05;
-const WATCHDOG_MS = 240_000;
+const WATCHDOG_MS = 360_000;
 /** containerd, the proxy and the registry on one core; this load generator on the other. */
 const SERVER_CPU = 0;
 const GENERATOR_CPU = 1;
@@ -70,6 +77,18 @@ const STATUS_DEADLINE_MS = 120_000;
 /** After every timed PullImage: longer than the proxy takes to write the record it writes after answering. */
 const PULL_PAUSE_MS = 20;
 const REPOSITORY = "bench/app";
+/** The node the proxy runs on, as the API knows it (its identity is system:node:NODE_NAME). */
+const NODE_NAME = "bench-node";
+/** Where the new pods live, and the sandbox namespace of every request. */
+const NAMESPACE = "bench";
+/** A kubernetes.io/dockerconfigjson Secret with the registry's user: the credential every record is made with. */
+const PULL_SECRET = "bench-pull";
+/** The one annotation of each pod's own; the kubelet passes it with its kubernetes.io/config.* ones. */
+const APP_ANNOTATION = "app.kubernetes.io/name";
+/** Labels each batch of new pods, so that a batch is deleted in one call. */
+const BATCH_LABEL = "bench.imprimatur.dev/batch";
+/** Pod creations in flight while a batch is made (not timed). */
+const CREATE_CONCURRENCY = 4;
 const MEMORY_PROBE = fileURLToPath(new URL("./support/memory-probe.ts", import.meta.url));
 /** How long the memory measurement waits after the proxy answers before reading its memory. */
 const SETTLE_MS = 1_000;
@@ -79,7 +98,8 @@ const USAGE = `Usage: node bench/node-proxy.ts [options]
 
   --status-calls N      ImageStatus calls timed per side, for each of the two kinds (default 2000)
   --pulls N             forwarded PullImage calls timed per side (default 300)
-  --new-pods N          new pods (ImageStatus then PullImage) timed per side (default 300)
+  --new-pods N          new pods timed per side, for each of the two kinds (with a pull secret: ImageStatus;
+                        without: ImageStatus then PullImage) (default 300)
   --rounds N            how many times the measurement switches between proxy and direct (default 10)
   --concurrency N       calls in flight for the concurrent ImageStatus run (default 16; 0 skips it)
   --concurrent-calls N  ImageStatus calls timed per side in the concurrent run (default 4000)
@@ -165,7 +185,7 @@ function podAnnotations(name: string): Record<string, string> {
     "kubernetes.io/config.hash": createHashLike(name),
     "kubernetes.io/config.seen": "2026-11-24T12:00:00.123456789Z",
     "kubernetes.io/config.source": "api",
-    "app.kubernetes.io/name": name,
+    [APP_ANNOTATION]: name,
   };
 }
 
@@ -174,9 +194,10 @@ function createHashLike(name: string): string {
   return Buffer.from(name.padEnd(16, "-").slice(0, 16)).toString("hex");
 }
 
-function pullRequest(image: string, pod: string, auth: Partial<RegistryAuth>): Buffer {
+/** `uid`: the pod's UID in the API (the proxy looks the pod up by namespace, name and UID). */
+function pullRequest(image: string, pod: string, auth: Partial<RegistryAuth>, uid = `uid-${pod}`): Buffer {
   const annotations = podAnnotations(pod);
-  return encodePullImageRequest({ image, annotations, auth, sandbox: { name: pod, namespace: "bench", uid: `uid-${pod}`, annotations } });
+  return encodePullImageRequest({ image, annotations, auth, sandbox: { name: pod, namespace: NAMESPACE, uid, annotations } });
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -298,6 +319,16 @@ function pulled(imageRef: string): (response: Buffer) => string | undefined {
     const ref = decodePullImageResponse(response).imageRef;
     return ref === imageRef ? undefined : `expected image ref ${imageRef}, got ${ref || "none"}`;
   };
+}
+
+/** 3b: new pods bound to the node in the API. */
+interface NewPodResult {
+  /** The new pods the node held during a round (besides none other: bench-pulled is not in the API). */
+  podsOnNode: number;
+  /** (i) With the pull secret: ImageStatus only (the proxy: present, from the pod's secrets). */
+  podSecrets: { status: Comparison; listsPerPod: number };
+  /** (ii) A credential from the node: ImageStatus (the proxy: absent), then PullImage (the proxy: from the records). */
+  nodeCredential: { status: Comparison; pull: Comparison; total: Comparison; listsPerPod: number };
 }
 
 interface Comparison {
@@ -616,6 +647,19 @@ async function startForwarder(socket: string, runtimeEndpoint: string): Promise<
   return { pid: child.pid!, endpoint, stop };
 }
 
+/** LISTs of pods the apiserver has served (its apiserver_request_total): only the proxy lists pods here. */
+async function podLists(cluster: KubeCluster): Promise<number> {
+  const r = await cluster.kubectl(["get", "--raw", "/metrics"], { timeoutMs: 60_000 });
+  if (r.code !== 0) throw new Error(`kubectl get --raw /metrics: ${r.stderr}`);
+  let lists = 0;
+  for (const line of r.stdout.split("\n")) {
+    if (line.startsWith("apiserver_request_total{") && line.includes('resource="pods"') && line.includes('verb="LIST"')) {
+      lists += Number(line.slice(line.lastIndexOf(" ") + 1));
+    }
+  }
+  return lists;
+}
+
 function containerdPids(node: NodeRuntime): number[] {
   return node.pidsSeen().filter((pid) => {
     try {
@@ -638,6 +682,7 @@ async function main(): Promise<number> {
     if (!opts.json) process.stderr.write(`${line}\n`);
   };
   let registry: TestRegistry | undefined;
+  let cluster: KubeCluster | undefined;
   let node: NodeRuntime | undefined;
   let proxy: NodeProxyProcess | undefined;
   let forwarder: Forwarder | undefined;
@@ -645,7 +690,7 @@ async function main(): Promise<number> {
   /** Proxy processes running now, for the watchdog. */
   const started = new Set<number>();
   const unguard = guardRun("node-proxy", WATCHDOG_MS, (signal) => {
-    for (const pid of [...started, registry?.pid]) {
+    for (const pid of [...started, registry?.pid, cluster?.pids.apiserver, cluster?.pids.etcd]) {
       try {
         if (pid !== undefined) process.kill(pid, signal);
       } catch {
@@ -658,8 +703,13 @@ async function main(): Promise<number> {
   const dir = await mkdtemp(join(tmpdir(), "imprimatur-bench-node-proxy-"));
   const t0 = performance.now();
   try {
-    say("Starting docker-registry (TLS, htpasswd) and pushing a runnable image ...");
-    registry = await startRegistry({ auth: "htpasswd" });
+    say("Starting docker-registry (TLS, htpasswd) and kube-apiserver, and pushing a runnable image ...");
+    const clusterStarting = startKubeCluster({ nodes: [NODE_NAME] });
+    try {
+      registry = await startRegistry({ auth: "htpasswd" });
+    } finally {
+      cluster = await clusterStarting; // stopped in the end, even when the registry failed
+    }
     const built = buildRunnableImage({ tag: "v1", seed: "bench-node-proxy" });
     try {
       await registry.push(built.layoutDir, "v1", REPOSITORY, "v1");
@@ -668,10 +718,19 @@ async function main(): Promise<number> {
     }
     const image = `${registry.host}/${REPOSITORY}:v1`;
     const good: Partial<RegistryAuth> = { username: registry.username, password: registry.password };
+    // The namespace of the new pods and their pull secret, holding the credential the records are made with.
+    const ns = await cluster.kubectl(["create", "namespace", NAMESPACE]);
+    if (ns.code !== 0) throw new Error(`kubectl create namespace ${NAMESPACE}: ${ns.stderr}`);
+    await createPullSecret(cluster, NAMESPACE, PULL_SECRET, registry, registry.password);
 
     say("Starting containerd and imprimatur node-proxy ...");
     node = await startNodeRuntime({ registries: [{ host: registry.host, caFile: registry.caFile }] });
-    const latencyProxy = { dir, stateDir: join(dir, "state"), runtimeEndpoint: node.containerdEndpoint };
+    const latencyProxy = {
+      dir,
+      stateDir: join(dir, "state"),
+      runtimeEndpoint: node.containerdEndpoint,
+      args: ["--kubeconfig", cluster.nodeKubeconfig(NODE_NAME), "--node-name", NODE_NAME],
+    };
     // With the memory probe (a SIGUSR2 handler, idle otherwise), for its heap after the run.
     const latencyMemoryFile = join(dir, "memory-latency.json");
     const profile = opts.cpuProf ? ["--cpu-prof", `--cpu-prof-dir=${opts.cpuProf}`] : [];
@@ -698,7 +757,7 @@ async function main(): Promise<number> {
     const PULLED_POD = "bench-pulled";
     const imageRef = decodePullImageResponse(await client.proxy.call(PKG, "PullImage", pullRequest(image, PULLED_POD, good))).imageRef;
     if (!/^sha256:[0-9a-f]{64}$/.test(imageRef)) throw new Error(`the first pull returned ${JSON.stringify(imageRef)}`);
-    const expected = { podVerified: 0, notAPod: 0, mustPull: 0, fromRecords: 0, forwardedOk: 1 };
+    const expected = { podVerified: 0, notAPod: 0, podSecrets: 0, mustPull: 0, fromRecords: 0, forwardedOk: 1 };
 
     const decisionRequest = encodeImageStatusRequestFor(image, podAnnotations(PULLED_POD));
     const plainRequest = encodeImageStatusRequestFor(image, {});
@@ -714,6 +773,8 @@ async function main(): Promise<number> {
       { name: "node-proxy", pid: proxy.pid },
       ...(forwarder ? [{ name: "grpc-forwarder", pid: forwarder.pid }] : []),
       { name: "docker-registry", pid: registry.pid },
+      { name: "kube-apiserver", pid: cluster.pids.apiserver },
+      { name: "etcd", pid: cluster.pids.etcd },
     ];
     const pinning = pinProcesses(opts, servers);
     say(`Pinning: ${pinning.description}`);
@@ -798,45 +859,110 @@ async function main(): Promise<number> {
     const pullRatio = forwarded.proxy.p50Ms / forwarded.direct.p50Ms;
     const pullRoundRatios = spread(pullSeries.proxy.map((p, r) => median(p) / median(pullSeries.direct[r]!)));
 
-    // 3b. A new pod: ImageStatus of its pull decision (the proxy: absent), then PullImage with the recorded
-    // credential (the proxy: answered from the records). containerd gets the same two requests.
-    say(`New pods: ImageStatus then PullImage, ${opts.newPods} per side ...`);
-    const newPod = (tag: string, i: number) => {
-      const pod = `bench-new-${tag}-${String(i).padStart(5, "0")}`;
-      return { status: encodeImageStatusRequestFor(image, podAnnotations(pod)), pull: pullRequest(image, pod, good) };
-    };
-    const pairs = {
-      status: perRound(opts.rounds),
-      pull: perRound(opts.rounds),
-      total: perRound(opts.rounds),
-    };
-    const runPods = async (side: Side, pods: Array<ReturnType<typeof newPod>>, r: number | undefined) => {
-      for (const pod of pods) {
-        const s: number[] = [];
-        const p: number[] = [];
-        await sequential(to(side), "ImageStatus", pod.status, 1, side === "proxy" ? absent : present(imageRef), failures, s);
-        await sequential(to(side), "PullImage", pod.pull, 1, pulled(imageRef), failures, p);
-        if (side === "proxy") {
-          expected.mustPull++;
-          expected.fromRecords++;
+    // 3b. New pods. Each is a Pod object bound to the node, made through the API before its round (not timed),
+    // with its own name and annotations, and the UID the apiserver gave it in its PullImage's sandbox; a batch is
+    // deleted after its round, so the node holds at most a round's pods (and the warm-up's, during the warm-up).
+    // Every side gets the same requests. The proxy answers each call from a list of the node's pods that started
+    // after the call arrived: that list is part of what it costs here.
+    //   (i) with the pull secret: ImageStatus is answered "present" from the pod's own secrets (pod-secrets); the
+    //       kubelet then pulls nothing, so no PullImage is sent;
+    //   (ii) without a pull secret, the kubelet's credential coming from the node's own keyring: ImageStatus is
+    //       answered "absent" (must-pull), and PullImage with the recorded credential is answered from the records
+    //       once a second list shows the pod pulls the image IfNotPresent.
+    const admin = new KubeConfig();
+    admin.loadFromFile(cluster.kubeconfig);
+    const api = admin.makeApiClient(CoreV1Api);
+    interface NewPod {
+      status: Buffer;
+      pull: Buffer;
+    }
+    const createPods = async (batch: string, n: number, withSecret: boolean): Promise<NewPod[]> => {
+      const pods: NewPod[] = [];
+      let next = 0;
+      const createOne = async () => {
+        for (let i = next++; i < n; i = next++) {
+          const name = `bench-new-${batch}-${String(i).padStart(5, "0")}`;
+          const body = JSON.parse(
+            podManifest({
+              namespace: NAMESPACE,
+              name,
+              nodeName: NODE_NAME,
+              image,
+              imagePullPolicy: "IfNotPresent",
+              annotations: { [APP_ANNOTATION]: name },
+              ...(withSecret ? { imagePullSecrets: [PULL_SECRET] } : {}),
+            }),
+          ) as V1Pod;
+          body.metadata!.labels = { [BATCH_LABEL]: batch };
+          const uid = (await api.createNamespacedPod({ namespace: NAMESPACE, body })).metadata?.uid;
+          if (!uid) throw new Error(`the apiserver gave pod ${name} no UID`);
+          pods[i] = { status: encodeImageStatusRequestFor(image, podAnnotations(name)), pull: pullRequest(image, name, good, uid) };
         }
-        if (r !== undefined && s.length === 1 && p.length === 1) {
-          pairs.status[side][r]!.push(s[0]!);
-          pairs.pull[side][r]!.push(p[0]!);
-          pairs.total[side][r]!.push(s[0]! + p[0]!);
+      };
+      await Promise.all(Array.from({ length: CREATE_CONCURRENCY }, createOne));
+      return pods;
+    };
+    const deletePods = async (batch: string) => {
+      await api.deleteCollectionNamespacedPod({ namespace: NAMESPACE, labelSelector: `${BATCH_LABEL}=${batch}`, gracePeriodSeconds: 0 });
+    };
+    const newPods = async (withSecret: boolean) => {
+      const kind = withSecret ? "secret" : "node";
+      const series = { status: perRound(opts.rounds), pull: perRound(opts.rounds), total: perRound(opts.rounds) };
+      const run = async (side: Side, pods: readonly NewPod[], r: number | undefined) => {
+        for (const pod of pods) {
+          const s: number[] = [];
+          const p: number[] = [];
+          await sequential(to(side), "ImageStatus", pod.status, 1, side === "proxy" && !withSecret ? absent : present(imageRef), failures, s);
+          if (!withSecret) await sequential(to(side), "PullImage", pod.pull, 1, pulled(imageRef), failures, p);
+          if (side === "proxy" && withSecret) expected.podSecrets++;
+          if (side === "proxy" && !withSecret) {
+            expected.mustPull++;
+            expected.fromRecords++;
+          }
+          if (r === undefined || s.length !== 1) continue;
+          series.status[side][r]!.push(s[0]!);
+          if (p.length === 1) {
+            series.pull[side][r]!.push(p[0]!);
+            series.total[side][r]!.push(s[0]! + p[0]!);
+          }
         }
+      };
+      const listsBefore = await podLists(cluster!);
+      const warmPods = await createPods(`${kind}-warm`, warm(opts.newPods), withSecret);
+      for (const side of statusSides) await run(side, warmPods, undefined);
+      await deletePods(`${kind}-warm`);
+      for (let r = 0; r < opts.rounds; r++) {
+        const pods = await createPods(`${kind}-r${r}`, perSide(opts.newPods), withSecret);
+        for (const side of r % 2 === 0 ? statusSides : [...statusSides].reverse()) await run(side, pods, r);
+        await deletePods(`${kind}-r${r}`);
       }
+      // One list per proxy call, calls being one at a time: ImageStatus, and (ii) PullImage.
+      const proxyPods = warm(opts.newPods) + opts.newPods;
+      const lists = (await podLists(cluster!)) - listsBefore;
+      const wantLists = proxyPods * (withSecret ? 1 : 2);
+      if (lists !== wantLists) failures.add(`new pods (${kind}): the apiserver counted ${lists} lists of pods, not ${wantLists}`);
+      return { series, listsPerPod: lists / proxyPods };
     };
-    const warmPods = Array.from({ length: warm(opts.newPods) }, (_, i) => newPod("warm", i));
-    for (const side of SIDES) await runPods(side, warmPods, undefined);
-    const roundPods = Array.from({ length: opts.rounds }, (_, r) => Array.from({ length: perSide(opts.newPods) }, (_, i) => newPod(`r${r}`, i)));
-    await alternate(opts.rounds, SIDES, (side, r) => runPods(side, roundPods[r]!, r));
-    const fromRecords = { status: compare(pairs.status), pull: compare(pairs.pull), total: compare(pairs.total) };
+    say(`New pods with the pull secret: ImageStatus, ${opts.newPods} per side ...`);
+    const withSecret = await newPods(true);
+    say(`New pods with a credential from the node: ImageStatus then PullImage, ${opts.newPods} per side ...`);
+    const nodeCredential = await newPods(false);
+    const newPod: NewPodResult = {
+      podsOnNode: perSide(opts.newPods),
+      podSecrets: { status: compare(withSecret.series.status), listsPerPod: withSecret.listsPerPod },
+      nodeCredential: {
+        status: compare(nodeCredential.series.status),
+        pull: compare(nodeCredential.series.pull),
+        total: compare(nodeCredential.series.total),
+        listsPerPod: nodeCredential.listsPerPod,
+      },
+    };
 
     // The proxy's own counters must agree with what was sent.
     const counters: Array<[string, string, number]> = [
       ["pod-verified checks", 'imprimatur_node_image_checks_total{result="pod-verified"}', expected.podVerified],
       ["not-a-pod checks", 'imprimatur_node_image_checks_total{result="not-a-pod"}', expected.notAPod],
+      ["pod-secrets checks", 'imprimatur_node_image_checks_total{result="pod-secrets"}', expected.podSecrets],
       ["must-pull checks", 'imprimatur_node_image_checks_total{result="must-pull"}', expected.mustPull],
       ["pulls answered from the records", 'imprimatur_node_pulls_total{result="answered-from-records"}', expected.fromRecords],
       ["pulls forwarded", 'imprimatur_node_pulls_total{result="forwarded-ok"}', expected.forwardedOk],
@@ -854,6 +980,7 @@ async function main(): Promise<number> {
     started.delete(proxy.pid);
     proxy = undefined;
     await forwarder?.stop();
+    await cluster.stop(); // the memory part needs no API
 
     // 4. Memory with many records.
     let memory: MemoryResult | undefined;
@@ -888,7 +1015,7 @@ async function main(): Promise<number> {
         roundRatios: pullRoundRatios,
         ...(forwarded.forwarder ? { forwarderRatioOfMedians: forwarded.forwarder.p50Ms / forwarded.direct.p50Ms } : {}),
       },
-      newPodAnsweredFromRecords: fromRecords,
+      newPod,
       proxyRssAfterLatencyRunMiB: latencyProxyRssMiB,
       proxyHeapAfterLatencyRunMiB: { used: latencyProxyHeap.heapUsed / 2 ** 20, total: latencyProxyHeap.heapTotal / 2 ** 20 },
       ...(memory ? { memory } : {}),
@@ -913,6 +1040,7 @@ async function main(): Promise<number> {
     await forwarder?.stop();
     await node?.stop();
     await registry?.stop();
+    await cluster?.stop();
     await rm(dir, { recursive: true, force: true });
   }
 }
@@ -937,7 +1065,7 @@ interface Summary {
     /** The bare forwarder's median over the direct one: the floor of any Node gRPC hop. */
     forwarderRatioOfMedians?: number;
   };
-  newPodAnsweredFromRecords: { status: Comparison; pull: Comparison; total: Comparison };
+  newPod: NewPodResult;
   proxyRssAfterLatencyRunMiB: number;
   proxyHeapAfterLatencyRunMiB: { used: number; total: number };
   verdicts: { decisionAddedP99: string; plainAddedP99: string; pullRatio: string };
@@ -973,7 +1101,8 @@ function rowsOf(name: string, c: Comparison): string[][] {
 
 function renderReport(s: Summary, memory: MemoryResult | undefined): string {
   const conc = s.imageStatusPullDecisionConcurrent;
-  const nr = s.newPodAnsweredFromRecords;
+  const nr = s.newPod.nodeCredential;
+  const ns = s.newPod.podSecrets;
   const lines = [
     "",
     `node-proxy  ${s.date}  node ${s.node}  ${s.cpus} CPUs (${s.cpuModel})  CRI ${s.criPackage}  ${s.rounds} alternating rounds`,
@@ -985,9 +1114,10 @@ function renderReport(s: Summary, memory: MemoryResult | undefined): string {
       ...rowsOf("ImageStatus, no annotations", s.imageStatusPlain),
       ...(conc ? rowsOf(`ImageStatus, pull decision, ${conc.concurrency} in flight`, conc) : []),
       ...rowsOf("PullImage, forwarded", s.pullForwarded),
-      ...rowsOf("new pod: ImageStatus (proxy: absent)", nr.status),
-      ...rowsOf("new pod: PullImage (proxy: from records)", nr.pull),
-      ...rowsOf("new pod: both calls", nr.total),
+      ...rowsOf("new pod, pull secret: ImageStatus (proxy: present)", ns.status),
+      ...rowsOf("new pod, node credential: ImageStatus (proxy: absent)", nr.status),
+      ...rowsOf("new pod, node credential: PullImage (proxy: records)", nr.pull),
+      ...rowsOf("new pod, node credential: both calls", nr.total),
     ]),
     "",
   ];
@@ -997,6 +1127,7 @@ function renderReport(s: Summary, memory: MemoryResult | undefined): string {
   }
   const pr = s.pullForwarded;
   lines.push(
+    `new pods: ${s.newPod.podsOnNode} on the node per round; the proxy listed the node's pods ${ns.listsPerPod.toFixed(2)} times per pod with the pull secret, ${nr.listsPerPod.toFixed(2)} per pod with a node credential`,
     `PullImage answered from the records: ${ms(nr.pull.proxy.p50Ms)} ms p50 against ${ms(pr.direct.p50Ms)} ms for a PullImage straight to containerd (${(nr.pull.proxy.p50Ms / pr.direct.p50Ms).toFixed(2)}x)`,
     `proxy after the latency run: RSS ${mib(s.proxyRssAfterLatencyRunMiB)} MiB; after a full GC, heap used ${mib(s.proxyHeapAfterLatencyRunMiB.used)} MiB of ${mib(s.proxyHeapAfterLatencyRunMiB.total)} MiB`,
     "",

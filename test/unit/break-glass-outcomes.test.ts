@@ -30,7 +30,7 @@ test("only annotations under the break-glass prefix request an override", () => 
 test("without a break-glass annotation the denial is returned as it is", () => {
   const v = denial("trusted", "docker.io/evil:1");
   const denied = deny([v], { warnings: ["w"] });
-  for (const annotations of [{}, { team: "a", "example.com/ticket": "INC-1" }]) {
+  for (const annotations of [{}, { team: "a", "example.com/ticket": "INC-1" }] as Array<Record<string, string>>) {
     assert.equal(applyBreakGlass(denied, input(annotations, [{ violation: v, policy: { name: "trusted", breakGlass: permissive } }])), denied);
   }
 });

@@ -15,7 +15,7 @@ export const areas = {
   },
   attestors: {
     mutate: ["src/core/image-policy/attestors.ts"],
-    testFiles: ["test/unit/verification/attestor-policy.test.ts", "test/unit/verification/distinct-signers.test.ts"],
+    testFiles: ["test/unit/verification/attestor-*.test.ts", "test/unit/verification/distinct-signers.test.ts"],
   },
   "pull-verification": {
     mutate: ["src/core/pull-verification/*.ts"],
@@ -88,7 +88,7 @@ export default {
   coverageAnalysis: "perTest",
   // The machine is shared: one test process at a time, and generous timeouts so load is not read as a hang.
   concurrency: 1,
-  timeoutMS: 60000,
+  timeoutMS: 20000,
   timeoutFactor: 3,
   reporters: ["clear-text", "progress", "html", "json"],
   htmlReporter: { fileName: `reports/mutation/${areaName}.html` },

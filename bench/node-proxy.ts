@@ -326,7 +326,7 @@ interface NewPodResult {
   /** The new pods the node held during a round (besides none other: bench-pulled is not in the API). */
   podsOnNode: number;
   /** (i) With the pull secret: ImageStatus only (the proxy: present, from the pod's secrets). */
-  podSecrets: { status: Comparison; listsPerPod: number };
+  podSecrets: { status: Comparison; listsPerPod: number; listAlone: Stats };
   /** (ii) A credential from the node: ImageStatus (the proxy: absent), then PullImage (the proxy: from the records). */
   nodeCredential: { status: Comparison; pull: Comparison; total: Comparison; listsPerPod: number };
 }
@@ -872,6 +872,11 @@ async function main(): Promise<number> {
     const admin = new KubeConfig();
     admin.loadFromFile(cluster.kubeconfig);
     const api = admin.makeApiClient(CoreV1Api);
+    // The list the proxy sends, sent by the bench with the node's identity: what the API alone costs per call.
+    const asNode = new KubeConfig();
+    asNode.loadFromFile(cluster.nodeKubeconfig(NODE_NAME));
+    const nodeApi = asNode.makeApiClient(CoreV1Api);
+    const listAlone: number[] = [];
     interface NewPod {
       status: Buffer;
       pull: Buffer;
@@ -934,14 +939,22 @@ async function main(): Promise<number> {
       for (let r = 0; r < opts.rounds; r++) {
         const pods = await createPods(`${kind}-r${r}`, perSide(opts.newPods), withSecret);
         for (const side of r % 2 === 0 ? statusSides : [...statusSides].reverse()) await run(side, pods, r);
+        if (withSecret) {
+          for (let i = 0; i < perSide(opts.newPods); i++) {
+            const t = performance.now();
+            await nodeApi.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${NODE_NAME}` });
+            listAlone.push(performance.now() - t);
+          }
+        }
         await deletePods(`${kind}-r${r}`);
       }
-      // One list per proxy call, calls being one at a time: ImageStatus, and (ii) PullImage.
+      // One list per proxy call, calls being one at a time: ImageStatus, and (ii) PullImage; and (i) the bench's own.
       const proxyPods = warm(opts.newPods) + opts.newPods;
       const lists = (await podLists(cluster!)) - listsBefore;
-      const wantLists = proxyPods * (withSecret ? 1 : 2);
+      const benchLists = withSecret ? opts.newPods : 0;
+      const wantLists = proxyPods * (withSecret ? 1 : 2) + benchLists;
       if (lists !== wantLists) failures.add(`new pods (${kind}): the apiserver counted ${lists} lists of pods, not ${wantLists}`);
-      return { series, listsPerPod: lists / proxyPods };
+      return { series, listsPerPod: (lists - benchLists) / proxyPods };
     };
     say(`New pods with the pull secret: ImageStatus, ${opts.newPods} per side ...`);
     const withSecret = await newPods(true);
@@ -949,7 +962,7 @@ async function main(): Promise<number> {
     const nodeCredential = await newPods(false);
     const newPod: NewPodResult = {
       podsOnNode: perSide(opts.newPods),
-      podSecrets: { status: compare(withSecret.series.status), listsPerPod: withSecret.listsPerPod },
+      podSecrets: { status: compare(withSecret.series.status), listsPerPod: withSecret.listsPerPod, listAlone: stats(listAlone) },
       nodeCredential: {
         status: compare(nodeCredential.series.status),
         pull: compare(nodeCredential.series.pull),
@@ -1128,6 +1141,7 @@ function renderReport(s: Summary, memory: MemoryResult | undefined): string {
   const pr = s.pullForwarded;
   lines.push(
     `new pods: ${s.newPod.podsOnNode} on the node per round; the proxy listed the node's pods ${ns.listsPerPod.toFixed(2)} times per pod with the pull secret, ${nr.listsPerPod.toFixed(2)} per pod with a node credential`,
+    `a list of the node's pods alone (the bench, with the node's identity, after each round's calls): ${ms(ns.listAlone.p50Ms)} ms p50, ${ms(ns.listAlone.p99Ms)} ms p99 (${ns.listAlone.calls} lists)`,
     `PullImage answered from the records: ${ms(nr.pull.proxy.p50Ms)} ms p50 against ${ms(pr.direct.p50Ms)} ms for a PullImage straight to containerd (${(nr.pull.proxy.p50Ms / pr.direct.p50Ms).toFixed(2)}x)`,
     `proxy after the latency run: RSS ${mib(s.proxyRssAfterLatencyRunMiB)} MiB; after a full GC, heap used ${mib(s.proxyHeapAfterLatencyRunMiB.used)} MiB of ${mib(s.proxyHeapAfterLatencyRunMiB.total)} MiB`,
     "",

@@ -72,3 +72,11 @@ test("a satisfied nested entry's signers are counted with the others when signer
     "attestors[0] needs all 2: nested set n satisfied; key b verified; but one signer counts for one entry only, and these entries have 2 distinct signers",
   );
 });
+
+test("a nested entry inside a nested entry that is satisfied ends the search there: the evidence is the first found", () => {
+  const inner = nested("m", "nested m", [set("m.s", 1, [leaf("x")])]);
+  const sets = [set("s", 1, [nested("n", "nested n", [set("n.s", 1, [inner])]), leaf("b")])];
+  const j = judgeAttestors(sets, new Map([signed("x", "xavier"), signed("b", "bob")]));
+  assert.equal(j.satisfied, true);
+  assert.deepEqual(j.evidence, [evidence("x", "xavier")]);
+});

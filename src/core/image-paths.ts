@@ -153,10 +153,17 @@ export function imagesAtPaths(obj: Record<string, unknown>, paths: readonly Imag
         continue;
       }
       if (!Object.hasOwn(holder, p.valueField) || holder[p.valueField] === null) continue; // this holder names no image
-      const field = formatFieldPath([...at, p.valueField]);
+      let value = holder[p.valueField];
+      const segments = [...at, p.valueField];
+      // An OCI image volume's source ({reference, pullPolicy}) names its image in `reference`: a path that selects
+      // volumes (`{{ spec.volumes[*] }}`) reviews their images with the default valueField.
+      if (isObject(value) && Object.hasOwn(value, "reference")) {
+        value = value.reference;
+        segments.push("reference");
+      }
+      const field = formatFieldPath(segments);
       if (seen.has(field)) continue;
       seen.add(field);
-      const value = holder[p.valueField];
       // A non-string is reviewed as "" so it is denied as an invalid reference, as for containers.
       found.images.push({ image: typeof value === "string" ? value : "", field });
     }

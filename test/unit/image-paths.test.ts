@@ -71,6 +71,21 @@ describe("imagesAtPaths", () => {
     assert.deepEqual(found.images, [{ image: "", field: "spec.steps[0].image" }]);
   });
 
+  it("a holder whose image is an OCI image volume source is reviewed at image.reference: a path over volumes finds their images", () => {
+    const obj = task({
+      volumes: [
+        { name: "cfg", configMap: { name: "c" } },
+        { name: "model", image: { reference: "quay.io/m/llm:7b", pullPolicy: "IfNotPresent" } },
+      ],
+    });
+    assert.deepEqual(imagesAtPaths(obj, [path({ path: "{{ spec.volumes[*] }}" })]).images, [
+      { image: "quay.io/m/llm:7b", field: "spec.volumes[1].image.reference" },
+    ]);
+    // A source without a string reference is an invalid reference, denied like any other.
+    const broken = task({ volumes: [{ name: "model", image: { reference: 7 } }] });
+    assert.deepEqual(imagesAtPaths(broken, [path({ path: "{{ spec.volumes[*] }}" })]).images, [{ image: "", field: "spec.volumes[0].image.reference" }]);
+  });
+
   it("a path that selects strings or computed objects cannot be located: an error naming the policy and why", () => {
     const obj = task({ steps: [{ name: "a", image: "a:1" }] });
     const strings = imagesAtPaths(obj, [path({ path: "{{ spec.steps[*].image }}" })]);

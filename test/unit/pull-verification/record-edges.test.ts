@@ -6,6 +6,7 @@ import { describe, test } from "node:test";
 import { credentialHash, isAnonymous, type RegistryAuth } from "../../../src/core/pull-verification/credential-hash.ts";
 import { podFingerprint } from "../../../src/core/pull-verification/pod-fingerprint.ts";
 import {
+  credentialLessRecord,
   credentialRecorded,
   decodePreloadedImages,
   decodePulledRecord,
@@ -76,7 +77,9 @@ describe("an ImagePulledRecord that is not exactly what the proxy writes is refu
     [`${at}.credentials[0].presentedBy must be a list`, (r) => ((credential(r).presentedBy = {}), r)],
     [`${at}.credentials[0].presentedBy[0] must be an object`, (r) => ((credential(r).presentedBy = [[]]), r)],
     [`${at}.credentials[0].presentedBy[0]: missing field "uid"`, (r) => (delete presenter(r).uid, r)],
+    ["namespace must be a string", (r) => ((presenter(r).namespace = null), r)],
     ["name must be a string", (r) => ((presenter(r).name = 5), r)],
+    ["uid must be a string", (r) => ((presenter(r).uid = {}), r)],
   ];
   for (const [message, change] of cases) {
     test(message, () => assert.equal(refusal(decodePulledRecord, JSON.stringify(change(pulledRecord()))), message));
@@ -89,6 +92,9 @@ describe("an ImagePulledRecord that is not exactly what the proxy writes is refu
     assert.deepEqual(decodePulledRecord(JSON.stringify(pulledRecord())), pulledRecord());
     const written = recordPull(undefined, "sha256:2222", ALPINE, { hash: HASH, pod: { namespace: "team", name: "web", uid: "uid-web" } }, NOW);
     assert.deepEqual(decodePulledRecord(JSON.stringify(written)), written);
+    const unknown = credentialLessRecord("sha256:3333", NOW);
+    assert.deepEqual(decodePulledRecord(JSON.stringify(unknown)), unknown);
+    assert.deepEqual(unknown.credentialMapping, {});
   });
 });
 

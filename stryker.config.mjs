@@ -39,7 +39,7 @@ export const areas = {
   },
   "trust-root": {
     mutate: ["src/core/trust-root/*.ts"],
-    testFiles: ["test/unit/verification/trust-root.test.ts"],
+    testFiles: ["test/unit/verification/trust-root*.test.ts"],
   },
   "pod-restriction": {
     mutate: ["src/core/pod-restriction/**/*.ts"],

@@ -111,4 +111,5 @@ test("loaded roots are found by name; a trust root never needs namespace labels"
   assert.equal(prepared.get("a"), a);
   assert.equal(prepared.get("b"), b);
   assert.equal(trustRootKind.usesNamespaceLabels(prepared), false);
+  assert.equal(trustRootKind.kind, "TrustRoot", "the kind policies are written with");
 });

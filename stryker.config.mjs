@@ -27,6 +27,7 @@ export const areas = {
       "test/unit/verification/verify-key-signatures.test.ts",
       "test/unit/verification/verify-sigstore.test.ts",
       "test/unit/verification/verify-attestations.test.ts",
+      "test/unit/verification/verify-entry.test.ts",
     ],
   },
   "node-image-proxy": {

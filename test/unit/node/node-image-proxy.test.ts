@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, test } from "node:test";
 import pino from "pino";
 import type { ImageReference } from "../../../src/core/image-reference.ts";
 import { credentialHash } from "../../../src/core/pull-verification/credential-hash.ts";
-import { pullIntent, type PodRef } from "../../../src/core/pull-verification/pull-records.ts";
+import { credentialLessRecord, pullIntent, type PodRef } from "../../../src/core/pull-verification/pull-records.ts";
 import type { AllowlistPattern, VerificationPolicy } from "../../../src/core/pull-verification/verification-policy.ts";
 import { parseAllowlistPattern } from "../../../src/core/pull-verification/verification-policy.ts";
 import {
@@ -19,7 +19,8 @@ import {
   encodePullImageRequest,
   encodeRemoveImageRequest,
 } from "../../../src/cri/cri-messages.ts";
-import { createNodeMetrics } from "../../../src/node/node-metrics.ts";
+import type { RuntimeImageClient } from "../../../src/cri/image-service-proxy.ts";
+import { createNodeMetrics, type NodeMetrics } from "../../../src/node/node-metrics.ts";
 import { NodeImageProxy } from "../../../src/node/node-image-proxy.ts";
 import type { NodePodView, PullPolicy } from "../../../src/node/pod-pull-secrets.ts";
 import { recordFileName, RecordStore } from "../../../src/node/record-store.ts";
@@ -66,21 +67,33 @@ let fake: FakeImageService;
 let store: RecordStore;
 let proxy: NodeImageProxy;
 let view: FakeView;
+let metrics: NodeMetrics;
 
-async function start(o: { policy?: VerificationPolicy; allowlist?: AllowlistPattern[]; withView?: boolean } = {}): Promise<void> {
+async function start(
+  o: { policy?: VerificationPolicy; allowlist?: AllowlistPattern[]; withView?: boolean; runtime?: RuntimeImageClient; reconcileEveryMs?: number } = {},
+): Promise<void> {
   await proxy?.stop();
   store = await RecordStore.open(dir);
   view = new FakeView(() => store.key);
+  metrics = createNodeMetrics(() => store);
   proxy = new NodeImageProxy({
     store,
-    runtime: fake.runtime,
+    runtime: o.runtime ?? fake.runtime,
     policy: o.policy ?? "NeverVerifyPreloadedImages",
     allowlist: o.allowlist ?? [],
     logger: pino({ level: "silent" }),
-    metrics: createNodeMetrics(() => store),
+    metrics,
     ...(o.withView ? { podSecrets: view } : {}),
+    ...(o.reconcileEveryMs ? { reconcileEveryMs: o.reconcileEveryMs } : {}),
   });
   await proxy.start();
+}
+
+/** The value of one of the proxy's counters for the labels given (0 when never counted). */
+async function counted(name: string, labels: Record<string, string> = {}): Promise<number> {
+  const metric = await metrics.registry.getSingleMetric(name)?.get();
+  assert.ok(metric, `no metric ${name}`);
+  return metric.values.find((v) => Object.entries(labels).every(([k, value]) => v.labels[k] === value))?.value ?? 0;
 }
 
 /** The kubelet's pull decision for `pod` (or, without a pod, any other caller): the image id it is told, or undefined. */
@@ -303,5 +316,303 @@ describe("a record that cannot be written", () => {
     await pull(PUBLIC, "a");
     assert.deepEqual(await readdir(join(dir, "pulled")), [recordFileName(PUBLIC_ID)]);
     assert.deepEqual(await readdir(join(dir, "pulling")), []);
+  });
+});
+
+describe("metrics: how each call was answered", () => {
+  const CHECKS = "imprimatur_node_image_checks_total";
+  const PULLS = "imprimatur_node_pulls_total";
+  const CALLS = "imprimatur_node_cri_calls_total";
+
+  test("each ImageStatus is counted by its result", async () => {
+    await start({ withView: true });
+    await status(PRIVATE);
+    await status(PRIVATE, "a");
+    await pull(PRIVATE, "a", GOOD);
+    await pull(PUBLIC, "a");
+    await status(PRIVATE, "a");
+    await status(PUBLIC, "b");
+    await status(PRIVATE, "b");
+    view.candidates = [{ pod: "team/c", credential: SAME }];
+    await status(PRIVATE, "c");
+    for (const result of ["not-a-pod", "absent", "pod-verified", "all-pods", "must-pull", "pod-secrets"])
+      assert.equal(await counted(CHECKS, { result }), 1, result);
+    assert.equal(await counted(CALLS, { method: "ImageStatus", code: "OK" }), 6);
+    await start({ policy: "NeverVerify" });
+    await status(PRIVATE, "d");
+    assert.equal(await counted(CHECKS, { result: "policy-skip" }), 1);
+  });
+
+  test("an unreadable record is counted as such", async () => {
+    fake.preload(PRIVATE, PRIVATE_ID);
+    await mkdir(join(dir, "pulled"), { recursive: true, mode: 0o700 });
+    await writeFile(join(dir, "pulled", recordFileName(PRIVATE_ID)), "{not json");
+    await start({ policy: "AlwaysVerify" });
+    assert.equal(await status(PRIVATE, "a"), undefined);
+    assert.equal(await counted(CHECKS, { result: "unreadable-record" }), 1);
+  });
+
+  test("pulls by outcome; a refused reuse of an image on the node is counted, a refused first pull is not", async () => {
+    await start();
+    await pull(PRIVATE, "a", GOOD);
+    await assert.rejects(pull(PRIVATE, "b", WRONG), /401/);
+    assert.equal(await counted("imprimatur_node_reuse_denied_total"), 0, "nothing was hidden from b");
+    assert.equal(await status(PRIVATE, "b"), undefined);
+    await assert.rejects(pull(PRIVATE, "b", WRONG), /401/);
+    assert.equal(await counted("imprimatur_node_reuse_denied_total"), 1);
+    assert.equal(await counted(PULLS, { result: "forwarded-ok" }), 1);
+    assert.equal(await counted(PULLS, { result: "forwarded-failed" }), 2);
+    assert.equal(await counted(CALLS, { method: "PullImage", code: "OK" }), 1);
+    assert.equal(await counted(CALLS, { method: "PullImage", code: "UNKNOWN" }), 2, "the runtime's gRPC code");
+  });
+
+  test("a pull answered from the records is counted as such", async () => {
+    await start({ withView: true });
+    await pull(PRIVATE, "a", GOOD);
+    await status(PRIVATE, "b");
+    view.policies.set("uid-b", "IfNotPresent");
+    await pull(PRIVATE, "b", SAME);
+    assert.equal(await counted(PULLS, { result: "answered-from-records" }), 1);
+    assert.equal(await counted(PULLS, { result: "forwarded-ok" }), 1);
+  });
+});
+
+describe("calls the proxy cannot read, and calls it does not look into", () => {
+  test("a malformed request is refused as INVALID_ARGUMENT and not forwarded", async () => {
+    await start();
+    await assert.rejects(proxy.handle(fake.call("ImageStatus", Buffer.from([0x0a, 0x05]))), (e: { code: number }) => e.code === 3);
+    assert.deepEqual(fake.forwarded, []);
+    assert.equal(await counted("imprimatur_node_cri_calls_total", { method: "ImageStatus", code: "INVALID_ARGUMENT" }), 1);
+  });
+
+  test("other methods are forwarded untouched; a failure that is no gRPC error is counted INTERNAL and passed on", async () => {
+    fake.preload(PRIVATE, PRIVATE_ID);
+    await start();
+    const listed = await proxy.handle(fake.call("ListImages", Buffer.alloc(0)));
+    assert.deepEqual(fake.forwarded, [{ method: "ListImages" }]);
+    assert.ok(listed.length > 0);
+    const failing = { ...fake.call("ImageFsInfo", Buffer.alloc(0)), forward: async () => Promise.reject(new Error("socket closed")) };
+    await assert.rejects(proxy.handle(failing), /socket closed/);
+    assert.equal(await counted("imprimatur_node_cri_calls_total", { method: "ImageFsInfo", code: "INTERNAL" }), 1);
+    assert.equal(await counted("imprimatur_node_cri_calls_total", { method: "ListImages", code: "OK" }), 1);
+  });
+});
+
+describe("the runtime's CRI package for the proxy's own calls", () => {
+  const onlyPackage = (served: string, calls: string[]) =>
+    ({
+      call: async (pkg: string, method: string, request: Buffer, o: object) => {
+        calls.push(pkg);
+        if (pkg !== served) throw Object.assign(new Error(`unknown service ${pkg}`), { code: 12 });
+        return fake.runtime.call(pkg as never, method as never, request, o as never);
+      },
+      close: () => {},
+    }) as unknown as RuntimeImageClient;
+
+  test("a runtime that serves only v1alpha2: the proxy's calls switch to it and stay there", async () => {
+    fake.preload(PRIVATE, PRIVATE_ID);
+    const calls: string[] = [];
+    await start({ runtime: onlyPackage("runtime.v1alpha2", calls) });
+    assert.equal(await status(PRIVATE, "a"), PRIVATE_ID, "the first start listed the preloaded image");
+    await proxy.reconcile();
+    assert.deepEqual(calls, ["runtime.v1", "runtime.v1alpha2", "runtime.v1alpha2"]);
+  });
+
+  test("a runtime error other than UNIMPLEMENTED is not a reason to switch", async () => {
+    const calls: string[] = [];
+    const runtime = {
+      call: async (pkg: string) => {
+        calls.push(pkg);
+        throw Object.assign(new Error("connection refused"), { code: 14 });
+      },
+      close: () => {},
+    } as unknown as RuntimeImageClient;
+    await assert.rejects(start({ runtime }), /connection refused/);
+    assert.deepEqual(calls, ["runtime.v1"]);
+  });
+});
+
+describe("start-up and pruning", () => {
+  test("images that appear after the first start are not preloaded", async () => {
+    await start();
+    await proxy.stop();
+    fake.preload(PRIVATE, PRIVATE_ID);
+    await start();
+    assert.equal(await status(PRIVATE, "a"), undefined);
+  });
+
+  test("an unreadable intent and an intent for an image that is not on the node are dropped without a record", async () => {
+    await start();
+    await proxy.stop();
+    await writeFile(join(dir, "pulling", recordFileName(PRIVATE)), JSON.stringify(pullIntent(PRIVATE)));
+    await writeFile(join(dir, "pulling", recordFileName(PUBLIC)), "{not json");
+    await start();
+    assert.deepEqual(await readdir(join(dir, "pulling")), []);
+    assert.equal(store.get(PRIVATE_ID).state, "none");
+  });
+
+  test("an intent left for an image that already has a record keeps the record", async () => {
+    await start();
+    await pull(PUBLIC, "a");
+    await writeFile(join(dir, "pulling", recordFileName(PUBLIC)), JSON.stringify(pullIntent(PUBLIC)));
+    await start();
+    assert.equal(await status(PUBLIC, "b"), PUBLIC_ID, "still every pod's");
+  });
+
+  test("pruning runs periodically until the proxy stops", async () => {
+    await start({ reconcileEveryMs: 20 });
+    await proxy.handle(fake.call("PullImage", encodePullImageRequest({ image: PUBLIC })));
+    const until = async (done: () => boolean) => {
+      for (let i = 0; i < 200 && !done(); i++) await new Promise((r) => setTimeout(r, 10));
+      assert.ok(done());
+    };
+    await until(() => store.get(PUBLIC_ID).state === "ok");
+    fake.delete(PUBLIC_ID);
+    await until(() => store.get(PUBLIC_ID).state === "none");
+    await pull(PRIVATE, "a", GOOD); // stops the proxy
+    fake.delete(PRIVATE_ID);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(store.get(PRIVATE_ID).state, "ok", "no pruning after stop");
+  });
+});
+
+describe("what a pod has shown is forgotten with the image", () => {
+  const OTHER = "registry.example.com/private/other:v1";
+  const OTHER_ID = `sha256:${"c".repeat(64)}`;
+
+  test("RemoveImage: the image imported again is absent for the pod that pulled it; other images stay its", async () => {
+    fake.publish(OTHER, OTHER_ID, GOOD);
+    await start();
+    await pull(PRIVATE, "a", GOOD);
+    await pull(OTHER, "a", GOOD);
+    await proxy.handle(fake.call("RemoveImage", encodeRemoveImageRequest(PRIVATE)));
+    fake.preload(PRIVATE, PRIVATE_ID);
+    assert.equal(await status(PRIVATE, "a"), undefined);
+    assert.equal(await status(OTHER, "a"), OTHER_ID);
+  });
+
+  test("pruning: the same", async () => {
+    fake.publish(OTHER, OTHER_ID, GOOD);
+    await start();
+    await pull(PRIVATE, "a", GOOD);
+    await pull(OTHER, "a", GOOD);
+    fake.delete(PRIVATE_ID);
+    await proxy.reconcile();
+    fake.preload(PRIVATE, PRIVATE_ID);
+    assert.equal(await status(PRIVATE, "a"), undefined);
+    assert.equal(await status(OTHER, "a"), OTHER_ID);
+  });
+
+  test("a RemoveImage the runtime did not carry out keeps the record", async () => {
+    await start();
+    await pull(PRIVATE, "a", GOOD);
+    await proxy.handle({ ...fake.call("RemoveImage", encodeRemoveImageRequest(PRIVATE)), forward: async () => Buffer.alloc(0) });
+    assert.equal(store.get(PRIVATE_ID).state, "ok");
+    assert.equal(await status(PRIVATE, "a"), PRIVATE_ID);
+  });
+});
+
+describe("answering a pull from the records: every condition", () => {
+  const hiddenFromB = async () => {
+    await start({ withView: true });
+    await pull(PRIVATE, "a", GOOD);
+    assert.equal(await status(PRIVATE, "b"), undefined);
+  };
+  const pullAs = async (pod: string, uid: string, credential?: Credential) => {
+    const request = encodePullImageRequest({
+      image: PRIVATE,
+      annotations: annotations(pod),
+      ...(credential ? { auth: credential } : {}),
+      sandbox: { namespace: "team", name: pod, uid, annotations: annotations(pod) },
+    });
+    const answer = decodePullImageResponse(await proxy.handle(fake.call("PullImage", request))).imageRef;
+    await proxy.stop();
+    return answer;
+  };
+
+  test("the answer records who presented the credential", async () => {
+    await hiddenFromB();
+    view.policies.set("uid-b", "IfNotPresent");
+    await pull(PRIVATE, "b", SAME);
+    const read = store.get(PRIVATE_ID);
+    assert.ok(read.state === "ok");
+    const presented = read.record.credentialMapping["registry.example.com/private/app"]?.credentials?.[0]?.presentedBy;
+    assert.deepEqual(
+      presented?.map((p) => p.name),
+      ["a", "b"],
+    );
+  });
+
+  test("imagePullPolicy Never is answered from the records too", async () => {
+    await hiddenFromB();
+    view.policies.set("uid-b", "Never");
+    const before = fake.registryPulls;
+    assert.equal(await pull(PRIVATE, "b", SAME), PRIVATE_ID);
+    assert.equal(fake.registryPulls, before);
+  });
+
+  test("a report of absence is used once: the next pull of the pod goes to the registry", async () => {
+    await hiddenFromB();
+    view.policies.set("uid-b", "IfNotPresent");
+    const before = fake.registryPulls;
+    await pull(PRIVATE, "b", SAME);
+    await pull(PRIVATE, "b", SAME);
+    assert.equal(fake.registryPulls, before + 1);
+  });
+
+  test("a pod without a UID cannot be looked up: forwarded", async () => {
+    await hiddenFromB();
+    view.policies.set("", "IfNotPresent");
+    const before = fake.registryPulls;
+    await pullAs("b", "", SAME);
+    assert.equal(fake.registryPulls, before + 1);
+  });
+
+  test("an image removed since the report of absence: forwarded", async () => {
+    await hiddenFromB();
+    view.policies.set("uid-b", "IfNotPresent");
+    fake.delete(PRIVATE_ID);
+    const before = fake.registryPulls;
+    assert.equal(await pull(PRIVATE, "b", SAME), PRIVATE_ID);
+    assert.equal(fake.registryPulls, before + 1);
+  });
+
+  test("a record that no longer names the credential: forwarded", async () => {
+    await hiddenFromB();
+    view.policies.set("uid-b", "IfNotPresent");
+    await store.update(PRIVATE_ID, () => credentialLessRecord(PRIVATE_ID, new Date()));
+    const before = fake.registryPulls;
+    await pull(PRIVATE, "b", SAME);
+    assert.equal(fake.registryPulls, before + 1);
+  });
+});
+
+describe("the API view: what does not cover a pod", () => {
+  test("a call cancelled while the view was read: absent, and the pod is not remembered", async () => {
+    await start({ withView: true });
+    await pull(PRIVATE, "a", GOOD);
+    view.candidates = [{ pod: "team/b", credential: SAME }];
+    const cancelled = new AbortController();
+    cancelled.abort();
+    const answer = await proxy.handle(fake.call("ImageStatus", encodeImageStatusRequestFor(PRIVATE, annotations("b")), cancelled.signal));
+    assert.equal(decodeImageStatusResponse(answer), undefined);
+    view.candidates = undefined;
+    assert.equal(await status(PRIVATE, "b"), undefined);
+  });
+
+  test("an image on the node with no record: the view is not asked", async () => {
+    fake.preload(PRIVATE, PRIVATE_ID);
+    await start({ withView: true, policy: "AlwaysVerify" });
+    view.candidates = [{ pod: "team/b", credential: SAME }];
+    assert.equal(await status(PRIVATE, "b"), undefined);
+    assert.deepEqual(view.asked, []);
+  });
+
+  test("an image asked for by its ID stays absent for a pod, even one whose secrets hold the recorded credential", async () => {
+    await start({ withView: true });
+    await pull(PRIVATE, "a", GOOD);
+    view.candidates = [{ pod: "team/b", credential: SAME }];
+    assert.equal(await status(PRIVATE_ID, "b"), undefined);
+    assert.equal(await status(PRIVATE_ID), PRIVATE_ID);
   });
 });

@@ -44,6 +44,8 @@ class FakeView implements NodePodView {
   candidates: Array<{ pod: string; credential?: Credential }> | undefined;
   policies = new Map<string, PullPolicy>();
   asked: Array<{ arrival: number; image: string }> = [];
+  /** How long before its deadline each question was asked (ms). */
+  timeLeft: number[] = [];
   private readonly key: () => Buffer;
   constructor(key: () => Buffer) {
     this.key = key;
@@ -51,11 +53,13 @@ class FakeView implements NodePodView {
   arrival(): number {
     return ++this.tickets;
   }
-  async credentialHashes(arrival: number, _a: Readonly<Record<string, string>>, image: string) {
+  async credentialHashes(arrival: number, _a: Readonly<Record<string, string>>, image: string, _ref: ImageReference, deadline: number) {
     this.asked.push({ arrival, image });
+    this.timeLeft.push(deadline - Date.now());
     return this.candidates?.map((c) => ({ pod: c.pod, hashes: c.credential ? [hashOf(this.key(), c.credential)] : [] }));
   }
-  async pullPolicy(_arrival: number, pod: PodRef, _ref: ImageReference): Promise<PullPolicy | undefined> {
+  async pullPolicy(_arrival: number, pod: PodRef, _ref: ImageReference, deadline: number): Promise<PullPolicy | undefined> {
+    this.timeLeft.push(deadline - Date.now());
     return this.policies.get(pod.uid);
   }
 }
@@ -68,6 +72,8 @@ let store: RecordStore;
 let proxy: NodeImageProxy;
 let view: FakeView;
 let metrics: NodeMetrics;
+/** What the proxy logged since the test began (every level). */
+let logs: Array<{ level: number; msg: string; [field: string]: unknown }>;
 
 async function start(
   o: { policy?: VerificationPolicy; allowlist?: AllowlistPattern[]; withView?: boolean; runtime?: RuntimeImageClient; reconcileEveryMs?: number } = {},
@@ -81,7 +87,7 @@ async function start(
     runtime: o.runtime ?? fake.runtime,
     policy: o.policy ?? "NeverVerifyPreloadedImages",
     allowlist: o.allowlist ?? [],
-    logger: pino({ level: "silent" }),
+    logger: pino({ level: "debug" }, { write: (line: string) => void logs.push(JSON.parse(line)) }),
     metrics,
     ...(o.withView ? { podSecrets: view } : {}),
     ...(o.reconcileEveryMs ? { reconcileEveryMs: o.reconcileEveryMs } : {}),
@@ -114,6 +120,7 @@ async function pull(image: string, pod: string, credential?: Credential): Promis
 }
 
 beforeEach(async () => {
+  logs = [];
   dir = join(await mkdtemp(join(tmpdir(), "imprimatur-node-proxy-")), "state");
   fake = new FakeImageService();
   fake.publish(PRIVATE, PRIVATE_ID, GOOD);
@@ -133,6 +140,9 @@ describe("ImageStatus of the kubelet's pull decision", () => {
     assert.equal(await status(PRIVATE, "a"), PRIVATE_ID);
     assert.equal(await status(PRIVATE, "b"), undefined, "b has shown no credential");
     assert.equal(await status(PRIVATE), PRIVATE_ID, "a call without a pod's annotations gets the truth");
+    assert.equal(await pull(PRIVATE, "c", GOOD), PRIVATE_ID);
+    assert.equal(await status(PRIVATE, "a"), PRIVATE_ID, "each pod that pulled it is remembered");
+    assert.equal(await status(PRIVATE, "c"), PRIVATE_ID);
   });
 
   test("an anonymous pull makes the image every pod's", async () => {
@@ -276,6 +286,10 @@ describe("the API view: pods matched by their pull secrets", () => {
     const ticket = view.tickets;
     await status(PRIVATE, "b");
     assert.deepEqual(view.asked.at(-1), { arrival: ticket + 1, image: PRIVATE });
+    view.policies.set("uid-b", "IfNotPresent");
+    await pull(PRIVATE, "b", SAME);
+    assert.equal(view.timeLeft.length, 2);
+    for (const left of view.timeLeft) assert.ok(left > 4_000 && left <= 5_000, `the API may take up to 5 s, not ${left} ms`);
   });
 });
 
@@ -307,6 +321,44 @@ describe("a record that cannot be written", () => {
     assert.ok(read.state === "ok" && Object.keys(read.record.credentialMapping).length === 0, "recorded for nobody");
     assert.deepEqual(await readdir(join(dir, "pulling")), []);
     assert.equal(await status(PRIVATE, "b"), undefined);
+  });
+
+  test("an intent that cannot be written refuses the pull before it reaches the registry", async () => {
+    await start();
+    await rm(join(dir, "pulling"), { recursive: true });
+    await assert.rejects(pull(PRIVATE, "a", GOOD), /ENOENT/);
+    assert.equal(fake.registryPulls, 0);
+    assert.equal(store.get(PRIVATE_ID).state, "none");
+  });
+
+  test("an intent that cannot be made durable fails the pull: no record, no intent in flight", async () => {
+    await start();
+    const writeIntent = store.writeIntent.bind(store);
+    store.writeIntent = (image: string) => {
+      const written = writeIntent(image);
+      const durable = written.durable.then(() => Promise.reject(new Error("fsync: input/output error")));
+      durable.catch(() => {});
+      return { durable };
+    };
+    await assert.rejects(
+      pull(PRIVATE, "a", GOOD),
+      /^Error: imprimatur node-proxy could not record the pull of registry\.example\.com\/private\/app:v1: fsync: input\/output error$/,
+    );
+    assert.equal(store.get(PRIVATE_ID).state, "none");
+    assert.equal(store.counts().intentsInFlight, 0);
+    assert.deepEqual(await readdir(join(dir, "pulling")), []);
+    assert.equal(await counted("imprimatur_node_pulls_total", { result: "forwarded-ok" }), 0);
+    const failed = logs.filter((l) => /the pull intent could not be made durable: the pull is reported as failed/.test(l.msg));
+    assert.equal(failed.length, 1);
+    assert.deepEqual([failed[0]!.level, failed[0]!.image], [50, PRIVATE]);
+    assert.equal(await status(PRIVATE, "a"), undefined, "the pod is not remembered");
+  });
+
+  test("a pull the registry refuses leaves no intent", async () => {
+    await start();
+    await assert.rejects(pull(PRIVATE, "a", WRONG), /401/);
+    assert.deepEqual(await readdir(join(dir, "pulling")), []);
+    assert.equal(store.counts().intentsInFlight, 0);
   });
 
   test("a write that fails once is retried: the record is written and the intent removed", async () => {
@@ -401,8 +453,10 @@ describe("calls the proxy cannot read, and calls it does not look into", () => {
 describe("the runtime's CRI package for the proxy's own calls", () => {
   const onlyPackage = (served: string, calls: string[]) =>
     ({
-      call: async (pkg: string, method: string, request: Buffer, o: object) => {
+      call: async (pkg: string, method: string, request: Buffer, o: { deadline: number }) => {
         calls.push(pkg);
+        const left = o.deadline - Date.now();
+        assert.ok(left > 25_000 && left <= 30_000, `the runtime may take up to 30 s, not ${left} ms`);
         if (pkg !== served) throw Object.assign(new Error(`unknown service ${pkg}`), { code: 12 });
         return fake.runtime.call(pkg as never, method as never, request, o as never);
       },
@@ -614,5 +668,82 @@ describe("the API view: what does not cover a pod", () => {
     view.candidates = [{ pod: "team/b", credential: SAME }];
     assert.equal(await status(PRIVATE_ID, "b"), undefined);
     assert.equal(await status(PRIVATE_ID), PRIVATE_ID);
+  });
+});
+
+describe("what the operator is told", () => {
+  const WARN = 40;
+  const ERROR = 50;
+  const entry = (msg: RegExp) => {
+    const found = logs.filter((l) => msg.test(l.msg));
+    assert.equal(found.length, 1, `one log entry ${msg}: ${JSON.stringify(logs.map((l) => l.msg))}`);
+    return found[0]!;
+  };
+
+  test("first start, a refused reuse, an absence reported, an answer from the records and a forwarded pull", async () => {
+    fake.preload(PUBLIC, PUBLIC_ID);
+    await start({ withView: true });
+    assert.deepEqual(entry(/first start: the images on the node are recorded as preloaded/).images, 1);
+    await pull(PRIVATE, "a", GOOD);
+    assert.equal(await status(PRIVATE, "b"), undefined);
+    const absent = entry(/image reported absent: the pod has not shown credentials for it/);
+    assert.deepEqual([absent.image, absent.imageRef, absent.result], [PRIVATE, PRIVATE_ID, "must-pull"]);
+    await assert.rejects(pull(PRIVATE, "b", WRONG));
+    const refused = entry(/pod refused an image already on the node: the registry did not accept its credentials/);
+    assert.equal(refused.level, WARN);
+    assert.deepEqual([refused.image, refused.imageRef, refused.credentials], [PRIVATE, PRIVATE_ID, "presented"]);
+    assert.match(String(refused.reason), /401 Unauthorized/);
+    assert.deepEqual(refused.pod, podRef("b"));
+    logs = [];
+    await status(PRIVATE, "c");
+    await assert.rejects(pull(PRIVATE, "c"));
+    assert.equal(entry(/pod refused an image/).credentials, "none");
+    await status(PRIVATE, "d");
+    await pull(PRIVATE, "d", SAME);
+    const forwarded = entry(/pull forwarded to the registry: the pod's pull policy is Always or unknown/);
+    assert.deepEqual([forwarded.image, forwarded.policy], [PRIVATE, "unknown"]);
+    await status(PRIVATE, "e");
+    view.policies.set("uid-e", "Always");
+    logs = [];
+    await pull(PRIVATE, "e", SAME);
+    assert.equal(entry(/pull forwarded to the registry/).policy, "Always");
+    await status(PRIVATE, "f");
+    view.policies.set("uid-f", "IfNotPresent");
+    await pull(PRIVATE, "f", SAME);
+    const answered = entry(/credential already recorded for the image: answered from the records/);
+    assert.deepEqual([answered.image, answered.imageRef], [PRIVATE, PRIVATE_ID]);
+    assert.deepEqual(answered.pod, podRef("f"));
+    view.candidates = [{ pod: "team/g", credential: SAME }];
+    await status(PRIVATE, "g");
+    const secrets = entry(/the pod's pull secrets hold a credential recorded for the image/);
+    assert.deepEqual([secrets.pods, secrets.image, secrets.imageRef], [["team/g"], PRIVATE, PRIVATE_ID]);
+  });
+
+  test("start-up: an interrupted pull, an unreadable intent, pruned records", async () => {
+    await start();
+    await pull(PUBLIC, "a");
+    fake.delete(PUBLIC_ID);
+    fake.preload(PRIVATE, PRIVATE_ID);
+    await writeFile(join(dir, "pulling", recordFileName(PRIVATE)), JSON.stringify(pullIntent(PRIVATE)));
+    await writeFile(join(dir, "pulling", recordFileName("broken")), "{not json");
+    logs = [];
+    await start();
+    const interrupted = entry(/a pull was interrupted; the image is recorded without credentials: every pod must show its own/);
+    assert.deepEqual([interrupted.level, interrupted.image, interrupted.imageRef], [WARN, PRIVATE, PRIVATE_ID]);
+    const unreadable = entry(/an unreadable pull intent was dropped/);
+    assert.equal(unreadable.level, WARN);
+    assert.equal(unreadable.file, join(dir, "pulling", recordFileName("broken")));
+    assert.ok(typeof unreadable.reason === "string" && unreadable.reason.length > 0);
+    assert.deepEqual(entry(/records of removed images pruned/).imageRefs, [PUBLIC_ID]);
+    assert.ok(!logs.some((l) => /first start/.test(l.msg)), "not the first start");
+  });
+
+  test("a record that cannot be written is an error, naming the pull", async () => {
+    await start();
+    await rm(join(dir, "pulled"), { recursive: true });
+    await pull(PRIVATE, "a", GOOD);
+    const failed = entry(/the pull's record could not be written; its intent stays, and the next start records the image for nobody/);
+    assert.deepEqual([failed.level, failed.image, failed.imageRef], [ERROR, PRIVATE, PRIVATE_ID]);
+    assert.deepEqual(failed.pod, podRef("a"));
   });
 });

@@ -42,9 +42,11 @@ const CA_SIGNING = { name: "ECDSA", hash: "SHA-384" } as const;
 
 export interface KeylessCertificateOptions {
   /** A URI (workflow identity) or an email address; `{ email }` / `{ uri }` forces the kind. */
-  subjectAltName: string | { email: string } | { uri: string };
+  /** `{ dns }`: a name Sigstore does not read as an identity (a certificate Fulcio would not issue). */
+  subjectAltName: string | { email: string } | { uri: string } | { dns: string };
   /** OIDC issuer URL, written both as 1.3.6.1.4.1.57264.1.1 (raw) and 1.3.6.1.4.1.57264.1.8 (UTF8String). */
-  issuer: string;
+  /** null: no issuer extension at all (a certificate Fulcio would not issue). */
+  issuer: string | null;
   /**
    * More extensions by OID. Fulcio's 1.3.6.1.4.1.57264.1.1–.7 are written as raw strings (the legacy form),
    * .8 and above and any other OID as a DER UTF8String. A Buffer is taken as the raw extension value.
@@ -197,9 +199,12 @@ export async function createMockSigstore(opts: { clock?: Date; name?: string } =
       new x509.SubjectAlternativeNameExtension([sanName(certOpts.subjectAltName)], true),
       await x509.SubjectKeyIdentifierExtension.create(publicKey),
       new x509.AuthorityKeyIdentifierExtension(ca.intermediateKeyId),
-      new x509.Extension(OID_ISSUER_V1, false, bytes(Buffer.from(certOpts.issuer, "utf8"))),
-      new x509.Extension(OID_ISSUER_V2, false, bytes(utf8String(certOpts.issuer))),
     ];
+    if (certOpts.issuer !== null)
+      extensions.push(
+        new x509.Extension(OID_ISSUER_V1, false, bytes(Buffer.from(certOpts.issuer, "utf8"))),
+        new x509.Extension(OID_ISSUER_V2, false, bytes(utf8String(certOpts.issuer))),
+      );
     for (const [oid, value] of Object.entries(certOpts.extensions ?? {})) {
       extensions.push(new x509.Extension(oid, false, bytes(extensionValue(oid, value))));
     }
@@ -419,7 +424,10 @@ async function importPublicKey(key: SigningKey): Promise<CryptoKey> {
 }
 
 function sanName(san: KeylessCertificateOptions["subjectAltName"]): x509.JsonGeneralName {
-  if (typeof san !== "string") return "email" in san ? { type: "email", value: san.email } : { type: "url", value: san.uri };
+  if (typeof san !== "string") {
+    if ("dns" in san) return { type: "dns", value: san.dns };
+    return "email" in san ? { type: "email", value: san.email } : { type: "url", value: san.uri };
+  }
   return !san.includes("://") && san.includes("@") ? { type: "email", value: san } : { type: "url", value: san };
 }
 

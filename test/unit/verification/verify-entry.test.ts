@@ -400,6 +400,25 @@ describe("with a Sigstore instance", () => {
     });
   });
 
+  test("a certificate without an identity or without an issuer matches no entry, not even a wildcard one", async () => {
+    const anyone = entries(`[{keyless: {subject: "*", issuer: "*", trustRoot: mock}}]`)[0]!;
+    const signed = async (subjectAltName: string | { dns: string }, issuer: string | null) => {
+      const cert = await sigstore.issueKeylessCertificate({ subjectAltName, issuer });
+      const layer = await cosignSignatureLayer({ payload: simpleSigningPayload({ dockerReference: NAME, digest: DIGEST }), keyless: cert, rekor: sigstore });
+      return verifyItem(cosignLayerToItem(layer.blob, layer.annotations, "l"), anyone, { trustRoot: root, binding: imageBinding(DIGEST) });
+    };
+    const control = await signed(WORKFLOW, ISSUER);
+    assert.ok(control.ok, refused(control));
+    assert.match(refused(await signed({ dns: "build.example.com" }, ISSUER)), /^certificate identity null does not match /);
+    assert.match(refused(await signed(WORKFLOW, null)), /^certificate issuer null does not match /);
+  });
+
+  test("a DSSE bundle verifies the same when an artifact digest is given (it is for message signatures only)", async () => {
+    const built = await imageSignatureBundle({ name: NAME, digest: DIGEST, key, version: "0.3" });
+    const outcome = verifyItem(bundleToItem(built.bytes, "file", undefined), keyEntry(key), { ...keyContext(key), artifactDigest: Buffer.from(HEX, "hex") });
+    assert.ok(outcome.ok, refused(outcome));
+  });
+
   describe("certificate extensions", () => {
     const LONG = `https://github.com/acme/app/.github/workflows/${"x".repeat(150)}.yml@refs/heads/main`;
     const VERY_LONG = `https://github.com/acme/app/.github/workflows/${"y".repeat(300)}.yml@refs/heads/main`;

@@ -267,7 +267,7 @@ describe("a message signature given only the artifact's sha256", () => {
   test("without the artifact or its digest, a message signature is refused", async () => {
     const key = generateSigningKey("ecdsa-p256");
     const outcome = verifyItem(await digestOnly(key), keyEntry(key), { ...keyContext(key), binding: noBinding });
-    assert.equal(outcome.ok, false);
+    assert.deepEqual(outcome, { ok: false, reason: "the signature does not verify with this key", notThisSigner: true });
     const bound = verifyItem(await digestOnly(key), keyEntry(key), { ...keyContext(key), binding: imageBinding(DIGEST), artifactDigest });
     assert.deepEqual(bound, { ok: false, reason: "a message signature without the bytes it signs" });
   });
@@ -398,6 +398,30 @@ describe("with a Sigstore instance", () => {
       ok: false,
       reason: "transparency log: calculated root hash does not match inclusion proof",
     });
+  });
+
+  test("a log entry with neither an inclusion promise nor a proof is refused as such", async () => {
+    const cert = await sigstore.issueKeylessCertificate({ subjectAltName: WORKFLOW, issuer: ISSUER });
+    const layer = await cosignSignatureLayer({
+      payload: simpleSigningPayload({ dockerReference: NAME, digest: DIGEST }),
+      keyless: cert,
+      rekor: sigstore,
+      timestamp: sigstore,
+    });
+    const item = cosignLayerToItem(layer.blob, layer.annotations, "l");
+    const tlog = item.bundle.verificationMaterial.tlogEntries[0]!;
+    tlog.inclusionPromise = undefined;
+    tlog.inclusionProof = undefined;
+    const outcome = verifyItem(item, keyless(), { trustRoot: root, binding: imageBinding(DIGEST) });
+    assert.deepEqual(outcome, { ok: false, reason: "transparency log: inclusion could not be verified" });
+  });
+
+  test("a DSSE envelope without a signature is refused", async () => {
+    const built = await imageSignatureBundle({ name: NAME, digest: DIGEST, key, version: "0.3" });
+    const item = bundleToItem(built.bytes, "file", undefined);
+    if (item.bundle.content.$case === "dsseEnvelope") item.bundle.content.dsseEnvelope.signatures = [];
+    const outcome = verifyItem(item, keyEntry(key), keyContext(key));
+    assert.deepEqual(outcome, { ok: false, reason: "the signature does not verify with this key", notThisSigner: true });
   });
 
   test("a certificate without an identity or without an issuer matches no entry, not even a wildcard one", async () => {

@@ -58,6 +58,11 @@ export class FakeImageService {
     this.local.set(id, names);
   }
 
+  /** Gives a local image a name as the runtime may list it, unparsed (an import can leave names that are no reference). */
+  addRawName(id: string, name: string): void {
+    this.local.get(id)?.add(name);
+  }
+
   delete(id: string): void {
     this.local.delete(id);
   }

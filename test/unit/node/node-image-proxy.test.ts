@@ -16,6 +16,7 @@ import {
   decodeImageStatusResponse,
   decodePullImageResponse,
   encodeImageStatusRequestFor,
+  encodePullImageResponse,
   encodePullImageRequest,
   encodeRemoveImageRequest,
 } from "../../../src/cri/cri-messages.ts";
@@ -143,6 +144,13 @@ describe("ImageStatus of the kubelet's pull decision", () => {
     assert.equal(await pull(PRIVATE, "c", GOOD), PRIVATE_ID);
     assert.equal(await status(PRIVATE, "a"), PRIVATE_ID, "each pod that pulled it is remembered");
     assert.equal(await status(PRIVATE, "c"), PRIVATE_ID);
+    const read = store.get(PRIVATE_ID);
+    assert.ok(read.state === "ok");
+    assert.deepEqual(
+      read.record.credentialMapping["registry.example.com/private/app"]?.credentials?.[0]?.presentedBy,
+      [podRef("a"), podRef("c")],
+      "both pulls recorded",
+    );
   });
 
   test("an anonymous pull makes the image every pod's", async () => {
@@ -594,10 +602,7 @@ describe("answering a pull from the records: every condition", () => {
     const read = store.get(PRIVATE_ID);
     assert.ok(read.state === "ok");
     const presented = read.record.credentialMapping["registry.example.com/private/app"]?.credentials?.[0]?.presentedBy;
-    assert.deepEqual(
-      presented?.map((p) => p.name),
-      ["a", "b"],
-    );
+    assert.deepEqual(presented, [podRef("a"), podRef("b")]);
   });
 
   test("imagePullPolicy Never is answered from the records too", async () => {
@@ -738,5 +743,121 @@ describe("what the operator is told", () => {
     assert.ok(typeof unreadable.reason === "string" && unreadable.reason.length > 0);
     assert.deepEqual(entry(/records of removed images pruned/).imageRefs, [PUBLIC_ID]);
     assert.ok(!logs.some((l) => /first start/.test(l.msg)), "not the first start");
+  });
+});
+
+describe("names that are not references, calls without a pod, and keys kept apart", () => {
+  const HEX_ID = "a".repeat(64);
+  const OTHER = "registry.example.com/private/other:v1";
+  const OTHER_ID = `sha256:${"c".repeat(64)}`;
+
+  test("an ImageStatus by a bare image ID is absent for a pod even when its secrets hold the recorded credential; no pull is awaited", async () => {
+    await start({ withView: true });
+    await pull(PRIVATE, "a", GOOD);
+    view.candidates = [{ pod: "team/b", credential: SAME }];
+    const byId = {
+      ...fake.call("ImageStatus", encodeImageStatusRequestFor(HEX_ID, annotations("b"))),
+      forward: () => fake.call("ImageStatus", encodeImageStatusRequestFor(PRIVATE, {})).forward(),
+    };
+    assert.equal(decodeImageStatusResponse(await proxy.handle(byId)), undefined);
+    assert.equal(await counted("imprimatur_node_image_checks_total", { result: "must-pull" }), 1);
+    assert.deepEqual(view.asked, []);
+    const pullById = {
+      ...fake.call(
+        "PullImage",
+        encodePullImageRequest({ image: HEX_ID, annotations: annotations("b"), auth: SAME, sandbox: { ...podRef("b"), annotations: annotations("b") } }),
+      ),
+      forward: () => Promise.reject(Object.assign(new Error("not found"), { code: 5, details: "not found" })),
+    };
+    await assert.rejects(proxy.handle(pullById), /not found/);
+    assert.equal(await counted("imprimatur_node_reuse_denied_total"), 0, "nothing was hidden under that name");
+  });
+
+  test("a pull by a bare image ID is not recorded (it names no repository)", async () => {
+    fake.preload(PRIVATE, PRIVATE_ID);
+    await start();
+    const pullById = {
+      ...fake.call("PullImage", encodePullImageRequest({ image: HEX_ID, auth: GOOD })),
+      forward: async () => encodePullImageResponse(PRIVATE_ID),
+    };
+    await proxy.handle(pullById);
+    await proxy.stop();
+    assert.equal(store.get(PRIVATE_ID).state, "none");
+    assert.deepEqual(await readdir(join(dir, "pulling")), []);
+  });
+
+  test("a pull without a pod (crictl) is recorded for nobody in particular", async () => {
+    await start();
+    await proxy.handle(fake.call("PullImage", encodePullImageRequest({ image: PRIVATE, auth: GOOD })));
+    await proxy.stop();
+    const read = store.get(PRIVATE_ID);
+    assert.ok(read.state === "ok");
+    assert.deepEqual(read.record.credentialMapping["registry.example.com/private/app"]?.credentials?.[0]?.presentedBy, [{ namespace: "", name: "", uid: "" }]);
+  });
+
+  test("a name the runtime lists that is no reference does not spoil the first start's list", async () => {
+    fake.preload(PUBLIC, PUBLIC_ID);
+    fake.addRawName(PUBLIC_ID, "Not A Name");
+    await start();
+    await start();
+    assert.equal(await status(PUBLIC, "a"), PUBLIC_ID, "preloaded, after a restart too");
+  });
+
+  test("a report of absence to one pod is not another pod's", async () => {
+    await start({ withView: true });
+    await pull(PRIVATE, "a", GOOD);
+    assert.equal(await status(PRIVATE, "b"), undefined);
+    view.policies.set("uid-c", "IfNotPresent");
+    const before = fake.registryPulls;
+    await pull(PRIVATE, "c", SAME);
+    assert.equal(fake.registryPulls, before + 1, "c was told nothing: its pull goes to the registry");
+  });
+
+  test("a pod that pulled one image has not shown credentials for another", async () => {
+    fake.publish(OTHER, OTHER_ID, GOOD);
+    await start();
+    await pull(PRIVATE, "a", GOOD);
+    await pull(OTHER, "b", GOOD);
+    assert.equal(await status(OTHER, "a"), undefined);
+    assert.equal(await status(PRIVATE, "b"), undefined);
+  });
+
+  test("RemoveImage of an image that is not on the node is forwarded", async () => {
+    await start();
+    await proxy.handle(fake.call("RemoveImage", encodeRemoveImageRequest(PRIVATE)));
+    assert.deepEqual(fake.forwarded, [{ method: "RemoveImage", image: PRIVATE }]);
+  });
+
+  test("a record removed since the report of absence: forwarded", async () => {
+    await start({ withView: true });
+    await pull(PRIVATE, "a", GOOD);
+    assert.equal(await status(PRIVATE, "b"), undefined);
+    view.policies.set("uid-b", "IfNotPresent");
+    await store.remove(PRIVATE_ID);
+    const before = fake.registryPulls;
+    assert.equal(await pull(PRIVATE, "b", SAME), PRIVATE_ID);
+    assert.equal(fake.registryPulls, before + 1);
+  });
+
+  test("a record that cannot be written after an answer from the records is logged", async () => {
+    await start({ withView: true });
+    await pull(PRIVATE, "a", GOOD);
+    assert.equal(await status(PRIVATE, "b"), undefined);
+    view.policies.set("uid-b", "IfNotPresent");
+    await rm(join(dir, "pulled"), { recursive: true });
+    assert.equal(await pull(PRIVATE, "b", SAME), PRIVATE_ID);
+    const failed = logs.filter((l) => /writing a pull record failed; pods will have to show credentials again/.test(l.msg));
+    assert.equal(failed.length, 1);
+    assert.equal(failed[0]!.level, 50);
+  });
+
+  test("by default pruning waits minutes, and nothing pruned is not logged", async () => {
+    await start();
+    await pull(PUBLIC, "a");
+    await start();
+    fake.delete(PUBLIC_ID);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(store.get(PUBLIC_ID).state, "ok");
+    assert.ok(!logs.some((l) => /pruned/.test(l.msg)));
   });
 });

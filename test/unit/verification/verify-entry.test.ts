@@ -251,6 +251,13 @@ describe("a message signature given only the artifact's sha256", () => {
       ok: false,
       reason: "the bundle's message digest is not the artifact's",
     });
+    const noDigest = await digestOnly(key);
+    if (noDigest.bundle.content.$case === "messageSignature")
+      (noDigest.bundle.content.messageSignature as { messageDigest?: unknown }).messageDigest = undefined;
+    assert.deepEqual(verifyItem(noDigest, keyEntry(key), { ...keyContext(key), binding: noBinding, artifactDigest }), {
+      ok: false,
+      reason: "the bundle's message digest is not the artifact's",
+    });
     const wrongDigest = await digestOnly(key, (d) => (d.digest = createHash("sha256").update("x").digest()));
     assert.deepEqual(verifyItem(wrongDigest, keyEntry(key), { ...keyContext(key), binding: noBinding, artifactDigest }), {
       ok: false,

@@ -280,6 +280,8 @@ describe("the API view: pods matched by their pull secrets", () => {
     await pull(PRIVATE, "a", GOOD);
     view.candidates = [{ pod: "team/b", credential: SAME }];
     assert.equal(await status(PRIVATE, "b"), PRIVATE_ID);
+    view.candidates = undefined;
+    assert.equal(await status(PRIVATE, "b"), PRIVATE_ID, "remembered");
     view.candidates = [{ pod: "team/c", credential: SAME }, { pod: "other/d" }];
     assert.equal(await status(PRIVATE, "c"), undefined, "one candidate without it");
     view.candidates = [{ pod: "team/e", credential: WRONG }];
@@ -324,6 +326,7 @@ describe("a record that cannot be written", () => {
     await rm(join(dir, "pulled"), { recursive: true }); // every write of a record fails now
     assert.equal(await pull(PRIVATE, "a", GOOD), PRIVATE_ID, "the pull itself succeeded");
     assert.deepEqual(await readdir(join(dir, "pulling")), [recordFileName(PRIVATE)], "the intent is still there");
+    assert.equal(store.counts().intentsInFlight, 0, "the pull is over");
     const failed = logs.filter((l) => /the pull's record could not be written; its intent stays, and the next start records the image for nobody/.test(l.msg));
     assert.equal(failed.length, 1);
     assert.deepEqual([failed[0]!.level, failed[0]!.image, failed[0]!.imageRef, failed[0]!.pod], [50, PRIVATE, PRIVATE_ID, podRef("a")]);
@@ -351,10 +354,11 @@ describe("a record that cannot be written", () => {
       durable.catch(() => {});
       return { durable };
     };
-    await assert.rejects(
-      pull(PRIVATE, "a", GOOD),
-      /^Error: imprimatur node-proxy could not record the pull of registry\.example\.com\/private\/app:v1: fsync: input\/output error$/,
-    );
+    await assert.rejects(pull(PRIVATE, "a", GOOD), (e: Error) => {
+      assert.equal(e.message, `imprimatur node-proxy could not record the pull of ${PRIVATE}: fsync: input/output error`);
+      assert.equal((e.cause as Error).message, "fsync: input/output error");
+      return true;
+    });
     assert.equal(store.get(PRIVATE_ID).state, "none");
     assert.equal(store.counts().intentsInFlight, 0);
     assert.deepEqual(await readdir(join(dir, "pulling")), []);
@@ -393,8 +397,10 @@ describe("metrics: how each call was answered", () => {
     await status(PRIVATE, "a");
     await pull(PRIVATE, "a", GOOD);
     await pull(PUBLIC, "a");
+    view.candidates = [{ pod: "team/x", credential: SAME }];
     await status(PRIVATE, "a");
     await status(PUBLIC, "b");
+    view.candidates = undefined;
     await status(PRIVATE, "b");
     view.candidates = [{ pod: "team/c", credential: SAME }];
     await status(PRIVATE, "c");
@@ -481,6 +487,24 @@ describe("the runtime's CRI package for the proxy's own calls", () => {
     assert.equal(await status(PRIVATE, "a"), PRIVATE_ID, "the first start listed the preloaded image");
     await proxy.reconcile();
     assert.deepEqual(calls, ["runtime.v1", "runtime.v1alpha2", "runtime.v1alpha2"]);
+  });
+
+  test("a runtime upgraded to serve only v1: the proxy's calls switch back", async () => {
+    fake.preload(PRIVATE, PRIVATE_ID);
+    const calls: string[] = [];
+    let served = "runtime.v1alpha2";
+    const runtime = {
+      call: async (pkg: string, method: string, request: Buffer, o: object) => {
+        calls.push(pkg);
+        if (pkg !== served) throw Object.assign(new Error(`unknown service ${pkg}`), { code: 12 });
+        return fake.runtime.call(pkg as never, method as never, request, o as never);
+      },
+      close: () => {},
+    } as unknown as RuntimeImageClient;
+    await start({ runtime });
+    served = "runtime.v1";
+    await proxy.reconcile();
+    assert.deepEqual(calls, ["runtime.v1", "runtime.v1alpha2", "runtime.v1alpha2", "runtime.v1"]);
   });
 
   test("a runtime error other than UNIMPLEMENTED is not a reason to switch", async () => {
@@ -699,7 +723,7 @@ describe("what the operator is told", () => {
     const refused = entry(/pod refused an image already on the node: the registry did not accept its credentials/);
     assert.equal(refused.level, WARN);
     assert.deepEqual([refused.image, refused.imageRef, refused.credentials], [PRIVATE, PRIVATE_ID, "presented"]);
-    assert.match(String(refused.reason), /401 Unauthorized/);
+    assert.equal(refused.reason, `failed to pull ${PRIVATE}: 401 Unauthorized`);
     assert.deepEqual(refused.pod, podRef("b"));
     logs = [];
     await status(PRIVATE, "c");
@@ -849,6 +873,7 @@ describe("names that are not references, calls without a pod, and keys kept apar
     const failed = logs.filter((l) => /writing a pull record failed; pods will have to show credentials again/.test(l.msg));
     assert.equal(failed.length, 1);
     assert.equal(failed[0]!.level, 50);
+    assert.ok(failed[0]!.err, "the error is logged");
   });
 
   test("by default pruning waits minutes, and nothing pruned is not logged", async () => {

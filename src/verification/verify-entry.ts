@@ -134,12 +134,14 @@ function bindingProblem(item: SignedItem, digest: string): string | undefined {
   if (content.$case === "messageSignature") {
     if (!item.artifact) return "a message signature without the bytes it signs";
     if (item.format === "cosign-signature") {
-      let payload: { critical?: { image?: { "docker-manifest-digest"?: unknown }; type?: unknown } };
+      let parsed: unknown;
       try {
-        payload = JSON.parse(item.artifact.toString("utf8")) as typeof payload;
+        parsed = JSON.parse(item.artifact.toString("utf8"));
       } catch {
         return "the signed payload is not JSON";
       }
+      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return "the signed payload is not a JSON object";
+      const payload = parsed as { critical?: { image?: { "docker-manifest-digest"?: unknown }; type?: unknown } };
       const signed = payload.critical?.image?.["docker-manifest-digest"];
       if (typeof payload.critical?.type !== "string" || payload.critical.type.toLowerCase() !== SIMPLE_SIGNING_TYPE)
         return `the signed payload is not a ${JSON.stringify(SIMPLE_SIGNING_TYPE)}`;

@@ -69,6 +69,8 @@ describe("binding: cosign simple-signing payloads", () => {
   test("a payload that is not JSON, or has no critical section, signs nothing", () => {
     assert.equal(bind("{not json"), "the signed payload is not JSON");
     assert.equal(bind("{}"), 'the signed payload is not a "cosign container image signature"');
+    // JSON that is not an object (null, a number, a list) is refused with a reason, never a crash.
+    for (const notAnObject of ["null", "7", "[]", '"text"']) assert.equal(bind(notAnObject), "the signed payload is not a JSON object");
     assert.equal(bind(JSON.stringify({ critical: { type: "cosign container image signature" } })), `signs no digest, not ${DIGEST}`);
     assert.equal(bind(JSON.stringify({ critical: { type: "cosign container image signature", image: {} } })), `signs no digest, not ${DIGEST}`);
     assert.equal(

@@ -196,8 +196,8 @@ export class NodeImageProxy {
     const repository = repositoryName(ref);
     const pods = await podSecrets.credentialHashes(arrival, spec.annotations, spec.image, ref, Date.now() + SECRETS_DEADLINE_MS);
     // Whichever of the matching pods the call is for (the view holds the caller), its secrets must hold a recorded
-    // credential.
-    const covered = pods?.every((p) => p.hashes.some((h) => credentialRecorded(read.record, repository, h))) ?? false;
+    // credential. No pod at all proves nothing.
+    const covered = pods !== undefined && pods.length > 0 && pods.every((p) => p.hashes.some((h) => credentialRecorded(read.record, repository, h)));
     if (call.signal.aborted || !covered) return false;
     this.cover(imageRef, repository, fingerprint);
     logger.debug({ pods: pods!.map((p) => p.pod), image: spec.image, imageRef }, "the pod's pull secrets hold a credential recorded for the image");

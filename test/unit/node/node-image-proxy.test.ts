@@ -288,6 +288,9 @@ describe("the API view: pods matched by their pull secrets", () => {
     assert.equal(await status(PRIVATE, "e"), undefined, "a credential that was not recorded");
     view.candidates = undefined;
     assert.equal(await status(PRIVATE, "f"), undefined, "no view in time");
+    // A view that names no pod proves nothing about the caller (every() of nothing is true).
+    view.candidates = [];
+    assert.equal(await status(PRIVATE, "g"), undefined, "no candidate at all");
   });
 
   test("the view is asked with the ticket taken when the call arrived", async () => {

@@ -44,8 +44,3 @@ export function podImages(podSpec: Record<string, unknown> | undefined, fieldPre
   }
   return images;
 }
-
-/** Whether a field path names an image volume's reference rather than a container's image. */
-export function isImageVolumeField(field: string): boolean {
-  return /(^|\.)volumes\[\d+\]\.image\.reference$/.test(field);
-}

@@ -97,7 +97,8 @@ export default {
   jsonReporter: { fileName: `reports/mutation/${areaName}.json` },
   // Below 80% of mutants killed the area fails (issue 21: every survivor is equivalent or gets a test).
   thresholds: { high: 90, low: 80, break: 80 },
-  ignorePatterns: [".state", ".scratch", "reports"],
-  tempDirName: ".stryker-tmp",
+  // One sandbox folder per area, so two areas can run side by side.
+  ignorePatterns: [".state", ".scratch", "reports", ".stryker-tmp"],
+  tempDirName: `.stryker-tmp/${areaName}`,
   cleanTempDir: true,
 };

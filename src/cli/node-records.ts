@@ -11,8 +11,9 @@ export const NODE_RECORDS_USAGE = `Usage: imprimatur node-records [--state-dir D
 Lists the node proxy's pull records: for each image on the node that went through the proxy, and each repository
 name it was pulled under, who may use it — every pod (pulled anonymously), or pods that show one of the recorded
 credentials (kept as keyed hashes; the last pods that presented each are named). Also lists the names preloaded
-images had before the proxy first ran (preloaded under those names only), pulls in progress (intents), and records that cannot be read (pods must then show
-credentials).
+images had before the proxy first ran (preloaded under those names only), pulls in progress (intents), records
+that cannot be read (pods must then show credentials), and whether the first start's snapshot of preloaded images
+was taken (a warning when it is missing: then no image counts as preloaded).
 
   --state-dir DIR      the node proxy's --state-dir (default ${DEFAULT_NODE_STATE_DIR})
   -o, --output FORMAT  text (default: one line per image and repository, and a summary), json or yaml
@@ -87,6 +88,8 @@ export async function runNodeRecords(argv: string[]): Promise<number> {
   const intents = folder.intents.map((i) => i.intent?.image ?? `unreadable intent ${i.file}: ${i.reason}`);
   const unreadable = rows.filter((r) => r.access === "unreadable").length;
   const summary = {
+    snapshot: folder.snapshot,
+    ...(folder.snapshotTime ? { snapshotTime: folder.snapshotTime } : {}),
     records: folder.records.length,
     unreadable,
     preloaded: rows.filter((r) => r.access === "preloaded").length,
@@ -98,12 +101,20 @@ export async function runNodeRecords(argv: string[]): Promise<number> {
   else {
     for (const r of rows) process.stdout.write(`${describe(r)}\n`);
     for (const i of intents) process.stdout.write(`pull in progress (or interrupted): ${i}\n`);
+    process.stdout.write(`${SNAPSHOT_LINES[folder.snapshot]}${folder.snapshotTime ? ` (${folder.snapshotTime})` : ""}\n`);
     process.stdout.write(
       `${summary.records} record${summary.records === 1 ? "" : "s"}, ${unreadable} unreadable, ${summary.preloaded} preloaded name${summary.preloaded === 1 ? "" : "s"}, ${intents.length} pull${intents.length === 1 ? "" : "s"} in progress\n`,
     );
   }
   return unreadable > 0 ? 1 : 0;
 }
+
+const SNAPSHOT_LINES = {
+  taken: "preloaded-image snapshot: taken at the first start",
+  due: "preloaded-image snapshot: not taken yet (no start of the proxy has completed): the next start records the images then on the node as preloaded",
+  missing:
+    "warning: no preloaded-image snapshot, although the proxy has started before (records or intents exist): no image counts as preloaded, so pods must show credentials for images baked into the node",
+} as const;
 
 function describe(r: Row): string {
   switch (r.access) {

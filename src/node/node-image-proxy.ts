@@ -115,9 +115,15 @@ export class NodeImageProxy {
     const { store, logger } = this.opts;
     const listedAt = store.writeTicket();
     const images = await this.listImages();
-    if (store.firstRun) {
+    // The snapshot is the first start's only write, so a start that fails before it leaves the next one first.
+    if (store.snapshot === "due") {
       await store.writePreloaded(images.map((i) => ({ imageRef: i.id, repositories: repositoriesOf(i) })));
       logger.info({ images: images.length }, "first start: the images on the node are recorded as preloaded");
+    } else if (store.snapshot === "missing") {
+      logger.warn(
+        { stateDir: store.dir },
+        "no preloaded-image snapshot: the state folder has records of earlier starts but no list of the images on the node before the first; none counts as preloaded, so pods must show credentials for images baked into the node",
+      );
     }
     for (const left of await store.leftoverIntents()) {
       if (left.intent) {

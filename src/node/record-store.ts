@@ -1,6 +1,6 @@
 // The node proxy's records on disk, in the kubelet's layout: <state>/pulling/ (intents) and <state>/pulled/
 // (pulled records), one JSON file per image named sha256-<hex of the value>, plus the node-local HMAC key and
-// the list of images preloaded before the first start. Directories 0700, files 0600, every write atomic
+// the list of images preloaded before the first start (the snapshot). Directories 0700, files 0600, every write atomic
 // (temporary file, fsync, rename, fsync of the directory), so a crash leaves the old record or the new one; an
 // intent's fsyncs overlap its pull (writeIntent).
 // Pulled records are read once at start and kept in memory; writes go to both. Every change of a record or of the
@@ -31,6 +31,16 @@ export interface LeftoverIntent {
   reason?: string;
 }
 
+/**
+ * The first start's snapshot of the images on the node (preloaded-images.json), which marks that start as done:
+ * "due" while no start has completed it and the folder shows no other sign of a start (no record, no intent), so
+ * a start that failed before it (the runtime not up yet) leaves the next start a first start; "taken" once
+ * written (readable or not); "missing" when records or intents exist without it (a folder from an earlier
+ * version, or the file deleted), in which case it is never taken late: the images on the node then may have come
+ * through the proxy, and none counts as preloaded.
+ */
+export type SnapshotState = "due" | "taken" | "missing";
+
 /** Points between the writes of the store, where a test may stop the process (kill -9) to check what survives. */
 export type StoreStep =
   "intent-in-place" | "intent-durable" | "intent-removed" | `${"record" | "preloaded"}-${"temporary-written" | "renamed" | "durable"}` | "record-pruned";
@@ -55,12 +65,11 @@ export function recordFileName(value: string): string {
 export class RecordStore {
   /** The HMAC key for credential hashes. */
   readonly key: Buffer;
-  /** True when this start created the state (the images present now are the preloaded ones). */
-  readonly firstRun: boolean;
   private readonly pulled = new Map<string, RecordRead & { state: "ok" | "unreadable" }>();
   /** imageRef → the repositories it was preloaded under. */
   private preloaded: ReadonlyMap<string, ReadonlySet<string>>;
   private preloadedReadable: boolean;
+  private snapshotState: SnapshotState = "due";
   private intentsInFlight = 0;
   private readonly intents = new Map<string, { pulls: number; durable: Promise<void> }>();
   /** The tail of the chain of changes: one at a time. */
@@ -75,14 +84,12 @@ export class RecordStore {
   private constructor(
     dir: string,
     key: Buffer,
-    firstRun: boolean,
     preloaded: { images: ReadonlyMap<string, ReadonlySet<string>>; readable: boolean },
     onStep: ((step: StoreStep) => void) | undefined,
   ) {
     this.dir = dir;
     this.onStep = onStep;
     this.key = key;
-    this.firstRun = firstRun;
     this.preloaded = preloaded.images;
     this.preloadedReadable = preloaded.readable;
   }
@@ -91,17 +98,26 @@ export class RecordStore {
   static async open(dir: string, opts: RecordStoreOptions = {}): Promise<RecordStore> {
     await mkdir(join(dir, PULLING), { recursive: true, mode: 0o700 });
     await mkdir(join(dir, PULLED), { recursive: true, mode: 0o700 });
-    const { key, created } = await loadOrCreateKey(join(dir, KEY_FILE));
-    const store = new RecordStore(dir, key, created, await readPreloaded(join(dir, PRELOADED_FILE)), opts.onStep);
-    // Temporary files of writes a crash interrupted are dropped; the target kept its old content.
-    for (const sub of [PULLING, PULLED]) {
+    // The key may be left by a start that failed before its snapshot: that start is not over, and the key is reused.
+    const key = await loadOrCreateKey(join(dir, KEY_FILE));
+    const preloaded = await readPreloaded(join(dir, PRELOADED_FILE));
+    const store = new RecordStore(dir, key, preloaded, opts.onStep);
+    // Temporary files of writes a crash interrupted are dropped; the target kept its old content (or, for the
+    // snapshot, stays absent: still due).
+    for (const sub of ["", PULLING, PULLED]) {
       for (const name of await readdir(join(dir, sub))) if (name.startsWith(".") && name.endsWith(".tmp")) await rm(join(dir, sub, name), { force: true });
     }
     for (const name of await readdir(join(dir, PULLED))) {
-      if (!name.startsWith("sha256-")) continue;
+      if (!isRecordName(name)) continue;
       store.pulled.set(name, await readPulledFile(join(dir, PULLED), name));
     }
+    store.snapshotState = snapshotState(preloaded.present, store.pulled.size > 0 || (await readdir(join(dir, PULLING))).some(isRecordName));
     return store;
+  }
+
+  /** Whether the first start's snapshot of preloaded images is still to be taken, taken, or missing for good. */
+  get snapshot(): SnapshotState {
+    return this.snapshotState;
   }
 
   /** The record of an image, from memory. */
@@ -125,6 +141,7 @@ export class RecordStore {
       await writeAtomically(join(this.dir, PRELOADED_FILE), JSON.stringify(preloadedImages(images, new Date()), null, 2), this.step("preloaded"));
       this.preloaded = preloadedMap(images);
       this.preloadedReadable = true;
+      this.snapshotState = "taken";
     });
   }
 
@@ -260,24 +277,35 @@ export class RecordStore {
 }
 
 /** Reads a state folder without changing it (for `node-records`). */
-export async function readRecordsFolder(
-  dir: string,
-): Promise<{ records: ReturnType<RecordStore["records"]>; intents: LeftoverIntent[]; preloaded: PreloadedImage[] }> {
+export async function readRecordsFolder(dir: string): Promise<{
+  records: ReturnType<RecordStore["records"]>;
+  intents: LeftoverIntent[];
+  preloaded: PreloadedImage[];
+  snapshot: SnapshotState;
+  /** When the snapshot was taken (a readable one). */
+  snapshotTime?: string;
+}> {
   await stat(join(dir, PULLED)); // a clear ENOENT for a folder that is not a state folder
   const records: ReturnType<RecordStore["records"]> = [];
   for (const name of (await readdir(join(dir, PULLED))).sort()) {
-    if (name.startsWith("sha256-")) records.push({ file: name, ...(await readPulledFile(join(dir, PULLED), name)) });
+    if (isRecordName(name)) records.push({ file: name, ...(await readPulledFile(join(dir, PULLED), name)) });
   }
   const intents = (await readIntents(join(dir, PULLING)).catch(() => [] as LeftoverIntent[])).map((i) => ({ ...i, file: basename(i.file) }));
   const preloaded = await readPreloaded(join(dir, PRELOADED_FILE));
-  return { records, intents, preloaded: [...preloaded.images].map(([imageRef, repositories]) => ({ imageRef, repositories: [...repositories] })) };
+  return {
+    records,
+    intents,
+    preloaded: [...preloaded.images].map(([imageRef, repositories]) => ({ imageRef, repositories: [...repositories] })),
+    snapshot: snapshotState(preloaded.present, records.length > 0 || intents.length > 0),
+    ...(preloaded.recordedTime ? { snapshotTime: preloaded.recordedTime } : {}),
+  };
 }
 
 /** Every intent file of the folder (full paths), read strictly; an unreadable one comes with the reason. */
 async function readIntents(folder: string): Promise<LeftoverIntent[]> {
   const out: LeftoverIntent[] = [];
   for (const name of await readdir(folder)) {
-    if (!name.startsWith("sha256-")) continue;
+    if (!isRecordName(name)) continue;
     const file = join(folder, name);
     try {
       out.push({ file, intent: decodePullIntent(await readFile(file, "utf8")) });
@@ -300,18 +328,32 @@ async function readPulledFile(folder: string, name: string): Promise<RecordRead 
   return { state: "ok", record };
 }
 
-async function readPreloaded(file: string): Promise<{ images: ReadonlyMap<string, ReadonlySet<string>>; readable: boolean }> {
+/** An intent's or a record's file (temporary files start with a dot). */
+function isRecordName(name: string): boolean {
+  return name.startsWith("sha256-");
+}
+
+function snapshotState(present: boolean, startedBefore: boolean): SnapshotState {
+  if (present) return "taken";
+  return startedBefore ? "missing" : "due";
+}
+
+/** The snapshot: `present` unless the file does not exist (an unreadable one is present: it was taken). */
+async function readPreloaded(
+  file: string,
+): Promise<{ images: ReadonlyMap<string, ReadonlySet<string>>; readable: boolean; present: boolean; recordedTime?: string }> {
   let text: string;
   try {
     text = await readFile(file, "utf8");
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return { images: new Map(), readable: true };
-    return { images: new Map(), readable: false };
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return { images: new Map(), readable: true, present: false };
+    return { images: new Map(), readable: false, present: true };
   }
   try {
-    return { images: preloadedMap(decodePreloadedImages(text).images), readable: true };
+    const decoded = decodePreloadedImages(text);
+    return { images: preloadedMap(decoded.images), readable: true, present: true, recordedTime: decoded.recordedTime };
   } catch {
-    return { images: new Map(), readable: false };
+    return { images: new Map(), readable: false, present: true };
   }
 }
 
@@ -319,17 +361,17 @@ function preloadedMap(images: readonly PreloadedImage[]): Map<string, ReadonlySe
   return new Map(images.map((i) => [i.imageRef, new Set(i.repositories)]));
 }
 
-async function loadOrCreateKey(file: string): Promise<{ key: Buffer; created: boolean }> {
+async function loadOrCreateKey(file: string): Promise<Buffer> {
   try {
     const key = await readFile(file);
     if (key.length !== 32) throw new Error(`${file}: the credential hash key must be 32 bytes, found ${key.length}; records keyed with it cannot be trusted`);
-    return { key, created: false };
+    return key;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
   }
   const key = randomBytes(32);
   await writeAtomically(file, key);
-  return { key, created: true };
+  return key;
 }
 
 /** Write to a temporary file beside the target, fsync it, rename it over the target, fsync the folder. */

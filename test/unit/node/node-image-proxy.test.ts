@@ -2,10 +2,11 @@
 // (fake-image-service.ts, real CRI message bytes), a real RecordStore in a temp folder, and a fake API view of the
 // node's pods. The same decisions against real containerd and a real kubelet are in test/e2e/node-proxy-*.test.ts.
 import assert from "node:assert/strict";
-import { mkdtemp, mkdir, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, test } from "node:test";
+import * as grpc from "@grpc/grpc-js";
 import pino from "pino";
 import type { ImageReference } from "../../../src/core/image-reference.ts";
 import { credentialHash } from "../../../src/core/pull-verification/credential-hash.ts";
@@ -20,11 +21,11 @@ import {
   encodePullImageRequest,
   encodeRemoveImageRequest,
 } from "../../../src/cri/cri-messages.ts";
-import type { RuntimeImageClient } from "../../../src/cri/image-service-proxy.ts";
+import { RuntimeImageClient } from "../../../src/cri/image-service-proxy.ts";
 import { createNodeMetrics, type NodeMetrics } from "../../../src/node/node-metrics.ts";
 import { NodeImageProxy } from "../../../src/node/node-image-proxy.ts";
 import type { NodePodView, PullPolicy } from "../../../src/node/pod-pull-secrets.ts";
-import { recordFileName, RecordStore } from "../../../src/node/record-store.ts";
+import { recordFileName, RecordStore, type RecordStoreOptions, type StoreStep } from "../../../src/node/record-store.ts";
 import { FakeImageService, type Credential } from "./fake-image-service.ts";
 
 const PRIVATE = "registry.example.com/private/app:v1";
@@ -77,10 +78,17 @@ let metrics: NodeMetrics;
 let logs: Array<{ level: number; msg: string; [field: string]: unknown }>;
 
 async function start(
-  o: { policy?: VerificationPolicy; allowlist?: AllowlistPattern[]; withView?: boolean; runtime?: RuntimeImageClient; reconcileEveryMs?: number } = {},
+  o: {
+    policy?: VerificationPolicy;
+    allowlist?: AllowlistPattern[];
+    withView?: boolean;
+    runtime?: RuntimeImageClient;
+    reconcileEveryMs?: number;
+    storeOptions?: RecordStoreOptions;
+  } = {},
 ): Promise<void> {
   await proxy?.stop();
-  store = await RecordStore.open(dir);
+  store = await RecordStore.open(dir, o.storeOptions);
   view = new FakeView(() => store.key);
   metrics = createNodeMetrics(() => store);
   proxy = new NodeImageProxy({
@@ -525,6 +533,64 @@ describe("the runtime's CRI package for the proxy's own calls", () => {
 });
 
 describe("start-up and pruning", () => {
+  // The boot race: the proxy starts before the runtime's socket is up. The runtime that is not up is real (a gRPC
+  // client to a socket nobody serves); the one that comes up is the fake, as everywhere here (no containerd in
+  // unit tests; test/e2e/node-proxy-cri.test.ts does the same against a real one).
+  test("a first start that fails because the runtime is not up leaves no sign of a start: the next start takes the snapshot", async () => {
+    fake.preload(PRIVATE, PRIVATE_ID);
+    const down = new RuntimeImageClient(`unix://${join(dir, "..", "runtime-not-up.sock")}`);
+    try {
+      await assert.rejects(start({ runtime: down }), (e: grpc.ServiceError) => e.code === grpc.status.UNAVAILABLE);
+    } finally {
+      down.close();
+    }
+    assert.equal(store.snapshot, "due", "a failed first start is still before the first start");
+    await start();
+    assert.equal(store.snapshot, "taken");
+    assert.equal(await status(PRIVATE, "a"), PRIVATE_ID, "the image baked into the node is preloaded: no credentials needed");
+    assert.equal(logs.filter((l) => /first start: the images on the node are recorded as preloaded/.test(l.msg)).length, 1);
+  });
+
+  test("a snapshot that cannot be written fails the start, and the next start takes it", async () => {
+    fake.preload(PRIVATE, PRIVATE_ID);
+    const diskFull = (step: StoreStep) => {
+      if (step === "preloaded-temporary-written") throw Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
+    };
+    await assert.rejects(start({ storeOptions: { onStep: diskFull } }), /ENOSPC/);
+    await start();
+    assert.equal(await status(PRIVATE, "a"), PRIVATE_ID);
+    assert.deepEqual(
+      (await readdir(dir)).filter((n) => n.endsWith(".tmp")),
+      [],
+      "the temporary file of the failed write is gone",
+    );
+  });
+
+  test("records without a snapshot: the snapshot is missing, nothing counts as preloaded, and a warning says so at every start", async () => {
+    await start();
+    await pull(PUBLIC, "a");
+    await rm(join(dir, "preloaded-images.json"));
+    fake.preload(PRIVATE, PRIVATE_ID);
+    logs = [];
+    await start();
+    assert.equal(store.snapshot, "missing");
+    assert.equal(await status(PRIVATE, "a"), undefined, "an image the proxy did not see arrive is not taken for preloaded");
+    const warned = logs.filter((l) => /no preloaded-image snapshot/.test(l.msg));
+    assert.equal(warned.length, 1);
+    assert.equal(warned[0]!.level, 40);
+    assert.ok(!logs.some((l) => /first start/.test(l.msg)), "not a first start");
+    await assert.rejects(readFile(join(dir, "preloaded-images.json")), { code: "ENOENT" }, "no snapshot is taken late");
+  });
+
+  test("an intent without a snapshot is a sign of an earlier start too", async () => {
+    await RecordStore.open(dir);
+    await writeFile(join(dir, "pulling", recordFileName(PRIVATE)), JSON.stringify(pullIntent(PRIVATE)));
+    fake.preload(PRIVATE, PRIVATE_ID);
+    await start();
+    assert.equal(store.snapshot, "missing");
+    assert.equal(await status(PRIVATE, "a"), undefined);
+  });
+
   test("images that appear after the first start are not preloaded", async () => {
     await start();
     await proxy.stop();

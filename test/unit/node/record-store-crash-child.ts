@@ -1,5 +1,6 @@
 // Child process of record-store-crash.test.ts: one pull's writes (intent, record, intent removed) and a prune,
-// through a RecordStore whose step hook kills this process (SIGKILL, no clean-up) at the step named in argv.
+// through a RecordStore whose step hook kills this process (SIGKILL, no clean-up) at the step named in argv; or,
+// with "first-start" after the step, the first start's snapshot alone.
 import { recordPull } from "../../../src/core/pull-verification/pull-records.ts";
 import { RecordStore, type StoreStep } from "../../../src/node/record-store.ts";
 import { CRASH } from "./record-store-crash-fixture.ts";
@@ -10,6 +11,12 @@ const store = await RecordStore.open(dir, {
     if (step === dieAt) process.kill(process.pid, "SIGKILL");
   },
 });
+if (process.argv[4] === "first-start") {
+  // The first start's snapshot, into an empty folder.
+  await store.writePreloaded([{ imageRef: CRASH.preloaded.imageRef, repositories: [CRASH.preloaded.repository] }]);
+  process.stdout.write("done\n");
+  process.exit(0);
+}
 const { pulled, gone, expired } = CRASH;
 await store.writeIntent(pulled.image).durable;
 await store.update(pulled.imageRef, (c) =>

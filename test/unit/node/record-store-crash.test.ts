@@ -107,3 +107,20 @@ describe("kill -9 of a process writing records", () => {
     });
   }
 });
+
+describe("kill -9 during the first start's snapshot", () => {
+  const SNAPSHOT_STEPS = ["preloaded-temporary-written", "preloaded-renamed", "preloaded-durable"] as const;
+  for (const step of [...SNAPSHOT_STEPS, "never" as const]) {
+    const done = step !== "preloaded-temporary-written";
+    test(`killed after ${step}: the next start ${done ? "has the snapshot" : "is still the first"}`, async () => {
+      const dir = join(root, `first-${step}`);
+      const child = spawnSync(process.execPath, [CHILD, dir, step, "first-start"], { encoding: "utf8", timeout: 60_000 });
+      if (step === "never") assert.equal(child.stdout, "done\n", child.stderr);
+      else assert.equal(child.signal, "SIGKILL", `the child reached ${step} and died there: ${child.stderr}`);
+      const store = await RecordStore.open(dir);
+      assert.equal(store.snapshot, done ? "taken" : "due");
+      assert.equal(store.isPreloaded(CRASH.preloaded.imageRef, CRASH.preloaded.repository), done);
+      assert.ok(!(await readdir(dir)).some((n) => n.endsWith(".tmp")), "temporary files are gone");
+    });
+  }
+});

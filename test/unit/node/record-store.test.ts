@@ -2,7 +2,7 @@
 // (an unreadable or misplaced record is "unreadable", which the proxy treats as "verify"), intents, pruning.
 import { describe, it, beforeEach, afterEach } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { credentialRecorded, recordPull } from "../../../src/core/pull-verification/pull-records.ts";
@@ -25,12 +25,12 @@ const mode = async (p: string) => (await stat(p)).mode & 0o777;
 describe("RecordStore", () => {
   it("first start creates the layout, 0700 folders and a 32-byte 0600 key, kept across starts", async () => {
     const first = await RecordStore.open(dir);
-    assert.equal(first.firstRun, true);
+    assert.equal(first.snapshot, "due");
     assert.equal(first.key.length, 32);
     for (const sub of ["", "pulling", "pulled"]) assert.equal(await mode(join(dir, sub)), 0o700, sub);
     assert.equal(await mode(join(dir, "credential-hash.key")), 0o600);
     const again = await RecordStore.open(dir);
-    assert.equal(again.firstRun, false);
+    assert.equal(again.snapshot, "due", "a key alone is no sign of a completed start");
     assert.deepEqual(again.key, first.key);
   });
 
@@ -184,5 +184,62 @@ describe("RecordStore", () => {
     const reopened = await RecordStore.open(dir);
     assert.equal(reopened.isPreloaded("sha256:pre", REPO), false, "gone from the file too: a later pull of that image is not preloaded");
     assert.equal(reopened.isPreloaded("sha256:kept", REPO), true);
+  });
+});
+
+describe("the first start's snapshot marks the first start as done", () => {
+  const snapshotOf = async () => (await readRecordsFolder(dir)).snapshot;
+
+  it("due until written: a key, folders and temporary files are no sign of a start; once written it is taken, with its time", async () => {
+    const store = await RecordStore.open(dir);
+    assert.equal(store.snapshot, "due");
+    await writeFile(join(dir, ".preloaded-images.json.1.abcd.tmp"), "half");
+    assert.equal((await RecordStore.open(dir)).snapshot, "due");
+    assert.deepEqual(
+      (await readdir(dir)).filter((n) => n.endsWith(".tmp")),
+      [],
+      "the temporary file of an interrupted snapshot is dropped",
+    );
+    assert.equal(await snapshotOf(), "due");
+    await store.writePreloaded([{ imageRef: "sha256:pre", repositories: [REPO] }]);
+    assert.equal(store.snapshot, "taken");
+    assert.equal((await RecordStore.open(dir)).snapshot, "taken");
+    const folder = await readRecordsFolder(dir);
+    assert.equal(folder.snapshot, "taken");
+    assert.ok(folder.snapshotTime && !Number.isNaN(Date.parse(folder.snapshotTime)), `a time: ${folder.snapshotTime}`);
+  });
+
+  it("an empty snapshot is taken too: images that appear later are not preloaded", async () => {
+    const store = await RecordStore.open(dir);
+    await store.writePreloaded([]);
+    assert.equal((await RecordStore.open(dir)).snapshot, "taken");
+  });
+
+  it("records or intents without it: missing, never due again", async () => {
+    const store = await RecordStore.open(dir);
+    await store.update("sha256:aa", () => recordPull(undefined, "sha256:aa", REPO, undefined, new Date()));
+    assert.equal((await RecordStore.open(dir)).snapshot, "missing", "a record");
+    assert.equal(await snapshotOf(), "missing");
+    await rm(join(dir, "pulled", recordFileName("sha256:aa")));
+    await writeFile(join(dir, "pulled", recordFileName("sha256:bb")), "{not json");
+    assert.equal((await RecordStore.open(dir)).snapshot, "missing", "an unreadable record");
+    await rm(join(dir, "pulled", recordFileName("sha256:bb")));
+    const intent = store.writeIntent(`${REPO}:v1`);
+    await intent.durable;
+    assert.equal((await RecordStore.open(dir)).snapshot, "missing", "an intent");
+    assert.equal(await snapshotOf(), "missing");
+    assert.equal((await RecordStore.open(dir)).isPreloaded("sha256:aa", REPO), false);
+  });
+
+  it("a snapshot that cannot be read, or is in the way, is taken: nothing counts as preloaded, and none is taken again", async () => {
+    await RecordStore.open(dir);
+    await writeFile(join(dir, "preloaded-images.json"), "{not json");
+    const unreadable = await RecordStore.open(dir);
+    assert.equal(unreadable.snapshot, "taken");
+    assert.equal(await snapshotOf(), "taken");
+    assert.equal((await readRecordsFolder(dir)).snapshotTime, undefined);
+    await rm(join(dir, "preloaded-images.json"));
+    await mkdir(join(dir, "preloaded-images.json"));
+    assert.equal((await RecordStore.open(dir)).snapshot, "taken", "a read error other than absence");
   });
 });

@@ -1,0 +1,52 @@
+// `imprimatur node-records` (src/cli/node-records.ts), run as a user runs it, on state folders the record store
+// writes: what it says about the first start's snapshot of preloaded images.
+import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, test } from "node:test";
+import { recordPull } from "../../../src/core/pull-verification/pull-records.ts";
+import { RecordStore } from "../../../src/node/record-store.ts";
+import { imprimatur } from "../../support/cli-process.ts";
+
+const REPO = "registry.example.com/base/os";
+let dir: string;
+
+beforeEach(async () => {
+  dir = join(await mkdtemp(join(tmpdir(), "imprimatur-node-records-")), "state");
+});
+afterEach(async () => {
+  await rm(join(dir, ".."), { recursive: true, force: true });
+});
+
+async function records(): Promise<{ code: number | null; text: string; json: any }> {
+  const text = await imprimatur(["node-records", "--state-dir", dir]);
+  const json = await imprimatur(["node-records", "--state-dir", dir, "-o", "json"]);
+  return { code: text.code, text: text.stdout, json: JSON.parse(json.stdout) };
+}
+
+describe("node-records: the preloaded-image snapshot", () => {
+  test("not taken yet after a start that failed before it; taken, with its time, after the first start", async () => {
+    const store = await RecordStore.open(dir);
+    let listed = await records();
+    assert.equal(listed.code, 0);
+    assert.match(listed.text, /preloaded-image snapshot: not taken yet/);
+    assert.equal(listed.json.summary.snapshot, "due");
+    await store.writePreloaded([{ imageRef: "sha256:base", repositories: [REPO] }]);
+    listed = await records();
+    assert.match(listed.text, /preloaded-image snapshot: taken at the first start \(\d{4}-\d\d-\d\dT/);
+    assert.match(listed.text, new RegExp(`sha256:base ${REPO}: preloaded`));
+    assert.equal(listed.json.summary.snapshot, "taken");
+    assert.ok(!Number.isNaN(Date.parse(listed.json.summary.snapshotTime)));
+  });
+
+  test("records without it: a warning that no image counts as preloaded", async () => {
+    const store = await RecordStore.open(dir);
+    await store.update("sha256:app", () => recordPull(undefined, "sha256:app", REPO, undefined, new Date()));
+    const listed = await records();
+    assert.equal(listed.code, 0, "every record is readable");
+    assert.match(listed.text, /warning: no preloaded-image snapshot.*no image counts as preloaded/);
+    assert.equal(listed.json.summary.snapshot, "missing");
+    assert.equal(listed.json.summary.snapshotTime, undefined);
+  });
+});

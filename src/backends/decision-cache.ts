@@ -1,4 +1,5 @@
-// Decisions of remote backends, keyed by backend and review spec: allows live long (default 1 h) so
+// Decisions of remote backends, keyed by backend, the caller's cluster and review spec (clusters sharing one
+// server may scope policies differently, so one cluster's answer is never served to another): allows live long (default 1 h) so
 // replicas can scale through a short backend outage, denials short (default 30 s) so a fix shows quickly.
 import { LRUCache } from "lru-cache";
 import type { Decision } from "../core/decision.ts";
@@ -29,17 +30,18 @@ export class DecisionCache {
     });
   }
 
-  get(backend: string, spec: ImageReviewSpec): Decision | undefined {
-    const hit = this.lru.get(key(backend, spec));
+  /** `cluster`: the caller's cluster (undefined: a caller with none, which has entries of its own). */
+  get(backend: string, spec: ImageReviewSpec, cluster?: string): Decision | undefined {
+    const hit = this.lru.get(key(backend, spec, cluster));
     if (hit) this.hits++;
     else this.misses++;
     return hit;
   }
 
-  set(backend: string, spec: ImageReviewSpec, decision: Decision): void {
+  set(backend: string, spec: ImageReviewSpec, decision: Decision, cluster?: string): void {
     const ttl = decision.allowed ? this.options.allowTtlMs : this.options.denyTtlMs;
     if (ttl <= 0) return;
-    this.lru.set(key(backend, spec), decision, { ttl });
+    this.lru.set(key(backend, spec, cluster), decision, { ttl });
   }
 
   clear(): void {
@@ -51,6 +53,7 @@ export class DecisionCache {
   }
 }
 
-function key(backend: string, spec: ImageReviewSpec): string {
-  return `${backend}\u0000${canonicalSpecKey(spec)}`;
+function key(backend: string, spec: ImageReviewSpec, cluster: string | undefined): string {
+  // "\u0001" for no cluster: no cluster name holds a control character, so the two can never meet.
+  return `${backend}\u0000${cluster ?? "\u0001"}\u0000${canonicalSpecKey(spec)}`;
 }

@@ -11,6 +11,8 @@ export interface ReviewInput {
   spec: ImageReviewSpec;
   /** Field path of each entry of spec.containers, when the review comes from a Pod. */
   fields?: string[];
+  /** The caller's cluster: remote answers are cached per cluster. */
+  cluster?: string;
 }
 
 export type BuiltinEngine = (input: ReviewInput) => Decision;
@@ -41,7 +43,7 @@ export class ImageReviewService {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), Math.max(0, deadline - Date.now()));
     try {
-      const remote = await Promise.all(this.opts.remotes.map((b) => this.askRemote(b, input.spec, deadline, controller.signal)));
+      const remote = await Promise.all(this.opts.remotes.map((b) => this.askRemote(b, input, deadline, controller.signal)));
       // A backend that allowed (and did not merely fail open) is recorded as a pass.
       const withPasses = remote.map((d, i) =>
         d.allowed && !d.failOpen
@@ -54,8 +56,9 @@ export class ImageReviewService {
     }
   }
 
-  private async askRemote(backend: RemoteImageReviewBackend, spec: ImageReviewSpec, deadline: number, signal: AbortSignal): Promise<Decision> {
-    const cached = this.opts.cache.get(backend.name, spec);
+  private async askRemote(backend: RemoteImageReviewBackend, input: ReviewInput, deadline: number, signal: AbortSignal): Promise<Decision> {
+    const { spec, cluster } = input;
+    const cached = this.opts.cache.get(backend.name, spec, cluster);
     if (cached) {
       this.opts.onBackendResult?.(backend.name, "cached");
       return cached;
@@ -65,7 +68,7 @@ export class ImageReviewService {
     for (let attempt = 1; attempt <= this.opts.maxAttempts && Date.now() < deadline && !signal.aborted; attempt++) {
       try {
         const decision = await backend.review(spec, { signal, deadline });
-        this.opts.cache.set(backend.name, spec, decision);
+        this.opts.cache.set(backend.name, spec, decision, cluster);
         this.opts.onBackendResult?.(backend.name, decision.allowed ? "allowed" : "denied");
         return decision;
       } catch (e) {

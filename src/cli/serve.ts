@@ -16,6 +16,7 @@ import { NamespaceLabelCache } from "../kube/namespace-label-cache.ts";
 import { PolicyLoadError } from "../policy/policy-error.ts";
 import { parseDuration } from "../core/duration.ts";
 import { startApp } from "../server/app.ts";
+import { loadCallerTokens } from "../server/caller-tokens.ts";
 import {
   renderAdmissionConfiguration,
   renderImagePolicyKubeconfig,
@@ -56,6 +57,16 @@ export const SERVE_USAGE = `Usage: imprimatur serve [options]
   --allow-empty-policies
                        start even when the policy folder holds no policy (by default that is refused:
                        an empty set admits everything)
+  --client-ca FILE     accept callers (kube-apiservers) presenting a client certificate issued by this CA
+                       (PEM): its CN names the caller, its O the cluster (default: the CN)
+  --caller-tokens FILE accept callers presenting a bearer token listed in this CallerTokens file
+                       (tokens or their SHA-256, each with a caller and a cluster name)
+  --allow-unauthenticated
+                       with --client-ca or --caller-tokens, still admit callers that present no
+                       credentials (marked unauthenticated in audit records); without either flag every
+                       caller is let in, as unauthenticated
+  --metrics-port N     serve /metrics, /healthz and /readyz over plain HTTP on this port (on --host),
+                       and not /metrics on the HTTPS port
   --drain DUR          on SIGTERM, answer /readyz with 503 and keep serving for this long before closing
                        the listener, so endpoints stop routing here first (default 5s; 0 to stop at once)
   -h, --help           show this help
@@ -88,11 +99,18 @@ export async function runServe(argv: string[]): Promise<number> {
       "digest-mode": { type: "string" },
       "allow-empty-policies": { type: "boolean" },
       drain: { type: "string", default: "5s" },
+      "client-ca": { type: "string" },
+      "caller-tokens": { type: "string" },
+      "allow-unauthenticated": { type: "boolean" },
+      "metrics-port": { type: "string" },
     }));
     if (!((parseDuration(values.drain!) ?? -1) >= 0)) throw new UsageError(`--drain must be a duration such as 5s, got ${values.drain}`);
     if (values["digest-mode"] !== undefined && !["mutate", "record"].includes(values["digest-mode"]))
       throw new UsageError(`--digest-mode must be mutate or record, got ${values["digest-mode"]}`);
     if (!/^\d+$/.test(values.port!) || Number(values.port) > 65535) throw new UsageError(`--port must be a port number, got ${values.port}`);
+    const metricsPort = values["metrics-port"];
+    if (metricsPort !== undefined && (!/^\d+$/.test(metricsPort) || Number(metricsPort) > 65535))
+      throw new UsageError(`--metrics-port must be a port number, got ${metricsPort}`);
     if (Boolean(values["tls-cert"]) !== Boolean(values["tls-key"])) throw new UsageError("--tls-cert and --tls-key go together");
   } catch (e) {
     if (e instanceof UsageError) {
@@ -141,6 +159,11 @@ export async function runServe(argv: string[]): Promise<number> {
       await namespaceCache.start();
       namespaces = namespaceCache;
     }
+    const callers = {
+      ...(values["client-ca"] ? { clientCaPem: await readClientCa(values["client-ca"]) } : {}),
+      ...(values["caller-tokens"] ? { tokens: await loadCallerTokens(values["caller-tokens"]) } : {}),
+      allowUnauthenticated: values["allow-unauthenticated"] === true,
+    };
     const tls = values["tls-cert"] ? { cert: await readFile(values["tls-cert"], "utf8"), key: await readFile(values["tls-key"]!, "utf8") } : undefined;
     app = await startApp({
       policies: values.policies ?? EMBEDDED_POLICIES,
@@ -155,6 +178,8 @@ export async function runServe(argv: string[]): Promise<number> {
       allowEmptyPolicies: values["allow-empty-policies"] === true,
       ...(kube ? { kube } : {}),
       ...(await registryAccess(config)),
+      callers,
+      ...(values["metrics-port"] !== undefined ? { metricsPort: Number(values["metrics-port"]) } : {}),
     });
   } catch (e) {
     await namespaceCache?.close();
@@ -227,6 +252,15 @@ export async function registryAccess(opts: {
     staticCredentials = CredentialKeyring.of(parsed.entries).lookup;
   }
   return { ...(registries ? { registries } : {}), ...(staticCredentials ? { staticCredentials } : {}) };
+}
+
+/** The client CA: a PEM file holding at least one certificate. */
+async function readClientCa(file: string): Promise<string> {
+  const pem = await readFile(file, "utf8").catch((e: NodeJS.ErrnoException) => {
+    throw new Error(`--client-ca: cannot read ${file}: ${e.code ?? e.message}`);
+  });
+  if (!pem.includes("-----BEGIN CERTIFICATE-----")) throw new Error(`--client-ca: ${file} holds no PEM certificate`);
+  return pem;
 }
 
 function startupLogger() {

@@ -3,6 +3,7 @@
 // Dry runs decide the same way but leave no record (the webhooks declare sideEffects: NoneOnDryRun).
 import type { Logger } from "pino";
 import type { AuditLog } from "../audit/audit-log.ts";
+import { describeCaller } from "../audit/caller.ts";
 import type { AdmissionSubject } from "../core/admission-subject.ts";
 import { deny, type Decision } from "../core/decision.ts";
 import type { AdmissionCall } from "./engine.ts";
@@ -24,6 +25,8 @@ export async function recordOverrides(
     ...(subject.object.kind && subject.origin === "object" ? { kind: subject.object.kind } : {}),
     ...(subject.object.name ? { name: subject.object.name } : {}),
     ...(call.user ? { user: call.user } : {}),
+    // Which caller (cluster) sent it, or that no caller was authenticated: a record is only as good as its sender.
+    ...(call.caller ? { caller: describeCaller(call.caller) } : {}),
     images,
     // The digests that were verified, so the record says what was admitted and not only the references.
     ...(decision.auditAnnotations["verified-images"] ? { verifiedImages: JSON.parse(decision.auditAnnotations["verified-images"]) as unknown } : {}),

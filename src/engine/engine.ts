@@ -12,12 +12,14 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import { pino, type Logger } from "pino";
 import { AuditLog } from "../audit/audit-log.ts";
+import { clusterOf, describeCaller, type Caller } from "../audit/caller.ts";
 import { DecisionCache } from "../backends/decision-cache.ts";
 import { ImageReviewService } from "../backends/review-service.ts";
 import { WebhookBackend } from "../backends/webhook-backend.ts";
 import type { ServerConfig } from "../config/server-config.ts";
 import { imagesByPod, subjectOfObject, subjectOfRequest, type AdmissionSubject, type SubjectPlan } from "../core/admission-subject.ts";
 import type { AdmissionRequest } from "../core/admission-review.ts";
+import { isClusterScoped, policiesForCluster } from "../core/cluster-scope.ts";
 import { allow, capList, combineDecisions, type Decision, type JsonPatchOperation } from "../core/decision.ts";
 import { registryAnswered, type PinningOutcome } from "../core/digest-pinning.ts";
 import { imagePolicyAnnotations } from "../core/image-review.ts";
@@ -73,6 +75,8 @@ export interface AdmissionCall {
   uid?: string;
   user?: string;
   dryRun: boolean;
+  /** Who sent the request (undefined: an in-process caller such as `check`); its cluster picks the policies. */
+  caller?: Caller;
 }
 
 export class Engine {
@@ -82,6 +86,8 @@ export class Engine {
   private readonly logger: Logger;
   /** Swapped as a whole on reload, so an admission sees one set from start to end. */
   private current: PreparedPolicies;
+  /** The set each cluster sees when some policy is scoped to clusters (spec.clusters); emptied on reload. */
+  private byCluster = new Map<string | undefined, PreparedPolicies>();
   private readonly namespaces: NamespaceLabelSource;
   private readonly recorder: Recorder;
   private readonly reviews: ImageReviewService;
@@ -183,6 +189,7 @@ export class Engine {
   /** Swaps the policy set atomically; cached remote answers and resolutions may depend on it, so they go. */
   setPolicies(set: PolicySet): void {
     this.current = preparePolicies(set);
+    this.byCluster = new Map();
     this.cache.clear();
     this.resolver?.clear();
     this.verifier?.clear();
@@ -192,8 +199,18 @@ export class Engine {
    * What a request asks to review, by the one extraction: Pods, built-in workloads, the custom resources of the
    * server config, and the image locations the loaded image policies declare (imagePaths).
    */
-  subjectOfRequest(req: AdmissionRequest): SubjectPlan {
-    return subjectOfRequest(req, { templateKinds: this.templateKinds, imagePaths: this.current.imagePaths });
+  subjectOfRequest(req: AdmissionRequest, cluster?: string): SubjectPlan {
+    return subjectOfRequest(req, { templateKinds: this.templateKinds, imagePaths: this.preparedFor(cluster).imagePaths });
+  }
+
+  /** The policies a request from `cluster` is judged by: all of them unless some are scoped to clusters. */
+  private preparedFor(cluster: string | undefined): PreparedPolicies {
+    const current = this.current;
+    if (!isClusterScoped(current.set)) return current;
+    // Bounded: cluster names come from the configured tokens and from certificates the client CA issued.
+    let prepared = this.byCluster.get(cluster);
+    if (!prepared) this.byCluster.set(cluster, (prepared = preparePolicies(policiesForCluster(current.set, cluster))));
+    return prepared;
   }
 
   /** A manifest checked offline, as if it were created. */
@@ -203,11 +220,13 @@ export class Engine {
 
   /** Admit or deny: every policy kind, the remote backends, and on /imagereview digest records. */
   async validate(subject: AdmissionSubject, call: AdmissionCall): Promise<Decision> {
-    const prepared = this.current;
+    const cluster = clusterOf(call.caller);
+    const prepared = this.preparedFor(cluster);
     const namespaceLabels = prepared.usesNamespaceLabels ? await this.labelsOf(subject.namespace, call.deadline) : undefined;
     // Signatures, remote backends and, for an ImageReview, digest records wait on the network: all at once. An
     // ImageReview answer cannot change the pod, so tags marked digestMutate are resolved and recorded only.
-    const recordDigests = call.endpoint === "imagereview" && this.pinner ? this.pinner.pin(this.pinRequest(subject), call.deadline, "record") : undefined;
+    const recordDigests =
+      call.endpoint === "imagereview" && this.pinner ? this.pinner.pin(this.pinRequest(subject, prepared), call.deadline, "record") : undefined;
     const needs = this.signaturesToVerify(prepared.set.ImagePolicy, subject, namespaceLabels);
     // Most admissions have nothing to wait on (no signature to verify, no remote backend): they skip the
     // Promise.all and its microtasks.
@@ -215,7 +234,7 @@ export class Engine {
     const [verifications, remote, resolved] = waits
       ? await Promise.all([
           needs === undefined ? undefined : this.verifyNeeds(needs, subject, new Map(), call.deadline),
-          this.askRemotes(subject, call.deadline),
+          this.askRemotes(subject, call.deadline, cluster),
           recordDigests,
         ])
       : [needs === undefined ? undefined : new Map<string, ImageVerification>(), [], undefined];
@@ -243,8 +262,9 @@ export class Engine {
 
   /** Pin (or record) the digests of the subject's digestMutate images; undefined when none asks for it. */
   async mutate(subject: AdmissionSubject, call: AdmissionCall): Promise<Decision | undefined> {
-    const outcome = this.pinner && subject.images.length > 0 ? await this.pinner.pin(this.pinRequest(subject), call.deadline) : undefined;
-    const verified = this.pinner?.mode === "mutate" ? await this.verifiedImagePatches(subject, outcome, call.deadline) : [];
+    const prepared = this.preparedFor(clusterOf(call.caller));
+    const outcome = this.pinner && subject.images.length > 0 ? await this.pinner.pin(this.pinRequest(subject, prepared), call.deadline) : undefined;
+    const verified = this.pinner?.mode === "mutate" ? await this.verifiedImagePatches(prepared, subject, outcome, call.deadline) : [];
     if (!outcome && verified.length === 0) return undefined;
     const base = outcome?.decision ?? allow();
     if (base.allowed && verified.length > 0) base.patches = [...(base.patches ?? []), ...verified];
@@ -282,15 +302,19 @@ export class Engine {
    * pinned, so what runs is what was verified; /validate then finds these results in the cache. A failed
    * verification adds nothing here: /validate denies it with the reason.
    */
-  private async verifiedImagePatches(subject: AdmissionSubject, pinning: PinningOutcome | undefined, deadline: number): Promise<JsonPatchOperation[]> {
-    const prepared = this.current;
+  private async verifiedImagePatches(
+    prepared: PreparedPolicies,
+    subject: AdmissionSubject,
+    pinning: PinningOutcome | undefined,
+    deadline: number,
+  ): Promise<JsonPatchOperation[]> {
     if (!this.verifier || !prepared.set.ImagePolicy.some((p) => p.rules.some(verifies))) return [];
     const namespaceLabels = prepared.usesNamespaceLabels ? await this.labelsOf(subject.namespace, deadline) : undefined;
     const needs = verificationsNeeded(prepared.set.ImagePolicy, subject.namespace, subject.images, namespaceLabels === undefined ? {} : { namespaceLabels });
     if (needs.length === 0) return [];
     const pinnedDigests = new Map((pinning?.pinned ?? []).map((p) => [p.field, p.digest]));
     const results = await this.verifyNeeds(needs, subject, pinnedDigests, deadline);
-    const pods = this.pinRequest(subject).pods.map((p) => p.metadata);
+    const pods = this.pinRequest(subject, prepared).pods.map((p) => p.metadata);
     // Where pinning already added its annotation (creating the map if needed), the record goes next to it.
     const podOf = new Map(subject.images.map((i) => [i.field, i.pod]));
     const pinnedAt = new Set(
@@ -362,7 +386,7 @@ export class Engine {
   }
 
   /** One ImageReview spec per pod (each pod brings its own annotations), as the ImagePolicyWebhook sends it. */
-  private async askRemotes(subject: AdmissionSubject, deadline: number): Promise<Decision[]> {
+  private async askRemotes(subject: AdmissionSubject, deadline: number, cluster: string | undefined): Promise<Decision[]> {
     if (this.remotes.length === 0) return [];
     return Promise.all(
       imagesByPod(subject).map(({ pod, images }) => {
@@ -371,13 +395,19 @@ export class Engine {
           annotations: imagePolicyAnnotations(pod.annotations),
           namespace: subject.namespace,
         };
-        return this.reviews.review({ spec, fields: images.map((im) => im.field) }, deadline);
+        // Each cluster's answers are cached apart: the same spec may be judged differently for another cluster.
+        return this.reviews.review({ spec, fields: images.map((im) => im.field), ...(cluster === undefined ? {} : { cluster }) }, deadline);
       }),
     );
   }
 
-  private pinRequest(subject: AdmissionSubject): PinRequest {
-    return { namespace: subject.namespace, images: subject.images, pods: subject.pods.map((pod) => this.pinPod(subject, pod)) };
+  private pinRequest(subject: AdmissionSubject, prepared: PreparedPolicies): PinRequest {
+    return {
+      namespace: subject.namespace,
+      images: subject.images,
+      pods: subject.pods.map((pod) => this.pinPod(subject, pod)),
+      policies: prepared.set.ImagePolicy,
+    };
   }
 
   /** One pod of a PinRequest: where its pins are recorded and whose pull secrets apply. */
@@ -433,6 +463,7 @@ export class Engine {
       kind: subject.object.kind,
       name: subject.object.name,
       ...(call.user ? { user: call.user } : {}),
+      ...(call.caller ? { caller: describeCaller(call.caller) } : {}),
       ...(call.dryRun ? { dryRun: true } : {}),
     };
     // Denials at info; plain admissions at debug (they are the bulk of traffic; overrides are logged where

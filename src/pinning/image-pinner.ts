@@ -35,6 +35,8 @@ export interface PinRequest {
   images: ImageAt[];
   /** Per pod of the object: where to record pins (undefined: nowhere) and whose pull secrets apply. */
   pods: Array<{ metadata: PodMetadataAt | undefined; pullSecrets?: PodPullSecretRefs }>;
+  /** The image policies that apply to the request (its cluster's); default: every loaded one. */
+  policies?: readonly ImagePolicy[];
 }
 
 export class ImagePinner {
@@ -50,7 +52,7 @@ export class ImagePinner {
 
   /** Undefined when no image of the request asks to be pinned (the common, free case). */
   async pin(request: PinRequest, deadline: number, mode: PinningMode = this.opts.mode): Promise<PinningOutcome | undefined> {
-    const policies = this.opts.policies();
+    const policies = request.policies ?? this.opts.policies();
     if (!policies.some((p) => p.rules.some((r) => r.digestMutate))) return undefined;
     let namespaceLabels: Record<string, string> | undefined;
     if (policies.some((p) => p.namespaceSelector)) {

@@ -13,15 +13,17 @@ import type { PodRestriction } from "../core/pod-restriction/pod-restriction.ts"
 import { policyCount, type PolicySet } from "../core/policy-kinds.ts";
 import type { CredentialLookup } from "../credentials/credential.ts";
 import { Engine } from "../engine/engine.ts";
+import type { Recorder } from "../engine/recorder.ts";
 import { loadPoliciesWithProfiles } from "../policy/load-policies.ts";
 import { PolicyLoadError } from "../policy/policy-error.ts";
 import { PolicyFolder } from "../policy/policy-source.ts";
 import type { DigestResolver } from "../registry/digest-resolver.ts";
 import type { RoundTrip } from "../registry/registry-client.ts";
 import type { RegistrySettingsMap } from "../registry/registry-settings.ts";
+import { CallerAuthenticator, type CallerAuthOptions } from "./caller-auth.ts";
 import { startHttpsServer, type RunningServer } from "./https-server.ts";
 import { createServerLogger } from "./logger.ts";
-import { createMetrics, prometheusRecorder, type Metrics } from "./metrics.ts";
+import { createMetrics, prometheusRecorder, startMetricsServer, type Metrics, type RunningMetricsServer } from "./metrics.ts";
 import { ensureServingCertificate } from "./tls-bootstrap.ts";
 
 export interface AppOptions {
@@ -49,10 +51,16 @@ export interface AppOptions {
   staticCredentials?: CredentialLookup;
   /** Called for every registry HTTP exchange (benchmarks count round trips). */
   onRegistryRoundTrip?: (trip: RoundTrip) => void;
+  /** Who may call: a client CA, caller tokens, and whether callers without credentials are let in (default: anyone). */
+  callers?: CallerAuthOptions;
+  /** Serve /metrics (with /healthz and /readyz) over plain HTTP on this port, and not on the HTTPS port. */
+  metricsPort?: number;
 }
 
 export interface App {
   port: number;
+  /** The plain-HTTP metrics port (--metrics-port), when there is one. */
+  metricsPort: number | undefined;
   caPem: string | undefined;
   generatedCertificate: boolean;
   engine: Engine;
@@ -85,31 +93,42 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const recorder = prometheusRecorder(metrics);
   const source = new PolicyFolder(opts.policies);
   const load = async (): Promise<PolicySet> => (await loadPoliciesWithProfiles(source, opts.profiles ?? [])).policies;
+  const callers = new CallerAuthenticator(opts.callers);
 
-  // Refuse to start on an invalid policy set (or an unknown --profile): throws PolicyLoadError with details.
-  const initial = await load();
-  if (policyCount(initial) === 0) {
-    if (!opts.allowEmptyPolicies) throw new EmptyPolicySetError(source.description);
-    logger.warn({ policies: source.description }, "no policy is loaded: every request is admitted");
+  // Ready once the policies are loaded and the serving certificate is in place, until draining begins.
+  const readiness = { policies: false, certificate: false, draining: false };
+  const notReady = (): string | undefined =>
+    readiness.draining
+      ? "shutting down"
+      : !readiness.policies
+        ? "the policies are not loaded yet"
+        : !readiness.certificate
+          ? "the serving certificate is not in place yet"
+          : undefined;
+  // The metrics port opens first, so its /readyz can say what the server is still waiting for.
+  const metricsServer: RunningMetricsServer | undefined =
+    opts.metricsPort === undefined ? undefined : await startMetricsServer({ host: opts.host, port: opts.metricsPort, metrics, notReady });
+
+  let engine: Engine;
+  try {
+    // Refuse to start on an invalid policy set (or an unknown --profile): throws PolicyLoadError with details.
+    const initial = await load();
+    if (policyCount(initial) === 0) {
+      if (!opts.allowEmptyPolicies) throw new EmptyPolicySetError(source.description);
+      logger.warn({ policies: source.description }, "no policy is loaded: every request is admitted");
+    }
+    engine = await buildEngine(opts, initial, logger, recorder);
+    readiness.policies = true;
+  } catch (e) {
+    await metricsServer?.close();
+    throw e;
   }
-
-  const engine = await Engine.build({
-    config: opts.config,
-    policies: initial,
-    ...(opts.namespaces ? { namespaces: opts.namespaces } : {}),
-    logger,
-    recorder,
-    auditLogPath: opts.config.auditLog ?? join(opts.stateDir, "audit.jsonl"),
-    ...(opts.kube ? { kube: opts.kube } : {}),
-    ...(opts.registries ? { registries: opts.registries } : {}),
-    ...(opts.staticCredentials ? { staticCredentials: opts.staticCredentials } : {}),
-    ...(opts.onRegistryRoundTrip ? { onRegistryRoundTrip: opts.onRegistryRoundTrip } : {}),
-  });
 
   let server: RunningServer;
   let tls: { material: { cert: string; key: string }; caPem: string | undefined; generated: boolean };
   try {
     tls = await servingTls(opts);
+    readiness.certificate = true;
     server = await startHttpsServer({
       host: opts.host,
       port: opts.port,
@@ -117,14 +136,15 @@ export async function startApp(opts: AppOptions): Promise<App> {
       handlers: { engine },
       logger,
       recorder,
-      metrics: { text: () => metrics.registry.metrics(), contentType: metrics.registry.contentType },
+      metrics: metricsServer ? undefined : { text: () => metrics.registry.metrics(), contentType: metrics.registry.contentType },
+      callers,
       maxBodyBytes: opts.config.maxRequestBytes,
       defaultTimeoutMs: 10_000,
-      // Policies are loaded before the listener opens, so once listening the server is ready until it drains.
-      notReady: () => undefined,
+      notReady,
     });
   } catch (e) {
     await engine.close();
+    await metricsServer?.close();
     throw e;
   }
 
@@ -160,11 +180,20 @@ export async function startApp(opts: AppOptions): Promise<App> {
       podRestrictions: set.PodRestriction.map((p) => p.name),
       backends: engine.remoteBackendNames(),
       failOpen: opts.config.failOpen,
+      callers: {
+        clientCertificates: callers.clientCaPem !== undefined,
+        tokens: opts.callers?.tokens?.size ?? 0,
+        unauthenticated: callers.required ? "refused" : "allowed",
+      },
+      ...(metricsServer ? { metricsPort: metricsServer.port } : {}),
     },
     "serving",
   );
+  // Written out at once, not with the next batch: a fresh pod's log shows it serving.
+  owned?.flush();
   return {
     port: server.port,
+    metricsPort: metricsServer?.port,
     caPem: tls.caPem,
     generatedCertificate: tls.generated,
     engine,
@@ -176,10 +205,12 @@ export async function startApp(opts: AppOptions): Promise<App> {
     podRestrictions: () => engine.policies().PodRestriction,
     reload,
     close: async (drainMs = 0) => {
+      readiness.draining = true;
       watcher?.close();
       await server.close(drainMs);
       await engine.close();
-      owned?.flush();
+      await metricsServer?.close();
+      owned?.close();
     },
   };
 }
@@ -189,4 +220,19 @@ async function servingTls(opts: AppOptions): Promise<{ material: { cert: string;
   if (opts.tls) return { material: { cert: opts.tls.cert, key: opts.tls.key }, caPem: opts.tls.ca, generated: false };
   const m = await ensureServingCertificate(opts.stateDir, opts.tlsHosts);
   return { material: { cert: m.certPem, key: m.keyPem }, caPem: m.caCertPem, generated: m.created };
+}
+
+function buildEngine(opts: AppOptions, policies: PolicySet, logger: Logger, recorder: Recorder): Promise<Engine> {
+  return Engine.build({
+    config: opts.config,
+    policies,
+    ...(opts.namespaces ? { namespaces: opts.namespaces } : {}),
+    logger,
+    recorder,
+    auditLogPath: opts.config.auditLog ?? join(opts.stateDir, "audit.jsonl"),
+    ...(opts.kube ? { kube: opts.kube } : {}),
+    ...(opts.registries ? { registries: opts.registries } : {}),
+    ...(opts.staticCredentials ? { staticCredentials: opts.staticCredentials } : {}),
+    ...(opts.onRegistryRoundTrip ? { onRegistryRoundTrip: opts.onRegistryRoundTrip } : {}),
+  });
 }

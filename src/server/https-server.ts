@@ -4,7 +4,9 @@ import { createServer, type Server } from "node:https";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
+import { UNAUTHENTICATED, type Caller } from "../audit/caller.ts";
 import type { Recorder } from "../engine/recorder.ts";
+import type { CallerAuthenticator } from "./caller-auth.ts";
 import { HttpError, parseTimeoutParam, readJsonBody } from "./http-body.ts";
 import { handleAdmissionReview, handleImageReview, handleMutate, type HandlerContext } from "./review-handlers.ts";
 
@@ -15,8 +17,10 @@ export interface ServerOptions {
   handlers: HandlerContext;
   logger: Logger;
   recorder: Recorder;
-  /** The Prometheus exposition for GET /metrics. */
-  metrics: { text(): Promise<string>; contentType: string };
+  /** The Prometheus exposition for GET /metrics; undefined when it is served on its own port (--metrics-port). */
+  metrics: { text(): Promise<string>; contentType: string } | undefined;
+  /** Who may call the review endpoints (and /metrics here); undefined: anyone, marked unauthenticated. */
+  callers?: CallerAuthenticator;
   maxBodyBytes: number;
   /** Deadline used when the caller sends no ?timeout= (the ImagePolicyWebhook does not). */
   defaultTimeoutMs: number;
@@ -45,7 +49,10 @@ const ANSWER_MARGIN_MS = 300;
 
 export async function startHttpsServer(opts: ServerOptions): Promise<RunningServer> {
   const state = { draining: false };
-  const server = createServer({ cert: opts.tls.cert, key: opts.tls.key, minVersion: "TLSv1.2" }, (req, res) => {
+  // With a client CA, TLS asks for a certificate but does not insist: health probes come without one, and a
+  // caller without one gets a 401 it can read instead of a failed handshake.
+  const clientAuth = opts.callers?.clientCaPem === undefined ? {} : { ca: opts.callers.clientCaPem, requestCert: true, rejectUnauthorized: false };
+  const server = createServer({ cert: opts.tls.cert, key: opts.tls.key, minVersion: "TLSv1.2", ...clientAuth }, (req, res) => {
     route(opts, state, req, res).catch((e) => {
       opts.logger.error({ err: e }, "unhandled error while answering");
       if (!res.headersSent) sendJson(res, 500, status(500, "internal error"));
@@ -88,11 +95,16 @@ async function route(opts: ServerOptions, state: { draining: boolean }, req: Inc
       const why = state.draining ? "shutting down" : opts.notReady();
       return why === undefined ? sendText(res, 200, "ok") : sendText(res, 503, why);
     }
-    if (path === "/metrics") return sendText(res, 200, await opts.metrics.text(), opts.metrics.contentType);
+    if (path === "/metrics" && opts.metrics) {
+      if (!authenticated(opts, req, res)) return;
+      return sendText(res, 200, await opts.metrics.text(), opts.metrics.contentType);
+    }
   }
   const endpoint = ENDPOINTS.get(path ?? "");
   if (!endpoint) return sendJson(res, 404, status(404, `no route for ${req.method} ${path}`));
   if (req.method !== "POST") return sendJson(res, 405, status(405, `${path} accepts POST only`));
+  const caller = authenticated(opts, req, res);
+  if (!caller) return;
 
   const started = process.hrtime.bigint();
   const timeoutMs = parseTimeoutParam(req.url) ?? opts.defaultTimeoutMs;
@@ -100,7 +112,7 @@ async function route(opts: ServerOptions, state: { draining: boolean }, req: Inc
   try {
     const body = await readJsonBody(req, opts.maxBodyBytes);
     const handle = endpoint === "imagereview" ? handleImageReview : endpoint === "validate" ? handleAdmissionReview : handleMutate;
-    const result = await handle(opts.handlers, body, deadline);
+    const result = await handle(opts.handlers, body, deadline, caller);
     // The engine records the decisions it makes; a request with nothing to review is counted here.
     if (!result.decision) opts.recorder.decision(endpoint, undefined);
     sendJson(res, 200, result.body);
@@ -114,14 +126,24 @@ async function route(opts: ServerOptions, state: { draining: boolean }, req: Inc
   }
 }
 
+/** The caller, or undefined once a 401 is sent: before the body is read, on a connection that is then closed. */
+function authenticated(opts: ServerOptions, req: IncomingMessage, res: ServerResponse): Caller | undefined {
+  if (!opts.callers) return UNAUTHENTICATED;
+  const result = opts.callers.authenticate(req);
+  if (result.ok) return result.caller;
+  opts.logger.warn({ path: req.url?.split("?")[0], remote: req.socket.remoteAddress, reason: result.reason }, "caller refused");
+  sendJson(res, 401, status(401, `unauthorized: ${result.reason}`), { "www-authenticate": 'Bearer realm="imprimatur"', connection: "close" });
+  return undefined;
+}
+
 /** A metav1.Status-shaped error body, which kube clients know how to show. */
 function status(code: number, message: string) {
   return { apiVersion: "v1", kind: "Status", status: "Failure", code, message };
 }
 
-function sendJson(res: ServerResponse, code: number, body: unknown) {
+function sendJson(res: ServerResponse, code: number, body: unknown, headers: Record<string, string> = {}) {
   const text = JSON.stringify(body);
-  res.writeHead(code, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.writeHead(code, { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(text) });
   res.end(text);
 }
 

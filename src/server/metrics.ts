@@ -1,4 +1,7 @@
-// Prometheus metrics, on a registry of our own so tests can run several servers in one process.
+// Prometheus metrics, on a registry of our own so tests can run several servers in one process; and the
+// plain-HTTP listener of `serve --metrics-port`, for Prometheus and probes that need no client credentials.
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { Recorder } from "../engine/recorder.ts";
 
@@ -97,5 +100,60 @@ export function prometheusRecorder(m: Metrics): Recorder {
     policyReload: (result) => m.policyReloads.inc({ result }),
     badRequest: (endpoint) => m.badRequests.inc({ endpoint }),
     requestDuration: (endpoint, seconds) => m.duration.observe({ endpoint }, seconds),
+  };
+}
+
+export interface MetricsServerOptions {
+  host: string;
+  port: number;
+  metrics: Metrics;
+  /** Why the server is not ready (policies not loaded, no certificate yet, draining), or undefined when it is. */
+  notReady(): string | undefined;
+}
+
+export interface RunningMetricsServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * GET /metrics, /healthz and /readyz over plain HTTP. It opens before the policies load, so /readyz here says
+ * why the server is not ready yet; it serves nothing that decides or changes anything, hence no credentials.
+ */
+export async function startMetricsServer(opts: MetricsServerOptions): Promise<RunningMetricsServer> {
+  const server: Server = createServer((req, res) => {
+    const path = (req.url ?? "/").split("?")[0];
+    const reply = (code: number, text: string, type = "text/plain; charset=utf-8") => {
+      res.writeHead(code, { "content-type": type, "content-length": Buffer.byteLength(text) });
+      res.end(text);
+    };
+    if (req.method !== "GET" && req.method !== "HEAD") return reply(405, "GET only\n");
+    if (path === "/healthz" || path === "/livez") return reply(200, "ok");
+    if (path === "/readyz") {
+      const why = opts.notReady();
+      return why === undefined ? reply(200, "ok") : reply(503, why);
+    }
+    if (path !== "/metrics") return reply(404, `no route for ${path}\n`);
+    opts.metrics.registry.metrics().then(
+      (text) => reply(200, text, opts.metrics.registry.contentType),
+      (e: unknown) => reply(500, `metrics unavailable: ${(e as Error).message}\n`),
+    );
+  });
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 30_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.port, opts.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
   };
 }

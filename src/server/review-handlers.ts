@@ -6,6 +6,7 @@
 //                  reasons (/validate does), only when a tag cannot be resolved and the server fails closed.
 import { admissionResponse, parseAdmissionReview, type AdmissionResponseBody, type ParsedAdmissionReview } from "../core/admission-review.ts";
 import { subjectOfImageReview } from "../core/admission-subject.ts";
+import { clusterOf, type Caller } from "../audit/caller.ts";
 import { allow, renderReason, type Decision } from "../core/decision.ts";
 import { parseImageReview, type ImageReview } from "../core/image-review.ts";
 import type { AdmissionCall, Engine } from "../engine/engine.ts";
@@ -21,29 +22,29 @@ export interface Handled<Body> {
   decision: Decision | undefined;
 }
 
-export async function handleImageReview(ctx: HandlerContext, body: unknown, deadline: number): Promise<Handled<ImageReview>> {
+export async function handleImageReview(ctx: HandlerContext, body: unknown, deadline: number, caller: Caller): Promise<Handled<ImageReview>> {
   const parsed = parseImageReview(body);
   if (!parsed.ok) throw new HttpError(400, `invalid ImageReview: ${parsed.error}`);
   const { review } = parsed;
-  const decision = await ctx.engine.validate(subjectOfImageReview(review.spec), { endpoint: "imagereview", deadline, dryRun: false });
+  const decision = await ctx.engine.validate(subjectOfImageReview(review.spec), { endpoint: "imagereview", deadline, dryRun: false, caller });
   const status: NonNullable<ImageReview["status"]> = { allowed: decision.allowed };
   if (!decision.allowed) status.reason = renderReason(decision.violations);
   if (Object.keys(decision.auditAnnotations).length > 0) status.auditAnnotations = decision.auditAnnotations;
   return { body: { ...review, status }, decision };
 }
 
-export async function handleAdmissionReview(ctx: HandlerContext, body: unknown, deadline: number): Promise<Handled<AdmissionResponseBody>> {
+export async function handleAdmissionReview(ctx: HandlerContext, body: unknown, deadline: number, caller: Caller): Promise<Handled<AdmissionResponseBody>> {
   const review = admissionReviewOf(body);
-  const plan = ctx.engine.subjectOfRequest(review.request);
+  const plan = ctx.engine.subjectOfRequest(review.request, clusterOf(caller));
   if (!plan.review) return { body: admissionResponse(review, allow()), decision: undefined };
-  const decision = await ctx.engine.validate(plan.subject, callOf(review, "validate", deadline));
+  const decision = await ctx.engine.validate(plan.subject, callOf(review, "validate", deadline, caller));
   return { body: admissionResponse(review, decision), decision };
 }
 
-export async function handleMutate(ctx: HandlerContext, body: unknown, deadline: number): Promise<Handled<AdmissionResponseBody>> {
+export async function handleMutate(ctx: HandlerContext, body: unknown, deadline: number, caller: Caller): Promise<Handled<AdmissionResponseBody>> {
   const review = admissionReviewOf(body);
-  const plan = ctx.engine.subjectOfRequest(review.request);
-  const decision = plan.review ? await ctx.engine.mutate(plan.subject, callOf(review, "mutate", deadline)) : undefined;
+  const plan = ctx.engine.subjectOfRequest(review.request, clusterOf(caller));
+  const decision = plan.review ? await ctx.engine.mutate(plan.subject, callOf(review, "mutate", deadline, caller)) : undefined;
   return { body: admissionResponse(review, decision ?? allow()), decision };
 }
 
@@ -53,7 +54,7 @@ function admissionReviewOf(body: unknown): ParsedAdmissionReview {
   return parsed.review;
 }
 
-function callOf(review: ParsedAdmissionReview, endpoint: "validate" | "mutate", deadline: number): AdmissionCall {
+function callOf(review: ParsedAdmissionReview, endpoint: "validate" | "mutate", deadline: number, caller: Caller): AdmissionCall {
   const req = review.request;
   return {
     endpoint,
@@ -61,5 +62,6 @@ function callOf(review: ParsedAdmissionReview, endpoint: "validate" | "mutate", 
     uid: req.uid,
     ...(req.userInfo?.username ? { user: req.userInfo.username } : {}),
     dryRun: req.dryRun === true,
+    caller,
   };
 }

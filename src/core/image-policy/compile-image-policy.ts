@@ -20,6 +20,7 @@ export interface RawImagePolicy {
   spec: {
     namespaces?: string[];
     namespaceSelector?: LabelSelector;
+    clusters?: string[];
     imagePaths?: RawImagePath[];
     rules: Array<{
       action: "allow" | "deny";
@@ -191,6 +192,7 @@ export function compileImagePolicy(
       ...(source ? { source } : {}),
       ...(raw.spec.namespaces ? { namespaces: raw.spec.namespaces } : {}),
       ...(raw.spec.namespaceSelector ? { namespaceSelector: raw.spec.namespaceSelector } : {}),
+      ...(raw.spec.clusters ? { clusters: raw.spec.clusters } : {}),
       ...(imagePaths.length > 0 ? { imagePaths } : {}),
       rules,
       default: raw.spec.default ?? "deny",

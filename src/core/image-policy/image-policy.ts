@@ -53,6 +53,8 @@ export interface ImagePolicy {
   source?: PolicyOrigin;
   namespaces?: string[];
   namespaceSelector?: LabelSelector;
+  /** Clusters it applies to (the callers' cluster names); absent: every cluster. See cluster-scope.ts. */
+  clusters?: string[];
   /** Image locations in custom resources; they add to the extraction for every image policy. */
   imagePaths?: ImagePath[];
   rules: ImageRule[];

@@ -12,6 +12,7 @@ import {
   CompileContext,
   describe,
   readMapping,
+  readStringList,
   type Check,
   type CompileIssue,
   type EvalContext,
@@ -28,6 +29,8 @@ export interface PodRestriction {
   mode: BindingMode;
   namespaces?: string[];
   namespaceSelector?: LabelSelector;
+  /** Clusters it applies to (the callers' cluster names); absent: every cluster. See cluster-scope.ts. */
+  clusters?: string[];
   /** Profiles this policy includes, directly or through another profile. */
   profiles: string[];
   checks: RestrictionCheck[];
@@ -91,8 +94,12 @@ export function compilePodRestriction(raw: unknown, opts: CompileOptions = {}): 
   if (typeof description === "string") policy.description = description;
   if (opts.source) policy.source = opts.source;
 
-  const spec = readMapping(top.spec ?? {}, ["spec"], cx, ["profile", "metadata", "spec", "checks"]);
+  const spec = readMapping(top.spec ?? {}, ["spec"], cx, ["clusters", "profile", "metadata", "spec", "checks"]);
   if (spec) {
+    const clusters = readStringList(spec.clusters, ["spec", "clusters"], cx);
+    // As with binding.namespaces: an empty list would silently apply nowhere.
+    if (clusters?.length === 0) cx.error(["spec", "clusters"], "is empty, so the policy would apply to no cluster; omit it to apply to every cluster");
+    else if (clusters) policy.clusters = clusters;
     if (spec.profile !== undefined) includeProfile(spec.profile, policy, cx, opts);
     const prefix = opts.labelPrefix;
     cx.ruleBase = prefix ? { depth: 1, label: prefix.replace(/\/$/, "") } : undefined;

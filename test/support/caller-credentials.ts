@@ -1,0 +1,86 @@
+// Client credentials for `serve --client-ca / --caller-tokens` tests: a client CA and certificates issued by it
+// with a chosen subject (CN = caller, O = cluster), made with the openssl command line as an operator would.
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+
+const run = promisify(execFile);
+
+export interface ClientCa {
+  dir: string;
+  certPem: string;
+  certPath: string;
+  /** A client certificate (extendedKeyUsage clientAuth) for `subject`, e.g. "/CN=apiserver-a/O=cluster-a". */
+  issue(subject: string): Promise<{ certPem: string; keyPem: string; certPath: string; keyPath: string }>;
+  remove(): Promise<void>;
+}
+
+export async function createClientCa(commonName = "imprimatur test client CA"): Promise<ClientCa> {
+  const dir = await mkdtemp(join(tmpdir(), "imprimatur-client-ca-"));
+  const certPath = join(dir, "ca.crt");
+  const keyPath = join(dir, "ca.key");
+  await run(
+    "openssl",
+    ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2"].concat([
+      "-subj",
+      `/CN=${commonName}`,
+      "-keyout",
+      keyPath,
+      "-out",
+      certPath,
+    ]),
+  );
+  let n = 0;
+  return {
+    dir,
+    certPath,
+    certPem: await readFile(certPath, "utf8"),
+    async issue(subject) {
+      const base = join(dir, `client-${++n}`);
+      const ext = `${base}.ext`;
+      await writeFile(ext, "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n");
+      await run("openssl", [
+        "req",
+        "-new",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-subj",
+        subject,
+        "-keyout",
+        `${base}.key`,
+        "-out",
+        `${base}.csr`,
+      ]);
+      await run("openssl", [
+        "x509",
+        "-req",
+        "-in",
+        `${base}.csr`,
+        "-CA",
+        certPath,
+        "-CAkey",
+        keyPath,
+        "-CAcreateserial",
+        "-days",
+        "1",
+        "-extfile",
+        ext,
+        "-out",
+        `${base}.crt`,
+      ]);
+      return { certPem: await readFile(`${base}.crt`, "utf8"), keyPem: await readFile(`${base}.key`, "utf8"), certPath: `${base}.crt`, keyPath: `${base}.key` };
+    },
+    remove: () => rm(dir, { recursive: true, force: true }),
+  };
+}
+
+/** A random bearer token. */
+export function randomToken(): string {
+  return randomBytes(24).toString("base64url");
+}

@@ -1,0 +1,84 @@
+// The server's log as `kubectl logs` sees it: the real `imprimatur serve` as a child process writing to a pipe.
+// The start-up line arrives while the server runs (not when it exits); a routine line arrives without waiting for
+// more lines to fill the batch; warnings and errors arrive at once and in order.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { freePort } from "../../support/ports.ts";
+
+const BIN = fileURLToPath(new URL("../../../bin/imprimatur.js", import.meta.url));
+const POLICY = `apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: { name: any }
+spec:
+  rules: [{ action: allow, images: ["*"] }]
+`;
+
+test("the start-up line, routine lines and errors reach stdout while the server runs", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "imprimatur-logs-"));
+  await writeFile(join(dir, "policy.yaml"), POLICY);
+  const child = spawn(
+    process.execPath,
+    [
+      BIN,
+      "serve",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(await freePort()),
+      "--state-dir",
+      join(dir, "state"),
+      "--policies",
+      join(dir, "policy.yaml"),
+      "--drain",
+      "0",
+    ],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  // serve prints the webhook configuration to stderr last, right before it listens for SIGHUP.
+  let stderr = "";
+  const configured = new Promise<void>((resolve) =>
+    child.stderr!.on("data", (c: Buffer) => {
+      stderr += c.toString("utf8");
+      if (stderr.includes("ImagePolicyWebhook:")) resolve();
+    }),
+  );
+  const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+  /** The next stdout line whose message is `msg`; the child must still be running when it arrives. */
+  const next = async (msg: string): Promise<Record<string, unknown>> => {
+    for (;;) {
+      const { value, done } = await lines.next();
+      assert.ok(!done, `stdout ended before a ${JSON.stringify(msg)} line`);
+      const entry = JSON.parse(value as string) as Record<string, unknown>;
+      if (entry.msg !== msg) continue;
+      assert.equal(child.exitCode, null, "the line arrived while the server runs");
+      return entry;
+    }
+  };
+  try {
+    const serving = await next("serving");
+    assert.equal(serving.level, 30);
+    assert.deepEqual(serving.policies, ["any"]);
+
+    // A routine (info) line, alone: nothing else fills the batch, so it is the one-second flush that sends it.
+    await configured;
+    child.kill("SIGHUP");
+    assert.equal((await next("policies reloaded")).level, 30);
+
+    // An error line goes out at once, after the routine line written just before it.
+    await writeFile(join(dir, "policy.yaml"), "apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: { name: broken }\nspec: {}\n");
+    child.kill("SIGHUP");
+    assert.equal((await next("policy reload failed; keeping the last good policies")).level, 50);
+    child.kill("SIGTERM");
+    assert.equal(await exited, 0);
+  } finally {
+    child.kill("SIGKILL");
+    await rm(dir, { recursive: true, force: true });
+  }
+});

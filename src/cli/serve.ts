@@ -13,6 +13,8 @@ import { CredentialKeyring } from "../credentials/keyring.ts";
 import { loadKubeConfig } from "../kube/kube-config.ts";
 import type { RegistrySettingsMap } from "../registry/registry-settings.ts";
 import { NamespaceLabelCache } from "../kube/namespace-label-cache.ts";
+import { policyResourceSource } from "../kube/policy-resources.ts";
+import { PolicyFolder } from "../policy/policy-source.ts";
 import { PolicyLoadError } from "../policy/policy-error.ts";
 import { parseDuration } from "../core/duration.ts";
 import { startApp } from "../server/app.ts";
@@ -29,7 +31,10 @@ import { EMBEDDED_POLICIES, errorText, parseCommandArgs, UsageError } from "./ar
 
 export const SERVE_USAGE = `Usage: imprimatur serve [options]
 
-  --policies DIR       policy folder or file (default: the embedded default policy)
+  --policies DIR       policy folder or file (default: the embedded default policy, unless --policy-crds)
+  --policy-crds        read ImagePolicy, PodRestriction and TrustRoot custom resources (imprimatur.dev/v1alpha1)
+                       through --kubeconfig or in-cluster, watch them, and write each one's status; with
+                       --policies the folder is read too, as part of the same set
   --host ADDR          listen address (default 0.0.0.0)
   --port N             HTTPS port (default 8443)
   --state-dir DIR      state folder: generated CA (ca.crt), serving certificate, audit log (default ./.state)
@@ -98,6 +103,7 @@ export async function runServe(argv: string[]): Promise<number> {
       authfile: { type: "string" },
       "digest-mode": { type: "string" },
       "allow-empty-policies": { type: "boolean" },
+      "policy-crds": { type: "boolean" },
       drain: { type: "string", default: "5s" },
       "client-ca": { type: "string" },
       "caller-tokens": { type: "string" },
@@ -147,11 +153,17 @@ export async function runServe(argv: string[]): Promise<number> {
   const stateDir = resolve(values["state-dir"]!);
   let app;
   let namespaceCache: NamespaceLabelCache | undefined;
+  let policyResources: ReturnType<typeof policyResourceSource> | undefined;
   try {
     const namespacesFile = values.namespaces ?? config.namespacesFile;
     const kubeconfig = values.kubeconfig ?? config.kubeconfig;
     let namespaces: NamespaceLabelSource | undefined;
     const kube = kubeconfig || process.env.KUBERNETES_SERVICE_HOST ? loadKubeConfig(kubeconfig) : undefined;
+    if (values["policy-crds"]) {
+      if (!kube) throw new Error("--policy-crds needs the Kubernetes API: give --kubeconfig, or run in a pod");
+      const folder = values.policies ? new PolicyFolder(values.policies) : undefined;
+      policyResources = policyResourceSource(kube, { logger: startupLogger(), ...(folder ? { folder } : {}) });
+    }
     if (namespacesFile) namespaces = await loadNamespacesFile(namespacesFile);
     else if (kube) {
       // Namespace labels from the API, kept current by a watch; startup waits for the first list.
@@ -167,6 +179,7 @@ export async function runServe(argv: string[]): Promise<number> {
     const tls = values["tls-cert"] ? { cert: await readFile(values["tls-cert"], "utf8"), key: await readFile(values["tls-key"]!, "utf8") } : undefined;
     app = await startApp({
       policies: values.policies ?? EMBEDDED_POLICIES,
+      ...(policyResources ? { policySource: policyResources.source } : {}),
       host: values.host!,
       port: Number(values.port),
       stateDir,
@@ -183,6 +196,7 @@ export async function runServe(argv: string[]): Promise<number> {
     });
   } catch (e) {
     await namespaceCache?.close();
+    await policyResources?.close();
     if (e instanceof PolicyLoadError) {
       process.stderr.write(`imprimatur serve: refusing to start: ${e.message}\n`);
       return 2;
@@ -209,6 +223,7 @@ export async function runServe(argv: string[]): Promise<number> {
   // Not ready at once; keep answering while endpoints stop routing here, then close the listener.
   await app.close(parseDuration(values.drain!)!);
   await namespaceCache?.close();
+  await policyResources?.close();
   return 0;
 }
 

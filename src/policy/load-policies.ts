@@ -5,7 +5,7 @@ import { lineOfPath } from "../config/yaml-locations.ts";
 import { emptyPolicySet, KIND_NAMES, kindOf, POLICY_KINDS, type KindName, type PolicySet } from "../core/policy-kinds.ts";
 import type { CompiledPolicy, PolicyKind } from "../core/policy-kind.ts";
 import { formatPath, PolicyLoadError, type PolicyError } from "./policy-error.ts";
-import { PolicyFolder, type PolicySource } from "./policy-source.ts";
+import { PolicyFolder, type PolicySource, type PolicyText } from "./policy-source.ts";
 import type { PodRestriction } from "../core/pod-restriction/pod-restriction.ts";
 import { unresolvedTrustRoots } from "../core/trust-root/trust-root-references.ts";
 import { bindProfileClusterWide, profileSources, shippedProfiles } from "./profiles.ts";
@@ -37,8 +37,17 @@ export async function loadPolicies(source: string | PolicySource): Promise<Loade
       message: u.message,
     });
   }
-  if (errors.length > 0) throw new PolicyLoadError(errors);
+  if (errors.length > 0) throw new PolicyLoadError(withoutLocations(errors, texts));
   return { policies, origins: texts.map((t) => t.origin) };
+}
+
+/** Errors of texts that are not what the user wrote (custom resources) name the field, not a line or document. */
+function withoutLocations(errors: PolicyError[], texts: readonly PolicyText[]): PolicyError[] {
+  const unlocated = new Set(texts.filter((t) => t.locations === false).map((t) => t.origin));
+  if (unlocated.size === 0) return errors;
+  return errors.map(({ line, document, ...e }) =>
+    unlocated.has(e.origin) ? e : { ...e, ...(document !== undefined ? { document } : {}), ...(line !== undefined ? { line } : {}) },
+  );
 }
 
 function mutableSet(): { [K in KindName]: CompiledPolicy[] } & PolicySet {

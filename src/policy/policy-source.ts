@@ -1,5 +1,5 @@
-// Where policy documents come from. Files in a folder today; Kubernetes custom resources implement the same
-// interface later, so loading and errors never assume a file.
+// Where policy documents come from: files in a folder here; Kubernetes custom resources implement the same
+// interface (resource-policy-source.ts), so loading and errors never assume a file.
 import { readFileSync, statSync, watch, type FSWatcher } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import { dirname, isAbsolute, relative, resolve, sep } from "node:path";
@@ -12,6 +12,8 @@ export interface PolicyText {
   text: string;
   /** Reads files the policies name relative to themselves (key files, trust roots); throws with a reason. */
   related?: (relativePath: string) => string;
+  /** false when the text is not what the user wrote (a custom resource): errors then name no line or document. */
+  locations?: false;
 }
 
 export interface PolicySource {
@@ -21,6 +23,8 @@ export interface PolicySource {
   read(): Promise<{ texts: PolicyText[]; errors: PolicyError[] }>;
   /** Calls `changed` (debounced) when the source may have changed; returns a way to stop. */
   watch?(changed: () => void, failed: (err: unknown) => void): { close(): void };
+  /** Told the outcome of each load that followed a read (its errors; none when the set is in force), e.g. to write status. */
+  loaded?(outcome: { errors: readonly PolicyError[] }): void;
 }
 
 const MAX_POLICY_FILE_BYTES = 4 * 1024 * 1024;

@@ -16,7 +16,7 @@ import { Engine } from "../engine/engine.ts";
 import type { Recorder } from "../engine/recorder.ts";
 import { loadPoliciesWithProfiles } from "../policy/load-policies.ts";
 import { PolicyLoadError } from "../policy/policy-error.ts";
-import { PolicyFolder } from "../policy/policy-source.ts";
+import { PolicyFolder, type PolicySource } from "../policy/policy-source.ts";
 import type { DigestResolver } from "../registry/digest-resolver.ts";
 import type { RoundTrip } from "../registry/registry-client.ts";
 import type { RegistrySettingsMap } from "../registry/registry-settings.ts";
@@ -28,6 +28,8 @@ import { ensureServingCertificate } from "./tls-bootstrap.ts";
 
 export interface AppOptions {
   policies: string;
+  /** Where policies come from instead of the `policies` folder: custom resources, with a folder or not (serve --policy-crds). */
+  policySource?: PolicySource;
   host: string;
   port: number;
   stateDir: string;
@@ -91,8 +93,18 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const logger = opts.logger ?? owned!.logger;
   const metrics = createMetrics();
   const recorder = prometheusRecorder(metrics);
-  const source = new PolicyFolder(opts.policies);
-  const load = async (): Promise<PolicySet> => (await loadPoliciesWithProfiles(source, opts.profiles ?? [])).policies;
+  const source: PolicySource = opts.policySource ?? new PolicyFolder(opts.policies);
+  const load = async (): Promise<PolicySet> => {
+    try {
+      const set = (await loadPoliciesWithProfiles(source, opts.profiles ?? [])).policies;
+      source.loaded?.({ errors: [] });
+      return set;
+    } catch (e) {
+      // The source reports the outcome where its policies live (custom resources: their status).
+      if (e instanceof PolicyLoadError) source.loaded?.({ errors: e.errors });
+      throw e;
+    }
+  };
   const callers = new CallerAuthenticator(opts.callers);
 
   // Ready once the policies are loaded and the serving certificate is in place, until draining begins.
@@ -167,7 +179,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const watcher =
     opts.watchPolicies === false
       ? undefined
-      : source.watch(
+      : source.watch?.(
           () => void reload(),
           (err) => logger.warn({ err }, "cannot watch the policy folder; reload with SIGHUP"),
         );

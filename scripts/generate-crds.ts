@@ -1,0 +1,42 @@
+// `npm run crds`: writes the policy kinds' CustomResourceDefinitions and their kustomization to deploy/crds/
+// (from the JSON Schemas the loader uses; see src/policy/policy-crds.ts). `--check` only compares, and exits
+// 1 when a file differs, for CI.
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { renderCrdFiles } from "../src/policy/policy-crds.ts";
+
+const OUT = fileURLToPath(new URL("../deploy/crds/", import.meta.url));
+
+async function main(argv: string[]): Promise<number> {
+  if (argv.includes("-h") || argv.includes("--help")) {
+    process.stdout.write(
+      "Usage: node scripts/generate-crds.ts [--check]\n\nWrites deploy/crds/*.yaml; --check compares instead and exits 1 on a difference.\n",
+    );
+    return 0;
+  }
+  const unknown = argv.filter((a) => a !== "--check");
+  if (unknown.length > 0) {
+    process.stderr.write(`generate-crds: unknown argument ${unknown[0]}\n`);
+    return 2;
+  }
+  const check = argv.includes("--check");
+  const files = renderCrdFiles();
+  await mkdir(OUT, { recursive: true });
+  let stale = 0;
+  for (const [name, text] of files) {
+    const path = join(OUT, name);
+    const before = await readFile(path, "utf8").catch(() => undefined);
+    if (before === text) continue;
+    if (check) {
+      stale++;
+      process.stderr.write(`deploy/crds/${name} is out of date; run npm run crds\n`);
+    } else {
+      await writeFile(path, text);
+      process.stdout.write(`wrote deploy/crds/${name}\n`);
+    }
+  }
+  return stale > 0 ? 1 : 0;
+}
+
+process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,102 @@
+// Writes what became of each policy custom resource: its status subresource (a Ready condition, see
+// src/policy/policy-resource-status.ts) and, when the verdict changes, an Event on the object. Off the
+// admission path and best effort: a write that fails is logged, and the next reload tries again.
+//
+// Every replica writes. The patch is computed from the object as last watched and is skipped when the
+// status already says the same, and replicas running the same version reach the same verdict from the
+// same objects, so their writes agree and the status does not flap (no leader is needed for that).
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
+import { randomBytes } from "node:crypto";
+import type { Logger } from "pino";
+import { describeApiError, withSignal } from "./api-requests.ts";
+import { POLICY_GROUP, POLICY_RESOURCE_KINDS, POLICY_VERSION } from "../policy/policy-crds.ts";
+import type { PolicyResourceObject } from "../policy/policy-resource-documents.ts";
+import { readyCondition, statusPatch, type ResourceOutcome } from "../policy/policy-resource-status.ts";
+import type { PolicyStatusSink } from "../policy/resource-policy-source.ts";
+
+const WRITE_TIMEOUT_MS = 10_000;
+/** Events are capped at 1 KiB of message by convention (kubectl shows them on one line). */
+const MAX_EVENT_MESSAGE = 1024;
+/** Where Events about cluster-scoped objects live, as client-go's recorder puts them. */
+const EVENT_NAMESPACE = "default";
+
+export class PolicyStatusWriter implements PolicyStatusSink {
+  private readonly objects: CustomObjectsApi;
+  private readonly core: CoreV1Api;
+  private readonly logger: Logger;
+  private readonly latest: (kind: string, name: string) => PolicyResourceObject | undefined;
+  private readonly now: () => Date;
+  /** One write at a time per object, in order. */
+  private readonly queues = new Map<string, Promise<void>>();
+
+  constructor(kube: KubeConfig, opts: { logger: Logger; latest: (kind: string, name: string) => PolicyResourceObject | undefined; now?: () => Date }) {
+    this.objects = kube.makeApiClient(CustomObjectsApi);
+    this.core = kube.makeApiClient(CoreV1Api);
+    this.logger = opts.logger;
+    this.latest = opts.latest;
+    this.now = opts.now ?? (() => new Date());
+  }
+
+  report(resource: PolicyResourceObject, outcome: ResourceOutcome): void {
+    const key = `${resource.kind}/${resource.name}`;
+    const queued = (this.queues.get(key) ?? Promise.resolve()).then(() => this.write(resource, outcome));
+    this.queues.set(key, queued);
+    void queued.finally(() => {
+      if (this.queues.get(key) === queued) this.queues.delete(key);
+    });
+  }
+
+  /** Waits for the writes queued so far (tests, shutdown). */
+  async flush(): Promise<void> {
+    while (this.queues.size > 0) await Promise.all([...this.queues.values()]);
+  }
+
+  private async write(resource: PolicyResourceObject, outcome: ResourceOutcome): Promise<void> {
+    const latest = this.latest(resource.kind, resource.name) ?? resource;
+    // Replaced or changed since it was judged: the reload that follows writes its status.
+    if (latest.uid !== resource.uid || latest.generation !== resource.generation) return;
+    const now = this.now();
+    const patch = statusPatch(latest.object, outcome, now);
+    if (!patch) return;
+    const plural = POLICY_RESOURCE_KINDS.find((k) => k.kind === resource.kind)?.plural;
+    if (!plural) return;
+    try {
+      await this.objects.patchClusterCustomObjectStatus(
+        { group: POLICY_GROUP, version: POLICY_VERSION, plural, name: resource.name, body: patch },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch, withSignal(AbortSignal.timeout(WRITE_TIMEOUT_MS))),
+      );
+    } catch (err) {
+      this.logger.warn({ err: describeApiError(err), object: `${resource.kind}/${resource.name}` }, "could not write the status of a policy resource");
+      return;
+    }
+    const condition = readyCondition(outcome, now);
+    const before = (latest.object.status as { conditions?: Array<{ type?: string; status?: string }> } | undefined)?.conditions?.find(
+      (c) => c.type === "Ready",
+    );
+    // An Event when the verdict is new: every new rejection, and recovering from one.
+    if (condition.status === "False") await this.event(resource, "Warning", condition.reason, condition.message);
+    else if (before?.status === "False") await this.event(resource, "Normal", condition.reason, `generation ${outcome.generation} ${condition.message}`);
+  }
+
+  private async event(resource: PolicyResourceObject, type: "Normal" | "Warning", reason: string, message: string): Promise<void> {
+    const now = new Date();
+    const body = {
+      metadata: { name: `${resource.name}.${randomBytes(8).toString("hex")}`, namespace: EVENT_NAMESPACE },
+      involvedObject: { apiVersion: `${POLICY_GROUP}/${POLICY_VERSION}`, kind: resource.kind, name: resource.name, uid: resource.uid },
+      type,
+      reason,
+      message: message.length > MAX_EVENT_MESSAGE ? `${message.slice(0, MAX_EVENT_MESSAGE - 3)}...` : message,
+      source: { component: "imprimatur" },
+      reportingComponent: "imprimatur",
+      reportingInstance: process.env.HOSTNAME ?? "imprimatur",
+      firstTimestamp: now,
+      lastTimestamp: now,
+      count: 1,
+    };
+    try {
+      await this.core.createNamespacedEvent({ namespace: EVENT_NAMESPACE, body }, withSignal(AbortSignal.timeout(WRITE_TIMEOUT_MS)));
+    } catch (err) {
+      this.logger.warn({ err: describeApiError(err), reason, object: `${resource.kind}/${resource.name}` }, "could not write a Kubernetes Event");
+    }
+  }
+}

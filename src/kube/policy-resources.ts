@@ -1,0 +1,313 @@
+// The policy custom resources (ImagePolicy, PodRestriction, TrustRoot in imprimatur.dev/v1alpha1) kept
+// current from the Kubernetes API: each kind is listed, then watched from the list's resource version;
+// a watch that ends is resumed from the last version seen (bookmarks keep it fresh), and one the server
+// refuses with 410 Gone starts over with a list. Every failure is logged and retried with a backoff, as
+// the namespace label cache does (the library's informer stops for good after one failed list).
+import { CustomObjectsApi, Watch, type KubeConfig } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import { describeApiError, hasStatus, withSignal } from "./api-requests.ts";
+import { POLICY_GROUP, POLICY_RESOURCE_KINDS, POLICY_VERSION, type PolicyResourceKind } from "../policy/policy-crds.ts";
+import { contentKey, policyResourceOf, type PolicyResourceObject } from "../policy/policy-resource-documents.ts";
+import { ResourcePolicySource, type PolicyResourceStore } from "../policy/resource-policy-source.ts";
+import type { PolicySource } from "../policy/policy-source.ts";
+import { PolicyStatusWriter } from "./policy-resources-status.ts";
+
+export interface PolicyResourceWatchOptions {
+  logger: Logger;
+  /** How long synced() waits for the first list of every kind. Default 10 s. */
+  startTimeoutMs?: number;
+  minBackoffMs?: number;
+  maxBackoffMs?: number;
+}
+
+const LIST_PAGE_SIZE = 500;
+const LIST_TIMEOUT_MS = 30_000;
+// The library aborts a watch silent for 30 s; the server ends ours sooner, after a bookmark.
+const WATCH_TIMEOUT_SECONDS = 25;
+const MIN_HEALTHY_WATCH_MS = 5_000;
+
+/** One kind's list and watch loop. */
+class KindWatch {
+  readonly table = new Map<string, PolicyResourceObject>();
+  listed = false;
+  lastError: unknown;
+  private resourceVersion: string | undefined;
+  private activeWatch: AbortController | undefined;
+  private endActiveWatch: (() => void) | undefined;
+  private readonly path: string;
+  readonly kind: PolicyResourceKind;
+  private readonly owner: PolicyResourceWatch;
+
+  constructor(kind: PolicyResourceKind, owner: PolicyResourceWatch) {
+    this.kind = kind;
+    this.owner = owner;
+    this.path = `/apis/${POLICY_GROUP}/${POLICY_VERSION}/${kind.plural}`;
+  }
+
+  async run(): Promise<void> {
+    let failures = 0;
+    const o = this.owner;
+    while (!o.closed) {
+      let failure: unknown;
+      let stage: "list" | "watch" = "list";
+      try {
+        if (this.resourceVersion === undefined) {
+          await this.list();
+          if (!this.listed) {
+            this.listed = true;
+            o.log.info({ kind: this.kind.kind, count: this.table.size }, "policy resources: initial list complete");
+            o.kindListed();
+          }
+        }
+        stage = "watch";
+        const startedAt = Date.now();
+        const end = await this.watchOnce();
+        if (o.closed) break;
+        if (end.delivered) failures = 0;
+        if (end.gone) {
+          this.resourceVersion = undefined;
+          o.log.info({ kind: this.kind.kind }, "policy resources: resource version expired; listing again");
+          continue;
+        }
+        if (end.error === null || end.error === undefined) {
+          if (end.delivered || Date.now() - startedAt >= MIN_HEALTHY_WATCH_MS) continue;
+          failure = new Error("the server ended the watch at once");
+        } else failure = end.error;
+      } catch (err) {
+        failure = err;
+      }
+      if (o.closed) break;
+      this.lastError = failure;
+      failures++;
+      const delayMs = Math.min(o.maxBackoffMs, o.minBackoffMs * 2 ** Math.min(failures - 1, 30));
+      o.log.warn(
+        { err: describeApiError(failure), kind: this.kind.kind, stage, attempt: failures, delayMs },
+        `policy resources: ${stage} failed; restarting after backoff`,
+      );
+      await o.sleep(delayMs);
+    }
+  }
+
+  private async list(): Promise<void> {
+    const items: unknown[] = [];
+    let resourceVersion: string;
+    let continueToken: string | undefined;
+    do {
+      const page = (await this.owner.withTimeout(LIST_TIMEOUT_MS, (options) =>
+        this.owner.api.listClusterCustomObject(
+          {
+            group: POLICY_GROUP,
+            version: POLICY_VERSION,
+            plural: this.kind.plural,
+            limit: LIST_PAGE_SIZE,
+            ...(continueToken ? { _continue: continueToken } : {}),
+          },
+          options,
+        ),
+      )) as { items?: unknown[]; metadata?: { resourceVersion?: string; continue?: string } };
+      items.push(...(page.items ?? []));
+      resourceVersion = page.metadata?.resourceVersion ?? "";
+      continueToken = page.metadata?.continue || undefined;
+    } while (continueToken !== undefined);
+    if (this.owner.closed) return;
+    const before = new Map([...this.table].map(([name, r]) => [name, contentKey(r)]));
+    this.table.clear();
+    for (const item of items) {
+      const r = policyResourceOf(this.kind.kind, item);
+      if (r) this.table.set(r.name, r);
+    }
+    this.resourceVersion = resourceVersion;
+    const after = new Map([...this.table].map(([name, r]) => [name, contentKey(r)]));
+    if (before.size !== after.size || [...after].some(([name, key]) => before.get(name) !== key)) this.owner.contentChanged();
+  }
+
+  private watchOnce(): Promise<{ error: unknown; gone: boolean; delivered: boolean }> {
+    return new Promise((resolve) => {
+      let settled = false;
+      const end = { error: null as unknown, gone: false, delivered: false };
+      const finish = (error: unknown) => {
+        if (settled) return;
+        settled = true;
+        this.activeWatch = undefined;
+        this.endActiveWatch = undefined;
+        end.error = error;
+        if (hasStatus(error, 410)) end.gone = true;
+        resolve(end);
+      };
+      this.endActiveWatch = () => finish(null);
+      const onEvent = (type: string, object: unknown) => {
+        if (settled) return;
+        if (type === "ERROR") {
+          const status = object as { code?: number; message?: string } | undefined;
+          if (status?.code === 410) end.gone = true;
+          else end.error = new Error(`watch error event: ${status?.code ?? "?"} ${status?.message ?? ""}`.trim());
+          return;
+        }
+        const rv = (object as { metadata?: { resourceVersion?: string } } | undefined)?.metadata?.resourceVersion;
+        if (rv) this.resourceVersion = rv;
+        end.delivered = true;
+        if (type === "BOOKMARK") return;
+        const r = policyResourceOf(this.kind.kind, object);
+        if (!r) return;
+        const before = this.table.get(r.name);
+        if (type === "DELETED") {
+          this.table.delete(r.name);
+          this.owner.contentChanged();
+        } else if (type === "ADDED" || type === "MODIFIED") {
+          this.table.set(r.name, r);
+          // A status write changes no content key: nothing to reload.
+          if (!before || contentKey(before) !== contentKey(r)) this.owner.contentChanged();
+        }
+      };
+      this.owner.watch
+        .watch(
+          this.path,
+          { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: WATCH_TIMEOUT_SECONDS },
+          onEvent,
+          (err: unknown) => finish(err ?? end.error),
+        )
+        .then((controller) => {
+          if (settled) controller.abort();
+          else this.activeWatch = controller;
+        })
+        .catch((err: unknown) => finish(err));
+    });
+  }
+
+  stop(): void {
+    this.activeWatch?.abort();
+    this.endActiveWatch?.();
+  }
+}
+
+/** Every policy custom resource, kept current; the store behind ResourcePolicySource. */
+export class PolicyResourceWatch implements PolicyResourceStore {
+  readonly log: Logger;
+  readonly api: CustomObjectsApi;
+  readonly watch: Watch;
+  readonly minBackoffMs: number;
+  readonly maxBackoffMs: number;
+  closed = false;
+  private readonly server: string;
+  private readonly startTimeoutMs: number;
+  private readonly kinds: KindWatch[];
+  private readonly lifetime = new AbortController();
+  private readonly firstSync = Promise.withResolvers<void>();
+  private readonly listeners = new Set<() => void>();
+  private loops: Promise<void>[] = [];
+  private starting: Promise<void> | undefined;
+
+  constructor(kubeConfig: KubeConfig, options: PolicyResourceWatchOptions) {
+    this.log = options.logger;
+    this.server = kubeConfig.getCurrentCluster()?.server ?? "(no current cluster)";
+    this.api = kubeConfig.makeApiClient(CustomObjectsApi);
+    this.watch = new Watch(kubeConfig);
+    this.startTimeoutMs = options.startTimeoutMs ?? 10_000;
+    this.minBackoffMs = options.minBackoffMs ?? 200;
+    this.maxBackoffMs = options.maxBackoffMs ?? 10_000;
+    this.kinds = POLICY_RESOURCE_KINDS.map((k) => new KindWatch(k, this));
+  }
+
+  /** Starts listing and watching; resolves once every kind is listed, rejects (and stops) saying why if not in time. */
+  synced(): Promise<void> {
+    if (this.closed) return Promise.reject(new Error("policy resource watch is closed"));
+    this.starting ??= this.startAndWait();
+    return this.starting;
+  }
+
+  snapshot(): PolicyResourceObject[] {
+    return this.kinds.flatMap((k) => [...k.table.values()]);
+  }
+
+  /** The object as last seen (its status included), for status writes. */
+  current(kind: string, name: string): PolicyResourceObject | undefined {
+    return this.kinds.find((k) => k.kind.kind === kind)?.table.get(name);
+  }
+
+  subscribe(changed: () => void, _failed: (err: unknown) => void): { close(): void } {
+    this.listeners.add(changed);
+    return { close: () => void this.listeners.delete(changed) };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.lifetime.abort(new Error("policy resource watch closed"));
+    for (const k of this.kinds) k.stop();
+    await Promise.all(this.loops);
+  }
+
+  // For the kind loops.
+
+  kindListed(): void {
+    if (this.kinds.every((k) => k.listed)) this.firstSync.resolve();
+  }
+
+  contentChanged(): void {
+    if (!this.kinds.every((k) => k.listed)) return;
+    for (const l of this.listeners) l();
+  }
+
+  async withTimeout<T>(ms: number, call: (options: ReturnType<typeof withSignal>) => Promise<T>): Promise<T> {
+    const signal = AbortSignal.any([this.lifetime.signal, AbortSignal.timeout(ms)]);
+    return await call(withSignal(signal));
+  }
+
+  sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.lifetime.signal.addEventListener(
+        "abort",
+        () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        { once: true },
+      );
+    });
+  }
+
+  private async startAndWait(): Promise<void> {
+    this.loops = this.kinds.map((k) => k.run());
+    let timer: NodeJS.Timeout | undefined;
+    const gaveUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.startTimeoutMs)));
+    await Promise.race([this.firstSync.promise, gaveUp]);
+    clearTimeout(timer);
+    if (this.kinds.every((k) => k.listed)) return;
+    const missing = this.kinds.filter((k) => !k.listed);
+    const reasons = missing.map((k) => {
+      const err = k.lastError;
+      const hint = hasStatus(err, 404)
+        ? ` (the CustomResourceDefinition ${k.kind.plural}.${POLICY_GROUP} is not installed: kubectl apply -k deploy/crds)`
+        : hasStatus(err, 403)
+          ? ` (the identity used needs list and watch on ${k.kind.plural}.${POLICY_GROUP})`
+          : "";
+      return `${k.kind.plural}: ${err === undefined ? "no answer" : describeApiError(err)}${hint}`;
+    });
+    await this.close();
+    throw new Error(
+      `cannot list the policy custom resources from the Kubernetes API at ${this.server} within ${this.startTimeoutMs / 1000} s: ${reasons.join("; ")}`,
+    );
+  }
+}
+
+/**
+ * Policies from the custom resources (and `folder`, when given, as part of the same set), with their
+ * status and Events written back: what `serve --policy-crds` reads. close() stops the watch.
+ */
+export function policyResourceSource(
+  kube: KubeConfig,
+  opts: { logger: Logger; folder?: PolicySource; startTimeoutMs?: number },
+): { source: ResourcePolicySource; watch: PolicyResourceWatch; status: PolicyStatusWriter; close(): Promise<void> } {
+  const watch = new PolicyResourceWatch(kube, { logger: opts.logger, ...(opts.startTimeoutMs !== undefined ? { startTimeoutMs: opts.startTimeoutMs } : {}) });
+  const status = new PolicyStatusWriter(kube, { logger: opts.logger, latest: (kind, name) => watch.current(kind, name) });
+  const source = new ResourcePolicySource({ store: watch, status, ...(opts.folder ? { folder: opts.folder } : {}) });
+  return {
+    source,
+    watch,
+    status,
+    close: async () => {
+      await watch.close();
+      await status.flush();
+    },
+  };
+}

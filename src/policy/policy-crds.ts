@@ -1,0 +1,133 @@
+// The CustomResourceDefinitions of the policy kinds (imprimatur.dev/v1alpha1, cluster-scoped), with schemas
+// converted from the JSON Schemas the kinds are checked with, so the API and the loader never disagree on
+// a shape. `npm run crds` writes them to deploy/crds/; a unit test regenerates and compares. Pure.
+import { stringify } from "yaml";
+import imagePolicySchema from "../core/image-policy/image-policy.schema.json" with { type: "json" };
+import podRestrictionSchema from "./schemas/pod-restriction.schema.json" with { type: "json" };
+import trustRootSchema from "./schemas/trust-root.schema.json" with { type: "json" };
+import { toStructuralSchema, type OpenApiSchema } from "./crd-schema.ts";
+
+export const POLICY_GROUP = "imprimatur.dev";
+export const POLICY_VERSION = "v1alpha1";
+export const POLICY_RESOURCE_CATEGORY = "imprimatur";
+
+export interface PolicyResourceKind {
+  kind: "ImagePolicy" | "PodRestriction" | "TrustRoot";
+  plural: string;
+  /** Short names checked against the built-in resources' (ing, pc, pdb, psp, …) and common add-ons' (Tekton's pr, tr). */
+  shortNames: string[];
+  /** The JSON Schema the kind is checked with, and where it lives (for the generated files' header). */
+  schema: Record<string, unknown>;
+  schemaFile: string;
+}
+
+export const POLICY_RESOURCE_KINDS: readonly PolicyResourceKind[] = [
+  {
+    kind: "ImagePolicy",
+    plural: "imagepolicies",
+    shortNames: ["imgpol"],
+    schema: imagePolicySchema,
+    schemaFile: "src/core/image-policy/image-policy.schema.json",
+  },
+  {
+    kind: "PodRestriction",
+    plural: "podrestrictions",
+    shortNames: ["podres"],
+    schema: podRestrictionSchema,
+    schemaFile: "src/policy/schemas/pod-restriction.schema.json",
+  },
+  { kind: "TrustRoot", plural: "trustroots", shortNames: [], schema: trustRootSchema, schemaFile: "src/policy/schemas/trust-root.schema.json" },
+];
+
+/** What Imprimatur writes under status: a Ready condition and the generation it was judged on. */
+const STATUS_SCHEMA: OpenApiSchema = {
+  type: "object",
+  description: "Written by Imprimatur: whether this generation is in force, or why not.",
+  properties: {
+    observedGeneration: { type: "integer", format: "int64", description: "The generation the Ready condition was computed from." },
+    conditions: {
+      type: "array",
+      "x-kubernetes-list-type": "map",
+      "x-kubernetes-list-map-keys": ["type"],
+      items: {
+        type: "object",
+        required: ["type", "status"],
+        properties: {
+          type: { type: "string", description: "Ready: the policy compiled and is in force." },
+          status: { type: "string", enum: ["True", "False", "Unknown"] },
+          observedGeneration: { type: "integer", format: "int64" },
+          lastTransitionTime: { type: "string", format: "date-time" },
+          reason: { type: "string" },
+          message: { type: "string", description: "For an invalid policy: the field and what is wrong with it, as the loader reports it for a file." },
+        },
+      },
+    },
+  },
+};
+
+/** The CRD object for one kind. */
+export function policyCrd(k: PolicyResourceKind): Record<string, unknown> {
+  const converted = toStructuralSchema(k.schema);
+  const properties = { ...(converted.properties as Record<string, OpenApiSchema>) };
+  // The apiserver owns these: only their types may be given (metadata.name is a DNS subdomain already).
+  properties.apiVersion = { type: "string" };
+  properties.kind = { type: "string" };
+  properties.metadata = { type: "object" };
+  properties.status = STATUS_SCHEMA;
+  const required = ((converted.required as string[] | undefined) ?? []).filter((r) => !["apiVersion", "kind", "metadata"].includes(r));
+  const root: OpenApiSchema = {
+    type: "object",
+    ...(converted.description ? { description: converted.description } : {}),
+    properties,
+    ...(required.length > 0 ? { required } : {}),
+    // Unknown top-level fields too reach the loader, which names them (see crd-schema.ts).
+    "x-kubernetes-preserve-unknown-fields": true,
+  };
+  return {
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: { name: `${k.plural}.${POLICY_GROUP}`, labels: { "app.kubernetes.io/name": "imprimatur", "app.kubernetes.io/component": "policy-crds" } },
+    spec: {
+      group: POLICY_GROUP,
+      scope: "Cluster",
+      names: {
+        kind: k.kind,
+        listKind: `${k.kind}List`,
+        plural: k.plural,
+        singular: k.kind.toLowerCase(),
+        ...(k.shortNames.length > 0 ? { shortNames: k.shortNames } : {}),
+        categories: [POLICY_RESOURCE_CATEGORY],
+      },
+      versions: [
+        {
+          name: POLICY_VERSION,
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          additionalPrinterColumns: [
+            { name: "Ready", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+            { name: "Reason", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].reason', priority: 1 },
+            { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
+          ],
+          schema: { openAPIV3Schema: root },
+        },
+      ],
+    },
+  };
+}
+
+/** deploy/crds/: one file per CRD and the kustomization that lists them, by file name. */
+export function renderCrdFiles(): Map<string, string> {
+  const files = new Map<string, string>();
+  const names: string[] = [];
+  for (const k of POLICY_RESOURCE_KINDS) {
+    const name = `${k.plural}.${POLICY_GROUP}.yaml`;
+    names.push(name);
+    files.set(name, `# Generated by \`npm run crds\` from ${k.schemaFile}; do not edit.\n${stringify(policyCrd(k), { lineWidth: 0 })}`);
+  }
+  files.set(
+    "kustomization.yaml",
+    `# Generated by \`npm run crds\`; do not edit.\n${stringify({ apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", resources: names }, { lineWidth: 0 })}`,
+  );
+  return files;
+}

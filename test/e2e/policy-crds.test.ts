@@ -1,0 +1,225 @@
+// Policies as custom resources on a real etcd + kube-apiserver v1.20: the generated CRDs are accepted, every
+// shipped policy of their kinds passes the apiserver's validation and a wrong one is refused; then
+// `imprimatur serve --policy-crds` (the real command, as a child process) is called by the apiserver through a
+// ValidatingWebhookConfiguration while ImagePolicies are applied, broken, fixed and deleted with kubectl.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseAllDocuments } from "yaml";
+import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
+import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
+import { podYaml } from "../support/manifests.ts";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const NS = "crd-e2e";
+let cluster: KubeCluster;
+let server: ImprimaturProcess | undefined;
+let dir: string;
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), "imprimatur-e2e-crds-"));
+  cluster = await startKubeCluster({ enableAdmissionPlugins: ["ValidatingAdmissionWebhook"] });
+  const installed = await cluster.kubectl(["apply", "-k", join(ROOT, "deploy/crds")]);
+  assert.equal(installed.code, 0, installed.stderr);
+  const established = await cluster.kubectl(["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"]);
+  assert.equal(established.code, 0, established.stderr);
+});
+
+after(async () => {
+  await server?.stop();
+  await cluster?.stop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+/** Every document of the CRD kinds under examples/ and policies/, with the file it came from. */
+async function shippedPolicyDocuments(): Promise<Array<{ file: string; doc: Record<string, unknown> }>> {
+  const found: Array<{ file: string; doc: Record<string, unknown> }> = [];
+  const walk = async (folder: string): Promise<void> => {
+    for (const entry of await readdir(folder, { withFileTypes: true })) {
+      const path = join(folder, entry.name);
+      if (entry.isDirectory()) await walk(path);
+      else if (/\.ya?ml$/.test(entry.name)) {
+        for (const d of parseAllDocuments(await readFile(path, "utf8"))) {
+          const doc = d.toJS() as Record<string, unknown> | null;
+          if (doc && ["ImagePolicy", "PodRestriction", "TrustRoot"].includes(doc.kind as string)) found.push({ file: relative(ROOT, path), doc });
+        }
+      }
+    }
+  };
+  await walk(join(ROOT, "examples"));
+  await walk(join(ROOT, "policies"));
+  return found;
+}
+
+test("the generated CRDs are served with their names, short names and category", async () => {
+  const resources = await cluster.kubectl(["api-resources", "--api-group=imprimatur.dev", "-o", "wide"]);
+  assert.equal(resources.code, 0, resources.stderr);
+  for (const line of [
+    "imagepolicies +imgpol +imprimatur.dev/v1alpha1 +false +ImagePolicy",
+    "podrestrictions +podres",
+    "trustroots +imprimatur.dev/v1alpha1 +false +TrustRoot",
+  ])
+    assert.match(resources.stdout, new RegExp(line), resources.stdout);
+  assert.match(resources.stdout, /imagepolicies .*imprimatur/);
+});
+
+test("every shipped policy of the CRD kinds passes the apiserver's validation", async () => {
+  const docs = await shippedPolicyDocuments();
+  assert.ok(docs.some((d) => d.doc.kind === "ImagePolicy") && docs.some((d) => d.doc.kind === "PodRestriction"), "found the shipped policies");
+  for (const { file, doc } of docs) {
+    // The PodRestrictions design's examples write policy/v1alpha1, which the loader accepts and the API does not serve.
+    const asResource = { ...doc, apiVersion: "imprimatur.dev/v1alpha1" };
+    const res = await cluster.kubectl(["create", "--dry-run=server", "-o", "name", "-f", "-"], { input: JSON.stringify(asResource) });
+    assert.equal(res.code, 0, `${file} ${String((doc.metadata as { name?: string }).name)}: ${res.stderr}`);
+  }
+});
+
+test("a policy the schema does not allow is refused by the apiserver, naming the field", async () => {
+  const bad = {
+    apiVersion: "imprimatur.dev/v1alpha1",
+    kind: "ImagePolicy",
+    metadata: { name: "bad-action" },
+    spec: { rules: [{ action: "perhaps", images: ["nginx"] }] },
+  };
+  const res = await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], { input: JSON.stringify(bad) });
+  assert.notEqual(res.code, 0);
+  assert.match(res.stderr, /spec\.rules\.action: Unsupported value: "perhaps"/);
+  const noRules = { ...bad, metadata: { name: "no-rules" }, spec: { default: "deny" } };
+  const missing = await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], { input: JSON.stringify(noRules) });
+  assert.notEqual(missing.code, 0);
+  assert.match(missing.stderr, /spec\.rules: Required value/);
+});
+
+// ---------------------------------------------------------------------------------------------------------
+// serve --policy-crds behind the apiserver
+
+const policy = (name: string, rules: unknown[]) =>
+  JSON.stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "ImagePolicy", metadata: { name }, spec: { namespaces: [NS], rules, default: "allow" } });
+
+/** What the apiserver says to a pod with this image, through the webhook (a server-side dry run). */
+async function admits(image: string): Promise<boolean> {
+  const res = await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], { input: podYaml("probe", NS, [image]) });
+  if (res.code !== 0 && !/denied the request/.test(res.stderr)) throw new Error(`unexpected failure: ${res.stderr}`);
+  return res.code === 0;
+}
+
+async function until(what: string, check: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; ; i++) {
+    if (await check()) return;
+    if (i > 150) throw new Error(`${what} did not happen; serve log:\n${(await server?.log())?.slice(-4000)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+interface Condition {
+  type: string;
+  status?: string;
+  reason?: string;
+  message?: string;
+  observedGeneration?: number;
+}
+
+async function readyCondition(name: string): Promise<Condition | undefined> {
+  const res = await cluster.kubectl(["get", "imagepolicy", name, "-o", "json"]);
+  assert.equal(res.code, 0, res.stderr);
+  const obj = JSON.parse(res.stdout) as { status?: { conditions?: Condition[] } };
+  return obj.status?.conditions?.find((c) => c.type === "Ready");
+}
+
+async function generation(name: string): Promise<number> {
+  const res = await cluster.kubectl(["get", "imagepolicy", name, "-o", "jsonpath={.metadata.generation}"]);
+  return Number(res.stdout);
+}
+
+test("serve --policy-crds: applied, broken, fixed and deleted ImagePolicies take effect on /validate", async () => {
+  assert.equal((await cluster.kubectl(["create", "namespace", NS])).code, 0);
+  // The folder beside the custom resources: read as part of the same set.
+  const folder = join(dir, "policies");
+  await mkdir(folder);
+  await writeFile(join(folder, "from-folder.yaml"), policy("from-folder", [{ action: "deny", images: ["registry.example.com/folder-denied"] }]));
+  server = await startImprimatur(["--kubeconfig", cluster.kubeconfig, "--policy-crds", "--policies", folder]);
+  const vwc = {
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "ValidatingWebhookConfiguration",
+    metadata: { name: "imprimatur-crds" },
+    webhooks: [
+      {
+        name: "validate.imprimatur.dev",
+        admissionReviewVersions: ["v1"],
+        sideEffects: "None",
+        failurePolicy: "Fail",
+        timeoutSeconds: 10,
+        clientConfig: { url: `${server.baseUrl}/validate`, caBundle: Buffer.from(server.ca).toString("base64") },
+        rules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"], scope: "Namespaced" }],
+        namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": NS } },
+      },
+    ],
+  };
+  // v1.20 does not label namespaces with their name yet: label it so the selector matches.
+  assert.equal((await cluster.kubectl(["label", "namespace", NS, `kubernetes.io/metadata.name=${NS}`])).code, 0);
+  assert.equal((await cluster.apply(JSON.stringify(vwc))).code, 0);
+  await untilWebhookActive(cluster, podYaml("probe", NS, ["registry.example.com/folder-denied:1"]), (p) => p.code !== 0);
+
+  // Applied: in force within seconds, and Ready=True for the generation compiled.
+  assert.equal(await admits("registry.example.com/app:1"), true);
+  const applied = await cluster.apply(policy("team-images", [{ action: "deny", images: ["registry.example.com/app"], message: "not this one" }]));
+  assert.equal(applied.code, 0, applied.stderr);
+  await until("the applied policy denies", async () => !(await admits("registry.example.com/app:1")));
+  await until("Ready=True", async () => (await readyCondition("team-images"))?.status === "True");
+  assert.deepEqual(
+    { ...(await readyCondition("team-images")), lastTransitionTime: undefined },
+    { type: "Ready", status: "True", reason: "Loaded", message: "compiled and in force", observedGeneration: 1, lastTransitionTime: undefined },
+  );
+  const listed = await cluster.kubectl(["get", "imagepolicies"]);
+  assert.match(listed.stdout, /team-images\s+True/);
+
+  // Broken: the apiserver takes it (the schema cannot see a bad image pattern); the loader refuses it, the
+  // status and an Event say why, and the previous generation stays in force.
+  const broken = await cluster.apply(policy("team-images", [{ action: "deny", images: ["[registry.example.com/app"] }]));
+  assert.equal(broken.code, 0, broken.stderr);
+  await until("Ready=False", async () => (await readyCondition("team-images"))?.status === "False");
+  const rejected = await readyCondition("team-images");
+  assert.equal(rejected?.reason, "InvalidPolicy");
+  assert.equal(rejected?.observedGeneration, 2);
+  assert.match(
+    rejected?.message ?? "",
+    /^spec\.rules\[0\]\.images\[0\]: invalid image pattern "\[registry\.example\.com\/app".*\(generation 1 stays in force\)$/,
+  );
+  const yaml = await cluster.kubectl(["get", "imagepolicy", "team-images", "-o", "yaml"]);
+  assert.match(yaml.stdout, /reason: InvalidPolicy/);
+  await until("a Warning Event", async () => {
+    const events = await cluster.kubectl(["get", "events", "-n", "default", "--field-selector", "involvedObject.name=team-images,type=Warning", "-o", "json"]);
+    const items = (JSON.parse(events.stdout || "{}") as { items?: Array<{ reason: string; message: string; involvedObject: { kind: string } }> }).items ?? [];
+    return items.some((e) => e.reason === "InvalidPolicy" && e.involvedObject.kind === "ImagePolicy" && /images\[0\]/.test(e.message));
+  });
+  assert.equal(await admits("registry.example.com/app:1"), false, "generation 1 still denies");
+  assert.equal(await admits("registry.example.com/folder-denied:1"), false, "the folder's policy stays in force");
+
+  // A second, valid policy still comes into force beside the broken one.
+  assert.equal((await cluster.apply(policy("other-team", [{ action: "deny", images: ["registry.example.com/other"] }]))).code, 0);
+  await until("the other policy denies", async () => !(await admits("registry.example.com/other:1")));
+
+  // A name the folder already defines: a conflict, reported on the resource; the folder's policy stays.
+  assert.equal((await cluster.apply(policy("from-folder", [{ action: "deny", images: ["registry.example.com/clash"] }]))).code, 0);
+  await until("Ready=False (conflict)", async () => (await readyCondition("from-folder"))?.reason === "PolicyConflict");
+  assert.match(
+    (await readyCondition("from-folder"))?.message ?? "",
+    /metadata\.name: ImagePolicy "from-folder" is already defined in .*from-folder\.yaml \(this policy is not in force\)/,
+  );
+  assert.equal(await admits("registry.example.com/clash:1"), true);
+  assert.equal(await admits("registry.example.com/folder-denied:1"), false);
+
+  // Fixed: the error clears and the new generation is in force.
+  assert.equal((await cluster.apply(policy("team-images", [{ action: "deny", images: ["registry.example.com/app2"] }]))).code, 0);
+  await until("Ready=True again", async () => (await readyCondition("team-images"))?.status === "True");
+  assert.equal((await readyCondition("team-images"))?.observedGeneration, await generation("team-images"));
+  await until("the fixed policy is in force", async () => (await admits("registry.example.com/app:1")) && !(await admits("registry.example.com/app2:1")));
+
+  // Deleted: its effect goes.
+  assert.equal((await cluster.kubectl(["delete", "imagepolicy", "team-images"])).code, 0);
+  await until("the deleted policy no longer denies", () => admits("registry.example.com/app2:1"));
+  assert.equal(await admits("registry.example.com/other:1"), false, "the other policy stays");
+});

@@ -1,0 +1,198 @@
+// The committed manifests under deploy/ agree with the code and with each other: the webhook configurations with
+// what `serve` renders, the ImagePolicyWebhook files with their renderers, the Deployment with the restricted Pod
+// Security profile, and every name one object uses for another (Service, Secret, webhook configurations).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { parse, parseAllDocuments } from "yaml";
+import {
+  renderAdmissionConfiguration,
+  renderImagePolicyKubeconfig,
+  renderMutatingWebhookConfiguration,
+  renderValidatingWebhookConfiguration,
+} from "../../src/server/webhook-manifests.ts";
+
+const DEPLOY = fileURLToPath(new URL("../../deploy/", import.meta.url));
+
+type Doc = Record<string, any>;
+function docs(path: string): Doc[] {
+  return parseAllDocuments(readFileSync(DEPLOY + path, "utf8")).map((d) => d.toJS() as Doc);
+}
+function one(path: string, kind: string, name?: string): Doc {
+  const found = docs(path).filter((d) => d.kind === kind && (name === undefined || d.metadata?.name === name));
+  assert.equal(found.length, 1, `${path} holds one ${kind}${name ? ` ${name}` : ""}`);
+  return found[0]!;
+}
+/** `--flag value` pairs of an argument list, repeatable flags collected. */
+function flags(args: string[]): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (let i = 1; i < args.length; i++) {
+    const flag = args[i]!;
+    assert.match(flag, /^--[a-z-]+$/, `argument ${i} is a flag: ${flag}`);
+    const next = args[i + 1];
+    const value = next !== undefined && !next.startsWith("--") ? (i++, next) : "";
+    out.set(flag, [...(out.get(flag) ?? []), value]);
+  }
+  return out;
+}
+
+const deployment = one("base/core/deployment.yaml", "Deployment", "imprimatur");
+const container = deployment.spec.template.spec.containers[0];
+const service = one("base/core/service.yaml", "Service", "imprimatur");
+const endpoint = { baseUrl: "https://unused.example", caPem: "unused" };
+
+for (const [kind, render, path] of [
+  ["ValidatingWebhookConfiguration", renderValidatingWebhookConfiguration, "/validate"],
+  ["MutatingWebhookConfiguration", renderMutatingWebhookConfiguration, "/mutate"],
+] as const) {
+  test(`${kind}: what serve renders, but through the Service and with kube-system and imprimatur excluded`, () => {
+    const committed = one("base/core/webhooks.yaml", kind, "imprimatur");
+    const rendered = parse(render(endpoint)) as Doc;
+    assert.equal(committed.apiVersion, rendered.apiVersion);
+    assert.equal(committed.webhooks.length, rendered.webhooks.length);
+    for (const [i, webhook] of committed.webhooks.entries()) {
+      const { clientConfig, namespaceSelector, ...rest } = webhook;
+      const { clientConfig: renderedClient, ...renderedRest } = rendered.webhooks[i];
+      assert.deepEqual(rest, renderedRest, "rules, sideEffects, failurePolicy, timeout and reinvocation as rendered");
+      assert.equal(new URL(renderedClient.url).pathname, path);
+      assert.deepEqual(clientConfig, { service: { namespace: "imprimatur", name: service.metadata.name, path, port: 443 } });
+      assert.equal(clientConfig.url, undefined, "kube-apiserver resolves no cluster DNS: never a URL on a .svc name");
+      assert.deepEqual(namespaceSelector, {
+        matchExpressions: [{ key: "kubernetes.io/metadata.name", operator: "NotIn", values: ["kube-system", "imprimatur"] }],
+      });
+    }
+  });
+}
+
+test("the Service sends 443 to the container's https port, and the certificate names the Service", () => {
+  assert.equal(service.metadata.namespace, "imprimatur");
+  assert.deepEqual(
+    service.spec.ports.map((p: Doc) => [p.name, p.port, p.targetPort]),
+    [
+      ["https", 443, "https"],
+      ["metrics", 9090, "metrics"],
+    ],
+  );
+  assert.deepEqual(
+    container.ports.map((p: Doc) => [p.name, p.containerPort]),
+    [
+      ["https", 8443],
+      ["metrics", 9090],
+    ],
+  );
+  assert.deepEqual(service.spec.selector, deployment.spec.selector.matchLabels);
+  assert.deepEqual(flags(container.args).get("--tls-san"), [`${service.metadata.name}.${service.metadata.namespace}.svc`]);
+});
+
+test("serve's command line: self-managed TLS in the Secret the Role may write, policies from custom resources", () => {
+  assert.equal(container.args[0], "serve");
+  const f = flags(container.args);
+  assert.deepEqual([...f.keys()].sort(), ["--metrics-port", "--policy-crds", "--state-dir", "--tls-san", "--tls-secret", "--webhook-configuration"].sort());
+  assert.deepEqual(f.get("--metrics-port"), ["9090"]);
+  assert.deepEqual(f.get("--policy-crds"), [""]);
+  const [secretNamespace, secretName] = f.get("--tls-secret")![0]!.split("/");
+  assert.equal(secretNamespace, "imprimatur");
+  const role = one("base/self-managed-tls/rbac.yaml", "Role", "imprimatur-self-managed-tls");
+  assert.equal(role.metadata.namespace, secretNamespace);
+  assert.ok(role.rules.some((r: Doc) => r.resources.includes("secrets") && r.resourceNames?.includes(secretName) && r.verbs.includes("update")));
+  const webhookRole = one("base/self-managed-tls/rbac.yaml", "ClusterRole", "imprimatur-self-managed-tls");
+  assert.deepEqual(webhookRole.rules[0].resourceNames, f.get("--webhook-configuration"));
+  for (const kind of ["ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"])
+    one("base/core/webhooks.yaml", kind, f.get("--webhook-configuration")![0]);
+  // The state folder is a volume: the root filesystem is read-only.
+  const stateDir = f.get("--state-dir")![0];
+  assert.ok(container.volumeMounts.some((m: Doc) => m.mountPath === stateDir));
+});
+
+test("the pod meets the restricted Pod Security Standard, runs as 65532 on a read-only root, writes only to volumes", () => {
+  const pod = deployment.spec.template.spec;
+  assert.deepEqual(
+    { runAsNonRoot: pod.securityContext.runAsNonRoot, runAsUser: pod.securityContext.runAsUser, seccomp: pod.securityContext.seccompProfile },
+    { runAsNonRoot: true, runAsUser: 65532, seccomp: { type: "RuntimeDefault" } },
+  );
+  const sc = container.securityContext;
+  assert.equal(sc.runAsNonRoot, true);
+  assert.equal(sc.runAsUser, 65532);
+  assert.equal(sc.readOnlyRootFilesystem, true);
+  assert.equal(sc.allowPrivilegeEscalation, false);
+  assert.deepEqual(sc.capabilities, { drop: ["ALL"] });
+  assert.deepEqual(sc.seccompProfile, { type: "RuntimeDefault" });
+  assert.equal(pod.hostNetwork ?? false, false);
+  for (const volume of pod.volumes) assert.deepEqual(Object.keys(volume).sort(), ["emptyDir", "name"], `${volume.name} is an emptyDir`);
+  assert.deepEqual(container.volumeMounts.map((m: Doc) => m.mountPath).sort(), ["/tmp", "/var/lib/imprimatur"]);
+  assert.ok(container.resources.requests.cpu && container.resources.requests.memory && container.resources.limits.memory);
+});
+
+test("two replicas spread over nodes, probes over HTTPS, the pod's name and namespace from the downward API", () => {
+  assert.equal(deployment.spec.replicas, 2);
+  const anti = deployment.spec.template.spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm;
+  assert.equal(anti.topologyKey, "kubernetes.io/hostname");
+  assert.deepEqual(anti.labelSelector.matchLabels, deployment.spec.selector.matchLabels);
+  for (const [probe, path] of [
+    ["livenessProbe", "/healthz"],
+    ["readinessProbe", "/readyz"],
+    ["startupProbe", "/healthz"],
+  ]) {
+    assert.deepEqual(container[probe!].httpGet, { path, port: "https", scheme: "HTTPS" }, probe);
+  }
+  const env = Object.fromEntries(container.env.map((e: Doc) => [e.name, e.valueFrom?.fieldRef?.fieldPath ?? e.value]));
+  assert.deepEqual(env, { POD_NAME: "metadata.name", POD_NAMESPACE: "metadata.namespace", HOME: "/tmp" });
+  // The drain (5 s by default) fits in the grace period.
+  assert.ok(deployment.spec.template.spec.terminationGracePeriodSeconds >= 10);
+});
+
+test("the PodDisruptionBudget keeps one replica; the v1.20 overlay's differs only in its API version", () => {
+  const pdb = one("base/disruption-budget/pod-disruption-budget.yaml", "PodDisruptionBudget");
+  assert.equal(pdb.apiVersion, "policy/v1");
+  assert.equal(pdb.spec.minAvailable, 1);
+  assert.deepEqual(pdb.spec.selector.matchLabels, deployment.spec.selector.matchLabels);
+  const old = one("overlays/kube-1.20/pod-disruption-budget.yaml", "PodDisruptionBudget");
+  assert.deepEqual({ ...old, apiVersion: "policy/v1" }, pdb);
+  assert.equal(old.apiVersion, "policy/v1beta1");
+});
+
+test("the imprimatur namespace carries the name label the webhooks exclude it by, also on v1.20", () => {
+  const ns = one("base/core/namespace.yaml", "Namespace", "imprimatur");
+  assert.equal(ns.metadata.labels["kubernetes.io/metadata.name"], "imprimatur");
+});
+
+test("cert-manager overlay: serve reads the mounted certificate, the CA injector fills both caBundles", () => {
+  const patch = one("overlays/cert-manager/deployment-tls-files.yaml", "Deployment", "imprimatur");
+  const c = patch.spec.template.spec.containers[0];
+  const f = flags(c.args);
+  assert.equal(f.get("--tls-secret"), undefined);
+  const mount = c.volumeMounts[0].mountPath;
+  assert.deepEqual([f.get("--tls-cert"), f.get("--tls-key")], [[`${mount}/tls.crt`], [`${mount}/tls.key`]]);
+  const serving = one("overlays/cert-manager/certificates.yaml", "Certificate", "imprimatur-serving");
+  assert.equal(patch.spec.template.spec.volumes[0].secret.secretName, serving.spec.secretName);
+  assert.ok(serving.spec.dnsNames.includes("imprimatur.imprimatur.svc"));
+  for (const kind of ["ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"]) {
+    const w = one("overlays/cert-manager/webhooks-inject-ca.yaml", kind, "imprimatur");
+    assert.equal(w.metadata.annotations["cert-manager.io/inject-ca-from"], `imprimatur/${serving.metadata.name}`);
+  }
+  // Every other flag as in the base.
+  const base = flags(container.args);
+  for (const flag of ["--metrics-port", "--policy-crds", "--state-dir"]) assert.deepEqual(f.get(flag), base.get(flag), flag);
+});
+
+test("ImagePolicyWebhook overlay: the node files are what serve renders, at the Service's fixed address the certificate names", () => {
+  const admission = parse(readFileSync(DEPLOY + "overlays/imagepolicywebhook/control-plane/admission-configuration.yaml", "utf8"));
+  const kubeconfigPath = admission.plugins[0].configuration.imagePolicy.kubeConfigFile;
+  assert.deepEqual(admission, parse(renderAdmissionConfiguration({ kubeconfigPath })));
+  const kubeconfig = parse(readFileSync(DEPLOY + "overlays/imagepolicywebhook/control-plane/imagepolicy-kubeconfig.yaml", "utf8"));
+  const address = one("overlays/imagepolicywebhook/service-imagereview.yaml", "Service").spec.clusterIP;
+  const rendered = parse(renderImagePolicyKubeconfig({ baseUrl: `https://${address}`, caPem: "unused" }));
+  // The CA is a file on the node (copied from the Secret), where serve renders it inline.
+  const { "certificate-authority": caFile, ...cluster } = kubeconfig.clusters[0].cluster;
+  const { "certificate-authority-data": _data, ...renderedCluster } = rendered.clusters[0].cluster;
+  assert.deepEqual(
+    { ...kubeconfig, clusters: [{ ...kubeconfig.clusters[0], cluster }] },
+    { ...rendered, clusters: [{ ...rendered.clusters[0], cluster: renderedCluster }] },
+  );
+  assert.equal(caFile.replace(/[^/]+$/, ""), kubeconfigPath.replace(/[^/]+$/, ""), "the CA file sits beside the kubeconfig");
+  const patch = one("overlays/imagepolicywebhook/deployment-imagereview-address.yaml", "Deployment", "imprimatur");
+  const f = flags(patch.spec.template.spec.containers[0].args);
+  assert.deepEqual(f.get("--tls-san"), [...flags(container.args).get("--tls-san")!, address]);
+  for (const [flag, values] of flags(container.args)) if (flag !== "--tls-san") assert.deepEqual(f.get(flag), values, flag);
+});

@@ -90,15 +90,23 @@ export async function ensureServingCertificate(stateDir: string, hosts: string[]
   return { caCertPem: ca.certPem, caKeyPem: ca.keyPem, certPem: serving.certPem, keyPem: serving.keyPem, created };
 }
 
-/** A new self-signed CA (ECDSA P-256, 10 years, basicConstraints CA:true pathlen:0, keyCertSign + cRLSign). */
-export async function createCertificateAuthority(commonName: string): Promise<{ certPem: string; keyPem: string }> {
+/**
+ * A new self-signed CA (ECDSA P-256, basicConstraints CA:true pathlen:0, keyCertSign + cRLSign), valid from an hour
+ * before `now` for `validityMs` (default 10 years). Self-managed TLS (tls-secret-manager.ts) gives its own window.
+ */
+export async function createCertificateAuthority(
+  commonName: string,
+  opts: { now?: number; validityMs?: number } = {},
+): Promise<{ certPem: string; keyPem: string }> {
+  const validityMs = opts.validityMs ?? CA_VALIDITY_DAYS * DAY_MS;
+  if (!(validityMs > 0) || !Number.isFinite(validityMs)) throw new Error(`CA validity must be a positive duration, got ${validityMs} ms`);
   const keys = await generateLeafKeys();
-  const now = Date.now();
+  const now = opts.now ?? Date.now();
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     name: [{ CN: [commonName] }],
     keys,
     notBefore: new Date(now - BACKDATE_MS),
-    notAfter: new Date(now + CA_VALIDITY_DAYS * DAY_MS),
+    notAfter: new Date(now + validityMs),
     signingAlgorithm: { name: "ECDSA", hash: "SHA-256" } as EcdsaParams,
     extensions: [
       new x509.BasicConstraintsExtension(true, 0, true),
@@ -116,10 +124,23 @@ export async function createCertificateAuthority(commonName: string): Promise<{ 
  */
 export async function issueCertificate(
   ca: { certPem: string; keyPem: string },
-  opts: { commonName: string; dnsNames?: string[]; ipAddresses?: string[]; client?: boolean; days?: number },
+  opts: {
+    commonName: string;
+    dnsNames?: string[];
+    ipAddresses?: string[];
+    client?: boolean;
+    days?: number;
+    /** Issue as of this time (default: now); notBefore is an hour earlier. */
+    now?: number;
+    /** An exact end of validity, instead of `days` from now. */
+    notAfter?: number;
+  },
 ): Promise<{ certPem: string; keyPem: string }> {
   const days = opts.days ?? SERVING_VALIDITY_DAYS;
   if (!(days > 0) || !Number.isFinite(days)) throw new Error(`certificate validity must be a positive number of days, got ${days}`);
+  const now = opts.now ?? Date.now();
+  const notAfter = opts.notAfter ?? now + days * DAY_MS;
+  if (!(notAfter > now)) throw new Error(`certificate would not be valid after issuance (notAfter ${new Date(notAfter).toISOString()})`);
 
   const caCert = new x509.X509Certificate(ca.certPem);
   const { signingKey, signingAlgorithm } = await importSigningKey(ca.keyPem);
@@ -133,7 +154,6 @@ export async function issueCertificate(
   }
 
   const keys = await generateLeafKeys();
-  const now = Date.now();
   const caKeyId = caCert.getExtension(x509.SubjectKeyIdentifierExtension)?.keyId;
   const extensions: Extension[] = [
     new x509.BasicConstraintsExtension(false, undefined, true),
@@ -152,7 +172,7 @@ export async function issueCertificate(
     signingKey,
     signingAlgorithm,
     notBefore: new Date(now - BACKDATE_MS),
-    notAfter: new Date(now + days * DAY_MS),
+    notAfter: new Date(notAfter),
     extensions,
   });
   return { certPem: cert.toString("pem") + "\n", keyPem: await privateKeyPem(keys.privateKey) };
@@ -218,7 +238,7 @@ async function loadServingCertificate(
   }
 }
 
-function subjectAltNames(certPem: string): { dnsNames: Set<string>; ipAddresses: Set<string> } {
+export function subjectAltNames(certPem: string): { dnsNames: Set<string>; ipAddresses: Set<string> } {
   const dnsNames = new Set<string>();
   const ipAddresses = new Set<string>();
   const san = new x509.X509Certificate(certPem).getExtension(x509.SubjectAlternativeNameExtension);
@@ -233,7 +253,7 @@ function subjectAltNames(certPem: string): { dnsNames: Set<string>; ipAddresses:
 }
 
 /** Requested hosts plus the defaults, split into DNS names and canonical IP addresses, deduplicated. */
-function normalizeHosts(hosts: string[]): { dnsNames: string[]; ipAddresses: string[] } {
+export function normalizeHosts(hosts: string[]): { dnsNames: string[]; ipAddresses: string[] } {
   const dnsNames = new Set<string>();
   const ipAddresses = new Set<string>();
   for (const raw of [...hosts, ...DEFAULT_DNS_NAMES, ...DEFAULT_IP_ADDRESSES]) {

@@ -1,0 +1,370 @@
+// Self-managed TLS for `serve --tls-secret NAMESPACE/NAME`: the CA and the serving certificate live in one Secret
+// shared by every replica. Every replica reads the Secret every sync interval and serves the certificate it holds
+// (swapped in without a restart); the leader (a Lease, src/kube/leader-election.ts) also creates and rotates what
+// the Secret holds and writes the CA bundle into the webhook configurations, one step at a time as
+// tls-rotation-plan.ts orders them. Every write carries the resourceVersion read, so a stale leader loses the race.
+import { X509Certificate, createPrivateKey } from "node:crypto";
+import { CoreV1Api, type KubeConfig, type V1Secret } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import { describeApiError, hasStatus } from "../kube/api-requests.ts";
+import { LeaderElector } from "../kube/leader-election.ts";
+import { WebhookCaBundleClient } from "../kube/webhook-ca-bundle.ts";
+import { normalizeHosts } from "./tls-bootstrap.ts";
+import { contentsAfterStep } from "./tls-secret-contents.ts";
+import {
+  bundleFingerprints,
+  DEFAULT_TLS_ROTATION,
+  formatTrustedSince,
+  planTlsStep,
+  rotationSettingsProblem,
+  SECRET_KEYS,
+  TRUSTED_SINCE_ANNOTATION,
+  viewTlsSecret,
+  type TlsRotationSettings,
+  type TlsSecretView,
+  type TlsStep,
+} from "./tls-rotation-plan.ts";
+
+export interface SecretName {
+  namespace: string;
+  name: string;
+}
+
+/** The certificate this replica serves, and the CAs that verify it. */
+export interface ServingTls {
+  cert: string;
+  key: string;
+  caBundle: string;
+}
+
+export interface SelfManagedTlsOptions {
+  kube: KubeConfig;
+  secret: SecretName;
+  webhooks: WebhookCaBundleClient;
+  /** DNS names and IPs the serving certificate covers (localhost, 127.0.0.1 and ::1 are always added). */
+  hosts: string[];
+  /** Whether this replica may write (the Lease holder). */
+  leader: { isLeader(): boolean };
+  rotation?: TlsRotationSettings;
+  /** How often the Secret is read (and, by the leader, reconciled); default 5 s. */
+  syncIntervalMs?: number;
+  logger: Logger;
+  now?: () => number;
+}
+
+export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
+const MANAGED_BY = "imprimatur";
+/** Steps one leader round may take before it re-reads on the next tick (a full bootstrap takes four). */
+const MAX_STEPS_PER_ROUND = 8;
+
+/** `NAMESPACE/NAME` of --tls-secret; throws on anything else. */
+export function parseSecretName(text: string): SecretName {
+  const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-a-z0-9.]*[a-z0-9])?)$/.exec(text);
+  if (!match) throw new Error(`--tls-secret must be NAMESPACE/NAME (lowercase DNS names), got ${JSON.stringify(text)}`);
+  return { namespace: match[1]!, name: match[3]! };
+}
+
+export class SelfManagedTls {
+  private readonly api: CoreV1Api;
+  private readonly opts: SelfManagedTlsOptions & { rotation: TlsRotationSettings; syncIntervalMs: number; now: () => number };
+  private serving: ServingTls | undefined;
+  private servingNotAfter = 0;
+  private readonly listeners = new Set<(tls: ServingTls) => void>();
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+  private firstLoad: { promise: Promise<ServingTls>; resolve: (tls: ServingTls) => void };
+  private warnedForeign = false;
+  private inFlight = false;
+  private again = false;
+
+  constructor(options: SelfManagedTlsOptions) {
+    const rotation = options.rotation ?? DEFAULT_TLS_ROTATION;
+    const problem = rotationSettingsProblem(rotation);
+    if (problem !== undefined) throw new Error(`TLS rotation settings: ${problem}`);
+    normalizeHosts(options.hosts); // throws on a name that cannot be in a certificate
+    this.api = options.kube.makeApiClient(CoreV1Api);
+    this.opts = { ...options, rotation, syncIntervalMs: options.syncIntervalMs ?? 5_000, now: options.now ?? Date.now };
+    let resolve!: (tls: ServingTls) => void;
+    const promise = new Promise<ServingTls>((r) => (resolve = r));
+    this.firstLoad = { promise, resolve };
+  }
+
+  /** Starts syncing every interval. */
+  start(): void {
+    if (this.running !== undefined || this.stopped) return;
+    this.running = this.loop();
+  }
+
+  /** Resolves with the first usable serving certificate loaded from the Secret. */
+  ready(): Promise<ServingTls> {
+    return this.firstLoad.promise;
+  }
+
+  /** Why this replica cannot serve TLS yet (or any more), or undefined when it can. For /readyz. */
+  notReady(): string | undefined {
+    if (this.serving === undefined) return `waiting for the serving certificate in Secret ${this.secretName()}`;
+    if (this.servingNotAfter <= this.opts.now()) return `the serving certificate from Secret ${this.secretName()} has expired`;
+    return undefined;
+  }
+
+  current(): ServingTls | undefined {
+    return this.serving;
+  }
+
+  /** Called with every new serving certificate (the HTTPS server swaps its secure context). */
+  subscribe(listener: (tls: ServingTls) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** One round: read the Secret; as leader, bring it and the webhooks' caBundle up to date; load the certificate. */
+  async sync(): Promise<void> {
+    let secret = await this.readSecret();
+    if (this.opts.leader.isLeader()) secret = await this.reconcile(secret);
+    if (secret !== undefined) this.load(secret);
+  }
+
+  /** Syncs now rather than at the next interval (this replica just became the leader). */
+  syncSoon(): void {
+    if (this.stopped || this.running === undefined) return;
+    if (this.inFlight) {
+      this.again = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    this.running = this.loop();
+  }
+
+  private async loop(): Promise<void> {
+    this.inFlight = true;
+    try {
+      await this.sync();
+    } catch (err) {
+      this.opts.logger.warn({ secret: this.secretName(), error: describeApiError(err) }, "self-managed TLS: sync failed; retrying");
+    }
+    this.inFlight = false;
+    if (this.stopped) return;
+    const delay = this.again ? 0 : this.opts.syncIntervalMs;
+    this.again = false;
+    this.timer = setTimeout(() => {
+      this.running = this.loop();
+    }, delay);
+  }
+
+  private async reconcile(initial: V1Secret | undefined): Promise<V1Secret | undefined> {
+    let secret = initial;
+    if (secret !== undefined && isForeign(secret)) {
+      if (!this.warnedForeign)
+        this.opts.logger.error(
+          { secret: this.secretName() },
+          `self-managed TLS: Secret ${this.secretName()} holds data and is not labelled ${MANAGED_BY_LABEL}=${MANAGED_BY}; refusing to overwrite it`,
+        );
+      this.warnedForeign = true;
+      return secret;
+    }
+    for (let i = 0; i < MAX_STEPS_PER_ROUND; i++) {
+      // Leadership is checked before every write: a replica that lost the Lease stops at once.
+      if (!this.opts.leader.isLeader() || this.stopped) return secret;
+      const data = decodeData(secret);
+      const view = viewTlsSecret(data, secret?.metadata?.annotations?.[TRUSTED_SINCE_ANNOTATION]);
+      const webhooks = await this.opts.webhooks.read();
+      const now = this.opts.now();
+      const step = planTlsStep({
+        secret: view,
+        webhookBundles: webhooks.bundles.map(bundleFingerprints),
+        hosts: this.opts.hosts,
+        now,
+        settings: this.opts.rotation,
+      });
+      if (step.action === "wait") return secret;
+      const next = await this.apply(step, secret, data, view, now);
+      if (next === "conflict") return await this.readSecret();
+      secret = next;
+    }
+    return secret;
+  }
+
+  /** Does one step; returns the Secret as written (or as it stands), or "conflict" when someone else wrote first. */
+  private async apply(
+    step: Exclude<TlsStep, { action: "wait" }>,
+    secret: V1Secret | undefined,
+    data: Record<string, string>,
+    view: TlsSecretView | undefined,
+    now: number,
+  ): Promise<V1Secret | "conflict"> {
+    const result = await contentsAfterStep(step, { data, trustedSince: view?.trustedSince ?? {} }, view, {
+      now,
+      settings: this.opts.rotation,
+      hosts: this.opts.hosts,
+    });
+    this.opts.logger.info(
+      { secret: this.secretName(), configuration: this.opts.webhooks.configurationName, step: step.action },
+      `self-managed TLS: ${result.summary}`,
+    );
+    if ("publish" in result) {
+      await this.opts.webhooks.write(result.publish);
+      return secret!;
+    }
+    return this.writeSecret(secret, result.write.data, result.write.trustedSince);
+  }
+
+  private async writeSecret(
+    existing: V1Secret | undefined,
+    data: Record<string, string>,
+    trustedSince: Record<string, number>,
+  ): Promise<V1Secret | "conflict"> {
+    const { namespace, name } = this.opts.secret;
+    const encoded = Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, "utf8").toString("base64")]));
+    const annotations = { ...(existing?.metadata?.annotations ?? {}), [TRUSTED_SINCE_ANNOTATION]: formatTrustedSince(trustedSince) };
+    const labels = { ...(existing?.metadata?.labels ?? {}), [MANAGED_BY_LABEL]: MANAGED_BY };
+    try {
+      if (existing === undefined) {
+        return await this.api.createNamespacedSecret({
+          namespace,
+          body: { apiVersion: "v1", kind: "Secret", type: "kubernetes.io/tls", metadata: { name, namespace, labels, annotations }, data: encoded },
+        });
+      }
+      // The type is immutable: an Opaque Secret created ahead (so RBAC can name it) stays Opaque.
+      return await this.api.replaceNamespacedSecret({
+        namespace,
+        name,
+        body: { ...existing, metadata: { ...existing.metadata, labels, annotations }, data: encoded },
+      });
+    } catch (err) {
+      if (hasStatus(err, 409)) return "conflict";
+      throw err;
+    }
+  }
+
+  private async readSecret(): Promise<V1Secret | undefined> {
+    try {
+      return await this.api.readNamespacedSecret(this.opts.secret);
+    } catch (err) {
+      if (hasStatus(err, 404)) return undefined;
+      throw err;
+    }
+  }
+
+  /** Serves the Secret's certificate when it is usable and differs from the one served. */
+  private load(secret: V1Secret): void {
+    const data = decodeData(secret);
+    const cert = data[SECRET_KEYS.cert];
+    const key = data[SECRET_KEYS.key];
+    if (!cert || !key) return;
+    if (this.serving !== undefined && this.serving.cert === cert && this.serving.key === key) {
+      this.serving = { ...this.serving, caBundle: data[SECRET_KEYS.caCert] ?? "" };
+      return;
+    }
+    let notAfter: number;
+    try {
+      const x = new X509Certificate(cert);
+      if (!x.checkPrivateKey(createPrivateKey(key))) throw new Error("the key does not belong to the certificate");
+      notAfter = x.validToDate.getTime();
+      if (notAfter <= this.opts.now()) throw new Error("the certificate has expired");
+    } catch (err) {
+      this.opts.logger.warn(
+        { secret: this.secretName(), error: (err as Error).message },
+        "self-managed TLS: the Secret's serving certificate is not usable; keeping the current one",
+      );
+      return;
+    }
+    const first = this.serving === undefined;
+    this.serving = { cert, key, caBundle: data[SECRET_KEYS.caCert] ?? "" };
+    this.servingNotAfter = notAfter;
+    this.opts.logger.info(
+      { secret: this.secretName(), notAfter: new Date(notAfter).toISOString() },
+      first ? "self-managed TLS: serving certificate loaded" : "self-managed TLS: serving certificate replaced",
+    );
+    for (const listener of this.listeners) listener(this.serving);
+    if (first) this.firstLoad.resolve(this.serving);
+  }
+
+  private secretName(): string {
+    return `${this.opts.secret.namespace}/${this.opts.secret.name}`;
+  }
+}
+
+function decodeData(secret: V1Secret | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(secret?.data ?? {})) out[k] = Buffer.from(v, "base64").toString("utf8");
+  return out;
+}
+
+/** A Secret with data that Imprimatur did not write (e.g. one cert-manager manages) is never overwritten. */
+function isForeign(secret: V1Secret): boolean {
+  const hasData = Object.keys(secret.data ?? {}).length > 0;
+  return hasData && secret.metadata?.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY;
+}
+
+export interface SelfManagedTlsSetup {
+  kube: KubeConfig;
+  secret: SecretName;
+  /** Name of the Validating- and MutatingWebhookConfiguration whose caBundle is written. */
+  webhookConfiguration: string;
+  lease: { namespace: string; name: string; identity: string; durationMs?: number };
+  hosts: string[];
+  rotation?: TlsRotationSettings;
+  syncIntervalMs?: number;
+  logger: Logger;
+}
+
+export interface RunningSelfManagedTls {
+  tls: SelfManagedTls;
+  elector: LeaderElector;
+  /** The first serving certificate, loaded from the Secret. */
+  initial: ServingTls;
+  /** Stops syncing and (when leading) hands the Lease back. */
+  close(opts?: { release?: boolean }): Promise<void>;
+}
+
+/**
+ * Starts leader election and the Secret sync, and waits for the first serving certificate (the leader creates it
+ * when the Secret is empty; the others wait for it).
+ */
+export async function startSelfManagedTls(setup: SelfManagedTlsSetup): Promise<RunningSelfManagedTls> {
+  const elector = new LeaderElector({
+    kube: setup.kube,
+    namespace: setup.lease.namespace,
+    name: setup.lease.name,
+    identity: setup.lease.identity,
+    ...(setup.lease.durationMs !== undefined ? { leaseDurationMs: setup.lease.durationMs } : {}),
+    logger: setup.logger,
+  });
+  const tls = new SelfManagedTls({
+    kube: setup.kube,
+    secret: setup.secret,
+    webhooks: new WebhookCaBundleClient(setup.kube, setup.webhookConfiguration),
+    hosts: setup.hosts,
+    leader: elector,
+    ...(setup.rotation ? { rotation: setup.rotation } : {}),
+    ...(setup.syncIntervalMs !== undefined ? { syncIntervalMs: setup.syncIntervalMs } : {}),
+    logger: setup.logger,
+  });
+  elector.onLeadershipChange((leading) => {
+    if (leading) tls.syncSoon();
+  });
+  tls.start();
+  elector.start();
+  const close = async (opts: { release?: boolean } = {}) => {
+    await tls.close();
+    await elector.close(opts);
+  };
+  try {
+    setup.logger.info(
+      { secret: `${setup.secret.namespace}/${setup.secret.name}`, identity: setup.lease.identity },
+      "self-managed TLS: waiting for the serving certificate",
+    );
+    const initial = await tls.ready();
+    return { tls, elector, initial, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}

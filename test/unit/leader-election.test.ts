@@ -1,0 +1,66 @@
+// The leader election's decision, given the Lease read, when this candidate first saw that version of it, and the
+// time. The writes themselves run against a real kube-apiserver in test/e2e/self-managed-tls.test.ts.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { pino } from "pino";
+import { KubeConfig } from "@kubernetes/client-node";
+import { LeaderElector, observeLease, planLeaseStep, type LeaseRecord } from "../../src/kube/leader-election.ts";
+
+const DEFAULT_MS = 15_000;
+const lease = (holder: string | undefined, seconds: number | undefined = 15, rv = "7"): LeaseRecord => ({
+  holderIdentity: holder,
+  leaseDurationSeconds: seconds,
+  resourceVersion: rv,
+});
+
+test("no Lease: create it", () => {
+  assert.deepEqual(planLeaseStep(undefined, "a", { resourceVersion: undefined, at: 0 }, 0, DEFAULT_MS), { action: "create" });
+});
+
+test("our own Lease: renew it", () => {
+  assert.deepEqual(planLeaseStep(lease("a"), "a", { resourceVersion: "7", at: 0 }, 1_000_000, DEFAULT_MS), { action: "renew" });
+});
+
+test("a released Lease (no holder) is taken over at once", () => {
+  assert.deepEqual(planLeaseStep(lease(""), "b", { resourceVersion: "7", at: 1000 }, 1000, DEFAULT_MS), { action: "take-over", reason: "released" });
+  assert.deepEqual(planLeaseStep(lease(undefined), "b", { resourceVersion: "7", at: 1000 }, 1000, DEFAULT_MS), { action: "take-over", reason: "released" });
+});
+
+test("another holder's Lease is followed until it has not changed for a whole lease duration, on our clock", () => {
+  const seen = { resourceVersion: "7", at: 50_000 };
+  assert.deepEqual(planLeaseStep(lease("a", 15), "b", seen, 50_000 + 14_999, DEFAULT_MS), { action: "follow", holder: "a" });
+  assert.deepEqual(planLeaseStep(lease("a", 15), "b", seen, 50_000 + 15_000, DEFAULT_MS), { action: "take-over", reason: "expired" });
+  // The Lease's own duration counts; without one, the default.
+  assert.deepEqual(planLeaseStep(lease("a", 3), "b", seen, 53_000, DEFAULT_MS), { action: "take-over", reason: "expired" });
+  assert.deepEqual(planLeaseStep(lease("a", undefined), "b", seen, 60_000, DEFAULT_MS), { action: "follow", holder: "a" });
+  assert.deepEqual(planLeaseStep(lease("a", 0), "b", seen, 65_000, DEFAULT_MS), { action: "take-over", reason: "expired" });
+});
+
+test("a renewal (new resourceVersion) restarts the observation clock; the same version keeps it", () => {
+  const first = observeLease(undefined, "7", 1000);
+  assert.deepEqual(first, { resourceVersion: "7", at: 1000 });
+  assert.equal(observeLease(first, "7", 9000), first);
+  assert.deepEqual(observeLease(first, "8", 9000), { resourceVersion: "8", at: 9000 });
+  // So a holder renewing every 5 s is never taken over, however long it holds the Lease.
+  let seen = first;
+  for (let t = 1000, rv = 7; t < 100_000; t += 5000, rv++) {
+    seen = observeLease(seen, String(rv), t);
+    assert.equal(planLeaseStep(lease("a", 15, String(rv)), "b", seen, t, DEFAULT_MS).action, "follow");
+  }
+});
+
+test("timings that would let two leaders act at once are refused", () => {
+  const kube = new KubeConfig();
+  kube.loadFromOptions({
+    clusters: [{ name: "c", server: "https://127.0.0.1:1" }],
+    users: [{ name: "u" }],
+    contexts: [{ name: "x", cluster: "c", user: "u" }],
+    currentContext: "x",
+  });
+  const base = { kube, namespace: "ns", name: "l", identity: "a", logger: pino({ level: "silent" }) };
+  assert.throws(() => new LeaderElector({ ...base, leaseDurationMs: 10_000, renewDeadlineMs: 10_000 }), /lease duration > renew deadline > retry period/);
+  assert.throws(() => new LeaderElector({ ...base, leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 10_000 }), /renew deadline > retry period/);
+  const elector = new LeaderElector({ ...base, leaseDurationMs: 3000 });
+  assert.equal(elector.isLeader(), false);
+  assert.equal(elector.identity, "a");
+});

@@ -1,6 +1,7 @@
 // `imprimatur node-proxy`: the node-side CRI image-service proxy (KEP-2535) the kubelet is pointed at with
 // --image-service-endpoint, in front of the container runtime's image service.
 import { createServer, type Server } from "node:http";
+import * as grpc from "@grpc/grpc-js";
 import {
   DEFAULT_VERIFICATION_POLICY,
   parseAllowlistPattern,
@@ -42,9 +43,11 @@ the runtime. Serves CRI runtime.v1alpha2 and runtime.v1.
                                     pulling that image Always (without it, every such pull goes to the registry)
   --node-name NAME                  this node's name in the API
 
-Images on the node when the proxy first runs (an empty state folder) count as preloaded. Logs are JSON lines on
-standard output (IMPRIMATUR_LOG_LEVEL=debug for every decision). "imprimatur node-records" lists the records.
-Exit status: 0 after SIGTERM or SIGINT, 2 on usage or start-up errors.
+Images on the node when the proxy first runs count as preloaded: the first start that completes lists them
+(preloaded-images.json); a start that fails before that (the runtime not up yet at boot) leaves the next one
+first. Logs are JSON lines on standard output (IMPRIMATUR_LOG_LEVEL=debug for every decision). "imprimatur
+node-records" lists the records. Exit status: 0 after SIGTERM or SIGINT, 2 on usage or start-up errors (the
+runtime not answering included: a service manager starts it again).
 `;
 
 interface NodeProxyArgs {
@@ -127,6 +130,10 @@ export async function runNodeProxy(argv: string[]): Promise<number> {
     if (args.metricsAddress) metricsServer = await serveMetrics(args.metricsAddress, () => metrics.registry.metrics(), metrics.registry.contentType);
   } catch (e) {
     process.stderr.write(`imprimatur node-proxy: ${errorText(e)}\n`);
+    if ((e as { code?: unknown }).code === grpc.status.UNAVAILABLE)
+      process.stderr.write(`imprimatur node-proxy: the container runtime at ${args.runtime} is not answering (not up yet?); start again once it is\n`);
+    if (store?.snapshot === "due")
+      process.stderr.write("imprimatur node-proxy: no start has completed yet: the next start records the images then on the node as preloaded\n");
     runtime.close();
     return 2;
   }

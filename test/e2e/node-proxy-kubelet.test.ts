@@ -3,14 +3,21 @@
 // a real kube-apiserver. The hole test/e2e/real-node.test.ts shows on an unprotected node (a pod without the
 // secret runs a private image already present) is closed, and everything else keeps working. One cluster, one
 // node, one pair of registries for the file.
+// The proxy runs as it does on a node: from the bundle `npm run node-bundle` builds, by the shipped systemd unit's
+// ExecStart with an environment file (systemd itself is not needed). Its first start comes before containerd is up
+// (the runtime endpoint is a link that does not exist yet): it fails, and the next start still records the images
+// then on the node as preloaded.
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
+import { spawn } from "node:child_process";
+import { mkdtemp, rm, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
-import { imprimatur } from "../support/cli-process.ts";
-import { startNodeProxy, type NodeProxyProcess } from "../support/node-proxy-process.ts";
+import { decodeImageStatusResponse, encodeImageStatusRequestFor } from "../../src/cri/cri-messages.ts";
+import { RuntimeImageClient } from "../../src/cri/image-service-proxy.ts";
+import { imprimatur, REPO_ROOT } from "../support/cli-process.ts";
+import { startNodeProxyFromUnit, type NodeProxyProcess } from "../support/node-proxy-process.ts";
 import {
   podManifest,
   podPullFailed,
@@ -39,6 +46,11 @@ describe("node-proxy in front of containerd, with a real kubelet", () => {
   let images: { private: string; nonRoot: string; public: string; moving: string };
   let layoutDir: string;
   let movedDigest: string;
+  let bundle: string;
+  /** Where the environment file says containerd is: a link to its socket once it is "up". */
+  let runtimeLink: string;
+  /** How the first start, before containerd was up, ended. */
+  let firstStart: string;
 
   const pod = (o: Omit<PodManifestOptions, "namespace" | "nodeName">) => podManifest({ namespace: NS, nodeName: NODE, ...o });
   const context = () => `node-proxy log:\n${proxyLogTail}\nkubelet log tail:\n${node.kubeletLogs(25)}`;
@@ -76,13 +88,19 @@ describe("node-proxy in front of containerd, with a real kubelet", () => {
   }
 
   async function startProxy(args: string[] = []): Promise<void> {
-    proxy = await startNodeProxy({ dir, stateDir, runtimeEndpoint: node.containerdEndpoint, args });
+    proxy = await startNodeProxyFromUnit({ dir, stateDir, runtimeEndpoint: `unix://${runtimeLink}`, args, bundle });
   }
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), "imprimatur-e2e-node-kubelet-"));
     stateDir = join(dir, "state");
-    [cluster, priv, pub] = await Promise.all([startKubeCluster({ nodes: [NODE] }), startRegistry({ auth: "htpasswd" }), startRegistry({ auth: "none" })]);
+    runtimeLink = join(dir, "containerd.sock");
+    [cluster, priv, pub, bundle] = await Promise.all([
+      startKubeCluster({ nodes: [NODE] }),
+      startRegistry({ auth: "htpasswd" }),
+      startRegistry({ auth: "none" }),
+      buildBundle(join(dir, "bundle")),
+    ]);
     const built = buildRunnableImage({ tag: "v1", seed: "kubelet-proxy-private-1" });
     buildRunnableImage({ tag: "nonroot", seed: "kubelet-proxy-nonroot", user: "1000", dir: built.layoutDir });
     buildRunnableImage({ tag: "tool", seed: "kubelet-proxy-public", dir: built.layoutDir });
@@ -99,7 +117,12 @@ describe("node-proxy in front of containerd, with a real kubelet", () => {
       public: `${pub.host}/public/tool:v1`,
       moving: `${priv.host}/private/app:moving`,
     };
+    firstStart = await startProxy().then(
+      () => "served",
+      (e: Error) => e.message,
+    );
     node = await startNodeRuntime({ registries: [priv, pub].map((r) => ({ host: r.host, caFile: r.caFile })) });
+    await symlink(node.containerdSocket, runtimeLink); // containerd is up
     await startProxy();
     await node.startKubelet({ cluster, nodeName: NODE, imageServiceEndpoint: proxy.endpoint });
     await kubectl("create", "namespace", NS);
@@ -116,6 +139,29 @@ describe("node-proxy in front of containerd, with a real kubelet", () => {
     await Promise.all([priv?.stop(), pub?.stop()]);
     if (dir) await rm(dir, { recursive: true, force: true });
     if (layoutDir) await rm(layoutDir, { recursive: true, force: true });
+  });
+
+  test("a first start before containerd was up fails and records nothing; the next start takes the snapshot of preloaded images", async () => {
+    assert.match(firstStart, /exited with 2/);
+    assert.match(firstStart, /the container runtime at unix:\/\/\S+ is not answering/);
+    assert.match(firstStart, /no start has completed yet: the next start records the images then on the node as preloaded/);
+    const listed = JSON.parse((await imprimatur(["node-records", "--state-dir", stateDir, "-o", "json"])).stdout);
+    assert.equal(listed.summary.snapshot, "taken");
+    const client = new RuntimeImageClient(proxy.endpoint);
+    try {
+      // The sandbox image was imported into containerd before the proxy ever ran: baked into the node.
+      const baked = decodeImageStatusResponse(await client.call("runtime.v1alpha2", "ImageStatus", encodeImageStatusRequestFor(node.pauseImage, {})));
+      assert.ok(baked, `${node.pauseImage} is on the node`);
+      assert.ok(
+        listed.images.some((r: { imageRef: string; access: string }) => r.imageRef === baked.id && r.access === "preloaded"),
+        JSON.stringify(listed),
+      );
+      const pod = { "kubernetes.io/config.source": "api", "kubernetes.io/config.seen": "2026-11-25T10:00:00Z" };
+      const forPod = decodeImageStatusResponse(await client.call("runtime.v1alpha2", "ImageStatus", encodeImageStatusRequestFor(node.pauseImage, pod)));
+      assert.equal(forPod?.id, baked.id, "a pod without credentials may use it: preloaded");
+    } finally {
+      client.close();
+    }
   });
 
   test("a pod with the pull secret runs the private image (IfNotPresent)", async () => {
@@ -211,3 +257,19 @@ describe("node-proxy in front of containerd, with a real kubelet", () => {
     await startProxy();
   });
 });
+
+/** `npm run node-bundle` into OUT (the folder only): the bundle's folder. */
+function buildBundle(out: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["scripts/build-node-bundle.ts", "--out", out, "--no-archive"], {
+      cwd: REPO_ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    child.on("error", reject);
+    child.on("close", (code) => (code === 0 ? resolve(stdout.trim().split("\n")[0]!) : reject(new Error(`node-bundle exited with ${code}: ${stderr}`))));
+  });
+}

@@ -6,16 +6,29 @@
 # What a cached binary was built from; a different stamp means rebuild.
 KUBE_BUILD_STAMP="v1.20.2 with reflect2 1.0.2"
 
-# kube_build NAME: $CACHE_DIR/bin/NAME built from cmd/NAME, unless a binary with the current stamp is there.
+# kube_cached NAME: whether $CACHE_DIR/bin/NAME is there, runs, and carries the current stamp.
+kube_cached() {
+  local bin="$CACHE_DIR/bin/$1"
+  [ -x "$bin" ] && [ "$(cat "$bin.stamp" 2>/dev/null)" = "$KUBE_BUILD_STAMP" ] && "$bin" --version >/dev/null 2>&1
+}
+
+# kube_build NAME...: $CACHE_DIR/bin/NAME built from cmd/NAME for each NAME that has no binary with the current
+# stamp. The missing ones are built by one make run, so the packages they share are compiled once.
 kube_build() {
-  local name=$1
-  local bin="$CACHE_DIR/bin/$name" stamp_file="$CACHE_DIR/bin/$name.stamp" build_log="$CACHE_DIR/build-$name.log"
+  local name missing=() targets=()
   mkdir -p "$CACHE_DIR/bin"
-  if [ -x "$bin" ] && [ "$(cat "$stamp_file" 2>/dev/null)" = "$KUBE_BUILD_STAMP" ] && "$bin" --version >/dev/null 2>&1; then
-    log "$name cached: $("$bin" --version)"
-    return 0
-  fi
-  log "building $name from Debian's kubernetes source package (a few minutes)"
+  for name in "$@"; do
+    if kube_cached "$name"; then
+      log "$name cached: $("$CACHE_DIR/bin/$name" --version)"
+    else
+      missing+=("$name")
+      targets+=("cmd/$name")
+    fi
+  done
+  [ "${#missing[@]}" -gt 0 ] || return 0
+  local build_log
+  build_log="$CACHE_DIR/build-$(IFS=+; echo "${missing[*]}").log"
+  log "building ${missing[*]} from Debian's kubernetes source package (a few minutes each)"
   export DEBIAN_FRONTEND=noninteractive
 
   # deb-src entries derived from the machine's own Debian sources (no mirror host written here).
@@ -62,14 +75,17 @@ kube_build() {
   ln -sfn "$src_root" "$src_root/.go/src/k8s.io/kubernetes"
   (cd "$src_root/.go/src/k8s.io/kubernetes" &&
     GOPATH="$src_root/.go" GO111MODULE=off GOFLAGS=-mod=vendor GOCACHE="$CACHE_DIR/gocache" \
-      KUBE_GIT_VERSION=v1.20.2 KUBE_GIT_TREE_STATE=clean make WHAT="cmd/$name" >"$build_log" 2>&1) || {
+      KUBE_GIT_VERSION=v1.20.2 KUBE_GIT_TREE_STATE=clean make WHAT="${targets[*]}" >"$build_log" 2>&1) || {
     log "build failed; last lines of $build_log:"
     tail -n 30 "$build_log" >&2
     return 1
   }
-  local built
-  built=$(find "$src_root/_output" -type f -name "$name" -perm -u+x | head -n1)
-  install -m 0755 "$built" "$bin"
-  printf '%s\n' "$KUBE_BUILD_STAMP" >"$stamp_file"
-  log "$name ready: $("$bin" --version)"
+  local built bin
+  for name in "${missing[@]}"; do
+    bin="$CACHE_DIR/bin/$name"
+    built=$(find "$src_root/_output" -type f -name "$name" -perm -u+x | head -n1)
+    install -m 0755 "$built" "$bin"
+    printf '%s\n' "$KUBE_BUILD_STAMP" >"$bin.stamp"
+    log "$name ready: $("$bin" --version)"
+  done
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Provisions, once per machine, the real Kubernetes components the end-to-end tests run against:
-# etcd (etcd-server), kubectl (kubernetes-client) and a kube-apiserver v1.20.2 built from Debian's
-# `kubernetes` source package with Debian's Go. The binary is cached outside the clone and reused.
+# etcd (etcd-server), kubectl (kubernetes-client) and the control plane v1.20.2 built from Debian's
+# `kubernetes` source package with Debian's Go: kube-apiserver, and for the small cluster
+# (test/support/small-cluster.ts) kube-controller-manager, kube-scheduler and kube-proxy. The binaries are
+# cached outside the clone and reused.
 # Idempotent: a second run finds everything in place and returns at once.
 set -euo pipefail
 
@@ -32,4 +34,4 @@ fi
 
 # shellcheck source=kube-build.sh
 source "$(dirname "$0")/kube-build.sh"
-kube_build kube-apiserver
+kube_build kube-apiserver kube-controller-manager kube-scheduler kube-proxy

@@ -578,6 +578,7 @@ describe("start-up and pruning", () => {
     const warned = logs.filter((l) => /no preloaded-image snapshot/.test(l.msg));
     assert.equal(warned.length, 1);
     assert.equal(warned[0]!.level, 40);
+    assert.equal(warned[0]!.stateDir, dir);
     assert.ok(!logs.some((l) => /first start/.test(l.msg)), "not a first start");
     await assert.rejects(readFile(join(dir, "preloaded-images.json")), { code: "ENOENT" }, "no snapshot is taken late");
   });

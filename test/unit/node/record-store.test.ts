@@ -194,6 +194,7 @@ describe("the first start's snapshot marks the first start as done", () => {
     const store = await RecordStore.open(dir);
     assert.equal(store.snapshot, "due");
     await writeFile(join(dir, ".preloaded-images.json.1.abcd.tmp"), "half");
+    await writeFile(join(dir, "pulling", "notes.txt"), "not an intent");
     assert.equal((await RecordStore.open(dir)).snapshot, "due");
     assert.deepEqual(
       (await readdir(dir)).filter((n) => n.endsWith(".tmp")),

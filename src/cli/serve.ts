@@ -18,6 +18,8 @@ import { PolicyFolder } from "../policy/policy-source.ts";
 import { PolicyLoadError } from "../policy/policy-error.ts";
 import { parseDuration } from "../core/duration.ts";
 import { startApp } from "../server/app.ts";
+import { selfManagedTlsFromFlags, tlsSecretFlagProblem } from "../server/tls-secret-flags.ts";
+import type { RunningSelfManagedTls } from "../server/tls-secret-manager.ts";
 import { loadCallerTokens } from "../server/caller-tokens.ts";
 import {
   renderAdmissionConfiguration,
@@ -41,6 +43,16 @@ export const SERVE_USAGE = `Usage: imprimatur serve [options]
   --tls-cert FILE      serving certificate (PEM); with --tls-key. Without them a self-signed CA and
   --tls-key FILE       certificate are created in the state folder on first start
   --tls-san NAME       extra DNS name or IP for the generated certificate (repeatable)
+  --tls-secret NS/NAME keep the CA and serving certificate in this Secret, shared by all replicas, and
+                       rotate them without a restart (needs --kubeconfig or a pod's service account; see
+                       docs/tls.md). One replica, chosen by a Lease, writes it and the caBundle
+  --webhook-configuration NAME
+                       the Validating- and MutatingWebhookConfiguration whose caBundle --tls-secret keeps
+                       current (default imprimatur)
+  --leader-election-namespace NS
+                       namespace of the Lease (default: the pod's namespace, else the Secret's)
+  --leader-election-id NAME
+                       name of the Lease (default imprimatur)
   --url URL            base URL kube-apiserver uses to reach this server, for the printed configuration
                        (default https://127.0.0.1:PORT)
   --config FILE        ServerConfig YAML: remote backends, failurePolicy, cache TTLs, audit log
@@ -90,6 +102,13 @@ export async function runServe(argv: string[]): Promise<number> {
       "tls-cert": { type: "string" },
       "tls-key": { type: "string" },
       "tls-san": { type: "string", multiple: true, default: [] },
+      "tls-secret": { type: "string" },
+      "webhook-configuration": { type: "string" },
+      "leader-election-namespace": { type: "string" },
+      "leader-election-id": { type: "string" },
+      // Hidden, for tests: a shortened rotation timeline and sync interval (docs/tls.md).
+      "tls-timeline": { type: "string" },
+      "tls-sync-interval": { type: "string" },
       url: { type: "string" },
       config: { type: "string" },
       "fail-open": { type: "boolean" },
@@ -118,6 +137,8 @@ export async function runServe(argv: string[]): Promise<number> {
     if (metricsPort !== undefined && (!/^\d+$/.test(metricsPort) || Number(metricsPort) > 65535))
       throw new UsageError(`--metrics-port must be a port number, got ${metricsPort}`);
     if (Boolean(values["tls-cert"]) !== Boolean(values["tls-key"])) throw new UsageError("--tls-cert and --tls-key go together");
+    const tlsSecretProblem = tlsSecretFlagProblem(values, Boolean(values["tls-cert"]));
+    if (tlsSecretProblem !== undefined) throw new UsageError(tlsSecretProblem);
   } catch (e) {
     if (e instanceof UsageError) {
       process.stderr.write(`imprimatur serve: ${e.message}\n\n${SERVE_USAGE}`);
@@ -153,6 +174,7 @@ export async function runServe(argv: string[]): Promise<number> {
   const stateDir = resolve(values["state-dir"]!);
   let app;
   let namespaceCache: NamespaceLabelCache | undefined;
+  let selfManagedTls: RunningSelfManagedTls | undefined;
   let policyResources: ReturnType<typeof policyResourceSource> | undefined;
   try {
     const namespacesFile = values.namespaces ?? config.namespacesFile;
@@ -176,7 +198,14 @@ export async function runServe(argv: string[]): Promise<number> {
       ...(values["caller-tokens"] ? { tokens: await loadCallerTokens(values["caller-tokens"]) } : {}),
       allowUnauthenticated: values["allow-unauthenticated"] === true,
     };
-    const tls = values["tls-cert"] ? { cert: await readFile(values["tls-cert"], "utf8"), key: await readFile(values["tls-key"]!, "utf8") } : undefined;
+    // --tls-secret: the certificate comes from the shared Secret (created by the leader when empty), and is
+    // swapped in without a restart when the leader rotates it.
+    selfManagedTls = values["tls-secret"] ? await selfManagedTlsFromFlags(values, kube, values["tls-san"] ?? [], startupLogger()) : undefined;
+    const tls = values["tls-cert"]
+      ? { cert: await readFile(values["tls-cert"], "utf8"), key: await readFile(values["tls-key"]!, "utf8") }
+      : selfManagedTls
+        ? { cert: selfManagedTls.initial.cert, key: selfManagedTls.initial.key }
+        : undefined;
     app = await startApp({
       policies: values.policies ?? EMBEDDED_POLICIES,
       ...(policyResources ? { policySource: policyResources.source } : {}),
@@ -191,10 +220,12 @@ export async function runServe(argv: string[]): Promise<number> {
       allowEmptyPolicies: values["allow-empty-policies"] === true,
       ...(kube ? { kube } : {}),
       ...(await registryAccess(config)),
+      ...(selfManagedTls ? { tlsUpdates: selfManagedTls.tls } : {}),
       callers,
       ...(values["metrics-port"] !== undefined ? { metricsPort: Number(values["metrics-port"]) } : {}),
     });
   } catch (e) {
+    await selfManagedTls?.close();
     await namespaceCache?.close();
     await policyResources?.close();
     if (e instanceof PolicyLoadError) {
@@ -222,6 +253,7 @@ export async function runServe(argv: string[]): Promise<number> {
   });
   // Not ready at once; keep answering while endpoints stop routing here, then close the listener.
   await app.close(parseDuration(values.drain!)!);
+  await selfManagedTls?.close();
   await namespaceCache?.close();
   await policyResources?.close();
   return 0;

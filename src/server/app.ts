@@ -21,7 +21,7 @@ import type { DigestResolver } from "../registry/digest-resolver.ts";
 import type { RoundTrip } from "../registry/registry-client.ts";
 import type { RegistrySettingsMap } from "../registry/registry-settings.ts";
 import { CallerAuthenticator, type CallerAuthOptions } from "./caller-auth.ts";
-import { startHttpsServer, type RunningServer } from "./https-server.ts";
+import { startHttpsServer, type RunningServer, type TlsUpdates } from "./https-server.ts";
 import { createServerLogger } from "./logger.ts";
 import { createMetrics, prometheusRecorder, startMetricsServer, type Metrics, type RunningMetricsServer } from "./metrics.ts";
 import { ensureServingCertificate } from "./tls-bootstrap.ts";
@@ -34,6 +34,8 @@ export interface AppOptions {
   port: number;
   stateDir: string;
   tls?: { cert: string; key: string; ca?: string };
+  /** Later certificates replacing `tls` without a restart (self-managed TLS, src/server/tls-secret-manager.ts). */
+  tlsUpdates?: TlsUpdates;
   /** Extra DNS names / IPs for a generated serving certificate. */
   tlsHosts: string[];
   config: ServerConfig;
@@ -152,6 +154,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
       callers,
       maxBodyBytes: opts.config.maxRequestBytes,
       defaultTimeoutMs: 10_000,
+      ...(opts.tlsUpdates ? { tlsUpdates: opts.tlsUpdates } : {}),
       notReady,
     });
   } catch (e) {

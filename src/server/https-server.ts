@@ -26,6 +26,13 @@ export interface ServerOptions {
   defaultTimeoutMs: number;
   /** Why the server is not ready (policies not loaded yet), or undefined when it is. */
   notReady(): string | undefined;
+  /** Later serving certificates (self-managed TLS): each one is used for new connections, without a restart. */
+  tlsUpdates?: TlsUpdates;
+}
+
+export interface TlsUpdates {
+  /** Calls `listener` with every new certificate and key; returns the unsubscribe. */
+  subscribe(listener: (tls: { cert: string; key: string }) => void): () => void;
 }
 
 export interface RunningServer {
@@ -59,6 +66,10 @@ export async function startHttpsServer(opts: ServerOptions): Promise<RunningServ
       else res.destroy();
     });
   });
+  // Connections already open keep the certificate they were made with; the client CA stays as it was.
+  const unsubscribeTls = opts.tlsUpdates?.subscribe((next) =>
+    server.setSecureContext({ cert: next.cert, key: next.key, minVersion: "TLSv1.2", ...clientAuth }),
+  );
   // Longer than the idle timeout of kube-apiserver's webhook clients (Go's 90 s IdleConnTimeout), so the apiserver,
   // not this server, closes an idle connection: the apiserver does not retry a POST that fails with EOF on a
   // connection this server is closing, and with failurePolicy Fail that admission would be refused.
@@ -78,6 +89,7 @@ export async function startHttpsServer(opts: ServerOptions): Promise<RunningServ
     port,
     close: async (drainMs = 0) => {
       state.draining = true;
+      unsubscribeTls?.();
       if (drainMs > 0) await new Promise((r) => setTimeout(r, drainMs));
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -1,0 +1,285 @@
+// Self-managed TLS (`serve --tls-secret`) on a real etcd + kube-apiserver: two Imprimatur replicas in-process share
+// one Secret; the Lease holder creates and rotates it and writes the ValidatingWebhookConfiguration's caBundle; the
+// apiserver calls both replicas (one webhook each, at 127.0.0.1) for every pod admission. The rotation timeline is
+// shortened to seconds (CA 60 s renewed 35 s early, serving certificate 30 s renewed 12 s early) so that a CA
+// rotation, serving-certificate switches and the old CA's expiry all happen during one stream of admissions.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { X509Certificate } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect } from "node:tls";
+import { fileURLToPath } from "node:url";
+import { AdmissionregistrationV1Api, CoordinationV1Api, CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { pino, type Logger } from "pino";
+import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
+import { loadKubeConfig } from "../../src/kube/kube-config.ts";
+import { startApp, type App } from "../../src/server/app.ts";
+import { bundleFingerprints, parseCertificateBundle, parseRotationTimeline } from "../../src/server/tls-rotation-plan.ts";
+import { startSelfManagedTls, type RunningSelfManagedTls } from "../../src/server/tls-secret-manager.ts";
+import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
+import { podYaml } from "../support/manifests.ts";
+
+const POLICIES = fileURLToPath(new URL("../fixtures/e2e-policies/", import.meta.url));
+const NAMESPACE = "imprimatur";
+const SECRET = "imprimatur-tls";
+const LEASE = "imprimatur";
+const CONFIGURATION = "imprimatur";
+const TIMELINE = parseRotationTimeline("ca=60s/35s,cert=30s/12s,propagation=3s");
+const SYNC_MS = 500;
+const LEASE_MS = 3000;
+const ALLOWED = podYaml("allowed", "e2e-tls", ["registry.example.com/app:1.0"]);
+const DENIED = podYaml("denied", "e2e-tls", ["nginx:latest"]);
+
+interface Replica {
+  identity: string;
+  tls: RunningSelfManagedTls;
+  app: App;
+  stateDir: string;
+  logs: string[];
+  stop(opts?: { release?: boolean }): Promise<void>;
+}
+
+let cluster: KubeCluster;
+let kube: KubeConfig;
+let core: CoreV1Api;
+let admission: AdmissionregistrationV1Api;
+let coordination: CoordinationV1Api;
+const replicas = new Map<string, Replica>();
+
+function logger(lines: string[]): Logger {
+  return pino({ level: "info" }, { write: (line: string) => void lines.push(line) });
+}
+
+async function startReplica(identity: string): Promise<Replica> {
+  const logs: string[] = [];
+  const log = logger(logs);
+  const tls = await startSelfManagedTls({
+    kube,
+    secret: { namespace: NAMESPACE, name: SECRET },
+    webhookConfiguration: CONFIGURATION,
+    lease: { namespace: NAMESPACE, name: LEASE, identity, durationMs: LEASE_MS },
+    hosts: [],
+    rotation: TIMELINE,
+    syncIntervalMs: SYNC_MS,
+    logger: log,
+  });
+  const stateDir = await mkdtemp(join(tmpdir(), `imprimatur-tls-${identity}-`));
+  const app = await startApp({
+    policies: POLICIES,
+    host: "127.0.0.1",
+    port: 0,
+    stateDir,
+    tls: { cert: tls.initial.cert, key: tls.initial.key },
+    tlsUpdates: tls.tls,
+    tlsHosts: [],
+    config: DEFAULT_SERVER_CONFIG,
+    logger: log,
+    watchPolicies: false,
+  });
+  const replica: Replica = {
+    identity,
+    tls,
+    app,
+    stateDir,
+    logs,
+    stop: async (opts = {}) => {
+      replicas.delete(identity);
+      await app.close();
+      await tls.close(opts);
+      await rm(stateDir, { recursive: true, force: true });
+    },
+  };
+  replicas.set(identity, replica);
+  return replica;
+}
+
+async function readSecret() {
+  const secret = await core.readNamespacedSecret({ namespace: NAMESPACE, name: SECRET });
+  const data = Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, "base64").toString("utf8")]));
+  return { secret, data };
+}
+
+/** Fingerprints of each webhook's caBundle in the ValidatingWebhookConfiguration. */
+async function webhookBundles(): Promise<string[][]> {
+  const config = await admission.readValidatingWebhookConfiguration({ name: CONFIGURATION });
+  return (config.webhooks ?? []).map((w) => bundleFingerprints(Buffer.from(w.clientConfig.caBundle ?? "", "base64").toString("utf8")));
+}
+
+async function leaseHolder(): Promise<string | undefined> {
+  return (await coordination.readNamespacedLease({ namespace: NAMESPACE, name: LEASE })).spec?.holderIdentity;
+}
+
+/** The certificate a replica presents in a TLS handshake now (new connections), as PEM-independent DER. */
+function servedCertificate(port: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: "127.0.0.1", port, rejectUnauthorized: false }, () => {
+      const raw = socket.getPeerCertificate().raw;
+      socket.end();
+      resolve(raw);
+    });
+    socket.on("error", reject);
+  });
+}
+
+const der = (pem: string) => new X509Certificate(pem).raw;
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}; logs:\n${[...replicas.values()].map((r) => `${r.identity}:\n${r.logs.slice(-20).join("")}`).join("\n")}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+function leader(): Replica {
+  const r = [...replicas.values()].find((x) => x.tls.elector.isLeader());
+  assert.ok(r, "one replica leads");
+  return r;
+}
+
+before(async () => {
+  cluster = await startKubeCluster({ enableAdmissionPlugins: ["ValidatingAdmissionWebhook"] });
+  kube = loadKubeConfig(cluster.kubeconfig);
+  core = kube.makeApiClient(CoreV1Api);
+  admission = kube.makeApiClient(AdmissionregistrationV1Api);
+  coordination = kube.makeApiClient(CoordinationV1Api);
+  for (const ns of [NAMESPACE, "e2e-tls"]) {
+    const created = await cluster.apply(JSON.stringify({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns } }));
+    assert.equal(created.code, 0, created.stderr);
+  }
+});
+
+after(async () => {
+  for (const r of [...replicas.values()]) await r.stop();
+  await cluster?.stop();
+});
+
+test("one leader creates the Secret and writes the caBundle; both replicas serve the Secret's certificate", async () => {
+  const [a, b] = await Promise.all([startReplica("replica-a"), startReplica("replica-b")]);
+  const { secret, data } = await readSecret();
+  assert.equal(secret.type, "kubernetes.io/tls");
+  assert.deepEqual(Object.keys(data).sort(), ["ca.crt", "ca.key", "tls.crt", "tls.key"]);
+  assert.equal(secret.metadata?.labels?.["app.kubernetes.io/managed-by"], "imprimatur");
+  const holder = await leaseHolder();
+  assert.ok(holder === "replica-a" || holder === "replica-b", `the Lease is held by a replica (${holder})`);
+  assert.equal([a, b].filter((r) => r.tls.elector.isLeader()).length, 1, "exactly one replica leads");
+  for (const r of [a, b]) assert.deepEqual(await servedCertificate(r.app.port), der(data["tls.crt"]!), `${r.identity} serves the Secret's certificate`);
+
+  // The configuration is installed without a caBundle, one webhook per replica, as a Deployment's would be.
+  const webhook = (r: Replica) => ({
+    name: `${r.identity}.imprimatur.dev`,
+    admissionReviewVersions: ["v1"],
+    sideEffects: "NoneOnDryRun",
+    failurePolicy: "Fail",
+    timeoutSeconds: 10,
+    clientConfig: { url: `https://127.0.0.1:${r.app.port}/validate` },
+    rules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"], scope: "Namespaced" }],
+    namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "e2e-tls" } },
+  });
+  // v1.20 does not label namespaces with their name yet: label it.
+  assert.equal((await cluster.kubectl(["label", "namespace", "e2e-tls", "kubernetes.io/metadata.name=e2e-tls", "--overwrite"])).code, 0);
+  const vwc = {
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "ValidatingWebhookConfiguration",
+    metadata: { name: CONFIGURATION },
+    webhooks: [webhook(a), webhook(b)],
+  };
+  const applied = await cluster.apply(JSON.stringify(vwc));
+  assert.equal(applied.code, 0, applied.stderr);
+
+  const caFingerprints = bundleFingerprints((await readSecret()).data["ca.crt"]!);
+  await until("the caBundle written by the leader", async () => {
+    const bundles = await webhookBundles();
+    return bundles.length === 2 && bundles.every((f) => f.join() === caFingerprints.join()) ? true : undefined;
+  });
+  await untilWebhookActive(cluster, DENIED, (probe) => probe.code !== 0 && probe.stderr.includes("pin a version"));
+  const allowed = await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], { input: ALLOWED });
+  assert.equal(allowed.code, 0, allowed.stderr);
+});
+
+test("a CA rotation during a stream of admissions fails none; the old CA stays in the caBundle until it expires", async () => {
+  const { data: before } = await readSecret();
+  const oldCa = new X509Certificate(before["ca.crt"]!);
+  const oldFingerprint = bundleFingerprints(before["ca.crt"]!)[0]!;
+  const oldExpiry = oldCa.validToDate.getTime();
+  const follower = [...replicas.values()].find((r) => !r.tls.elector.isLeader())!;
+
+  const failures: string[] = [];
+  let admissions = 0;
+  let sawBothCas = false;
+  let oldCaLeftAt: number | undefined;
+  let followerSwitched = false;
+  let stop = false;
+  const stream = (async () => {
+    for (let i = 0; !stop; i++) {
+      const allowed = i % 2 === 0;
+      const r = await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], { input: allowed ? ALLOWED : DENIED });
+      admissions++;
+      if (allowed ? r.code !== 0 : !r.stderr.includes("pin a version"))
+        failures.push(`${allowed ? "allowed" : "denied"} pod at ${new Date().toISOString()}: ${r.stderr.trim()}`);
+    }
+  })();
+  const watch = (async () => {
+    // Until the old CA has left every caBundle (and a little longer, for admissions after the switch).
+    const deadline = oldExpiry + 60_000;
+    while (Date.now() < deadline) {
+      const bundles = await webhookBundles();
+      if (bundles.every((f) => f.length >= 2 && f.includes(oldFingerprint))) sawBothCas = true;
+      if (oldCaLeftAt === undefined && bundles.every((f) => !f.includes(oldFingerprint))) oldCaLeftAt = Date.now();
+      const served = new X509Certificate(await servedCertificate(follower.app.port));
+      if (!served.checkIssued(oldCa)) followerSwitched = true;
+      if (oldCaLeftAt !== undefined && Date.now() > oldCaLeftAt + 5_000) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  })();
+  await watch;
+  stop = true;
+  await stream;
+
+  assert.deepEqual(failures, [], `no admission failed (${admissions} in all)`);
+  assert.ok(admissions > 50, `a stream of admissions ran (${admissions})`);
+  assert.ok(sawBothCas, "the new CA was trusted beside the old one");
+  assert.ok(oldCaLeftAt !== undefined, "the old CA left the caBundle");
+  assert.ok(oldCaLeftAt >= oldExpiry, `the old CA stayed in the caBundle until it expired (left ${oldCaLeftAt - oldExpiry} ms after)`);
+  assert.ok(followerSwitched, `the follower (${follower.identity}) serves a certificate of the new CA, without a restart`);
+  const { data: after } = await readSecret();
+  assert.notEqual(bundleFingerprints(after["ca.crt"]!)[0], oldFingerprint, "the Secret's newest CA is a new one");
+});
+
+test("when the leader stops without handing the Lease back, the other replica takes over and keeps the caBundle", async () => {
+  const old = leader();
+  const other = [...replicas.values()].find((r) => r !== old)!;
+  await old.stop({ release: false });
+  await until("the Lease taken over", async () => ((await leaseHolder()) === other.identity && other.tls.elector.isLeader() ? true : undefined), LEASE_MS * 5);
+  // The new leader is the writer now: a caBundle changed behind its back is written again.
+  const config = await admission.readValidatingWebhookConfiguration({ name: CONFIGURATION });
+  for (const w of config.webhooks ?? []) w.clientConfig.caBundle = Buffer.from(`${(await readSecret()).data["tls.crt"]}`).toString("base64");
+  await admission.replaceValidatingWebhookConfiguration({ name: CONFIGURATION, body: config });
+  const wanted = bundleFingerprints((await readSecret()).data["ca.crt"]!).join();
+  await until("the caBundle restored by the new leader", async () => ((await webhookBundles()).every((f) => f.join() === wanted) ? true : undefined));
+});
+
+test("a restarted replica keeps the CA: the Secret's CA and the caBundle are unchanged, the certificate it serves is the Secret's", async () => {
+  for (const r of [...replicas.values()]) await r.stop();
+  const { data: before } = await readSecret();
+  const restarted = await startReplica("replica-c");
+  await until("the restarted replica leading", async () => (restarted.tls.elector.isLeader() ? true : undefined), LEASE_MS * 5);
+  // A few leader rounds.
+  await new Promise((r) => setTimeout(r, SYNC_MS * 4));
+  const { data: after } = await readSecret();
+  // Every CA from before the restart is still there (unless it expired meanwhile: the timeline is short).
+  const kept = bundleFingerprints(after["ca.crt"]!);
+  for (const ca of parseCertificateBundle(before["ca.crt"]!))
+    if (ca.notAfter > Date.now()) assert.ok(kept.includes(ca.fingerprint), "the CA from before the restart is kept");
+  assert.deepEqual(await servedCertificate(restarted.app.port), der(after["tls.crt"]!));
+  const wanted = bundleFingerprints(after["ca.crt"]!).join();
+  assert.ok(
+    (await webhookBundles()).every((f) => f.join() === wanted),
+    "the caBundle is the Secret's CAs",
+  );
+});

@@ -36,7 +36,8 @@ export const SERVE_USAGE = `Usage: imprimatur serve [options]
   --policies DIR       policy folder or file (default: the embedded default policy, unless --policy-crds)
   --policy-crds        read ImagePolicy, PodRestriction and TrustRoot custom resources (imprimatur.dev/v1alpha1)
                        through --kubeconfig or in-cluster, watch them, and write each one's status; with
-                       --policies the folder is read too, as part of the same set
+                       --policies the folder is read too, as part of the same set. Starting with no
+                       policy is allowed then (a fresh install has none yet)
   --host ADDR          listen address (default 0.0.0.0)
   --port N             HTTPS port (default 8443)
   --state-dir DIR      state folder: generated CA (ca.crt), serving certificate, audit log (default ./.state)
@@ -217,7 +218,8 @@ export async function runServe(argv: string[]): Promise<number> {
       config,
       ...(namespaces ? { namespaces } : {}),
       profiles: values.profile ?? [],
-      allowEmptyPolicies: values["allow-empty-policies"] === true,
+      // With --policy-crds policies arrive through the API at any time: a fresh install starts with none.
+      allowEmptyPolicies: values["allow-empty-policies"] === true || values["policy-crds"] === true,
       ...(kube ? { kube } : {}),
       ...(await registryAccess(config)),
       ...(selfManagedTls ? { tlsUpdates: selfManagedTls.tls } : {}),

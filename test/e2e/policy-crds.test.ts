@@ -12,6 +12,7 @@ import { parseAllDocuments } from "yaml";
 import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 import { podYaml } from "../support/manifests.ts";
+import { embeddedTrustedRootJson } from "../../src/verification/trust-roots.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const NS = "crd-e2e";
@@ -140,6 +141,10 @@ test("serve --policy-crds: applied, broken, fixed and deleted ImagePolicies take
   const folder = join(dir, "policies");
   await mkdir(folder);
   await writeFile(join(folder, "from-folder.yaml"), policy("from-folder", [{ action: "deny", images: ["registry.example.com/folder-denied"] }]));
+  // A fresh install has no policy yet: serve starts all the same.
+  const fresh = await startImprimatur(["--kubeconfig", cluster.kubeconfig, "--policy-crds"]);
+  assert.match(await fresh.log(), /no policy is loaded: every request is admitted/);
+  await fresh.stop();
   server = await startImprimatur(["--kubeconfig", cluster.kubeconfig, "--policy-crds", "--policies", folder]);
   const vwc = {
     apiVersion: "admissionregistration.k8s.io/v1",
@@ -190,6 +195,8 @@ test("serve --policy-crds: applied, broken, fixed and deleted ImagePolicies take
   );
   const yaml = await cluster.kubectl(["get", "imagepolicy", "team-images", "-o", "yaml"]);
   assert.match(yaml.stdout, /reason: InvalidPolicy/);
+  const described = await cluster.kubectl(["describe", "imagepolicy", "team-images"]);
+  assert.match(described.stdout, /Warning\s+InvalidPolicy/, described.stdout);
   await until("a Warning Event", async () => {
     const events = await cluster.kubectl(["get", "events", "-n", "default", "--field-selector", "involvedObject.name=team-images,type=Warning", "-o", "json"]);
     const items = (JSON.parse(events.stdout || "{}") as { items?: Array<{ reason: string; message: string; involvedObject: { kind: string } }> }).items ?? [];
@@ -222,4 +229,58 @@ test("serve --policy-crds: applied, broken, fixed and deleted ImagePolicies take
   assert.equal((await cluster.kubectl(["delete", "imagepolicy", "team-images"])).code, 0);
   await until("the deleted policy no longer denies", () => admits("registry.example.com/app2:1"));
   assert.equal(await admits("registry.example.com/other:1"), false, "the other policy stays");
+});
+
+test("TrustRoots and k8s:// keys from resources work as from files", async () => {
+  assert.ok(server, "serve runs (previous test)");
+  const keyless = {
+    apiVersion: "imprimatur.dev/v1alpha1",
+    kind: "ImagePolicy",
+    metadata: { name: "signed" },
+    spec: {
+      namespaces: [NS],
+      rules: [
+        {
+          action: "allow",
+          images: ["registry.example.com/signed/*"],
+          attestors: [{ entries: [{ keyless: { subject: "*", issuer: "*", trustRoot: "corp" } }] }],
+        },
+      ],
+      default: "allow",
+    },
+  };
+  assert.equal((await cluster.apply(JSON.stringify(keyless))).code, 0);
+  await until("a conflict: no TrustRoot corp", async () => (await readyCondition("signed"))?.reason === "PolicyConflict");
+  assert.match((await readyCondition("signed"))?.message ?? "", /keyless\.trustRoot: .*"corp"/);
+
+  const root = { apiVersion: "imprimatur.dev/v1alpha1", kind: "TrustRoot", metadata: { name: "corp" }, spec: { trustedRoot: embeddedTrustedRootJson() } };
+  assert.equal((await cluster.apply(JSON.stringify(root))).code, 0);
+  await until("the ImagePolicy loads once its TrustRoot exists", async () => (await readyCondition("signed"))?.status === "True");
+  const rootStatus = await cluster.kubectl(["get", "trustroot", "corp", "-o", "jsonpath={.status.conditions[0].status}"]);
+  assert.equal(rootStatus.stdout, "True");
+
+  const secretKey = {
+    apiVersion: "imprimatur.dev/v1alpha1",
+    kind: "ImagePolicy",
+    metadata: { name: "secret-key" },
+    spec: {
+      namespaces: [NS],
+      rules: [{ action: "allow", images: ["registry.example.com/keyed/*"], attestors: [{ entries: [{ staticKey: { keyRef: `k8s://${NS}/signing` } }] }] }],
+      default: "allow",
+    },
+  };
+  assert.equal((await cluster.apply(JSON.stringify(secretKey))).code, 0);
+  await until("a k8s:// keyRef compiles", async () => (await readyCondition("secret-key"))?.status === "True");
+  // A file next to the policy has no meaning for a resource: refused with the loader's reason.
+  const fileKey = {
+    ...secretKey,
+    metadata: { name: "file-key" },
+    spec: { ...secretKey.spec, rules: [{ ...secretKey.spec.rules[0], attestors: [{ entries: [{ staticKey: { keyRef: "cosign.pub" } }] }] }] },
+  };
+  assert.equal((await cluster.apply(JSON.stringify(fileKey))).code, 0);
+  await until("a file keyRef is refused", async () => (await readyCondition("file-key"))?.reason === "InvalidPolicy");
+  assert.match(
+    (await readyCondition("file-key"))?.message ?? "",
+    /staticKey\.keyRef: key files can only be named by policies loaded from files \(this policy is not in force\)/,
+  );
 });

@@ -9,25 +9,12 @@
 // the shims create, the k8s.io cgroup parents — are restored by the last of concurrent runs (see joinShared).
 // The components come from scripts/provision-node.sh.
 //
-// No scheduler or controller-manager runs: pods name their node (spec.nodeName; see podManifest).
+// No scheduler or controller-manager runs here: pods name their node (spec.nodeName; see podManifest). The small
+// cluster (small-cluster.ts) adds them, and runs this node inside its own network namespace (see NodeNetwork).
 
-import { spawn, spawnSync } from "node:child_process";
-import type { ChildProcess } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import {
-  closeSync,
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  readdirSync,
-  rmSync,
-  rmdirSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, rmdirSync, statSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -35,12 +22,27 @@ import type { KubeCluster } from "./kube-cluster.ts";
 import { runCommand } from "./command.ts";
 import { findCommand, isExecutable } from "./executables.ts";
 import { freePorts } from "./ports.ts";
+import { signalPid, spawnLogged as spawnLogged_, terminate as terminate_, type LoggedProcess } from "./logged-process.ts";
 import { tailFile } from "./log-tail.ts";
 import { buildRunnableImage } from "./runnable-image.ts";
 
 export interface NodeRuntimeOptions {
   /** Registries containerd trusts (TLS with their test CA), e.g. `{ host: registry.host, caFile: registry.caFile }`. */
   registries: Array<{ host: string; caFile: string }>;
+  /** Run inside a network namespace someone else owns. Default: the host's, with a bridge of this run's own. */
+  network?: NodeNetwork;
+}
+
+/**
+ * A network namespace (`ip netns add NAME`) with a bridge already up in it, owned by the caller: containerd and
+ * the kubelet start under `nsenter --net=/run/netns/NAME` (not `ip netns exec`, which remounts /sys and so hides
+ * the cgroup mounts the kubelet needs), pods get their addresses from `subnet` on `bridge` and their default
+ * route through it, and the bridge goes with the namespace (stop() leaves both to the caller).
+ */
+export interface NodeNetwork {
+  netns: string;
+  bridge: string;
+  subnet: string;
 }
 
 export interface KubeletOptions {
@@ -154,14 +156,7 @@ export function nodeToolPaths(): NodeToolPaths {
 // ---------------------------------------------------------------------------------------------
 // Processes
 
-interface Proc {
-  name: string;
-  child: ChildProcess;
-  pid: number;
-  logPath: string;
-  exit: { code: number | null; signal: NodeJS.Signals | null } | null;
-  exited: Promise<void>;
-}
+type Proc = LoggedProcess;
 
 function childEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
@@ -173,45 +168,10 @@ function childEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-function spawnLogged(name: string, bin: string, args: string[], dir: string): Proc {
-  const logPath = join(dir, `${name}.log`);
-  writeFileSync(join(dir, `${name}.cmdline`), [bin, ...args].join("\n") + "\n");
-  const log = openSync(logPath, "a");
-  let child: ChildProcess;
-  try {
-    child = spawn(bin, args, { cwd: dir, env: childEnv(), stdio: ["ignore", log, log] });
-  } finally {
-    closeSync(log);
-  }
-  if (child.pid === undefined) throw new Error(`could not start ${name} (${bin})`);
-  const proc: Proc = { name, child, pid: child.pid, logPath, exit: null, exited: Promise.resolve() };
-  proc.exited = new Promise<void>((resolve) => {
-    child.once("exit", (code, signal) => {
-      proc.exit = { code, signal };
-      resolve();
-    });
-  });
-  return proc;
-}
+const spawnLogged = (name: string, bin: string, args: string[], dir: string, netns?: string): Proc =>
+  spawnLogged_(name, bin, args, { dir, env: childEnv(), netns });
 
-async function terminate(proc: Proc, graceMs = STOP_GRACE_MS): Promise<void> {
-  if (proc.exit) return;
-  signalPid(proc.pid, "SIGTERM");
-  const abort = new AbortController();
-  const exited = await Promise.race([proc.exited.then(() => true), sleep(graceMs, false, { signal: abort.signal }).catch(() => false)]);
-  abort.abort();
-  if (exited) return;
-  signalPid(proc.pid, "SIGKILL");
-  await proc.exited;
-}
-
-function signalPid(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(pid, signal);
-  } catch {
-    // already gone
-  }
-}
+const terminate = (proc: Proc, graceMs = STOP_GRACE_MS): Promise<void> => terminate_(proc, graceMs);
 
 /** Runs a command to completion; never rejects (spawn failure or timeout: code -1). */
 async function run(bin: string, args: string[], opts: { timeoutMs?: number; input?: string } = {}): Promise<CommandResult> {
@@ -494,7 +454,7 @@ function containerdConfig(dir: string, sandboxImage: string): string {
   ].join("\n");
 }
 
-function cniConflist(dir: string, name: string, bridge: string, subnet: string): string {
+function cniConflist(dir: string, name: string, bridge: string, subnet: string, defaultGateway: boolean): string {
   return JSON.stringify(
     {
       cniVersion: "0.4.0",
@@ -504,10 +464,19 @@ function cniConflist(dir: string, name: string, bridge: string, subnet: string):
           type: "bridge",
           bridge,
           isGateway: true,
+          // In a namespace with Services: without a default route through the bridge, a pod's packets to a
+          // Service IP (the `kubernetes` Service too) find no route ("Network is unreachable").
+          ...(defaultGateway ? { isDefaultGateway: true } : {}),
           // No masquerading: pods only ever talk inside this machine, and no iptables rules are left behind.
           ipMasq: false,
           hairpinMode: true,
-          ipam: { type: "host-local", ranges: [[{ subnet }]], routes: [{ dst: "0.0.0.0/0" }], dataDir: join(dir, "cni", "ipam") },
+          // The default route: from isDefaultGateway when set (both would add it twice, and the second fails).
+          ipam: {
+            type: "host-local",
+            ranges: [[{ subnet }]],
+            ...(defaultGateway ? {} : { routes: [{ dst: "0.0.0.0/0" }] }),
+            dataDir: join(dir, "cni", "ipam"),
+          },
         },
         { type: "loopback" },
       ],
@@ -531,8 +500,9 @@ export async function startNodeRuntime(opts: NodeRuntimeOptions): Promise<NodeRu
   const tools = nodeToolPaths();
   const dir = mkdtempSync(join(tmpdir(), "imprimatur-node-"));
   const runId = randomBytes(4).toString("hex");
-  const bridge = `impr${runId}`; // ≤ 15 characters (IFNAMSIZ)
-  const subnet = randomPrivateSubnet(tools.ip);
+  const netns = opts.network?.netns;
+  const bridge = opts.network?.bridge ?? `impr${runId}`; // ≤ 15 characters (IFNAMSIZ)
+  const subnet = opts.network?.subnet ?? randomPrivateSubnet(tools.ip);
   const socket = join(dir, "containerd.sock");
 
   // What the last run's stop() restores or removes: recorded before anything starts.
@@ -611,7 +581,8 @@ export async function startNodeRuntime(opts: NodeRuntimeOptions): Promise<NodeRu
     const leftMounts = mountsUnder(dir);
     if (leftMounts.length > 0) problems.push(`mounts left: ${leftMounts.join(", ")}`);
 
-    if (spawnSync(tools.ip, ["link", "show", bridge], { stdio: "ignore" }).status === 0) {
+    // A namespace's bridge is its owner's to remove (with the namespace).
+    if (netns === undefined && spawnSync(tools.ip, ["link", "show", bridge], { stdio: "ignore" }).status === 0) {
       const del = spawnSync(tools.ip, ["link", "delete", bridge], { encoding: "utf8" });
       if (del.status !== 0) problems.push(`ip link delete ${bridge}: ${del.stderr}`);
     }
@@ -709,7 +680,7 @@ export async function startNodeRuntime(opts: NodeRuntimeOptions): Promise<NodeRu
   try {
     // Files: CNI config, registry trust, the pause image.
     for (const sub of ["cni/net.d", "cni/ipam", "certs.d", "kubelet", "runc"]) mkdirSync(join(dir, sub), { recursive: true });
-    writeFileSync(join(dir, "cni", "net.d", "10-imprimatur.conflist"), cniConflist(dir, `imprimatur-${runId}`, bridge, subnet));
+    writeFileSync(join(dir, "cni", "net.d", "10-imprimatur.conflist"), cniConflist(dir, `imprimatur-${runId}`, bridge, subnet, netns !== undefined));
     for (const registry of opts.registries) {
       const hostDir = join(dir, "certs.d", registry.host);
       mkdirSync(hostDir, { recursive: true });
@@ -729,7 +700,7 @@ export async function startNodeRuntime(opts: NodeRuntimeOptions): Promise<NodeRu
     writeFileSync(configPath, containerdConfig(dir, PAUSE_IMAGE));
 
     // containerd, ready once ctr gets an answer.
-    containerd = spawnLogged("containerd", tools.containerd, ["--config", configPath], dir);
+    containerd = spawnLogged("containerd", tools.containerd, ["--config", configPath], dir, netns);
     seen.add(containerd.pid);
     const deadline = Date.now() + START_DEADLINE_MS;
     for (;;) {
@@ -788,7 +759,7 @@ export async function startNodeRuntime(opts: NodeRuntimeOptions): Promise<NodeRu
       ...(k.extraArgs ?? []),
     ];
     kubeletCount++;
-    const proc = spawnLogged(`kubelet-${kubeletCount}`, tools.kubelet, args, dir);
+    const proc = spawnLogged(`kubelet-${kubeletCount}`, tools.kubelet, args, dir, netns);
     kubelet = proc;
     seen.add(proc.pid);
     currentCluster = k.cluster;

@@ -1,5 +1,6 @@
-// `imprimatur node-records` (src/cli/node-records.ts), run as a user runs it, on state folders the record store
-// writes: what it says about the first start's snapshot of preloaded images.
+// `imprimatur node-records` (src/cli/node-records.ts) on state folders the record store writes: what it says about
+// the first start's snapshot of preloaded images. Run in this process with its standard output captured (the
+// command is only that output and an exit status), so mutation testing of the record store reaches it.
 import assert from "node:assert/strict";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -7,7 +8,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, test } from "node:test";
 import { recordPull } from "../../../src/core/pull-verification/pull-records.ts";
 import { RecordStore } from "../../../src/node/record-store.ts";
-import { imprimatur } from "../../support/cli-process.ts";
+import { runNodeRecords } from "../../../src/cli/node-records.ts";
 
 const REPO = "registry.example.com/base/os";
 let dir: string;
@@ -19,9 +20,23 @@ afterEach(async () => {
   await rm(join(dir, ".."), { recursive: true, force: true });
 });
 
-async function records(): Promise<{ code: number | null; text: string; json: any }> {
-  const text = await imprimatur(["node-records", "--state-dir", dir]);
-  const json = await imprimatur(["node-records", "--state-dir", dir, "-o", "json"]);
+async function run(args: string[]): Promise<{ code: number; stdout: string }> {
+  let stdout = "";
+  const write = process.stdout.write;
+  process.stdout.write = ((chunk: string | Uint8Array) => {
+    stdout += chunk.toString();
+    return true;
+  }) as typeof process.stdout.write;
+  try {
+    return { code: await runNodeRecords(args), stdout };
+  } finally {
+    process.stdout.write = write;
+  }
+}
+
+async function records(): Promise<{ code: number; text: string; json: any }> {
+  const text = await run(["--state-dir", dir]);
+  const json = await run(["--state-dir", dir, "-o", "json"]);
   return { code: text.code, text: text.stdout, json: JSON.parse(json.stdout) };
 }
 

@@ -64,7 +64,8 @@ const NODE_PATHS = { bundle: "/opt/imprimatur", envFile: "/etc/imprimatur/node-p
 
 /**
  * Writes this start's environment file (the flags in IMPRIMATUR_NODE_PROXY_ARGS, as the shipped example does)
- * and runs the unit's ExecStart with it. Until `waitServing` is false, resolves once the proxy answers CRI.
+ * and runs the unit's ExecStart with it. Resolves once the proxy answers CRI; rejects when it exits first (the
+ * message holds its output).
  */
 export async function startNodeProxyFromUnit(o: UnitStart): Promise<NodeProxyProcess> {
   const { endpoint, port, flags } = await baseFlags(o);

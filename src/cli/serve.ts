@@ -77,7 +77,8 @@ export const SERVE_USAGE = `Usage: imprimatur serve [options]
                        an empty set admits everything)
   --client-ca FILE     accept callers (kube-apiservers) presenting a client certificate issued by this CA
                        (PEM): its CN names the caller, its O the cluster (default: the CN)
-  --caller-tokens FILE accept callers presenting a bearer token listed in this CallerTokens file
+  --caller-tokens FILE
+                       accept callers presenting a bearer token listed in this CallerTokens file
                        (tokens or their SHA-256, each with a caller and a cluster name)
   --allow-unauthenticated
                        with --client-ca or --caller-tokens, still admit callers that present no

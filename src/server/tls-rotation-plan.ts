@@ -131,35 +131,44 @@ export function planTlsStep(input: TlsPlanInput): TlsStep {
   if (untracked.length > 0) return { action: "record-trusted", fingerprints: untracked };
 
   const newestUsableAt = secret.trustedSince[newest.fingerprint]! + settings.caBundlePropagationMs;
-  const leafProblem = unusableLeaf(secret, input.hosts, now);
+  const leafProblem = unusableLeaf(secret, now);
   // An unusable serving certificate is replaced at once: waiting would keep serving nothing that works.
   if (leafProblem !== undefined) return { action: "issue-leaf", reason: leafProblem };
   const leaf = secret.leaf!;
 
+  // Otherwise a new one comes from the newest CA only once kube-apiserver has had time to trust it.
   const leafDueAt = leaf.notAfter - settings.leafRenewBeforeMs;
-  const switchDue = leaf.issuer !== newest.fingerprint;
-  if (switchDue || leafDueAt <= now) {
-    if (newestUsableAt <= now) return { action: "issue-leaf", reason: switchDue ? "switching to the newest CA" : "the serving certificate is due for renewal" };
-    return { action: "wait", until: newestUsableAt };
-  }
+  const missing = uncoveredHosts(leaf, input.hosts);
+  const reason =
+    leaf.issuer !== newest.fingerprint
+      ? "switching to the newest CA"
+      : leafDueAt <= now
+        ? "the serving certificate is due for renewal"
+        : missing.length > 0
+          ? `the serving certificate does not cover ${missing.join(", ")}`
+          : undefined;
+  if (reason !== undefined) return newestUsableAt <= now ? { action: "issue-leaf", reason } : { action: "wait", until: newestUsableAt };
 
   const nextExpiry = Math.min(...secret.cas.map((ca) => ca.notAfter));
   return { action: "wait", until: Math.min(leafDueAt, newest.notAfter - settings.caRenewBeforeMs, nextExpiry) };
 }
 
-/** Why the serving certificate cannot be served as it is, or undefined. */
-function unusableLeaf(secret: TlsSecretView, hosts: string[], now: number): string | undefined {
+/** Why the serving certificate cannot be served at all, or undefined. */
+function unusableLeaf(secret: TlsSecretView, now: number): string | undefined {
   const leaf = secret.leaf;
   if (leaf === undefined) return "no serving certificate yet";
   if (!leaf.keyMatches) return "the serving key does not belong to the serving certificate";
   if (leaf.issuer === undefined) return "the serving certificate was not signed by a CA in the bundle";
   if (leaf.notAfter <= now || leaf.notBefore > now) return "the serving certificate is not valid now";
+  return undefined;
+}
+
+/** The wanted names (--tls-san and the defaults) the certificate lacks. */
+function uncoveredHosts(leaf: ServingCertificateView, hosts: string[]): string[] {
   const wanted = normalizeHosts(hosts);
   const dns = new Set(leaf.dnsNames);
   const ips = new Set(leaf.ipAddresses);
-  const missing = [...wanted.dnsNames.filter((n) => !dns.has(n)), ...wanted.ipAddresses.filter((ip) => !ips.has(ip))];
-  if (missing.length > 0) return `the serving certificate does not cover ${missing.join(", ")}`;
-  return undefined;
+  return [...wanted.dnsNames.filter((n) => !dns.has(n)), ...wanted.ipAddresses.filter((ip) => !ips.has(ip))];
 }
 
 function sameSet(a: Set<string>, b: Set<string>): boolean {

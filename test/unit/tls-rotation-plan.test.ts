@@ -165,7 +165,7 @@ test("a leaf due while the new CA is not yet propagated waits for it rather than
   assert.deepEqual(plan(recorded, bundles, T0 + 26 * S), { action: "wait", until: T0 + 30 * S });
 });
 
-test("a serving certificate that cannot be served is replaced at once", async () => {
+test("a serving certificate that cannot be served is replaced at once; one lacking a new name, once the CA is trusted", async () => {
   const { contents, webhooks } = await bootstrapped(T0);
   const cases: Array<[string, Record<string, string>, string]> = [
     ["no leaf", { ...contents.data, [SECRET_KEYS.cert]: "", [SECRET_KEYS.key]: "" }, "no serving certificate yet"],
@@ -185,8 +185,9 @@ test("a serving certificate that cannot be served is replaced at once", async ()
   for (const [name, data, reason] of cases) {
     assert.deepEqual(plan({ data, trustedSince: contents.trustedSince }, webhooks, T0 + S), { action: "issue-leaf", reason }, name);
   }
-  // A host added to --tls-san.
-  assert.deepEqual(plan(contents, webhooks, T0 + S, [...HOSTS, "10.0.0.7"]), {
+  // A host added to --tls-san: re-issued by the newest CA, once that CA has been trusted for the propagation time.
+  assert.deepEqual(plan(contents, webhooks, T0 + S, [...HOSTS, "10.0.0.7"]), { action: "wait", until: T0 + SETTINGS.caBundlePropagationMs });
+  assert.deepEqual(plan(contents, webhooks, T0 + SETTINGS.caBundlePropagationMs, [...HOSTS, "10.0.0.7"]), {
     action: "issue-leaf",
     reason: "the serving certificate does not cover 10.0.0.7",
   });

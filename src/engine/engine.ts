@@ -75,7 +75,10 @@ export interface AdmissionCall {
   uid?: string;
   user?: string;
   dryRun: boolean;
-  /** Who sent the request (undefined: an in-process caller such as `check`); its cluster picks the policies. */
+  /**
+   * Who sent the request; its cluster picks the policies scoped with spec.clusters. Undefined for in-process
+   * callers (`check`, `imprimatur test`), which apply every policy whatever its clusters.
+   */
   caller?: Caller;
 }
 
@@ -197,16 +200,20 @@ export class Engine {
 
   /**
    * What a request asks to review, by the one extraction: Pods, built-in workloads, the custom resources of the
-   * server config, and the image locations the loaded image policies declare (imagePaths).
+   * server config, and the image locations the image policies that apply to the caller declare (imagePaths).
    */
-  subjectOfRequest(req: AdmissionRequest, cluster?: string): SubjectPlan {
-    return subjectOfRequest(req, { templateKinds: this.templateKinds, imagePaths: this.preparedFor(cluster).imagePaths });
+  subjectOfRequest(req: AdmissionRequest, caller?: Caller): SubjectPlan {
+    return subjectOfRequest(req, { templateKinds: this.templateKinds, imagePaths: this.preparedFor(caller).imagePaths });
   }
 
-  /** The policies a request from `cluster` is judged by: all of them unless some are scoped to clusters. */
-  private preparedFor(cluster: string | undefined): PreparedPolicies {
+  /**
+   * The policies a request is judged by: those scoped to no cluster and those naming the caller's cluster; every
+   * policy for an in-process caller (no `caller`).
+   */
+  private preparedFor(caller: Caller | undefined): PreparedPolicies {
     const current = this.current;
-    if (!isClusterScoped(current.set)) return current;
+    if (!caller || !isClusterScoped(current.set)) return current;
+    const cluster = clusterOf(caller);
     // Bounded: cluster names come from the configured tokens and from certificates the client CA issued.
     let prepared = this.byCluster.get(cluster);
     if (!prepared) this.byCluster.set(cluster, (prepared = preparePolicies(policiesForCluster(current.set, cluster))));
@@ -221,7 +228,7 @@ export class Engine {
   /** Admit or deny: every policy kind, the remote backends, and on /imagereview digest records. */
   async validate(subject: AdmissionSubject, call: AdmissionCall): Promise<Decision> {
     const cluster = clusterOf(call.caller);
-    const prepared = this.preparedFor(cluster);
+    const prepared = this.preparedFor(call.caller);
     const namespaceLabels = prepared.usesNamespaceLabels ? await this.labelsOf(subject.namespace, call.deadline) : undefined;
     // Signatures, remote backends and, for an ImageReview, digest records wait on the network: all at once. An
     // ImageReview answer cannot change the pod, so tags marked digestMutate are resolved and recorded only.
@@ -262,7 +269,7 @@ export class Engine {
 
   /** Pin (or record) the digests of the subject's digestMutate images; undefined when none asks for it. */
   async mutate(subject: AdmissionSubject, call: AdmissionCall): Promise<Decision | undefined> {
-    const prepared = this.preparedFor(clusterOf(call.caller));
+    const prepared = this.preparedFor(call.caller);
     const outcome = this.pinner && subject.images.length > 0 ? await this.pinner.pin(this.pinRequest(subject, prepared), call.deadline) : undefined;
     const verified = this.pinner?.mode === "mutate" ? await this.verifiedImagePatches(prepared, subject, outcome, call.deadline) : [];
     if (!outcome && verified.length === 0) return undefined;

@@ -6,7 +6,7 @@
 //                  reasons (/validate does), only when a tag cannot be resolved and the server fails closed.
 import { admissionResponse, parseAdmissionReview, type AdmissionResponseBody, type ParsedAdmissionReview } from "../core/admission-review.ts";
 import { subjectOfImageReview } from "../core/admission-subject.ts";
-import { clusterOf, type Caller } from "../audit/caller.ts";
+import type { Caller } from "../audit/caller.ts";
 import { allow, renderReason, type Decision } from "../core/decision.ts";
 import { parseImageReview, type ImageReview } from "../core/image-review.ts";
 import type { AdmissionCall, Engine } from "../engine/engine.ts";
@@ -35,7 +35,7 @@ export async function handleImageReview(ctx: HandlerContext, body: unknown, dead
 
 export async function handleAdmissionReview(ctx: HandlerContext, body: unknown, deadline: number, caller: Caller): Promise<Handled<AdmissionResponseBody>> {
   const review = admissionReviewOf(body);
-  const plan = ctx.engine.subjectOfRequest(review.request, clusterOf(caller));
+  const plan = ctx.engine.subjectOfRequest(review.request, caller);
   if (!plan.review) return { body: admissionResponse(review, allow()), decision: undefined };
   const decision = await ctx.engine.validate(plan.subject, callOf(review, "validate", deadline, caller));
   return { body: admissionResponse(review, decision), decision };
@@ -43,7 +43,7 @@ export async function handleAdmissionReview(ctx: HandlerContext, body: unknown, 
 
 export async function handleMutate(ctx: HandlerContext, body: unknown, deadline: number, caller: Caller): Promise<Handled<AdmissionResponseBody>> {
   const review = admissionReviewOf(body);
-  const plan = ctx.engine.subjectOfRequest(review.request, clusterOf(caller));
+  const plan = ctx.engine.subjectOfRequest(review.request, caller);
   const decision = plan.review ? await ctx.engine.mutate(plan.subject, callOf(review, "mutate", deadline, caller)) : undefined;
   return { body: admissionResponse(review, decision ?? allow()), decision };
 }

@@ -11,7 +11,10 @@ import { stringify } from "yaml";
 import { DecisionCache } from "../../src/backends/decision-cache.ts";
 import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
 import { coversCluster, isClusterScoped, policiesForCluster } from "../../src/core/cluster-scope.ts";
+import { UNAUTHENTICATED } from "../../src/audit/caller.ts";
+import { subjectOfObject } from "../../src/core/admission-subject.ts";
 import { allow } from "../../src/core/decision.ts";
+import { Engine, type AdmissionCall } from "../../src/engine/engine.ts";
 import { parsePolicyText } from "../../src/policy/load-policies.ts";
 import { parseCallerTokens, tokenDigest } from "../../src/server/caller-tokens.ts";
 import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
@@ -83,6 +86,30 @@ describe("policies scoped to clusters", () => {
     assert.match(pods.errors.map((e) => `${e.path}: ${e.message}`).join("\n"), /spec\.clusters: is empty, so the policy would apply to no cluster/);
     const notStrings = parsePolicyText("apiVersion: imprimatur.dev/v1alpha1\nkind: PodRestriction\nmetadata: { name: p }\nspec:\n  clusters: [1]\n", "p.yaml");
     assert.match(notStrings.errors.map((e) => `${e.path}: ${e.message}`).join("\n"), /spec\.clusters\[0\]: must be a string/);
+  });
+
+  test("in-process callers (check, imprimatur test) apply every policy; a server's caller only its cluster's", async () => {
+    const engine = await Engine.build({
+      config: structuredClone(DEFAULT_SERVER_CONFIG),
+      policies: parsePolicyText(POLICIES, "inline.yaml").policies,
+      offline: true,
+    });
+    const pod = {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "p", namespace: "default" },
+      spec: { containers: [{ name: "c", image: "docker.io/library/nginx:1", securityContext: { privileged: true } }] },
+    };
+    const plan = subjectOfObject(pod);
+    assert.ok(plan.review);
+    const call = (extra: Partial<AdmissionCall> = {}): AdmissionCall => ({ endpoint: "check", deadline: Date.now() + 10_000, dryRun: true, ...extra });
+    const failed = async (extra: Partial<AdmissionCall>) =>
+      [...new Set((await engine.validate(plan.subject, call(extra))).violations.map((v) => v.policy))].sort();
+    assert.deepEqual(await failed({}), ["prod-only-registry", "staging-no-privileged"]);
+    assert.deepEqual(await failed({ caller: UNAUTHENTICATED }), []);
+    assert.deepEqual(await failed({ caller: { authentication: "token", name: "a", cluster: "qa" } }), ["staging-no-privileged"]);
+    assert.deepEqual(await failed({ caller: { authentication: "client-certificate", name: "b", cluster: "prod" } }), ["prod-only-registry"]);
+    await engine.close();
   });
 
   test("the decision cache keeps each cluster's answers apart", () => {

@@ -154,6 +154,72 @@ describe("Imprimatur installed with kubectl apply -k on a small cluster", () => 
     await waitForPod(cluster, APP_NS, "allowed", podRunning, 60_000, () => cluster.componentLogs("kubelet", 20));
   });
 
+  test("an invalid policy applied with kubectl shows its error in its status and an Event; the previous generation stays in force", async () => {
+    const broken = {
+      apiVersion: "imprimatur.dev/v1alpha1",
+      kind: "ImagePolicy",
+      metadata: { name: "no-forbidden-repository" },
+      spec: { rules: [{ action: "deny", images: ["[not-a-pattern"], message: DENY_MESSAGE }], default: "allow" },
+    };
+    const applied = await cluster.apply(JSON.stringify(broken));
+    assert.equal(applied.code, 0, `the apiserver's schema accepts it (only the loader can tell): ${applied.stderr}`);
+    type Condition = { type: string; status: string; reason?: string; message?: string; observedGeneration?: number };
+    let ready: Condition | undefined;
+    for (let i = 0; i < 150; i++) {
+      const got = JSON.parse(await kubectl("get", "imagepolicy", "no-forbidden-repository", "-o", "json"));
+      ready = (got.status?.conditions as Condition[] | undefined)?.find((c) => c.type === "Ready");
+      if (ready?.status === "False" && ready.observedGeneration === got.metadata.generation) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.equal(ready?.status, "False", `status: ${JSON.stringify(ready)}\n${await context()}`);
+    assert.equal(ready?.reason, "InvalidPolicy");
+    assert.match(ready?.message ?? "", /spec\.rules\[0\]\.images\[0\]/);
+    assert.match(ready?.message ?? "", /generation 1 stays in force/);
+    const events = JSON.parse(
+      await kubectl("get", "events", "-n", "default", "--field-selector", "involvedObject.name=no-forbidden-repository,type=Warning", "-o", "json"),
+    ).items as Array<{ reason: string; message: string }>;
+    assert.ok(
+      events.some((e) => e.reason === "InvalidPolicy" && e.message.includes("spec.rules[0].images[0]")),
+      `a Warning Event: ${JSON.stringify(events)}`,
+    );
+    const stillDenied = await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], { input: pod("still-denied", APP_NS, forbiddenImage) });
+    assert.notEqual(stillDenied.code, 0);
+    assert.ok(stillDenied.stderr.includes(DENY_MESSAGE), stillDenied.stderr);
+  });
+
+  test("deleting one replica's pod during a stream of admissions fails none of them", async () => {
+    const replicas = (await kubectl("get", "pods", "-n", "imprimatur", "-l", "app.kubernetes.io/name=imprimatur", "-o", "name")).trim().split("\n");
+    assert.equal(replicas.length, 2, `two replicas: ${replicas.join(", ")}`);
+    const failures: string[] = [];
+    let admitted = 0;
+    let streaming = true;
+    const stream = (async () => {
+      for (let i = 0; streaming; i++) {
+        const r = await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], { input: pod(`stream-${i}`, APP_NS, allowedImage) });
+        if (r.code === 0) admitted++;
+        else failures.push(r.stderr.trim());
+      }
+    })();
+    try {
+      await new Promise((r) => setTimeout(r, 2_000));
+      await kubectl("delete", "-n", "imprimatur", replicas[0]!, "--wait=false");
+      // Until the replacement is ready and the deleted pod is gone.
+      const rollout = await cluster.kubectl(["rollout", "status", "deployment/imprimatur", "-n", "imprimatur", "--timeout=180s"], { timeoutMs: 190_000 });
+      assert.equal(rollout.code, 0, rollout.stderr);
+      for (let i = 0; i < 300; i++) {
+        const left = await kubectl("get", "pods", "-n", "imprimatur", "-l", "app.kubernetes.io/name=imprimatur", "-o", "name");
+        if (!left.includes(replicas[0]!)) break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      await new Promise((r) => setTimeout(r, 2_000));
+    } finally {
+      streaming = false;
+      await stream;
+    }
+    assert.deepEqual(failures, [], `${failures.length} of ${failures.length + admitted} admissions failed`);
+    assert.ok(admitted > 0);
+  });
+
   test("scaled to 0, the default install still lets kube-system create pods; elsewhere pod creates fail closed", async () => {
     await kubectl("scale", "deployment/imprimatur", "-n", "imprimatur", "--replicas=0");
     // A terminating replica stays an endpoint until the kubelet reports it gone: wait for the pods to go.

@@ -22,8 +22,8 @@ export async function loadPolicies(source: string | PolicySource): Promise<Loade
   const { texts, errors } = await from.read();
   const profiles = profileSources(await shippedProfiles());
   const policies = mutableSet();
-  for (const { origin, text, related } of texts) {
-    const parsed = parsePolicyText(text, origin, { profiles, ...(related ? { related } : {}) });
+  for (const { origin, text, related, parsed: compiled } of texts) {
+    const parsed = compiled ?? parsePolicyText(text, origin, { profiles, ...(related ? { related } : {}) });
     errors.push(...parsed.errors);
     for (const k of KIND_NAMES) (policies[k] as CompiledPolicy[]).push(...parsed.policies[k]);
   }

@@ -4,6 +4,7 @@ import { readFileSync, statSync, watch, type FSWatcher } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import { dirname, isAbsolute, relative, resolve, sep } from "node:path";
 import { filesUnder, YAML_OR_JSON } from "../fs/files-under.ts";
+import type { ParsedPolicies } from "./load-policies.ts";
 import type { PolicyError } from "./policy-error.ts";
 
 export interface PolicyText {
@@ -14,6 +15,8 @@ export interface PolicyText {
   related?: (relativePath: string) => string;
   /** false when the text is not what the user wrote (a custom resource): errors then name no line or document. */
   locations?: false;
+  /** The text already compiled (a custom resource unchanged since it was): used as it is, not compiled again. */
+  parsed?: ParsedPolicies;
 }
 
 export interface PolicySource {

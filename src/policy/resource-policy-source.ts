@@ -10,9 +10,9 @@
 //     as they do without custom resources, and the server keeps its last good set.
 // Statuses are written once the app reports the load's outcome (`loaded`), so Ready=True is never written
 // for a set that did not come into force.
-import { loadPolicies, parsePolicyText } from "./load-policies.ts";
+import { loadPolicies, parsePolicyText, type ParsedPolicies } from "./load-policies.ts";
 import { PolicyLoadError, type PolicyError } from "./policy-error.ts";
-import { policyDocumentOf, resourceOrigin, type PolicyResourceObject } from "./policy-resource-documents.ts";
+import { contentKey, policyDocumentOf, resourceOrigin, type PolicyResourceObject } from "./policy-resource-documents.ts";
 import type { ResourceOutcome } from "./policy-resource-status.ts";
 import type { PolicySource, PolicyText } from "./policy-source.ts";
 import { profileSources, shippedProfiles } from "./profiles.ts";
@@ -35,6 +35,7 @@ interface Judged {
   resource: PolicyResourceObject;
   origin: string;
   text: string;
+  parsed: ParsedPolicies;
   /** Which version takes part in the set: the current one, the last good one, or none. */
   use: "current" | "previous" | "none";
   rejection?: { reason: "InvalidPolicy" | "PolicyConflict"; errors: PolicyError[] };
@@ -44,6 +45,14 @@ interface LastGood {
   uid: string;
   generation: number;
   text: string;
+  parsed: ParsedPolicies;
+}
+
+/** An object's text and its compiled form, kept while its content stays the same. */
+interface Compiled {
+  key: string;
+  text: string;
+  parsed: ParsedPolicies;
 }
 
 const DEBOUNCE_MS = 200;
@@ -58,6 +67,8 @@ export class ResourcePolicySource implements PolicySource {
   private readonly lastGood = new Map<string, LastGood>();
   /** The judgement of the last read, waiting for the load's outcome. */
   private pending: Judged[] = [];
+  /** By origin: each object compiled once per content (a thousand policies take seconds to compile). */
+  private readonly compiled = new Map<string, Compiled>();
 
   constructor(opts: { store: PolicyResourceStore; folder?: PolicySource; status?: PolicyStatusSink; now?: () => Date }) {
     this.store = opts.store;
@@ -71,16 +82,29 @@ export class ResourcePolicySource implements PolicySource {
     await this.store.synced();
     const fromFolder = this.folder ? await this.folder.read() : { texts: [], errors: [] };
     const profiles = profileSources(await shippedProfiles());
-    const judged: Judged[] = this.store
-      .snapshot()
-      .sort((a, b) => a.kind.localeCompare(b.kind) || a.name.localeCompare(b.name))
-      .map((resource) => {
-        const origin = resourceOrigin(resource.kind, resource.name);
+    const snapshot = this.store.snapshot().sort((a, b) => a.kind.localeCompare(b.kind) || a.name.localeCompare(b.name));
+    const present = new Set(snapshot.map((r) => resourceOrigin(r.kind, r.name)));
+    for (const origin of this.compiled.keys()) if (!present.has(origin)) this.compiled.delete(origin);
+    const judged: Judged[] = snapshot.map((resource) => {
+      const origin = resourceOrigin(resource.kind, resource.name);
+      const key = contentKey(resource);
+      let c = this.compiled.get(origin);
+      if (c?.key !== key) {
         const text = JSON.stringify(policyDocumentOf(resource.object));
-        const own = parsePolicyText(text, origin, { profiles }).errors.map(withoutLocation);
-        if (own.length === 0) return { resource, origin, text, use: "current" };
-        return { resource, origin, text, use: this.previous(resource) ? "previous" : "none", rejection: { reason: "InvalidPolicy", errors: own } };
-      });
+        c = { key, text, parsed: parsePolicyText(text, origin, { profiles }) };
+        this.compiled.set(origin, c);
+      }
+      const own = c.parsed.errors.map(withoutLocation);
+      if (own.length === 0) return { resource, origin, text: c.text, parsed: c.parsed, use: "current" };
+      return {
+        resource,
+        origin,
+        text: c.text,
+        parsed: c.parsed,
+        use: this.previous(resource) ? "previous" : "none",
+        rejection: { reason: "InvalidPolicy", errors: own },
+      };
+    });
 
     // Conflicts with the rest of the set: leave out the objects named, until the set loads (at most once each).
     if (fromFolder.errors.length === 0) {
@@ -114,7 +138,7 @@ export class ResourcePolicySource implements PolicySource {
       const present = new Set(judged.map((j) => j.origin));
       for (const origin of this.lastGood.keys()) if (!present.has(origin)) this.lastGood.delete(origin);
       for (const j of judged) {
-        if (j.use === "current") this.lastGood.set(j.origin, { uid: j.resource.uid, generation: j.resource.generation, text: j.text });
+        if (j.use === "current") this.lastGood.set(j.origin, { uid: j.resource.uid, generation: j.resource.generation, text: j.text, parsed: j.parsed });
         else if (j.use === "none") this.lastGood.delete(j.origin);
       }
     }
@@ -163,8 +187,8 @@ export class ResourcePolicySource implements PolicySource {
   private textsInUse(judged: readonly Judged[]): PolicyText[] {
     const texts: PolicyText[] = [];
     for (const j of judged) {
-      if (j.use === "current") texts.push({ origin: j.origin, text: j.text, locations: false });
-      else if (j.use === "previous") texts.push({ origin: j.origin, text: this.previous(j.resource)!.text, locations: false });
+      const version = j.use === "current" ? j : j.use === "previous" ? this.previous(j.resource)! : undefined;
+      if (version) texts.push({ origin: j.origin, text: version.text, parsed: version.parsed, locations: false });
     }
     return texts;
   }

@@ -147,6 +147,13 @@ test("valid objects load and are reported in force with their generation", async
   );
   assert.deepEqual(reports.of("a"), { state: "in-force", generation: 2 });
   assert.deepEqual(reports.of("b"), { state: "in-force", generation: 1 });
+
+  // Each object is compiled once per content: an unchanged one is reused as it is, a changed one compiled anew.
+  store.objects[1] = resource("ImagePolicy", "b", denyRule("valkey"), { generation: 2 });
+  const again = await load(source);
+  assert.equal(again.ImagePolicy[0], set.ImagePolicy[0]);
+  assert.notEqual(again.ImagePolicy[1], set.ImagePolicy[1]);
+  assert.match(JSON.stringify(again.ImagePolicy[1]!.rules[0]!.images), /valkey/);
 });
 
 test("an invalid generation keeps the last good one in force; an invalid new object is left out; the others load", async () => {

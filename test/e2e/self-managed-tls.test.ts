@@ -15,6 +15,7 @@ import { fileURLToPath } from "node:url";
 import { AdmissionregistrationV1Api, CoordinationV1Api, CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { pino, type Logger } from "pino";
 import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
+import { hasStatus } from "../../src/kube/api-requests.ts";
 import { loadKubeConfig } from "../../src/kube/kube-config.ts";
 import { startApp, type App } from "../../src/server/app.ts";
 import { bundleFingerprints, parseCertificateBundle, parseRotationTimeline } from "../../src/server/tls-rotation-plan.ts";
@@ -348,4 +349,87 @@ test("serve --tls-secret as a command: waits for the Lease, serves the Secret's 
     await rm(stateDir, { recursive: true, force: true });
   }
   assert.equal(await leaseHolder(), "", "the Lease was handed back");
+});
+
+test("the documented RBAC is enough: a replica whose identity has only those verbs creates the Secret and the Lease and writes the caBundle", async () => {
+  for (const r of [...replicas.values()]) await r.stop();
+  const account = "system:serviceaccount:imprimatur:tls-writer";
+  const rbac = [
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: { name: "tls-writer", namespace: NAMESPACE },
+      rules: [
+        // create cannot be limited by name; get and update can.
+        { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
+        { apiGroups: [""], resources: ["secrets"], resourceNames: ["rbac-tls"], verbs: ["get", "update"] },
+        { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create"] },
+        { apiGroups: ["coordination.k8s.io"], resources: ["leases"], resourceNames: ["rbac-lease"], verbs: ["get", "update"] },
+      ],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: "tls-writer", namespace: NAMESPACE },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "tls-writer" },
+      subjects: [{ kind: "User", name: account }],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: "tls-writer" },
+      rules: [
+        {
+          apiGroups: ["admissionregistration.k8s.io"],
+          resources: ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
+          resourceNames: [CONFIGURATION],
+          verbs: ["get", "update"],
+        },
+      ],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: "tls-writer" },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "tls-writer" },
+      subjects: [{ kind: "User", name: account }],
+    },
+  ];
+  const applied = await cluster.apply(JSON.stringify({ apiVersion: "v1", kind: "List", items: rbac }));
+  assert.equal(applied.code, 0, applied.stderr);
+
+  // The admin credentials, impersonating an identity that has only the rules above.
+  const limited = loadKubeConfig(cluster.kubeconfig);
+  const user = limited.getCurrentUser()!.name;
+  limited.users = limited.users.map((u) => (u.name === user ? { ...u, impersonateUser: account } : u));
+  const logs: string[] = [];
+  const running = await startSelfManagedTls({
+    kube: limited,
+    secret: { namespace: NAMESPACE, name: "rbac-tls" },
+    webhookConfiguration: CONFIGURATION,
+    lease: { namespace: NAMESPACE, name: "rbac-lease", identity: "replica-rbac", durationMs: LEASE_MS },
+    hosts: [],
+    rotation: TIMELINE,
+    syncIntervalMs: SYNC_MS,
+    logger: logger(logs),
+  });
+  try {
+    const secret = await core.readNamespacedSecret({ namespace: NAMESPACE, name: "rbac-tls" });
+    const ca = Buffer.from(secret.data!["ca.crt"]!, "base64").toString("utf8");
+    assert.equal((await coordination.readNamespacedLease({ namespace: NAMESPACE, name: "rbac-lease" })).spec?.holderIdentity, "replica-rbac");
+    const wanted = bundleFingerprints(ca).join();
+    await until("the caBundle written under the limited identity", async () =>
+      (await webhookBundles()).every((f) => f.join() === wanted) ? true : undefined,
+    ).catch((e: Error) => assert.fail(`${e.message}\n${logs.join("")}`));
+    // The Lease is renewed (update) under the same identity.
+    const firstRenewal = String((await coordination.readNamespacedLease({ namespace: NAMESPACE, name: "rbac-lease" })).metadata?.resourceVersion);
+    await until("a renewal of the Lease", async () =>
+      (await coordination.readNamespacedLease({ namespace: NAMESPACE, name: "rbac-lease" })).metadata?.resourceVersion !== firstRenewal ? true : undefined,
+    );
+    assert.doesNotMatch(logs.join(""), /forbidden|HTTP 403/i, "no request was refused");
+    // The identity really is limited: the other Secret is out of its reach.
+    await assert.rejects(limited.makeApiClient(CoreV1Api).readNamespacedSecret({ namespace: NAMESPACE, name: SECRET }), (e: unknown) => hasStatus(e, 403));
+  } finally {
+    await running.close();
+  }
 });

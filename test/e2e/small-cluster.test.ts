@@ -90,7 +90,8 @@ describe("a small cluster in its own network namespace", () => {
     await registry?.stop();
   });
 
-  test("the node is Ready at the bridge's address, and every component runs inside the namespace", async () => {
+  test("the node is Ready at the bridge's address, and every component runs inside the namespace", async (t) => {
+    t.diagnostic(`cluster started in ${cluster.startMs} ms`);
     const node = JSON.parse(await kubectl("get", "node", cluster.nodeName, "-o", "json"));
     assert.equal(node.status.conditions.find((c: { type: string }) => c.type === "Ready").status, "True");
     assert.deepEqual(
@@ -286,12 +287,14 @@ describe("a small cluster in its own network namespace", () => {
     assert.match(served, /: allowed\n/);
   });
 
-  test("stop() ends every process, removes the namespace and restores the machine", async () => {
+  test("stop() ends every process, removes the namespace and restores the machine", async (t) => {
     const pids = [...Object.values(cluster.componentPids), ...cluster.node.pidsSeen()];
     const netns = cluster.netns;
     const nodeDir = cluster.node.dir;
     const dir = cluster.dir;
+    const stopping = Date.now();
     await cluster.stop();
+    t.diagnostic(`cluster stopped in ${Date.now() - stopping} ms`);
     for (const pid of pids) assert.ok(!alive(pid), `process ${pid} is gone`);
     assert.equal(netnsExists(netns), false, "the network namespace is gone");
     assert.equal(existsSync("/run/netns"), runNetnsBefore, "/run/netns as before");

@@ -189,6 +189,8 @@ export async function startSmallCluster(opts: SmallClusterOptions = {}): Promise
   const procs = new Map<string, LoggedProcess>();
   const forwards: NetnsForward[] = [];
   let node: NodeRuntime | undefined;
+  /** The node starts beside the control plane; a stop() during start waits for it, so that it stops too. */
+  let nodeStarting: Promise<NodeRuntime | undefined> = Promise.resolve(undefined);
   let nodeReport: NodeStopReport | undefined;
   let stopping: Promise<void> | undefined;
 
@@ -241,6 +243,7 @@ export async function startSmallCluster(opts: SmallClusterOptions = {}): Promise
       const problems: string[] = [];
       // Controllers first, so that nothing recreates the pods the node deletes on its way down.
       await Promise.all(["controller-manager", "scheduler"].map((name) => procs.get(name)).map((p) => (p ? terminate(p, STOP_GRACE_MS) : undefined)));
+      await nodeStarting;
       if (node) {
         try {
           nodeReport = await node.stop();
@@ -285,7 +288,11 @@ export async function startSmallCluster(opts: SmallClusterOptions = {}): Promise
       forwards.push(await forwardIntoNetns(netns, port, dir));
     }
     // containerd starts while the control plane does.
-    const nodeStarting = startNodeRuntime({ registries: opts.registries ?? [], network: { netns, bridge, subnet: POD_SUBNET } });
+    const starting = startNodeRuntime({ registries: opts.registries ?? [], network: { netns, bridge, subnet: POD_SUBNET } });
+    nodeStarting = starting.then(
+      (started) => (node = started),
+      () => undefined, // its error is thrown where start awaits it
+    );
 
     // Credentials: static tokens for the components, the service-account key pair.
     mkdirSync(certDir, { mode: 0o700 });
@@ -394,7 +401,7 @@ export async function startSmallCluster(opts: SmallClusterOptions = {}): Promise
       "-v=1",
     ]);
 
-    node = await nodeStarting;
+    node = await starting;
     const kubelet = await node.startKubelet({
       cluster: controlPlane,
       nodeName: NODE_NAME,

@@ -33,6 +33,8 @@ export interface ServerOptions {
 export interface TlsUpdates {
   /** Calls `listener` with every new certificate and key; returns the unsubscribe. */
   subscribe(listener: (tls: { cert: string; key: string }) => void): () => void;
+  /** Why no usable certificate is in place (none loaded yet, or the one served has expired), for /readyz. */
+  notReady?(): string | undefined;
 }
 
 export interface RunningServer {

@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { pino } from "pino";
 import { KubeConfig } from "@kubernetes/client-node";
-import { LeaderElector, observeLease, planLeaseStep, type LeaseRecord } from "../../src/kube/leader-election.ts";
+import { LeaderElector, observeLease, planLeaseStep, type LeaseObservation, type LeaseRecord } from "../../src/kube/leader-election.ts";
 
 const DEFAULT_MS = 15_000;
 const lease = (holder: string | undefined, seconds: number | undefined = 15, rv = "7"): LeaseRecord => ({
@@ -42,7 +42,7 @@ test("a renewal (new resourceVersion) restarts the observation clock; the same v
   assert.equal(observeLease(first, "7", 9000), first);
   assert.deepEqual(observeLease(first, "8", 9000), { resourceVersion: "8", at: 9000 });
   // So a holder renewing every 5 s is never taken over, however long it holds the Lease.
-  let seen = first;
+  let seen: LeaseObservation = first;
   for (let t = 1000, rv = 7; t < 100_000; t += 5000, rv++) {
     seen = observeLease(seen, String(rv), t);
     assert.equal(planLeaseStep(lease("a", 15, String(rv)), "b", seen, t, DEFAULT_MS).action, "follow");

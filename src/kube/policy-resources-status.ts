@@ -52,9 +52,9 @@ export class PolicyStatusWriter implements PolicyStatusSink {
   }
 
   private async write(resource: PolicyResourceObject, outcome: ResourceOutcome): Promise<void> {
-    const latest = this.latest(resource.kind, resource.name) ?? resource;
-    // Replaced or changed since it was judged: the reload that follows writes its status.
-    if (latest.uid !== resource.uid || latest.generation !== resource.generation) return;
+    const latest = this.latest(resource.kind, resource.name);
+    // Deleted, replaced or changed since it was judged: nothing to write, or the reload that follows writes it.
+    if (!latest || latest.uid !== resource.uid || latest.generation !== resource.generation) return;
     const now = this.now();
     const patch = statusPatch(latest.object, outcome, now);
     if (!patch) return;

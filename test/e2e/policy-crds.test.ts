@@ -23,6 +23,11 @@ let dir: string;
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), "imprimatur-e2e-crds-"));
   cluster = await startKubeCluster({ enableAdmissionPlugins: ["ValidatingAdmissionWebhook"] });
+  // Before the CRDs are installed, serve --policy-crds refuses to start and says what is missing.
+  await assert.rejects(
+    startImprimatur(["--kubeconfig", cluster.kubeconfig, "--policy-crds"]),
+    /exited with 2: [\s\S]*the CustomResourceDefinition imagepolicies\.imprimatur\.dev is not installed: kubectl apply -k deploy\/crds/,
+  );
   const installed = await cluster.kubectl(["apply", "-k", join(ROOT, "deploy/crds")]);
   assert.equal(installed.code, 0, installed.stderr);
   const established = await cluster.kubectl(["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"]);
@@ -283,4 +288,33 @@ test("TrustRoots and k8s:// keys from resources work as from files", async () =>
     (await readyCondition("file-key"))?.message ?? "",
     /staticKey\.keyRef: key files can only be named by policies loaded from files \(this policy is not in force\)/,
   );
+});
+
+test("a PodRestriction resource takes effect and goes with its deletion", async () => {
+  assert.ok(server, "serve runs (earlier test)");
+  const hostNetworkPod = JSON.stringify({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "host-net", namespace: NS },
+    spec: { hostNetwork: true, containers: [{ name: "c", image: "registry.example.com/app3:1" }] },
+  });
+  const admitted = async () => {
+    const res = await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], { input: hostNetworkPod });
+    if (res.code !== 0 && !/denied the request/.test(res.stderr)) throw new Error(res.stderr);
+    return res.code === 0;
+  };
+  assert.equal(await admitted(), true);
+  const restriction = {
+    apiVersion: "imprimatur.dev/v1alpha1",
+    kind: "PodRestriction",
+    metadata: { name: "no-host-network" },
+    binding: { namespaces: [NS] },
+    spec: { spec: { securityContext: { hostNetwork: { require: false } } } },
+  };
+  assert.equal((await cluster.apply(JSON.stringify(restriction))).code, 0);
+  await until("the PodRestriction denies", async () => !(await admitted()));
+  const ready = await cluster.kubectl(["get", "podres", "no-host-network", "-o", "jsonpath={.status.conditions[0].status}/{.status.observedGeneration}"]);
+  assert.equal(ready.stdout, "True/1");
+  assert.equal((await cluster.kubectl(["delete", "podrestriction", "no-host-network"])).code, 0);
+  await until("the deleted PodRestriction no longer denies", admitted);
 });

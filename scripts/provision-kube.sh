@@ -14,6 +14,8 @@ KUBECTL_BIN="$CACHE_DIR/bin/kubectl"
 need_pkgs=()
 command -v etcd >/dev/null 2>&1 || need_pkgs+=(etcd-server)
 command -v openssl >/dev/null 2>&1 || need_pkgs+=(openssl)
+# kube-proxy writes the small cluster's Service rules with it (inside the cluster's own network namespace).
+[ -x /usr/sbin/iptables ] || need_pkgs+=(iptables)
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
   log "installing ${need_pkgs[*]}"
   apt_update_once

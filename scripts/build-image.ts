@@ -127,7 +127,7 @@ export async function buildImage(opts: ImageBuildOptions): Promise<BuiltImage> {
       Cmd: ["serve", "--state-dir", STATE_DIR],
       WorkingDir: APP_DIR,
       ExposedPorts: { "8443/tcp": {} },
-      Volumes: { [STATE_DIR]: {} },
+      // No Volumes: runtimes would make anonymous ones; the Deployment mounts an emptyDir on the state folder.
       StopSignal: "SIGTERM",
       Labels: annotations,
     },

@@ -100,5 +100,8 @@ export default {
   // One sandbox folder per area, so two areas can run side by side.
   ignorePatterns: [".state", ".scratch", "reports", ".stryker-tmp"],
   tempDirName: `.stryker-tmp/${areaName}`,
+  // A re-run tests only the mutants whose code or tests changed since the last complete run of the area.
+  incremental: true,
+  incrementalFile: `reports/mutation/${areaName}.incremental.json`,
   cleanTempDir: true,
 };

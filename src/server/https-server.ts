@@ -145,7 +145,9 @@ function authenticated(opts: ServerOptions, req: IncomingMessage, res: ServerRes
   if (!opts.callers) return UNAUTHENTICATED;
   const result = opts.callers.authenticate(req);
   if (result.ok) return result.caller;
-  opts.logger.warn({ path: req.url?.split("?")[0], remote: req.socket.remoteAddress, reason: result.reason }, "caller refused");
+  const path = (req.url ?? "/").split("?")[0] ?? "/";
+  opts.recorder.callerRefused(path);
+  opts.logger.warn({ path, remote: req.socket.remoteAddress, reason: result.reason }, "caller refused");
   sendJson(res, 401, status(401, `unauthorized: ${result.reason}`), { "www-authenticate": 'Bearer realm="imprimatur"', connection: "close" });
   return undefined;
 }

@@ -60,6 +60,12 @@ export function createMetrics() {
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     }),
+    callersRefused: new Counter({
+      name: "imprimatur_callers_refused_total",
+      help: "Requests refused with 401 because the caller presented no credentials, or wrong ones, by path.",
+      labelNames: ["path"] as const,
+      registers: [registry],
+    }),
     policyReloads: new Counter({
       name: "imprimatur_policy_reloads_total",
       help: "Policy reloads by result.",
@@ -99,6 +105,7 @@ export function prometheusRecorder(m: Metrics): Recorder {
     signatureVerification: (outcome, seconds) => m.signatureVerifications.observe({ outcome }, seconds),
     policyReload: (result) => m.policyReloads.inc({ result }),
     badRequest: (endpoint) => m.badRequests.inc({ endpoint }),
+    callerRefused: (path) => m.callersRefused.inc({ path }),
     requestDuration: (endpoint, seconds) => m.duration.observe({ endpoint }, seconds),
   };
 }

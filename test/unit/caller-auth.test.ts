@@ -190,7 +190,11 @@ describe("serve with a client CA and caller tokens", () => {
     assert.equal(byCert.body.response.allowed, true);
     const byToken = await send(`${server.base}/validate`, { ca: server.ca, token, body: podReview({ images: ["registry.example.com/a:1"] }) });
     assert.equal(byToken.body.response.allowed, true);
-    assert.equal((await send(`${server.base}/metrics`, { ca: server.ca, token, method: "GET" })).status, 200);
+    const metrics = await send(`${server.base}/metrics`, { ca: server.ca, token, method: "GET" });
+    assert.equal(metrics.status, 200);
+    // The refusals of the test before, counted by path.
+    assert.match(metrics.body, /imprimatur_callers_refused_total\{path="\/validate"\} [1-9]/);
+    assert.match(metrics.body, /imprimatur_callers_refused_total\{path="\/metrics"\} [1-9]/);
   });
 
   test("a certificate from another CA, or an unknown token, is refused even where no credentials would be let in", async () => {

@@ -318,3 +318,22 @@ test("a PodRestriction resource takes effect and goes with its deletion", async 
   assert.equal((await cluster.kubectl(["delete", "podrestriction", "no-host-network"])).code, 0);
   await until("the deleted PodRestriction no longer denies", admitted);
 });
+
+test("a misspelt field is kept by the apiserver and refused by the loader, not pruned into a weaker policy", async () => {
+  assert.ok(server, "serve runs (earlier test)");
+  const typo = {
+    apiVersion: "imprimatur.dev/v1alpha1",
+    kind: "ImagePolicy",
+    metadata: { name: "typo" },
+    spec: {
+      namespaces: [NS],
+      rules: [{ action: "allow", images: ["registry.example.com/typo/*"], attestor: [{ entries: [{ keyless: { subject: "*", issuer: "*" } }] }] }],
+    },
+  };
+  const applied = await cluster.apply(JSON.stringify(typo));
+  assert.equal(applied.code, 0, applied.stderr);
+  const stored = await cluster.kubectl(["get", "imagepolicy", "typo", "-o", "jsonpath={.spec.rules[0].attestor[0].entries[0].keyless.subject}"]);
+  assert.equal(stored.stdout, "*", "not pruned");
+  await until("the loader refuses it", async () => (await readyCondition("typo"))?.reason === "InvalidPolicy");
+  assert.equal((await readyCondition("typo"))?.message, 'spec.rules[0].attestor: unknown field "attestor" (this policy is not in force)');
+});

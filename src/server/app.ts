@@ -96,7 +96,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const metrics = createMetrics();
   const recorder = prometheusRecorder(metrics);
   const source: PolicySource = opts.policySource ?? new PolicyFolder(opts.policies);
-  const load = async (): Promise<PolicySet> => {
+  const loadOnce = async (): Promise<PolicySet> => {
     try {
       const set = (await loadPoliciesWithProfiles(source, opts.profiles ?? [])).policies;
       source.loaded?.({ errors: [] });
@@ -106,6 +106,14 @@ export async function startApp(opts: AppOptions): Promise<App> {
       if (e instanceof PolicyLoadError) source.loaded?.({ errors: e.errors });
       throw e;
     }
+  };
+  // One load at a time (a watch and SIGHUP may ask together): each read is followed by its own outcome, and
+  // a later load never finishes before an earlier one.
+  let loading: Promise<unknown> = Promise.resolve();
+  const load = (): Promise<PolicySet> => {
+    const next = loading.then(loadOnce, loadOnce);
+    loading = next.catch(() => undefined);
+    return next;
   };
   const callers = new CallerAuthenticator(opts.callers);
 
@@ -118,7 +126,8 @@ export async function startApp(opts: AppOptions): Promise<App> {
         ? "the policies are not loaded yet"
         : !readiness.certificate
           ? "the serving certificate is not in place yet"
-          : undefined;
+          : // A certificate kept in a Secret may expire unrenewed: then this replica should get no traffic.
+            opts.tlsUpdates?.notReady?.();
   // The metrics port opens first, so its /readyz can say what the server is still waiting for.
   const metricsServer: RunningMetricsServer | undefined =
     opts.metricsPort === undefined ? undefined : await startMetricsServer({ host: opts.host, port: opts.metricsPort, metrics, notReady });

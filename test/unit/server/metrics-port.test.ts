@@ -64,3 +64,19 @@ test("with --metrics-port, Prometheus scrapes plain HTTP without credentials; th
     await app.close();
   }
 });
+
+test("/readyz follows the certificate source: a served certificate that has expired unrenewed takes the replica out", async () => {
+  // The certificate source as app.ts sees it (subscribe, notReady); the Secret-backed one needs a cluster, and
+  // its own tests cover when it reports what.
+  let why: string | undefined;
+  const app = await startTestApp({ policies: EMBEDDED_POLICIES, tlsUpdates: { subscribe: () => () => undefined, notReady: () => why } });
+  try {
+    assert.equal((await getText(`${app.base}/readyz`, app.ca)).status, 200);
+    why = "the serving certificate from Secret imprimatur/imprimatur-tls has expired";
+    const res = await getText(`${app.base}/readyz`, app.ca);
+    assert.deepEqual([res.status, res.text], [503, why]);
+    assert.equal((await getText(`${app.base}/healthz`, app.ca)).status, 200, "alive all the same");
+  } finally {
+    await app.close();
+  }
+});

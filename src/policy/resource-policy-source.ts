@@ -146,7 +146,8 @@ export class ResourcePolicySource implements PolicySource {
     for (const j of judged) {
       const generation = j.resource.generation;
       if (j.rejection) {
-        const inForce = succeeded && j.use === "previous" ? this.lastGood.get(j.origin)?.generation : undefined;
+        // What the server holds now: this load's choice if it succeeded, else the last good set's.
+        const inForce = this.previous(j.resource)?.generation;
         this.status.report(j.resource, {
           state: "rejected",
           reason: j.rejection.reason,

@@ -257,3 +257,24 @@ test("TrustRoots from custom resources answer attestors' trustRoot; a missing on
   assert.deepEqual(reports.of("signed"), { state: "in-force", generation: 1 });
   assert.deepEqual(reports.of("corp"), { state: "in-force", generation: 1 });
 });
+
+test("when the folder fails the load, a rejected object's status names the generation the kept set holds", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "imprimatur-crd-folder-"));
+  try {
+    const store = new MemoryStore();
+    const reports = new Reports();
+    const source = new ResourcePolicySource({ store, status: reports, folder: new PolicyFolder(dir) });
+    store.objects = [resource("ImagePolicy", "a", denyRule("nginx"))];
+    await load(source);
+    await writeFile(
+      join(dir, "broken.yaml"),
+      "apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: {name: broken}\nspec: {rules: [{action: maybe}]}\n",
+    );
+    store.objects = [resource("ImagePolicy", "a", { rules: [{ action: "deny", images: ["[nginx"] }] }, { generation: 2 })];
+    await assert.rejects(load(source), PolicyLoadError);
+    const a = reports.of("a");
+    assert.equal(a?.state === "rejected" && a.inForceGeneration, 1, "the kept set holds generation 1");
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});

@@ -187,7 +187,17 @@ describe("Imprimatur installed with kubectl apply -k on a small cluster", () => 
     assert.ok(stillDenied.stderr.includes(DENY_MESSAGE), stillDenied.stderr);
   });
 
-  test("deleting one replica's pod during a stream of admissions fails none of them", async () => {
+  test("deleting one replica's pod during a stream of admissions fails none of them; the new replica keeps the CA", async () => {
+    const caBundles = async () =>
+      JSON.stringify(
+        await Promise.all(
+          ["validatingwebhookconfiguration", "mutatingwebhookconfiguration"].map(async (kind) =>
+            (await kubectl("get", kind, "imprimatur", "-o", "jsonpath={.webhooks[*].clientConfig.caBundle}")).trim(),
+          ),
+        ),
+      );
+    const caBefore = await caBundles();
+    assert.doesNotMatch(caBefore, /""/, `both configurations carry a caBundle: ${caBefore}`);
     const replicas = (await kubectl("get", "pods", "-n", "imprimatur", "-l", "app.kubernetes.io/name=imprimatur", "-o", "name")).trim().split("\n");
     assert.equal(replicas.length, 2, `two replicas: ${replicas.join(", ")}`);
     const failures: string[] = [];
@@ -218,6 +228,7 @@ describe("Imprimatur installed with kubectl apply -k on a small cluster", () => 
     }
     assert.deepEqual(failures, [], `${failures.length} of ${failures.length + admitted} admissions failed`);
     assert.ok(admitted > 0);
+    assert.equal(await caBundles(), caBefore, "the webhook configurations trust the same CA after the restart");
   });
 
   test("scaled to 0, the default install still lets kube-system create pods; elsewhere pod creates fail closed", async () => {

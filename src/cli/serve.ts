@@ -243,6 +243,12 @@ export async function runServe(argv: string[]): Promise<number> {
     // Custom resources the webhooks must see: pod templates from the config, image locations from the policies.
     const customResources = [...config.podTemplates, ...imagePathResources(app.policies().flatMap((p) => p.imagePaths ?? []))];
     await printWebhookConfiguration(stateDir, values.url ?? `https://127.0.0.1:${app.port}`, app.caPem, app.generatedCertificate, customResources);
+    // The printed kubeconfigs carry no credentials: said here, so a 401 does not come as a surprise.
+    if (values["client-ca"] || values["caller-tokens"]) {
+      process.stderr.write(
+        `Callers must authenticate${values["allow-unauthenticated"] ? " (or are let in as unauthenticated)" : ""}: add kube-apiserver's client certificate or token to these kubeconfigs (README, "Authenticated callers").\n`,
+      );
+    }
   }
 
   process.on("SIGHUP", () => void app.reload());

@@ -233,7 +233,9 @@ test("an AdmissionReview without the required client certificate or token is ref
     refused.stderr,
     /failed calling webhook "uncredentialed\.imprimatur\.dev": unauthorized: no credentials: present a client certificate or bearer token/,
   );
-  assert.match(await imprimatur.log(), /"msg":"caller refused"/);
+  const log = await imprimatur.log();
+  assert.match(log, /"msg":"caller refused"/);
+  assert.match(log, /Callers must authenticate: add kube-apiserver's client certificate or token to these kubeconfigs/, "serve said so at start");
   // And directly, as anyone who can reach the port: 401 on every review endpoint.
   for (const path of ["/validate", "/mutate", "/imagereview"]) {
     const res = await postJson(`${imprimatur.baseUrl}${path}`, imprimatur.ca, podReview({ images: [NGINX] }));

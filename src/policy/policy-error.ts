@@ -4,7 +4,7 @@ import { ImprimaturError } from "../errors/imprimatur-error.ts";
 import { renderAtLocation } from "../errors/source-location.ts";
 
 export interface PolicyError {
-  /** A file path, a flag ("--profile"), or a custom resource ("k8s:ImagePolicy/name"). */
+  /** A file path, a flag ("--profile"), or a custom resource ("ImagePolicy/name"). */
   origin: string;
   /** 1-based index of the YAML document in the file. */
   document?: number;

@@ -94,7 +94,7 @@ export function compilePodRestriction(raw: unknown, opts: CompileOptions = {}): 
   if (typeof description === "string") policy.description = description;
   if (opts.source) policy.source = opts.source;
 
-  const spec = readMapping(top.spec ?? {}, ["spec"], cx, ["clusters", "profile", "metadata", "spec", "checks"]);
+  const spec = readMapping(top.spec ?? {}, ["spec"], cx, ["profile", "metadata", "spec", "checks", "clusters"]);
   if (spec) {
     const clusters = readStringList(spec.clusters, ["spec", "clusters"], cx);
     // As with binding.namespaces: an empty list would silently apply nowhere.

@@ -197,6 +197,23 @@ describe("serve with a client CA and caller tokens", () => {
     assert.match(metrics.body, /imprimatur_callers_refused_total\{path="\/metrics"\} [1-9]/);
   });
 
+  test("a certificate without a common name is refused; a CA file may hold two CAs (a rotation)", async () => {
+    const nameless = await clientCa.issue("/O=cluster-a");
+    const res = await send(`${server.base}/validate`, { ca: server.ca, cert: nameless, withholdBody: true });
+    assert.equal(res.status, 401);
+    assert.match(res.body.message, /the client certificate has no common name \(CN\) to name the caller/);
+
+    const both = await startTestApp({ policies: dir, callers: { clientCaPem: clientCa.certPem + otherCa.certPem } });
+    try {
+      for (const cert of [good, stranger]) {
+        const admitted = await send(`${both.base}/validate`, { ca: both.ca, cert, body: podReview({ images: ["registry.example.com/a:1"] }) });
+        assert.equal(admitted.body.response.allowed, true);
+      }
+    } finally {
+      await both.close();
+    }
+  });
+
   test("a certificate from another CA, or an unknown token, is refused even where no credentials would be let in", async () => {
     for (const target of [server, openServer]) {
       const foreign = await send(`${target.base}/validate`, { ca: target.ca, cert: stranger, withholdBody: true });

@@ -75,3 +75,25 @@ test("the start-up line, routine lines and errors reach stdout while the server 
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test("a long error line is written whole at once, not left partly in the batch", async () => {
+  // 17,000 bytes: longer than a batch and than one write chunk (16 KiB).
+  const loggerUrl = new URL("../../../src/server/logger.ts", import.meta.url).href;
+  const script = `import { createServerLogger } from ${JSON.stringify(loggerUrl)};
+const { logger } = createServerLogger("info");
+logger.info("routine");
+logger.error({ detail: "x".repeat(17000) }, "long error");
+setInterval(() => {}, 60000);`;
+  const child = spawn(process.execPath, ["--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "inherit"] });
+  try {
+    const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+    const first = JSON.parse((await lines.next()).value as string) as Record<string, unknown>;
+    assert.equal(first.msg, "routine", "the routine line before it comes first");
+    const second = JSON.parse((await lines.next()).value as string) as Record<string, unknown>;
+    assert.equal(second.msg, "long error");
+    assert.equal((second.detail as string).length, 17000);
+    assert.equal(child.exitCode, null, "while the process runs");
+  } finally {
+    child.kill("SIGKILL");
+  }
+});

@@ -44,9 +44,14 @@ export const SERVE_USAGE = `Usage: imprimatur serve [options]
   --tls-cert FILE      serving certificate (PEM); with --tls-key. Without them a self-signed CA and
   --tls-key FILE       certificate are created in the state folder on first start
   --tls-san NAME       extra DNS name or IP for the generated certificate (repeatable)
-  --tls-secret NS/NAME keep the CA and serving certificate in this Secret, shared by all replicas, and
+  --tls-secret NS/NAME
+                       keep the CA and serving certificate in this Secret, shared by all replicas, and
                        rotate them without a restart (needs --kubeconfig or a pod's service account; see
                        docs/tls.md). One replica, chosen by a Lease, writes it and the caBundle
+  --tls-timeline SPEC  lifetimes and renewal margins for --tls-secret, e.g. ca=8760h/720h,cert=3600h/360h,
+                       propagation=60s (the defaults); shorter ones rehearse a rotation
+  --tls-sync-interval DUR
+                       how often each replica re-reads the Secret (default 5s)
   --webhook-configuration NAME
                        the Validating- and MutatingWebhookConfiguration whose caBundle --tls-secret keeps
                        current (default imprimatur)

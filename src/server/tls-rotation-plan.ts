@@ -274,7 +274,7 @@ function fingerprintOf(cert: X509Certificate): string {
 }
 
 /**
- * Shortened timelines for tests (serve's hidden --tls-timeline): `ca=VALIDITY/RENEW_BEFORE,cert=VALIDITY/RENEW_BEFORE,
+ * Lifetimes and renewal margins (serve --tls-timeline; shorter ones rehearse a rotation): `ca=VALIDITY/RENEW_BEFORE,cert=VALIDITY/RENEW_BEFORE,
  * propagation=DUR`, durations as in Go (40s, 1m30s, 8760h). Keys left out keep their defaults.
  */
 export function parseRotationTimeline(text: string, base: TlsRotationSettings = DEFAULT_TLS_ROTATION): TlsRotationSettings {

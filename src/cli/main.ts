@@ -26,6 +26,8 @@ export interface Command {
   operands?: "files" | "dirs" | (() => readonly string[] | Promise<readonly string[]>);
   /** Imports the command's module only when the command runs (the server's dependencies take a second to load). */
   load(): Promise<CommandModule>;
+  /** Runs before `load` when the command is to run (not for its help): what must not wait for the module. */
+  beforeLoad?(): Promise<void>;
 }
 
 export const COMMANDS: readonly Command[] = [
@@ -37,6 +39,8 @@ export const COMMANDS: readonly Command[] = [
       const m = await import("./serve.ts");
       return { usage: m.SERVE_USAGE, run: m.runServe };
     },
+    // Signals are caught while the server's dependencies load: a pod stopped then exits cleanly (serve-signals.ts).
+    beforeLoad: async () => void (await import("./serve-signals.ts")).catchServeSignals(),
   },
   {
     name: "check",
@@ -193,6 +197,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(await helpText(command));
     return 0;
   }
+  await command.beforeLoad?.();
   return (await command.load()).run(rest);
 }
 

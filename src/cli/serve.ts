@@ -30,6 +30,7 @@ import {
   type CustomTemplateResource,
 } from "../server/webhook-manifests.ts";
 import { EMBEDDED_POLICIES, errorText, parseCommandArgs, UsageError } from "./args.ts";
+import { catchServeSignals, StartupStopped, type ServeSignals } from "./serve-signals.ts";
 
 export const SERVE_USAGE = `Usage: imprimatur serve [options]
 
@@ -95,10 +96,23 @@ export const SERVE_USAGE = `Usage: imprimatur serve [options]
                        the listener, so endpoints stop routing here first (default 5s; 0 to stop at once)
   -h, --help           show this help
 
-Signals: SIGHUP reloads the policies; SIGTERM and SIGINT drain, then stop.
+Signals: SIGHUP reloads the policies; SIGTERM and SIGINT drain, then stop. Both are handled from the start:
+SIGTERM or SIGINT during start-up stops it and exits 0; a SIGHUP then reloads once serving.
 `;
 
+/** A start-up abandoned on SIGTERM may be waiting on something that cannot be cancelled (the shared Secret). */
+const ABANDONED_STARTUP_EXIT_MS = 2000;
+
 export async function runServe(argv: string[]): Promise<number> {
+  const signals = catchServeSignals();
+  try {
+    return await serve(argv, signals);
+  } finally {
+    signals.dispose();
+  }
+}
+
+async function serve(argv: string[], signals: ServeSignals): Promise<number> {
   let values;
   try {
     ({ values } = parseCommandArgs(argv, {
@@ -184,6 +198,7 @@ export async function runServe(argv: string[]): Promise<number> {
   let selfManagedTls: RunningSelfManagedTls | undefined;
   let policyResources: ReturnType<typeof policyResourceSource> | undefined;
   try {
+    if (signals.stopRequested) throw new StartupStopped(signals.stopRequested);
     const namespacesFile = values.namespaces ?? config.namespacesFile;
     const kubeconfig = values.kubeconfig ?? config.kubeconfig;
     let namespaces: NamespaceLabelSource | undefined;
@@ -193,11 +208,11 @@ export async function runServe(argv: string[]): Promise<number> {
       const folder = values.policies ? new PolicyFolder(values.policies) : undefined;
       policyResources = policyResourceSource(kube, { logger: startupLogger(), ...(folder ? { folder } : {}) });
     }
-    if (namespacesFile) namespaces = await loadNamespacesFile(namespacesFile);
+    if (namespacesFile) namespaces = await signals.during(loadNamespacesFile(namespacesFile));
     else if (kube) {
       // Namespace labels from the API, kept current by a watch; startup waits for the first list.
       namespaceCache = new NamespaceLabelCache(kube, { logger: startupLogger() });
-      await namespaceCache.start();
+      await signals.during(namespaceCache.start());
       namespaces = namespaceCache;
     }
     const callers = {
@@ -207,35 +222,46 @@ export async function runServe(argv: string[]): Promise<number> {
     };
     // --tls-secret: the certificate comes from the shared Secret (created by the leader when empty), and is
     // swapped in without a restart when the leader rotates it.
-    selfManagedTls = values["tls-secret"] ? await selfManagedTlsFromFlags(values, kube, values["tls-san"] ?? [], startupLogger()) : undefined;
+    selfManagedTls = values["tls-secret"]
+      ? await signals.during(selfManagedTlsFromFlags(values, kube, values["tls-san"] ?? [], startupLogger()), (late) => late.close())
+      : undefined;
     const tls = values["tls-cert"]
       ? { cert: await readFile(values["tls-cert"], "utf8"), key: await readFile(values["tls-key"]!, "utf8") }
       : selfManagedTls
         ? { cert: selfManagedTls.initial.cert, key: selfManagedTls.initial.key }
         : undefined;
-    app = await startApp({
-      policies: values.policies ?? EMBEDDED_POLICIES,
-      ...(policyResources ? { policySource: policyResources.source } : {}),
-      host: values.host!,
-      port: Number(values.port),
-      stateDir,
-      ...(tls ? { tls } : {}),
-      tlsHosts: values["tls-san"] ?? [],
-      config,
-      ...(namespaces ? { namespaces } : {}),
-      profiles: values.profile ?? [],
-      // With --policy-crds policies arrive through the API at any time: a fresh install starts with none.
-      allowEmptyPolicies: values["allow-empty-policies"] === true || values["policy-crds"] === true,
-      ...(kube ? { kube } : {}),
-      ...(await registryAccess(config)),
-      ...(selfManagedTls ? { tlsUpdates: selfManagedTls.tls } : {}),
-      callers,
-      ...(values["metrics-port"] !== undefined ? { metricsPort: Number(values["metrics-port"]) } : {}),
-    });
+    app = await signals.during(
+      startApp({
+        policies: values.policies ?? EMBEDDED_POLICIES,
+        ...(policyResources ? { policySource: policyResources.source } : {}),
+        host: values.host!,
+        port: Number(values.port),
+        stateDir,
+        ...(tls ? { tls } : {}),
+        tlsHosts: values["tls-san"] ?? [],
+        config,
+        ...(namespaces ? { namespaces } : {}),
+        profiles: values.profile ?? [],
+        // With --policy-crds policies arrive through the API at any time: a fresh install starts with none.
+        allowEmptyPolicies: values["allow-empty-policies"] === true || values["policy-crds"] === true,
+        ...(kube ? { kube } : {}),
+        ...(await registryAccess(config)),
+        ...(selfManagedTls ? { tlsUpdates: selfManagedTls.tls } : {}),
+        callers,
+        ...(values["metrics-port"] !== undefined ? { metricsPort: Number(values["metrics-port"]) } : {}),
+      }),
+      (late) => late.close(),
+    );
   } catch (e) {
     await selfManagedTls?.close();
     await namespaceCache?.close();
     await policyResources?.close();
+    if (e instanceof StartupStopped) {
+      process.stderr.write(`imprimatur serve: ${e.message}: stopped before serving\n`);
+      // The abandoned step may hold the process open (a wait that cannot be cancelled): exit regardless, soon.
+      setTimeout(() => process.exit(0), ABANDONED_STARTUP_EXIT_MS).unref();
+      return 0;
+    }
     if (e instanceof PolicyLoadError) {
       process.stderr.write(`imprimatur serve: refusing to start: ${e.message}\n`);
       return 2;
@@ -256,15 +282,8 @@ export async function runServe(argv: string[]): Promise<number> {
     }
   }
 
-  process.on("SIGHUP", () => void app.reload());
-  await new Promise<void>((resolveStop) => {
-    const stop = (signal: string) => {
-      app.logger.info({ signal }, "shutting down");
-      resolveStop();
-    };
-    process.once("SIGTERM", stop);
-    process.once("SIGINT", stop);
-  });
+  signals.serving(() => void app.reload());
+  app.logger.info({ signal: await signals.stopped() }, "shutting down");
   // Not ready at once; keep answering while endpoints stop routing here, then close the listener.
   await app.close(parseDuration(values.drain!)!);
   await selfManagedTls?.close();

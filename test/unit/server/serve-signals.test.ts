@@ -1,0 +1,137 @@
+// Signals that reach `imprimatur serve` while it is still starting: SIGTERM and SIGINT stop the start-up and exit
+// 0 (a pod deleted while it starts), SIGHUP is remembered and reloads the policies once serving. The real command
+// runs as a child; it is held in start-up by a namespaces file that is a named pipe (FIFO), whose read waits
+// until the test writes to it. The test knows the child is inside start-up when its own open of the pipe for
+// writing returns, which happens only once the child has opened it for reading.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { constants, openSync, closeSync } from "node:fs";
+import { mkdtemp, open, readdir, rm, type FileHandle } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { freePort } from "../../support/ports.ts";
+
+const BIN = fileURLToPath(new URL("../../../bin/imprimatur.js", import.meta.url));
+
+interface StartingServe {
+  child: ChildProcess;
+  stateDir: string;
+  /** The namespaces pipe, open for writing: the child is blocked reading it until it is closed. */
+  gate: FileHandle;
+  stdout: string[];
+  stderr(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Resolves once a stdout line has message `msg` (or the child has exited: then false). */
+  line(msg: string): Promise<boolean>;
+  cleanup(): Promise<void>;
+}
+
+/** Starts serve and returns once it is inside start-up, reading the namespaces pipe. */
+async function startServeHeldInStartup(): Promise<StartingServe> {
+  const dir = await mkdtemp(join(tmpdir(), "imprimatur-signals-"));
+  const fifo = join(dir, "namespaces.yaml");
+  execFileSync("mkfifo", [fifo]);
+  const stateDir = join(dir, "state");
+  const child = spawn(
+    process.execPath,
+    [BIN, "serve", "--host", "127.0.0.1", "--port", String(await freePort()), "--state-dir", stateDir, "--namespaces", fifo, "--drain", "0"],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  const kill = () => child.kill("SIGKILL");
+  process.once("exit", kill);
+  let stderr = "";
+  child.stderr!.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
+  const stdout: string[] = [];
+  const waiting = new Map<string, () => void>();
+  createInterface({ input: child.stdout! }).on("line", (line) => {
+    stdout.push(line);
+    const msg = messageOf(line);
+    if (msg !== undefined) waiting.get(msg)?.();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("close", (code, signal) => resolve({ code, signal })),
+  );
+  // Opening a pipe for writing waits for a reader. Should the child die first, this test opens the reading end
+  // itself so that the open returns (a blocked open would keep the test process from exiting).
+  const releaseIfDead = exited.then(() => closeSync(openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK)));
+  const gate = await open(fifo, "w");
+  if (child.exitCode !== null || child.signalCode !== null) {
+    await releaseIfDead;
+    assert.fail(`serve exited before reading the namespaces file: ${stderr}`);
+  }
+  return {
+    child,
+    stateDir,
+    gate,
+    stdout,
+    stderr: () => stderr,
+    exited,
+    line: (msg) =>
+      stdout.some((l) => messageOf(l) === msg)
+        ? Promise.resolve(true)
+        : Promise.race([new Promise<boolean>((resolve) => waiting.set(msg, () => resolve(true))), exited.then(() => false)]),
+    cleanup: async () => {
+      process.off("exit", kill);
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await gate.close().catch(() => undefined);
+      await exited;
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The message of a JSON log line. */
+function messageOf(line: string): string | undefined {
+  try {
+    return (JSON.parse(line) as { msg?: string }).msg;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Resolves once the child's stderr contains `text`, or it has exited. */
+async function stderrShows(serve: StartingServe, text: string): Promise<void> {
+  while (!serve.stderr().includes(text) && serve.child.exitCode === null && serve.child.signalCode === null) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+for (const signal of ["SIGTERM", "SIGINT"] as const) {
+  test(`${signal} during start-up stops it while a start-up step still waits, and exits 0 with nothing written`, async () => {
+    const serve = await startServeHeldInStartup();
+    try {
+      serve.child.kill(signal);
+      // Said while the namespaces file is still unread: the stop does not wait for start-up to get further.
+      await stderrShows(serve, `${signal} during start-up`);
+      assert.match(serve.stderr(), new RegExp(`${signal} during start-up: stopped before serving`));
+      assert.equal(serve.child.signalCode, null, "not ended by the signal's default action");
+      // The read it abandoned may now end; the process then exits by itself.
+      await serve.gate.close();
+      assert.deepEqual(await serve.exited, { code: 0, signal: null });
+      assert.ok(!serve.stdout.some((l) => l.includes('"msg":"serving"')), "it never started serving");
+      // Stopped before the certificate step: the state folder holds nothing, half-written or whole.
+      assert.deepEqual(await readdir(serve.stateDir).catch(() => []), []);
+    } finally {
+      await serve.cleanup();
+    }
+  });
+}
+
+test("SIGHUP during start-up does not end the process: the policies are reloaded once it serves", async () => {
+  const serve = await startServeHeldInStartup();
+  try {
+    serve.child.kill("SIGHUP");
+    await serve.gate.close();
+    assert.ok(await serve.line("serving"), `serve kept running and started: ${serve.stderr()}`);
+    assert.ok(await serve.line("policies reloaded"), `the SIGHUP received during start-up reloads the policies: ${serve.stderr()}`);
+    serve.child.kill("SIGTERM");
+    assert.deepEqual(await serve.exited, { code: 0, signal: null });
+    const reloads = serve.stdout.filter((l) => messageOf(l) === "policies reloaded");
+    assert.equal(reloads.length, 1, "one SIGHUP, one reload");
+  } finally {
+    await serve.cleanup();
+  }
+});

@@ -20,7 +20,7 @@
 // The load generator is this same file run inside the namespace (`--generator`): the apiserver listens only
 // there. It is pinned to CPU 1, the webhook servers (the replicas' processes and the two host processes) to CPU 0.
 //
-//   node bench/webhook-service-latency.ts [--creates 200] [--batch 20] [--warmup 40] [--json] [--keep-state]
+//   node bench/webhook-service-latency.ts [--creates 1000] [--batch 20] [--warmup 100] [--json] [--keep-state]
 //
 // Needs root (the small cluster) and scripts/provision-registry.sh, provision-kube.sh and provision-node.sh.
 // Exit 0 when every create was admitted and every webhook saw exactly its namespace's creates, 1 when anything
@@ -68,9 +68,9 @@ const ACTIVE_TIMEOUT_MS = 60_000;
 
 const USAGE = `Usage: node bench/webhook-service-latency.ts [options]
 
-  --creates N      timed dry-run pod creates per path (default 200)
+  --creates N      timed dry-run pod creates per path (default 1000)
   --batch N        creates per batch; the paths alternate batch by batch (default 20)
-  --warmup N       creates per path before timing, not counted (default 40)
+  --warmup N       creates per path before timing, not counted (default 100)
   --json           print the results as JSON only
   --keep-state     keep the work folder (image layout, overlay, the direct server's state and logs)
 `;
@@ -90,6 +90,10 @@ interface GeneratorConfig {
   token: string;
   serverCa: string;
   readyOrigins: string[];
+  /** Where each Imprimatur path's own /metrics is: the replicas' plain-HTTP metrics ports, the direct server's HTTPS. */
+  serverMetrics: Record<"direct" | "installed", string[]>;
+  /** Processes whose CPU time and run-queue wait are read over the timed part (/proc, by PID). */
+  pids: Record<string, number>;
   creates: number;
   batch: number;
   warmup: number;
@@ -105,7 +109,54 @@ interface GeneratorResult {
   measuredSeconds: number;
   /** apiserver_admission_webhook_admission_duration_seconds over the timed part: [sum s, count] per webhook name. */
   webhookCalls: Record<string, [number, number]>;
+  /** imprimatur_request_duration_seconds over the timed part, all of a path's servers: [sum s, count] per endpoint. */
+  handler: Record<"direct" | "installed", Record<"mutate" | "validate", [number, number]>>;
+  /** Per process of GeneratorConfig.pids, over the timed part: CPU time and time runnable but waiting for a CPU, ms. */
+  sched: Record<string, { run: number; wait: number } | null>;
   failures: string[];
+}
+
+/**
+ * A process's CPU time and run-queue wait in ms, all threads: the scheduler's own account
+ * (/proc/PID/task/TID/schedstat, in ns). Null where it cannot be read.
+ */
+function schedMs(pid: number): { run: number; wait: number } | null {
+  let run = 0;
+  let wait = 0;
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const [onCpu, queued] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ");
+        run += Number(onCpu) / 1e6;
+        wait += Number(queued) / 1e6;
+      } catch {
+        // the thread exited
+      }
+    }
+  } catch {
+    return null;
+  }
+  return { run, wait };
+}
+
+/** The CPU weight of a process's cgroup: cpu.shares (cgroup v1) or cpu.weight (v2), for the report; "?" if unknown. */
+function cpuWeight(pid: number | undefined): string {
+  try {
+    const lines = readFileSync(`/proc/${pid}/cgroup`, "utf8").trim().split("\n");
+    const v1 = lines.map((l) => l.split(":")).find(([, controllers]) => controllers!.split(",").includes("cpu"));
+    if (v1) {
+      for (const mount of ["cpu", "cpu,cpuacct", "cpuacct,cpu"]) {
+        const file = join("/sys/fs/cgroup", mount, v1[2]!, "cpu.shares");
+        if (existsSync(file)) return `cpu.shares ${readFileSync(file, "utf8").trim()}`;
+      }
+    }
+    const v2 = lines.find((l) => l.startsWith("0::"));
+    if (v2 && existsSync(join("/sys/fs/cgroup", v2.slice(3), "cpu.weight")))
+      return `cpu.weight ${readFileSync(join("/sys/fs/cgroup", v2.slice(3), "cpu.weight"), "utf8").trim()}`;
+  } catch {
+    // gone, or no such file
+  }
+  return "?";
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -173,6 +224,7 @@ async function runGenerator(configFile: string): Promise<void> {
       }
     }
     await agent.close();
+    const metricsAgent = new Agent({ connect: { ca: cfg.serverCa }, headersTimeout: 5_000, bodyTimeout: 5_000 });
 
     const create = async (client: Client, ns: string, body: string) => {
       const sent = performance.now();
@@ -235,6 +287,24 @@ async function runGenerator(configFile: string): Promise<void> {
     const roundOrder: string[] = [];
     const rounds = cfg.creates / cfg.batch;
     log(`measuring: ${rounds} rounds of ${cfg.batch} per path`);
+    const handlerFigures = async () => {
+      const out = {} as Record<"direct" | "installed", Record<"mutate" | "validate", [number, number]>>;
+      for (const path of ["direct", "installed"] as const) {
+        out[path] = { mutate: [0, 0], validate: [0, 0] };
+        for (const origin of cfg.serverMetrics[path]) {
+          const res = await metricsAgent.request({ origin, path: "/metrics", method: "GET" });
+          const s = parseMetrics(await res.body.text());
+          for (const endpoint of ["mutate", "validate"] as const) {
+            out[path][endpoint][0] += sumOf(s, "imprimatur_request_duration_seconds_sum", { endpoint });
+            out[path][endpoint][1] += sumOf(s, "imprimatur_request_duration_seconds_count", { endpoint });
+          }
+        }
+      }
+      return out;
+    };
+    const handlerBefore = await handlerFigures();
+    const schedAll = () => Object.fromEntries(Object.entries(cfg.pids).map(([name, pid]) => [name, schedMs(pid)]));
+    const schedBefore = schedAll();
     const callsBefore = await webhookCalls();
     const started = performance.now();
     for (let r = 0; r < rounds; r++) {
@@ -254,6 +324,21 @@ async function runGenerator(configFile: string): Promise<void> {
     }
     const measuredSeconds = (performance.now() - started) / 1000;
     const callsAfter = await webhookCalls();
+    const schedAfter = schedAll();
+    const handlerAfter = await handlerFigures();
+    const sched = Object.fromEntries(
+      Object.keys(cfg.pids).map((name) => {
+        const [a, b] = [schedBefore[name], schedAfter[name]];
+        return [name, a && b ? { run: b.run - a.run, wait: b.wait - a.wait } : null];
+      }),
+    );
+    const handler = {} as GeneratorResult["handler"];
+    for (const path of ["direct", "installed"] as const) {
+      handler[path] = { mutate: [0, 0], validate: [0, 0] };
+      for (const e of ["mutate", "validate"] as const) {
+        handler[path][e] = [handlerAfter[path][e][0] - handlerBefore[path][e][0], handlerAfter[path][e][1] - handlerBefore[path][e][1]];
+      }
+    }
     const calls = Object.fromEntries(
       Object.keys(callsAfter).map((name) => [
         name,
@@ -265,7 +350,7 @@ async function runGenerator(configFile: string): Promise<void> {
       for (const name of WEBHOOKS[path])
         if (calls[name]![1] !== cfg.creates) failures.push(`${name}: ${calls[name]![1]} calls for ${cfg.creates} timed creates`);
     }
-    const result: GeneratorResult = { paths, roundOrder, measuredSeconds, webhookCalls: calls, failures };
+    const result: GeneratorResult = { paths, roundOrder, measuredSeconds, webhookCalls: calls, handler, sched, failures };
     process.stdout.write(JSON.stringify(result));
   } finally {
     await api.close().catch(() => {});
@@ -280,9 +365,9 @@ function parseOptions(argv: string[]): Options & { generator?: string } {
   const { values } = parseArgs({
     args: argv,
     options: {
-      creates: { type: "string", default: "200" },
+      creates: { type: "string", default: "1000" },
       batch: { type: "string", default: "20" },
-      warmup: { type: "string", default: "40" },
+      warmup: { type: "string", default: "100" },
       json: { type: "boolean", default: false },
       "keep-state": { type: "boolean", default: false },
       generator: { type: "string" },
@@ -512,6 +597,27 @@ async function main(): Promise<number> {
     // ---- Pinning: the webhook servers on CPU 0, the generator on CPU 1 (the control plane is left alone).
     const taskset = findTaskset();
     const pinned: string[] = [];
+    // Pods of an earlier ReplicaSet may still be terminating after the rollout: wait until only the current ones run.
+    const replicaState = async () =>
+      JSON.parse(await kubectl("get", "pods", "-n", "imprimatur", "-l", "app.kubernetes.io/name=imprimatur", "-o", "json")) as {
+        items: {
+          metadata: { name: string; deletionTimestamp?: string };
+          status: { podIP?: string; containerStatuses?: { restartCount: number; ready: boolean }[] };
+        }[];
+      };
+    let replicas = await replicaState();
+    for (const deadline = Date.now() + 180_000; ;) {
+      const settled =
+        replicas.items.every((p) => !p.metadata.deletionTimestamp && (p.status.containerStatuses ?? []).every((c) => c.ready)) &&
+        installedServePids().length === replicas.items.length;
+      if (settled) break;
+      if (Date.now() > deadline) throw new Error(`the installed replicas did not settle within 180 s (${installedServePids().length} serve processes)`);
+      await new Promise((r) => setTimeout(r, 1_000));
+      replicas = await replicaState();
+    }
+    const restarts = (state: Awaited<ReturnType<typeof replicaState>>) =>
+      state.items.flatMap((p) => p.status.containerStatuses ?? []).reduce((a, c) => a + c.restartCount, 0);
+    const restartsBefore = restarts(replicas);
     const replicaPids = installedServePids();
     if (replicaPids.length === 0) failures.push("no installed replica's serve process found in /proc");
     const canPin = cpus().length >= 2;
@@ -519,6 +625,9 @@ async function main(): Promise<number> {
       for (const pid of replicaPids) pinned.push(pin(taskset, pid, 0, `installed replica ${pid}`));
       pinned.push(pin(taskset, direct.pid, 0, "direct serve"), pin(taskset, floor.pid, 0, "floor webhook"));
     } else pinned.push(`not pinned (${cpus().length} CPU)`);
+
+    const replicaIps = replicas.items.map((p) => p.status.podIP).filter((ip): ip is string => Boolean(ip));
+    const weights = { installed: replicaPids.map(cpuWeight), direct: cpuWeight(direct.pid), floor: cpuWeight(floor.pid) };
 
     // ---- The generator, inside the namespace.
     const kubeconfig = parseYaml(readFileSync(cluster.kubeconfig, "utf8")) as {
@@ -531,6 +640,13 @@ async function main(): Promise<number> {
       token: kubeconfig.users[0]!.user.token,
       serverCa: readFileSync(join(stateDir, "ca.crt"), "utf8"),
       readyOrigins: [`https://127.0.0.1:${DIRECT_PORT}`, `https://127.0.0.1:${FLOOR_PORT}`],
+      serverMetrics: { direct: [`https://127.0.0.1:${DIRECT_PORT}`], installed: replicaIps.map((ip) => `http://${ip}:9090`) },
+      pids: {
+        apiserver: cluster.componentPids.apiserver,
+        ...Object.fromEntries(replicaPids.map((pid, i) => [`installed replica ${i + 1}`, pid])),
+        "direct serve": direct.pid!,
+        "floor webhook": floor.pid!,
+      },
       creates: opts.creates,
       batch: opts.batch,
       warmup: opts.warmup,
@@ -557,7 +673,9 @@ async function main(): Promise<number> {
     ] as const) {
       if (p.exitCode !== null || p.signalCode !== null) failures.push(`${name} exited during the run`);
     }
-    if (installedServePids().join() !== replicaPids.join()) failures.push("the installed replicas changed during the run (a restart?)");
+    const restartsAfter = restarts(await replicaState());
+    if (restartsAfter !== restartsBefore) failures.push(`the installed replicas restarted ${restartsAfter - restartsBefore} times during the run`);
+    if (installedServePids().join() !== replicaPids.join()) failures.push("the installed replicas' serve processes changed during the run");
 
     // ---- Report.
     const stats = (path: PathName) => {
@@ -575,6 +693,14 @@ async function main(): Promise<number> {
       };
     };
     const ratios = { direct: ratio("direct"), installed: ratio("installed") };
+    const handlerMs = Object.fromEntries(
+      (["direct", "installed"] as const).map((p) => [
+        p,
+        Object.fromEntries(
+          (["mutate", "validate"] as const).map((e) => [e, result.handler[p][e][1] > 0 ? (result.handler[p][e][0] * 1000) / result.handler[p][e][1] : NaN]),
+        ),
+      ]),
+    ) as Record<"direct" | "installed", Record<"mutate" | "validate", number>>;
     const callMs = Object.fromEntries(Object.entries(result.webhookCalls).map(([n, [s, c]]) => [n, c > 0 ? (s * 1000) / c : NaN]));
     const ok = failures.length === 0;
     const report = {
@@ -594,6 +720,15 @@ async function main(): Promise<number> {
       ratiosToFloor: ratios,
       installedOverDirect: { p50: summary.installed.p50 / summary.direct.p50, p99: summary.installed.p99 / summary.direct.p99 },
       webhookCallMeanMs: callMs,
+      handlerMeanMs: handlerMs,
+      cpuWeight: weights,
+      perCreateMs: Object.fromEntries(
+        Object.entries(result.sched).map(([name, v]) => [
+          name,
+          v ? { cpu: v.run / (opts.creates * PATHS.length), runQueueWait: v.wait / (opts.creates * PATHS.length) } : null,
+        ]),
+      ),
+      replicas: replicaPids.length,
       ok,
       failures,
       ...(opts.keepState ? { workDir } : {}),
@@ -631,6 +766,17 @@ async function main(): Promise<number> {
           "",
           renderTable(rows),
           "",
+          ...(["direct", "installed"] as const).map(
+            (p) =>
+              `${p}: the apiserver's call mean ${f(callMs[WEBHOOKS[p][0]]!)} ms mutate, ${f(callMs[WEBHOOKS[p][1]]!)} ms validate; ` +
+              `Imprimatur's own handler mean ${f(handlerMs[p].mutate, 3)} ms mutate, ${f(handlerMs[p].validate, 3)} ms validate (${result.handler[p].validate[1]} validate answers)`,
+          ),
+          `CPU weight of the cgroup: installed replicas ${weights.installed.join(", ")}; direct serve ${weights.direct}; floor webhook ${weights.floor}`,
+          ...Object.entries(result.sched).map(([name, v]) =>
+            v
+              ? `${name}: ${f(v.run / 1000, 2)} s CPU, ${f(v.wait / 1000, 2)} s runnable but waiting for a CPU over the timed part (all paths)`
+              : `${name}: no schedstat`,
+          ),
           `installed/direct: p50 ${f(report.installedOverDirect.p50)}x, p99 ${f(report.installedOverDirect.p99)}x (what the Service path and the pods add)`,
           ...(ok ? ["ok"] : ["", "FAILED:", ...failures.map((x) => `  ${x}`)]),
           "",

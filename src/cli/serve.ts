@@ -1,6 +1,6 @@
 // `imprimatur serve`: the HTTPS ImageReview backend (/imagereview), validating webhook (/validate) and
 // tag→digest pinning webhook (/mutate).
-import { readFile, writeFile, mkdir } from "node:fs/promises";
+import { writeFile, mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { pino } from "pino";
 import { DEFAULT_SERVER_CONFIG, loadServerConfig, type ServerConfig } from "../config/server-config.ts";
@@ -20,7 +20,9 @@ import { parseDuration } from "../core/duration.ts";
 import { startApp } from "../server/app.ts";
 import { selfManagedTlsFromFlags, tlsSecretFlagProblem } from "../server/tls-secret-flags.ts";
 import type { RunningSelfManagedTls } from "../server/tls-secret-manager.ts";
-import { loadCallerTokens } from "../server/caller-tokens.ts";
+import { watchCallerFiles, type WatchedCallerFiles } from "../server/caller-files.ts";
+import { watchCertificateFiles, type ServingPair } from "../server/certificate-files.ts";
+import type { WatchedFiles } from "../server/file-reload.ts";
 import {
   renderAdmissionConfiguration,
   renderImagePolicyKubeconfig,
@@ -197,6 +199,9 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
   let namespaceCache: NamespaceLabelCache | undefined;
   let selfManagedTls: RunningSelfManagedTls | undefined;
   let policyResources: ReturnType<typeof policyResourceSource> | undefined;
+  // Files reread while serving: replacing them rotates the certificate, the client CA or the tokens.
+  let certificateFiles: WatchedFiles<ServingPair> | undefined;
+  let callerFiles: WatchedCallerFiles | undefined;
   try {
     if (signals.stopRequested) throw new StartupStopped(signals.stopRequested);
     const namespacesFile = values.namespaces ?? config.namespacesFile;
@@ -215,18 +220,16 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
       await signals.during(namespaceCache.start());
       namespaces = namespaceCache;
     }
-    const callers = {
-      ...(values["client-ca"] ? { clientCaPem: await readClientCa(values["client-ca"]) } : {}),
-      ...(values["caller-tokens"] ? { tokens: await loadCallerTokens(values["caller-tokens"]) } : {}),
-      allowUnauthenticated: values["allow-unauthenticated"] === true,
-    };
+    callerFiles = await watchCallerFiles({ clientCa: values["client-ca"], tokens: values["caller-tokens"] }, startupLogger());
+    const callers = { ...callerFiles.initial, updates: callerFiles.updates, allowUnauthenticated: values["allow-unauthenticated"] === true };
     // --tls-secret: the certificate comes from the shared Secret (created by the leader when empty), and is
     // swapped in without a restart when the leader rotates it.
     selfManagedTls = values["tls-secret"]
       ? await signals.during(selfManagedTlsFromFlags(values, kube, values["tls-san"] ?? [], startupLogger()), (late) => late.close())
       : undefined;
-    const tls = values["tls-cert"]
-      ? { cert: await readFile(values["tls-cert"], "utf8"), key: await readFile(values["tls-key"]!, "utf8") }
+    if (values["tls-cert"]) certificateFiles = await watchCertificateFiles({ cert: values["tls-cert"], key: values["tls-key"]! }, startupLogger());
+    const tls = certificateFiles
+      ? certificateFiles.current()
       : selfManagedTls
         ? { cert: selfManagedTls.initial.cert, key: selfManagedTls.initial.key }
         : undefined;
@@ -246,13 +249,15 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
         allowEmptyPolicies: values["allow-empty-policies"] === true || values["policy-crds"] === true,
         ...(kube ? { kube } : {}),
         ...(await registryAccess(config)),
-        ...(selfManagedTls ? { tlsUpdates: selfManagedTls.tls } : {}),
+        ...(selfManagedTls ? { tlsUpdates: selfManagedTls.tls } : certificateFiles ? { tlsUpdates: certificateFiles } : {}),
         callers,
         ...(values["metrics-port"] !== undefined ? { metricsPort: Number(values["metrics-port"]) } : {}),
       }),
       (late) => late.close(),
     );
   } catch (e) {
+    certificateFiles?.close();
+    callerFiles?.close();
     await selfManagedTls?.close();
     await namespaceCache?.close();
     await policyResources?.close();
@@ -286,6 +291,8 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
   app.logger.info({ signal: await signals.stopped() }, "shutting down");
   // Not ready at once; keep answering while endpoints stop routing here, then close the listener.
   await app.close(parseDuration(values.drain!)!);
+  certificateFiles?.close();
+  callerFiles?.close();
   await selfManagedTls?.close();
   await namespaceCache?.close();
   await policyResources?.close();
@@ -332,15 +339,6 @@ export async function registryAccess(opts: {
     staticCredentials = CredentialKeyring.of(parsed.entries).lookup;
   }
   return { ...(registries ? { registries } : {}), ...(staticCredentials ? { staticCredentials } : {}) };
-}
-
-/** The client CA: a PEM file holding at least one certificate. */
-async function readClientCa(file: string): Promise<string> {
-  const pem = await readFile(file, "utf8").catch((e: NodeJS.ErrnoException) => {
-    throw new Error(`--client-ca: cannot read ${file}: ${e.code ?? e.message}`);
-  });
-  if (!pem.includes("-----BEGIN CERTIFICATE-----")) throw new Error(`--client-ca: ${file} holds no PEM certificate`);
-  return pem;
 }
 
 function startupLogger() {

@@ -2,31 +2,89 @@
 // bearer token listed in the --caller-tokens file. With either configured, a caller that presents nothing is
 // refused unless --allow-unauthenticated says otherwise; presented credentials that do not check out are always
 // refused (a wrong token is not the same as no token). With neither configured, every caller is let in and
-// marked unauthenticated: the local, single-cluster setup.
+// marked unauthenticated: the local, single-cluster setup. The CA and the tokens may be replaced while serving
+// (`serve` rereads their files): a CA or token rotation needs no restart.
+import { X509Certificate } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { PeerCertificate, TLSSocket } from "node:tls";
 import { UNAUTHENTICATED, type Caller } from "../audit/caller.ts";
+import { ImprimaturError } from "../errors/imprimatur-error.ts";
 import { tokenDigest, type CallerTokens } from "./caller-tokens.ts";
 
-export interface CallerAuthOptions {
+export interface CallerCredentials {
   /** PEM of the CA whose client certificates are accepted; TLS then asks callers for one. */
   clientCaPem?: string;
   tokens?: CallerTokens;
+}
+
+export interface CallerAuthOptions extends CallerCredentials {
   /** With a CA or tokens configured: still let in callers that present no credentials (marked unauthenticated). */
   allowUnauthenticated?: boolean;
+  /** Later CAs and tokens (their files changed): each replaces the one configured at start. */
+  updates?: CallerUpdates;
+}
+
+export interface CallerUpdates {
+  /** Calls `listener` with each new CA or token set; returns the unsubscribe. */
+  subscribe(listener: (next: CallerCredentials) => void): () => void;
+}
+
+export class ClientCaError extends ImprimaturError<"no-certificate" | "bad-certificate"> {}
+
+/**
+ * The CA bundle of a --client-ca file: one or more PEM certificates (two during a CA rotation). A block that does
+ * not parse is named by its line.
+ */
+export function parseClientCa(pem: string, file: string): string {
+  const blocks = [...pem.matchAll(/-----BEGIN CERTIFICATE-----[\s\S]*?(-----END CERTIFICATE-----|$)/g)];
+  if (blocks.length === 0) throw new ClientCaError("no-certificate", `${file} holds no PEM certificate`);
+  for (const block of blocks) {
+    try {
+      new X509Certificate(block[0]);
+    } catch (e) {
+      const line = pem.slice(0, block.index).split("\n").length;
+      throw new ClientCaError("bad-certificate", `${file}:${line}: not a readable certificate (${(e as Error).message})`, { cause: e });
+    }
+  }
+  return pem;
 }
 
 export type Authentication = { ok: true; caller: Caller } | { ok: false; reason: string };
 
 export class CallerAuthenticator {
-  readonly clientCaPem: string | undefined;
-  private readonly tokens: CallerTokens | undefined;
+  private caPem: string | undefined;
+  private tokens: CallerTokens | undefined;
   private readonly allowUnauthenticated: boolean;
+  private readonly clientCaListeners = new Set<(pem: string) => void>();
 
   constructor(opts: CallerAuthOptions = {}) {
-    this.clientCaPem = opts.clientCaPem;
+    this.caPem = opts.clientCaPem;
     this.tokens = opts.tokens;
     this.allowUnauthenticated = opts.allowUnauthenticated === true || (opts.clientCaPem === undefined && opts.tokens === undefined);
+    opts.updates?.subscribe((next) => this.replace(next));
+  }
+
+  /** The CA whose client certificates are accepted now. */
+  get clientCaPem(): string | undefined {
+    return this.caPem;
+  }
+
+  /**
+   * Replaces the CA or the tokens. Only what was configured at start is replaced: a server started without a CA
+   * does not begin to ask for client certificates.
+   */
+  replace(next: CallerCredentials): void {
+    if (next.tokens !== undefined && this.tokens !== undefined) this.tokens = next.tokens;
+    if (next.clientCaPem !== undefined && this.caPem !== undefined && next.clientCaPem !== this.caPem) {
+      this.caPem = next.clientCaPem;
+      for (const listener of this.clientCaListeners) listener(next.clientCaPem);
+    }
+  }
+
+  /** Calls `listener` with each new client CA (the HTTPS server checks new connections against it); returns the unsubscribe. */
+  onClientCaChange(listener: (pem: string) => void): () => void {
+    this.clientCaListeners.add(listener);
+    return () => this.clientCaListeners.delete(listener);
   }
 
   /** Whether callers must authenticate (a CA or tokens are configured, and unauthenticated callers are not allowed). */

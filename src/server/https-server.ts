@@ -26,7 +26,7 @@ export interface ServerOptions {
   defaultTimeoutMs: number;
   /** Why the server is not ready (policies not loaded yet), or undefined when it is. */
   notReady(): string | undefined;
-  /** Later serving certificates (self-managed TLS): each one is used for new connections, without a restart. */
+  /** Later serving certificates (self-managed TLS, certificate files): each one is used for new connections, without a restart. */
   tlsUpdates?: TlsUpdates;
 }
 
@@ -60,18 +60,38 @@ export async function startHttpsServer(opts: ServerOptions): Promise<RunningServ
   const state = { draining: false };
   // With a client CA, TLS asks for a certificate but does not insist: health probes come without one, and a
   // caller without one gets a 401 it can read instead of a failed handshake.
-  const clientAuth = opts.callers?.clientCaPem === undefined ? {} : { ca: opts.callers.clientCaPem, requestCert: true, rejectUnauthorized: false };
-  const server = createServer({ cert: opts.tls.cert, key: opts.tls.key, minVersion: "TLSv1.2", ...clientAuth }, (req, res) => {
+  const clientAuth = opts.callers?.clientCaPem === undefined ? {} : { requestCert: true, rejectUnauthorized: false };
+  // The certificate and the client CA in use; either may be replaced while serving.
+  let serving = opts.tls;
+  const secureContext = () => ({
+    cert: serving.cert,
+    key: serving.key,
+    minVersion: "TLSv1.2" as const,
+    ...(opts.callers?.clientCaPem === undefined ? {} : { ca: opts.callers.clientCaPem }),
+  });
+  const server = createServer({ ...secureContext(), ...clientAuth }, (req, res) => {
     route(opts, state, req, res).catch((e) => {
       opts.logger.error({ err: e }, "unhandled error while answering");
       if (!res.headersSent) sendJson(res, 500, status(500, "internal error"));
       else res.destroy();
     });
   });
-  // Connections already open keep the certificate they were made with; the client CA stays as it was.
-  const unsubscribeTls = opts.tlsUpdates?.subscribe((next) =>
-    server.setSecureContext({ cert: next.cert, key: next.key, minVersion: "TLSv1.2", ...clientAuth }),
-  );
+  // Connections already open keep the certificate and client CA they were made with.
+  const renewContext = (what: string): boolean => {
+    try {
+      server.setSecureContext(secureContext());
+      return true;
+    } catch (e) {
+      opts.logger.error({ err: e }, `the new ${what} is not usable for TLS; new connections still get the previous one`);
+      return false;
+    }
+  };
+  const unsubscribeTls = opts.tlsUpdates?.subscribe((next) => {
+    const previous = serving;
+    serving = next;
+    if (!renewContext("serving certificate")) serving = previous;
+  });
+  const unsubscribeClientCa = opts.callers?.onClientCaChange(() => renewContext("client CA"));
   // Longer than the idle timeout of kube-apiserver's webhook clients (Go's 90 s IdleConnTimeout), so the apiserver,
   // not this server, closes an idle connection: the apiserver does not retry a POST that fails with EOF on a
   // connection this server is closing, and with failurePolicy Fail that admission would be refused.
@@ -92,6 +112,7 @@ export async function startHttpsServer(opts: ServerOptions): Promise<RunningServ
     close: async (drainMs = 0) => {
       state.draining = true;
       unsubscribeTls?.();
+      unsubscribeClientCa?.();
       if (drainMs > 0) await new Promise((r) => setTimeout(r, drainMs));
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -1,0 +1,154 @@
+// `serve --client-ca FILE --caller-tokens FILE` rereads both files: a rotated client CA or token list is used
+// without a restart, and a file that does not parse is logged with its file and line while the previous one stays.
+// The real command runs as a child; client certificates are made with the openssl command.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { spawn } from "node:child_process";
+import { mkdtemp, rename, rm, writeFile } from "node:fs/promises";
+import { request } from "node:https";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { createClientCa } from "../../support/caller-credentials.ts";
+import { freePort } from "../../support/ports.ts";
+
+const BIN = fileURLToPath(new URL("../../../bin/imprimatur.js", import.meta.url));
+
+function tokensFile(entries: Array<{ name: string; token: string }>): string {
+  const callers = entries.map((e) => `  - name: ${e.name}\n    cluster: prod\n    token: ${e.token}\n`).join("");
+  return `apiVersion: imprimatur.dev/v1alpha1\nkind: CallerTokens\ncallers:\n${callers}`;
+}
+
+/** Replaces a file the way an operator's tooling would: a new file renamed over the old one. */
+async function replace(file: string, text: string): Promise<void> {
+  await writeFile(`${file}.new`, text);
+  await rename(`${file}.new`, file);
+}
+
+/** The status of GET /metrics (which needs an authenticated caller) with a client certificate or a bearer token. */
+function metricsStatus(port: number, as: { cert?: { certPem: string; keyPem: string }; token?: string }): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: "127.0.0.1",
+        port,
+        path: "/metrics",
+        rejectUnauthorized: false,
+        agent: false,
+        ...(as.cert ? { cert: as.cert.certPem, key: as.cert.keyPem } : {}),
+        headers: as.token ? { authorization: `Bearer ${as.token}` } : {},
+      },
+      (res) => {
+        res.resume();
+        res.on("end", () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+/** Asks until the answer is `status` (the server rereads its files every few seconds). */
+async function untilStatus(ask: () => Promise<number>, status: number): Promise<void> {
+  while ((await ask()) !== status) await new Promise((r) => setTimeout(r, 200));
+}
+
+test("a rotated client CA and token list are used without a restart; a broken file is logged with its line and the previous stays", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "imprimatur-caller-reload-"));
+  const oldCa = await createClientCa("old caller CA");
+  const newCa = await createClientCa("new caller CA");
+  const caFile = join(dir, "client-ca.crt");
+  const callersFile = join(dir, "callers.yaml");
+  const oldToken = randomBytes(24).toString("hex");
+  const newToken = randomBytes(24).toString("hex");
+  await writeFile(caFile, oldCa.certPem);
+  await writeFile(callersFile, tokensFile([{ name: "apiserver-old", token: oldToken }]));
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [
+      BIN,
+      "serve",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--state-dir",
+      join(dir, "state"),
+      "--client-ca",
+      caFile,
+      "--caller-tokens",
+      callersFile,
+      "--drain",
+      "0",
+    ],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  const kill = () => child.kill("SIGKILL");
+  process.once("exit", kill);
+  let stderr = "";
+  child.stderr!.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
+  const lines: string[] = [];
+  const waiters = new Set<{ pattern: RegExp; resolve: (line: string) => void }>();
+  createInterface({ input: child.stdout! }).on("line", (line) => {
+    lines.push(line);
+    for (const w of [...waiters].filter((w) => w.pattern.test(line))) {
+      waiters.delete(w);
+      w.resolve(line);
+    }
+  });
+  const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
+  const line = (pattern: RegExp): Promise<string> =>
+    Promise.race([
+      new Promise<string>((resolve) => waiters.add({ pattern, resolve })),
+      exited.then((code) => assert.fail(`serve exited (${code}) before logging ${pattern}: ${stderr}`)),
+    ]);
+  try {
+    const serving = line(/"msg":"serving"/);
+    await serving;
+    const oldClient = await oldCa.issue("/CN=apiserver-old/O=prod");
+    const newClient = await newCa.issue("/CN=apiserver-new/O=prod");
+    assert.equal(await metricsStatus(port, { cert: oldClient }), 200);
+    assert.equal(await metricsStatus(port, { cert: newClient }), 401);
+    assert.equal(await metricsStatus(port, { token: oldToken }), 200);
+    assert.equal(await metricsStatus(port, { token: newToken }), 401);
+
+    // The CA rotation: both CAs for a while, then the new one alone.
+    await replace(caFile, oldCa.certPem + newCa.certPem);
+    await untilStatus(() => metricsStatus(port, { cert: newClient }), 200);
+    assert.equal(await metricsStatus(port, { cert: oldClient }), 200);
+    await replace(caFile, newCa.certPem);
+    await untilStatus(() => metricsStatus(port, { cert: oldClient }), 401);
+    assert.equal(await metricsStatus(port, { cert: newClient }), 200);
+
+    // A CA file cut short: its broken certificate is named by line, and the CA in use stays.
+    const caRefused = line(/client CA: the new files are not usable/);
+    await replace(caFile, `${newCa.certPem}${oldCa.certPem.slice(0, 200)}`);
+    assert.match(await caRefused, new RegExp(`client-ca\\.crt:${newCa.certPem.trimEnd().split("\n").length + 1}: not a readable certificate`));
+    assert.equal(await metricsStatus(port, { cert: newClient }), 200);
+
+    // The token rotation.
+    await replace(callersFile, tokensFile([{ name: "apiserver-new", token: newToken }]));
+    await untilStatus(() => metricsStatus(port, { token: newToken }), 200);
+    assert.equal(await metricsStatus(port, { token: oldToken }), 401);
+
+    // A tokens file with a token too short: the problem with its line; the tokens in use stay.
+    const tokensRefused = line(/caller tokens: the new files are not usable/);
+    await replace(callersFile, tokensFile([{ name: "apiserver-new", token: "short" }]));
+    assert.match(await tokensRefused, /callers\.yaml:6 \(callers\[0\]\.token\): must be a string of at least 16 characters/);
+    assert.equal(await metricsStatus(port, { token: newToken }), 200);
+
+    assert.ok(child.exitCode === null && child.signalCode === null, "the same process throughout");
+    child.kill("SIGTERM");
+    assert.equal(await exited, 0);
+  } finally {
+    process.off("exit", kill);
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    await exited;
+    await oldCa.remove();
+    await newCa.remove();
+    await rm(dir, { recursive: true, force: true });
+  }
+});

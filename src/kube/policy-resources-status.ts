@@ -7,6 +7,7 @@
 // same objects, so their writes agree and the status does not flap (no leader is needed for that).
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
 import { randomBytes } from "node:crypto";
+import pLimit from "p-limit";
 import type { Logger } from "pino";
 import { describeApiError, withSignal } from "./api-requests.ts";
 import { POLICY_GROUP, POLICY_RESOURCE_KINDS, POLICY_VERSION } from "../policy/policy-crds.ts";
@@ -15,6 +16,11 @@ import { readyCondition, statusPatch, type ResourceOutcome } from "../policy/pol
 import type { PolicyStatusSink } from "../policy/resource-policy-source.ts";
 
 const WRITE_TIMEOUT_MS = 10_000;
+/**
+ * Status writes (with their Events) in flight at once, for all objects together. A first load of a thousand
+ * policies would otherwise send a thousand PATCHes at once, and the apiserver then serves little else.
+ */
+const MAX_WRITES_IN_FLIGHT = 4;
 /** Events are capped at 1 KiB of message by convention (kubectl shows them on one line). */
 const MAX_EVENT_MESSAGE = 1024;
 /** Where Events about cluster-scoped objects live, as client-go's recorder puts them. */
@@ -28,6 +34,7 @@ export class PolicyStatusWriter implements PolicyStatusSink {
   private readonly now: () => Date;
   /** One write at a time per object, in order. */
   private readonly queues = new Map<string, Promise<void>>();
+  private readonly inFlight = pLimit(MAX_WRITES_IN_FLIGHT);
 
   constructor(kube: KubeConfig, opts: { logger: Logger; latest: (kind: string, name: string) => PolicyResourceObject | undefined; now?: () => Date }) {
     this.objects = kube.makeApiClient(CustomObjectsApi);
@@ -39,7 +46,7 @@ export class PolicyStatusWriter implements PolicyStatusSink {
 
   report(resource: PolicyResourceObject, outcome: ResourceOutcome): void {
     const key = `${resource.kind}/${resource.name}`;
-    const queued = (this.queues.get(key) ?? Promise.resolve()).then(() => this.write(resource, outcome));
+    const queued = (this.queues.get(key) ?? Promise.resolve()).then(() => this.inFlight(() => this.write(resource, outcome)));
     this.queues.set(key, queued);
     void queued.finally(() => {
       if (this.queues.get(key) === queued) this.queues.delete(key);

@@ -45,7 +45,8 @@ export const SERVE_USAGE = `Usage: imprimatur serve [options]
   --port N             HTTPS port (default 8443)
   --state-dir DIR      state folder: generated CA (ca.crt), serving certificate, audit log (default ./.state)
   --tls-cert FILE      serving certificate (PEM); with --tls-key. Without them a self-signed CA and
-  --tls-key FILE       certificate are created in the state folder on first start
+  --tls-key FILE       certificate are created in the state folder on first start. Both files are
+                       reread every few seconds: a renewed pair is used without a restart
   --tls-san NAME       extra DNS name or IP for the generated certificate (repeatable)
   --tls-secret NS/NAME
                        keep the CA and serving certificate in this Secret, shared by all replicas, and
@@ -84,10 +85,12 @@ export const SERVE_USAGE = `Usage: imprimatur serve [options]
                        start even when the policy folder holds no policy (by default that is refused:
                        an empty set admits everything)
   --client-ca FILE     accept callers (kube-apiservers) presenting a client certificate issued by this CA
-                       (PEM): its CN names the caller, its O the cluster (default: the CN)
+                       (PEM): its CN names the caller, its O the cluster (default: the CN); reread
+                       every few seconds, so a CA rotation needs no restart
   --caller-tokens FILE
                        accept callers presenting a bearer token listed in this CallerTokens file
-                       (tokens or their SHA-256, each with a caller and a cluster name)
+                       (tokens or their SHA-256, each with a caller and a cluster name); reread
+                       every few seconds
   --allow-unauthenticated
                        with --client-ca or --caller-tokens, still admit callers that present no
                        credentials (marked unauthenticated in audit records); without either flag every

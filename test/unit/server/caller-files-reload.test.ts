@@ -11,6 +11,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { CallerAuthenticator, parseClientCa, type CallerCredentials } from "../../../src/server/caller-auth.ts";
+import { tokenDigest } from "../../../src/server/caller-tokens.ts";
 import { createClientCa } from "../../support/caller-credentials.ts";
 import { freePort } from "../../support/ports.ts";
 
@@ -151,4 +153,38 @@ test("a rotated client CA and token list are used without a restart; a broken fi
     await newCa.remove();
     await rm(dir, { recursive: true, force: true });
   }
+});
+
+test("a client CA file is checked certificate by certificate, a broken one named by its line", async () => {
+  const ca = await createClientCa();
+  try {
+    assert.equal(parseClientCa(ca.certPem + ca.certPem, "ca.crt"), ca.certPem + ca.certPem);
+    assert.throws(() => parseClientCa("hello\n", "ca.crt"), { code: "no-certificate", message: "ca.crt holds no PEM certificate" });
+    const lines = ca.certPem.trimEnd().split("\n").length;
+    const broken = `${ca.certPem}# the next one was cut short\n-----BEGIN CERTIFICATE-----\nMIIB\n`;
+    assert.throws(() => parseClientCa(broken, "ca.crt"), {
+      code: "bad-certificate",
+      message: new RegExp(`^ca\\.crt:${lines + 2}: not a readable certificate`),
+    });
+  } finally {
+    await ca.remove();
+  }
+});
+
+test("only what was configured at start is replaced: a server without a client CA does not start asking for one", () => {
+  let push: ((next: CallerCredentials) => void) | undefined;
+  const updates = { subscribe: (listener: (next: CallerCredentials) => void) => ((push = listener), () => undefined) };
+  const tokensOnly = new CallerAuthenticator({ tokens: new Map([[tokenDigest("a".repeat(16)), { name: "a", cluster: "a" }]]), updates });
+  const changes: string[] = [];
+  tokensOnly.onClientCaChange((pem) => changes.push(pem));
+  push!({ clientCaPem: "-----BEGIN CERTIFICATE-----" });
+  assert.equal(tokensOnly.clientCaPem, undefined);
+  assert.equal(changes.length, 0, "no client CA to announce");
+
+  const withCa = new CallerAuthenticator({ clientCaPem: "old", updates });
+  withCa.onClientCaChange((pem) => changes.push(pem));
+  push!({ clientCaPem: "new" });
+  push!({ clientCaPem: "new" });
+  assert.equal(withCa.clientCaPem, "new");
+  assert.deepEqual(changes, ["new"], "an unchanged CA is not announced again");
 });

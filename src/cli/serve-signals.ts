@@ -25,8 +25,13 @@ export class ServeSignals {
   private reloadPending = false;
   private reload: (() => void) | undefined;
   private readonly onStop = (signal: StopSignal) => {
+    // The first one stops gracefully; a second one gets the default action again, as a forced stop.
+    for (const s of STOP_SIGNALS) process.off(s, this.onStop);
     if (this.stopSignal !== undefined) return;
     this.stopSignal = signal;
+    // Stopping: a SIGHUP no longer reloads (and, still caught, does not end the process either).
+    this.reload = () => undefined;
+    this.reloadPending = false;
     for (const waiter of this.stopWaiters) waiter(signal);
     this.stopWaiters.clear();
   };
@@ -77,6 +82,7 @@ export class ServeSignals {
 
   /** Serving from now on: SIGHUP calls `reload`, and a SIGHUP received during start-up calls it once now. */
   serving(reload: () => void): void {
+    if (this.stopSignal !== undefined) return;
     this.reload = reload;
     if (this.reloadPending) {
       this.reloadPending = false;
@@ -84,10 +90,13 @@ export class ServeSignals {
     }
   }
 
-  /** Gives the signals back to their default handling. */
+  /**
+   * Gives the signals back to their default handling; once stopping, SIGHUP stays caught, since the process may
+   * take a moment more to exit (a start-up step it abandoned).
+   */
   dispose(): void {
     for (const signal of STOP_SIGNALS) process.off(signal, this.onStop);
-    process.off("SIGHUP", this.onHangup);
+    if (this.stopSignal === undefined) process.off("SIGHUP", this.onHangup);
     if (installed === this) installed = undefined;
   }
 }

@@ -108,6 +108,8 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
       await stderrShows(serve, `${signal} during start-up`);
       assert.match(serve.stderr(), new RegExp(`${signal} during start-up: stopped before serving`));
       assert.equal(serve.child.signalCode, null, "not ended by the signal's default action");
+      // A SIGHUP while it winds down neither reloads nor ends it by the default action.
+      serve.child.kill("SIGHUP");
       // The read it abandoned may now end; the process then exits by itself.
       await serve.gate.close();
       assert.deepEqual(await serve.exited, { code: 0, signal: null });

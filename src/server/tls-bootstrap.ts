@@ -66,7 +66,9 @@ export async function ensureServingCertificate(stateDir: string, hosts: string[]
   let created = false;
   if (ca === null || ca.cert.validToDate.getTime() - now < RENEW_BEFORE_DAYS * DAY_MS) {
     const fresh = await createCertificateAuthority(`imprimatur-ca@${Math.floor(now / 1000)}`);
-    // Key first, certificate last: a crash in between leaves no ca.crt, which reads as "no CA yet".
+    // Key first, certificate last, and an expiring CA's certificate removed before either: a crash in between
+    // leaves no ca.crt, which reads as "no CA yet", never a new key beside the old certificate.
+    if (ca !== null) await rm(path.caCert, { force: true });
     await writeFileAtomic(path.caKey, fresh.keyPem, 0o600);
     await writeFileAtomic(path.caCert, fresh.certPem, 0o644);
     ca = { certPem: fresh.certPem, keyPem: fresh.keyPem, cert: new NodeX509Certificate(fresh.certPem) };

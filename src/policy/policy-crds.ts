@@ -39,12 +39,22 @@ export const POLICY_RESOURCE_KINDS: readonly PolicyResourceKind[] = [
   { kind: "TrustRoot", plural: "trustroots", shortNames: [], schema: trustRootSchema, schemaFile: "src/policy/schemas/trust-root.schema.json" },
 ];
 
-/** What Imprimatur writes under status: a Ready condition and the generation it was judged on. */
+/** What Imprimatur writes under status: a Ready condition, the generation it was judged on, and what is in force. */
 const STATUS_SCHEMA: OpenApiSchema = {
   type: "object",
   description: "Written by Imprimatur: whether this generation is in force, or why not.",
   properties: {
     observedGeneration: { type: "integer", format: "int64", description: "The generation the Ready condition was computed from." },
+    inForce: {
+      type: "object",
+      description:
+        "The generation in force and its policy as compiled: what a replica started while a later generation does not compile enforces. Whoever may write the status may change it.",
+      required: ["generation"],
+      properties: {
+        generation: { type: "integer", format: "int64", minimum: 1 },
+        document: { type: "string", description: "The policy document as compiled, as JSON; absent when larger than 256 KiB." },
+      },
+    },
     conditions: {
       type: "array",
       "x-kubernetes-list-type": "map",

@@ -1,7 +1,11 @@
 // The status Imprimatur writes on a policy custom resource: a Ready condition saying whether the generation
-// the user wrote is in force, and if not, why — the loader's errors, by field, as it reports them for a file.
-// Pure: the time comes in, the patch goes out, and an unchanged condition gives no patch at all (so replicas
+// the user wrote is in force, and if not, why — the loader's errors, by field, as it reports them for a file —
+// and `inForce`, the generation in force and its policy as compiled. That record is what a replica started
+// while the object is broken reads to keep enforcing the generation the others hold in memory (without it,
+// every restart would drop the policy until it is fixed).
+// Pure: the time comes in, the patch goes out, and an unchanged status gives no patch at all (so replicas
 // that reach the same verdict never make the status flap).
+import { isDeepStrictEqual } from "node:util";
 import { isObject } from "../core/json-shapes.ts";
 import type { PolicyError } from "./policy-error.ts";
 
@@ -13,8 +17,25 @@ export type ReadyReason =
   /** It compiles alone but not with the others: a name defined twice, a trust root no TrustRoot answers to. */
   | "PolicyConflict";
 
+/**
+ * status.inForce: the generation in force and its policy document as compiled (JSON text, so a merge patch
+ * replaces it whole and replicas compare it byte for byte). Without `document` when that is too large to record.
+ */
+export interface InForceRecord {
+  generation: number;
+  document?: string;
+}
+
+/** A record larger than this is written without its document: an object and its status share etcd's 1.5 MiB. */
+export const MAX_RECORDED_DOCUMENT_BYTES = 256 * 1024;
+
 export type ResourceOutcome =
-  | { state: "in-force"; generation: number }
+  | {
+      state: "in-force";
+      generation: number;
+      /** What status.inForce should say; undefined leaves it as it is. */
+      record?: InForceRecord;
+    }
   | {
       state: "rejected";
       reason: Exclude<ReadyReason, "Loaded">;
@@ -22,7 +43,29 @@ export type ResourceOutcome =
       errors: readonly PolicyError[];
       /** The earlier generation of this object still in force, if one is; otherwise the object is not in force. */
       inForceGeneration?: number;
+      /** The generation status.inForce records, when it was read and does not compile (so nothing is in force). */
+      recordRejected?: { generation: number; errors: readonly PolicyError[] };
+      /** What status.inForce should say: null removes it (nothing in force), undefined leaves it as it is. */
+      record?: InForceRecord | null;
     };
+
+/** The record of `text` (a policy document as compiled) in force at `generation`, its size bounded. */
+export function inForceRecord(generation: number, text: string): InForceRecord {
+  return Buffer.byteLength(text) <= MAX_RECORDED_DOCUMENT_BYTES ? { generation, document: text } : { generation };
+}
+
+/**
+ * status.inForce as an object holds it: undefined when there is none, an error when it is not the shape
+ * Imprimatur writes (the CRD schema refuses other shapes; an older CRD without it prunes the field).
+ */
+export function readInForceRecord(object: Record<string, unknown>): InForceRecord | { error: PolicyError } | undefined {
+  const status = isObject(object.status) ? object.status : {};
+  const recorded = status.inForce;
+  if (recorded === undefined || recorded === null) return undefined;
+  if (!isObject(recorded) || !Number.isSafeInteger(recorded.generation) || (recorded.document !== undefined && typeof recorded.document !== "string"))
+    return { error: { origin: "", path: "status.inForce", message: "is not a generation and the policy document it had" } };
+  return { generation: recorded.generation as number, ...(typeof recorded.document === "string" ? { document: recorded.document } : {}) };
+}
 
 export interface ReadyCondition {
   type: "Ready";
@@ -54,7 +97,12 @@ export function readyCondition(outcome: ResourceOutcome, now: Date): ReadyCondit
       message: "compiled and in force",
     };
   }
-  const consequence = outcome.inForceGeneration !== undefined ? `generation ${outcome.inForceGeneration} stays in force` : "this policy is not in force";
+  const consequence =
+    outcome.inForceGeneration !== undefined
+      ? `generation ${outcome.inForceGeneration} stays in force`
+      : outcome.recordRejected
+        ? `generation ${outcome.recordRejected.generation} recorded in status.inForce does not compile either: ${describeResourceErrors(outcome.recordRejected.errors)}; this policy is not in force`
+        : "this policy is not in force";
   return {
     type: "Ready",
     status: "False",
@@ -74,6 +122,14 @@ export function statusPatch(object: Record<string, unknown>, outcome: ResourceOu
   const status = isObject(object.status) ? object.status : {};
   const conditions = Array.isArray(status.conditions) ? status.conditions.filter(isObject) : [];
   const current = conditions.find((c) => c.type === "Ready");
+  // The record written whole: a merge patch merges objects, so a field the new record lacks is set to null.
+  const record =
+    outcome.record === undefined
+      ? undefined
+      : outcome.record === null
+        ? null
+        : { generation: outcome.record.generation, document: outcome.record.document ?? null };
+  const recordSame = record === undefined || isDeepStrictEqual(status.inForce ?? null, outcome.record);
   if (current && current.status === wanted.status) {
     wanted.lastTransitionTime = typeof current.lastTransitionTime === "string" ? current.lastTransitionTime : wanted.lastTransitionTime;
     const same =
@@ -81,9 +137,15 @@ export function statusPatch(object: Record<string, unknown>, outcome: ResourceOu
       current.message === wanted.message &&
       current.observedGeneration === wanted.observedGeneration &&
       status.observedGeneration === wanted.observedGeneration;
-    if (same) return undefined;
+    if (same && recordSame) return undefined;
   }
   // A merge patch replaces lists whole: keep the conditions others may have written.
   const others = conditions.filter((c) => c.type !== "Ready");
-  return { status: { observedGeneration: wanted.observedGeneration, conditions: [...others, wanted] } };
+  return {
+    status: {
+      observedGeneration: wanted.observedGeneration,
+      conditions: [...others, wanted],
+      ...(record !== undefined && !recordSame ? { inForce: record } : {}),
+    },
+  };
 }

@@ -2,18 +2,21 @@
 // optionally a policy folder beside them, as one PolicySource: one set, so a name defined in both is an error.
 //
 // One invalid object must not hold every other policy hostage, so each object is judged alone:
-//   - an object that does not compile is left out; the last version of it that was in force (in this
-//     process) stays in force instead, if there is one, and its status says so (Ready=False, InvalidPolicy);
+//   - an object that does not compile is left out; the last version of it that was in force stays in force
+//     instead, if there is one, and its status says so (Ready=False, InvalidPolicy). That version is the one
+//     this process last loaded, or, in a process that never saw it (a replica started while the object is
+//     broken), the one its status records (status.inForce, written with Ready=True), compiled as any other;
 //   - an object that compiles alone but not with the rest (a name the folder or another object already
 //     defines, a trust root no TrustRoot answers to) is treated the same (PolicyConflict);
 //   - everything else loads. Errors of the folder itself are not the objects' doing: they fail the load
 //     as they do without custom resources, and the server keeps its last good set.
-// Statuses are written once the app reports the load's outcome (`loaded`), so Ready=True is never written
-// for a set that did not come into force.
+// Statuses are written once the app reports the load's outcome (`loaded`), so Ready=True (and the record of
+// what is in force) is never written for a set that did not come into force.
 import { loadPolicies, parsePolicyText, type ParsedPolicies } from "./load-policies.ts";
 import { PolicyLoadError, type PolicyError } from "./policy-error.ts";
+import { isObject } from "../core/json-shapes.ts";
 import { contentKey, policyDocumentOf, resourceOrigin, type PolicyResourceObject } from "./policy-resource-documents.ts";
-import type { ResourceOutcome } from "./policy-resource-status.ts";
+import { inForceRecord, readInForceRecord, type InForceRecord, type ResourceOutcome } from "./policy-resource-status.ts";
 import type { PolicySource, PolicyText } from "./policy-source.ts";
 import { profileSources, shippedProfiles } from "./profiles.ts";
 
@@ -31,21 +34,28 @@ export interface PolicyStatusSink {
   report(resource: PolicyResourceObject, outcome: ResourceOutcome): void;
 }
 
-interface Judged {
-  resource: PolicyResourceObject;
-  origin: string;
-  text: string;
-  parsed: ParsedPolicies;
-  /** Which version takes part in the set: the current one, the last good one, or none. */
-  use: "current" | "previous" | "none";
-  rejection?: { reason: "InvalidPolicy" | "PolicyConflict"; errors: PolicyError[] };
-}
-
-interface LastGood {
-  uid: string;
+/** One version of an object: its generation, its policy document as compiled, and the result. */
+interface Version {
   generation: number;
   text: string;
   parsed: ParsedPolicies;
+}
+
+interface Judged {
+  resource: PolicyResourceObject;
+  origin: string;
+  current: Version;
+  /** The last good version, when the current one does not compile or conflicts. */
+  previous?: Version;
+  /** Which version takes part in the set: the current one, the last good one, or none. */
+  use: "current" | "previous" | "none";
+  rejection?: { reason: "InvalidPolicy" | "PolicyConflict"; errors: PolicyError[] };
+  /** The version status.inForce records, when it was the candidate and does not compile. */
+  recordRejected?: { generation: number; errors: PolicyError[] };
+}
+
+interface LastGood extends Version {
+  uid: string;
 }
 
 /** An object's text and its compiled form, kept while its content stays the same. */
@@ -53,6 +63,12 @@ interface Compiled {
   key: string;
   text: string;
   parsed: ParsedPolicies;
+}
+
+/** A record compiled, or the errors that kept it from being compiled or came of it. */
+interface CompiledRecord {
+  key: string;
+  compiled: { text: string; parsed: ParsedPolicies } | { errors: PolicyError[] };
 }
 
 const DEBOUNCE_MS = 200;
@@ -69,6 +85,8 @@ export class ResourcePolicySource implements PolicySource {
   private pending: Judged[] = [];
   /** By origin: each object compiled once per content (a thousand policies take seconds to compile). */
   private readonly compiled = new Map<string, Compiled>();
+  /** By origin: the version each object's status records, compiled once per record. */
+  private readonly recordsCompiled = new Map<string, CompiledRecord>();
 
   constructor(opts: { store: PolicyResourceStore; folder?: PolicySource; status?: PolicyStatusSink; now?: () => Date }) {
     this.store = opts.store;
@@ -84,7 +102,7 @@ export class ResourcePolicySource implements PolicySource {
     const profiles = profileSources(await shippedProfiles());
     const snapshot = this.store.snapshot().sort((a, b) => a.kind.localeCompare(b.kind) || a.name.localeCompare(b.name));
     const present = new Set(snapshot.map((r) => resourceOrigin(r.kind, r.name)));
-    for (const origin of this.compiled.keys()) if (!present.has(origin)) this.compiled.delete(origin);
+    for (const cache of [this.compiled, this.recordsCompiled]) for (const origin of cache.keys()) if (!present.has(origin)) cache.delete(origin);
     const judged: Judged[] = snapshot.map((resource) => {
       const origin = resourceOrigin(resource.kind, resource.name);
       const key = contentKey(resource);
@@ -94,14 +112,16 @@ export class ResourcePolicySource implements PolicySource {
         c = { key, text, parsed: parsePolicyText(text, origin, { profiles }) };
         this.compiled.set(origin, c);
       }
+      const current = { generation: resource.generation, text: c.text, parsed: c.parsed };
       const own = c.parsed.errors.map(withoutLocation);
-      if (own.length === 0) return { resource, origin, text: c.text, parsed: c.parsed, use: "current" };
+      if (own.length === 0) return { resource, origin, current, use: "current" };
+      const fallback = this.lastGoodOf(resource, origin, profiles);
       return {
         resource,
         origin,
-        text: c.text,
-        parsed: c.parsed,
-        use: this.previous(resource) ? "previous" : "none",
+        current,
+        ...fallback,
+        use: fallback.previous ? "previous" : "none",
         rejection: { reason: "InvalidPolicy", errors: own },
       };
     });
@@ -116,7 +136,8 @@ export class ResourcePolicySource implements PolicySource {
           const mine = errors.filter((e) => e.origin === j.origin).map(withoutLocation);
           if (j.use === "current") {
             j.rejection = { reason: "PolicyConflict", errors: mine };
-            j.use = this.previous(j.resource) ? "previous" : "none";
+            Object.assign(j, this.lastGoodOf(j.resource, j.origin, profiles));
+            j.use = j.previous ? "previous" : "none";
           } else {
             // The last good version conflicts now too: nothing of this object stays in force.
             j.use = "none";
@@ -138,25 +159,30 @@ export class ResourcePolicySource implements PolicySource {
       const present = new Set(judged.map((j) => j.origin));
       for (const origin of this.lastGood.keys()) if (!present.has(origin)) this.lastGood.delete(origin);
       for (const j of judged) {
-        if (j.use === "current") this.lastGood.set(j.origin, { uid: j.resource.uid, generation: j.resource.generation, text: j.text, parsed: j.parsed });
-        else if (j.use === "none") this.lastGood.delete(j.origin);
+        const version = inUse(j);
+        if (version) this.lastGood.set(j.origin, { uid: j.resource.uid, ...version });
+        else this.lastGood.delete(j.origin);
       }
     }
     if (!this.status) return;
     for (const j of judged) {
       const generation = j.resource.generation;
       if (j.rejection) {
-        // What the server holds now: this load's choice if it succeeded, else the last good set's.
-        const inForce = this.previous(j.resource)?.generation;
+        // What the server holds now: this load's choice if it succeeded, else the last good set's. The record
+        // follows this load's choice; a failed load changes nothing in force, so it leaves the record alone.
+        const inForce = succeeded ? inUse(j) : this.inMemory(j.resource);
+        const record: InForceRecord | null | undefined = succeeded ? (inForce ? inForceRecord(inForce.generation, inForce.text) : null) : undefined;
         this.status.report(j.resource, {
           state: "rejected",
           reason: j.rejection.reason,
           generation,
           errors: j.rejection.errors,
-          ...(inForce !== undefined ? { inForceGeneration: inForce } : {}),
+          ...(inForce !== undefined ? { inForceGeneration: inForce.generation } : {}),
+          ...(inForce === undefined && j.recordRejected ? { recordRejected: j.recordRejected } : {}),
+          ...(record !== undefined ? { record } : {}),
         });
       } else if (succeeded) {
-        this.status.report(j.resource, { state: "in-force", generation });
+        this.status.report(j.resource, { state: "in-force", generation, record: inForceRecord(generation, j.current.text) });
       }
       // A valid object in a set that failed for other reasons: its status stays as it was.
     }
@@ -179,20 +205,76 @@ export class ResourcePolicySource implements PolicySource {
     };
   }
 
-  /** The version of this object last in force, if it is the same object (a recreated one starts afresh). */
-  private previous(resource: PolicyResourceObject): LastGood | undefined {
+  /** The version of this object this process last loaded, if it is the same object (a recreated one starts afresh). */
+  private inMemory(resource: PolicyResourceObject): LastGood | undefined {
     const last = this.lastGood.get(resourceOrigin(resource.kind, resource.name));
     return last && last.uid === resource.uid ? last : undefined;
+  }
+
+  /**
+   * The last good version of an object whose current one cannot be used: the one in memory, or the one its
+   * status records when that is later (a process started while the object is broken has none in memory). The
+   * record is compiled like the object itself; when it does not compile, the memory's version, if any, is used.
+   */
+  private lastGoodOf(resource: PolicyResourceObject, origin: string, profiles: ReadonlyMap<string, unknown>): Pick<Judged, "previous" | "recordRejected"> {
+    const memory = this.inMemory(resource);
+    const recorded = readInForceRecord(resource.object);
+    if (recorded === undefined || ("generation" in recorded && memory && memory.generation >= recorded.generation)) return memory ? { previous: memory } : {};
+    const key = JSON.stringify([resource.uid, resource.generation, resource.kind, resource.name, recorded]);
+    let c = this.recordsCompiled.get(origin);
+    if (c?.key !== key) {
+      c = { key, compiled: compileRecord(resource, origin, recorded, profiles) };
+      this.recordsCompiled.set(origin, c);
+    }
+    const generation = "generation" in recorded ? recorded.generation : 0;
+    const errors = "errors" in c.compiled ? c.compiled.errors : c.compiled.parsed.errors;
+    if (errors.length === 0 && "parsed" in c.compiled) return { previous: { generation, text: c.compiled.text, parsed: c.compiled.parsed } };
+    if (memory) return { previous: memory };
+    return { recordRejected: { generation, errors: errors.map(withoutLocation) } };
   }
 
   private textsInUse(judged: readonly Judged[]): PolicyText[] {
     const texts: PolicyText[] = [];
     for (const j of judged) {
-      const version = j.use === "current" ? j : j.use === "previous" ? this.previous(j.resource)! : undefined;
+      const version = inUse(j);
       if (version) texts.push({ origin: j.origin, text: version.text, parsed: version.parsed, locations: false });
     }
     return texts;
   }
+}
+
+/** The version of a judged object that takes part in the set, if one does. */
+function inUse(j: Judged): Version | undefined {
+  return j.use === "current" ? j.current : j.use === "previous" ? j.previous : undefined;
+}
+
+/**
+ * A version recorded in status.inForce, compiled as the object's own would be. The record is only trusted as
+ * far as it goes: it must be an earlier generation of this object, and its document this object's kind and
+ * name; anything else is an error on status.inForce, and the record is not used.
+ */
+function compileRecord(
+  resource: PolicyResourceObject,
+  origin: string,
+  recorded: InForceRecord | { error: PolicyError },
+  profiles: ReadonlyMap<string, unknown>,
+): CompiledRecord["compiled"] {
+  const refused = (path: string, message: string) => ({ errors: [{ origin, path, message }] });
+  if ("error" in recorded) return refused(recorded.error.path ?? "status.inForce", recorded.error.message);
+  if (recorded.generation < 1 || recorded.generation > resource.generation)
+    return refused("status.inForce.generation", `${recorded.generation} is not a generation of this object (now ${resource.generation})`);
+  if (recorded.document === undefined)
+    return refused("status.inForce.document", `generation ${recorded.generation} was not recorded (its policy is larger than the record allows)`);
+  let document: unknown;
+  try {
+    document = JSON.parse(recorded.document);
+  } catch {
+    return refused("status.inForce.document", "is not JSON");
+  }
+  const meta = isObject(document) && isObject(document.metadata) ? document.metadata : {};
+  if (!isObject(document) || document.kind !== resource.kind || meta.name !== resource.name)
+    return refused("status.inForce.document", `is not a policy document of ${origin}`);
+  return { text: recorded.document, parsed: parsePolicyText(recorded.document, origin, { profiles }) };
 }
 
 /** The errors loading these texts as one set gives (duplicate names, unresolved trust roots, …). */

@@ -74,6 +74,9 @@ test("every CRD is cluster-scoped imprimatur.dev/v1alpha1 with status, printer c
     const [version] = crd.spec.versions;
     assert.equal(version.name, "v1alpha1");
     assert.deepEqual(version.subresources, { status: {} });
+    // status.inForce (what a new replica enforces while the object is broken) must survive the apiserver's pruning.
+    const inForce = version.schema.openAPIV3Schema.properties.status.properties.inForce;
+    assert.deepEqual([inForce.type, inForce.properties.generation.type, inForce.properties.document.type], ["object", "integer", "string"]);
     assert.deepEqual(
       version.additionalPrinterColumns.map((c: { name: string }) => c.name),
       ["Ready", "Reason", "Age"],

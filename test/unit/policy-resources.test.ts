@@ -10,7 +10,8 @@ import { join } from "node:path";
 import { loadPolicies } from "../../src/policy/load-policies.ts";
 import { PolicyLoadError } from "../../src/policy/policy-error.ts";
 import { contentKey, policyDocumentOf, type PolicyResourceObject } from "../../src/policy/policy-resource-documents.ts";
-import { readyCondition, statusPatch, type ResourceOutcome } from "../../src/policy/policy-resource-status.ts";
+import { inForceRecord, MAX_RECORDED_DOCUMENT_BYTES, readyCondition, statusPatch, type ResourceOutcome } from "../../src/policy/policy-resource-status.ts";
+import { isObject } from "../../src/core/json-shapes.ts";
 import { PolicyFolder } from "../../src/policy/policy-source.ts";
 import { ResourcePolicySource, type PolicyResourceStore } from "../../src/policy/resource-policy-source.ts";
 import { embeddedTrustedRootJson } from "../../src/verification/trust-roots.ts";
@@ -50,6 +51,14 @@ class Reports {
   of(name: string) {
     return this.seen.filter((s) => s.name === name).at(-1)?.outcome;
   }
+}
+
+/** Reported in force at `generation`, with status.inForce recording that generation and its document. */
+function assertInForce(outcome: ResourceOutcome | undefined, generation: number) {
+  assert.equal(outcome?.state, "in-force");
+  assert.equal(outcome.generation, generation);
+  assert.equal(outcome.record?.generation, generation);
+  assert.equal(typeof outcome.record?.document, "string");
 }
 
 /** One load as the app does it: read through the source, then tell it the outcome. */
@@ -145,8 +154,8 @@ test("valid objects load and are reported in force with their generation", async
       ["b", "ImagePolicy/b"],
     ],
   );
-  assert.deepEqual(reports.of("a"), { state: "in-force", generation: 2 });
-  assert.deepEqual(reports.of("b"), { state: "in-force", generation: 1 });
+  assertInForce(reports.of("a"), 2);
+  assertInForce(reports.of("b"), 1);
 
   // Each object is compiled once per content: an unchanged one is reused as it is, a changed one compiled anew.
   store.objects[1] = resource("ImagePolicy", "b", denyRule("valkey"), { generation: 2 });
@@ -188,7 +197,7 @@ test("an invalid generation keeps the last good one in force; an invalid new obj
     bad?.state === "rejected" ? bad.errors.map((e) => `${e.path}: ${e.message}`).join("; ") : "",
     /spec\.rules\[0\]: must be one of "allow", "deny"|spec\.rules\[0\]\.action/,
   );
-  assert.deepEqual(reports.of("c"), { state: "in-force", generation: 1 });
+  assertInForce(reports.of("c"), 1);
 
   // Deleted and recreated under the same name: a new object, with no last good version of its own.
   store.objects = [resource("ImagePolicy", "a", { rules: [{ action: "deny", images: ["[nginx"] }] }, { uid: "uid-a-2" })];
@@ -215,7 +224,7 @@ test("a name the folder defines is a conflict: the object is left out and the fo
     const shared = reports.of("shared");
     assert.equal(shared?.state === "rejected" && shared.reason, "PolicyConflict");
     assert.match(shared?.state === "rejected" ? shared.errors[0]!.message : "", /^ImagePolicy "shared" is already defined in .*shared\.yaml$/);
-    assert.deepEqual(reports.of("mine"), { state: "in-force", generation: 1 });
+    assertInForce(reports.of("mine"), 1);
 
     // A broken folder fails the load as without custom resources; valid objects' status is left alone.
     await writeFile(
@@ -254,8 +263,8 @@ test("TrustRoots from custom resources answer attestors' trustRoot; a missing on
     withRoot.TrustRoot.map((r) => r.source?.origin),
     ["TrustRoot/corp"],
   );
-  assert.deepEqual(reports.of("signed"), { state: "in-force", generation: 1 });
-  assert.deepEqual(reports.of("corp"), { state: "in-force", generation: 1 });
+  assertInForce(reports.of("signed"), 1);
+  assertInForce(reports.of("corp"), 1);
 });
 
 test("when the folder fails the load, a rejected object's status names the generation the kept set holds", async () => {
@@ -277,4 +286,141 @@ test("when the folder fails the load, a rejected object's status names the gener
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+});
+
+/** The object as the API would hold it once `patch` (a merge patch of the status) is applied. */
+function withStatus(r: PolicyResourceObject, patch: { status: Record<string, unknown> } | undefined): PolicyResourceObject {
+  if (!patch) return r;
+  const before = (r.object.status ?? {}) as Record<string, unknown>;
+  const status: Record<string, unknown> = { ...before, ...patch.status };
+  if (isObject(patch.status.inForce)) status.inForce = Object.fromEntries(Object.entries(patch.status.inForce).filter(([, v]) => v !== null));
+  if (patch.status.inForce === null) delete status.inForce;
+  return { ...r, object: { ...r.object, status } };
+}
+
+/** Replica A: generation 1 of `a` (denies nginx) loaded and its status written, then generation 2 broken. */
+async function brokenAfterGoodGeneration() {
+  const store = new MemoryStore();
+  const reports = new Reports();
+  const replicaA = new ResourcePolicySource({ store, status: reports });
+  store.objects = [resource("ImagePolicy", "a", denyRule("nginx"))];
+  await load(replicaA);
+  const good = withStatus(store.objects[0]!, statusPatch(store.objects[0]!.object, reports.of("a")!, NOW));
+  const broken = resource("ImagePolicy", "a", { rules: [{ action: "deny", images: ["[nginx"] }] }, { generation: 2, status: good.object.status });
+  store.objects = [broken];
+  await load(replicaA);
+  return { good, broken: withStatus(broken, statusPatch(broken.object, reports.of("a")!, NOW)), replicaA, store, reports };
+}
+
+/** A replica started now: it knows only the objects as the API holds them. */
+async function newReplica(objects: PolicyResourceObject[]) {
+  const store = new MemoryStore();
+  const reports = new Reports();
+  store.objects = objects;
+  const source = new ResourcePolicySource({ store, status: reports });
+  return { source, store, reports, policies: await load(source) };
+}
+
+test("Ready=True records the generation in force and its document in status.inForce", async () => {
+  const { good } = await brokenAfterGoodGeneration();
+  assert.deepEqual((good.object.status as Record<string, unknown>).inForce, { generation: 1, document: JSON.stringify(policyDocumentOf(good.object)) });
+});
+
+test("a replica started while an object is broken enforces the generation its status records, and reports it as the others do", async () => {
+  const { broken } = await brokenAfterGoodGeneration();
+  const b = await newReplica([broken]);
+  assert.deepEqual(
+    b.policies.ImagePolicy.map((p) => p.name),
+    ["a"],
+    "generation 1 is in force on the new replica",
+  );
+  assert.match(JSON.stringify(b.policies.ImagePolicy[0]!.rules[0]!.images), /nginx/);
+  const outcome = b.reports.of("a");
+  assert.equal(outcome?.state === "rejected" && outcome.inForceGeneration, 1);
+  assert.match(readyCondition(outcome!, NOW).message, /^spec\.rules\[0\]\.images\[0\]: .*\(generation 1 stays in force\)$/);
+  // The status already says exactly that: the new replica writes nothing (no flapping between replicas).
+  assert.equal(statusPatch(broken.object, outcome!, new Date("2026-11-26T00:00:00Z")), undefined);
+
+  // Fixed: the new generation is in force and recorded; broken again: that one stays.
+  const fixed = resource("ImagePolicy", "a", denyRule("redis"), { generation: 3, status: broken.object.status });
+  b.store.objects = [fixed];
+  await load(b.source);
+  assertInForce(b.reports.of("a"), 3);
+  const recorded = withStatus(fixed, statusPatch(fixed.object, b.reports.of("a")!, NOW));
+  const c = await newReplica([
+    resource("ImagePolicy", "a", { rules: [{ action: "deny", images: ["[x"] }] }, { generation: 4, status: recorded.object.status }),
+  ]);
+  assert.match(JSON.stringify(c.policies.ImagePolicy[0]!.rules[0]!.images), /redis/);
+});
+
+test("a recorded version is compiled as the object is: when it does not compile, nothing is in force and the status says why", async () => {
+  const { broken } = await brokenAfterGoodGeneration();
+  const status = broken.object.status as Record<string, unknown>;
+  const tampered = (inForce: unknown) => resource("ImagePolicy", "a", broken.object.spec, { generation: 2, status: { ...status, inForce } });
+  const cases: Array<[string, unknown, RegExp]> = [
+    [
+      "an invalid policy",
+      { generation: 1, document: JSON.stringify({ ...policyDocumentOf(broken.object), spec: { rules: [{ action: "perhaps" }] } }) },
+      /generation 1 recorded in status\.inForce does not compile either: spec\.rules\[0\].*; this policy is not in force\)$/,
+    ],
+    [
+      "a later generation",
+      { generation: 3, document: status.inForce && (status.inForce as { document: string }).document },
+      /status\.inForce\.generation: 3 is not a generation of this object \(now 2\)/,
+    ],
+    [
+      "another object's policy",
+      { generation: 1, document: JSON.stringify({ ...policyDocumentOf(broken.object), metadata: { name: "other" } }) },
+      /status\.inForce\.document: is not a policy document of ImagePolicy\/a/,
+    ],
+    ["not JSON", { generation: 1, document: "rules: [" }, /status\.inForce\.document: is not JSON/],
+    ["a record without its document", { generation: 1 }, /status\.inForce\.document: generation 1 was not recorded/],
+    ["not a record", "generation 1", /status\.inForce: is not a generation and the policy document it had/],
+  ];
+  for (const [what, inForce, message] of cases) {
+    const r = await newReplica([tampered(inForce)]);
+    assert.deepEqual(r.policies.ImagePolicy, [], `${what}: nothing in force`);
+    const outcome = r.reports.of("a")!;
+    assert.equal(outcome.state === "rejected" && outcome.inForceGeneration, undefined, what);
+    assert.match(readyCondition(outcome, NOW).message, message, what);
+    assert.match(readyCondition(outcome, NOW).message, /this policy is not in force\)$/, what);
+    assert.equal(outcome.state === "rejected" && outcome.record, null, `${what}: the record is removed, as nothing is in force`);
+  }
+});
+
+test("the version in memory wins over an older or tampered record, and the status is set back to it", async () => {
+  const { broken, replicaA, store, reports } = await brokenAfterGoodGeneration();
+  const status = broken.object.status as Record<string, unknown>;
+  const weaker = JSON.stringify({ ...policyDocumentOf(broken.object), spec: denyRule("nothing-at-all") });
+  store.objects = [resource("ImagePolicy", "a", broken.object.spec, { generation: 2, status: { ...status, inForce: { generation: 1, document: weaker } } })];
+  const set = await load(replicaA);
+  assert.match(JSON.stringify(set.ImagePolicy[0]!.rules[0]!.images), /nginx/, "the generation replica A compiled itself");
+  const patch = statusPatch(store.objects[0]!.object, reports.of("a")!, NOW);
+  assert.deepEqual(patch?.status.inForce, status.inForce);
+});
+
+test("a deleted and re-created object starts afresh: neither memory nor the old object's record carries over", async () => {
+  const { replicaA, store, reports } = await brokenAfterGoodGeneration();
+  // A new object has a new uid and an empty status (the API ignores a status given on create).
+  store.objects = [resource("ImagePolicy", "a", { rules: [{ action: "deny", images: ["[nginx"] }] }, { uid: "uid-a-2" })];
+  assert.deepEqual((await load(replicaA)).ImagePolicy, []);
+  const outcome = reports.of("a")!;
+  assert.match(readyCondition(outcome, NOW).message, /\(this policy is not in force\)$/);
+});
+
+test("status.inForce in the patch: written whole, bounded in size, removed when nothing is in force, and left alone after a failed load", () => {
+  const fresh = resource("ImagePolicy", "p", {});
+  const big = "x".repeat(MAX_RECORDED_DOCUMENT_BYTES + 1);
+  assert.deepEqual(inForceRecord(1, big), { generation: 1 });
+  const first = statusPatch(fresh.object, { state: "in-force", generation: 1, record: inForceRecord(1, "{}") }, NOW)!;
+  assert.deepEqual(first.status.inForce, { generation: 1, document: "{}" });
+  const written = withStatus(fresh, first);
+  assert.equal(statusPatch(written.object, { state: "in-force", generation: 1, record: inForceRecord(1, "{}") }, NOW), undefined);
+  // Too large: the document already recorded is cleared, not merged into.
+  const oversized = statusPatch(written.object, { state: "in-force", generation: 1, record: inForceRecord(1, big) }, NOW)!;
+  assert.deepEqual(oversized.status.inForce, { generation: 1, document: null });
+  assert.equal(statusPatch(withStatus(written, oversized).object, { state: "in-force", generation: 1, record: inForceRecord(1, big) }, NOW), undefined);
+  const rejected = { state: "rejected" as const, reason: "InvalidPolicy" as const, generation: 2, errors: [{ origin: "x", message: "m" }] };
+  assert.equal(statusPatch(written.object, { ...rejected, record: null }, NOW)!.status.inForce, null);
+  assert.equal("inForce" in statusPatch(written.object, rejected, NOW)!.status, false, "a failed load leaves the record alone");
 });

@@ -354,3 +354,75 @@ test("a watch resumed from a compacted resource version (410 Gone) lists again, 
   assert.equal((await cluster.apply(policy("after-relist", [{ action: "deny", images: ["registry.example.com/relisted"] }]))).code, 0);
   await until("a policy applied after the relist denies", async () => !(await admits("registry.example.com/relisted:1")));
 });
+
+test("a replica started while a policy is broken enforces the generation its status records", async () => {
+  // Replicas come and go (rollouts, evictions): one started after a policy broke never loaded its good
+  // generation, and must still enforce it, as the replicas that did keep doing.
+  await server?.stop();
+  server = undefined;
+  const namespace = await cluster.kubectl(["get", "namespace", NS]);
+  if (namespace.code !== 0) {
+    assert.equal((await cluster.kubectl(["create", "namespace", NS])).code, 0);
+    assert.equal((await cluster.kubectl(["label", "namespace", NS, `kubernetes.io/metadata.name=${NS}`])).code, 0);
+  }
+  const denied = "registry.example.com/survivor:1";
+  const replica = async () => {
+    server = await startImprimatur(["--kubeconfig", cluster.kubeconfig, "--policy-crds"]);
+    const vwc = {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingWebhookConfiguration",
+      metadata: { name: "imprimatur-crds" },
+      webhooks: [
+        {
+          name: "validate.imprimatur.dev",
+          admissionReviewVersions: ["v1"],
+          sideEffects: "None",
+          failurePolicy: "Fail",
+          timeoutSeconds: 10,
+          clientConfig: { url: `${server.baseUrl}/validate`, caBundle: Buffer.from(server.ca).toString("base64") },
+          rules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"], scope: "Namespaced" }],
+          namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": NS } },
+        },
+      ],
+    };
+    assert.equal((await cluster.apply(JSON.stringify(vwc))).code, 0);
+    // The earlier replica is stopped: any answer at all (allowed or denied) comes from this one.
+    await untilWebhookActive(cluster, podYaml("probe", NS, [denied]), (p) => p.code === 0 || /denied the request/.test(p.stderr));
+  };
+  const status = async () => {
+    const res = await cluster.kubectl(["get", "imagepolicy", "survivor", "-o", "json"]);
+    assert.equal(res.code, 0, res.stderr);
+    return (JSON.parse(res.stdout) as { status?: { conditions?: Condition[]; inForce?: { generation?: number; document?: string } } }).status ?? {};
+  };
+
+  // Replica A: generation 1 comes into force, and Ready=True records it.
+  assert.equal((await cluster.apply(policy("survivor", [{ action: "deny", images: ["registry.example.com/survivor"] }]))).code, 0);
+  await replica();
+  await until("generation 1 denies", async () => !(await admits(denied)));
+  await until("Ready=True", async () => (await readyCondition("survivor"))?.status === "True");
+
+  // Generation 2 does not compile: generation 1 stays in force on replica A.
+  assert.equal((await cluster.apply(policy("survivor", [{ action: "deny", images: ["[registry.example.com/survivor"] }]))).code, 0);
+  await until("Ready=False", async () => (await readyCondition("survivor"))?.status === "False");
+  assert.equal(await admits(denied), false);
+  const before = await status();
+  assert.match(before.conditions?.[0]?.message ?? "", /\(generation 1 stays in force\)$/);
+
+  // Replica A goes; replica B starts while the policy is broken. It still denies, and says why, as A did.
+  await server!.stop();
+  server = undefined;
+  await replica();
+  assert.equal(await admits(denied), false, "the new replica enforces generation 1 from the status");
+  const after = await status();
+  assert.equal(after.inForce?.generation, 1, "Ready=True recorded generation 1 and its policy");
+  assert.deepEqual(JSON.parse(after.inForce?.document ?? "{}").spec.rules, [{ action: "deny", images: ["registry.example.com/survivor"] }]);
+  const ready = after.conditions?.find((c) => c.type === "Ready");
+  assert.equal(ready?.observedGeneration, 2);
+  assert.match(ready?.message ?? "", /^spec\.rules\[0\]\.images\[0\]: invalid image pattern .*\(generation 1 stays in force\)$/);
+  assert.deepEqual(after, before, "the new replica reaches the verdict the status already holds");
+
+  // Fixed on replica B: the new generation is in force and recorded.
+  assert.equal((await cluster.apply(policy("survivor", [{ action: "deny", images: ["registry.example.com/survivor2"] }]))).code, 0);
+  await until("generation 3 in force", async () => (await admits(denied)) && !(await admits("registry.example.com/survivor2:1")));
+  await until("generation 3 recorded", async () => (await status()).inForce?.generation === 3);
+});

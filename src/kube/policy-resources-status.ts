@@ -1,5 +1,6 @@
-// Writes what became of each policy custom resource: its status subresource (a Ready condition, see
-// src/policy/policy-resource-status.ts) and, when the verdict changes, an Event on the object. Off the
+// Writes what became of each policy custom resource: its status subresource (a Ready condition and the record
+// of the generation in force, see src/policy/policy-resource-status.ts) and, when the verdict changes, an Event
+// on the object. Off the
 // admission path and best effort: a write that fails is logged, and the next reload tries again.
 //
 // Every replica writes. The patch is computed from the object as last watched and is skipped when the

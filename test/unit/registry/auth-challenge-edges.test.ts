@@ -11,6 +11,21 @@ const parses: Array<[string, AuthChallenge[]]> = [
   // Token68 padding is not a parameter, at the end or before the next challenge.
   ["Negotiate YWJj=", [{ scheme: "negotiate", params: {}, token68: "YWJj=" }]],
   ["Negotiate YWJj==", [{ scheme: "negotiate", params: {}, token68: "YWJj==" }]],
+  // Padding followed by blanks and a comma is still padding.
+  [
+    "Negotiate YWJj= , Basic",
+    [
+      { scheme: "negotiate", params: {}, token68: "YWJj=" },
+      { scheme: "basic", params: {} },
+    ],
+  ],
+  [
+    "Negotiate YWJj=\t, Basic",
+    [
+      { scheme: "negotiate", params: {}, token68: "YWJj=" },
+      { scheme: "basic", params: {} },
+    ],
+  ],
   [
     'Negotiate YWJj=, Basic realm="r"',
     [

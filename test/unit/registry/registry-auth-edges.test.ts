@@ -108,6 +108,13 @@ test("Basic: no credential is sent to a public repository, and a credential with
     closed.registryRequests.filter((r) => r.url.includes("/manifests/")).map((r) => r.authorization),
     [basic(alice)],
   );
+  const passwordOnly: RegistryCredential = { source: "authfile", password: "alice-password" };
+  const { registry: closed2, client: picky2, ref: closedRef2 } = await setup(t, { auth: "basic" }, { credentials: () => [passwordOnly, alice] });
+  assert.equal((await picky2.resolveDigest(closedRef2)).credentialSource, "secret team/alice");
+  assert.deepEqual(
+    closed2.registryRequests.filter((r) => r.url.includes("/manifests/")).map((r) => r.authorization),
+    [basic(alice)],
+  );
   const { client: only, ref: onlyRef } = await setup(t, { auth: "basic" }, { credentials: () => [usernameOnly] });
   const error = await rejection(only.resolveDigest(onlyRef));
   assert.match(error.message, /tried authfile \(has no username and password, and the registry asks for Basic authentication\)$/);
@@ -212,6 +219,21 @@ test("a token service refusing the credential: the registry never sees a request
   const error = await rejection(client.resolveDigest(ref));
   assert.ok(error.message.endsWith(`tried secret team/mallory (refused by the token service ${registry.host}: HTTP 401)`), error.message);
   assert.equal(registry.registryRequests.filter((r) => r.url.includes("/manifests/")).length, 0);
+});
+
+test("a token response over 1 MiB is refused and named", async (t) => {
+  const { client, ref } = await setup(
+    t,
+    {
+      auth: "bearer",
+      intercept: answer("/token", (_q, res) => {
+        res.end(JSON.stringify({ token: "t".repeat(1024 * 1024 + 1) }));
+      }),
+    },
+    { credentials: () => [alice] },
+  );
+  const error = await rejection(client.resolveDigest(ref));
+  assert.match(error.message, /token response/);
 });
 
 test("a realm that is not a URL is a protocol error", async (t) => {

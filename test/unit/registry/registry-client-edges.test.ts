@@ -348,24 +348,23 @@ test("the memory of repositories without the Referrers API is bounded, oldest fi
     },
     { now: () => now },
   );
-  const repoOf = (n: number) => ({ registry: registry.host, repository: `r/${n}` });
   const probed = (n: number) => registry.requests.filter((r) => r.url.startsWith(`/v2/r/${n}/referrers/`)).length;
-  const list = (n: number) => client.listReferrers(repoOf(n), SUBJECT);
+  const list = (n: number) => client.listReferrers({ registry: registry.host, repository: `r/${n}` }, SUBJECT);
   await list(0);
   await list(1);
   await list(0);
   assert.equal(probed(0), 1, "two repositories are both remembered");
-  for (let n = 2; n < 1024; n++) await list(n); // 1024 remembered: the bound
-  now = 60_000; // all expired; r/0 is probed again and remembered anew, as the newest
+  for (let n = 2; n < 1023; n++) await list(n); // 1023 remembered, one below the bound
+  now = 60_000; // all expired: r/0 is probed again and remembered anew, as the newest
   await list(0);
   assert.equal(probed(0), 2);
-  await list(1024); // one over the bound: the oldest (r/1, not the re-probed r/0) goes
+  await list(1023); // the bound
+  await list(1024); // one over: the oldest (r/1, not the re-probed r/0) goes
   await list(0);
   assert.equal(probed(0), 2, "the re-probed repository is still remembered");
-  await list(1025);
-  await list(1026);
+  for (let n = 1025; n < 2050; n++) await list(n); // 1025 more, all live: every one listed before goes
   await list(1024);
-  assert.equal(probed(1024), 1);
+  assert.equal(probed(1024), 2, "a live entry beyond the bound is forgotten");
 });
 
 test("a mirror's answer with referrers is final: the registry is not asked", async (t) => {

@@ -24,6 +24,7 @@ const digest = `sha256:${createHash("sha256").update("edges").digest("hex")}`;
 const otherDigest = `sha256:${createHash("sha256").update("another image").digest("hex")}`;
 const SLSA = "https://slsa.dev/provenance/v1";
 const SPDX = "https://spdx.dev/Document";
+const ATT_TAG = `r.example/app:${attestationTag(digest)}`;
 const release = generateSigningKey("ecdsa-p256");
 const stranger = generateSigningKey("ecdsa-p256");
 
@@ -114,6 +115,12 @@ test("a key kept in a Kubernetes Secret is read through the server's reader, onc
   const fromSecret = attestorsOf(`{staticKey: {ignoreTlog: true, keyRef: "k8s://sig/keys"}}`);
   const verified = await v.verify(request(fromSecret), soon());
   assert.equal(verified.status, "verified", reasonOf(verified));
+  assert.deepEqual(Object.keys(verified).sort(), ["evidence", "status"], "no attestations were asked for");
+  assert.deepEqual(reads, ["sig/keys/cosign.pub"]);
+  // A policy reload verifies again, but a key read in the last minute is not read again.
+  v.clear();
+  assert.equal((await v.verify(request(fromSecret), soon())).status, "verified");
+  assert.equal(v.verifications, 2);
   assert.deepEqual(reads, ["sig/keys/cosign.pub"]);
   // Another secret holds another key: it is read on its own, never served from the first secret's entry.
   const otherSecret = attestorsOf(`{staticKey: {ignoreTlog: true, keyRef: "k8s://sig/other"}}`);
@@ -165,6 +172,15 @@ test("signatures by someone else deny, counting what was checked; a signature fo
   assert.equal(replayed.status, "denied");
   assert.doesNotMatch(reasonOf(replayed), /no signature by this key/);
   assert.match(reasonOf(replayed), new RegExp(otherDigest.slice(7, 20)));
+});
+
+test("maxArtifactsPerImage caps the signatures read: the release key's signature past the cap is not seen", async () => {
+  const s = store({ app: { sig: [await signatureBy(stranger), await signatureBy(release)] } });
+  const capped = await new ImageVerifier({ client: s.client, trustRoots: () => new Map(), maxArtifactsPerImage: 1 }).verify(request(), soon());
+  assert.equal(capped.status, "denied");
+  assert.match(reasonOf(capped), /no signature by this key \(1 signature checked\) \(unreadable: .*\.sig: 2 signatures; only the first 1 are read\)$/);
+  const all = await new ImageVerifier({ client: s.client, trustRoots: () => new Map() }).verify(request(), soon());
+  assert.equal(all.status, "verified", reasonOf(all));
 });
 
 test("the signature repository is part of the cache key: signatures elsewhere are looked up again", async () => {
@@ -305,7 +321,7 @@ test("attestations: only statements of the check's type, signed by its attestors
   assert.equal(check!.statements[0]!.signers.length, 1);
   // The stranger's statement is not evidence; a statement that passes leaves no failure note for it beside it.
   assert.equal(check!.failures.length, 1);
-  assert.match(check!.failures[0]!, /layer 0: attestors\[0\] needs its entry: key release: /);
+  assert.equal(check!.failures[0]!, `${ATT_TAG} layer 0: attestors[0] needs its entry: key release: the signature does not verify with this key`);
 });
 
 test("attestations: the signed statement's type decides, not the layer's unsigned predicateType annotation", async () => {

@@ -193,6 +193,14 @@ test("the signature repository is part of the cache key: signatures elsewhere ar
   assert.equal(v.verifications, 2);
 });
 
+test("cache keys keep their parts apart: policy p rule 10 is not policy p1 rule 0", async () => {
+  const v = new ImageVerifier({ client: store({ app: { sig: [await signatureBy(release)] } }).client, trustRoots: () => new Map() });
+  await v.verify(request(undefined, { policy: "p", rule: 10 }), soon());
+  await v.verify(request(undefined, { policy: "p1", rule: 0 }), soon());
+  assert.equal(v.verifications, 2);
+  assert.equal(v.hits, 0);
+});
+
 test("a verified result is kept for the verified TTL (5 minutes by default), a denial for 10 seconds", async () => {
   let now = 1_000;
   const signed = store({ app: { sig: [await signatureBy(release)] } });

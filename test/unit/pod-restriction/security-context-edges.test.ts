@@ -176,6 +176,16 @@ describe("windowsOptions inherited from the pod", () => {
     assert.ok(out[0]!.message.includes("set at pod level"), out[0]!.message);
   });
 
+  it("with windowsOptions set nowhere, the container's own absence is reported, not the pod's", () => {
+    const required = policy({ containers: { securityContext: { windowsOptions: { forbidNil: true } } } });
+    const out = findings(required, { containers: [{ ...app, securityContext: { runAsNonRoot: true } }] });
+    assert.deepEqual(
+      out.map((f) => f.field),
+      ["spec.containers[0].securityContext.windowsOptions"],
+    );
+    assert.ok(!out[0]!.message.includes("pod level"), out[0]!.message);
+  });
+
   it("a container's own value wins over the pod's", () => {
     const spec = {
       securityContext: { windowsOptions: { runAsUserName: "ContainerAdministrator" } },

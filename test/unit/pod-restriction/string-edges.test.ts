@@ -1,0 +1,98 @@
+// Edges of StringRestriction: anchored regular expressions, several wildcard entries, values that look like
+// paths in fields that are not paths (matched as written, never normalised), host path prefixes ("/" covers
+// everything, "/var/log" does not cover "/var/logs"), long allowed lists shortened in messages, and load errors.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { compilePodRestriction, podRestrictionFindings, type PodRestriction } from "../../../src/core/pod-restriction/pod-restriction.ts";
+import type { CompileIssue, Finding } from "../../../src/core/pod-restriction/restrictions/restriction-support.ts";
+import { podsInObject } from "../../../src/core/workload-templates.ts";
+
+function compile(spec: unknown): { policy?: PodRestriction; issues: CompileIssue[] } {
+  return compilePodRestriction({ apiVersion: "imprimatur.dev/v1alpha1", kind: "PodRestriction", metadata: { name: "p" }, spec: { spec } });
+}
+
+function policy(spec: unknown): PodRestriction {
+  const r = compile(spec);
+  assert.deepEqual(r.issues, []);
+  assert.ok(r.policy);
+  return r.policy;
+}
+
+function findings(p: PodRestriction, spec: Record<string, unknown>): Finding[] {
+  const [pod] = podsInObject({ apiVersion: "v1", kind: "Pod", metadata: { name: "pod" }, spec });
+  assert.ok(pod);
+  return podRestrictionFindings(p, pod);
+}
+
+const app = { name: "app", image: "registry.example.com/app:1.0" };
+const fieldsOf = (out: Finding[]) => out.map((f) => `${f.field}: ${f.message}`);
+const account = (p: PodRestriction, serviceAccountName: string) => fieldsOf(findings(p, { containers: [app], serviceAccountName }));
+
+describe("string values", () => {
+  it("a regex must match the whole value", () => {
+    const p = policy({ serviceAccountName: { regex: "web-[0-9]+" } });
+    assert.deepEqual(account(p, "web-1"), []);
+    assert.deepEqual(account(p, "xweb-1"), ['spec.serviceAccountName: is "xweb-1"; must match ^(?:web-[0-9]+)$']);
+    assert.equal(account(p, "web-1x").length, 1);
+  });
+
+  it("a value passes when any of several wildcard entries matches", () => {
+    const p = policy({ serviceAccountName: { allowed: ["web-*", "api-*"] } });
+    assert.deepEqual(account(p, "web-1"), []);
+    assert.deepEqual(account(p, "api-1"), []);
+    assert.deepEqual(account(p, "db-1"), ['spec.serviceAccountName: is "db-1"; allowed: "web-*", "api-*"']);
+  });
+
+  it("a value with path segments in a field that is not a path is matched as written", () => {
+    const p = policy({ serviceAccountName: { allowed: ["app"] } });
+    assert.deepEqual(account(p, "x/../app"), ['spec.serviceAccountName: is "x/../app"; allowed: "app"']);
+    const forbidding = policy({ serviceAccountName: { forbidden: ["admin"] } });
+    assert.deepEqual(account(forbidding, "x/../admin"), []);
+  });
+
+  it("a long allowed list is shortened to its first twelve entries in the message", () => {
+    const names = Array.from({ length: 13 }, (_, i) => `sa-${i}`);
+    const p = policy({ serviceAccountName: { allowed: names } });
+    const [message] = account(p, "other");
+    assert.ok(message!.endsWith(`"sa-10", "sa-11", … (13 in all)`), message);
+    assert.ok(!message!.includes('"sa-12"'), message);
+    const twelve = policy({ serviceAccountName: { allowed: names.slice(0, 12) } });
+    assert.ok(account(twelve, "other")[0]!.endsWith('"sa-10", "sa-11"'));
+  });
+
+  it("forbidden that is not a list, and a regex that is not a string, are load errors naming the field", () => {
+    for (const [restriction, field] of [
+      [{ forbidden: "admin" }, "forbidden"],
+      [{ regex: 3 }, "regex"],
+      [{ regex: "(" }, "regex"],
+    ] as const) {
+      const r = compile({ serviceAccountName: restriction });
+      assert.equal(r.policy, undefined);
+      assert.deepEqual(
+        r.issues.map((i) => i.path.join(".")),
+        [`spec.spec.serviceAccountName.${field}`],
+      );
+    }
+  });
+});
+
+describe("host path prefixes", () => {
+  const hostPath = (p: PodRestriction, path: string) => findings(p, { containers: [app], volumes: [{ name: "h", hostPath: { path } }] });
+
+  it('"/" covers every path', () => {
+    const p = policy({ volumes: { hostPath: { path: { allowed: ["/"] } } } });
+    assert.deepEqual(hostPath(p, "/var/log"), []);
+    assert.deepEqual(hostPath(p, "/"), []);
+  });
+
+  it("a prefix covers itself and what is below it, not a sibling sharing its spelling", () => {
+    const p = policy({ volumes: { hostPath: { path: { allowed: ["/var/log/"] } } } });
+    assert.deepEqual(hostPath(p, "/var/log"), []);
+    assert.deepEqual(hostPath(p, "/var/log/app"), []);
+    assert.deepEqual(
+      hostPath(p, "/var/logs").map((f) => f.field),
+      ["spec.volumes[0].hostPath.path"],
+    );
+    assert.equal(hostPath(p, "/var/log/../../etc").length, 1);
+  });
+});

@@ -158,6 +158,16 @@ describe("supplementalGroups", () => {
   });
 });
 
+describe("structs inherited from the pod", () => {
+  it("an unset non-pointer field of an inherited seLinuxOptions reads as empty, and says where it was set", () => {
+    const p = policy({ containers: { securityContext: { seLinuxOptions: { allowNil: true, level: { allowed: ["s0"] } } } } });
+    const out = fieldsOf(findings(p, { securityContext: { seLinuxOptions: { user: "system_u" } }, containers: [app] }));
+    assert.equal(out.length, 1, JSON.stringify(out));
+    assert.ok(out[0]!.startsWith('spec.securityContext.seLinuxOptions.level: is ""; allowed: "s0"'), out[0]);
+    assert.ok(out[0]!.includes("set at pod level, effective for spec.containers[0]"), out[0]);
+  });
+});
+
 describe("windowsOptions inherited from the pod", () => {
   const p = policy({ containers: { securityContext: { windowsOptions: { allowNil: true, runAsUserName: { allowNil: true, allowed: ["ContainerUser"] } } } } });
 

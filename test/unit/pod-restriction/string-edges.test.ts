@@ -76,6 +76,24 @@ describe("string values", () => {
   });
 });
 
+describe("load errors say what was found", () => {
+  it("a list of strings that is not a list", () => {
+    const r = compile({ serviceAccountName: { allowed: "app" } });
+    assert.deepEqual(
+      r.issues.map((i) => `${i.path.join(".")}: ${i.message}`),
+      ['spec.spec.serviceAccountName.allowed: must be a list of strings, got "app"'],
+    );
+  });
+
+  it("a list of alternatives that is neither a list nor a mapping", () => {
+    const r = compile({ containers: 5 });
+    assert.deepEqual(
+      r.issues.map((i) => `${i.path.join(".")}: ${i.message}`),
+      ["spec.spec.containers: must be a list of mappings (or one mapping), got 5"],
+    );
+  });
+});
+
 describe("host path prefixes", () => {
   const hostPath = (p: PodRestriction, path: string) => findings(p, { containers: [app], volumes: [{ name: "h", hostPath: { path } }] });
 

@@ -77,7 +77,7 @@ export function compileVolumeRestrictions(raw: unknown, path: RawPath, cx: Compi
         const first = entries[0]!;
         if (entries.length === 1 && first.volumeType?.values) {
           const mine: Finding[] = [];
-          first.volumeType.values.check({ value: type, field: `${at.field}.${type}` }, ecx, mine);
+          first.volumeType.values.check({ value: type, field: type === "" ? at.field : `${at.field}.${type}` }, ecx, mine);
           out.push(...mine.map((f) => ({ ...f, message: `volume type ${f.message}` })));
         } else out.push(finding(at, listRule, `volume ${describe(volumeName(volume))} has type ${JSON.stringify(type)}, which no volume restriction allows`));
         return;

@@ -277,6 +277,8 @@ function noteFailure(e: unknown, where: string, found: Discovery): void {
   if (hasErrorCode(e, "unreachable", "timeout", "unavailable")) found.unanswered.push(e as RegistryError);
   else {
     if (hasErrorCode(e, "download-limit")) found.limitHit ??= e as RegistryError;
-    found.problems.push(`${where}: ${(e as Error).message}`);
+    // Errors raised while reading an artifact already name it; others get its location here.
+    const message = (e as Error).message;
+    found.problems.push(message.startsWith(where) ? message : `${where}: ${message}`);
   }
 }

@@ -4,29 +4,12 @@
 // lists of alternatives.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { compilePodRestriction, podRestrictionFindings, type PodRestriction } from "../../../src/core/pod-restriction/pod-restriction.ts";
-import type { CompileIssue, Finding } from "../../../src/core/pod-restriction/restrictions/restriction-support.ts";
-import { podsInObject } from "../../../src/core/workload-templates.ts";
+import { APP, compileRestriction, fieldsOf, findingsFor, restrictionOf } from "./edge-support.ts";
 
-function compile(spec: unknown): { policy?: PodRestriction; issues: CompileIssue[] } {
-  return compilePodRestriction({ apiVersion: "imprimatur.dev/v1alpha1", kind: "PodRestriction", metadata: { name: "p" }, spec });
-}
-
-function policy(spec: unknown): PodRestriction {
-  const r = compile(spec);
-  assert.deepEqual(r.issues, []);
-  assert.ok(r.policy);
-  return r.policy;
-}
-
-function findings(p: PodRestriction, spec: Record<string, unknown>): Finding[] {
-  const [pod] = podsInObject({ apiVersion: "v1", kind: "Pod", metadata: { name: "pod" }, spec });
-  assert.ok(pod);
-  return podRestrictionFindings(p, pod);
-}
-
-const app = { name: "app", image: "registry.example.com/app:1.0" };
-const fieldsOf = (out: Finding[]) => out.map((f) => `${f.field}: ${f.message}`);
+const compile = (spec: unknown) => compileRestriction(spec);
+const policy = (spec: unknown) => restrictionOf(spec);
+const findings = findingsFor;
+const app = APP;
 
 /** `{a: {b: leaf}}` from ["a", "b"]. */
 function nested(path: string[], leaf: unknown): unknown {

@@ -4,33 +4,14 @@
 // are judged (ephemeral containers added to a running pod).
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { compilePodRestriction, podRestrictionFindings, type PodRestriction, type PodUnderReview } from "../../../src/core/pod-restriction/pod-restriction.ts";
-import type { CompileIssue, Finding } from "../../../src/core/pod-restriction/restrictions/restriction-support.ts";
-import { podsInObject } from "../../../src/core/workload-templates.ts";
+import { podRestrictionFindings, type PodUnderReview } from "../../../src/core/pod-restriction/pod-restriction.ts";
+import { APP, compileRestriction, fieldsOf, findingsFor, podUnder, restrictionOf } from "./edge-support.ts";
 
-function compile(spec: unknown): { policy?: PodRestriction; issues: CompileIssue[] } {
-  return compilePodRestriction({ apiVersion: "imprimatur.dev/v1alpha1", kind: "PodRestriction", metadata: { name: "p" }, spec });
-}
-
-function policy(spec: unknown): PodRestriction {
-  const r = compile(spec);
-  assert.deepEqual(r.issues, []);
-  assert.ok(r.policy);
-  return r.policy;
-}
-
-function under(spec: Record<string, unknown>): PodUnderReview {
-  const [pod] = podsInObject({ apiVersion: "v1", kind: "Pod", metadata: { name: "pod" }, spec });
-  assert.ok(pod);
-  return pod;
-}
-
-function findings(p: PodRestriction, spec: Record<string, unknown>): Finding[] {
-  return podRestrictionFindings(p, under(spec));
-}
-
-const app = { name: "app", image: "registry.example.com/app:1.0" };
-const fieldsOf = (out: Finding[]) => out.map((f) => `${f.field}: ${f.message}`);
+const compile = (spec: unknown) => compileRestriction(spec);
+const policy = (spec: unknown) => restrictionOf(spec);
+const findings = findingsFor;
+const under = podUnder;
+const app = APP;
 
 describe("pod-level fields: pointers and zero values", () => {
   const pointers: Array<{ field: string; restriction: Record<string, unknown>; unset: string }> = [

@@ -7,6 +7,7 @@
 // backs off on its own fixed schedule; here every failure is retried, bounded and logged.
 import { CoreV1Api, Watch } from "@kubernetes/client-node";
 import type { KubeConfig, V1Namespace } from "@kubernetes/client-node";
+import { runListWatch, type WatchEnd } from "./list-watch-loop.ts";
 import { describeApiError, hasStatus, withSignal } from "./api-requests.ts";
 import type { Logger } from "pino";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
@@ -35,22 +36,12 @@ interface PendingGet {
   superseded: boolean;
 }
 
-interface WatchEnd {
-  error: unknown;
-  /** The server no longer has our resource version (410 Gone): only a new list can continue. */
-  gone: boolean;
-  /** Delivered at least one event: the connection worked, so the failure count starts over. */
-  delivered: boolean;
-}
-
 const NAMESPACES_PATH = "/api/v1/namespaces";
 const LIST_PAGE_SIZE = 500;
 const LIST_TIMEOUT_MS = 30_000;
 // The library aborts a watch that has been silent for 30 s. Asking the server to end it sooner, with a
 // bookmark just before (carrying a fresh resource version), makes quiet periods a routine reconnect.
 const WATCH_TIMEOUT_SECONDS = 25;
-// A watch that ends cleanly sooner than this, having delivered nothing, counts as a failure.
-const MIN_HEALTHY_WATCH_MS = 5_000;
 // prepare() never holds a GET open longer than this, whatever deadline it is given.
 const MAX_GET_MS = 10_000;
 
@@ -185,52 +176,27 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
   // List and watch
 
   /** The background loop. Never rejects: every failure is logged and retried after a backoff. */
-  private async run(): Promise<void> {
-    let failures = 0;
-    while (!this.closed) {
-      let failure: unknown;
-      let stage: "list" | "watch" = "list";
-      try {
-        if (this.resourceVersion === undefined) {
-          await this.list();
-          if (!this.listed) {
-            this.listed = true;
-            this.log.info({ namespaces: this.table.size }, "namespace labels: initial list complete");
-            this.firstSync.resolve();
-          }
-        }
-        stage = "watch";
-        const startedAt = Date.now();
-        const end = await this.watchOnce();
-        if (this.closed) break;
-        if (end.delivered) failures = 0;
-        if (end.gone) {
-          this.resourceVersion = undefined;
-          this.log.info("namespace labels: resource version expired; listing again");
-          continue;
-        }
-        if (end.error === null || end.error === undefined) {
-          if (end.delivered || Date.now() - startedAt >= MIN_HEALTHY_WATCH_MS) {
-            this.log.debug({ resourceVersion: this.resourceVersion }, "namespace labels: watch ended; resuming");
-            continue;
-          }
-          failure = new Error("the server ended the watch at once");
-        } else {
-          failure = end.error;
-        }
-      } catch (err) {
-        failure = err;
-      }
-      if (this.closed) break;
-      this.lastError = failure;
-      failures++;
-      const delayMs = Math.min(this.maxBackoffMs, this.minBackoffMs * 2 ** Math.min(failures - 1, 30));
-      this.log.warn(
-        { err: describeApiError(failure), stage, attempt: failures, delayMs, server: this.server },
-        `namespace labels: ${stage} failed; restarting after backoff`,
-      );
-      await this.sleep(delayMs);
-    }
+  private run(): Promise<void> {
+    return runListWatch({
+      what: "namespace labels",
+      logFields: { server: this.server },
+      log: this.log,
+      minBackoffMs: this.minBackoffMs,
+      maxBackoffMs: this.maxBackoffMs,
+      isClosed: () => this.closed,
+      needsList: () => this.resourceVersion === undefined,
+      list: () => this.list(),
+      listed: () => {
+        if (this.listed) return;
+        this.listed = true;
+        this.log.info({ namespaces: this.table.size }, "namespace labels: initial list complete");
+        this.firstSync.resolve();
+      },
+      watchOnce: () => this.watchOnce(),
+      expire: () => (this.resourceVersion = undefined),
+      failed: (err) => (this.lastError = err),
+      sleep: (ms) => this.sleep(ms),
+    });
   }
 
   /** A full, paged list; replaces the table and sets the resource version to resume from. */

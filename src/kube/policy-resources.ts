@@ -5,6 +5,7 @@
 // the namespace label cache does (the library's informer stops for good after one failed list).
 import { CustomObjectsApi, Watch, type KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
+import { runListWatch, type WatchEnd } from "./list-watch-loop.ts";
 import { describeApiError, hasStatus, withSignal } from "./api-requests.ts";
 import { POLICY_GROUP, POLICY_RESOURCE_KINDS, POLICY_VERSION, type PolicyResourceKind } from "../policy/policy-crds.ts";
 import { contentKey, policyResourceOf, type PolicyResourceObject } from "../policy/policy-resource-documents.ts";
@@ -24,7 +25,6 @@ const LIST_PAGE_SIZE = 500;
 const LIST_TIMEOUT_MS = 30_000;
 // The library aborts a watch silent for 30 s; the server ends ours sooner, after a bookmark.
 const WATCH_TIMEOUT_SECONDS = 25;
-const MIN_HEALTHY_WATCH_MS = 5_000;
 
 /** One kind's list and watch loop. */
 class KindWatch {
@@ -44,48 +44,28 @@ class KindWatch {
     this.path = `/apis/${POLICY_GROUP}/${POLICY_VERSION}/${kind.plural}`;
   }
 
-  async run(): Promise<void> {
-    let failures = 0;
+  run(): Promise<void> {
     const o = this.owner;
-    while (!o.closed) {
-      let failure: unknown;
-      let stage: "list" | "watch" = "list";
-      try {
-        if (this.resourceVersion === undefined) {
-          await this.list();
-          if (!this.listed) {
-            this.listed = true;
-            o.log.info({ kind: this.kind.kind, count: this.table.size }, "policy resources: initial list complete");
-            o.kindListed();
-          }
-        }
-        stage = "watch";
-        const startedAt = Date.now();
-        const end = await this.watchOnce();
-        if (o.closed) break;
-        if (end.delivered) failures = 0;
-        if (end.gone) {
-          this.resourceVersion = undefined;
-          o.log.info({ kind: this.kind.kind }, "policy resources: resource version expired; listing again");
-          continue;
-        }
-        if (end.error === null || end.error === undefined) {
-          if (end.delivered || Date.now() - startedAt >= MIN_HEALTHY_WATCH_MS) continue;
-          failure = new Error("the server ended the watch at once");
-        } else failure = end.error;
-      } catch (err) {
-        failure = err;
-      }
-      if (o.closed) break;
-      this.lastError = failure;
-      failures++;
-      const delayMs = Math.min(o.maxBackoffMs, o.minBackoffMs * 2 ** Math.min(failures - 1, 30));
-      o.log.warn(
-        { err: describeApiError(failure), kind: this.kind.kind, stage, attempt: failures, delayMs },
-        `policy resources: ${stage} failed; restarting after backoff`,
-      );
-      await o.sleep(delayMs);
-    }
+    return runListWatch({
+      what: "policy resources",
+      logFields: { kind: this.kind.kind },
+      log: o.log,
+      minBackoffMs: o.minBackoffMs,
+      maxBackoffMs: o.maxBackoffMs,
+      isClosed: () => o.closed,
+      needsList: () => this.resourceVersion === undefined,
+      list: () => this.list(),
+      listed: () => {
+        if (this.listed) return;
+        this.listed = true;
+        o.log.info({ kind: this.kind.kind, count: this.table.size }, "policy resources: initial list complete");
+        o.kindListed();
+      },
+      watchOnce: () => this.watchOnce(),
+      expire: () => (this.resourceVersion = undefined),
+      failed: (err) => (this.lastError = err),
+      sleep: (ms) => o.sleep(ms),
+    });
   }
 
   private async list(): Promise<void> {
@@ -121,7 +101,7 @@ class KindWatch {
     if (before.size !== after.size || [...after].some(([name, key]) => before.get(name) !== key)) this.owner.contentChanged();
   }
 
-  private watchOnce(): Promise<{ error: unknown; gone: boolean; delivered: boolean }> {
+  private watchOnce(): Promise<WatchEnd> {
     return new Promise((resolve) => {
       let settled = false;
       const end = { error: null as unknown, gone: false, delivered: false };

@@ -253,7 +253,7 @@ async function startEtcd(paths: KubeToolPaths, dir: string, deadline: number): P
 // kube-apiserver
 
 /** The apiserver writes apiserver.crt (serving cert + its own CA) into --cert-dir; null until complete. */
-function readCaBundle(certDir: string): string | null {
+export function readCaBundle(certDir: string): string | null {
   let pem: string;
   try {
     pem = readFileSync(join(certDir, "apiserver.crt"), "utf8");

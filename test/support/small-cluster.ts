@@ -13,14 +13,14 @@
 // rules) and the temp dir. Needs root. The components come from scripts/provision-kube.sh and provision-node.sh.
 
 import { generateKeyPairSync, randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { installExitHooks, liveDirs } from "./child-cleanup.ts";
 import { isExecutable } from "./executables.ts";
 import type { KubeCluster, KubectlResult } from "./kube-cluster.ts";
-import { kubeToolPaths } from "./kube-cluster.ts";
+import { kubeToolPaths, readCaBundle } from "./kube-cluster.ts";
 import { tailFile } from "./log-tail.ts";
 import { describeExit, spawnLogged, terminate, type LoggedProcess } from "./logged-process.ts";
 import { forwardIntoNetns, type NetnsForward } from "./netns-forward.ts";
@@ -145,18 +145,6 @@ function kubeconfigYaml(server: string, caPem: string, user: string, token: stri
     "current-context: small-cluster",
     "",
   ].join("\n");
-}
-
-/** apiserver.crt (the serving certificate and the CA that signed it) once the apiserver has written it whole. */
-function readServingBundle(certDir: string): string | null {
-  let pem: string;
-  try {
-    pem = readFileSync(join(certDir, "apiserver.crt"), "utf8");
-  } catch {
-    return null;
-  }
-  const begins = pem.match(/-----BEGIN CERTIFICATE-----/g)?.length ?? 0;
-  return begins > 0 && begins === (pem.match(/-----END CERTIFICATE-----/g)?.length ?? 0) ? pem : null;
 }
 
 /** The identities of the components: each authenticates with a static token as the user bootstrap RBAC expects. */
@@ -362,7 +350,7 @@ export async function startSmallCluster(opts: SmallClusterOptions = {}): Promise
       alive("etcd");
       alive("apiserver");
       if (Date.now() > deadline) return await failStart(`kube-apiserver not ready (${lastState})`, "apiserver");
-      ca ??= readServingBundle(certDir);
+      ca ??= readCaBundle(certDir);
       if (ca !== null) {
         for (const id of Object.keys(IDENTITIES) as Identity[]) {
           writeFileSync(kubeconfigs[id], kubeconfigYaml(server, ca, IDENTITIES[id].user, tokens[id]), { mode: 0o600 });

@@ -49,7 +49,27 @@ export const areas = {
   },
   core: {
     mutate: ["src/core/*.ts", "!src/core/break-glass.ts"],
-    testFiles: ["test/unit/*.test.ts", "test/unit/engine/*.test.ts"],
+    // The unit tests of the core's own files and the engine, not the server or CLI tests that also import them
+    // (those reach the core through the same functions and make a run last hours).
+    testFiles: [
+      "test/unit/admission-review.test.ts",
+      "test/unit/admission-subject-pods.test.ts",
+      "test/unit/caller-clusters.test.ts",
+      "test/unit/decision-cache.test.ts",
+      "test/unit/digest-pinning.test.ts",
+      "test/unit/digest-resolver.test.ts",
+      "test/unit/examples-safe.test.ts",
+      "test/unit/glob.test.ts",
+      "test/unit/image-paths.test.ts",
+      "test/unit/image-pattern.test.ts",
+      "test/unit/image-policy.test.ts",
+      "test/unit/image-reference.test.ts",
+      "test/unit/image-volumes.test.ts",
+      "test/unit/load-policies.test.ts",
+      "test/unit/pss-profiles.test.ts",
+      "test/unit/review-service.test.ts",
+      "test/unit/engine/*.test.ts",
+    ],
   },
   verification: {
     mutate: ["src/verification/*.ts", "!src/verification/verify-entry.ts"],

@@ -9,7 +9,8 @@
 // Exit 0 when every decision was as expected (whether or not the target is met), 1 otherwise, 2 on usage.
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
-import { compilePodRestriction, type PodRestriction, type PodUnderReview } from "../src/core/pod-restriction/pod-restriction.ts";
+import { compilePodRestriction, type PodRestriction } from "../src/core/pod-restriction/pod-restriction.ts";
+import type { PodUnderReview } from "../src/core/pod-under-review.ts";
 import { decidePodRestrictions } from "../src/core/pod-restriction/pod-restriction-decision.ts";
 import { PodRestrictionIndex } from "../src/core/pod-restriction/restriction-index.ts";
 import { podsInObject } from "../src/core/workload-templates.ts";

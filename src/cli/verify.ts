@@ -3,7 +3,7 @@
 import { stringify } from "yaml";
 import { DEFAULT_SERVER_CONFIG } from "../config/server-config.ts";
 import { subjectOfObject, type AdmissionSubject } from "../core/admission-subject.ts";
-import type { VerifiedImageRecord } from "../core/image-policy/image-verification.ts";
+import type { VerifiedImageRecord } from "../core/image-policy/verification-results.ts";
 import { parseImageReference } from "../core/image-reference.ts";
 import { Engine } from "../engine/engine.ts";
 import { loadPolicies } from "../policy/load-policies.ts";

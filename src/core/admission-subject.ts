@@ -5,12 +5,12 @@
 // never disagree about which images or pods a request contains.
 import { isDeepStrictEqual } from "node:util";
 import type { AdmissionRequest } from "./admission-review.ts";
-import type { ImageAt, PodMetadataAt } from "./digest-pinning.ts";
 import type { ImageReviewSpec } from "./image-review.ts";
 import { imagesAtPaths, pathsFor, type ExtractionError, type ImagePath, type PathImage } from "./image-paths.ts";
 import { asObject, stringMap } from "./json-shapes.ts";
 import { podImages } from "./pod-images.ts";
-import type { PodUnderReview } from "./pod-restriction/pod-restriction.ts";
+import type { ImageAt, PodMetadataAt } from "./pod-locations.ts";
+import type { PodUnderReview } from "./pod-under-review.ts";
 import { podsInObject, type TemplateKind } from "./workload-templates.ts";
 
 export interface SubjectPod extends PodUnderReview {

@@ -3,24 +3,17 @@
 // `repo:tag` to `repo:tag@sha256:…`, a record of what was pinned (pod annotation, audit annotations), and
 // the failure policy for tags that could not be resolved. Pure: resolution happens at the edge.
 import { allow, deny, type Decision, type JsonPatchOperation, type Violation } from "./decision.ts";
-import { escapePointerSegment, fieldPathToPointer } from "./field-path.ts";
+import { fieldPathToPointer } from "./field-path.ts";
 import { matchingRule, policyApplies, type EvaluationContext, type ImagePolicy } from "./image-policy/image-policy.ts";
 import { parseImageReferenceCached, type ImageReference } from "./image-reference.ts";
 import { isObject } from "./json-shapes.ts";
+import { setAnnotationPatch, type ImageAt, type PodMetadataAt } from "./pod-locations.ts";
 
 /** The pod annotation that records original → pinned references. Informational only: never trusted as proof. */
 export const PINNED_IMAGES_ANNOTATION = "imprimatur.dev/pinned-images";
 
 /** Mutate rewrites the object; Record resolves and records only (no drift between Git and the cluster). */
 export type PinningMode = "mutate" | "record";
-
-export interface ImageAt {
-  image: string;
-  /** Field path in the admitted object: "spec.template.spec.containers[0].image". */
-  field: string;
-  /** Which pod of the object (index into the pods given to pinningDecision). */
-  pod: number;
-}
 
 export interface PinTarget extends ImageAt {
   ref: ImageReference;
@@ -50,14 +43,6 @@ export interface PinnedImage {
   field: string;
   digest: string;
   credentialSource: string;
-}
-
-/** Where to record pins; a missing entry (e.g. the v1.20 EphemeralContainers object) records nothing. */
-export interface PodMetadataAt {
-  /** The pod's (or template's) metadata object as it is in the request; undefined when absent. */
-  value: unknown;
-  /** Field path of that metadata: "metadata", "spec.template.metadata". */
-  field: string;
 }
 
 export interface PinningOutcome {
@@ -203,19 +188,6 @@ function annotationPatch(pod: PodMetadataAt, list: readonly PinnedImage[]): Json
   const annotations = metadata && isObject(metadata.annotations) ? metadata.annotations : undefined;
   const value = JSON.stringify({ ...earlierRecord(annotations?.[PINNED_IMAGES_ANNOTATION]), ...recordOf(list) });
   return setAnnotationPatch(pod, PINNED_IMAGES_ANNOTATION, value, false);
-}
-
-/**
- * Sets one annotation on a pod's (or template's) metadata, creating metadata or annotations when absent.
- * `createdEarlier`: an earlier patch of the same answer already created the annotations map.
- */
-export function setAnnotationPatch(pod: PodMetadataAt, key: string, value: string, createdEarlier: boolean): JsonPatchOperation {
-  const metaPointer = fieldPathToPointer(pod.field);
-  const metadata = isObject(pod.value) ? pod.value : undefined;
-  const annotations = metadata && isObject(metadata.annotations) ? metadata.annotations : undefined;
-  if (!createdEarlier && !metadata) return { op: "add", path: metaPointer, value: { annotations: { [key]: value } } };
-  if (!createdEarlier && !annotations) return { op: "add", path: `${metaPointer}/annotations`, value: { [key]: value } };
-  return { op: "add", path: `${metaPointer}/annotations/${escapePointerSegment(key)}`, value };
 }
 
 /** Entries of an earlier pin of this object (e.g. another container on update); anything unparsable is dropped. */

@@ -4,15 +4,8 @@
 // evaluates an AdmissionSubject. Kinds that only carry data for others (trust roots) evaluate nothing.
 import type { AdmissionSubject } from "./admission-subject.ts";
 import type { Decision } from "./decision.ts";
-import type { VerificationResults } from "./image-policy/image-verification.ts";
-
-/** Where a policy came from: a file (and document in it), or later a custom resource. */
-export interface PolicyOrigin {
-  /** A file path relative to the policy root, or e.g. "k8s:ImagePolicy/name". */
-  origin: string;
-  /** 1-based YAML document within a file. */
-  document?: number;
-}
+import type { PolicyOrigin } from "./policy-origin.ts";
+import type { VerificationResults } from "./image-policy/verification-results.ts";
 
 export interface CompiledPolicy {
   name: string;

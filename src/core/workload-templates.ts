@@ -1,7 +1,7 @@
 // Where a Kubernetes object keeps the pods it will run: the Pod itself, the pod template of a built-in
 // workload controller, or templates inside custom resources registered in the server config.
 import { asObject, isObject, stringMap } from "./json-shapes.ts";
-import type { PodUnderReview } from "./pod-restriction/pod-restriction.ts";
+import type { PodUnderReview } from "./pod-under-review.ts";
 
 export interface PodSpecLocation {
   spec: Record<string, unknown> | undefined;

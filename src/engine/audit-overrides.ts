@@ -6,7 +6,7 @@ import type { AuditLog } from "../audit/audit-log.ts";
 import { describeCaller } from "../audit/caller.ts";
 import type { AdmissionSubject } from "../core/admission-subject.ts";
 import { deny, type Decision } from "../core/decision.ts";
-import type { AdmissionCall } from "./engine.ts";
+import type { AdmissionCall } from "./admission-call.ts";
 
 export async function recordOverrides(
   audit: AuditLog | undefined,

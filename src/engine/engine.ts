@@ -29,14 +29,9 @@ import { NO_NAMESPACE_LABELS, type NamespaceLabelSource } from "../core/namespac
 import { evaluateKinds, preparePolicies, type PolicySet, type PreparedPolicies } from "../core/policy-kinds.ts";
 import { ANONYMOUS, type CredentialLookup } from "../credentials/credential.ts";
 import { PodCredentials, type PodLookup } from "../credentials/pod-credentials.ts";
-import {
-  verificationKey,
-  verificationsNeeded,
-  verifiedImagesPatches,
-  verifies,
-  type ImageVerification,
-  type VerificationNeed,
-} from "../core/image-policy/image-verification.ts";
+import { verifies } from "../core/image-policy/image-policy.ts";
+import { verificationsNeeded, verifiedImagesPatches, type VerificationNeed } from "../core/image-policy/image-verification.ts";
+import { verificationKey, type ImageVerification } from "../core/image-policy/verification-results.ts";
 import { ImageVerifier } from "../verification/image-verifier.ts";
 import { SecretKeyReader } from "../kube/secret-keys.ts";
 import { EventRecorder, type EventSink } from "../kube/event-recorder.ts";
@@ -45,8 +40,9 @@ import { ImagePinner, type PinRequest } from "../pinning/image-pinner.ts";
 import { DigestResolver } from "../registry/digest-resolver.ts";
 import { RegistryClient, type RoundTrip } from "../registry/registry-client.ts";
 import type { RegistrySettingsMap } from "../registry/registry-settings.ts";
+import type { AdmissionCall } from "./admission-call.ts";
 import { recordOverrides } from "./audit-overrides.ts";
-import { NO_RECORDER, type Endpoint, type Recorder } from "./recorder.ts";
+import { NO_RECORDER, type Recorder } from "./recorder.ts";
 
 export interface EngineOptions {
   config: ServerConfig;
@@ -65,21 +61,6 @@ export interface EngineOptions {
   staticCredentials?: CredentialLookup;
   /** Called for every registry HTTP exchange (benchmarks count round trips). */
   onRegistryRoundTrip?: (trip: RoundTrip) => void;
-}
-
-/** Who asks, for how long, and whether the request leaves traces (dry runs and `check` do not). */
-export interface AdmissionCall {
-  endpoint: Endpoint;
-  /** Epoch milliseconds by which the answer is needed. */
-  deadline: number;
-  uid?: string;
-  user?: string;
-  dryRun: boolean;
-  /**
-   * Who sent the request; its cluster picks the policies scoped with spec.clusters. Undefined for in-process
-   * callers (`check`, `imprimatur test`), which apply every policy whatever its clusters.
-   */
-  caller?: Caller;
 }
 
 export class Engine {

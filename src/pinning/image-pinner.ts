@@ -2,15 +2,8 @@
 // account's, then the server's own authfile), resolution through the shared DigestResolver, and the
 // decision from src/core/digest-pinning.ts. Used by /mutate (pin or record) and /imagereview (record).
 import type { Logger } from "pino";
-import {
-  imagesToPin,
-  pinningDecision,
-  type ImageAt,
-  type PinningMode,
-  type PinningOutcome,
-  type PodMetadataAt,
-  type Resolution,
-} from "../core/digest-pinning.ts";
+import { imagesToPin, pinningDecision, type PinningMode, type PinningOutcome, type Resolution } from "../core/digest-pinning.ts";
+import type { ImageAt, PodMetadataAt } from "../core/pod-locations.ts";
 import type { ImagePolicy } from "../core/image-policy/image-policy.ts";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
 import type { PodCredentials } from "../credentials/pod-credentials.ts";

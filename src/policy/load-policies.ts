@@ -1,10 +1,10 @@
 // Reads policy documents (multi-document YAML or JSON) from a PolicySource, dispatches each to its kind in the
 // policy-kind registry, and reports every problem with origin, document, line, field path and reason.
-import { LineCounter, parseAllDocuments } from "yaml";
-import { lineOfPath } from "../config/yaml-locations.ts";
+import { readKubeYaml } from "../config/kube-yaml.ts";
 import { emptyPolicySet, KIND_NAMES, kindOf, POLICY_KINDS, type KindName, type PolicySet } from "../core/policy-kinds.ts";
 import type { CompiledPolicy, PolicyKind } from "../core/policy-kind.ts";
 import { formatPath, PolicyLoadError, type PolicyError } from "./policy-error.ts";
+import type { ParsedPolicies } from "./parsed-policies.ts";
 import { PolicyFolder, type PolicySource, type PolicyText } from "./policy-source.ts";
 import type { PodRestriction } from "../core/pod-restriction/pod-restriction.ts";
 import { unresolvedTrustRoots } from "../core/trust-root/trust-root-references.ts";
@@ -72,39 +72,25 @@ function duplicateNames(kind: string, policies: readonly CompiledPolicy[]): Poli
   return errors;
 }
 
-export interface ParsedPolicies {
-  policies: PolicySet;
-  errors: PolicyError[];
-}
-
 /** Parses one origin's text (pure). `profiles` are the raw profile documents a PodRestriction may include. */
 export function parsePolicyText(
   text: string,
   origin: string,
   opts: { profiles?: ReadonlyMap<string, unknown>; related?: (relativePath: string) => string } = {},
 ): ParsedPolicies {
-  const lineCounter = new LineCounter();
   const errors: PolicyError[] = [];
   const policies = mutableSet();
-  const docs = parseAllDocuments(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
-  // An empty stream parses to an EmptyStream; nothing to load.
-  if (!Array.isArray(docs)) return { policies, errors };
-  docs.forEach((doc, i) => {
-    const document = i + 1;
-    const lineOf = (offset: number | undefined) => (offset === undefined ? undefined : lineCounter.linePos(offset).line);
-    if (doc.errors.length > 0) {
-      for (const err of doc.errors) errors.push({ origin, document, line: lineOf(err.pos[0]), message: `YAML: ${err.message.split("\n")[0]}` });
-      return;
-    }
-    if (doc.contents === null) return; // empty document between separators
-    const value: unknown = doc.toJS({ maxAliasCount: 50 });
-    const startLine = lineOf(doc.contents.range?.[0]);
+  // Read as kubectl reads it (YAML 1.1, merge keys); empty documents are left out.
+  const parsed = readKubeYaml(text);
+  for (const e of parsed.errors) errors.push({ origin, document: e.document, line: e.line, message: `YAML: ${e.message}` });
+  parsed.documents.forEach(({ value, document, lineOf }) => {
+    const startLine = lineOf([]);
     if (typeof value !== "object" || value === null || Array.isArray(value)) {
       errors.push({ origin, document, line: startLine, message: "a policy document must be a mapping with apiVersion and kind" });
       return;
     }
     const obj = value as Record<string, unknown>;
-    const at = (path: Array<string | number>) => lineOfPath(doc, path, lineCounter) ?? startLine;
+    const at = (path: Array<string | number>) => lineOf(path) ?? startLine;
     const kindName = kindOf(obj.apiVersion, obj.kind);
     if (!kindName) {
       errors.push(unknownKind(obj, origin, document, at));

@@ -4,7 +4,7 @@ import { readFileSync, statSync, watch, type FSWatcher } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import { dirname, isAbsolute, relative, resolve, sep } from "node:path";
 import { filesUnder, YAML_OR_JSON } from "../fs/files-under.ts";
-import type { ParsedPolicies } from "./load-policies.ts";
+import type { ParsedPolicies } from "./parsed-policies.ts";
 import type { PolicyError } from "./policy-error.ts";
 
 export interface PolicyText {

@@ -12,7 +12,8 @@
 //     as they do without custom resources, and the server keeps its last good set.
 // Statuses are written once the app reports the load's outcome (`loaded`), so Ready=True (and the record of
 // what is in force) is never written for a set that did not come into force.
-import { loadPolicies, parsePolicyText, type ParsedPolicies } from "./load-policies.ts";
+import { loadPolicies, parsePolicyText } from "./load-policies.ts";
+import type { ParsedPolicies } from "./parsed-policies.ts";
 import { PolicyLoadError, type PolicyError } from "./policy-error.ts";
 import { isObject } from "../core/json-shapes.ts";
 import { contentKey, policyDocumentOf, resourceOrigin, type PolicyResourceObject } from "./policy-resource-documents.ts";

@@ -9,7 +9,8 @@ import { subjectOfImageReview } from "../core/admission-subject.ts";
 import type { Caller } from "../audit/caller.ts";
 import { allow, renderReason, type Decision } from "../core/decision.ts";
 import { parseImageReview, type ImageReview } from "../core/image-review.ts";
-import type { AdmissionCall, Engine } from "../engine/engine.ts";
+import type { AdmissionCall } from "../engine/admission-call.ts";
+import type { Engine } from "../engine/engine.ts";
 import { HttpError } from "./http-body.ts";
 
 export interface HandlerContext {

@@ -4,7 +4,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { AdmissionRequest } from "../../src/core/admission-review.ts";
 import { subjectOfRequest } from "../../src/core/admission-subject.ts";
-import { compilePodRestriction, podRestrictionFindings, type PodRestriction, type PodUnderReview } from "../../src/core/pod-restriction/pod-restriction.ts";
+import { compilePodRestriction, podRestrictionFindings, type PodRestriction } from "../../src/core/pod-restriction/pod-restriction.ts";
+import type { PodUnderReview } from "../../src/core/pod-under-review.ts";
 import type { TemplateKind } from "../../src/core/workload-templates.ts";
 
 const PODS = { group: "", version: "v1", resource: "pods" };

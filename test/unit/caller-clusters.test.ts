@@ -14,7 +14,8 @@ import { coversCluster, isClusterScoped, policiesForCluster } from "../../src/co
 import { UNAUTHENTICATED } from "../../src/audit/caller.ts";
 import { subjectOfObject } from "../../src/core/admission-subject.ts";
 import { allow } from "../../src/core/decision.ts";
-import { Engine, type AdmissionCall } from "../../src/engine/engine.ts";
+import type { AdmissionCall } from "../../src/engine/admission-call.ts";
+import { Engine } from "../../src/engine/engine.ts";
 import { parsePolicyText } from "../../src/policy/load-policies.ts";
 import { parseCallerTokens, tokenDigest } from "../../src/server/caller-tokens.ts";
 import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";

@@ -11,7 +11,8 @@ import type { AdmissionSubject } from "../../src/core/admission-subject.ts";
 import { renderViolation, type Decision } from "../../src/core/decision.ts";
 import type { NamespaceLabelSource } from "../../src/core/namespace-labels.ts";
 import { emptyPolicySet, KIND_NAMES, type PolicySet } from "../../src/core/policy-kinds.ts";
-import { Engine, type AdmissionCall } from "../../src/engine/engine.ts";
+import type { AdmissionCall } from "../../src/engine/admission-call.ts";
+import { Engine } from "../../src/engine/engine.ts";
 import { loadPolicies } from "../../src/policy/load-policies.ts";
 import { bindProfileClusterWide, shippedProfiles } from "../../src/policy/profiles.ts";
 

@@ -4,12 +4,12 @@ import type { ImagePattern } from "../image-pattern.ts";
 import { parseImageReferenceCached, type ImageReference } from "../image-reference.ts";
 import { describeLabelSelector, matchesLabelSelector, type LabelSelector } from "../label-selector.ts";
 import { applyBreakGlass, type BreakGlassPolicy } from "../break-glass.ts";
-import type { PolicyOrigin } from "../policy-kind.ts";
+import type { PolicyOrigin } from "../policy-origin.ts";
 import type { ImagePath } from "../image-paths.ts";
 import { judgeAttestors, leafAttestors, type AttestorSet, type EntryOutcome, type SignerEvidence } from "./attestors.ts";
 import type { CompiledCel } from "../conditions/cel-expression.ts";
 import type { CompiledConditions } from "../conditions/conditions.ts";
-import { verificationKey, verifiedImagesRecord, verifies, type ImageVerification, type VerificationResults } from "./image-verification.ts";
+import { verificationKey, verifiedImagesRecord, type ImageVerification, type VerificationResults } from "./verification-results.ts";
 import { evaluateCel } from "../conditions/cel-expression.ts";
 import { evaluateConditions } from "../conditions/conditions.ts";
 
@@ -110,6 +110,11 @@ type RuleMatch = { rule: ImageRule; pattern: ImagePattern };
 // Matching is pure, and admissions repeat the same images (parseImageReferenceCached hands out one reference
 // object per image string): each policy remembers its answer per reference, for as long as both exist.
 const matchesByPolicy = new WeakMap<ImagePolicy, WeakMap<ImageReference, RuleMatch | null>>();
+
+/** Whether a rule admits only what the edge verified: signatures, attestations, or a check of verified data. */
+export function verifies(rule: ImageRule): boolean {
+  return rule.attestors !== undefined || rule.attestations !== undefined || rule.validate !== undefined;
+}
 
 /** The rule that decides an image under a policy: the first whose patterns match; undefined → the default. */
 export function matchingRule(policy: ImagePolicy, ref: ImageReference): RuleMatch | undefined {

@@ -3,7 +3,8 @@
 // A denial lists every violated Drop restriction; the Accept policies that did not accept are warnings.
 import { allow, deny, type Decision, type Pass, type Violation } from "../decision.ts";
 import { describeLabelSelector } from "../label-selector.ts";
-import { podRestrictionFindings, type PodUnderReview } from "./pod-restriction.ts";
+import { podRestrictionFindings } from "./pod-restriction.ts";
+import type { PodUnderReview } from "../pod-under-review.ts";
 import type { PodRestrictionIndex } from "./restriction-index.ts";
 
 export const ACCEPTED_BY_ANNOTATION = "pod-restriction-accepted-by";

@@ -17,12 +17,12 @@ import {
   type CompileIssue,
   type EvalContext,
   type Finding,
-  type Located,
   type RawPath,
 } from "./restrictions/restriction-support.ts";
 import type { LabelSelector } from "../label-selector.ts";
 import { isObject } from "../json-shapes.ts";
-import type { PolicyOrigin } from "../policy-kind.ts";
+import type { PolicyOrigin } from "../policy-origin.ts";
+import type { PodUnderReview } from "../pod-under-review.ts";
 
 export interface PodRestriction {
   name: string;
@@ -50,17 +50,6 @@ export interface RestrictionCheck {
   when?: Body;
   unless?: Body;
   body: Body;
-}
-
-/** A Pod, or the pod template of a workload, as the restrictions see it. */
-export interface PodUnderReview {
-  /** ObjectMeta and its field path ("metadata" or e.g. "spec.template.metadata"). */
-  metadata: Located;
-  /** PodSpec and its field path ("spec" or e.g. "spec.template.spec"). */
-  spec: Located;
-  isTemplate: boolean;
-  /** Only the containers are known (an ephemeral-containers update from Kubernetes < 1.22). */
-  onlyContainers?: boolean;
 }
 
 export const DESCRIPTION_ANNOTATION = "imprimatur.dev/description";

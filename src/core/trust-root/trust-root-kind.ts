@@ -5,7 +5,8 @@
 // It carries data only: it judges nothing by itself.
 import { TrustedRoot } from "@sigstore/protobuf-specs";
 import { toTrustMaterial, type TrustMaterial } from "@sigstore/verify";
-import type { FieldIssue, PolicyKind, PolicyOrigin } from "../policy-kind.ts";
+import type { FieldIssue, PolicyKind } from "../policy-kind.ts";
+import type { PolicyOrigin } from "../policy-origin.ts";
 import { POLICY_API_VERSION } from "../image-policy/image-policy-kind.ts";
 
 export interface TrustRoot {

@@ -4,7 +4,7 @@
 import { leafAttestors, type AttestorSet } from "../image-policy/attestors.ts";
 import { DEFAULT_TRUST_ROOT } from "../image-policy/compile-attestors.ts";
 import type { ImagePolicy } from "../image-policy/image-policy.ts";
-import type { PolicyOrigin } from "../policy-kind.ts";
+import type { PolicyOrigin } from "../policy-origin.ts";
 import type { TrustRoot } from "./trust-root-kind.ts";
 
 export interface UnresolvedTrustRoot {

@@ -8,7 +8,8 @@ import { subjectOfObject, type AdmissionSubject } from "../../../src/core/admiss
 import { renderReason, type Decision } from "../../../src/core/decision.ts";
 import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 import { profileSources, shippedProfiles } from "../../../src/policy/profiles.ts";
-import { Engine, type AdmissionCall } from "../../../src/engine/engine.ts";
+import type { AdmissionCall } from "../../../src/engine/admission-call.ts";
+import { Engine } from "../../../src/engine/engine.ts";
 import { NO_RECORDER, type Recorder } from "../../../src/engine/recorder.ts";
 
 const POLICIES = `

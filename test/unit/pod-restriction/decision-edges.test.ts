@@ -5,7 +5,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ACCEPTED_BY_ANNOTATION, decidePodRestrictions } from "../../../src/core/pod-restriction/pod-restriction-decision.ts";
-import { compilePodRestriction, type PodRestriction, type PodUnderReview } from "../../../src/core/pod-restriction/pod-restriction.ts";
+import { compilePodRestriction, type PodRestriction } from "../../../src/core/pod-restriction/pod-restriction.ts";
+import type { PodUnderReview } from "../../../src/core/pod-under-review.ts";
 import { PodRestrictionIndex } from "../../../src/core/pod-restriction/restriction-index.ts";
 import { podsInObject } from "../../../src/core/workload-templates.ts";
 

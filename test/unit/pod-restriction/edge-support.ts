@@ -1,7 +1,8 @@
 // What the PodRestriction edge tests share: a policy compiled from a spec, a pod built from a pod spec through
 // the one extraction (podsInObject), the findings of one against the other, and findings as "field: message".
 import assert from "node:assert/strict";
-import { compilePodRestriction, podRestrictionFindings, type PodRestriction, type PodUnderReview } from "../../../src/core/pod-restriction/pod-restriction.ts";
+import { compilePodRestriction, podRestrictionFindings, type PodRestriction } from "../../../src/core/pod-restriction/pod-restriction.ts";
+import type { PodUnderReview } from "../../../src/core/pod-under-review.ts";
 import type { CompileIssue, Finding } from "../../../src/core/pod-restriction/restrictions/restriction-support.ts";
 import { podsInObject } from "../../../src/core/workload-templates.ts";
 

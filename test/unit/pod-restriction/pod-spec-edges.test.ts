@@ -4,7 +4,8 @@
 // are judged (ephemeral containers added to a running pod).
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { podRestrictionFindings, type PodUnderReview } from "../../../src/core/pod-restriction/pod-restriction.ts";
+import { podRestrictionFindings } from "../../../src/core/pod-restriction/pod-restriction.ts";
+import type { PodUnderReview } from "../../../src/core/pod-under-review.ts";
 import { APP, compileRestriction, fieldsOf, findingsFor, podUnder, restrictionOf } from "./edge-support.ts";
 
 const compile = (spec: unknown) => compileRestriction(spec);

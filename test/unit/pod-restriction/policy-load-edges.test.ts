@@ -5,7 +5,8 @@
 import assert from "node:assert/strict";
 import { before, describe, it } from "node:test";
 import { decidePodRestrictions } from "../../../src/core/pod-restriction/pod-restriction-decision.ts";
-import { compilePodRestriction, podRestrictionFindings, type PodRestriction, type PodUnderReview } from "../../../src/core/pod-restriction/pod-restriction.ts";
+import { compilePodRestriction, podRestrictionFindings, type PodRestriction } from "../../../src/core/pod-restriction/pod-restriction.ts";
+import type { PodUnderReview } from "../../../src/core/pod-under-review.ts";
 import type { CompileIssue } from "../../../src/core/pod-restriction/restrictions/restriction-support.ts";
 import { PodRestrictionIndex } from "../../../src/core/pod-restriction/restriction-index.ts";
 import { podsInObject } from "../../../src/core/workload-templates.ts";

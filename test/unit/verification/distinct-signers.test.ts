@@ -9,7 +9,7 @@ import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 import { RegistryError } from "../../../src/registry/registry-error.ts";
 import { ImageVerifier, type VerificationRequest } from "../../../src/verification/image-verifier.ts";
 import { evaluateImagePolicies } from "../../../src/core/image-policy/image-policy.ts";
-import { verificationKey } from "../../../src/core/image-policy/image-verification.ts";
+import { verificationKey } from "../../../src/core/image-policy/verification-results.ts";
 import {
   attestationTag,
   cosignAttestationLayer,

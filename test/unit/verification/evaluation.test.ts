@@ -6,14 +6,8 @@ import { test } from "node:test";
 import { subjectOfObject } from "../../../src/core/admission-subject.ts";
 import { DEFAULT_SERVER_CONFIG } from "../../../src/config/server-config.ts";
 import { evaluateImagePolicies } from "../../../src/core/image-policy/image-policy.ts";
-import {
-  VERIFIED_IMAGES_ANNOTATION,
-  verificationKey,
-  verificationsNeeded,
-  verifiedImagesPatches,
-  verifiedImagesRecord,
-  type ImageVerification,
-} from "../../../src/core/image-policy/image-verification.ts";
+import { VERIFIED_IMAGES_ANNOTATION, verificationsNeeded, verifiedImagesPatches } from "../../../src/core/image-policy/image-verification.ts";
+import { verificationKey, verifiedImagesRecord, type ImageVerification } from "../../../src/core/image-policy/verification-results.ts";
 import { Engine } from "../../../src/engine/engine.ts";
 import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 

@@ -8,7 +8,7 @@ import { subjectOfImageReview, subjectOfObject } from "../../../src/core/admissi
 import { imagesToPin } from "../../../src/core/digest-pinning.ts";
 import { evaluateImagePolicies } from "../../../src/core/image-policy/image-policy.ts";
 import { evaluateSubjectImages } from "../../../src/core/image-policy/image-policy-kind.ts";
-import { verificationKey, type ImageVerification } from "../../../src/core/image-policy/image-verification.ts";
+import { verificationKey, type ImageVerification } from "../../../src/core/image-policy/verification-results.ts";
 import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 
 const KEYLESS = `attestors: [{entries: [{keyless: {subject: "https://github.com/acme/*", issuer: "https://token.actions.githubusercontent.com"}}]}]`;

@@ -1,0 +1,78 @@
+// What the edge hands back to image-policy evaluation after verifying signatures: one result per (policy, rule,
+// image), by verificationKey, and the record of verified images that audit annotations and pods carry. Below the
+// image policies that read the results and the planning that asks for them (image-verification.ts).
+import { MAX_LISTED_VIOLATIONS } from "../decision.ts";
+import type { SignerEvidence } from "./attestors.ts";
+
+/** Per attestation check of a rule: the statements that verified for its attestors, or why none did. */
+export interface VerifiedAttestation {
+  index: number;
+  predicateType: string;
+  /** Statements signed by at least one of the check's attestor entries; `signers`: every entry it satisfies, and by whom. */
+  statements: Array<{ statement: Record<string, unknown>; signers: SignerEvidence[] }>;
+  /** Why other statements of this type did not count (shortened). */
+  failures: string[];
+}
+
+export type ImageVerification =
+  | { status: "verified"; digest: string; evidence: SignerEvidence[]; attestations?: VerifiedAttestation[] }
+  /** The signatures, or their absence, say no (or the digest could not be known: the registry's answer). */
+  | { status: "denied"; digest?: string; reason: string }
+  /** The registry did not answer: the failure policy decides. */
+  | { status: "unavailable"; digest?: string; reason: string; registry: string };
+
+/** Verification results of one admission, by verificationKey. */
+export type VerificationResults = ReadonlyMap<string, ImageVerification>;
+
+export function verificationKey(policy: string, rule: number, image: string): string {
+  return `${policy}\u0000${rule}\u0000${image}`;
+}
+
+/**
+ * The audit annotation and object annotation value: image → digest and who signed it. Informational only.
+ * At most MAX_LISTED_VIOLATIONS images are listed, then "…": "N more", so a huge pod cannot make a huge record.
+ */
+export function verifiedImagesRecord(results: VerificationResults): Record<string, VerifiedImageRecord | string> {
+  const record: Record<string, VerifiedImageRecord> = {};
+  let listed = 0;
+  let more = 0;
+  for (const [key, result] of results) {
+    if (result.status !== "verified") continue;
+    const image = key.split("\u0000")[2]!;
+    const before = record[image];
+    if (!before && listed >= MAX_LISTED_VIOLATIONS) {
+      more++;
+      continue;
+    }
+    if (!before) listed++;
+    const entry: VerifiedImageRecord = before ?? { digest: result.digest, signers: [] };
+    entry.signers = [...new Set([...entry.signers, ...signerNames(result.evidence)])];
+    for (const a of result.attestations ?? []) {
+      const signers = a.statements.flatMap((s) => s.signers.map(describeSigner));
+      if (signers.length === 0) continue;
+      entry.attestations = { ...entry.attestations, [a.predicateType]: [...new Set([...(entry.attestations?.[a.predicateType] ?? []), ...signers])] };
+    }
+    record[image] = entry;
+  }
+  return more > 0 ? { ...record, "…": `${more} more` } : record;
+}
+
+/** Per verified image: its digest, who signed it, and who signed the attestations its rule asked for, by predicate type. */
+export interface VerifiedImageRecord {
+  digest: string;
+  signers: string[];
+  attestations?: Record<string, string[]>;
+}
+
+// A cache hit hands out the same evidence array on every admission of an image: its names are worked out once.
+const signerNamesOf = new WeakMap<readonly SignerEvidence[], string[]>();
+
+function signerNames(evidence: readonly SignerEvidence[]): string[] {
+  let names = signerNamesOf.get(evidence);
+  if (!names) signerNamesOf.set(evidence, (names = evidence.map(describeSigner)));
+  return names;
+}
+
+function describeSigner(e: SignerEvidence): string {
+  return `${e.signer}${e.tlogIndex !== undefined ? ` (log index ${e.tlogIndex})` : e.signedAt ? ` (signed ${e.signedAt})` : ""}`;
+}

@@ -1,0 +1,19 @@
+// One call into the engine: which endpoint asked, by when it must answer, and who sent it. Its own file so that
+// the engine's helpers (audit-overrides.ts) can name it without importing the engine.
+import type { Caller } from "../audit/caller.ts";
+import type { Endpoint } from "./recorder.ts";
+
+/** Who asks, for how long, and whether the request leaves traces (dry runs and `check` do not). */
+export interface AdmissionCall {
+  endpoint: Endpoint;
+  /** Epoch milliseconds by which the answer is needed. */
+  deadline: number;
+  uid?: string;
+  user?: string;
+  dryRun: boolean;
+  /**
+   * Who sent the request; its cluster picks the policies scoped with spec.clusters. Undefined for in-process
+   * callers (`check`, `imprimatur test`), which apply every policy whatever its clusters.
+   */
+  caller?: Caller;
+}

@@ -1,7 +1,8 @@
 // Append-only JSON-lines audit log. Each record is written and fsync'ed before the admission is answered,
 // so a crash right after an override cannot lose its record. Writes are serialized in one queue.
-import { mkdir, open, type FileHandle } from "node:fs/promises";
+import { open, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
+import { makeDirectory } from "../fs/make-directory.ts";
 
 export interface AuditRecord {
   time: string;
@@ -40,7 +41,7 @@ export class AuditLog {
 
   private file(): Promise<FileHandle> {
     this.handle ??= (async () => {
-      await mkdir(dirname(this.path), { recursive: true, mode: 0o700 });
+      await makeDirectory(dirname(this.path), 0o700);
       return open(this.path, "a", 0o600);
     })();
     // A failed open is not remembered, so the next record tries again.

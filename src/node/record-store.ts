@@ -7,7 +7,7 @@
 // preloaded list, and every prune, takes the store's one lock, so a prune never interleaves with a write.
 import { createHash, randomBytes } from "node:crypto";
 import { close, closeSync, fsync, openSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
+import { open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { promisify } from "node:util";
 import { basename, dirname, join } from "node:path";
 import {
@@ -21,6 +21,7 @@ import {
   type ImagePulledRecord,
   type ImagePullIntent,
 } from "../core/pull-verification/pull-records.ts";
+import { makeDirectory } from "../fs/make-directory.ts";
 
 /** What the store knows of an image's record: none, a record, or a file that could not be read (then: verify). */
 export type RecordRead = { state: "none" } | { state: "ok"; record: ImagePulledRecord } | { state: "unreadable"; reason: string };
@@ -96,8 +97,9 @@ export class RecordStore {
 
   /** Opens (creating on first start) the state folder and reads every pulled record. */
   static async open(dir: string, opts: RecordStoreOptions = {}): Promise<RecordStore> {
-    await mkdir(join(dir, PULLING), { recursive: true, mode: 0o700 });
-    await mkdir(join(dir, PULLED), { recursive: true, mode: 0o700 });
+    await makeDirectory(dir, 0o700);
+    await makeDirectory(join(dir, PULLING), 0o700);
+    await makeDirectory(join(dir, PULLED), 0o700);
     // The key may be left by a start that failed before its snapshot: that start is not over, and the key is reused.
     const key = await loadOrCreateKey(join(dir, KEY_FILE));
     const preloaded = await readPreloaded(join(dir, PRELOADED_FILE));

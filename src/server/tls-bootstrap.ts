@@ -10,7 +10,7 @@
 
 import { createPrivateKey, randomBytes, X509Certificate as NodeX509Certificate } from "node:crypto";
 import type { KeyObject } from "node:crypto";
-import { chmod, mkdir, open, readFile, rename, rm } from "node:fs/promises";
+import { chmod, open, readFile, rename, rm } from "node:fs/promises";
 import { isIP } from "node:net";
 import { join } from "node:path";
 import type { Extension, JsonGeneralName } from "@peculiar/x509";
@@ -19,6 +19,7 @@ import type { Extension, JsonGeneralName } from "@peculiar/x509";
 // polyfill is loaded first; ES module imports are evaluated in order, so this import must stay above it.
 import "reflect-metadata";
 import * as x509 from "@peculiar/x509";
+import { makeDirectory } from "../fs/make-directory.ts";
 x509.cryptoProvider.set(globalThis.crypto);
 
 export interface TlsMaterial {
@@ -319,7 +320,7 @@ async function importSigningKey(keyPem: string): Promise<{ signingKey: CryptoKey
 }
 
 async function ensureStateDir(dir: string): Promise<void> {
-  const first = await mkdir(dir, { recursive: true, mode: 0o700 });
+  const first = await makeDirectory(dir, 0o700);
   // mkdir's mode is filtered by the umask; set it exactly on the directory we created.
   if (first !== undefined) await chmod(dir, 0o700);
 }

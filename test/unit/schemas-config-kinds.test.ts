@@ -1,11 +1,12 @@
-// The JSON Schemas of the kinds users write besides policies (PolicyTest, ServerConfig, RegistryConfig) say
+// The JSON Schemas of the kinds users write besides policies (PolicyTest, ServerConfig, RegistryConfig,
+// CallerTokens) say
 // what their loaders accept. The loaders are hand-written, so this walks them:
 // - every mapping a loader checks, with the fields it knows there, is recorded while it reads a document that
 //   sets every field (ConfigChecks.mapping is observed, not replaced: the real loader runs), and must be an
 //   object of the schema with exactly those properties;
 // - every field of the schema gets a table of values, each given to the real loader and to the schema, which
 //   must agree. Only what a schema cannot say (a file exists, a key belongs to its certificate, names are
-//   unique once normalized) is listed apart as refused by the loader alone.
+//   unique once normalized, tokens are not shared) is listed apart as refused by the loader alone.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -17,11 +18,13 @@ import { ConfigError } from "../../src/config/config-error.ts";
 import { loadRegistriesFile } from "../../src/config/registries-file.ts";
 import { loadServerConfig } from "../../src/config/server-config.ts";
 import { readPolicyTests } from "../../src/cli/policy-test.ts";
+import { loadCallerTokens, tokenDigest } from "../../src/server/caller-tokens.ts";
 import { shippedProfiles } from "../../src/policy/profiles.ts";
 import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
 import policyTestSchema from "../../src/policy/schemas/policy-test.schema.json" with { type: "json" };
 import serverConfigSchema from "../../src/policy/schemas/server-config.schema.json" with { type: "json" };
 import registryConfigSchema from "../../src/policy/schemas/registry-config.schema.json" with { type: "json" };
+import callerTokensSchema from "../../src/policy/schemas/caller-tokens.schema.json" with { type: "json" };
 
 type Path = Array<string | number>;
 type Json = Record<string, any>;
@@ -57,7 +60,8 @@ before(async () => {
 });
 after(() => rm(dir, { recursive: true, force: true }));
 
-const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
+// strictRequired off: a oneOf branch requires a property defined beside it (CallerTokens: token or tokenSha256).
+const ajv = new Ajv({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true });
 
 let counter = 0;
 /** Writes the document as JSON (which is YAML) in the fixture folder and gives it to the loader. */
@@ -374,6 +378,45 @@ const KINDS: KindUnderTest[] = [
           undefined,
         ],
         loaderOnly: [["M.example.com", "m.example.com"], ["registry.example.com:5000"], ["Registry.example.com:5000"]],
+      },
+    ],
+  },
+  {
+    kind: "CallerTokens",
+    schema: callerTokensSchema,
+    full: () => ({
+      ...HEAD,
+      kind: "CallerTokens",
+      callers: [
+        { name: "apiserver-prod", cluster: "prod", tokenSha256: "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8" },
+        { name: "apiserver-staging", cluster: "staging", token: "s3cret-token-0123456789" },
+      ],
+    }),
+    load: (file) => loadCallerTokens(file),
+    cases: [
+      { at: ["apiVersion"], values: ["imprimatur.dev/v1alpha1", "v1", undefined] },
+      { at: ["kind"], values: ["CallerTokens", "CallerToken", undefined] },
+      { at: ["callers"], values: [[{ name: "a", cluster: "b", token: "0123456789abcdef" }], [], null, "x", undefined] },
+      {
+        at: ["callers", 0],
+        values: [
+          { name: "a", cluster: "b", tokenSha256: "f".repeat(64) },
+          { name: "a", cluster: "b" },
+          { name: "a", cluster: "b", token: "0123456789abcdef", tokenSha256: "0".repeat(64) },
+          "a",
+        ],
+      },
+      { at: ["callers", 0, "name"], values: ["a", "A_b.c-D", "a".repeat(63), "a".repeat(64), "-a", "a_", "a b", "", 1, undefined] },
+      { at: ["callers", 0, "cluster"], values: ["prod", "Prod.EU_1", ".prod", "prod/eu", "", undefined] },
+      {
+        at: ["callers", 0, "tokenSha256"],
+        values: ["0".repeat(64), "ABCDEF".padEnd(64, "0"), "0".repeat(63), "0".repeat(65), "g".repeat(64), 1, undefined],
+        // The token of the other caller.
+        loaderOnly: [tokenDigest("s3cret-token-0123456789")],
+      },
+      {
+        at: ["callers", 1, "token"],
+        values: ["0123456789abcdef", "0123456789abcde", "0123456789 abcdef", "0123456789abcdef\t", 1234567890123456, undefined],
       },
     ],
   },

@@ -9,7 +9,7 @@ import { X509Certificate, createPrivateKey } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { Agent } from "undici";
-import { parse as parseYaml } from "yaml";
+import { readKubeYaml } from "../config/kube-yaml.ts";
 import { ImprimaturError } from "../errors/imprimatur-error.ts";
 
 export type KubeconfigErrorCode =
@@ -59,12 +59,11 @@ export async function loadWebhookKubeconfig(file: string): Promise<WebhookTarget
   // Parsed here first for two reasons: a YAML error gets a line number, and `token-file` is taken out
   // before @kubernetes/client-node sees it — that library reads it synchronously, relative to the process's
   // working directory rather than the kubeconfig's folder, and throws a bare ENOENT when it is not there.
-  let doc: unknown;
-  try {
-    doc = parseYaml(text);
-  } catch (err) {
-    return fail(`not valid YAML: ${describe(err)}`, "invalid", err);
-  }
+  // Read as client-go reads a kubeconfig (sigs.k8s.io/yaml: YAML 1.1, merge keys); one document.
+  const parsed = readKubeYaml(text);
+  const yamlError = parsed.errors[0];
+  if (yamlError) return fail(`not valid YAML${yamlError.line !== undefined ? ` (line ${yamlError.line})` : ""}: ${yamlError.message}`);
+  const doc: unknown = parsed.documents[0]?.value;
   if (!isRecord(doc)) return fail("is empty or not a YAML mapping");
   const tokenFiles = new Map<string, string>();
   const sanitized: Record<string, unknown> = { ...doc };

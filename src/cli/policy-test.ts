@@ -8,7 +8,7 @@ import { filesUnder } from "../fs/files-under.ts";
 import { dirname, isAbsolute, join } from "node:path";
 import { ConfigChecks, readConfigText, yamlDocuments } from "../config/config-checks.ts";
 import { ConfigError, renderConfigProblem, type ConfigProblem } from "../config/config-error.ts";
-import type { FieldPath } from "../config/yaml-locations.ts";
+import type { FieldPath } from "../config/kube-yaml.ts";
 import { renderViolation } from "../core/decision.ts";
 import { renderAtLocation } from "../errors/source-location.ts";
 import { shippedProfiles } from "../policy/profiles.ts";

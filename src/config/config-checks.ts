@@ -1,10 +1,10 @@
-// What the configuration loaders share: reading a file, parsing its YAML with lines, and checking fields
+// What the configuration loaders share: reading a file, parsing its YAML as kubectl does (with lines), and checking fields
 // while collecting every problem (with file, line and field) instead of stopping at the first.
 import { readFile } from "node:fs/promises";
 import { formatFieldPath } from "../core/field-path.ts";
 import { parseDuration } from "../core/duration.ts";
 import { ConfigError, type ConfigProblem } from "./config-error.ts";
-import { parseYamlWithLines, type FieldPath, type LocatedDocument, type LocatedYaml } from "./yaml-locations.ts";
+import { readKubeYaml, type FieldPath, type LocatedDocument, type LocatedYaml } from "./kube-yaml.ts";
 
 export const CONFIG_API_VERSION = "imprimatur.dev/v1alpha1";
 
@@ -96,7 +96,7 @@ export async function readConfigText(file: string, what: string): Promise<string
 
 /** Every document of a YAML file; syntax errors are thrown as one ConfigError listing them all. */
 export function yamlDocuments(text: string, file: string): LocatedDocument[] {
-  const parsed: LocatedYaml = parseYamlWithLines(text);
+  const parsed: LocatedYaml = readKubeYaml(text);
   if (parsed.errors.length > 0) {
     throw new ConfigError(
       "invalid-config",
@@ -115,5 +115,5 @@ export function singleYamlDocument(text: string, file: string): LocatedDocument 
       { file, ...(line !== undefined ? { line } : {}), message: `holds ${documents.length} YAML documents; expected one` },
     ]);
   }
-  return documents[0] ?? { value: null, lineOf: () => undefined };
+  return documents[0] ?? { value: null, document: 1, lineOf: () => undefined };
 }

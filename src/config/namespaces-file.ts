@@ -3,7 +3,7 @@
 // more YAML documents. Every problem is reported at once, with its line.
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
 import { ConfigChecks, isMapping, readConfigText, yamlDocuments } from "./config-checks.ts";
-import type { FieldPath } from "./yaml-locations.ts";
+import type { FieldPath } from "./kube-yaml.ts";
 
 type Table = Map<string, Record<string, string>>;
 

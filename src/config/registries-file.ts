@@ -21,7 +21,7 @@ import { formatFieldPath } from "../core/field-path.ts";
 import { parseImageReference } from "../core/image-reference.ts";
 import { normalizeRegistryHost, registrySettingsMap, type RegistrySettings, type RegistrySettingsMap } from "../registry/registry-settings.ts";
 import { ConfigChecks, readConfigText, singleYamlDocument } from "./config-checks.ts";
-import type { FieldPath } from "./yaml-locations.ts";
+import type { FieldPath } from "./kube-yaml.ts";
 
 const ROOT_KEYS = ["apiVersion", "kind", "registries"];
 const ENTRY_KEYS = ["host", "ca", "clientCertificate", "clientKey", "insecure", "mirrors"];

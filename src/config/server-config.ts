@@ -6,7 +6,7 @@ import type { PinningMode } from "../core/digest-pinning.ts";
 import { DEFAULT_MAX_BYTES_PER_IMAGE } from "../registry/download-budget.ts";
 import { checkTemplatePath, type TemplateKind } from "../core/workload-templates.ts";
 import { ConfigChecks, readConfigText, singleYamlDocument } from "./config-checks.ts";
-import type { FieldPath } from "./yaml-locations.ts";
+import type { FieldPath } from "./kube-yaml.ts";
 
 export interface BackendConfig {
   name: string;

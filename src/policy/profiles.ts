@@ -4,7 +4,7 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parse } from "yaml";
+import { readKubeYaml } from "../config/kube-yaml.ts";
 import { compilePodRestriction, type PodRestriction } from "../core/pod-restriction/pod-restriction.ts";
 import { formatPath, PolicyLoadError, type PolicyError } from "./policy-error.ts";
 
@@ -31,7 +31,12 @@ async function loadProfiles(dir: string): Promise<Map<string, Profile>> {
   const files = (await readdir(dir)).filter((f) => /\.ya?ml$/.test(f)).sort();
   const raws = new Map<string, { raw: unknown; file: string }>();
   for (const f of files) {
-    const raw: unknown = parse(await readFile(join(dir, f), "utf8"));
+    // Read as every policy file is, as kubectl reads it; a profile is one document.
+    const parsed = readKubeYaml(await readFile(join(dir, f), "utf8"));
+    const yamlError = parsed.errors[0];
+    if (yamlError)
+      throw new PolicyLoadError([{ origin: f, ...(yamlError.line !== undefined ? { line: yamlError.line } : {}), message: `YAML: ${yamlError.message}` }]);
+    const raw: unknown = parsed.documents[0]?.value ?? null;
     const name = (raw as { metadata?: { name?: unknown } } | null)?.metadata?.name;
     if (typeof name !== "string") throw new PolicyLoadError([{ origin: f, message: "a profile needs metadata.name" }]);
     raws.set(name, { raw, file: f });

@@ -50,7 +50,7 @@ export interface LocatedDocument {
 }
 
 export interface LocatedYaml {
-  /** Documents without errors, in order; empty documents ("---" alone, comments only) are left out. */
+  /** Documents without errors, in order; empty and null documents ("---" alone, comments only, ~) are left out, as kubectl skips them. */
   documents: LocatedDocument[];
   /** Syntax errors, duplicate keys, values JSON cannot hold: the 1-based document they are in and their line. */
   errors: Array<{ document: number; line: number | undefined; message: string }>;
@@ -92,6 +92,14 @@ export function readKubeYaml(text: string): LocatedYaml {
         continue;
       }
       if (doc.contents === null) continue;
+      const problems: Array<{ line: number | undefined; message: string }> = [];
+      const value = new JsonConversion(doc, lineAt, problems).value(doc.contents);
+      if (problems.length > 0) {
+        for (const p of problems) fail(p.line, p.message);
+        continue;
+      }
+      // kubectl skips a document that is null ("---" alone, comments only), and so it takes no piece.
+      if (value === null) continue;
       const startLine = lineAt(doc.contents.range[0])!;
       const piece = separators.filter((l) => l < startLine).length;
       if (piece === lastPiece) {
@@ -99,12 +107,6 @@ export function readKubeYaml(text: string): LocatedYaml {
         continue;
       }
       lastPiece = piece;
-      const problems: Array<{ line: number | undefined; message: string }> = [];
-      const value = new JsonConversion(doc, lineAt, problems).value(doc.contents);
-      if (problems.length > 0) {
-        for (const p of problems) fail(p.line, p.message);
-        continue;
-      }
       result.documents.push({ value, document, lineOf: (path) => lineOfPath(doc, path, lineAt) });
     }
   }

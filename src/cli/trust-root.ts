@@ -1,7 +1,7 @@
 // `imprimatur trust-root update`: refreshes the Sigstore public-good trusted root over TUF (@sigstore/tuf, the
 // client Sigstore ships) when the network allows — never at admission time — and writes it as a TrustRoot
 // document that replaces the embedded root when put in the policy folder.
-import { mkdtemp, rename, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { TrustedRoot } from "@sigstore/protobuf-specs";
@@ -10,7 +10,9 @@ import { stringify } from "yaml";
 import { DEFAULT_TRUST_ROOT } from "../core/image-policy/compile-attestors.ts";
 import { POLICY_API_VERSION } from "../core/image-policy/image-policy-kind.ts";
 import { parseTrustedRoot } from "../core/trust-root/trust-root-kind.ts";
-import { parseCommandArgs, UsageError } from "./args.ts";
+import { fileProblem } from "../fs/file-problem.ts";
+import { makeDirectory } from "../fs/make-directory.ts";
+import { parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 
 export const TRUST_ROOT_USAGE = `Usage: imprimatur trust-root update [-o FILE|-] [--name NAME] [--mirror URL --root FILE] [--cache DIR] [--timeout SECONDS]
 
@@ -28,7 +30,8 @@ imprimatur, which is what keyless verification uses by default. The server never
   -h, --help           show this help
 
 Exit status: 0 written; 1 the update failed (unreachable, or TUF verification failed: one line says why);
-2 usage errors.
+2 usage errors, and a --root that cannot be read or is not a TUF root.json, a --cache folder that cannot be
+made, or an -o whose folder does not exist (one line naming the path and why; checked before any fetch).
 `;
 
 export async function runTrustRoot(argv: string[]): Promise<number> {
@@ -60,13 +63,16 @@ export async function runTrustRoot(argv: string[]): Promise<number> {
     if (!/^\d+$/.test(values.timeout!) || Number(values.timeout) < 1)
       throw new UsageError(`--timeout must be a whole number of seconds, got ${values.timeout}`);
   } catch (e) {
-    if (e instanceof UsageError) {
-      process.stderr.write(`imprimatur trust-root: ${e.message}\n\n${TRUST_ROOT_USAGE}`);
-      return 2;
-    }
+    if (e instanceof UsageError) return usageFailure("trust-root", e.message);
     throw e;
   }
 
+  // The files given are checked before anything is fetched: a wrong path is the user's to fix, not a TUF failure.
+  const problem = await inputProblem(values);
+  if (problem) {
+    process.stderr.write(`imprimatur trust-root update: ${problem}\n`);
+    return 2;
+  }
   const cachePath = values.cache ?? (await mkdtemp(join(tmpdir(), "imprimatur-tuf-")));
   const timeoutMs = Number(values.timeout) * 1000;
   let json: unknown;
@@ -118,6 +124,42 @@ export async function runTrustRoot(argv: string[]): Promise<number> {
       `${m.ctlogs.length} CT logs, ${m.timestampAuthorities.length} timestamp authorities${values.output === "-" ? "" : ` written to ${values.output}`}\n`,
   );
   return 0;
+}
+
+/** Why the --root, --cache or -o given cannot be used, in one line naming the path; undefined when they can. */
+async function inputProblem(values: { root?: string; cache?: string; output?: string }): Promise<string | undefined> {
+  if (values.root !== undefined) {
+    let text: string;
+    try {
+      text = await readFile(values.root, "utf8");
+    } catch (e) {
+      return `cannot read the TUF root ${values.root}: ${fileProblem(e)}`;
+    }
+    let root: { signed?: { _type?: unknown }; signatures?: unknown };
+    try {
+      root = JSON.parse(text) as typeof root;
+    } catch {
+      return `${values.root} is not a TUF root.json: it is not JSON`;
+    }
+    if (root?.signed?._type !== "root" || !Array.isArray(root.signatures))
+      return `${values.root} is not a TUF root.json: it has no signed root metadata ("signed" with "_type": "root", and "signatures")`;
+  }
+  if (values.cache !== undefined) {
+    try {
+      await makeDirectory(values.cache, 0o700);
+    } catch (e) {
+      return `--cache: ${(e as Error).message}`;
+    }
+  }
+  if (values.output !== undefined && values.output !== "-") {
+    const folder = dirname(values.output);
+    const isFolder = await stat(folder).then(
+      (s) => s.isDirectory(),
+      () => false,
+    );
+    if (!isFolder) return `cannot write ${values.output}: the folder ${folder} does not exist`;
+  }
+  return undefined;
 }
 
 /** TUF and fetch errors in one line: the code and message, and the cause when it says more. */

@@ -2,13 +2,15 @@
 // Sigstore's conformance suite, with the same verifier the webhooks use (src/verification/verify-entry.ts).
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
+import { bundleFromJSON } from "@sigstore/bundle";
 import type { KeylessAttestor, StaticKeyAttestor } from "../core/image-policy/attestors.ts";
 import { parsePublicKey } from "../core/image-policy/compile-attestors.ts";
 import { parseTrustedRoot, type TrustRoot } from "../core/trust-root/trust-root-kind.ts";
+import { fileProblem } from "../fs/file-problem.ts";
 import { bundleToItem, type SignedItem } from "../verification/signed-item.ts";
 import { publicGoodTrustRoot } from "../verification/trust-roots.ts";
 import { publicKeyFromPem, verifyItem } from "../verification/verify-entry.ts";
-import { parseCommandArgs, UsageError } from "./args.ts";
+import { parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 
 export const VERIFY_BUNDLE_USAGE = `Usage: imprimatur verify-bundle --bundle FILE (--certificate-identity ID --certificate-oidc-issuer URL | --key FILE) [--trusted-root FILE] FILE|sha256:HEX
 
@@ -25,8 +27,12 @@ protocol of Sigstore's conformance suite.
   --trusted-root FILE              trusted_root.json (default: the embedded Sigstore public-good root)
   -h, --help                       show this help
 
-Exit status: 0 verified; 1 not verified, with one line saying why; 2 usage errors.
+Exit status: 0 verified; 1 not verified, with one line saying why; 2 usage errors, and a bundle, key, trusted
+root or artifact that cannot be read or is not one (one line naming the file and why).
 `;
+
+/** A file given on the command line that cannot be read, or is not what its flag wants: exit 2. */
+class InputError extends Error {}
 
 export async function runVerifyBundle(argv: string[]): Promise<number> {
   let values;
@@ -52,10 +58,7 @@ export async function runVerifyBundle(argv: string[]): Promise<number> {
     if (identity && (!values["certificate-identity"] || !values["certificate-oidc-issuer"]))
       throw new UsageError("--certificate-identity and --certificate-oidc-issuer go together");
   } catch (e) {
-    if (e instanceof UsageError) {
-      process.stderr.write(`imprimatur verify-bundle: ${e.message}\n\n${VERIFY_BUNDLE_USAGE}`);
-      return 2;
-    }
+    if (e instanceof UsageError) return usageFailure("verify-bundle", e.message);
     throw e;
   }
   const fail = (message: string) => {
@@ -70,13 +73,17 @@ export async function runVerifyBundle(argv: string[]): Promise<number> {
   try {
     trustRoot = values["trusted-root"] ? await readTrustRoot(values["trusted-root"]) : publicGoodTrustRoot();
     artifact = await readArtifact(artifactArg);
-    item = bundleToItem(await readFile(values.bundle!), values.bundle!, artifact.bytes);
+    item = await readBundle(values.bundle!, artifact.bytes);
     if (values.key !== undefined) {
-      const parsed = parsePublicKey(await readFile(values.key, "utf8"));
-      if ("error" in parsed) throw new Error(`${values.key}: ${parsed.error}`);
+      const parsed = parsePublicKey((await readInput(values.key, "the key")).toString("utf8"));
+      if ("error" in parsed) throw new InputError(`${values.key} is not a public key: ${parsed.error}`);
       key = publicKeyFromPem(parsed.key.pem);
     }
   } catch (e) {
+    if (e instanceof InputError) {
+      process.stderr.write(`imprimatur verify-bundle: ${e.message}\n`);
+      return 2;
+    }
     return fail((e as Error).message);
   }
 
@@ -111,22 +118,48 @@ function exactly(value: string) {
   return { source: value, test: (v: string) => v === value };
 }
 
-async function readTrustRoot(path: string): Promise<TrustRoot> {
-  let json: unknown;
+/** The bytes of a file the command was given, or an InputError naming it, what it was for, and why. */
+async function readInput(path: string, what: string): Promise<Buffer> {
   try {
-    json = JSON.parse(await readFile(path, "utf8"));
+    return await readFile(path);
   } catch (e) {
-    throw new Error(`${path}: ${(e as Error).message}`, { cause: e });
+    throw new InputError(`cannot read ${what} ${path}: ${fileProblem(e)}`, { cause: e });
   }
-  const parsed = parseTrustedRoot(json);
-  if ("error" in parsed) throw new Error(`${path}: ${parsed.error}`);
+}
+
+/** A JSON file's content, or an InputError saying that it is not the kind of file it was given as. */
+function parseJson(bytes: Buffer, path: string, kind: string): unknown {
+  try {
+    return JSON.parse(bytes.toString("utf8"));
+  } catch (e) {
+    throw new InputError(`${path} is not ${kind}: it is not JSON`, { cause: e });
+  }
+}
+
+async function readTrustRoot(path: string): Promise<TrustRoot> {
+  const parsed = parseTrustedRoot(parseJson(await readInput(path, "the trusted root"), path, "a trusted root (trusted_root.json)"));
+  if ("error" in parsed) throw new InputError(`${path} is not a usable trusted root: ${parsed.error}`);
   return { name: "given", source: { origin: path }, ...parsed };
+}
+
+async function readBundle(path: string, artifact: Buffer | undefined): Promise<SignedItem> {
+  const bytes = await readInput(path, "the bundle");
+  try {
+    bundleFromJSON(parseJson(bytes, path, "a Sigstore bundle"));
+  } catch (e) {
+    if (e instanceof InputError) throw e;
+    // The library says only "invalid bundle"; the fields it rejected say which part is wrong.
+    const fields = (e as { fields?: unknown }).fields;
+    const detail = Array.isArray(fields) && fields.length > 0 ? `missing or invalid ${fields.join(", ")}` : (e as Error).message;
+    throw new InputError(`${path} is not a Sigstore bundle: ${detail}`, { cause: e });
+  }
+  return bundleToItem(bytes, path, artifact);
 }
 
 async function readArtifact(arg: string): Promise<{ digest: Buffer; bytes?: Buffer }> {
   const m = /^sha256:([0-9a-f]{64})$/.exec(arg);
   if (m) return { digest: Buffer.from(m[1]!, "hex") };
-  const bytes = await readFile(arg);
+  const bytes = await readInput(arg, "the artifact");
   return { digest: createHash("sha256").update(bytes).digest(), bytes };
 }
 

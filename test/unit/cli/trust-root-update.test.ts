@@ -57,7 +57,7 @@ test("a timestamp signed by a key the root does not trust, or expired metadata, 
 
 test("an unreachable mirror fails within the timeout; usage errors exit 2", async () => {
   const root = join(dir, "any-root.json");
-  writeFileSync(root, "{}");
+  writeFileSync(root, JSON.stringify({ signed: { _type: "root" }, signatures: [] }));
   const started = Date.now();
   const r = await imprimatur(["trust-root", "update", "--mirror", "http://127.0.0.1:1", "--root", root, "--timeout", "5"]);
   assert.equal(r.code, 1);
@@ -68,4 +68,36 @@ test("an unreachable mirror fails within the timeout; usage errors exit 2", asyn
   const noRoot = await imprimatur(["trust-root", "update", "--mirror", "http://127.0.0.1:1"]);
   assert.equal(noRoot.code, 2);
   assert.match(noRoot.stderr, /--mirror needs --root/);
+});
+
+test("a --root that cannot be read or is not a TUF root, a --cache that cannot be made, an -o without its folder: one line, exit 2, nothing fetched", async () => {
+  const repo = await startTufRepository({ "trusted_root.json": "{}" });
+  try {
+    const missing = join(dir, "missing-root.json");
+    const notJson = join(dir, "not-json.json");
+    writeFileSync(notJson, "root\n");
+    const notRoot = join(dir, "not-root.json");
+    writeFileSync(notRoot, "{}");
+    const good = join(dir, "good-root.json");
+    writeFileSync(good, repo.rootJson);
+    const cases: Array<[string[], string]> = [
+      [["--root", missing], `cannot read the TUF root ${missing}: no such file or folder`],
+      [["--root", dir], `cannot read the TUF root ${dir}: it is a folder, not a file`],
+      [["--root", notJson], `${notJson} is not a TUF root.json: it is not JSON`],
+      [["--root", notRoot], `${notRoot} is not a TUF root.json: it has no signed root metadata ("signed" with "_type": "root", and "signatures")`],
+      [["--root", good, "--cache", "/proc/imprimatur-tuf"], "--cache: cannot use the folder /proc/imprimatur-tuf: /proc does not allow creating folders in it"],
+      [
+        ["--root", good, "-o", join(dir, "absent", "root.yaml")],
+        `cannot write ${join(dir, "absent", "root.yaml")}: the folder ${join(dir, "absent")} does not exist`,
+      ],
+    ];
+    for (const [args, message] of cases) {
+      const r = await imprimatur(["trust-root", "update", "--mirror", repo.url, ...args]);
+      assert.equal(r.code, 2, message);
+      assert.equal(r.stderr, `imprimatur trust-root update: ${message}\n`);
+    }
+    assert.deepEqual(repo.requests, []);
+  } finally {
+    await repo.close();
+  }
 });

@@ -105,22 +105,40 @@ test("a message-signature bundle verifies by digest with a key: ECDSA and RSA; a
   assert.equal(edByDigest.stderr, "imprimatur verify-bundle: a ed25519 signature covers the artifact itself: give the file, not its digest\n");
 });
 
-test("bad input: one clear line and exit 1; usage errors exit 2", async () => {
-  const garbage = await imprimatur([
-    "verify-bundle",
-    "--bundle",
-    file("bad.json", "{"),
-    "--key",
-    file("k.pub", generateSigningKey().publicKeyPem),
-    artifactFile,
-  ]);
-  assert.equal(garbage.code, 1);
-  assert.match(garbage.stderr, /^imprimatur verify-bundle: .*bad\.json: the bundle is not JSON/);
-  assert.equal(garbage.stderr.split("\n").length, 2);
+test("input that cannot be read or is not a bundle, key, trusted root or artifact: one line naming the file and why, exit 2", async () => {
+  const key = generateSigningKey();
+  const keyFile = file("k.pub", key.publicKeyPem);
+  const bundle = file("bundle.json", (await messageSignatureBundle({ artifact, key, rekor: sigstore, version: "0.3" })).bytes);
+  const missing = join(dir, "missing.json");
+  const cases: Array<[string[], string]> = [
+    [["--bundle", missing, "--key", keyFile, artifactFile], `cannot read the bundle ${missing}: no such file or folder`],
+    [["--bundle", dir, "--key", keyFile, artifactFile], `cannot read the bundle ${dir}: it is a folder, not a file`],
+    [["--bundle", file("bad.json", "{"), "--key", keyFile, artifactFile], `${join(dir, "bad.json")} is not a Sigstore bundle: it is not JSON`],
+    [
+      ["--bundle", file("other.json", '{"kind":"not a bundle"}'), "--key", keyFile, artifactFile],
+      `${join(dir, "other.json")} is not a Sigstore bundle: missing or invalid mediaType, content, verificationMaterial`,
+    ],
+    [["--bundle", bundle, "--key", missing, artifactFile], `cannot read the key ${missing}: no such file or folder`],
+    [
+      ["--bundle", bundle, "--key", artifactFile, artifactFile],
+      `${artifactFile} is not a public key: not a PEM public key (-----BEGIN PUBLIC KEY----- … -----END PUBLIC KEY-----)`,
+    ],
+    [["--bundle", bundle, "--key", keyFile, join(dir, "no-artifact")], `cannot read the artifact ${join(dir, "no-artifact")}: no such file or folder`],
+    [["--bundle", bundle, "--key", keyFile, "--trusted-root", missing, artifactFile], `cannot read the trusted root ${missing}: no such file or folder`],
+    [
+      ["--bundle", bundle, "--key", keyFile, "--trusted-root", artifactFile, artifactFile],
+      `${artifactFile} is not a trusted root (trusted_root.json): it is not JSON`,
+    ],
+  ];
+  for (const [args, message] of cases) {
+    const r = await imprimatur(["verify-bundle", ...args]);
+    assert.equal(r.code, 2, message);
+    assert.equal(r.stderr, `imprimatur verify-bundle: ${message}\n`);
+  }
+  const badRoot = await imprimatur(["verify-bundle", "--bundle", bundle, "--key", keyFile, "--trusted-root", file("root.json", "{}"), artifactFile]);
+  assert.equal(badRoot.code, 2);
+  assert.match(badRoot.stderr, /^imprimatur verify-bundle: .*root\.json is not a usable trusted root: mediaType must be one of [^\n]*\n$/);
   const usage = await imprimatur(["verify-bundle", "--bundle", "x.json", artifactFile]);
   assert.equal(usage.code, 2);
   assert.match(usage.stderr, /give either --certificate-identity with --certificate-oidc-issuer, or --key/);
-  const badRoot = await imprimatur(["verify-bundle", "--bundle", "x.json", "--key", "k", "--trusted-root", file("root.json", "{}"), artifactFile]);
-  assert.equal(badRoot.code, 1);
-  assert.match(badRoot.stderr, /root\.json: mediaType must be one of/);
 });

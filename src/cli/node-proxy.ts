@@ -16,7 +16,7 @@ import { PodPullSecrets } from "../node/pod-pull-secrets.ts";
 import { loadKubeConfig } from "../kube/kube-config.ts";
 import { RecordStore } from "../node/record-store.ts";
 import { createServerLogger } from "../server/logger.ts";
-import { errorText, parseCommandArgs, UsageError } from "./args.ts";
+import { errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 import { DEFAULT_NODE_STATE_DIR } from "./node-records.ts";
 
 export const NODE_PROXY_USAGE = `Usage: imprimatur node-proxy --listen unix://PATH --runtime-endpoint unix://SOCKET [--state-dir DIR] [options]
@@ -109,8 +109,7 @@ export async function runNodeProxy(argv: string[]): Promise<number> {
     args = parseNodeProxyArgs(argv);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
-    process.stderr.write(`imprimatur node-proxy: ${e.message}\n\n${NODE_PROXY_USAGE}`);
-    return 2;
+    return usageFailure("node-proxy", e.message);
   }
   const { logger, flush } = createServerLogger();
   let store: RecordStore | undefined;
@@ -129,9 +128,7 @@ export async function runNodeProxy(argv: string[]): Promise<number> {
     server = await startImageServiceProxy(args.listen, runtime, proxy.handle);
     if (args.metricsAddress) metricsServer = await serveMetrics(args.metricsAddress, () => metrics.registry.metrics(), metrics.registry.contentType);
   } catch (e) {
-    process.stderr.write(`imprimatur node-proxy: ${errorText(e)}\n`);
-    if ((e as { code?: unknown }).code === grpc.status.UNAVAILABLE)
-      process.stderr.write(`imprimatur node-proxy: the container runtime at ${args.runtime} is not answering (not up yet?); start again once it is\n`);
+    process.stderr.write(`imprimatur node-proxy: ${startProblem(e, args.runtime)}\n`);
     if (store?.snapshot === "due")
       process.stderr.write("imprimatur node-proxy: no start has completed yet: the next start records the images then on the node as preloaded\n");
     runtime.close();
@@ -152,6 +149,27 @@ export async function runNodeProxy(argv: string[]): Promise<number> {
   logger.info("node proxy stopped");
   flush();
   return 0;
+}
+
+/** Why the start failed, in one sentence: a runtime that cannot be reached is named with the reason, not gRPC's status text. */
+export function startProblem(e: unknown, runtime: string): string {
+  const { code, details } = e as { code?: unknown; details?: unknown };
+  if (typeof code !== "number" || typeof details !== "string" || !(e instanceof Error)) return errorText(e);
+  if (code === grpc.status.UNAVAILABLE || code === grpc.status.DEADLINE_EXCEEDED) {
+    const socket = runtime.replace(/^unix:\/\//, "");
+    const reason = /\bENOENT\b/.test(details)
+      ? `there is no socket at ${socket}`
+      : /\bECONNREFUSED\b/.test(details)
+        ? `nothing accepts connections on ${socket}`
+        : /\bEACCES\b|\bEPERM\b/.test(details)
+          ? `permission denied on ${socket}`
+          : /\bENOTSOCK\b/.test(details)
+            ? `${socket} is not a socket`
+            : "it gave no answer in time";
+    return `the container runtime at ${runtime} is not answering (${reason}): start the runtime first, then start the proxy again`;
+  }
+  // It answered, with an error: the call and gRPC's status name say what it refused.
+  return `the container runtime at ${runtime} answered with an error: ${grpc.status[code] ?? code}: ${details}`;
 }
 
 function serveMetrics(at: { host: string; port: number }, text: () => Promise<string>, contentType: string): Promise<Server> {

@@ -1,8 +1,11 @@
 // `imprimatur node-records`: who may use which image on this node, from the node proxy's state folder (read
 // only; safe while the proxy runs).
+import { readdir, stat } from "node:fs/promises";
+import { join } from "node:path";
 import { stringify } from "yaml";
+import { fileProblem } from "../fs/file-problem.ts";
 import { readRecordsFolder } from "../node/record-store.ts";
-import { errorText, parseCommandArgs, UsageError } from "./args.ts";
+import { errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 
 export const DEFAULT_NODE_STATE_DIR = "/var/lib/imprimatur/node-proxy";
 
@@ -18,7 +21,8 @@ was taken (a warning when it is missing: then no image counts as preloaded).
   --state-dir DIR      the node proxy's --state-dir (default ${DEFAULT_NODE_STATE_DIR})
   -o, --output FORMAT  text (default: one line per image and repository, and a summary), json or yaml
 
-Exit status: 0 when every record is readable, 1 when some cannot be read, 2 on usage errors or a missing folder.
+Exit status: 0 when every record is readable, 1 when some cannot be read, 2 on usage errors or a folder that is
+missing, empty or not the node proxy's (one line naming it and why).
 `;
 
 const OUTPUTS = ["text", "json", "yaml"] as const;
@@ -44,7 +48,11 @@ export async function runNodeRecords(argv: string[]): Promise<number> {
       throw new UsageError(`--output must be one of ${OUTPUTS.join(", ")}, got ${values.output}`);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
-    process.stderr.write(`imprimatur node-records: ${e.message}\n\n${NODE_RECORDS_USAGE}`);
+    return usageFailure("node-records", e.message);
+  }
+  const notStateFolder = await stateFolderProblem(values["state-dir"]!);
+  if (notStateFolder) {
+    process.stderr.write(`imprimatur node-records: ${notStateFolder}\n`);
     return 2;
   }
   let folder: Awaited<ReturnType<typeof readRecordsFolder>>;
@@ -107,6 +115,32 @@ export async function runNodeRecords(argv: string[]): Promise<number> {
     );
   }
   return unreadable > 0 ? 1 : 0;
+}
+
+/** Why DIR is not a node proxy state folder, in one sentence naming it; undefined when it is one. */
+async function stateFolderProblem(dir: string): Promise<string | undefined> {
+  let isFolder: boolean;
+  try {
+    isFolder = (await stat(dir)).isDirectory();
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return `no state folder at ${dir}: it does not exist (has the node proxy run with this --state-dir?)`;
+    return `cannot read the state folder ${dir}: ${fileProblem(e)}`;
+  }
+  if (!isFolder) return `${dir} is a file, not the node proxy's state folder`;
+  let entries: string[];
+  try {
+    entries = await readdir(dir);
+  } catch (e) {
+    return `cannot read the state folder ${dir}: ${fileProblem(e)}`;
+  }
+  if (entries.length === 0) return `the state folder ${dir} is empty: the node proxy has not started with this --state-dir yet`;
+  const pulled = await stat(join(dir, "pulled")).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
+  if (!pulled) return `${dir} is not the node proxy's state folder: it has no pulled/ folder of records`;
+  return undefined;
 }
 
 const SNAPSHOT_LINES = {

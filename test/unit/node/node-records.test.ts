@@ -2,7 +2,7 @@
 // the first start's snapshot of preloaded images. Run in this process with its standard output captured (the
 // command is only that output and an exit status), so mutation testing of the record store reaches it.
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, test } from "node:test";
@@ -63,5 +63,38 @@ describe("node-records: the preloaded-image snapshot", () => {
     assert.match(listed.text, /warning: no preloaded-image snapshot.*no image counts as preloaded/);
     assert.equal(listed.json.summary.snapshot, "missing");
     assert.equal(listed.json.summary.snapshotTime, undefined);
+  });
+});
+
+describe("node-records: a folder that is not a state folder", () => {
+  async function failing(stateDir: string): Promise<{ code: number; stdout: string; stderr: string }> {
+    let stderr = "";
+    const write = process.stderr.write;
+    process.stderr.write = ((chunk: string | Uint8Array) => {
+      stderr += chunk.toString();
+      return true;
+    }) as typeof process.stderr.write;
+    try {
+      return { ...(await run(["--state-dir", stateDir])), stderr };
+    } finally {
+      process.stderr.write = write;
+    }
+  }
+
+  test("missing, empty, a file, or without records: one line naming it and why, exit 2, nothing on standard output", async () => {
+    const parent = join(dir, "..");
+    const cases: Array<[string, () => Promise<unknown>, string]> = [
+      [dir, async () => undefined, `no state folder at ${dir}: it does not exist (has the node proxy run with this --state-dir?)`],
+      [dir, () => mkdir(dir), `the state folder ${dir} is empty: the node proxy has not started with this --state-dir yet`],
+      [join(parent, "file"), () => writeFile(join(parent, "file"), "x"), `${join(parent, "file")} is a file, not the node proxy's state folder`],
+      [parent, async () => undefined, `${parent} is not the node proxy's state folder: it has no pulled/ folder of records`],
+    ];
+    for (const [stateDir, prepare, message] of cases) {
+      await prepare();
+      const r = await failing(stateDir);
+      assert.equal(r.code, 2, message);
+      assert.equal(r.stdout, "");
+      assert.equal(r.stderr, `imprimatur node-records: ${message}\n`);
+    }
   });
 });

@@ -52,6 +52,11 @@ export interface AdmissionSubject {
   judgePods: boolean;
   /** Images imagePaths select but that cannot be reviewed (not located in the object): each one denies. */
   extractionErrors?: ExtractionError[];
+  /**
+   * The request as the apiServer sent it (or as `check` and an ImageReview stand for it): what a policy's
+   * matchConstraints and matchConditions are decided on.
+   */
+  request: AdmissionRequest;
 }
 
 export type SubjectPlan = { review: false; why: string } | { review: true; subject: AdmissionSubject };
@@ -84,6 +89,7 @@ export function subjectOfRequest(req: AdmissionRequest, extraction: Extraction =
         pods: [pod],
         images: changedImages([pod], before ? [before] : undefined),
         judgePods: true,
+        request: req,
       },
     };
   }
@@ -106,19 +112,37 @@ export function subjectOfRequest(req: AdmissionRequest, extraction: Extraction =
     // unjudged, so a policy added later does not block unrelated updates. Ephemeral containers are always new.
     const unchanged = sub === "" && before.length === pods.length && pods.every((p, i) => sameRestrictedContent(p, before[i]!));
     if (unchanged && images.length === 0 && errors.length === 0) return { review: false, why: "no restricted field changed" };
-    return { review: true, subject: { origin: "object", namespace, object, pods, images, judgePods: !unchanged, ...extractionErrors } };
+    return { review: true, subject: { origin: "object", namespace, object, pods, images, judgePods: !unchanged, request: req, ...extractionErrors } };
   }
   const extractionErrors = errors.length > 0 ? { extractionErrors: errors } : {};
   return {
     review: true,
-    subject: { origin: "object", namespace, object, pods, images: changedImages(pods, undefined), judgePods: true, ...extractionErrors },
+    subject: { origin: "object", namespace, object, pods, images: changedImages(pods, undefined), judgePods: true, request: req, ...extractionErrors },
   };
 }
 
+/** Who `check` and `imprimatur test` say creates a manifest (kubectl's --as and --as-group). */
+export type RequestUser = NonNullable<AdmissionRequest["userInfo"]>;
+
 /** A manifest checked offline, as if it were created; objects without a namespace go to `defaultNamespace`. */
-export function subjectOfObject(obj: Record<string, unknown>, extraction: Extraction = {}, defaultNamespace = "default"): SubjectPlan {
-  const namespace = str(asObject(obj.metadata)?.namespace) ?? defaultNamespace;
-  return subjectOfRequest({ uid: "", operation: "CREATE", namespace, object: obj, resource: resourceOf(obj) }, extraction);
+export function subjectOfObject(obj: Record<string, unknown>, extraction: Extraction = {}, defaultNamespace = "default", user?: RequestUser): SubjectPlan {
+  const metadata = asObject(obj.metadata);
+  const namespace = str(metadata?.namespace) ?? defaultNamespace;
+  const { group, version } = groupVersionOf(str(obj.apiVersion) ?? "");
+  const kind = str(obj.kind) ?? "";
+  return subjectOfRequest(
+    {
+      uid: "",
+      operation: "CREATE",
+      namespace,
+      name: str(metadata?.name) ?? "",
+      object: obj,
+      kind: { group, version, kind },
+      resource: { group, version, resource: guessResource(kind) },
+      ...(user ? { userInfo: user } : {}),
+    },
+    extraction,
+  );
 }
 
 /** An ImageReview carries only images, annotations and a namespace: one pod with nothing else to judge. */
@@ -137,6 +161,15 @@ export function subjectOfImageReview(spec: ImageReviewSpec): AdmissionSubject {
     pods: [pod],
     images: spec.containers.map((c, i) => ({ image: c.image, field: `spec.containers[${i}].image`, pod: 0 })),
     judgePods: false,
+    // The ImagePolicyWebhook admission plugin asks while a pod is created; the review carries no more of it.
+    request: {
+      uid: "",
+      operation: "CREATE",
+      namespace: spec.namespace ?? "",
+      kind: { group: "", version: "v1", kind: "Pod" },
+      resource: { group: "", version: "v1", resource: "pods" },
+      object: { apiVersion: "v1", kind: "Pod", metadata: { namespace: spec.namespace ?? "", annotations }, spec: { containers: spec.containers } },
+    },
   };
 }
 
@@ -218,9 +251,23 @@ function sameRestrictedContent(a: SubjectPod, b: SubjectPod): boolean {
   );
 }
 
-/** The resource a manifest's kind is served as; only Pods need it (their subresources are told apart). */
-function resourceOf(obj: Record<string, unknown>): AdmissionRequest["resource"] {
-  return obj.kind === "Pod" && obj.apiVersion === "v1" ? { group: "", version: "v1", resource: "pods" } : { group: "", version: "", resource: "" };
+function groupVersionOf(apiVersion: string): { group: string; version: string } {
+  const slash = apiVersion.indexOf("/");
+  return slash < 0 ? { group: "", version: apiVersion } : { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
+}
+
+/**
+ * The resource a kind is served as, guessed as Kubernetes' meta.UnsafeGuessKindToResource does (kubectl uses it
+ * without discovery): lower case, then "es" after "s", "ies" for a final "y", "s" otherwise; "endpoints" stays.
+ * Right for every built-in kind Imprimatur reviews and for most custom resources.
+ */
+export function guessResource(kind: string): string {
+  if (kind === "") return "";
+  const singular = kind.toLowerCase();
+  if (singular.endsWith("endpoints")) return singular;
+  if (singular.endsWith("s")) return `${singular}es`;
+  if (singular.endsWith("y")) return `${singular.slice(0, -1)}ies`;
+  return `${singular}s`;
 }
 
 function str(v: unknown): string | undefined {

@@ -4,6 +4,7 @@ import type { AdmissionSubject } from "./admission-subject.ts";
 import type { Decision } from "./decision.ts";
 import type { ImagePath } from "./image-paths.ts";
 import type { CompiledPolicy, KindEvaluationContext, PolicyKind } from "./policy-kind.ts";
+import { matchUsesNamespaceLabels } from "./request-match/request-match.ts";
 import { imagePolicyKind } from "./image-policy/image-policy-kind.ts";
 import { podRestrictionKind } from "./pod-restriction/pod-restriction-kind.ts";
 import { trustRootKind } from "./trust-root/trust-root-kind.ts";
@@ -54,7 +55,9 @@ export function preparePolicies(set: PolicySet): PreparedPolicies {
   return {
     set,
     byKind: byKind as PreparedPolicies["byKind"],
-    usesNamespaceLabels: KIND_NAMES.some((k) => kindNamed(k).usesNamespaceLabels(byKind[k])),
+    usesNamespaceLabels:
+      KIND_NAMES.some((k) => kindNamed(k).usesNamespaceLabels(byKind[k])) ||
+      [...set.ImagePolicy, ...set.PodRestriction].some((p) => matchUsesNamespaceLabels(p.match)),
     imagePaths: set.ImagePolicy.flatMap((p) => p.imagePaths ?? []),
   };
 }

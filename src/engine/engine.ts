@@ -17,16 +17,18 @@ import { DecisionCache } from "../backends/decision-cache.ts";
 import { ImageReviewService } from "../backends/review-service.ts";
 import { WebhookBackend } from "../backends/webhook-backend.ts";
 import type { ServerConfig } from "../config/server-config.ts";
-import { imagesByPod, subjectOfObject, subjectOfRequest, type AdmissionSubject, type SubjectPlan } from "../core/admission-subject.ts";
+import { imagesByPod, subjectOfObject, subjectOfRequest, type AdmissionSubject, type RequestUser, type SubjectPlan } from "../core/admission-subject.ts";
 import type { AdmissionRequest } from "../core/admission-review.ts";
 import { isClusterScoped, policiesForCluster } from "../core/cluster-scope.ts";
-import { allow, capList, combineDecisions, type Decision, type JsonPatchOperation } from "../core/decision.ts";
+import { allow, capList, combineDecisions, deny, type Decision, type JsonPatchOperation } from "../core/decision.ts";
 import { registryAnswered, type PinningOutcome } from "../core/digest-pinning.ts";
 import { imagePolicyAnnotations } from "../core/image-review.ts";
 import { fullName } from "../core/image-reference.ts";
 import { asObject } from "../core/json-shapes.ts";
 import { NO_NAMESPACE_LABELS, type NamespaceLabelSource } from "../core/namespace-labels.ts";
 import { evaluateKinds, preparePolicies, type PolicySet, type PreparedPolicies } from "../core/policy-kinds.ts";
+import type { MatchedRequest } from "../core/request-match/request-match.ts";
+import { scopeRequest, type RequestScope } from "../core/request-match/request-scope.ts";
 import { ANONYMOUS, type CredentialLookup } from "../credentials/credential.ts";
 import { PodCredentials, type PodLookup } from "../credentials/pod-credentials.ts";
 import { verifies } from "../core/image-policy/image-policy.ts";
@@ -202,15 +204,25 @@ export class Engine {
   }
 
   /** A manifest checked offline, as if it were created. */
-  subjectOfObject(obj: Record<string, unknown>): SubjectPlan {
-    return subjectOfObject(obj, { templateKinds: this.templateKinds, imagePaths: this.current.imagePaths });
+  subjectOfObject(obj: Record<string, unknown>, defaultNamespace?: string, user?: RequestUser): SubjectPlan {
+    return subjectOfObject(obj, { templateKinds: this.templateKinds, imagePaths: this.current.imagePaths }, defaultNamespace, user);
+  }
+
+  /**
+   * The policies a request is judged by: its cluster's, then those whose match/exclude the request meets; the
+   * namespace's labels when a policy needs them; denials for policies whose scope cannot be decided.
+   */
+  private async policiesFor(subject: AdmissionSubject, call: AdmissionCall): Promise<RequestScope & { namespaceLabels?: Record<string, string> }> {
+    const ofCluster = this.preparedFor(call.caller);
+    const namespaceLabels = ofCluster.usesNamespaceLabels ? await this.labelsOf(subject.namespace, call.deadline) : undefined;
+    const request: MatchedRequest = { request: subject.request, partial: subject.origin === "imagereview", ...(namespaceLabels ? { namespaceLabels } : {}) };
+    return { ...scopeRequest(ofCluster, request, this.failOpen), ...(namespaceLabels ? { namespaceLabels } : {}) };
   }
 
   /** Admit or deny: every policy kind, the remote backends, and on /imagereview digest records. */
   async validate(subject: AdmissionSubject, call: AdmissionCall): Promise<Decision> {
     const cluster = clusterOf(call.caller);
-    const prepared = this.preparedFor(call.caller);
-    const namespaceLabels = prepared.usesNamespaceLabels ? await this.labelsOf(subject.namespace, call.deadline) : undefined;
+    const { prepared, namespaceLabels, violations: outOfReach } = await this.policiesFor(subject, call);
     // Signatures, remote backends and, for an ImageReview, digest records wait on the network: all at once. An
     // ImageReview answer cannot change the pod, so tags marked digestMutate are resolved and recorded only.
     const recordDigests =
@@ -234,6 +246,7 @@ export class Engine {
     });
     decisions.push(...remote);
     if (resolved) decisions.push(resolved.decision);
+    if (outOfReach.length > 0) decisions.push(deny(outOfReach));
     let decision = decisions.length === 0 ? allow() : combineDecisions(...decisions);
     if (!decision.allowed) decision.auditAnnotations.decision = "denied";
     decision = await recordOverrides(
@@ -250,9 +263,10 @@ export class Engine {
 
   /** Pin (or record) the digests of the subject's digestMutate images; undefined when none asks for it. */
   async mutate(subject: AdmissionSubject, call: AdmissionCall): Promise<Decision | undefined> {
-    const prepared = this.preparedFor(call.caller);
+    // Policies whose scope cannot be decided pin nothing here; /validate denies with the reason.
+    const { prepared, namespaceLabels } = await this.policiesFor(subject, call);
     const outcome = this.pinner && subject.images.length > 0 ? await this.pinner.pin(this.pinRequest(subject, prepared), call.deadline) : undefined;
-    const verified = this.pinner?.mode === "mutate" ? await this.verifiedImagePatches(prepared, subject, outcome, call.deadline) : [];
+    const verified = this.pinner?.mode === "mutate" ? await this.verifiedImagePatches(prepared, namespaceLabels, subject, outcome, call.deadline) : [];
     if (!outcome && verified.length === 0) return undefined;
     const base = outcome?.decision ?? allow();
     if (base.allowed && verified.length > 0) base.patches = [...(base.patches ?? []), ...verified];
@@ -292,12 +306,12 @@ export class Engine {
    */
   private async verifiedImagePatches(
     prepared: PreparedPolicies,
+    namespaceLabels: Record<string, string> | undefined,
     subject: AdmissionSubject,
     pinning: PinningOutcome | undefined,
     deadline: number,
   ): Promise<JsonPatchOperation[]> {
     if (!this.verifier || !prepared.set.ImagePolicy.some((p) => p.rules.some(verifies))) return [];
-    const namespaceLabels = prepared.usesNamespaceLabels ? await this.labelsOf(subject.namespace, deadline) : undefined;
     const needs = verificationsNeeded(prepared.set.ImagePolicy, subject.namespace, subject.images, namespaceLabels === undefined ? {} : { namespaceLabels });
     if (needs.length === 0) return [];
     const pinnedDigests = new Map((pinning?.pinned ?? []).map((p) => [p.field, p.digest]));

@@ -23,16 +23,23 @@ export function compileCel(source: string, variables: readonly string[]): Compil
 
 /** undefined when the expression yields true; otherwise why not. */
 export function evaluateCel(cel: CompiledCel, bindings: Record<string, unknown>): string | undefined {
+  const truth = celTruth(cel, bindings);
+  if (truth === true) return undefined;
+  if (truth === false) return `CEL ${JSON.stringify(cel.source)} is false`;
+  return truth.error;
+}
+
+/** The boolean the expression yields, or why it yields none (an evaluation error, another type). */
+export function celTruth(cel: CompiledCel, bindings: Record<string, unknown>): boolean | { error: string } {
   let result: unknown;
   try {
     result = cel.run(bindings);
   } catch (e) {
-    return `CEL ${JSON.stringify(cel.source)}: ${(e as Error).message}`;
+    return { error: `CEL ${JSON.stringify(cel.source)}: ${(e as Error).message}` };
   }
-  if (isCelError(result)) return `CEL ${JSON.stringify(cel.source)}: ${result.message}`;
-  if (result === true) return undefined;
-  if (result === false) return `CEL ${JSON.stringify(cel.source)} is false`;
-  return `CEL ${JSON.stringify(cel.source)} gave ${typeof result}, not a boolean`;
+  if (isCelError(result)) return { error: `CEL ${JSON.stringify(cel.source)}: ${result.message}` };
+  if (typeof result === "boolean") return result;
+  return { error: `CEL ${JSON.stringify(cel.source)} gave ${typeof result}, not a boolean` };
 }
 
 // Verified statements come from the verifier's cache as the same objects on every admission: each is converted

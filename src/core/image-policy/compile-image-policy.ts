@@ -14,6 +14,7 @@ import { compileAttestorSets, type RawAttestorSet, type RelatedFileReader } from
 import { parseImageReference } from "../image-reference.ts";
 import { compileImagePath, type ImagePath, type RawImagePath } from "../image-paths.ts";
 import type { LabelSelector } from "../label-selector.ts";
+import { compileRequestMatch } from "../request-match/compile-request-match.ts";
 
 export interface RawImagePolicy {
   metadata: { name: string };
@@ -21,6 +22,8 @@ export interface RawImagePolicy {
     namespaces?: string[];
     namespaceSelector?: LabelSelector;
     clusters?: string[];
+    matchConstraints?: unknown;
+    matchConditions?: unknown;
     imagePaths?: RawImagePath[];
     rules: Array<{
       action: "allow" | "deny";
@@ -157,6 +160,9 @@ export function compileImagePolicy(
     }
   }
 
+  const scope = compileRequestMatch(raw.spec as Record<string, unknown>);
+  errors.push(...scope.issues);
+
   const imagePaths: ImagePath[] = [];
   raw.spec.imagePaths?.forEach((p, i) => {
     const compiled = compileImagePath(p, raw.metadata.name, ["spec", "imagePaths", i]);
@@ -193,6 +199,7 @@ export function compileImagePolicy(
       ...(raw.spec.namespaces ? { namespaces: raw.spec.namespaces } : {}),
       ...(raw.spec.namespaceSelector ? { namespaceSelector: raw.spec.namespaceSelector } : {}),
       ...(raw.spec.clusters ? { clusters: raw.spec.clusters } : {}),
+      ...(scope.match ? { match: scope.match } : {}),
       ...(imagePaths.length > 0 ? { imagePaths } : {}),
       rules,
       default: raw.spec.default ?? "deny",

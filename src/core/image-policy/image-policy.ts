@@ -6,6 +6,7 @@ import { describeLabelSelector, matchesLabelSelector, type LabelSelector } from 
 import { applyBreakGlass, type BreakGlassPolicy } from "../break-glass.ts";
 import type { PolicyOrigin } from "../policy-origin.ts";
 import type { ImagePath } from "../image-paths.ts";
+import type { RequestMatch } from "../request-match/request-match.ts";
 import { judgeAttestors, leafAttestors, type AttestorSet, type EntryOutcome, type SignerEvidence } from "./attestors.ts";
 import type { CompiledCel } from "../conditions/cel-expression.ts";
 import type { CompiledConditions } from "../conditions/conditions.ts";
@@ -55,6 +56,8 @@ export interface ImagePolicy {
   namespaceSelector?: LabelSelector;
   /** Clusters it applies to (the callers' cluster names); absent: every cluster. See cluster-scope.ts. */
   clusters?: string[];
+  /** Which requests it is for (matchConstraints, matchConditions); absent: every request. See request-match/. */
+  match?: RequestMatch;
   /** Image locations in custom resources; they add to the extraction for every image policy. */
   imagePaths?: ImagePath[];
   rules: ImageRule[];

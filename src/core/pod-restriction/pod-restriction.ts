@@ -23,6 +23,8 @@ import type { LabelSelector } from "../label-selector.ts";
 import { isObject } from "../json-shapes.ts";
 import type { PolicyOrigin } from "../policy-origin.ts";
 import type { PodUnderReview } from "../pod-under-review.ts";
+import { compileRequestMatch } from "../request-match/compile-request-match.ts";
+import type { RequestMatch } from "../request-match/request-match.ts";
 
 export interface PodRestriction {
   name: string;
@@ -31,6 +33,8 @@ export interface PodRestriction {
   namespaceSelector?: LabelSelector;
   /** Clusters it applies to (the callers' cluster names); absent: every cluster. See cluster-scope.ts. */
   clusters?: string[];
+  /** Which requests it is for (matchConstraints, matchConditions); absent: every request. See request-match/. */
+  match?: RequestMatch;
   /** Profiles this policy includes, directly or through another profile. */
   profiles: string[];
   checks: RestrictionCheck[];
@@ -83,8 +87,11 @@ export function compilePodRestriction(raw: unknown, opts: CompileOptions = {}): 
   if (typeof description === "string") policy.description = description;
   if (opts.source) policy.source = opts.source;
 
-  const spec = readMapping(top.spec ?? {}, ["spec"], cx, ["profile", "metadata", "spec", "checks", "clusters"]);
+  const spec = readMapping(top.spec ?? {}, ["spec"], cx, ["profile", "metadata", "spec", "checks", "clusters", "matchConstraints", "matchConditions"]);
   if (spec) {
+    const scope = compileRequestMatch(spec);
+    for (const issue of scope.issues) cx.error(issue.path, issue.message);
+    if (scope.match) policy.match = scope.match;
     const clusters = readStringList(spec.clusters, ["spec", "clusters"], cx);
     // As with binding.namespaces: an empty list would silently apply nowhere.
     if (clusters?.length === 0) cx.error(["spec", "clusters"], "is empty, so the policy would apply to no cluster; omit it to apply to every cluster");

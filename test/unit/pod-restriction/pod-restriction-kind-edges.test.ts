@@ -32,7 +32,7 @@ function subjectPod(containers: unknown[], index = 0): SubjectPod {
 }
 
 function subject(pods: SubjectPod[], judgePods = true): AdmissionSubject {
-  return { origin: "object", namespace: "team-a", object: { apiVersion: "v1", kind: "Pod", name: "web" }, pods, images: [], judgePods };
+  return { origin: "object", namespace: "team-a", object: { apiVersion: "v1", kind: "Pod", name: "web" }, pods, images: [], judgePods, request: { uid: "" } };
 }
 
 const plain = { name: "app", image: "nginx" };

@@ -1,0 +1,196 @@
+// Which requests a policy is for: ValidatingAdmissionPolicy's `matchConstraints` (resource rules and their
+// exclusions, namespace and object selectors) and `matchConditions` (CEL), as Kyverno's ImageValidatingPolicy
+// writes them, plus the request's users, groups and service accounts in Kyverno's subject shape (VAP has them
+// only through CEL). Pure: the request and the namespace's labels come from the edge.
+//
+// Order and meaning follow VAP: the constraints first (a request outside them is not the policy's business),
+// then the conditions; a condition that is false takes the request out of scope, and one that fails (an error,
+// a non-boolean) leaves the failure policy to decide, unless another condition is false.
+import type { AdmissionRequest } from "../admission-review.ts";
+import { celTruth, type CompiledCel } from "../conditions/cel-expression.ts";
+import { compileGlob, type GlobMatcher } from "../glob.ts";
+import { asObject, stringMap } from "../json-shapes.ts";
+import { describeLabelSelector, matchesLabelSelector, type LabelSelector } from "../label-selector.ts";
+
+/** One resource rule, as VAP's NamedRuleWithOperations: every list non-empty, "*" for any. */
+export interface ResourceRule {
+  apiGroups: string[];
+  apiVersions: string[];
+  /** "pods", "pods/ephemeralcontainers", "*" (every resource, no subresource), "*\/*", "pods/*", "*\/scale". */
+  resources: string[];
+  operations: string[];
+}
+
+/** A user, group or service account of the request (Kyverno's `subjects`, RBAC's Subject). Names may use "*". */
+export interface RequestSubject {
+  kind: "User" | "Group" | "ServiceAccount";
+  name: string;
+  /** Service accounts only. */
+  namespace?: string;
+}
+
+export interface MatchCondition {
+  name: string;
+  expression: CompiledCel;
+}
+
+export interface RequestMatch {
+  resourceRules?: ResourceRule[];
+  excludeResourceRules?: ResourceRule[];
+  namespaceSelector?: LabelSelector;
+  objectSelector?: LabelSelector;
+  subjects?: RequestSubject[];
+  excludeSubjects?: RequestSubject[];
+  matchConditions?: MatchCondition[];
+}
+
+/** What a policy can be matched against: the admission request, and what the edge knows of its namespace. */
+export interface MatchedRequest {
+  request: AdmissionRequest;
+  /**
+   * An ImageReview carries a namespace, annotations and images, not the pod, its labels or its author: what
+   * depends on them (objectSelector, subjects, matchConditions) cannot be decided, and the policy is applied.
+   */
+  partial: boolean;
+  /** Labels of the request's namespace; undefined when unknown. */
+  namespaceLabels?: Record<string, string>;
+}
+
+export type MatchOutcome =
+  | { inScope: boolean }
+  /** Whether the policy applies cannot be known (namespace labels unknown): fail closed, with the reason. */
+  | { undecided: string; rule: string }
+  /** A condition failed to evaluate: the failure policy decides (deny when failing closed), with the reason. */
+  | { conditionError: string; rule: string };
+
+/** Whether deciding the scope may need the namespace's labels: a namespace selector, or conditions (namespaceObject). */
+export function matchUsesNamespaceLabels(match: RequestMatch | undefined): boolean {
+  return match?.namespaceSelector !== undefined || (match?.matchConditions?.length ?? 0) > 0;
+}
+
+/** Whether a request is one the policy is for. */
+export function matchRequest(match: RequestMatch, req: MatchedRequest): MatchOutcome {
+  const r = req.request;
+  const operation = r.operation ?? "";
+  const resource = r.resource ?? {};
+  if (match.resourceRules && !match.resourceRules.some((rule) => ruleCovers(rule, resource, r.subResource ?? "", operation))) return { inScope: false };
+  if (match.excludeResourceRules?.some((rule) => ruleCovers(rule, resource, r.subResource ?? "", operation))) return { inScope: false };
+
+  const namespace = r.namespace ?? "";
+  // As VAP: the namespace selector does not apply to cluster-scoped objects.
+  if (match.namespaceSelector && namespace !== "") {
+    if (req.namespaceLabels === undefined) {
+      return {
+        rule: "matchConstraints.namespaceSelector",
+        undecided:
+          `the labels of namespace ${JSON.stringify(namespace)} are unknown, so whether this policy applies ` +
+          `(selector ${describeLabelSelector(match.namespaceSelector)}) cannot be decided; ` +
+          `give the server access to the Kubernetes API or a namespaces file`,
+      };
+    }
+    if (!matchesLabelSelector(match.namespaceSelector, req.namespaceLabels)) return { inScope: false };
+  }
+  if (req.partial) return { inScope: true };
+
+  // As VAP: on an update, the labels before or after the change may select the object.
+  if (match.objectSelector) {
+    const selector = match.objectSelector;
+    const selected = [r.object, r.oldObject].some((o) => o && matchesLabelSelector(selector, labelsOf(o)));
+    if (!selected) return { inScope: false };
+  }
+  if (match.subjects && !match.subjects.some((s) => subjectCovers(s, r.userInfo))) return { inScope: false };
+  if (match.excludeSubjects?.some((s) => subjectCovers(s, r.userInfo))) return { inScope: false };
+
+  let error: { conditionError: string; rule: string } | undefined;
+  for (const condition of match.matchConditions ?? []) {
+    const outcome = runCondition(condition, req);
+    if (outcome === false) return { inScope: false };
+    if (typeof outcome === "string") error ??= { conditionError: outcome, rule: `matchConditions[${condition.name}]` };
+  }
+  return error ?? { inScope: true };
+}
+
+/** What a policy's conditions see: VAP's variables `object`, `oldObject`, `request` and `namespaceObject`. */
+export function conditionBindings(req: MatchedRequest): Record<string, unknown> {
+  const r = req.request;
+  const namespace = r.namespace ?? "";
+  return {
+    object: r.object ?? null,
+    oldObject: r.oldObject ?? null,
+    request: {
+      uid: r.uid,
+      kind: r.kind ?? {},
+      resource: r.resource ?? {},
+      subResource: r.subResource ?? "",
+      name: r.name ?? "",
+      namespace,
+      operation: r.operation ?? "",
+      userInfo: r.userInfo ?? {},
+      dryRun: r.dryRun ?? false,
+    },
+    // What the server knows of the Namespace: its name and labels (from the API or a namespaces file).
+    namespaceObject: namespace === "" || req.namespaceLabels === undefined ? null : { metadata: { name: namespace, labels: req.namespaceLabels } },
+  };
+}
+
+/** true or false, or why the expression gave neither. */
+function runCondition(condition: MatchCondition, req: MatchedRequest): boolean | string {
+  const truth = celTruth(condition.expression, conditionBindings(req));
+  return typeof truth === "boolean" ? truth : `matchCondition ${JSON.stringify(condition.name)} failed: ${truth.error}`;
+}
+
+function ruleCovers(rule: ResourceRule, resource: AdmissionRequest["resource"] & object, subResource: string, operation: string): boolean {
+  return (
+    anyOrIncludes(rule.operations, operation) &&
+    anyOrIncludes(rule.apiGroups, resource.group ?? "") &&
+    anyOrIncludes(rule.apiVersions, resource.version ?? "") &&
+    rule.resources.some((pattern) => resourceCovers(pattern, resource.resource ?? "", subResource))
+  );
+}
+
+function anyOrIncludes(list: readonly string[], value: string): boolean {
+  return list.includes("*") || list.includes(value);
+}
+
+/** VAP's resource patterns: "*" is every resource but no subresource; "a/*", "*\/b", "*\/*" reach subresources. */
+function resourceCovers(pattern: string, resource: string, subResource: string): boolean {
+  const slash = pattern.indexOf("/");
+  if (slash < 0) return subResource === "" && (pattern === "*" || pattern === resource);
+  if (subResource === "") return false;
+  const res = pattern.slice(0, slash);
+  const sub = pattern.slice(slash + 1);
+  return (res === "*" || res === resource) && (sub === "*" || sub === subResource);
+}
+
+const subjectNameMatchers = new Map<string, GlobMatcher>();
+
+function nameMatches(pattern: string, name: string): boolean {
+  let matcher = subjectNameMatchers.get(pattern);
+  if (!matcher) {
+    // Patterns come from loaded policies: bounded by their size.
+    matcher = compileGlob(pattern);
+    subjectNameMatchers.set(pattern, matcher);
+  }
+  return matcher(name);
+}
+
+const SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:";
+
+function subjectCovers(subject: RequestSubject, userInfo: AdmissionRequest["userInfo"]): boolean {
+  const username = userInfo?.username ?? "";
+  switch (subject.kind) {
+    case "User":
+      return nameMatches(subject.name, username);
+    case "Group":
+      return (userInfo?.groups ?? []).some((g) => nameMatches(subject.name, g));
+    case "ServiceAccount": {
+      if (!username.startsWith(SERVICE_ACCOUNT_PREFIX)) return false;
+      const [namespace, name, ...rest] = username.slice(SERVICE_ACCOUNT_PREFIX.length).split(":");
+      return rest.length === 0 && name !== undefined && nameMatches(subject.namespace ?? "*", namespace!) && nameMatches(subject.name, name);
+    }
+  }
+}
+
+function labelsOf(object: Record<string, unknown>): Record<string, string> {
+  return stringMap(asObject(object.metadata)?.labels);
+}

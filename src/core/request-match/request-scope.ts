@@ -1,0 +1,55 @@
+// The policies a request is judged by, after each policy's match/exclude (request-match.ts). Like cluster scoping,
+// it picks policies before evaluation, so every kind, digest pinning and signature verification see the same
+// set: a policy out of scope neither denies, pins nor verifies. Policies whose scope cannot be decided, or whose
+// condition fails while the server fails closed, become denials that say why.
+import type { Violation } from "../decision.ts";
+import { preparePolicies, type PolicySet, type PreparedPolicies } from "../policy-kinds.ts";
+import { matchRequest, type MatchedRequest, type RequestMatch } from "./request-match.ts";
+
+export interface RequestScope {
+  prepared: PreparedPolicies;
+  /** Denials for policies whose scope could not be decided (or whose condition failed, failing closed). */
+  violations: Violation[];
+}
+
+type Matchable = { readonly name: string; readonly match?: RequestMatch };
+
+/** Whether any policy of the set says which requests it is for (when none does, every request sees the whole set). */
+export function isRequestScoped(set: PolicySet): boolean {
+  return set.ImagePolicy.some((p) => p.match !== undefined) || set.PodRestriction.some((p) => p.match !== undefined);
+}
+
+// Sets prepared for a subset of a loaded set, by the names left out. Requests fall into few subsets (a policy for
+// build pods is out of scope for every other pod), so each is prepared once, not per request.
+const subsetsOf = new WeakMap<PreparedPolicies, Map<string, PreparedPolicies>>();
+const MAX_SUBSETS = 256;
+
+export function scopeRequest(prepared: PreparedPolicies, req: MatchedRequest, failOpen: boolean): RequestScope {
+  const set = prepared.set;
+  if (!isRequestScoped(set)) return { prepared, violations: [] };
+  const violations: Violation[] = [];
+  const left: string[] = [];
+  const keep = <P extends Matchable>(kind: "ImagePolicy" | "PodRestriction", policies: readonly P[]): P[] =>
+    policies.filter((p) => {
+      if (!p.match) return true;
+      const outcome = matchRequest(p.match, req);
+      if ("inScope" in outcome && outcome.inScope) return true;
+      left.push(`${kind}/${p.name}`);
+      const kindField = kind === "PodRestriction" ? { kind } : {};
+      if ("undecided" in outcome) violations.push({ policy: p.name, ...kindField, rule: outcome.rule, message: outcome.undecided });
+      // VAP's failurePolicy Ignore: a failed condition leaves the request out of this policy's scope.
+      if ("conditionError" in outcome && !failOpen) violations.push({ policy: p.name, ...kindField, rule: outcome.rule, message: outcome.conditionError });
+      return false;
+    });
+  const scoped: PolicySet = { ...set, ImagePolicy: keep("ImagePolicy", set.ImagePolicy), PodRestriction: keep("PodRestriction", set.PodRestriction) };
+  if (left.length === 0) return { prepared, violations };
+  let subsets = subsetsOf.get(prepared);
+  if (!subsets) subsetsOf.set(prepared, (subsets = new Map()));
+  const key = left.join("\u0000");
+  let subset = subsets.get(key);
+  if (!subset) {
+    if (subsets.size >= MAX_SUBSETS) subsets.clear();
+    subsets.set(key, (subset = preparePolicies(scoped)));
+  }
+  return { prepared: subset, violations };
+}

@@ -1,0 +1,311 @@
+// Which requests a policy is for (src/core/request-match/): ValidatingAdmissionPolicy's matchConstraints and
+// matchConditions with VAP's meanings, Kyverno's subjects, load-time errors, and the scope step of the one
+// pipeline (policies out of scope neither deny nor pin; undecidable scopes deny, saying why).
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
+import type { AdmissionRequest } from "../../src/core/admission-review.ts";
+import { guessResource, subjectOfImageReview, subjectOfObject, subjectOfRequest, type AdmissionSubject } from "../../src/core/admission-subject.ts";
+import { compileRequestMatch } from "../../src/core/request-match/compile-request-match.ts";
+import { matchRequest, type MatchedRequest, type RequestMatch } from "../../src/core/request-match/request-match.ts";
+import type { AdmissionCall } from "../../src/engine/admission-call.ts";
+import { Engine } from "../../src/engine/engine.ts";
+import { parsePolicyText } from "../../src/policy/load-policies.ts";
+
+function compiled(spec: Record<string, unknown>): RequestMatch {
+  const { match, issues } = compileRequestMatch(spec);
+  assert.deepEqual(issues, []);
+  assert.ok(match);
+  return match;
+}
+
+function issuesOf(spec: Record<string, unknown>): string[] {
+  return compileRequestMatch(spec).issues.map((i) => `${i.path.join(".")}: ${i.message}`);
+}
+
+const podCreate = (extra: Partial<AdmissionRequest> = {}): AdmissionRequest => ({
+  uid: "u",
+  operation: "CREATE",
+  namespace: "team-a",
+  kind: { group: "", version: "v1", kind: "Pod" },
+  resource: { group: "", version: "v1", resource: "pods" },
+  userInfo: { username: "alice", groups: ["developers", "system:authenticated"] },
+  object: { apiVersion: "v1", kind: "Pod", metadata: { name: "p", labels: { app: "web" } }, spec: { containers: [] } },
+  ...extra,
+});
+
+const asked = (request: AdmissionRequest, extra: Partial<MatchedRequest> = {}): MatchedRequest => ({ request, partial: false, ...extra });
+
+function inScope(match: RequestMatch, req: MatchedRequest): boolean | string {
+  const outcome = matchRequest(match, req);
+  if ("inScope" in outcome) return outcome.inScope;
+  return "undecided" in outcome ? `undecided: ${outcome.undecided}` : `error: ${outcome.conditionError}`;
+}
+
+test("resource rules: groups, versions, resources and operations as VAP matches them, subresources apart", () => {
+  const deployments = compiled({
+    matchConstraints: { resourceRules: [{ apiGroups: ["apps"], apiVersions: ["v1"], resources: ["deployments"], operations: ["CREATE"] }] },
+  });
+  const deploymentCreate = podCreate({ resource: { group: "apps", version: "v1", resource: "deployments" } });
+  assert.equal(inScope(deployments, asked(deploymentCreate)), true);
+  assert.equal(inScope(deployments, asked({ ...deploymentCreate, operation: "UPDATE" })), false);
+  assert.equal(inScope(deployments, asked(podCreate())), false);
+  assert.equal(inScope(deployments, asked(podCreate({ resource: { group: "apps", version: "v1beta1", resource: "deployments" } }))), false);
+
+  const every = compiled({ matchConstraints: { resourceRules: [{ apiGroups: ["*"], apiVersions: ["*"], resources: ["*"], operations: ["*"] }] } });
+  const ephemeral = podCreate({ operation: "UPDATE", subResource: "ephemeralcontainers" });
+  assert.equal(inScope(every, asked(podCreate())), true);
+  assert.equal(inScope(every, asked(ephemeral)), false, '"*" is every resource but no subresource');
+  const subresources = (resources: string[]) =>
+    inScope(compiled({ matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], resources, operations: ["UPDATE"] }] } }), asked(ephemeral));
+  assert.equal(subresources(["pods/ephemeralcontainers"]), true);
+  assert.equal(subresources(["pods/*"]), true);
+  assert.equal(subresources(["*/ephemeralcontainers"]), true);
+  assert.equal(subresources(["*/*"]), true);
+  assert.equal(subresources(["pods"]), false);
+  assert.equal(subresources(["pods/status"]), false);
+});
+
+test("excludeResourceRules take matching requests out; namespace and object selectors as VAP reads them", () => {
+  const notJobs = compiled({
+    matchConstraints: { excludeResourceRules: [{ apiGroups: ["batch"], apiVersions: ["*"], resources: ["jobs", "cronjobs"], operations: ["*"] }] },
+  });
+  assert.equal(inScope(notJobs, asked(podCreate())), true);
+  assert.equal(inScope(notJobs, asked(podCreate({ resource: { group: "batch", version: "v1", resource: "cronjobs" } }))), false);
+
+  const prod = compiled({ matchConstraints: { namespaceSelector: { matchLabels: { env: "prod" } } } });
+  assert.equal(inScope(prod, asked(podCreate(), { namespaceLabels: { env: "prod" } })), true);
+  assert.equal(inScope(prod, asked(podCreate(), { namespaceLabels: { env: "dev" } })), false);
+  assert.match(String(inScope(prod, asked(podCreate()))), /^undecided: the labels of namespace "team-a" are unknown/);
+  assert.equal(inScope(prod, asked(podCreate({ namespace: "" }))), true, "not applied to cluster-scoped objects");
+
+  const web = compiled({ matchConstraints: { objectSelector: { matchExpressions: [{ key: "app", operator: "In", values: ["web"] }] } } });
+  assert.equal(inScope(web, asked(podCreate())), true);
+  const relabelled = podCreate({ operation: "UPDATE", object: { metadata: { labels: { app: "api" } } } });
+  assert.equal(inScope(web, asked(relabelled)), false);
+  assert.equal(inScope(web, asked({ ...relabelled, oldObject: { metadata: { labels: { app: "web" } } } })), true, "the labels before an update select too");
+});
+
+test("subjects: users, groups and service accounts, with * in names; excludeSubjects", () => {
+  const builders = compiled({
+    matchConstraints: {
+      subjects: [
+        { kind: "ServiceAccount", namespace: "tekton-pipelines", name: "*" },
+        { kind: "Group", name: "ci-*" },
+      ],
+      excludeSubjects: [{ kind: "User", name: "system:serviceaccount:tekton-pipelines:trusted" }],
+    },
+  });
+  const by = (username: string, groups: string[] = []) => asked(podCreate({ userInfo: { username, groups } }));
+  assert.equal(inScope(builders, by("system:serviceaccount:tekton-pipelines:builder")), true);
+  assert.equal(inScope(builders, by("system:serviceaccount:default:builder")), false);
+  assert.equal(inScope(builders, by("system:serviceaccount:tekton-pipelines:trusted")), false);
+  assert.equal(inScope(builders, by("bob", ["ci-runners"])), true);
+  assert.equal(inScope(builders, by("bob", ["developers"])), false);
+  assert.equal(inScope(builders, by("system:serviceaccount:tekton-pipelines:a:b")), false, "not a service account name");
+  assert.equal(inScope(compiled({ matchConstraints: { subjects: [{ kind: "User", name: "alice" }] } }), asked(podCreate())), true);
+});
+
+test("matchConditions: all true applies, one false leaves, an error without a false reports the error", () => {
+  const conditions = (...expressions: string[]) => compiled({ matchConditions: expressions.map((expression, i) => ({ name: `c${i}`, expression })) });
+  const req = asked(podCreate(), { namespaceLabels: { env: "prod" } });
+  assert.equal(inScope(conditions("object.metadata.labels.app == 'web'", "request.userInfo.username == 'alice'"), req), true);
+  assert.equal(inScope(conditions("namespaceObject.metadata.labels.env == 'prod'", "oldObject == null"), req), true);
+  assert.equal(inScope(conditions("object.metadata.labels.app == 'api'"), req), false);
+  assert.match(String(inScope(conditions("object.metadata.labels.missing == 'x'"), req)), /^error: matchCondition "c0" failed: /);
+  assert.equal(inScope(conditions("object.metadata.labels.missing == 'x'", "false"), req), false, "a false condition wins over an error");
+  assert.match(String(inScope(conditions("'text'"), req)), /not a boolean/);
+});
+
+test("an ImageReview carries no labels, author or object: only resource rules and namespaces decide, and the policy applies", () => {
+  const review = subjectOfImageReview({ containers: [{ image: "nginx" }], namespace: "team-a", annotations: {} });
+  const partial = asked(review.request, { partial: true, namespaceLabels: {} });
+  assert.equal(inScope(compiled({ matchConstraints: { objectSelector: { matchLabels: { app: "build" } } } }), partial), true);
+  assert.equal(inScope(compiled({ matchConstraints: { excludeSubjects: [{ kind: "Group", name: "ci" }] } }), partial), true);
+  assert.equal(inScope(compiled({ matchConditions: [{ name: "never", expression: "false" }] }), partial), true);
+  const deploymentsOnly = compiled({
+    matchConstraints: { resourceRules: [{ apiGroups: ["apps"], apiVersions: ["v1"], resources: ["deployments"], operations: ["CREATE"] }] },
+  });
+  assert.equal(inScope(deploymentsOnly, partial), false, "an ImageReview stands for a pod's creation");
+});
+
+test("offline subjects carry the resource a kind is served as (Kubernetes' guess), the namespace and the user", () => {
+  assert.deepEqual(
+    ["Pod", "Deployment", "ReplicaSet", "CronJob", "ReplicationController", "PodTemplate", "Endpoints", "NetworkPolicy", "Ingress", "PipelineRun", ""].map(
+      guessResource,
+    ),
+    [
+      "pods",
+      "deployments",
+      "replicasets",
+      "cronjobs",
+      "replicationcontrollers",
+      "podtemplates",
+      "endpoints",
+      "networkpolicies",
+      "ingresses",
+      "pipelineruns",
+      "",
+    ],
+  );
+  const plan = subjectOfObject(
+    { apiVersion: "batch/v1", kind: "Job", metadata: { name: "j" }, spec: { template: { spec: { containers: [{ image: "a" }] } } } },
+    {},
+    "ci",
+    {
+      username: "bob",
+      groups: ["ci"],
+    },
+  );
+  assert.ok(plan.review);
+  assert.deepEqual(plan.subject.request.resource, { group: "batch", version: "v1", resource: "jobs" });
+  assert.deepEqual(plan.subject.request.kind, { group: "batch", version: "v1", kind: "Job" });
+  assert.equal(plan.subject.request.namespace, "ci");
+  assert.deepEqual(plan.subject.request.userInfo, { username: "bob", groups: ["ci"] });
+});
+
+test("load-time errors: shapes, unknown fields, operations, names, CEL, and exclusions that leave nothing", () => {
+  const rule = { apiGroups: [""], apiVersions: ["v1"], resources: ["pods"], operations: ["CREATE"] };
+  assert.deepEqual(issuesOf({ matchConstraints: { resourceRule: [] } }), ['spec.matchConstraints.resourceRule: unknown field "resourceRule"']);
+  assert.deepEqual(issuesOf({ matchConstraints: { resourceRules: [{ ...rule, apiGroups: [] }] } }), [
+    'spec.matchConstraints.resourceRules.0.apiGroups: is empty, so the rule would match nothing; use ["*"] for any',
+  ]);
+  assert.deepEqual(issuesOf({ matchConstraints: { resourceRules: [{ ...rule, operations: ["DELETE"] }] } }), [
+    'spec.matchConstraints.resourceRules.0.operations.0: must be one of CREATE, UPDATE, * (Imprimatur reviews only creations and updates), got "DELETE"',
+  ]);
+  assert.deepEqual(issuesOf({ matchConstraints: { resourceRules: [{ ...rule, resources: ["pods/a/b"] }] } }).length, 1);
+  assert.deepEqual(issuesOf({ matchConstraints: { subjects: [{ kind: "ServiceAccount", name: "x" }] } }), [
+    'spec.matchConstraints.subjects.0.namespace: is required for a ServiceAccount ("*" for any)',
+  ]);
+  assert.deepEqual(issuesOf({ matchConstraints: { subjects: [{ kind: "Robot", name: "x" }] } }), [
+    'spec.matchConstraints.subjects.0.kind: must be one of User, Group, ServiceAccount, got "Robot"',
+  ]);
+  assert.deepEqual(
+    issuesOf({
+      matchConditions: [
+        { name: "a", expression: "true" },
+        { name: "a", expression: "true" },
+      ],
+    }),
+    ['spec.matchConditions.1.name: duplicate condition name "a"'],
+  );
+  assert.match(issuesOf({ matchConditions: [{ name: "a", expression: "object.(" }] })[0]!, /^spec\.matchConditions\.0\.expression: invalid CEL/);
+  assert.deepEqual(issuesOf({ matchConditions: [{ name: "a", expression: "unknownVariable" }] }).length, 0, "CEL resolves variables at run time");
+  assert.deepEqual(issuesOf({ matchConstraints: { namespaceSelector: { matchExpressions: [{ key: "a", operator: "In" }] } } }), [
+    "spec.matchConstraints.namespaceSelector.matchExpressions.0.values: operator In needs at least one value",
+  ]);
+  // Contradictions: the exclusion covers the whole match.
+  assert.deepEqual(issuesOf({ matchConstraints: { resourceRules: [rule], excludeResourceRules: [{ ...rule, operations: ["*"] }] } }), [
+    "spec.matchConstraints.excludeResourceRules: excludes every resource that resourceRules match, so the policy would apply to nothing",
+  ]);
+  assert.deepEqual(
+    issuesOf({ matchConstraints: { excludeResourceRules: [{ apiGroups: ["*"], apiVersions: ["*"], resources: ["*", "*/*"], operations: ["*"] }] } }),
+    ["spec.matchConstraints.excludeResourceRules: excludes every request, so the policy would apply to nothing"],
+  );
+  assert.deepEqual(issuesOf({ matchConstraints: { resourceRules: [rule], excludeResourceRules: [{ ...rule, operations: ["UPDATE"] }] } }), []);
+  assert.deepEqual(issuesOf({ matchConstraints: { excludeSubjects: [{ kind: "User", name: "*" }] } }), [
+    "spec.matchConstraints.excludeSubjects: excludes every subject the policy matches, so the policy would apply to nothing",
+  ]);
+  assert.deepEqual(issuesOf({ matchConstraints: { subjects: [{ kind: "Group", name: "ci" }], excludeSubjects: [{ kind: "Group", name: "*" }] } }), [
+    "spec.matchConstraints.excludeSubjects: excludes every subject the policy matches, so the policy would apply to nothing",
+  ]);
+  assert.deepEqual(compileRequestMatch({}), { issues: [] }, "no match fields: every request");
+});
+
+// The pipeline: the scope step before every kind, pinning and verification.
+const SCOPED = `
+apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: {name: builds-from-internal}
+spec:
+  matchConstraints:
+    objectSelector: {matchLabels: {tekton.dev/task: build}}
+  rules: [{action: allow, images: ["registry.internal/*"]}]
+  default: deny
+---
+apiVersion: imprimatur.dev/v1alpha1
+kind: PodRestriction
+metadata: {name: no-privileged-for-developers}
+spec:
+  matchConstraints:
+    subjects: [{kind: Group, name: developers}]
+  matchConditions:
+    - name: not-kube-system
+      expression: "request.namespace != 'kube-system'"
+  spec:
+    containers: [{securityContext: {privileged: {allowNil: true, require: false}}}]
+`;
+
+async function scopedEngine(failOpen = false, text = SCOPED): Promise<Engine> {
+  const parsed = parsePolicyText(text, "scoped.yaml");
+  assert.deepEqual(parsed.errors, []);
+  return Engine.build({ config: { ...structuredClone(DEFAULT_SERVER_CONFIG), failOpen }, policies: parsed.policies, offline: true });
+}
+
+const call: AdmissionCall = { endpoint: "validate", deadline: Date.now() + 60_000, dryRun: true };
+
+function podSubject(labels: Record<string, string>, user: { username: string; groups: string[] }, privileged = false, namespace = "team-a"): AdmissionSubject {
+  const plan = subjectOfRequest(
+    podCreate({
+      namespace,
+      userInfo: user,
+      object: {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "p", labels },
+        spec: { containers: [{ name: "c", image: "docker.io/library/nginx:1.27", securityContext: { privileged } }] },
+      },
+    }),
+  );
+  assert.ok(plan.review);
+  return plan.subject;
+}
+
+test("pipeline: a policy applies only to the requests it matches, for image policies and PodRestrictions alike", async () => {
+  const e = await scopedEngine();
+  const alice = { username: "alice", groups: ["developers"] };
+  const build = await e.validate(podSubject({ "tekton.dev/task": "build" }, alice), call);
+  assert.deepEqual(
+    build.violations.map((v) => [v.policy, v.rule]),
+    [["builds-from-internal", "default"]],
+  );
+  assert.equal((await e.validate(podSubject({ app: "web" }, alice), call)).allowed, true, "an ordinary pod is not the build policy's");
+  const privileged = await e.validate(podSubject({}, alice, true), call);
+  assert.deepEqual(
+    privileged.violations.map((v) => v.policy),
+    ["no-privileged-for-developers"],
+  );
+  assert.equal((await e.validate(podSubject({}, { username: "ops", groups: ["admins"] }, true), call)).allowed, true);
+  assert.equal((await e.validate(podSubject({}, alice, true, "kube-system"), call)).allowed, true, "the condition leaves kube-system out");
+});
+
+test("pipeline: a failing condition denies with its reason when failing closed, and leaves the policy out when failing open", async () => {
+  const text = SCOPED.replace(`"request.namespace != 'kube-system'"`, `"object.metadata.labels.team == 'a'"`);
+  const alice = { username: "alice", groups: ["developers"] };
+  const closed = await (await scopedEngine(false, text)).validate(podSubject({}, alice), call);
+  assert.equal(closed.allowed, false);
+  assert.deepEqual(
+    closed.violations.map((v) => [v.policy, v.rule]),
+    [["no-privileged-for-developers", "matchConditions[not-kube-system]"]],
+  );
+  assert.match(closed.violations[0]!.message, /^matchCondition "not-kube-system" failed: /);
+  const open = await (await scopedEngine(true, text)).validate(podSubject({}, alice, true), call);
+  assert.equal(open.allowed, true);
+});
+
+test("pipeline: a namespace selector in matchConstraints without the namespace's labels denies, saying why", async () => {
+  const text = `
+apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: {name: prod-only}
+spec:
+  matchConstraints: {namespaceSelector: {matchLabels: {env: prod}}}
+  rules: [{action: allow, images: ["*"]}]
+`;
+  const d = await (await scopedEngine(false, text)).validate(podSubject({}, { username: "a", groups: [] }), call);
+  assert.equal(d.allowed, false);
+  assert.deepEqual(
+    d.violations.map((v) => v.rule),
+    ["matchConstraints.namespaceSelector"],
+  );
+});

@@ -1,14 +1,7 @@
 // Where a Kubernetes object keeps the pods it will run: the Pod itself, the pod template of a built-in
 // workload controller, or templates inside custom resources registered in the server config.
-import { asObject, isObject, stringMap } from "./json-shapes.ts";
+import { asObject, isObject } from "./json-shapes.ts";
 import type { PodUnderReview } from "./pod-under-review.ts";
-
-export interface PodSpecLocation {
-  spec: Record<string, unknown> | undefined;
-  annotations: Record<string, string>;
-  /** Prefix of field paths inside the object, e.g. "spec.template.spec." */
-  fieldPrefix: string;
-}
 
 /** A kind that embeds pod templates: where they are, as paths such as "spec.template" or "spec.tasks[*].pod". */
 export interface TemplateKind {
@@ -68,17 +61,6 @@ export function podsInObject(obj: Record<string, unknown>, extraKinds: readonly 
     for (const s of valuesAt(obj, path)) pods.push({ metadata: { value: undefined, field: "metadata" }, spec: s, isTemplate: true });
   }
   return pods;
-}
-
-/** The first pod spec of the object, for image checks. */
-export function podSpecLocation(obj: Record<string, unknown>, extraKinds: readonly TemplateKind[] = []): PodSpecLocation | undefined {
-  const pod = podsInObject(obj, extraKinds)[0];
-  if (!pod) return undefined;
-  return {
-    spec: asObject(pod.spec.value),
-    annotations: stringMap(asObject(pod.metadata.value)?.annotations),
-    fieldPrefix: `${pod.spec.field}.`,
-  };
 }
 
 /** Values at a template path with their field paths; missing steps yield nothing. */

@@ -134,7 +134,8 @@ describe("which pods an ImageStatus may be for", () => {
     pods = [{ namespace: "a", name: "one", spec: container(`${REGISTRY}/app:v1`) }];
     listDelayMs = 100;
     const first = candidates(v, `${REGISTRY}/app:v1`);
-    await new Promise((r) => setTimeout(r, 20));
+    // Once the first list has reached the API (which answers with the pods as they were then), a pod is added.
+    while (podLists === 0) await new Promise((r) => setTimeout(r, 5));
     pods.push({ namespace: "a", name: "two", spec: container(`${REGISTRY}/app:v1`) });
     const [a, b, c] = await Promise.all([first, candidates(v, `${REGISTRY}/app:v1`), candidates(v, `${REGISTRY}/app:v1`)]);
     assert.deepEqual(

@@ -8,6 +8,7 @@ import type { AdmissionRequest } from "./admission-review.ts";
 import type { ImageReviewSpec } from "./image-review.ts";
 import { imagesAtPaths, pathsFor, type ExtractionError, type ImagePath, type PathImage } from "./image-paths.ts";
 import { asObject, stringMap } from "./json-shapes.ts";
+import { guessResource } from "./kind-resource.ts";
 import { podImages } from "./pod-images.ts";
 import type { ImageAt, PodMetadataAt } from "./pod-locations.ts";
 import type { PodUnderReview } from "./pod-under-review.ts";
@@ -254,20 +255,6 @@ function sameRestrictedContent(a: SubjectPod, b: SubjectPod): boolean {
 function groupVersionOf(apiVersion: string): { group: string; version: string } {
   const slash = apiVersion.indexOf("/");
   return slash < 0 ? { group: "", version: apiVersion } : { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
-}
-
-/**
- * The resource a kind is served as, guessed as Kubernetes' meta.UnsafeGuessKindToResource does (kubectl uses it
- * without discovery): lower case, then "es" after "s", "ies" for a final "y", "s" otherwise; "endpoints" stays.
- * Right for every built-in kind Imprimatur reviews and for most custom resources.
- */
-export function guessResource(kind: string): string {
-  if (kind === "") return "";
-  const singular = kind.toLowerCase();
-  if (singular.endsWith("endpoints")) return singular;
-  if (singular.endsWith("s")) return `${singular}es`;
-  if (singular.endsWith("y")) return `${singular.slice(0, -1)}ies`;
-  return `${singular}s`;
 }
 
 function str(v: unknown): string | undefined {

@@ -2,6 +2,8 @@
 // ImagePolicyWebhook's kubeconfig and AdmissionConfiguration. Pure renderers.
 import { stringify } from "yaml";
 import type { ImagePath } from "../core/image-paths.ts";
+import { guessResource } from "../core/kind-resource.ts";
+import type { WebhookResource } from "../core/request-match/request-scope.ts";
 
 export interface WebhookEndpoint {
   /** Base URL the apiserver reaches us at, e.g. https://imprimatur.imprimatur.svc:8443 */
@@ -17,8 +19,7 @@ export interface CustomTemplateResource {
 
 /**
  * The resources of the kinds that imagePaths name, so the webhooks see them. The resource is guessed from the
- * kind as kubectl guesses it (lowercase plural: Task → tasks, Policy → policies); a missing group or version
- * becomes "*".
+ * kind (kind-resource.ts: Task → tasks, Policy → policies); a missing group or version becomes "*".
  */
 export function imagePathResources(paths: readonly ImagePath[]): CustomTemplateResource[] {
   const out = new Map<string, CustomTemplateResource>();
@@ -29,17 +30,12 @@ export function imagePathResources(paths: readonly ImagePath[]): CustomTemplateR
   return [...out.values()];
 }
 
-function guessResource(kind: string): string {
-  const lower = kind.toLowerCase();
-  if (lower.endsWith("s")) return `${lower}es`;
-  if (/[^aeiou]y$/.test(lower)) return `${lower.slice(0, -1)}ies`;
-  return `${lower}s`;
-}
-
 export interface WebhookOptions {
   failurePolicy?: "Fail" | "Ignore";
   timeoutSeconds?: number;
   customResources?: readonly CustomTemplateResource[];
+  /** Whether some policy may be for a resource (policies' matchConstraints); absent: every resource is kept. */
+  mayMatch?: (resource: WebhookResource) => boolean;
 }
 
 /**
@@ -47,9 +43,9 @@ export interface WebhookOptions {
  * fast at the controller object, and controllers create pods from pinned templates), plus custom resources
  * registered with pod templates.
  */
-function webhookRules(customResources: readonly CustomTemplateResource[] = []) {
+function webhookRules(customResources: readonly CustomTemplateResource[] = [], mayMatch?: WebhookOptions["mayMatch"]) {
   const operations = ["CREATE", "UPDATE"];
-  return [
+  const rules = [
     {
       apiGroups: [""],
       apiVersions: ["v1"],
@@ -61,6 +57,15 @@ function webhookRules(customResources: readonly CustomTemplateResource[] = []) {
     { apiGroups: ["batch"], apiVersions: ["*"], operations, resources: ["jobs", "cronjobs"], scope: "Namespaced" },
     ...customResources.map((c) => ({ apiGroups: [c.group], apiVersions: [c.version], operations, resources: [c.resource], scope: "*" })),
   ];
+  if (!mayMatch) return rules;
+  // Resources no policy is for are left out, and rules left with none.
+  return rules.flatMap((rule) => {
+    const resources = rule.resources.filter((name) => {
+      const [resource = "", subResource = ""] = name.split("/");
+      return mayMatch({ group: rule.apiGroups[0]!, version: rule.apiVersions[0]!, resource, subResource });
+    });
+    return resources.length > 0 ? [{ ...rule, resources }] : [];
+  });
 }
 
 function webhook(ep: WebhookEndpoint, name: string, path: string, opts: WebhookOptions) {
@@ -72,7 +77,7 @@ function webhook(ep: WebhookEndpoint, name: string, path: string, opts: WebhookO
     failurePolicy: opts.failurePolicy ?? "Fail",
     timeoutSeconds: opts.timeoutSeconds ?? 10,
     clientConfig: { url: `${ep.baseUrl}${path}`, caBundle: Buffer.from(ep.caPem).toString("base64") },
-    rules: webhookRules(opts.customResources),
+    rules: webhookRules(opts.customResources, opts.mayMatch),
   };
 }
 

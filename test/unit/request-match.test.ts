@@ -5,9 +5,13 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
 import type { AdmissionRequest } from "../../src/core/admission-review.ts";
-import { guessResource, subjectOfImageReview, subjectOfObject, subjectOfRequest, type AdmissionSubject } from "../../src/core/admission-subject.ts";
+import { subjectOfImageReview, subjectOfObject, subjectOfRequest, type AdmissionSubject } from "../../src/core/admission-subject.ts";
+import { guessResource } from "../../src/core/kind-resource.ts";
 import { compileRequestMatch } from "../../src/core/request-match/compile-request-match.ts";
 import { matchRequest, type MatchedRequest, type RequestMatch } from "../../src/core/request-match/request-match.ts";
+import { mayMatchResource } from "../../src/core/request-match/request-scope.ts";
+import { renderValidatingWebhookConfiguration } from "../../src/server/webhook-manifests.ts";
+import { parse as parseYaml } from "yaml";
 import type { AdmissionCall } from "../../src/engine/admission-call.ts";
 import { Engine } from "../../src/engine/engine.ts";
 import { parsePolicyText } from "../../src/policy/load-policies.ts";
@@ -129,7 +133,7 @@ test("an ImageReview carries no labels, author or object: only resource rules an
   assert.equal(inScope(deploymentsOnly, partial), false, "an ImageReview stands for a pod's creation");
 });
 
-test("offline subjects carry the resource a kind is served as (Kubernetes' guess), the namespace and the user", () => {
+test("offline subjects carry the resource a kind is served as (guessed from the kind), the namespace and the user", () => {
   assert.deepEqual(
     ["Pod", "Deployment", "ReplicaSet", "CronJob", "ReplicationController", "PodTemplate", "Endpoints", "NetworkPolicy", "Ingress", "PipelineRun", ""].map(
       guessResource,
@@ -308,4 +312,50 @@ spec:
     d.violations.map((v) => v.rule),
     ["matchConstraints.namespaceSelector"],
   );
+});
+
+test("webhook configurations leave out the resources no policy is for, and keep all of them while one policy is for any", () => {
+  const policies = (text: string) => {
+    const parsed = parsePolicyText(text, "p.yaml");
+    assert.deepEqual(parsed.errors, []);
+    return parsed.policies;
+  };
+  const onlyDeployments = policies(`
+apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: {name: deployments}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [apps], apiVersions: [v1], resources: [deployments], operations: [CREATE]}]
+  rules: [{action: allow, images: ["*"]}]
+---
+apiVersion: imprimatur.dev/v1alpha1
+kind: PodRestriction
+metadata: {name: ephemeral}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: ["*"], resources: ["pods/*"], operations: [UPDATE]}]
+  spec: {containers: [{securityContext: {privileged: {allowNil: true, require: false}}}]}
+`);
+  const rulesOf = (set: ReturnType<typeof policies>) => {
+    const yaml = renderValidatingWebhookConfiguration({ baseUrl: "https://x", caPem: "pem" }, { mayMatch: (r) => mayMatchResource(set, r) });
+    const config = parseYaml(yaml) as { webhooks: Array<{ rules: Array<{ apiGroups: string[]; resources: string[] }> }> };
+    return config.webhooks[0]!.rules.map((r) => [r.apiGroups[0], r.resources]);
+  };
+  assert.deepEqual(rulesOf(onlyDeployments), [
+    ["", ["pods/ephemeralcontainers"]],
+    ["apps", ["deployments"]],
+  ]);
+  const anyRequest = policies(`
+apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: {name: all}
+spec:
+  rules: [{action: allow, images: ["*"]}]
+`);
+  assert.deepEqual(rulesOf({ ...onlyDeployments, ImagePolicy: [...onlyDeployments.ImagePolicy, ...anyRequest.ImagePolicy] }), [
+    ["", ["pods", "pods/ephemeralcontainers", "replicationcontrollers", "podtemplates"]],
+    ["apps", ["deployments", "replicasets", "statefulsets", "daemonsets"]],
+    ["batch", ["jobs", "cronjobs"]],
+  ]);
 });

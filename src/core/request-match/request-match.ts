@@ -153,7 +153,7 @@ function anyOrIncludes(list: readonly string[], value: string): boolean {
 }
 
 /** VAP's resource patterns: "*" is every resource but no subresource; "a/*", "*\/b", "*\/*" reach subresources. */
-function resourceCovers(pattern: string, resource: string, subResource: string): boolean {
+export function resourceCovers(pattern: string, resource: string, subResource: string): boolean {
   const slash = pattern.indexOf("/");
   if (slash < 0) return subResource === "" && (pattern === "*" || pattern === resource);
   if (subResource === "") return false;

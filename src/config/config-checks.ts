@@ -3,6 +3,7 @@
 import { readFile } from "node:fs/promises";
 import { formatFieldPath } from "../core/field-path.ts";
 import { parseDuration } from "../core/duration.ts";
+import { didYouMean } from "../core/unknown-field.ts";
 import { ConfigError, type ConfigProblem } from "./config-error.ts";
 import { readKubeYaml, type FieldPath, type LocatedDocument, type LocatedYaml } from "./kube-yaml.ts";
 
@@ -48,7 +49,7 @@ export class ConfigChecks {
   /** `value` as a mapping whose keys are all in `known`; each other key is an unknown field. */
   mapping(value: unknown, path: FieldPath, known: readonly string[]): Record<string, unknown> | undefined {
     if (!isMapping(value)) return this.problem(path, path.length === 0 ? "the file must be a YAML mapping" : "must be a mapping");
-    for (const key of Object.keys(value)) if (!known.includes(key)) this.problem([...path, key], "unknown field");
+    for (const key of Object.keys(value)) if (!known.includes(key)) this.problem([...path, key], `unknown field${didYouMean(key, known)}`);
     return value;
   }
 

@@ -5,13 +5,15 @@ import { imagesByPod, type AdmissionSubject } from "../admission-subject.ts";
 import { combineDecisions, deny, type Decision } from "../decision.ts";
 import { imagePolicyAnnotations } from "../image-review.ts";
 import type { FieldIssue, KindEvaluationContext, PolicyKind } from "../policy-kind.ts";
+import { unknownFieldMessage } from "../unknown-field.ts";
 import { compileImagePolicy, type RawImagePolicy } from "./compile-image-policy.ts";
 import { evaluateImagePolicies, type ImagePolicy } from "./image-policy.ts";
 import imagePolicySchema from "./image-policy.schema.json" with { type: "json" };
 
 export const POLICY_API_VERSION = "imprimatur.dev/v1alpha1";
 
-const ajv = new Ajv({ allErrors: true, strict: true, useDefaults: false });
+// verbose: an error carries its schema, whose properties name the fields an unknown one may have meant.
+const ajv = new Ajv({ allErrors: true, strict: true, useDefaults: false, verbose: true });
 const validateSchema = ajv.compile(imagePolicySchema);
 
 export const imagePolicyKind: PolicyKind<ImagePolicy, readonly ImagePolicy[]> = {
@@ -57,7 +59,13 @@ function describeSchemaError(e: ErrorObject): FieldIssue {
     .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
   switch (e.keyword) {
     case "additionalProperties":
-      return { path: [...path, String(e.params.additionalProperty)], message: `unknown field ${JSON.stringify(e.params.additionalProperty)}` };
+      return {
+        path: [...path, String(e.params.additionalProperty)],
+        message: unknownFieldMessage(
+          String(e.params.additionalProperty),
+          Object.keys((e.parentSchema as { properties?: object } | undefined)?.properties ?? {}),
+        ),
+      };
     case "required":
       return { path, message: `missing required field ${JSON.stringify(e.params.missingProperty)}` };
     case "enum":

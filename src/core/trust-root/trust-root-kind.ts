@@ -7,6 +7,7 @@ import { TrustedRoot } from "@sigstore/protobuf-specs";
 import { toTrustMaterial, type TrustMaterial } from "@sigstore/verify";
 import type { FieldIssue, PolicyKind } from "../policy-kind.ts";
 import type { PolicyOrigin } from "../policy-origin.ts";
+import { unknownFieldMessage } from "../unknown-field.ts";
 import { POLICY_API_VERSION } from "../image-policy/image-policy-kind.ts";
 
 export interface TrustRoot {
@@ -30,7 +31,8 @@ export const trustRootKind: PolicyKind<TrustRoot, ReadonlyMap<string, TrustRoot>
     const name = metadata?.name;
     if (typeof name !== "string" || !NAME.test(name)) issues.push({ path: ["metadata", "name"], message: "must be a lowercase DNS-style name" });
     for (const key of Object.keys(document)) {
-      if (!["apiVersion", "kind", "metadata", "spec"].includes(key)) issues.push({ path: [key], message: `unknown field ${JSON.stringify(key)}` });
+      if (!["apiVersion", "kind", "metadata", "spec"].includes(key))
+        issues.push({ path: [key], message: unknownFieldMessage(key, ["apiVersion", "kind", "metadata", "spec"]) });
     }
     const spec = document.spec;
     if (typeof spec !== "object" || spec === null || Array.isArray(spec)) {
@@ -41,7 +43,7 @@ export const trustRootKind: PolicyKind<TrustRoot, ReadonlyMap<string, TrustRoot>
       return { issues };
     }
     const { trustedRoot, path, ...unknown } = spec as Record<string, unknown>;
-    for (const key of Object.keys(unknown)) issues.push({ path: ["spec", key], message: `unknown field ${JSON.stringify(key)}` });
+    for (const key of Object.keys(unknown)) issues.push({ path: ["spec", key], message: unknownFieldMessage(key, ["trustedRoot", "path"]) });
     if ((trustedRoot === undefined) === (path === undefined)) {
       issues.push({ path: ["spec"], message: "give exactly one of trustedRoot (the trusted_root.json content) and path (a file next to this policy)" });
       return { issues };

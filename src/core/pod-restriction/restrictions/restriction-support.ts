@@ -3,6 +3,7 @@
 // failed check reports. Restrictions compile to plain closures so evaluation allocates little.
 import { formatFieldPath } from "../../field-path.ts";
 import { isObject } from "../../json-shapes.ts";
+import { didYouMean } from "../../unknown-field.ts";
 
 export type RawPath = Array<string | number>;
 
@@ -106,7 +107,7 @@ export function readMapping(
   for (const [key, value] of Object.entries(raw)) {
     const name = Object.hasOwn(aliases, key) ? aliases[key]! : key;
     if (!known.includes(name)) {
-      cx.error([...path, key], `unknown field ${JSON.stringify(key)}; known fields: ${known.join(", ")}`);
+      cx.error([...path, key], `unknown field ${JSON.stringify(key)}; known fields: ${known.join(", ")}${didYouMean(key, known)}`);
       continue;
     }
     if (Object.hasOwn(out, name)) {

@@ -162,7 +162,8 @@ export function subjectOfImageReview(spec: ImageReviewSpec): AdmissionSubject {
     pods: [pod],
     images: spec.containers.map((c, i) => ({ image: c.image, field: `spec.containers[${i}].image`, pod: 0 })),
     judgePods: false,
-    // The ImagePolicyWebhook admission plugin asks while a pod is created; the review carries no more of it.
+    // The ImagePolicyWebhook admission plugin asks while a pod is created; the review carries no more of it: no
+    // labels, no author. Policies scoped by those match it as a pod without them (request-match.ts).
     request: {
       uid: "",
       operation: "CREATE",

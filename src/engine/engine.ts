@@ -215,7 +215,7 @@ export class Engine {
   private async policiesFor(subject: AdmissionSubject, call: AdmissionCall): Promise<RequestScope & { namespaceLabels?: Record<string, string> }> {
     const ofCluster = this.preparedFor(call.caller);
     const namespaceLabels = ofCluster.usesNamespaceLabels ? await this.labelsOf(subject.namespace, call.deadline) : undefined;
-    const request: MatchedRequest = { request: subject.request, partial: subject.origin === "imagereview", ...(namespaceLabels ? { namespaceLabels } : {}) };
+    const request: MatchedRequest = { request: subject.request, ...(namespaceLabels ? { namespaceLabels } : {}) };
     return { ...scopeRequest(ofCluster, request, this.failOpen), ...(namespaceLabels ? { namespaceLabels } : {}) };
   }
 

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { readdir } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
-import type { AdmissionSubject } from "../../src/core/admission-subject.ts";
+import { subjectOfImageReview, type AdmissionSubject } from "../../src/core/admission-subject.ts";
 import { renderViolation, type Decision } from "../../src/core/decision.ts";
 import type { NamespaceLabelSource } from "../../src/core/namespace-labels.ts";
 import { emptyPolicySet, KIND_NAMES, type PolicySet } from "../../src/core/policy-kinds.ts";
@@ -79,18 +79,33 @@ const CASES: Record<string, ExampleCase> = {
     denied: [{ object: pod("latest", "default", { containers: [{ name: "web", image: "nginx:latest" }] }), policy: "pinned-versions" }],
   },
   "examples/tekton-tasks.yaml": {
-    namespaces: { ci: { "images.imprimatur.dev/tekton-tasks": "enforce" } },
     admitted: [
       task("build", "ci", ["registry.example.com/golang:1.23"]),
       // A TaskRun's pod: Tekton's own init image next to the Task's.
-      pod("build-run-pod", "ci", {
-        initContainers: [{ name: "prepare", image: `ghcr.io/tektoncd/pipeline/entrypoint-bff0a22da108bc2f16c818c97641a296:v1.0.0@sha256:${"1".repeat(64)}` }],
-        containers: [{ name: "step-compile", image: "registry.example.com/golang:1.23" }],
-      }),
-      // Outside the labelled namespaces the policy does not apply (the default policy still does).
-      task("from-hub", "default", ["golangci/golangci-lint:v1.61"]),
+      pod(
+        "build-run-pod",
+        "ci",
+        {
+          initContainers: [{ name: "prepare", image: `ghcr.io/tektoncd/pipeline/entrypoint-bff0a22da108bc2f16c818c97641a296:v1.0.0@sha256:${"1".repeat(64)}` }],
+          containers: [{ name: "step-compile", image: "registry.example.com/golang:1.23" }],
+        },
+        { "tekton.dev/taskRun": "build-run" },
+      ),
+      // Not a Tekton pod: the policy is not for it, in the same namespace (the default policy still applies).
+      pod("web", "ci", { containers: [{ name: "web", image: "nginx:1.25" }] }),
     ],
-    denied: [{ object: task("from-hub", "ci", ["golangci/golangci-lint:v1.61"]), policy: "tekton-tasks" }],
+    denied: [
+      { object: task("from-hub", "ci", ["golangci/golangci-lint:v1.61"]), policy: "tekton-tasks" },
+      {
+        object: pod(
+          "lint-run-pod",
+          "default",
+          { containers: [{ name: "step-lint", image: "golangci/golangci-lint:v1.61" }] },
+          { "tekton.dev/taskRun": "lint" },
+        ),
+        policy: "tekton-tasks",
+      },
+    ],
   },
   "examples/psp-restricted.yaml": {
     namespaces: { legacy: { "pod-security.imprimatur.dev/enforce": "psp-restricted" } },
@@ -185,6 +200,12 @@ for (const [file, c] of Object.entries(CASES)) {
     for (const obj of ORDINARY) {
       const d = await judge(engine, obj);
       assert.equal(d.allowed, true, `${describe(obj)}: ${d.violations.map(renderViolation).join("; ")}`);
+      // The same pod asked about through ImageReview (namespace, annotations and images only).
+      if (obj.kind !== "Pod") continue;
+      const meta = obj.metadata as { namespace: string };
+      const containers = ((obj.spec as { containers: Array<{ image: string }> }).containers ?? []).map((c) => ({ image: c.image }));
+      const review = await engine.validate(subjectOfImageReview({ containers, namespace: meta.namespace, annotations: {} }), call());
+      assert.equal(review.allowed, true, `ImageReview of ${describe(obj)}: ${review.violations.map(renderViolation).join("; ")}`);
     }
   });
 

@@ -38,7 +38,7 @@ const podCreate = (extra: Partial<AdmissionRequest> = {}): AdmissionRequest => (
   ...extra,
 });
 
-const asked = (request: AdmissionRequest, extra: Partial<MatchedRequest> = {}): MatchedRequest => ({ request, partial: false, ...extra });
+const asked = (request: AdmissionRequest, extra: Partial<MatchedRequest> = {}): MatchedRequest => ({ request, ...extra });
 
 function inScope(match: RequestMatch, req: MatchedRequest): boolean | string {
   const outcome = matchRequest(match, req);
@@ -121,16 +121,21 @@ test("matchConditions: all true applies, one false leaves, an error without a fa
   assert.match(String(inScope(conditions("'text'"), req)), /not a boolean/);
 });
 
-test("an ImageReview carries no labels, author or object: only resource rules and namespaces decide, and the policy applies", () => {
-  const review = subjectOfImageReview({ containers: [{ image: "nginx" }], namespace: "team-a", annotations: {} });
-  const partial = asked(review.request, { partial: true, namespaceLabels: {} });
-  assert.equal(inScope(compiled({ matchConstraints: { objectSelector: { matchLabels: { app: "build" } } } }), partial), true);
-  assert.equal(inScope(compiled({ matchConstraints: { excludeSubjects: [{ kind: "Group", name: "ci" }] } }), partial), true);
-  assert.equal(inScope(compiled({ matchConditions: [{ name: "never", expression: "false" }] }), partial), true);
+test("an ImageReview is matched as a pod's creation with its namespace and annotations, no labels and no author", () => {
+  const review = subjectOfImageReview({ containers: [{ image: "nginx" }], namespace: "team-a", annotations: { "ci.image-policy.k8s.io/build": "yes" } });
+  const req = asked(review.request, { namespaceLabels: { env: "prod" } });
+  assert.equal(inScope(compiled({ matchConstraints: { namespaceSelector: { matchLabels: { env: "prod" } } } }), req), true);
+  assert.equal(inScope(compiled({ matchConstraints: { objectSelector: { matchLabels: { app: "build" } } } }), req), false);
+  assert.equal(inScope(compiled({ matchConstraints: { objectSelector: { matchExpressions: [{ key: "app", operator: "DoesNotExist" }] } } }), req), true);
+  assert.equal(inScope(compiled({ matchConstraints: { subjects: [{ kind: "Group", name: "ci" }] } }), req), false);
+  assert.equal(inScope(compiled({ matchConstraints: { excludeSubjects: [{ kind: "Group", name: "ci" }] } }), req), true);
+  const annotated = "has(object.metadata.annotations) && 'ci.image-policy.k8s.io/build' in object.metadata.annotations";
+  assert.equal(inScope(compiled({ matchConditions: [{ name: "ci", expression: annotated }] }), req), true);
+  assert.equal(inScope(compiled({ matchConditions: [{ name: "labelled", expression: "has(object.metadata.labels)" }] }), req), false);
   const deploymentsOnly = compiled({
     matchConstraints: { resourceRules: [{ apiGroups: ["apps"], apiVersions: ["v1"], resources: ["deployments"], operations: ["CREATE"] }] },
   });
-  assert.equal(inScope(deploymentsOnly, partial), false, "an ImageReview stands for a pod's creation");
+  assert.equal(inScope(deploymentsOnly, req), false, "an ImageReview stands for a pod's creation");
 });
 
 test("offline subjects carry the resource a kind is served as (guessed from the kind), the namespace and the user", () => {

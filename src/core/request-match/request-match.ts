@@ -44,14 +44,13 @@ export interface RequestMatch {
   matchConditions?: MatchCondition[];
 }
 
-/** What a policy can be matched against: the admission request, and what the edge knows of its namespace. */
+/**
+ * What a policy can be matched against: the admission request, and what the edge knows of its namespace. An
+ * ImageReview stands for a pod's creation and carries its namespace, annotations and images only: it is matched
+ * as a pod with those annotations, no labels and no author (admission-subject.ts builds that request).
+ */
 export interface MatchedRequest {
   request: AdmissionRequest;
-  /**
-   * An ImageReview carries a namespace, annotations and images, not the pod, its labels or its author: what
-   * depends on them (objectSelector, subjects, matchConditions) cannot be decided, and the policy is applied.
-   */
-  partial: boolean;
   /** Labels of the request's namespace; undefined when unknown. */
   namespaceLabels?: Record<string, string>;
 }
@@ -90,7 +89,6 @@ export function matchRequest(match: RequestMatch, req: MatchedRequest): MatchOut
     }
     if (!matchesLabelSelector(match.namespaceSelector, req.namespaceLabels)) return { inScope: false };
   }
-  if (req.partial) return { inScope: true };
 
   // As VAP: on an update, the labels before or after the change may select the object.
   if (match.objectSelector) {

@@ -1,13 +1,14 @@
 // `imprimatur completion bash|zsh`: a shell completion script made from the command table and each
 // command's help text, so that the flags completed are the flags documented, with no second list to keep.
-import { parseCommandArgs, UsageError } from "./args.ts";
+import { parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 
 export const SHELLS = ["bash", "zsh"] as const;
 
 export const COMPLETION_USAGE = `Usage: imprimatur completion bash|zsh
 
 Prints a script that completes imprimatur's commands, their flags and the values of flags (files, folders,
-fixed choices such as text|json) in bash or zsh. To load it:
+the choices a flag's help lists such as output formats, the shipped profiles for --profile, the policy kinds
+for a KIND) in bash or zsh. To load it:
 
   bash, this shell only:   source <(imprimatur completion bash)
   bash, every new shell:   imprimatur completion bash > ~/.local/share/bash-completion/completions/imprimatur
@@ -112,6 +113,55 @@ export function valueCompletion(placeholder: string): "files" | "dirs" | readonl
   return [];
 }
 
+/** Values that help texts name without listing them, looked up when the script is made. */
+export interface KnownValues {
+  /** The shipped PodRestriction profiles, for --profile. */
+  profiles: readonly string[];
+  /** The policy kinds, for a flag whose value is a KIND. */
+  kinds: readonly string[];
+}
+
+const NONE_KNOWN: KnownValues = { profiles: [], kinds: [] };
+
+const CHOICE = "[A-Za-z][A-Za-z0-9-]*";
+const CHOICE_LIST = new RegExp(`^(${CHOICE}(?:, ${CHOICE})*),? or (${CHOICE})(?=$|[,;:.]? )`);
+const CHOICE_DEFINITION = new RegExp(`^(${CHOICE}):`);
+
+/**
+ * The fixed choices a flag's description lists when its placeholder does not ("-o, --output FORMAT   text
+ * (default: …), json, yaml or junit"; "--digest-mode MODE   mutate (default): …; record: …"): the words of a
+ * leading "a, b or c", or of "a: …; b: …". None when the description is prose.
+ */
+export function choicesInDescription(description: string): string[] {
+  let plain = description;
+  // Parentheses hold remarks ("(default: …)"), never choices; inner ones first.
+  for (let before = ""; before !== plain;) [before, plain] = [plain, plain.replace(/\s*\([^()]*\)/g, "")];
+  const list = CHOICE_LIST.exec(plain);
+  if (list) return [...list[1]!.split(", "), list[2]!];
+  const definitions = plain.split(/;\s*/).map((segment) => CHOICE_DEFINITION.exec(segment)?.[1]);
+  if (definitions.length > 1 && definitions.every((d) => d !== undefined)) return definitions as string[];
+  return [];
+}
+
+/**
+ * What to complete for a flag's value: the shipped profiles for --profile, the policy kinds for a KIND, then what
+ * its placeholder says (valueCompletion), then the choices its description lists.
+ */
+export function flagCompletion(flag: Flag, known: KnownValues = NONE_KNOWN): "files" | "dirs" | readonly string[] {
+  const placeholder = flag.value ?? "";
+  if (flag.names.includes("--profile") && known.profiles.length > 0) return known.profiles;
+  if (/^KINDS?$/.test(placeholder) && known.kinds.length > 0) return known.kinds;
+  const byPlaceholder = valueCompletion(placeholder);
+  if (typeof byPlaceholder === "string" || byPlaceholder.length > 0) return byPlaceholder;
+  return choicesInDescription(flag.description);
+}
+
+/** The values to offer that no help text lists: the shipped profiles and the registered policy kinds. */
+export async function knownValues(): Promise<KnownValues> {
+  const [{ profileNames }, { KIND_NAMES }] = await Promise.all([import("./profiles.ts"), import("../core/policy-kinds.ts")]);
+  return { profiles: await profileNames(), kinds: KIND_NAMES };
+}
+
 export async function runCompletion(argv: string[], commands: () => Promise<CompletionCommand[]>): Promise<number> {
   let shell: (typeof SHELLS)[number];
   try {
@@ -121,14 +171,11 @@ export async function runCompletion(argv: string[], commands: () => Promise<Comp
     if (!(SHELLS as readonly string[]).includes(name)) throw new UsageError(`unsupported shell ${JSON.stringify(name)}; supported: ${SHELLS.join(", ")}`);
     shell = name as (typeof SHELLS)[number];
   } catch (e) {
-    if (e instanceof UsageError) {
-      process.stderr.write(`imprimatur completion: ${e.message}\n\n${COMPLETION_USAGE}`);
-      return 2;
-    }
+    if (e instanceof UsageError) return usageFailure("completion", e.message);
     throw e;
   }
-  const list = await commands();
-  process.stdout.write(shell === "bash" ? bashScript(list) : zshScript(list));
+  const [list, known] = await Promise.all([commands(), knownValues()]);
+  process.stdout.write(shell === "bash" ? bashScript(list, known) : zshScript(list, known));
   return 0;
 }
 
@@ -143,7 +190,7 @@ function quoted(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
-export function bashScript(commands: readonly CompletionCommand[]): string {
+export function bashScript(commands: readonly CompletionCommand[], known: KnownValues = NONE_KNOWN): string {
   const reply = (what: "files" | "dirs" | readonly string[]) =>
     typeof what === "string" ? `_imprimatur_reply ${what} "$cur"` : `_imprimatur_reply words "$cur" "${what.map(word).join(" ")}"`;
   const cases: string[] = [];
@@ -156,7 +203,7 @@ export function bashScript(commands: readonly CompletionCommand[]): string {
       // After a flag that takes a value, complete the value: flags with the same kind of value share a line.
       const byAction = new Map<string, string[]>();
       for (const f of valued) {
-        const what = valueCompletion(f.value!);
+        const what = flagCompletion(f, known);
         const action = typeof what !== "string" && what.length === 0 ? "return 0" : `${reply(what)}; return 0`;
         byAction.set(action, [...(byAction.get(action) ?? []), ...f.names.map(word)]);
       }
@@ -217,7 +264,7 @@ complete -F _imprimatur imprimatur
 `;
 }
 
-export function zshScript(commands: readonly CompletionCommand[]): string {
+export function zshScript(commands: readonly CompletionCommand[], known: KnownValues = NONE_KNOWN): string {
   const action = (what: "files" | "dirs" | readonly string[]) =>
     what === "files" ? "_files" : what === "dirs" ? "_files -/" : what.length === 0 ? " " : `(${what.map(word).join(" ")})`;
   // Inside _arguments' [description] and :message: parts, brackets and colons are syntax.
@@ -228,7 +275,7 @@ export function zshScript(commands: readonly CompletionCommand[]): string {
     for (const f of flagsFromUsage(c.help)) {
       const names = f.names.map((n) => word(n) + (f.value === undefined ? "" : n.startsWith("--") ? "=" : "+"));
       const description = f.description ? `[${text(f.description)}]` : "";
-      const value = f.value === undefined ? "" : `:${text(f.value)}:${action(valueCompletion(f.value))}`;
+      const value = f.value === undefined ? "" : `:${text(f.value)}:${action(flagCompletion(f, known))}`;
       const tail = quoted(`${description}${value}`);
       if (f.repeatable) specs.push(names.length > 1 ? `'*'{${names.join(",")}}${tail}` : `'*'${names[0]}${tail}`);
       else if (names.length > 1) specs.push(`${quoted(`(${f.names.join(" ")})`)}{${names.join(",")}}${tail}`);

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { flagsFromUsage, valueCompletion } from "../../../src/cli/completion.ts";
+import { choicesInDescription, flagCompletion, flagsFromUsage, valueCompletion } from "../../../src/cli/completion.ts";
 import { COMMANDS, helpText } from "../../../src/cli/main.ts";
 import { imprimatur, installed, REPO_ROOT } from "../../support/cli-process.ts";
 
@@ -67,6 +67,22 @@ describe("completion bash", () => {
     assert.deepEqual(complete("profiles", "--", "-"), []);
     assert.ok(complete("serve", "--").includes("--digest-mode"));
   });
+
+  test("completes the values of flags whose help lists them in words, and --profile with the shipped profiles", () => {
+    assert.deepEqual(complete("check", "-o", ""), ["json", "junit", "text", "yaml"]);
+    assert.deepEqual(complete("check", "--output", "=", "j"), ["json", "junit"]);
+    assert.deepEqual(complete("verify", "-o", ""), ["json", "text", "yaml"]);
+    assert.deepEqual(complete("node-records", "--output", ""), ["json", "text", "yaml"]);
+    assert.deepEqual(complete("check", "--profile", ""), ["baseline", "restricted"]);
+    assert.deepEqual(complete("serve", "--profile", "r"), ["restricted"]);
+    assert.deepEqual(complete("serve", "--digest-mode", ""), ["mutate", "record"]);
+    assert.deepEqual(complete("node-proxy", "--verification-policy", "NeverVerify"), [
+      "NeverVerify",
+      "NeverVerifyAllowlistedImages",
+      "NeverVerifyPreloadedImages",
+    ]);
+    assert.deepEqual(complete("serve", "--tls-san", ""), [], "a value of the user's choosing: nothing offered");
+  });
 });
 
 describe("completion zsh", () => {
@@ -97,6 +113,13 @@ describe("completion zsh", () => {
     }
   });
 
+  test("it offers the listed values of flags: formats, modes, the shipped profiles", () => {
+    const section = (name: string) => script.slice(script.search(new RegExp(`^ +\\(${name}\\)$`, "m"))).split(";;")[0]!;
+    assert.ok(section("check").includes(":FORMAT:(text json yaml junit)'"), section("check"));
+    assert.ok(section("check").includes(":NAME:(baseline restricted)'"));
+    assert.ok(section("serve").includes(":MODE:(mutate record)'"));
+  });
+
   test("it names every command, with its summary, and every documented flag", async () => {
     for (const c of await documented()) {
       const command = COMMANDS.find((x) => x.name === c.name)!;
@@ -121,6 +144,34 @@ describe("completion usage errors", { concurrency: 2 }, () => {
     assert.equal(r.code, 2);
     assert.match(r.stderr, /give one shell: bash or zsh/);
   });
+});
+
+test("choicesInDescription: a leading 'a, b or c' or 'a: …; b: …', remarks in parentheses left out; prose gives none", () => {
+  assert.deepEqual(choicesInDescription("text (default: one line per finding and a summary), json, yaml or junit"), ["text", "json", "yaml", "junit"]);
+  assert.deepEqual(choicesInDescription("text (default), json or yaml"), ["text", "json", "yaml"]);
+  assert.deepEqual(choicesInDescription("mutate (default): /mutate pins images to tag@sha256:...; record: resolve and record only (no rewrite)"), [
+    "mutate",
+    "record",
+  ]);
+  assert.deepEqual(choicesInDescription("NeverVerify, Preloaded (default (the kubelet's)), or AlwaysVerify, as the kubelet's setting"), [
+    "NeverVerify",
+    "Preloaded",
+    "AlwaysVerify",
+  ]);
+  assert.deepEqual(choicesInDescription("extra DNS name or IP for the generated certificate (repeatable)"), []);
+  assert.deepEqual(choicesInDescription("listen address (default 0.0.0.0)"), []);
+  assert.deepEqual(choicesInDescription("see the docs: what it does; and more"), []);
+});
+
+test("flagCompletion: --profile gets the shipped profiles, a KIND the policy kinds, else placeholder and description", () => {
+  const known = { profiles: ["baseline", "restricted"], kinds: ["ImagePolicy", "PodRestriction", "TrustRoot"] };
+  const flag = (names: string[], value: string, description = "") => ({ names, value, description, repeatable: false });
+  assert.deepEqual(flagCompletion(flag(["--profile"], "NAME"), known), known.profiles);
+  assert.deepEqual(flagCompletion(flag(["--kind"], "KIND", "the policy kind"), known), known.kinds);
+  assert.deepEqual(flagCompletion(flag(["-o", "--output"], "FORMAT", "text (default), json or yaml"), known), ["text", "json", "yaml"]);
+  assert.deepEqual(flagCompletion(flag(["-o", "--output"], "text|json", "text (default), json or yaml"), known), ["text", "json"]);
+  assert.equal(flagCompletion(flag(["--config"], "FILE", "a, b or c"), known), "files");
+  assert.deepEqual(flagCompletion(flag(["--name"], "NAME", "the TrustRoot's name"), known), []);
 });
 
 test("valueCompletion: choices, files, folders, or nothing", () => {

@@ -119,6 +119,13 @@ test("matchConditions: all true applies, one false leaves, an error without a fa
   assert.match(String(inScope(conditions("object.metadata.labels.missing == 'x'"), req)), /^error: matchCondition "c0" failed: /);
   assert.equal(inScope(conditions("object.metadata.labels.missing == 'x'", "false"), req), false, "a false condition wins over an error");
   assert.match(String(inScope(conditions("'text'"), req)), /not a boolean/);
+  const anonymous = asked(podCreate({ userInfo: undefined }));
+  assert.equal(
+    inScope(conditions("'developers' in request.userInfo.groups", "request.userInfo.username == ''"), anonymous),
+    false,
+    "absent groups read as empty",
+  );
+  assert.equal(inScope(conditions("size(request.userInfo.groups) == 0 && request.userInfo.username == ''"), anonymous), true);
 });
 
 test("an ImageReview is matched as a pod's creation with its namespace and annotations, no labels and no author", () => {

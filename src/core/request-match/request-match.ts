@@ -123,7 +123,8 @@ export function conditionBindings(req: MatchedRequest): Record<string, unknown> 
       name: r.name ?? "",
       namespace,
       operation: r.operation ?? "",
-      userInfo: r.userInfo ?? {},
+      // As VAP's typed request: fields the apiserver left out read as empty, not as missing.
+      userInfo: { username: "", uid: "", groups: [], ...r.userInfo },
       dryRun: r.dryRun ?? false,
     },
     // What the server knows of the Namespace: its name and labels (from the API or a namespaces file).

@@ -37,7 +37,12 @@ export const areas = {
   },
   "image-policy": {
     mutate: ["src/core/image-policy/*.ts", "!src/core/image-policy/attestors.ts"],
-    testFiles: ["test/unit/image-policy.test.ts", "test/unit/verification/attestor-policy.test.ts", "test/unit/verification/evaluation.test.ts"],
+    testFiles: [
+      "test/unit/image-policy.test.ts",
+      "test/unit/compile-attestors.test.ts",
+      "test/unit/verification/attestor-policy.test.ts",
+      "test/unit/verification/evaluation.test.ts",
+    ],
   },
   "trust-root": {
     mutate: ["src/core/trust-root/*.ts"],

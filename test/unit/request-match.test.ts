@@ -3,6 +3,9 @@
 // pipeline (policies out of scope neither deny nor pin; undecidable scopes deny, saying why).
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { Ajv } from "ajv";
+import imagePolicySchema from "../../src/core/image-policy/image-policy.schema.json" with { type: "json" };
+import podRestrictionSchema from "../../src/policy/schemas/pod-restriction.schema.json" with { type: "json" };
 import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
 import type { AdmissionRequest } from "../../src/core/admission-review.ts";
 import { subjectOfImageReview, subjectOfObject, subjectOfRequest, type AdmissionSubject } from "../../src/core/admission-subject.ts";
@@ -370,4 +373,46 @@ spec:
     ["apps", ["deployments", "replicasets", "statefulsets", "daemonsets"]],
     ["batch", ["jobs", "cronjobs"]],
   ]);
+});
+
+test("both kinds' JSON Schemas carry the same match fields, and they accept and refuse what the compiler does", () => {
+  const schemas = [imagePolicySchema, podRestrictionSchema] as unknown as Array<{
+    $defs: Record<string, unknown>;
+    properties: { spec: { properties: Record<string, unknown> } };
+  }>;
+  const fragment = (s: (typeof schemas)[number]) => ({
+    matchConstraints: s.properties.spec.properties.matchConstraints,
+    matchConditions: s.properties.spec.properties.matchConditions,
+    defs: [s.$defs.matchConstraints, s.$defs.resourceRule, s.$defs.requestSubject, s.$defs.labelSelector],
+  });
+  assert.deepEqual(fragment(schemas[0]!), fragment(schemas[1]!));
+
+  const ajv = new Ajv({ allErrors: true, strict: false });
+  const s = schemas[0]!;
+  const validate = ajv.compile({
+    $defs: s.$defs,
+    type: "object",
+    properties: { matchConstraints: s.properties.spec.properties.matchConstraints, matchConditions: s.properties.spec.properties.matchConditions },
+  });
+  const rule = { apiGroups: [""], apiVersions: ["v1"], resources: ["pods"], operations: ["CREATE"] };
+  const cases: Array<Record<string, unknown>> = [
+    { matchConstraints: { resourceRules: [rule] } },
+    { matchConstraints: { resourceRules: [{ ...rule, apiGroups: [] }] } },
+    { matchConstraints: { resourceRules: [{ ...rule, operations: ["DELETE"] }] } },
+    { matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], resources: ["pods"] }] } },
+    { matchConstraints: { resourceRules: [{ ...rule, verbs: ["get"] }] } },
+    { matchConstraints: { objectSelector: { matchLabels: { a: "b" } } } },
+    { matchConstraints: { objectSelector: { matchLabels: { a: 1 } } } },
+    { matchConstraints: { subjects: [{ kind: "User", name: "alice" }] } },
+    { matchConstraints: { subjects: [{ kind: "Robot", name: "r" }] } },
+    { matchConstraints: { subjects: [{ kind: "User" }] } },
+    { matchConstraints: { unknown: true } },
+    { matchConditions: [{ name: "a", expression: "true" }] },
+    { matchConditions: [{ name: "a" }] },
+    { matchConditions: [{ name: "a", expression: "true", extra: 1 }] },
+    { matchConditions: "true" },
+  ];
+  for (const spec of cases) {
+    assert.equal(compileRequestMatch(spec).issues.length === 0, validate(spec), `schema and compiler disagree on ${JSON.stringify(spec)}`);
+  }
 });

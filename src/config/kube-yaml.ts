@@ -13,7 +13,7 @@
 //   integers in decimal (0644 is "420"), floats in Go's shortest float32 form; a null, list or mapping key is
 //   an error. .inf and .nan are errors, as JSON has no such numbers.
 // - a stream is split where kubectl splits it: at lines holding only `---`. kubectl reads one document per
-//   piece, so a second document in a piece (after `...`, or after `--- {…}` on one line) is silently dropped by
+//   chunk, so a second document in a chunk (after `...`, or after `--- {…}` on one line) is silently dropped by
 //   kubectl: it is an error here, so that no document means something to one reader and nothing to the other.
 // - input whose first non-space character is `{` is a stream of JSON values, as kubectl detects it.
 //
@@ -62,14 +62,15 @@ const ALIAS_EXPANSION_BUDGET = 10_000;
 /** Parses a YAML or JSON stream as kubectl does (see the top of this file); never throws. */
 export function readKubeYaml(text: string): LocatedYaml {
   const result: LocatedYaml = { documents: [], errors: [] };
-  const pieces = startsAsJson(text) ? jsonPieces(text) : [{ text, firstLine: 1 }];
+  // A JSON stream is read one value at a time, each as a YAML text of its own (JSON is YAML).
+  const parts = startsAsJson(text) ? jsonValues(text) : [{ text, firstLine: 1 }];
   let documentNumber = 0;
-  for (const piece of pieces) {
-    // Lines before the piece are kept as blank lines, so that positions are those of the whole text.
-    const padded = "\n".repeat(piece.firstLine - 1) + piece.text;
+  for (const part of parts) {
     const lineCounter = new LineCounter();
-    const lineAt = (offset: number | undefined): number | undefined => (offset === undefined ? undefined : lineCounter.linePos(offset).line);
-    const docs = parseAllDocuments(padded, {
+    // Lines of the whole text, not of the part.
+    const lineAt = (offset: number | undefined): number | undefined =>
+      offset === undefined ? undefined : lineCounter.linePos(offset).line + part.firstLine - 1;
+    const docs = parseAllDocuments(part.text, {
       version: "1.1",
       customTags: goYamlTags,
       merge: false, // merge keys are applied by the conversion below, in go-yaml's order
@@ -82,8 +83,9 @@ export function readKubeYaml(text: string): LocatedYaml {
       for (const err of docs.errors) result.errors.push({ document: documentNumber + 1, line: lineAt(err.pos[0]), message: firstLine(err.message) });
       continue;
     }
-    const separators = kubectlSeparatorLines(padded);
-    let lastPiece = -1;
+    const separators = kubectlSeparatorOffsets(part.text);
+    let separatorsBefore = 0;
+    let lastChunk = -1;
     for (const doc of docs) {
       const document = ++documentNumber;
       const fail = (line: number | undefined, message: string) => result.errors.push({ document, line, message });
@@ -98,15 +100,15 @@ export function readKubeYaml(text: string): LocatedYaml {
         for (const p of problems) fail(p.line, p.message);
         continue;
       }
-      // kubectl skips a document that is null ("---" alone, comments only), and so it takes no piece.
+      // kubectl skips a document that is null ("---" alone, comments only), and so it takes no chunk.
       if (value === null) continue;
-      const startLine = lineAt(doc.contents.range[0])!;
-      const piece = separators.filter((l) => l < startLine).length;
-      if (piece === lastPiece) {
-        fail(startLine, "kubectl would skip this document: it reads one document between lines that hold only ---; put a line with --- before it");
+      const start = doc.contents.range[0];
+      while (separatorsBefore < separators.length && separators[separatorsBefore]! < start) separatorsBefore++;
+      if (separatorsBefore === lastChunk) {
+        fail(lineAt(start), "kubectl would skip this document: it reads one document between lines that hold only ---; put a line with --- before it");
         continue;
       }
-      lastPiece = piece;
+      lastChunk = separatorsBefore;
       result.documents.push({ value, document, lineOf: (path) => lineOfPath(doc, path, lineAt) });
     }
   }
@@ -357,13 +359,11 @@ export function goFloatKey(v: number): string {
 // ---------------------------------------------------------------------------------------------
 // Streams: where kubectl splits them, and JSON
 
-/** Lines holding only "---" (and spaces): where kubectl's YAML reader cuts a stream into documents. */
-function kubectlSeparatorLines(text: string): number[] {
-  const lines: number[] = [];
-  text.split("\n").forEach((line, i) => {
-    if (/^---[\s]*$/.test(line)) lines.push(i + 1);
-  });
-  return lines;
+/** Offsets of the lines holding only "---" (and spaces): where kubectl's YAML reader cuts a stream into chunks. */
+function kubectlSeparatorOffsets(text: string): number[] {
+  const offsets: number[] = [];
+  for (const m of text.matchAll(/^---[ \t\r\v\f]*$/gm)) offsets.push(m.index);
+  return offsets;
 }
 
 /** Go's unicode.IsSpace (a byte-order mark is not one): kubectl takes input as JSON when `{` comes first. */
@@ -374,8 +374,8 @@ function startsAsJson(text: string): boolean {
 }
 
 /** A JSON stream cut into its top-level values (kubectl reads `{…}{…}` as two objects), with their first lines. */
-function jsonPieces(text: string): Array<{ text: string; firstLine: number }> {
-  const pieces: Array<{ text: string; firstLine: number }> = [];
+function jsonValues(text: string): Array<{ text: string; firstLine: number }> {
+  const values: Array<{ text: string; firstLine: number }> = [];
   let i = 0;
   let line = 1;
   while (i < text.length) {
@@ -404,9 +404,9 @@ function jsonPieces(text: string): Array<{ text: string; firstLine: number }> {
         }
       } else if (depth === 0 && /\s/.test(c)) break;
     }
-    pieces.push({ text: text.slice(start, i), firstLine });
+    values.push({ text: text.slice(start, i), firstLine });
   }
-  return pieces;
+  return values;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -123,6 +123,30 @@ test("a bearer token, insecure-skip-tls-verify, and the only context when curren
   assert.deepEqual(target, { url: "https://10.0.0.5:9443/authorize", token: "sekret", insecureSkipTLSVerify: true });
 });
 
+test("read as client-go reads it: YAML 1.1 booleans, anchors and merge keys; a duplicate key names its line", async () => {
+  const dir = join(root, "yaml-1.1");
+  const file = await writeIn(
+    dir,
+    "kubeconfig",
+    [
+      "clusters:",
+      "- name: c",
+      "  cluster: &base {server: 'https://10.0.0.5:9443/authorize', insecure-skip-tls-verify: yes}",
+      "- name: d",
+      "  cluster: {<<: *base, server: 'https://10.0.0.6:9443/authorize'}",
+      "users: [{name: u, user: {token: sekret}}]",
+      "contexts: [{name: only, context: {cluster: d, user: u}}]",
+      "",
+    ].join("\n"),
+  );
+  assert.deepEqual(await loadWebhookKubeconfig(file), { url: "https://10.0.0.6:9443/authorize", token: "sekret", insecureSkipTLSVerify: true });
+  const twice = await writeIn(dir, "twice", "clusters: []\nusers: []\nclusters: []\n");
+  await assert.rejects(loadWebhookKubeconfig(twice), (e: KubeconfigError) => {
+    assert.equal(e.message, `kubeconfig ${twice}: not valid YAML (line 3): duplicate key "clusters" (first on line 1)`);
+    return true;
+  });
+});
+
 test("the current context picks the cluster and user among several", async () => {
   const file = await writeIn(
     join(root, "several"),

@@ -29,9 +29,9 @@
 //      "docker.io/*" → "docker.io/*" (all of Docker Hub), "*:latest" → unchanged.
 //    Host boundary: "registry.example.com/*" does NOT match "registry.example.com.evil.io/x", because
 //    the "/" after the host is a literal character of the glob and a host never contains "/", so the
-//    host must end exactly there. ("registry.example.com*" has no "/", so it is read as the Docker Hub
-//    glob "docker.io/library/registry.example.com*".) A leading "*" spans registry and path alike:
-//    "*.example.com/*" also matches "docker.io/team.example.com/app:1", as "." is allowed in paths.
+//    host must end exactly there. Patterns whose look and meaning differ are refused at load (likelyMistake):
+//    a registry name without "/" ("registry.example.com*", "localhost:*": Docker Hub names), a wildcard in
+//    the host ("*.example.com/*" would match "evil.io/x.example.com/app"), and "**".
 //
 // Matching is the project's one glob engine (src/core/glob.ts), without backtracking blow-up.
 
@@ -54,6 +54,8 @@ export function compileImagePattern(source: string): PatternResult {
   if (source === "") return fail("must not be empty");
   if (/[\s\x00-\x1f\x7f]/.test(source)) return fail("must not contain whitespace or control characters");
   if (source === "*") return ok(() => true);
+  const mistake = likelyMistake(source);
+  if (mistake) return fail(mistake);
 
   if (/[*?]/.test(source)) {
     if (source.startsWith("@")) return fail('a digest glob needs a name before "@"; "*@sha256:*" matches every digest-pinned image');
@@ -82,6 +84,51 @@ export function compileImagePattern(source: string): PatternResult {
       (want.tag === undefined || effectiveTag(ref) === want.tag) &&
       (want.digest === undefined || ref.digest === want.digest),
   );
+}
+
+/**
+ * Patterns that are valid but would not match what they look like they match, refused at load with what they
+ * would match instead:
+ * - a registry host (a name with "." or "localhost", with or without a port) and no "/": it reads as a Docker
+ *   Hub image ("localhost:*" is docker.io/library/localhost with any tag, not every port of localhost);
+ * - a wildcard inside the registry host: "*" also matches "/", so "*.example.com/*" matches
+ *   "evil.io/x.example.com/app" and "registry.*.io/app" matches "registry.evil.com/x.io/app" (a wildcard port,
+ *   "localhost:*\/*", stays inside the host and is allowed);
+ * - "**": "*" already matches across "/", so it means the same as "*" and suggests a difference there is not.
+ */
+function likelyMistake(source: string): string | undefined {
+  if (source.includes("**")) return `"**" means the same as "*" here ("*" already matches "/"); write "*"`;
+  const slash = source.indexOf("/");
+  if (slash < 0) {
+    const name = source.split(/[:@]/, 1)[0]!;
+    if (name.startsWith("*") && name.includes(".")) {
+      return `it has no "/" and starts with "*", so it is matched against whole image names and also matches ${JSON.stringify(`evil.io/x${source.slice(1).replace(/[*?]/g, "x")}`)}; for registries, write each one as "host/*"`;
+    }
+    if (name === "localhost" || name.includes(".")) {
+      const host = source.split("@", 1)[0]!;
+      return (
+        `it has no "/", so it is read as the Docker Hub image docker.io/library/${source.replace(/^index\.docker\.io\//, "")}, not as a registry; ` +
+        `for every image of the registry ${host} write ${JSON.stringify(`${host}/*`)}`
+      );
+    }
+    return undefined;
+  }
+  const host = source.slice(0, slash);
+  if (host === "*" || !/[*?]/.test(host)) return undefined;
+  if (/^[^*?]+:\*$/.test(host)) return undefined;
+  // A first part that does not look like a host ("team-*") is a Docker Hub namespace glob.
+  if (!/[.:]/.test(host) && host !== "localhost") return undefined;
+  return (
+    `the wildcard in the registry part ${JSON.stringify(host)} also matches "/", so the pattern matches images of other ` +
+    `registries (${JSON.stringify(source)} matches ${JSON.stringify(exampleOtherRegistry(source, slash))}); list the registries one by one`
+  );
+}
+
+/** An image of another registry that a pattern with a wildcard in its host would match. */
+function exampleOtherRegistry(source: string, slash: number): string {
+  const host = source.slice(0, slash);
+  const filled = host.replace(/[*?]/, "evil.io/x").replace(/[*?]/g, "x");
+  return `${filled}${source.slice(slash).replace(/[*?]/g, "x")}`;
 }
 
 /** Rewrites a glob into fullName() form; see the rules at the top of the file. */

@@ -3,6 +3,7 @@
 // against data, and explained: "conditions[0].all[1]: 3 is not Equals 0". Pure: the time time_since measures to
 // is an input (the engine's admission time).
 import { compileOperand, evaluateOperand, type ExpressionEnvironment, type Operand } from "./jmespath-expression.ts";
+import { formatDuration } from "../duration.ts";
 import { compare, isOperator, OPERATORS, type Operator } from "./operators.ts";
 
 export interface RawCondition {
@@ -48,7 +49,10 @@ export function compileConditions(
         const operands: Operand[] = [];
         for (const field of ["key", "value"] as const) {
           try {
-            operands.push(compileOperand(c[field]));
+            const operand = compileOperand(c[field]);
+            const ambiguity = "literal" in operand ? ambiguousMagnitude(operand.literal) : undefined;
+            if (ambiguity) errors.push({ path: [...here, field], message: ambiguity });
+            else operands.push(operand);
           } catch (e) {
             errors.push({ path: [...here, field], message: (e as Error).message });
           }
@@ -61,6 +65,21 @@ export function compileConditions(
     return { all: part("all"), any: part("any") };
   });
   return { conditions: { blocks }, errors };
+}
+
+/**
+ * "500m" is both a duration (500 minutes) and a quantity (half a unit), and a comparison would pick one by what the
+ * other side happens to be: a literal written so is refused, with both unambiguous spellings.
+ */
+function ambiguousMagnitude(literal: unknown): string | undefined {
+  if (typeof literal !== "string") return undefined;
+  const m = /^([+-]?(?:\d+(?:\.\d*)?|\.\d+))m$/.exec(literal.trim());
+  if (!m) return undefined;
+  const minutes = Number(m[1]);
+  return (
+    `${JSON.stringify(literal)} is both ${minutes} minutes and the quantity ${minutes / 1000}: write ` +
+    `${JSON.stringify(formatDuration(minutes * 60_000))} for the duration or ${JSON.stringify(String(minutes / 1000))} for the quantity`
+  );
 }
 
 /** undefined when every block holds for `data`; otherwise the first failure, explained. `env.now`: the admission's time. */

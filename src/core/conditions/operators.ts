@@ -77,9 +77,12 @@ function equal(a: unknown, b: unknown): boolean {
   return a === b;
 }
 
-/** Sign of a − b when both are comparable magnitudes of one kind; undefined otherwise. */
+/**
+ * Sign of a − b when both are comparable magnitudes of one kind; undefined otherwise. A plain number is a quantity
+ * without unit, so "1Gi" compares with 1073741824; a duration compares only with a duration.
+ */
 function ordered(a: unknown, b: unknown): number | undefined {
-  for (const parse of [asNumber, asDuration, asQuantity]) {
+  for (const parse of [asNumber, asDuration, asQuantityOrNumber]) {
     const x = parse(a);
     const y = parse(b);
     if (x !== undefined && y !== undefined) return Math.sign(x - y);
@@ -106,8 +109,8 @@ function asDuration(v: unknown): number | undefined {
   return ms;
 }
 
-function asQuantity(v: unknown): number | undefined {
-  return typeof v === "string" ? parseQuantity(v.trim()) : undefined;
+function asQuantityOrNumber(v: unknown): number | undefined {
+  return typeof v === "string" ? (parseQuantity(v.trim()) ?? asNumber(v)) : asNumber(v);
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

@@ -81,7 +81,12 @@ test("operators: equality across numbers and numeric strings, lists, durations a
   assert.equal(compare(3, "Equals", "3"), undefined);
   assert.equal(compare("90m", "Equals", "1h30m"), undefined);
   assert.equal(compare("1Gi", "GreaterThan", "1000Mi"), undefined);
-  assert.equal(compare("500m", "LessThan", "1"), '"500m" is not LessThan "1"', "a quantity and a plain number are not compared");
+  // A plain number is a quantity without unit (found values from statements are compared so; literals written
+  // "500m" are refused at load, below).
+  assert.equal(compare("500m", "LessThan", "1"), undefined);
+  assert.equal(compare("1Gi", "Equals", 1073741824), undefined);
+  assert.equal(compare("2Gi", "LessThanOrEquals", "1073741824"), '"2Gi" is not LessThanOrEquals "1073741824"');
+  assert.equal(compare("1h", "GreaterThan", 30), '"1h" is not GreaterThan 30', "a duration compares with durations only");
   assert.equal(compare(["a", "b"], "AllIn", ["a", "b", "c"]), undefined);
   assert.equal(compare(["a", "z"], "AnyIn", ["a"]), undefined);
   assert.match(compare(["a", "z"], "AllIn", ["a"]) ?? "", /is not AllIn/);
@@ -154,4 +159,17 @@ test("CEL: compiled at load time, evaluated over the bindings, failures explaine
   assert.equal(evaluateCel(compileCel("attestations['x'].size() > 0", ["attestations"]), { attestations: { x: [{}] } }), undefined);
   assert.match(evaluateCel(compileCel("1 + 1", []), {}) ?? "", /gave (bigint|number), not a boolean/);
   assert.throws(() => compileCel("a +", ["a"]), /^Error: invalid CEL "a \+": /);
+});
+
+test('a literal that is both a duration and a quantity ("500m") is refused at load, with both unambiguous spellings', () => {
+  const errors = (value: unknown, key: unknown = "{{ size }}") =>
+    compileConditions([{ all: [{ key, operator: "GreaterThan", value }] }], ["conditions"]).errors.map((e) => `${e.path.join(".")}: ${e.message}`);
+  assert.deepEqual(errors("500m"), [
+    'conditions.0.all.0.value: "500m" is both 500 minutes and the quantity 0.5: write "8h20m0s" for the duration or "0.5" for the quantity',
+  ]);
+  assert.deepEqual(errors("{{ size }}", "1.5m").length, 1, "in key too");
+  assert.deepEqual(errors("500m0s"), []);
+  assert.deepEqual(errors("0.5"), []);
+  assert.deepEqual(errors("500Mi"), []);
+  assert.deepEqual(errors("{{ '500m' }}"), [], "expressions are the data's business");
 });

@@ -1,6 +1,5 @@
 // Shared argument handling: node:util parseArgs with errors turned into usage failures.
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { fileURLToPath } from "node:url";
 import { ConfigError, renderConfigProblem } from "../config/config-error.ts";
 
 export class UsageError extends Error {}
@@ -13,8 +12,17 @@ export function parseCommandArgs<T extends NonNullable<ParseArgsConfig["options"
   }
 }
 
-/** The policy folder shipped inside the package: what `serve` and `check` use without --policies. */
-export const EMBEDDED_POLICIES = fileURLToPath(new URL("../../policies/default/", import.meta.url));
+/** The policy folder shipped inside the package: what `serve`, `check` and `test` use without --policies. */
+export { EMBEDDED_POLICIES } from "../policy/policy-set.ts";
+
+/**
+ * How every command reports a usage error, as kubectl does: one line naming the problem and where the help is,
+ * not the whole help. Returns the exit code, 2.
+ */
+export function usageFailure(command: string, message: string): number {
+  process.stderr.write(`imprimatur ${command}: ${message}\nsee 'imprimatur ${command} --help'\n`);
+  return 2;
+}
 
 /**
  * Whether a command's arguments ask for its help: `--help` or `-h` anywhere before a `--` (after which

@@ -1,14 +1,29 @@
 // What `check` and `imprimatur test` make of one manifest object — the engine's verdict (the same pipeline as
-// the webhooks), the reason an object was skipped, unknown fields — and the report formats: text (one line per
-// finding and a summary), json, yaml and junit.
+// the webhooks), the reason an object was skipped, signatures that could not be verified offline, unknown
+// fields — and the report formats: text (one line per finding and a summary), json, yaml and junit.
 import { stringify } from "yaml";
 import { renderViolation, type Violation } from "../core/decision.ts";
+import { verificationsNeeded } from "../core/image-policy/image-verification.ts";
 import { asObject } from "../core/json-shapes.ts";
+import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
 import type { Engine } from "../engine/engine.ts";
 import { unknownPodFields } from "../kube/known-fields.ts";
 import type { ManifestObject } from "./manifests.ts";
 
-export type Verdict = "allowed" | "denied" | "skipped" | "error";
+/**
+ * "unverified": allowed by every policy, except that a rule with attestors admits an image only once its
+ * signatures are verified, which offline (no registry) cannot be done. Not a pass unless --allow-unverified.
+ */
+export type Verdict = "allowed" | "denied" | "unverified" | "skipped" | "error";
+
+/** A signature check offline could not make: which image, under which policy and rule, and why. */
+export interface UnverifiedImage {
+  policy: string;
+  rule: string;
+  image: string;
+  field?: string;
+  reason: string;
+}
 
 export interface ObjectResult {
   file: string;
@@ -17,10 +32,19 @@ export interface ObjectResult {
   name: string;
   namespace: string;
   result: Verdict;
-  /** Why it was skipped, or what is wrong with it (result "error"). */
+  /** Why it was skipped or unverified, or what is wrong with it (result "error"). */
   reason?: string;
   violations: Violation[];
+  /** Result "unverified": each image whose signatures were not verified. */
+  unverified?: UnverifiedImage[];
   warnings: string[];
+}
+
+/** What judges one object: the engine, the namespace labels it uses, and the namespace of objects that name none (-n). */
+export interface ObjectJudge {
+  engine: Engine;
+  namespaces: NamespaceLabelSource;
+  namespace: string;
 }
 
 export interface CheckOptions {
@@ -31,19 +55,24 @@ export interface CheckOptions {
 /** A generous deadline: offline checks wait for nothing remote. */
 const CHECK_DEADLINE_MS = 60_000;
 
-export async function checkObject(engine: Engine, m: ManifestObject, opts: CheckOptions): Promise<ObjectResult> {
+export async function checkObject(judge: ObjectJudge, m: ManifestObject, opts: CheckOptions): Promise<ObjectResult> {
+  const { engine } = judge;
   const meta = asObject(m.object.metadata);
+  const named = typeof meta?.namespace === "string" && meta.namespace !== "" ? meta.namespace : undefined;
   const base = {
     file: m.file,
     apiVersion: typeof m.object.apiVersion === "string" ? m.object.apiVersion : "",
     kind: typeof m.object.kind === "string" ? m.object.kind : "",
     name: typeof meta?.name === "string" ? meta.name : typeof meta?.generateName === "string" ? meta.generateName : "",
-    namespace: typeof meta?.namespace === "string" ? meta.namespace : "default",
+    namespace: named ?? judge.namespace,
     violations: [] as Violation[],
     warnings: [] as string[],
   };
   if (!base.apiVersion || !base.kind) return { ...base, result: "error", reason: "not a Kubernetes object: apiVersion and kind are required" };
-  const plan = engine.subjectOfObject(m.object);
+  // As kubectl sends it: an object that names no namespace is created in the one given with -n. The apiserver
+  // fills metadata.namespace in, so the webhooks see it set; so do the policies here.
+  const object = named !== undefined ? m.object : { ...m.object, metadata: { ...(meta ?? {}), namespace: judge.namespace } };
+  const plan = engine.subjectOfObject(object);
   if (!plan.review)
     return { ...base, result: "skipped", reason: `${plan.why} (not a Pod, a built-in workload, a registered custom resource or a kind named in imagePaths)` };
 
@@ -54,24 +83,88 @@ export async function checkObject(engine: Engine, m: ManifestObject, opts: Check
   if (unknown.length > 0 && opts.strict) return { ...base, result: "error", reason: unknown.join("; ") };
 
   const decision = await engine.validate(plan.subject, { endpoint: "check", deadline: Date.now() + CHECK_DEADLINE_MS, dryRun: true });
-  return { ...base, result: decision.allowed ? "allowed" : "denied", violations: decision.violations, warnings: [...unknown, ...decision.warnings] };
+  if (!decision.allowed) return { ...base, result: "denied", violations: decision.violations, warnings: [...unknown, ...decision.warnings] };
+  const unverified = engine.verifier ? [] : unverifiedImages(judge, plan.subject);
+  if (unverified.length === 0) return { ...base, result: "allowed", violations: [], warnings: [...unknown, ...decision.warnings] };
+  // The engine's "not checked (offline)" warnings say what `unverified` says: the result carries it once.
+  const said = (w: string) =>
+    unverified.some((u) => w.startsWith(`image ${JSON.stringify(u.image)}: `) && w.includes(` policy ${u.policy} ${u.rule} were not checked`));
+  return {
+    ...base,
+    result: "unverified",
+    reason: `${plural(new Set(unverified.map((u) => u.image)).size, "image")} allowed only with verified signatures, which cannot be checked offline ("imprimatur verify IMAGE" checks them against the registry)`,
+    violations: [],
+    unverified,
+    warnings: [...unknown, ...decision.warnings.filter((w) => !said(w))],
+  };
+}
+
+/** The images an allowed subject holds under an allow rule with attestors: offline, their signatures go unchecked. */
+function unverifiedImages(judge: ObjectJudge, subject: Parameters<Engine["validate"]>[0]): UnverifiedImage[] {
+  const labels = judge.namespaces.labels(subject.namespace);
+  const needs = verificationsNeeded(
+    judge.engine.policies().ImagePolicy,
+    subject.namespace,
+    subject.images,
+    labels === undefined ? {} : { namespaceLabels: labels },
+  );
+  const seen = new Set<string>();
+  const out: UnverifiedImage[] = [];
+  for (const n of needs) {
+    const rule = `rules[${n.rule.index}]`;
+    const key = `${n.policy.name}\u0000${rule}\u0000${n.image}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const what = n.rule.attestations || n.rule.validate ? "signatures and attestations" : "signatures";
+    out.push({
+      policy: n.policy.name,
+      rule,
+      image: n.image,
+      ...(n.field ? { field: n.field } : {}),
+      reason: `${what} required by this rule cannot be verified offline (no registry is asked)`,
+    });
+  }
+  return out;
+}
+
+function plural(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
 }
 
 export interface Summary {
   objects: number;
   allowed: number;
   denied: number;
+  unverified: number;
   skipped: number;
   errors: number;
+  /** The kinds skipped, with how many of each ("ConfigMap": 2), when some were. */
+  skippedKinds?: Record<string, number>;
 }
 
 export function summarize(results: readonly ObjectResult[]): Summary {
   const n = (v: Verdict) => results.filter((r) => r.result === v).length;
-  return { objects: results.length, allowed: n("allowed"), denied: n("denied"), skipped: n("skipped"), errors: n("error") };
+  const skippedKinds: Record<string, number> = {};
+  for (const r of results) if (r.result === "skipped") skippedKinds[r.kind] = (skippedKinds[r.kind] ?? 0) + 1;
+  return {
+    objects: results.length,
+    allowed: n("allowed"),
+    denied: n("denied"),
+    unverified: n("unverified"),
+    skipped: n("skipped"),
+    errors: n("error"),
+    ...(Object.keys(skippedKinds).length > 0 ? { skippedKinds } : {}),
+  };
 }
 
+/** "4 objects: 2 allowed, 1 denied, 1 skipped (ConfigMap)"; unverified and errors only when there are some. */
 export function summaryLine(s: Summary): string {
-  return `${s.objects} object${s.objects === 1 ? "" : "s"}: ${s.allowed} allowed, ${s.denied} denied, ${s.skipped} skipped${s.errors > 0 ? `, ${s.errors} with errors` : ""}`;
+  const kinds = Object.entries(s.skippedKinds ?? {}).map(([kind, n]) => (n === 1 ? kind : `${n} ${kind}`));
+  return (
+    `${plural(s.objects, "object")}: ${s.allowed} allowed, ${s.denied} denied` +
+    `${s.unverified > 0 ? `, ${s.unverified} unverified` : ""}, ${s.skipped} skipped${kinds.length > 0 ? ` (${kinds.join(", ")})` : ""}` +
+    `${s.errors > 0 ? `, ${s.errors} with errors` : ""}`
+  );
 }
 
 /** One line per finding: a verdict line for objects without findings, a line per violation, warning and error. */
@@ -80,12 +173,17 @@ export function renderText(results: readonly ObjectResult[]): string {
   for (const r of results) {
     const who = `${r.file} ${r.kind}/${r.name}`;
     if (r.result === "denied") for (const v of r.violations) lines.push(`${who}: denied: ${renderViolation(v)}`);
+    else if (r.result === "unverified") for (const u of r.unverified ?? []) lines.push(`${who}: unverified: ${renderUnverified(u)}`);
     else if (r.result === "skipped" || r.result === "error") lines.push(`${who}: ${r.result}: ${r.reason}`);
     else lines.push(`${who}: allowed`);
     for (const w of r.warnings) lines.push(`${who}: warning: ${w}`);
   }
   lines.push(summaryLine(summarize(results)));
   return `${lines.join("\n")}\n`;
+}
+
+export function renderUnverified(u: UnverifiedImage): string {
+  return `image ${JSON.stringify(u.image)}${u.field ? ` (${u.field})` : ""} under policy ${u.policy} ${u.rule}: ${u.reason}`;
 }
 
 export function reportObject(results: readonly ObjectResult[], problems: readonly string[]) {
@@ -101,13 +199,18 @@ export function renderYaml(results: readonly ObjectResult[], problems: readonly 
 }
 
 /** JUnit XML, which CI systems show as a test report: one test case per object, a failure per denial. */
-export function renderJunit(results: readonly ObjectResult[], problems: readonly string[], suite = "imprimatur check"): string {
+export function renderJunit(results: readonly ObjectResult[], problems: readonly string[], suite = "imprimatur check", allowUnverified = false): string {
   const s = summarize(results);
+  const failures = s.denied + (allowUnverified ? 0 : s.unverified);
   const cases = results.map((r) => {
     const open = `    <testcase classname="${xml(r.file)}" name="${xml(`${r.kind}/${r.name}`)}">`;
     if (r.result === "denied") {
       const text = r.violations.map(renderViolation).join("\n");
       return `${open}\n      <failure message="${xml(`denied: ${r.violations.length} violation(s)`)}" type="denied">${xml(text)}</failure>\n    </testcase>`;
+    }
+    if (r.result === "unverified" && !allowUnverified) {
+      const text = (r.unverified ?? []).map(renderUnverified).join("\n");
+      return `${open}\n      <failure message="${xml(`unverified: ${r.reason ?? ""}`)}" type="unverified">${xml(text)}</failure>\n    </testcase>`;
     }
     if (r.result === "error") return `${open}\n      <error message="${xml(r.reason ?? "")}" type="error"/>\n    </testcase>`;
     if (r.result === "skipped") return `${open}\n      <skipped message="${xml(r.reason ?? "")}"/>\n    </testcase>`;
@@ -120,8 +223,8 @@ export function renderJunit(results: readonly ObjectResult[], problems: readonly
   );
   return [
     '<?xml version="1.0" encoding="UTF-8"?>',
-    `<testsuites tests="${s.objects + problems.length}" failures="${s.denied}" errors="${errors}" skipped="${s.skipped}">`,
-    `  <testsuite name="${xml(suite)}" tests="${s.objects + problems.length}" failures="${s.denied}" errors="${errors}" skipped="${s.skipped}">`,
+    `<testsuites tests="${s.objects + problems.length}" failures="${failures}" errors="${errors}" skipped="${s.skipped}">`,
+    `  <testsuite name="${xml(suite)}" tests="${s.objects + problems.length}" failures="${failures}" errors="${errors}" skipped="${s.skipped}">`,
     ...cases,
     ...problemCases,
     "  </testsuite>",
@@ -140,6 +243,7 @@ function structured(r: ObjectResult) {
     result: r.result,
     ...(r.reason !== undefined ? { reason: r.reason } : {}),
     violations: r.violations.map(structuredViolation),
+    ...(r.unverified !== undefined ? { unverified: r.unverified } : {}),
     warnings: r.warnings,
   };
 }

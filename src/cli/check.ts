@@ -1,33 +1,44 @@
-// `imprimatur check`: evaluates manifests offline through the same engine as the webhooks, for CI pipelines.
-// Exit 0 when every object checked is allowed, 1 when any is denied, 2 on usage, manifest or policy-load
-// errors, and when no object could be checked at all.
-import { errorText, parseCommandArgs, UsageError } from "./args.ts";
+// `imprimatur check`: evaluates manifests offline through the same engine and the same policy set as `serve`
+// (src/policy/policy-set.ts), for CI pipelines. Exit 0 when every object checked is allowed (or holds nothing
+// Imprimatur reviews), 1 when any is denied or has signatures that cannot be verified offline, 2 on usage,
+// manifest or policy-load errors, and when the input holds no object at all.
+import { errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 import { renderJson, renderJunit, renderText, renderYaml, summarize } from "./check-report.ts";
+import { NAMESPACE_LABELS_SYNTAX, parseNamespaceLabels } from "./namespace-labels-flag.ts";
 import { checkManifests, offlineChecker, type OfflineChecker } from "./offline-engine.ts";
 
 export const CHECK_USAGE = `Usage: imprimatur check [--policies DIR] [--profile NAME] -f FILE|DIR|- [-f …] [options]
 
 Evaluates Pods and the pod templates of workloads (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job,
 CronJob, ReplicationController, PodTemplate), of custom resources registered in --config, and the images
-that ImagePolicy imagePaths locate in custom resources, against the ImagePolicies and PodRestrictions of the
-policy folder — the same decision /validate makes. Objects without a namespace are checked as "default".
-Other objects are listed as skipped, with the reason.
+that ImagePolicy imagePaths locate in custom resources, against the same policy set "imprimatur serve"
+loads from the same --policies and --profile — the same decision /validate makes. Other objects are
+listed as skipped, with the reason.
 
   -f, --filename PATH  manifest file, folder (recursively) or - for standard input (repeatable)
-  --policies DIR       policy folder or file (default: the embedded default policy, unless --profile is
-                       given, which then is judged alone)
-  --profile NAME       bind a shipped PodRestriction profile (baseline, restricted) to every namespace
-                       (repeatable; see "imprimatur profiles")
-  --config FILE        ServerConfig: its podTemplates (custom resources) and namespacesFile are used
+  --policies DIR       policy folder or file (default: the embedded default policy, as for serve)
+  --profile NAME       bind a shipped PodRestriction profile (baseline, restricted) to every namespace, in
+                       addition to the policies (repeatable; see "imprimatur profiles")
+  --allow-empty        judge with an empty policy set (by default refused, as serve refuses to start:
+                       an empty set admits everything)
+  --allow-unverified   signatures that cannot be verified offline do not fail the check (exit 0); such
+                       objects are still reported as unverified
+  -n, --namespace NS   the namespace of objects that name none, as for kubectl (default "default")
   --namespaces FILE    namespace labels for namespaceSelector bindings (map or Namespace list)
+  --namespace-labels ${NAMESPACE_LABELS_SYNTAX}
+                       labels of a namespace, over those of --namespaces (repeatable), e.g.
+                       --namespace-labels team-a:env=prod,tier=web
+  --config FILE        ServerConfig: its podTemplates (custom resources) and namespacesFile are used
   --strict             unknown fields in Pods and pod templates are errors (default: warnings)
   -o, --output FORMAT  text (default: one line per finding and a summary), json, yaml or junit
   -h, --help           show this help
 
-Offline: remote ImageReview backends and registries are not asked, tags are not resolved, and signatures are
-not verified (each image that needs them gets a warning; "imprimatur verify" verifies them). Objects are
-checked as written: the defaults kube-apiserver would add are not applied.
-Exit code: 0 all allowed, 1 some denied, 2 usage, manifest or policy errors, or nothing to check.
+Offline: remote ImageReview backends and registries are not asked and tags are not resolved. An image
+that a rule with attestors allows is reported as unverified: its signatures cannot be checked without the
+registry ("imprimatur verify" checks them). Objects are checked as written: the defaults kube-apiserver
+would add are not applied.
+Exit code: 0 all allowed (or nothing Imprimatur reviews), 1 some denied or unverified, 2 usage, manifest
+or policy errors, or no object in the input.
 `;
 
 const OUTPUTS = ["text", "json", "yaml", "junit"] as const;
@@ -35,23 +46,28 @@ type Output = (typeof OUTPUTS)[number];
 
 export async function runCheck(argv: string[]): Promise<number> {
   let values;
+  let namespaceLabels;
   try {
     ({ values } = parseCommandArgs(argv, {
       policies: { type: "string" },
       filename: { type: "string", short: "f", multiple: true, default: [] },
       output: { type: "string", short: "o", default: "text" },
+      namespace: { type: "string", short: "n" },
       namespaces: { type: "string" },
+      "namespace-labels": { type: "string", multiple: true, default: [] },
       profile: { type: "string", multiple: true, default: [] },
       config: { type: "string" },
       strict: { type: "boolean", default: false },
+      "allow-empty": { type: "boolean", default: false },
+      "allow-unverified": { type: "boolean", default: false },
     }));
     if (values.filename!.length === 0) throw new UsageError("at least one -f FILE|DIR|- is required");
     if (!OUTPUTS.includes(values.output as Output)) throw new UsageError(`--output must be one of ${OUTPUTS.join(", ")}, got ${values.output}`);
+    if (values.namespace !== undefined && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(values.namespace))
+      throw new UsageError(`--namespace ${JSON.stringify(values.namespace)} is not a namespace name`);
+    namespaceLabels = parseNamespaceLabels(values["namespace-labels"]!);
   } catch (e) {
-    if (e instanceof UsageError) {
-      process.stderr.write(`imprimatur check: ${e.message}\n\n${CHECK_USAGE}`);
-      return 2;
-    }
+    if (e instanceof UsageError) return usageFailure("check", e.message);
     throw e;
   }
 
@@ -60,8 +76,11 @@ export async function runCheck(argv: string[]): Promise<number> {
     checker = await offlineChecker({
       policies: values.policies === undefined ? undefined : [values.policies],
       profiles: values.profile!,
+      allowEmpty: values["allow-empty"]!,
       config: values.config,
       namespaces: values.namespaces,
+      namespaceLabels,
+      ...(values.namespace !== undefined ? { namespace: values.namespace } : {}),
     });
   } catch (e) {
     process.stderr.write(`imprimatur check: ${errorText(e)}\n`);
@@ -71,8 +90,11 @@ export async function runCheck(argv: string[]): Promise<number> {
   const problems: string[] = [];
   const results = await checkManifests(checker, values.filename!, values.strict!, problems);
   await checker.engine.close();
+  // As kubectl: input with no object at all is a mistake in the command (an empty file, a wrong path).
+  if (results.length === 0 && problems.length === 0) return usageFailure("check", `no object in ${values.filename!.join(", ")}`);
 
   const output = values.output as Output;
+  const allowUnverified = values["allow-unverified"]!;
   for (const p of problems) process.stderr.write(`imprimatur check: ${p}\n`);
   process.stdout.write(
     output === "json"
@@ -80,14 +102,10 @@ export async function runCheck(argv: string[]): Promise<number> {
       : output === "yaml"
         ? renderYaml(results, problems)
         : output === "junit"
-          ? renderJunit(results, problems)
+          ? renderJunit(results, problems, undefined, allowUnverified)
           : renderText(results),
   );
   const s = summarize(results);
-  if (s.allowed + s.denied === 0 && problems.length === 0 && s.errors === 0) {
-    process.stderr.write(`imprimatur check: no object was checked (${s.skipped} skipped): nothing in the manifests runs pods\n`);
-    return 2;
-  }
   if (problems.length > 0 || s.errors > 0) return 2;
-  return s.denied > 0 ? 1 : 0;
+  return s.denied > 0 || (s.unverified > 0 && !allowUnverified) ? 1 : 0;
 }

@@ -1,7 +1,8 @@
-// Command dispatch. Exit codes: 0 success/allowed, 1 denied, 2 usage or load errors.
+// Command dispatch. Exit codes: 0 success/allowed, 1 denied, 2 usage or load errors. A usage error is one line
+// naming the problem and where the help is (args.ts usageFailure), as kubectl reports one.
 // Every command is one entry of COMMANDS: the overview, `help COMMAND`, `COMMAND --help` and the shell
 // completion scripts are all made from that table, so adding a command is adding an entry.
-import { parseCommandArgs, UsageError, wantsHelp } from "./args.ts";
+import { parseCommandArgs, usageFailure, UsageError, wantsHelp } from "./args.ts";
 
 /** What a command's module provides: its help text and the command itself. */
 export interface CommandModule {
@@ -190,7 +191,7 @@ export async function main(argv: string[]): Promise<number> {
   if (first === undefined || first === "--help" || first === "-h") return runHelp(rest.filter((a) => a !== "--help" && a !== "-h"));
   const command = findCommand(first === "--version" ? "version" : first);
   if (!command) {
-    process.stderr.write(`imprimatur: unknown command ${JSON.stringify(first)}\n\n${overview()}`);
+    process.stderr.write(`imprimatur: unknown command ${JSON.stringify(first)}\nsee 'imprimatur --help'\n`);
     return 2;
   }
   if (wantsHelp(rest)) {
@@ -208,10 +209,7 @@ async function runHelp(argv: string[]): Promise<number> {
     if (positionals.length > 1) throw new UsageError("give at most one command");
     topic = positionals[0];
   } catch (e) {
-    if (e instanceof UsageError) {
-      process.stderr.write(`imprimatur help: ${e.message}\n\n${HELP_USAGE}`);
-      return 2;
-    }
+    if (e instanceof UsageError) return usageFailure("help", e.message);
     throw e;
   }
   if (topic === undefined) {
@@ -220,8 +218,7 @@ async function runHelp(argv: string[]): Promise<number> {
   }
   const command = findCommand(topic);
   if (!command) {
-    process.stderr.write(`imprimatur help: unknown command ${JSON.stringify(topic)}\n\n${overview()}`);
-    return 2;
+    return usageFailure("help", `unknown command ${JSON.stringify(topic)}; "imprimatur help" lists the commands`);
   }
   process.stdout.write(await helpText(command));
   return 0;

@@ -1,45 +1,61 @@
-// The set-up `check` and `imprimatur test` share: the engine built offline from policy paths, shipped profiles,
-// a ServerConfig and namespace labels, and every manifest object judged by it.
+// The set-up `check` and `imprimatur test` share: the engine built offline from the policy set `serve` would load
+// from the same flags (src/policy/policy-set.ts), a ServerConfig and namespace labels, and every manifest object
+// judged by it.
 import { loadNamespacesFile } from "../config/namespaces-file.ts";
 import { DEFAULT_SERVER_CONFIG, loadServerConfig, type ServerConfig } from "../config/server-config.ts";
-import { NO_NAMESPACE_LABELS } from "../core/namespace-labels.ts";
+import { NO_NAMESPACE_LABELS, type NamespaceLabelSource } from "../core/namespace-labels.ts";
 import { Engine } from "../engine/engine.ts";
-import { loadPoliciesWithProfiles } from "../policy/load-policies.ts";
-import { policyFolders } from "../policy/policy-source.ts";
-import { EMBEDDED_POLICIES } from "./args.ts";
+import { loadPolicySet, policySetSource } from "../policy/policy-set.ts";
 import { checkObject, type ObjectResult } from "./check-report.ts";
 import { readManifests } from "./manifests.ts";
+import { withLabels, type NamespaceLabels } from "./namespace-labels-flag.ts";
 
 export interface OfflineSetup {
-  /** Policy folders or files; undefined: the embedded default, or nothing but the profiles when some are given. */
+  /** Policy folders or files; undefined: the embedded default policy, as for `serve`. */
   policies: readonly string[] | undefined;
+  /** Shipped profiles bound cluster-wide in front of the policies (--profile). */
   profiles: readonly string[];
+  /** Accept a set with no policy (--allow-empty); else loading fails as `serve` fails to start. */
+  allowEmpty: boolean;
   /** A ServerConfig file (custom resource kinds, namespacesFile). */
   config: string | undefined;
   /** A namespace-labels file; overrides the config's namespacesFile. */
   namespaces: string | undefined;
+  /** Labels given on the command line (--namespace-labels), over those of the file. */
+  namespaceLabels?: NamespaceLabels;
+  /** The namespace of objects that name none (-n, as kubectl): "default" unless given. */
+  namespace?: string;
 }
 
 export interface OfflineChecker {
   engine: Engine;
   config: ServerConfig;
+  /** The labels the engine decides namespaceSelector bindings with. */
+  namespaces: NamespaceLabelSource;
+  /** The namespace of objects that name none. */
+  namespace: string;
 }
 
-/** Throws what loading throws (PolicyLoadError, ConfigError, …) for the caller to report. */
+/** Throws what loading throws (PolicyLoadError, EmptyPolicySetError, ConfigError, …) for the caller to report. */
 export async function offlineChecker(setup: OfflineSetup): Promise<OfflineChecker> {
   const config = setup.config ? await loadServerConfig(setup.config) : structuredClone(DEFAULT_SERVER_CONFIG);
-  const paths = setup.policies ?? (setup.profiles.length > 0 ? [] : [EMBEDDED_POLICIES]);
-  const { policies } = await loadPoliciesWithProfiles(policyFolders(paths), setup.profiles);
+  const { policies } = await loadPolicySet(policySetSource(setup.policies), { profiles: setup.profiles, allowEmpty: setup.allowEmpty });
   const namespacesFile = setup.namespaces ?? config.namespacesFile;
-  const namespaces = namespacesFile ? await loadNamespacesFile(namespacesFile) : NO_NAMESPACE_LABELS;
-  return { engine: await Engine.build({ config, policies, namespaces, offline: true }), config };
+  const fromFile = namespacesFile ? await loadNamespacesFile(namespacesFile) : NO_NAMESPACE_LABELS;
+  const namespaces = setup.namespaceLabels && setup.namespaceLabels.size > 0 ? withLabels(fromFile, setup.namespaceLabels) : fromFile;
+  return {
+    engine: await Engine.build({ config, policies, namespaces, offline: true }),
+    config,
+    namespaces,
+    namespace: setup.namespace ?? "default",
+  };
 }
 
 /** Every object of the manifests, judged as `check` judges it; unreadable input goes to `problems`. */
 export async function checkManifests(checker: OfflineChecker, targets: readonly string[], strict: boolean, problems: string[]): Promise<ObjectResult[]> {
   const results: ObjectResult[] = [];
   for (const m of await readManifests(targets, problems)) {
-    results.push(await checkObject(checker.engine, m, { strict }));
+    results.push(await checkObject(checker, m, { strict }));
   }
   return results;
 }

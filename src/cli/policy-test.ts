@@ -6,14 +6,15 @@
 import { stat } from "node:fs/promises";
 import { filesUnder } from "../fs/files-under.ts";
 import { dirname, isAbsolute, join } from "node:path";
-import { ConfigChecks, readConfigText, yamlDocuments } from "../config/config-checks.ts";
+import { ConfigChecks, isMapping, readConfigText, yamlDocuments } from "../config/config-checks.ts";
 import { ConfigError, renderConfigProblem, type ConfigProblem } from "../config/config-error.ts";
 import type { FieldPath } from "../config/kube-yaml.ts";
 import { renderViolation } from "../core/decision.ts";
 import { renderAtLocation } from "../errors/source-location.ts";
 import { shippedProfiles } from "../policy/profiles.ts";
-import { parseCommandArgs, UsageError } from "./args.ts";
-import { structuredViolation, type ObjectResult } from "./check-report.ts";
+import { parseCommandArgs, usageFailure, UsageError } from "./args.ts";
+import { renderUnverified, structuredViolation, type ObjectResult } from "./check-report.ts";
+import { mergeNamespaceLabels, NAMESPACE_LABELS_SYNTAX, parseNamespaceLabels, type NamespaceLabels } from "./namespace-labels-flag.ts";
 import { checkManifests, offlineChecker, type OfflineChecker } from "./offline-engine.ts";
 
 export const TEST_USAGE = `Usage: imprimatur test [-o text|json] [--strict] DIR|FILE...
@@ -28,19 +29,48 @@ describes the format.
   -o, --output text|json  text (default): a table of TEST, RESOURCE, EXPECTED, ACTUAL and RESULT, what
                           was found for each failure, and a summary; json: the same, structured
   --strict                unknown fields in Pods and pod templates are errors (default: warnings)
+  --allow-empty           run tests whose policy set is empty (by default an error, as serve refuses to
+                          start: an empty set admits everything)
+  --allow-unverified      a resource whose signatures cannot be verified offline meets "allowed"
+                          (by default it is "unverified", which only "result: unverified" expects)
+  -n, --namespace NS      the namespace of objects that name none, for tests that give no namespace
+                          (default "default")
+  --namespaces FILE       namespace labels (map or Namespace list) for tests that name no namespaces file
+  --namespace-labels ${NAMESPACE_LABELS_SYNTAX}
+                          labels of a namespace, under those a test gives (repeatable)
   -h, --help              show this help
 
+The policy set is built as "imprimatur serve" builds it: the embedded default policy unless a test names
+policies, with its profiles bound in addition.
 Exit code: 0 every expectation holds, 1 some fail, 2 errors: a malformed test file (named with its line
-and field), a missing file, policies that do not load, an expectation that names no resource or several,
-or no test found.
+and field), a missing file, policies that do not load or an empty policy set, an expectation that names
+no resource or several, or no test found.
 `;
 
 /** The flags `imprimatur test` accepts, as parseArgs options. */
 export const TEST_FLAGS = {
   output: { type: "string", short: "o", default: "text" },
   strict: { type: "boolean", default: false },
+  "allow-empty": { type: "boolean", default: false },
+  "allow-unverified": { type: "boolean", default: false },
+  namespace: { type: "string", short: "n" },
+  namespaces: { type: "string" },
+  "namespace-labels": { type: "string", multiple: true, default: [] as string[] },
   help: { type: "boolean", short: "h", default: false },
 } as const;
+
+/** How the command line sets up every test (a test's own fields take precedence). */
+export interface TestRunOptions {
+  strict: boolean;
+  allowEmpty?: boolean;
+  allowUnverified?: boolean;
+  /** -n: the namespace of objects that name none, unless the test gives one. */
+  namespace?: string;
+  /** --namespaces: the labels file of tests that name none. */
+  namespaces?: string;
+  /** --namespace-labels: under the test's own namespaceLabels. */
+  namespaceLabels?: NamespaceLabels;
+}
 
 /** The names a test file has in a folder (a file named on the command line may have any name). */
 export const TEST_FILE_NAMES: readonly string[] = ["imprimatur-test.yaml", "imprimatur-test.yml"];
@@ -51,10 +81,23 @@ export const POLICY_TEST_KIND = "PolicyTest";
 const OUTPUTS = ["text", "json"] as const;
 type Output = (typeof OUTPUTS)[number];
 
-const EXPECTABLE = ["allowed", "denied", "skipped"] as const;
+const EXPECTABLE = ["allowed", "denied", "unverified", "skipped"] as const;
 type Expected = (typeof EXPECTABLE)[number];
 
-const TEST_KEYS = ["apiVersion", "kind", "metadata", "description", "policies", "profiles", "config", "namespaces", "resources", "results"];
+const TEST_KEYS = [
+  "apiVersion",
+  "kind",
+  "metadata",
+  "description",
+  "policies",
+  "profiles",
+  "config",
+  "namespace",
+  "namespaces",
+  "namespaceLabels",
+  "resources",
+  "results",
+];
 const METADATA_KEYS = ["name"];
 const RESULT_KEYS = ["resource", "namespace", "result", "policy", "rule"];
 /** KIND/NAME */
@@ -80,11 +123,15 @@ export interface PolicyTest {
   file: string;
   name: string;
   description?: string;
-  /** undefined: the embedded default policy, or nothing but the profiles when some are given (as `check`). */
+  /** undefined: the embedded default policy (as `serve` and `check`); the profiles are bound in addition. */
   policies?: string[];
   profiles: string[];
   config?: string;
+  /** The namespace of resources that name none. */
+  namespace?: string;
   namespaces?: string;
+  /** Labels of namespaces, over those of the namespaces file. */
+  namespaceLabels?: Map<string, Record<string, string>>;
   resources: string[];
   results: Expectation[];
 }
@@ -112,7 +159,7 @@ export interface Untested {
 
 export interface TestReport {
   /** The tests run, in order (tests whose policies failed to load are not among them). */
-  tests: Array<{ name: string; file: string }>;
+  tests: Array<{ name: string; file: string; description?: string }>;
   rows: TestRow[];
   untested: Untested[];
   /** Every error, each naming its file (and line and field when it has them). */
@@ -122,6 +169,7 @@ export interface TestReport {
 export async function runPolicyTest(argv: string[]): Promise<number> {
   let values;
   let positionals: string[];
+  let namespaceLabels;
   try {
     ({ values, positionals } = parseCommandArgs(argv, TEST_FLAGS, true));
     if (values.help) {
@@ -130,15 +178,22 @@ export async function runPolicyTest(argv: string[]): Promise<number> {
     }
     if (!OUTPUTS.includes(values.output as Output)) throw new UsageError(`--output must be one of ${OUTPUTS.join(", ")}, got ${values.output}`);
     if (positionals.length === 0) throw new UsageError("give at least one test folder or file (DIR|FILE)");
+    if (values.namespace !== undefined && !NAMESPACE.test(values.namespace))
+      throw new UsageError(`--namespace ${JSON.stringify(values.namespace)} is not a namespace name`);
+    namespaceLabels = parseNamespaceLabels(values["namespace-labels"]!);
   } catch (e) {
-    if (e instanceof UsageError) {
-      process.stderr.write(`imprimatur test: ${e.message}\n\n${TEST_USAGE}`);
-      return 2;
-    }
+    if (e instanceof UsageError) return usageFailure("test", e.message);
     throw e;
   }
 
-  const report = await runPolicyTests(positionals, { strict: values.strict! });
+  const report = await runPolicyTests(positionals, {
+    strict: values.strict!,
+    allowEmpty: values["allow-empty"]!,
+    allowUnverified: values["allow-unverified"]!,
+    ...(values.namespace !== undefined ? { namespace: values.namespace } : {}),
+    ...(values.namespaces !== undefined ? { namespaces: values.namespaces } : {}),
+    namespaceLabels,
+  });
   for (const e of report.errors) for (const line of e.split("\n")) process.stderr.write(`imprimatur test: ${line}\n`);
   process.stdout.write(values.output === "json" ? renderTestJson(report) : renderTestText(report));
   return exitCode(report);
@@ -151,7 +206,7 @@ export function exitCode(report: TestReport): number {
 }
 
 /** Finds the test files of `targets`, checks them, and runs every test. Never throws for bad input. */
-export async function runPolicyTests(targets: readonly string[], opts: { strict: boolean }): Promise<TestReport> {
+export async function runPolicyTests(targets: readonly string[], opts: TestRunOptions): Promise<TestReport> {
   const report: TestReport = { tests: [], rows: [], untested: [], errors: [] };
   const files: string[] = [];
   for (const target of targets) files.push(...(await findTestFiles(target, report.errors)));
@@ -256,7 +311,13 @@ async function checkPolicyTest(
     }
   }
   const config = await onePath("config");
+  let namespace: string | undefined;
+  if (o.namespace !== undefined) {
+    if (typeof o.namespace === "string" && NAMESPACE.test(o.namespace)) namespace = o.namespace;
+    else checks.problem(["namespace"], "must be a namespace name: the namespace of resources that name none");
+  }
   const namespaces = await onePath("namespaces");
+  const namespaceLabels = o.namespaceLabels === undefined ? undefined : checkNamespaceLabels(o.namespaceLabels, checks);
   const resources = await pathList("resources", true);
 
   const results: Expectation[] = [];
@@ -278,10 +339,34 @@ async function checkPolicyTest(
     ...(policies !== undefined ? { policies } : {}),
     profiles: profileNames,
     ...(config !== undefined ? { config } : {}),
+    ...(namespace !== undefined ? { namespace } : {}),
     ...(namespaces !== undefined ? { namespaces } : {}),
+    ...(namespaceLabels !== undefined ? { namespaceLabels } : {}),
     resources,
     results,
   };
+}
+
+/** A namespace name (a DNS label). */
+const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/** `namespaceLabels: {team-a: {env: prod}}`: string labels per namespace, with kubernetes.io/metadata.name added. */
+function checkNamespaceLabels(raw: unknown, checks: ConfigChecks): Map<string, Record<string, string>> | undefined {
+  const map = isMapping(raw) ? raw : checks.problem(["namespaceLabels"], "must be a map of namespace → labels, e.g. {team-a: {env: prod}}");
+  if (!map) return undefined;
+  const out = new Map<string, Record<string, string>>();
+  for (const [ns, labels] of Object.entries(map)) {
+    if (!NAMESPACE.test(ns)) checks.problem(["namespaceLabels", ns], "is not a namespace name");
+    const l = labels === null ? {} : isMapping(labels) ? labels : checks.problem(["namespaceLabels", ns], "must be a map of label → value");
+    if (!l) continue;
+    const strings: Record<string, string> = { "kubernetes.io/metadata.name": ns };
+    for (const [k, v] of Object.entries(l)) {
+      if (typeof v === "string") strings[k] = v;
+      else checks.problem(["namespaceLabels", ns, k], `label value must be a string, got ${JSON.stringify(v)}; quote it`);
+    }
+    out.set(ns, strings);
+  }
+  return out;
 }
 
 function checkExpectation(raw: unknown, i: number, checks: ConfigChecks): Omit<Expectation, "line"> | undefined {
@@ -336,11 +421,19 @@ function lineField(line: number | undefined): { line?: number } {
   return line === undefined ? {} : { line };
 }
 
-async function runOne(test: PolicyTest, opts: { strict: boolean }, report: TestReport): Promise<void> {
+async function runOne(test: PolicyTest, opts: TestRunOptions, report: TestReport): Promise<void> {
   const where = `${test.file} (test ${JSON.stringify(test.name)})`;
   let checker: OfflineChecker;
   try {
-    checker = await offlineChecker({ policies: test.policies, profiles: test.profiles, config: test.config, namespaces: test.namespaces });
+    checker = await offlineChecker({
+      policies: test.policies,
+      profiles: test.profiles,
+      allowEmpty: opts.allowEmpty === true,
+      config: test.config,
+      namespaces: test.namespaces ?? opts.namespaces,
+      namespaceLabels: mergeNamespaceLabels(opts.namespaceLabels ?? new Map(), test.namespaceLabels ?? new Map()),
+      ...((test.namespace ?? opts.namespace) !== undefined ? { namespace: (test.namespace ?? opts.namespace)! } : {}),
+    });
   } catch (e) {
     report.errors.push(`${where}: ${(e as Error).message}`);
     return;
@@ -354,7 +447,7 @@ async function runOne(test: PolicyTest, opts: { strict: boolean }, report: TestR
     await checker.engine.close();
   }
   for (const p of problems) report.errors.push(`${where}: resources: ${p}`);
-  report.tests.push({ name: test.name, file: test.file });
+  report.tests.push({ name: test.name, file: test.file, ...(test.description !== undefined ? { description: test.description } : {}) });
 
   const named = new Set<ObjectResult>();
   for (const expected of test.results) {
@@ -372,7 +465,7 @@ async function runOne(test: PolicyTest, opts: { strict: boolean }, report: TestR
     }
     const object = found[0]!;
     named.add(object);
-    const why = judge(expected, object);
+    const why = judge(expected, object, opts.allowUnverified === true);
     report.rows.push({
       test: test.name,
       testFile: test.file,
@@ -398,9 +491,12 @@ function unmatched(expected: Expectation, found: readonly ObjectResult[], object
   return `${what} matches no resource of the test; ${objects.length === 0 ? "its resources hold no object" : `its resources: ${known.join(", ")}${more}`}`;
 }
 
-/** undefined when the object's verdict is what `expected` says; else why not. */
-export function judge(expected: Expectation, object: ObjectResult): string | undefined {
-  const got = object.result;
+/**
+ * undefined when the object's verdict is what `expected` says; else why not. With `allowUnverified`, an object
+ * allowed but for signatures offline cannot verify meets "allowed".
+ */
+export function judge(expected: Expectation, object: ObjectResult, allowUnverified = false): string | undefined {
+  const got = allowUnverified && object.result === "unverified" && expected.result === "allowed" ? "allowed" : object.result;
   if (got !== expected.result) {
     const detail =
       object.reason !== undefined ? `: ${object.reason}` : object.violations.length > 0 ? ` (${plural(object.violations.length, "violation")})` : "";
@@ -476,6 +572,7 @@ export function renderTestText(report: TestReport): string {
   for (const r of failures) {
     lines.push(`${r.test}: ${r.object.kind}/${r.object.name} in ${r.object.namespace} (${r.object.file}): ${r.why}`);
     for (const v of r.object.violations) lines.push(`  found: ${renderViolation(v)}`);
+    for (const u of r.object.unverified ?? []) lines.push(`  unverified: ${renderUnverified(u)}`);
     if (r.object.violations.length === 0 && r.object.reason === undefined) lines.push("  found: no violation");
     if (r.object.reason !== undefined) lines.push(`  ${r.object.result}: ${r.object.reason}`);
     for (const w of r.object.warnings) lines.push(`  warning: ${w}`);
@@ -500,6 +597,7 @@ export function testReportObject(report: TestReport) {
       ...(r.why !== undefined ? { why: r.why } : {}),
       ...(r.object.reason !== undefined ? { reason: r.object.reason } : {}),
       violations: r.object.violations.map(structuredViolation),
+      ...(r.object.unverified !== undefined ? { unverified: r.object.unverified } : {}),
       warnings: r.object.warnings,
     });
   }

@@ -3,7 +3,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { PROFILES_DIR, shippedProfiles } from "../policy/profiles.ts";
-import { parseCommandArgs, UsageError } from "./args.ts";
+import { parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 
 export const PROFILES_USAGE = `Usage: imprimatur profiles [NAME] [--output text|yaml]
 
@@ -29,10 +29,7 @@ export async function runProfiles(argv: string[]): Promise<number> {
     if (positionals.length > 1) throw new UsageError("give at most one profile name");
     if (values.output === "yaml" && positionals.length === 0) throw new UsageError("--output yaml needs a profile name");
   } catch (e) {
-    if (e instanceof UsageError) {
-      process.stderr.write(`imprimatur profiles: ${e.message}\n\n${PROFILES_USAGE}`);
-      return 2;
-    }
+    if (e instanceof UsageError) return usageFailure("profiles", e.message);
     throw e;
   }
   const profiles = await shippedProfiles();

@@ -3,7 +3,7 @@
 import { parseImageReference } from "../core/image-reference.ts";
 import { pinnedReference } from "../core/digest-pinning.ts";
 import { RegistryClient } from "../registry/registry-client.ts";
-import { errorText, parseCommandArgs, UsageError } from "./args.ts";
+import { errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 import { registryAccess } from "./serve.ts";
 
 export const RESOLVE_USAGE = `Usage: imprimatur resolve [options] IMAGE...
@@ -48,10 +48,7 @@ export async function runResolve(argv: string[]): Promise<number> {
       platform = { os, architecture, ...(variant ? { variant } : {}) };
     }
   } catch (e) {
-    if (e instanceof UsageError) {
-      process.stderr.write(`imprimatur resolve: ${e.message}\n\n${RESOLVE_USAGE}`);
-      return 2;
-    }
+    if (e instanceof UsageError) return usageFailure("resolve", e.message);
     throw e;
   }
 

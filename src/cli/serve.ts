@@ -16,6 +16,7 @@ import { NamespaceLabelCache } from "../kube/namespace-label-cache.ts";
 import { policyResourceSource } from "../kube/policy-resources.ts";
 import { PolicyFolder } from "../policy/policy-source.ts";
 import { PolicyLoadError } from "../policy/policy-error.ts";
+import { policySetSource } from "../policy/policy-set.ts";
 import { parseDuration } from "../core/duration.ts";
 import { startApp } from "../server/app.ts";
 import { selfManagedTlsFromFlags, tlsSecretFlagProblem } from "../server/tls-secret-flags.ts";
@@ -31,7 +32,7 @@ import {
   renderValidatingWebhookConfiguration,
   type CustomTemplateResource,
 } from "../server/webhook-manifests.ts";
-import { EMBEDDED_POLICIES, errorText, parseCommandArgs, UsageError } from "./args.ts";
+import { EMBEDDED_POLICIES, errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 import { catchServeSignals, StartupStopped, type ServeSignals } from "./serve-signals.ts";
 
 export const SERVE_USAGE = `Usage: imprimatur serve [options]
@@ -81,9 +82,10 @@ export const SERVE_USAGE = `Usage: imprimatur serve [options]
                        tried after a pod's pull secrets when resolving tags to digests
   --digest-mode MODE   mutate (default): /mutate pins digestMutate images to tag@sha256:...;
                        record: resolve and record only (no rewrite, no drift from Git)
+  --allow-empty        start even when the policy folder holds no policy (by default that is refused, as
+                       check and test refuse it: an empty set admits everything)
   --allow-empty-policies
-                       start even when the policy folder holds no policy (by default that is refused:
-                       an empty set admits everything)
+                       the same as --allow-empty (its older name)
   --client-ca FILE     accept callers (kube-apiservers) presenting a client certificate issued by this CA
                        (PEM): its CN names the caller, its O the cluster (default: the CN); reread
                        every few seconds, so a CA rotation needs no restart
@@ -147,6 +149,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
       registries: { type: "string" },
       authfile: { type: "string" },
       "digest-mode": { type: "string" },
+      "allow-empty": { type: "boolean" },
       "allow-empty-policies": { type: "boolean" },
       "policy-crds": { type: "boolean" },
       drain: { type: "string", default: "5s" },
@@ -166,10 +169,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
     const tlsSecretProblem = tlsSecretFlagProblem(values, Boolean(values["tls-cert"]));
     if (tlsSecretProblem !== undefined) throw new UsageError(tlsSecretProblem);
   } catch (e) {
-    if (e instanceof UsageError) {
-      process.stderr.write(`imprimatur serve: ${e.message}\n\n${SERVE_USAGE}`);
-      return 2;
-    }
+    if (e instanceof UsageError) return usageFailure("serve", e.message);
     throw e;
   }
 
@@ -239,7 +239,8 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
     app = await signals.during(
       startApp({
         policies: values.policies ?? EMBEDDED_POLICIES,
-        ...(policyResources ? { policySource: policyResources.source } : {}),
+        // The source `check` and `test` read from the same --policies (src/policy/policy-set.ts).
+        policySource: policyResources?.source ?? policySetSource(values.policies === undefined ? undefined : [values.policies]),
         host: values.host!,
         port: Number(values.port),
         stateDir,
@@ -249,7 +250,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
         ...(namespaces ? { namespaces } : {}),
         profiles: values.profile ?? [],
         // With --policy-crds policies arrive through the API at any time: a fresh install starts with none.
-        allowEmptyPolicies: values["allow-empty-policies"] === true || values["policy-crds"] === true,
+        allowEmptyPolicies: values["allow-empty"] === true || values["allow-empty-policies"] === true || values["policy-crds"] === true,
         ...(kube ? { kube } : {}),
         ...(await registryAccess(config)),
         ...(selfManagedTls ? { tlsUpdates: selfManagedTls.tls } : certificateFiles ? { tlsUpdates: certificateFiles } : {}),

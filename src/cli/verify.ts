@@ -8,7 +8,7 @@ import { parseImageReference } from "../core/image-reference.ts";
 import { Engine } from "../engine/engine.ts";
 import { loadPolicies } from "../policy/load-policies.ts";
 import { policyFolders } from "../policy/policy-source.ts";
-import { EMBEDDED_POLICIES, errorText, parseCommandArgs, UsageError } from "./args.ts";
+import { EMBEDDED_POLICIES, errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 import { structuredViolation } from "./check-report.ts";
 import { registryAccess } from "./serve.ts";
 
@@ -74,10 +74,7 @@ export async function runVerify(argv: string[]): Promise<number> {
       if (!ref.ok) throw new UsageError(ref.error);
     }
   } catch (e) {
-    if (e instanceof UsageError) {
-      process.stderr.write(`imprimatur verify: ${e.message}\n\n${VERIFY_USAGE}`);
-      return 2;
-    }
+    if (e instanceof UsageError) return usageFailure("verify", e.message);
     throw e;
   }
 

@@ -5,7 +5,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pkg from "../../package.json" with { type: "json" };
-import { parseCommandArgs, UsageError } from "./args.ts";
+import { parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 
 export const VERSION_USAGE = `Usage: imprimatur version [-o text|json]
 
@@ -66,10 +66,7 @@ export async function runVersion(argv: string[]): Promise<number> {
     output = values.output!;
     if (output !== "text" && output !== "json") throw new UsageError(`--output must be text or json, got ${output}`);
   } catch (e) {
-    if (e instanceof UsageError) {
-      process.stderr.write(`imprimatur version: ${e.message}\n\n${VERSION_USAGE}`);
-      return 2;
-    }
+    if (e instanceof UsageError) return usageFailure("version", e.message);
     throw e;
   }
   const info = await versionInfo();

@@ -2,13 +2,13 @@
 // interface (resource-policy-source.ts), so loading and errors never assume a file.
 import { readFileSync, statSync, watch, type FSWatcher } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
-import { dirname, isAbsolute, relative, resolve, sep } from "node:path";
+import { dirname, isAbsolute, resolve, sep } from "node:path";
 import { filesUnder, YAML_OR_JSON } from "../fs/files-under.ts";
 import type { ParsedPolicies } from "./parsed-policies.ts";
 import type { PolicyError } from "./policy-error.ts";
 
 export interface PolicyText {
-  /** Shown in errors: a path relative to the folder, or a resource name. */
+  /** Shown in errors: a file's path as the folder was given, or a resource name. */
   origin: string;
   text: string;
   /** Reads files the policies name relative to themselves (key files, trust roots); throws with a reason. */
@@ -53,7 +53,8 @@ export class PolicyFolder implements PolicySource {
       return { texts, errors: [{ origin: this.root, message: `cannot read policy path: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}` }] };
     }
     for (const file of files) {
-      const origin = relative(process.cwd(), file) || file;
+      // Named as the user gave the path (an absolute --policies stays absolute), so errors point where they looked.
+      const origin = file;
       try {
         const info = await stat(file);
         if (info.size > MAX_POLICY_FILE_BYTES) {

@@ -14,9 +14,9 @@ import { policyCount, type PolicySet } from "../core/policy-kinds.ts";
 import type { CredentialLookup } from "../credentials/credential.ts";
 import { Engine } from "../engine/engine.ts";
 import type { Recorder } from "../engine/recorder.ts";
-import { loadPoliciesWithProfiles } from "../policy/load-policies.ts";
 import { PolicyLoadError } from "../policy/policy-error.ts";
 import { PolicyFolder, type PolicySource } from "../policy/policy-source.ts";
+import { loadPolicySet } from "../policy/policy-set.ts";
 import type { DigestResolver } from "../registry/digest-resolver.ts";
 import type { RoundTrip } from "../registry/registry-client.ts";
 import type { RegistrySettingsMap } from "../registry/registry-settings.ts";
@@ -81,14 +81,8 @@ export interface App {
   close(drainMs?: number): Promise<void>;
 }
 
-/** Refused: a server with no policy at all admits everything, which is rarely what was meant. */
-export class EmptyPolicySetError extends PolicyLoadError {
-  constructor(source: string) {
-    super([
-      { origin: source, message: "no policy was found; refusing to start (an empty set admits everything). Add policies, or pass --allow-empty-policies" },
-    ]);
-  }
-}
+/** Refused: a server with no policy at all admits everything (the same refusal as `check` and `test`). */
+export { EmptyPolicySetError } from "../policy/policy-set.ts";
 
 export async function startApp(opts: AppOptions): Promise<App> {
   const owned = opts.logger ? undefined : createServerLogger();
@@ -96,9 +90,10 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const metrics = createMetrics();
   const recorder = prometheusRecorder(metrics);
   const source: PolicySource = opts.policySource ?? new PolicyFolder(opts.policies);
-  const loadOnce = async (): Promise<PolicySet> => {
+  // The one policy-set loader `check` and `test` use too; reloads accept an empty set (with a warning, below).
+  const loadOnce = async (allowEmpty: boolean): Promise<PolicySet> => {
     try {
-      const set = (await loadPoliciesWithProfiles(source, opts.profiles ?? [])).policies;
+      const set = (await loadPolicySet(source, { profiles: opts.profiles ?? [], allowEmpty })).policies;
       source.loaded?.({ errors: [] });
       return set;
     } catch (e) {
@@ -110,8 +105,9 @@ export async function startApp(opts: AppOptions): Promise<App> {
   // One load at a time (a watch and SIGHUP may ask together): each read is followed by its own outcome, and
   // a later load never finishes before an earlier one.
   let loading: Promise<unknown> = Promise.resolve();
-  const load = (): Promise<PolicySet> => {
-    const next = loading.then(loadOnce, loadOnce);
+  const load = (allowEmpty = true): Promise<PolicySet> => {
+    const once = () => loadOnce(allowEmpty);
+    const next = loading.then(once, once);
     loading = next.catch(() => undefined);
     return next;
   };
@@ -135,9 +131,8 @@ export async function startApp(opts: AppOptions): Promise<App> {
   let engine: Engine;
   try {
     // Refuse to start on an invalid policy set (or an unknown --profile): throws PolicyLoadError with details.
-    const initial = await load();
+    const initial = await load(opts.allowEmptyPolicies === true);
     if (policyCount(initial) === 0) {
-      if (!opts.allowEmptyPolicies) throw new EmptyPolicySetError(source.description);
       logger.warn({ policies: source.description }, "no policy is loaded: every request is admitted");
     }
     engine = await buildEngine(opts, initial, logger, recorder);

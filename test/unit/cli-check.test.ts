@@ -2,7 +2,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { generateKeyPairSync } from "node:crypto";
+import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -10,8 +11,8 @@ import { fileURLToPath } from "node:url";
 const BIN = fileURLToPath(new URL("../../bin/imprimatur.js", import.meta.url));
 const POLICIES = fileURLToPath(new URL("../fixtures/e2e-policies/", import.meta.url));
 
-function run(args: string[]) {
-  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8" });
+function run(args: string[], cwd?: string) {
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", ...(cwd ? { cwd } : {}) });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -62,7 +63,7 @@ test("text output: one line per finding, skipped objects with the reason, a summ
       "DIR/app.yaml ConfigMap/settings: skipped: ConfigMap runs no pods (not a Pod, a built-in workload, a registered custom resource or a kind named in imagePaths)",
       'DIR/app.yaml CronJob/nightly: denied: image "busybox:1.36" (spec.jobTemplate.spec.template.spec.initContainers[0].image) denied by policy trusted-registries default: only images from registry.example.com may run',
       "DIR/pod.json Pod/solo: allowed",
-      "4 objects: 2 allowed, 1 denied, 1 skipped",
+      "4 objects: 2 allowed, 1 denied, 1 skipped (ConfigMap)",
     ],
   );
 });
@@ -75,7 +76,7 @@ test("json output has structured violations and a summary; exit 0 when everythin
     results: [
       { file: join(dir, "pod.json"), apiVersion: "v1", kind: "Pod", name: "solo", namespace: "default", result: "allowed", violations: [], warnings: [] },
     ],
-    summary: { objects: 1, allowed: 1, denied: 0, skipped: 0, errors: 0 },
+    summary: { objects: 1, allowed: 1, denied: 0, unverified: 0, skipped: 0, errors: 0 },
   });
   const denied = run(["check", "--policies", POLICIES, "-f", join(dir, "app.yaml"), "-o", "json"]);
   assert.equal(denied.code, 1, denied.stderr);
@@ -92,7 +93,9 @@ test("json output has structured violations and a summary; exit 0 when everythin
 });
 
 test("exit 2 on usage errors, policy-load errors and unreadable manifests", async () => {
-  assert.equal(run(["check"]).code, 2);
+  const usage = run(["check"]);
+  assert.equal(usage.code, 2);
+  assert.equal(usage.stderr, "imprimatur check: at least one -f FILE|DIR|- is required\nsee 'imprimatur check --help'\n");
   assert.equal(run(["check", "-f", "x.yaml", "--output", "xml"]).code, 2);
   const dir = await mkdtemp(join(tmpdir(), "imprimatur-badpolicy-"));
   await writeFile(
@@ -102,6 +105,7 @@ test("exit 2 on usage errors, policy-load errors and unreadable manifests", asyn
   const bad = run(["check", "--policies", dir, "-f", dir]);
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /p\.yaml:4 \(document 1, spec\.rules\[0\]\.action\): must be one of "allow", "deny"/);
+  assert.ok(bad.stderr.includes(`  ${join(dir, "p.yaml")}:4 `), `an absolute --policies path is printed as given: ${bad.stderr}`);
   const missing = run(["check", "-f", "/nonexistent/manifests"]);
   assert.equal(missing.code, 2);
   assert.match(missing.stderr, /no such file or directory/);
@@ -212,7 +216,7 @@ test("unknown fields in pods and templates: warnings by default, errors (exit 2)
   assert.match(strict.stdout, /1 object: 0 allowed, 0 denied, 0 skipped, 1 with errors/);
 });
 
-test("stdin, junit and yaml output; nothing to check is exit 2", async () => {
+test("stdin, junit and yaml output; only objects Imprimatur does not review is a pass, no object at all a usage error", async () => {
   const pod = JSON.stringify({ apiVersion: "v1", kind: "Pod", metadata: { name: "p" }, spec: { containers: [{ name: "c", image: "nginx:1.25" }] } });
   const junit = spawnSync(process.execPath, [BIN, "check", "--policies", POLICIES, "-f", "-", "-o", "junit"], { encoding: "utf8", input: pod });
   assert.equal(junit.status, 1, junit.stderr);
@@ -224,9 +228,25 @@ test("stdin, junit and yaml output; nothing to check is exit 2", async () => {
   const yaml = spawnSync(process.execPath, [BIN, "check", "--policies", POLICIES, "-f", "-", "-o", "yaml"], { encoding: "utf8", input: pod });
   assert.match(yaml.stdout, /^ {6}- policy: trusted-registries\n {8}rule: default\n {8}image: nginx:1.25\n/m);
   assert.match(yaml.stdout, /^summary:\n {2}objects: 1\n/m);
-  const cm = spawnSync(process.execPath, [BIN, "check", "-f", "-"], { encoding: "utf8", input: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n" });
-  assert.equal(cm.status, 2);
-  assert.match(cm.stderr, /no object was checked \(1 skipped\)/);
+  const cm = spawnSync(process.execPath, [BIN, "check", "-f", "-"], {
+    encoding: "utf8",
+    input:
+      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: d}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: s}\n",
+  });
+  assert.equal(cm.status, 0, cm.stderr);
+  assert.match(cm.stdout, /^3 objects: 0 allowed, 0 denied, 3 skipped \(2 ConfigMap, Service\)$/m);
+  const dir = await mkdtemp(join(tmpdir(), "imprimatur-check-empty-"));
+  await writeFile(join(dir, "empty.yaml"), "# nothing yet\n");
+  for (const args of [
+    ["-f", join(dir, "empty.yaml")],
+    ["-f", dir],
+    ["-f", "-"],
+  ]) {
+    const none = spawnSync(process.execPath, [BIN, "check", ...args], { encoding: "utf8", input: "" });
+    assert.equal(none.status, 2, args.join(" "));
+    assert.equal(none.stdout, "");
+    assert.equal(none.stderr, `imprimatur check: no object in ${args[1]}\nsee 'imprimatur check --help'\n`);
+  }
 });
 
 test("--config registers custom resources, so their pod templates are checked offline like the webhook does", async () => {
@@ -241,9 +261,251 @@ test("--config registers custom resources, so their pod templates are checked of
     "apiVersion: ci.example.com/v1\nkind: BuildRun\nmetadata: {name: b}\nspec:\n  steps:\n    - template: {spec: {containers: [{name: s, image: busybox:1.36}]}}\n",
   );
   const without = run(["check", "--policies", POLICIES, "-f", run1]);
-  assert.equal(without.code, 2, "an unregistered kind is skipped, and nothing is left to check");
+  assert.equal(without.code, 0, "an unregistered kind is skipped: nothing Imprimatur reviews, a pass");
   assert.match(without.stdout, /BuildRun\/b: skipped/);
+  assert.match(without.stdout, /^1 object: 0 allowed, 0 denied, 1 skipped \(BuildRun\)$/m);
   const withConfig = run(["check", "--policies", POLICIES, "--config", join(dir, "config.yaml"), "-f", run1]);
   assert.equal(withConfig.code, 1, withConfig.stdout + withConfig.stderr);
   assert.match(withConfig.stdout, /BuildRun\/b: denied: image "busybox:1.36" \(spec\.steps\[0\]\.template\.spec\.containers\[0\]\.image\)/);
+});
+
+const HARDENED = `apiVersion: v1
+kind: Pod
+metadata: {name: hardened}
+spec:
+  securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
+  containers:
+  - name: app
+    image: nginx
+    securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+`;
+
+const EMPTY_SET = "no policy was found (an empty set admits everything); add policies, or pass --allow-empty if that is what you mean";
+
+test("check, test and serve build one policy set from the same flags: --profile adds to the embedded default; an empty folder is refused by all three alike", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "imprimatur-check-set-"));
+  const pods = join(dir, "pods.yaml");
+  await writeFile(pods, HARDENED);
+  // As `serve --profile restricted`: the embedded default policy still judges (nginx has no pinned version).
+  const profiled = run(["check", "--profile", "restricted", "-f", pods, "-o", "json"]);
+  assert.equal(profiled.code, 1, profiled.stderr);
+  assert.deepEqual(
+    JSON.parse(profiled.stdout).results[0].violations.map((v: { policy: string; rule: string }) => `${v.policy} ${v.rule}`),
+    ["pinned-versions rules[1]"],
+  );
+
+  const empty = join(dir, "no-policies");
+  await mkdir(empty);
+  const testFile = join(dir, "imprimatur-test.yaml");
+  await writeFile(
+    testFile,
+    `apiVersion: imprimatur.dev/v1alpha1\nkind: PolicyTest\nmetadata: {name: empty}\npolicies: [${empty}]\nresources: [pods.yaml]\nresults:\n- {resource: Pod/hardened, result: allowed}\n`,
+  );
+  const refusals = [
+    run(["check", "--policies", empty, "-f", pods]),
+    run(["test", testFile]),
+    run(["serve", "--policies", empty, "--port", "0", "--state-dir", join(dir, "state")]),
+  ];
+  for (const r of refusals) {
+    assert.equal(r.code, 2, r.stdout + r.stderr);
+    assert.ok(r.stderr.includes(`  ${empty}: ${EMPTY_SET}\n`), r.stderr);
+  }
+  const allowedEmpty = run(["check", "--policies", empty, "--allow-empty", "-f", pods]);
+  assert.equal(allowedEmpty.code, 0, allowedEmpty.stderr);
+  assert.match(allowedEmpty.stdout, /Pod\/hardened: allowed/);
+  const testAllowedEmpty = run(["test", "--allow-empty", testFile]);
+  assert.equal(testAllowedEmpty.code, 0, testAllowedEmpty.stdout + testAllowedEmpty.stderr);
+});
+
+/** An ImagePolicy whose allow rule needs a signature by a fresh key: offline, nothing can verify it. */
+async function signedPolicy(dir: string): Promise<string> {
+  const { publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  const pem = (publicKey.export({ type: "spki", format: "pem" }) as string)
+    .trim()
+    .split("\n")
+    .map((l) => `                  ${l}`)
+    .join("\n");
+  const file = join(dir, "signed.yaml");
+  await writeFile(
+    file,
+    `apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: {name: signed}
+spec:
+  rules:
+    - action: allow
+      images: ["registry.example.com/*"]
+      attestors:
+        - entries:
+            - staticKey:
+                key: |
+${pem}
+  default: deny
+`,
+  );
+  return file;
+}
+
+const DIGEST = `sha256:${"0123456789abcdef".repeat(4)}`;
+
+test("offline, an image allowed only with verified signatures is unverified: reported with the reason, counted, exit 1 unless --allow-unverified", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "imprimatur-check-unverified-"));
+  const policy = await signedPolicy(dir);
+  const pods = join(dir, "pods.yaml");
+  await writeFile(
+    pods,
+    `apiVersion: v1\nkind: Pod\nmetadata: {name: signed}\nspec: {containers: [{name: c, image: "registry.example.com/app@${DIGEST}"}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: other}\nspec: {containers: [{name: c, image: "elsewhere.example.com/app@${DIGEST}"}]}\n`,
+  );
+  const text = run(["check", "--policies", policy, "-f", pods]);
+  assert.equal(text.code, 1, text.stderr);
+  assert.deepEqual(text.stdout.trim().split("\n"), [
+    `${pods} Pod/signed: unverified: image "registry.example.com/app@${DIGEST}" (spec.containers[0].image) under policy signed rules[0]: signatures required by this rule cannot be verified offline (no registry is asked)`,
+    `${pods} Pod/other: denied: image "elsewhere.example.com/app@${DIGEST}" (spec.containers[0].image) denied by policy signed default: no rule of this policy allows this image`,
+    "2 objects: 0 allowed, 1 denied, 1 unverified, 0 skipped",
+  ]);
+  const signedPod = join(dir, "signed-pod.yaml");
+  await writeFile(
+    signedPod,
+    `apiVersion: v1\nkind: Pod\nmetadata: {name: signed}\nspec: {containers: [{name: c, image: "registry.example.com/app@${DIGEST}"}]}\n`,
+  );
+  const signedOnly = ["check", "--policies", policy, "-f", signedPod, "-o", "json"];
+  for (const [extra, code] of [
+    [[], 1],
+    [["--allow-unverified"], 0],
+  ] as const) {
+    const r = run([...signedOnly, ...extra]);
+    assert.equal(r.code, code, r.stderr);
+    const report = JSON.parse(r.stdout);
+    assert.equal(report.results[0].result, "unverified");
+    assert.match(report.results[0].reason, /cannot be checked offline/);
+    assert.deepEqual(report.results[0].unverified, [
+      {
+        policy: "signed",
+        rule: "rules[0]",
+        image: `registry.example.com/app@${DIGEST}`,
+        field: "spec.containers[0].image",
+        reason: "signatures required by this rule cannot be verified offline (no registry is asked)",
+      },
+    ]);
+    assert.deepEqual(report.results[0].warnings, [], "said once, as the result");
+    assert.equal(report.summary.unverified, 1);
+  }
+
+  await writeFile(
+    join(dir, "imprimatur-test.yaml"),
+    `apiVersion: imprimatur.dev/v1alpha1
+kind: PolicyTest
+metadata: {name: signed}
+description: signed images from our registry
+policies: [signed.yaml]
+resources: [signed-pod.yaml]
+results:
+- {resource: Pod/signed, result: unverified}
+---
+apiVersion: imprimatur.dev/v1alpha1
+kind: PolicyTest
+metadata: {name: signed-as-allowed}
+policies: [signed.yaml]
+resources: [signed-pod.yaml]
+results:
+- {resource: Pod/signed, result: allowed}
+`,
+  );
+  const strict = run(["test", dir, "-o", "json"]);
+  assert.equal(strict.code, 1, strict.stderr);
+  const report = JSON.parse(strict.stdout);
+  assert.deepEqual(
+    report.tests.map((t: { name: string; description?: string; results: Array<{ actual: string; status: string }> }) => [
+      t.name,
+      t.description,
+      t.results[0]!.actual,
+      t.results[0]!.status,
+    ]),
+    [
+      ["signed", "signed images from our registry", "unverified", "pass"],
+      ["signed-as-allowed", undefined, "unverified", "fail"],
+    ],
+  );
+  const lenient = run(["test", "--allow-unverified", dir]);
+  assert.equal(lenient.code, 0, lenient.stdout + lenient.stderr);
+  assert.match(lenient.stdout, /^signed-as-allowed +Pod\/signed +allowed +unverified +pass$/m);
+});
+
+test("-n names the namespace of objects that name none, and --namespace-labels labels it, so namespaceSelector policies are judged offline", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "imprimatur-check-namespace-"));
+  await writeFile(
+    join(dir, "prod-only.yaml"),
+    `apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: {name: prod-registry}
+spec:
+  namespaceSelector: {matchLabels: {env: prod}}
+  rules:
+    - action: allow
+      images: ["registry.example.com/*"]
+  default: deny
+`,
+  );
+  const pods = join(dir, "pods.yaml");
+  await writeFile(
+    pods,
+    `apiVersion: v1\nkind: Pod\nmetadata: {name: loose}\nspec: {containers: [{name: c, image: "docker.io/library/busybox:1.36"}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: pinned, namespace: lab}\nspec: {containers: [{name: c, image: "docker.io/library/busybox:1.36"}]}\n`,
+  );
+  const policies = join(dir, "prod-only.yaml");
+  const judged = (args: string[]) => {
+    const r = run(["check", "--policies", policies, "-f", pods, "-o", "json", ...args]);
+    return {
+      code: r.code,
+      stderr: r.stderr,
+      results: (JSON.parse(r.stdout || '{"results": []}').results as Array<{ name: string; namespace: string; result: string }>).map(
+        (x) => `${x.name} ${x.namespace} ${x.result}`,
+      ),
+    };
+  };
+  // Unknown labels: whether the policy applies cannot be decided, which denies (fail closed), as serve does.
+  assert.deepEqual(judged([]).results, ["loose default denied", "pinned lab denied"]);
+  assert.deepEqual(judged(["-n", "team-a", "--namespace-labels", "team-a:env=prod,tier=web", "--namespace-labels", "lab:env=dev"]).results, [
+    "loose team-a denied",
+    "pinned lab allowed",
+  ]);
+  assert.deepEqual(judged(["--namespace", "team-a", "--namespace-labels", "team-a:env=dev", "--namespace-labels", "lab:"]).results, [
+    "loose team-a allowed",
+    "pinned lab allowed",
+  ]);
+  // Labels from a file, and the flag over them.
+  await writeFile(join(dir, "namespaces.yaml"), "team-a: {env: prod}\nlab: {env: prod}\n");
+  assert.deepEqual(judged(["-n", "team-a", "--namespaces", join(dir, "namespaces.yaml"), "--namespace-labels", "lab:env=dev"]).results, [
+    "loose team-a denied",
+    "pinned lab allowed",
+  ]);
+  for (const bad of ["team-a", "Team:env=prod", "team-a:env", "team-a:=x"]) {
+    const r = run(["check", "--policies", policies, "-f", pods, "--namespace-labels", bad]);
+    assert.equal(r.code, 2, bad);
+    assert.match(
+      r.stderr,
+      /^imprimatur check: --namespace-labels "[^"]*": .*; expected NAMESPACE:KEY=VALUE\[,KEY=VALUE…\], e\.g\. team-a:env=prod,tier=web\nsee 'imprimatur check --help'\n$/,
+      bad,
+    );
+  }
+  assert.equal(run(["check", "--policies", policies, "-f", pods, "-n", "Not_A_Namespace"]).code, 2);
+
+  // The same in a PolicyTest: its namespace and namespaceLabels, or -n and --namespace-labels for every test.
+  await writeFile(
+    join(dir, "imprimatur-test.yaml"),
+    `apiVersion: imprimatur.dev/v1alpha1
+kind: PolicyTest
+metadata: {name: prod}
+policies: [prod-only.yaml]
+namespace: team-a
+namespaceLabels:
+  team-a: {env: prod}
+  lab: {env: dev}
+resources: [pods.yaml]
+results:
+- {resource: Pod/loose, namespace: team-a, result: denied, policy: prod-registry, rule: default}
+- {resource: Pod/pinned, result: allowed}
+`,
+  );
+  const test1 = run(["test", dir]);
+  assert.equal(test1.code, 0, test1.stdout + test1.stderr);
 });

@@ -74,13 +74,21 @@ describe("help and the overview", { concurrency: 4 }, () => {
     assert.match(r.stderr, /unknown command "frobnicate"/);
   });
 
-  test("an unknown command exits 2 with the overview on stderr, even with --help", async () => {
+  test("an unknown command exits 2 with one line and where the help is, even with --help", async () => {
     for (const args of [["frobnicate"], ["frobnicate", "--help"]]) {
       const r = await imprimatur(args);
       assert.equal(r.code, 2);
       assert.equal(r.stdout, "");
-      assert.match(r.stderr, /^imprimatur: unknown command "frobnicate"\n/);
-      assert.ok(r.stderr.includes(overview()));
+      assert.equal(r.stderr, `imprimatur: unknown command "frobnicate"\nsee 'imprimatur --help'\n`);
+    }
+  });
+
+  test("a usage error of any command is one line naming the problem, then where its help is", async () => {
+    for (const c of COMMANDS) {
+      const r = await imprimatur([c.name, "--no-such-flag"]);
+      assert.equal(r.code, 2, c.name);
+      assert.equal(r.stdout, "", c.name);
+      assert.match(r.stderr, new RegExp(`^imprimatur ${c.name}: Unknown option '--no-such-flag'[^\n]*\nsee 'imprimatur ${c.name} --help'\n$`), c.name);
     }
   });
 });

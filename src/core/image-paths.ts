@@ -164,8 +164,12 @@ export function imagesAtPaths(obj: Record<string, unknown>, paths: readonly Imag
       const field = formatFieldPath(segments);
       if (seen.has(field)) continue;
       seen.add(field);
-      // A non-string is reviewed as "" so it is denied as an invalid reference, as for containers.
-      found.images.push({ image: typeof value === "string" ? value : "", field });
+      // Not a reference at all: denied (fail closed) with the value that was found, not as an empty image name.
+      if (typeof value !== "string") {
+        found.errors.push({ policy: p.policy, message: `imagePaths (${p.expression}) finds ${describeValue(value)} at ${field}, not an image reference` });
+        continue;
+      }
+      found.images.push({ image: value, field });
     }
   }
   return found;
@@ -189,4 +193,10 @@ function locateObjects(root: Record<string, unknown>): Map<object, Array<string 
 function describe(v: unknown): string {
   if (typeof v === "string") return `the string ${JSON.stringify(v.length > 80 ? `${v.slice(0, 80)}…` : v)}`;
   return Array.isArray(v) ? "an array" : typeof v === "object" ? "a computed object" : `the ${typeof v} ${JSON.stringify(v)}`;
+}
+
+/** A value that should have been an image reference, as a denial shows it: JSON, shortened. */
+function describeValue(v: unknown): string {
+  const json = JSON.stringify(v) ?? String(v);
+  return `${Array.isArray(v) ? "the list" : typeof v === "object" && v !== null ? "the object" : `the ${v === null ? "null" : typeof v}`} ${json.length > 80 ? `${json.slice(0, 80)}…` : json}`;
 }

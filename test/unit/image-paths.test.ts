@@ -67,9 +67,21 @@ describe("imagesAtPaths", () => {
     assert.deepEqual(imagesAtPaths(obj, [path({ path: "{{ spec.steps[?name == 'b'] }}" })]).images, []); // no image field: not an image holder
   });
 
-  it("reviews a value that is not a string as an invalid reference rather than skipping it", () => {
-    const found = imagesAtPaths(task({ steps: [{ name: "a", image: 42 }] }), [path({ path: "{{ spec.steps[*] }}" })]);
-    assert.deepEqual(found.images, [{ image: "", field: "spec.steps[0].image" }]);
+  it("denies a value that is not a string, showing it, rather than skipping it or calling it an empty image", () => {
+    const found = imagesAtPaths(
+      task({
+        steps: [
+          { name: "a", image: 42 },
+          { name: "b", image: { repo: "x" } },
+        ],
+      }),
+      [path({ path: "{{ spec.steps[*] }}" })],
+    );
+    assert.deepEqual(found.images, []);
+    assert.deepEqual(found.errors, [
+      { policy: "p", message: "imagePaths (spec.steps[*]) finds the number 42 at spec.steps[0].image, not an image reference" },
+      { policy: "p", message: 'imagePaths (spec.steps[*]) finds the object {"repo":"x"} at spec.steps[1].image, not an image reference' },
+    ]);
   });
 
   it("a holder whose image is an OCI image volume source is reviewed at image.reference: a path over volumes finds their images", () => {
@@ -82,9 +94,11 @@ describe("imagesAtPaths", () => {
     assert.deepEqual(imagesAtPaths(obj, [path({ path: "{{ spec.volumes[*] }}" })]).images, [
       { image: "quay.io/m/llm:7b", field: "spec.volumes[1].image.reference" },
     ]);
-    // A source without a string reference is an invalid reference, denied like any other.
+    // A source without a string reference is denied, showing what it holds.
     const broken = task({ volumes: [{ name: "model", image: { reference: 7 } }] });
-    assert.deepEqual(imagesAtPaths(broken, [path({ path: "{{ spec.volumes[*] }}" })]).images, [{ image: "", field: "spec.volumes[0].image.reference" }]);
+    assert.deepEqual(imagesAtPaths(broken, [path({ path: "{{ spec.volumes[*] }}" })]).errors, [
+      { policy: "p", message: "imagePaths (spec.volumes[*]) finds the number 7 at spec.volumes[0].image.reference, not an image reference" },
+    ]);
   });
 
   it("a path that selects strings or computed objects cannot be located: an error naming the policy and why", () => {

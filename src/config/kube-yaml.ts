@@ -56,8 +56,15 @@ export interface LocatedYaml {
   errors: Array<{ document: number; line: number | undefined; message: string }>;
 }
 
-/** Nodes an alias may expand to, per document: an alias bomb is an error, not hours of work. */
-const ALIAS_EXPANSION_BUDGET = 10_000;
+/**
+ * go-yaml v2's guard against alias bombs: once more than 100 of more than 1 000 decoded nodes came through
+ * aliases, their share may be at most 99% (up to 400 000 nodes), falling to 10% at 4 000 000 nodes.
+ */
+function excessiveAliasing(decoded: number, viaAliases: number): boolean {
+  if (viaAliases <= 100 || decoded <= 1000) return false;
+  const allowed = decoded <= 400_000 ? 0.99 : decoded >= 4_000_000 ? 0.1 : 0.99 - (0.89 * (decoded - 400_000)) / 3_600_000;
+  return viaAliases / decoded > allowed;
+}
 
 /** Parses a YAML or JSON stream as kubectl does (see the top of this file); never throws. */
 export function readKubeYaml(text: string): LocatedYaml {
@@ -234,8 +241,9 @@ class JsonConversion {
   readonly #lineAt: LineAt;
   readonly #problems: Array<{ line: number | undefined; message: string }>;
   readonly #expanding = new Set<unknown>();
-  #aliasBudget = ALIAS_EXPANSION_BUDGET;
-  #viaAlias = 0;
+  #aliasDepth = 0;
+  #decoded = 0;
+  #decodedViaAliases = 0;
 
   constructor(doc: Document.Parsed, lineAt: LineAt, problems: Array<{ line: number | undefined; message: string }>) {
     this.#doc = doc;
@@ -245,7 +253,9 @@ class JsonConversion {
 
   value(node: unknown): unknown {
     if (this.#problems.length > 0) return null;
-    if (this.#viaAlias > 0 && --this.#aliasBudget < 0) return this.#problem(node, "too many nodes reached through aliases (an alias bomb?)");
+    this.#decoded++;
+    if (this.#aliasDepth > 0) this.#decodedViaAliases++;
+    if (excessiveAliasing(this.#decoded, this.#decodedViaAliases)) return this.#problem(node, "the document contains excessive aliasing (an alias bomb?)");
     if (node === null || node === undefined) return null;
     if (isAlias(node)) return this.#alias(node);
     if (isScalar(node)) return this.#scalar(node);
@@ -259,11 +269,11 @@ class JsonConversion {
     if (!target) return this.#problem(alias, `unknown anchor ${JSON.stringify(alias.source)}`);
     if (this.#expanding.has(target)) return this.#problem(alias, `anchor ${JSON.stringify(alias.source)} refers to itself`);
     this.#expanding.add(target);
-    this.#viaAlias++;
+    this.#aliasDepth++;
     try {
       return this.value(target);
     } finally {
-      this.#viaAlias--;
+      this.#aliasDepth--;
       this.#expanding.delete(target);
     }
   }

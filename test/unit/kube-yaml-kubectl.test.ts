@@ -123,6 +123,14 @@ const BOTH_REFUSE: Array<[string, string, RegExp]> = [
     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: an\n  annotations: {a: 1}\n",
     /:5 \(document 1\): metadata\.annotations\.a must be a string, got 1/,
   ],
+  [
+    "an alias bomb",
+    cm(
+      "bomb",
+      `x:\n  a: &a [x, x, x, x, x, x, x, x, x, x]\n${Array.from({ length: 7 }, (_, i) => `  ${"bcdefgh"[i]}: &${"bcdefgh"[i]} [${Array(10).fill(`*${"abcdefg"[i]}`).join(", ")}]`).join("\n")}\n`,
+    ),
+    /:\d+ \(document 1\): not valid YAML: the document contains excessive aliasing/,
+  ],
   ["a document that is a string", "---\nhello\n", /:2 \(document 1\): not a Kubernetes object/],
   ["a document that is a list", "- apiVersion: v1\n  kind: ConfigMap\n", /:1 \(document 1\): not a Kubernetes object/],
   ["a tab as indentation", cm("ti", "data:\n\tx: 1\n"), /:6 \(document 1\): not valid YAML: Tabs are not allowed as indentation/],

@@ -30,8 +30,9 @@ import {
   imagePathResources,
   renderMutatingWebhookConfiguration,
   renderValidatingWebhookConfiguration,
-  type CustomTemplateResource,
+  type WebhookOptions,
 } from "../server/webhook-manifests.ts";
+import { mayMatchResource, type WebhookResource } from "../core/request-match/request-scope.ts";
 import { EMBEDDED_POLICIES, errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 import { catchServeSignals, StartupStopped, type ServeSignals } from "./serve-signals.ts";
 
@@ -282,7 +283,10 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
   if (app.caPem) {
     // Custom resources the webhooks must see: pod templates from the config, image locations from the policies.
     const customResources = [...config.podTemplates, ...imagePathResources(app.policies().flatMap((p) => p.imagePaths ?? []))];
-    await printWebhookConfiguration(stateDir, values.url ?? `https://127.0.0.1:${app.port}`, app.caPem, app.generatedCertificate, customResources);
+    // Rules for resources that no policy's matchConstraints reach are left out of the webhook configurations.
+    const set = app.engine.policies();
+    const webhookOptions = { customResources, mayMatch: (r: WebhookResource) => mayMatchResource(set, r) };
+    await printWebhookConfiguration(stateDir, values.url ?? `https://127.0.0.1:${app.port}`, app.caPem, app.generatedCertificate, webhookOptions);
     // The printed kubeconfigs carry no credentials: said here, so a 401 does not come as a surprise.
     if (values["client-ca"] || values["caller-tokens"]) {
       process.stderr.write(
@@ -304,12 +308,12 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
 }
 
 /** Writes the ready-to-apply configuration into the state folder and prints where it is, with the caBundle. */
-async function printWebhookConfiguration(stateDir: string, baseUrl: string, caPem: string, created: boolean, customResources: CustomTemplateResource[]) {
+async function printWebhookConfiguration(stateDir: string, baseUrl: string, caPem: string, created: boolean, webhookOptions: WebhookOptions) {
   await mkdir(stateDir, { recursive: true });
   const endpoint = { baseUrl, caPem };
   const files = {
-    "validating-webhook.yaml": renderValidatingWebhookConfiguration(endpoint, { customResources }),
-    "mutating-webhook.yaml": renderMutatingWebhookConfiguration(endpoint, { customResources }),
+    "validating-webhook.yaml": renderValidatingWebhookConfiguration(endpoint, webhookOptions),
+    "mutating-webhook.yaml": renderMutatingWebhookConfiguration(endpoint, webhookOptions),
     "imagepolicy-kubeconfig.yaml": renderImagePolicyKubeconfig(endpoint),
     "admission-configuration.yaml": renderAdmissionConfiguration({ kubeconfigPath: join(stateDir, "imagepolicy-kubeconfig.yaml") }),
   };

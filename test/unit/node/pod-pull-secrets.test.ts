@@ -27,6 +27,9 @@ let url: string;
 let pods: FakePod[] = [];
 let podLists = 0;
 let listDelayMs = 0;
+/** Pod lists and Secret reads the fake API refuses (403) before it answers again. */
+let refusedLists = 0;
+const refusedSecrets = new Set<string>();
 const secrets = new Map<string, { username: string; password: string }>();
 
 function dockerConfigSecret(namespace: string, name: string, c: { username: string; password: string }) {
@@ -47,6 +50,10 @@ before(async () => {
     if (u.pathname === "/api/v1/pods") {
       assert.equal(u.searchParams.get("fieldSelector"), "spec.nodeName=node1");
       podLists++;
+      if (refusedLists > 0) {
+        refusedLists--;
+        return json(403, { kind: "Status", apiVersion: "v1", status: "Failure", reason: "Forbidden", code: 403 });
+      }
       // The list as it is when the request arrives.
       const items = pods.map((p) => ({
         metadata: { namespace: p.namespace, name: p.name, uid: p.uid ?? `uid-${p.name}`, ...(p.annotations ? { annotations: p.annotations } : {}) },
@@ -56,6 +63,7 @@ before(async () => {
       return;
     }
     const m = /^\/api\/v1\/namespaces\/([^/]+)\/secrets\/([^/]+)$/.exec(u.pathname);
+    if (m && refusedSecrets.has(`${m[1]}/${m[2]}`)) return json(403, { kind: "Status", apiVersion: "v1", status: "Failure", reason: "Forbidden", code: 403 });
     const c = m ? secrets.get(`${m[1]}/${m[2]}`) : undefined;
     if (m && c) return json(200, dockerConfigSecret(m[1]!, m[2]!, c));
     json(404, { kind: "Status", apiVersion: "v1", status: "Failure", reason: "NotFound", code: 404 });
@@ -70,8 +78,13 @@ beforeEach(() => {
   pods = [];
   podLists = 0;
   listDelayMs = 0;
+  refusedLists = 0;
+  refusedSecrets.clear();
   secrets.clear();
 });
+
+/** Warnings the view logged, as "message: field=value" lines of the fields that name what failed. */
+let warnings: string[] = [];
 
 function view(): PodPullSecrets {
   const kube = new KubeConfig();
@@ -81,7 +94,17 @@ function view(): PodPullSecrets {
     contexts: [{ name: "x", cluster: "c", user: "u" }],
     currentContext: "x",
   });
-  return new PodPullSecrets({ kube, nodeName: "node1", key: KEY, logger: pino({ level: "silent" }) });
+  warnings = [];
+  const logger = pino(
+    { level: "warn" },
+    {
+      write: (line: string) => {
+        const { msg, pods: who, image, err } = JSON.parse(line) as { msg: string; pods?: string[]; image?: string; err?: string };
+        warnings.push(`${msg}: ${JSON.stringify({ pods: who, image, err: err?.replace(/\s.*/s, "") })}`);
+      },
+    },
+  );
+  return new PodPullSecrets({ kube, nodeName: "node1", key: KEY, logger });
 }
 
 const ref = (image: string): ImageReference => {
@@ -159,6 +182,30 @@ describe("which pods an ImageStatus may be for", () => {
     const v = view();
     const arrival = v.arrival();
     assert.equal(await v.credentialHashes(arrival, KUBELET, `${REGISTRY}/app:v1`, ref(`${REGISTRY}/app:v1`), Date.now() + 50), undefined);
+  });
+
+  test("a list the API refuses gives undefined, and is not reused: the next call lists again", async () => {
+    pods = [{ namespace: "a", name: "one", spec: container(`${REGISTRY}/app:v1`) }];
+    refusedLists = 1;
+    const v = view();
+    assert.equal(await candidates(v, `${REGISTRY}/app:v1`), undefined);
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0]!, /^cannot list the node's pods; deciding without them: \{"err":"\S+"\}$/);
+    assert.deepEqual(await candidates(v, `${REGISTRY}/app:v1`), [{ pod: "a/one", covered: false }]);
+    assert.equal(podLists, 2);
+  });
+
+  test("pull secrets the API refuses to show give undefined, logged with the pods and the image", async () => {
+    secrets.set("a/pull", GOOD);
+    refusedSecrets.add("a/pull");
+    pods = [{ namespace: "a", name: "one", spec: { ...container(`${REGISTRY}/app:v1`), imagePullSecrets: [{ name: "pull" }] } }];
+    const v = view();
+    assert.equal(await candidates(v, `${REGISTRY}/app:v1`), undefined);
+    assert.deepEqual(
+      warnings.map((w) => w.replace(/"err":"[^"]*"/, '"err":"…"')),
+      [`cannot read the pods' pull secrets; deciding without them: {"pods":["a/one"],"image":"${REGISTRY}/app:v1","err":"…"}`],
+    );
+    refusedSecrets.clear();
   });
 
   test("pods whose own annotations are not all in the call are not candidates", async () => {

@@ -208,6 +208,23 @@ describe("which pods an ImageStatus may be for", () => {
     refusedSecrets.clear();
   });
 
+  test("a call with annotations of its own beyond the kubelet's is for no pod without them", async () => {
+    pods = [
+      { namespace: "a", name: "tagged", annotations: { team: "x" }, spec: container(`${REGISTRY}/app:v1`) },
+      { namespace: "a", name: "plain", spec: container(`${REGISTRY}/app:v1`) },
+      { namespace: "a", name: "other-image", annotations: { team: "x" }, spec: container(`${REGISTRY}/other:v1`) },
+    ];
+    assert.deepEqual(await candidates(view(), `${REGISTRY}/app:v1`, { ...KUBELET, team: "x" }), [{ pod: "a/tagged", covered: false }]);
+    assert.equal(await candidates(view(), `${REGISTRY}/app:v1`, { ...KUBELET, team: "y" }), undefined);
+  });
+
+  test("more than 20 pods alike are not examined", async () => {
+    pods = Array.from({ length: 20 }, (_, i) => ({ namespace: "a", name: `p${i}`, spec: container(`${REGISTRY}/app:v1`) }));
+    assert.equal((await candidates(view(), `${REGISTRY}/app:v1`))?.length, 20);
+    pods.push({ namespace: "a", name: "p20", spec: container(`${REGISTRY}/app:v1`) });
+    assert.equal(await candidates(view(), `${REGISTRY}/app:v1`), undefined);
+  });
+
   test("pods whose own annotations are not all in the call are not candidates", async () => {
     pods = [
       { namespace: "a", name: "tagged", annotations: { team: "x" }, spec: container(`${REGISTRY}/app:v1`) },

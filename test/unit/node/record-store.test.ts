@@ -185,6 +185,34 @@ describe("RecordStore", () => {
     assert.equal(reopened.isPreloaded("sha256:pre", REPO), false, "gone from the file too: a later pull of that image is not preloaded");
     assert.equal(reopened.isPreloaded("sha256:kept", REPO), true);
   });
+
+  it("a write that fails leaves no temporary file, and the next change goes ahead", async () => {
+    const store = await RecordStore.open(dir);
+    const record = (imageRef: string) => recordPull(undefined, imageRef, REPO, { hash: hash(1), pod: pod("a") }, new Date());
+    // A folder where the record's file should go: the rename over it fails.
+    await mkdir(join(dir, "pulled", recordFileName("sha256:blocked")));
+    await assert.rejects(
+      store.update("sha256:blocked", () => record("sha256:blocked")),
+      (e: NodeJS.ErrnoException) => e.code === "EISDIR",
+    );
+    assert.deepEqual(
+      (await readdir(join(dir, "pulled"))).filter((n) => n.startsWith(".")),
+      [],
+    );
+    await store.update("sha256:next", () => record("sha256:next"));
+    assert.equal((await RecordStore.open(dir)).get("sha256:next").state, "ok");
+    // The same for an intent, which is put in place before the call returns.
+    await mkdir(join(dir, "pulling", recordFileName("blocked:1")));
+    assert.throws(
+      () => store.writeIntent("blocked:1"),
+      (e: NodeJS.ErrnoException) => e.code === "EISDIR",
+    );
+    assert.deepEqual(
+      (await readdir(join(dir, "pulling"))).filter((n) => n.startsWith(".")),
+      [],
+    );
+    assert.equal(store.counts().intentsInFlight, 0);
+  });
 });
 
 describe("the first start's snapshot marks the first start as done", () => {

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Entry point of the `imprimatur` command. Plain JavaScript, so that any Node.js gets far enough to say
 // when it is too old; the command itself is the TypeScript in src/cli, which Node.js 24 runs as it is.
+import { followLauncher } from "./launcher.js";
 import { nodeVersionProblem } from "./node-version.js";
 
 const problem = nodeVersionProblem(process.versions.node);
@@ -8,6 +9,8 @@ if (problem) {
   process.stderr.write(problem + "\n");
   process.exitCode = 2;
 } else {
+  // Under npx or npm run, a stop of npm reaches the command (launcher.js says why it would not by itself).
+  followLauncher(process);
   import("../src/cli/main.ts").then(async ({ main }) => {
     process.exitCode = await main(process.argv.slice(2));
   });

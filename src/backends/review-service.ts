@@ -63,7 +63,7 @@ export class ImageReviewService {
       this.opts.onBackendResult?.(backend.name, "cached");
       return cached;
     }
-    let lastError = "no attempt made before the deadline";
+    let lastFailure: Failure = { answered: false, message: "no attempt made before the deadline" };
     let delay = this.opts.retryBackoffMs;
     for (let attempt = 1; attempt <= this.opts.maxAttempts && Date.now() < deadline && !signal.aborted; attempt++) {
       try {
@@ -72,7 +72,7 @@ export class ImageReviewService {
         this.opts.onBackendResult?.(backend.name, decision.allowed ? "allowed" : "denied");
         return decision;
       } catch (e) {
-        lastError = e instanceof Error ? e.message : String(e);
+        lastFailure = failureOf(e);
         const retryable = !(e instanceof BackendUnavailableError) || e.retryable;
         if (!retryable || Date.now() + delay >= deadline) break;
         await sleep(delay, signal);
@@ -80,25 +80,41 @@ export class ImageReviewService {
       }
     }
     this.opts.onBackendResult?.(backend.name, "unavailable");
-    return this.unavailable(backend.name, lastError);
+    return this.unavailable(backend.name, lastFailure);
   }
 
   /** Not cached: the next admission should try the backend again. */
-  private unavailable(name: string, error: string): Decision {
+  private unavailable(name: string, failure: Failure): Decision {
+    const error = failure.message;
+    // An answer that is an error is named as an answer: the backend was reached, and said something else than a verdict.
+    const state = failure.answered ? "answered with an error" : "unavailable";
     if (this.opts.failOpen) {
       return allow({
-        warnings: [`image policy backend ${name} was unavailable (${error}); admitted because the server fails open`],
-        auditAnnotations: { [`backend.${name}`]: `unavailable; admitted by fail-open: ${error}`, "fail-open": "true" },
+        warnings: [
+          `image policy backend ${name} ${failure.answered ? `answered with an error: ${error}` : `was unavailable (${error})`}; admitted because the server fails open`,
+        ],
+        auditAnnotations: { [`backend.${name}`]: `${state}; admitted by fail-open: ${error}`, "fail-open": "true" },
         failOpen: [{ backend: name, error }],
       });
     }
     const violation: Violation = {
       policy: `backend/${name}`,
       rule: "failurePolicy",
-      message: `image policy backend could not be reached (${error}); denying because the server fails closed`,
+      message: `image policy backend ${failure.answered ? `answered with an error: ${error}` : `could not be reached (${error})`}; denying because the server fails closed`,
     };
-    return deny([violation], { auditAnnotations: { [`backend.${name}`]: `unavailable; denied by fail-closed: ${error}` } });
+    return deny([violation], { auditAnnotations: { [`backend.${name}`]: `${state}; denied by fail-closed: ${error}` } });
   }
+}
+
+/** Why the last attempt gave no verdict, and whether the backend answered at all (an HTTP error or a malformed body). */
+interface Failure {
+  answered: boolean;
+  message: string;
+}
+
+function failureOf(e: unknown): Failure {
+  const message = e instanceof Error ? e.message : String(e);
+  return { answered: e instanceof BackendUnavailableError && (e.code === "http-status" || e.code === "bad-response"), message };
 }
 
 /** All must allow (see combineDecisions); a denial is marked in the audit annotations. */

@@ -56,7 +56,8 @@ export class WebhookBackend implements RemoteImageReviewBackend {
     });
     if (res.statusCode < 200 || res.statusCode >= 300) {
       const retryable = res.statusCode >= 500 || res.statusCode === 429;
-      throw new BackendUnavailableError("http-status", `HTTP ${res.statusCode}: ${text.slice(0, 200)}`, { retryable, status: res.statusCode });
+      const said = text.trim().split("\n")[0]!.trim().slice(0, 200);
+      throw new BackendUnavailableError("http-status", `HTTP ${res.statusCode}${said ? `: ${said}` : ""}`, { retryable, status: res.statusCode });
     }
     return interpretStatus(this.name, text);
   }
@@ -66,17 +67,17 @@ export class WebhookBackend implements RemoteImageReviewBackend {
   }
 }
 
-/** The backend's ImageReview status → a Decision. A malformed answer is not an answer. */
+/** The backend's ImageReview status → a Decision. A malformed answer is an answer, but gives no verdict. */
 export function interpretStatus(name: string, text: string): Decision {
   let body: unknown;
   try {
     body = JSON.parse(text);
   } catch {
-    throw new BackendUnavailableError("bad-response", "response is not JSON");
+    throw new BackendUnavailableError("bad-response", "the answer is not JSON");
   }
   const status = (body as { status?: unknown } | null)?.status as Record<string, unknown> | undefined;
   if (typeof status !== "object" || status === null || typeof status.allowed !== "boolean") {
-    throw new BackendUnavailableError("bad-response", "response has no status.allowed boolean");
+    throw new BackendUnavailableError("bad-response", "the answer has no status.allowed boolean");
   }
   const auditAnnotations: Record<string, string> = {};
   if (typeof status.auditAnnotations === "object" && status.auditAnnotations !== null) {
@@ -105,7 +106,7 @@ async function readLimited(body: AsyncIterable<Buffer>, limit: number): Promise<
   for await (const chunk of body) {
     size += chunk.length;
     // Retryable: an oversized answer may be a passing fault of that backend.
-    if (size > limit) throw new BackendUnavailableError("bad-response", `reading response: response larger than ${limit} bytes`, { retryable: true });
+    if (size > limit) throw new BackendUnavailableError("bad-response", `the answer is larger than ${limit} bytes`, { retryable: true });
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString("utf8");

@@ -83,6 +83,53 @@ test("a malformed answer is not an answer: failure policy applies, without retry
   assert.match(d.violations[0]!.message, /no status\.allowed boolean.*fails closed/);
 });
 
+test("a 400 or a malformed body is an answer: not retried, and named as one (not as a backend that could not be reached)", async () => {
+  const cases: Array<[[number, string], string]> = [
+    [[400, "spec.containers: required\n(more detail)"], "answered with an error: HTTP 400: spec.containers: required"],
+    [[200, "<html>maintenance</html>"], "answered with an error: the answer is not JSON"],
+    [[200, '{"status": {}}'], "answered with an error: the answer has no status.allowed boolean"],
+  ];
+  for (const [answer, said] of cases) {
+    script = [answer];
+    calls = 0;
+    const closed = await (await service(false)).review({ spec: spec(`e:${answer[0]}`) }, Date.now() + 5000);
+    assert.equal(calls, 1, "one attempt");
+    assert.equal(closed.violations[0]?.message, `image policy backend ${said}; denying because the server fails closed`);
+    assert.match(closed.auditAnnotations["backend.scan"]!, /^answered with an error; denied by fail-closed: /);
+    script = [answer];
+    const open = await (await service(true)).review({ spec: spec(`f:${answer[0]}`) }, Date.now() + 5000);
+    assert.deepEqual(open.warnings, [`image policy backend scan ${said}; admitted because the server fails open`]);
+  }
+});
+
+test("a backend that cannot be reached is tried 4 times in all, then named as not reached", async () => {
+  const refusing = createServer();
+  await new Promise<void>((r) => refusing.listen(0, "127.0.0.1", () => r()));
+  const port = (refusing.address() as AddressInfo).port;
+  await new Promise<void>((r) => refusing.close(() => r()));
+  const dir = await mkdtemp(join(tmpdir(), "imprimatur-rs-"));
+  const unreachable = join(dir, "kubeconfig");
+  await writeFile(
+    unreachable,
+    stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "c", cluster: { server: `https://127.0.0.1:${port}/review`, "insecure-skip-tls-verify": true } }],
+      users: [{ name: "u", user: {} }],
+      contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
+      "current-context": "x",
+    }),
+  );
+  const remote = await WebhookBackend.fromConfig({ name: "scan", kubeconfig: unreachable, timeoutMs: 2000 });
+  let attempts = 0;
+  const counted = { name: remote.name, review: (...args: Parameters<typeof remote.review>) => (attempts++, remote.review(...args)) };
+  const svc = new ImageReviewService({ builtin: () => allow(), remotes: [counted], cache: new DecisionCache(), failOpen: false, retryBackoffMs: 5 });
+  const d = await svc.review({ spec: spec("g:1") }, Date.now() + 5000);
+  assert.equal(attempts, 4);
+  assert.equal(d.violations[0]?.message, "image policy backend could not be reached (ECONNREFUSED); denying because the server fails closed");
+  await remote.close();
+});
+
 test("a hanging backend is bounded by the deadline; fail-open admits, marks and does not cache", async () => {
   script = ["hang", "hang", "hang", "hang"];
   calls = 0;

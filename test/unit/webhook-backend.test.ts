@@ -15,6 +15,11 @@ test("an answer that is not an ImageReview status is a bad-response, not retried
   }
 });
 
+test("a malformed answer says what is wrong with it, as an answer", () => {
+  assert.throws(() => interpretStatus("scan", "<html>"), { code: "bad-response", message: "the answer is not JSON" });
+  assert.throws(() => interpretStatus("scan", "{}"), { code: "bad-response", message: "the answer has no status.allowed boolean" });
+});
+
 test("codes carry their default retryability; a status says whether it is worth another attempt", () => {
   assert.equal(new BackendUnavailableError("unreachable", "ECONNREFUSED").retryable, true);
   assert.equal(new BackendUnavailableError("timeout", "timed out").retryable, true);

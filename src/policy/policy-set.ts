@@ -13,9 +13,10 @@ export const EMBEDDED_POLICIES = fileURLToPath(new URL("../../policies/default/"
 /**
  * The folders or files named by --policies, else the embedded default policy. --profile adds to the set and
  * never replaces the default: `check --profile restricted` judges what `serve --profile restricted` admits.
+ * An empty list (a PolicyTest's `policies: []`) names no folder: the profiles alone.
  */
 export function policyPaths(given: readonly string[] | undefined): string[] {
-  return given !== undefined && given.length > 0 ? [...given] : [EMBEDDED_POLICIES];
+  return given !== undefined ? [...given] : [EMBEDDED_POLICIES];
 }
 
 /** The source of `policyPaths(given)`. */

@@ -1,5 +1,6 @@
 // Reads policy documents (multi-document YAML or JSON) from a PolicySource, dispatches each to its kind in the
 // policy-kind registry, and reports every problem with origin, document, line, field path and reason.
+import { dirname, resolve as resolvePath } from "node:path";
 import { readKubeYaml } from "../config/kube-yaml.ts";
 import { emptyPolicySet, KIND_NAMES, kindOf, POLICY_KINDS, type KindName, type PolicySet } from "../core/policy-kinds.ts";
 import type { CompiledPolicy, PolicyKind } from "../core/policy-kind.ts";
@@ -22,8 +23,20 @@ export async function loadPolicies(source: string | PolicySource): Promise<Loade
   const { texts, errors } = await from.read();
   const profiles = profileSources(await shippedProfiles());
   const policies = mutableSet();
+  // Files that policies name beside them (a TrustRoot's `path: corp-trusted-root.json`) are their data, not
+  // policies, though the folder holds them among the policies: unless one holds a policy after all, what it gives
+  // when read as one (errors: no apiVersion and kind) is left out.
+  const named = new Set<string>();
+  const results: Array<{ file?: string; parsed: ParsedPolicies }> = [];
   for (const { origin, text, related, parsed: compiled } of texts) {
-    const parsed = compiled ?? parsePolicyText(text, origin, { profiles, ...(related ? { related } : {}) });
+    const noting = related && ((path: string) => (named.add(resolvePath(dirname(origin), path)), related(path)));
+    const parsed = compiled ?? parsePolicyText(text, origin, { profiles, ...(noting ? { related: noting } : {}) });
+    results.push({ ...(related ? { file: resolvePath(origin) } : {}), parsed });
+  }
+  const dataOnly = (r: (typeof results)[number]) => r.file !== undefined && named.has(r.file) && KIND_NAMES.every((k) => r.parsed.policies[k].length === 0);
+  for (const result of results) {
+    if (dataOnly(result)) continue;
+    const { parsed } = result;
     errors.push(...parsed.errors);
     for (const k of KIND_NAMES) (policies[k] as CompiledPolicy[]).push(...parsed.policies[k]);
   }
@@ -38,7 +51,7 @@ export async function loadPolicies(source: string | PolicySource): Promise<Loade
     });
   }
   if (errors.length > 0) throw new PolicyLoadError(withoutLocations(errors, texts));
-  return { policies, origins: texts.map((t) => t.origin) };
+  return { policies, origins: texts.filter((_, i) => !dataOnly(results[i]!)).map((t) => t.origin) };
 }
 
 /** Errors of texts that are not what the user wrote (custom resources) name the field, not a line or document. */

@@ -169,7 +169,7 @@ spec:
         v.field === "spec.containers[0].securityContext.runAsUser" &&
         v.policy === "profile-restricted" &&
         v.rule === "restricted/run-as-user" &&
-        v.message.startsWith("is 0; must be in ≥ 1"),
+        v.message.startsWith("is 0; must be at least 1"),
     ),
     JSON.stringify(results[0]!.violations),
   );
@@ -247,6 +247,14 @@ test("stdin, junit and yaml output; only objects Imprimatur does not review is a
     assert.equal(none.stdout, "");
     assert.equal(none.stderr, `imprimatur check: no object in ${args[1]}\nsee 'imprimatur check --help'\n`);
   }
+  // A glob that matched nothing reaches the command as it was written.
+  const glob = join(dir, "*.json");
+  const unmatched = run(["check", "-f", glob]);
+  assert.equal(unmatched.code, 2);
+  assert.equal(
+    unmatched.stderr,
+    `imprimatur check: ${glob}: no such file or directory\nimprimatur check: no object in ${glob}\nsee 'imprimatur check --help'\n`,
+  );
 });
 
 test("--config registers custom resources, so their pod templates are checked offline like the webhook does", async () => {

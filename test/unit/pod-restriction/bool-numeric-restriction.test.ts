@@ -121,21 +121,27 @@ describe("NumericRestriction", () => {
     { name: "at min", ranges: [{ min: 1, max: 10 }], value: 1, pass: true },
     { name: "at max", ranges: [{ min: 1, max: 10 }], value: 10, pass: true },
     { name: "inside", ranges: [{ min: 1, max: 10 }], value: 5, pass: true },
-    { name: "below min", ranges: [{ min: 1, max: 10 }], value: 0, pass: false, message: "is 0; must be in 1..10" },
-    { name: "above max", ranges: [{ min: 1, max: 10 }], value: 11, pass: false, message: "is 11; must be in 1..10" },
+    { name: "below min", ranges: [{ min: 1, max: 10 }], value: 0, pass: false, message: "is 0; must be from 1 to 10" },
+    { name: "above max", ranges: [{ min: 1, max: 10 }], value: 11, pass: false, message: "is 11; must be from 1 to 10" },
     { name: "single value range", ranges: [{ min: 0, max: 0 }], value: 0, pass: true },
-    { name: "single value range, other", ranges: [{ min: 0, max: 0 }], value: 80, pass: false, message: "is 80; must be in 0" },
+    { name: "single value range, other", ranges: [{ min: 0, max: 0 }], value: 80, pass: false, message: "is 80; must be 0" },
     // Open ends.
     { name: "min only: large value", ranges: [{ min: 1 }], value: 2 ** 31, pass: true },
-    { name: "min only: below", ranges: [{ min: 1 }], value: 0, pass: false, message: "is 0; must be in ≥ 1" },
+    { name: "min only: below", ranges: [{ min: 1 }], value: 0, pass: false, message: "is 0; must be at least 1" },
     { name: "max only: negative", ranges: [{ max: 10 }], value: -5, pass: true },
-    { name: "max only: above", ranges: [{ max: 10 }], value: 11, pass: false, message: "is 11; must be in ≤ 10" },
+    { name: "max only: above", ranges: [{ max: 10 }], value: 11, pass: false, message: "is 11; must be at most 10" },
     { name: "neither end: any number", ranges: [{}], value: -1, pass: true },
     // Several ranges: any one suffices.
     { name: "several: first", ranges: [{ max: 0 }, { min: 100, max: 200 }], value: 0, pass: true },
     { name: "several: second", ranges: [{ max: 0 }, { min: 100, max: 200 }], value: 150, pass: true },
-    { name: "several: between", ranges: [{ max: 0 }, { min: 100, max: 200 }], value: 50, pass: false, message: "is 50; must be in ≤ 0 or 100..200" },
-    { name: "several: above all", ranges: [{ max: 0 }, { min: 100, max: 200 }], value: 201, pass: false, message: "must be in ≤ 0 or 100..200" },
+    { name: "several: between", ranges: [{ max: 0 }, { min: 100, max: 200 }], value: 50, pass: false, message: "is 50; must be at most 0, or from 100 to 200" },
+    {
+      name: "several: above all",
+      ranges: [{ max: 0 }, { min: 100, max: 200 }],
+      value: 201,
+      pass: false,
+      message: "is 201; must be at most 0, or from 100 to 200",
+    },
     { name: "no ranges: any number", ranges: [], value: 123, pass: true },
     // Non-numbers.
     { name: "numeric string", ranges: [{ min: 1 }], value: "5", pass: false, message: 'must be a number, got "5"' },
@@ -147,7 +153,7 @@ describe("NumericRestriction", () => {
   for (const c of cases) it(c.name, () => assertOutcome(run(compileNumericRestriction, { ranges: c.ranges }, c.value), c.pass, c.message));
 
   const nilCases: Array<{ name: string; raw: Record<string, unknown>; value: unknown; pass: boolean; message?: string }> = [
-    { name: "ranges: unset fails", raw: { ranges: [{ min: 1 }] }, value: undefined, pass: false, message: "is unset; must be set (in ≥ 1)" },
+    { name: "ranges: unset fails", raw: { ranges: [{ min: 1 }] }, value: undefined, pass: false, message: "is unset; must be set (at least 1)" },
     { name: "ranges + allowNil: unset passes", raw: { allowNil: true, ranges: [{ min: 1 }] }, value: undefined, pass: true },
     {
       name: "ranges + allowNil false: unset fails",
@@ -213,7 +219,7 @@ describe("NumericRestriction", () => {
       {
         field: "spec.containers[0].securityContext.runAsUser",
         rule: "spec.spec.containers[0].securityContext.runAsUser",
-        message: "is 0; must be in 1000..1999",
+        message: "is 0; must be from 1000 to 1999",
       },
     ]);
   });
@@ -225,7 +231,7 @@ describe("NumericRestriction", () => {
       findings.map((f) => f.field),
       ["spec.securityContext.supplementalGroups[1]", "spec.securityContext.supplementalGroups[3]"],
     );
-    assert.ok(findings.every((f) => f.message === "is 0; must be in ≥ 1"));
+    assert.ok(findings.every((f) => f.message === "is 0; must be at least 1"));
     assert.deepEqual(policyFindings(spec, { spec: { containers: [{ name: "c", image: "nginx" }] } }), []);
   });
 });

@@ -131,16 +131,16 @@ describe("effective security context", () => {
     {
       name: "container unset, pod set and invalid: the pod-level field is named",
       podSc: { runAsUser: 0 },
-      expect: [{ field: "spec.securityContext.runAsUser", message: "is 0; must be in ≥ 1 (set at pod level, effective for spec.containers[0])" }],
+      expect: [{ field: "spec.securityContext.runAsUser", message: "is 0; must be at least 1 (set at pod level, effective for spec.containers[0])" }],
     },
     { name: "container set overrides an invalid pod value", podSc: { runAsUser: 0 }, containerSc: { runAsUser: 1000 }, expect: [] },
     {
       name: "container set and invalid overrides a valid pod value",
       podSc: { runAsUser: 1000 },
       containerSc: { runAsUser: 0 },
-      expect: [{ field: "spec.containers[0].securityContext.runAsUser", message: "is 0; must be in ≥ 1" }],
+      expect: [{ field: "spec.containers[0].securityContext.runAsUser", message: "is 0; must be at least 1" }],
     },
-    { name: "both unset", expect: [{ field: "spec.containers[0].securityContext.runAsUser", message: "is unset; must be set (in ≥ 1)" }] },
+    { name: "both unset", expect: [{ field: "spec.containers[0].securityContext.runAsUser", message: "is unset; must be set (at least 1)" }] },
     {
       name: "container has a securityContext without the field",
       podSc: { runAsUser: 0 },
@@ -162,7 +162,7 @@ describe("effective security context", () => {
 
   it("a pod value inherited by several containers is reported once", () => {
     const out = findings(runAsUser, pod({ securityContext: { runAsUser: 0 }, containers: [c("a"), c("b")], initContainers: [c("i")] }));
-    assertFindings(out, [{ field: "spec.securityContext.runAsUser", message: "is 0; must be in ≥ 1" }]);
+    assertFindings(out, [{ field: "spec.securityContext.runAsUser", message: "is 0; must be at least 1" }]);
   });
 
   it("fields that are not inherited are not taken from the pod (privileged is container-only)", () => {
@@ -417,7 +417,7 @@ describe("ports", () => {
   });
   it("a hostPort fails at its port", () => {
     assertFindings(findings(p, pod({ containers: [c("a", { ports: [{ containerPort: 80 }, { containerPort: 443, hostPort: 8443 }] })] })), [
-      { field: "spec.containers[0].ports[1].hostPort", rule: "spec.spec.containers[0].ports.hostPort", message: "is 8443; must be in 0" },
+      { field: "spec.containers[0].ports[1].hostPort", rule: "spec.spec.containers[0].ports.hostPort", message: "is 8443; must be 0" },
     ]);
   });
   it("a container without ports passes", () => {

@@ -167,8 +167,8 @@ describe("the seed's first example (restricted PSP, policy/v1alpha1)", () => {
       { field: "metadata.annotations", rule: "spec.metadata.annotations", message: 'must have the key "seccomp.security.alpha.kubernetes.io/pod"' },
       { field: "spec.hostNetwork", rule: "spec.spec.securityContext.hostNetwork", message: "is true; must be false" },
       { field: "spec.hostPID", rule: "spec.spec.securityContext.hostPID", message: "is true; must be false" },
-      { field: "spec.securityContext.supplementalGroups[0]", rule: "spec.spec.securityContext.supplementalGroups", message: "is 0; must be in ≥ 1" },
-      { field: "spec.securityContext.fsGroup", rule: "spec.spec.securityContext.fsGroup", message: "is unset; must be set (in ≥ 1)" },
+      { field: "spec.securityContext.supplementalGroups[0]", rule: "spec.spec.securityContext.supplementalGroups", message: "is 0; must be at least 1" },
+      { field: "spec.securityContext.fsGroup", rule: "spec.spec.securityContext.fsGroup", message: "is unset; must be set (at least 1)" },
       { field: "spec.volumes[0].hostPath", rule: "spec.spec.volumes.volumeType", message: 'volume type is "hostPath"; allowed: ' },
       { field: "spec.containers[0].securityContext.privileged", rule: "spec.spec.containers[0].securityContext.privileged", message: "is true; must be false" },
       {
@@ -181,11 +181,11 @@ describe("the seed's first example (restricted PSP, policy/v1alpha1)", () => {
         rule: "spec.spec.containers[0].securityContext.capabilities.drop",
         message: 'must include "ALL"',
       },
-      { field: "spec.containers[0].securityContext.runAsUser", rule: "spec.spec.containers[0].securityContext.runAsUser", message: "is 0; must be in ≥ 1" },
+      { field: "spec.containers[0].securityContext.runAsUser", rule: "spec.spec.containers[0].securityContext.runAsUser", message: "is 0; must be at least 1" },
       {
         field: "spec.containers[0].securityContext.runAsGroup",
         rule: "spec.spec.containers[0].securityContext.runAsGroup",
-        message: "is unset; must be set (in ≥ 1)",
+        message: "is unset; must be set (at least 1)",
       },
       {
         field: "spec.containers[0].securityContext.allowPrivilegeEscalation",

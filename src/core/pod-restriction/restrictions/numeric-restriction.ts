@@ -15,7 +15,7 @@ export function compileNumericRestriction(raw: unknown, path: RawPath, cx: Compi
   if (!obj) return undefined;
   const nil = compileNilRule(obj, path, cx, opts);
   const ranges = readRanges(obj.ranges, [...path, "ranges"], cx);
-  const wanted = ranges ? `in ${describeRanges(ranges)}` : "";
+  const wanted = ranges ? describeRanges(ranges) : "";
   return (at, _cx, out) => {
     if (!checkNil(nil, at, rule, ranges !== undefined && ranges.length > 0, wanted, out)) return;
     checkNumber(at, ranges, rule, out);
@@ -29,7 +29,7 @@ function checkNumber(at: Located, ranges: NumericRange[] | undefined, rule: stri
   }
   const v = at.value;
   if (ranges && ranges.length > 0 && !ranges.some((r) => (r.min === undefined || v >= r.min) && (r.max === undefined || v <= r.max))) {
-    out.push(finding(at, rule, `is ${v}; must be in ${describeRanges(ranges)}`));
+    out.push(finding(at, rule, `is ${v}; must be ${describeRanges(ranges)}`));
   }
 }
 
@@ -57,18 +57,19 @@ function readRanges(raw: unknown, path: RawPath, cx: CompileContext): NumericRan
   return out;
 }
 
+/** The allowed numbers in words: "0", "from 1 to 10", "at least 1", "at most 10", "at most 0, or from 100 to 200". */
 function describeRanges(ranges: NumericRange[]): string {
   return ranges
     .map((r) =>
       r.min !== undefined && r.max !== undefined
         ? r.min === r.max
           ? `${r.min}`
-          : `${r.min}..${r.max}`
+          : `from ${r.min} to ${r.max}`
         : r.min !== undefined
-          ? `≥ ${r.min}`
+          ? `at least ${r.min}`
           : r.max !== undefined
-            ? `≤ ${r.max}`
-            : "any",
+            ? `at most ${r.max}`
+            : "any number",
     )
-    .join(" or ");
+    .join(", or ");
 }

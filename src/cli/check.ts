@@ -90,12 +90,13 @@ export async function runCheck(argv: string[]): Promise<number> {
   const problems: string[] = [];
   const results = await checkManifests(checker, values.filename!, values.strict!, problems);
   await checker.engine.close();
-  // As kubectl: input with no object at all is a mistake in the command (an empty file, a wrong path).
-  if (results.length === 0 && problems.length === 0) return usageFailure("check", `no object in ${values.filename!.join(", ")}`);
+  for (const p of problems) process.stderr.write(`imprimatur check: ${p}\n`);
+  // As kubectl: input with no object at all is a mistake in the command (an empty file, a path or a glob the
+  // shell left unexpanded because it matched nothing).
+  if (results.length === 0) return usageFailure("check", `no object in ${values.filename!.join(", ")}`);
 
   const output = values.output as Output;
   const allowUnverified = values["allow-unverified"]!;
-  for (const p of problems) process.stderr.write(`imprimatur check: ${p}\n`);
   process.stdout.write(
     output === "json"
       ? renderJson(results, problems)

@@ -50,7 +50,9 @@ export class PolicyFolder implements PolicySource {
     try {
       files = await filesUnder(this.root, YAML_OR_JSON);
     } catch (e) {
-      return { texts, errors: [{ origin: this.root, message: `cannot read policy path: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}` }] };
+      const code = (e as NodeJS.ErrnoException).code;
+      const why = code === "ENOENT" ? "no such file or directory" : (code ?? (e as Error).message);
+      return { texts, errors: [{ origin: this.root, message: `cannot read the policy folder: ${why}` }] };
     }
     for (const file of files) {
       // Named as the user gave the path (an absolute --policies stays absolute), so errors point where they looked.

@@ -318,6 +318,14 @@ test("check, test and serve build one policy set from the same flags: --profile 
     assert.equal(r.code, 2, r.stdout + r.stderr);
     assert.ok(r.stderr.includes(`  ${empty}: ${EMPTY_SET}\n`), r.stderr);
   }
+  const missing = join(dir, "no-such-folder");
+  for (const r of [
+    run(["check", "--policies", missing, "-f", pods]),
+    run(["serve", "--policies", missing, "--port", "0", "--state-dir", join(dir, "state")]),
+  ]) {
+    assert.equal(r.code, 2, r.stdout + r.stderr);
+    assert.ok(r.stderr.includes(`  ${missing}: cannot read the policy folder: no such file or directory\n`), r.stderr);
+  }
   const allowedEmpty = run(["check", "--policies", empty, "--allow-empty", "-f", pods]);
   assert.equal(allowedEmpty.code, 0, allowedEmpty.stderr);
   assert.match(allowedEmpty.stdout, /Pod\/hardened: allowed/);

@@ -32,6 +32,7 @@ import {
   renderValidatingWebhookConfiguration,
   type WebhookOptions,
 } from "../server/webhook-manifests.ts";
+import { policyCount, type PolicySet } from "../core/policy-kinds.ts";
 import { mayMatchResource, type WebhookResource } from "../core/request-match/request-scope.ts";
 import { EMBEDDED_POLICIES, errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 import { catchServeSignals, StartupStopped, type ServeSignals } from "./serve-signals.ts";
@@ -199,6 +200,15 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
   }
 
   const stateDir = resolve(values["state-dir"]!);
+  // Webhook rules for resources that no policy's matchConstraints reach are left out, unless something else
+  // reviews every pod (a remote backend) or policies may arrive later without a reload here (--policy-crds).
+  const narrowRules = config.backends.length === 0 && values["policy-crds"] !== true;
+  const webhookOptions = (set: PolicySet): WebhookOptions => ({
+    customResources: [...config.podTemplates, ...imagePathResources(set.ImagePolicy.flatMap((p) => p.imagePaths ?? []))],
+    ...(narrowRules && policyCount(set) > 0 ? { mayMatch: (r: WebhookResource) => mayMatchResource(set, r) } : {}),
+  });
+  // Set once the webhook configuration files are written: rewrites them when reloaded policies need other rules.
+  let reloadedWebhookFiles: ((set: PolicySet) => Promise<void>) | undefined;
   let app;
   let namespaceCache: NamespaceLabelCache | undefined;
   let selfManagedTls: RunningSelfManagedTls | undefined;
@@ -257,6 +267,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
         ...(selfManagedTls ? { tlsUpdates: selfManagedTls.tls } : certificateFiles ? { tlsUpdates: certificateFiles } : {}),
         callers,
         ...(values["metrics-port"] !== undefined ? { metricsPort: Number(values["metrics-port"]) } : {}),
+        onPoliciesReloaded: (set) => reloadedWebhookFiles?.(set),
       }),
       (late) => late.close(),
     );
@@ -282,11 +293,21 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
 
   if (app.caPem) {
     // Custom resources the webhooks must see: pod templates from the config, image locations from the policies.
-    const customResources = [...config.podTemplates, ...imagePathResources(app.policies().flatMap((p) => p.imagePaths ?? []))];
-    // Rules for resources that no policy's matchConstraints reach are left out of the webhook configurations.
-    const set = app.engine.policies();
-    const webhookOptions = { customResources, mayMatch: (r: WebhookResource) => mayMatchResource(set, r) };
-    await printWebhookConfiguration(stateDir, values.url ?? `https://127.0.0.1:${app.port}`, app.caPem, app.generatedCertificate, webhookOptions);
+    const generated = webhookConfigurationFiles(stateDir, values.url ?? `https://127.0.0.1:${app.port}`, app.caPem, webhookOptions(app.engine.policies()));
+    await printWebhookConfiguration(stateDir, generated, app.caPem, app.generatedCertificate);
+    // What the webhooks must see changes with the policies (matchConstraints, imagePaths): the files are rewritten,
+    // and the operator told to apply them again, since the apiserver keeps the configuration it was given.
+    reloadedWebhookFiles = async (set) => {
+      const next = webhookConfigurationFiles(stateDir, generated.baseUrl, generated.caPem, webhookOptions(set));
+      const changed = (["validating-webhook.yaml", "mutating-webhook.yaml"] as const).filter((f) => next.files[f] !== generated.files[f]);
+      if (changed.length === 0) return;
+      for (const f of changed) await writeFile(join(stateDir, f), next.files[f], { mode: 0o600 });
+      Object.assign(generated.files, next.files);
+      app?.logger.warn(
+        { files: changed.map((f) => join(stateDir, f)) },
+        "the reloaded policies need other webhook rules: apply the rewritten configuration again (kubectl apply -f FILE), or the apiserver keeps sending what it sent before",
+      );
+    };
     // The printed kubeconfigs carry no credentials: said here, so a 401 does not come as a surprise.
     if (values["client-ca"] || values["caller-tokens"]) {
       process.stderr.write(
@@ -307,16 +328,31 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
   return 0;
 }
 
-/** Writes the ready-to-apply configuration into the state folder and prints where it is, with the caBundle. */
-async function printWebhookConfiguration(stateDir: string, baseUrl: string, caPem: string, created: boolean, webhookOptions: WebhookOptions) {
-  await mkdir(stateDir, { recursive: true });
+/** Generated webhook configurations and the ImagePolicyWebhook files, by file name. */
+interface WebhookConfigurationFiles {
+  baseUrl: string;
+  caPem: string;
+  files: Record<"validating-webhook.yaml" | "mutating-webhook.yaml" | "imagepolicy-kubeconfig.yaml" | "admission-configuration.yaml", string>;
+}
+
+function webhookConfigurationFiles(stateDir: string, baseUrl: string, caPem: string, options: WebhookOptions): WebhookConfigurationFiles {
   const endpoint = { baseUrl, caPem };
-  const files = {
-    "validating-webhook.yaml": renderValidatingWebhookConfiguration(endpoint, webhookOptions),
-    "mutating-webhook.yaml": renderMutatingWebhookConfiguration(endpoint, webhookOptions),
-    "imagepolicy-kubeconfig.yaml": renderImagePolicyKubeconfig(endpoint),
-    "admission-configuration.yaml": renderAdmissionConfiguration({ kubeconfigPath: join(stateDir, "imagepolicy-kubeconfig.yaml") }),
+  return {
+    baseUrl,
+    caPem,
+    files: {
+      "validating-webhook.yaml": renderValidatingWebhookConfiguration(endpoint, options),
+      "mutating-webhook.yaml": renderMutatingWebhookConfiguration(endpoint, options),
+      "imagepolicy-kubeconfig.yaml": renderImagePolicyKubeconfig(endpoint),
+      "admission-configuration.yaml": renderAdmissionConfiguration({ kubeconfigPath: join(stateDir, "imagepolicy-kubeconfig.yaml") }),
+    },
   };
+}
+
+/** Writes the ready-to-apply configuration into the state folder and prints where it is, with the caBundle. */
+async function printWebhookConfiguration(stateDir: string, generated: WebhookConfigurationFiles, caPem: string, created: boolean) {
+  await mkdir(stateDir, { recursive: true });
+  const { files, baseUrl } = generated;
   for (const [name, text] of Object.entries(files)) await writeFile(join(stateDir, name), text, { mode: 0o600 });
   const caBundle = Buffer.from(caPem).toString("base64");
   process.stderr.write(

@@ -47,6 +47,8 @@ export interface AppOptions {
   logger?: Logger;
   /** Reload policies when files in the folder change (default true). */
   watchPolicies?: boolean;
+  /** Called with each policy set that replaces the running one (not with the first). */
+  onPoliciesReloaded?: (set: PolicySet) => void | Promise<void>;
   /** Kubernetes API access: pods' pull secrets and Events for tag→digest pinning. */
   kube?: KubeConfig;
   /** Per-registry TLS, plain HTTP and mirrors (--registries). */
@@ -174,6 +176,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
       recorder.policyReload("success");
       logger.info({ policies: set.ImagePolicy.map((p) => p.name), podRestrictions: set.PodRestriction.map((p) => p.name) }, "policies reloaded");
       if (policyCount(set) === 0) logger.warn({ policies: source.description }, "no policy is loaded: every request is admitted");
+      await opts.onPoliciesReloaded?.(set);
       return undefined;
     } catch (e) {
       if (!(e instanceof PolicyLoadError)) throw e;

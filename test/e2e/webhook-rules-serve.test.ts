@@ -1,0 +1,121 @@
+// The webhook configurations `serve` writes leave out resources no policy's matchConstraints reach, but never
+// what something else still needs: a remote backend reviews every pod; a server with no policy yet (an empty
+// folder, or --policy-crds) must be asked once policies arrive; and a reload that needs other rules rewrites the
+// files and says to apply them again. Real serve processes; the apiserver side is test/e2e/request-match.test.ts.
+import assert from "node:assert/strict";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { parse as parseYaml, stringify } from "yaml";
+import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
+import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
+import { startTestBackend, type TestBackend } from "../support/test-imagereview-backend.ts";
+
+const KIND_BOUND = `
+apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: {name: only-deployments}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [apps], apiVersions: ["*"], resources: [deployments], operations: ["*"]}]
+  rules: [{action: allow, images: ["registry.example.com/*"]}]
+`;
+const FOR_PODS = `
+---
+apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: {name: pods-from-internal}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], resources: [pods], operations: [CREATE]}]
+  rules: [{action: allow, images: ["registry.example.com/*"]}]
+`;
+const EVERY_RESOURCE = [
+  "pods",
+  "pods/ephemeralcontainers",
+  "replicationcontrollers",
+  "podtemplates",
+  "deployments",
+  "replicasets",
+  "statefulsets",
+  "daemonsets",
+  "jobs",
+  "cronjobs",
+];
+
+let dir: string;
+let backend: TestBackend;
+const servers: ImprimaturProcess[] = [];
+
+async function serve(args: string[]): Promise<ImprimaturProcess> {
+  const server = await startImprimatur(args);
+  servers.push(server);
+  return server;
+}
+
+async function resourcesOf(server: ImprimaturProcess, file = "validating-webhook.yaml"): Promise<string[]> {
+  const config = parseYaml(await readFile(join(server.stateDir, file), "utf8")) as { webhooks: Array<{ rules: Array<{ resources: string[] }> }> };
+  return config.webhooks[0]!.rules.flatMap((r) => r.resources);
+}
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), "imprimatur-webhook-rules-"));
+  const ca = await createCertificateAuthority("webhook-rules test CA");
+  const serving = await issueCertificate(ca, { commonName: "backend", ipAddresses: ["127.0.0.1"] });
+  backend = await startTestBackend({ cert: serving.certPem, key: serving.keyPem }, "token");
+  await writeFile(join(dir, "backend-ca.crt"), ca.certPem);
+  await writeFile(
+    join(dir, "scanner.kubeconfig"),
+    stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "scanner", cluster: { server: backend.url, "certificate-authority": "backend-ca.crt" } }],
+      users: [{ name: "imprimatur", user: { token: "token" } }],
+      contexts: [{ name: "scanner", context: { cluster: "scanner", user: "imprimatur" } }],
+      "current-context": "scanner",
+    }),
+  );
+  await writeFile(
+    join(dir, "config.yaml"),
+    stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "ServerConfig", backends: [{ name: "scanner", kubeconfig: "scanner.kubeconfig" }] }),
+  );
+  for (const folder of ["kind-bound", "with-backend", "reloaded"]) {
+    await mkdir(join(dir, folder));
+    await writeFile(join(dir, folder, "policies.yaml"), KIND_BOUND);
+  }
+  await mkdir(join(dir, "empty"));
+});
+
+after(async () => {
+  await Promise.all(servers.map((s) => s.stop()));
+  await backend?.stop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+test("only kind-bound policies: the configurations name only their resources", async () => {
+  const server = await serve(["--policies", join(dir, "kind-bound")]);
+  assert.deepEqual(await resourcesOf(server), ["deployments"]);
+  assert.deepEqual(await resourcesOf(server, "mutating-webhook.yaml"), ["deployments"]);
+});
+
+test("a remote backend reviews every pod: every resource stays in the configurations", async () => {
+  const server = await serve(["--policies", join(dir, "with-backend"), "--config", join(dir, "config.yaml")]);
+  assert.deepEqual(await resourcesOf(server), EVERY_RESOURCE);
+});
+
+test("a server started with no policy keeps every resource, so policies that arrive later are asked about", async () => {
+  const server = await serve(["--policies", join(dir, "empty"), "--allow-empty"]);
+  assert.deepEqual(await resourcesOf(server), EVERY_RESOURCE);
+});
+
+test("a reload that needs other rules rewrites the configurations and says to apply them again", async () => {
+  const server = await serve(["--policies", join(dir, "reloaded")]);
+  assert.deepEqual(await resourcesOf(server), ["deployments"]);
+  await writeFile(join(dir, "reloaded", "policies.yaml"), KIND_BOUND + FOR_PODS);
+  for (let i = 0; i < 200 && !/apply the rewritten configuration again/.test(await server.log()); i++) await sleep(100);
+  assert.match(await server.log(), /the reloaded policies need other webhook rules: apply the rewritten configuration again/);
+  assert.deepEqual(await resourcesOf(server), ["pods", "deployments"]);
+  assert.deepEqual(await resourcesOf(server, "mutating-webhook.yaml"), ["pods", "deployments"]);
+});

@@ -185,7 +185,9 @@ test("offline subjects carry the resource a kind is served as (guessed from the 
 
 test("load-time errors: shapes, unknown fields, operations, names, CEL, and exclusions that leave nothing", () => {
   const rule = { apiGroups: [""], apiVersions: ["v1"], resources: ["pods"], operations: ["CREATE"] };
-  assert.deepEqual(issuesOf({ matchConstraints: { resourceRule: [] } }), ['spec.matchConstraints.resourceRule: unknown field "resourceRule"']);
+  assert.deepEqual(issuesOf({ matchConstraints: { resourceRule: [] } }), [
+    'spec.matchConstraints.resourceRule: unknown field "resourceRule"; did you mean "resourceRules"?',
+  ]);
   assert.deepEqual(issuesOf({ matchConstraints: { resourceRules: [{ ...rule, apiGroups: [] }] } }), [
     'spec.matchConstraints.resourceRules.0.apiGroups: is empty, so the rule would match nothing; use ["*"] for any',
   ]);

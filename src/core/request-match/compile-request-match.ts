@@ -7,6 +7,7 @@ import { compileCel } from "../conditions/cel-expression.ts";
 import { isObject } from "../json-shapes.ts";
 import type { LabelSelector, LabelSelectorRequirement } from "../label-selector.ts";
 import type { FieldIssue } from "../policy-kind.ts";
+import { unknownFieldMessage } from "../unknown-field.ts";
 import type { MatchCondition, RequestMatch, RequestSubject, ResourceRule } from "./request-match.ts";
 
 type Path = Array<string | number>;
@@ -32,9 +33,7 @@ export function compileRequestMatch(spec: Record<string, unknown>): { match?: Re
 
 function compileConstraints(raw: unknown, path: Path, match: RequestMatch, issues: FieldIssue[]): void {
   if (!isObject(raw)) return void issues.push({ path, message: "must be a mapping" });
-  for (const key of Object.keys(raw)) {
-    if (!CONSTRAINT_FIELDS.includes(key)) issues.push({ path: [...path, key], message: `unknown field ${JSON.stringify(key)}` });
-  }
+  unknownFields(raw, CONSTRAINT_FIELDS, path, issues);
   for (const field of ["resourceRules", "excludeResourceRules"] as const) {
     if (raw[field] === undefined) continue;
     const rules = list(raw[field], [...path, field], issues)?.map((r, i) => resourceRule(r, [...path, field, i], issues));
@@ -61,9 +60,7 @@ function compileConditions(raw: unknown, path: Path, match: RequestMatch, issues
   items.forEach((item, i) => {
     const at = [...path, i];
     if (!isObject(item)) return void issues.push({ path: at, message: "must be a mapping with name and expression" });
-    for (const key of Object.keys(item)) {
-      if (key !== "name" && key !== "expression") issues.push({ path: [...at, key], message: `unknown field ${JSON.stringify(key)}` });
-    }
+    unknownFields(item, ["name", "expression"], at, issues);
     const { name, expression } = item;
     if (typeof name !== "string" || !CONDITION_NAME.test(name) || name.length > 63) {
       return void issues.push({
@@ -87,9 +84,7 @@ function compileConditions(raw: unknown, path: Path, match: RequestMatch, issues
 function resourceRule(raw: unknown, path: Path, issues: FieldIssue[]): ResourceRule | undefined {
   if (!isObject(raw)) return void issues.push({ path, message: "must be a mapping with apiGroups, apiVersions, resources and operations" });
   const fields = ["apiGroups", "apiVersions", "resources", "operations"] as const;
-  for (const key of Object.keys(raw)) {
-    if (!(fields as readonly string[]).includes(key)) issues.push({ path: [...path, key], message: `unknown field ${JSON.stringify(key)}` });
-  }
+  unknownFields(raw, fields, path, issues);
   const rule: Partial<ResourceRule> = {};
   for (const field of fields) {
     const values = stringList(raw[field], [...path, field], issues);
@@ -120,9 +115,7 @@ function resourceRule(raw: unknown, path: Path, issues: FieldIssue[]): ResourceR
 
 function requestSubject(raw: unknown, path: Path, issues: FieldIssue[]): RequestSubject | undefined {
   if (!isObject(raw)) return void issues.push({ path, message: "must be a mapping with kind and name" });
-  for (const key of Object.keys(raw)) {
-    if (!["kind", "name", "namespace"].includes(key)) issues.push({ path: [...path, key], message: `unknown field ${JSON.stringify(key)}` });
-  }
+  unknownFields(raw, ["kind", "name", "namespace"], path, issues);
   const kind = SUBJECT_KINDS.find((k) => k === raw.kind);
   if (!kind)
     return void issues.push({ path: [...path, "kind"], message: `must be one of ${SUBJECT_KINDS.join(", ")}, got ${JSON.stringify(raw.kind ?? null)}` });
@@ -140,9 +133,7 @@ function requestSubject(raw: unknown, path: Path, issues: FieldIssue[]): Request
 
 function labelSelector(raw: unknown, path: Path, issues: FieldIssue[]): LabelSelector | undefined {
   if (!isObject(raw)) return void issues.push({ path, message: "must be a label selector (matchLabels, matchExpressions)" });
-  for (const key of Object.keys(raw)) {
-    if (key !== "matchLabels" && key !== "matchExpressions") issues.push({ path: [...path, key], message: `unknown field ${JSON.stringify(key)}` });
-  }
+  unknownFields(raw, ["matchLabels", "matchExpressions"], path, issues);
   const selector: LabelSelector = {};
   if (raw.matchLabels !== undefined) {
     if (!isObject(raw.matchLabels) || Object.values(raw.matchLabels).some((v) => typeof v !== "string")) {
@@ -171,6 +162,10 @@ function selectorRequirement(raw: unknown, path: Path, issues: FieldIssue[]): La
   if (needsValues && !values?.length) return void issues.push({ path: [...path, "values"], message: `operator ${operator} needs at least one value` });
   if (!needsValues && values?.length) return void issues.push({ path: [...path, "values"], message: `operator ${operator} takes no values` });
   return { key: raw.key, operator, ...(values ? { values } : {}) };
+}
+
+function unknownFields(raw: Record<string, unknown>, known: readonly string[], path: Path, issues: FieldIssue[]): void {
+  for (const key of Object.keys(raw)) if (!known.includes(key)) issues.push({ path: [...path, key], message: unknownFieldMessage(key, known) });
 }
 
 function list(raw: unknown, path: Path, issues: FieldIssue[]): unknown[] | undefined {

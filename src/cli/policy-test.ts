@@ -389,7 +389,8 @@ function checkExpectation(raw: unknown, i: number, checks: ConfigChecks): Omit<E
   if (r.rule !== undefined && (typeof r.rule !== "string" || r.rule === ""))
     bad("rule", "must be a rule name as violations give it (rules[1], restricted/run-as-user)");
   if (r.rule !== undefined && r.policy === undefined) bad("rule", "needs policy: a rule is named within a policy");
-  if (r.policy !== undefined && r.result === "skipped") bad("policy", "only with result allowed or denied: a skipped resource is judged by no policy");
+  if (r.policy !== undefined && r.result === "skipped")
+    bad("policy", "only with result allowed, denied or unverified: a skipped resource is judged by no policy");
   if (!ok || !m) return undefined;
   return {
     index: i,
@@ -508,6 +509,9 @@ export function judge(expected: Expectation, object: ObjectResult, allowUnverifi
   if (expected.result === "denied" && of.length === 0)
     return `denied, but not by ${label}: no such violation among the ${plural(object.violations.length, "violation")} found`;
   if (expected.result === "allowed" && of.length > 0) return `allowed, but with ${plural(of.length, "violation")} of ${label}`;
+  const unverifiedBy = (object.unverified ?? []).filter((u) => u.policy === expected.policy && (expected.rule === undefined || u.rule === expected.rule));
+  if (expected.result === "unverified" && object.result === "unverified" && unverifiedBy.length === 0)
+    return `unverified, but not under ${label}: ${(object.unverified ?? []).map((u) => `${u.policy} ${u.rule}`).join(", ")}`;
   return undefined;
 }
 
@@ -518,7 +522,7 @@ function plural(n: number, noun: string): string {
 export function expectedText(e: Expectation): string {
   if (e.policy === undefined) return e.result;
   const label = `${e.policy}${e.rule !== undefined ? ` ${e.rule}` : ""}`;
-  return e.result === "denied" ? `denied by ${label}` : `${e.result}, no violation of ${label}`;
+  return e.result === "denied" ? `denied by ${label}` : e.result === "unverified" ? `unverified under ${label}` : `${e.result}, no violation of ${label}`;
 }
 
 function resourceText(kind: string, name: string, namespace: string, showNamespace: boolean): string {

@@ -417,6 +417,7 @@ policies: [signed.yaml]
 resources: [signed-pod.yaml]
 results:
 - {resource: Pod/signed, result: unverified}
+- {resource: Pod/signed, result: unverified, policy: signed, rule: "rules[0]"}
 ---
 apiVersion: imprimatur.dev/v1alpha1
 kind: PolicyTest
@@ -425,6 +426,14 @@ policies: [signed.yaml]
 resources: [signed-pod.yaml]
 results:
 - {resource: Pod/signed, result: allowed}
+---
+apiVersion: imprimatur.dev/v1alpha1
+kind: PolicyTest
+metadata: {name: signed-elsewhere}
+policies: [signed.yaml]
+resources: [signed-pod.yaml]
+results:
+- {resource: Pod/signed, result: unverified, policy: signed, rule: "rules[1]"}
 `,
   );
   const strict = run(["test", dir, "-o", "json"]);
@@ -440,10 +449,14 @@ results:
     [
       ["signed", "signed images from our registry", "unverified", "pass"],
       ["signed-as-allowed", undefined, "unverified", "fail"],
+      ["signed-elsewhere", undefined, "unverified", "fail"],
     ],
   );
+  assert.equal(report.tests[0].results[1].status, "pass", "unverified under the policy and rule named");
+  assert.equal(report.tests[2].results[0].why, "unverified, but not under signed rules[1]: signed rules[0]");
   const lenient = run(["test", "--allow-unverified", dir]);
-  assert.equal(lenient.code, 0, lenient.stdout + lenient.stderr);
+  assert.equal(lenient.code, 1, lenient.stdout + lenient.stderr);
+  assert.match(lenient.stdout, /^signed-elsewhere +Pod\/signed +unverified under signed rules\[1\] +unverified +fail$/m);
   assert.match(lenient.stdout, /^signed-as-allowed +Pod\/signed +allowed +unverified +pass$/m);
 });
 

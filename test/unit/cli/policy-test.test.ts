@@ -167,7 +167,7 @@ results:
       `imprimatur test: ${file}:8 (results[0].result): must be one of allowed, denied, unverified, skipped; got "rejected"`,
       `imprimatur test: ${file}:9 (results[1].resource): must be KIND/NAME, e.g. Pod/web; got "root"`,
       `imprimatur test: ${file}:10 (results[2].rule): needs policy: a rule is named within a policy`,
-      `imprimatur test: ${file}:11 (results[3].policy): only with result allowed or denied: a skipped resource is judged by no policy`,
+      `imprimatur test: ${file}:11 (results[3].policy): only with result allowed, denied or unverified: a skipped resource is judged by no policy`,
     ]);
     assert.equal(r.stdout, "0 tests: 0 passed, 0 failed, 8 errors\n");
   });

@@ -5,6 +5,7 @@ import { stringify } from "yaml";
 import { renderViolation, type Violation } from "../core/decision.ts";
 import { verificationsNeeded } from "../core/image-policy/image-verification.ts";
 import { asObject } from "../core/json-shapes.ts";
+import type { RequestUser } from "../core/admission-subject.ts";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
 import type { Engine } from "../engine/engine.ts";
 import { unknownPodFields } from "../kube/known-fields.ts";
@@ -45,6 +46,8 @@ export interface ObjectJudge {
   engine: Engine;
   namespaces: NamespaceLabelSource;
   namespace: string;
+  /** Who creates the objects (--as, --as-group; a PolicyTest's userInfo): what policies' subjects match. */
+  user?: RequestUser;
 }
 
 export interface CheckOptions {
@@ -72,7 +75,7 @@ export async function checkObject(judge: ObjectJudge, m: ManifestObject, opts: C
   // As kubectl sends it: an object that names no namespace is created in the one given with -n. The apiserver
   // fills metadata.namespace in, so the webhooks see it set; so do the policies here.
   const object = named !== undefined ? m.object : { ...m.object, metadata: { ...(meta ?? {}), namespace: judge.namespace } };
-  const plan = engine.subjectOfObject(object);
+  const plan = engine.subjectOfObject(object, judge.namespace, judge.user);
   if (!plan.review)
     return { ...base, result: "skipped", reason: `${plan.why} (not a Pod, a built-in workload, a registered custom resource or a kind named in imagePaths)` };
 
@@ -84,7 +87,7 @@ export async function checkObject(judge: ObjectJudge, m: ManifestObject, opts: C
 
   const decision = await engine.validate(plan.subject, { endpoint: "check", deadline: Date.now() + CHECK_DEADLINE_MS, dryRun: true });
   if (!decision.allowed) return { ...base, result: "denied", violations: decision.violations, warnings: [...unknown, ...decision.warnings] };
-  const unverified = engine.verifier ? [] : unverifiedImages(judge, plan.subject);
+  const unverified = engine.verifier ? [] : await unverifiedImages(judge, plan.subject);
   if (unverified.length === 0) return { ...base, result: "allowed", violations: [], warnings: [...unknown, ...decision.warnings] };
   // The engine's "not checked (offline)" warnings say what `unverified` says: the result carries it once.
   const said = (w: string) =>
@@ -100,10 +103,11 @@ export async function checkObject(judge: ObjectJudge, m: ManifestObject, opts: C
 }
 
 /** The images an allowed subject holds under an allow rule with attestors: offline, their signatures go unchecked. */
-function unverifiedImages(judge: ObjectJudge, subject: Parameters<Engine["validate"]>[0]): UnverifiedImage[] {
+async function unverifiedImages(judge: ObjectJudge, subject: Parameters<Engine["validate"]>[0]): Promise<UnverifiedImage[]> {
   const labels = judge.namespaces.labels(subject.namespace);
+  // Only the policies this object is judged by: one whose matchConstraints leave it out verifies nothing here.
   const needs = verificationsNeeded(
-    judge.engine.policies().ImagePolicy,
+    (await judge.engine.policiesFor(subject, Date.now() + CHECK_DEADLINE_MS)).ImagePolicy,
     subject.namespace,
     subject.images,
     labels === undefined ? {} : { namespaceLabels: labels },

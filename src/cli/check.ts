@@ -4,6 +4,7 @@
 // manifest or policy-load errors, and when the input holds no object at all.
 import { errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 import { renderJson, renderJunit, renderText, renderYaml, summarize } from "./check-report.ts";
+import { impersonatedUser } from "./impersonation.ts";
 import { NAMESPACE_LABELS_SYNTAX, parseNamespaceLabels } from "./namespace-labels-flag.ts";
 import { checkManifests, offlineChecker, type OfflineChecker } from "./offline-engine.ts";
 
@@ -28,6 +29,11 @@ listed as skipped, with the reason.
   --namespace-labels ${NAMESPACE_LABELS_SYNTAX}
                        labels of a namespace, over those of --namespaces (repeatable), e.g.
                        --namespace-labels team-a:env=prod,tier=web
+  --as USER            the user who creates the objects, as for kubectl (a service account is
+                       system:serviceaccount:NAMESPACE:NAME), with the groups the apiserver adds
+                       (system:authenticated, a service account's): what policies' subjects and
+                       matchConditions on request.userInfo see (default: no user)
+  --as-group GROUP     a group of that user (repeatable; needs --as)
   --config FILE        ServerConfig: its podTemplates (custom resources) and namespacesFile are used
   --strict             unknown fields in Pods and pod templates are errors (default: warnings)
   -o, --output FORMAT  text (default: one line per finding and a summary), json, yaml or junit
@@ -60,7 +66,10 @@ export async function runCheck(argv: string[]): Promise<number> {
       strict: { type: "boolean", default: false },
       "allow-empty": { type: "boolean", default: false },
       "allow-unverified": { type: "boolean", default: false },
+      as: { type: "string" },
+      "as-group": { type: "string", multiple: true, default: [] },
     }));
+    if (values["as-group"]!.length > 0 && values.as === undefined) throw new UsageError("--as-group needs --as (as for kubectl)");
     if (values.filename!.length === 0) throw new UsageError("at least one -f FILE|DIR|- is required");
     if (!OUTPUTS.includes(values.output as Output)) throw new UsageError(`--output must be one of ${OUTPUTS.join(", ")}, got ${values.output}`);
     if (values.namespace !== undefined && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(values.namespace))
@@ -81,6 +90,7 @@ export async function runCheck(argv: string[]): Promise<number> {
       namespaces: values.namespaces,
       namespaceLabels,
       ...(values.namespace !== undefined ? { namespace: values.namespace } : {}),
+      ...(values.as !== undefined ? { user: impersonatedUser(values.as, values["as-group"]!) } : {}),
     });
   } catch (e) {
     process.stderr.write(`imprimatur check: ${errorText(e)}\n`);

@@ -3,6 +3,7 @@
 // judged by it.
 import { loadNamespacesFile } from "../config/namespaces-file.ts";
 import { DEFAULT_SERVER_CONFIG, loadServerConfig, type ServerConfig } from "../config/server-config.ts";
+import type { RequestUser } from "../core/admission-subject.ts";
 import { NO_NAMESPACE_LABELS, type NamespaceLabelSource } from "../core/namespace-labels.ts";
 import { Engine } from "../engine/engine.ts";
 import { loadPolicySet, policySetSource } from "../policy/policy-set.ts";
@@ -25,6 +26,8 @@ export interface OfflineSetup {
   namespaceLabels?: NamespaceLabels;
   /** The namespace of objects that name none (-n, as kubectl): "default" unless given. */
   namespace?: string;
+  /** Who creates the objects (--as, --as-group), for policies' subjects and conditions on request.userInfo. */
+  user?: RequestUser;
 }
 
 export interface OfflineChecker {
@@ -34,6 +37,7 @@ export interface OfflineChecker {
   namespaces: NamespaceLabelSource;
   /** The namespace of objects that name none. */
   namespace: string;
+  user?: RequestUser;
 }
 
 /** Throws what loading throws (PolicyLoadError, EmptyPolicySetError, ConfigError, …) for the caller to report. */
@@ -48,6 +52,7 @@ export async function offlineChecker(setup: OfflineSetup): Promise<OfflineChecke
     config,
     namespaces,
     namespace: setup.namespace ?? "default",
+    ...(setup.user ? { user: setup.user } : {}),
   };
 }
 

@@ -208,11 +208,16 @@ export class Engine {
     return subjectOfObject(obj, { templateKinds: this.templateKinds, imagePaths: this.current.imagePaths }, defaultNamespace, user);
   }
 
+  /** The policies an in-process caller's subject (`check`, `imprimatur test`) is judged by, after match/exclude. */
+  async policiesFor(subject: AdmissionSubject, deadline: number): Promise<PolicySet> {
+    return (await this.scopeFor(subject, { endpoint: "check", deadline, dryRun: true })).prepared.set;
+  }
+
   /**
    * The policies a request is judged by: its cluster's, then those whose match/exclude the request meets; the
    * namespace's labels when a policy needs them; denials for policies whose scope cannot be decided.
    */
-  private async policiesFor(subject: AdmissionSubject, call: AdmissionCall): Promise<RequestScope & { namespaceLabels?: Record<string, string> }> {
+  private async scopeFor(subject: AdmissionSubject, call: AdmissionCall): Promise<RequestScope & { namespaceLabels?: Record<string, string> }> {
     const ofCluster = this.preparedFor(call.caller);
     const namespaceLabels = ofCluster.usesNamespaceLabels ? await this.labelsOf(subject.namespace, call.deadline) : undefined;
     const request: MatchedRequest = { request: subject.request, ...(namespaceLabels ? { namespaceLabels } : {}) };
@@ -222,7 +227,7 @@ export class Engine {
   /** Admit or deny: every policy kind, the remote backends, and on /imagereview digest records. */
   async validate(subject: AdmissionSubject, call: AdmissionCall): Promise<Decision> {
     const cluster = clusterOf(call.caller);
-    const { prepared, namespaceLabels, violations: outOfReach } = await this.policiesFor(subject, call);
+    const { prepared, namespaceLabels, violations: outOfReach } = await this.scopeFor(subject, call);
     // Signatures, remote backends and, for an ImageReview, digest records wait on the network: all at once. An
     // ImageReview answer cannot change the pod, so tags marked digestMutate are resolved and recorded only.
     const recordDigests =
@@ -264,7 +269,7 @@ export class Engine {
   /** Pin (or record) the digests of the subject's digestMutate images; undefined when none asks for it. */
   async mutate(subject: AdmissionSubject, call: AdmissionCall): Promise<Decision | undefined> {
     // Policies whose scope cannot be decided pin nothing here; /validate denies with the reason.
-    const { prepared, namespaceLabels } = await this.policiesFor(subject, call);
+    const { prepared, namespaceLabels } = await this.scopeFor(subject, call);
     const outcome = this.pinner && subject.images.length > 0 ? await this.pinner.pin(this.pinRequest(subject, prepared), call.deadline) : undefined;
     const verified = this.pinner?.mode === "mutate" ? await this.verifiedImagePatches(prepared, namespaceLabels, subject, outcome, call.deadline) : [];
     if (!outcome && verified.length === 0) return undefined;

@@ -1,18 +1,14 @@
-// The docs stand on their own: README.md and docs/*.md cite designs by their subject, never by a path to a folder
+// The docs stand on their own: README.md, examples/README.md and docs/*.md cite designs by their subject, never by a path to a folder
 // outside the repository, and every file they link to is in the repository.
 import assert from "node:assert/strict";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { test } from "node:test";
 import { REPO_ROOT } from "../support/cli-process.ts";
+import { docPages } from "../support/docs.ts";
 
 const root = resolve(REPO_ROOT);
-const pages = [
-  "README.md",
-  ...readdirSync(join(root, "docs"))
-    .filter((f) => f.endsWith(".md"))
-    .map((f) => join("docs", f)),
-];
+const pages = docPages();
 
 const inside = (path: string) => path === root || path.startsWith(root + sep);
 

@@ -19,6 +19,7 @@ import { parsePolicyText } from "../../src/policy/load-policies.ts";
 import { profileSources, shippedProfiles } from "../../src/policy/profiles.ts";
 import { loadCallerTokens } from "../../src/server/caller-tokens.ts";
 import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
+import { anchorOf, docPages, fences } from "../support/docs.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const PAGE = "docs/schemas.md";
@@ -70,15 +71,6 @@ async function schemaFiles(dir = "src"): Promise<string[]> {
     else if (entry.name.endsWith(".schema.json")) out.push(path);
   }
   return out.sort();
-}
-
-/** GitHub's anchor of a heading: lowercase, punctuation dropped, spaces as "-". */
-function anchorOf(heading: string): string {
-  return heading
-    .trim()
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N} _-]/gu, "")
-    .replace(/ /g, "-");
 }
 
 interface KindRow {
@@ -200,18 +192,12 @@ interface Found {
   doc: Record<string, unknown>;
 }
 
-/** The YAML documents of fenced blocks in README.md and docs/*.md. */
+/** The YAML documents of fenced blocks in README.md, examples/README.md and docs/*.md. */
 async function documentedExamples(): Promise<Found[]> {
-  const pages = ["README.md", ...(await readdir(join(ROOT, "docs"))).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
   const out: Found[] = [];
-  for (const page of pages) {
-    const text = await read(page);
-    for (const m of text.matchAll(/^( *)```ya?ml\n([\s\S]*?)^\1```/gm)) {
-      const body = m[2]!
-        .split("\n")
-        .map((l) => l.slice(m[1]!.length))
-        .join("\n");
-      const line = text.slice(0, m.index).split("\n").length;
+  for (const page of docPages()) {
+    for (const { lang, body, line } of fences(page)) {
+      if (lang !== "yaml" && lang !== "yml") continue;
       for (const d of parseAllDocuments(body)) {
         if (d.errors.length > 0) continue;
         let doc: unknown;

@@ -22,23 +22,17 @@
 //   pages show them.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { ConfigError } from "../../src/config/config-error.ts";
 import { readKubeYaml } from "../../src/config/kube-yaml.ts";
-import { loadRegistriesFile } from "../../src/config/registries-file.ts";
-import { loadServerConfig } from "../../src/config/server-config.ts";
 import { manifestObjects } from "../../src/cli/manifests.ts";
-import { readPolicyTests } from "../../src/cli/policy-test.ts";
-import { parsePolicyText } from "../../src/policy/load-policies.ts";
-import { profileSources, shippedProfiles } from "../../src/policy/profiles.ts";
-import { loadCallerTokens } from "../../src/server/caller-tokens.ts";
 import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
 import { BIN, REPO_ROOT } from "../support/cli-process.ts";
 import { docPages, fences, type Fence } from "../support/docs.ts";
+import { kindLoaderProblems } from "../support/kind-loaders.ts";
 import { generateSigningKey } from "../support/signer/keys.ts";
 import { createMockSigstore } from "../support/signer/mock-sigstore.ts";
 
@@ -74,44 +68,18 @@ before(async () => {
 });
 after(() => rm(scratch, { recursive: true, force: true }));
 
-const POLICY_KINDS = ["ImagePolicy", "PodRestriction", "TrustRoot"];
-const FILE_LOADERS: Record<string, (file: string) => Promise<unknown>> = {
-  PolicyTest: readPolicyTests,
-  ServerConfig: loadServerConfig,
-  RegistryConfig: loadRegistriesFile,
-  CallerTokens: loadCallerTokens,
-};
-
-let written = 0;
 /** What the loader of the document's kind says against it: nothing when it is accepted. */
 async function problemsOf(doc: unknown, where: string): Promise<string[]> {
   if (typeof doc !== "object" || doc === null || Array.isArray(doc)) return ["not a mapping"];
   const { apiVersion, kind } = doc as { apiVersion?: unknown; kind?: unknown };
   if (typeof apiVersion !== "string" || typeof kind !== "string") return ["has no apiVersion and kind: an excerpt (mark it <!-- example: partial -->)"];
-  // JSON is YAML: the document as kubectl read it, handed to the loader as a file would be.
-  const text = JSON.stringify(doc);
-  if (POLICY_KINDS.includes(kind)) {
-    const profiles = profileSources(await shippedProfiles());
-    const related = (p: string) => readFileSync(join(here, p), "utf8"); // a missing file throws, which the loader reports
-    return parsePolicyText(text, join(here, "example.yaml"), { profiles, related }).errors.map((e) => `${e.path ?? ""}: ${e.message}`);
-  }
-  const load = FILE_LOADERS[kind];
-  if (load) {
-    const file = join(here, kind === "PolicyTest" ? "imprimatur-test.yaml" : `${kind}-${++written}.yaml`);
-    await writeFile(file, text);
-    try {
-      await load(file);
-      return [];
-    } catch (e) {
-      if (e instanceof ConfigError) return [e.message];
-      throw e;
-    }
-  }
+  const problems = await kindLoaderProblems(doc as Record<string, unknown>, here, here);
+  if (problems) return problems;
   if (apiVersion.includes("imprimatur")) return [`${kind}: no loader knows this kind`];
   // A Kubernetes-side object: read as the offline commands read manifests.
-  const problems: string[] = [];
-  manifestObjects(text, where, problems);
-  return problems;
+  const found: string[] = [];
+  manifestObjects(JSON.stringify(doc), where, found);
+  return found;
 }
 
 function yamlBlocks(): Fence[] {

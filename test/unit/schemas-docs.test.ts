@@ -4,22 +4,16 @@
 // the shipped policies, manifests and tests) is marked wrong by its schema in an editor.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join, normalize, relative, resolve } from "node:path";
+import { dirname, join, normalize, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Ajv, type ValidateFunction } from "ajv";
 import { parseAllDocuments } from "yaml";
-import { ConfigError } from "../../src/config/config-error.ts";
-import { loadRegistriesFile } from "../../src/config/registries-file.ts";
-import { loadServerConfig } from "../../src/config/server-config.ts";
-import { readPolicyTests } from "../../src/cli/policy-test.ts";
 import { parsePolicyText } from "../../src/policy/load-policies.ts";
-import { profileSources, shippedProfiles } from "../../src/policy/profiles.ts";
-import { loadCallerTokens } from "../../src/server/caller-tokens.ts";
 import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
 import { anchorOf, docPages, fences } from "../support/docs.ts";
+import { kindLoaderProblems } from "../support/kind-loaders.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const PAGE = "docs/schemas.md";
@@ -151,39 +145,11 @@ function compile(schema: object): ValidateFunction {
   return compiled.get(id)!;
 }
 
-let written = 0;
 /** Whether the kind's own loader accepts the document, read from `origin`'s folder (its relative paths). */
-async function loaderAccepts(kind: string, doc: unknown, originDir: string): Promise<boolean> {
-  if (["ImagePolicy", "PodRestriction", "TrustRoot"].includes(kind)) {
-    const profiles = profileSources(await shippedProfiles());
-    const related = (p: string) => readFileSync(join(originDir, p), "utf8");
-    return parsePolicyText(JSON.stringify(doc), join(originDir, "doc.yaml"), { profiles, related }).errors.length === 0;
-  }
-  const load: Record<string, (file: string) => Promise<unknown>> = {
-    PolicyTest: readPolicyTests,
-    ServerConfig: loadServerConfig,
-    RegistryConfig: loadRegistriesFile,
-    CallerTokens: loadCallerTokens,
-  };
-  assert.ok(load[kind], `a loader for ${kind}`);
-  // Written to the scratch folder, with a PolicyTest's paths made absolute so they resolve as from the original.
-  const file = join(scratch, `${kind}-${++written}.yaml`);
-  await writeFile(file, JSON.stringify(kind === "PolicyTest" ? withPathsFrom(originDir, doc as Record<string, unknown>) : doc));
-  try {
-    await load[kind]!(file);
-    return true;
-  } catch (e) {
-    if (e instanceof ConfigError) return false;
-    throw e;
-  }
-}
-
-function withPathsFrom(dir: string, doc: Record<string, unknown>): Record<string, unknown> {
-  const at = (p: unknown) => (typeof p === "string" && p !== "" ? resolve(dir, p) : p);
-  const out = { ...doc };
-  for (const key of ["config", "namespaces"]) if (key in out) out[key] = at(out[key]);
-  for (const key of ["policies", "resources"]) if (Array.isArray(out[key])) out[key] = (out[key] as unknown[]).map(at);
-  return out;
+async function loaderAccepts(kind: string, doc: Record<string, unknown>, originDir: string): Promise<boolean> {
+  const problems = await kindLoaderProblems(doc, originDir, scratch);
+  assert.ok(problems, `a loader for ${kind}`);
+  return problems.length === 0;
 }
 
 interface Found {

@@ -12,7 +12,8 @@
 //   the repository; it must end with 0 or 1 (never a usage error, an error or a crash), and the output the page
 //   shows must be the output it prints. Every other command is in SKIPPED_BY_DESIGN with the reason it cannot run
 //   here (a cluster, a registry, the network, a host's services, a long-running server); the test asserts that
-//   list is exactly the commands the pages show, so a new command has to be classified.
+//   list is exactly the commands the pages show, so a new command has to be classified. In the prose, a code
+//   span `npx imprimatur …` is a command to type too.
 //   Shown output is either `# ` comment lines right after the command (an excerpt: each line, in order, is a line
 //   of the output; a comment line indented past "# " continues the line above, wrapped for the page) or an
 //   unlabelled ``` block right after the ```sh block (the whole output of the block's first command, line by
@@ -31,7 +32,7 @@ import { readKubeYaml } from "../../src/config/kube-yaml.ts";
 import { manifestObjects } from "../../src/cli/manifests.ts";
 import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
 import { BIN, REPO_ROOT } from "../support/cli-process.ts";
-import { docPages, fences, type Fence } from "../support/docs.ts";
+import { docPages, fences, readPage, type Fence } from "../support/docs.ts";
 import { kindLoaderProblems } from "../support/kind-loaders.ts";
 import { generateSigningKey } from "../support/signer/keys.ts";
 import { createMockSigstore } from "../support/signer/mock-sigstore.ts";
@@ -137,6 +138,7 @@ const SKIPPED_BY_DESIGN: Record<string, string> = {
   "kubectl get deploy -A -o yaml | npx imprimatur check -f -": "reads a cluster",
   "npx imprimatur serve --profile restricted": "a long-running server",
   "npx imprimatur serve --profile baseline": "a long-running server",
+  "npx imprimatur serve": "a long-running server",
   "npx imprimatur serve --kubeconfig ~/.kube/config --registries registries.yaml --authfile auth.json": "a long-running server with a cluster",
   "kubectl apply -f .state/mutating-webhook.yaml -f .state/validating-webhook.yaml": "writes to a cluster",
   "npx imprimatur resolve registry.example.com/app:1.4": "asks a registry",
@@ -261,6 +263,17 @@ function shownCommands(): ShownCommand[] {
         first = false;
       }
     });
+    // In the prose, `npx imprimatur …` is a command to type (as in examples/README.md's table).
+    const inFence = (n: number) => blocks.some((f) => n >= f.line && n <= f.endLine);
+    readPage(page)
+      .split("\n")
+      .forEach((text, i) => {
+        if (inFence(i + 1)) return;
+        for (const m of text.matchAll(/`(npx imprimatur[^`]*)`/g)) {
+          const { words, command } = shellWords(m[1]!);
+          out.push({ where: `${page}:${i + 1}`, command, words, comments: [], output: undefined });
+        }
+      });
   }
   return out;
 }
@@ -277,7 +290,8 @@ function runnable(words: readonly string[]): { argv: string[]; redirected: boole
   if (args[0] === "npx" && args[1] === "imprimatur") args = args.slice(1);
   // verify-bundle verifies files: it runs when the bundle it names is one of the repository's.
   const filesHere = args[1] !== "verify-bundle" || existsSync(join(REPO_ROOT, args[args.indexOf("--bundle") + 1] ?? ""));
-  if (args[0] === "imprimatur" && OFFLINE_SUBCOMMANDS.includes(args[1] ?? "") && filesHere) return { argv: [BIN, ...args.slice(1)], redirected };
+  const offline = args[1] === undefined || OFFLINE_SUBCOMMANDS.includes(args[1]); // alone, it prints the overview
+  if (args[0] === "imprimatur" && offline && filesHere) return { argv: [BIN, ...args.slice(1)], redirected };
   if (args[0] === "node" && /^scripts\/[\w-]+\.ts$/.test(args[1] ?? "") && args.includes("--check")) return { argv: args.slice(1), redirected };
   return undefined;
 }

@@ -1,0 +1,118 @@
+// More edges of loading a PodRestriction: where each load error points, which fields take the pointer rules
+// (metadata, the pod's name, an image's parts), a probe's exec command, spec.matchConstraints, and the
+// denial that names a namespaceSelector whose namespace labels are unknown.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { decidePodRestrictions } from "../../../src/core/pod-restriction/pod-restriction-decision.ts";
+import { compilePodRestriction } from "../../../src/core/pod-restriction/pod-restriction.ts";
+import { PodRestrictionIndex } from "../../../src/core/pod-restriction/restriction-index.ts";
+import { APP, compileRestriction, fieldsOf, findingsFor, podUnder, restrictionOf } from "./edge-support.ts";
+
+const DOC = { apiVersion: "imprimatur.dev/v1alpha1", kind: "PodRestriction", metadata: { name: "p" } };
+
+/** Each load error as "path: message", without the known-fields list that unknown-field errors add. */
+function loadErrors(raw: unknown): string[] {
+  const r = compilePodRestriction(raw);
+  assert.equal(r.policy, undefined, "a load error stops the policy");
+  return r.issues.map((i) => `${i.path.join(".")}: ${i.message.replace(/; known fields: .*$/, "")}`);
+}
+const specErrors = (spec: unknown) => loadErrors({ ...DOC, spec });
+
+describe("where load errors point", () => {
+  it("an unknown top-level field is named at the top, metadata.labels is known", () => {
+    assert.deepEqual(loadErrors({ ...DOC, bogus: 1 }), ['bogus: unknown field "bogus"']);
+    assert.ok(compilePodRestriction({ ...DOC, metadata: { name: "p", labels: { team: "a" } } }).policy);
+  });
+
+  it("spec.clusters that is not a list is named there", () => {
+    assert.deepEqual(specErrors({ clusters: "prod" }), ['spec.clusters: must be a list of strings, got "prod"']);
+  });
+
+  it("an image restriction that is not a mapping, or whose part is not one, is a load error where it is written", () => {
+    assert.deepEqual(specErrors({ spec: { containers: [{ image: ["nginx"] }] } }), ['spec.spec.containers.0.image.0: must be a mapping, got "nginx"']);
+    assert.deepEqual(specErrors({ spec: { containers: [{ image: { tag: "latest" } }] } }), [
+      'spec.spec.containers.0.image.tag: must be a mapping, got "latest"',
+    ]);
+  });
+
+  it("matchExpressions values that are not a list are named at values", () => {
+    assert.deepEqual(loadErrors({ ...DOC, binding: { namespaceSelector: { matchExpressions: [{ key: "team", operator: "In", values: "a" }] } }, spec: {} }), [
+      'binding.namespaceSelector.matchExpressions.0.values: must be a list of strings, got "a"',
+      "binding.namespaceSelector.matchExpressions.0.values: operator In needs at least one value",
+    ]);
+  });
+});
+
+describe("which fields take the pointer rules", () => {
+  it("metadata is not a pointer, nor is the pod's name: nil rules on them are load errors", () => {
+    assert.deepEqual(specErrors({ metadata: { forbidNil: true } }), ['spec.metadata.forbidNil: unknown field "forbidNil"']);
+    assert.deepEqual(specErrors({ metadata: { name: { forbidNil: true } } }), [
+      "spec.metadata.name.forbidNil: this field is not a pointer in the Pod API (unset reads as its zero value), so nil rules do not apply",
+    ]);
+  });
+
+  it("an image's tag and digest may be unset, its registry and repository may not", () => {
+    const digestOnly = restrictionOf({ spec: { containers: [{ image: { tag: { requireNil: true } } }] } });
+    const pinned = `registry.example.com/app@sha256:${"a".repeat(64)}`;
+    assert.deepEqual(findingsFor(digestOnly, { containers: [{ name: "app", image: pinned }] }), []);
+    assert.deepEqual(fieldsOf(findingsFor(digestOnly, { containers: [APP] })), ['spec.containers[0].image (tag): is set to "1.0"; must be unset']);
+
+    const withDigest = restrictionOf({ spec: { containers: [{ image: { digest: { forbidNil: true } } }] } });
+    assert.deepEqual(fieldsOf(findingsFor(withDigest, { containers: [APP] })), ["spec.containers[0].image (digest): is unset; must be set"]);
+    assert.deepEqual(findingsFor(withDigest, { containers: [{ name: "app", image: pinned }] }), []);
+
+    for (const part of ["registry", "repository"]) {
+      assert.deepEqual(specErrors({ spec: { containers: [{ image: { [part]: { forbidNil: true } } }] } }), [
+        `spec.spec.containers.0.image.${part}.forbidNil: this field is not a pointer in the Pod API (unset reads as its zero value), so nil rules do not apply`,
+      ]);
+    }
+  });
+});
+
+describe("probes", () => {
+  it("an exec probe's command is restricted element by element", () => {
+    const p = restrictionOf({ spec: { containers: [{ livenessProbe: { exec: { command: { forbidden: ["sh"] } } } }] } });
+    const probed = { ...APP, livenessProbe: { exec: { command: ["sh", "-c", "true"] } } };
+    assert.deepEqual(fieldsOf(findingsFor(p, { containers: [probed] })), ['spec.containers[0].livenessProbe.exec.command[0]: is "sh", which is forbidden']);
+  });
+});
+
+describe("spec.matchConstraints", () => {
+  it("is read into the policy's request match, and its errors are load errors", () => {
+    const r = compileRestriction({
+      matchConstraints: { objectSelector: { matchLabels: { team: "a" } } },
+      matchConditions: [{ name: "c", expression: "true" }],
+    });
+    assert.deepEqual(r.issues, []);
+    assert.deepEqual(r.policy?.match?.objectSelector, { matchLabels: { team: "a" } });
+    assert.ok(r.policy?.match?.matchConditions);
+    assert.deepEqual(specErrors({ matchConstraints: "pods" }), ["spec.matchConstraints: must be a mapping"]);
+  });
+});
+
+describe("a namespaceSelector whose namespace labels are unknown", () => {
+  it("denies, writing out the selector's expressions", () => {
+    const r = compilePodRestriction({
+      ...DOC,
+      binding: {
+        namespaceSelector: {
+          matchExpressions: [
+            { key: "team", operator: "In", values: ["a", "b"] },
+            { key: "legacy", operator: "DoesNotExist" },
+          ],
+        },
+      },
+      spec: { spec: { securityContext: { hostNetwork: { require: false } } } },
+    });
+    assert.ok(r.policy, JSON.stringify(r.issues));
+    const decision = decidePodRestrictions(new PodRestrictionIndex([r.policy]), podUnder({ containers: [APP] }), "apps", undefined);
+    assert.equal(decision.allowed, false);
+    assert.deepEqual(
+      decision.violations.map((v) => v.message),
+      [
+        'the labels of namespace "apps" are unknown, so whether this PodRestriction applies (selector team in (a,b),!legacy) cannot be decided; ' +
+          "give the server access to the Kubernetes API or a namespaces file",
+      ],
+    );
+  });
+});

@@ -387,7 +387,7 @@ function checkExpectation(raw: unknown, i: number, checks: ConfigChecks): Omit<E
   if (r.policy !== undefined && (typeof r.policy !== "string" || r.policy === ""))
     bad("policy", "must be a policy name (metadata.name; profile-NAME for a shipped profile)");
   if (r.rule !== undefined && (typeof r.rule !== "string" || r.rule === ""))
-    bad("rule", "must be a rule name as violations give it (rules[1], restricted/run-as-user)");
+    bad("rule", "must be a rule name as violations give it (rules[1], restricted/runAsUser)");
   if (r.rule !== undefined && r.policy === undefined) bad("rule", "needs policy: a rule is named within a policy");
   if (r.policy !== undefined && r.result === "skipped")
     bad("policy", "only with result allowed, denied or unverified: a skipped resource is judged by no policy");

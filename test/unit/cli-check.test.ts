@@ -168,7 +168,7 @@ spec:
       (v) =>
         v.field === "spec.containers[0].securityContext.runAsUser" &&
         v.policy === "profile-restricted" &&
-        v.rule === "restricted/run-as-user" &&
+        v.rule === "restricted/runAsUser" &&
         v.message.startsWith("is 0; must be at least 1"),
     ),
     JSON.stringify(results[0]!.violations),
@@ -184,7 +184,7 @@ test("profiles lists the shipped profiles and prints one as YAML", () => {
   assert.match(list.stdout, /^baseline\tPod Security Standards baseline/m);
   assert.match(
     list.stdout,
-    /^restricted\t.*\(includes baseline\)\n\tchecks: volume-types, privilege-escalation, run-as-non-root, run-as-user, seccomp, capabilities, proc-mount$/m,
+    /^restricted\t.*\(includes baseline\)\n\tchecks: restrictedVolumes, allowPrivilegeEscalation, runAsNonRoot, runAsUser, seccompProfile_restricted, capabilities_restricted, procMount$/m,
   );
   const yaml = run(["profiles", "restricted", "--output", "yaml"]);
   assert.equal(yaml.code, 0, yaml.stderr);

@@ -21,10 +21,20 @@ interface Case {
 
 const cases = parse(readFileSync(new URL("../fixtures/pss/cases.yaml", import.meta.url), "utf8")) as Case[];
 const indexes: Record<"baseline" | "restricted", PodRestrictionIndex> = {} as never;
+/** Baseline check → the restricted check that takes its place, from the restricted profile's `overrides`. */
+const overriddenBy = new Map<string, string>();
 
 before(async () => {
   const profiles = await shippedProfiles();
   for (const level of ["baseline", "restricted"] as const) indexes[level] = new PodRestrictionIndex([bindProfileClusterWide(level, profiles)]);
+  const restricted = profiles.get("restricted")!.raw as { spec: { checks: Array<{ name: string; overrides?: string[] }> } };
+  for (const check of restricted.spec.checks) for (const o of check.overrides ?? []) overriddenBy.set(o, check.name);
+  assert.deepEqual(Object.fromEntries(overriddenBy), {
+    hostPathVolumes: "restrictedVolumes",
+    seccompProfile_baseline: "seccompProfile_restricted",
+    capabilities_baseline: "capabilities_restricted",
+    procMount: "procMount",
+  });
 });
 
 /** A denial names the expected field, or a parent/child of it (a missing struct vs its missing field). */
@@ -51,6 +61,19 @@ describe("Pod Security Standards profiles", () => {
         const decision = decidePodRestrictions(indexes[level], pod, "default", undefined);
         const reasons = decision.violations.map((v) => `${v.field} ${v.rule}: ${v.message}`).join("\n");
         assert.equal(decision.allowed ? "allow" : "deny", c[level], reasons || "(no violations)");
+        // Checks are named by Pod Security Admission's check IDs, and each field is reported once (a restricted
+        // check that overrides a baseline one takes its place).
+        const fields = decision.violations.map((v) => v.field);
+        assert.deepEqual(fields, [...new Set(fields)], `a field reported twice:\n${reasons}`);
+        if (c[level] === "deny") {
+          // A case filed under a restricted check that overrides a baseline one is denied at baseline by the latter.
+          const overrides = new Map([...overriddenBy].map(([base, strict]) => [strict, base]));
+          const reportedBy = (level === "restricted" ? overriddenBy.get(c.control) : overrides.get(c.control)) ?? c.control;
+          assert.ok(
+            decision.violations.some((v) => v.rule === `baseline/${reportedBy}` || v.rule === `restricted/${reportedBy}`),
+            `expected a violation of check ${reportedBy}, got:\n${reasons}`,
+          );
+        }
         if (c[level] === "deny" && c.field) {
           assert.ok(
             decision.violations.some((v) => v.field !== undefined && mentions(v.field, c.field!)),

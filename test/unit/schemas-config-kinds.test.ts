@@ -216,7 +216,7 @@ const KINDS: KindUnderTest[] = [
       { at: ["results", 0, "result"], values: ["allowed", "denied", "unverified", "skipped", "rejected", "Denied", undefined] },
       // With rule set: a rule needs its policy.
       { at: ["results", 0, "policy"], values: ["profile-restricted", "", 1, undefined] },
-      { at: ["results", 0, "rule"], values: ["restricted/run-as-user", "", 1, undefined] },
+      { at: ["results", 0, "rule"], values: ["restricted/runAsUser", "", 1, undefined] },
     ],
   },
   {

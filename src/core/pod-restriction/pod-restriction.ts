@@ -69,6 +69,8 @@ export interface CompileOptions {
 }
 
 const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+/** Check names: Pod Security Admission's check IDs (capabilities_baseline, hostPathVolumes) and kebab-case alike. */
+const CHECK_NAME = /^[A-Za-z0-9]([-A-Za-z0-9._]*[A-Za-z0-9])?$/;
 
 export function compilePodRestriction(raw: unknown, opts: CompileOptions = {}): { policy?: PodRestriction; issues: CompileIssue[] } {
   const cx = new CompileContext();
@@ -101,8 +103,10 @@ export function compilePodRestriction(raw: unknown, opts: CompileOptions = {}): 
     cx.ruleBase = prefix ? { depth: 1, label: prefix.replace(/\/$/, "") } : undefined;
     const body = compileBody(spec, ["spec"], cx);
     if (body.metadata || body.spec) policy.checks.push({ body });
-    if (spec.checks !== undefined) compileChecks(spec.checks, ["spec", "checks"], cx, policy, prefix ?? "");
+    const overrides: Override[] = [];
+    if (spec.checks !== undefined) compileChecks(spec.checks, ["spec", "checks"], cx, policy, prefix ?? "", overrides);
     cx.ruleBase = undefined;
+    applyOverrides(overrides, typeof spec.profile === "string" ? spec.profile : undefined, policy, cx);
   }
   return cx.issues.length > 0 ? { issues: cx.issues } : { policy, issues: [] };
 }
@@ -138,14 +142,46 @@ function compileBody(obj: Record<string, unknown>, path: RawPath, cx: CompileCon
   return body;
 }
 
-function compileChecks(raw: unknown, path: RawPath, cx: CompileContext, policy: PodRestriction, prefix: string): void {
+/** A check of this policy that takes the place of a check of the profile it includes. */
+interface Override {
+  name: string;
+  path: RawPath;
+}
+
+/**
+ * As Pod Security Admission's OverrideCheckIDs: a restricted check that is at least as strict as a baseline one
+ * replaces it (restrictedVolumes replaces hostPathVolumes), so that one field is reported once, by the stricter.
+ */
+function applyOverrides(overrides: readonly Override[], included: string | undefined, policy: PodRestriction, cx: CompileContext): void {
+  if (overrides.length === 0) return;
+  const replaced = new Set<string>();
+  for (const o of overrides) {
+    if (included === undefined) {
+      cx.error(o.path, `names a check of the included profile, but the policy includes none (spec.profile)`);
+      continue;
+    }
+    const label = `${included}/${o.name}`;
+    if (!policy.checks.some((c) => c.name === label))
+      cx.error(o.path, `names ${JSON.stringify(o.name)}, which is not a check of profile ${JSON.stringify(included)}`);
+    else replaced.add(label);
+  }
+  policy.checks = policy.checks.filter((c) => c.name === undefined || !replaced.has(c.name));
+}
+
+function compileChecks(raw: unknown, path: RawPath, cx: CompileContext, policy: PodRestriction, prefix: string, overrides: Override[]): void {
   if (!Array.isArray(raw)) return cx.error(path, `must be a list of named checks, got ${describe(raw)}`);
   const names = new Set<string>();
   raw.forEach((item, i) => {
     const p = [...path, i];
-    const obj = readMapping(item, p, cx, ["name", "description", "when", "unless", "metadata", "spec"]);
+    const obj = readMapping(item, p, cx, ["name", "description", "overrides", "when", "unless", "metadata", "spec"]);
     if (!obj) return;
-    if (typeof obj.name !== "string" || !NAME.test(obj.name)) return cx.error([...p, "name"], `must be a lowercase name, got ${describe(obj.name)}`);
+    if (typeof obj.name !== "string" || !CHECK_NAME.test(obj.name))
+      return cx.error(
+        [...p, "name"],
+        `must be a name of letters, digits, '-', '_' and '.', starting and ending with a letter or digit, got ${describe(obj.name)}`,
+      );
+    const overridden = readStringList(obj.overrides, [...p, "overrides"], cx);
+    overridden?.forEach((name, j) => overrides.push({ name, path: [...p, "overrides", j] }));
     if (names.has(obj.name)) return cx.error([...p, "name"], `duplicate check name ${JSON.stringify(obj.name)}`);
     names.add(obj.name);
     cx.ruleBase = { depth: p.length, label: `${prefix}${obj.name}` };

@@ -108,7 +108,7 @@ describe("imprimatur test", { concurrency: 4 }, () => {
 
   test("a wrong expectation exits 1, naming the resource and what was found", async () => {
     const dir = suite({
-      "imprimatur-test.yaml": testFile(`  - {resource: Pod/root, result: denied, policy: profile-baseline, rule: baseline/host-namespaces}
+      "imprimatur-test.yaml": testFile(`  - {resource: Pod/root, result: denied, policy: profile-baseline, rule: baseline/hostNamespaces}
   - {resource: Pod/floating, result: allowed}
   - {resource: Pod/pinned, result: allowed}
 `),
@@ -119,13 +119,13 @@ describe("imprimatur test", { concurrency: 4 }, () => {
     assert.equal(r.code, 1, r.stderr);
     assert.equal(r.stderr, "");
     const out = lines(r.stdout);
-    assert.match(out[1]!, /^shop +Pod\/root +denied by profile-baseline baseline\/host-namespaces +denied +fail$/);
+    assert.match(out[1]!, /^shop +Pod\/root +denied by profile-baseline baseline\/hostNamespaces +denied +fail$/);
     assert.match(out[2]!, /^shop +Pod\/floating +allowed +denied +fail$/);
     assert.match(out[3]!, /^shop +Pod\/pinned +allowed +allowed +pass$/);
     const pods = join(dir, "pods.yaml");
     assert.ok(
       r.stdout.includes(
-        `shop: Pod/root in default (${pods}): denied, but not by profile-baseline baseline/host-namespaces: no such violation among the 1 violation found\n` +
+        `shop: Pod/root in default (${pods}): denied, but not by profile-baseline baseline/hostNamespaces: no such violation among the 1 violation found\n` +
           "  found: spec.containers[0].securityContext.privileged denied by PodRestriction profile-baseline baseline/privileged: is true; must be false\n",
       ),
       r.stdout,

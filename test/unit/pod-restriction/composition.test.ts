@@ -547,8 +547,14 @@ describe("named checks", () => {
 
   const invalid: Array<{ name: string; checks: unknown; path: Array<string | number>; message: string }> = [
     { name: "a duplicate name", checks: [{ name: "a" }, { name: "a" }], path: ["spec", "checks", 1, "name"], message: 'duplicate check name "a"' },
-    { name: "a missing name", checks: [{ spec: {} }], path: ["spec", "checks", 0, "name"], message: "must be a lowercase name" },
-    { name: "an uppercase name", checks: [{ name: "NoPriv" }], path: ["spec", "checks", 0, "name"], message: "must be a lowercase name" },
+    { name: "a missing name", checks: [{ spec: {} }], path: ["spec", "checks", 0, "name"], message: "must be a name of letters, digits" },
+    { name: "a name with a space", checks: [{ name: "no priv" }], path: ["spec", "checks", 0, "name"], message: "must be a name of letters, digits" },
+    {
+      name: "overrides without an included profile",
+      checks: [{ name: "a", overrides: ["b"] }],
+      path: ["spec", "checks", 0, "overrides", 0],
+      message: "the policy includes none (spec.profile)",
+    },
     {
       name: "an unknown key in a condition",
       checks: [{ name: "a", when: { labels: {} } }],
@@ -583,7 +589,7 @@ describe("profiles", () => {
     assert.deepEqual(
       findings.map((f) => [f.rule, f.field]),
       [
-        ["baseline/host-namespaces", "spec.hostNetwork"],
+        ["baseline/hostNamespaces", "spec.hostNetwork"],
         ["baseline/privileged", "spec.containers[0].securityContext.privileged"],
       ],
     );
@@ -606,7 +612,7 @@ describe("profiles", () => {
     assert.deepEqual(
       d.violations.map((v) => [v.policy, v.rule]),
       [
-        ["baseline-everywhere", "baseline/host-namespaces"],
+        ["baseline-everywhere", "baseline/hostNamespaces"],
         ["baseline-everywhere", "baseline/privileged"],
       ],
     );

@@ -7,6 +7,8 @@ import { stat } from "node:fs/promises";
 import { filesUnder } from "../fs/files-under.ts";
 import { dirname, isAbsolute, join } from "node:path";
 import { ConfigChecks, isMapping, readConfigText, yamlDocuments } from "../config/config-checks.ts";
+import type { RequestUser } from "../core/admission-subject.ts";
+import { impersonatedUser } from "./impersonation.ts";
 import { ConfigError, renderConfigProblem, type ConfigProblem } from "../config/config-error.ts";
 import type { FieldPath } from "../config/kube-yaml.ts";
 import { renderViolation } from "../core/decision.ts";
@@ -38,6 +40,9 @@ describes the format.
   --namespaces FILE       namespace labels (map or Namespace list) for tests that name no namespaces file
   --namespace-labels ${NAMESPACE_LABELS_SYNTAX}
                           labels of a namespace, under those a test gives (repeatable)
+  --as USER               the user who creates the resources, for tests that give no userInfo (kubectl's
+                          meaning, with the groups the apiserver adds; see "imprimatur check --help")
+  --as-group GROUP        a group of that user (repeatable; needs --as)
   -h, --help              show this help
 
 The policy set is built as "imprimatur serve" builds it: the embedded default policy unless a test names
@@ -56,6 +61,8 @@ export const TEST_FLAGS = {
   namespace: { type: "string", short: "n" },
   namespaces: { type: "string" },
   "namespace-labels": { type: "string", multiple: true, default: [] as string[] },
+  as: { type: "string" },
+  "as-group": { type: "string", multiple: true, default: [] as string[] },
   help: { type: "boolean", short: "h", default: false },
 } as const;
 
@@ -70,6 +77,8 @@ export interface TestRunOptions {
   namespaces?: string;
   /** --namespace-labels: under the test's own namespaceLabels. */
   namespaceLabels?: NamespaceLabels;
+  /** --as, --as-group: who creates the resources of tests that give no userInfo. */
+  user?: RequestUser;
 }
 
 /** The names a test file has in a folder (a file named on the command line may have any name). */
@@ -95,6 +104,7 @@ const TEST_KEYS = [
   "namespace",
   "namespaces",
   "namespaceLabels",
+  "userInfo",
   "resources",
   "results",
 ];
@@ -132,6 +142,8 @@ export interface PolicyTest {
   namespaces?: string;
   /** Labels of namespaces, over those of the namespaces file. */
   namespaceLabels?: Map<string, Record<string, string>>;
+  /** Who creates the resources (`userInfo: {username, groups}`), with the groups the apiserver adds. */
+  user?: RequestUser;
   resources: string[];
   results: Expectation[];
 }
@@ -181,6 +193,7 @@ export async function runPolicyTest(argv: string[]): Promise<number> {
     if (values.namespace !== undefined && !NAMESPACE.test(values.namespace))
       throw new UsageError(`--namespace ${JSON.stringify(values.namespace)} is not a namespace name`);
     namespaceLabels = parseNamespaceLabels(values["namespace-labels"]!);
+    if (values["as-group"]!.length > 0 && values.as === undefined) throw new UsageError("--as-group needs --as (as for kubectl)");
   } catch (e) {
     if (e instanceof UsageError) return usageFailure("test", e.message);
     throw e;
@@ -193,6 +206,7 @@ export async function runPolicyTest(argv: string[]): Promise<number> {
     ...(values.namespace !== undefined ? { namespace: values.namespace } : {}),
     ...(values.namespaces !== undefined ? { namespaces: values.namespaces } : {}),
     namespaceLabels,
+    ...(values.as !== undefined ? { user: impersonatedUser(values.as, values["as-group"]!) } : {}),
   });
   for (const e of report.errors) for (const line of e.split("\n")) process.stderr.write(`imprimatur test: ${line}\n`);
   process.stdout.write(values.output === "json" ? renderTestJson(report) : renderTestText(report));
@@ -318,6 +332,7 @@ async function checkPolicyTest(
   }
   const namespaces = await onePath("namespaces");
   const namespaceLabels = o.namespaceLabels === undefined ? undefined : checkNamespaceLabels(o.namespaceLabels, checks);
+  const user = o.userInfo === undefined ? undefined : checkUserInfo(o.userInfo, checks);
   const resources = await pathList("resources", true);
 
   const results: Expectation[] = [];
@@ -342,9 +357,22 @@ async function checkPolicyTest(
     ...(namespace !== undefined ? { namespace } : {}),
     ...(namespaces !== undefined ? { namespaces } : {}),
     ...(namespaceLabels !== undefined ? { namespaceLabels } : {}),
+    ...(user !== undefined ? { user } : {}),
     resources,
     results,
   };
+}
+
+/** `userInfo: {username: alice, groups: [developers]}`: as `--as alice --as-group developers`. */
+function checkUserInfo(raw: unknown, checks: ConfigChecks): RequestUser | undefined {
+  const o = checks.mapping(raw, ["userInfo"], ["username", "groups"]);
+  if (!o) return undefined;
+  if (typeof o.username !== "string" || o.username === "")
+    return checks.problem(["userInfo", "username"], "must be a user name (a service account is system:serviceaccount:NAMESPACE:NAME)");
+  const groups = o.groups === undefined ? [] : checks.list(o.groups, ["userInfo", "groups"], "must be a list of group names");
+  if (!groups) return undefined;
+  if (groups.some((g) => typeof g !== "string" || g === "")) return checks.problem(["userInfo", "groups"], "must be a list of group names");
+  return impersonatedUser(o.username, groups as string[]);
 }
 
 /** A namespace name (a DNS label). */
@@ -434,6 +462,7 @@ async function runOne(test: PolicyTest, opts: TestRunOptions, report: TestReport
       namespaces: test.namespaces ?? opts.namespaces,
       namespaceLabels: mergeNamespaceLabels(opts.namespaceLabels ?? new Map(), test.namespaceLabels ?? new Map()),
       ...((test.namespace ?? opts.namespace) !== undefined ? { namespace: (test.namespace ?? opts.namespace)! } : {}),
+      ...((test.user ?? opts.user) !== undefined ? { user: (test.user ?? opts.user)! } : {}),
     });
   } catch (e) {
     report.errors.push(`${where}: ${(e as Error).message}`);

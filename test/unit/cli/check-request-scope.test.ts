@@ -93,3 +93,24 @@ test("the groups kube-apiserver's impersonation adds", () => {
   });
   assert.deepEqual(impersonatedUser("system:anonymous", []), { username: "system:anonymous", groups: ["system:unauthenticated"] });
 });
+
+test("imprimatur test: a PolicyTest's userInfo, else --as/--as-group, is who creates the resources", async () => {
+  const shipped = await imprimatur(["test", "policy-tests/examples/request-scope/", "-o", "json"]);
+  assert.equal(shipped.code, 0, shipped.stdout + shipped.stderr);
+  const testFile = join(dir, "imprimatur-test.yaml");
+  await writeFile(
+    testFile,
+    `apiVersion: imprimatur.dev/v1alpha1
+kind: PolicyTest
+metadata: {name: as-flag}
+policies: [policies.yaml]
+resources: [pod.yaml]
+results: [{resource: Pod/web, result: denied, policy: developers-use-internal, rule: default}]
+`,
+  );
+  assert.equal((await imprimatur(["test", testFile, "--as", "alice", "--as-group", "developers"])).code, 0);
+  const anonymous = await imprimatur(["test", testFile]);
+  assert.equal(anonymous.code, 1, "without a user, the policy whose subjects name developers does not apply");
+  const badUser = await imprimatur(["test", testFile, "--as-group", "developers"]);
+  assert.equal(badUser.code, 2);
+});

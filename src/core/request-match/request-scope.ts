@@ -14,9 +14,17 @@ export interface RequestScope {
 
 type Matchable = { readonly name: string; readonly match?: RequestMatch };
 
+// Worked out once per loaded set (a set is replaced, not changed, on reload): admissions ask on every request.
+const scopedSets = new WeakMap<PolicySet, boolean>();
+
 /** Whether any policy of the set says which requests it is for (when none does, every request sees the whole set). */
 export function isRequestScoped(set: PolicySet): boolean {
-  return set.ImagePolicy.some((p) => p.match !== undefined) || set.PodRestriction.some((p) => p.match !== undefined);
+  let scoped = scopedSets.get(set);
+  if (scoped === undefined) {
+    scoped = set.ImagePolicy.some((p) => p.match !== undefined) || set.PodRestriction.some((p) => p.match !== undefined);
+    scopedSets.set(set, scoped);
+  }
+  return scoped;
 }
 
 // Sets prepared for a subset of a loaded set, by the names left out. Requests fall into few subsets (a policy for

@@ -39,6 +39,7 @@ export const areas = {
     mutate: ["src/core/image-policy/*.ts", "!src/core/image-policy/attestors.ts"],
     testFiles: [
       "test/unit/image-policy.test.ts",
+      "test/unit/image-policy-evaluation.test.ts",
       "test/unit/compile-attestors.test.ts",
       "test/unit/verification/attestor-policy.test.ts",
       "test/unit/verification/evaluation.test.ts",

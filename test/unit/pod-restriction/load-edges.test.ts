@@ -6,6 +6,7 @@ import { describe, it } from "node:test";
 import { decidePodRestrictions } from "../../../src/core/pod-restriction/pod-restriction-decision.ts";
 import { compilePodRestriction } from "../../../src/core/pod-restriction/pod-restriction.ts";
 import { PodRestrictionIndex } from "../../../src/core/pod-restriction/restriction-index.ts";
+import { profileSources, shippedProfiles } from "../../../src/policy/profiles.ts";
 import { APP, compileRestriction, fieldsOf, findingsFor, podUnder, restrictionOf } from "./edge-support.ts";
 
 const DOC = { apiVersion: "imprimatur.dev/v1alpha1", kind: "PodRestriction", metadata: { name: "p" } };
@@ -87,6 +88,24 @@ describe("spec.matchConstraints", () => {
     assert.deepEqual(r.policy?.match?.objectSelector, { matchLabels: { team: "a" } });
     assert.ok(r.policy?.match?.matchConditions);
     assert.deepEqual(specErrors({ matchConstraints: "pods" }), ["spec.matchConstraints: must be a mapping"]);
+  });
+});
+
+describe("checks that override a profile's", () => {
+  it("a check of the policy may only replace a check the included profile has", async () => {
+    const profiles = profileSources(await shippedProfiles());
+    const r = compilePodRestriction(
+      {
+        ...DOC,
+        spec: { profile: "baseline", checks: [{ name: "mine", overrides: ["noSuchCheck"], spec: { securityContext: { hostNetwork: { require: false } } } }] },
+      },
+      { profiles },
+    );
+    assert.equal(r.policy, undefined);
+    assert.deepEqual(
+      r.issues.map((i) => `${i.path.join(".")}: ${i.message}`),
+      ['spec.checks.0.overrides.0: names "noSuchCheck", which is not a check of profile "baseline"'],
+    );
   });
 });
 

@@ -223,7 +223,9 @@ test("compile: both spellings of a digest setting may be given when they agree; 
   assert.deepEqual(scoped.issues, []);
   assert.ok(scoped.policy?.match);
   assert.ok(!("match" in compile({ rules: [] }).policy!));
-  assert.notDeepEqual(compile({ matchConstraints: { resourceRules: "pods" }, rules: [] }).issues, []);
+  assert.deepEqual(compile({ matchConditions: [{ name: "a", expression: "object.(" }], rules: [] }).issues, [
+    { path: ["spec", "matchConditions", 0, "expression"], message: 'invalid CEL "object.(": <input>:1:7: found . but expecting end of input' },
+  ]);
 });
 
 test("schema errors: all of them, numeric path segments as numbers, and a suggestion for a misspelt field", () => {

@@ -70,6 +70,35 @@ describe("which fields take the pointer rules", () => {
   });
 });
 
+describe("struct fields", () => {
+  it("a string or string-list field restriction that is not a mapping is a load error, not a crash", () => {
+    assert.deepEqual(specErrors({ spec: { restartPolicy: "Always" } }), ['spec.spec.restartPolicy: must be a mapping, got "Always"']);
+    assert.deepEqual(specErrors({ spec: { containers: [{ livenessProbe: { exec: { command: "sh" } } }] } }), [
+      'spec.spec.containers.0.livenessProbe.exec.command: must be a mapping, got "sh"',
+    ]);
+  });
+
+  it("an absent struct that forbidNil requires is reported as unset, with nothing more", () => {
+    const p = restrictionOf({ spec: { os: { forbidNil: true } } });
+    assert.deepEqual(fieldsOf(findingsFor(p, { containers: [APP] })), ["spec.os: is unset; must be set"]);
+  });
+
+  it("a null struct that allowNil admits has no field checked", () => {
+    const p = restrictionOf({ spec: { containers: [{ securityContext: { allowNil: true, runAsUser: { ranges: [{ min: 1 }] } } }] } });
+    assert.deepEqual(findingsFor(p, { containers: [{ ...APP, securityContext: null }] }), []);
+    assert.deepEqual(fieldsOf(findingsFor(p, { containers: [{ ...APP, securityContext: {} }] })), [
+      "spec.containers[0].securityContext.runAsUser: is unset; must be set (at least 1)",
+    ]);
+  });
+
+  it("a port's absent hostPort reads as 0, as the API server sees it", () => {
+    const p = restrictionOf({ spec: { containers: [{ ports: { hostPort: { ranges: [{ min: 1, max: 100 }] } } }] } });
+    assert.deepEqual(fieldsOf(findingsFor(p, { containers: [{ ...APP, ports: [{ containerPort: 80 }] }] })), [
+      "spec.containers[0].ports[0].hostPort: is 0; must be from 1 to 100",
+    ]);
+  });
+});
+
 describe("probes", () => {
   it("an exec probe's command is restricted element by element", () => {
     const p = restrictionOf({ spec: { containers: [{ livenessProbe: { exec: { command: { forbidden: ["sh"] } } } }] } });

@@ -115,8 +115,8 @@ export function numberListField(): FieldSpec {
   };
 }
 
-export function structField(spec: StructSpec | (() => StructSpec)): FieldSpec {
-  return { compile: (raw, path, cx) => compileStruct(raw, path, cx, typeof spec === "function" ? spec() : spec) };
+export function structField(spec: StructSpec): FieldSpec {
+  return { compile: (raw, path, cx) => compileStruct(raw, path, cx, spec) };
 }
 
 /**

@@ -98,7 +98,7 @@ test("a privileged pod in a namespace bound to restricted is denied, naming the 
   );
   assert.match(
     r.stderr,
-    /spec\.containers\[0\]\.securityContext\.allowPrivilegeEscalation denied by PodRestriction restricted-namespaces restricted\/privilege-escalation/,
+    /spec\.containers\[0\]\.securityContext\.allowPrivilegeEscalation denied by PodRestriction restricted-namespaces restricted\/allowPrivilegeEscalation/,
   );
 });
 

@@ -99,6 +99,13 @@ describe("struct fields", () => {
   });
 });
 
+describe("volumes", () => {
+  it("an empty list of volume restrictions restricts nothing", () => {
+    const p = restrictionOf({ spec: { volumes: [] } });
+    assert.deepEqual(findingsFor(p, { containers: [APP], volumes: [{ name: "data", hostPath: { path: "/var/data" } }] }), []);
+  });
+});
+
 describe("probes", () => {
   it("an exec probe's command is restricted element by element", () => {
     const p = restrictionOf({ spec: { containers: [{ livenessProbe: { exec: { command: { forbidden: ["sh"] } } } }] } });

@@ -70,7 +70,12 @@ function convert(node: unknown, walk: Walk): OpenApiSchema {
     }
   } else if (type === "array") {
     if (s.items === undefined) throw new CrdSchemaError(`${walk.path || "/"}: an array needs items`);
-    out.items = convert(s.items, { ...walk, path: `${walk.path}[]` });
+    const items = convert(s.items, { ...walk, path: `${walk.path}[]` });
+    // kube-apiserver's CRD validation up to at least v1.20 reads an empty string inside a list as null and refuses
+    // it ("must be of type string: null"), so `apiGroups: [""]` (the core group) could not be stored. Items that
+    // may be empty are marked nullable; the loader still refuses a real null, on the resource's status.
+    if (items.type === "string" && !(typeof items.minLength === "number" && items.minLength > 0) && items.enum === undefined) items.nullable = true;
+    out.items = items;
   } else if (s.properties !== undefined || s.items !== undefined || s.additionalProperties !== undefined) {
     throw new CrdSchemaError(`${walk.path || "/"}: a ${type} cannot have properties or items`);
   }

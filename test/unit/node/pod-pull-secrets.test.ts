@@ -234,7 +234,72 @@ describe("which pods an ImageStatus may be for", () => {
   });
 });
 
+describe("one list for calls that arrived before it started", () => {
+  test("calls that took their ticket before a list started share it; a list the API refused is not reused", async () => {
+    pods = [{ namespace: "a", name: "one", spec: container(`${REGISTRY}/app:v1`) }];
+    const v = view();
+    const arrival = v.arrival();
+    const ask = () => v.credentialHashes(arrival, KUBELET, `${REGISTRY}/app:v1`, ref(`${REGISTRY}/app:v1`), Date.now() + 5_000);
+    const [a, b] = await Promise.all([ask(), ask()]);
+    assert.deepEqual([a?.length, b?.length], [1, 1]);
+    assert.equal(await ask().then((c) => c?.length), 1, "a later call with the same ticket is answered from the same list");
+    assert.equal(podLists, 1);
+
+    refusedLists = 1;
+    const w = view();
+    const early = w.arrival();
+    assert.equal(await candidates(w, `${REGISTRY}/app:v1`), undefined);
+    // A call whose ticket predates the refused list gets a new list, not the refusal.
+    assert.equal((await w.credentialHashes(early, KUBELET, `${REGISTRY}/app:v1`, ref(`${REGISTRY}/app:v1`), Date.now() + 5_000))?.length, 1);
+  });
+
+  test("a pod is a candidate when any of its images is the call's", async () => {
+    pods = [
+      {
+        namespace: "a",
+        name: "two",
+        spec: {
+          containers: [
+            { name: "x", image: `${REGISTRY}/other:v1` },
+            { name: "y", image: `${REGISTRY}/app:v1` },
+          ],
+        },
+      },
+    ];
+    assert.deepEqual(await candidates(view(), `${REGISTRY}/app:v1`), [{ pod: "a/two", covered: false }]);
+  });
+});
+
 describe("a pod's pull policy for an image, by namespace, name and UID", () => {
+  test("Always wins over the other containers of the image; every policy is read as given; the default depends on the tag", async () => {
+    const containers = [
+      { name: "c0", image: `${REGISTRY}/app:v1`, imagePullPolicy: "IfNotPresent" },
+      { name: "c1", image: `${REGISTRY}/app:v1`, imagePullPolicy: "Always" },
+      { name: "c2", image: `${REGISTRY}/latest:latest`, imagePullPolicy: "IfNotPresent" },
+      { name: "c3", image: `${REGISTRY}/never:v1`, imagePullPolicy: "Never" },
+      { name: "c4", image: `${REGISTRY}/untagged` },
+      { name: "c5", image: `${REGISTRY}/tagged:v1` },
+      ...Array.from({ length: 4 }, (_, i) => ({ name: `f${i}`, image: `${REGISTRY}/filler:v1` })),
+      { name: "c10", image: `${REGISTRY}/tenth:latest`, imagePullPolicy: "IfNotPresent" },
+    ];
+    pods = [{ namespace: "a", name: "p", uid: "u1", spec: { containers } }];
+    const v = view();
+    const policy = (image: string) => v.pullPolicy(v.arrival(), { namespace: "a", name: "p", uid: "u1" }, ref(image), Date.now() + 5_000);
+    assert.equal(await policy(`${REGISTRY}/app:v1`), "Always");
+    assert.equal(await policy(`${REGISTRY}/latest:latest`), "IfNotPresent");
+    assert.equal(await policy(`${REGISTRY}/never:v1`), "Never");
+    assert.equal(await policy(`${REGISTRY}/untagged:latest`), "Always");
+    assert.equal(await policy(`${REGISTRY}/tagged:v1`), "IfNotPresent");
+    assert.equal(await policy(`${REGISTRY}/tenth:latest`), "IfNotPresent", "the eleventh container's own policy");
+  });
+
+  test("no list in time: undefined", async () => {
+    pods = [{ namespace: "a", name: "p", uid: "u1", spec: container(`${REGISTRY}/app:v1`) }];
+    listDelayMs = 500;
+    const v = view();
+    assert.equal(await v.pullPolicy(v.arrival(), { namespace: "a", name: "p", uid: "u1" }, ref(`${REGISTRY}/app:v1`), Date.now() + 50), undefined);
+  });
+
   test("the policy of the containers that name the image, Always when any does; volumes count; unknown pods give undefined", async () => {
     pods = [
       {

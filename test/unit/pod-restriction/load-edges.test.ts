@@ -99,6 +99,38 @@ describe("struct fields", () => {
   });
 });
 
+describe("checks", () => {
+  it("a check, a when or an unless that is not a mapping is a load error where it is written", () => {
+    assert.deepEqual(specErrors({ checks: ["x"] }), ['spec.checks.0: must be a mapping, got "x"']);
+    assert.deepEqual(specErrors({ checks: [{ name: "c", when: "x" }] }), ['spec.checks.0.when: must be a mapping, got "x"']);
+    assert.deepEqual(specErrors({ checks: [{ name: "c", unless: { spec: { bogus: 1 } } }] }), ['spec.checks.0.unless.spec.bogus: unknown field "bogus"']);
+    assert.deepEqual(specErrors({ checks: [{ name: "c", overrides: "x" }] }), ['spec.checks.0.overrides: must be a list of strings, got "x"']);
+  });
+});
+
+describe("unset values", () => {
+  it("under forbidNil, an unset boolean or number with no other rule is only 'unset'", () => {
+    const p = restrictionOf({ spec: { automountServiceAccountToken: { forbidNil: true }, activeDeadlineSeconds: { forbidNil: true } } });
+    assert.deepEqual(fieldsOf(findingsFor(p, { containers: [APP] })), [
+      "spec.activeDeadlineSeconds: is unset; must be set",
+      "spec.automountServiceAccountToken: is unset; must be set",
+    ]);
+  });
+
+  it("requireEmpty that is not a boolean is a load error naming it; numeric and boolean restrictions must be mappings", () => {
+    assert.deepEqual(specErrors({ spec: { nodeSelector: { requireEmpty: "yes" } } }), [
+      'spec.spec.nodeSelector.requireEmpty: must be true or false, got "yes"',
+    ]);
+    assert.deepEqual(specErrors({ spec: { activeDeadlineSeconds: 5 } }), ["spec.spec.activeDeadlineSeconds: must be a mapping, got 5"]);
+  });
+
+  it("the pod's os.name is not a pointer: nil rules on it are load errors", () => {
+    assert.deepEqual(specErrors({ spec: { os: { name: { forbidNil: true } } } }), [
+      "spec.spec.os.name.forbidNil: this field is not a pointer in the Pod API (unset reads as its zero value), so nil rules do not apply",
+    ]);
+  });
+});
+
 describe("volumes", () => {
   it("an empty list of volume restrictions restricts nothing", () => {
     const p = restrictionOf({ spec: { volumes: [] } });

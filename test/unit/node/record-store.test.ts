@@ -186,6 +186,29 @@ describe("RecordStore", () => {
     assert.equal(reopened.isPreloaded("sha256:kept", REPO), true);
   });
 
+  it("removing an image without a record is no error; other files among the records are not records", async () => {
+    const store = await RecordStore.open(dir);
+    await store.remove("sha256:never");
+    await writeFile(join(dir, "pulled", "notes.txt"), "not a record");
+    assert.deepEqual((await RecordStore.open(dir)).records(), []);
+  });
+
+  it("a preloaded image whose record is unreadable is not preloaded", async () => {
+    const store = await RecordStore.open(dir);
+    await store.writePreloaded([{ imageRef: "sha256:pre", repositories: [REPO] }]);
+    assert.equal(store.isPreloaded("sha256:pre", REPO), true);
+    await writeFile(join(dir, "pulled", recordFileName("sha256:pre")), "{not json");
+    assert.equal((await RecordStore.open(dir)).isPreloaded("sha256:pre", REPO), false);
+  });
+
+  it("a credential hash key of another length is refused: records keyed with it cannot be trusted", async () => {
+    await RecordStore.open(dir);
+    await writeFile(join(dir, "credential-hash.key"), Buffer.alloc(16));
+    await assert.rejects(RecordStore.open(dir), {
+      message: `${join(dir, "credential-hash.key")}: the credential hash key must be 32 bytes, found 16; records keyed with it cannot be trusted`,
+    });
+  });
+
   it("a write that fails leaves no temporary file, and the next change goes ahead", async () => {
     const store = await RecordStore.open(dir);
     const record = (imageRef: string) => recordPull(undefined, imageRef, REPO, { hash: hash(1), pod: pod("a") }, new Date());

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { decidePodRestrictions } from "../../../src/core/pod-restriction/pod-restriction-decision.ts";
-import { compilePodRestriction } from "../../../src/core/pod-restriction/pod-restriction.ts";
+import { compilePodRestriction, podRestrictionFindings } from "../../../src/core/pod-restriction/pod-restriction.ts";
 import { PodRestrictionIndex } from "../../../src/core/pod-restriction/restriction-index.ts";
 import { profileSources, shippedProfiles } from "../../../src/policy/profiles.ts";
 import { APP, compileRestriction, fieldsOf, findingsFor, podUnder, restrictionOf } from "./edge-support.ts";
@@ -108,6 +108,22 @@ describe("checks", () => {
   });
 });
 
+describe("pods of which only the containers are known", () => {
+  it("every check applies: its when and unless are not evaluated", () => {
+    const p = restrictionOf({
+      checks: [
+        {
+          name: "trusted-only",
+          when: { spec: { containers: { image: { registry: { allowed: ["trusted.example"] } } } } },
+          spec: { containers: { securityContext: { privileged: { allowNil: true, require: false } } } },
+        },
+      ],
+    });
+    const pod = { ...podUnder({ containers: [{ name: "app", image: "other.example/app:1", securityContext: { privileged: true } }] }), onlyContainers: true };
+    assert.deepEqual(fieldsOf(podRestrictionFindings(p, pod)), ["spec.containers[0].securityContext.privileged: is true; must be false"]);
+  });
+});
+
 describe("unset values", () => {
   it("under forbidNil, an unset boolean or number with no other rule is only 'unset'", () => {
     const p = restrictionOf({ spec: { automountServiceAccountToken: { forbidNil: true }, activeDeadlineSeconds: { forbidNil: true } } });
@@ -132,6 +148,12 @@ describe("unset values", () => {
 });
 
 describe("volumes", () => {
+  it("image volumes are not held to the containers' image alternatives when one of them leaves the image free", () => {
+    const p = restrictionOf({ spec: { containers: [{ image: { registry: { allowed: ["registry.example.com"] } } }, { image: [] }] } });
+    const spec = { containers: [APP], volumes: [{ name: "data", image: { reference: "evil.example.org/x:1" } }] };
+    assert.deepEqual(findingsFor(p, spec), []);
+  });
+
   it("an empty list of volume restrictions restricts nothing", () => {
     const p = restrictionOf({ spec: { volumes: [] } });
     assert.deepEqual(findingsFor(p, { containers: [APP], volumes: [{ name: "data", hostPath: { path: "/var/data" } }] }), []);

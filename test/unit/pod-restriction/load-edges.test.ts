@@ -124,6 +124,16 @@ describe("pods of which only the containers are known", () => {
   });
 });
 
+describe("null values", () => {
+  it("a container field set to null is unset: the pod's value is inherited", () => {
+    const p = restrictionOf({ spec: { containers: [{ securityContext: { runAsUser: { ranges: [{ min: 1 }] } } }] } });
+    const spec = { securityContext: { runAsUser: 0 }, containers: [{ ...APP, securityContext: { runAsUser: null } }] };
+    assert.deepEqual(fieldsOf(findingsFor(p, spec)), [
+      "spec.securityContext.runAsUser: is 0; must be at least 1 (set at pod level, effective for spec.containers[0])",
+    ]);
+  });
+});
+
 describe("unset values", () => {
   it("under forbidNil, an unset boolean or number with no other rule is only 'unset'", () => {
     const p = restrictionOf({ spec: { automountServiceAccountToken: { forbidNil: true }, activeDeadlineSeconds: { forbidNil: true } } });

@@ -340,7 +340,10 @@ test("a misspelt field is kept by the apiserver and refused by the loader, not p
   const stored = await cluster.kubectl(["get", "imagepolicy", "typo", "-o", "jsonpath={.spec.rules[0].attestor[0].entries[0].keyless.subject}"]);
   assert.equal(stored.stdout, "*", "not pruned");
   await until("the loader refuses it", async () => (await readyCondition("typo"))?.reason === "InvalidPolicy");
-  assert.equal((await readyCondition("typo"))?.message, 'spec.rules[0].attestor: unknown field "attestor"; did you mean "attestors"? (this policy is not in force)');
+  assert.equal(
+    (await readyCondition("typo"))?.message,
+    'spec.rules[0].attestor: unknown field "attestor"; did you mean "attestors"? (this policy is not in force)',
+  );
 });
 
 test("a watch resumed from a compacted resource version (410 Gone) lists again, and changes still take effect", async () => {

@@ -1,6 +1,6 @@
 // `imprimatur serve`: the HTTPS ImageReview backend (/imagereview), validating webhook (/validate) and
 // tag→digest pinning webhook (/mutate).
-import { writeFile, mkdir } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { pino } from "pino";
 import { DEFAULT_SERVER_CONFIG, loadServerConfig, type ServerConfig } from "../config/server-config.ts";
@@ -34,6 +34,7 @@ import {
 } from "../server/webhook-manifests.ts";
 import { policyCount, type PolicySet } from "../core/policy-kinds.ts";
 import { mayMatchResource, type WebhookResource } from "../core/request-match/request-scope.ts";
+import { writeFileAtomic } from "../fs/write-file-atomic.ts";
 import { EMBEDDED_POLICIES, errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 import { catchServeSignals, StartupStopped, type ServeSignals } from "./serve-signals.ts";
 
@@ -301,7 +302,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
       const next = webhookConfigurationFiles(stateDir, generated.baseUrl, generated.caPem, webhookOptions(set));
       const changed = (["validating-webhook.yaml", "mutating-webhook.yaml"] as const).filter((f) => next.files[f] !== generated.files[f]);
       if (changed.length === 0) return;
-      for (const f of changed) await writeFile(join(stateDir, f), next.files[f], { mode: 0o600 });
+      for (const f of changed) await writeFileAtomic(join(stateDir, f), next.files[f], 0o600);
       Object.assign(generated.files, next.files);
       app?.logger.warn(
         { files: changed.map((f) => join(stateDir, f)) },
@@ -353,7 +354,7 @@ function webhookConfigurationFiles(stateDir: string, baseUrl: string, caPem: str
 async function printWebhookConfiguration(stateDir: string, generated: WebhookConfigurationFiles, caPem: string, created: boolean) {
   await mkdir(stateDir, { recursive: true });
   const { files, baseUrl } = generated;
-  for (const [name, text] of Object.entries(files)) await writeFile(join(stateDir, name), text, { mode: 0o600 });
+  for (const [name, text] of Object.entries(files)) await writeFileAtomic(join(stateDir, name), text, 0o600);
   const caBundle = Buffer.from(caPem).toString("base64");
   process.stderr.write(
     [

@@ -8,9 +8,9 @@
 // Everything is ECDSA P-256, signed with SHA-256, with the extensions Go's crypto/x509 insists on:
 // SANs (Go ignores the subject CN), an extendedKeyUsage on the leaf, keyCertSign on the CA.
 
-import { createPrivateKey, randomBytes, X509Certificate as NodeX509Certificate } from "node:crypto";
+import { createPrivateKey, X509Certificate as NodeX509Certificate } from "node:crypto";
 import type { KeyObject } from "node:crypto";
-import { chmod, open, readFile, rename, rm } from "node:fs/promises";
+import { chmod, open, readFile, rm } from "node:fs/promises";
 import { isIP } from "node:net";
 import { join } from "node:path";
 import type { Extension, JsonGeneralName } from "@peculiar/x509";
@@ -20,6 +20,7 @@ import type { Extension, JsonGeneralName } from "@peculiar/x509";
 import "reflect-metadata";
 import * as x509 from "@peculiar/x509";
 import { makeDirectory } from "../fs/make-directory.ts";
+import { writeFileAtomic } from "../fs/write-file-atomic.ts";
 x509.cryptoProvider.set(globalThis.crypto);
 
 export interface TlsMaterial {
@@ -330,25 +331,6 @@ async function readIfExists(file: string): Promise<string | null> {
     return await readFile(file, "utf8");
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
-    throw err;
-  }
-}
-
-/** Write to a temporary file beside `file` (same mode, fsynced), then rename it over `file`. */
-async function writeFileAtomic(file: string, data: string, mode: number): Promise<void> {
-  const tmp = `${file}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
-  try {
-    const handle = await open(tmp, "wx", mode);
-    try {
-      await handle.chmod(mode);
-      await handle.writeFile(data, "utf8");
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(tmp, file);
-  } catch (err) {
-    await rm(tmp, { force: true });
     throw err;
   }
 }

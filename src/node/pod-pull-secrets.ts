@@ -122,16 +122,15 @@ export class PodPullSecrets implements NodePodView {
       signal,
       { podOnly: true },
     );
-    return credentials.lookup(ref.registry, ref.repository).map((c) =>
-      credentialHash(this.key, {
-        username: c.username ?? "",
-        password: c.password ?? "",
-        auth: "",
-        serverAddress: "",
-        identityToken: c.identityToken ?? "",
-        registryToken: c.registryToken ?? "",
-      }),
-    );
+    // Hashed as the kubelet sends the entry in PullImage's AuthConfig, so it matches the records of its pulls: its
+    // keyring keeps only the username and password (an identitytoken or registrytoken in a pull secret never reaches
+    // the runtime), and an entry with neither is pulled anonymously, which is recorded for every pod, not hashed.
+    return credentials
+      .lookup(ref.registry, ref.repository)
+      .filter((c) => c.username || c.password)
+      .map((c) =>
+        credentialHash(this.key, { username: c.username ?? "", password: c.password ?? "", auth: "", serverAddress: "", identityToken: "", registryToken: "" }),
+      );
   }
 
   /** The node's pods from a list that started after `arrival`, or undefined when none comes before `signal`. */

@@ -1,5 +1,6 @@
 // The node proxy's view of the node's pods, against a fake kube-apiserver on loopback (plain HTTP, the two
-// endpoints the view reads): which pods a call may be for, and their pull secrets' credential hashes.
+// endpoints the view reads, and service accounts, which it must not read): which pods a call may be for, and their
+// pull secrets' credential hashes.
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -30,10 +31,15 @@ let listDelayMs = 0;
 /** Pod lists and Secret reads the fake API refuses (403) before it answers again. */
 let refusedLists = 0;
 const refusedSecrets = new Set<string>();
-const secrets = new Map<string, { username: string; password: string }>();
+/** A pull secret's docker config entry for REGISTRY: a username and password, or the entry's fields as written. */
+const secrets = new Map<string, { username: string; password: string } | { entry: Record<string, string> }>();
+/** Service accounts' imagePullSecrets, and how often the fake API was asked for a service account. */
+const serviceAccounts = new Map<string, string[]>();
+let serviceAccountReads = 0;
 
-function dockerConfigSecret(namespace: string, name: string, c: { username: string; password: string }) {
-  const auths = { [REGISTRY]: { username: c.username, password: c.password, auth: Buffer.from(`${c.username}:${c.password}`).toString("base64") } };
+function dockerConfigSecret(namespace: string, name: string, c: { username: string; password: string } | { entry: Record<string, string> }) {
+  const entry = "entry" in c ? c.entry : { username: c.username, password: c.password, auth: Buffer.from(`${c.username}:${c.password}`).toString("base64") };
+  const auths = { [REGISTRY]: entry };
   return {
     apiVersion: "v1",
     kind: "Secret",
@@ -62,6 +68,17 @@ before(async () => {
       setTimeout(() => json(200, { apiVersion: "v1", kind: "PodList", metadata: {}, items }), listDelayMs);
       return;
     }
+    const sa = /^\/api\/v1\/namespaces\/([^/]+)\/serviceaccounts\/([^/]+)$/.exec(u.pathname);
+    if (sa) serviceAccountReads++;
+    const accountSecrets = sa ? serviceAccounts.get(`${sa[1]}/${sa[2]}`) : undefined;
+    if (sa && accountSecrets) {
+      return json(200, {
+        apiVersion: "v1",
+        kind: "ServiceAccount",
+        metadata: { namespace: sa[1], name: sa[2] },
+        imagePullSecrets: accountSecrets.map((name) => ({ name })),
+      });
+    }
     const m = /^\/api\/v1\/namespaces\/([^/]+)\/secrets\/([^/]+)$/.exec(u.pathname);
     if (m && refusedSecrets.has(`${m[1]}/${m[2]}`)) return json(403, { kind: "Status", apiVersion: "v1", status: "Failure", reason: "Forbidden", code: 403 });
     const c = m ? secrets.get(`${m[1]}/${m[2]}`) : undefined;
@@ -81,12 +98,16 @@ beforeEach(() => {
   refusedLists = 0;
   refusedSecrets.clear();
   secrets.clear();
+  serviceAccounts.clear();
+  serviceAccountReads = 0;
 });
 
 /** Warnings the view logged, as "message: field=value" lines of the fields that name what failed. */
 let warnings: string[] = [];
+/** Debug lines the view logged (with `view("debug")`), as "message: object". */
+let debugLines: string[] = [];
 
-function view(): PodPullSecrets {
+function view(level: "warn" | "debug" = "warn"): PodPullSecrets {
   const kube = new KubeConfig();
   kube.loadFromOptions({
     clusters: [{ name: "c", server: url, skipTLSVerify: true }],
@@ -95,11 +116,27 @@ function view(): PodPullSecrets {
     currentContext: "x",
   });
   warnings = [];
+  debugLines = [];
   const logger = pino(
-    { level: "warn" },
+    { level },
     {
       write: (line: string) => {
-        const { msg, pods: who, image, err } = JSON.parse(line) as { msg: string; pods?: string[]; image?: string; err?: string };
+        const {
+          level: at,
+          msg,
+          pods: who,
+          image,
+          err,
+          object,
+        } = JSON.parse(line) as {
+          level: number;
+          msg: string;
+          pods?: string[];
+          image?: string;
+          err?: string;
+          object?: string;
+        };
+        if (at < 40) return void debugLines.push(`${msg}: ${object}`);
         warnings.push(`${msg}: ${JSON.stringify({ pods: who, image, err: err?.replace(/\s.*/s, "") })}`);
       },
     },
@@ -328,5 +365,73 @@ describe("a pod's pull policy for an image, by namespace, name and UID", () => {
     assert.equal(await policy(`${REGISTRY}/data:2`), "IfNotPresent", "an image volume without pullPolicy: the default for a tag");
     assert.equal(await policy(`${REGISTRY}/app:v1`, "u2"), undefined, "another pod of that name (another UID)");
     assert.equal(await policy(`${REGISTRY}/absent:v1`), undefined);
+  });
+});
+
+describe("a pod's pull secrets, hashed as the kubelet sends them", () => {
+  /** The hash the proxy records for a kubelet pull with this CRI AuthConfig (unset fields are empty strings). */
+  const sent = (a: Partial<Record<"username" | "password" | "identityToken" | "registryToken", string>>) =>
+    credentialHash(KEY, { username: "", password: "", auth: "", serverAddress: "", identityToken: "", registryToken: "", ...a });
+  const hashesFor = async (entry: Record<string, string>) => {
+    secrets.set("a/pull", { entry });
+    pods = [{ namespace: "a", name: "p", spec: { ...container(`${REGISTRY}/app:v1`), imagePullSecrets: [{ name: "pull" }] } }];
+    const v = view();
+    return (await v.credentialHashes(v.arrival(), KUBELET, `${REGISTRY}/app:v1`, ref(`${REGISTRY}/app:v1`), Date.now() + 5_000))?.[0]?.hashes;
+  };
+  const b64 = (s: string) => Buffer.from(s).toString("base64");
+
+  test("an entry with an identity token beside its auth (as `docker login` writes one) matches the kubelet's pull: username and password only", async () => {
+    // The kubelet's keyring keeps the username and password of an entry; its identitytoken never reaches the runtime.
+    const user = "00000000-0000-0000-0000-000000000000";
+    assert.deepEqual(await hashesFor({ auth: b64(`${user}:`), identitytoken: "refresh-token" }), [sent({ username: user })]);
+    assert.deepEqual(await hashesFor({ username: "bob", password: "pw", registrytoken: "bearer" }), [sent({ username: "bob", password: "pw" })]);
+  });
+
+  test("a username without a password, or a password without a username, is sent (and hashed) with the other empty", async () => {
+    assert.deepEqual(await hashesFor({ username: "bob" }), [sent({ username: "bob" })]);
+    assert.deepEqual(await hashesFor({ password: "token-as-password" }), [sent({ password: "token-as-password" })]);
+  });
+
+  test("an entry with only an identity or registry token is no credential: the kubelet pulls anonymously with it", async () => {
+    assert.deepEqual(await hashesFor({ identitytoken: "refresh-token" }), []);
+    assert.deepEqual(await hashesFor({ registrytoken: "bearer" }), []);
+  });
+
+  test("only the pod's own imagePullSecrets count, as the kubelet reads them: its service account is not read", async () => {
+    // A created pod already carries its service account's secrets; these are the service account's added later.
+    secrets.set("a/account-pull", GOOD);
+    serviceAccounts.set("a/default", ["account-pull"]);
+    serviceAccounts.set("a/builder", ["account-pull"]);
+    pods = [
+      { namespace: "a", name: "plain", spec: container(`${REGISTRY}/app:v1`) },
+      { namespace: "a", name: "built", spec: { ...container(`${REGISTRY}/app:v1`), serviceAccountName: "builder" } },
+    ];
+    assert.deepEqual(await candidates(view(), `${REGISTRY}/app:v1`), [
+      { pod: "a/plain", covered: false },
+      { pod: "a/built", covered: false },
+    ]);
+    assert.equal(serviceAccountReads, 0);
+  });
+
+  test("at debug level, each read of a pull secret from the API is logged by name", async () => {
+    secrets.set("a/pull", GOOD);
+    pods = [{ namespace: "a", name: "p", spec: { ...container(`${REGISTRY}/app:v1`), imagePullSecrets: [{ name: "pull" }] } }];
+    const v = view("debug");
+    assert.deepEqual(await v.credentialHashes(v.arrival(), KUBELET, `${REGISTRY}/app:v1`, ref(`${REGISTRY}/app:v1`), Date.now() + 5_000), [
+      { pod: "a/p", hashes: [hashOf(GOOD)] },
+    ]);
+    assert.deepEqual(debugLines, ["pull secrets: reading from the Kubernetes API: secret a/pull"]);
+  });
+});
+
+describe("the pod of a pull, by namespace, name and UID together", () => {
+  test("a pod whose UID is the call's but whose namespace or name is not is not the call's pod", async () => {
+    pods = [{ namespace: "a", name: "p", uid: "u1", spec: container(`${REGISTRY}/app:v1`, "Never") }];
+    const v = view();
+    const policy = (namespace: string, name: string) =>
+      v.pullPolicy(v.arrival(), { namespace, name, uid: "u1" }, ref(`${REGISTRY}/app:v1`), Date.now() + 5_000);
+    assert.equal(await policy("a", "p"), "Never");
+    assert.equal(await policy("b", "p"), undefined, "another namespace");
+    assert.equal(await policy("a", "q"), undefined, "another name");
   });
 });

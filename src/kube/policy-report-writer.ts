@@ -1,0 +1,273 @@
+// Writes the background scanner's findings as policy reports (docs/policy-reports.md): one report per resource
+// and per chosen format, named by the resource's UID and owned by it. Creates a report, replaces it when its
+// results changed (with the resourceVersion read, so a concurrent writer is never overwritten blindly), leaves it
+// alone when they did not, and deletes it when the resource has no result left.
+//
+// Idempotent by comparison: a rescan that finds the same results writes nothing (src/core/policy-reports/
+// report-update.ts), so a new leader that scans everything again neither bumps nor duplicates a report. A
+// resource deleted meanwhile is no error: its report, if written, names a gone owner and the garbage collector
+// removes it.
+import { ApiException, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
+import pLimit from "p-limit";
+import { describeApiError, withSignal } from "./api-requests.ts";
+import { PolicyReportError } from "../core/policy-reports/policy-report-error.ts";
+import { buildPolicyReport } from "../core/policy-reports/policy-report-objects.ts";
+import { DEFAULT_REPORT_FORMATS, reportApi, type ReportApi, type ReportFormat } from "../core/policy-reports/report-formats.ts";
+import { planReportWrite, type StoredReport } from "../core/policy-reports/report-update.ts";
+import { isNamespaced, type ReportedResource, type ResourceScan } from "../core/policy-reports/resource-scan.ts";
+import { validateResourceScan } from "../core/policy-reports/validate-resource-scan.ts";
+
+/** What became of one report. */
+export type ReportAction =
+  /** Written for the first time. */
+  | "created"
+  /** Its results changed: replaced. */
+  | "replaced"
+  /** Already said the same: not written. */
+  | "unchanged"
+  /** No result left: deleted. */
+  | "deleted"
+  /** No result left, and there was no report. */
+  | "absent"
+  /** The resource's namespace is gone (and the resource with it): nothing to write. */
+  | "owner-gone";
+
+export interface ReportWriteOutcome {
+  format: ReportFormat;
+  /** PolicyReport, ClusterPolicyReport, Report or ClusterReport. */
+  kind: string;
+  namespace?: string;
+  /** The resource's UID. */
+  name: string;
+  action: ReportAction;
+}
+
+/** What the scanner calls. */
+export interface PolicyReportSink {
+  /** Writes the scan's results in every chosen format; no results deletes the resource's reports (it was fixed). */
+  write(scan: ResourceScan): Promise<ReportWriteOutcome[]>;
+  /** Deletes the resource's reports in every chosen format (only uid and namespace matter); none is no error. */
+  clear(resource: Pick<ReportedResource, "uid" | "namespace">): Promise<ReportWriteOutcome[]>;
+}
+
+export interface PolicyReportWriterOptions {
+  /** The formats to write (default: wgpolicyk8s alone). */
+  formats?: readonly ReportFormat[];
+  /** API requests in flight at once, for all reports together (default 4). */
+  maxInFlight?: number;
+  /** Per request (default 10 s). */
+  requestTimeoutMs?: number;
+}
+
+const DEFAULT_MAX_IN_FLIGHT = 4;
+const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+/** Read-compare-write rounds before giving up on a report another writer keeps changing. */
+const MAX_ATTEMPTS = 5;
+
+export class PolicyReportWriter implements PolicyReportSink {
+  readonly formats: readonly ReportFormat[];
+  private readonly api: CustomObjectsApi;
+  private readonly inFlight: ReturnType<typeof pLimit>;
+  private readonly requestTimeoutMs: number;
+  /** One operation at a time per resource (by UID), in the order asked, so a clear never overtakes a write. */
+  private readonly queues = new Map<string, Promise<unknown>>();
+
+  constructor(kube: KubeConfig, opts: PolicyReportWriterOptions = {}) {
+    const formats = opts.formats ?? DEFAULT_REPORT_FORMATS;
+    if (formats.length === 0) throw new PolicyReportError("invalid-format", "no report format chosen");
+    this.formats = [...new Set(formats)];
+    this.api = kube.makeApiClient(CustomObjectsApi);
+    this.inFlight = pLimit(opts.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT);
+    this.requestTimeoutMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  }
+
+  write(scan: ResourceScan): Promise<ReportWriteOutcome[]> {
+    validateResourceScan(scan);
+    if (scan.results.length === 0) return this.clear(scan.resource);
+    return this.serialized(scan.resource.uid, () => this.eachFormat((format) => this.upsert(format, scan)));
+  }
+
+  clear(resource: Pick<ReportedResource, "uid" | "namespace">): Promise<ReportWriteOutcome[]> {
+    if (typeof resource.uid !== "string" || resource.uid === "")
+      return Promise.reject(new PolicyReportError("invalid-scan", "clear: resource.uid is required"));
+    return this.serialized(resource.uid, () => this.eachFormat((format) => this.remove(format, resource)));
+  }
+
+  /** Waits for the operations queued so far (tests, shutdown). */
+  async flush(): Promise<void> {
+    while (this.queues.size > 0) await Promise.allSettled([...this.queues.values()]);
+  }
+
+  private serialized<T>(uid: string, run: () => Promise<T>): Promise<T> {
+    const next = (this.queues.get(uid) ?? Promise.resolve()).then(run, run);
+    this.queues.set(uid, next);
+    void next
+      .catch(() => undefined)
+      .finally(() => {
+        if (this.queues.get(uid) === next) this.queues.delete(uid);
+      });
+    return next;
+  }
+
+  /** Runs one operation per format; every format is tried, and the first failure is thrown after. */
+  private async eachFormat(run: (format: ReportFormat) => Promise<ReportWriteOutcome>): Promise<ReportWriteOutcome[]> {
+    const settled = await Promise.allSettled(this.formats.map(run));
+    const failed = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
+    if (failed) throw failed.reason;
+    return settled.map((s) => (s as PromiseFulfilledResult<ReportWriteOutcome>).value);
+  }
+
+  private async upsert(format: ReportFormat, scan: ResourceScan): Promise<ReportWriteOutcome> {
+    const desired = buildPolicyReport(format, scan);
+    const api = reportApi(format, isNamespaced(scan.resource));
+    const where = { api, namespace: desired.metadata.namespace, name: desired.metadata.name };
+    const outcome = (action: ReportAction): ReportWriteOutcome => ({ format, kind: api.kind, namespace: where.namespace, name: where.name, action });
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      const plan = planReportWrite(desired, await this.read(where));
+      if (plan.action === "unchanged") return outcome("unchanged");
+      try {
+        if (plan.action === "create") {
+          await this.request("create", where, (options) =>
+            where.namespace === undefined
+              ? this.api.createClusterCustomObject({ ...coordinates(api), body: plan.body }, options)
+              : this.api.createNamespacedCustomObject({ ...coordinates(api), namespace: where.namespace, body: plan.body }, options),
+          );
+          return outcome("created");
+        }
+        await this.request("replace", where, (options) =>
+          where.namespace === undefined
+            ? this.api.replaceClusterCustomObject({ ...coordinates(api), name: where.name, body: plan.body }, options)
+            : this.api.replaceNamespacedCustomObject({ ...coordinates(api), namespace: where.namespace, name: where.name, body: plan.body }, options),
+        );
+        return outcome("replaced");
+      } catch (err) {
+        if (err instanceof NotThere && err.namespaceGone) return outcome("owner-gone");
+        // 409: created by another writer since the read (AlreadyExists), or changed since (Conflict); a 404 on
+        // replace: deleted since. Read again and decide again.
+        if (!(err instanceof NotThere || err instanceof Changed)) throw err;
+      }
+    }
+    throw new PolicyReportError("conflict", `${describe(where)}: still changing after ${MAX_ATTEMPTS} attempts to write it`);
+  }
+
+  private async remove(format: ReportFormat, resource: Pick<ReportedResource, "uid" | "namespace">): Promise<ReportWriteOutcome> {
+    const namespaced = isNamespaced({ apiVersion: "", kind: "", name: "", ...resource });
+    const api = reportApi(format, namespaced);
+    const where = { api, namespace: namespaced ? resource.namespace : undefined, name: resource.uid };
+    const outcome = (action: ReportAction): ReportWriteOutcome => ({ format, kind: api.kind, namespace: where.namespace, name: where.name, action });
+    try {
+      await this.request("delete", where, (options) =>
+        where.namespace === undefined
+          ? this.api.deleteClusterCustomObject({ ...coordinates(api), name: where.name }, options)
+          : this.api.deleteNamespacedCustomObject({ ...coordinates(api), namespace: where.namespace, name: where.name }, options),
+      );
+      return outcome("deleted");
+    } catch (err) {
+      if (err instanceof NotThere) return outcome("absent"); // never written, or gone with its owner or its namespace
+      throw err;
+    }
+  }
+
+  /** The stored report, or undefined when there is none. */
+  private async read(where: Where): Promise<StoredReport | undefined> {
+    try {
+      return (await this.request("read", where, (options) =>
+        where.namespace === undefined
+          ? this.api.getClusterCustomObject({ ...coordinates(where.api), name: where.name }, options)
+          : this.api.getNamespacedCustomObject({ ...coordinates(where.api), namespace: where.namespace, name: where.name }, options),
+      )) as StoredReport;
+    } catch (err) {
+      if (err instanceof NotThere) return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * One API request under the concurrency limit and the timeout. Failures become PolicyReportErrors, except the
+   * answers the caller decides on: the report or its namespace is not there (NotThere), or it changed (Changed).
+   */
+  private async request<T>(verb: Verb, where: Where, call: (options: ReturnType<typeof withSignal>) => Promise<T>): Promise<T> {
+    return this.inFlight(async () => {
+      const signal = AbortSignal.timeout(this.requestTimeoutMs);
+      try {
+        return await call(withSignal(signal));
+      } catch (err) {
+        if (signal.aborted) {
+          throw new PolicyReportError("unavailable", `${verb} ${describe(where)}: no answer within ${this.requestTimeoutMs / 1000} s`, { cause: err });
+        }
+        throw classify(verb, where, err);
+      }
+    });
+  }
+}
+
+type Verb = "read" | "create" | "replace" | "delete";
+
+interface Where {
+  api: ReportApi;
+  namespace: string | undefined;
+  name: string;
+}
+
+/** 404 for the report itself, or for its namespace. */
+class NotThere extends Error {
+  readonly namespaceGone: boolean;
+  constructor(message: string, namespaceGone: boolean) {
+    super(message);
+    this.namespaceGone = namespaceGone;
+  }
+}
+
+/** 409: created by another writer (AlreadyExists), or changed since it was read (Conflict). */
+class Changed extends Error {}
+
+function coordinates(api: ReportApi): { group: string; version: string; plural: string } {
+  return { group: api.group, version: api.version, plural: api.plural };
+}
+
+function describe(where: Where): string {
+  return `${where.api.kind} ${where.namespace === undefined ? "" : `${where.namespace}/`}${where.name}`;
+}
+
+/** The Status an ApiException carries, when it carries one. */
+function statusBody(err: ApiException<unknown>): { reason?: string; details?: { kind?: string; name?: string } } | undefined {
+  let body: unknown = err.body;
+  if (typeof body === "string") {
+    try {
+      body = JSON.parse(body);
+    } catch {
+      return undefined; // not a Status: e.g. "404 page not found" for an API group the apiserver does not serve
+    }
+  }
+  return typeof body === "object" && body !== null && (body as { kind?: unknown }).kind === "Status" ? (body as { reason?: string }) : undefined;
+}
+
+function classify(verb: Verb, where: Where, err: unknown): Error {
+  const what = `${verb} ${describe(where)}`;
+  if (!(err instanceof ApiException)) return new PolicyReportError("unavailable", `${what}: ${describeApiError(err)}`, { cause: err });
+  const status = statusBody(err);
+  switch (err.code) {
+    case 404: {
+      // The report's own NotFound names its resource (the plural); a missing namespace names "namespaces" (the
+      // resource's namespace is gone, and the resource with it); anything else is an API the apiserver does not
+      // serve: the CRD is not installed.
+      if (status?.details?.kind === where.api.plural) return new NotThere(what, false);
+      if (status?.details?.kind === "namespaces") return new NotThere(what, true);
+      return new PolicyReportError(
+        "crd-missing",
+        `${what}: the apiserver does not serve ${where.api.plural}.${where.api.group}/${where.api.version}: kubectl apply -k deploy/crds/reports`,
+        { cause: err },
+      );
+    }
+    case 409:
+      return new Changed(what);
+    case 401:
+    case 403:
+      return new PolicyReportError("forbidden", `${what}: ${describeApiError(err)}`, { cause: err });
+    case 400:
+    case 422:
+      return new PolicyReportError("rejected", `${what}: ${describeApiError(err)}`, { cause: err });
+    default:
+      return new PolicyReportError("unavailable", `${what}: ${describeApiError(err)}`, { cause: err });
+  }
+}

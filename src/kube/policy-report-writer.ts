@@ -82,7 +82,11 @@ export class PolicyReportWriter implements PolicyReportSink {
   }
 
   write(scan: ResourceScan): Promise<ReportWriteOutcome[]> {
-    validateResourceScan(scan);
+    try {
+      validateResourceScan(scan);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
     if (scan.results.length === 0) return this.clear(scan.resource);
     return this.serialized(scan.resource.uid, () => this.eachFormat((format) => this.upsert(format, scan)));
   }

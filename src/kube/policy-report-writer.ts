@@ -7,12 +7,19 @@
 // report-update.ts), so a new leader that scans everything again neither bumps nor duplicates a report. A
 // resource deleted meanwhile is no error: its report, if written, names a gone owner and the garbage collector
 // removes it.
+//
+// The comparison needs the stored report. By default the writer keeps an index of the reports it manages, filled
+// by one paginated list per kind (by the managed-by label) the first time it needs it, and kept up to date by its
+// own writes: a rescan of unchanged or clean resources then costs no request at all. Another writer's change is
+// seen at the next refreshIndex() (the scanner calls it when a full scan starts) or at the 409 a stale write gets.
+// With `index: false` it reads each report before writing it instead, and deletes without knowing.
 import { ApiException, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import pLimit from "p-limit";
 import { describeApiError, withSignal } from "./api-requests.ts";
 import { PolicyReportError } from "../core/policy-reports/policy-report-error.ts";
 import { buildPolicyReport } from "../core/policy-reports/policy-report-objects.ts";
 import { DEFAULT_REPORT_FORMATS, reportApi, type ReportApi, type ReportFormat } from "../core/policy-reports/report-formats.ts";
+import { MANAGED_BY, MANAGED_BY_LABEL } from "../core/policy-reports/report-metadata.ts";
 import { planReportWrite, type StoredReport } from "../core/policy-reports/report-update.ts";
 import { isNamespaced, type ReportedResource, type ResourceScan } from "../core/policy-reports/resource-scan.ts";
 import { validateResourceScan } from "../core/policy-reports/validate-resource-scan.ts";
@@ -48,6 +55,8 @@ export interface PolicyReportSink {
   write(scan: ResourceScan): Promise<ReportWriteOutcome[]>;
   /** Deletes the resource's reports in every chosen format (only uid and namespace matter); none is no error. */
   clear(resource: Pick<ReportedResource, "uid" | "namespace">): Promise<ReportWriteOutcome[]>;
+  /** Reads the stored reports again (when a full scan starts), so changes by other writers are seen. */
+  refreshIndex(): Promise<void>;
 }
 
 export interface PolicyReportWriterOptions {
@@ -57,12 +66,18 @@ export interface PolicyReportWriterOptions {
   maxInFlight?: number;
   /** Per request (default 10 s). */
   requestTimeoutMs?: number;
+  /** Keep an index of the stored reports (default true; needs `list` on the report kinds). */
+  index?: boolean;
+  /** Reports per page when filling the index (default 250). */
+  listPageSize?: number;
 }
 
 const DEFAULT_MAX_IN_FLIGHT = 4;
 const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 /** Read-compare-write rounds before giving up on a report another writer keeps changing. */
 const MAX_ATTEMPTS = 5;
+const DEFAULT_LIST_PAGE_SIZE = 250;
+const MANAGED_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY}`;
 
 export class PolicyReportWriter implements PolicyReportSink {
   readonly formats: readonly ReportFormat[];
@@ -71,6 +86,11 @@ export class PolicyReportWriter implements PolicyReportSink {
   private readonly requestTimeoutMs: number;
   /** One operation at a time per resource (by UID), in the order asked, so a clear never overtakes a write. */
   private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly useIndex: boolean;
+  private readonly listPageSize: number;
+  /** The stored reports by kind, then by "NAMESPACE/NAME" ("/NAME" for cluster reports); filled once, then kept. */
+  private readonly stored = new Map<string, Map<string, StoredReport>>();
+  private indexing: Promise<void> | undefined;
 
   constructor(kube: KubeConfig, opts: PolicyReportWriterOptions = {}) {
     const formats = opts.formats ?? DEFAULT_REPORT_FORMATS;
@@ -79,6 +99,19 @@ export class PolicyReportWriter implements PolicyReportSink {
     this.api = kube.makeApiClient(CustomObjectsApi);
     this.inFlight = pLimit(opts.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT);
     this.requestTimeoutMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    this.useIndex = opts.index ?? true;
+    this.listPageSize = opts.listPageSize ?? DEFAULT_LIST_PAGE_SIZE;
+  }
+
+  refreshIndex(): Promise<void> {
+    if (!this.useIndex) return Promise.resolve();
+    const run = this.fillIndex();
+    this.indexing = run;
+    // A failed fill is tried again by the next operation that needs the index.
+    run.catch(() => {
+      if (this.indexing === run) this.indexing = undefined;
+    });
+    return run;
   }
 
   write(scan: ResourceScan): Promise<ReportWriteOutcome[]> {
@@ -126,29 +159,34 @@ export class PolicyReportWriter implements PolicyReportSink {
     const api = reportApi(format, isNamespaced(scan.resource));
     const where = { api, namespace: desired.metadata.namespace, name: desired.metadata.name };
     const outcome = (action: ReportAction): ReportWriteOutcome => ({ format, kind: api.kind, namespace: where.namespace, name: where.name, action });
+    let stored = this.useIndex ? await this.indexed(where) : await this.read(where);
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-      const plan = planReportWrite(desired, await this.read(where));
+      const plan = planReportWrite(desired, stored);
       if (plan.action === "unchanged") return outcome("unchanged");
       try {
-        if (plan.action === "create") {
-          await this.request("create", where, (options) =>
-            where.namespace === undefined
-              ? this.api.createClusterCustomObject({ ...coordinates(api), body: plan.body }, options)
-              : this.api.createNamespacedCustomObject({ ...coordinates(api), namespace: where.namespace, body: plan.body }, options),
-          );
-          return outcome("created");
-        }
-        await this.request("replace", where, (options) =>
-          where.namespace === undefined
-            ? this.api.replaceClusterCustomObject({ ...coordinates(api), name: where.name, body: plan.body }, options)
-            : this.api.replaceNamespacedCustomObject({ ...coordinates(api), namespace: where.namespace, name: where.name, body: plan.body }, options),
-        );
-        return outcome("replaced");
+        const written = (await (plan.action === "create"
+          ? this.request("create", where, (options) =>
+              where.namespace === undefined
+                ? this.api.createClusterCustomObject({ ...coordinates(api), body: plan.body }, options)
+                : this.api.createNamespacedCustomObject({ ...coordinates(api), namespace: where.namespace, body: plan.body }, options),
+            )
+          : this.request("replace", where, (options) =>
+              where.namespace === undefined
+                ? this.api.replaceClusterCustomObject({ ...coordinates(api), name: where.name, body: plan.body }, options)
+                : this.api.replaceNamespacedCustomObject({ ...coordinates(api), namespace: where.namespace, name: where.name, body: plan.body }, options),
+            ))) as StoredReport;
+        this.remember(where, written);
+        return outcome(plan.action === "create" ? "created" : "replaced");
       } catch (err) {
-        if (err instanceof NotThere && err.namespaceGone) return outcome("owner-gone");
-        // 409: created by another writer since the read (AlreadyExists), or changed since (Conflict); a 404 on
+        if (err instanceof NotThere && err.namespaceGone) {
+          this.remember(where, undefined);
+          return outcome("owner-gone");
+        }
+        // 409: created by another writer since it was read (AlreadyExists), or changed since (Conflict); a 404 on
         // replace: deleted since. Read again and decide again.
         if (!(err instanceof NotThere || err instanceof Changed)) throw err;
+        stored = await this.read(where);
+        this.remember(where, stored);
       }
     }
     throw new PolicyReportError("conflict", `${describe(where)}: still changing after ${MAX_ATTEMPTS} attempts to write it`);
@@ -159,17 +197,79 @@ export class PolicyReportWriter implements PolicyReportSink {
     const api = reportApi(format, namespaced);
     const where = { api, namespace: namespaced ? resource.namespace : undefined, name: resource.uid };
     const outcome = (action: ReportAction): ReportWriteOutcome => ({ format, kind: api.kind, namespace: where.namespace, name: where.name, action });
+    // Known not to be there: nothing to ask (a clean resource costs no request).
+    if (this.useIndex && (await this.indexed(where)) === undefined) return outcome("absent");
     try {
       await this.request("delete", where, (options) =>
         where.namespace === undefined
           ? this.api.deleteClusterCustomObject({ ...coordinates(api), name: where.name }, options)
           : this.api.deleteNamespacedCustomObject({ ...coordinates(api), namespace: where.namespace, name: where.name }, options),
       );
+      this.remember(where, undefined);
       return outcome("deleted");
     } catch (err) {
-      if (err instanceof NotThere) return outcome("absent"); // never written, or gone with its owner or its namespace
-      throw err;
+      if (!(err instanceof NotThere)) throw err;
+      this.remember(where, undefined);
+      return outcome("absent"); // never written, or gone with its owner or its namespace
     }
+  }
+
+  /** The stored report as the index knows it (filling the index first if needed). */
+  private async indexed(where: Where): Promise<StoredReport | undefined> {
+    if (this.indexing === undefined) void this.refreshIndex();
+    await this.indexing;
+    return this.stored.get(where.api.kind)?.get(indexKey(where.namespace, where.name));
+  }
+
+  private remember(where: Where, report: StoredReport | undefined): void {
+    if (!this.useIndex) return;
+    const byName = this.stored.get(where.api.kind) ?? new Map<string, StoredReport>();
+    this.stored.set(where.api.kind, byName);
+    if (report === undefined) byName.delete(indexKey(where.namespace, where.name));
+    else byName.set(indexKey(where.namespace, where.name), report);
+  }
+
+  /** Lists every report Imprimatur manages, of every kind it writes, a page at a time. */
+  private async fillIndex(): Promise<void> {
+    const apis = this.formats.flatMap((format) => [reportApi(format, true), reportApi(format, false)]);
+    const lists = await Promise.all(apis.map((api) => this.listAll(api)));
+    apis.forEach((api, i) => {
+      const byName = new Map<string, StoredReport>();
+      for (const report of lists[i]!) {
+        const metadata = report.metadata ?? {};
+        if (typeof metadata.name !== "string") continue;
+        byName.set(indexKey(api.namespaced && typeof metadata.namespace === "string" ? metadata.namespace : undefined, metadata.name), report);
+      }
+      this.stored.set(api.kind, byName);
+    });
+  }
+
+  private async listAll(api: ReportApi): Promise<StoredReport[]> {
+    const where: Where = { api, namespace: undefined, name: `(all, ${MANAGED_SELECTOR})` };
+    const items: StoredReport[] = [];
+    let continueToken: string | undefined;
+    do {
+      const page = { labelSelector: MANAGED_SELECTOR, limit: this.listPageSize, ...(continueToken ? { _continue: continueToken } : {}) };
+      let list: { items?: StoredReport[]; metadata?: { _continue?: string; continue?: string } };
+      try {
+        list = (await this.request("list", where, (options) =>
+          api.namespaced
+            ? this.api.listCustomObjectForAllNamespaces({ group: api.group, version: api.version, resourcePlural: api.plural, ...page }, options)
+            : this.api.listClusterCustomObject({ ...coordinates(api), ...page }, options),
+        )) as typeof list;
+      } catch (err) {
+        // 410: the continue token expired (a long list); start over.
+        if (err instanceof Expired) {
+          items.length = 0;
+          continueToken = undefined;
+          continue;
+        }
+        throw err;
+      }
+      items.push(...(list.items ?? []));
+      continueToken = list.metadata?.continue ?? list.metadata?._continue;
+    } while (continueToken);
+    return items;
   }
 
   /** The stored report, or undefined when there is none. */
@@ -205,7 +305,7 @@ export class PolicyReportWriter implements PolicyReportSink {
   }
 }
 
-type Verb = "read" | "create" | "replace" | "delete";
+type Verb = "read" | "list" | "create" | "replace" | "delete";
 
 interface Where {
   api: ReportApi;
@@ -224,6 +324,13 @@ class NotThere extends Error {
 
 /** 409: created by another writer (AlreadyExists), or changed since it was read (Conflict). */
 class Changed extends Error {}
+
+/** 410: a list's continue token expired. */
+class Expired extends Error {}
+
+function indexKey(namespace: string | undefined, name: string): string {
+  return `${namespace ?? ""}/${name}`;
+}
 
 function coordinates(api: ReportApi): { group: string; version: string; plural: string } {
   return { group: api.group, version: api.version, plural: api.plural };
@@ -265,6 +372,8 @@ function classify(verb: Verb, where: Where, err: unknown): Error {
     }
     case 409:
       return new Changed(what);
+    case 410:
+      return new Expired(what);
     case 401:
     case 403:
       return new PolicyReportError("forbidden", `${what}: ${describeApiError(err)}`, { cause: err });

@@ -217,6 +217,31 @@ test("two writers racing on one resource (a leader change mid-scan) leave one re
   );
   const report = await kubectlJson<{ results: unknown[] }>(["get", "policyreports", "-n", NS, pod.uid]);
   assert.equal(report.results.length, 2);
+  // A new writer (the next leader) finds the reports written so far through its paged list: nothing to write.
+  const paged = new PolicyReportWriter(loadKubeConfig(cluster.kubeconfig), { formats: ["wgpolicyk8s", "openreports"], listPageSize: 1 });
+  assert.deepEqual(actions(await paged.write(scan(pod, results))), ["PolicyReport:unchanged", "Report:unchanged"]);
+});
+
+test("the index sees another writer's change at the next refresh; without the index every write reads first", async () => {
+  const pod = await createPod("web-8");
+  const w = writer();
+  const results = [finding()];
+  await w.write(scan(pod, results));
+  // Someone else edits the report (an old leader finishing its write, a person).
+  const edited = await cluster.kubectl(["patch", "policyreports", "-n", NS, pod.uid, "--type=merge", "-p", JSON.stringify({ summary: { pass: 9 } })]);
+  assert.equal(edited.code, 0, edited.stderr);
+  assert.deepEqual(actions(await w.write(scan(pod, results))), ["PolicyReport:unchanged", "Report:unchanged"], "the index has not seen it yet");
+  await w.refreshIndex();
+  assert.deepEqual(actions(await w.write(scan(pod, results))), ["PolicyReport:replaced", "Report:unchanged"], "seen after the refresh");
+  const fixed = await kubectlJson<{ summary: { pass: number } }>(["get", "policyreports", "-n", NS, pod.uid]);
+  assert.equal(fixed.summary.pass, 0);
+
+  const direct = new PolicyReportWriter(loadKubeConfig(cluster.kubeconfig), { formats: ["wgpolicyk8s", "openreports"], index: false });
+  const again = await cluster.kubectl(["patch", "reports.openreports.io", "-n", NS, pod.uid, "--type=merge", "-p", JSON.stringify({ summary: { skip: 3 } })]);
+  assert.equal(again.code, 0, again.stderr);
+  assert.deepEqual(actions(await direct.write(scan(pod, results))), ["PolicyReport:unchanged", "Report:replaced"]);
+  assert.deepEqual(actions(await direct.clear(pod)), ["PolicyReport:deleted", "Report:deleted"]);
+  assert.deepEqual(actions(await direct.clear(pod)), ["PolicyReport:absent", "Report:absent"]);
 });
 
 test("a fixed resource's reports are deleted, and clearing again is no error", async () => {

@@ -47,12 +47,21 @@ test("a writer with no format is refused", async () => {
   assert.deepEqual(new PolicyReportWriter(kc).formats, ["wgpolicyk8s"], "the default");
 });
 
-test("an apiserver that does not answer gives unavailable, naming the report", async () => {
-  const writer = new PolicyReportWriter(await kubeConfigTo(await closedPort()), { formats: ["openreports"] });
+test("an apiserver that does not answer gives unavailable, naming the request", async () => {
+  const port = await closedPort();
+  const indexed = new PolicyReportWriter(await kubeConfigTo(port), { formats: ["openreports"] });
+  // The first operation fills the index: a list of the reports Imprimatur manages.
   await assert.rejects(
-    writer.write({ resource: POD, results: [finding] }),
+    indexed.write({ resource: POD, results: [finding] }),
+    (e: unknown) => hasErrorCode(e, "unavailable") && /list (Report|ClusterReport) \(all, app\.kubernetes\.io\/managed-by=imprimatur\)/.test(e.message),
+  );
+  // A failed fill is tried again by the next operation.
+  await assert.rejects(indexed.clear(POD), (e: unknown) => hasErrorCode(e, "unavailable") && /list /.test(e.message));
+  const direct = new PolicyReportWriter(await kubeConfigTo(port), { formats: ["openreports"], index: false });
+  await assert.rejects(
+    direct.write({ resource: POD, results: [finding] }),
     (e: unknown) => hasErrorCode(e, "unavailable") && /read Report shop\/4f1c2a8e/.test(e.message),
   );
-  await assert.rejects(writer.clear(POD), (e: unknown) => hasErrorCode(e, "unavailable") && /delete Report shop\//.test(e.message));
-  await writer.flush();
+  await assert.rejects(direct.clear(POD), (e: unknown) => hasErrorCode(e, "unavailable") && /delete Report shop\//.test(e.message));
+  await Promise.all([indexed.flush(), direct.flush()]);
 });

@@ -91,6 +91,8 @@ export class PolicyReportWriter implements PolicyReportSink {
   /** The stored reports by kind, then by "NAMESPACE/NAME" ("/NAME" for cluster reports); filled once, then kept. */
   private readonly stored = new Map<string, Map<string, StoredReport>>();
   private indexing: Promise<void> | undefined;
+  /** Own writes made while a list runs: the list may predate them, so they are applied again after it. */
+  private writtenDuringList: Array<{ where: Where; report: StoredReport | undefined }> | undefined;
 
   constructor(kube: KubeConfig, opts: PolicyReportWriterOptions = {}) {
     const formats = opts.formats ?? DEFAULT_REPORT_FORMATS;
@@ -223,6 +225,7 @@ export class PolicyReportWriter implements PolicyReportSink {
 
   private remember(where: Where, report: StoredReport | undefined): void {
     if (!this.useIndex) return;
+    this.writtenDuringList?.push({ where, report });
     const byName = this.stored.get(where.api.kind) ?? new Map<string, StoredReport>();
     this.stored.set(where.api.kind, byName);
     if (report === undefined) byName.delete(indexKey(where.namespace, where.name));
@@ -232,7 +235,14 @@ export class PolicyReportWriter implements PolicyReportSink {
   /** Lists every report Imprimatur manages, of every kind it writes, a page at a time. */
   private async fillIndex(): Promise<void> {
     const apis = this.formats.flatMap((format) => [reportApi(format, true), reportApi(format, false)]);
-    const lists = await Promise.all(apis.map((api) => this.listAll(api)));
+    const written: Array<{ where: Where; report: StoredReport | undefined }> = [];
+    this.writtenDuringList = written;
+    let lists: StoredReport[][];
+    try {
+      lists = await Promise.all(apis.map((api) => this.listAll(api)));
+    } finally {
+      if (this.writtenDuringList === written) this.writtenDuringList = undefined;
+    }
     apis.forEach((api, i) => {
       const byName = new Map<string, StoredReport>();
       for (const report of lists[i]!) {
@@ -242,6 +252,7 @@ export class PolicyReportWriter implements PolicyReportSink {
       }
       this.stored.set(api.kind, byName);
     });
+    for (const { where, report } of written) this.remember(where, report);
   }
 
   private async listAll(api: ReportApi): Promise<StoredReport[]> {

@@ -19,7 +19,8 @@ listed as skipped, with the reason.
   -f, --filename PATH  manifest file, folder (recursively) or - for standard input (repeatable)
   --policies DIR       policy folder or file (default: the embedded default policy, as for serve)
   --profile NAME       bind a shipped PodRestriction profile (baseline, restricted) to every namespace, in
-                       addition to the policies (repeatable; see "imprimatur profiles")
+                       addition to the policies (repeatable; see "imprimatur profiles"); NAME@v1.25 is the
+                       profile at a Pod Security Standards policy version (v1.0 to v1.37, or latest)
   --allow-empty        judge with an empty policy set (by default refused, as serve refuses to start:
                        an empty set admits everything)
   --allow-unverified   signatures that cannot be verified offline do not fail the check (exit 0); such

@@ -2,7 +2,8 @@
 // a profile's document, to read or to copy into a policy folder as a starting point.
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { PROFILES_DIR, shippedProfiles } from "../policy/profiles.ts";
+import { stringify } from "yaml";
+import { bindProfileClusterWide, NEWEST_POLICY_MINOR, PROFILES_DIR, resolveProfileName, shippedProfiles } from "../policy/profiles.ts";
 import { parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 
 export const PROFILES_USAGE = `Usage: imprimatur profiles [NAME] [--output text|yaml]
@@ -10,6 +11,9 @@ export const PROFILES_USAGE = `Usage: imprimatur profiles [NAME] [--output text|
 Lists the shipped PodRestriction profiles (the Pod Security Standards baseline and restricted levels) and
 their checks. Use one from a policy with "spec.profile: NAME", or cluster-wide with "serve --profile NAME"
 or "check --profile NAME". With NAME and --output yaml, prints that profile's PodRestriction document.
+A NAME may carry a Pod Security Standards policy version, as Pod Security Admission's labels write it:
+restricted@v1.25 is the restricted profile as Kubernetes v1.25 defines it (v1.0 to v1.${NEWEST_POLICY_MINOR}; plain
+restricted and restricted@latest are v1.${NEWEST_POLICY_MINOR}).
 
   -o, --output text|yaml   text (default): each profile's name, description and checks; yaml: the
                            profile's document, to read or to copy into a policy folder as a starting point
@@ -34,12 +38,23 @@ export async function runProfiles(argv: string[]): Promise<number> {
   }
   const profiles = await shippedProfiles();
   const wanted = positionals[0];
-  if (wanted !== undefined && !profiles.has(wanted)) {
-    process.stderr.write(`imprimatur profiles: unknown profile ${JSON.stringify(wanted)}; shipped profiles: ${[...profiles.keys()].join(", ")}\n`);
+  const resolved = wanted === undefined ? undefined : resolveProfileName(wanted, profiles);
+  if (resolved && !resolved.ok) {
+    process.stderr.write(`imprimatur profiles: ${resolved.message}\n`);
     return 2;
   }
   if (values.output === "yaml") {
-    process.stdout.write(await readFile(join(PROFILES_DIR, profiles.get(wanted!)!.file), "utf8"));
+    // A plain name prints the file as written (with its comments); a versioned one the document at that version.
+    if (!wanted!.includes("@")) process.stdout.write(await readFile(join(PROFILES_DIR, resolved!.profile.file), "utf8"));
+    else process.stdout.write(`# The ${wanted} profile, generated from ${resolved!.profile.file}.\n${stringify(resolved!.raw, { lineWidth: 0 })}`);
+    return 0;
+  }
+  if (wanted?.includes("@")) {
+    const checks = bindProfileClusterWide(wanted, profiles).checks.map((c) => c.name);
+    process.stdout.write(
+      `${wanted}\t${resolved!.profile.description.replace(/\(Kubernetes v1\.\d+\)/, `(policy version ${wanted.slice(wanted.indexOf("@") + 1)})`)}\n`,
+    );
+    process.stdout.write(`\tchecks: ${checks.join(", ")}\n`);
     return 0;
   }
   for (const p of profiles.values()) {

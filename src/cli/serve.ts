@@ -79,7 +79,8 @@ export const SERVE_USAGE = `Usage: imprimatur serve [options]
   --kubeconfig FILE    read namespace labels from this cluster (default: in-cluster when running in a
                        pod; without either, namespaceSelector bindings cannot be decided)
   --profile NAME       bind a shipped PodRestriction profile (baseline, restricted) to every namespace
-                       (repeatable; see "imprimatur profiles")
+                       (repeatable; see "imprimatur profiles"); NAME@v1.25 is the profile at a Pod Security
+                       Standards policy version (v1.0 to v1.37, or latest)
   --registries FILE    RegistryConfig: per-registry CA, client certificate, insecure (plain HTTP), mirrors
   --authfile FILE      the server's own registry credentials ({"auths": {host: {auth|username/password}}}),
                        tried after a pod's pull secrets when resolving tags to digests

@@ -60,8 +60,8 @@ export const DESCRIPTION_ANNOTATION = "imprimatur.dev/description";
 
 export interface CompileOptions {
   source?: PolicyOrigin;
-  /** Raw profile documents by name, for `spec.profile`. */
-  profiles?: ReadonlyMap<string, unknown>;
+  /** Raw profile documents by name, for `spec.profile`; a ProfileCatalog also reads versioned names (`restricted@v1.25`). */
+  profiles?: ReadonlyMap<string, unknown> | ProfileCatalog;
   /** Prefix for rule labels, set when compiling a profile for inclusion ("restricted/"). */
   labelPrefix?: string;
   /** Profiles being included, to refuse cycles. */
@@ -98,7 +98,7 @@ export function compilePodRestriction(raw: unknown, opts: CompileOptions = {}): 
     // As with binding.namespaces: an empty list would silently apply nowhere.
     if (clusters?.length === 0) cx.error(["spec", "clusters"], "is empty, so the policy would apply to no cluster; omit it to apply to every cluster");
     else if (clusters) policy.clusters = clusters;
-    if (spec.profile !== undefined) includeProfile(spec.profile, policy, cx, opts);
+    const included = spec.profile !== undefined ? includeProfile(spec.profile, policy, cx, opts) : undefined;
     const prefix = opts.labelPrefix;
     cx.ruleBase = prefix ? { depth: 1, label: prefix.replace(/\/$/, "") } : undefined;
     const body = compileBody(spec, ["spec"], cx);
@@ -106,27 +106,43 @@ export function compilePodRestriction(raw: unknown, opts: CompileOptions = {}): 
     const overrides: Override[] = [];
     if (spec.checks !== undefined) compileChecks(spec.checks, ["spec", "checks"], cx, policy, prefix ?? "", overrides);
     cx.ruleBase = undefined;
-    applyOverrides(overrides, typeof spec.profile === "string" ? spec.profile : undefined, policy, cx);
+    applyOverrides(overrides, included ?? (typeof spec.profile === "string" ? spec.profile : undefined), policy, cx);
   }
   return cx.issues.length > 0 ? { issues: cx.issues } : { policy, issues: [] };
 }
 
-function includeProfile(rawName: unknown, policy: PodRestriction, cx: CompileContext, opts: CompileOptions): void {
+/** Profiles by name that also resolve versioned names: `restricted@v1.25` → profile `restricted` as policy version v1.25. */
+export interface ProfileCatalog extends ReadonlyMap<string, unknown> {
+  resolve(name: string): ProfileLookup;
+}
+export type ProfileLookup = { name: string; raw: unknown } | { error: string };
+
+function lookUpProfile(name: string, profiles: CompileOptions["profiles"]): ProfileLookup {
+  if (profiles && "resolve" in profiles) return profiles.resolve(name);
+  const raw = profiles?.get(name);
+  if (raw === undefined) return { error: `unknown profile ${JSON.stringify(name)}; shipped profiles: ${[...(profiles?.keys() ?? [])].join(", ") || "none"}` };
+  return { name, raw };
+}
+
+/** Includes the named profile's checks, labelled by its plain name; returns that name (for `overrides`). */
+function includeProfile(rawName: unknown, policy: PodRestriction, cx: CompileContext, opts: CompileOptions): string | undefined {
   const path: RawPath = ["spec", "profile"];
   const known = [...(opts.profiles?.keys() ?? [])];
-  if (typeof rawName !== "string") return cx.error(path, `must be a profile name (${known.join(", ")})`);
-  const profileRaw = opts.profiles?.get(rawName);
-  if (profileRaw === undefined) return cx.error(path, `unknown profile ${JSON.stringify(rawName)}; shipped profiles: ${known.join(", ") || "none"}`);
+  if (typeof rawName !== "string") return void cx.error(path, `must be a profile name (${known.join(", ")})`);
+  const found = lookUpProfile(rawName, opts.profiles);
+  if ("error" in found) return void cx.error(path, found.error);
+  const { name, raw: profileRaw } = found;
   const including = opts.including ?? [];
-  if (including.includes(rawName)) return cx.error(path, `profile ${JSON.stringify(rawName)} includes itself (${[...including, rawName].join(" → ")})`);
+  if (including.includes(name)) return void cx.error(path, `profile ${JSON.stringify(name)} includes itself (${[...including, name].join(" → ")})`);
   const compiled = compilePodRestriction(profileRaw, {
     ...(opts.profiles ? { profiles: opts.profiles } : {}),
-    labelPrefix: `${rawName}/`,
-    including: [...including, rawName],
+    labelPrefix: `${name}/`,
+    including: [...including, name],
   });
-  if (!compiled.policy) return cx.error(path, `profile ${JSON.stringify(rawName)} does not compile: ${compiled.issues.map((i) => i.message).join("; ")}`);
+  if (!compiled.policy) return void cx.error(path, `profile ${JSON.stringify(rawName)} does not compile: ${compiled.issues.map((i) => i.message).join("; ")}`);
   policy.profiles.push(rawName, ...compiled.policy.profiles.filter((p) => p !== rawName));
   policy.checks.push(...compiled.policy.checks);
+  return name;
 }
 
 function compileBody(obj: Record<string, unknown>, path: RawPath, cx: CompileContext): Body {

@@ -3,6 +3,7 @@
 // fields — and the report formats: text (one line per finding and a summary), json, yaml and junit.
 import { stringify } from "yaml";
 import { renderViolation, type Violation } from "../core/decision.ts";
+import { actionsOf, renderAdvisory } from "../core/validation-actions.ts";
 import { verificationsNeeded } from "../core/image-policy/image-verification.ts";
 import { asObject } from "../core/json-shapes.ts";
 import type { RequestUser } from "../core/admission-subject.ts";
@@ -36,6 +37,8 @@ export interface ObjectResult {
   /** Why it was skipped or unverified, or what is wrong with it (result "error"). */
   reason?: string;
   violations: Violation[];
+  /** Failures of policies or rules set to Warn or Audit only: the object is admitted all the same. */
+  advisories?: Violation[];
   /** Result "unverified": each image whose signatures were not verified. */
   unverified?: UnverifiedImage[];
   warnings: string[];
@@ -86,19 +89,24 @@ export async function checkObject(judge: ObjectJudge, m: ManifestObject, opts: C
   if (unknown.length > 0 && opts.strict) return { ...base, result: "error", reason: unknown.join("; ") };
 
   const decision = await engine.validate(plan.subject, { endpoint: "check", deadline: Date.now() + CHECK_DEADLINE_MS, dryRun: true });
-  if (!decision.allowed) return { ...base, result: "denied", violations: decision.violations, warnings: [...unknown, ...decision.warnings] };
+  // Warn failures are reported once, as advisories, not again among the engine's warnings.
+  const advisories = decision.advisories ?? [];
+  const advised = new Set(advisories.map(renderAdvisory));
+  const engineWarnings = advised.size > 0 ? decision.warnings.filter((w) => !advised.has(w)) : decision.warnings;
+  const withAdvisories = { ...base, ...(advisories.length > 0 ? { advisories } : {}) };
+  if (!decision.allowed) return { ...withAdvisories, result: "denied", violations: decision.violations, warnings: [...unknown, ...engineWarnings] };
   const unverified = engine.verifier ? [] : await unverifiedImages(judge, plan.subject);
-  if (unverified.length === 0) return { ...base, result: "allowed", violations: [], warnings: [...unknown, ...decision.warnings] };
+  if (unverified.length === 0) return { ...withAdvisories, result: "allowed", violations: [], warnings: [...unknown, ...engineWarnings] };
   // The engine's "not checked (offline)" warnings say what `unverified` says: the result carries it once.
   const said = (w: string) =>
     unverified.some((u) => w.startsWith(`image ${JSON.stringify(u.image)}: `) && w.includes(` policy ${u.policy} ${u.rule} were not checked`));
   return {
-    ...base,
+    ...withAdvisories,
     result: "unverified",
     reason: `${plural(new Set(unverified.map((u) => u.image)).size, "image")} allowed only with verified signatures, which cannot be checked offline ("imprimatur verify IMAGE" checks them against the registry)`,
     violations: [],
     unverified,
-    warnings: [...unknown, ...decision.warnings.filter((w) => !said(w))],
+    warnings: [...unknown, ...engineWarnings.filter((w) => !said(w))],
   };
 }
 
@@ -142,6 +150,9 @@ export interface Summary {
   unverified: number;
   skipped: number;
   errors: number;
+  /** Objects with a failure set to Warn, and with one set to Audit (counted apart from the verdicts). */
+  warned: number;
+  audited: number;
   /** The kinds skipped, with how many of each ("ConfigMap": 2), when some were. */
   skippedKinds?: Record<string, number>;
 }
@@ -157,17 +168,24 @@ export function summarize(results: readonly ObjectResult[]): Summary {
     unverified: n("unverified"),
     skipped: n("skipped"),
     errors: n("error"),
+    warned: results.filter((r) => failuresOf(r).some((v) => actionsOf(v).includes("Warn"))).length,
+    audited: results.filter((r) => failuresOf(r).some((v) => actionsOf(v).includes("Audit"))).length,
     ...(Object.keys(skippedKinds).length > 0 ? { skippedKinds } : {}),
   };
 }
 
-/** "4 objects: 2 allowed, 1 denied, 1 skipped (ConfigMap)"; unverified and errors only when there are some. */
+function failuresOf(r: ObjectResult): Violation[] {
+  return [...r.violations, ...(r.advisories ?? [])];
+}
+
+/** "4 objects: 2 allowed, 1 denied, 1 skipped (ConfigMap)"; unverified, errors, warned and audited only when there are some. */
 export function summaryLine(s: Summary): string {
   const kinds = Object.entries(s.skippedKinds ?? {}).map(([kind, n]) => (n === 1 ? kind : `${n} ${kind}`));
   return (
     `${plural(s.objects, "object")}: ${s.allowed} allowed, ${s.denied} denied` +
     `${s.unverified > 0 ? `, ${s.unverified} unverified` : ""}, ${s.skipped} skipped${kinds.length > 0 ? ` (${kinds.join(", ")})` : ""}` +
-    `${s.errors > 0 ? `, ${s.errors} with errors` : ""}`
+    `${s.errors > 0 ? `, ${s.errors} with errors` : ""}` +
+    `${s.warned > 0 ? `; ${s.warned} warned` : ""}${s.audited > 0 ? `${s.warned > 0 ? "," : ";"} ${s.audited} audited` : ""}`
   );
 }
 
@@ -180,6 +198,7 @@ export function renderText(results: readonly ObjectResult[]): string {
     else if (r.result === "unverified") for (const u of r.unverified ?? []) lines.push(`${who}: unverified: ${renderUnverified(u)}`);
     else if (r.result === "skipped" || r.result === "error") lines.push(`${who}: ${r.result}: ${r.reason}`);
     else lines.push(`${who}: allowed`);
+    for (const a of r.advisories ?? []) lines.push(`${who}: ${actionsOf(a).join(", ").toLowerCase()}: ${renderAdvisory(a)}`);
     for (const w of r.warnings) lines.push(`${who}: warning: ${w}`);
   }
   lines.push(summaryLine(summarize(results)));
@@ -247,12 +266,13 @@ function structured(r: ObjectResult) {
     result: r.result,
     ...(r.reason !== undefined ? { reason: r.reason } : {}),
     violations: r.violations.map(structuredViolation),
+    ...(r.advisories !== undefined ? { advisories: r.advisories.map(structuredViolation) } : {}),
     ...(r.unverified !== undefined ? { unverified: r.unverified } : {}),
     warnings: r.warnings,
   };
 }
 
-/** A violation as the json and yaml reports give it: the policy's kind as policyKind. */
+/** A violation as the json and yaml reports give it: the policy's kind as policyKind, and what its failure does. */
 export function structuredViolation(v: Violation) {
   return {
     policy: v.policy,
@@ -261,6 +281,7 @@ export function structuredViolation(v: Violation) {
     ...(v.image !== undefined ? { image: v.image } : {}),
     ...(v.field !== undefined ? { field: v.field } : {}),
     message: v.message,
+    validationActions: actionsOf(v),
   };
 }
 

@@ -44,6 +44,8 @@ Offline: remote ImageReview backends and registries are not asked and tags are n
 that a rule with attestors allows is reported as unverified: its signatures cannot be checked without the
 registry ("imprimatur verify" checks them). Objects are checked as written: the defaults kube-apiserver
 would add are not applied.
+Failures of policies or rules whose validationActions are Warn or Audit are listed apart ("warn:",
+"audit:"; -o json gives every failure's validationActions) and do not fail the check: only Deny does.
 Exit code: 0 all allowed (or nothing Imprimatur reviews), 1 some denied or unverified, 2 usage, manifest
 or policy errors, or no object in the input.
 `;

@@ -23,8 +23,9 @@ export const TEST_USAGE = `Usage: imprimatur test [-o text|json] [--strict] DIR|
 
 Runs policy tests: files named imprimatur-test.yaml (or .yml) found recursively under each DIR, or the
 FILE given, each holding one or more PolicyTest documents. A test names policies, shipped profiles,
-manifests and the result expected for each resource it names (allowed, denied or skipped, and which policy
-and rule must deny it or must not). Resources are judged offline, as "imprimatur check" judges them.
+manifests and the result expected for each resource it names (allowed, denied, skipped, or warned or
+audited: allowed with a failure set to Warn or Audit; and which policy and rule must deny, warn or audit
+it, or must not deny it). Resources are judged offline, as "imprimatur check" judges them.
 Resources a test does not name are listed as untested; they do not fail it. docs/policy-tests.md
 describes the format.
 
@@ -90,7 +91,7 @@ export const POLICY_TEST_KIND = "PolicyTest";
 const OUTPUTS = ["text", "json"] as const;
 type Output = (typeof OUTPUTS)[number];
 
-const EXPECTABLE = ["allowed", "denied", "unverified", "skipped"] as const;
+const EXPECTABLE = ["allowed", "denied", "unverified", "skipped", "warned", "audited"] as const;
 type Expected = (typeof EXPECTABLE)[number];
 
 const TEST_KEYS = [
@@ -418,7 +419,7 @@ function checkExpectation(raw: unknown, i: number, checks: ConfigChecks): Omit<E
     bad("rule", "must be a rule name as violations give it (rules[1], restricted/runAsUser)");
   if (r.rule !== undefined && r.policy === undefined) bad("rule", "needs policy: a rule is named within a policy");
   if (r.policy !== undefined && r.result === "skipped")
-    bad("policy", "only with result allowed, denied or unverified: a skipped resource is judged by no policy");
+    bad("policy", "only with result allowed, denied, unverified, warned or audited: a skipped resource is judged by no policy");
   if (!ok || !m) return undefined;
   return {
     index: i,
@@ -526,6 +527,7 @@ function unmatched(expected: Expectation, found: readonly ObjectResult[], object
  * allowed but for signatures offline cannot verify meets "allowed".
  */
 export function judge(expected: Expectation, object: ObjectResult, allowUnverified = false): string | undefined {
+  if (expected.result === "warned" || expected.result === "audited") return judgeAdvisory(expected, object, allowUnverified);
   const got = allowUnverified && object.result === "unverified" && expected.result === "allowed" ? "allowed" : object.result;
   if (got !== expected.result) {
     const detail =
@@ -544,6 +546,28 @@ export function judge(expected: Expectation, object: ObjectResult, allowUnverifi
   return undefined;
 }
 
+/** "warned" and "audited": admitted, with a failure set to Warn (or Audit), of the policy and rule if named. */
+function judgeAdvisory(expected: Expectation, object: ObjectResult, allowUnverified: boolean): string | undefined {
+  const admitted = object.result === "allowed" || (allowUnverified && object.result === "unverified");
+  if (!admitted) {
+    const detail =
+      object.reason !== undefined ? `: ${object.reason}` : object.violations.length > 0 ? ` (${plural(object.violations.length, "violation")})` : "";
+    return `expected ${expected.result}, got ${object.result}${detail}`;
+  }
+  const action = expected.result === "warned" ? "Warn" : "Audit";
+  const advisories = object.advisories ?? [];
+  const found = advisories.filter(
+    (v) =>
+      (v.actions ?? []).includes(action) &&
+      (expected.policy === undefined || v.policy === expected.policy) &&
+      (expected.rule === undefined || v.rule === expected.rule),
+  );
+  if (found.length > 0) return undefined;
+  const label = expected.policy === undefined ? "" : ` by ${expected.policy}${expected.rule !== undefined ? ` ${expected.rule}` : ""}`;
+  const others = advisories.map((v) => `${v.policy} ${v.rule} (${(v.actions ?? []).join(", ")})`);
+  return `allowed, but not ${expected.result}${label}: ${others.length > 0 ? `its failures set to Warn or Audit are ${others.join(", ")}` : "no failure set to Warn or Audit"}`;
+}
+
 function plural(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? "" : "s"}`;
 }
@@ -551,6 +575,7 @@ function plural(n: number, noun: string): string {
 export function expectedText(e: Expectation): string {
   if (e.policy === undefined) return e.result;
   const label = `${e.policy}${e.rule !== undefined ? ` ${e.rule}` : ""}`;
+  if (e.result === "warned" || e.result === "audited") return `${e.result} by ${label}`;
   return e.result === "denied" ? `denied by ${label}` : e.result === "unverified" ? `unverified under ${label}` : `${e.result}, no violation of ${label}`;
 }
 

@@ -1,6 +1,9 @@
 // The one shape every evaluation returns, and the one rendering of it shared by the webhook,
 // the ImageReview reason and the CLI ("errors are data").
 
+/** What a failed check does (validationActions; see validation-actions.ts). */
+export type ValidationAction = "Deny" | "Warn" | "Audit";
+
 export interface Violation {
   /** Policy that produced the violation (metadata.name), or "imprimatur" for request-level problems. */
   policy: string;
@@ -14,6 +17,8 @@ export interface Violation {
   field?: string;
   /** Why, in words a person can act on. */
   message: string;
+  /** The policy's or rule's validationActions; absent: Deny. */
+  actions?: readonly ValidationAction[];
 }
 
 /** An override of a denial by the break-glass annotations, to be written to the audit log before answering. */
@@ -44,7 +49,10 @@ export interface Pass {
 
 export interface Decision {
   allowed: boolean;
+  /** The failures that deny (validationActions holding Deny). */
   violations: Violation[];
+  /** Failures that only warn or audit (validationActions without Deny): they do not deny, reports list them. */
+  advisories?: Violation[];
   warnings: string[];
   /** Keys without prefix; the server prefixes them with the webhook's audit-annotation domain. */
   auditAnnotations: Record<string, string>;
@@ -79,6 +87,7 @@ export function combineDecisions(...decisions: Decision[]): Decision {
   // One pass with plain loops: this runs on every admission.
   const out: Decision = { allowed: true, violations: [], warnings: [], auditAnnotations: {} };
   const passes: Pass[] = [];
+  const advisories: Violation[] = [];
   const overrides: BreakGlassUse[] = [];
   const failOpen: NonNullable<Decision["failOpen"]> = [];
   const patches: JsonPatchOperation[] = [];
@@ -88,11 +97,13 @@ export function combineDecisions(...decisions: Decision[]): Decision {
     appendAll(out.warnings, d.warnings);
     Object.assign(out.auditAnnotations, d.auditAnnotations);
     if (d.passes) appendAll(passes, d.passes);
+    if (d.advisories) appendAll(advisories, d.advisories);
     if (d.breakGlass) overrides.push(d.breakGlass);
     if (d.failOpen) appendAll(failOpen, d.failOpen);
     if (d.patches) appendAll(patches, d.patches);
   }
   if (passes.length > 0) out.passes = passes;
+  if (advisories.length > 0) out.advisories = advisories;
   if (overrides.length > 0 && out.allowed) out.breakGlass = { ...overrides[0]!, overridden: overrides.flatMap((o) => o.overridden) };
   if (failOpen.length > 0) out.failOpen = failOpen;
   if (patches.length > 0) out.patches = patches;

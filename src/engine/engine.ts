@@ -25,6 +25,7 @@ import { registryAnswered, type PinningOutcome } from "../core/digest-pinning.ts
 import { imagePolicyAnnotations } from "../core/image-review.ts";
 import { fullName } from "../core/image-reference.ts";
 import { asObject } from "../core/json-shapes.ts";
+import { withActionEffects } from "../core/validation-actions.ts";
 import { NO_NAMESPACE_LABELS, type NamespaceLabelSource } from "../core/namespace-labels.ts";
 import { evaluateKinds, preparePolicies, type PolicySet, type PreparedPolicies } from "../core/policy-kinds.ts";
 import type { MatchedRequest } from "../core/request-match/request-match.ts";
@@ -252,7 +253,8 @@ export class Engine {
     decisions.push(...remote);
     if (resolved) decisions.push(resolved.decision);
     if (outOfReach.length > 0) decisions.push(deny(outOfReach));
-    let decision = decisions.length === 0 ? allow() : combineDecisions(...decisions);
+    // Failures set to Warn or Audit add their warnings and audit annotation once, over every kind.
+    let decision = decisions.length === 0 ? allow() : withActionEffects(combineDecisions(...decisions));
     if (!decision.allowed) decision.auditAnnotations.decision = "denied";
     decision = await recordOverrides(
       this.audit,

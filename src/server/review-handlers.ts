@@ -7,7 +7,7 @@
 import { admissionResponse, parseAdmissionReview, type AdmissionResponseBody, type ParsedAdmissionReview } from "../core/admission-review.ts";
 import { subjectOfImageReview } from "../core/admission-subject.ts";
 import type { Caller } from "../audit/caller.ts";
-import { allow, renderReason, type Decision } from "../core/decision.ts";
+import { allow, capList, moreText, renderReason, type Decision } from "../core/decision.ts";
 import { parseImageReview, type ImageReview } from "../core/image-review.ts";
 import type { AdmissionCall } from "../engine/admission-call.ts";
 import type { Engine } from "../engine/engine.ts";
@@ -30,7 +30,10 @@ export async function handleImageReview(ctx: HandlerContext, body: unknown, dead
   const decision = await ctx.engine.validate(subjectOfImageReview(review.spec), { endpoint: "imagereview", deadline, dryRun: false, caller });
   const status: NonNullable<ImageReview["status"]> = { allowed: decision.allowed };
   if (!decision.allowed) status.reason = renderReason(decision.violations);
-  if (Object.keys(decision.auditAnnotations).length > 0) status.auditAnnotations = decision.auditAnnotations;
+  // An ImageReview has no warnings: what the webhooks would return as warnings goes to the audit annotations.
+  const auditAnnotations =
+    decision.warnings.length > 0 ? { ...decision.auditAnnotations, warnings: imageReviewWarnings(decision.warnings) } : decision.auditAnnotations;
+  if (Object.keys(auditAnnotations).length > 0) status.auditAnnotations = auditAnnotations;
   return { body: { ...review, status }, decision };
 }
 
@@ -47,6 +50,12 @@ export async function handleMutate(ctx: HandlerContext, body: unknown, deadline:
   const plan = ctx.engine.subjectOfRequest(review.request, caller);
   const decision = plan.review ? await ctx.engine.mutate(plan.subject, callOf(review, "mutate", deadline, caller)) : undefined;
   return { body: admissionResponse(review, decision ?? allow()), decision };
+}
+
+/** The warnings as one JSON list, capped as every list of findings is. */
+function imageReviewWarnings(warnings: readonly string[]): string {
+  const { listed, more } = capList(warnings);
+  return JSON.stringify(more > 0 ? [...listed, moreText(more, "more warnings")] : listed);
 }
 
 function admissionReviewOf(body: unknown): ParsedAdmissionReview {

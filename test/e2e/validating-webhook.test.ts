@@ -94,6 +94,7 @@ before(async () => {
     ["e2e-closed", "closed"],
     ["e2e-open", "open"],
     ["e2e-locked", "closed"],
+    ["e2e-actions", "closed"],
   ]) {
     assert.equal(
       (await cluster.apply(JSON.stringify({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns, labels: { "imprimatur-mode": mode } } }))).code,
@@ -142,6 +143,43 @@ test("a denied image is rejected with our message", async () => {
     res.stderr,
     /admission webhook "closed\.imprimatur\.dev" denied the request: image "docker\.io\/library\/nginx:1\.25" \(spec\.containers\[0\]\.image\) denied by policy trusted-registries default: only images from registry\.example\.com may run/,
   );
+});
+
+test("validationActions: Warn admits and kubectl prints the warning; Audit admits with the audit annotation; Deny+Audit refuses and annotates", async () => {
+  const warned = await cluster.apply(podYaml("warned", "e2e-actions", ["registry.example.com/legacy/app:1.0"]));
+  assert.equal(warned.code, 0, warned.stderr);
+  assert.ok(
+    warned.stderr.includes(
+      'Warning: image "registry.example.com/legacy/app:1.0" (spec.containers[0].image) violates policy registry-migration rules[0]: legacy images move to registry.example.com/apps',
+    ),
+    warned.stderr,
+  );
+  const [warnedEvent] = await auditEvents("warned", "e2e-actions");
+  assert.equal(warnedEvent?.annotations?.["closed.imprimatur.dev/decision"], "allowed");
+  assert.equal(warnedEvent?.annotations?.["closed.imprimatur.dev/validation-failures"], undefined);
+
+  const audited = await cluster.apply(podYaml("audited", "e2e-actions", ["registry.example.com/old/app:1.0"]));
+  assert.equal(audited.code, 0, audited.stderr);
+  assert.doesNotMatch(audited.stderr, /Warning/);
+  const [auditedEvent] = await auditEvents("audited", "e2e-actions");
+  assert.deepEqual(JSON.parse(auditedEvent?.annotations?.["closed.imprimatur.dev/validation-failures"] ?? "null"), [
+    {
+      message: "old images are being retired",
+      policy: "registry-migration",
+      rule: "rules[1]",
+      image: "registry.example.com/old/app:1.0",
+      field: "spec.containers[0].image",
+      validationActions: ["Audit"],
+    },
+  ]);
+  assert.equal((await cluster.kubectl(["get", "pod", "audited", "-n", "e2e-actions"])).code, 0, "the audited pod exists");
+
+  const refused = await cluster.apply(podYaml("refused", "e2e-actions", ["registry.example.com/retired/app:1.0"]));
+  assert.notEqual(refused.code, 0);
+  assert.match(refused.stderr, /denied by policy registry-migration rules\[2\]: retired images may not run/);
+  const [refusedEvent] = await auditEvents("refused", "e2e-actions");
+  assert.equal(refusedEvent?.annotations?.["closed.imprimatur.dev/decision"], "denied");
+  assert.equal(JSON.parse(refusedEvent?.annotations?.["closed.imprimatur.dev/validation-failures"] ?? "[]")[0]?.rule, "rules[2]");
 });
 
 test("the third-party backend's denial denies the pod, with its reason", async () => {

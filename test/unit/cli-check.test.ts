@@ -76,7 +76,7 @@ test("json output has structured violations and a summary; exit 0 when everythin
     results: [
       { file: join(dir, "pod.json"), apiVersion: "v1", kind: "Pod", name: "solo", namespace: "default", result: "allowed", violations: [], warnings: [] },
     ],
-    summary: { objects: 1, allowed: 1, denied: 0, unverified: 0, skipped: 0, errors: 0 },
+    summary: { objects: 1, allowed: 1, denied: 0, unverified: 0, skipped: 0, errors: 0, warned: 0, audited: 0 },
   });
   const denied = run(["check", "--policies", POLICIES, "-f", join(dir, "app.yaml"), "-o", "json"]);
   assert.equal(denied.code, 1, denied.stderr);
@@ -88,6 +88,7 @@ test("json output has structured violations and a summary; exit 0 when everythin
       image: "busybox:1.36",
       field: "spec.jobTemplate.spec.template.spec.initContainers[0].image",
       message: "only images from registry.example.com may run",
+      validationActions: ["Deny"],
     },
   ]);
 });

@@ -15,6 +15,7 @@ import { parseImageReference } from "../image-reference.ts";
 import { compileImagePath, type ImagePath, type RawImagePath } from "../image-paths.ts";
 import type { LabelSelector } from "../label-selector.ts";
 import { compileRequestMatch } from "../request-match/compile-request-match.ts";
+import { compileValidationActions, type ValidationAction } from "../validation-actions.ts";
 
 export interface RawImagePolicy {
   metadata: { name: string };
@@ -46,8 +47,10 @@ export interface RawImagePolicy {
         statementsMustPass?: "all" | "any";
       }>;
       validate?: { cel: string; message?: string };
+      validationActions?: unknown;
     }>;
     default?: "allow" | "deny";
+    validationActions?: unknown;
     defaultMessage?: string;
     breakGlass?: { allowed?: boolean; requiredAnnotations?: string[]; ticketPattern?: string };
   };
@@ -95,6 +98,10 @@ export function compileImagePolicy(
       ...((digestVerify ?? verifiesDigest) ? { digestVerify: true } : {}),
       ...((digestMutate ?? verifiesDigest) ? { digestMutate: true } : {}),
     };
+    if (r.validationActions !== undefined) {
+      const actions = validationActionsAt(r.validationActions, ["spec", "rules", index, "validationActions"], errors);
+      if (actions) rule.validationActions = actions;
+    }
     if (r.attestors && r.action === "allow") {
       const compiled = compileAttestorSets(r.attestors, ["spec", "rules", index, "attestors"], related);
       errors.push(...compiled.errors);
@@ -190,6 +197,9 @@ export function compileImagePolicy(
     }
   }
 
+  const validationActions =
+    raw.spec.validationActions === undefined ? undefined : validationActionsAt(raw.spec.validationActions, ["spec", "validationActions"], errors);
+
   if (errors.length > 0) return { errors };
   return {
     errors,
@@ -203,6 +213,7 @@ export function compileImagePolicy(
       ...(imagePaths.length > 0 ? { imagePaths } : {}),
       rules,
       default: raw.spec.default ?? "deny",
+      ...(validationActions ? { validationActions } : {}),
       ...(raw.spec.defaultMessage !== undefined ? { defaultMessage: raw.spec.defaultMessage } : {}),
       breakGlass: {
         allowed: bg.allowed ?? false,
@@ -211,6 +222,12 @@ export function compileImagePolicy(
       },
     },
   };
+}
+
+function validationActionsAt(raw: unknown, path: FieldError["path"], errors: FieldError[]): ValidationAction[] | undefined {
+  const compiled = compileValidationActions(raw);
+  if (compiled.error) errors.push({ path, message: compiled.error });
+  return compiled.actions;
 }
 
 /** A rule's digestVerify or digestMutate under either spelling; undefined when the rule gives neither. */

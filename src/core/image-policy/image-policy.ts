@@ -1,5 +1,6 @@
 // The ImagePolicy kind, compiled (patterns parsed, defaults filled), and its pure evaluation.
-import { allow, capList, deny, moreText, renderReason, type Decision, type Pass, type Violation } from "../decision.ts";
+import { allow, capList, deny, moreText, renderReason, type Decision, type Pass, type ValidationAction, type Violation } from "../decision.ts";
+import { denies } from "../validation-actions.ts";
 import type { ImagePattern } from "../image-pattern.ts";
 import { parseImageReferenceCached, type ImageReference } from "../image-reference.ts";
 import { describeLabelSelector, matchesLabelSelector, type LabelSelector } from "../label-selector.ts";
@@ -34,6 +35,8 @@ export interface ImageRule {
   attestations?: AttestationCheck[];
   /** Allow only: a CEL check over the verified data, after attestors and attestations pass. */
   validate?: { cel: CompiledCel; message?: string };
+  /** What a failure of this rule does; absent: the policy's. */
+  validationActions?: readonly ValidationAction[];
 }
 
 export interface AttestationCheck {
@@ -63,6 +66,8 @@ export interface ImagePolicy {
   rules: ImageRule[];
   default: ImageAction;
   defaultMessage?: string;
+  /** What a failure does (Deny, Warn, Audit); absent: Deny. A rule may say otherwise. */
+  validationActions?: readonly ValidationAction[];
   breakGlass: BreakGlassPolicy;
 }
 
@@ -328,10 +333,14 @@ function validateFailure(rule: ImageRule, result: Extract<ImageVerification, { s
 export function evaluateImagePolicies(policies: readonly ImagePolicy[], request: ImageRequest, ctx: EvaluationContext): Decision {
   const applicable: ImagePolicy[] = [];
   const blocking: Violation[] = []; // violations no break-glass can set aside
+  const advisories: Violation[] = []; // failures of policies or rules whose validationActions hold no Deny
   for (const policy of policies) {
     const a = policyApplies(policy, request.namespace, ctx);
-    if ("unknown" in a) blocking.push(a.unknown);
-    else if (a.applies) applicable.push(policy);
+    if ("unknown" in a) {
+      // Whether the policy applies is undecided: its failure, acted on as its validationActions say.
+      const failure = stamped(a.unknown, policy.validationActions);
+      (denies(failure) ? blocking : advisories).push(failure);
+    } else if (a.applies) applicable.push(policy);
   }
 
   const denials: Array<{ violation: Violation; policy: ImagePolicy }> = [];
@@ -348,8 +357,11 @@ export function evaluateImagePolicies(policies: readonly ImagePolicy[], request:
       const verdict = decideImage(policy, parsed.ref, image, field, ctx);
       if (verdict.warning) warningSet.add(verdict.warning);
       if (verdict.failOpen) failOpen.push(verdict.failOpen);
-      if (verdict.violation) denials.push({ violation: verdict.violation, policy });
-      else passes.push({ kind: "ImagePolicy", policy: policy.name, rule: verdict.rule, image, ...(field ? { field } : {}) });
+      if (verdict.violation) {
+        const violation = stamped(verdict.violation, actionsOfRule(policy, matchingRule(policy, parsed.ref)?.rule));
+        if (denies(violation)) denials.push({ violation, policy });
+        else advisories.push(violation);
+      } else passes.push({ kind: "ImagePolicy", policy: policy.name, rule: verdict.rule, image, ...(field ? { field } : {}) });
     }
   }
 
@@ -358,11 +370,13 @@ export function evaluateImagePolicies(policies: readonly ImagePolicy[], request:
   const policyNames = applicable.map((p) => p.name).join(",") || "none";
   const verified = ctx.verifications ? verifiedImagesRecord(ctx.verifications) : {};
   const evidence: Record<string, string> = Object.keys(verified).length > 0 ? { "verified-images": JSON.stringify(verified) } : {};
+  const advised = advisories.length > 0 ? { advisories } : {};
   if (blocking.length === 0 && denials.length === 0) {
     const allowed = allow({
       auditAnnotations: { decision: "allowed", policies: policyNames, ...evidence },
       warnings,
       ...(passes.length > 0 ? { passes } : {}),
+      ...advised,
     });
     if (failOpen.length > 0) {
       allowed.failOpen = failOpen;
@@ -375,6 +389,7 @@ export function evaluateImagePolicies(policies: readonly ImagePolicy[], request:
     auditAnnotations: { decision: "denied", policies: policyNames, reason: renderReason(violations), ...evidence },
     warnings,
     ...(passes.length > 0 ? { passes } : {}),
+    ...advised,
   });
   return applyBreakGlass(denied, {
     annotations: request.annotations,
@@ -382,4 +397,14 @@ export function evaluateImagePolicies(policies: readonly ImagePolicy[], request:
     blocking,
     denials,
   });
+}
+
+/** The actions of the rule that decided, else the policy's (the default rule and undecidable scopes). */
+function actionsOfRule(policy: ImagePolicy, rule: ImageRule | undefined): readonly ValidationAction[] | undefined {
+  return rule?.validationActions ?? policy.validationActions;
+}
+
+/** The violation with the actions it is to be acted on by; unchanged (Deny) when there are none. */
+function stamped(violation: Violation, actions: readonly ValidationAction[] | undefined): Violation {
+  return actions ? { ...violation, actions } : violation;
 }

@@ -6,6 +6,7 @@ import { describeLabelSelector } from "../label-selector.ts";
 import { podRestrictionFindings } from "./pod-restriction.ts";
 import type { PodUnderReview } from "../pod-under-review.ts";
 import type { PodRestrictionIndex } from "./restriction-index.ts";
+import { splitByAction } from "../validation-actions.ts";
 
 export const ACCEPTED_BY_ANNOTATION = "pod-restriction-accepted-by";
 
@@ -50,9 +51,20 @@ export function decidePodRestrictions(
   const passes: Pass[] = [];
   for (const p of drops) {
     const findings = podRestrictionFindings(p, pod);
-    for (const f of findings) violations.push({ policy: p.name, kind: "PodRestriction", rule: f.rule, field: f.field, message: f.message });
+    for (const f of findings)
+      violations.push({
+        policy: p.name,
+        kind: "PodRestriction",
+        rule: f.rule,
+        field: f.field,
+        message: f.message,
+        ...(f.actions ? { actions: f.actions } : {}),
+      });
     if (findings.length === 0) passes.push({ kind: "PodRestriction", policy: p.name, rule: "all", field: pod.spec.field || "spec" });
   }
-  if (violations.length === 0) return allow({ passes });
-  return deny(violations, { warnings: notAccepted, ...(passes.length > 0 ? { passes } : {}) });
+  // Failures of checks set to Warn or Audit only do not deny: they are the decision's advisories.
+  const { enforced, advisory } = splitByAction(violations);
+  const advised = advisory.length > 0 ? { advisories: advisory } : {};
+  if (enforced.length === 0) return allow({ passes, ...advised });
+  return deny(enforced, { warnings: notAccepted, ...(passes.length > 0 ? { passes } : {}), ...advised });
 }

@@ -25,6 +25,7 @@ import type { PolicyOrigin } from "../policy-origin.ts";
 import type { PodUnderReview } from "../pod-under-review.ts";
 import { compileRequestMatch } from "../request-match/compile-request-match.ts";
 import type { RequestMatch } from "../request-match/request-match.ts";
+import { compileValidationActions, type ValidationAction } from "../validation-actions.ts";
 
 export interface PodRestriction {
   name: string;
@@ -38,6 +39,8 @@ export interface PodRestriction {
   /** Profiles this policy includes, directly or through another profile. */
   profiles: string[];
   checks: RestrictionCheck[];
+  /** What a failure does (Deny, Warn, Audit); absent: Deny. A check may say otherwise. */
+  validationActions?: readonly ValidationAction[];
   description?: string;
   source?: PolicyOrigin;
 }
@@ -54,6 +57,8 @@ export interface RestrictionCheck {
   when?: Body;
   unless?: Body;
   body: Body;
+  /** What a failure of this check does; absent: the policy's. */
+  validationActions?: readonly ValidationAction[];
 }
 
 export const DESCRIPTION_ANNOTATION = "imprimatur.dev/description";
@@ -89,8 +94,24 @@ export function compilePodRestriction(raw: unknown, opts: CompileOptions = {}): 
   if (typeof description === "string") policy.description = description;
   if (opts.source) policy.source = opts.source;
 
-  const spec = readMapping(top.spec ?? {}, ["spec"], cx, ["profile", "metadata", "spec", "checks", "clusters", "matchConstraints", "matchConditions"]);
+  const spec = readMapping(top.spec ?? {}, ["spec"], cx, [
+    "profile",
+    "metadata",
+    "spec",
+    "checks",
+    "clusters",
+    "matchConstraints",
+    "matchConditions",
+    "validationActions",
+  ]);
   if (spec) {
+    if (spec.validationActions !== undefined) {
+      const actions = readValidationActions(spec.validationActions, ["spec", "validationActions"], cx);
+      // An Accept policy only admits (the pods it accepts skip the Drop policies): it has no failure to act on.
+      if (actions && binding.mode === "Accept")
+        cx.error(["spec", "validationActions"], "applies to failures of Drop policies; an Accept policy admits the pods it accepts and denies none");
+      else if (actions) policy.validationActions = actions;
+    }
     const scope = compileRequestMatch(spec);
     for (const issue of scope.issues) cx.error(issue.path, issue.message);
     if (scope.match) policy.match = scope.match;
@@ -189,7 +210,7 @@ function compileChecks(raw: unknown, path: RawPath, cx: CompileContext, policy: 
   const names = new Set<string>();
   raw.forEach((item, i) => {
     const p = [...path, i];
-    const obj = readMapping(item, p, cx, ["name", "description", "overrides", "when", "unless", "metadata", "spec"]);
+    const obj = readMapping(item, p, cx, ["name", "description", "overrides", "when", "unless", "metadata", "spec", "validationActions"]);
     if (!obj) return;
     if (typeof obj.name !== "string" || !CHECK_NAME.test(obj.name))
       return cx.error(
@@ -203,6 +224,12 @@ function compileChecks(raw: unknown, path: RawPath, cx: CompileContext, policy: 
     cx.ruleBase = { depth: p.length, label: `${prefix}${obj.name}` };
     const check: RestrictionCheck = { name: `${prefix}${obj.name}`, body: compileBody(obj, p, cx) };
     if (typeof obj.description === "string") check.description = obj.description;
+    if (obj.validationActions !== undefined) {
+      const actions = readValidationActions(obj.validationActions, [...p, "validationActions"], cx);
+      if (actions && policy.mode === "Accept")
+        cx.error([...p, "validationActions"], "applies to failures of Drop policies; an Accept policy admits the pods it accepts and denies none");
+      else if (actions) check.validationActions = actions;
+    }
     for (const cond of ["when", "unless"] as const) {
       if (obj[cond] === undefined) continue;
       const c = readMapping(obj[cond], [...p, cond], cx, ["metadata", "spec"]);
@@ -222,9 +249,18 @@ export function podRestrictionFindings(policy: PodRestriction, pod: PodUnderRevi
       if (check.when && !satisfies(check.when, pod, ecx)) continue;
       if (check.unless && satisfies(check.unless, pod, ecx)) continue;
     }
+    const before = out.length;
     runBody(check.body, pod, ecx, out);
+    const actions = check.validationActions ?? policy.validationActions;
+    if (actions) for (let i = before; i < out.length; i++) out[i] = { ...out[i]!, actions };
   }
   return dedupe(out);
+}
+
+function readValidationActions(raw: unknown, path: RawPath, cx: CompileContext): ValidationAction[] | undefined {
+  const compiled = compileValidationActions(raw);
+  if (compiled.error) cx.error(path, compiled.error);
+  return compiled.actions;
 }
 
 function runBody(body: Body, pod: PodUnderReview, ecx: EvalContext, out: Finding[]): void {

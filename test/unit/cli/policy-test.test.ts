@@ -164,10 +164,10 @@ results:
       `imprimatur test: ${file}:4 (polices): unknown field; did you mean "policies"?`,
       `imprimatur test: ${file}:5 (profiles[0]): unknown profile "strict"; shipped profiles: baseline, restricted`,
       `imprimatur test: ${file}:6 (resources[1]): ${join(dir, "missing.yaml")}: no such file or directory`,
-      `imprimatur test: ${file}:8 (results[0].result): must be one of allowed, denied, unverified, skipped; got "rejected"`,
+      `imprimatur test: ${file}:8 (results[0].result): must be one of allowed, denied, unverified, skipped, warned, audited; got "rejected"`,
       `imprimatur test: ${file}:9 (results[1].resource): must be KIND/NAME, e.g. Pod/web; got "root"`,
       `imprimatur test: ${file}:10 (results[2].rule): needs policy: a rule is named within a policy`,
-      `imprimatur test: ${file}:11 (results[3].policy): only with result allowed, denied or unverified: a skipped resource is judged by no policy`,
+      `imprimatur test: ${file}:11 (results[3].policy): only with result allowed, denied, unverified, warned or audited: a skipped resource is judged by no policy`,
     ]);
     assert.equal(r.stdout, "0 tests: 0 passed, 0 failed, 8 errors\n");
   });
@@ -264,7 +264,14 @@ results:
               actual: "denied",
               status: "pass",
               violations: [
-                { policy: "no-latest", rule: "rules[0]", image: "registry.example.com/app", field: "spec.containers[0].image", message: "pin a version" },
+                {
+                  policy: "no-latest",
+                  rule: "rules[0]",
+                  image: "registry.example.com/app",
+                  field: "spec.containers[0].image",
+                  message: "pin a version",
+                  validationActions: ["Deny"],
+                },
               ],
               warnings: [],
             },

@@ -1,6 +1,7 @@
 // What every restriction type shares: how a restriction is compiled from its YAML form (with errors that
 // carry the path inside the policy), how a value of the object under review is located, and what a
 // failed check reports. Restrictions compile to plain closures so evaluation allocates little.
+import type { ValidationAction } from "../../decision.ts";
 import { formatFieldPath } from "../../field-path.ts";
 import { isObject } from "../../json-shapes.ts";
 import { didYouMean } from "../../unknown-field.ts";
@@ -30,6 +31,8 @@ export interface Finding {
   field: string;
   rule: string;
   message: string;
+  /** The validationActions of the check (or policy) that found it; absent: Deny. */
+  actions?: readonly ValidationAction[];
 }
 
 /** A value of the object under review and its field path. */

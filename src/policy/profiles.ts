@@ -25,7 +25,7 @@ export const VERSIONS_ANNOTATION = "imprimatur.dev/policy-versions";
 export type PolicyVersion = number | "latest";
 
 /** One variant of a check: in force from `from` up to the next variant's `from`. */
-interface CheckVariant {
+export interface CheckVariant {
   from: number;
   /** Fields that replace the written check's (null removes one); empty for the check as written. */
   replaces: Record<string, unknown>;
@@ -50,7 +50,8 @@ export function shippedProfiles(): Promise<Map<string, Profile>> {
   return shipped;
 }
 
-async function loadProfiles(dir: string): Promise<Map<string, Profile>> {
+/** The profiles in `dir` (the shipped ones are read from PROFILES_DIR once, by shippedProfiles). Throws PolicyLoadError. */
+export async function loadProfiles(dir: string): Promise<Map<string, Profile>> {
   const files = (await readdir(dir)).filter((f) => /\.ya?ml$/.test(f)).sort();
   const raws = new Map<string, { raw: unknown; file: string }>();
   for (const f of files) {

@@ -27,6 +27,7 @@ import { PodRestrictionIndex } from "../../src/core/pod-restriction/restriction-
 import { podsInObject } from "../../src/core/workload-templates.ts";
 import {
   bindProfileClusterWide,
+  loadProfiles,
   NEWEST_POLICY_MINOR,
   parsePolicyVersion,
   policyMinors,
@@ -529,6 +530,60 @@ describe("policy versions: generated fixtures, one pod per change judged at ever
     for (const windows of [false, true])
       for (const level of LEVELS)
         for (const minor of MINORS) assert.ok(judge(bound.get(`${level}@v1.${minor}`)!, basePod(windows)).allowed, `${level}@v1.${minor}`);
+  });
+});
+
+describe("policy versions: a broken version table is a load error naming it", () => {
+  const profileWith = (table: string) =>
+    [
+      "apiVersion: imprimatur.dev/v1alpha1",
+      "kind: PodRestriction",
+      "metadata:",
+      "  name: mini",
+      "  annotations:",
+      "    imprimatur.dev/policy-versions: |",
+      ...table.split("\n").map((l) => `      ${l}`),
+      "spec:",
+      "  checks:",
+      "    - name: privileged",
+      "      spec: { containers: [{ securityContext: { privileged: { allowNil: true, require: false } } }] }",
+      "",
+    ].join("\n");
+  const cases: Array<[string, string, RegExp]> = [
+    ["unknown check", "nope:\n  - from: v1.2", /nope: not a check of profile "mini"/],
+    ["not a list", "privileged: v1.2", /privileged: must be a list of the versions it changed at/],
+    ["bad version", "privileged:\n  - from: 1.2", /privileged\[0\]\.from: must be a version from v1\.0 to v1\.37, got 1\.2$/],
+    ["future version", "privileged:\n  - from: v1.38", /privileged\[0\]\.from: must be a version from v1\.0 to v1\.37/],
+    ["versions out of order", "privileged:\n  - from: v1.5\n    spec: null\n  - from: v1.5", /privileged\[1\]\.from: versions must grow, oldest first/],
+    ["unknown field", "privileged:\n  - from: v1.2\n    binding: {}\n  - from: v1.3", /privileged\[0\]: unknown field "binding"/],
+    [
+      "last entry not as written",
+      "privileged:\n  - from: v1.2\n    spec: null",
+      /privileged: the last version is the check as written, so it replaces no field/,
+    ],
+    ["not a mapping", "- privileged", /must map check names to their versions/],
+    ["not YAML", "privileged: [", /\): YAML line \d+: /],
+  ];
+  for (const [name, table, message] of cases) {
+    it(name, async () => {
+      const dir = await mkdtemp(join(tmpdir(), "imprimatur-profile-table-"));
+      await writeFile(join(dir, "mini.yaml"), profileWith(table));
+      await assert.rejects(loadProfiles(dir), (e: Error) => {
+        assert.match(e.message, /mini\.yaml.*metadata\.annotations\[imprimatur\.dev\/policy-versions\]/);
+        assert.match(e.message, message);
+        return true;
+      });
+    });
+  }
+
+  it("a valid table loads, and a check first listed after v1.0 is absent before it", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "imprimatur-profile-table-"));
+    await writeFile(join(dir, "mini.yaml"), profileWith("privileged:\n  - from: v1.3\n    description: early\n  - from: v1.7"));
+    const mini = (await loadProfiles(dir)).get("mini")!;
+    const checksAt = (minor: number) => (profileDocumentAt(mini, minor) as { spec: { checks: Array<{ description?: string }> } }).spec.checks;
+    assert.deepEqual(checksAt(2), []);
+    assert.equal(checksAt(3)[0]!.description, "early");
+    assert.equal(checksAt(7)[0]!.description, undefined);
   });
 });
 

@@ -12,7 +12,13 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { readKubeYaml } from "../config/kube-yaml.ts";
 import { isObject } from "../core/json-shapes.ts";
-import { compilePodRestriction, type PodRestriction, type ProfileCatalog, type ProfileLookup } from "../core/pod-restriction/pod-restriction.ts";
+import {
+  compilePodRestriction,
+  DESCRIPTION_ANNOTATION,
+  type PodRestriction,
+  type ProfileCatalog,
+  type ProfileLookup,
+} from "../core/pod-restriction/pod-restriction.ts";
 import { formatPath, PolicyLoadError, type PolicyError } from "./policy-error.ts";
 
 export const PROFILES_DIR = fileURLToPath(new URL("../../policies/profiles/", import.meta.url));
@@ -168,9 +174,8 @@ export function profileDocumentAt(profile: Profile, minor: number): unknown {
   const annotations = doc.metadata.annotations;
   if (annotations) {
     delete annotations[VERSIONS_ANNOTATION];
-    const description = annotations["imprimatur.dev/description"];
-    if (typeof description === "string")
-      annotations["imprimatur.dev/description"] = description.replace(/\(Kubernetes v1\.\d+\)/, `(policy version v1.${minor})`);
+    const description = annotations[DESCRIPTION_ANNOTATION];
+    if (typeof description === "string") annotations[DESCRIPTION_ANNOTATION] = description.replace(/\(Kubernetes v1\.\d+\)/, `(policy version v1.${minor})`);
   }
   if (!doc.spec) return doc;
   if (typeof doc.spec.profile === "string") doc.spec.profile = `${doc.spec.profile}@v1.${minor}`;

@@ -7,8 +7,8 @@ export type ValidationAction = "Deny" | "Warn" | "Audit";
 export interface Violation {
   /** Policy that produced the violation (metadata.name), or "imprimatur" for request-level problems. */
   policy: string;
-  /** Set for PodRestriction violations; image policies and request-level problems leave it unset. */
-  kind?: "PodRestriction";
+  /** Set for PodRestriction and namespaced policies' violations; cluster image policies and request-level problems leave it unset. */
+  kind?: "PodRestriction" | "NamespacedImagePolicy" | "NamespacedPodRestriction";
   /** Which part of the policy decided: "rules[1]", "default", "namespaceSelector", "breakGlass", … */
   rule: string;
   /** The image concerned, as written in the request. */
@@ -40,7 +40,7 @@ export interface JsonPatchOperation {
 /** A policy, rule or check that applied and was satisfied: audit records, metrics and reports show passes too. */
 export interface Pass {
   policy: string;
-  kind?: "PodRestriction" | "ImagePolicy" | "Backend";
+  kind?: "PodRestriction" | "ImagePolicy" | "NamespacedImagePolicy" | "NamespacedPodRestriction" | "Backend";
   /** What decided: "rules[0]", "default", a check's name, "review" for a backend. */
   rule: string;
   image?: string;

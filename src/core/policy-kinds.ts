@@ -3,11 +3,14 @@
 import type { AdmissionSubject } from "./admission-subject.ts";
 import type { Decision } from "./decision.ts";
 import type { ImagePath } from "./image-paths.ts";
-import type { CompiledPolicy, KindEvaluationContext, PolicyKind } from "./policy-kind.ts";
+import type { CompileContext, CompiledPolicy, FieldIssue, KindEvaluationContext, PolicyKind } from "./policy-kind.ts";
 import { matchUsesNamespaceLabels } from "./request-match/request-match.ts";
 import { imagePolicyKind } from "./image-policy/image-policy-kind.ts";
 import { podRestrictionKind } from "./pod-restriction/pod-restriction-kind.ts";
 import { trustRootKind } from "./trust-root/trust-root-kind.ts";
+import { POLICY_API_VERSION } from "./image-policy/image-policy-kind.ts";
+import { compileNamespacedImagePolicy } from "./image-policy/namespaced-image-policy.ts";
+import { compileNamespacedPodRestriction } from "./pod-restriction/namespaced-pod-restriction.ts";
 
 export const POLICY_KINDS = {
   ImagePolicy: imagePolicyKind,
@@ -33,6 +36,48 @@ export interface PreparedPolicies {
 }
 
 export const KIND_NAMES = Object.keys(POLICY_KINDS) as KindName[];
+
+/**
+ * The namespaced kinds (see namespaced-policy.ts): documents of their own kind that compile into their cluster
+ * kind's list, scoped to their namespace, so every entry point gets them through the one loader.
+ */
+export const NAMESPACED_KINDS = {
+  NamespacedImagePolicy: { of: "ImagePolicy", compile: compileNamespacedImagePolicy },
+  NamespacedPodRestriction: { of: "PodRestriction", compile: compileNamespacedPodRestriction },
+} as const satisfies Record<string, { of: KindName; compile: unknown }>;
+
+export type NamespacedKindName = keyof typeof NAMESPACED_KINDS;
+export const NAMESPACED_KIND_NAMES = Object.keys(NAMESPACED_KINDS) as NamespacedKindName[];
+/** Every kind a document may declare. */
+export const DOCUMENT_KIND_NAMES: readonly string[] = [...KIND_NAMES, ...NAMESPACED_KIND_NAMES];
+
+/** The apiVersions a document kind accepts (namespaced kinds: the project's only). */
+export function apiVersionsOf(kind: string): readonly string[] | undefined {
+  if (KIND_NAMES.includes(kind as KindName)) return POLICY_KINDS[kind as KindName].apiVersions;
+  return NAMESPACED_KIND_NAMES.includes(kind as NamespacedKindName) ? [POLICY_API_VERSION] : undefined;
+}
+
+/** How a document is compiled: the list it goes to (its kind's, or a namespaced kind's cluster kind's) and the compiler. */
+export interface DocumentCompiler {
+  list: KindName;
+  compile(document: Record<string, unknown>, cx: CompileContext): { policy?: CompiledPolicy; issues: FieldIssue[] };
+}
+
+/** The compiler of a document's kind, when its apiVersion is one the kind accepts. */
+export function compilerOf(apiVersion: unknown, kind: unknown): DocumentCompiler | undefined {
+  const cluster = kindOf(apiVersion, kind);
+  if (cluster) return { list: cluster, compile: (document, cx) => kindNamed(cluster).compile(document, cx) };
+  const namespaced = NAMESPACED_KIND_NAMES.find((k) => k === kind);
+  if (!namespaced || apiVersion !== POLICY_API_VERSION) return undefined;
+  const { of, compile } = NAMESPACED_KINDS[namespaced];
+  return { list: of, compile };
+}
+
+/** The kind a compiled policy's document declared: its list's, or the namespaced variant's when it has a namespace. */
+export function documentKindOf(list: KindName, policy: CompiledPolicy): string {
+  if ((policy as { namespace?: string }).namespace === undefined) return list;
+  return NAMESPACED_KIND_NAMES.find((k) => NAMESPACED_KINDS[k].of === list) ?? list;
+}
 
 export function emptyPolicySet(): PolicySet {
   return Object.fromEntries(KIND_NAMES.map((k) => [k, []])) as unknown as PolicySet;

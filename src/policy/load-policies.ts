@@ -2,8 +2,17 @@
 // policy-kind registry, and reports every problem with origin, document, line, field path and reason.
 import { dirname, resolve as resolvePath } from "node:path";
 import { readKubeYaml } from "../config/kube-yaml.ts";
-import { emptyPolicySet, KIND_NAMES, kindOf, POLICY_KINDS, type KindName, type PolicySet } from "../core/policy-kinds.ts";
-import type { CompiledPolicy, PolicyKind } from "../core/policy-kind.ts";
+import {
+  apiVersionsOf,
+  compilerOf,
+  DOCUMENT_KIND_NAMES,
+  documentKindOf,
+  emptyPolicySet,
+  KIND_NAMES,
+  type KindName,
+  type PolicySet,
+} from "../core/policy-kinds.ts";
+import type { CompiledPolicy } from "../core/policy-kind.ts";
 import { formatPath, PolicyLoadError, type PolicyError } from "./policy-error.ts";
 import type { ParsedPolicies } from "./parsed-policies.ts";
 import { PolicyFolder, type PolicySource, type PolicyText } from "./policy-source.ts";
@@ -67,7 +76,8 @@ function mutableSet(): { [K in KindName]: CompiledPolicy[] } & PolicySet {
   return emptyPolicySet() as { [K in KindName]: CompiledPolicy[] } & PolicySet;
 }
 
-function duplicateNames(kind: string, policies: readonly CompiledPolicy[]): PolicyError[] {
+/** Names are unique per kind, and a namespaced kind's per namespace (its compiled names are "namespace/name"). */
+function duplicateNames(kind: KindName, policies: readonly CompiledPolicy[]): PolicyError[] {
   const errors: PolicyError[] = [];
   const seen = new Map<string, CompiledPolicy>();
   for (const p of policies) {
@@ -77,7 +87,7 @@ function duplicateNames(kind: string, policies: readonly CompiledPolicy[]): Poli
         origin: p.source?.origin ?? "?",
         ...(p.source?.document !== undefined ? { document: p.source.document } : {}),
         path: "metadata.name",
-        message: `${kind} ${JSON.stringify(p.name)} is already defined in ${before.source?.origin ?? "?"}`,
+        message: `${documentKindOf(kind, p)} ${JSON.stringify(p.name)} is already defined in ${before.source?.origin ?? "?"}`,
       });
     }
     seen.set(p.name, p);
@@ -104,33 +114,31 @@ export function parsePolicyText(
     }
     const obj = value as Record<string, unknown>;
     const at = (path: Array<string | number>) => lineOf(path) ?? startLine;
-    const kindName = kindOf(obj.apiVersion, obj.kind);
-    if (!kindName) {
+    const kind = compilerOf(obj.apiVersion, obj.kind);
+    if (!kind) {
       errors.push(unknownKind(obj, origin, document, at));
       return;
     }
-    const kind = POLICY_KINDS[kindName] as PolicyKind<CompiledPolicy, unknown>;
     const compiled = kind.compile(obj, {
       source: { origin, document },
       ...(opts.profiles ? { profiles: opts.profiles } : {}),
       ...(opts.related ? { related: opts.related } : {}),
     });
     for (const e of compiled.issues) errors.push({ origin, document, line: at(e.path), path: formatPath(e.path), message: e.message });
-    if (compiled.policy && compiled.issues.length === 0) (policies[kindName] as CompiledPolicy[]).push(compiled.policy);
+    if (compiled.policy && compiled.issues.length === 0) (policies[kind.list] as CompiledPolicy[]).push(compiled.policy);
   });
   return { policies, errors };
 }
 
 /** A kind we know under another apiVersion says which versions it takes; an unknown kind lists the known ones. */
 function unknownKind(obj: Record<string, unknown>, origin: string, document: number, at: (path: Array<string | number>) => number | undefined): PolicyError {
-  const known = KIND_NAMES.find((k) => k === obj.kind);
-  if (known) {
-    const versions = POLICY_KINDS[known].apiVersions;
+  const versions = typeof obj.kind === "string" ? apiVersionsOf(obj.kind) : undefined;
+  if (versions) {
     const expected = versions.length === 1 ? JSON.stringify(versions[0]) : `one of ${versions.map((v) => JSON.stringify(v)).join(", ")}`;
     return { origin, document, line: at(["apiVersion"]), path: "apiVersion", message: `must be ${expected}, got ${JSON.stringify(obj.apiVersion ?? null)}` };
   }
-  if (!KIND_NAMES.some((k) => POLICY_KINDS[k].apiVersions.includes(obj.apiVersion as string))) {
-    const versions = [...new Set(KIND_NAMES.flatMap((k) => POLICY_KINDS[k].apiVersions))];
+  if (!DOCUMENT_KIND_NAMES.some((k) => apiVersionsOf(k)!.includes(obj.apiVersion as string))) {
+    const versions = [...new Set(DOCUMENT_KIND_NAMES.flatMap((k) => apiVersionsOf(k)!))];
     return {
       origin,
       document,
@@ -144,7 +152,7 @@ function unknownKind(obj: Record<string, unknown>, origin: string, document: num
     document,
     line: at(["kind"]),
     path: "kind",
-    message: `unknown kind ${JSON.stringify(obj.kind ?? null)}; known kinds: ${KIND_NAMES.join(", ")}`,
+    message: `unknown kind ${JSON.stringify(obj.kind ?? null)}; known kinds: ${DOCUMENT_KIND_NAMES.join(", ")}`,
   };
 }
 

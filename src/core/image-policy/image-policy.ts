@@ -55,6 +55,8 @@ export interface ImagePolicy {
   name: string;
   /** Where it was loaded from, for messages and `check`. */
   source?: PolicyOrigin;
+  /** Set for a NamespacedImagePolicy: its namespace (its name is then "namespace/name", its namespaces this one). */
+  namespace?: string;
   namespaces?: string[];
   namespaceSelector?: LabelSelector;
   /** Clusters it applies to (the callers' cluster names); absent: every cluster. See cluster-scope.ts. */
@@ -338,7 +340,7 @@ export function evaluateImagePolicies(policies: readonly ImagePolicy[], request:
     const a = policyApplies(policy, request.namespace, ctx);
     if ("unknown" in a) {
       // Whether the policy applies is undecided: its failure, acted on as its validationActions say.
-      const failure = stamped(a.unknown, policy.validationActions);
+      const failure = stamped(a.unknown, policy, policy.validationActions);
       (denies(failure) ? blocking : advisories).push(failure);
     } else if (a.applies) applicable.push(policy);
   }
@@ -358,10 +360,17 @@ export function evaluateImagePolicies(policies: readonly ImagePolicy[], request:
       if (verdict.warning) warningSet.add(verdict.warning);
       if (verdict.failOpen) failOpen.push(verdict.failOpen);
       if (verdict.violation) {
-        const violation = stamped(verdict.violation, actionsOfRule(policy, matchingRule(policy, parsed.ref)?.rule));
+        const violation = stamped(verdict.violation, policy, actionsOfRule(policy, matchingRule(policy, parsed.ref)?.rule));
         if (denies(violation)) denials.push({ violation, policy });
         else advisories.push(violation);
-      } else passes.push({ kind: "ImagePolicy", policy: policy.name, rule: verdict.rule, image, ...(field ? { field } : {}) });
+      } else
+        passes.push({
+          kind: policy.namespace === undefined ? "ImagePolicy" : "NamespacedImagePolicy",
+          policy: policy.name,
+          rule: verdict.rule,
+          image,
+          ...(field ? { field } : {}),
+        });
     }
   }
 
@@ -404,7 +413,8 @@ function actionsOfRule(policy: ImagePolicy, rule: ImageRule | undefined): readon
   return rule?.validationActions ?? policy.validationActions;
 }
 
-/** The violation with the actions it is to be acted on by; unchanged (Deny) when there are none. */
-function stamped(violation: Violation, actions: readonly ValidationAction[] | undefined): Violation {
-  return actions ? { ...violation, actions } : violation;
+/** The violation with the actions it is to be acted on by (absent: Deny), and the kind when the policy is namespaced. */
+function stamped(violation: Violation, policy: ImagePolicy, actions: readonly ValidationAction[] | undefined): Violation {
+  const kind = policy.namespace === undefined ? {} : { kind: "NamespacedImagePolicy" as const };
+  return actions || policy.namespace !== undefined ? { ...violation, ...kind, ...(actions ? { actions } : {}) } : violation;
 }

@@ -29,6 +29,8 @@ import { compileValidationActions, type ValidationAction } from "../validation-a
 
 export interface PodRestriction {
   name: string;
+  /** Set for a NamespacedPodRestriction: its namespace (its name is then "namespace/name"; always Drop, bound there only). */
+  namespace?: string;
   mode: BindingMode;
   namespaces?: string[];
   namespaceSelector?: LabelSelector;

@@ -12,7 +12,7 @@ import pLimit from "p-limit";
 import type { Logger } from "pino";
 import { describeApiError, withSignal } from "./api-requests.ts";
 import { POLICY_GROUP, POLICY_RESOURCE_KINDS, POLICY_VERSION } from "../policy/policy-crds.ts";
-import type { PolicyResourceObject } from "../policy/policy-resource-documents.ts";
+import { resourceOrigin, resourceKey, type PolicyResourceObject } from "../policy/policy-resource-documents.ts";
 import { readyCondition, statusPatch, type ResourceOutcome } from "../policy/policy-resource-status.ts";
 import type { PolicyStatusSink } from "../policy/resource-policy-source.ts";
 
@@ -31,13 +31,14 @@ export class PolicyStatusWriter implements PolicyStatusSink {
   private readonly objects: CustomObjectsApi;
   private readonly core: CoreV1Api;
   private readonly logger: Logger;
-  private readonly latest: (kind: string, name: string) => PolicyResourceObject | undefined;
+  /** The object as last watched, by kind and resourceKey (name, or namespace/name). */
+  private readonly latest: (kind: string, key: string) => PolicyResourceObject | undefined;
   private readonly now: () => Date;
   /** One write at a time per object, in order. */
   private readonly queues = new Map<string, Promise<void>>();
   private readonly inFlight = pLimit(MAX_WRITES_IN_FLIGHT);
 
-  constructor(kube: KubeConfig, opts: { logger: Logger; latest: (kind: string, name: string) => PolicyResourceObject | undefined; now?: () => Date }) {
+  constructor(kube: KubeConfig, opts: { logger: Logger; latest: (kind: string, key: string) => PolicyResourceObject | undefined; now?: () => Date }) {
     this.objects = kube.makeApiClient(CustomObjectsApi);
     this.core = kube.makeApiClient(CoreV1Api);
     this.logger = opts.logger;
@@ -46,7 +47,7 @@ export class PolicyStatusWriter implements PolicyStatusSink {
   }
 
   report(resource: PolicyResourceObject, outcome: ResourceOutcome): void {
-    const key = `${resource.kind}/${resource.name}`;
+    const key = resourceOrigin(resource);
     const queued = (this.queues.get(key) ?? Promise.resolve()).then(() => this.inFlight(() => this.write(resource, outcome)));
     this.queues.set(key, queued);
     void queued.finally(() => {
@@ -60,7 +61,7 @@ export class PolicyStatusWriter implements PolicyStatusSink {
   }
 
   private async write(resource: PolicyResourceObject, outcome: ResourceOutcome): Promise<void> {
-    const latest = this.latest(resource.kind, resource.name);
+    const latest = this.latest(resource.kind, resourceKey(resource));
     // Deleted, replaced or changed since it was judged: nothing to write, or the reload that follows writes it.
     if (!latest || latest.uid !== resource.uid || latest.generation !== resource.generation) return;
     const now = this.now();
@@ -69,12 +70,12 @@ export class PolicyStatusWriter implements PolicyStatusSink {
     const plural = POLICY_RESOURCE_KINDS.find((k) => k.kind === resource.kind)?.plural;
     if (!plural) return;
     try {
-      await this.objects.patchClusterCustomObjectStatus(
-        { group: POLICY_GROUP, version: POLICY_VERSION, plural, name: resource.name, body: patch },
-        setHeaderOptions("Content-Type", PatchStrategy.MergePatch, withSignal(AbortSignal.timeout(WRITE_TIMEOUT_MS))),
-      );
+      const options = setHeaderOptions("Content-Type", PatchStrategy.MergePatch, withSignal(AbortSignal.timeout(WRITE_TIMEOUT_MS)));
+      const where = { group: POLICY_GROUP, version: POLICY_VERSION, plural, name: resource.name, body: patch };
+      if (resource.namespace === undefined) await this.objects.patchClusterCustomObjectStatus(where, options);
+      else await this.objects.patchNamespacedCustomObjectStatus({ ...where, namespace: resource.namespace }, options);
     } catch (err) {
-      this.logger.warn({ err: describeApiError(err), object: `${resource.kind}/${resource.name}` }, "could not write the status of a policy resource");
+      this.logger.warn({ err: describeApiError(err), object: resourceOrigin(resource) }, "could not write the status of a policy resource");
       return;
     }
     const condition = readyCondition(outcome, now);
@@ -88,9 +89,17 @@ export class PolicyStatusWriter implements PolicyStatusSink {
 
   private async event(resource: PolicyResourceObject, type: "Normal" | "Warning", reason: string, message: string): Promise<void> {
     const now = new Date();
+    // A namespaced object's Events are in its namespace, where its owners (who may read Events there) see them.
+    const namespace = resource.namespace ?? EVENT_NAMESPACE;
     const body = {
-      metadata: { name: `${resource.name}.${randomBytes(8).toString("hex")}`, namespace: EVENT_NAMESPACE },
-      involvedObject: { apiVersion: `${POLICY_GROUP}/${POLICY_VERSION}`, kind: resource.kind, name: resource.name, uid: resource.uid },
+      metadata: { name: `${resource.name}.${randomBytes(8).toString("hex")}`, namespace },
+      involvedObject: {
+        apiVersion: `${POLICY_GROUP}/${POLICY_VERSION}`,
+        kind: resource.kind,
+        name: resource.name,
+        ...(resource.namespace !== undefined ? { namespace: resource.namespace } : {}),
+        uid: resource.uid,
+      },
       type,
       reason,
       message: message.length > MAX_EVENT_MESSAGE ? `${message.slice(0, MAX_EVENT_MESSAGE - 3)}...` : message,
@@ -102,9 +111,9 @@ export class PolicyStatusWriter implements PolicyStatusSink {
       count: 1,
     };
     try {
-      await this.core.createNamespacedEvent({ namespace: EVENT_NAMESPACE, body }, withSignal(AbortSignal.timeout(WRITE_TIMEOUT_MS)));
+      await this.core.createNamespacedEvent({ namespace, body }, withSignal(AbortSignal.timeout(WRITE_TIMEOUT_MS)));
     } catch (err) {
-      this.logger.warn({ err: describeApiError(err), reason, object: `${resource.kind}/${resource.name}` }, "could not write a Kubernetes Event");
+      this.logger.warn({ err: describeApiError(err), reason, object: resourceOrigin(resource) }, "could not write a Kubernetes Event");
     }
   }
 }

@@ -1,5 +1,6 @@
-// The policy custom resources (ImagePolicy, PodRestriction, TrustRoot in imprimatur.dev/v1alpha1) kept
-// current from the Kubernetes API: each kind is listed, then watched from the list's resource version;
+// The policy custom resources (ImagePolicy, PodRestriction, TrustRoot in imprimatur.dev/v1alpha1, and the
+// namespaced kinds across every namespace) kept current from the Kubernetes API: each kind is listed, then
+// watched from the list's resource version;
 // a watch that ends is resumed from the last version seen (bookmarks keep it fresh), and one the server
 // refuses with 410 Gone starts over with a list. Every failure is logged and retried with a backoff, as
 // the namespace label cache does (the library's informer stops for good after one failed list).
@@ -8,7 +9,7 @@ import type { Logger } from "pino";
 import { runListWatch, type WatchEnd } from "./list-watch-loop.ts";
 import { describeApiError, hasStatus, withSignal } from "./api-requests.ts";
 import { POLICY_GROUP, POLICY_RESOURCE_KINDS, POLICY_VERSION, type PolicyResourceKind } from "../policy/policy-crds.ts";
-import { contentKey, policyResourceOf, type PolicyResourceObject } from "../policy/policy-resource-documents.ts";
+import { contentKey, policyResourceOf, resourceKey, type PolicyResourceObject } from "../policy/policy-resource-documents.ts";
 import { ResourcePolicySource, type PolicyResourceStore } from "../policy/resource-policy-source.ts";
 import type { PolicySource } from "../policy/policy-source.ts";
 import { PolicyStatusWriter } from "./policy-resources-status.ts";
@@ -28,6 +29,7 @@ const WATCH_TIMEOUT_SECONDS = 25;
 
 /** One kind's list and watch loop. */
 class KindWatch {
+  /** By name, or "namespace/name" for a namespaced kind (resourceKey). */
   readonly table = new Map<string, PolicyResourceObject>();
   listed = false;
   lastError: unknown;
@@ -90,15 +92,15 @@ class KindWatch {
       continueToken = page.metadata?.continue || undefined;
     } while (continueToken !== undefined);
     if (this.owner.closed) return;
-    const before = new Map([...this.table].map(([name, r]) => [name, contentKey(r)]));
+    const before = new Map([...this.table].map(([key, r]) => [key, contentKey(r)]));
     this.table.clear();
     for (const item of items) {
       const r = policyResourceOf(this.kind.kind, item);
-      if (r) this.table.set(r.name, r);
+      if (r) this.table.set(resourceKey(r), r);
     }
     this.resourceVersion = resourceVersion;
-    const after = new Map([...this.table].map(([name, r]) => [name, contentKey(r)]));
-    if (before.size !== after.size || [...after].some(([name, key]) => before.get(name) !== key)) this.owner.contentChanged();
+    const after = new Map([...this.table].map(([key, r]) => [key, contentKey(r)]));
+    if (before.size !== after.size || [...after].some(([key, content]) => before.get(key) !== content)) this.owner.contentChanged();
   }
 
   private watchOnce(): Promise<WatchEnd> {
@@ -129,12 +131,12 @@ class KindWatch {
         if (type === "BOOKMARK") return;
         const r = policyResourceOf(this.kind.kind, object);
         if (!r) return;
-        const before = this.table.get(r.name);
+        const before = this.table.get(resourceKey(r));
         if (type === "DELETED") {
-          this.table.delete(r.name);
+          this.table.delete(resourceKey(r));
           this.owner.contentChanged();
         } else if (type === "ADDED" || type === "MODIFIED") {
-          this.table.set(r.name, r);
+          this.table.set(resourceKey(r), r);
           // A status write changes no content key: nothing to reload.
           if (!before || contentKey(before) !== contentKey(r)) this.owner.contentChanged();
         }
@@ -199,9 +201,9 @@ export class PolicyResourceWatch implements PolicyResourceStore {
     return this.kinds.flatMap((k) => [...k.table.values()]);
   }
 
-  /** The object as last seen (its status included), for status writes. */
-  current(kind: string, name: string): PolicyResourceObject | undefined {
-    return this.kinds.find((k) => k.kind.kind === kind)?.table.get(name);
+  /** The object as last seen (its status included), for status writes; `key` is its resourceKey. */
+  current(kind: string, key: string): PolicyResourceObject | undefined {
+    return this.kinds.find((k) => k.kind.kind === kind)?.table.get(key);
   }
 
   subscribe(changed: () => void, _failed: (err: unknown) => void): { close(): void } {
@@ -279,7 +281,7 @@ export function policyResourceSource(
   opts: { logger: Logger; folder?: PolicySource; startTimeoutMs?: number },
 ): { source: ResourcePolicySource; watch: PolicyResourceWatch; status: PolicyStatusWriter; close(): Promise<void> } {
   const watch = new PolicyResourceWatch(kube, { logger: opts.logger, ...(opts.startTimeoutMs !== undefined ? { startTimeoutMs: opts.startTimeoutMs } : {}) });
-  const status = new PolicyStatusWriter(kube, { logger: opts.logger, latest: (kind, name) => watch.current(kind, name) });
+  const status = new PolicyStatusWriter(kube, { logger: opts.logger, latest: (kind, key) => watch.current(kind, key) });
   const source = new ResourcePolicySource({ store: watch, status, ...(opts.folder ? { folder: opts.folder } : {}) });
   return {
     source,

@@ -1,6 +1,7 @@
-// The CustomResourceDefinitions of the policy kinds (imprimatur.dev/v1alpha1, cluster-scoped), with schemas
-// converted from the JSON Schemas the kinds are checked with, so the API and the loader never disagree on
-// a shape. `npm run crds` writes them to deploy/crds/; a unit test regenerates and compares. Pure.
+// The CustomResourceDefinitions of the policy kinds (imprimatur.dev/v1alpha1; cluster-scoped, and the namespaced
+// kinds NamespacedImagePolicy and NamespacedPodRestriction), with schemas converted from the JSON Schemas the
+// kinds are checked with, so the API and the loader never disagree on a shape. `npm run crds` writes them to
+// deploy/crds/; a unit test regenerates and compares. Pure.
 import { stringify } from "yaml";
 import imagePolicySchema from "../core/image-policy/image-policy.schema.json" with { type: "json" };
 import podRestrictionSchema from "./schemas/pod-restriction.schema.json" with { type: "json" };
@@ -12,13 +13,36 @@ export const POLICY_VERSION = "v1alpha1";
 export const POLICY_RESOURCE_CATEGORY = "imprimatur";
 
 export interface PolicyResourceKind {
-  kind: "ImagePolicy" | "PodRestriction" | "TrustRoot";
+  kind: "ImagePolicy" | "PodRestriction" | "TrustRoot" | "NamespacedImagePolicy" | "NamespacedPodRestriction";
   plural: string;
   /** Short names checked against the built-in resources' (ing, pc, pdb, psp, …) and common add-ons' (Tekton's pr, tr). */
   shortNames: string[];
   /** The JSON Schema the kind is checked with, and where it lives (for the generated files' header). */
   schema: Record<string, unknown>;
   schemaFile: string;
+  /** A namespaced kind: its CRD is scope Namespaced, and it is listed and watched across namespaces. */
+  namespaced?: true;
+}
+
+/**
+ * A namespaced kind's schema: its cluster kind's, without the fields that reach beyond the namespace (the loader
+ * refuses them, saying why, when given: unknown fields reach it, see crd-schema.ts).
+ */
+function namespacedSchema(schema: Record<string, unknown>, kind: string, description: string, omit: ReadonlyArray<readonly string[]>): Record<string, unknown> {
+  const copy = structuredClone(schema) as { properties: Record<string, { properties?: Record<string, unknown>; required?: string[] }> } & Record<
+    string,
+    unknown
+  >;
+  copy.title = `${kind} (imprimatur.dev/v1alpha1)`;
+  copy.description = description;
+  copy.properties.kind = { const: kind } as never;
+  for (const path of omit) {
+    const parent = path.slice(0, -1).reduce<Record<string, unknown>>((node, key) => (node.properties as Record<string, Record<string, unknown>>)[key]!, copy);
+    const last = path.at(-1)!;
+    delete (parent.properties as Record<string, unknown>)[last];
+    if (Array.isArray(parent.required)) parent.required = parent.required.filter((r: string) => r !== last);
+  }
+  return copy;
 }
 
 export const POLICY_RESOURCE_KINDS: readonly PolicyResourceKind[] = [
@@ -37,6 +61,36 @@ export const POLICY_RESOURCE_KINDS: readonly PolicyResourceKind[] = [
     schemaFile: "src/policy/schemas/pod-restriction.schema.json",
   },
   { kind: "TrustRoot", plural: "trustroots", shortNames: [], schema: trustRootSchema, schemaFile: "src/policy/schemas/trust-root.schema.json" },
+  {
+    kind: "NamespacedImagePolicy",
+    plural: "namespacedimagepolicies",
+    shortNames: ["nsimgpol"],
+    schema: namespacedSchema(
+      imagePolicySchema,
+      "NamespacedImagePolicy",
+      "Which images may run in this namespace, in addition to the cluster's ImagePolicies: every policy must allow an image, so it can only deny more. Rules are ordered; the first rule whose images match decides.",
+      [
+        ["spec", "namespaces"],
+        ["spec", "namespaceSelector"],
+        ["spec", "imagePaths"],
+      ],
+    ),
+    schemaFile: "src/core/image-policy/image-policy.schema.json",
+    namespaced: true,
+  },
+  {
+    kind: "NamespacedPodRestriction",
+    plural: "namespacedpodrestrictions",
+    shortNames: ["nspodres"],
+    schema: namespacedSchema(
+      podRestrictionSchema,
+      "NamespacedPodRestriction",
+      "Restrictions every Pod of this namespace must satisfy, in addition to the cluster's PodRestrictions (a Drop policy: it can only deny more, and a cluster Accept policy does not exempt a pod from it).",
+      [["binding"]],
+    ),
+    schemaFile: "src/policy/schemas/pod-restriction.schema.json",
+    namespaced: true,
+  },
 ];
 
 /** What Imprimatur writes under status: a Ready condition, the generation it was judged on, and what is in force. */
@@ -99,7 +153,7 @@ export function policyCrd(k: PolicyResourceKind): Record<string, unknown> {
     metadata: { name: `${k.plural}.${POLICY_GROUP}`, labels: { "app.kubernetes.io/name": "imprimatur", "app.kubernetes.io/component": "policy-crds" } },
     spec: {
       group: POLICY_GROUP,
-      scope: "Cluster",
+      scope: k.namespaced ? "Namespaced" : "Cluster",
       names: {
         kind: k.kind,
         listKind: `${k.kind}List`,
@@ -133,7 +187,8 @@ export function renderCrdFiles(): Map<string, string> {
   for (const k of POLICY_RESOURCE_KINDS) {
     const name = `${k.plural}.${POLICY_GROUP}.yaml`;
     names.push(name);
-    files.set(name, `# Generated by \`npm run crds\` from ${k.schemaFile}; do not edit.\n${stringify(policyCrd(k), { lineWidth: 0 })}`);
+    const from = k.namespaced ? `${k.schemaFile} (without the fields a namespaced kind refuses)` : k.schemaFile;
+    files.set(name, `# Generated by \`npm run crds\` from ${from}; do not edit.\n${stringify(policyCrd(k), { lineWidth: 0 })}`);
   }
   files.set(
     "kustomization.yaml",

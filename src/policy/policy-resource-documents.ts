@@ -7,6 +7,8 @@ import { isObject } from "../core/json-shapes.ts";
 export interface PolicyResourceObject {
   kind: string;
   name: string;
+  /** Set for the namespaced kinds. */
+  namespace?: string;
   uid: string;
   generation: number;
   /** The object as the API returned it. */
@@ -15,9 +17,14 @@ export interface PolicyResourceObject {
 
 const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
 
-/** How errors name a custom resource: "ImagePolicy/name" (a file's errors name its path). */
-export function resourceOrigin(kind: string, name: string): string {
-  return `${kind}/${name}`;
+/** How errors name a custom resource: "ImagePolicy/name", "NamespacedImagePolicy/shop/name" (a file's errors name its path). */
+export function resourceOrigin(r: Pick<PolicyResourceObject, "kind" | "name" | "namespace">): string {
+  return `${r.kind}/${resourceKey(r)}`;
+}
+
+/** What identifies a resource within its kind: its name, or "namespace/name" for a namespaced kind. */
+export function resourceKey(r: Pick<PolicyResourceObject, "name" | "namespace">): string {
+  return r.namespace === undefined ? r.name : `${r.namespace}/${r.name}`;
 }
 
 /** The policy document of a custom resource, as a file would hold it. */
@@ -29,6 +36,7 @@ export function policyDocumentOf(object: Record<string, unknown>): Record<string
     ...rest,
     metadata: {
       name: meta.name,
+      ...(typeof meta.namespace === "string" ? { namespace: meta.namespace } : {}),
       ...(isObject(meta.labels) && Object.keys(meta.labels).length > 0 ? { labels: meta.labels } : {}),
       ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
     },
@@ -48,7 +56,7 @@ export function contentKey(r: PolicyResourceObject): string {
 /** The fields of an API object Imprimatur keys on; undefined when it lacks a name or uid. */
 export function policyResourceOf(kind: string, object: unknown): PolicyResourceObject | undefined {
   if (!isObject(object) || !isObject(object.metadata)) return undefined;
-  const { name, uid, generation } = object.metadata;
+  const { name, namespace, uid, generation } = object.metadata;
   if (typeof name !== "string" || typeof uid !== "string") return undefined;
-  return { kind, name, uid, generation: typeof generation === "number" ? generation : 0, object };
+  return { kind, name, ...(typeof namespace === "string" ? { namespace } : {}), uid, generation: typeof generation === "number" ? generation : 0, object };
 }

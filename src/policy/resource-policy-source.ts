@@ -16,7 +16,7 @@ import { loadPolicies, parsePolicyText } from "./load-policies.ts";
 import type { ParsedPolicies } from "./parsed-policies.ts";
 import { PolicyLoadError, type PolicyError } from "./policy-error.ts";
 import { isObject } from "../core/json-shapes.ts";
-import { contentKey, policyDocumentOf, resourceOrigin, type PolicyResourceObject } from "./policy-resource-documents.ts";
+import { contentKey, policyDocumentOf, resourceKey, resourceOrigin, type PolicyResourceObject } from "./policy-resource-documents.ts";
 import { inForceRecord, readInForceRecord, type InForceRecord, type ResourceOutcome } from "./policy-resource-status.ts";
 import type { PolicySource, PolicyText } from "./policy-source.ts";
 import { profileSources, shippedProfiles } from "./profiles.ts";
@@ -101,11 +101,11 @@ export class ResourcePolicySource implements PolicySource {
     await this.store.synced();
     const fromFolder = this.folder ? await this.folder.read() : { texts: [], errors: [] };
     const profiles = profileSources(await shippedProfiles());
-    const snapshot = this.store.snapshot().sort((a, b) => a.kind.localeCompare(b.kind) || a.name.localeCompare(b.name));
-    const present = new Set(snapshot.map((r) => resourceOrigin(r.kind, r.name)));
+    const snapshot = this.store.snapshot().sort((a, b) => a.kind.localeCompare(b.kind) || resourceKey(a).localeCompare(resourceKey(b)));
+    const present = new Set(snapshot.map(resourceOrigin));
     for (const cache of [this.compiled, this.recordsCompiled]) for (const origin of cache.keys()) if (!present.has(origin)) cache.delete(origin);
     const judged: Judged[] = snapshot.map((resource) => {
-      const origin = resourceOrigin(resource.kind, resource.name);
+      const origin = resourceOrigin(resource);
       const key = contentKey(resource);
       let c = this.compiled.get(origin);
       if (c?.key !== key) {
@@ -208,7 +208,7 @@ export class ResourcePolicySource implements PolicySource {
 
   /** The version of this object this process last loaded, if it is the same object (a recreated one starts afresh). */
   private inMemory(resource: PolicyResourceObject): LastGood | undefined {
-    const last = this.lastGood.get(resourceOrigin(resource.kind, resource.name));
+    const last = this.lastGood.get(resourceOrigin(resource));
     return last && last.uid === resource.uid ? last : undefined;
   }
 
@@ -273,7 +273,7 @@ function compileRecord(
     return refused("status.inForce.document", "is not JSON");
   }
   const meta = isObject(document) && isObject(document.metadata) ? document.metadata : {};
-  if (!isObject(document) || document.kind !== resource.kind || meta.name !== resource.name)
+  if (!isObject(document) || document.kind !== resource.kind || meta.name !== resource.name || meta.namespace !== resource.namespace)
     return refused("status.inForce.document", `is not a policy document of ${origin}`);
   return { text: recorded.document, parsed: parsePolicyText(recorded.document, origin, { profiles }) };
 }

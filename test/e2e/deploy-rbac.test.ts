@@ -63,8 +63,12 @@ const CLUSTER_WIDE = [
   ...expand("", ["namespaces"], ["get", "list", "watch"]),
   ...expand("", ["secrets", "serviceaccounts"], ["get"]),
   ...expand("", ["events"], ["create"]),
-  ...expand("imprimatur.dev", ["imagepolicies", "podrestrictions", "trustroots"], ["list", "watch"]),
-  ...expand("imprimatur.dev", ["imagepolicies/status", "podrestrictions/status", "trustroots/status"], ["patch"]),
+  ...expand("imprimatur.dev", ["imagepolicies", "podrestrictions", "trustroots", "namespacedimagepolicies", "namespacedpodrestrictions"], ["list", "watch"]),
+  ...expand(
+    "imprimatur.dev",
+    ["imagepolicies/status", "podrestrictions/status", "trustroots/status", "namespacedimagepolicies/status", "namespacedpodrestrictions/status"],
+    ["patch"],
+  ),
   ...expand("admissionregistration.k8s.io", ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"], ["get", "update"], ["imprimatur"]),
 ];
 const IN_OWN_NAMESPACE = [

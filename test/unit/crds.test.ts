@@ -30,7 +30,7 @@ test("deploy/crds/ holds exactly what npm run crds generates", async () => {
   );
 });
 
-test("every CRD is cluster-scoped imprimatur.dev/v1alpha1 with status, printer columns, short names and the imprimatur category", () => {
+test("every CRD is imprimatur.dev/v1alpha1 (cluster-scoped, the namespaced kinds namespaced) with status, printer columns, short names and the imprimatur category", () => {
   // Short names taken by built-in resources or common add-ons (Tekton's pr, tr) must not be reused.
   const taken = [
     "po",
@@ -68,7 +68,7 @@ test("every CRD is cluster-scoped imprimatur.dev/v1alpha1 with status, printer c
   for (const k of POLICY_RESOURCE_KINDS) {
     const crd = policyCrd(k) as { spec: Record<string, any> };
     assert.equal(crd.spec.group, "imprimatur.dev");
-    assert.equal(crd.spec.scope, "Cluster");
+    assert.equal(crd.spec.scope, k.kind.startsWith("Namespaced") ? "Namespaced" : "Cluster", k.kind);
     assert.deepEqual(crd.spec.names.categories, ["imprimatur"]);
     for (const s of crd.spec.names.shortNames ?? []) assert.ok(!taken.includes(s), `${k.kind} short name ${s} clashes`);
     const [version] = crd.spec.versions;
@@ -102,6 +102,25 @@ function structuralProblems(node: Record<string, unknown>, path: string, root = 
   if (node.items) problems.push(...structuralProblems(node.items as Record<string, unknown>, `${path}[]`, false));
   return problems;
 }
+
+test("the namespaced kinds' CRDs leave out the fields that reach beyond their namespace, and keep the rest of their cluster kind's", () => {
+  const specFields = (kind: string, at: string[]) => {
+    const crd = policyCrd(POLICY_RESOURCE_KINDS.find((k) => k.kind === kind)!) as { spec: { versions: Array<{ schema: { openAPIV3Schema: any } }> } };
+    let node = crd.spec.versions[0]!.schema.openAPIV3Schema;
+    for (const step of at) node = node.properties[step];
+    return Object.keys(node.properties).sort();
+  };
+  const imagePolicy = specFields("ImagePolicy", ["spec"]);
+  assert.deepEqual(
+    specFields("NamespacedImagePolicy", ["spec"]),
+    imagePolicy.filter((f) => !["namespaces", "namespaceSelector", "imagePaths"].includes(f)),
+  );
+  assert.deepEqual(
+    specFields("NamespacedPodRestriction", []),
+    specFields("PodRestriction", []).filter((f) => f !== "binding"),
+  );
+  assert.deepEqual(specFields("NamespacedPodRestriction", ["spec"]), specFields("PodRestriction", ["spec"]));
+});
 
 test("the CRD schemas are structural", () => {
   for (const k of POLICY_RESOURCE_KINDS) {

@@ -17,6 +17,9 @@ import { decidePodRestrictions } from "../../src/core/pod-restriction/pod-restri
 import { PodRestrictionIndex } from "../../src/core/pod-restriction/restriction-index.ts";
 import { podsInObject } from "../../src/core/workload-templates.ts";
 import type { PodUnderReview } from "../../src/core/pod-under-review.ts";
+import { policyDocumentOf, resourceOrigin, type PolicyResourceObject } from "../../src/policy/policy-resource-documents.ts";
+import type { ResourceOutcome } from "../../src/policy/policy-resource-status.ts";
+import { ResourcePolicySource, type PolicyResourceStore } from "../../src/policy/resource-policy-source.ts";
 
 const BIN = fileURLToPath(new URL("../../bin/imprimatur.js", import.meta.url));
 
@@ -310,5 +313,65 @@ spec:
     assert.match(denied.stdout, /NamespacedImagePolicy shop\/corp-only default: shop runs images of registry\.example\.com only/);
     const allowed = check("other.yaml");
     assert.equal(allowed.status, 0, allowed.stdout + allowed.stderr);
+  });
+});
+
+describe("namespaced policies as custom resources", () => {
+  /** A namespaced object as the API returns it. */
+  function namespacedResource(kind: string, namespace: string, name: string, spec: unknown): PolicyResourceObject {
+    const uid = `uid-${namespace}-${name}`;
+    return {
+      kind,
+      name,
+      namespace,
+      uid,
+      generation: 1,
+      object: { apiVersion: "imprimatur.dev/v1alpha1", kind, metadata: { name, namespace, uid, generation: 1, resourceVersion: "3" }, spec },
+    };
+  }
+  const store = (objects: PolicyResourceObject[]): PolicyResourceStore => ({
+    synced: async () => {},
+    snapshot: () => [...objects],
+    subscribe: () => ({ close: () => {} }),
+  });
+
+  it("the document keeps metadata.namespace, and the object's origin names its namespace", () => {
+    const r = namespacedResource("NamespacedImagePolicy", "shop", "corp-only", { rules: [] });
+    assert.deepEqual(policyDocumentOf(r.object).metadata, { name: "corp-only", namespace: "shop" });
+    assert.equal(resourceOrigin(r), "NamespacedImagePolicy/shop/corp-only");
+  });
+
+  it("the same name in two namespaces loads as two policies; one that reaches beyond its namespace is rejected alone, saying why", async () => {
+    const rules = { rules: [{ action: "allow", images: ["registry.example.com/*"] }] };
+    const outcomes = new Map<string, ResourceOutcome>();
+    const source = new ResourcePolicySource({
+      store: store([
+        namespacedResource("NamespacedImagePolicy", "shop", "corp-only", rules),
+        namespacedResource("NamespacedImagePolicy", "team-a", "corp-only", rules),
+        namespacedResource("NamespacedImagePolicy", "team-b", "wide", { ...rules, namespaces: ["shop"] }),
+        namespacedResource("NamespacedPodRestriction", "shop", "accept-all", {}),
+      ]),
+      status: { report: (r, outcome) => void outcomes.set(resourceOrigin(r), outcome) },
+    });
+    const loaded = await loadPolicies(source);
+    source.loaded({ errors: [] });
+    assert.deepEqual(
+      loaded.policies.ImagePolicy.map((p) => p.name),
+      ["shop/corp-only", "team-a/corp-only"],
+    );
+    assert.deepEqual(
+      loaded.policies.PodRestriction.map((p) => p.name),
+      ["shop/accept-all"],
+    );
+    const wide = outcomes.get("NamespacedImagePolicy/team-b/wide");
+    assert.equal(wide?.state, "rejected");
+    assert.equal(wide.reason, "InvalidPolicy");
+    assert.deepEqual(
+      wide.errors.map((e) => `${e.origin} ${e.path}: ${e.message}`),
+      [
+        "NamespacedImagePolicy/team-b/wide spec.namespaces: a NamespacedImagePolicy cannot set namespaces: it applies only in its own namespace (an ImagePolicy can)",
+      ],
+    );
+    assert.equal(outcomes.get("NamespacedImagePolicy/shop/corp-only")?.state, "in-force");
   });
 });

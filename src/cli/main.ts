@@ -53,6 +53,15 @@ export const COMMANDS: readonly Command[] = [
     },
   },
   {
+    name: "audit",
+    args: "[options]",
+    summary: "judge the pods running in a cluster, as the background scan does",
+    load: async () => {
+      const m = await import("./audit.ts");
+      return { usage: m.AUDIT_USAGE, run: m.runAudit };
+    },
+  },
+  {
     name: "test",
     args: "DIR|FILE...",
     summary: "run policy tests: expected results for manifests (docs/policy-tests.md)",

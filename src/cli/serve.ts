@@ -11,6 +11,8 @@ import type { CredentialLookup } from "../credentials/credential.ts";
 import { loadAuthFile } from "../credentials/docker-config.ts";
 import { CredentialKeyring } from "../credentials/keyring.ts";
 import { loadKubeConfig } from "../kube/kube-config.ts";
+import { podNamespace } from "../kube/leader-election.ts";
+import { backgroundScanOptions, SCAN_FLAG_USAGE } from "../scan/scan-flags.ts";
 import type { RegistrySettingsMap } from "../registry/registry-settings.ts";
 import { NamespaceLabelCache } from "../kube/namespace-label-cache.ts";
 import { policyResourceSource } from "../kube/policy-resources.ts";
@@ -18,7 +20,7 @@ import { PolicyFolder } from "../policy/policy-source.ts";
 import { PolicyLoadError } from "../policy/policy-error.ts";
 import { policySetSource } from "../policy/policy-set.ts";
 import { parseDuration } from "../core/duration.ts";
-import { startApp } from "../server/app.ts";
+import { startApp, type BackgroundScanOptions } from "../server/app.ts";
 import { selfManagedTlsFromFlags, tlsSecretFlagProblem } from "../server/tls-secret-flags.ts";
 import type { RunningSelfManagedTls } from "../server/tls-secret-manager.ts";
 import { watchCallerFiles, type WatchedCallerFiles } from "../server/caller-files.ts";
@@ -103,7 +105,7 @@ export const SERVE_USAGE = `Usage: imprimatur serve [options]
                        caller is let in, as unauthenticated
   --metrics-port N     serve /metrics, /healthz and /readyz over plain HTTP on this port (on --host),
                        and not /metrics on the HTTPS port
-  --drain DUR          on SIGTERM, answer /readyz with 503 and keep serving for this long before closing
+${SCAN_FLAG_USAGE}  --drain DUR          on SIGTERM, answer /readyz with 503 and keep serving for this long before closing
                        the listener, so endpoints stop routing here first (default 5s; 0 to stop at once)
   -h, --help           show this help
 
@@ -161,6 +163,11 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
       "caller-tokens": { type: "string" },
       "allow-unauthenticated": { type: "boolean" },
       "metrics-port": { type: "string" },
+      "background-scan": { type: "boolean" },
+      "scan-reports": { type: "string" },
+      "scan-rate": { type: "string" },
+      "scan-interval": { type: "string" },
+      "scan-lease": { type: "string" },
     }));
     if (!((parseDuration(values.drain!) ?? -1) >= 0)) throw new UsageError(`--drain must be a duration such as 5s, got ${values.drain}`);
     if (values["digest-mode"] !== undefined && !["mutate", "record"].includes(values["digest-mode"]))
@@ -178,6 +185,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
   }
 
   let config: ServerConfig;
+  let backgroundScan: BackgroundScanOptions | undefined;
   try {
     // A deep copy: flags below change nested settings, and the shared default must stay as it is.
     config = values.config ? await loadServerConfig(values.config) : structuredClone(DEFAULT_SERVER_CONFIG);
@@ -196,6 +204,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
     if (values.registries) config.registries = resolve(values.registries);
     if (values.authfile) config.authFile = resolve(values.authfile);
     if (values["digest-mode"]) config.digests.mode = values["digest-mode"] as "mutate" | "record";
+    backgroundScan = backgroundScanOptions(values, podNamespace());
   } catch (e) {
     process.stderr.write(`imprimatur serve: ${errorText(e)}\n`);
     return 2;
@@ -270,6 +279,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
         callers,
         ...(values["metrics-port"] !== undefined ? { metricsPort: Number(values["metrics-port"]) } : {}),
         onPoliciesReloaded: (set) => reloadedWebhookFiles?.(set),
+        ...(backgroundScan ? { backgroundScan } : {}),
       }),
       (late) => late.close(),
     );

@@ -462,6 +462,8 @@ export class Engine {
 
   /** One log line per decision naming who asked for what, and the metrics. */
   private finish(subject: AdmissionSubject, call: AdmissionCall, decision: Decision): void {
+    // The background audit counts and logs its own results (src/scan/): a scan of every pod is not admissions.
+    if (call.endpoint === "audit") return;
     this.recorder.decision(call.endpoint, decision);
     // Plain admissions are the bulk of traffic and logged at debug only: nothing is built for them otherwise.
     if (decision.allowed && !this.logger.isLevelEnabled("debug")) return;

@@ -23,8 +23,12 @@ import type { RegistrySettingsMap } from "../registry/registry-settings.ts";
 import { CallerAuthenticator, type CallerAuthOptions } from "./caller-auth.ts";
 import { startHttpsServer, type RunningServer, type TlsUpdates } from "./https-server.ts";
 import { createServerLogger } from "./logger.ts";
-import { createMetrics, prometheusRecorder, startMetricsServer, type Metrics, type RunningMetricsServer } from "./metrics.ts";
+import { createMetrics, prometheusRecorder, prometheusScanRecorder, startMetricsServer, type Metrics, type RunningMetricsServer } from "./metrics.ts";
 import { ensureServingCertificate } from "./tls-bootstrap.ts";
+import type { ReportFormat } from "../core/policy-reports/report-formats.ts";
+import { defaultCandidateIdentity, LeaderElector } from "../kube/leader-election.ts";
+import { PolicyReportWriter } from "../kube/policy-report-writer.ts";
+import { AuditScanner } from "../scan/audit-scanner.ts";
 
 export interface AppOptions {
   policies: string;
@@ -61,6 +65,17 @@ export interface AppOptions {
   callers?: CallerAuthOptions;
   /** Serve /metrics (with /healthz and /readyz) over plain HTTP on this port, and not on the HTTPS port. */
   metricsPort?: number;
+  /** The post-creation audit of running pods (needs `kube`): src/scan/audit-scanner.ts. */
+  backgroundScan?: BackgroundScanOptions;
+}
+
+export interface BackgroundScanOptions {
+  /** Report formats written; empty: no reports (metrics and logs only). */
+  reports: readonly ReportFormat[];
+  podsPerSecond: number;
+  rescanIntervalMs: number;
+  /** The Lease that picks the one replica that scans. */
+  lease: { namespace: string; name: string };
 }
 
 export interface App {
@@ -176,6 +191,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
       recorder.policyReload("success");
       logger.info({ policies: set.ImagePolicy.map((p) => p.name), podRestrictions: set.PodRestriction.map((p) => p.name) }, "policies reloaded");
       if (policyCount(set) === 0) logger.warn({ policies: source.description }, "no policy is loaded: every request is admitted");
+      scan?.scanner.policiesChanged();
       await opts.onPoliciesReloaded?.(set);
       return undefined;
     } catch (e) {
@@ -185,6 +201,8 @@ export async function startApp(opts: AppOptions): Promise<App> {
       return e;
     }
   };
+
+  const scan = opts.backgroundScan ? startBackgroundScan(opts, opts.backgroundScan, engine, logger, metrics) : undefined;
 
   const watcher =
     opts.watchPolicies === false
@@ -229,10 +247,39 @@ export async function startApp(opts: AppOptions): Promise<App> {
     close: async (drainMs = 0) => {
       readiness.draining = true;
       watcher?.close();
+      await scan?.close();
       await server.close(drainMs);
       await engine.close();
       await metricsServer?.close();
       owned?.close();
+    },
+  };
+}
+
+/** The scanner of running pods, run by the replica that holds the Lease, writing reports in the chosen formats. */
+function startBackgroundScan(opts: AppOptions, scanOpts: BackgroundScanOptions, engine: Engine, logger: Logger, metrics: Metrics) {
+  if (!opts.kube) throw new Error("the background scan needs the Kubernetes API: give --kubeconfig, or run in a pod");
+  const kube = opts.kube;
+  const leader = new LeaderElector({ kube, ...scanOpts.lease, identity: defaultCandidateIdentity(), logger });
+  const scanner = new AuditScanner({
+    engine,
+    kube,
+    logger,
+    leader,
+    ...(scanOpts.reports.length > 0 ? { reports: new PolicyReportWriter(kube, { formats: scanOpts.reports }) } : {}),
+    podsPerSecond: scanOpts.podsPerSecond,
+    rescanIntervalMs: scanOpts.rescanIntervalMs,
+    recorder: prometheusScanRecorder(metrics),
+  });
+  metrics.setScanResultsSource(() => scanner.violationCounts());
+  scanner.start();
+  leader.start();
+  return {
+    scanner,
+    close: async () => {
+      await scanner.close();
+      // Handing the Lease back lets another replica take the scan over at once rather than after it expires.
+      await leader.close({ release: true });
     },
   };
 }

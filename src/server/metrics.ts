@@ -2,11 +2,14 @@
 // plain-HTTP listener of `serve --metrics-port`, for Prometheus and probes that need no client credentials.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { ScanRecorder, ViolationCounts } from "../scan/audit-scanner.ts";
 import type { Recorder } from "../engine/recorder.ts";
 
 export function createMetrics() {
   const registry = new Registry();
+  // The running scanner's counts, read when /metrics is scraped; none until a scanner starts.
+  let violationSource: () => ViolationCounts = () => new Map();
   collectDefaultMetrics({ register: registry });
   return {
     registry,
@@ -72,6 +75,52 @@ export function createMetrics() {
       labelNames: ["result"] as const,
       registers: [registry],
     }),
+    scannedPods: new Counter({
+      name: "imprimatur_scan_pods_total",
+      help: "Running pods judged by the background scan, by outcome (pass, fail, error).",
+      labelNames: ["outcome"] as const,
+      registers: [registry],
+    }),
+    scanViolations: new Gauge({
+      name: "imprimatur_scan_results",
+      help: "Results the background scan holds now for the pods in view that are not passes, by policy and result (fail, warn, error).",
+      labelNames: ["policy", "result"] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const { policy, result, count } of violationSource().values()) this.set({ policy, result }, count);
+      },
+    }),
+    scanDuration: new Histogram({
+      name: "imprimatur_scan_duration_seconds",
+      help: "How long a full background scan took, from its start until every pod in view was judged.",
+      buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1200, 3600],
+      registers: [registry],
+    }),
+    scanWatchRestarts: new Counter({
+      name: "imprimatur_scan_watch_restarts_total",
+      help: "Pod lists and watches of the background scan that failed and were started again.",
+      registers: [registry],
+    }),
+    scanReportWriteFailures: new Counter({
+      name: "imprimatur_scan_report_write_failures_total",
+      help: "Policy reports the background scan could not write (retried at the pod's next change or rescan).",
+      registers: [registry],
+    }),
+    /** Where the scan-results gauge reads its counts (the running scanner, when there is one). */
+    setScanResultsSource(source: () => ViolationCounts): void {
+      violationSource = source;
+    },
+  };
+}
+
+/** The background scan's observations, as Prometheus metrics. */
+export function prometheusScanRecorder(m: Metrics): ScanRecorder {
+  return {
+    podScanned: (outcome) => m.scannedPods.inc({ outcome }),
+    fullScan: (seconds) => m.scanDuration.observe(seconds),
+    watchRestarted: () => m.scanWatchRestarts.inc(),
+    reportWriteFailed: () => m.scanReportWriteFailures.inc(),
   };
 }
 

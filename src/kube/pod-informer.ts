@@ -1,0 +1,184 @@
+// Every pod of the cluster (or of one namespace, or matching a label selector), kept current from the Kubernetes
+// API for the background audit: a paged list, then a watch from the list's resource version with bookmarks; a
+// watch that ends is resumed, one the server refuses with 410 Gone lists again (runListWatch). Each change is
+// handed on as an event; a list hands on the whole set, so that pods deleted while no watch ran are seen gone.
+import { CoreV1Api, Watch, type KubeConfig } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import { hasStatus, withSignal } from "./api-requests.ts";
+import { runListWatch, type WatchEnd } from "./list-watch-loop.ts";
+
+/** A pod as the API serialises it (plain JSON: what policies and CEL see at admission). */
+export type PodObject = Record<string, unknown> & { metadata?: { uid?: string; name?: string; namespace?: string; resourceVersion?: string } };
+
+export interface PodEvents {
+  /** A pod created or changed. */
+  upsert(pod: PodObject): void;
+  /** A pod deleted. */
+  remove(pod: PodObject): void;
+  /** After each complete list: every pod that exists now (the ones not in it are gone). */
+  listed(pods: readonly PodObject[]): void;
+  /** A watch or list failed and is retried (metrics count restarts). */
+  restarted?(err: unknown): void;
+}
+
+export interface PodInformerOptions {
+  logger: Logger;
+  namespace?: string;
+  labelSelector?: string;
+  minBackoffMs?: number;
+  maxBackoffMs?: number;
+  /** Page size of lists (default 500). */
+  pageSize?: number;
+}
+
+const LIST_TIMEOUT_MS = 60_000;
+// The library aborts a watch silent for 30 s; the server ends ours sooner, after a bookmark.
+const WATCH_TIMEOUT_SECONDS = 25;
+
+export class PodInformer {
+  private readonly api: CoreV1Api;
+  private readonly watch: Watch;
+  private readonly lifetime = new AbortController();
+  private resourceVersion: string | undefined;
+  private activeWatch: AbortController | undefined;
+  private endActiveWatch: (() => void) | undefined;
+  private closed = false;
+  private loop: Promise<void> | undefined;
+  private readonly events: PodEvents;
+  private readonly opts: PodInformerOptions;
+
+  constructor(kube: KubeConfig, events: PodEvents, opts: PodInformerOptions) {
+    this.events = events;
+    this.opts = opts;
+    this.api = kube.makeApiClient(CoreV1Api);
+    this.watch = new Watch(kube);
+  }
+
+  /** Starts listing and watching in the background; never rejects (failures are logged and retried). */
+  start(): void {
+    this.loop ??= runListWatch({
+      what: "pods",
+      logFields: {
+        ...(this.opts.namespace ? { namespace: this.opts.namespace } : {}),
+        ...(this.opts.labelSelector ? { selector: this.opts.labelSelector } : {}),
+      },
+      log: this.opts.logger,
+      minBackoffMs: this.opts.minBackoffMs ?? 500,
+      maxBackoffMs: this.opts.maxBackoffMs ?? 30_000,
+      isClosed: () => this.closed,
+      needsList: () => this.resourceVersion === undefined,
+      list: async () => void (await this.list()),
+      listed: () => {},
+      watchOnce: () => this.watchOnce(),
+      expire: () => (this.resourceVersion = undefined),
+      failed: (err) => this.events.restarted?.(err),
+      sleep: (ms) => this.sleep(ms),
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.lifetime.abort(new Error("pod informer closed"));
+    this.activeWatch?.abort();
+    this.endActiveWatch?.();
+    await this.loop;
+  }
+
+  /** Every pod, page by page (the list is consistent: later pages come from the first page's snapshot). */
+  async list(): Promise<PodObject[]> {
+    const pods: PodObject[] = [];
+    let continueToken: string | undefined;
+    let resourceVersion: string;
+    do {
+      const page = await this.withTimeout(LIST_TIMEOUT_MS, (options) => {
+        const query = {
+          limit: this.opts.pageSize ?? 500,
+          ...(continueToken ? { _continue: continueToken } : {}),
+          ...(this.opts.labelSelector ? { labelSelector: this.opts.labelSelector } : {}),
+        };
+        return this.opts.namespace
+          ? this.api.listNamespacedPod({ namespace: this.opts.namespace, ...query }, options)
+          : this.api.listPodForAllNamespaces(query, options);
+      });
+      // The typed models hold Dates where the API sends strings: back to the JSON policies see at admission.
+      for (const item of page.items) pods.push(JSON.parse(JSON.stringify(item)) as PodObject);
+      resourceVersion = page.metadata?.resourceVersion ?? "";
+      continueToken = page.metadata?._continue || undefined;
+    } while (continueToken !== undefined);
+    if (this.closed) return pods;
+    this.resourceVersion = resourceVersion;
+    this.events.listed(pods);
+    return pods;
+  }
+
+  private watchOnce(): Promise<WatchEnd> {
+    return new Promise<WatchEnd>((resolve) => {
+      let settled = false;
+      const end: WatchEnd = { error: null, gone: false, delivered: false };
+      const finish = (error: unknown) => {
+        if (settled) return;
+        settled = true;
+        this.activeWatch = undefined;
+        this.endActiveWatch = undefined;
+        end.error = error;
+        if (hasStatus(error, 410)) end.gone = true;
+        resolve(end);
+      };
+      this.endActiveWatch = () => finish(null);
+      const onEvent = (type: string, object: unknown) => {
+        if (settled) return;
+        if (type === "ERROR") {
+          const status = object as { code?: number; message?: string } | undefined;
+          if (status?.code === 410) end.gone = true;
+          else end.error = new Error(`watch error event: ${status?.code ?? "?"} ${status?.message ?? ""}`.trim());
+          return;
+        }
+        const pod = object as PodObject | undefined;
+        const rv = pod?.metadata?.resourceVersion;
+        if (rv) this.resourceVersion = rv;
+        end.delivered = true;
+        if (!pod || type === "BOOKMARK") return;
+        if (type === "DELETED") this.events.remove(pod);
+        else this.events.upsert(pod);
+      };
+      const path = this.opts.namespace ? `/api/v1/namespaces/${encodeURIComponent(this.opts.namespace)}/pods` : "/api/v1/pods";
+      const query = {
+        resourceVersion: this.resourceVersion,
+        allowWatchBookmarks: true,
+        timeoutSeconds: WATCH_TIMEOUT_SECONDS,
+        ...(this.opts.labelSelector ? { labelSelector: this.opts.labelSelector } : {}),
+      };
+      this.watch
+        .watch(path, query, onEvent, (err) => finish(err ?? null))
+        .then((controller) => {
+          if (settled || this.closed) controller.abort();
+          else this.activeWatch = controller;
+        })
+        .catch((err: unknown) => finish(err));
+    });
+  }
+
+  private async withTimeout<T>(ms: number, call: (options: ReturnType<typeof withSignal>) => Promise<T>): Promise<T> {
+    const signal = AbortSignal.any([this.lifetime.signal, AbortSignal.timeout(ms)]);
+    try {
+      return await call(withSignal(signal));
+    } catch (e) {
+      if (signal.aborted && !this.closed) throw new Error(`listing pods timed out after ${ms / 1000} s`, { cause: e });
+      throw e;
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.lifetime.signal.addEventListener(
+        "abort",
+        () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        { once: true },
+      );
+    });
+  }
+}

@@ -1,0 +1,266 @@
+// The post-creation audit (the Image Provenance design's "post-pod-creation audit"): admission sees a pod once,
+// but policies change, tags move, backends were down when it was admitted (fail-open), and static pods never
+// passed it. The scanner keeps every pod of the cluster in view (a paged list, then a watch: src/kube/pod-informer.ts),
+// judges each as it runs (src/scan/pod-audit.ts) when it changes, every pod when the policies change and at
+// each full rescan, at a bounded rate, and writes one policy report per pod with what it found.
+//
+// Only the leader scans (a Lease): replicas would write the same reports. A new leader lists and judges
+// everything again; the report writer compares before it writes, so a leader change neither loses a result nor
+// writes one twice (reports are named by the pod's UID).
+import type { KubeConfig } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import type { ScanResult } from "../core/policy-reports/resource-scan.ts";
+import { asObject } from "../core/json-shapes.ts";
+import type { Engine } from "../engine/engine.ts";
+import type { LeaderElector } from "../kube/leader-election.ts";
+import { PodInformer, type PodObject } from "../kube/pod-informer.ts";
+import type { PolicyReportSink } from "../kube/policy-report-writer.ts";
+import { auditPod, scanOf } from "./pod-audit.ts";
+
+/** What the scanner reports to Prometheus (src/server/metrics.ts). */
+export interface ScanRecorder {
+  podScanned(outcome: "pass" | "fail" | "error"): void;
+  fullScan(seconds: number): void;
+  watchRestarted(): void;
+  reportWriteFailed(): void;
+}
+
+export interface AuditScannerOptions {
+  engine: Engine;
+  kube: KubeConfig;
+  logger: Logger;
+  /** Where reports go; undefined: none are written (metrics and logs only). */
+  reports?: PolicyReportSink;
+  /** Only the leader scans; undefined: this process always does. */
+  leader?: LeaderElector;
+  /** Pods judged per second at most (default 20). */
+  podsPerSecond?: number;
+  /** Every pod judged again this often, for what no event announces: a signature removed, a tag moved (default 1 h). */
+  rescanIntervalMs?: number;
+  recorder?: ScanRecorder;
+  namespace?: string;
+  labelSelector?: string;
+}
+
+/** The counts `/metrics` shows as gauges: current violations by policy and result. */
+export type ViolationCounts = Map<string, { policy: string; result: ScanResult["result"]; count: number }>;
+
+export class AuditScanner {
+  private readonly opts: AuditScannerOptions;
+  private readonly pods = new Map<string, PodObject>();
+  /** What each pod was last judged as (its content key), so a status heartbeat does not judge it again. */
+  private readonly judgedAs = new Map<string, string>();
+  private readonly results = new Map<string, readonly ScanResult[]>();
+  private readonly queue = new Set<string>();
+  private informer: PodInformer | undefined;
+  private worker: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private rescanTimer: NodeJS.Timeout | undefined;
+  private unsubscribe: (() => void) | undefined;
+  private closed = false;
+  /** When the running full scan began (its first list or its rescan), until the queue drains. */
+  private fullScanStarted: number | undefined;
+
+  constructor(opts: AuditScannerOptions) {
+    this.opts = opts;
+  }
+
+  start(): void {
+    if (!this.opts.leader) return this.activate();
+    this.unsubscribe = this.opts.leader.onLeadershipChange((leading) => (leading ? this.activate() : void this.deactivate()));
+    if (this.opts.leader.isLeader()) this.activate();
+  }
+
+  /** Every pod is judged again: the policies changed. */
+  policiesChanged(): void {
+    if (!this.informer) return;
+    this.judgedAs.clear();
+    this.startFullScan();
+  }
+
+  /** Current violations by policy and result, over every pod in view. */
+  violationCounts(): ViolationCounts {
+    const counts: ViolationCounts = new Map();
+    for (const results of this.results.values())
+      for (const r of results) {
+        const key = `${r.policy}\u0000${r.result}`;
+        const entry = counts.get(key) ?? { policy: r.policy, result: r.result, count: 0 };
+        entry.count++;
+        counts.set(key, entry);
+      }
+    return counts;
+  }
+
+  /** Whether a scan is under way (the queue holds pods); for tests and /readyz-style probes. */
+  get pending(): number {
+    return this.queue.size;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.unsubscribe?.();
+    await this.deactivate();
+  }
+
+  private activate(): void {
+    if (this.closed || this.informer) return;
+    this.opts.logger.info({}, "audit: scanning running pods");
+    this.informer = new PodInformer(
+      this.opts.kube,
+      {
+        upsert: (pod) => this.seen(pod),
+        remove: (pod) => void this.gone(uidOf(pod)),
+        listed: (pods) => this.listed(pods),
+        restarted: (err) => {
+          this.opts.recorder?.watchRestarted();
+          this.opts.logger.debug({ err: (err as Error)?.message }, "audit: pod watch restarted");
+        },
+      },
+      {
+        logger: this.opts.logger,
+        ...(this.opts.namespace ? { namespace: this.opts.namespace } : {}),
+        ...(this.opts.labelSelector ? { labelSelector: this.opts.labelSelector } : {}),
+      },
+    );
+    this.fullScanStarted = Date.now();
+    this.informer.start();
+    this.worker = this.work();
+    const interval = this.opts.rescanIntervalMs ?? 3_600_000;
+    this.rescanTimer = setInterval(() => {
+      this.judgedAs.clear();
+      this.startFullScan();
+    }, interval);
+    this.rescanTimer.unref();
+  }
+
+  private async deactivate(): Promise<void> {
+    const informer = this.informer;
+    if (!informer) return;
+    this.informer = undefined;
+    clearInterval(this.rescanTimer);
+    this.queue.clear();
+    this.wake?.();
+    await informer.close();
+    await this.worker;
+    this.pods.clear();
+    this.judgedAs.clear();
+    this.results.clear();
+    this.opts.logger.info({}, "audit: stopped scanning (no longer the leader)");
+  }
+
+  private startFullScan(): void {
+    this.fullScanStarted ??= Date.now();
+    void this.opts.reports
+      ?.refreshIndex?.()
+      .catch((err: unknown) => this.opts.logger.warn({ err: (err as Error).message }, "audit: cannot list existing reports"));
+    for (const uid of this.pods.keys()) this.queue.add(uid);
+    this.wake?.();
+  }
+
+  private seen(pod: PodObject): void {
+    const uid = uidOf(pod);
+    if (!uid) return;
+    this.pods.set(uid, pod);
+    if (this.judgedAs.get(uid) !== contentKey(pod)) {
+      this.queue.add(uid);
+      this.wake?.();
+    }
+  }
+
+  private listed(pods: readonly PodObject[]): void {
+    const now = new Set<string>();
+    for (const pod of pods) {
+      const uid = uidOf(pod);
+      if (uid) now.add(uid);
+    }
+    for (const uid of [...this.pods.keys()]) if (!now.has(uid)) void this.gone(uid);
+    this.fullScanStarted ??= Date.now();
+    void this.opts.reports
+      ?.refreshIndex?.()
+      .catch((err: unknown) => this.opts.logger.warn({ err: (err as Error).message }, "audit: cannot list existing reports"));
+    for (const pod of pods) this.seen(pod);
+  }
+
+  private async gone(uid: string): Promise<void> {
+    if (!uid) return;
+    const pod = this.pods.get(uid);
+    this.pods.delete(uid);
+    this.judgedAs.delete(uid);
+    this.results.delete(uid);
+    this.queue.delete(uid);
+    // The garbage collector removes a deleted pod's report (it owns it); clearing keeps the writer's index right.
+    const namespace = asObject(pod?.metadata)?.namespace;
+    try {
+      await this.opts.reports?.clear({ uid, ...(typeof namespace === "string" ? { namespace } : {}) });
+    } catch (err) {
+      this.opts.logger.debug({ err: (err as Error).message, uid }, "audit: report of a deleted pod not cleared (the garbage collector removes it)");
+    }
+  }
+
+  /** Judges queued pods one at a time, at most podsPerSecond of them. */
+  private async work(): Promise<void> {
+    const spacingMs = 1000 / (this.opts.podsPerSecond ?? 20);
+    while (this.informer && !this.closed) {
+      const next = this.queue.values().next();
+      if (next.done) {
+        if (this.fullScanStarted !== undefined) {
+          this.opts.recorder?.fullScan((Date.now() - this.fullScanStarted) / 1000);
+          this.opts.logger.info({ pods: this.pods.size, seconds: (Date.now() - this.fullScanStarted) / 1000 }, "audit: every pod judged");
+          this.fullScanStarted = undefined;
+        }
+        await new Promise<void>((resolve) => (this.wake = resolve));
+        this.wake = undefined;
+        continue;
+      }
+      const uid = next.value;
+      this.queue.delete(uid);
+      const pod = this.pods.get(uid);
+      if (!pod) continue;
+      const started = Date.now();
+      await this.judge(uid, pod);
+      const wait = spacingMs - (Date.now() - started);
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+
+  private async judge(uid: string, pod: PodObject): Promise<void> {
+    const key = contentKey(pod);
+    const audit = await auditPod(this.opts.engine, pod);
+    // The pod may have changed or gone while it was judged: a newer version is in the queue, or it is gone.
+    if (this.pods.get(uid) !== pod) return;
+    this.judgedAs.set(uid, key);
+    this.results.set(uid, audit.results);
+    const outcome = audit.results.some((r) => r.result === "fail") ? "fail" : audit.results.some((r) => r.result === "error") ? "error" : "pass";
+    this.opts.recorder?.podScanned(outcome);
+    if (outcome !== "pass") {
+      const meta = asObject(pod.metadata);
+      this.opts.logger.debug({ namespace: meta?.namespace, pod: meta?.name, results: audit.results.length }, "audit: pod breaks policy");
+    }
+    try {
+      await this.opts.reports?.write(scanOf(audit));
+    } catch (err) {
+      this.opts.recorder?.reportWriteFailed();
+      // Judged again at the next change or rescan, which retries the write.
+      this.judgedAs.delete(uid);
+      this.opts.logger.warn({ err: (err as Error).message, uid }, "audit: policy report not written");
+    }
+  }
+}
+
+function uidOf(pod: PodObject): string {
+  const uid = pod.metadata?.uid;
+  return typeof uid === "string" ? uid : "";
+}
+
+/**
+ * What a pod is judged on: its spec, its labels and annotations, and the images its status reports. Not its
+ * resourceVersion: the kubelet updates status (conditions, restarts) often, which changes nothing to judge.
+ */
+function contentKey(pod: PodObject): string {
+  const meta = asObject(pod.metadata) ?? {};
+  const status = asObject(pod.status) ?? {};
+  const imageIds = ["containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"].map((k) =>
+    (Array.isArray(status[k]) ? (status[k] as unknown[]) : []).map((s) => [asObject(s)?.name, asObject(s)?.imageID]),
+  );
+  return JSON.stringify([pod.spec, meta.labels, meta.annotations, imageIds]);
+}

@@ -1,0 +1,51 @@
+// The background scan's serve flags, checked and turned into the app's options in one place.
+import { parseDuration } from "../core/duration.ts";
+import { parseReportFormats } from "../core/policy-reports/report-formats.ts";
+import type { BackgroundScanOptions } from "../server/app.ts";
+
+export interface ScanFlags {
+  "background-scan"?: boolean | undefined;
+  "scan-reports"?: string | undefined;
+  "scan-rate"?: string | undefined;
+  "scan-interval"?: string | undefined;
+  "scan-lease"?: string | undefined;
+}
+
+export const SCAN_FLAG_USAGE = `  --background-scan    judge running pods after admission too: every pod as it runs (the digests its
+                       status reports), when it changes, when policies change and every --scan-interval,
+                       and write a policy report per pod that breaks a policy (needs --kubeconfig or a
+                       pod's service account; one replica scans, chosen by a Lease; docs/background-scan.md)
+  --scan-reports FORMATS
+                       wgpolicyk8s (default: wgpolicyk8s.io/v1alpha2 PolicyReports, which most dashboards
+                       read), openreports (openreports.io/v1alpha1 Reports), both, or none
+  --scan-rate N        pods judged per second at most (default 20)
+  --scan-interval DUR  every pod judged again this often (default 1h)
+  --scan-lease NS/NAME the Lease that picks the scanning replica (default: the pod's namespace, else
+                       default, and imprimatur-scan)
+`;
+
+/** Undefined when the scan is off; throws Error with the flag's problem. */
+export function backgroundScanOptions(flags: ScanFlags, podNamespace: string | undefined): BackgroundScanOptions | undefined {
+  const given = (["scan-reports", "scan-rate", "scan-interval", "scan-lease"] as const).filter((f) => flags[f] !== undefined);
+  if (!flags["background-scan"]) {
+    if (given.length > 0) throw new Error(`--${given[0]} needs --background-scan`);
+    return undefined;
+  }
+  const reportsFlag = flags["scan-reports"] ?? "wgpolicyk8s";
+  const reports = reportsFlag === "none" ? [] : parseReportFormats(reportsFlag);
+  const rate = flags["scan-rate"] === undefined ? 20 : Number(flags["scan-rate"]);
+  if (!Number.isFinite(rate) || rate <= 0 || rate > 10_000)
+    throw new Error(`--scan-rate must be a number of pods per second from 0 to 10000, got ${flags["scan-rate"]}`);
+  const interval = flags["scan-interval"] === undefined ? 3_600_000 : parseDuration(flags["scan-interval"]);
+  if (interval === undefined || interval < 60_000) throw new Error(`--scan-interval must be a duration of at least 1m, got ${flags["scan-interval"]}`);
+  const lease = flags["scan-lease"];
+  let namespace = podNamespace ?? "default";
+  let name = "imprimatur-scan";
+  if (lease !== undefined) {
+    const m = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-a-z0-9.]*[a-z0-9])?)$/.exec(lease);
+    if (!m) throw new Error(`--scan-lease must be NAMESPACE/NAME, got ${lease}`);
+    namespace = m[1]!;
+    name = m[3]!;
+  }
+  return { reports, podsPerSecond: rate, rescanIntervalMs: interval, lease: { namespace, name } };
+}

@@ -375,3 +375,33 @@ describe("namespaced policies as custom resources", () => {
     assert.equal(outcomes.get("NamespacedImagePolicy/shop/corp-only")?.state, "in-force");
   });
 });
+
+describe("imprimatur test with namespaced policies", () => {
+  it("a PolicyTest names a namespaced policy as namespace/name", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "imprimatur-namespaced-test-"));
+    await writeFile(join(dir, "policies.yaml"), [CLUSTER_DENIES_HUB, SHOP_CORP_ONLY].join("---\n"));
+    await writeFile(
+      join(dir, "pods.yaml"),
+      ["shop", "other"]
+        .map(
+          (ns) =>
+            `apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: ${ns}}\nspec:\n  containers: [{name: web, image: "quay.io/web@sha256:${"a".repeat(64)}"}]\n`,
+        )
+        .join("---\n"),
+    );
+    await writeFile(
+      join(dir, "imprimatur-test.yaml"),
+      `apiVersion: imprimatur.dev/v1alpha1
+kind: PolicyTest
+metadata: {name: namespaced}
+policies: [policies.yaml]
+resources: [pods.yaml]
+results:
+  - {resource: Pod/web, namespace: shop, result: denied, policy: shop/corp-only, rule: default}
+  - {resource: Pod/web, namespace: other, result: allowed, policy: shop/corp-only}
+`,
+    );
+    const r = spawnSync(process.execPath, [BIN, "test", dir], { encoding: "utf8" });
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+  });
+});

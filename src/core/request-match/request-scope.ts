@@ -12,7 +12,7 @@ export interface RequestScope {
   violations: Violation[];
 }
 
-type Matchable = { readonly name: string; readonly match?: RequestMatch };
+type Matchable = { readonly name: string; readonly namespace?: string; readonly match?: RequestMatch };
 
 // Worked out once per loaded set (a set is replaced, not changed, on reload): admissions ask on every request.
 const scopedSets = new WeakMap<PolicySet, boolean>();
@@ -43,7 +43,8 @@ export function scopeRequest(prepared: PreparedPolicies, req: MatchedRequest, fa
       const outcome = matchRequest(p.match, req);
       if ("inScope" in outcome && outcome.inScope) return true;
       left.push(`${kind}/${p.name}`);
-      const kindField = kind === "PodRestriction" ? { kind } : {};
+      // Namespaced policies are named by their kind, as their other denials are.
+      const kindField = p.namespace !== undefined ? { kind: `Namespaced${kind}` as const } : kind === "PodRestriction" ? { kind } : {};
       if ("undecided" in outcome) violations.push({ policy: p.name, ...kindField, rule: outcome.rule, message: outcome.undecided });
       // VAP's failurePolicy Ignore: a failed condition leaves the request out of this policy's scope.
       if ("conditionError" in outcome && !failOpen) violations.push({ policy: p.name, ...kindField, rule: outcome.rule, message: outcome.conditionError });

@@ -21,7 +21,8 @@ export interface BreakGlassInput {
   namespace: string;
   /** Violations that are not policy denials (invalid references, unknown namespace labels). */
   blocking: Violation[];
-  denials: Array<{ violation: Violation; policy: { name: string; breakGlass: BreakGlassPolicy } }>;
+  /** `namespace` is set for a NamespacedImagePolicy, whose refusals name its kind. */
+  denials: Array<{ violation: Violation; policy: { name: string; namespace?: string; breakGlass: BreakGlassPolicy } }>;
 }
 
 export function breakGlassRequested(annotations: Record<string, string>): boolean {
@@ -33,15 +34,16 @@ export function applyBreakGlass(denied: Decision, input: BreakGlassInput): Decis
   if (!breakGlassRequested(input.annotations)) return denied;
 
   const problems: Violation[] = [];
-  const refusedBy = new Set<string>();
+  const refusedBy = new Map<string, BreakGlassInput["denials"][number]["policy"]>();
   const required = new Set<string>();
   for (const { policy } of input.denials) {
-    if (!policy.breakGlass.allowed) refusedBy.add(policy.name);
+    if (!policy.breakGlass.allowed) refusedBy.set(policy.name, policy);
     for (const key of policy.breakGlass.requiredAnnotations) required.add(key);
   }
-  for (const name of refusedBy) {
+  for (const policy of refusedBy.values()) {
     problems.push({
-      policy: name,
+      policy: policy.name,
+      ...kindOf(policy),
       rule: "breakGlass",
       message: `break-glass was requested but this policy does not allow overrides in namespace ${JSON.stringify(input.namespace)}`,
     });
@@ -50,6 +52,7 @@ export function applyBreakGlass(denied: Decision, input: BreakGlassInput): Decis
   if (missing.length > 0) {
     problems.push({
       policy: input.denials[0]?.policy.name ?? "imprimatur",
+      ...(input.denials[0] ? kindOf(input.denials[0].policy) : {}),
       rule: "breakGlass",
       message: `break-glass needs every one of these annotations, non-empty: ${[...required].join(", ")}; missing: ${missing.join(", ")}`,
     });
@@ -60,6 +63,7 @@ export function applyBreakGlass(denied: Decision, input: BreakGlassInput): Decis
     if (pattern && ticket && !pattern.test(ticket)) {
       problems.push({
         policy: policy.name,
+        ...kindOf(policy),
         rule: "breakGlass",
         message: `break-glass ticket ${JSON.stringify(ticket)} does not match the required form ${pattern.source}`,
       });
@@ -101,6 +105,11 @@ export function applyBreakGlass(denied: Decision, input: BreakGlassInput): Decis
     breakGlass: { reason, ticket, overridden },
     ...(denied.passes ? { passes: denied.passes } : {}),
   };
+}
+
+/** A namespaced policy's violations name its kind. */
+function kindOf(policy: { namespace?: string }): Pick<Violation, "kind"> {
+  return policy.namespace === undefined ? {} : { kind: "NamespacedImagePolicy" };
 }
 
 function dedupe(vs: Violation[]): Violation[] {

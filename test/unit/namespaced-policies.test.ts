@@ -201,6 +201,16 @@ spec:
     );
   });
 
+  it("a namespaced policy that allows no break-glass refuses it under its kind and name", () => {
+    const { ImagePolicy } = load(SHOP_CORP_ONLY);
+    const d = evaluateImagePolicies(ImagePolicy, { ...images("shop", "quay.io/app:1"), annotations: breakGlass }, {});
+    assert.equal(d.allowed, false);
+    assert.match(
+      renderReason(d.violations),
+      /denied by NamespacedImagePolicy shop\/corp-only breakGlass: break-glass was requested but this policy does not allow overrides in namespace "shop"/,
+    );
+  });
+
   it("its own break-glass sets aside its own denial where the cluster's policies allow the image", () => {
     const lenient = SHOP_CORP_ONLY.replace("spec:\n", "spec:\n  breakGlass: {allowed: true}\n");
     const { ImagePolicy } = load([CLUSTER_DENIES_HUB, lenient].join("---\n"));

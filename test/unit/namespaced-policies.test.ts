@@ -103,9 +103,15 @@ describe("NamespacedImagePolicy: loading", () => {
     assert.deepEqual(errorsOf(withKey("k8s://shop/signing")), []);
   });
 
-  it("takes validationActions unchanged", () => {
-    const [p] = load(SHOP_CORP_ONLY.replace("spec:\n", "spec:\n  validationActions: [Warn]\n")).ImagePolicy;
-    assert.deepEqual(p!.validationActions, ["Warn"]);
+  it("takes validationActions unchanged: Warn admits, with the failure as an advisory under its kind", () => {
+    const { ImagePolicy } = load(SHOP_CORP_ONLY.replace("spec:\n", "spec:\n  validationActions: [Warn]\n"));
+    assert.deepEqual(ImagePolicy[0]!.validationActions, ["Warn"]);
+    const d = evaluateImagePolicies(ImagePolicy, images("shop", "quay.io/app:1"), {});
+    assert.equal(d.allowed, true);
+    assert.deepEqual(
+      d.advisories?.map((v) => [v.kind, v.policy, v.actions]),
+      [["NamespacedImagePolicy", "shop/corp-only", ["Warn"]]],
+    );
   });
 
   it("names are unique per namespace: the same name in another namespace or as a cluster policy is another policy", () => {

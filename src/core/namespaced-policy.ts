@@ -61,3 +61,15 @@ function valueAt(document: unknown, path: readonly string[]): unknown {
   }
   return at;
 }
+
+/**
+ * A cluster kind's document with metadata.namespace: refused, since it would apply everywhere while it reads as a
+ * policy of that namespace. Undefined when there is none.
+ */
+export function clusterKindNamespaceIssue(document: Record<string, unknown>, kinds: { namespaced: string; cluster: string }): FieldIssue | undefined {
+  if (!isObject(document.metadata) || document.metadata.namespace === undefined) return undefined;
+  return {
+    path: ["metadata", "namespace"],
+    message: `${/^[AEIOU]/.test(kinds.cluster) ? "an" : "a"} ${kinds.cluster} is cluster-wide and has no namespace; for a policy of one namespace write kind ${kinds.namespaced}`,
+  };
+}

@@ -135,6 +135,15 @@ describe("NamespacedImagePolicy: loading", () => {
     });
   });
 
+  it("a cluster kind with metadata.namespace is refused, pointing at the namespaced kind", () => {
+    assert.deepEqual(errorsOf(SHOP_CORP_ONLY.replace("kind: NamespacedImagePolicy", "kind: ImagePolicy")), [
+      "p.yaml:3 (document 1, metadata.namespace): an ImagePolicy is cluster-wide and has no namespace; for a policy of one namespace write kind NamespacedImagePolicy",
+    ]);
+    assert.deepEqual(errorsOf(SHOP_NO_PRIVILEGED.replace("kind: NamespacedPodRestriction", "kind: PodRestriction")), [
+      "p.yaml:3 (document 1, metadata.namespace): a PodRestriction is cluster-wide and has no namespace; for a policy of one namespace write kind NamespacedPodRestriction",
+    ]);
+  });
+
   it("has only imprimatur.dev/v1alpha1, and unknown kinds list the namespaced kinds", () => {
     assert.deepEqual(errorsOf(SHOP_CORP_ONLY.replace("imprimatur.dev/v1alpha1", "policy/v1alpha1")), [
       'p.yaml:1 (document 1, apiVersion): must be "imprimatur.dev/v1alpha1", got "policy/v1alpha1"',

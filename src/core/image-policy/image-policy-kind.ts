@@ -6,6 +6,7 @@ import { combineDecisions, deny, type Decision } from "../decision.ts";
 import { imagePolicyAnnotations } from "../image-review.ts";
 import type { FieldIssue, KindEvaluationContext, PolicyKind } from "../policy-kind.ts";
 import { unknownFieldMessage } from "../unknown-field.ts";
+import { clusterKindNamespaceIssue } from "../namespaced-policy.ts";
 import { compileImagePolicy, type RawImagePolicy } from "./compile-image-policy.ts";
 import { evaluateImagePolicies, type ImagePolicy } from "./image-policy.ts";
 import imagePolicySchema from "./image-policy.schema.json" with { type: "json" };
@@ -20,6 +21,8 @@ export const imagePolicyKind: PolicyKind<ImagePolicy, readonly ImagePolicy[]> = 
   kind: "ImagePolicy",
   apiVersions: [POLICY_API_VERSION],
   compile(document, cx) {
+    const namespaced = clusterKindNamespaceIssue(document, { namespaced: "NamespacedImagePolicy", cluster: "ImagePolicy" });
+    if (namespaced) return { issues: [namespaced] };
     if (!validateSchema(document)) return { issues: (validateSchema.errors ?? []).map(describeSchemaError) };
     const compiled = compileImagePolicy(document as unknown as RawImagePolicy, cx.source, cx.related);
     return compiled.policy ? { policy: compiled.policy, issues: compiled.errors } : { issues: compiled.errors };

@@ -6,6 +6,7 @@ import { POLICY_API_VERSION } from "../image-policy/image-policy-kind.ts";
 import { compilePodRestriction, type PodRestriction } from "./pod-restriction.ts";
 import { decidePodRestrictions } from "./pod-restriction-decision.ts";
 import { PodRestrictionIndex } from "./restriction-index.ts";
+import { clusterKindNamespaceIssue } from "../namespaced-policy.ts";
 
 /** The PodRestrictions design writes policy/v1alpha1; its examples load unchanged. */
 const SEED_API_VERSION = "policy/v1alpha1";
@@ -13,7 +14,11 @@ const SEED_API_VERSION = "policy/v1alpha1";
 export const podRestrictionKind: PolicyKind<PodRestriction, PodRestrictionIndex> = {
   kind: "PodRestriction",
   apiVersions: [POLICY_API_VERSION, SEED_API_VERSION],
-  compile: (document, cx) => compilePodRestriction(document, { source: cx.source, ...(cx.profiles ? { profiles: cx.profiles } : {}) }),
+  compile(document, cx) {
+    const namespaced = clusterKindNamespaceIssue(document, { namespaced: "NamespacedPodRestriction", cluster: "PodRestriction" });
+    if (namespaced) return { issues: [namespaced] };
+    return compilePodRestriction(document, { source: cx.source, ...(cx.profiles ? { profiles: cx.profiles } : {}) });
+  },
   prepare: (policies) => new PodRestrictionIndex(policies),
   usesNamespaceLabels: (index) => index.usesSelectors,
   evaluate(index, subject, cx) {

@@ -168,6 +168,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
       "scan-rate": { type: "string" },
       "scan-interval": { type: "string" },
       "scan-lease": { type: "string" },
+      "scan-exclude-namespace": { type: "string", multiple: true },
     }));
     if (!((parseDuration(values.drain!) ?? -1) >= 0)) throw new UsageError(`--drain must be a duration such as 5s, got ${values.drain}`);
     if (values["digest-mode"] !== undefined && !["mutate", "record"].includes(values["digest-mode"]))

@@ -101,7 +101,8 @@ export class PodInformer {
           : this.api.listPodForAllNamespaces(query, options);
       });
       // The typed models hold Dates where the API sends strings: back to the JSON policies see at admission.
-      for (const item of page.items) pods.push(JSON.parse(JSON.stringify(item)) as PodObject);
+      // List items carry no apiVersion and kind; a pod judged as an object needs them, as watch events have them.
+      for (const item of page.items) pods.push({ apiVersion: "v1", kind: "Pod", ...(JSON.parse(JSON.stringify(item)) as PodObject) });
       resourceVersion = page.metadata?.resourceVersion ?? "";
       continueToken = page.metadata?._continue || undefined;
     } while (continueToken !== undefined);

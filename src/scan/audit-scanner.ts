@@ -40,6 +40,8 @@ export interface AuditScannerOptions {
   recorder?: ScanRecorder;
   namespace?: string;
   labelSelector?: string;
+  /** Namespaces whose pods are left out (those the webhooks leave out: kube-system, Imprimatur's own). */
+  excludeNamespaces?: readonly string[];
 }
 
 /** The counts `/metrics` shows as gauges: current violations by policy and result. */
@@ -159,7 +161,7 @@ export class AuditScanner {
 
   private seen(pod: PodObject): void {
     const uid = uidOf(pod);
-    if (!uid) return;
+    if (!uid || this.opts.excludeNamespaces?.includes(pod.metadata?.namespace ?? "")) return;
     this.pods.set(uid, pod);
     if (this.judgedAs.get(uid) !== contentKey(pod)) {
       this.queue.add(uid);

@@ -9,6 +9,7 @@ export interface ScanFlags {
   "scan-rate"?: string | undefined;
   "scan-interval"?: string | undefined;
   "scan-lease"?: string | undefined;
+  "scan-exclude-namespace"?: string[] | undefined;
 }
 
 export const SCAN_FLAG_USAGE = `  --background-scan    judge running pods after admission too: every pod as it runs (the digests its
@@ -20,13 +21,17 @@ export const SCAN_FLAG_USAGE = `  --background-scan    judge running pods after 
                        read), openreports (openreports.io/v1alpha1 Reports), both, or none
   --scan-rate N        pods judged per second at most (default 20)
   --scan-interval DUR  every pod judged again this often (default 1h)
+  --scan-exclude-namespace NS
+                       leave this namespace's pods out (repeatable), as the webhooks' namespaceSelector
+                       leaves kube-system and Imprimatur's own namespace out
   --scan-lease NS/NAME the Lease that picks the scanning replica (default: the pod's namespace, else
                        default, and imprimatur-scan)
 `;
 
 /** Undefined when the scan is off; throws Error with the flag's problem. */
 export function backgroundScanOptions(flags: ScanFlags, podNamespace: string | undefined): BackgroundScanOptions | undefined {
-  const given = (["scan-reports", "scan-rate", "scan-interval", "scan-lease"] as const).filter((f) => flags[f] !== undefined);
+  const given: string[] = (["scan-reports", "scan-rate", "scan-interval", "scan-lease"] as const).filter((f) => flags[f] !== undefined);
+  if ((flags["scan-exclude-namespace"] ?? []).length > 0) given.push("scan-exclude-namespace");
   if (!flags["background-scan"]) {
     if (given.length > 0) throw new Error(`--${given[0]} needs --background-scan`);
     return undefined;
@@ -47,5 +52,5 @@ export function backgroundScanOptions(flags: ScanFlags, podNamespace: string | u
     namespace = m[1]!;
     name = m[3]!;
   }
-  return { reports, podsPerSecond: rate, rescanIntervalMs: interval, lease: { namespace, name } };
+  return { reports, podsPerSecond: rate, rescanIntervalMs: interval, lease: { namespace, name }, excludeNamespaces: flags["scan-exclude-namespace"] ?? [] };
 }

@@ -76,6 +76,8 @@ export interface BackgroundScanOptions {
   rescanIntervalMs: number;
   /** The Lease that picks the one replica that scans. */
   lease: { namespace: string; name: string };
+  /** Namespaces whose pods are left out. */
+  excludeNamespaces: readonly string[];
 }
 
 export interface App {
@@ -269,6 +271,7 @@ function startBackgroundScan(opts: AppOptions, scanOpts: BackgroundScanOptions, 
     ...(scanOpts.reports.length > 0 ? { reports: new PolicyReportWriter(kube, { formats: scanOpts.reports }) } : {}),
     podsPerSecond: scanOpts.podsPerSecond,
     rescanIntervalMs: scanOpts.rescanIntervalMs,
+    excludeNamespaces: scanOpts.excludeNamespaces,
     recorder: prometheusScanRecorder(metrics),
   });
   metrics.setScanResultsSource(() => scanner.violationCounts());

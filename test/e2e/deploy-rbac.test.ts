@@ -70,12 +70,17 @@ const CLUSTER_WIDE = [
     ["patch"],
   ),
   ...expand("admissionregistration.k8s.io", ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"], ["get", "update"], ["imprimatur"]),
+  // The background scan: running pods, and one report per pod in either format.
+  ...expand("", ["pods"], ["list", "watch"]),
+  ...expand("wgpolicyk8s.io", ["policyreports", "clusterpolicyreports"], ["get", "list", "create", "update", "delete"]),
+  ...expand("openreports.io", ["reports", "clusterreports"], ["get", "list", "create", "update", "delete"]),
 ];
 const IN_OWN_NAMESPACE = [
   ...expand("", ["secrets"], ["create"]),
   ...expand("", ["secrets"], ["update"], ["imprimatur-tls"]),
   ...expand("coordination.k8s.io", ["leases"], ["create"]),
   ...expand("coordination.k8s.io", ["leases"], ["get", "update"], ["imprimatur"]),
+  ...expand("coordination.k8s.io", ["leases"], ["get", "update"], ["imprimatur-scan"]),
 ];
 
 before(async () => {
@@ -141,7 +146,7 @@ test("what it must not do is refused by the apiserver", async () => {
   assert.match(listed.stderr, /forbidden/);
 });
 
-test("serve with the Deployment's flags runs on exactly that RBAC: TLS Secret, Lease, caBundle, policy status, Events", async (t) => {
+test("serve with the Deployment's flags runs on exactly that RBAC: TLS Secret, Lease, caBundle, policy status, Events, background scan", async (t) => {
   const deployment = (await build()).find((d) => d.kind === "Deployment")!;
   const args: string[] = deployment.spec.template.spec.containers[0].args;
   const stateDir = join(dir, "state");
@@ -206,6 +211,10 @@ test("serve with the Deployment's flags runs on exactly that RBAC: TLS Secret, L
     const got = await cluster.kubectl(["get", "events", "--all-namespaces", "--field-selector", "involvedObject.name=broken", "-o", "name"]);
     return got.stdout.trim() !== "" ? true : undefined;
   });
+  // The background scan: the scan Lease is taken, every pod is listed and judged, the reports are listed.
+  await until("the background scan's first full scan", async () => (/"audit: every pod judged"/.test(serveLog()) ? true : undefined));
+  const scanHolder = await cluster.kubectl(["get", "lease", "imprimatur-scan", "-n", "imprimatur", "-o", "jsonpath={.spec.holderIdentity}"]);
+  assert.match(scanHolder.stdout, /imprimatur-rbac-test/);
   assert.doesNotMatch(serveLog(), /forbidden|\b403\b/i, "no call was refused for want of a permission");
 });
 

@@ -88,7 +88,12 @@ test("the Service sends 443 to the container's https port, and the certificate n
 test("serve's command line: self-managed TLS in the Secret the Role may write, policies from custom resources", () => {
   assert.equal(container.args[0], "serve");
   const f = flags(container.args);
-  assert.deepEqual([...f.keys()].sort(), ["--metrics-port", "--policy-crds", "--state-dir", "--tls-san", "--tls-secret", "--webhook-configuration"].sort());
+  assert.deepEqual(
+    [...f.keys()].sort(),
+    ["--background-scan", "--metrics-port", "--policy-crds", "--scan-exclude-namespace", "--state-dir", "--tls-san", "--tls-secret", "--webhook-configuration"].sort(),
+  );
+  // The scan leaves out the namespaces the webhooks leave out.
+  assert.deepEqual(f.get("--scan-exclude-namespace"), ["kube-system", "imprimatur"]);
   assert.deepEqual(f.get("--metrics-port"), ["9090"]);
   assert.deepEqual(f.get("--policy-crds"), [""]);
   const [secretNamespace, secretName] = f.get("--tls-secret")![0]!.split("/");

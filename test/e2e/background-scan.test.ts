@@ -1,0 +1,206 @@
+// The post-creation audit on a real etcd + kube-apiserver v1.20: `imprimatur serve --background-scan` (two
+// replicas sharing one Lease) judges pods that exist already and pods as they change, writes policy reports in
+// both formats (CRDs of deploy/crds/reports), re-judges every pod when a policy changes, clears a report when its
+// pod is fixed or deleted, and a leader change writes no report twice.
+//
+// The pods are objects only (no kubelet runs here): what the kubelet would report in status (the imageID each
+// container runs) is written through the pods/status subresource, as the kubelet writes it. Static pods and a tag
+// that moves under a restarted container need a real node: test/e2e/background-scan-node.test.ts.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { setTimeout as sleep } from "node:timers/promises";
+import { CoreV1Api } from "@kubernetes/client-node";
+import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
+import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
+import { getText } from "../support/https-client.ts";
+import { loadKubeConfig } from "../../src/kube/kube-config.ts";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const NS = "scan-e2e";
+const D1 = `sha256:${"1".repeat(64)}`;
+const D2 = `sha256:${"2".repeat(64)}`;
+
+let cluster: KubeCluster;
+let dir: string;
+let first: ImprimaturProcess | undefined;
+let second: ImprimaturProcess | undefined;
+const uids = new Map<string, string>();
+
+const POLICY = (extraDeny: string) => `
+apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: {name: registries}
+spec:
+  rules:
+${extraDeny}    - {action: allow, images: ["registry.example.com/*"]}
+    - {action: deny, images: ["quay.io/*"], message: quay is retired, validationActions: [Warn]}
+  default: deny
+  defaultMessage: only registry.example.com
+`;
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), "imprimatur-scan-e2e-"));
+  cluster = await startKubeCluster();
+  const applied = await cluster.kubectl(["apply", "-k", join(ROOT, "deploy/crds/reports")]);
+  assert.equal(applied.code, 0, applied.stderr);
+  assert.equal((await cluster.kubectl(["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"])).code, 0);
+  assert.equal((await cluster.kubectl(["create", "namespace", NS])).code, 0);
+  await writeFile(join(dir, "policies.yaml"), POLICY(""));
+  // Pods that never passed admission (no webhook is registered): the scan must find them all the same.
+  await createPod("outsider", "docker.io/library/nginx:1.25");
+  await createPod("good", "registry.example.com/app:1.0");
+  await createPod("quay", "quay.io/team/app:1.0");
+  await createPod("drifted", "registry.example.com/web:1.0", {
+    "imprimatur.dev/verified-images": JSON.stringify({ "registry.example.com/web:1.0": { digest: D1, signers: ["key sha256:ab"] } }),
+  });
+  await setImageId("drifted", "registry.example.com/web", D2);
+  first = await startScanner();
+});
+
+after(async () => {
+  await first?.stop();
+  await second?.stop();
+  await cluster?.stop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+function startScanner(): Promise<ImprimaturProcess> {
+  return startImprimatur([
+    "--policies",
+    join(dir, "policies.yaml"),
+    "--kubeconfig",
+    cluster.kubeconfig,
+    "--background-scan",
+    "--scan-reports",
+    "both",
+    "--scan-rate",
+    "100",
+    "--scan-lease",
+    `${NS}/imprimatur-scan`,
+  ]);
+}
+
+async function createPod(name: string, image: string, annotations: Record<string, string> = {}): Promise<void> {
+  const pod = { apiVersion: "v1", kind: "Pod", metadata: { name, namespace: NS, annotations }, spec: { containers: [{ name: "app", image }] } };
+  const created = await cluster.kubectl(["create", "-o", "json", "-f", "-"], { input: JSON.stringify(pod) });
+  assert.equal(created.code, 0, created.stderr);
+  uids.set(name, (JSON.parse(created.stdout) as { metadata: { uid: string } }).metadata.uid);
+}
+
+/** What the kubelet writes once the container runs: the image and the digest it runs (pods/status). */
+async function setImageId(name: string, repository: string, digest: string): Promise<void> {
+  const api = loadKubeConfig(cluster.kubeconfig).makeApiClient(CoreV1Api);
+  const pod = await api.readNamespacedPodStatus({ name, namespace: NS });
+  const image = pod.spec!.containers[0]!.image!;
+  pod.status = {
+    ...pod.status,
+    containerStatuses: [{ name: "app", image, imageID: `${repository}@${digest}`, ready: true, restartCount: 0, state: { running: {} } }],
+  };
+  await api.replaceNamespacedPodStatus({ name, namespace: NS, body: pod });
+}
+
+interface Report {
+  metadata: { name: string; resourceVersion: string; ownerReferences?: Array<{ uid: string; kind: string }> };
+  results?: Array<{ policy: string; rule?: string; result: string; message: string; source?: string; properties?: Record<string, string> }>;
+  summary?: Record<string, number>;
+}
+
+async function reports(resource: "policyreports" | "reports.openreports.io"): Promise<Map<string, Report>> {
+  const got = await cluster.kubectl(["get", resource, "-n", NS, "-o", "json"]);
+  assert.equal(got.code, 0, got.stderr);
+  return new Map((JSON.parse(got.stdout) as { items: Report[] }).items.map((r) => [r.metadata.name, r]));
+}
+
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting: ${what}\n${(await first?.log())?.slice(-3000) ?? ""}`);
+    await sleep(300);
+  }
+}
+
+const reportOf = async (pod: string, resource: "policyreports" | "reports.openreports.io" = "policyreports") => (await reports(resource)).get(uids.get(pod)!);
+
+test("pods that never passed admission are judged as they run: a report per breaking pod, in both formats, owned by the pod", async () => {
+  await until("reports for outsider, quay and drifted", async () => {
+    const wg = await reports("policyreports");
+    const open = await reports("reports.openreports.io");
+    return ["outsider", "quay", "drifted"].every((p) => wg.has(uids.get(p)!) && open.has(uids.get(p)!));
+  });
+  const outsider = (await reportOf("outsider"))!;
+  assert.deepEqual(
+    outsider.results?.map((r) => [r.policy, r.rule, r.result, r.message, r.properties?.image]),
+    [["registries", "default", "fail", "only registry.example.com", "docker.io/library/nginx:1.25"]],
+  );
+  assert.equal(outsider.summary?.fail, 1);
+  assert.deepEqual(
+    outsider.metadata.ownerReferences?.map((o) => [o.kind, o.uid]),
+    [["Pod", uids.get("outsider")]],
+  );
+  const quay = (await reportOf("quay", "reports.openreports.io"))!;
+  assert.deepEqual(
+    quay.results?.map((r) => [r.rule, r.result]),
+    [["rules[1]", "warn"]],
+    "a Warn failure is a warn result",
+  );
+  const drifted = (await reportOf("drifted"))!;
+  assert.deepEqual(
+    drifted.results?.map((r) => [r.policy, r.rule, r.result, r.properties?.digest, r.properties?.expected]),
+    [["imprimatur", "runningDigest", "fail", D2, D1]],
+    "the digest that runs is not the one admission verified",
+  );
+  assert.equal(await reportOf("good"), undefined, "a pod that passes has no report");
+  const listed = await cluster.kubectl(["get", "policyreports", "-n", NS]);
+  assert.equal(listed.code, 0, listed.stderr);
+  assert.match(listed.stdout, new RegExp(uids.get("outsider")!));
+});
+
+test("a pod created and changed while the scan runs is judged as it changes; a fixed pod's report goes", async () => {
+  await createPod("late", "docker.io/library/redis:7");
+  await until("a report for the late pod", async () => (await reportOf("late")) !== undefined);
+  // Containers' images may change on a running pod: fixing it clears its report.
+  const fixed = await cluster.kubectl(["set", "image", "-n", NS, "pod/late", "app=registry.example.com/redis:7"]);
+  assert.equal(fixed.code, 0, fixed.stderr);
+  await until(
+    "the fixed pod's reports cleared",
+    async () => (await reportOf("late")) === undefined && (await reportOf("late", "reports.openreports.io")) === undefined,
+  );
+});
+
+test("a deleted pod's reports go", async () => {
+  assert.equal((await cluster.kubectl(["delete", "pod", "-n", NS, "drifted", "--wait=false"])).code, 0);
+  await until(
+    "the deleted pod's reports cleared",
+    async () => (await reportOf("drifted")) === undefined && (await reportOf("drifted", "reports.openreports.io")) === undefined,
+  );
+});
+
+test("a policy change re-judges every pod: an admitted pod that breaks the new policy is reported", async () => {
+  await writeFile(join(dir, "policies.yaml"), POLICY('    - {action: deny, images: ["registry.example.com/app:1.0"], message: app 1.0 is withdrawn}\n'));
+  await until("a report for the pod the new rule breaks", async () => (await reportOf("good")) !== undefined);
+  assert.deepEqual(
+    (await reportOf("good"))!.results?.map((r) => [r.rule, r.result, r.message]),
+    [["rules[0]", "fail", "app 1.0 is withdrawn"]],
+  );
+  const metrics = await getText(`${first!.baseUrl}/metrics`, first!.ca);
+  assert.match(metrics.text, /imprimatur_scan_pods_total\{outcome="fail"\} [1-9]/);
+  assert.match(metrics.text, /imprimatur_scan_results\{policy="registries",result="fail"\} 2/);
+});
+
+test("a leader change: the other replica takes the scan over and writes no report twice", async () => {
+  second = await startScanner();
+  const before = await reports("policyreports");
+  assert.ok(before.size >= 3);
+  // The leader hands its Lease back as it stops; the second replica then lists and judges every pod again.
+  await first!.stop();
+  first = undefined;
+  await until("the new leader's full scan", async () => /"audit: every pod judged"/.test(await second!.log()), 90_000);
+  const after = await reports("policyreports");
+  assert.deepEqual([...after.keys()].sort(), [...before.keys()].sort(), "the same reports, one per pod");
+  for (const [name, report] of after)
+    assert.equal(report.metadata.resourceVersion, before.get(name)!.metadata.resourceVersion, `report ${name} was not rewritten: nothing changed`);
+});

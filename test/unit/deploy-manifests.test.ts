@@ -90,7 +90,16 @@ test("serve's command line: self-managed TLS in the Secret the Role may write, p
   const f = flags(container.args);
   assert.deepEqual(
     [...f.keys()].sort(),
-    ["--background-scan", "--metrics-port", "--policy-crds", "--scan-exclude-namespace", "--state-dir", "--tls-san", "--tls-secret", "--webhook-configuration"].sort(),
+    [
+      "--background-scan",
+      "--metrics-port",
+      "--policy-crds",
+      "--scan-exclude-namespace",
+      "--state-dir",
+      "--tls-san",
+      "--tls-secret",
+      "--webhook-configuration",
+    ].sort(),
   );
   // The scan leaves out the namespaces the webhooks leave out.
   assert.deepEqual(f.get("--scan-exclude-namespace"), ["kube-system", "imprimatur"]);

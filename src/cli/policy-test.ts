@@ -13,7 +13,7 @@ import { ConfigError, renderConfigProblem, type ConfigProblem } from "../config/
 import type { FieldPath } from "../config/kube-yaml.ts";
 import { renderViolation } from "../core/decision.ts";
 import { renderAtLocation } from "../errors/source-location.ts";
-import { shippedProfiles } from "../policy/profiles.ts";
+import { resolveProfileName, shippedProfiles, type Profile } from "../policy/profiles.ts";
 import { parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 import { renderUnverified, structuredViolation, type ObjectResult } from "./check-report.ts";
 import { mergeNamespaceLabels, NAMESPACE_LABELS_SYNTAX, parseNamespaceLabels, type NamespaceLabels } from "./namespace-labels-flag.ts";
@@ -261,7 +261,7 @@ async function findTestFiles(target: string, errors: string[]): Promise<string[]
  */
 export async function readPolicyTests(file: string): Promise<PolicyTest[]> {
   const documents = yamlDocuments(await readConfigText(file, "policy test"), file);
-  const profiles = [...(await shippedProfiles()).keys()];
+  const profiles = await shippedProfiles();
   const problems: ConfigProblem[] = [];
   const checks = new ConfigChecks(file, () => undefined, problems);
   if (documents.length === 0) checks.problem([], `holds no ${POLICY_TEST_KIND} document`);
@@ -280,7 +280,7 @@ async function checkPolicyTest(
   file: string,
   checks: ConfigChecks,
   lineOf: (path: FieldPath) => number | undefined,
-  profiles: readonly string[],
+  profiles: ReadonlyMap<string, Profile>,
 ): Promise<PolicyTest | undefined> {
   const o = checks.mapping(raw, [], TEST_KEYS);
   if (!o) return undefined;
@@ -321,8 +321,10 @@ async function checkPolicyTest(
   if (o.profiles !== undefined) {
     const list = checks.list(o.profiles, ["profiles"], "must be a list of shipped profile names");
     for (const [i, p] of (list ?? []).entries()) {
-      if (typeof p === "string" && profiles.includes(p)) profileNames.push(p);
-      else checks.problem(["profiles", i], `unknown profile ${JSON.stringify(p)}; shipped profiles: ${profiles.join(", ")}`);
+      // The names check, serve and spec.profile accept: baseline, restricted@v1.25, restricted@latest.
+      const resolved = typeof p === "string" ? resolveProfileName(p, profiles) : undefined;
+      if (resolved?.ok) profileNames.push(p as string);
+      else checks.problem(["profiles", i], resolved?.message ?? `must be a shipped profile name (${[...profiles.keys()].join(", ")})`);
     }
   }
   const config = await onePath("config");

@@ -62,6 +62,8 @@ export class AuditScanner {
   private closed = false;
   /** When the running full scan began (its first list or its rescan), until the queue drains. */
   private fullScanStarted: number | undefined;
+  /** Whether the informer has listed the pods since this replica began to scan: before that, no scan is complete. */
+  private listedOnce = false;
 
   constructor(opts: AuditScannerOptions) {
     this.opts = opts;
@@ -139,6 +141,7 @@ export class AuditScanner {
     const informer = this.informer;
     if (!informer) return;
     this.informer = undefined;
+    this.listedOnce = false;
     clearInterval(this.rescanTimer);
     this.queue.clear();
     this.wake?.();
@@ -170,6 +173,7 @@ export class AuditScanner {
   }
 
   private listed(pods: readonly PodObject[]): void {
+    this.listedOnce = true;
     const now = new Set<string>();
     for (const pod of pods) {
       const uid = uidOf(pod);
@@ -181,6 +185,8 @@ export class AuditScanner {
       ?.refreshIndex?.()
       .catch((err: unknown) => this.opts.logger.warn({ err: (err as Error).message }, "audit: cannot list existing reports"));
     for (const pod of pods) this.seen(pod);
+    // An empty list completes the scan too: the worker says so.
+    this.wake?.();
   }
 
   private async gone(uid: string): Promise<void> {
@@ -205,7 +211,7 @@ export class AuditScanner {
     while (this.informer && !this.closed) {
       const next = this.queue.values().next();
       if (next.done) {
-        if (this.fullScanStarted !== undefined) {
+        if (this.fullScanStarted !== undefined && this.listedOnce) {
           this.opts.recorder?.fullScan((Date.now() - this.fullScanStarted) / 1000);
           this.opts.logger.info({ pods: this.pods.size, seconds: (Date.now() - this.fullScanStarted) / 1000 }, "audit: every pod judged");
           this.fullScanStarted = undefined;

@@ -228,7 +228,7 @@ export function renderJunit(results: readonly ObjectResult[], problems: readonly
   const cases = results.map((r) => {
     const open = `    <testcase classname="${xml(r.file)}" name="${xml(`${r.kind}/${r.name}`)}">`;
     if (r.result === "denied") {
-      const text = r.violations.map(renderViolation).join("\n");
+      const text = r.violations.map((v) => renderViolation(v)).join("\n");
       return `${open}\n      <failure message="${xml(`denied: ${r.violations.length} violation(s)`)}" type="denied">${xml(text)}</failure>\n    </testcase>`;
     }
     if (r.result === "unverified" && !allowUnverified) {

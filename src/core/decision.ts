@@ -74,9 +74,9 @@ export function deny(violations: Violation[], extra: Partial<Decision> = {}): De
 }
 
 /** `image "nginx:latest" (spec.containers[0].image) denied by policy trusted-registries rules[1]: pin a version` */
-export function renderViolation(v: Violation): string {
+export function renderViolation(v: Violation, verb: "denied by" | "violates" = "denied by"): string {
   const subject = v.image !== undefined ? `image ${JSON.stringify(v.image)}${v.field ? ` (${v.field})` : ""}` : (v.field ?? "request");
-  return `${subject} denied by ${v.kind ?? "policy"} ${v.policy} ${v.rule}: ${v.message}`;
+  return `${subject} ${verb} ${v.kind ?? "policy"} ${v.policy} ${v.rule}: ${v.message}`;
 }
 
 /**
@@ -131,6 +131,6 @@ export function moreText(more: number, noun = "more"): string {
 /** All violations on one line each joined with "; " — the apiserver shows this string to the user. Capped. */
 export function renderReason(violations: Violation[]): string {
   const { listed, more } = capList(violations);
-  const text = listed.map(renderViolation).join("; ");
+  const text = listed.map((v) => renderViolation(v)).join("; ");
   return more > 0 ? `${text}; ${moreText(more)}` : text;
 }

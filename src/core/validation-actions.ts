@@ -6,7 +6,7 @@
 // Kinds stamp each violation with the actions of the policy or rule that produced it, and split their failures
 // with `splitByAction` before deciding: only enforced ones deny (and only they can be set aside by break-glass);
 // the others are the decision's advisories. The engine then applies Warn and Audit once (`withActionEffects`).
-import { capList, moreText, type Decision, type ValidationAction, type Violation } from "./decision.ts";
+import { capList, moreText, renderViolation, type Decision, type ValidationAction, type Violation } from "./decision.ts";
 
 export type { ValidationAction } from "./decision.ts";
 
@@ -46,8 +46,7 @@ export function compileValidationActions(raw: unknown): { actions?: ValidationAc
 
 /** `image "nginx:latest" (spec.containers[0].image) violates policy trusted-registries rules[1]: pin a version` */
 export function renderAdvisory(v: Violation): string {
-  const subject = v.image !== undefined ? `image ${JSON.stringify(v.image)}${v.field ? ` (${v.field})` : ""}` : (v.field ?? "request");
-  return `${subject} violates ${v.kind ?? "policy"} ${v.policy} ${v.rule}: ${v.message}`;
+  return renderViolation(v, "violates");
 }
 
 /** One entry of the validation-failures audit annotation (VAP's validation_failure shape, with Imprimatur's names). */

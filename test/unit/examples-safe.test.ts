@@ -199,13 +199,13 @@ for (const [file, c] of Object.entries(CASES)) {
     const engine = await engineFor(file, c, false);
     for (const obj of ORDINARY) {
       const d = await judge(engine, obj);
-      assert.equal(d.allowed, true, `${describe(obj)}: ${d.violations.map(renderViolation).join("; ")}`);
+      assert.equal(d.allowed, true, `${describe(obj)}: ${d.violations.map((v) => renderViolation(v)).join("; ")}`);
       // The same pod asked about through ImageReview (namespace, annotations and images only).
       if (obj.kind !== "Pod") continue;
       const meta = obj.metadata as { namespace: string };
       const containers = ((obj.spec as { containers: Array<{ image: string }> }).containers ?? []).map((c) => ({ image: c.image }));
       const review = await engine.validate(subjectOfImageReview({ containers, namespace: meta.namespace, annotations: {} }), call());
-      assert.equal(review.allowed, true, `ImageReview of ${describe(obj)}: ${review.violations.map(renderViolation).join("; ")}`);
+      assert.equal(review.allowed, true, `ImageReview of ${describe(obj)}: ${review.violations.map((v) => renderViolation(v)).join("; ")}`);
     }
   });
 
@@ -213,14 +213,14 @@ for (const [file, c] of Object.entries(CASES)) {
     const engine = await engineFor(file, c, true);
     for (const obj of c.admitted ?? []) {
       const d = await judge(engine, obj);
-      assert.equal(d.allowed, true, `${describe(obj)}: ${d.violations.map(renderViolation).join("; ")}`);
+      assert.equal(d.allowed, true, `${describe(obj)}: ${d.violations.map((v) => renderViolation(v)).join("; ")}`);
     }
     for (const { object, policy } of c.denied) {
       const d = await judge(engine, object);
       assert.equal(d.allowed, false, `${describe(object)} should be denied by ${policy}`);
       assert.ok(
         d.violations.some((v) => v.policy === policy),
-        `${describe(object)} should be denied by ${policy}, got: ${d.violations.map(renderViolation).join("; ")}`,
+        `${describe(object)} should be denied by ${policy}, got: ${d.violations.map((v) => renderViolation(v)).join("; ")}`,
       );
     }
   });

@@ -1,0 +1,147 @@
+// Pod Security Admission's PodSecurityConfiguration, read as PSA reads it (k8s.io/pod-security-admission
+// admission/api: the v1, v1beta1 and v1alpha1 types; v1/defaults.go: unset levels privileged, versions latest;
+// validation/validation.go: levels, versions, namespace and RuntimeClass names, duplicates), alone or embedded in
+// kube-apiserver's AdmissionConfiguration. Every problem is reported with its field and line.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ConfigError } from "../../../src/config/config-error.ts";
+import { loadPodSecurityConfiguration, podSecurityConfigurationOfText } from "../../../src/config/pod-security-config.ts";
+import { formatLevelVersion } from "../../../src/core/pod-security/psa-labels.ts";
+
+const FULL = `apiVersion: pod-security.admission.config.k8s.io/v1
+kind: PodSecurityConfiguration
+defaults:
+  enforce: baseline
+  enforce-version: v1.30
+  audit: restricted
+  audit-version: latest
+  warn: restricted
+exemptions:
+  usernames: [system:serviceaccount:kube-system:replicaset-controller]
+  runtimeClasses: [kata.example.com]
+  namespaces: [kube-system]
+`;
+
+function problemsOf(text: string): Array<{ line?: number; path?: string; message: string }> {
+  try {
+    podSecurityConfigurationOfText(text, "psa.yaml");
+  } catch (e) {
+    assert.ok(e instanceof ConfigError);
+    assert.equal(e.code, "invalid-config");
+    return e.problems.map((p) => ({ ...(p.line !== undefined ? { line: p.line } : {}), ...(p.path ? { path: p.path } : {}), message: p.message }));
+  }
+  assert.fail("expected the configuration to be refused");
+}
+
+test("a full PodSecurityConfiguration, in each API version PSA reads", () => {
+  for (const version of ["v1", "v1beta1", "v1alpha1"]) {
+    const config = podSecurityConfigurationOfText(FULL.replace("/v1\n", `/${version}\n`), "psa.yaml");
+    assert.equal(formatLevelVersion(config.defaults.enforce), "baseline:v1.30");
+    assert.equal(formatLevelVersion(config.defaults.audit), "restricted:latest");
+    assert.equal(formatLevelVersion(config.defaults.warn), "restricted:latest");
+    assert.deepEqual(config.exemptions, {
+      usernames: ["system:serviceaccount:kube-system:replicaset-controller"],
+      runtimeClasses: ["kata.example.com"],
+      namespaces: ["kube-system"],
+    });
+  }
+});
+
+test("PSA's defaulting: what is unset or empty is privileged at latest, and nothing is exempt", () => {
+  const config = podSecurityConfigurationOfText(
+    "apiVersion: pod-security.admission.config.k8s.io/v1\nkind: PodSecurityConfiguration\ndefaults:\n  warn: ''\n",
+    "psa.yaml",
+  );
+  for (const mode of ["enforce", "audit", "warn"] as const) assert.equal(formatLevelVersion(config.defaults[mode]), "privileged:latest");
+  assert.deepEqual(config.exemptions, { usernames: [], namespaces: [], runtimeClasses: [] });
+});
+
+test("embedded in kube-apiserver's AdmissionConfiguration, as the PodSecurity plugin's configuration", () => {
+  const embedded = `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+  - name: EventRateLimit
+    path: eventconfig.yaml
+  - name: PodSecurity
+    configuration:
+${FULL.replace(/^/gm, "      ").trimEnd()}
+`;
+  const config = podSecurityConfigurationOfText(embedded, "admission.yaml");
+  assert.equal(formatLevelVersion(config.defaults.enforce), "baseline:v1.30");
+  assert.deepEqual(config.exemptions.namespaces, ["kube-system"]);
+  assert.deepEqual(problemsOf(embedded.replace("      defaults:", "      defualts:")), [
+    { line: 10, path: "plugins[1].configuration.defualts", message: 'unknown field; did you mean "defaults"?' },
+  ]);
+  assert.deepEqual(problemsOf("apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n  - name: PodSecurity\n    path: psa.yaml\n"), [
+    { line: 5, path: "plugins[0].path", message: "a configuration in another file is not read from here; give that file itself, or embed the configuration" },
+  ]);
+  assert.deepEqual(problemsOf("apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins: []\n"), [
+    { line: 3, path: "plugins", message: "has no plugin named PodSecurity" },
+  ]);
+});
+
+test("each refused value, with its field and line", () => {
+  const text = `apiVersion: pod-security.admission.config.k8s.io/v2
+kind: PodSecurityConfig
+defaults:
+  enforce: strict
+  enforce-version: "1.25"
+  audit: Restricted
+  warn-version: v1.025
+  warm: restricted
+exemptions:
+  usernames: ["", alice, alice]
+  namespaces: [Kube_System, ok, ok]
+  runtimeClasses: [kata.example.com, "-bad"]
+`;
+  assert.deepEqual(problemsOf(text), [
+    {
+      line: 1,
+      path: "apiVersion",
+      message:
+        "must be one of pod-security.admission.config.k8s.io/v1, pod-security.admission.config.k8s.io/v1beta1, pod-security.admission.config.k8s.io/v1alpha1",
+    },
+    { line: 2, path: "kind", message: 'must be "PodSecurityConfiguration"' },
+    { line: 4, path: "defaults.enforce", message: 'must be one of privileged, baseline, restricted, got "strict"' },
+    { line: 5, path: "defaults.enforce-version", message: 'must be "latest" or "v1.x", got "1.25"' },
+    { line: 6, path: "defaults.audit", message: 'must be one of privileged, baseline, restricted, got "Restricted"' },
+    { line: 7, path: "defaults.warn-version", message: 'must be "latest" or "v1.x", got "v1.025"' },
+    { line: 8, path: "defaults.warm", message: 'unknown field; did you mean "warn"?' },
+    { line: 10, path: "exemptions.usernames[0]", message: "must be a non-empty string" },
+    { line: 10, path: "exemptions.usernames[2]", message: 'duplicate "alice"' },
+    {
+      line: 11,
+      path: "exemptions.namespaces[0]",
+      message: "must be a namespace name (lowercase letters, digits and '-', at most 63 characters), got \"Kube_System\"",
+    },
+    { line: 11, path: "exemptions.namespaces[2]", message: 'duplicate "ok"' },
+    { line: 12, path: "exemptions.runtimeClasses[1]", message: 'must be a RuntimeClass name (a lowercase DNS subdomain, at most 253 characters), got "-bad"' },
+  ]);
+});
+
+test("wrong shapes are refused, not ignored", () => {
+  assert.deepEqual(problemsOf("- a\n"), [{ line: 1, message: "must be a PodSecurityConfiguration or an AdmissionConfiguration (a YAML mapping)" }]);
+  assert.deepEqual(
+    problemsOf(
+      "apiVersion: pod-security.admission.config.k8s.io/v1\nkind: PodSecurityConfiguration\ndefaults: restricted\nexemptions:\n  namespaces: kube-system\n",
+    ),
+    [
+      { line: 3, path: "defaults", message: "must be a mapping of enforce, enforce-version, audit, audit-version, warn, warn-version" },
+      { line: 5, path: "exemptions.namespaces", message: "must be a list of names" },
+    ],
+  );
+});
+
+test("from a file; a missing file is unreadable", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "psa-config-"));
+  try {
+    await writeFile(join(dir, "psa.yaml"), FULL);
+    assert.equal(formatLevelVersion((await loadPodSecurityConfiguration(join(dir, "psa.yaml"))).defaults.enforce), "baseline:v1.30");
+    await assert.rejects(loadPodSecurityConfiguration(join(dir, "missing.yaml")), (e) => e instanceof ConfigError && e.code === "unreadable");
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});

@@ -6,7 +6,7 @@
 import type { KeyObject } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import { judgeAttestors, leafAttestors, type AttestorSet, type EntryOutcome, type LeafAttestor, type SecretKeyRef } from "../core/image-policy/attestors.ts";
-import { fullName, type ImageReference } from "../core/image-reference.ts";
+import { fullName, repositoryName, type ImageReference } from "../core/image-reference.ts";
 import type { TrustRoot } from "../core/trust-root/trust-root-kind.ts";
 import { credentialIdentity } from "../credentials/credential-identity.ts";
 import type { CredentialLookup } from "../credentials/credential.ts";
@@ -87,7 +87,9 @@ export class ImageVerifier {
       this.generation,
       request.policy,
       request.rule,
-      fullName(request.image),
+      // By digest, not tag: two tags of one digest are one image to verify (a scan of many pods of few images
+      // verifies each image once). Without a digest (never asked of the verifier in practice), the name as given.
+      request.image.digest ? `${repositoryName(request.image)}@${request.image.digest}` : fullName(request.image),
       `${at.registry}/${at.repository}`,
       credentialIdentity(at, request.lookup),
     ].join("\u0000");

@@ -100,6 +100,17 @@ test("a verified result is reused for the same digest, rule and credentials, and
   assert.equal(v.verifications, 4);
 });
 
+test("two tags of one digest are one image: verified once (a scan of many pods of few images)", async () => {
+  const s = store({ signed: true });
+  const v = new ImageVerifier({ client: s.client, trustRoots: () => new Map() });
+  const tagged = (tag: string): VerificationRequest => ({ ...request(), image: { registry: "r.example", repository: "app", tag, digest } });
+  assert.equal((await v.verify(tagged("1.0"), soon())).status, "verified");
+  assert.equal((await v.verify(tagged("stable"), soon())).status, "verified");
+  assert.equal((await v.verify(request(), soon())).status, "verified");
+  assert.equal(v.verifications, 1);
+  assert.equal(v.hits, 2);
+});
+
 test("100 concurrent admissions of one new image cost one verification", async () => {
   const s = store({ signed: true, delayMs: 20 });
   const v = new ImageVerifier({ client: s.client, trustRoots: () => new Map() });

@@ -17,6 +17,7 @@ import { CoreV1Api } from "@kubernetes/client-node";
 import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 import { getText } from "../support/https-client.ts";
+import { imprimatur } from "../support/cli-process.ts";
 import { loadKubeConfig } from "../../src/kube/kube-config.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -157,6 +158,36 @@ test("pods that never passed admission are judged as they run: a report per brea
   const listed = await cluster.kubectl(["get", "policyreports", "-n", NS]);
   assert.equal(listed.code, 0, listed.stderr);
   assert.match(listed.stdout, new RegExp(uids.get("outsider")!));
+});
+
+test("imprimatur audit judges the same pods once, from a kubeconfig: one line per finding, exit 1", async () => {
+  const text = await imprimatur(["audit", "--kubeconfig", cluster.kubeconfig, "--policies", join(dir, "policies.yaml"), "-n", NS]);
+  assert.equal(text.code, 1, text.stderr);
+  const lines = text.stdout.trimEnd().split("\n");
+  assert.ok(lines.includes(`${NS}/outsider: fail: registries default: only registry.example.com (docker.io/library/nginx:1.25)`), text.stdout);
+  assert.ok(lines.includes(`${NS}/quay: warn: registries rules[1]: quay is retired (quay.io/team/app:1.0)`), text.stdout);
+  assert.ok(
+    lines.some((l) => l.startsWith(`${NS}/drifted: fail: imprimatur runningDigest: runs ${D2}`)),
+    text.stdout,
+  );
+  assert.equal(lines.at(-1), "4 pods: 1 passed, 2 failed, 1 warned");
+  const json = await imprimatur([
+    "audit",
+    "--kubeconfig",
+    cluster.kubeconfig,
+    "--policies",
+    join(dir, "policies.yaml"),
+    "-n",
+    NS,
+    "-l",
+    "missing=label",
+    "-o",
+    "json",
+  ]);
+  assert.equal(json.code, 0, json.stderr);
+  assert.deepEqual(JSON.parse(json.stdout), { pods: [], summary: { pods: 0, passed: 0, failed: 0, warned: 0, errors: 0 } });
+  const usage = await imprimatur(["audit", "-o", "xml"]);
+  assert.equal(usage.code, 2);
 });
 
 test("a pod created and changed while the scan runs is judged as it changes; a fixed pod's report goes", async () => {

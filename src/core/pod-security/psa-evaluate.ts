@@ -12,7 +12,7 @@
 // Audit annotation keys: kube-apiserver writes a webhook's annotations under "<webhook name>/<key>" and drops a
 // key that would then hold a second "/" (admission attributes' checkKeyFormat: exactly one "/", a qualified
 // name). In-tree PSA's `pod-security.kubernetes.io/audit-violations` therefore cannot be answered by a webhook;
-// these keys are PSA's with a `pod-security-` prefix instead (`validate.imprimatur.dev/pod-security-audit-violations`).
+// these keys are PSA's with a `pod-security-` prefix instead (`images.imprimatur.dev/pod-security-audit-violations`).
 import type { PodRestriction } from "../pod-restriction/pod-restriction.ts";
 import { podRestrictionFindings } from "../pod-restriction/pod-restriction.ts";
 import type { PodUnderReview } from "../pod-under-review.ts";

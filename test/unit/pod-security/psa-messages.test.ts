@@ -166,6 +166,14 @@ test("procMount: baseline, and restricted for a pod in a user namespace (v1.35+)
   );
 });
 
+test("the restricted procMount check (v1.35+) sorts as PSA's procMount_restricted, among the restricted checks", () => {
+  const spec = { containers: [{ name: "a", image: "a", securityContext: { procMount: "Unmasked" } }] };
+  const reasons = (name: string) => detailOf(name, spec).replace(/ \([^()]*(\([^()]*\))?[^()]*\)/g, "");
+  // Before v1.35 the baseline check reports it, among the baseline ones.
+  assert.equal(reasons("restricted@v1.34"), "procMount, allowPrivilegeEscalation != false, unrestricted capabilities, runAsNonRoot != true, seccompProfile");
+  assert.equal(reasons("restricted"), "allowPrivilegeEscalation != false, unrestricted capabilities, procMount, runAsNonRoot != true, seccompProfile");
+});
+
 test("seccompProfile_baseline: fields from v1.19, annotations before", () => {
   const spec = {
     securityContext: { seccompProfile: { type: "Unconfined" } },
@@ -319,4 +327,19 @@ test("every denied case of the Pod Security Standards table gets PSA's reason wi
     }
   }
   assert.ok(denied > 100);
+});
+
+test("findings PSA has no words for keep their rule; a check the pod does not show keeps PSA's reason alone", () => {
+  const [pod] = podsInObject({ apiVersion: "v1", kind: "Pod", metadata: { name: "p" }, spec: { containers: [{ name: "a", image: "a" }] } });
+  const results = psaCheckResults(pod!, [
+    { field: "spec.containers[0].image", rule: "my-policy/images", message: "x" },
+    { field: "spec.containers[0].securityContext.privileged", rule: "baseline/privileged", message: "is true; must be false" },
+  ]);
+  assert.deepEqual(results, [
+    { check: "privileged", reason: "privileged", detail: "" },
+    { check: "my-policy/images", reason: "my-policy/images", detail: "" },
+  ]);
+  assert.equal(forbiddenDetail(results), "privileged, my-policy/images");
+  assert.equal(psaCheckOf("restricted/privileged"), undefined);
+  assert.equal(psaCheckOf("privileged"), undefined);
 });

@@ -5,7 +5,7 @@
 import { test, before } from "node:test";
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
-import { bindProfileClusterWide, shippedProfiles, type Profile } from "../../../src/policy/profiles.ts";
+import { bindProfileClusterWide, policyMinors, shippedProfiles, type Profile } from "../../../src/policy/profiles.ts";
 import { podRestrictionFindings } from "../../../src/core/pod-restriction/pod-restriction.ts";
 import { podsInObject } from "../../../src/core/workload-templates.ts";
 import { readKubeYaml } from "../../../src/config/kube-yaml.ts";
@@ -327,6 +327,16 @@ test("every denied case of the Pod Security Standards table gets PSA's reason wi
     }
   }
   assert.ok(denied > 100);
+  // At every policy version, each failed check is worded with a detail drawn from the pod.
+  for (const minor of policyMinors()) {
+    for (const level of ["baseline", "restricted"]) {
+      const policy = bindProfileClusterWide(`${level}@v1.${minor}`, profiles);
+      for (const c of cases)
+        for (const pod of podsInObject(c.pod))
+          for (const r of psaCheckResults(pod, podRestrictionFindings(policy, pod)))
+            assert.notEqual(r.detail, "", `${level}@v1.${minor} ${String(c.name)}: ${r.reason}`);
+    }
+  }
 });
 
 test("findings PSA has no words for keep their rule; a check the pod does not show keeps PSA's reason alone", () => {

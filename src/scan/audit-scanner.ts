@@ -205,12 +205,26 @@ export class AuditScanner {
     }
   }
 
-  /** Judges queued pods one at a time, at most podsPerSecond of them. */
+  /**
+   * Judges queued pods, a few at a time (a judgment mostly waits on the apiserver or a registry), starting at most
+   * podsPerSecond of them per second. A pod is never judged twice at once, so its report is written in order.
+   */
   private async work(): Promise<void> {
     const spacingMs = 1000 / (this.opts.podsPerSecond ?? 20);
+    const inFlight = new Map<string, Promise<void>>();
     while (this.informer && !this.closed) {
-      const next = this.queue.values().next();
-      if (next.done) {
+      let uid: string | undefined;
+      for (const queued of this.queue)
+        if (!inFlight.has(queued)) {
+          uid = queued;
+          break;
+        }
+      if (uid === undefined || inFlight.size >= MAX_JUDGMENTS_IN_FLIGHT) {
+        if (inFlight.size > 0) {
+          await Promise.race([...inFlight.values(), new Promise<void>((resolve) => (this.wake = resolve))]);
+          this.wake = undefined;
+          continue;
+        }
         if (this.fullScanStarted !== undefined && this.listedOnce) {
           this.opts.recorder?.fullScan((Date.now() - this.fullScanStarted) / 1000);
           this.opts.logger.info({ pods: this.pods.size, seconds: (Date.now() - this.fullScanStarted) / 1000 }, "audit: every pod judged");
@@ -220,15 +234,18 @@ export class AuditScanner {
         this.wake = undefined;
         continue;
       }
-      const uid = next.value;
       this.queue.delete(uid);
       const pod = this.pods.get(uid);
       if (!pod) continue;
       const started = Date.now();
-      await this.judge(uid, pod);
+      const judging = this.judge(uid, pod)
+        .catch((err: unknown) => this.opts.logger.warn({ err: (err as Error).message, uid }, "audit: pod not judged"))
+        .finally(() => inFlight.delete(uid));
+      inFlight.set(uid, judging);
       const wait = spacingMs - (Date.now() - started);
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     }
+    await Promise.all(inFlight.values());
   }
 
   private async judge(uid: string, pod: PodObject): Promise<void> {
@@ -254,6 +271,9 @@ export class AuditScanner {
     }
   }
 }
+
+/** Pods judged at once: enough to overlap report writes and registry lookups, few enough to spare the apiserver. */
+const MAX_JUDGMENTS_IN_FLIGHT = 4;
 
 function uidOf(pod: PodObject): string {
   const uid = pod.metadata?.uid;

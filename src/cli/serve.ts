@@ -13,6 +13,8 @@ import { CredentialKeyring } from "../credentials/keyring.ts";
 import { loadKubeConfig } from "../kube/kube-config.ts";
 import { podNamespace } from "../kube/leader-election.ts";
 import { backgroundScanOptions, SCAN_FLAG_USAGE } from "../scan/scan-flags.ts";
+import { podSecurityContext } from "../policy/pod-security-context.ts";
+import type { PodSecurityContext } from "../core/pod-security/psa-evaluate.ts";
 import type { RegistrySettingsMap } from "../registry/registry-settings.ts";
 import { NamespaceLabelCache } from "../kube/namespace-label-cache.ts";
 import { policyResourceSource } from "../kube/policy-resources.ts";
@@ -105,6 +107,13 @@ export const SERVE_USAGE = `Usage: imprimatur serve [options]
                        caller is let in, as unauthenticated
   --metrics-port N     serve /metrics, /healthz and /readyz over plain HTTP on this port (on --host),
                        and not /metrics on the HTTPS port
+  --pod-security       honour the namespaces' pod-security.kubernetes.io/enforce|warn|audit labels (and their
+                       -version labels) with the shipped profiles, as Pod Security Admission does, in its
+                       words (docs/pod-security-admission.md)
+  --pod-security-config FILE
+                       Pod Security Admission's PodSecurityConfiguration (defaults for unlabelled
+                       namespaces, exemptions), or an AdmissionConfiguration holding one; implies
+                       --pod-security
 ${SCAN_FLAG_USAGE}  --drain DUR          on SIGTERM, answer /readyz with 503 and keep serving for this long before closing
                        the listener, so endpoints stop routing here first (default 5s; 0 to stop at once)
   -h, --help           show this help
@@ -163,6 +172,8 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
       "caller-tokens": { type: "string" },
       "allow-unauthenticated": { type: "boolean" },
       "metrics-port": { type: "string" },
+      "pod-security": { type: "boolean" },
+      "pod-security-config": { type: "string" },
       "background-scan": { type: "boolean" },
       "scan-reports": { type: "string" },
       "scan-rate": { type: "string" },
@@ -187,6 +198,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
 
   let config: ServerConfig;
   let backgroundScan: BackgroundScanOptions | undefined;
+  let podSecurity: PodSecurityContext | undefined;
   try {
     // A deep copy: flags below change nested settings, and the shared default must stay as it is.
     config = values.config ? await loadServerConfig(values.config) : structuredClone(DEFAULT_SERVER_CONFIG);
@@ -206,6 +218,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
     if (values.authfile) config.authFile = resolve(values.authfile);
     if (values["digest-mode"]) config.digests.mode = values["digest-mode"] as "mutate" | "record";
     backgroundScan = backgroundScanOptions(values, podNamespace());
+    if (values["pod-security"] || values["pod-security-config"]) podSecurity = await podSecurityContext(values["pod-security-config"]);
   } catch (e) {
     process.stderr.write(`imprimatur serve: ${errorText(e)}\n`);
     return 2;
@@ -214,10 +227,12 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
   const stateDir = resolve(values["state-dir"]!);
   // Webhook rules for resources that no policy's matchConstraints reach are left out, unless something else
   // reviews every pod (a remote backend) or policies may arrive later without a reload here (--policy-crds).
-  const narrowRules = config.backends.length === 0 && values["policy-crds"] !== true;
+  // Pod Security Admission judges every pod and workload, whatever the policies are for.
+  const narrowRules = config.backends.length === 0 && values["policy-crds"] !== true && !podSecurity;
   const webhookOptions = (set: PolicySet): WebhookOptions => ({
     customResources: [...config.podTemplates, ...imagePathResources(set.ImagePolicy.flatMap((p) => p.imagePaths ?? []))],
     ...(narrowRules && policyCount(set) > 0 ? { mayMatch: (r: WebhookResource) => mayMatchResource(set, r) } : {}),
+    ...(podSecurity ? { namespaces: true } : {}),
   });
   // Set once the webhook configuration files are written: rewrites them when reloaded policies need other rules.
   let reloadedWebhookFiles: ((set: PolicySet) => Promise<void>) | undefined;
@@ -246,6 +261,8 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
       await signals.during(namespaceCache.start());
       namespaces = namespaceCache;
     }
+    // Pod Security Admission judges by the namespace's labels: without them every pod would be refused.
+    if (podSecurity && !namespaces) throw new Error("--pod-security needs the namespaces' labels: give --kubeconfig (or run in a pod), or --namespaces FILE");
     callerFiles = await watchCallerFiles({ clientCa: values["client-ca"], tokens: values["caller-tokens"] }, startupLogger());
     const callers = { ...callerFiles.initial, updates: callerFiles.updates, allowUnauthenticated: values["allow-unauthenticated"] === true };
     // --tls-secret: the certificate comes from the shared Secret (created by the leader when empty), and is
@@ -281,6 +298,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
         ...(values["metrics-port"] !== undefined ? { metricsPort: Number(values["metrics-port"]) } : {}),
         onPoliciesReloaded: (set) => reloadedWebhookFiles?.(set),
         ...(backgroundScan ? { backgroundScan } : {}),
+        ...(podSecurity ? { podSecurity } : {}),
       }),
       (late) => late.close(),
     );

@@ -19,6 +19,8 @@ export interface Violation {
   message: string;
   /** The policy's or rule's validationActions; absent: Deny. */
   actions?: readonly ValidationAction[];
+  /** The whole message as shown, for a standard whose own wording must be kept (Pod Security Admission's). */
+  text?: string;
 }
 
 /** An override of a denial by the break-glass annotations, to be written to the audit log before answering. */
@@ -75,6 +77,7 @@ export function deny(violations: Violation[], extra: Partial<Decision> = {}): De
 
 /** `image "nginx:latest" (spec.containers[0].image) denied by policy trusted-registries rules[1]: pin a version` */
 export function renderViolation(v: Violation, verb: "denied by" | "violates" = "denied by"): string {
+  if (v.text !== undefined) return v.text;
   const subject = v.image !== undefined ? `image ${JSON.stringify(v.image)}${v.field ? ` (${v.field})` : ""}` : (v.field ?? "request");
   return `${subject} ${verb} ${v.kind ?? "policy"} ${v.policy} ${v.rule}: ${v.message}`;
 }

@@ -26,6 +26,15 @@ import { imagePolicyAnnotations } from "../core/image-review.ts";
 import { fullName } from "../core/image-reference.ts";
 import { asObject } from "../core/json-shapes.ts";
 import { withActionEffects } from "../core/validation-actions.ts";
+import { podSecurityDecision, POD_SECURITY_POLICY } from "../core/pod-security/psa-decision.ts";
+import {
+  checkNamespaceChange,
+  NAMESPACE_MAX_PODS_TO_CHECK,
+  NAMESPACE_POD_CHECK_BUDGET_MS,
+  type PodSecurityContext,
+} from "../core/pod-security/psa-evaluate.ts";
+import { CoreV1Api } from "@kubernetes/client-node";
+import { withSignal } from "../kube/api-requests.ts";
 import { NO_NAMESPACE_LABELS, type NamespaceLabelSource } from "../core/namespace-labels.ts";
 import { evaluateKinds, preparePolicies, type PolicySet, type PreparedPolicies } from "../core/policy-kinds.ts";
 import type { MatchedRequest } from "../core/request-match/request-match.ts";
@@ -47,6 +56,9 @@ import type { AdmissionCall } from "./admission-call.ts";
 import { recordOverrides } from "./audit-overrides.ts";
 import { NO_RECORDER, type Recorder } from "./recorder.ts";
 
+/** How long Pod Security Admission's namespace check waits for the list of the namespace's pods. */
+const NAMESPACE_POD_LIST_TIMEOUT_MS = 5_000;
+
 export interface EngineOptions {
   config: ServerConfig;
   policies: PolicySet;
@@ -64,6 +76,8 @@ export interface EngineOptions {
   staticCredentials?: CredentialLookup;
   /** Called for every registry HTTP exchange (benchmarks count round trips). */
   onRegistryRoundTrip?: (trip: RoundTrip) => void;
+  /** Honour the namespaces' pod-security.kubernetes.io labels as Pod Security Admission does (src/core/pod-security/). */
+  podSecurity?: PodSecurityContext;
 }
 
 export class Engine {
@@ -88,6 +102,8 @@ export class Engine {
   private readonly failOpen: boolean;
   private readonly events: EventRecorder | undefined;
   private readonly templateKinds: ServerConfig["podTemplates"];
+  private readonly podSecurity: PodSecurityContext | undefined;
+  private readonly kube: KubeConfig | undefined;
 
   private constructor(opts: EngineOptions, remotes: WebhookBackend[]) {
     this.logger = opts.logger ?? pino({ level: "silent" });
@@ -105,6 +121,8 @@ export class Engine {
     this.audit = opts.auditLogPath ? new AuditLog(opts.auditLogPath) : undefined;
     this.failOpen = opts.config.failOpen;
     this.templateKinds = opts.config.podTemplates;
+    this.podSecurity = opts.podSecurity;
+    this.kube = opts.kube;
     if (opts.offline) return;
     const registry = new RegistryClient({
       settings: opts.registries ?? new Map(),
@@ -220,7 +238,8 @@ export class Engine {
    */
   private async scopeFor(subject: AdmissionSubject, call: AdmissionCall): Promise<RequestScope & { namespaceLabels?: Record<string, string> }> {
     const ofCluster = this.preparedFor(call.caller);
-    const namespaceLabels = ofCluster.usesNamespaceLabels ? await this.labelsOf(subject.namespace, call.deadline) : undefined;
+    // Pod Security Admission reads every namespace's labels; policies only when one of them has a selector.
+    const namespaceLabels = ofCluster.usesNamespaceLabels || this.podSecurity ? await this.labelsOf(subject.namespace, call.deadline) : undefined;
     const request: MatchedRequest = { request: subject.request, ...(namespaceLabels ? { namespaceLabels } : {}) };
     return { ...scopeRequest(ofCluster, request, this.failOpen), ...(namespaceLabels ? { namespaceLabels } : {}) };
   }
@@ -250,6 +269,10 @@ export class Engine {
       failOpen: this.failOpen,
       now: Date.now(),
     });
+    if (this.podSecurity) {
+      const psa = podSecurityDecision(subject, namespaceLabels, this.podSecurity);
+      if (psa) decisions.push(psa);
+    }
     decisions.push(...remote);
     if (resolved) decisions.push(resolved.decision);
     if (outOfReach.length > 0) decisions.push(deny(outOfReach));
@@ -266,6 +289,52 @@ export class Engine {
     );
     this.finish(subject, call, decision);
     return decision;
+  }
+
+  /**
+   * A Namespace created or updated, under --pod-security: invalid pod-security labels are refused, and a tightened
+   * enforce level is answered with warnings naming the existing pods that would violate it (PSA's
+   * ValidateNamespace). Undefined when Pod Security Admission is off or the request is not one it checks.
+   */
+  async validateNamespace(request: AdmissionRequest, call: AdmissionCall): Promise<Decision | undefined> {
+    if (!this.podSecurity || (request.operation !== "CREATE" && request.operation !== "UPDATE") || request.subResource) return undefined;
+    const labelsOf = (o: unknown) => asObject(asObject(asObject(o)?.metadata)?.labels) as Record<string, string> | undefined;
+    const labels = labelsOf(request.object);
+    const oldLabels = labelsOf(request.oldObject);
+    const name = request.name || (asObject(asObject(request.object)?.metadata)?.name as string | undefined) || "";
+    const enforceChanged = ["pod-security.kubernetes.io/enforce", "pod-security.kubernetes.io/enforce-version"].some((k) => labels?.[k] !== oldLabels?.[k]);
+    // The pods are listed only when the enforce policy changed on an update: the check looks at them only then.
+    const pods = request.operation === "UPDATE" && enforceChanged ? await this.podsIn(name, call.deadline) : [];
+    // PSA's budget: one second, or half of what is left of the request's time.
+    const until = Date.now() + Math.min(NAMESPACE_POD_CHECK_BUDGET_MS, (call.deadline - Date.now()) / 2);
+    const outcome = checkNamespaceChange(
+      { operation: request.operation, name, labels, ...(request.operation === "UPDATE" ? { oldLabels } : {}) },
+      pods,
+      this.podSecurity,
+      { outOfTime: () => Date.now() > until },
+    );
+    const decision = outcome.allowed
+      ? allow({ warnings: outcome.warnings, auditAnnotations: outcome.auditAnnotations })
+      : deny([{ policy: POD_SECURITY_POLICY, rule: "namespace", message: outcome.denial ?? "", text: outcome.denial ?? "" }], {
+          warnings: outcome.warnings,
+          auditAnnotations: outcome.auditAnnotations,
+        });
+    this.recorder.decision(call.endpoint, decision);
+    return decision;
+  }
+
+  /** The namespace's pods, for Pod Security Admission's namespace check; undefined when they cannot be listed. */
+  private async podsIn(namespace: string, deadline: number): Promise<Record<string, unknown>[] | undefined> {
+    if (!this.kube) return undefined;
+    try {
+      const api = this.kube.makeApiClient(CoreV1Api);
+      const signal = AbortSignal.timeout(Math.max(1, Math.min(deadline - Date.now(), NAMESPACE_POD_LIST_TIMEOUT_MS)));
+      const list = await api.listNamespacedPod({ namespace, limit: NAMESPACE_MAX_PODS_TO_CHECK }, withSignal(signal));
+      return list.items.map((p) => JSON.parse(JSON.stringify(p)) as Record<string, unknown>);
+    } catch (err) {
+      this.logger.warn({ err: (err as Error).message, namespace }, "pod security: cannot list the namespace's pods");
+      return undefined;
+    }
   }
 
   /** Pin (or record) the digests of the subject's digestMutate images; undefined when none asks for it. */

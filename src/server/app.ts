@@ -26,6 +26,7 @@ import { createServerLogger } from "./logger.ts";
 import { createMetrics, prometheusRecorder, prometheusScanRecorder, startMetricsServer, type Metrics, type RunningMetricsServer } from "./metrics.ts";
 import { ensureServingCertificate } from "./tls-bootstrap.ts";
 import type { ReportFormat } from "../core/policy-reports/report-formats.ts";
+import type { PodSecurityContext } from "../core/pod-security/psa-evaluate.ts";
 import { defaultCandidateIdentity, LeaderElector } from "../kube/leader-election.ts";
 import { PolicyReportWriter } from "../kube/policy-report-writer.ts";
 import { AuditScanner } from "../scan/audit-scanner.ts";
@@ -65,6 +66,8 @@ export interface AppOptions {
   callers?: CallerAuthOptions;
   /** Serve /metrics (with /healthz and /readyz) over plain HTTP on this port, and not on the HTTPS port. */
   metricsPort?: number;
+  /** Honour the namespaces' pod-security.kubernetes.io labels (serve --pod-security). */
+  podSecurity?: PodSecurityContext;
   /** The post-creation audit of running pods (needs `kube`): src/scan/audit-scanner.ts. */
   backgroundScan?: BackgroundScanOptions;
 }
@@ -306,5 +309,6 @@ function buildEngine(opts: AppOptions, policies: PolicySet, logger: Logger, reco
     ...(opts.registries ? { registries: opts.registries } : {}),
     ...(opts.staticCredentials ? { staticCredentials: opts.staticCredentials } : {}),
     ...(opts.onRegistryRoundTrip ? { onRegistryRoundTrip: opts.onRegistryRoundTrip } : {}),
+    ...(opts.podSecurity ? { podSecurity: opts.podSecurity } : {}),
   });
 }

@@ -39,6 +39,12 @@ export async function handleImageReview(ctx: HandlerContext, body: unknown, dead
 
 export async function handleAdmissionReview(ctx: HandlerContext, body: unknown, deadline: number, caller: Caller): Promise<Handled<AdmissionResponseBody>> {
   const review = admissionReviewOf(body);
+  const resource = review.request.resource;
+  if ((resource?.group ?? "") === "" && resource?.resource === "namespaces") {
+    // A Namespace: only Pod Security Admission has something to say (its labels), when it is on.
+    const decision = await ctx.engine.validateNamespace(review.request, callOf(review, "validate", deadline, caller));
+    return { body: admissionResponse(review, decision ?? allow()), decision };
+  }
   const plan = ctx.engine.subjectOfRequest(review.request, caller);
   if (!plan.review) return { body: admissionResponse(review, allow()), decision: undefined };
   const decision = await ctx.engine.validate(plan.subject, callOf(review, "validate", deadline, caller));

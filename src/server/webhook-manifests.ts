@@ -36,6 +36,8 @@ export interface WebhookOptions {
   customResources?: readonly CustomTemplateResource[];
   /** Whether some policy may be for a resource (policies' matchConstraints); absent: every resource is kept. */
   mayMatch?: (resource: WebhookResource) => boolean;
+  /** Namespaces too (serve --pod-security: a tightened enforce label is answered with warnings, as PSA does). */
+  namespaces?: boolean;
 }
 
 /**
@@ -68,6 +70,9 @@ function webhookRules(customResources: readonly CustomTemplateResource[] = [], m
   });
 }
 
+/** Namespace creations and label changes, which Pod Security Admission checks (cluster-scoped). */
+const NAMESPACES_RULE = { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["namespaces"], scope: "Cluster" };
+
 function webhook(ep: WebhookEndpoint, name: string, path: string, opts: WebhookOptions) {
   return {
     name,
@@ -82,11 +87,13 @@ function webhook(ep: WebhookEndpoint, name: string, path: string, opts: WebhookO
 }
 
 export function renderValidatingWebhookConfiguration(ep: WebhookEndpoint, opts: WebhookOptions = {}): string {
+  const validating = webhook(ep, "images.imprimatur.dev", "/validate", opts);
+  if (opts.namespaces) validating.rules.push(NAMESPACES_RULE);
   return stringify({
     apiVersion: "admissionregistration.k8s.io/v1",
     kind: "ValidatingWebhookConfiguration",
     metadata: { name: "imprimatur" },
-    webhooks: [webhook(ep, "images.imprimatur.dev", "/validate", opts)],
+    webhooks: [validating],
   });
 }
 

@@ -1,12 +1,14 @@
 // The background scan on a real node: a kubelet v1.20.2 on containerd (test/support/real-node.ts), registered with a
 // real etcd + kube-apiserver v1.20, pulling from a real docker-registry (TLS), and `imprimatur serve` as the
-// cluster's mutating webhook (--digest-mode record: tags stay in the spec) and background scanner in one process.
+// cluster's mutating webhook (verifying signatures without pinning: the tag stays in the spec, and /mutate records
+// the digest it verified on the pod) and background scanner in one process.
 // What the kubelet reports in pod status is the kubelet's own here (test/e2e/background-scan.test.ts writes it by
 // hand):
 // - a static pod, run from the kubelet's manifest folder, reaches the API only as its mirror pod, and the scan
 //   reports it;
 // - a tag that moves under a running pod to an unsigned build: the restarted container pulls the new digest, the
-//   kubelet reports it, and the scan verifies what runs now and reports it.
+//   kubelet reports it, and the scan reports both that what runs now is unsigned and that it is not the digest
+//   admission verified (imprimatur.dev/verified-images).
 // Signatures come from the tests' offline signer (cosign `.sig` manifests pushed to the registry, logged in an
 // in-process mock Rekor): no public Sigstore is reachable here. One cluster, registry, node and serve for the file.
 import assert from "node:assert/strict";
@@ -121,8 +123,9 @@ describe("the background scan on a real node", () => {
               {
                 action: "allow",
                 images: [`${registry.host}/apps/*`],
-                // Tags stay in the spec (record mode): the scan verifies the digest each container runs.
-                digestMutate: true,
+                // Tags stay in the spec (no pinning, no digest required): /mutate verifies the digest the tag points to
+                // and records it on the pod; the scan verifies the digest each container runs.
+                digestMutate: false,
                 digestVerify: false,
                 attestors: [{ entries: [{ staticKey: { name: "release.pub", key: key.publicKeyPem, trustRoot: "e2e" } }] }],
               },
@@ -142,8 +145,6 @@ describe("the background scan on a real node", () => {
       join(dir, "policies.yaml"),
       "--registries",
       join(dir, "registries.yaml"),
-      "--digest-mode",
-      "record",
       "--kubeconfig",
       cluster.kubeconfig,
       "--background-scan",
@@ -172,12 +173,12 @@ describe("the background scan on a real node", () => {
     console.log(`[scan-node] node ${started.nodeName} Ready ${started.readyMs} ms after the kubelet started`);
     // Only the mutating webhook: the validating one would refuse the static pod's mirror, which would then never
     // reach the API (the kubelet runs the static pod all the same), and there would be nothing to scan.
-    // Record mode rewrites nothing; a tag the registry does not know is refused by /mutate, which shows it in force.
+    // /mutate is in force once a dry run of a signed image comes back with the digest it verified recorded.
     await untilWebhookActive(
       cluster,
-      podManifest({ name: "probe", namespace: NS, nodeName: NODE, image: `${registry.host}/apps/app:absent` }),
-      (probe) => /pins\.imprimatur\.dev.*denied/.test(probe.stderr),
-      { context: () => server.log() },
+      podManifest({ name: "probe", namespace: NS, nodeName: NODE, image: `${registry.host}/apps/app:1` }),
+      (probe) => probe.stdout.includes("imprimatur.dev/verified-images"),
+      { extraArgs: ["-o", "json"], context: () => server.log() },
     );
   });
 
@@ -226,20 +227,19 @@ describe("the background scan on a real node", () => {
     });
   });
 
-  test("a tag moves to an unsigned build and the container restarts: the scan judges the digest that runs now", async () => {
+  test("a tag moves to an unsigned build and the container restarts: the scan judges the digest that runs now, which is not the one admission verified", async () => {
     const image = `${registry.host}/apps/app:1`;
     const created = await cluster.kubectl(["create", "-o", "json", "-f", "-"], {
       input: podManifest({ name: "moving", namespace: NS, nodeName: NODE, image, imagePullPolicy: "Always" }),
     });
     assert.equal(created.code, 0, created.stderr);
     const first = await waitForPod(cluster, NS, "moving", (o) => podRunning(o) && containerStatus(o).imageID !== "", 60_000, context);
-    assert.equal(first.pod.spec.containers[0].image, image, "record mode leaves the tag in the spec");
-    const resolved = first.events.find((e) => e.reason === "ImagesResolved");
-    assert.match(resolved?.message ?? JSON.stringify(first.events), new RegExp(`${digests.a}`), "admission resolved the tag to build A");
+    assert.equal(first.pod.spec.containers[0].image, image, "no pinning: the tag stays in the spec");
+    const verified = JSON.parse(first.pod.metadata.annotations?.["imprimatur.dev/verified-images"] ?? "{}") as Record<string, { digest: string }>;
+    assert.equal(verified[image]?.digest, digests.a, "admission verified build A and recorded it on the pod");
     assert.equal(containerStatus(first).imageID, `${registry.host}/apps/app@${digests.a}`);
     const uid = first.pod.metadata.uid as string;
-    // Only the scan verifies signatures here (record mode's /mutate does not): once it verified build A, the pod
-    // that runs it passes and has no report.
+    // The scan verifies what runs too: build A is signed, so the pod that runs it passes and has no report.
     await until("the scan verified build A", async () => /imprimatur_signature_verifications_seconds_count\{outcome="verified"\} [1-9]/.test(await metrics()));
     assert.equal((await reports()).has(uid), false, "build A is signed: no report");
 
@@ -261,11 +261,13 @@ describe("the background scan on a real node", () => {
 
     await until("a report for the restarted pod", async () => (await reports()).has(uid));
     const results = (await reports()).get(uid)!.results ?? [];
-    // Only the signature failure: record mode leaves no digest on the pod (build A is named only by the Event and
-    // the audit log), so there is no admitted digest for a runningDigest result to compare with.
+    // What runs now is unsigned, and it is not the digest admission verified.
     assert.deepEqual(
-      results.map((r) => [r.policy, r.rule, r.result, r.properties?.image, r.properties?.digest]),
-      [["apps-only", "rules[0]", "fail", `${image}@${digests.b}`, digests.b]],
+      results.map((r) => [r.policy, r.rule, r.result, r.properties?.image, r.properties?.digest, r.properties?.expected]).sort(),
+      [
+        ["apps-only", "rules[0]", "fail", `${image}@${digests.b}`, digests.b, undefined],
+        ["imprimatur", "runningDigest", "fail", image, digests.b, digests.a],
+      ].sort(),
     );
 
     assert.equal((await cluster.kubectl(["delete", "pod", "-n", NS, "moving", "--wait=false"])).code, 0);

@@ -108,7 +108,7 @@ function memoryMiB(pid: number): { rss: number; peak: number } {
 function fullScans(logFile: string): Array<{ pods: number; seconds: number }> {
   return readFileSync(logFile, "utf8")
     .split("\n")
-    .filter((l) => l.includes('"audit: every pod judged"'))
+    .filter((l) => l.includes('"background scan: every pod judged"'))
     .map((l) => JSON.parse(l) as { pods: number; seconds: number });
 }
 

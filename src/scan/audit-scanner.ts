@@ -108,7 +108,7 @@ export class AuditScanner {
 
   private activate(): void {
     if (this.closed || this.informer) return;
-    this.opts.logger.info({}, "audit: scanning running pods");
+    this.opts.logger.info({}, "background scan: scanning running pods");
     this.informer = new PodInformer(
       this.opts.kube,
       {
@@ -117,7 +117,7 @@ export class AuditScanner {
         listed: (pods) => this.listed(pods),
         restarted: (err) => {
           this.opts.recorder?.watchRestarted();
-          this.opts.logger.debug({ err: (err as Error)?.message }, "audit: pod watch restarted");
+          this.opts.logger.debug({ err: (err as Error)?.message }, "background scan: pod watch restarted");
         },
       },
       {
@@ -150,14 +150,14 @@ export class AuditScanner {
     this.pods.clear();
     this.judgedAs.clear();
     this.results.clear();
-    this.opts.logger.info({}, "audit: stopped scanning (no longer the leader)");
+    this.opts.logger.info({}, "background scan: stopped scanning (no longer the leader)");
   }
 
   private startFullScan(): void {
     this.fullScanStarted ??= Date.now();
     void this.opts.reports
       ?.refreshIndex?.()
-      .catch((err: unknown) => this.opts.logger.warn({ err: (err as Error).message }, "audit: cannot list existing reports"));
+      .catch((err: unknown) => this.opts.logger.warn({ err: (err as Error).message }, "background scan: cannot list existing reports"));
     for (const uid of this.pods.keys()) this.queue.add(uid);
     this.wake?.();
   }
@@ -183,7 +183,7 @@ export class AuditScanner {
     this.fullScanStarted ??= Date.now();
     void this.opts.reports
       ?.refreshIndex?.()
-      .catch((err: unknown) => this.opts.logger.warn({ err: (err as Error).message }, "audit: cannot list existing reports"));
+      .catch((err: unknown) => this.opts.logger.warn({ err: (err as Error).message }, "background scan: cannot list existing reports"));
     for (const pod of pods) this.seen(pod);
     // An empty list completes the scan too: the worker says so.
     this.wake?.();
@@ -201,7 +201,7 @@ export class AuditScanner {
     try {
       await this.opts.reports?.clear({ uid, ...(typeof namespace === "string" ? { namespace } : {}) });
     } catch (err) {
-      this.opts.logger.debug({ err: (err as Error).message, uid }, "audit: report of a deleted pod not cleared (the garbage collector removes it)");
+      this.opts.logger.debug({ err: (err as Error).message, uid }, "background scan: report of a deleted pod not cleared (the garbage collector removes it)");
     }
   }
 
@@ -227,7 +227,7 @@ export class AuditScanner {
         }
         if (this.fullScanStarted !== undefined && this.listedOnce) {
           this.opts.recorder?.fullScan((Date.now() - this.fullScanStarted) / 1000);
-          this.opts.logger.info({ pods: this.pods.size, seconds: (Date.now() - this.fullScanStarted) / 1000 }, "audit: every pod judged");
+          this.opts.logger.info({ pods: this.pods.size, seconds: (Date.now() - this.fullScanStarted) / 1000 }, "background scan: every pod judged");
           this.fullScanStarted = undefined;
         }
         await new Promise<void>((resolve) => (this.wake = resolve));
@@ -239,7 +239,7 @@ export class AuditScanner {
       if (!pod) continue;
       const started = Date.now();
       const judging = this.judge(uid, pod)
-        .catch((err: unknown) => this.opts.logger.warn({ err: (err as Error).message, uid }, "audit: pod not judged"))
+        .catch((err: unknown) => this.opts.logger.warn({ err: (err as Error).message, uid }, "background scan: pod not judged"))
         .finally(() => inFlight.delete(uid));
       inFlight.set(uid, judging);
       const wait = spacingMs - (Date.now() - started);
@@ -259,7 +259,7 @@ export class AuditScanner {
     this.opts.recorder?.podScanned(outcome);
     if (outcome !== "pass") {
       const meta = asObject(pod.metadata);
-      this.opts.logger.debug({ namespace: meta?.namespace, pod: meta?.name, results: audit.results.length }, "audit: pod breaks policy");
+      this.opts.logger.debug({ namespace: meta?.namespace, pod: meta?.name, results: audit.results.length }, "background scan: pod breaks policy");
     }
     try {
       await this.opts.reports?.write(scanOf(audit));
@@ -267,7 +267,7 @@ export class AuditScanner {
       this.opts.recorder?.reportWriteFailed();
       // Judged again at the next change or rescan, which retries the write.
       this.judgedAs.delete(uid);
-      this.opts.logger.warn({ err: (err as Error).message, uid }, "audit: policy report not written");
+      this.opts.logger.warn({ err: (err as Error).message, uid }, "background scan: policy report not written");
     }
   }
 }

@@ -24,7 +24,8 @@ export const SCAN_FLAG_USAGE = `  --background-scan    judge running pods after 
   --scan-exclude-namespace NS
                        leave this namespace's pods out (repeatable), as the webhooks' namespaceSelector
                        leaves kube-system and Imprimatur's own namespace out
-  --scan-lease NS/NAME the Lease that picks the scanning replica (default: the pod's namespace, else
+  --scan-lease NS/NAME
+                       the Lease that picks the scanning replica (default: the pod's namespace, else
                        default, and imprimatur-scan)
 `;
 

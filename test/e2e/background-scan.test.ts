@@ -229,7 +229,7 @@ test("a leader change: the other replica takes the scan over and writes no repor
   // The leader hands its Lease back as it stops; the second replica then lists and judges every pod again.
   await first!.stop();
   first = undefined;
-  await until("the new leader's full scan", async () => /"audit: every pod judged"/.test(await second!.log()), 90_000);
+  await until("the new leader's full scan", async () => /"background scan: every pod judged"/.test(await second!.log()), 90_000);
   const after = await reports("policyreports");
   assert.deepEqual([...after.keys()].sort(), [...before.keys()].sort(), "the same reports, one per pod");
   for (const [name, report] of after)

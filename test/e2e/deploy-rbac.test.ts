@@ -212,7 +212,7 @@ test("serve with the Deployment's flags runs on exactly that RBAC: TLS Secret, L
     return got.stdout.trim() !== "" ? true : undefined;
   });
   // The background scan: the scan Lease is taken, every pod is listed and judged, the reports are listed.
-  await until("the background scan's first full scan", async () => (/"audit: every pod judged"/.test(serveLog()) ? true : undefined));
+  await until("the background scan's first full scan", async () => (/"background scan: every pod judged"/.test(serveLog()) ? true : undefined));
   const scanHolder = await cluster.kubectl(["get", "lease", "imprimatur-scan", "-n", "imprimatur", "-o", "jsonpath={.spec.holderIdentity}"]);
   assert.match(scanHolder.stdout, /imprimatur-rbac-test/);
   assert.doesNotMatch(serveLog(), /forbidden|\b403\b/i, "no call was refused for want of a permission");

@@ -3,6 +3,7 @@
 // folder, or --policy-crds) must be asked once policies arrive; and a reload that needs other rules rewrites the
 // files and says to apply them again. Real serve processes; the apiserver side is test/e2e/request-match.test.ts.
 import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -52,6 +53,8 @@ const servers: ImprimaturProcess[] = [];
 async function serve(args: string[]): Promise<ImprimaturProcess> {
   const server = await startImprimatur(args);
   servers.push(server);
+  // serve answers /readyz first and writes its webhook configurations right after: wait for them.
+  for (let i = 0; i < 200 && !existsSync(join(server.stateDir, "admission-configuration.yaml")); i++) await sleep(50);
   return server;
 }
 

@@ -20,6 +20,12 @@ describe("string values", () => {
     assert.equal(account(p, "web-1x").length, 1);
   });
 
+  it("a regex is read with Unicode semantics: property escapes work", () => {
+    const p = policy({ serviceAccountName: { regex: "\\p{Ll}+" } });
+    assert.deepEqual(account(p, "web"), []);
+    assert.deepEqual(account(p, "Web"), ['spec.serviceAccountName: is "Web"; must match ^(?:\\p{Ll}+)$']);
+  });
+
   it("a value passes when any of several wildcard entries matches", () => {
     const p = policy({ serviceAccountName: { allowed: ["web-*", "api-*"] } });
     assert.deepEqual(account(p, "web-1"), []);
@@ -85,6 +91,23 @@ describe("host path prefixes", () => {
     const p = policy({ volumes: { hostPath: { path: { allowed: ["/"] } } } });
     assert.deepEqual(hostPath(p, "/var/log"), []);
     assert.deepEqual(hostPath(p, "/"), []);
+  });
+
+  it('"/" covers relative paths too (the API server accepts them): allowing it allows them, forbidding it forbids them', () => {
+    assert.deepEqual(hostPath(policy({ volumes: { hostPath: { path: { allowed: ["/"] } } } }), "var/log"), []);
+    const forbidding = policy({ volumes: { hostPath: { path: { forbidden: ["/"] } } } });
+    assert.deepEqual(
+      hostPath(forbidding, "var/log").map((f) => f.message),
+      ['is "var/log", which is forbidden'],
+    );
+  });
+
+  it("an empty prefix is a prefix of every absolute path: forbidding it forbids them", () => {
+    const p = policy({ volumes: { hostPath: { path: { forbidden: [""] } } } });
+    assert.deepEqual(
+      hostPath(p, "/etc").map((f) => f.message),
+      ['is "/etc", which is forbidden'],
+    );
   });
 
   it("a prefix covers itself and what is below it, not a sibling sharing its spelling", () => {

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { podRestrictionFindings } from "../../../src/core/pod-restriction/pod-restriction.ts";
+import { subjectOfRequest } from "../../../src/core/admission-subject.ts";
 import type { PodUnderReview } from "../../../src/core/pod-under-review.ts";
 import { APP, compileRestriction, fieldsOf, findingsFor, podUnder, restrictionOf } from "./edge-support.ts";
 
@@ -163,6 +164,33 @@ describe("pods of which only the containers are judged", () => {
     assert.deepEqual(
       podRestrictionFindings(p, badContainer).map((f) => f.field),
       ["spec.containers[0].image (registry)"],
+    );
+  });
+
+  it("the ephemeral containers a Kubernetes 1.20 API server sends alone are named from their own list", () => {
+    const p = policy({ spec: { containers: { securityContext: { privileged: { require: false } } } } });
+    const plan = subjectOfRequest({
+      uid: "1",
+      operation: "UPDATE",
+      resource: { group: "", version: "v1", resource: "pods" },
+      subResource: "ephemeralcontainers",
+      kind: { group: "", version: "v1", kind: "EphemeralContainers" },
+      object: {
+        kind: "EphemeralContainers",
+        metadata: { name: "web" },
+        ephemeralContainers: [{ name: "debug", image: "busybox", securityContext: { privileged: true } }],
+      },
+    });
+    assert.ok(plan.review);
+    assert.deepEqual(fieldsOf(podRestrictionFindings(p, plan.subject.pods[0]!)), ["ephemeralContainers[0].securityContext.privileged: is true; must be false"]);
+  });
+});
+
+describe("load errors", () => {
+  it("a pod spec restriction that is not a mapping is a load error, not a crash", () => {
+    assert.deepEqual(
+      compile({ spec: 5 }).issues.map((i) => `${i.path.join(".")}: ${i.message}`),
+      ["spec.spec: must be a mapping, got 5"],
     );
   });
 });

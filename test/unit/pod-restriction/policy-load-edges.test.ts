@@ -55,8 +55,11 @@ describe("the policy document", () => {
     for (const bad of ["Web", "web-", "-web", "web_1", "web/1", "", "x".repeat(254)]) {
       assert.equal(loadError(doc({}, bad)), `metadata.name: must be a lowercase DNS name, got ${JSON.stringify(bad)}`, bad);
     }
-    assert.ok(loadError(doc({}, 7)).startsWith("metadata.name: must be a lowercase DNS name"));
-    assert.ok(loadError({ apiVersion: "imprimatur.dev/v1alpha1", kind: "PodRestriction", spec: {} }).startsWith("metadata.name: must be a lowercase DNS name"));
+    assert.equal(loadError(doc({}, 7)), "metadata.name: must be a lowercase DNS name, got 7");
+    assert.equal(
+      loadError({ apiVersion: "imprimatur.dev/v1alpha1", kind: "PodRestriction", spec: {} }),
+      "metadata.name: must be a lowercase DNS name, got unset",
+    );
   });
 
   it("metadata that is not a mapping is a load error, not a crash", () => {

@@ -180,6 +180,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
       "scan-interval": { type: "string" },
       "scan-lease": { type: "string" },
       "scan-exclude-namespace": { type: "string", multiple: true },
+      "scan-error-retry": { type: "string" },
     }));
     if (!((parseDuration(values.drain!) ?? -1) >= 0)) throw new UsageError(`--drain must be a duration such as 5s, got ${values.drain}`);
     if (values["digest-mode"] !== undefined && !["mutate", "record"].includes(values["digest-mode"]))

@@ -37,6 +37,8 @@ export interface AuditScannerOptions {
   podsPerSecond?: number;
   /** Every pod judged again this often, for what no event announces: a signature removed, a tag moved (default 1 h). */
   rescanIntervalMs?: number;
+  /** A pod with an error result (a backend or registry that could not answer) is judged again this soon (default 30 s). */
+  errorRetryMs?: number;
   recorder?: ScanRecorder;
   namespace?: string;
   labelSelector?: string;
@@ -60,6 +62,8 @@ export class AuditScanner {
   private rescanTimer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
   private closed = false;
+  /** Pods to judge again because their last judgment had an error result, by the timer that will queue them. */
+  private readonly retries = new Map<string, NodeJS.Timeout>();
   /** When the running full scan began (its first list or its rescan), until the queue drains. */
   private fullScanStarted: number | undefined;
   /** Whether the informer has listed the pods since this replica began to scan: before that, no scan is complete. */
@@ -143,6 +147,8 @@ export class AuditScanner {
     this.informer = undefined;
     this.listedOnce = false;
     clearInterval(this.rescanTimer);
+    for (const timer of this.retries.values()) clearTimeout(timer);
+    this.retries.clear();
     this.queue.clear();
     this.wake?.();
     await informer.close();
@@ -196,6 +202,8 @@ export class AuditScanner {
     this.judgedAs.delete(uid);
     this.results.delete(uid);
     this.queue.delete(uid);
+    clearTimeout(this.retries.get(uid));
+    this.retries.delete(uid);
     // The garbage collector removes a deleted pod's report (it owns it); clearing keeps the writer's index right.
     const namespace = asObject(pod?.metadata)?.namespace;
     try {
@@ -248,6 +256,19 @@ export class AuditScanner {
     await Promise.all(inFlight.values());
   }
 
+  private retry(uid: string): void {
+    if (this.retries.has(uid)) return;
+    const timer = setTimeout(() => {
+      this.retries.delete(uid);
+      if (!this.pods.has(uid) || !this.informer) return;
+      this.judgedAs.delete(uid);
+      this.queue.add(uid);
+      this.wake?.();
+    }, this.opts.errorRetryMs ?? 30_000);
+    timer.unref();
+    this.retries.set(uid, timer);
+  }
+
   private async judge(uid: string, pod: PodObject): Promise<void> {
     const key = contentKey(pod);
     const audit = await auditPod(this.opts.engine, pod);
@@ -257,6 +278,8 @@ export class AuditScanner {
     this.results.set(uid, audit.results);
     const outcome = audit.results.some((r) => r.result === "fail") ? "fail" : audit.results.some((r) => r.result === "error") ? "error" : "pass";
     this.opts.recorder?.podScanned(outcome);
+    // Not fully judged (a backend was down, as it may have been at admission): judged again soon, not in an hour.
+    if (audit.results.some((r) => r.result === "error")) this.retry(uid);
     if (outcome !== "pass") {
       const meta = asObject(pod.metadata);
       this.opts.logger.debug({ namespace: meta?.namespace, pod: meta?.name, results: audit.results.length }, "background scan: pod breaks policy");

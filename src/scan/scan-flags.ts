@@ -10,6 +10,7 @@ export interface ScanFlags {
   "scan-interval"?: string | undefined;
   "scan-lease"?: string | undefined;
   "scan-exclude-namespace"?: string[] | undefined;
+  "scan-error-retry"?: string | undefined;
 }
 
 export const SCAN_FLAG_USAGE = `  --background-scan    judge running pods after admission too: every pod as it runs (the digests its
@@ -21,6 +22,9 @@ export const SCAN_FLAG_USAGE = `  --background-scan    judge running pods after 
                        read), openreports (openreports.io/v1alpha1 Reports), both, or none
   --scan-rate N        pods judged per second at most (default 20)
   --scan-interval DUR  every pod judged again this often (default 1h)
+  --scan-error-retry DUR
+                       a pod that could not be fully judged (a backend or registry did not answer) is
+                       judged again after this long (default 30s)
   --scan-exclude-namespace NS
                        leave this namespace's pods out (repeatable), as the webhooks' namespaceSelector
                        leaves kube-system and Imprimatur's own namespace out
@@ -31,7 +35,7 @@ export const SCAN_FLAG_USAGE = `  --background-scan    judge running pods after 
 
 /** Undefined when the scan is off; throws Error with the flag's problem. */
 export function backgroundScanOptions(flags: ScanFlags, podNamespace: string | undefined): BackgroundScanOptions | undefined {
-  const given: string[] = (["scan-reports", "scan-rate", "scan-interval", "scan-lease"] as const).filter((f) => flags[f] !== undefined);
+  const given: string[] = (["scan-reports", "scan-rate", "scan-interval", "scan-lease", "scan-error-retry"] as const).filter((f) => flags[f] !== undefined);
   if ((flags["scan-exclude-namespace"] ?? []).length > 0) given.push("scan-exclude-namespace");
   if (!flags["background-scan"]) {
     if (given.length > 0) throw new Error(`--${given[0]} needs --background-scan`);
@@ -44,6 +48,8 @@ export function backgroundScanOptions(flags: ScanFlags, podNamespace: string | u
     throw new Error(`--scan-rate must be a number of pods per second from 0 to 10000, got ${flags["scan-rate"]}`);
   const interval = flags["scan-interval"] === undefined ? 3_600_000 : parseDuration(flags["scan-interval"]);
   if (interval === undefined || interval < 60_000) throw new Error(`--scan-interval must be a duration of at least 1m, got ${flags["scan-interval"]}`);
+  const errorRetry = flags["scan-error-retry"] === undefined ? 30_000 : parseDuration(flags["scan-error-retry"]);
+  if (errorRetry === undefined || errorRetry < 1_000) throw new Error(`--scan-error-retry must be a duration of at least 1s, got ${flags["scan-error-retry"]}`);
   const lease = flags["scan-lease"];
   let namespace = podNamespace ?? "default";
   let name = "imprimatur-scan";
@@ -53,5 +59,12 @@ export function backgroundScanOptions(flags: ScanFlags, podNamespace: string | u
     namespace = m[1]!;
     name = m[3]!;
   }
-  return { reports, podsPerSecond: rate, rescanIntervalMs: interval, lease: { namespace, name }, excludeNamespaces: flags["scan-exclude-namespace"] ?? [] };
+  return {
+    reports,
+    podsPerSecond: rate,
+    rescanIntervalMs: interval,
+    lease: { namespace, name },
+    excludeNamespaces: flags["scan-exclude-namespace"] ?? [],
+    errorRetryMs: errorRetry,
+  };
 }

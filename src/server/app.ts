@@ -81,6 +81,8 @@ export interface BackgroundScanOptions {
   lease: { namespace: string; name: string };
   /** Namespaces whose pods are left out. */
   excludeNamespaces: readonly string[];
+  /** How soon a pod with an error result is judged again. */
+  errorRetryMs: number;
 }
 
 export interface App {
@@ -275,6 +277,7 @@ function startBackgroundScan(opts: AppOptions, scanOpts: BackgroundScanOptions, 
     podsPerSecond: scanOpts.podsPerSecond,
     rescanIntervalMs: scanOpts.rescanIntervalMs,
     excludeNamespaces: scanOpts.excludeNamespaces,
+    errorRetryMs: scanOpts.errorRetryMs,
     recorder: prometheusScanRecorder(metrics),
   });
   metrics.setScanResultsSource(() => scanner.violationCounts());

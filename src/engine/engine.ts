@@ -104,6 +104,8 @@ export class Engine {
   private readonly templateKinds: ServerConfig["podTemplates"];
   private readonly podSecurity: PodSecurityContext | undefined;
   private readonly kube: KubeConfig | undefined;
+  /** Made on first use: only Pod Security Admission's namespace check lists pods. */
+  private coreApi: CoreV1Api | undefined;
 
   private constructor(opts: EngineOptions, remotes: WebhookBackend[]) {
     this.logger = opts.logger ?? pino({ level: "silent" });
@@ -327,7 +329,7 @@ export class Engine {
   private async podsIn(namespace: string, deadline: number): Promise<Record<string, unknown>[] | undefined> {
     if (!this.kube) return undefined;
     try {
-      const api = this.kube.makeApiClient(CoreV1Api);
+      const api = (this.coreApi ??= this.kube.makeApiClient(CoreV1Api));
       const signal = AbortSignal.timeout(Math.max(1, Math.min(deadline - Date.now(), NAMESPACE_POD_LIST_TIMEOUT_MS)));
       const list = await api.listNamespacedPod({ namespace, limit: NAMESPACE_MAX_PODS_TO_CHECK }, withSignal(signal));
       return list.items.map((p) => JSON.parse(JSON.stringify(p)) as Record<string, unknown>);

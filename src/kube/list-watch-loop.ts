@@ -2,8 +2,9 @@
 // resource version; a watch that ends is resumed from the last version seen, one the server refuses with
 // 410 Gone starts over with a list, and every failure is retried after an exponential backoff. Written here
 // rather than taken from @kubernetes/client-node's informer, which stops for good after one failed list.
+import type { Watch } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { describeApiError } from "./api-requests.ts";
+import { describeApiError, hasStatus } from "./api-requests.ts";
 
 /** How one watch ended. */
 export interface WatchEnd {
@@ -82,4 +83,61 @@ export async function runListWatch(steps: ListWatchSteps): Promise<void> {
     );
     await steps.sleep(delayMs);
   }
+}
+
+/** What one watch request hands on, and how its owner stops it. */
+export interface WatchRequest {
+  /** Called with every object event but bookmarks (ADDED, MODIFIED, DELETED), after the resource version moved. */
+  object(type: string, object: unknown): void;
+  /** The resource version to resume from moved on (any event carrying one, bookmarks included). */
+  resourceVersion(version: string): void;
+  /** Called with a function that ends the request at once while it runs, and with undefined once it ended. */
+  running(stop: (() => void) | undefined): void;
+  /** The owner closed meanwhile: a request that connects late is aborted at once. */
+  isClosed(): boolean;
+}
+
+/**
+ * One watch request from `query.resourceVersion`; resolves (never rejects) when it ends, as runListWatch expects:
+ * an ERROR event or a refusal with 410 Gone asks for a list, another ERROR event is the end's error.
+ */
+export function watchOnce(watch: Watch, path: string, query: Record<string, string | number | boolean | undefined>, request: WatchRequest): Promise<WatchEnd> {
+  return new Promise<WatchEnd>((resolve) => {
+    let settled = false;
+    let controller: AbortController | undefined;
+    const end: WatchEnd = { error: null, gone: false, delivered: false };
+    const finish = (error: unknown) => {
+      if (settled) return;
+      settled = true;
+      request.running(undefined);
+      end.error = error;
+      if (hasStatus(error, 410)) end.gone = true;
+      resolve(end);
+    };
+    request.running(() => {
+      controller?.abort();
+      finish(null);
+    });
+    const onEvent = (type: string, object: unknown) => {
+      if (settled) return;
+      if (type === "ERROR") {
+        // A Status; the server closes the watch after it.
+        const status = object as { code?: number; message?: string } | undefined;
+        if (status?.code === 410) end.gone = true;
+        else end.error = new Error(`watch error event: ${status?.code ?? "?"} ${status?.message ?? ""}`.trim());
+        return;
+      }
+      const version = (object as { metadata?: { resourceVersion?: string } } | undefined)?.metadata?.resourceVersion;
+      if (version) request.resourceVersion(version);
+      end.delivered = true;
+      if (object && type !== "BOOKMARK") request.object(type, object);
+    };
+    watch
+      .watch(path, query, onEvent, (err: unknown) => finish(err ?? end.error))
+      .then((started) => {
+        if (settled || request.isClosed()) started.abort();
+        else controller = started;
+      })
+      .catch((err: unknown) => finish(err));
+  });
 }

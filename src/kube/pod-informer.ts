@@ -4,8 +4,8 @@
 // handed on as an event; a list hands on the whole set, so that pods deleted while no watch ran are seen gone.
 import { CoreV1Api, Watch, type KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { hasStatus, withSignal } from "./api-requests.ts";
-import { runListWatch, type WatchEnd } from "./list-watch-loop.ts";
+import { withSignal } from "./api-requests.ts";
+import { runListWatch, watchOnce, type WatchEnd } from "./list-watch-loop.ts";
 
 /** A pod as the API serialises it (plain JSON: what policies and CEL see at admission). */
 export type PodObject = Record<string, unknown> & { metadata?: { uid?: string; name?: string; namespace?: string; resourceVersion?: string } };
@@ -40,8 +40,8 @@ export class PodInformer {
   private readonly watch: Watch;
   private readonly lifetime = new AbortController();
   private resourceVersion: string | undefined;
-  private activeWatch: AbortController | undefined;
-  private endActiveWatch: (() => void) | undefined;
+  /** Ends the running watch request, if one runs. */
+  private stopWatch: (() => void) | undefined;
   private closed = false;
   private loop: Promise<void> | undefined;
   private readonly events: PodEvents;
@@ -79,8 +79,7 @@ export class PodInformer {
   async close(): Promise<void> {
     this.closed = true;
     this.lifetime.abort(new Error("pod informer closed"));
-    this.activeWatch?.abort();
-    this.endActiveWatch?.();
+    this.stopWatch?.();
     await this.loop;
   }
 
@@ -113,49 +112,18 @@ export class PodInformer {
   }
 
   private watchOnce(): Promise<WatchEnd> {
-    return new Promise<WatchEnd>((resolve) => {
-      let settled = false;
-      const end: WatchEnd = { error: null, gone: false, delivered: false };
-      const finish = (error: unknown) => {
-        if (settled) return;
-        settled = true;
-        this.activeWatch = undefined;
-        this.endActiveWatch = undefined;
-        end.error = error;
-        if (hasStatus(error, 410)) end.gone = true;
-        resolve(end);
-      };
-      this.endActiveWatch = () => finish(null);
-      const onEvent = (type: string, object: unknown) => {
-        if (settled) return;
-        if (type === "ERROR") {
-          const status = object as { code?: number; message?: string } | undefined;
-          if (status?.code === 410) end.gone = true;
-          else end.error = new Error(`watch error event: ${status?.code ?? "?"} ${status?.message ?? ""}`.trim());
-          return;
-        }
-        const pod = object as PodObject | undefined;
-        const rv = pod?.metadata?.resourceVersion;
-        if (rv) this.resourceVersion = rv;
-        end.delivered = true;
-        if (!pod || type === "BOOKMARK") return;
-        if (type === "DELETED") this.events.remove(pod);
-        else this.events.upsert(pod);
-      };
-      const path = this.opts.namespace ? `/api/v1/namespaces/${encodeURIComponent(this.opts.namespace)}/pods` : "/api/v1/pods";
-      const query = {
-        resourceVersion: this.resourceVersion,
-        allowWatchBookmarks: true,
-        timeoutSeconds: WATCH_TIMEOUT_SECONDS,
-        ...(this.opts.labelSelector ? { labelSelector: this.opts.labelSelector } : {}),
-      };
-      this.watch
-        .watch(path, query, onEvent, (err) => finish(err ?? null))
-        .then((controller) => {
-          if (settled || this.closed) controller.abort();
-          else this.activeWatch = controller;
-        })
-        .catch((err: unknown) => finish(err));
+    const path = this.opts.namespace ? `/api/v1/namespaces/${encodeURIComponent(this.opts.namespace)}/pods` : "/api/v1/pods";
+    const query = {
+      resourceVersion: this.resourceVersion,
+      allowWatchBookmarks: true,
+      timeoutSeconds: WATCH_TIMEOUT_SECONDS,
+      ...(this.opts.labelSelector ? { labelSelector: this.opts.labelSelector } : {}),
+    };
+    return watchOnce(this.watch, path, query, {
+      object: (type, object) => (type === "DELETED" ? this.events.remove(object as PodObject) : this.events.upsert(object as PodObject)),
+      resourceVersion: (version) => (this.resourceVersion = version),
+      running: (stop) => (this.stopWatch = stop),
+      isClosed: () => this.closed,
     });
   }
 

@@ -6,7 +6,7 @@
 // the namespace label cache does (the library's informer stops for good after one failed list).
 import { CustomObjectsApi, Watch, type KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { runListWatch, type WatchEnd } from "./list-watch-loop.ts";
+import { runListWatch, watchOnce, type WatchEnd } from "./list-watch-loop.ts";
 import { describeApiError, hasStatus, withSignal } from "./api-requests.ts";
 import { POLICY_GROUP, POLICY_RESOURCE_KINDS, POLICY_VERSION, type PolicyResourceKind } from "../policy/policy-crds.ts";
 import { contentKey, policyResourceOf, resourceKey, type PolicyResourceObject } from "../policy/policy-resource-documents.ts";
@@ -34,8 +34,8 @@ class KindWatch {
   listed = false;
   lastError: unknown;
   private resourceVersion: string | undefined;
-  private activeWatch: AbortController | undefined;
-  private endActiveWatch: (() => void) | undefined;
+  /** Ends the running watch request, if one runs. */
+  private stopWatch: (() => void) | undefined;
   private readonly path: string;
   readonly kind: PolicyResourceKind;
   private readonly owner: PolicyResourceWatch;
@@ -104,31 +104,9 @@ class KindWatch {
   }
 
   private watchOnce(): Promise<WatchEnd> {
-    return new Promise((resolve) => {
-      let settled = false;
-      const end = { error: null as unknown, gone: false, delivered: false };
-      const finish = (error: unknown) => {
-        if (settled) return;
-        settled = true;
-        this.activeWatch = undefined;
-        this.endActiveWatch = undefined;
-        end.error = error;
-        if (hasStatus(error, 410)) end.gone = true;
-        resolve(end);
-      };
-      this.endActiveWatch = () => finish(null);
-      const onEvent = (type: string, object: unknown) => {
-        if (settled) return;
-        if (type === "ERROR") {
-          const status = object as { code?: number; message?: string } | undefined;
-          if (status?.code === 410) end.gone = true;
-          else end.error = new Error(`watch error event: ${status?.code ?? "?"} ${status?.message ?? ""}`.trim());
-          return;
-        }
-        const rv = (object as { metadata?: { resourceVersion?: string } } | undefined)?.metadata?.resourceVersion;
-        if (rv) this.resourceVersion = rv;
-        end.delivered = true;
-        if (type === "BOOKMARK") return;
+    const query = { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: WATCH_TIMEOUT_SECONDS };
+    return watchOnce(this.owner.watch, this.path, query, {
+      object: (type, object) => {
         const r = policyResourceOf(this.kind.kind, object);
         if (!r) return;
         const before = this.table.get(resourceKey(r));
@@ -140,25 +118,15 @@ class KindWatch {
           // A status write changes no content key: nothing to reload.
           if (!before || contentKey(before) !== contentKey(r)) this.owner.contentChanged();
         }
-      };
-      this.owner.watch
-        .watch(
-          this.path,
-          { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: WATCH_TIMEOUT_SECONDS },
-          onEvent,
-          (err: unknown) => finish(err ?? end.error),
-        )
-        .then((controller) => {
-          if (settled) controller.abort();
-          else this.activeWatch = controller;
-        })
-        .catch((err: unknown) => finish(err));
+      },
+      resourceVersion: (version) => (this.resourceVersion = version),
+      running: (stop) => (this.stopWatch = stop),
+      isClosed: () => this.owner.closed,
     });
   }
 
   stop(): void {
-    this.activeWatch?.abort();
-    this.endActiveWatch?.();
+    this.stopWatch?.();
   }
 }
 

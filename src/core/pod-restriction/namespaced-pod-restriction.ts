@@ -21,7 +21,8 @@ export function compileNamespacedPodRestriction(document: Record<string, unknown
   if (!read.namespaced) return { issues: read.issues };
   const { namespace, clusterDocument } = read.namespaced;
   const compiled = podRestrictionKind.compile(clusterDocument, cx);
-  if (!compiled.policy || compiled.issues.length > 0) return { issues: compiled.issues };
+  // A PodRestriction compiles to a policy only when it has no issue.
+  if (!compiled.policy) return { issues: compiled.issues };
   const policy: PodRestriction = {
     ...compiled.policy,
     name: namespacedPolicyName(namespace, compiled.policy.name),

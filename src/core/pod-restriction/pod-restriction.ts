@@ -151,7 +151,7 @@ function lookUpProfile(name: string, profiles: CompileOptions["profiles"]): Prof
 function includeProfile(rawName: unknown, policy: PodRestriction, cx: CompileContext, opts: CompileOptions): string | undefined {
   const path: RawPath = ["spec", "profile"];
   const known = [...(opts.profiles?.keys() ?? [])];
-  if (typeof rawName !== "string") return void cx.error(path, `must be a profile name (${known.join(", ")})`);
+  if (typeof rawName !== "string") return void cx.error(path, `must be a profile name (${known.join(", ") || "no profiles are loaded"})`);
   const found = lookUpProfile(rawName, opts.profiles);
   if ("error" in found) return void cx.error(path, found.error);
   const { name, raw: profileRaw } = found;

@@ -116,6 +116,40 @@ describe("profile inclusion", () => {
     assert.equal(loadError(doc({ spec: { profile: "strict" } })), 'spec.profile: unknown profile "strict"; shipped profiles: none');
   });
 
+  it("without profiles at hand, a profile name that is not a string says none is loaded", () => {
+    assert.equal(loadError(doc({ spec: { profile: 1 } })), "spec.profile: must be a profile name (no profiles are loaded)");
+  });
+
+  it("profiles given as a plain map are looked up by plain name, and an unknown one lists them", () => {
+    const plain = new Map<string, unknown>([
+      ["a", doc({ spec: noPrivileged }, "a")],
+      ["b", doc({ spec: noPrivileged }, "b")],
+    ]);
+    assert.deepEqual(loaded(doc({ spec: { profile: "b" } }), plain).profiles, ["b"]);
+    assert.equal(loadError(doc({ spec: { profile: "c" } }), plain), 'spec.profile: unknown profile "c"; shipped profiles: a, b');
+  });
+
+  it("a versioned profile name resolves through the shipped catalog; its checks keep the plain profile's labels", () => {
+    const p = loaded(doc({ spec: { profile: "restricted@v1.25" } }), profiles);
+    assert.deepEqual(p.profiles, ["restricted@v1.25", "baseline@v1.25"]);
+    assert.ok(p.checks.some((c) => c.name === "restricted/runAsNonRoot"));
+    // An override names the check by the plain profile's label, whatever version was asked for.
+    const overridden = loaded(
+      doc({
+        spec: {
+          profile: "restricted@v1.25",
+          checks: [{ name: "mine", overrides: ["runAsNonRoot"], spec: { securityContext: { hostNetwork: { require: false } } } }],
+        },
+      }),
+      profiles,
+    );
+    assert.equal(
+      overridden.checks.some((c) => c.name === "restricted/runAsNonRoot"),
+      false,
+    );
+    assert.ok(overridden.checks.some((c) => c.name === "mine"));
+  });
+
   it("a profile that includes itself, directly or through another, is a load error naming the cycle", () => {
     const cyclic = new Map<string, unknown>([
       ["a", doc({ spec: { profile: "b" } }, "a")],

@@ -1,17 +1,19 @@
 // `npm run crds`: writes the policy kinds' CustomResourceDefinitions and their kustomization to deploy/crds/
-// (from the JSON Schemas the loader uses; see src/policy/policy-crds.ts). `--check` only compares, and exits
-// 1 when a file differs, for CI.
+// (from the JSON Schemas the loader uses; see src/policy/policy-crds.ts), and the namespaced kinds' JSON Schemas
+// for editors (formatted as prettier formats every JSON file here). `--check` only compares, and exits 1 when a
+// file differs, for CI.
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { renderCrdFiles } from "../src/policy/policy-crds.ts";
+import { format, resolveConfig } from "prettier";
+import { namespacedEditorSchemas, renderCrdFiles } from "../src/policy/policy-crds.ts";
 
-const OUT = fileURLToPath(new URL("../deploy/crds/", import.meta.url));
+const ROOT = fileURLToPath(new URL("../", import.meta.url));
 
 async function main(argv: string[]): Promise<number> {
   if (argv.includes("-h") || argv.includes("--help")) {
     process.stdout.write(
-      "Usage: node scripts/generate-crds.ts [--check]\n\nWrites deploy/crds/*.yaml; --check compares instead and exits 1 on a difference.\n",
+      "Usage: node scripts/generate-crds.ts [--check]\n\nWrites deploy/crds/*.yaml and the namespaced kinds' JSON Schemas; --check compares instead and exits 1 on a difference.\n",
     );
     return 0;
   }
@@ -21,19 +23,24 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const check = argv.includes("--check");
-  const files = renderCrdFiles();
-  await mkdir(OUT, { recursive: true });
+  const files = new Map<string, string>();
+  for (const [name, text] of renderCrdFiles()) files.set(`deploy/crds/${name}`, text);
+  for (const [file, schema] of namespacedEditorSchemas()) {
+    const options = { ...(await resolveConfig(join(ROOT, file))), filepath: join(ROOT, file) };
+    files.set(file, await format(JSON.stringify(schema), options));
+  }
+  await mkdir(join(ROOT, "deploy/crds"), { recursive: true });
   let stale = 0;
-  for (const [name, text] of files) {
-    const path = join(OUT, name);
+  for (const [file, text] of files) {
+    const path = join(ROOT, file);
     const before = await readFile(path, "utf8").catch(() => undefined);
     if (before === text) continue;
     if (check) {
       stale++;
-      process.stderr.write(`deploy/crds/${name} is out of date; run npm run crds\n`);
+      process.stderr.write(`${file} is out of date; run npm run crds\n`);
     } else {
       await writeFile(path, text);
-      process.stdout.write(`wrote deploy/crds/${name}\n`);
+      process.stdout.write(`wrote ${file}\n`);
     }
   }
   return stale > 0 ? 1 : 0;

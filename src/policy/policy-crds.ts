@@ -93,6 +93,36 @@ export const POLICY_RESOURCE_KINDS: readonly PolicyResourceKind[] = [
   },
 ];
 
+/** A namespace name, as the API requires: a DNS label. */
+const NAMESPACE_SCHEMA = {
+  type: "string",
+  pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+  maxLength: 63,
+  description: "The namespace the policy applies in (required: a namespaced policy applies only there).",
+};
+
+/**
+ * The JSON Schemas for editors of the namespaced kinds (`npm run crds` writes them beside the cluster kinds'
+ * schemas): the CRD's schema, plus the namespace in metadata, which an editor must ask for and a CRD cannot
+ * describe. Keyed by the file they are written to, relative to the repository.
+ */
+export function namespacedEditorSchemas(): Map<string, Record<string, unknown>> {
+  const out = new Map<string, Record<string, unknown>>();
+  for (const k of POLICY_RESOURCE_KINDS) {
+    if (!k.namespaced) continue;
+    const slug = k.kind.replace(/(?<=[a-z])(?=[A-Z])/g, "-").toLowerCase();
+    const schema = structuredClone(k.schema) as Record<string, unknown> & {
+      properties: { metadata: { properties: Record<string, unknown>; required?: string[] } };
+    };
+    const metadata = schema.properties.metadata;
+    metadata.properties = { name: metadata.properties.name, namespace: NAMESPACE_SCHEMA, ...metadata.properties };
+    metadata.required = [...(metadata.required ?? []), "namespace"];
+    const { $id: _clusterKindId, ...rest } = schema;
+    out.set(`src/policy/schemas/${slug}.schema.json`, { $id: `https://imprimatur.dev/schemas/v1alpha1/${slug}.json`, ...rest });
+  }
+  return out;
+}
+
 /** What Imprimatur writes under status: a Ready condition, the generation it was judged on, and what is in force. */
 const STATUS_SCHEMA: OpenApiSchema = {
   type: "object",

@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { Ajv } from "ajv";
 import { parse, parseAllDocuments } from "yaml";
 import { CrdSchemaError, toStructuralSchema } from "../../src/policy/crd-schema.ts";
-import { policyCrd, POLICY_RESOURCE_KINDS, renderCrdFiles } from "../../src/policy/policy-crds.ts";
+import { namespacedEditorSchemas, policyCrd, POLICY_RESOURCE_KINDS, renderCrdFiles } from "../../src/policy/policy-crds.ts";
 import { parsePolicyText } from "../../src/policy/load-policies.ts";
 import podRestrictionSchema from "../../src/policy/schemas/pod-restriction.schema.json" with { type: "json" };
 import trustRootSchema from "../../src/policy/schemas/trust-root.schema.json" with { type: "json" };
@@ -28,6 +28,26 @@ test("deploy/crds/ holds exactly what npm run crds generates", async () => {
     kustomization.resources.sort(),
     committed.filter((f) => f !== "kustomization.yaml"),
   );
+});
+
+test("the namespaced kinds' editor schemas are what npm run crds generates: the CRD's shape, with metadata.namespace required", async () => {
+  const generated = namespacedEditorSchemas();
+  assert.deepEqual([...generated.keys()].sort(), [
+    "src/policy/schemas/namespaced-image-policy.schema.json",
+    "src/policy/schemas/namespaced-pod-restriction.schema.json",
+  ]);
+  for (const [file, schema] of generated) assert.deepEqual(JSON.parse(await readFile(join(ROOT, file), "utf8")), schema, `${file} is stale: run npm run crds`);
+  const validate = new Ajv({ allErrors: true, strict: true }).compile(generated.get("src/policy/schemas/namespaced-image-policy.schema.json")!);
+  const policy = (metadata: Record<string, unknown>, spec: Record<string, unknown> = {}) => ({
+    apiVersion: "imprimatur.dev/v1alpha1",
+    kind: "NamespacedImagePolicy",
+    metadata,
+    spec: { rules: [{ action: "allow", images: ["registry.example.com/*"] }], ...spec },
+  });
+  assert.equal(validate(policy({ name: "corp-only", namespace: "shop" })), true, JSON.stringify(validate.errors));
+  assert.equal(validate(policy({ name: "corp-only" })), false, "without a namespace");
+  assert.equal(validate(policy({ name: "corp-only", namespace: "Shop" })), false, "a namespace that is not a DNS label");
+  assert.equal(validate(policy({ name: "corp-only", namespace: "shop" }, { namespaces: ["web"] })), false, "a field only the cluster kind has");
 });
 
 test("every CRD is imprimatur.dev/v1alpha1 (cluster-scoped, the namespaced kinds namespaced) with status, printer columns, short names and the imprimatur category", () => {

@@ -4,6 +4,7 @@
 // manifest or policy-load errors, and when the input holds no object at all.
 import { errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 import { renderJson, renderJunit, renderText, renderYaml, summarize } from "./check-report.ts";
+import { podSecurityContext } from "../policy/pod-security-context.ts";
 import { impersonatedUser } from "./impersonation.ts";
 import { NAMESPACE_LABELS_SYNTAX, parseNamespaceLabels } from "./namespace-labels-flag.ts";
 import { checkManifests, offlineChecker, type OfflineChecker } from "./offline-engine.ts";
@@ -36,6 +37,12 @@ listed as skipped, with the reason.
                        matchConditions on request.userInfo see (default: no user)
   --as-group GROUP     a group of that user (repeatable; needs --as)
   --config FILE        ServerConfig: its podTemplates (custom resources) and namespacesFile are used
+  --pod-security       judge Pods and templates by their namespace's pod-security.kubernetes.io labels too, as
+                       "serve --pod-security" does (the labels come from --namespaces and --namespace-labels;
+                       a Pod in a namespace whose labels are not given is refused, as Pod Security Admission
+                       refuses one whose namespace it cannot read)
+  --pod-security-config FILE
+                       Pod Security Admission's PodSecurityConfiguration, as for serve; implies --pod-security
   --strict             unknown fields in Pods and pod templates are errors (default: warnings)
   -o, --output FORMAT  text (default: one line per finding and a summary), json, yaml or junit
   -h, --help           show this help
@@ -71,6 +78,8 @@ export async function runCheck(argv: string[]): Promise<number> {
       "allow-unverified": { type: "boolean", default: false },
       as: { type: "string" },
       "as-group": { type: "string", multiple: true, default: [] },
+      "pod-security": { type: "boolean", default: false },
+      "pod-security-config": { type: "string" },
     }));
     if (values["as-group"]!.length > 0 && values.as === undefined) throw new UsageError("--as-group needs --as (as for kubectl)");
     if (values.filename!.length === 0) throw new UsageError("at least one -f FILE|DIR|- is required");
@@ -94,6 +103,13 @@ export async function runCheck(argv: string[]): Promise<number> {
       namespaceLabels,
       ...(values.namespace !== undefined ? { namespace: values.namespace } : {}),
       ...(values.as !== undefined ? { user: impersonatedUser(values.as, values["as-group"]!) } : {}),
+      ...(values["pod-security"] || values["pod-security-config"] !== undefined
+        ? {
+            podSecurity: await podSecurityContext(values["pod-security-config"], {
+              unknownNamespaceHint: "its labels are not known here: give them with --namespace-labels NAMESPACE:LABELS or --namespaces FILE",
+            }),
+          }
+        : {}),
     });
   } catch (e) {
     process.stderr.write(`imprimatur check: ${errorText(e)}\n`);

@@ -4,6 +4,7 @@
 import { loadNamespacesFile } from "../config/namespaces-file.ts";
 import { DEFAULT_SERVER_CONFIG, loadServerConfig, type ServerConfig } from "../config/server-config.ts";
 import type { RequestUser } from "../core/admission-subject.ts";
+import type { PodSecurityContext } from "../core/pod-security/psa-evaluate.ts";
 import { NO_NAMESPACE_LABELS, type NamespaceLabelSource } from "../core/namespace-labels.ts";
 import { Engine } from "../engine/engine.ts";
 import { loadPolicySet, policySetSource } from "../policy/policy-set.ts";
@@ -28,6 +29,8 @@ export interface OfflineSetup {
   namespace?: string;
   /** Who creates the objects (--as, --as-group), for policies' subjects and conditions on request.userInfo. */
   user?: RequestUser;
+  /** Pod Security Admission by the namespaces' labels, as serve --pod-security (check --pod-security). */
+  podSecurity?: PodSecurityContext;
 }
 
 export interface OfflineChecker {
@@ -48,7 +51,7 @@ export async function offlineChecker(setup: OfflineSetup): Promise<OfflineChecke
   const fromFile = namespacesFile ? await loadNamespacesFile(namespacesFile) : NO_NAMESPACE_LABELS;
   const namespaces = setup.namespaceLabels && setup.namespaceLabels.size > 0 ? withLabels(fromFile, setup.namespaceLabels) : fromFile;
   return {
-    engine: await Engine.build({ config, policies, namespaces, offline: true }),
+    engine: await Engine.build({ config, policies, namespaces, offline: true, ...(setup.podSecurity ? { podSecurity: setup.podSecurity } : {}) }),
     config,
     namespaces,
     namespace: setup.namespace ?? "default",

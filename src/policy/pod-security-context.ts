@@ -7,8 +7,13 @@ import { cachedProfileAt, type PodSecurityContext } from "../core/pod-security/p
 import { bindProfileClusterWide, NEWEST_POLICY_MINOR, shippedProfiles } from "./profiles.ts";
 
 /** Throws what loading the configuration throws (a ConfigError with the line and field). */
-export async function podSecurityContext(configFile: string | undefined): Promise<PodSecurityContext> {
+export async function podSecurityContext(configFile: string | undefined, opts: { unknownNamespaceHint?: string } = {}): Promise<PodSecurityContext> {
   const config = configFile ? await loadPodSecurityConfiguration(configFile) : DEFAULT_POD_SECURITY_CONFIG;
   const profiles = await shippedProfiles();
-  return { config, profileAt: cachedProfileAt((name) => bindProfileClusterWide(name, profiles)), newestMinor: NEWEST_POLICY_MINOR };
+  return {
+    config,
+    profileAt: cachedProfileAt((name) => bindProfileClusterWide(name, profiles)),
+    newestMinor: NEWEST_POLICY_MINOR,
+    ...(opts.unknownNamespaceHint ? { unknownNamespaceHint: opts.unknownNamespaceHint } : {}),
+  };
 }

@@ -48,6 +48,8 @@ export interface PodSecurityContext {
   profileAt: ProfileAt;
   /** The newest minor version the profiles know: a newer label is evaluated as latest, as PSA does. */
   newestMinor: number;
+  /** Added to the "failed to lookup namespace" denial where labels come from the user, not the API (check). */
+  unknownNamespaceHint?: string;
 }
 
 export interface PodSecurityRequest {
@@ -81,8 +83,8 @@ export function evaluatePodSecurity(req: PodSecurityRequest, cx: PodSecurityCont
   if (!req.namespaceLabels) {
     // PSA cannot look the namespace up: a Pod is refused (an internal error), a template admitted with the error.
     const error = `failed to lookup namespace ${req.namespace}`;
-    if (req.object === "pod")
-      return { allowed: false, denial: error, warnings: [], auditAnnotations: { [POD_SECURITY_ANNOTATIONS.error]: error }, enforced: [] };
+    const denial = cx.unknownNamespaceHint ? `${error} (${cx.unknownNamespaceHint})` : error;
+    if (req.object === "pod") return { allowed: false, denial, warnings: [], auditAnnotations: { [POD_SECURITY_ANNOTATIONS.error]: error }, enforced: [] };
     return { allowed: true, warnings: [], auditAnnotations: { [POD_SECURITY_ANNOTATIONS.error]: `${error}: its labels are unknown` }, enforced: [] };
   }
   const { policy, errors } = policyOfLabels(req.namespaceLabels, cx.config.defaults);

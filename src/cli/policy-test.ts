@@ -13,6 +13,7 @@ import { ConfigError, renderConfigProblem, type ConfigProblem } from "../config/
 import type { FieldPath } from "../config/kube-yaml.ts";
 import { renderViolation } from "../core/decision.ts";
 import { renderAtLocation } from "../errors/source-location.ts";
+import { podSecurityContext } from "../policy/pod-security-context.ts";
 import { resolveProfileName, shippedProfiles, type Profile } from "../policy/profiles.ts";
 import { parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 import { renderUnverified, structuredViolation, type ObjectResult } from "./check-report.ts";
@@ -106,6 +107,8 @@ const TEST_KEYS = [
   "namespaces",
   "namespaceLabels",
   "userInfo",
+  "podSecurity",
+  "podSecurityConfig",
   "resources",
   "results",
 ];
@@ -145,6 +148,8 @@ export interface PolicyTest {
   namespaceLabels?: Map<string, Record<string, string>>;
   /** Who creates the resources (`userInfo: {username, groups}`), with the groups the apiserver adds. */
   user?: RequestUser;
+  /** Pod Security Admission by the namespaces' labels (`podSecurity: true`, or `podSecurityConfig: FILE`). */
+  podSecurity?: { config?: string };
   resources: string[];
   results: Expectation[];
 }
@@ -336,6 +341,10 @@ async function checkPolicyTest(
   const namespaces = await onePath("namespaces");
   const namespaceLabels = o.namespaceLabels === undefined ? undefined : checkNamespaceLabels(o.namespaceLabels, checks);
   const user = o.userInfo === undefined ? undefined : checkUserInfo(o.userInfo, checks);
+  if (o.podSecurity !== undefined && typeof o.podSecurity !== "boolean")
+    checks.problem(["podSecurity"], "must be true or false: whether the namespaces' pod-security.kubernetes.io labels apply, as serve --pod-security");
+  const podSecurityConfig = await onePath("podSecurityConfig");
+  const podSecurity = podSecurityConfig !== undefined ? { config: podSecurityConfig } : o.podSecurity === true ? {} : undefined;
   const resources = await pathList("resources", true);
 
   const results: Expectation[] = [];
@@ -361,6 +370,7 @@ async function checkPolicyTest(
     ...(namespaces !== undefined ? { namespaces } : {}),
     ...(namespaceLabels !== undefined ? { namespaceLabels } : {}),
     ...(user !== undefined ? { user } : {}),
+    ...(podSecurity !== undefined ? { podSecurity } : {}),
     resources,
     results,
   };
@@ -466,6 +476,13 @@ async function runOne(test: PolicyTest, opts: TestRunOptions, report: TestReport
       namespaceLabels: mergeNamespaceLabels(opts.namespaceLabels ?? new Map(), test.namespaceLabels ?? new Map()),
       ...((test.namespace ?? opts.namespace) !== undefined ? { namespace: (test.namespace ?? opts.namespace)! } : {}),
       ...((test.user ?? opts.user) !== undefined ? { user: (test.user ?? opts.user)! } : {}),
+      ...(test.podSecurity
+        ? {
+            podSecurity: await podSecurityContext(test.podSecurity.config, {
+              unknownNamespaceHint: "its labels are not known here: give them with namespaceLabels or namespaces",
+            }),
+          }
+        : {}),
     });
   } catch (e) {
     report.errors.push(`${where}: ${(e as Error).message}`);

@@ -54,6 +54,7 @@ before(async () => {
     "not-pem.txt": "hello\n",
     "config.yaml": "",
     "namespaces.yaml": "",
+    "pod-security.yaml": "",
     "pods.yaml": "",
   };
   for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text);
@@ -177,6 +178,8 @@ const KINDS: KindUnderTest[] = [
       namespaces: "namespaces.yaml",
       namespaceLabels: { shop: { team: "a" }, kube: null },
       userInfo: { username: "alice", groups: ["developers"] },
+      podSecurity: true,
+      podSecurityConfig: "pod-security.yaml",
       resources: ["pods.yaml"],
       results: [{ resource: "Pod/web", namespace: "default", result: "denied", policy: "p", rule: "rules[0]" }],
     }),
@@ -223,6 +226,8 @@ const KINDS: KindUnderTest[] = [
       },
       { at: ["userInfo", "username"], values: ["bob", "", 1, undefined] },
       { at: ["userInfo", "groups"], values: [["a", "b"], [], [""], [1], "a", undefined] },
+      { at: ["podSecurity"], values: [true, false, "true", 1, null, undefined] },
+      { at: ["podSecurityConfig"], values: ["pod-security.yaml", "", 1, undefined], loaderOnly: ["missing.yaml", "policies"] },
       { at: ["resources"], values: [["pods.yaml"], ["policies", "pods.yaml"], [], "pods.yaml", [""], [2], undefined], loaderOnly: [["missing.yaml"]] },
       { at: ["results"], values: [[{ resource: "Pod/a", result: "allowed" }], [], "x", undefined] },
       { at: ["results", 0], values: [{ resource: "Pod/a", result: "skipped" }, "Pod/a", {}] },

@@ -1,10 +1,10 @@
-// check --pod-security: the offline check judges by the namespaces' pod-security.kubernetes.io labels as
+// check --pod-security (and a PolicyTest's podSecurity): the offline check judges by the namespaces' pod-security.kubernetes.io labels as
 // `serve --pod-security` does (the one engine, the same PodSecurity context), so that a check that passes means
 // the cluster's Pod Security Admission admits too: Pods are enforced, templates warned, a namespace whose labels
 // are not given refuses a Pod (saying how to give them), and a PodSecurityConfiguration's defaults apply.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { imprimatur } from "../../support/cli-process.ts";
@@ -104,4 +104,45 @@ test("--pod-security-config: its defaults apply to unlabelled namespaces and its
   const broken = await imprimatur(["check", "--policies", policies, "-f", manifests, "--pod-security-config", config]);
   assert.equal(broken.code, 2, broken.stdout + broken.stderr);
   assert.match(broken.stderr, /^imprimatur check: .*psa\.yaml.*strict/m);
+});
+
+test("a PolicyTest with podSecurity (or podSecurityConfig) is judged with the labels as check --pod-security judges it", async () => {
+  const folder = join(dir, "suite");
+  await mkdir(folder, { recursive: true });
+  await writeFile(
+    join(folder, "psa.yaml"),
+    "apiVersion: pod-security.admission.config.k8s.io/v1\nkind: PodSecurityConfiguration\ndefaults: {enforce: baseline}\n",
+  );
+  const test = (name: string, extra: string, results: string) => `apiVersion: imprimatur.dev/v1alpha1
+kind: PolicyTest
+metadata: {name: ${name}}
+policies: [../allow.yaml]
+resources: [../objects.yaml]
+namespaceLabels:
+  locked: {pod-security.kubernetes.io/enforce: baseline}
+  lab: {}
+${extra}
+results:
+${results}
+`;
+  await writeFile(
+    join(folder, "imprimatur-test.yaml"),
+    [
+      test(
+        "labels",
+        "podSecurity: true",
+        "  - {resource: Pod/priv, result: denied, policy: PodSecurity, rule: enforce}\n  - {resource: Pod/open, result: allowed}",
+      ),
+      test("config-defaults", "podSecurityConfig: psa.yaml", "  - {resource: Pod/open, result: denied, policy: PodSecurity}"),
+      test("disabled", "podSecurity: false", "  - {resource: Pod/priv, result: allowed}"),
+    ].join("---\n"),
+  );
+  const r = await imprimatur(["test", folder]);
+  assert.equal(r.code, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, /^4 tests: 4 passed, 0 failed/m);
+
+  await writeFile(join(folder, "imprimatur-test.yaml"), test("bad", "podSecurity: yes-please", "  - {resource: Pod/priv, result: denied}"));
+  const bad = await imprimatur(["test", folder]);
+  assert.equal(bad.code, 2, bad.stdout + bad.stderr);
+  assert.match(bad.stderr, /imprimatur-test\.yaml:9 \(podSecurity\): must be true or false/);
 });

@@ -592,12 +592,18 @@ describe("start-up and pruning", () => {
     assert.equal(await status(PRIVATE, "a"), undefined);
   });
 
-  test("images that appear after the first start are not preloaded", async () => {
+  test("images that appear after the first start are not preloaded; a later start with its snapshot warns of nothing", async () => {
     await start();
     await proxy.stop();
     fake.preload(PRIVATE, PRIVATE_ID);
+    logs = [];
     await start();
     assert.equal(await status(PRIVATE, "a"), undefined);
+    assert.equal(store.snapshot, "taken");
+    assert.deepEqual(
+      logs.filter((l) => l.level >= 40).map((l) => l.msg),
+      [],
+    );
   });
 
   test("an unreadable intent and an intent for an image that is not on the node are dropped without a record", async () => {

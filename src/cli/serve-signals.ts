@@ -21,6 +21,7 @@ export class StartupStopped extends Error {
 export class ServeSignals {
   private stopSignal: StopSignal | undefined;
   private readonly stopWaiters = new Set<(signal: StopSignal) => void>();
+  private readonly stopController = new AbortController();
   /** A SIGHUP that arrived before serving: one reload once serving. */
   private reloadPending = false;
   private reload: (() => void) | undefined;
@@ -34,6 +35,7 @@ export class ServeSignals {
     this.reloadPending = false;
     for (const waiter of this.stopWaiters) waiter(signal);
     this.stopWaiters.clear();
+    this.stopController.abort(new StartupStopped(signal));
   };
   private readonly onHangup = () => {
     if (this.reload) this.reload();
@@ -48,6 +50,11 @@ export class ServeSignals {
   /** The stop signal received so far, if any. */
   get stopRequested(): StopSignal | undefined {
     return this.stopSignal;
+  }
+
+  /** Aborted by the first SIGTERM or SIGINT (reason: StartupStopped), for start-up steps that can give up and clean up. */
+  get stopping(): AbortSignal {
+    return this.stopController.signal;
   }
 
   /** Resolves with the first SIGTERM or SIGINT (at once when one has already arrived). */

@@ -269,7 +269,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
     // --tls-secret: the certificate comes from the shared Secret (created by the leader when empty), and is
     // swapped in without a restart when the leader rotates it.
     selfManagedTls = values["tls-secret"]
-      ? await signals.during(selfManagedTlsFromFlags(values, kube, values["tls-san"] ?? [], startupLogger()), (late) => late.close())
+      ? await signals.during(selfManagedTlsFromFlags(values, kube, values["tls-san"] ?? [], startupLogger(), signals.stopping), (late) => late.close())
       : undefined;
     if (values["tls-cert"]) certificateFiles = await watchCertificateFiles({ cert: values["tls-cert"], key: values["tls-key"]! }, startupLogger());
     const tls = certificateFiles

@@ -72,9 +72,10 @@ export async function selfManagedTlsFromFlags(
   kube: KubeConfig | undefined,
   hosts: string[],
   logger: Logger,
+  stop?: AbortSignal,
 ): Promise<RunningSelfManagedTls> {
   const secret = flags["tls-secret"];
   if (secret === undefined) throw new Error("--tls-secret is not given");
   if (kube === undefined) throw new Error("--tls-secret needs the Kubernetes API: give --kubeconfig, or run in a pod");
-  return startSelfManagedTls(selfManagedTlsSetup({ ...flags, "tls-secret": secret }, kube, hosts, logger));
+  return startSelfManagedTls({ ...selfManagedTlsSetup({ ...flags, "tls-secret": secret }, kube, hosts, logger), ...(stop ? { stop } : {}) });
 }

@@ -313,6 +313,8 @@ export interface SelfManagedTlsSetup {
   rotation?: TlsRotationSettings;
   syncIntervalMs?: number;
   logger: Logger;
+  /** Aborted when the process is asked to stop while it waits for the first certificate. */
+  stop?: AbortSignal;
 }
 
 export interface RunningSelfManagedTls {
@@ -361,10 +363,23 @@ export async function startSelfManagedTls(setup: SelfManagedTlsSetup): Promise<R
       { secret: `${setup.secret.namespace}/${setup.secret.name}`, identity: setup.lease.identity },
       "self-managed TLS: waiting for the serving certificate",
     );
-    const initial = await tls.ready();
+    const initial = await untilStopped(tls.ready(), setup.stop);
     return { tls, elector, initial, close };
   } catch (err) {
+    // Stopped or failed before serving: the Lease is handed back (close's default), so that another replica
+    // takes over at once rather than after it expires.
     await close();
     throw err;
   }
+}
+
+/** `step`, or a rejection with the signal's reason as soon as `stop` is aborted. */
+function untilStopped<T>(step: Promise<T>, stop: AbortSignal | undefined): Promise<T> {
+  if (!stop) return step;
+  if (stop.aborted) return Promise.reject(stop.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(stop.reason);
+    stop.addEventListener("abort", onAbort, { once: true });
+    step.then(resolve, reject).finally(() => stop.removeEventListener("abort", onAbort));
+  });
 }

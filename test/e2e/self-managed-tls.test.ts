@@ -7,7 +7,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { X509Certificate } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "node:tls";
@@ -286,12 +286,15 @@ test("a restarted replica keeps the CA: the Secret's CA and the caBundle are unc
   const kept = bundleFingerprints(after["ca.crt"]!);
   for (const ca of parseCertificateBundle(before["ca.crt"]!))
     if (ca.notAfter > Date.now()) assert.ok(kept.includes(ca.fingerprint), "the CA from before the restart is kept");
-  assert.deepEqual(await servedCertificate(restarted.app.port), der(after["tls.crt"]!));
-  const wanted = bundleFingerprints(after["ca.crt"]!).join();
-  assert.ok(
-    (await webhookBundles()).every((f) => f.join() === wanted),
-    "the caBundle is the Secret's CAs",
+  // The timeline is short: the leader may rotate the certificate at any moment, and a replica swaps it in a
+  // moment later. What must hold is that it serves the Secret's certificate, not one of its own.
+  await until("the restarted replica serving the Secret's certificate", async () =>
+    Buffer.compare(await servedCertificate(restarted.app.port), der((await readSecret()).data["tls.crt"]!)) === 0 ? true : undefined,
   );
+  await until("the caBundle holding the Secret's CAs", async () => {
+    const wanted = bundleFingerprints((await readSecret()).data["ca.crt"]!).join();
+    return (await webhookBundles()).every((f) => f.join() === wanted) ? true : undefined;
+  });
 });
 
 test("serve --tls-secret as a command: waits for the Lease, serves the Secret's certificate, hands the Lease back on SIGTERM", async () => {
@@ -349,6 +352,96 @@ test("serve --tls-secret as a command: waits for the Lease, serves the Secret's 
     await rm(stateDir, { recursive: true, force: true });
   }
   assert.equal(await leaseHolder(), "", "the Lease was handed back");
+});
+
+test("serve --tls-secret stopped while it waits for a certificate that cannot come hands the Lease back and exits 0", async () => {
+  // An identity that may hold the Lease but not read or create the Secret: as leader it can never write the
+  // certificate, so start-up waits; SIGTERM then must not leave the Lease held until it expires.
+  const account = "system:serviceaccount:imprimatur:lease-only";
+  const lease = "stuck-lease";
+  const rbac = [
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: { name: "lease-only", namespace: NAMESPACE },
+      rules: [
+        { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create"] },
+        { apiGroups: ["coordination.k8s.io"], resources: ["leases"], resourceNames: [lease], verbs: ["get", "update"] },
+      ],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: "lease-only", namespace: NAMESPACE },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "lease-only" },
+      subjects: [{ kind: "User", name: account }],
+    },
+    // The policies bind by namespaceSelector: serve reads the namespaces' labels before it waits for TLS.
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: "lease-only-namespaces" },
+      rules: [{ apiGroups: [""], resources: ["namespaces"], verbs: ["get", "list", "watch"] }],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: "lease-only-namespaces" },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "lease-only-namespaces" },
+      subjects: [{ kind: "User", name: account }],
+    },
+  ];
+  const applied = await cluster.apply(JSON.stringify({ apiVersion: "v1", kind: "List", items: rbac }));
+  assert.equal(applied.code, 0, applied.stderr);
+  const stateDir = await mkdtemp(join(tmpdir(), "imprimatur-tls-stuck-"));
+  const limited = loadKubeConfig(cluster.kubeconfig);
+  const user = limited.getCurrentUser()!.name;
+  limited.users = limited.users.map((u) => (u.name === user ? { ...u, impersonateUser: account } : u));
+  const kubeconfig = join(stateDir, "lease-only.kubeconfig");
+  await writeFile(kubeconfig, limited.exportConfig());
+  const holder = async () => (await coordination.readNamespacedLease({ namespace: NAMESPACE, name: lease })).spec?.holderIdentity;
+  let output = "";
+  const child = spawn(
+    process.execPath,
+    [
+      BIN,
+      "serve",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(await freePort()),
+      "--state-dir",
+      stateDir,
+      "--policies",
+      POLICIES,
+      "--kubeconfig",
+      kubeconfig,
+      "--tls-secret",
+      `${NAMESPACE}/out-of-reach-tls`,
+      "--webhook-configuration",
+      CONFIGURATION,
+      "--leader-election-namespace",
+      NAMESPACE,
+      "--leader-election-id",
+      lease,
+    ],
+    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, POD_NAME: "serve-stuck", POD_NAMESPACE: "" } },
+  );
+  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  try {
+    await until("the stuck replica holds the Lease", async () => ((await holder().catch(() => undefined)) === "serve-stuck" ? true : undefined), 30_000).catch(
+      (e: Error) => assert.fail(`${e.message}\n${output}`),
+    );
+    assert.match(output, /waiting for the serving certificate/);
+  } finally {
+    child.kill("SIGTERM");
+    assert.equal(await exited, 0, output);
+    await rm(stateDir, { recursive: true, force: true });
+  }
+  assert.match(output, /stopped before serving/);
+  assert.equal(await holder(), "", `the Lease was handed back at once, not left to expire\n${output}`);
 });
 
 test("the documented RBAC is enough: a replica whose identity has only those verbs creates the Secret and the Lease and writes the caBundle", async () => {

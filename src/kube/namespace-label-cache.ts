@@ -7,7 +7,7 @@
 // backs off on its own fixed schedule; here every failure is retried, bounded and logged.
 import { CoreV1Api, Watch } from "@kubernetes/client-node";
 import type { KubeConfig, V1Namespace } from "@kubernetes/client-node";
-import { runListWatch, type WatchEnd } from "./list-watch-loop.ts";
+import { runListWatch, watchOnce, type WatchEnd } from "./list-watch-loop.ts";
 import { describeApiError, hasStatus, withSignal } from "./api-requests.ts";
 import type { Logger } from "pino";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
@@ -69,8 +69,8 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
   private closing: Promise<void> | undefined;
   /** Where the watch resumes; undefined means list first. */
   private resourceVersion: string | undefined;
-  private activeWatch: AbortController | undefined;
-  private endActiveWatch: (() => void) | undefined;
+  /** Ends the running watch request (see watchOnce in list-watch-loop.ts). */
+  private stopWatch: (() => void) | undefined;
   private lastError: unknown;
 
   constructor(kubeConfig: KubeConfig, options: NamespaceLabelCacheOptions) {
@@ -164,11 +164,10 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
   private async stopAll(): Promise<void> {
     this.closed = true;
     this.lifetime.abort(new Error("namespace label cache closed"));
-    this.activeWatch?.abort();
-    this.endActiveWatch?.();
+    this.stopWatch?.();
     for (const pending of this.pending.values()) pending.abort.abort(new Error("namespace label cache closed"));
     // A watch request still connecting cannot be aborted before the library hands back its controller;
-    // it is aborted then (see watchOnce), and undici gives up on a silent connect after 10 s anyway.
+    // it is aborted then (see watchOnce in list-watch-loop.ts), and undici gives up on a silent connect after 10 s anyway.
     await Promise.all([this.loop, ...[...this.pending.values()].map((p) => p.done)]);
   }
 
@@ -222,52 +221,21 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
 
   /** One watch request, from the current resource version; resolves (never rejects) when it ends. */
   private watchOnce(): Promise<WatchEnd> {
-    return new Promise<WatchEnd>((resolve) => {
-      let settled = false;
-      const end: WatchEnd = { error: null, gone: false, delivered: false };
-      const finish = (error: unknown) => {
-        if (settled) return;
-        settled = true;
-        this.activeWatch = undefined;
-        this.endActiveWatch = undefined;
-        end.error = error;
-        // A watch request refused with 410, rather than ended by a 410 event.
-        if (hasStatus(error, 410)) end.gone = true;
-        resolve(end);
-      };
-      this.endActiveWatch = () => finish(null);
-      const query = {
-        resourceVersion: this.resourceVersion,
-        allowWatchBookmarks: true,
-        timeoutSeconds: WATCH_TIMEOUT_SECONDS,
-      };
-      const onEvent = (type: string, object: unknown) => {
-        if (settled) return;
-        if (type === "ERROR") {
-          // A Status; the server closes the watch after it.
-          const status = object as { code?: number; message?: string } | undefined;
-          if (status?.code === 410) end.gone = true;
-          else end.error = new Error(`watch error event: ${status?.code ?? "?"} ${status?.message ?? ""}`.trim());
-          return;
-        }
-        const ns = object as V1Namespace | undefined;
-        const name = ns?.metadata?.name;
-        if (!ns || !name) return;
-        end.delivered = true;
-        if (ns.metadata?.resourceVersion) this.resourceVersion = ns.metadata.resourceVersion;
+    const query = { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: WATCH_TIMEOUT_SECONDS };
+    return watchOnce(this.watch, NAMESPACES_PATH, query, {
+      object: (type, object) => {
+        const ns = object as V1Namespace;
+        const name = ns.metadata?.name;
+        if (!name) return;
         if (type === "ADDED" || type === "MODIFIED") this.store(ns);
         else if (type === "DELETED") this.table.delete(name);
-        else return; // BOOKMARK: only the resource version matters
+        else return;
         const pending = this.pending.get(name);
         if (pending) pending.superseded = true;
-      };
-      this.watch
-        .watch(NAMESPACES_PATH, query, onEvent, (err: unknown) => finish(err ?? end.error))
-        .then((controller) => {
-          if (settled) controller.abort();
-          else this.activeWatch = controller;
-        })
-        .catch((err: unknown) => finish(err));
+      },
+      resourceVersion: (version) => (this.resourceVersion = version),
+      running: (stop) => (this.stopWatch = stop),
+      isClosed: () => this.closed,
     });
   }
 

@@ -9,12 +9,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
-import { stringify } from "yaml";
-import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
+import { startKubeCluster, untilWebhookActive, type KubeCluster, validatingWebhookConfiguration, webhookRule } from "../support/kube-cluster.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
-import { startTestBackend, type TestBackend } from "../support/test-imagereview-backend.ts";
+import { startConfiguredTestBackend, type TestBackend } from "../support/test-imagereview-backend.ts";
 import { podYaml } from "../support/manifests.ts";
-import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const NS = "scan-fail-open";
@@ -25,30 +23,8 @@ let server: ImprimaturProcess;
 
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), "imprimatur-scan-fail-open-"));
-  const ca = await createCertificateAuthority("test backend CA");
-  const serving = await issueCertificate(ca, { commonName: "backend", ipAddresses: ["127.0.0.1"] });
-  backend = await startTestBackend({ cert: serving.certPem, key: serving.keyPem }, "token");
-  await writeFile(join(dir, "backend-ca.crt"), ca.certPem);
-  await writeFile(
-    join(dir, "scanner.kubeconfig"),
-    stringify({
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [{ name: "scanner", cluster: { server: backend.url, "certificate-authority": "backend-ca.crt" } }],
-      users: [{ name: "imprimatur", user: { token: "token" } }],
-      contexts: [{ name: "scanner", context: { cluster: "scanner", user: "imprimatur" } }],
-      "current-context": "scanner",
-    }),
-  );
   // The decision cache would answer the scan from the admission's fail-open: nothing is cached here.
-  await writeFile(
-    join(dir, "config.yaml"),
-    stringify({
-      apiVersion: "imprimatur.dev/v1alpha1",
-      kind: "ServerConfig",
-      backends: [{ name: "scanner", kubeconfig: "scanner.kubeconfig", timeout: "2s" }],
-    }),
-  );
+  ({ backend } = await startConfiguredTestBackend(dir, { token: "token", timeout: "2s" }));
   await writeFile(
     join(dir, "policies.yaml"),
     "apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: {name: any}\nspec: {rules: [{action: allow, images: ['*']}]}\n",
@@ -74,24 +50,14 @@ before(async () => {
     "--scan-lease",
     "default/imprimatur-scan",
   ]);
-  const vwc = {
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingWebhookConfiguration",
-    metadata: { name: "imprimatur" },
-    webhooks: [
-      {
-        name: "images.imprimatur.dev",
-        admissionReviewVersions: ["v1"],
-        sideEffects: "NoneOnDryRun",
-        failurePolicy: "Fail",
-        timeoutSeconds: 10,
-        clientConfig: { url: `${server.baseUrl}/validate`, caBundle: Buffer.from(server.ca).toString("base64") },
-        rules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["pods"], scope: "Namespaced" }],
-        namespaceSelector: { matchLabels: { "scan-test": "yes" } },
-      },
-    ],
-  };
-  assert.equal((await cluster.apply(JSON.stringify(vwc))).code, 0);
+  const vwc = validatingWebhookConfiguration(server, {
+    name: "imprimatur",
+    webhookName: "images.imprimatur.dev",
+    sideEffects: "NoneOnDryRun",
+    rules: [webhookRule("pods", ["CREATE", "UPDATE"])],
+    namespaceSelector: { matchLabels: { "scan-test": "yes" } },
+  });
+  assert.equal((await cluster.apply(vwc)).code, 0);
   assert.equal((await cluster.apply(JSON.stringify({ apiVersion: "v1", kind: "Namespace", metadata: { name: NS, labels: { "scan-test": "yes" } } }))).code, 0);
   await untilWebhookActive(cluster, podYaml("probe", NS, ["registry.example.com/blocked-probe:1"]), (probe) => probe.code !== 0);
 });

@@ -10,7 +10,15 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { kubeToolPaths, startKubeCluster, untilWebhookActive, type KubeCluster, type KubectlResult } from "../support/kube-cluster.ts";
+import {
+  kubeToolPaths,
+  startKubeCluster,
+  untilWebhookActive,
+  type KubeCluster,
+  type KubectlResult,
+  validatingWebhookConfiguration,
+  webhookRule,
+} from "../support/kube-cluster.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 import { spawnLogged, terminate, type LoggedProcess } from "../support/logged-process.ts";
 import { podYaml } from "../support/manifests.ts";
@@ -71,24 +79,12 @@ before(async () => {
   assert.equal((await cluster.apply(JSON.stringify(CLUSTER_POLICY))).code, 0);
 
   server = await startImprimatur(["--kubeconfig", cluster.kubeconfig, "--policy-crds"]);
-  const vwc = {
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingWebhookConfiguration",
-    metadata: { name: "imprimatur-namespaced" },
-    webhooks: [
-      {
-        name: "validate.imprimatur.dev",
-        admissionReviewVersions: ["v1"],
-        sideEffects: "None",
-        failurePolicy: "Fail",
-        timeoutSeconds: 10,
-        clientConfig: { url: `${server.baseUrl}/validate`, caBundle: Buffer.from(server.ca).toString("base64") },
-        rules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"], scope: "Namespaced" }],
-        namespaceSelector: { matchExpressions: [{ key: "kubernetes.io/metadata.name", operator: "In", values: ["team-a", "team-b"] }] },
-      },
-    ],
-  };
-  assert.equal((await cluster.apply(JSON.stringify(vwc))).code, 0);
+  const vwc = validatingWebhookConfiguration(server, {
+    name: "imprimatur-namespaced",
+    rules: [webhookRule("pods")],
+    namespaceSelector: { matchExpressions: [{ key: "kubernetes.io/metadata.name", operator: "In", values: ["team-a", "team-b"] }] },
+  });
+  assert.equal((await cluster.apply(vwc)).code, 0);
   await untilWebhookActive(cluster, podYaml("probe", "team-b", ["docker.io/library/nginx:1"]), (p) => /denied the request/.test(p.stderr), {
     context: async () => (await server?.log()) ?? "",
   });

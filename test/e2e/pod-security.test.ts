@@ -8,7 +8,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
+import { startKubeCluster, untilWebhookActive, type KubeCluster, validatingWebhookConfiguration, webhookRule } from "../support/kube-cluster.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 
 let dir: string;
@@ -63,28 +63,14 @@ before(async () => {
     "--pod-security-config",
     join(dir, "pod-security.yaml"),
   ]);
-  const vwc = {
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingWebhookConfiguration",
-    metadata: { name: "imprimatur" },
-    webhooks: [
-      {
-        name: "images.imprimatur.dev",
-        admissionReviewVersions: ["v1"],
-        sideEffects: "NoneOnDryRun",
-        failurePolicy: "Fail",
-        timeoutSeconds: 10,
-        clientConfig: { url: `${server.baseUrl}/validate`, caBundle: Buffer.from(server.ca).toString("base64") },
-        rules: [
-          { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["pods"], scope: "Namespaced" },
-          { apiGroups: ["apps"], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["deployments"], scope: "Namespaced" },
-          { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["namespaces"], scope: "Cluster" },
-        ],
-        namespaceSelector: { matchExpressions: [{ key: "psa-test", operator: "Exists" }] },
-      },
-    ],
-  };
-  assert.equal((await cluster.apply(JSON.stringify(vwc))).code, 0);
+  const vwc = validatingWebhookConfiguration(server, {
+    name: "imprimatur",
+    webhookName: "images.imprimatur.dev",
+    sideEffects: "NoneOnDryRun",
+    rules: [webhookRule("pods", ["CREATE", "UPDATE"]), webhookRule("apps/deployments", ["CREATE", "UPDATE"]), webhookRule("namespaces", ["CREATE", "UPDATE"])],
+    namespaceSelector: { matchExpressions: [{ key: "psa-test", operator: "Exists" }] },
+  });
+  assert.equal((await cluster.apply(vwc)).code, 0);
   for (const [name, labels] of Object.entries(NAMESPACES)) {
     const applied = await cluster.apply(JSON.stringify({ apiVersion: "v1", kind: "Namespace", metadata: { name, labels: { ...labels, "psa-test": "" } } }));
     assert.equal(applied.code, 0, applied.stderr);

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseAllDocuments } from "yaml";
-import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
+import { startKubeCluster, untilWebhookActive, validatingWebhookConfiguration, webhookRule, type KubeCluster } from "../support/kube-cluster.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 import { podYaml } from "../support/manifests.ts";
 import { embeddedTrustedRootJson } from "../../src/verification/trust-roots.ts";
@@ -156,26 +156,14 @@ test("serve --policy-crds: applied, broken, fixed and deleted ImagePolicies take
   assert.match(await fresh.log(), /no policy is loaded: every request is admitted/);
   await fresh.stop();
   server = await startImprimatur(["--kubeconfig", cluster.kubeconfig, "--policy-crds", "--policies", folder]);
-  const vwc = {
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingWebhookConfiguration",
-    metadata: { name: "imprimatur-crds" },
-    webhooks: [
-      {
-        name: "validate.imprimatur.dev",
-        admissionReviewVersions: ["v1"],
-        sideEffects: "None",
-        failurePolicy: "Fail",
-        timeoutSeconds: 10,
-        clientConfig: { url: `${server.baseUrl}/validate`, caBundle: Buffer.from(server.ca).toString("base64") },
-        rules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"], scope: "Namespaced" }],
-        namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": NS } },
-      },
-    ],
-  };
+  const vwc = validatingWebhookConfiguration(server, {
+    name: "imprimatur-crds",
+    rules: [webhookRule("pods")],
+    namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": NS } },
+  });
   // v1.20 does not label namespaces with their name yet: label it so the selector matches.
   assert.equal((await cluster.kubectl(["label", "namespace", NS, `kubernetes.io/metadata.name=${NS}`])).code, 0);
-  assert.equal((await cluster.apply(JSON.stringify(vwc))).code, 0);
+  assert.equal((await cluster.apply(vwc)).code, 0);
   await untilWebhookActive(cluster, podYaml("probe", NS, ["registry.example.com/folder-denied:1"]), (p) => p.code !== 0);
 
   // Applied: in force within seconds, and Ready=True for the generation compiled.
@@ -371,24 +359,12 @@ test("a replica started while a policy is broken enforces the generation its sta
   const denied = "registry.example.com/survivor:1";
   const replica = async () => {
     server = await startImprimatur(["--kubeconfig", cluster.kubeconfig, "--policy-crds"]);
-    const vwc = {
-      apiVersion: "admissionregistration.k8s.io/v1",
-      kind: "ValidatingWebhookConfiguration",
-      metadata: { name: "imprimatur-crds" },
-      webhooks: [
-        {
-          name: "validate.imprimatur.dev",
-          admissionReviewVersions: ["v1"],
-          sideEffects: "None",
-          failurePolicy: "Fail",
-          timeoutSeconds: 10,
-          clientConfig: { url: `${server.baseUrl}/validate`, caBundle: Buffer.from(server.ca).toString("base64") },
-          rules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"], scope: "Namespaced" }],
-          namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": NS } },
-        },
-      ],
-    };
-    assert.equal((await cluster.apply(JSON.stringify(vwc))).code, 0);
+    const vwc = validatingWebhookConfiguration(server, {
+      name: "imprimatur-crds",
+      rules: [webhookRule("pods")],
+      namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": NS } },
+    });
+    assert.equal((await cluster.apply(vwc)).code, 0);
     // The earlier replica is stopped: any answer at all (allowed or denied) comes from this one.
     await untilWebhookActive(cluster, podYaml("probe", NS, [denied]), (p) => p.code === 0 || /denied the request/.test(p.stderr));
   };

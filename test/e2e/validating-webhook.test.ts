@@ -10,9 +10,8 @@ import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
-import { startTestBackend, type TestBackend } from "../support/test-imagereview-backend.ts";
+import { startConfiguredTestBackend, type TestBackend } from "../support/test-imagereview-backend.ts";
 import { podYaml } from "../support/manifests.ts";
-import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
 
 const POLICIES = fileURLToPath(new URL("../fixtures/e2e-policies/", import.meta.url));
 const TOKEN = "s3cret-backend-token";
@@ -26,30 +25,9 @@ let auditLogPath: string;
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), "imprimatur-e2e-webhook-"));
   // The third-party backend: its own CA and serving certificate; imprimatur reaches it through a kubeconfig.
-  const ca = await createCertificateAuthority("test backend CA");
-  const serving = await issueCertificate(ca, { commonName: "backend", ipAddresses: ["127.0.0.1"] });
-  backend = await startTestBackend({ cert: serving.certPem, key: serving.keyPem }, TOKEN);
-  await writeFile(join(dir, "backend-ca.crt"), ca.certPem);
-  await writeFile(
-    join(dir, "scanner.kubeconfig"),
-    stringify({
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [{ name: "scanner", cluster: { server: backend.url, "certificate-authority": "backend-ca.crt" } }],
-      users: [{ name: "imprimatur", user: { token: TOKEN } }],
-      contexts: [{ name: "scanner", context: { cluster: "scanner", user: "imprimatur" } }],
-      "current-context": "scanner",
-    }),
-  );
-  await writeFile(
-    join(dir, "config.yaml"),
-    stringify({
-      apiVersion: "imprimatur.dev/v1alpha1",
-      kind: "ServerConfig",
-      backends: [{ name: "scanner", kubeconfig: "scanner.kubeconfig", timeout: "2s" }],
-    }),
-  );
-  const config = join(dir, "config.yaml");
+  const configured = await startConfiguredTestBackend(dir, { token: TOKEN, timeout: "2s" });
+  backend = configured.backend;
+  const config = configured.configPath;
   closed = await startImprimatur(["--policies", POLICIES, "--config", config]);
   open = await startImprimatur(["--policies", POLICIES, "--config", config, "--fail-open"]);
 

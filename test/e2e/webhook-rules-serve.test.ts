@@ -9,10 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { parse as parseYaml, stringify } from "yaml";
-import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
+import { parse as parseYaml } from "yaml";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
-import { startTestBackend, type TestBackend } from "../support/test-imagereview-backend.ts";
+import { startConfiguredTestBackend, type TestBackend } from "../support/test-imagereview-backend.ts";
 
 const KIND_BOUND = `
 apiVersion: imprimatur.dev/v1alpha1
@@ -65,25 +64,7 @@ async function resourcesOf(server: ImprimaturProcess, file = "validating-webhook
 
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), "imprimatur-webhook-rules-"));
-  const ca = await createCertificateAuthority("webhook-rules test CA");
-  const serving = await issueCertificate(ca, { commonName: "backend", ipAddresses: ["127.0.0.1"] });
-  backend = await startTestBackend({ cert: serving.certPem, key: serving.keyPem }, "token");
-  await writeFile(join(dir, "backend-ca.crt"), ca.certPem);
-  await writeFile(
-    join(dir, "scanner.kubeconfig"),
-    stringify({
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [{ name: "scanner", cluster: { server: backend.url, "certificate-authority": "backend-ca.crt" } }],
-      users: [{ name: "imprimatur", user: { token: "token" } }],
-      contexts: [{ name: "scanner", context: { cluster: "scanner", user: "imprimatur" } }],
-      "current-context": "scanner",
-    }),
-  );
-  await writeFile(
-    join(dir, "config.yaml"),
-    stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "ServerConfig", backends: [{ name: "scanner", kubeconfig: "scanner.kubeconfig" }] }),
-  );
+  ({ backend } = await startConfiguredTestBackend(dir, { token: "token" }));
   for (const folder of ["kind-bound", "with-backend", "reloaded"]) {
     await mkdir(join(dir, folder));
     await writeFile(join(dir, folder, "policies.yaml"), KIND_BOUND);

@@ -515,3 +515,42 @@ export async function untilWebhookActive(
     await new Promise((r) => setTimeout(r, 200));
   }
 }
+
+/** A rule of a webhook configuration: these operations on `resource` (core "pods", "namespaces", or "apps/deployments"). */
+export function webhookRule(resource: string, operations: string[] = ["CREATE"]) {
+  const [group, plural] = resource.includes("/") ? resource.split("/", 2) : ["", resource];
+  return { apiGroups: [group!], apiVersions: ["v1"], operations, resources: [plural!], scope: plural === "namespaces" ? "Cluster" : "Namespaced" };
+}
+
+/**
+ * A ValidatingWebhookConfiguration (as JSON for `apply`) with one fail-closed webhook that sends `rules` to a
+ * server's /validate by URL, trusting its CA, for namespaces that `namespaceSelector` selects.
+ */
+export function validatingWebhookConfiguration(
+  server: { baseUrl: string; ca: string },
+  opts: {
+    name: string;
+    rules: ReturnType<typeof webhookRule>[];
+    namespaceSelector: Record<string, unknown>;
+    webhookName?: string;
+    sideEffects?: "None" | "NoneOnDryRun";
+  },
+): string {
+  return JSON.stringify({
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "ValidatingWebhookConfiguration",
+    metadata: { name: opts.name },
+    webhooks: [
+      {
+        name: opts.webhookName ?? "validate.imprimatur.dev",
+        admissionReviewVersions: ["v1"],
+        sideEffects: opts.sideEffects ?? "None",
+        failurePolicy: "Fail",
+        timeoutSeconds: 10,
+        clientConfig: { url: `${server.baseUrl}/validate`, caBundle: Buffer.from(server.ca).toString("base64") },
+        rules: opts.rules,
+        namespaceSelector: opts.namespaceSelector,
+      },
+    ],
+  });
+}

@@ -1,8 +1,12 @@
 // A tiny third-party ImageReview backend for tests. It stands in for a vendor's scanner service, which no
 // real component here provides. It denies images whose name contains "blocked", requires a bearer token,
 // counts the reviews it answers, and can be stopped and started again on the same port.
+import { writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
 
 export interface TestBackend {
   port: number;
@@ -54,4 +58,40 @@ export async function startTestBackend(tls: { cert: string; key: string }, token
       server ??= await listen(actualPort);
     },
   };
+}
+
+/**
+ * A test backend with its own CA, and the files `serve --config` reads to reach it, written into `dir`: the CA
+ * (backend-ca.crt), a kubeconfig with the token (scanner.kubeconfig) and a ServerConfig naming the backend
+ * "scanner" (config.yaml, returned as `configPath`).
+ */
+export async function startConfiguredTestBackend(
+  dir: string,
+  options: { token: string; timeout?: string },
+): Promise<{ backend: TestBackend; configPath: string }> {
+  const ca = await createCertificateAuthority("test backend CA");
+  const serving = await issueCertificate(ca, { commonName: "backend", ipAddresses: ["127.0.0.1"] });
+  const backend = await startTestBackend({ cert: serving.certPem, key: serving.keyPem }, options.token);
+  await writeFile(join(dir, "backend-ca.crt"), ca.certPem);
+  await writeFile(
+    join(dir, "scanner.kubeconfig"),
+    stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "scanner", cluster: { server: backend.url, "certificate-authority": "backend-ca.crt" } }],
+      users: [{ name: "imprimatur", user: { token: options.token } }],
+      contexts: [{ name: "scanner", context: { cluster: "scanner", user: "imprimatur" } }],
+      "current-context": "scanner",
+    }),
+  );
+  const configPath = join(dir, "config.yaml");
+  await writeFile(
+    configPath,
+    stringify({
+      apiVersion: "imprimatur.dev/v1alpha1",
+      kind: "ServerConfig",
+      backends: [{ name: "scanner", kubeconfig: "scanner.kubeconfig", ...(options.timeout ? { timeout: options.timeout } : {}) }],
+    }),
+  );
+  return { backend, configPath };
 }

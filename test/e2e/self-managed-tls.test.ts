@@ -297,11 +297,41 @@ test("a restarted replica keeps the CA: the Secret's CA and the caBundle are unc
   });
 });
 
-test("serve --tls-secret as a command: waits for the Lease, serves the Secret's certificate, hands the Lease back on SIGTERM", async () => {
-  for (const r of [...replicas.values()]) await r.stop();
-  const port = await freePort();
-  const stateDir = await mkdtemp(join(tmpdir(), "imprimatur-tls-cli-"));
-  let output = "";
+/** Grants `account` `namespaced` rules in NAMESPACE (a Role) and `cluster` rules (a ClusterRole), both named `name`. */
+async function grant(name: string, account: string, rules: { namespaced: object[]; cluster: object[] }): Promise<void> {
+  const subjects = [{ kind: "User", name: account }];
+  const rbac = [
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name, namespace: NAMESPACE }, rules: rules.namespaced },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name, namespace: NAMESPACE },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
+      subjects,
+    },
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name }, rules: rules.cluster },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name },
+      subjects,
+    },
+  ];
+  const applied = await cluster.apply(JSON.stringify({ apiVersion: "v1", kind: "List", items: rbac }));
+  assert.equal(applied.code, 0, applied.stderr);
+}
+
+/** The admin credentials, impersonating `account` (which then has only what it was granted). */
+function impersonating(account: string): KubeConfig {
+  const limited = loadKubeConfig(cluster.kubeconfig);
+  const user = limited.getCurrentUser()!.name;
+  limited.users = limited.users.map((u) => (u.name === user ? { ...u, impersonateUser: account } : u));
+  return limited;
+}
+
+/** `imprimatur serve --tls-secret NAMESPACE/secret` as a command, as pod `podName`, with its output collected. */
+function spawnServe(opts: { port: number; stateDir: string; kubeconfig: string; secret: string; lease: string; podName: string; extra?: string[] }) {
   const child = spawn(
     process.execPath,
     [
@@ -310,45 +340,57 @@ test("serve --tls-secret as a command: waits for the Lease, serves the Secret's 
       "--host",
       "127.0.0.1",
       "--port",
-      String(port),
+      String(opts.port),
       "--state-dir",
-      stateDir,
-      "--drain",
-      "0",
+      opts.stateDir,
       "--policies",
       POLICIES,
       "--kubeconfig",
-      cluster.kubeconfig,
+      opts.kubeconfig,
       "--tls-secret",
-      `${NAMESPACE}/${SECRET}`,
+      `${NAMESPACE}/${opts.secret}`,
       "--webhook-configuration",
       CONFIGURATION,
       "--leader-election-namespace",
       NAMESPACE,
       "--leader-election-id",
-      LEASE,
-      "--tls-timeline",
-      "ca=60s/35s,cert=30s/12s,propagation=3s",
-      "--tls-sync-interval",
-      "500ms",
+      opts.lease,
+      ...(opts.extra ?? []),
     ],
-    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, POD_NAME: "serve-cli", POD_NAMESPACE: "" } },
+    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, POD_NAME: opts.podName, POD_NAMESPACE: "" } },
   );
+  let output = "";
   child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return { child, exited, output: () => output };
+}
+
+test("serve --tls-secret as a command: waits for the Lease, serves the Secret's certificate, hands the Lease back on SIGTERM", async () => {
+  for (const r of [...replicas.values()]) await r.stop();
+  const port = await freePort();
+  const stateDir = await mkdtemp(join(tmpdir(), "imprimatur-tls-cli-"));
+  const { child, exited, output } = spawnServe({
+    port,
+    stateDir,
+    kubeconfig: cluster.kubeconfig,
+    secret: SECRET,
+    lease: LEASE,
+    podName: "serve-cli",
+    extra: ["--drain", "0", "--tls-timeline", "ca=60s/35s,cert=30s/12s,propagation=3s", "--tls-sync-interval", "500ms"],
+  });
   try {
     await until(
       "serve's /readyz through the Secret's CA bundle",
       async () => ((await getText(`https://127.0.0.1:${port}/readyz`, (await readSecret()).data["ca.crt"]!)).status === 200 ? true : undefined),
       30_000,
-    ).catch((e: Error) => assert.fail(`${e.message}\n${output}`));
-    assert.equal(await leaseHolder(), "serve-cli", output);
+    ).catch((e: Error) => assert.fail(`${e.message}\n${output()}`));
+    assert.equal(await leaseHolder(), "serve-cli", output());
     assert.deepEqual(await servedCertificate(port), der((await readSecret()).data["tls.crt"]!));
-    assert.doesNotMatch(output, /caBundle: /, "no configuration to apply by hand is printed: the caBundle is written through the API");
+    assert.doesNotMatch(output(), /caBundle: /, "no configuration to apply by hand is printed: the caBundle is written through the API");
   } finally {
     child.kill("SIGTERM");
-    assert.equal(await exited, 0, output);
+    assert.equal(await exited, 0, output());
     await rm(stateDir, { recursive: true, force: true });
   }
   assert.equal(await leaseHolder(), "", "the Lease was handed back");
@@ -359,142 +401,56 @@ test("serve --tls-secret stopped while it waits for a certificate that cannot co
   // certificate, so start-up waits; SIGTERM then must not leave the Lease held until it expires.
   const account = "system:serviceaccount:imprimatur:lease-only";
   const lease = "stuck-lease";
-  const rbac = [
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "Role",
-      metadata: { name: "lease-only", namespace: NAMESPACE },
-      rules: [
-        { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create"] },
-        { apiGroups: ["coordination.k8s.io"], resources: ["leases"], resourceNames: [lease], verbs: ["get", "update"] },
-      ],
-    },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "RoleBinding",
-      metadata: { name: "lease-only", namespace: NAMESPACE },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "lease-only" },
-      subjects: [{ kind: "User", name: account }],
-    },
-    // The policies bind by namespaceSelector: serve reads the namespaces' labels before it waits for TLS.
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRole",
-      metadata: { name: "lease-only-namespaces" },
-      rules: [{ apiGroups: [""], resources: ["namespaces"], verbs: ["get", "list", "watch"] }],
-    },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRoleBinding",
-      metadata: { name: "lease-only-namespaces" },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "lease-only-namespaces" },
-      subjects: [{ kind: "User", name: account }],
-    },
-  ];
-  const applied = await cluster.apply(JSON.stringify({ apiVersion: "v1", kind: "List", items: rbac }));
-  assert.equal(applied.code, 0, applied.stderr);
-  const stateDir = await mkdtemp(join(tmpdir(), "imprimatur-tls-stuck-"));
-  const limited = loadKubeConfig(cluster.kubeconfig);
-  const user = limited.getCurrentUser()!.name;
-  limited.users = limited.users.map((u) => (u.name === user ? { ...u, impersonateUser: account } : u));
-  const kubeconfig = join(stateDir, "lease-only.kubeconfig");
-  await writeFile(kubeconfig, limited.exportConfig());
-  const holder = async () => (await coordination.readNamespacedLease({ namespace: NAMESPACE, name: lease })).spec?.holderIdentity;
-  let output = "";
-  const child = spawn(
-    process.execPath,
-    [
-      BIN,
-      "serve",
-      "--host",
-      "127.0.0.1",
-      "--port",
-      String(await freePort()),
-      "--state-dir",
-      stateDir,
-      "--policies",
-      POLICIES,
-      "--kubeconfig",
-      kubeconfig,
-      "--tls-secret",
-      `${NAMESPACE}/out-of-reach-tls`,
-      "--webhook-configuration",
-      CONFIGURATION,
-      "--leader-election-namespace",
-      NAMESPACE,
-      "--leader-election-id",
-      lease,
+  await grant("lease-only", account, {
+    namespaced: [
+      { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create"] },
+      { apiGroups: ["coordination.k8s.io"], resources: ["leases"], resourceNames: [lease], verbs: ["get", "update"] },
     ],
-    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, POD_NAME: "serve-stuck", POD_NAMESPACE: "" } },
-  );
-  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    // The policies bind by namespaceSelector: serve reads the namespaces' labels before it waits for TLS.
+    cluster: [{ apiGroups: [""], resources: ["namespaces"], verbs: ["get", "list", "watch"] }],
+  });
+  const stateDir = await mkdtemp(join(tmpdir(), "imprimatur-tls-stuck-"));
+  const kubeconfig = join(stateDir, "lease-only.kubeconfig");
+  await writeFile(kubeconfig, impersonating(account).exportConfig());
+  const holder = async () => (await coordination.readNamespacedLease({ namespace: NAMESPACE, name: lease })).spec?.holderIdentity;
+  const { child, exited, output } = spawnServe({ port: await freePort(), stateDir, kubeconfig, secret: "out-of-reach-tls", lease, podName: "serve-stuck" });
   try {
     await until("the stuck replica holds the Lease", async () => ((await holder().catch(() => undefined)) === "serve-stuck" ? true : undefined), 30_000).catch(
-      (e: Error) => assert.fail(`${e.message}\n${output}`),
+      (e: Error) => assert.fail(`${e.message}\n${output()}`),
     );
-    assert.match(output, /waiting for the serving certificate/);
+    assert.match(output(), /waiting for the serving certificate/);
   } finally {
     child.kill("SIGTERM");
-    assert.equal(await exited, 0, output);
+    assert.equal(await exited, 0, output());
     await rm(stateDir, { recursive: true, force: true });
   }
-  assert.match(output, /stopped before serving/);
-  assert.equal(await holder(), "", `the Lease was handed back at once, not left to expire\n${output}`);
+  assert.match(output(), /stopped before serving/);
+  assert.equal(await holder(), "", `the Lease was handed back at once, not left to expire\n${output()}`);
 });
 
 test("the documented RBAC is enough: a replica whose identity has only those verbs creates the Secret and the Lease and writes the caBundle", async () => {
   for (const r of [...replicas.values()]) await r.stop();
   const account = "system:serviceaccount:imprimatur:tls-writer";
-  const rbac = [
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "Role",
-      metadata: { name: "tls-writer", namespace: NAMESPACE },
-      rules: [
-        // create cannot be limited by name; get and update can.
-        { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
-        { apiGroups: [""], resources: ["secrets"], resourceNames: ["rbac-tls"], verbs: ["get", "update"] },
-        { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create"] },
-        { apiGroups: ["coordination.k8s.io"], resources: ["leases"], resourceNames: ["rbac-lease"], verbs: ["get", "update"] },
-      ],
-    },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "RoleBinding",
-      metadata: { name: "tls-writer", namespace: NAMESPACE },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "tls-writer" },
-      subjects: [{ kind: "User", name: account }],
-    },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRole",
-      metadata: { name: "tls-writer" },
-      rules: [
-        {
-          apiGroups: ["admissionregistration.k8s.io"],
-          resources: ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
-          resourceNames: [CONFIGURATION],
-          verbs: ["get", "update"],
-        },
-      ],
-    },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRoleBinding",
-      metadata: { name: "tls-writer" },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "tls-writer" },
-      subjects: [{ kind: "User", name: account }],
-    },
-  ];
-  const applied = await cluster.apply(JSON.stringify({ apiVersion: "v1", kind: "List", items: rbac }));
-  assert.equal(applied.code, 0, applied.stderr);
+  await grant("tls-writer", account, {
+    namespaced: [
+      // create cannot be limited by name; get and update can.
+      { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
+      { apiGroups: [""], resources: ["secrets"], resourceNames: ["rbac-tls"], verbs: ["get", "update"] },
+      { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create"] },
+      { apiGroups: ["coordination.k8s.io"], resources: ["leases"], resourceNames: ["rbac-lease"], verbs: ["get", "update"] },
+    ],
+    cluster: [
+      {
+        apiGroups: ["admissionregistration.k8s.io"],
+        resources: ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
+        resourceNames: [CONFIGURATION],
+        verbs: ["get", "update"],
+      },
+    ],
+  });
 
   // The admin credentials, impersonating an identity that has only the rules above.
-  const limited = loadKubeConfig(cluster.kubeconfig);
-  const user = limited.getCurrentUser()!.name;
-  limited.users = limited.users.map((u) => (u.name === user ? { ...u, impersonateUser: account } : u));
+  const limited = impersonating(account);
   const logs: string[] = [];
   const running = await startSelfManagedTls({
     kube: limited,

@@ -51,6 +51,23 @@ test("unknown fields, at the top and in spec, are refused by name", () => {
   assert.deepEqual(issues({ metadata: { name: "corp" }, spec: { trustedRoot: rootJson(), extra: 1 } }), ['spec.extra: unknown field "extra"']);
 });
 
+test("an unknown field that is a slip of a known one names it", () => {
+  for (const [typo, meant] of [
+    ["apiversion", "apiVersion"],
+    ["Kind", "kind"],
+    ["metdata", "metadata"],
+    ["Spec", "spec"],
+  ] as const)
+    assert.deepEqual(issues({ ...valid("corp"), [typo]: 1 }), [`${typo}: unknown field "${typo}"; did you mean "${meant}"?`]);
+  for (const [typo, meant] of [
+    ["trustedroot", "trustedRoot"],
+    ["Path", "path"],
+  ] as const)
+    assert.deepEqual(issues({ metadata: { name: "corp" }, spec: { trustedRoot: rootJson(), [typo]: 1 } }), [
+      `spec.${typo}: unknown field "${typo}"; did you mean "${meant}"?`,
+    ]);
+});
+
 test("spec must be an object with exactly one of trustedRoot and path", () => {
   const missing = 'spec: missing required field "spec" with trustedRoot (the trusted_root.json content) or path (a file next to this policy)';
   for (const spec of [undefined, null, [], "x"]) assert.deepEqual(issues({ metadata: { name: "corp" }, spec }), [missing], JSON.stringify(spec));

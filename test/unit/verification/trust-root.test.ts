@@ -123,6 +123,21 @@ describe("attestor entries whose trust root is not loaded are refused when the s
     assert.deepEqual(await refusals({ "p.yaml": imagePolicy(`      attestors: [{entries: [${keyless("corp")}]}]\n`), "other.yaml": trustRoot("other") }), [
       `p.yaml (document 1, spec.rules[0].attestors[0].entries[0].keyless.trustRoot): ${missing("corp", "TrustRoots loaded: other")}`,
     ]);
+    assert.deepEqual(
+      await refusals({
+        "p.yaml": imagePolicy(`      attestors: [{entries: [${keyless("corp")}]}]\n`),
+        "a.yaml": trustRoot("dev"),
+        "b.yaml": trustRoot("prod"),
+      }),
+      [`p.yaml (document 1, spec.rules[0].attestors[0].entries[0].keyless.trustRoot): ${missing("corp", "TrustRoots loaded: dev, prod")}`],
+    );
+  });
+
+  test("rules without attestors have no trust root to check", async () => {
+    const rules = `      attestors: [{entries: [${keyless("corp")}]}]\n    - {action: deny, images: ["docker.io/*"]}\n`;
+    assert.deepEqual(await refusals({ "p.yaml": imagePolicy(rules) }), [
+      `p.yaml (document 1, spec.rules[0].attestors[0].entries[0].keyless.trustRoot): ${missing("corp")}`,
+    ]);
   });
 
   test("nested sets, an attestation's own attestors and key entries are checked too", async () => {

@@ -7,7 +7,7 @@
 // backs off on its own fixed schedule; here every failure is retried, bounded and logged.
 import { CoreV1Api, Watch } from "@kubernetes/client-node";
 import type { KubeConfig, V1Namespace } from "@kubernetes/client-node";
-import { runListWatch, watchOnce, type WatchEnd } from "./list-watch-loop.ts";
+import { runListWatch, sleepUnlessAborted, watchOnce, type WatchEnd } from "./list-watch-loop.ts";
 import { describeApiError, hasStatus, withSignal } from "./api-requests.ts";
 import type { Logger } from "pino";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
@@ -194,7 +194,7 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
       watchOnce: () => this.watchOnce(),
       expire: () => (this.resourceVersion = undefined),
       failed: (err) => (this.lastError = err),
-      sleep: (ms) => this.sleep(ms),
+      sleep: (ms) => sleepUnlessAborted(ms, this.lifetime.signal),
     });
   }
 
@@ -311,20 +311,5 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
     } finally {
       clearTimeout(timer);
     }
-  }
-
-  /** Resolves after `ms`, or at once when closed. */
-  private async sleep(ms: number): Promise<void> {
-    if (this.closed) return;
-    const signal = this.lifetime.signal;
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      signal.addEventListener("abort", done, { once: true });
-    });
   }
 }

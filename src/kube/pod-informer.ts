@@ -5,7 +5,7 @@
 import { CoreV1Api, Watch, type KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { withSignal } from "./api-requests.ts";
-import { runListWatch, watchOnce, type WatchEnd } from "./list-watch-loop.ts";
+import { runListWatch, sleepUnlessAborted, watchOnce, type WatchEnd } from "./list-watch-loop.ts";
 
 /** A pod as the API serialises it (plain JSON: what policies and CEL see at admission). */
 export type PodObject = Record<string, unknown> & { metadata?: { uid?: string; name?: string; namespace?: string; resourceVersion?: string } };
@@ -72,7 +72,7 @@ export class PodInformer {
       watchOnce: () => this.watchOnce(),
       expire: () => (this.resourceVersion = undefined),
       failed: (err) => this.events.restarted?.(err),
-      sleep: (ms) => this.sleep(ms),
+      sleep: (ms) => sleepUnlessAborted(ms, this.lifetime.signal),
     });
   }
 
@@ -135,19 +135,5 @@ export class PodInformer {
       if (signal.aborted && !this.closed) throw new Error(`listing pods timed out after ${ms / 1000} s`, { cause: e });
       throw e;
     }
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.lifetime.signal.addEventListener(
-        "abort",
-        () => {
-          clearTimeout(timer);
-          resolve();
-        },
-        { once: true },
-      );
-    });
   }
 }

@@ -6,7 +6,7 @@
 // the namespace label cache does (the library's informer stops for good after one failed list).
 import { CustomObjectsApi, Watch, type KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { runListWatch, watchOnce, type WatchEnd } from "./list-watch-loop.ts";
+import { runListWatch, sleepUnlessAborted, watchOnce, type WatchEnd } from "./list-watch-loop.ts";
 import { describeApiError, hasStatus, withSignal } from "./api-requests.ts";
 import { POLICY_GROUP, POLICY_RESOURCE_KINDS, POLICY_VERSION, type PolicyResourceKind } from "../policy/policy-crds.ts";
 import { contentKey, policyResourceOf, resourceKey, type PolicyResourceObject } from "../policy/policy-resource-documents.ts";
@@ -66,7 +66,7 @@ class KindWatch {
       watchOnce: () => this.watchOnce(),
       expire: () => (this.resourceVersion = undefined),
       failed: (err) => (this.lastError = err),
-      sleep: (ms) => o.sleep(ms),
+      sleep: (ms) => sleepUnlessAborted(ms, o.closing),
     });
   }
 
@@ -143,6 +143,10 @@ export class PolicyResourceWatch implements PolicyResourceStore {
   private readonly kinds: KindWatch[];
   private readonly lifetime = new AbortController();
   private readonly firstSync = Promise.withResolvers<void>();
+  /** Aborted by close(): ends the kinds' backoff sleeps. */
+  get closing(): AbortSignal {
+    return this.lifetime.signal;
+  }
   private readonly listeners = new Set<() => void>();
   private loops: Promise<void>[] = [];
   private starting: Promise<void> | undefined;
@@ -200,20 +204,6 @@ export class PolicyResourceWatch implements PolicyResourceStore {
   async withTimeout<T>(ms: number, call: (options: ReturnType<typeof withSignal>) => Promise<T>): Promise<T> {
     const signal = AbortSignal.any([this.lifetime.signal, AbortSignal.timeout(ms)]);
     return await call(withSignal(signal));
-  }
-
-  sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.lifetime.signal.addEventListener(
-        "abort",
-        () => {
-          clearTimeout(timer);
-          resolve();
-        },
-        { once: true },
-      );
-    });
   }
 
   private async startAndWait(): Promise<void> {

@@ -93,3 +93,14 @@ test("agrees with a plain regex on random patterns and texts", () => {
     assert.equal(compileGlob(pattern, { anyChar: true })(text), anyChar.test(text), `anyChar ${JSON.stringify(pattern)} on ${JSON.stringify(text)}`);
   }
 });
+
+test('"?" and class tails count code points back from the end, emoji and lone surrogates alike', () => {
+  // The tail after the last "*" is placed by counting its characters back from the end of the text.
+  check("*??", { anyChar: true }, ["😀😀", "a😀", "😀a", "\u{10000}\u{10FFFF}"], ["😀", "a"]);
+  check("*?😀", { anyChar: true }, ["😀😀", "x😀😀"], ["😀"]);
+  check("a*??", { anyChar: true }, ["a\u{10000}\u{10FFFF}", "a\u{10FFFF}\u{10000}"], ["a\u{10000}"]);
+  // A lone surrogate (JSON strings can carry one) is one character, not half of a pair with its neighbour.
+  check("*a", { anyChar: true }, ["\ud800a", "\udbffa"], ["\ud800"]);
+  check("a*?", { anyChar: true }, ["a\udc00", "a\udfff", "a\ue000"], ["a"]);
+  check("a*??", { anyChar: true }, ["a\ud800\ue000", "a\uff21\udc00", "a\udc00\udc00"], ["a\ud800"]);
+});

@@ -76,3 +76,11 @@ test("patterns that mean what they look like still load", () => {
     assert.ok(compiled.ok, `${pattern}: ${compiled.ok ? "" : compiled.error}`);
   }
 });
+
+test("a wildcard anywhere in the host but a whole port is refused, and the example fills every wildcard", () => {
+  assert.match(refusal("reg*.io:*/app"), /wildcard in the registry part "reg\*\.io:\*"/);
+  assert.match(refusal("example.com:*0/app"), /wildcard in the registry part "example\.com:\*0"/);
+  assert.match(refusal("*.example.*/app"), /\("\*\.example\.\*\/app" matches "evil\.io\/x\.example\.x\/app"\)/);
+  // A leading "/" is an empty path component, not a name without "/".
+  assert.match(refusal("/example.com"), /: repository path has an empty component/);
+});

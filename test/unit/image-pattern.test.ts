@@ -134,4 +134,5 @@ test("rejects invalid patterns with an error that names the pattern", () => {
     assert.ok(result.error.includes(fragment), `${JSON.stringify(source)}: ${result.error} should mention ${fragment}`);
   }
   assert.deepEqual(compileImagePattern("Nginx"), { ok: false, error: 'invalid image pattern "Nginx": repository name must be lowercase' });
+  assert.deepEqual(compileImagePattern(42 as unknown as string), { ok: false, error: 'invalid image pattern "42": must be a string' });
 });

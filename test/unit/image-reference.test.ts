@@ -9,6 +9,7 @@ import {
   familiarName,
   fullName,
   parseImageReference,
+  parseImageReferenceCached,
   registryApiHost,
   repositoryName,
 } from "../../src/core/image-reference.ts";
@@ -195,4 +196,34 @@ test("Docker Hub's three names: docker.io in references, index.docker.io as its 
   assert.equal(registryApiHost(DOCKER_HUB), DOCKER_HUB_API_HOST);
   assert.equal(registryApiHost("quay.io"), "quay.io");
   assert.equal(DOCKER_HUB_LEGACY_HOST, "index.docker.io");
+});
+
+test("registry hosts and ports are read as containerd reads them: bracketed IPv6, ports 1 to 65535 in decimal", () => {
+  assert.equal(parse("[2001:db8::1234]:5000/app").registry, "[2001:db8::1234]:5000");
+  assert.equal(parse("[fe80::12]:5000/app").registry, "[fe80::12]:5000");
+  assert.equal(parse("host.io:65535/x").registry, "host.io:65535");
+  assert.equal(parse("host.io:1/x").registry, "host.io:1");
+  for (const [input, error] of [
+    ["[::1/x", 'registry host "[::1" is not a bracketed IPv6 address like [::1]'],
+    ["[x[::1]:5000/x", 'registry host "[x[::1]" is not a bracketed IPv6 address like [::1]'],
+    [":5000/x", 'registry host "" is not a valid host name or IP address'],
+    ["host.io:1e3/x", 'registry port "1e3" must be a number from 1 to 65535'],
+    ["host.io:0x50/x", 'registry port "0x50" must be a number from 1 to 65535'],
+    ["host.io:80.5/x", 'registry port "80.5" must be a number from 1 to 65535'],
+    ["host.io:65536/x", 'registry port "65536" must be a number from 1 to 65535'],
+  ]) {
+    assert.deepEqual(parseImageReference(input!), { ok: false, error: `invalid image reference ${JSON.stringify(input)}: ${error}` });
+  }
+  assert.deepEqual(parseImageReference(42 as unknown as string), { ok: false, error: 'invalid image reference "42": must be a string' });
+  assert.equal(DOCKER_HUB_API_HOST, "registry-1.docker.io");
+});
+
+test("parseImageReferenceCached gives parseImageReference's result, parsing a reference again only after the cache is cleared", () => {
+  const nginx = parseImageReferenceCached("nginx:1");
+  assert.deepEqual(nginx, parseImageReference("nginx:1"));
+  assert.deepEqual(parseImageReferenceCached("Nginx"), parseImageReference("Nginx"));
+  assert.equal(parseImageReferenceCached("nginx:1"), nginx, "the second look-up is the cached result");
+  // A stream of distinct references clears the bounded cache; what is parsed afterwards is still right.
+  for (let i = 0; i < 5_000; i++) assert.ok(parseImageReferenceCached(`app-${i}:1`).ok);
+  assert.deepEqual(parseImageReferenceCached("nginx:1"), nginx);
 });

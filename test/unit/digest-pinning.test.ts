@@ -3,7 +3,8 @@ import assert from "node:assert/strict";
 import { admissionResponse } from "../../src/core/admission-review.ts";
 import { imagesToPin, pinningDecision, PINNED_IMAGES_ANNOTATION, type PinTarget, type Resolution } from "../../src/core/digest-pinning.ts";
 import { evaluateImagePolicies, type ImagePolicy } from "../../src/core/image-policy/image-policy.ts";
-import { fieldPathToPointer } from "../../src/core/field-path.ts";
+import { escapePointerSegment, fieldPathToPointer } from "../../src/core/field-path.ts";
+import { setAnnotationPatch } from "../../src/core/pod-locations.ts";
 import { parsePolicyText } from "../../src/policy/load-policies.ts";
 
 const D1 = `sha256:${"1".repeat(64)}`;
@@ -239,4 +240,14 @@ test("an allowed decision with patches answers with patchType JSONPatch and the 
     patches,
   });
   assert.equal(denied.response.patch, undefined);
+});
+
+test("JSON pointers: an empty field path is the whole object, and '~' and '/' in a segment are escaped", () => {
+  assert.equal(fieldPathToPointer(""), "");
+  assert.equal(escapePointerSegment("a~b/c"), "a~0b~1c");
+  assert.deepEqual(setAnnotationPatch({ value: { annotations: {} }, field: "metadata" }, "x.io/k", "v", false), {
+    op: "add",
+    path: "/metadata/annotations/x.io~1k",
+    value: "v",
+  });
 });

@@ -177,3 +177,13 @@ ${volumes}`;
   assert.equal((await judge(own, pod([modelVolume("quay.io/models/llm:7b")]))).allowed, true);
   assert.equal((await judge(own, pod([modelVolume("registry.example.com/models/llm:7b")]))).allowed, false);
 });
+
+test("podImages: entries that are not objects, and images that are not strings, are reviewed as an empty image", () => {
+  assert.deepEqual(podImages(undefined), []);
+  assert.deepEqual(podImages({ containers: [null, "nginx", { image: 5 }], volumes: [null, { image: null }, { image: { reference: 5 } }] }), [
+    { image: "", field: "spec.containers[0].image" },
+    { image: "", field: "spec.containers[1].image" },
+    { image: "", field: "spec.containers[2].image" },
+    { image: "", field: "spec.volumes[2].image.reference" },
+  ]);
+});

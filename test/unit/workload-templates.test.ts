@@ -78,3 +78,28 @@ test("custom resources: templates and pod specs at every element of a [*] path",
   // Inherited properties are not fields of the object.
   assert.deepEqual(podsInObject({ ...obj, spec: Object.create({ extra: { containers: [] } }) as Record<string, unknown> }, kinds), []);
 });
+
+test("every built-in controller's template is a pod; a template that is not an object has no metadata or spec", () => {
+  const template = { metadata: { labels: { a: "b" } }, spec: { containers: [] } };
+  for (const [group, kind] of [
+    ["apps", "ReplicaSet"],
+    ["apps", "StatefulSet"],
+    ["", "ReplicationController"],
+  ] as const) {
+    const apiVersion = group ? `${group}/v1` : "v1";
+    const pods = podsInObject({ apiVersion, kind, spec: { template } });
+    assert.deepEqual(pods, [
+      {
+        metadata: { value: template.metadata, field: "spec.template.metadata" },
+        spec: { value: template.spec, field: "spec.template.spec" },
+        isTemplate: true,
+      },
+    ]);
+    assert.deepEqual(podsInObject({ apiVersion: "x.io/v1", kind, spec: { template } }), [], `${kind} of another group`);
+  }
+  assert.deepEqual(podsInObject({ apiVersion: "apps/v1", kind: "Deployment", spec: { template: 5 } }), [
+    { metadata: { value: undefined, field: "spec.template.metadata" }, spec: { value: undefined, field: "spec.template.spec" }, isTemplate: true },
+  ]);
+  // A Pod without apiVersion is read as the core group's.
+  assert.equal(podsInObject({ kind: "Pod", spec: {} }).length, 1);
+});

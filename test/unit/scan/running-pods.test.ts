@@ -100,3 +100,34 @@ test("drift: a running digest other than the spec's pin, the verified record's o
   const malformed = pod({ containerStatuses: [{ name: "app", imageID: `registry.example.com/app@${D2}` }] }, { "imprimatur.dev/verified-images": "{not json" });
   assert.deepEqual(digestDrift(malformed, runningImages(malformed)), [], "an unreadable record is no finding");
 });
+
+test("odd statuses, containers and records are skipped, not thrown on", () => {
+  const odd = {
+    spec: { containers: [null, { name: "noimage" }, { name: "app", image: "app:1" }] },
+    status: { containerStatuses: [null, { imageID: `x@${D1}` }, { name: "noimage", imageID: `x@${D1}` }, { name: "app", imageID: 5 }] },
+  };
+  assert.deepEqual(runningImages(odd), []);
+  // A status without a manifest digest leaves the image as written, and is no drift.
+  const bare = [{ field: "spec.containers[0].image", container: "app", image: `app@${D1}`, imageID: D2 }];
+  assert.deepEqual(podAsRunning({ spec: { containers: [{ name: "app", image: "app:1" }] } }, [{ ...bare[0]!, image: "app:1" }]), {
+    spec: { containers: [{ name: "app", image: "app:1" }] },
+  });
+  assert.deepEqual(digestDrift({ spec: {} }, bare), []);
+  // Records whose entries are not digests give nothing.
+  const running = [{ field: "spec.containers[0].image", container: "app", image: "app:1", imageID: `app@${D2}`, digest: D2 }];
+  for (const annotations of [
+    { "imprimatur.dev/verified-images": JSON.stringify({ "app:1": "x" }) },
+    { "imprimatur.dev/verified-images": JSON.stringify({ "app:1": { digest: 5 } }) },
+    { "imprimatur.dev/verified-images": JSON.stringify({ "app:1": { digest: "sha256:bogus" } }) },
+    { "imprimatur.dev/pinned-images": JSON.stringify({ "app:1": 5 }) },
+  ]) {
+    assert.deepEqual(digestDrift({ metadata: { annotations } }, running), [], JSON.stringify(annotations));
+  }
+});
+
+test("the pod as it runs: the eleventh container gets its digest too", () => {
+  const containers = Array.from({ length: 11 }, (_, i) => ({ name: `c${i}`, image: `app:${i}` }));
+  const running = [{ field: "spec.containers[10].image", container: "c10", image: "app:10", imageID: `app@${D1}`, digest: D1 }];
+  const spec = podAsRunning({ spec: { containers } }, running).spec as { containers: Array<{ image: string }> };
+  assert.equal(spec.containers[10]!.image, `app:10@${D1}`);
+});

@@ -251,3 +251,61 @@ test("JSON pointers: an empty field path is the whole object, and '~' and '/' in
     value: "v",
   });
 });
+
+test("pinning edges: a policy that does not apply, a missing resolution, records only of what was pinned, earlier records that are no record", () => {
+  assert.deepEqual(imagesToPin(pinning, "team-a", at(["quay.io/org/tool:2"]), { namespaceLabels: { pin: "no" } }), []);
+  assert.deepEqual(imagesToPin([], "team-a", at(["registry.example.com/app:1"]), {}), []);
+
+  const t = target("registry.example.com/app:1.0", "spec.containers[0].image");
+  const pod = [{ value: {}, field: "metadata" }];
+  const missing = pinningDecision([t], [], pod, { mode: "mutate", failOpen: false });
+  assert.deepEqual(missing.failed, [{ target: t, error: "not resolved" }]);
+  assert.deepEqual(missing.decision.auditAnnotations, {}, "nothing was pinned, so nothing is recorded");
+  assert.match(missing.decision.violations[0]!.message, /could not be resolved to a digest \(not resolved\)/);
+
+  const noAnswer = pinningDecision([t], [{ ok: false, error: "connection refused" }], pod, { mode: "mutate", failOpen: true });
+  assert.deepEqual(noAnswer.failed, [{ target: t, error: "connection refused" }]);
+  assert.equal(noAnswer.decision.patches, undefined, "nothing to patch");
+
+  const answered = pinningDecision([t], [{ ok: false, error: "manifest unknown", code: "not-found" }], pod, { mode: "mutate", failOpen: true });
+  assert.match(answered.decision.violations[0]!.message, /Give the pod a pull secret for this registry, or fix the image reference$/);
+
+  // A denial still carries the record of what was resolved.
+  const other = target("registry.example.com/db:3", "spec.containers[1].image");
+  const half = pinningDecision(
+    [t, other],
+    [
+      { ok: true, digest: D1, credentialSource: "anonymous" },
+      { ok: false, error: "unauthorized" },
+    ],
+    pod,
+    {
+      mode: "mutate",
+      failOpen: false,
+    },
+  );
+  assert.equal(half.decision.allowed, false);
+  assert.deepEqual(JSON.parse(half.decision.auditAnnotations["pinned-images"]!), { "registry.example.com/app:1.0": `registry.example.com/app:1.0@${D1}` });
+
+  const resolved = pinningDecision([t], [{ ok: true, digest: D1, credentialSource: "anonymous" }], pod, { mode: "mutate", failOpen: true });
+  assert.equal(resolved.decision.failOpen, undefined);
+  assert.equal(resolved.decision.auditAnnotations["fail-open"], undefined);
+
+  // Earlier records that are a list, or hold entries that are not references, contribute nothing.
+  for (const earlier of ['["x"]', JSON.stringify({ "a:1": 5 })]) {
+    const d = pinningDecision(
+      [t],
+      [{ ok: true, digest: D1, credentialSource: "anonymous" }],
+      [{ value: { annotations: { [PINNED_IMAGES_ANNOTATION]: earlier } }, field: "metadata" }],
+      {
+        mode: "mutate",
+        failOpen: false,
+      },
+    );
+    assert.deepEqual(
+      JSON.parse(d.decision.patches!.at(-1)!.value as string),
+      { "registry.example.com/app:1.0": `registry.example.com/app:1.0@${D1}` },
+      earlier,
+    );
+  }
+});

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
 import type { AdmissionRequest } from "../../src/core/admission-review.ts";
 import { renderReason } from "../../src/core/decision.ts";
-import { compileImagePath, imagesAtPaths, parseKindSelector, type ImagePath } from "../../src/core/image-paths.ts";
+import { compileImagePath, imagesAtPaths, parseKindSelector, pathsFor, selectsKind, type ImagePath } from "../../src/core/image-paths.ts";
 import type { AdmissionCall } from "../../src/engine/admission-call.ts";
 import { Engine } from "../../src/engine/engine.ts";
 import { parsePolicyText } from "../../src/policy/load-policies.ts";
@@ -329,6 +329,63 @@ describe("webhook rules for imagePaths kinds", () => {
       { group: "example.com", version: "v1", resource: "gateways" },
       { group: "example.com", version: "v1", resource: "ingresses" },
       { group: "*", version: "*", resource: "runners" },
+    ]);
+  });
+});
+
+describe("image path edges", () => {
+  it("versions and groups as Kubernetes writes them", () => {
+    for (const ok of ["apps/v10/Deployment", "x.io/v1beta10/Task", "a/v1/Task"]) assert.equal(typeof parseKindSelector(ok), "object", ok);
+    for (const bad of ["apps/v1x/Deployment", "apps/xv1/Deployment", "a_b/v1/Task"]) assert.equal(typeof parseKindSelector(bad), "string", bad);
+  });
+
+  it("a bad kind gives no image path; keyField and valueField default to name and image", () => {
+    const bad = compileImagePath({ kinds: ["bad kind"], path: "{{ spec.steps[*] }}" }, "p", []);
+    assert.equal(bad.imagePath, undefined);
+    const defaults = path({ path: "{{ spec.steps[*] }}" });
+    assert.deepEqual([defaults.keyField, defaults.valueField], ["name", "image"]);
+    const given = path({ path: "{{ spec.steps[*] }}", keyField: "id", valueField: "ref" });
+    assert.deepEqual([given.keyField, given.valueField], ["id", "ref"]);
+  });
+
+  it("kind selectors: any group, the core group, a group with or without a version", () => {
+    assert.equal(selectsKind({ kind: "Task" }, "tekton.dev/v1", "Task"), true);
+    assert.equal(selectsKind({ kind: "Task" }, "tekton.dev/v1", "Pipeline"), false);
+    assert.equal(selectsKind({ group: "", kind: "Pod" }, "v1", "Pod"), true);
+    assert.equal(selectsKind({ group: "", version: "v1", kind: "Pod" }, "v1", "Pod"), true);
+    assert.equal(selectsKind({ group: "", version: "v2", kind: "Pod" }, "v1", "Pod"), false);
+    assert.equal(selectsKind({ group: "tekton.dev", kind: "Task" }, "v1", "Task"), false);
+    assert.equal(selectsKind({ group: "tekton.dev", version: "v1", kind: "Task" }, "tekton.dev/v1beta1", "Task"), false);
+    const either = path({ kinds: ["Task", "Pipeline"], path: "{{ spec.steps[*] }}" });
+    assert.equal(pathsFor([either], "tekton.dev/v1", "Pipeline").length, 1);
+  });
+
+  it("holders that are null, without the value field, or with a null value name no image", () => {
+    const steps = path({ path: "{{ spec.steps }}" });
+    assert.deepEqual(imagesAtPaths(task({ steps: [null, { name: "a" }, { name: "b", image: null }, { image: "x:1" }] }), [steps]), {
+      images: [{ image: "x:1", field: "spec.steps[3].image" }],
+      errors: [],
+    });
+  });
+
+  it("what a wrong selection or value is, as the denial shows it", () => {
+    const long = "a".repeat(90);
+    const selected = imagesAtPaths(task({ steps: [long, 5, ["x"]] }), [path({ path: "{{ spec.steps[*] }}" })]).errors.map((e) => e.message);
+    assert.deepEqual(selected, [
+      `imagePaths (spec.steps[*]) selects the string "${"a".repeat(80)}…", not an object of the resource that holds "image"`,
+      'imagePaths (spec.steps[*]) selects the number 5, not an object of the resource that holds "image"',
+      'imagePaths (spec.steps[*]) selects an array, not an object of the resource that holds "image"',
+    ]);
+    const exact = imagesAtPaths(task({ steps: ["b".repeat(80)] }), [path({ path: "{{ spec.steps[*] }}" })]).errors[0]!.message;
+    assert.match(exact, new RegExp(`the string "${"b".repeat(80)}",`));
+    const values = imagesAtPaths(task({ steps: [{ image: ["x"] }, { image: true }, { image: { r: "c".repeat(90) } }, { image: { r: "d".repeat(72) } }] }), [
+      path({ path: "{{ spec.steps[*] }}" }),
+    ]).errors.map((e) => e.message);
+    assert.deepEqual(values, [
+      'imagePaths (spec.steps[*]) finds the list ["x"] at spec.steps[0].image, not an image reference',
+      "imagePaths (spec.steps[*]) finds the boolean true at spec.steps[1].image, not an image reference",
+      `imagePaths (spec.steps[*]) finds the object ${JSON.stringify({ r: "c".repeat(90) }).slice(0, 80)}… at spec.steps[2].image, not an image reference`,
+      `imagePaths (spec.steps[*]) finds the object ${JSON.stringify({ r: "d".repeat(72) })} at spec.steps[3].image, not an image reference`,
     ]);
   });
 });

@@ -112,3 +112,93 @@ test("DELETE and CONNECT reviews are accepted and not reviewed (they start no im
     assert.equal(subjectOfRequest(parsed.review.request).review, false);
   }
 });
+
+const refusal = (body: unknown) => {
+  const parsed = parseAdmissionReview(body);
+  assert.equal(parsed.ok, false, JSON.stringify(body));
+  return parsed.ok ? "" : parsed.error;
+};
+
+test("a body that is no AdmissionReview is refused with what is wrong", () => {
+  assert.equal(refusal([]), "body must be a JSON object (an AdmissionReview)");
+  assert.equal(refusal("AdmissionReview"), "body must be a JSON object (an AdmissionReview)");
+  assert.equal(
+    refusal({ kind: "AdmissionReview", request: { uid: "u", operation: "CREATE", object: {} } }),
+    "apiVersion must be one of admission.k8s.io/v1, admission.k8s.io/v1beta1, got null",
+  );
+  assert.equal(
+    refusal({ apiVersion: "imagepolicy.k8s.io/v1alpha1", kind: "AdmissionReview", request: { uid: "u", operation: "CREATE", object: {} } }),
+    'apiVersion must be one of admission.k8s.io/v1, admission.k8s.io/v1beta1, got "imagepolicy.k8s.io/v1alpha1"',
+  );
+  assert.equal(refusal({ apiVersion: "admission.k8s.io/v1", request: { uid: "u" } }), 'kind must be "AdmissionReview", got null');
+  assert.equal(refusal({ apiVersion: "admission.k8s.io/v1", kind: "ImageReview", request: { uid: "u" } }), 'kind must be "AdmissionReview", got "ImageReview"');
+  assert.equal(refusal({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview" }), "request must be an object");
+  assert.equal(refusal({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: [] }), "request must be an object");
+});
+
+test("the request must carry a uid to answer with", () => {
+  for (const uid of [undefined, "", 7, null]) {
+    const request = uid === undefined ? { operation: "CREATE", object: {} } : { uid, operation: "CREATE", object: {} };
+    assert.equal(refusal({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request }), "request.uid must be a non-empty string", String(uid));
+  }
+});
+
+test("a refused operation is quoted as it was sent, a missing one as null", () => {
+  assert.equal(refusal(reviewWith({})), "request.operation must be one of CREATE, UPDATE, DELETE, CONNECT, got null");
+  assert.equal(refusal(reviewWith({ operation: "PATCH" })), 'request.operation must be one of CREATE, UPDATE, DELETE, CONNECT, got "PATCH"');
+});
+
+test("object and oldObject must be objects when sent, and CREATE and UPDATE must send the object", () => {
+  assert.equal(refusal(reviewWith({ operation: "DELETE", object: "pod" })), "request.object must be an object");
+  assert.equal(refusal(reviewWith({ operation: "UPDATE", object: pod({}), oldObject: [1] })), "request.oldObject must be an object");
+  assert.equal(refusal(reviewWith({ operation: "DELETE", oldObject: 3 })), "request.oldObject must be an object");
+  for (const operation of ["CREATE", "UPDATE"]) {
+    assert.equal(refusal(reviewWith({ operation })), `request.object must be an object for operation ${operation}`);
+    assert.equal(refusal(reviewWith({ operation, object: null, oldObject: pod({}) })), `request.object must be an object for operation ${operation}`);
+  }
+  // A CREATE has no old object: the apiserver sends null.
+  const created = parseAdmissionReview(reviewWith({ operation: "CREATE", object: pod({}), oldObject: null }));
+  assert.ok(created.ok);
+  assert.equal(created.review.apiVersion, "admission.k8s.io/v1");
+  assert.deepEqual(created.review.request.object, pod({}));
+  // DELETE sends only the old object.
+  assert.ok(parseAdmissionReview(reviewWith({ operation: "DELETE", object: null, oldObject: pod({}) })).ok);
+});
+
+test("the response carries warnings, audit annotations and patches only when there are any", () => {
+  const parsed = parseAdmissionReview(reviewWith({ operation: "CREATE", object: pod({}) }));
+  assert.ok(parsed.ok);
+  assert.deepEqual(admissionResponse(parsed.review, allow()), {
+    apiVersion: "admission.k8s.io/v1",
+    kind: "AdmissionReview",
+    response: { uid: "u", allowed: true },
+  });
+  assert.deepEqual(admissionResponse(parsed.review, allow({ patches: [] })).response, { uid: "u", allowed: true });
+  const patches = [{ op: "replace" as const, path: "/spec/containers/0/image", value: "nginx@sha256:" + "a".repeat(64) }];
+  const patched = admissionResponse(parsed.review, allow({ patches, auditAnnotations: { pinned: "1" } }));
+  assert.deepEqual(patched.response, {
+    uid: "u",
+    allowed: true,
+    auditAnnotations: { pinned: "1" },
+    patchType: "JSONPatch",
+    patch: Buffer.from(JSON.stringify(patches)).toString("base64"),
+  });
+  assert.deepEqual(JSON.parse(Buffer.from(patched.response.patch!, "base64").toString()), patches);
+  // A denial patches nothing, even when the decision carries patches.
+  const denied = admissionResponse(parsed.review, deny([{ policy: "p", rule: "r", message: "m" }], { patches }));
+  assert.equal(denied.response.patch, undefined);
+  assert.equal(denied.response.patchType, undefined);
+  assert.equal(denied.response.warnings, undefined);
+});
+
+test("warnings are capped in number and in length, as Kubernetes keeps them", () => {
+  const parsed = parseAdmissionReview(reviewWith({ operation: "CREATE", object: pod({}) }));
+  assert.ok(parsed.ok);
+  const many = Array.from({ length: 23 }, (_, i) => `w${i}`);
+  const capped = admissionResponse(parsed.review, allow({ warnings: many })).response.warnings!;
+  assert.deepEqual(capped, [...many.slice(0, 20), "… and 3 more warnings"]);
+  assert.deepEqual(admissionResponse(parsed.review, allow({ warnings: many.slice(0, 20) })).response.warnings, many.slice(0, 20));
+  const exact = "x".repeat(500);
+  assert.deepEqual(admissionResponse(parsed.review, allow({ warnings: [exact] })).response.warnings, [exact]);
+  assert.deepEqual(admissionResponse(parsed.review, allow({ warnings: [exact + "y"] })).response.warnings, ["x".repeat(497) + "..."]);
+});

@@ -74,6 +74,8 @@ test("only <name>.image-policy.k8s.io/<key> annotations reach image policies", (
     "/break-glass.image-policy.k8s.io/x",
     "break-glass.image-policy.k8s.io.evil/x",
     "example.com/x",
+    // A name without a prefix, even one ending like the domain.
+    "a.image-policy.k8s.iox",
   ])
     assert.equal(isImagePolicyAnnotation(key), false, key);
   assert.deepEqual(imagePolicyAnnotations({ "a.image-policy.k8s.io/b": "1", "example.com/c": "2" }), { "a.image-policy.k8s.io/b": "1" });

@@ -107,7 +107,7 @@ function likelyMistake(source: string): string | undefined {
     if (name === "localhost" || name.includes(".")) {
       const host = source.split("@", 1)[0]!;
       return (
-        `it has no "/", so it is read as the Docker Hub image docker.io/library/${source.replace(/^index\.docker\.io\//, "")}, not as a registry; ` +
+        `it has no "/", so it is read as the Docker Hub image docker.io/library/${source}, not as a registry; ` +
         `for every image of the registry ${host} write ${JSON.stringify(`${host}/*`)}`
       );
     }
@@ -117,7 +117,7 @@ function likelyMistake(source: string): string | undefined {
   if (host === "*" || !/[*?]/.test(host)) return undefined;
   if (/^[^*?]+:\*$/.test(host)) return undefined;
   // A first part that does not look like a host ("team-*") is a Docker Hub namespace glob.
-  if (!/[.:]/.test(host) && host !== "localhost") return undefined;
+  if (!/[.:]/.test(host)) return undefined;
   return (
     `the wildcard in the registry part ${JSON.stringify(host)} also matches "/", so the pattern matches images of other ` +
     `registries (${JSON.stringify(source)} matches ${JSON.stringify(exampleOtherRegistry(source, slash))}); list the registries one by one`

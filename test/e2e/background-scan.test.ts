@@ -59,7 +59,7 @@ before(async () => {
     "imprimatur.dev/verified-images": JSON.stringify({ "registry.example.com/web:1.0": { digest: D1, signers: ["key sha256:ab"] } }),
   });
   await setImageId("drifted", "registry.example.com/web", D2);
-  first = await startScanner();
+  first = await startScanner("imprimatur-scan-e2e-a");
 });
 
 after(async () => {
@@ -69,7 +69,22 @@ after(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-function startScanner(): Promise<ImprimaturProcess> {
+/**
+ * A replica named as its pod would be (POD_NAME, its identity in the Lease): without it both replicas take the
+ * hostname, and a candidate that finds its own name in the Lease renews it instead of waiting for the holder.
+ */
+async function startScanner(podName: string): Promise<ImprimaturProcess> {
+  const saved = process.env.POD_NAME;
+  process.env.POD_NAME = podName;
+  try {
+    return await startScannerProcess();
+  } finally {
+    if (saved === undefined) delete process.env.POD_NAME;
+    else process.env.POD_NAME = saved;
+  }
+}
+
+function startScannerProcess(): Promise<ImprimaturProcess> {
   return startImprimatur([
     "--policies",
     join(dir, "policies.yaml"),
@@ -223,13 +238,17 @@ test("a policy change re-judges every pod: an admitted pod that breaks the new p
 });
 
 test("a leader change: the other replica takes the scan over and writes no report twice", async () => {
-  second = await startScanner();
+  second = await startScanner("imprimatur-scan-e2e-b");
   const before = await reports("policyreports");
   assert.ok(before.size >= 3);
-  // The leader hands its Lease back as it stops; the second replica then lists and judges every pod again.
+  // The leader hands its Lease back as it stops; the second replica then takes it over and lists and judges every
+  // pod again.
   await first!.stop();
   first = undefined;
   await until("the new leader's full scan", async () => /"background scan: every pod judged"/.test(await second!.log()), 90_000);
+  const tookOver = (await second!.log()).split("\n").find((line) => line.includes('"msg":"leader election: took over the Lease"'));
+  assert.ok(tookOver, "the second replica took the Lease over rather than scanning beside the leader");
+  assert.equal((JSON.parse(tookOver) as { reason?: string }).reason, "released", "taken over because the leader handed it back, not after it expired");
   const after = await reports("policyreports");
   assert.deepEqual([...after.keys()].sort(), [...before.keys()].sort(), "the same reports, one per pod");
   for (const [name, report] of after)

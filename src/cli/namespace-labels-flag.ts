@@ -2,6 +2,7 @@
 // namespaceSelector can be tried without writing a namespaces file:
 //   --namespace-labels team-a:env=prod,tier=web   (repeatable; "team-a:" alone: a namespace with no labels)
 // Each namespace also carries kubernetes.io/metadata.name, as Kubernetes sets it (and the namespaces file does).
+import { labelKeyProblem, labelValueProblem } from "../core/label-selector.ts";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
 import { UsageError } from "./args.ts";
 
@@ -10,10 +11,8 @@ export type NamespaceLabels = ReadonlyMap<string, Readonly<Record<string, string
 
 export const NAMESPACE_LABELS_SYNTAX = "NAMESPACE:KEY=VALUE[,KEY=VALUE…]";
 
-// A namespace is a DNS label; a label key an optional DNS-subdomain prefix and a name; a value may be empty.
+// A namespace is a DNS label; label keys and values are checked as Kubernetes checks them (core/label-selector).
 const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-const LABEL_KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
-const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
 
 /** Parses every --namespace-labels value; a namespace given twice gets both sets of labels. Throws UsageError. */
 export function parseNamespaceLabels(values: readonly string[]): Map<string, Record<string, string>> {
@@ -32,8 +31,8 @@ export function parseNamespaceLabels(values: readonly string[]): Map<string, Rec
       if (eq < 0) throw bad(`${JSON.stringify(pair)} is not KEY=VALUE`);
       const key = pair.slice(0, eq);
       const v = pair.slice(eq + 1);
-      if (!LABEL_KEY.test(key)) throw bad(`${JSON.stringify(key)} is not a label key`);
-      if (!LABEL_VALUE.test(v)) throw bad(`${JSON.stringify(v)} is not a label value`);
+      const problem = labelKeyProblem(key) ?? labelValueProblem(v);
+      if (problem !== undefined) throw bad(problem);
       labels[key] = v;
     }
     out.set(namespace, labels);

@@ -1,4 +1,7 @@
-// Kubernetes label selectors (metav1.LabelSelector): matchLabels AND every matchExpression.
+// Kubernetes label selectors (metav1.LabelSelector): matchLabels AND every matchExpression; how policies give them
+// and what makes one valid, decided as kube-apiserver decides it (ValidateLabelSelector): a selector the apiserver
+// would refuse in its own objects is refused when a policy loads, rather than silently matching nothing.
+import { unknownFieldMessage } from "./unknown-field.ts";
 
 export interface LabelSelectorRequirement {
   key: string;
@@ -45,4 +48,130 @@ export function describeLabelSelector(selector: LabelSelector): string {
     else parts.push(`${r.key} ${r.operator === "In" ? "in" : "notin"} (${(r.values ?? []).join(",")})`);
   }
   return parts.join(",") || "<everything>";
+}
+
+// Kubernetes' own patterns (k8s.io/apimachinery/pkg/util/validation): a label name is at most 63 characters of
+// letters, digits, "-", "_" and "." that start and end with a letter or digit; a key may have a DNS-1123 subdomain
+// (at most 253 characters) and "/" before it; a value is a name or empty.
+const LABEL_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const NAME_RULE = "at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
+
+/** Why `key` is not a label key (IsQualifiedName), or undefined when it is one. */
+export function labelKeyProblem(key: string): string | undefined {
+  const parts = key.split("/");
+  if (parts.length > 2) return `${JSON.stringify(key)} is not a label key: it has more than one "/"`;
+  const [prefix, name] = parts.length === 2 ? [parts[0]!, parts[1]!] : [undefined, parts[0]!];
+  if (prefix !== undefined && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix))) {
+    return `${JSON.stringify(key)} is not a label key: the prefix before "/" must be a DNS subdomain (lowercase letters, digits, '-' and '.', at most 253 characters)`;
+  }
+  if (name.length > 63 || !LABEL_NAME.test(name)) {
+    return `${JSON.stringify(key)} is not a label key: its name${prefix === undefined ? "" : ` after "/"`} must be ${NAME_RULE}`;
+  }
+  return undefined;
+}
+
+/** Why `value` is not a label value (IsValidLabelValue), or undefined when it is one. */
+export function labelValueProblem(value: string): string | undefined {
+  if (value === "" || (value.length <= 63 && LABEL_NAME.test(value))) return undefined;
+  return `${JSON.stringify(value)} is not a label value: it must be empty or ${NAME_RULE}`;
+}
+
+const OPERATORS = ["In", "NotIn", "Exists", "DoesNotExist"] as const;
+
+/** Where a problem in a policy's selector is reported: the field's path, and what is wrong there. */
+export type ReportSelectorProblem = (path: Array<string | number>, message: string) => void;
+
+/**
+ * A label selector as a policy gives it, each problem reported at its field: the shape, and what kube-apiserver's
+ * ValidateLabelSelector refuses (keys that are no label keys, matchLabels values that are no label values, In and
+ * NotIn without values, Exists and DoesNotExist with values). The values of In and NotIn are checked as label
+ * values too, as Kubernetes does for selectors it stores since v1.27: such a value can never match a label.
+ * Returns the parts that are well-formed (undefined when `raw` is not a mapping at all).
+ */
+export function readLabelSelector(raw: unknown, path: Array<string | number>, report: ReportSelectorProblem): LabelSelector | undefined {
+  if (!isMapping(raw)) {
+    report(path, `must be a label selector (matchLabels, matchExpressions), got ${describeValue(raw)}`);
+    return undefined;
+  }
+  for (const key of Object.keys(raw)) {
+    if (key !== "matchLabels" && key !== "matchExpressions") report([...path, key], unknownFieldMessage(key, ["matchLabels", "matchExpressions"]));
+  }
+  const selector: LabelSelector = {};
+  if (raw.matchLabels !== undefined) {
+    const labels = readMatchLabels(raw.matchLabels, [...path, "matchLabels"], report);
+    if (labels) selector.matchLabels = labels;
+  }
+  if (raw.matchExpressions !== undefined) {
+    if (!Array.isArray(raw.matchExpressions)) report([...path, "matchExpressions"], `must be a list, got ${describeValue(raw.matchExpressions)}`);
+    else {
+      selector.matchExpressions = raw.matchExpressions.flatMap((e: unknown, i) => {
+        const requirement = readRequirement(e, [...path, "matchExpressions", i], report);
+        return requirement ? [requirement] : [];
+      });
+    }
+  }
+  return selector;
+}
+
+function readMatchLabels(raw: unknown, path: Array<string | number>, report: ReportSelectorProblem): Record<string, string> | undefined {
+  if (!isMapping(raw)) {
+    report(path, `must be a map of label key → value, got ${describeValue(raw)}`);
+    return undefined;
+  }
+  const labels: Record<string, string> = {};
+  for (const [key, value] of Object.entries(raw)) {
+    const problem = labelKeyProblem(key) ?? (typeof value === "string" ? labelValueProblem(value) : `must be a string, got ${describeValue(value)}`);
+    if (problem !== undefined) report([...path, key], problem);
+    else labels[key] = value as string;
+  }
+  return labels;
+}
+
+function readRequirement(raw: unknown, path: Array<string | number>, report: ReportSelectorProblem): LabelSelectorRequirement | undefined {
+  if (!isMapping(raw)) {
+    report(path, `must be a mapping with key, operator and values, got ${describeValue(raw)}`);
+    return undefined;
+  }
+  let valid = true;
+  const problem = (at: Array<string | number>, message: string) => {
+    valid = false;
+    report(at, message);
+  };
+  for (const key of Object.keys(raw)) {
+    if (key !== "key" && key !== "operator" && key !== "values") problem([...path, key], unknownFieldMessage(key, ["key", "operator", "values"]));
+  }
+  if (typeof raw.key !== "string") problem([...path, "key"], `must be a label key, got ${describeValue(raw.key)}`);
+  else {
+    const keyProblem = labelKeyProblem(raw.key);
+    if (keyProblem !== undefined) problem([...path, "key"], keyProblem);
+  }
+  const operator = OPERATORS.find((o) => o === raw.operator);
+  if (!operator) problem([...path, "operator"], `must be one of ${OPERATORS.join(", ")}, got ${describeValue(raw.operator)}`);
+  let values: string[] | undefined;
+  if (raw.values !== undefined) {
+    if (!Array.isArray(raw.values)) problem([...path, "values"], `must be a list of strings, got ${describeValue(raw.values)}`);
+    else {
+      values = [];
+      raw.values.forEach((v: unknown, i) => {
+        const valueProblem = typeof v === "string" ? labelValueProblem(v) : `must be a string, got ${describeValue(v)}`;
+        if (valueProblem !== undefined) problem([...path, "values", i], valueProblem);
+        else values!.push(v as string);
+      });
+    }
+  }
+  if (operator === "In" || operator === "NotIn") {
+    if (!Array.isArray(raw.values) || raw.values.length === 0) problem([...path, "values"], `operator ${operator} needs at least one value`);
+  } else if (operator && Array.isArray(raw.values) && raw.values.length > 0) {
+    problem([...path, "values"], `operator ${operator} takes no values`);
+  }
+  return valid ? { key: raw.key as string, operator: operator!, ...(values ? { values } : {}) } : undefined;
+}
+
+function isMapping(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function describeValue(v: unknown): string {
+  return v === undefined ? "nothing" : (JSON.stringify(v) ?? String(v));
 }

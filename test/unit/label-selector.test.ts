@@ -1,8 +1,16 @@
 // Kubernetes label selectors (src/core/label-selector.ts), as policies' namespaceSelector uses them: matchLabels
-// and every matchExpression must hold; and how a selector is described in messages.
+// and every matchExpression must hold; how a selector is described in messages; and how one is read from a policy,
+// each problem at its field (test/e2e/label-selector-validation.test.ts compares the verdicts with kube-apiserver's).
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { describeLabelSelector, matchesLabelSelector, type LabelSelector } from "../../src/core/label-selector.ts";
+import {
+  describeLabelSelector,
+  labelKeyProblem,
+  labelValueProblem,
+  matchesLabelSelector,
+  readLabelSelector,
+  type LabelSelector,
+} from "../../src/core/label-selector.ts";
 
 const labels = { env: "prod", tier: "web", empty: "" };
 
@@ -67,4 +75,111 @@ test("a selector described for messages", () => {
     }),
     "env=prod,tier=web,team in (a,b),zone notin (x),owner,!legacy,other in ()",
   );
+});
+
+/** readLabelSelector's result and its problems as "path: message". */
+function read(raw: unknown): { selector: LabelSelector | undefined; problems: string[] } {
+  const problems: string[] = [];
+  const selector = readLabelSelector(raw, ["spec", "namespaceSelector"], (path, message) => problems.push(`${path.join(".")}: ${message}`));
+  return { selector, problems };
+}
+
+test("a valid selector is read as given, with nothing reported", () => {
+  const raw = {
+    matchLabels: { "app.kubernetes.io/name": "web", empty: "" },
+    matchExpressions: [
+      { key: "tier", operator: "In", values: ["web", ""] },
+      { key: "zone", operator: "NotIn", values: ["x"] },
+      { key: "owner", operator: "Exists" },
+      { key: "legacy", operator: "DoesNotExist", values: [] },
+    ],
+  };
+  assert.deepEqual(read(raw), { selector: raw, problems: [] });
+  assert.deepEqual(read({}), { selector: {}, problems: [] });
+});
+
+test("each problem is reported at its field, and the parts in error are left out", () => {
+  assert.deepEqual(read("env=prod"), {
+    selector: undefined,
+    problems: ['spec.namespaceSelector: must be a label selector (matchLabels, matchExpressions), got "env=prod"'],
+  });
+  assert.deepEqual(read({ matchLabel: { a: "b" } }).problems, ['spec.namespaceSelector.matchLabel: unknown field "matchLabel"; did you mean "matchLabels"?']);
+  assert.deepEqual(read({ matchLabels: ["a"] }).problems, ['spec.namespaceSelector.matchLabels: must be a map of label key → value, got ["a"]']);
+  assert.deepEqual(read({ matchLabels: { ok: "1", n: 1, "-bad": "x", good: "-bad" } }), {
+    selector: { matchLabels: { ok: "1" } },
+    problems: [
+      "spec.namespaceSelector.matchLabels.n: must be a string, got 1",
+      `spec.namespaceSelector.matchLabels.-bad: "-bad" is not a label key: its name must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit`,
+      `spec.namespaceSelector.matchLabels.good: "-bad" is not a label value: it must be empty or at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit`,
+    ],
+  });
+  assert.deepEqual(read({ matchExpressions: { key: "a" } }).problems, ['spec.namespaceSelector.matchExpressions: must be a list, got {"key":"a"}']);
+  const expressions = read({
+    matchExpressions: [
+      "tier",
+      { key: "ok", operator: "Exists" },
+      { key: 5, operator: "Exists" },
+      { operator: "Exists" },
+      { key: "a", operator: "in", values: ["x"] },
+      { key: "a", operator: "In" },
+      { key: "a", operator: "NotIn", values: [] },
+      { key: "a", operator: "Exists", values: ["x"] },
+      { key: "a", operator: "In", values: "x" },
+      { key: "a", operator: "In", values: ["ok", 7, "no way"] },
+      { key: "a", operator: "Exists", value: "x" },
+    ],
+  });
+  assert.deepEqual(expressions.selector, { matchExpressions: [{ key: "ok", operator: "Exists" }] });
+  assert.deepEqual(expressions.problems, [
+    'spec.namespaceSelector.matchExpressions.0: must be a mapping with key, operator and values, got "tier"',
+    "spec.namespaceSelector.matchExpressions.2.key: must be a label key, got 5",
+    "spec.namespaceSelector.matchExpressions.3.key: must be a label key, got nothing",
+    'spec.namespaceSelector.matchExpressions.4.operator: must be one of In, NotIn, Exists, DoesNotExist, got "in"',
+    "spec.namespaceSelector.matchExpressions.5.values: operator In needs at least one value",
+    "spec.namespaceSelector.matchExpressions.6.values: operator NotIn needs at least one value",
+    "spec.namespaceSelector.matchExpressions.7.values: operator Exists takes no values",
+    'spec.namespaceSelector.matchExpressions.8.values: must be a list of strings, got "x"',
+    "spec.namespaceSelector.matchExpressions.8.values: operator In needs at least one value",
+    "spec.namespaceSelector.matchExpressions.9.values.1: must be a string, got 7",
+    `spec.namespaceSelector.matchExpressions.9.values.2: "no way" is not a label value: it must be empty or at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit`,
+    'spec.namespaceSelector.matchExpressions.10.value: unknown field "value"; did you mean "values"?',
+  ]);
+});
+
+test("label keys and values as Kubernetes checks them", () => {
+  const name63 = "a".repeat(63);
+  for (const key of [
+    "a",
+    "A9",
+    "a.b_c-D",
+    name63,
+    "example.com/a",
+    "a.b-c.d/" + name63,
+    `${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(61)}/x`,
+  ]) {
+    assert.equal(labelKeyProblem(key), undefined, key);
+  }
+  const problems: Array<[string, string]> = [
+    ["", "its name must be"],
+    [name63 + "a", "its name must be"],
+    ["-a", "its name must be"],
+    ["a_", "its name must be"],
+    ["a b", "its name must be"],
+    ["é", "its name must be"],
+    ["example.com/", 'its name after "/" must be'],
+    ["example.com/-a", 'its name after "/" must be'],
+    ["/a", 'the prefix before "/" must be a DNS subdomain'],
+    ["Example.com/a", 'the prefix before "/" must be a DNS subdomain'],
+    ["example..com/a", 'the prefix before "/" must be a DNS subdomain'],
+    ["example_com/a", 'the prefix before "/" must be a DNS subdomain'],
+    [`${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(62)}/x`, 'the prefix before "/" must be a DNS subdomain'],
+    ["a/b/c", 'it has more than one "/"'],
+  ];
+  for (const [key, why] of problems) {
+    const problem = labelKeyProblem(key) ?? "";
+    assert.ok(problem.startsWith(`${JSON.stringify(key)} is not a label key: ${why}`), `${key}: ${problem}`);
+  }
+  for (const value of ["", "a", "A.b-c_9", name63]) assert.equal(labelValueProblem(value), undefined, value);
+  for (const value of [name63 + "a", "-a", "a.", "a/b", "a b", "ü"])
+    assert.match(labelValueProblem(value) ?? "", /is not a label value: it must be empty or at most 63/, value);
 });

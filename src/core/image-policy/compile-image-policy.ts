@@ -13,7 +13,7 @@ export const VALIDATE_CEL_VARIABLES = ["image", "signers", "attestations"] as co
 import { compileAttestorSets, type RawAttestorSet, type RelatedFileReader } from "./compile-attestors.ts";
 import { parseImageReference } from "../image-reference.ts";
 import { compileImagePath, type ImagePath, type RawImagePath } from "../image-paths.ts";
-import type { LabelSelector } from "../label-selector.ts";
+import { readLabelSelector, type LabelSelector } from "../label-selector.ts";
 import { compileRequestMatch } from "../request-match/compile-request-match.ts";
 import { compileValidationActions, type ValidationAction } from "../validation-actions.ts";
 
@@ -157,15 +157,10 @@ export function compileImagePolicy(
     return rule;
   });
 
-  for (const [i, expr] of (raw.spec.namespaceSelector?.matchExpressions ?? []).entries()) {
-    const needsValues = expr.operator === "In" || expr.operator === "NotIn";
-    if (needsValues && !expr.values?.length) {
-      errors.push({ path: ["spec", "namespaceSelector", "matchExpressions", i, "values"], message: `operator ${expr.operator} needs at least one value` });
-    }
-    if (!needsValues && expr.values?.length) {
-      errors.push({ path: ["spec", "namespaceSelector", "matchExpressions", i, "values"], message: `operator ${expr.operator} takes no values` });
-    }
-  }
+  const namespaceSelector =
+    raw.spec.namespaceSelector === undefined
+      ? undefined
+      : readLabelSelector(raw.spec.namespaceSelector, ["spec", "namespaceSelector"], (path, message) => errors.push({ path, message }));
 
   const scope = compileRequestMatch(raw.spec as Record<string, unknown>);
   errors.push(...scope.issues);
@@ -207,7 +202,7 @@ export function compileImagePolicy(
       name: raw.metadata.name,
       ...(source ? { source } : {}),
       ...(raw.spec.namespaces ? { namespaces: raw.spec.namespaces } : {}),
-      ...(raw.spec.namespaceSelector ? { namespaceSelector: raw.spec.namespaceSelector } : {}),
+      ...(namespaceSelector ? { namespaceSelector } : {}),
       ...(raw.spec.clusters ? { clusters: raw.spec.clusters } : {}),
       ...(scope.match ? { match: scope.match } : {}),
       ...(imagePaths.length > 0 ? { imagePaths } : {}),

@@ -2,8 +2,7 @@
 // No binding (or one with neither namespaces nor namespaceSelector) binds cluster-wide; with both, a
 // namespace must be listed AND match the selector. Mode Accept (the seed's example also writes "Allow")
 // or Drop (the default).
-import type { LabelSelector, LabelSelectorRequirement } from "../label-selector.ts";
-import { isObject } from "../json-shapes.ts";
+import { readLabelSelector, type LabelSelector } from "../label-selector.ts";
 import { describe, readMapping, readStringList, type CompileContext, type RawPath } from "./restrictions/restriction-support.ts";
 
 export type BindingMode = "Accept" | "Drop";
@@ -13,8 +12,6 @@ export interface Binding {
   namespaces?: string[];
   namespaceSelector?: LabelSelector;
 }
-
-const OPERATORS = ["In", "NotIn", "Exists", "DoesNotExist"] as const;
 
 export function compileBinding(raw: unknown, path: RawPath, cx: CompileContext): Binding {
   if (raw === undefined || raw === null) return { mode: "Drop" };
@@ -31,43 +28,8 @@ export function compileBinding(raw: unknown, path: RawPath, cx: CompileContext):
   if (namespaces?.length === 0) cx.error([...path, "namespaces"], "is empty, so the policy would bind no namespace; omit it to bind every namespace");
   if (namespaces) binding.namespaces = namespaces;
   if (obj.namespaceSelector !== undefined) {
-    const selector = compileLabelSelector(obj.namespaceSelector, [...path, "namespaceSelector"], cx);
+    const selector = readLabelSelector(obj.namespaceSelector, [...path, "namespaceSelector"], (at, message) => cx.error(at, message));
     if (selector) binding.namespaceSelector = selector;
   }
   return binding;
-}
-
-function compileLabelSelector(raw: unknown, path: RawPath, cx: CompileContext): LabelSelector | undefined {
-  const obj = readMapping(raw, path, cx, ["matchLabels", "matchExpressions"]);
-  if (!obj) return undefined;
-  const selector: LabelSelector = {};
-  if (obj.matchLabels !== undefined) {
-    if (!isObject(obj.matchLabels) || Object.values(obj.matchLabels).some((v) => typeof v !== "string")) {
-      cx.error([...path, "matchLabels"], "must be a map of label → string value");
-    } else selector.matchLabels = obj.matchLabels as Record<string, string>;
-  }
-  if (obj.matchExpressions !== undefined) {
-    if (!Array.isArray(obj.matchExpressions)) cx.error([...path, "matchExpressions"], "must be a list");
-    else {
-      selector.matchExpressions = [];
-      obj.matchExpressions.forEach((e, i) => {
-        const p = [...path, "matchExpressions", i];
-        const req = readMapping(e, p, cx, ["key", "operator", "values"]);
-        if (!req) return;
-        if (typeof req.key !== "string" || req.key === "") cx.error([...p, "key"], "must be a label key");
-        const op = OPERATORS.find((o) => o === req.operator);
-        if (!op) cx.error([...p, "operator"], `must be one of ${OPERATORS.join(", ")}, got ${describe(req.operator)}`);
-        const values = readStringList(req.values, [...p, "values"], cx);
-        const needsValues = op === "In" || op === "NotIn";
-        if (op && needsValues && !values?.length) cx.error([...p, "values"], `operator ${op} needs at least one value`);
-        if (op && !needsValues && values?.length) cx.error([...p, "values"], `operator ${op} takes no values`);
-        if (typeof req.key === "string" && op) {
-          const r: LabelSelectorRequirement = { key: req.key, operator: op };
-          if (values) r.values = values;
-          selector.matchExpressions!.push(r);
-        }
-      });
-    }
-  }
-  return selector;
 }

@@ -5,7 +5,7 @@
 // a policy would apply to nothing.
 import { compileCel } from "../conditions/cel-expression.ts";
 import { isObject } from "../json-shapes.ts";
-import type { LabelSelector, LabelSelectorRequirement } from "../label-selector.ts";
+import { readLabelSelector } from "../label-selector.ts";
 import type { FieldIssue } from "../policy-kind.ts";
 import { unknownFieldMessage } from "../unknown-field.ts";
 import type { MatchCondition, RequestMatch, RequestSubject, ResourceRule } from "./request-match.ts";
@@ -41,7 +41,7 @@ function compileConstraints(raw: unknown, path: Path, match: RequestMatch, issue
   }
   for (const field of ["namespaceSelector", "objectSelector"] as const) {
     if (raw[field] === undefined) continue;
-    const selector = labelSelector(raw[field], [...path, field], issues);
+    const selector = readLabelSelector(raw[field], [...path, field], (at, message) => issues.push({ path: at, message }));
     if (selector) match[field] = selector;
   }
   for (const field of ["subjects", "excludeSubjects"] as const) {
@@ -129,39 +129,6 @@ function requestSubject(raw: unknown, path: Path, issues: FieldIssue[]): Request
   if (kind === "ServiceAccount" && raw.namespace === undefined)
     return void issues.push({ path: [...path, "namespace"], message: 'is required for a ServiceAccount ("*" for any)' });
   return { kind, name: raw.name, ...(typeof raw.namespace === "string" ? { namespace: raw.namespace } : {}) };
-}
-
-function labelSelector(raw: unknown, path: Path, issues: FieldIssue[]): LabelSelector | undefined {
-  if (!isObject(raw)) return void issues.push({ path, message: "must be a label selector (matchLabels, matchExpressions)" });
-  unknownFields(raw, ["matchLabels", "matchExpressions"], path, issues);
-  const selector: LabelSelector = {};
-  if (raw.matchLabels !== undefined) {
-    if (!isObject(raw.matchLabels) || Object.values(raw.matchLabels).some((v) => typeof v !== "string")) {
-      issues.push({ path: [...path, "matchLabels"], message: "must be a map of label → string value" });
-    } else selector.matchLabels = raw.matchLabels as Record<string, string>;
-  }
-  if (raw.matchExpressions !== undefined) {
-    const expressions = list(raw.matchExpressions, [...path, "matchExpressions"], issues);
-    selector.matchExpressions = (expressions ?? []).flatMap((e, i) => {
-      const requirement = selectorRequirement(e, [...path, "matchExpressions", i], issues);
-      return requirement ? [requirement] : [];
-    });
-  }
-  return selector;
-}
-
-function selectorRequirement(raw: unknown, path: Path, issues: FieldIssue[]): LabelSelectorRequirement | undefined {
-  if (!isObject(raw)) return void issues.push({ path, message: "must be a mapping with key, operator and values" });
-  const operators = ["In", "NotIn", "Exists", "DoesNotExist"] as const;
-  const operator = operators.find((o) => o === raw.operator);
-  if (typeof raw.key !== "string" || raw.key === "") return void issues.push({ path: [...path, "key"], message: "must be a label key" });
-  if (!operator)
-    return void issues.push({ path: [...path, "operator"], message: `must be one of ${operators.join(", ")}, got ${JSON.stringify(raw.operator ?? null)}` });
-  const values = raw.values === undefined ? undefined : stringList(raw.values, [...path, "values"], issues);
-  const needsValues = operator === "In" || operator === "NotIn";
-  if (needsValues && !values?.length) return void issues.push({ path: [...path, "values"], message: `operator ${operator} needs at least one value` });
-  if (!needsValues && values?.length) return void issues.push({ path: [...path, "values"], message: `operator ${operator} takes no values` });
-  return { key: raw.key, operator, ...(values ? { values } : {}) };
 }
 
 function unknownFields(raw: Record<string, unknown>, known: readonly string[], path: Path, issues: FieldIssue[]): void {

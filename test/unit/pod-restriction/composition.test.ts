@@ -356,8 +356,8 @@ describe("binding", () => {
     {
       name: "matchLabels with a non-string value",
       selector: { matchLabels: { a: 1 } },
-      path: ["binding", "namespaceSelector", "matchLabels"],
-      message: "must be a map of label → string value",
+      path: ["binding", "namespaceSelector", "matchLabels", "a"],
+      message: "must be a string, got 1",
     },
     {
       name: "an unknown selector field",

@@ -197,7 +197,7 @@ describe("binding", () => {
     {
       name: "matchLabels with a non-string value",
       binding: { namespaceSelector: { matchLabels: { tier: "prod", replicas: 3 } } },
-      error: "binding.namespaceSelector.matchLabels: must be a map of label → string value",
+      error: "binding.namespaceSelector.matchLabels.replicas: must be a string, got 3",
     },
     {
       name: "matchExpressions that are not a list",
@@ -212,7 +212,7 @@ describe("binding", () => {
     {
       name: "an empty key",
       binding: { namespaceSelector: { matchExpressions: [{ key: "", operator: "Exists" }] } },
-      error: "binding.namespaceSelector.matchExpressions.0.key: must be a label key",
+      error: 'binding.namespaceSelector.matchExpressions.0.key: "" is not a label key',
     },
     {
       name: "a key that is not a string",

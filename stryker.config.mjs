@@ -133,6 +133,21 @@ export const areas = {
       "test/unit/engine/*.test.ts",
     ],
   },
+  // Which requests a policy is for (matchConstraints: resources, selectors, subjects, matchConditions).
+  "request-match": {
+    mutate: ["src/core/request-match/*.ts"],
+    testFiles: ["test/unit/request-match.test.ts", "test/unit/cli/check-request-scope.test.ts", "test/unit/label-selector.test.ts"],
+  },
+  // Policy reports in both formats, from the background scan's results.
+  "policy-reports": {
+    mutate: ["src/core/policy-reports/*.ts"],
+    testFiles: ["test/unit/policy-reports/*.test.ts", "test/unit/scan/pod-audit.test.ts"],
+  },
+  // Pod Security Admission as a drop-in: namespace labels, its configuration, evaluation and messages.
+  "pod-security": {
+    mutate: ["src/core/pod-security/*.ts"],
+    testFiles: ["test/unit/pod-security/*.test.ts", "test/unit/cli/check-pod-security.test.ts"],
+  },
   verification: {
     mutate: ["src/verification/*.ts", "!src/verification/verify-entry.ts"],
     testFiles: ["test/unit/verification/*.test.ts"],

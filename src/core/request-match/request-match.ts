@@ -138,12 +138,25 @@ function runCondition(condition: MatchCondition, req: MatchedRequest): boolean |
   return typeof truth === "boolean" ? truth : `matchCondition ${JSON.stringify(condition.name)} failed: ${truth.error}`;
 }
 
+/** A resource as a rule sees it; a version of "*" stands for any (a webhook rule's resource, not a request's). */
+export interface RuleResource {
+  group: string;
+  version: string;
+  resource: string;
+  subResource: string;
+}
+
 function ruleCovers(rule: ResourceRule, resource: AdmissionRequest["resource"] & object, subResource: string, operation: string): boolean {
+  const target = { group: resource.group ?? "", version: resource.version ?? "", resource: resource.resource ?? "", subResource };
+  return anyOrIncludes(rule.operations, operation) && ruleCoversResource(rule, target);
+}
+
+/** Whether a rule's groups, versions and resources cover a resource, whatever the operation. */
+export function ruleCoversResource(rule: ResourceRule, r: RuleResource): boolean {
   return (
-    anyOrIncludes(rule.operations, operation) &&
-    anyOrIncludes(rule.apiGroups, resource.group ?? "") &&
-    anyOrIncludes(rule.apiVersions, resource.version ?? "") &&
-    rule.resources.some((pattern) => resourceCovers(pattern, resource.resource ?? "", subResource))
+    anyOrIncludes(rule.apiGroups, r.group) &&
+    (r.version === "*" || anyOrIncludes(rule.apiVersions, r.version)) &&
+    rule.resources.some((pattern) => resourceCovers(pattern, r.resource, r.subResource))
   );
 }
 
@@ -152,7 +165,7 @@ function anyOrIncludes(list: readonly string[], value: string): boolean {
 }
 
 /** VAP's resource patterns: "*" is every resource but no subresource; "a/*", "*\/b", "*\/*" reach subresources. */
-export function resourceCovers(pattern: string, resource: string, subResource: string): boolean {
+function resourceCovers(pattern: string, resource: string, subResource: string): boolean {
   const slash = pattern.indexOf("/");
   if (slash < 0) return subResource === "" && (pattern === "*" || pattern === resource);
   if (subResource === "") return false;

@@ -4,7 +4,7 @@
 // condition fails while the server fails closed, become denials that say why.
 import type { Violation } from "../decision.ts";
 import { preparePolicies, type PolicySet, type PreparedPolicies } from "../policy-kinds.ts";
-import { matchRequest, resourceCovers, type MatchedRequest, type RequestMatch } from "./request-match.ts";
+import { matchRequest, ruleCoversResource, type MatchedRequest, type RequestMatch, type RuleResource } from "./request-match.ts";
 
 export interface RequestScope {
   prepared: PreparedPolicies;
@@ -64,25 +64,13 @@ export function scopeRequest(prepared: PreparedPolicies, req: MatchedRequest, fa
 }
 
 /** A resource a webhook rule sends to Imprimatur; "*" as the version stands for any. */
-export interface WebhookResource {
-  group: string;
-  version: string;
-  resource: string;
-  subResource: string;
-}
+export type WebhookResource = RuleResource;
 
 /**
  * Whether some policy may be for requests on this resource: a policy without resource rules may be for any. The
  * webhook configurations leave out the rest, so the apiserver does not call Imprimatur for requests no policy is for.
  */
 export function mayMatchResource(set: PolicySet, r: WebhookResource): boolean {
-  const mayMatch = (p: Matchable) =>
-    p.match?.resourceRules === undefined ||
-    p.match.resourceRules.some(
-      (rule) =>
-        (rule.apiGroups.includes("*") || rule.apiGroups.includes(r.group)) &&
-        (r.version === "*" || rule.apiVersions.includes("*") || rule.apiVersions.includes(r.version)) &&
-        rule.resources.some((pattern) => resourceCovers(pattern, r.resource, r.subResource)),
-    );
+  const mayMatch = (p: Matchable) => p.match?.resourceRules === undefined || p.match.resourceRules.some((rule) => ruleCoversResource(rule, r));
   return set.ImagePolicy.some(mayMatch) || set.PodRestriction.some(mayMatch);
 }

@@ -18,6 +18,31 @@ export interface EventSink {
 /** Events are capped at 1 KiB of message by convention (kubectl shows them on one line). */
 const MAX_MESSAGE = 1024;
 
+/**
+ * The Event every writer of Imprimatur's Events creates in `namespace`: named after the object with a random
+ * suffix (as client-go's recorder names them), the message capped, seen once now.
+ */
+export function eventBody(
+  e: { involvedObject: { name: string } & Record<string, string>; type: string; reason: string; message: string },
+  namespace: string,
+  now: Date,
+) {
+  const base = (e.involvedObject.name || "object").replace(/[^a-z0-9.-]/g, "-").slice(0, 200);
+  return {
+    metadata: { name: `${base}.${randomBytes(8).toString("hex")}`, namespace },
+    involvedObject: e.involvedObject,
+    type: e.type,
+    reason: e.reason,
+    message: e.message.length > MAX_MESSAGE ? `${e.message.slice(0, MAX_MESSAGE - 3)}...` : e.message,
+    source: { component: "imprimatur" },
+    reportingComponent: "imprimatur",
+    reportingInstance: process.env.HOSTNAME ?? "imprimatur",
+    firstTimestamp: now,
+    lastTimestamp: now,
+    count: 1,
+  };
+}
+
 export class EventRecorder implements EventSink {
   private readonly api: CoreV1Api;
   private readonly logger: Logger;
@@ -29,22 +54,8 @@ export class EventRecorder implements EventSink {
   }
 
   record(e: EventInput): void {
-    const now = new Date();
     const namespace = e.involvedObject.namespace || "default";
-    const base = (e.involvedObject.name || "object").replace(/[^a-z0-9.-]/g, "-").slice(0, 200);
-    const body = {
-      metadata: { name: `${base}.${randomBytes(8).toString("hex")}`, namespace },
-      involvedObject: { ...e.involvedObject, namespace },
-      type: e.type,
-      reason: e.reason,
-      message: e.message.length > MAX_MESSAGE ? `${e.message.slice(0, MAX_MESSAGE - 3)}...` : e.message,
-      source: { component: "imprimatur" },
-      reportingComponent: "imprimatur",
-      reportingInstance: process.env.HOSTNAME ?? "imprimatur",
-      firstTimestamp: now,
-      lastTimestamp: now,
-      count: 1,
-    };
+    const body = eventBody({ ...e, involvedObject: { ...e.involvedObject, namespace } }, namespace, new Date());
     const write = this.api
       .createNamespacedEvent({ namespace, body })
       .then(() => undefined)

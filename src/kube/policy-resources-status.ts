@@ -7,10 +7,10 @@
 // status already says the same, and replicas running the same version reach the same verdict from the
 // same objects, so their writes agree and the status does not flap (no leader is needed for that).
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
-import { randomBytes } from "node:crypto";
 import pLimit from "p-limit";
 import type { Logger } from "pino";
 import { describeApiError, withSignal } from "./api-requests.ts";
+import { eventBody } from "./event-recorder.ts";
 import { POLICY_GROUP, POLICY_RESOURCE_KINDS, POLICY_VERSION } from "../policy/policy-crds.ts";
 import { resourceOrigin, resourceKey, type PolicyResourceObject } from "../policy/policy-resource-documents.ts";
 import { readyCondition, statusPatch, type ResourceOutcome } from "../policy/policy-resource-status.ts";
@@ -22,8 +22,6 @@ const WRITE_TIMEOUT_MS = 10_000;
  * policies would otherwise send a thousand PATCHes at once, and the apiserver then serves little else.
  */
 const MAX_WRITES_IN_FLIGHT = 4;
-/** Events are capped at 1 KiB of message by convention (kubectl shows them on one line). */
-const MAX_EVENT_MESSAGE = 1024;
 /** Where Events about cluster-scoped objects live, as client-go's recorder puts them. */
 const EVENT_NAMESPACE = "default";
 
@@ -88,28 +86,16 @@ export class PolicyStatusWriter implements PolicyStatusSink {
   }
 
   private async event(resource: PolicyResourceObject, type: "Normal" | "Warning", reason: string, message: string): Promise<void> {
-    const now = new Date();
     // A namespaced object's Events are in its namespace, where its owners (who may read Events there) see them.
     const namespace = resource.namespace ?? EVENT_NAMESPACE;
-    const body = {
-      metadata: { name: `${resource.name}.${randomBytes(8).toString("hex")}`, namespace },
-      involvedObject: {
-        apiVersion: `${POLICY_GROUP}/${POLICY_VERSION}`,
-        kind: resource.kind,
-        name: resource.name,
-        ...(resource.namespace !== undefined ? { namespace: resource.namespace } : {}),
-        uid: resource.uid,
-      },
-      type,
-      reason,
-      message: message.length > MAX_EVENT_MESSAGE ? `${message.slice(0, MAX_EVENT_MESSAGE - 3)}...` : message,
-      source: { component: "imprimatur" },
-      reportingComponent: "imprimatur",
-      reportingInstance: process.env.HOSTNAME ?? "imprimatur",
-      firstTimestamp: now,
-      lastTimestamp: now,
-      count: 1,
+    const involvedObject = {
+      apiVersion: `${POLICY_GROUP}/${POLICY_VERSION}`,
+      kind: resource.kind,
+      name: resource.name,
+      ...(resource.namespace !== undefined ? { namespace: resource.namespace } : {}),
+      uid: resource.uid,
     };
+    const body = eventBody({ involvedObject, type, reason, message }, namespace, new Date());
     try {
       await this.core.createNamespacedEvent({ namespace, body }, withSignal(AbortSignal.timeout(WRITE_TIMEOUT_MS)));
     } catch (err) {

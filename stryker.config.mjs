@@ -146,7 +146,7 @@ export const areas = {
   // Pod Security Admission as a drop-in: namespace labels, its configuration, evaluation and messages.
   "pod-security": {
     mutate: ["src/core/pod-security/*.ts"],
-    testFiles: ["test/unit/pod-security/*.test.ts", "test/unit/cli/check-pod-security.test.ts"],
+    testFiles: ["test/unit/pod-security/*.test.ts", "test/unit/engine/pod-security.test.ts", "test/unit/cli/check-pod-security.test.ts"],
   },
   verification: {
     mutate: ["src/verification/*.ts", "!src/verification/verify-entry.ts"],

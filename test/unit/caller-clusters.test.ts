@@ -77,6 +77,25 @@ describe("policies scoped to clusters", () => {
     assert.equal(coversCluster({ clusters: ["prod"] }, undefined), false);
   });
 
+  test("one policy of either kind naming clusters makes the set cluster-scoped: a caller elsewhere is not judged by it", () => {
+    const image = (name: string, clusters?: string) =>
+      `apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: { name: ${name} }\nspec:\n${clusters ? `  clusters: [${clusters}]\n` : ""}  rules: [{ action: allow, images: ['*'] }]\n`;
+    const pods = (name: string, clusters?: string) =>
+      `apiVersion: imprimatur.dev/v1alpha1\nkind: PodRestriction\nmetadata: { name: ${name} }\nspec:\n${clusters ? `  clusters: [${clusters}]\n` : ""}`;
+    const scoped = (...documents: string[]) => {
+      const parsed = parsePolicyText(documents.join("---\n"), "inline.yaml");
+      assert.deepEqual(parsed.errors, []);
+      const set = parsed.policies;
+      const seenByDev = policiesForCluster(set, "dev");
+      return { scoped: isClusterScoped(set), dev: [...seenByDev.ImagePolicy, ...seenByDev.PodRestriction].map((p) => p.name) };
+    };
+    assert.deepEqual(scoped(image("a"), image("b"), pods("c")), { scoped: false, dev: ["a", "b", "c"] });
+    assert.deepEqual(scoped(image("a"), image("prod", "prod")), { scoped: true, dev: ["a"] }, "one ImagePolicy of two");
+    assert.deepEqual(scoped(image("prod", "prod"), image("qa", "qa"), pods("c")), { scoped: true, dev: ["c"] }, "every ImagePolicy");
+    assert.deepEqual(scoped(image("a"), pods("c"), pods("prod", "prod")), { scoped: true, dev: ["a", "c"] }, "one PodRestriction of two");
+    assert.deepEqual(scoped(image("a"), pods("prod", "prod"), pods("qa", "qa")), { scoped: true, dev: ["a"] }, "every PodRestriction");
+  });
+
   test("an empty or malformed clusters list is a load error naming the field", () => {
     const image = parsePolicyText(
       "apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: { name: p }\nspec:\n  clusters: []\n  rules: [{ action: allow, images: ['*'] }]\n",

@@ -160,3 +160,33 @@ test("every distinct refusal is reported: a refusing policy, a missing annotatio
     ],
   );
 });
+
+test("a refusal because of a namespaced policy names its kind, so the message says which policy of which namespace refused", () => {
+  const v: Violation = { policy: "team-only", kind: "NamespacedImagePolicy", rule: "default", image: "docker.io/evil:1", message: "not allowed" };
+  const namespaced = { name: "team-only", namespace: "team-a" };
+  const refusing = applyBreakGlass(
+    deny([v]),
+    input(GIVEN, [{ violation: v, policy: { ...namespaced, breakGlass: { allowed: false, requiredAnnotations: [] } } }]),
+  );
+  const incomplete = applyBreakGlass(deny([v]), input({ [REASON]: "x" }, [{ violation: v, policy: { ...namespaced, breakGlass: permissive } }]));
+  const badTicket = applyBreakGlass(
+    deny([v]),
+    input(GIVEN, [{ violation: v, policy: { ...namespaced, breakGlass: { ...permissive, ticketPattern: /^JIRA-\d+$/ } } }]),
+  );
+  for (const d of [refusing, incomplete, badTicket]) {
+    assert.equal(d.allowed, false);
+    assert.deepEqual(
+      breakGlassViolations(d).map((b) => [b.policy, b.kind]),
+      [["team-only", "NamespacedImagePolicy"]],
+    );
+  }
+  // A cluster policy's refusal names no kind (ImagePolicy is the default).
+  const cluster = applyBreakGlass(
+    deny([v]),
+    input(GIVEN, [{ violation: v, policy: { name: "team-only", breakGlass: { allowed: false, requiredAnnotations: [] } } }]),
+  );
+  assert.deepEqual(
+    breakGlassViolations(cluster).map((b) => Object.hasOwn(b, "kind")),
+    [false],
+  );
+});

@@ -69,6 +69,16 @@ describe("NamespacedImagePolicy: loading", () => {
       'p.yaml:3 (document 1, metadata.namespace): missing required field "namespace": a NamespacedImagePolicy applies in the namespace it is in',
     ]);
     assert.match(errorsOf(SHOP_CORP_ONLY.replace("namespace: shop", "namespace: Shop_1"))[0]!, /metadata\.namespace\): must be a namespace name/);
+    const namespaceErrors = (namespace: string) => errorsOf(SHOP_CORP_ONLY.replace("namespace: shop", `namespace: ${namespace}`));
+    // 5 and true are YAML's number and boolean, not names.
+    for (const bad of ["shop_1", "shop.", "-shop", "5", "true", "a".repeat(64)])
+      assert.match(namespaceErrors(bad)[0] ?? "", /metadata\.namespace\): must be a namespace name/, bad);
+    for (const good of ["s", '"7"', "shop-2", "a".repeat(63)]) assert.deepEqual(namespaceErrors(good), [], good);
+    assert.deepEqual(
+      errorsOf(SHOP_CORP_ONLY.replace("metadata: {name: corp-only, namespace: shop}", "metadata: null")),
+      ['p.yaml:3 (document 1, metadata.namespace): missing required field "namespace": a NamespacedImagePolicy applies in the namespace it is in'],
+      "metadata that is not a map has no namespace",
+    );
   });
 
   for (const [field, value, why] of [
@@ -87,6 +97,12 @@ describe("NamespacedImagePolicy: loading", () => {
       assert.match(errors[0]!, why);
     });
   }
+
+  it("without a spec map is a load error saying so", () => {
+    const head = "apiVersion: imprimatur.dev/v1alpha1\nkind: NamespacedImagePolicy\nmetadata: {name: a, namespace: shop}\n";
+    assert.match(errorsOf(head).join("\n"), /missing required field "spec"/);
+    assert.match(errorsOf(`${head}spec: null\n`).join("\n"), /spec\): must be object/);
+  });
 
   it("refuses keys in another namespace's Secret, takes its own namespace's", () => {
     const withKey = (ref: string) =>
@@ -284,7 +300,7 @@ describe("NamespacedPodRestriction", () => {
     assert.equal(errors.length, 1, errors.join("\n"));
     assert.match(
       errors[0]!,
-      /\(document 1, binding\): a NamespacedPodRestriction cannot set binding: it applies only in its own namespace, and only as a Drop policy/,
+      /\(document 1, binding\): a NamespacedPodRestriction cannot set binding: it applies only in its own namespace, and only as a Drop policy .*\(a PodRestriction can\)$/,
     );
   });
 

@@ -98,6 +98,14 @@ test("break-glass: a dry run is decided without a record; a real admission with 
   assert.match(renderReason(real.violations), /could not be recorded in the audit log/);
 });
 
+test("break-glass annotations that are not strings (a manifest checked offline) are not read: the denial stands", async () => {
+  const e = await engine();
+  const annotations = { "break-glass.image-policy.k8s.io/reason": 42, "break-glass.image-policy.k8s.io/ticket": 7 } as unknown as Record<string, string>;
+  const d = await e.validate(subject(deployment([{ name: "a", image: "nginx:1.25" }], annotations)), call({ dryRun: true }));
+  assert.equal(d.allowed, false);
+  assert.equal(d.breakGlass, undefined);
+});
+
 test("the Recorder sees each decision once, and setPolicies swaps the set", async () => {
   const seen: Array<[string, boolean | undefined]> = [];
   const e = await engine({ ...NO_RECORDER, decision: (endpoint, d) => seen.push([endpoint, d?.allowed]) });

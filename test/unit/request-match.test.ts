@@ -150,9 +150,22 @@ test("an ImageReview is matched as a pod's creation with its namespace and annot
 
 test("offline subjects carry the resource a kind is served as (guessed from the kind), the namespace and the user", () => {
   assert.deepEqual(
-    ["Pod", "Deployment", "ReplicaSet", "CronJob", "ReplicationController", "PodTemplate", "Endpoints", "NetworkPolicy", "Ingress", "PipelineRun", ""].map(
-      guessResource,
-    ),
+    [
+      "Pod",
+      "Deployment",
+      "ReplicaSet",
+      "CronJob",
+      "ReplicationController",
+      "PodTemplate",
+      "Endpoints",
+      "NetworkPolicy",
+      "Ingress",
+      "PipelineRun",
+      "EndpointSlice",
+      "PolicyBinding",
+      "Gateway",
+      "",
+    ].map(guessResource),
     [
       "pods",
       "deployments",
@@ -164,6 +177,9 @@ test("offline subjects carry the resource a kind is served as (guessed from the 
       "networkpolicies",
       "ingresses",
       "pipelineruns",
+      "endpointslices",
+      "policybindings",
+      "gateways",
       "",
     ],
   );

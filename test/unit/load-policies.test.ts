@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtemp, writeFile, mkdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { policyCount, preparePolicies } from "../../src/core/policy-kinds.ts";
 import { loadPolicies, parsePolicyText } from "../../src/policy/load-policies.ts";
 import { PolicyLoadError, renderPolicyError } from "../../src/policy/policy-error.ts";
 import { EMBEDDED_POLICIES } from "../../src/cli/args.ts";
@@ -83,11 +84,30 @@ test("empty documents are ignored; duplicate names across files are an error", a
   await writeFile(join(dir, "notes.txt"), "not a policy");
   await assert.rejects(loadPolicies(dir), (e: unknown) => {
     assert.ok(e instanceof PolicyLoadError);
-    assert.match(e.message, /ImagePolicy "same" is already defined/);
+    assert.match(e.message, /\): ImagePolicy "same" is already defined/);
     return true;
   });
 });
 
 test("a missing policy folder is a load error, not a crash", async () => {
   await assert.rejects(loadPolicies("/nonexistent/imprimatur"), PolicyLoadError);
+});
+
+test("a loaded set counts its policies of every kind, and needs namespace labels only when some policy selects namespaces by them", () => {
+  const image = (name: string, extra = "") =>
+    `apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: {name: ${name}}\nspec:\n${extra}  rules: [{action: allow, images: ["*"]}]\n`;
+  const pods = (name: string, extra = "") => `apiVersion: imprimatur.dev/v1alpha1\nkind: PodRestriction\nmetadata: {name: ${name}}\nspec:\n${extra}`;
+  const bySelector = "  matchConstraints: {namespaceSelector: {matchLabels: {env: prod}}}\n";
+  const prepared = (...documents: string[]) => {
+    const parsed = parsePolicyText(documents.join("---\n"), "p.yaml");
+    assert.deepEqual(parsed.errors.map(renderPolicyError), []);
+    return preparePolicies(parsed.policies);
+  };
+  const plain = prepared(image("a"), image("b"), pods("c"));
+  assert.equal(policyCount(plain.set), 3);
+  assert.equal(policyCount(prepared().set), 0);
+  assert.equal(plain.usesNamespaceLabels, false);
+  assert.equal(prepared(image("a"), image("b", "  namespaceSelector: {matchLabels: {env: prod}}\n")).usesNamespaceLabels, true, "spec.namespaceSelector");
+  assert.equal(prepared(image("a"), image("b", bySelector)).usesNamespaceLabels, true, "one ImagePolicy's matchConstraints");
+  assert.equal(prepared(image("a"), pods("c", bySelector)).usesNamespaceLabels, true, "a PodRestriction's matchConstraints");
 });

@@ -149,6 +149,10 @@ describe("NamespacedImagePolicy: loading", () => {
       assert.match(e.message, /NamespacedImagePolicy "shop\/corp-only" is already defined in/);
       return true;
     });
+    const pods = await mkdtemp(join(tmpdir(), "imprimatur-namespaced-"));
+    await writeFile(join(pods, "a.yaml"), SHOP_NO_PRIVILEGED);
+    await writeFile(join(pods, "b.yaml"), SHOP_NO_PRIVILEGED);
+    await assert.rejects(loadPolicies(pods), /\): NamespacedPodRestriction "shop\/no-privileged" is already defined in/);
   });
 
   it("a cluster kind with metadata.namespace is refused, pointing at the namespaced kind", () => {

@@ -285,3 +285,245 @@ test("Pod updates are judged only when PSA would judge them", () => {
   (seccomp.metadata as Json).annotations = { "container.seccomp.security.alpha.kubernetes.io/a": "unconfined" };
   assert.equal(isSignificantPodUpdate(seccomp, pod), true);
 });
+
+test("outcomes carry nothing more than they say: no stray warning, annotation or enforced check", () => {
+  const config = withConfig({ exemptions: { namespaces: ["shop"], usernames: [], runtimeClasses: [] } });
+  assert.deepEqual(evaluatePodSecurity(request(label("enforce", "restricted"), podOf(PRIVILEGED_SPEC)), config), {
+    allowed: true,
+    warnings: [],
+    auditAnnotations: { [POD_SECURITY_ANNOTATIONS.exempt]: "namespace" },
+    exempt: "namespace",
+    enforced: [],
+  });
+  assert.deepEqual(evaluatePodSecurity(request(label("enforce", "baseline"), podOf(PLAIN_SPEC)), cx), {
+    allowed: true,
+    warnings: [],
+    auditAnnotations: { [POD_SECURITY_ANNOTATIONS.enforcePolicy]: "baseline:latest" },
+    enforced: [],
+  });
+  assert.deepEqual(evaluatePodSecurity(request(undefined, podOf(PLAIN_SPEC)), cx), {
+    allowed: false,
+    denial: "failed to lookup namespace shop",
+    warnings: [],
+    auditAnnotations: { [POD_SECURITY_ANNOTATIONS.error]: "failed to lookup namespace shop" },
+    enforced: [],
+  });
+  assert.deepEqual(evaluatePodSecurity(request(undefined, deploymentOf(PLAIN_SPEC)), cx), {
+    allowed: true,
+    warnings: [],
+    auditAnnotations: { [POD_SECURITY_ANNOTATIONS.error]: "failed to lookup namespace shop: its labels are unknown" },
+    enforced: [],
+  });
+});
+
+test("where labels come from the user, the lookup failure says how to give them", () => {
+  const out = evaluatePodSecurity(request(undefined, podOf(PLAIN_SPEC)), { ...cx, unknownNamespaceHint: "give its labels with --namespace-labels" });
+  assert.equal(out.denial, "failed to lookup namespace shop (give its labels with --namespace-labels)");
+  assert.deepEqual(out.auditAnnotations, { [POD_SECURITY_ANNOTATIONS.error]: "failed to lookup namespace shop" });
+});
+
+test("an audit level alone is evaluated: the namespace is not all privileged", () => {
+  const out = evaluatePodSecurity(request({ ...label("enforce", "privileged"), ...label("audit", "baseline") }, podOf(PRIVILEGED_SPEC)), cx);
+  assert.equal(out.allowed, true);
+  assert.equal(
+    out.auditAnnotations[POD_SECURITY_ANNOTATIONS.auditViolations],
+    'would violate PodSecurity "baseline:latest": privileged (container "app" must not set securityContext.privileged=true)',
+  );
+});
+
+test("only an exempt runtime class exempts: another one, or none, is judged", () => {
+  const config = withConfig({ exemptions: { namespaces: [], usernames: [], runtimeClasses: ["kata"] } });
+  for (const spec of [PRIVILEGED_SPEC, { ...PRIVILEGED_SPEC, runtimeClassName: "runc" }, { ...PRIVILEGED_SPEC, runtimeClassName: "" }]) {
+    const out = evaluatePodSecurity(request(label("enforce", "baseline"), podOf(spec)), config);
+    assert.equal(out.allowed, false);
+    assert.equal(out.exempt, undefined);
+  }
+});
+
+test("cachedProfileAt compiles each level and version once", () => {
+  const names: string[] = [];
+  const profileAt = cachedProfileAt((name) => {
+    names.push(name);
+    return cx.profileAt("baseline", "latest");
+  });
+  for (let i = 0; i < 2; i++) {
+    profileAt("restricted", "latest");
+    profileAt("baseline", 25);
+    profileAt("restricted", 25);
+  }
+  assert.deepEqual(names, ["restricted", "baseline@v1.25", "restricted@v1.25"]);
+});
+
+test("Pod updates: seccomp annotations, container counts and ephemeral containers as PSA compares them", () => {
+  const base = existingPod(
+    "p",
+    {
+      containers: [{ name: "a", image: "a:1" }],
+      initContainers: [{ name: "i", image: "i:1" }],
+      ephemeralContainers: [
+        { name: "d1", image: "busybox" },
+        { name: "d2", image: "alpine" },
+      ],
+    },
+    { annotations: { "seccomp.security.alpha.kubernetes.io/pod": "runtime/default", "container.seccomp.security.alpha.kubernetes.io/a": "runtime/default" } },
+  );
+  const edit = (change: (p: Json) => void) => {
+    const p = structuredClone(base);
+    change(p);
+    return p;
+  };
+  const spec = (p: Json) => p.spec as Json;
+  const annotations = (p: Json) => (p.metadata as Json).annotations as Json;
+  // The same annotations and ephemeral containers on both sides change nothing.
+  assert.equal(
+    isSignificantPodUpdate(
+      edit((p) => ((p.metadata as Json).labels = { a: "b" })),
+      base,
+    ),
+    false,
+  );
+  assert.equal(
+    isSignificantPodUpdate(
+      edit((p) => (annotations(p)["seccomp.security.alpha.kubernetes.io/pod"] = "unconfined")),
+      base,
+    ),
+    true,
+  );
+  assert.equal(
+    isSignificantPodUpdate(
+      edit((p) => delete annotations(p)["seccomp.security.alpha.kubernetes.io/pod"]),
+      base,
+    ),
+    true,
+  );
+  assert.equal(
+    isSignificantPodUpdate(
+      edit((p) => ((spec(p).initContainers as Json[])[0]!.image = "i:2")),
+      base,
+    ),
+    true,
+  );
+  assert.equal(
+    isSignificantPodUpdate(
+      edit((p) => (spec(p).initContainers = [])),
+      base,
+    ),
+    true,
+  );
+  assert.equal(
+    isSignificantPodUpdate(
+      edit((p) => (spec(p).containers = [])),
+      base,
+    ),
+    true,
+  );
+  assert.equal(
+    isSignificantPodUpdate(
+      edit((p) => ((spec(p).ephemeralContainers as Json[])[1]!.image = "alpine:2")),
+      base,
+    ),
+    true,
+  );
+  // An empty list is no list.
+  const bare = existingPod("p", { containers: [{ name: "a", image: "a:1" }] });
+  const emptyLists = existingPod("p", { containers: [{ name: "a", image: "a:1" }], initContainers: [], ephemeralContainers: [] });
+  assert.equal(isSignificantPodUpdate(emptyLists, bare), false);
+  assert.equal(isSignificantPodUpdate(bare, emptyLists), false);
+});
+
+test("a namespace create answers only for its labels: a new namespace has no pods to check", () => {
+  assert.deepEqual(checkNamespaceChange({ operation: "CREATE", name: "shop", labels: label("enforce", "restricted") }, undefined, cx), {
+    allowed: true,
+    warnings: [],
+    auditAnnotations: {},
+  });
+  assert.deepEqual(checkNamespaceChange({ operation: "CREATE", name: "shop", labels: label("enforce", "strict") }, undefined, cx), {
+    allowed: false,
+    denial:
+      'Namespace "shop" is invalid: metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: "strict": must be one of privileged, baseline, restricted',
+    warnings: [],
+    auditAnnotations: {},
+  });
+});
+
+test("an update that changes its invalid labels is refused, even when the old ones were invalid too", () => {
+  const out = checkNamespaceChange({ operation: "UPDATE", name: "shop", labels: label("enforce", "stricter"), oldLabels: label("enforce", "strict") }, [], cx);
+  assert.deepEqual(out, {
+    allowed: false,
+    denial:
+      'Namespace "shop" is invalid: metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: "stricter": must be one of privileged, baseline, restricted',
+    warnings: [],
+    auditAnnotations: {},
+  });
+});
+
+test("enforce: the same level at another version is checked; privileged at any version is not", () => {
+  const pods = [existingPod("p", PRIVILEGED_SPEC)];
+  const v125 = { ...label("enforce", "baseline"), ...label("enforce-version", "v1.25") };
+  assert.deepEqual(checkNamespaceChange({ operation: "UPDATE", name: "shop", labels: label("enforce", "baseline"), oldLabels: v125 }, pods, cx).warnings, [
+    'existing pods in namespace "shop" violate the new PodSecurity enforce level "baseline:latest"',
+    "p: privileged",
+  ]);
+  // Relaxed to privileged at another version: no pod is listed, so none can be reported missing or unchecked.
+  const relaxed = { operation: "UPDATE" as const, name: "shop", labels: label("enforce", "privileged"), oldLabels: v125 };
+  assert.deepEqual(checkNamespaceChange(relaxed, undefined, cx).warnings, []);
+  assert.deepEqual(checkNamespaceChange(relaxed, pods, cx, { maxPods: 0 }).warnings, []);
+});
+
+test("a stricter enforce level that every existing pod meets warns of nothing", () => {
+  const out = checkNamespaceChange(
+    { operation: "UPDATE", name: "shop", labels: label("enforce", "baseline"), oldLabels: {} },
+    [existingPod("p", PLAIN_SPEC)],
+    cx,
+  );
+  assert.deepEqual(out, { allowed: true, warnings: [], auditAnnotations: {} });
+});
+
+test("existing pods' warnings are sorted, each naming the lexically first pod of its reasons", () => {
+  const app = (extra: Json = {}) => ({ name: "app", image: "app:1", ...extra });
+  const pods = [
+    existingPod("e", PRIVILEGED_SPEC),
+    existingPod("c", { hostNetwork: true, containers: [app()] }),
+    existingPod("a-2", { volumes: [{ name: "h", hostPath: { path: "/" } }], containers: [app()] }),
+    existingPod("a-1", { volumes: [{ name: "h", hostPath: { path: "/" } }], containers: [app()] }),
+    existingPod("a-3", { volumes: [{ name: "h", hostPath: { path: "/" } }], containers: [app()] }),
+    existingPod("d", { containers: [app({ ports: [{ containerPort: 80, hostPort: 80 }] })] }),
+    existingPod("b", { containers: [app({ securityContext: { capabilities: { add: ["SYS_ADMIN"] } } })] }),
+    // Annotations count: the pod's metadata is judged as well as its spec.
+    existingPod("f", { containers: [app()] }, { annotations: { "container.apparmor.security.beta.kubernetes.io/app": "unconfined" } }),
+  ];
+  assert.deepEqual(checkNamespaceChange({ operation: "UPDATE", name: "shop", labels: label("enforce", "baseline"), oldLabels: {} }, pods, cx).warnings, [
+    'existing pods in namespace "shop" violate the new PodSecurity enforce level "baseline:latest"',
+    "a-1 (and 2 other pods): hostPath volumes",
+    "b: non-default capabilities",
+    "c: host namespaces",
+    "d: hostPort",
+    "e: privileged",
+    "f: forbidden AppArmor profile",
+  ]);
+});
+
+test("which pods come first under the limit: those without a controller all do; an owner that is not the controller does not count", () => {
+  const ownedBy = (uid: string) => ({ ownerReferences: [{ apiVersion: "v1", kind: "ConfigMap", name: "cm", uid, controller: false }] });
+  const req = { operation: "UPDATE" as const, name: "shop", labels: label("enforce", "baseline"), oldLabels: {} };
+  const config = withConfig({ exemptions: { namespaces: [], usernames: [], runtimeClasses: ["kata"] } });
+  // Two pods owned (not controlled) by the same object are both first, before a controlled pod.
+  const owned = [
+    existingPod("o-1", PLAIN_SPEC, ownedBy("cm-1")),
+    existingPod("o-2", PRIVILEGED_SPEC, ownedBy("cm-1")),
+    existingPod("r-1", PLAIN_SPEC, controlledBy("rs")),
+  ];
+  assert.deepEqual(checkNamespaceChange(req, owned, config, { maxPods: 2 }).warnings, [
+    "new PodSecurity enforce level only checked against the first 2 of 3 existing pods",
+    'existing pods in namespace "shop" violate the new PodSecurity enforce level "baseline:latest"',
+    "o-2: privileged",
+  ]);
+  const loose = [existingPod("l-1", PLAIN_SPEC), existingPod("l-2", PRIVILEGED_SPEC), existingPod("r-1", PLAIN_SPEC, controlledBy("rs"))];
+  assert.deepEqual(checkNamespaceChange(req, loose, config, { maxPods: 2 }).warnings.at(-1), "l-2: privileged");
+  // A runtime class that is not exempt is checked like any other.
+  const runc = [existingPod("runc", { ...PRIVILEGED_SPEC, runtimeClassName: "runc" }), existingPod("kata", { ...PRIVILEGED_SPEC, runtimeClassName: "kata" })];
+  assert.deepEqual(checkNamespaceChange(req, runc, config).warnings, [
+    'existing pods in namespace "shop" violate the new PodSecurity enforce level "baseline:latest"',
+    "runc: privileged",
+  ]);
+});

@@ -13,6 +13,7 @@ import {
   policyOfLabels,
   PRIVILEGED_POLICY,
   renderLabelErrors,
+  sameLevelVersion,
   type PodSecurityPolicy,
 } from "../../../src/core/pod-security/psa-labels.ts";
 
@@ -38,7 +39,7 @@ test("versions: latest and v1.MINOR without leading zeros, as PSA's versionRegex
     assert.equal(formatLevelVersion({ level: "baseline", version: v }).slice("baseline:".length), printed);
   }
   // Go's Atoi fails beyond int64, so PSA treats the label as invalid.
-  const refused = ["Latest", "1.25", "v1.025", "v1.", "v2.0", "v0.9", "v1.25.0", "v1.-1", "v1.9223372036854775808", " v1.25", ""];
+  const refused = ["Latest", "1.25", "v1.025", "v1.", "v2.0", "v0.9", "v1.25.0", "v1.-1", "v1.9223372036854775808", "v1.10000000000000000000", " v1.25", ""];
   for (const text of refused) assert.equal(parseVersion(text), undefined, text);
 });
 
@@ -126,4 +127,16 @@ test("values are quoted as Go's %q quotes them", () => {
   assert.equal(goQuote('a"b\\c'), '"a\\"b\\\\c"');
   assert.equal(goQuote("a\nb\u0001"), '"a\\nb\\x01"');
   assert.equal(goQuote("héllo"), '"héllo"');
+  // Tab and carriage return have their own escapes; other control characters and DEL are \xNN; a space is kept.
+  assert.equal(goQuote("a\tb\rc"), '"a\\tb\\rc"');
+  assert.equal(goQuote("a b\u001f\u007f~"), '"a b\\x1f\\x7f~"');
+});
+
+test("a level and version are the same when both print the same (PSA compares LevelVersions so)", () => {
+  const at = (level: "baseline" | "restricted", version: string) => ({ level, version: parseVersion(version)! });
+  assert.equal(sameLevelVersion(at("baseline", "v1.25"), at("baseline", "v1.25")), true);
+  assert.equal(sameLevelVersion(at("baseline", "latest"), at("baseline", "latest")), true);
+  assert.equal(sameLevelVersion(at("baseline", "v1.25"), at("restricted", "v1.25")), false);
+  assert.equal(sameLevelVersion(at("baseline", "v1.25"), at("baseline", "v1.26")), false);
+  assert.equal(sameLevelVersion(at("baseline", "v1.25"), at("baseline", "latest")), false);
 });

@@ -12,6 +12,7 @@ export function closestField(key: string, known: readonly string[]): string | un
   let bestDistance = limit + 1;
   for (const candidate of known) {
     const d = editDistance(lower, candidate.toLowerCase(), limit);
+    if (d > limit) continue; // too far to be a slip, even when it is the only known field
     if (d < bestDistance) [best, bestDistance] = [[candidate], d];
     else if (d === bestDistance) best.push(candidate);
   }

@@ -21,6 +21,21 @@ test("the one close known field, or none", () => {
   assert.equal(closestField("digestMutat", ["digestMutate", "digestMutant"]), undefined, "two equally close: no guess");
   assert.equal(closestField("colour", known), undefined);
   assert.equal(closestField("ab", ["ac", "bb"]), undefined);
+  assert.equal(closestField("colour", ["images"]), undefined, "the only known field, but far");
+  assert.equal(closestField("colour", []), undefined);
+  assert.equal(closestField("IMAGE", ["image", "Image"]), undefined, "two the same but case: no guess");
+  // One edit below six letters, two from six on.
+  assert.equal(closestField("imgs", ["images"]), undefined);
+  assert.equal(closestField("axtiom", ["action"]), "action");
+  assert.equal(closestField("atestor", ["attestors"]), "attestors");
+  // A transposition of neighbours is one edit; letters that only look swapped are not.
+  assert.equal(closestField("imgae", ["image"]), "image");
+  assert.equal(closestField("mgae", ["image"]), undefined, "a deletion and a transposition are two edits");
+  assert.equal(closestField("ax", ["ya"]), undefined);
+  assert.equal(closestField("ab", ["bc"]), undefined);
+  assert.equal(closestField("abcd", ["bacd"]), "bacd");
+  assert.equal(closestField("abdc", ["abcd"]), "abcd");
+  assert.equal(closestField("bxca", ["abc"]), undefined);
   assert.equal(unknownFieldMessage("imagess", known), 'unknown field "imagess"; did you mean "images"?');
   assert.equal(unknownFieldMessage("colour", known), 'unknown field "colour"');
 });

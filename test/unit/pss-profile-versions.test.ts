@@ -120,6 +120,13 @@ const CHANGES: Change[] = [
     restricted: always("baseline/sysctls"),
   },
   {
+    // Pod Security Admission refuses the name "" (a sysctl without a name); only an offline manifest can hold one.
+    name: "a sysctl without a name (never safe)",
+    tweak: (p) => (p.spec.securityContext.sysctls = [{ value: "1" }]),
+    baseline: always("baseline/sysctls"),
+    restricted: always("baseline/sysctls"),
+  },
+  {
     name: "SELinux type container_engine_t (allowed from v1.31, PR 126165)",
     tweak: (p) => (sc(p).seLinuxOptions = { type: "container_engine_t" }),
     baseline: { 0: "baseline/seLinuxOptions", 31: "allow" },
@@ -156,6 +163,21 @@ const CHANGES: Change[] = [
   {
     name: "seccompProfile Unconfined on a container (fields checked from v1.19)",
     tweak: (p) => (sc(p).seccompProfile = { type: "Unconfined" }),
+    baseline: { 0: "allow", 19: "baseline/seccompProfile_baseline" },
+    restricted: { 0: "allow", 19: "restricted/seccompProfile_restricted" },
+  },
+  {
+    // Baseline allows a set profile only when it is RuntimeDefault or Localhost, as PSA's check does: a profile with
+    // another type, or none, is refused like Unconfined (the apiserver's validation refuses both before admission,
+    // so only an offline manifest can hold them).
+    name: "seccompProfile with no type, or an unknown one, on the pod (fields checked from v1.19)",
+    tweak: (p) => (p.spec.securityContext.seccompProfile = {}),
+    baseline: { 0: "allow", 19: "baseline/seccompProfile_baseline" },
+    restricted: { 0: "allow", 19: "restricted/seccompProfile_restricted" },
+  },
+  {
+    name: "seccompProfile of an unknown type on a container (fields checked from v1.19)",
+    tweak: (p) => (sc(p).seccompProfile = { type: "runtimeDefault" }),
     baseline: { 0: "allow", 19: "baseline/seccompProfile_baseline" },
     restricted: { 0: "allow", 19: "restricted/seccompProfile_restricted" },
   },

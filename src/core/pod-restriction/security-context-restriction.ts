@@ -111,10 +111,11 @@ const sysctls: FieldSpec = {
     const map: Record<string, unknown> = {};
     const index = new Map<string, number>();
     list.value.forEach((s, i) => {
-      if (isObject(s) && typeof s.name === "string") {
-        map[s.name] = s.value;
-        index.set(s.name, i);
-      }
+      if (!isObject(s)) return;
+      // A sysctl without a name is the name "" to Pod Security Admission, which no allowed list holds.
+      const name = typeof s.name === "string" ? s.name : "";
+      map[name] = s.value;
+      index.set(name, i);
     });
     const fieldOf = (name: string) => (index.has(name) ? joinField(`${list.field}[${index.get(name)}]`, "name") : list.field);
     return { value: map, field: list.field, childOf: (name) => ({ value: map[name], field: fieldOf(name) }) };

@@ -225,6 +225,9 @@ test("an AdmissionConfiguration: its apiVersions, and a PodSecurity plugin that 
     message: "must be one of apiserver.config.k8s.io/v1, apiserver.k8s.io/v1alpha1 for an AdmissionConfiguration",
     path: "apiVersion",
   });
+  assert.deepEqual(problemsOf(admission("apiserver.config.k8s.io/v1", `${embedded}plugin: []\n`)), [
+    { line: 9, path: "plugin", message: 'unknown field; did you mean "plugins"?' },
+  ]);
   assert.deepEqual(problemsOf(admission("apiserver.config.k8s.io/v1", "plugins: {name: PodSecurity}\n")), [
     { line: 3, path: "plugins", message: "must be a list of plugins, one of them named PodSecurity" },
   ]);

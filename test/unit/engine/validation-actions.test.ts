@@ -59,6 +59,7 @@ test("Audit admits and lists the failure in the validation-failures audit annota
   const d = await validate(await engineOf(imagePolicy("[Audit]")), pod([{ name: "a", image: "docker.io/library/nginx:1.25" }]));
   assert.equal(d.allowed, true);
   assert.deepEqual(d.warnings, []);
+  assert.ok("validation-failures" in d.auditAnnotations, "the key the audit log shows after the webhook's name");
   assert.deepEqual(JSON.parse(d.auditAnnotations[VALIDATION_FAILURES_ANNOTATION]!), [
     {
       message: "no rule of this policy allows this image",
@@ -103,6 +104,17 @@ test("one warned and one denied image: denied by the second only, warned about t
     ["nginx:latest"],
   );
   assert.doesNotMatch(d.auditAnnotations.reason ?? "", /nginx/);
+  assert.deepEqual(d.warnings, ['image "nginx:latest" (spec.containers[0].image) violates policy trusted rules[0]: pin a version']);
+});
+
+test("a long list of audited failures is capped in the annotation, with the number left out", async () => {
+  const containers = Array.from({ length: 25 }, (_, i) => ({ name: `c${i}`, image: `quay.io/app:${i}` }));
+  const d = await validate(await engineOf(imagePolicy("[Audit]")), pod(containers));
+  assert.equal(d.allowed, true);
+  const audited = JSON.parse(d.auditAnnotations[VALIDATION_FAILURES_ANNOTATION]!) as Array<{ message: string; image?: string }>;
+  assert.equal(audited.length, 21);
+  assert.equal(audited[19]!.image, "quay.io/app:19");
+  assert.deepEqual(audited[20], { message: "… and 5 more failures" });
 });
 
 test("break-glass sets aside what denies; a warned failure stays a warning", async () => {
@@ -138,6 +150,7 @@ test("PodRestriction: a check's actions take the place of the policy's", async (
     priv.violations.map((v) => [v.kind, v.rule, v.actions]),
     [["PodRestriction", "privileged", ["Deny"]]],
   );
+  assert.equal(priv.advisories, undefined, "nothing only warned or audited");
   const hostNet = await validate(e, { ...pod([{ name: "a", image: "x" }]) });
   assert.equal(hostNet.allowed, true);
   const plan = subjectOfObject({
@@ -149,6 +162,10 @@ test("PodRestriction: a check's actions take the place of the policy's", async (
   assert.ok(plan.review);
   const audited = await validate(e, plan.subject);
   assert.equal(audited.allowed, true);
+  assert.deepEqual(
+    audited.advisories?.map((v) => v.rule),
+    ["hostNetwork"],
+  );
   assert.deepEqual(
     JSON.parse(audited.auditAnnotations[VALIDATION_FAILURES_ANNOTATION]!).map((f: { kind: string; rule: string }) => [f.kind, f.rule]),
     [["PodRestriction", "hostNetwork"]],
@@ -171,8 +188,9 @@ test("validationActions that are not a list of distinct actions, or Deny with Wa
   ]);
   assert.deepEqual(await loadErrors(imagePolicy("[Audit, Audit]")), ["spec.validationActions: lists Audit twice"]);
   assert.match((await loadErrors(imagePolicy("[Enforce]"))).join("\n"), /validationActions/);
+  assert.deepEqual(await loadErrors(podRestriction("[Enforce]", "")), ['spec.validationActions: must hold only Deny, Warn, Audit; got "Enforce"']);
   assert.match((await loadErrors(imagePolicy("", "[Warn, Deny]"))).join("\n"), /spec\.rules\[0\]\.validationActions: cannot hold both Deny and Warn/);
-  assert.match((await loadErrors(podRestriction("", "[]"))).join("\n"), /spec\.checks\[0\]\.validationActions/);
+  assert.deepEqual(await loadErrors(podRestriction("", "[]")), ["spec.checks[0].validationActions: must be a non-empty list of Deny, Warn, Audit"]);
   const accept = `
 apiVersion: imprimatur.dev/v1alpha1
 kind: PodRestriction

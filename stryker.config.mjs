@@ -195,7 +195,8 @@ export default {
   // Below 80% of mutants killed the area fails (issue 21: every survivor is equivalent or gets a test).
   thresholds: { high: 90, low: 80, break: 80 },
   // One sandbox folder per area, so two areas can run side by side.
-  ignorePatterns: [".state", ".scratch", "reports", ".stryker-tmp"],
+  // Anchored: deploy/crds/reports (read by the report tests) must reach the sandbox.
+  ignorePatterns: ["/.state", "/.scratch", "/reports", "/.stryker-tmp"],
   tempDirName: `.stryker-tmp/${areaName}`,
   // A re-run tests only the mutants whose code or tests changed since the last complete run of the area.
   incremental: true,

@@ -43,6 +43,7 @@ export const areas = {
       "test/unit/compile-attestors.test.ts",
       "test/unit/verification/attestor-policy.test.ts",
       "test/unit/verification/evaluation.test.ts",
+      "test/unit/namespaced-policies.test.ts",
     ],
   },
   "trust-root": {

@@ -79,11 +79,17 @@ test("numbers in text: signs, fractions, exponents and surrounding spaces are re
     ["1e-3", 0.001],
     ["2e10", 2e10],
     [" 5 ", 5],
+    // Read as the number they write, not as a fraction times a power of ten (2.3 × 10² is 229.99999999999997).
+    ["2.3e2", 230],
+    ["2.3e-1", 0.23],
+    ["4.35e12", 4.35e12],
   ] as const) {
     assert.equal(holds(text, "Equals", value), true, text);
   }
   assert.equal(holds("-5", "GreaterThan", -6), true);
   for (const text of ["5x", "x5", "1e", "1.2.3", "1e3.5", "--5", "."]) assert.equal(holds(text, "Equals", Number.parseFloat(text)), false, text);
+  // Text that only starts like a number (a version, a date) is text, equal to itself.
+  for (const text of ["1.2.3", "2024-01", "1e.5"]) assert.equal(holds(text, "Equals", text), true, text);
 });
 
 test("a number written with an exponent and the same quantity with a suffix are equal, either way round", () => {

@@ -168,6 +168,8 @@ test('a literal that is both a duration and a quantity ("500m") is refused at lo
     'conditions.0.all.0.value: "500m" is both 500 minutes and the quantity 0.5: write "8h20m0s" for the duration or "0.5" for the quantity',
   ]);
   assert.deepEqual(errors("{{ size }}", "1.5m").length, 1, "in key too");
+  for (const literal of ["-5m", "+5m", "1.25m", "5.m", ".25m", " 500m "]) assert.match(errors(literal).join(), /is both .* minutes and the quantity/, literal);
+  assert.deepEqual(errors("1h30m"), [], "a duration with minutes is a duration only");
   assert.deepEqual(errors("500m0s"), []);
   assert.deepEqual(errors("0.5"), []);
   assert.deepEqual(errors("500Mi"), []);

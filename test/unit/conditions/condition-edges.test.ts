@@ -112,6 +112,18 @@ test("quantities: the whole text must be one, with sign, fraction and exponent r
   for (const text of ["x1Ki", "1Kix", "1Ki ", "1 Ki", "Ki", "1e", "1ex", "1.2.3k", "k1"]) assert.equal(parseQuantity(text), undefined, text);
 });
 
+test("the same quantity written with other suffixes or exponents is equal, as it is to Kubernetes", () => {
+  assert.equal(holds("2.3u", "Equals", "2300n"), true);
+  assert.equal(holds("2300n", "Equals", "2.3u"), true);
+  assert.equal(holds("2.3u", "Equals", 0.0000023), true);
+  assert.equal(holds("2.3e2k", "Equals", 230000), true);
+  assert.equal(holds("0.1m", "Equals", "100u"), true);
+  assert.equal(holds("1.1k", "Equals", "1100"), true);
+  assert.equal(holds("2.3u", "Equals", "2301n"), false);
+  assert.equal(parseQuantity("5.m"), 0.005);
+  assert.equal(parseQuantity("1.5e1Ki"), 15360);
+});
+
 test("messages show values as JSON, long ones shortened to 120 characters", () => {
   assert.equal(compare(undefined, "Equals", undefined), "the field is missing (nothing found), so it is not Equals nothing (not found)");
   const exact = "x".repeat(118); // 120 characters with its quotes

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { imagePolicyKind } from "../../src/core/image-policy/image-policy-kind.ts";
+import { compileNamespacedImagePolicy } from "../../src/core/image-policy/namespaced-image-policy.ts";
 import { evaluateImagePolicies, type ImagePolicy } from "../../src/core/image-policy/image-policy.ts";
 import { verificationsNeeded, verifiedImagesPatches } from "../../src/core/image-policy/image-verification.ts";
 import { verificationKey, verifiedImagesRecord, type ImageVerification } from "../../src/core/image-policy/verification-results.ts";
@@ -251,4 +252,146 @@ test("Secret references with one-character names", () => {
   const entry = p.rules[0]!.attestors![0]!.entries[0]!;
   assert.ok(entry.type === "staticKey" && "secretRef" in entry.key);
   assert.deepEqual(entry.key.secretRef, { namespace: "n", secret: "s", key: "cosign.pub" });
+});
+
+test("validationActions: the policy's and each rule's are kept; a bad list is a load error naming its field", () => {
+  const p = policy({
+    validationActions: ["Warn"],
+    rules: [
+      { action: "deny", images: ["*:latest"], validationActions: ["Audit"] },
+      { action: "allow", images: ["registry.example.com/*"] },
+    ],
+  });
+  assert.deepEqual(p.validationActions, ["Warn"]);
+  assert.deepEqual(p.rules[0]!.validationActions, ["Audit"]);
+  assert.ok(!("validationActions" in p.rules[1]!));
+  assert.ok(!("validationActions" in strict), "a policy without the field says nothing of it");
+  const errors = (spec: Record<string, unknown>) => compile(spec).issues.map((i) => [i.path, i.message]);
+  assert.deepEqual(errors({ validationActions: ["Deny", "Warn"], rules: [{ action: "allow", images: ["*"] }] }), [
+    [["spec", "validationActions"], "cannot hold both Deny and Warn (a denial already tells the user why; ValidatingAdmissionPolicy refuses the pair too)"],
+  ]);
+  assert.deepEqual(errors({ rules: [{ action: "allow", images: ["*"], validationActions: ["Audit", "Audit"] }] }), [
+    [["spec", "rules", 0, "validationActions"], "lists Audit twice"],
+  ]);
+});
+
+test("validationActions in evaluation: what does not deny is an advisory; a rule's own take the place of the policy's", () => {
+  const warned = policy(
+    {
+      validationActions: ["Warn"],
+      rules: [
+        { action: "deny", images: ["*:latest"], message: "pin a version", validationActions: ["Deny", "Audit"] },
+        { action: "allow", images: ["registry.example.com/*"] },
+      ],
+    },
+    "warned",
+  );
+  const other = evaluateImagePolicies([warned], req(["docker.io/other:1"]), {});
+  assert.equal(other.allowed, true, "the default rule fails with the policy's Warn");
+  assert.deepEqual(other.violations, []);
+  assert.deepEqual(other.advisories, [
+    {
+      policy: "warned",
+      rule: "default",
+      image: "docker.io/other:1",
+      field: "spec.containers[0].image",
+      message: "no rule of this policy allows this image",
+      actions: ["Warn"],
+    },
+  ]);
+  const latest = evaluateImagePolicies([warned], req(["docker.io/other:latest"]), {});
+  assert.equal(latest.allowed, false, "rules[0] denies with its own Deny, Audit");
+  assert.deepEqual(latest.violations, [
+    {
+      policy: "warned",
+      rule: "rules[0]",
+      image: "docker.io/other:latest",
+      field: "spec.containers[0].image",
+      message: "pin a version",
+      actions: ["Deny", "Audit"],
+    },
+  ]);
+  assert.ok(!("advisories" in latest), "no failure was only warned or audited");
+  const denied = evaluateImagePolicies([strict], req(["docker.io/other:1"]), {});
+  assert.ok(!("advisories" in denied));
+  assert.deepEqual(denied.violations[0], {
+    policy: "strict",
+    rule: "default",
+    image: "docker.io/other:1",
+    field: "spec.containers[0].image",
+    message: "no rule of this policy allows this image",
+  });
+  assert.ok(!("advisories" in evaluateImagePolicies([strict], req(["registry.example.com/app:1"]), {})));
+});
+
+test("a namespaced policy's passes, denials and advisories name its kind; a cluster policy's denials name none", () => {
+  const namespaced = (spec: Record<string, unknown>) => {
+    const compiled = compileNamespacedImagePolicy(
+      { apiVersion: "imprimatur.dev/v1alpha1", kind: "NamespacedImagePolicy", metadata: { name: "own", namespace: "shop" }, spec },
+      { source: { origin: "p.yaml" } },
+    );
+    assert.deepEqual(compiled.issues, []);
+    return compiled.policy!;
+  };
+  const own = namespaced({ rules: [{ action: "allow", images: ["registry.example.com/*"] }] });
+  const d = evaluateImagePolicies([own, strict], req(["registry.example.com/app:1", "docker.io/other:1"]), {});
+  assert.deepEqual(d.passes, [
+    { kind: "NamespacedImagePolicy", policy: "shop/own", rule: "rules[0]", image: "registry.example.com/app:1", field: "spec.containers[0].image" },
+    { kind: "ImagePolicy", policy: "strict", rule: "rules[0]", image: "registry.example.com/app:1", field: "spec.containers[0].image" },
+  ]);
+  assert.deepEqual(
+    d.violations.map((v) => [v.policy, v.kind, v.actions]),
+    [
+      ["shop/own", "NamespacedImagePolicy", undefined],
+      ["strict", undefined, undefined],
+    ],
+  );
+  assert.ok(!("kind" in d.violations[1]!));
+  const audited = evaluateImagePolicies(
+    [namespaced({ validationActions: ["Audit"], rules: [{ action: "allow", images: ["registry.example.com/*"] }] })],
+    req(["docker.io/other:1"]),
+    {},
+  );
+  assert.deepEqual(
+    audited.advisories?.map((v) => [v.policy, v.kind, v.actions]),
+    [["shop/own", "NamespacedImagePolicy", ["Audit"]]],
+  );
+});
+
+const compileNamespaced = (spec: Record<string, unknown>) =>
+  compileNamespacedImagePolicy(
+    { apiVersion: "imprimatur.dev/v1alpha1", kind: "NamespacedImagePolicy", metadata: { name: "own", namespace: "shop" }, spec },
+    { source: { origin: "p.yaml" } },
+  );
+const withKeyRef = (keyRef: unknown) => ({
+  rules: [{ action: "allow", images: ["registry.example.com/*"], attestors: [{ entries: [{ staticKey: { keyRef } }] }] }],
+});
+
+test("a namespaced policy that names another namespace's Secret compiles to no policy at all, only the refusal", () => {
+  const compiled = compileNamespaced(withKeyRef("k8s://kube-system/signing"));
+  assert.equal(compiled.policy, undefined, "a caller that kept a policy with issues would read a Secret outside the namespace");
+  assert.deepEqual(
+    compiled.issues.map((i) => i.path),
+    [["spec", "rules", 0, "attestors", 0, "entries", 0, "staticKey", "keyRef"]],
+  );
+});
+
+test("a namespaced policy: only a keyRef names a Secret; a keyRef that is no string is a schema error, not a crash", () => {
+  const message = compileNamespaced({
+    rules: [{ action: "allow", images: ["registry.example.com/*"] }],
+    defaultMessage: "k8s://kube-system/signing holds no key of yours",
+  });
+  assert.deepEqual(message.issues, []);
+  assert.equal(message.policy?.defaultMessage, "k8s://kube-system/signing holds no key of yours");
+  // A key file is no Secret: it is refused here only because this policy was not loaded from a file.
+  assert.deepEqual(
+    compileNamespaced(withKeyRef("keys/cosign.pub")).issues.map((i) => i.message),
+    ["key files can only be named by policies loaded from files"],
+  );
+  const numeric = compileNamespaced(withKeyRef(42));
+  assert.equal(numeric.policy, undefined);
+  assert.deepEqual(
+    numeric.issues.map((i) => i.path),
+    [["spec", "rules", 0, "attestors", 0, "entries", 0, "staticKey", "keyRef"]],
+  );
 });

@@ -137,7 +137,13 @@ export const areas = {
   // Which requests a policy is for (matchConstraints: resources, selectors, subjects, matchConditions).
   "request-match": {
     mutate: ["src/core/request-match/*.ts"],
-    testFiles: ["test/unit/request-match.test.ts", "test/unit/cli/check-request-scope.test.ts", "test/unit/label-selector.test.ts"],
+    testFiles: [
+      "test/unit/request-match.test.ts",
+      "test/unit/request-match-compile.test.ts",
+      "test/unit/request-scope.test.ts",
+      "test/unit/cli/check-request-scope.test.ts",
+      "test/unit/label-selector.test.ts",
+    ],
   },
   // Policy reports in both formats, from the background scan's results.
   "policy-reports": {

@@ -1,8 +1,8 @@
 // From a policy's `spec.matchConstraints` and `spec.matchConditions` to a RequestMatch, for every policy kind.
 // Checked here in full (the PodRestriction kind has no schema pass before its compiler), with VAP's rules: every
 // list of a resource rule non-empty, operations among CREATE, UPDATE and "*" (the only ones Imprimatur is sent),
-// condition names unique, at most 64 conditions. An exclusion that covers the whole match is a load error: such
-// a policy would apply to nothing.
+// condition names unique, at most 64 conditions. An exclusion that covers the whole match, or an empty
+// resourceRules or subjects, is a load error: such a policy would apply to nothing.
 import { compileCel } from "../conditions/cel-expression.ts";
 import { isObject } from "../json-shapes.ts";
 import { readLabelSelector } from "../label-selector.ts";
@@ -37,6 +37,7 @@ function compileConstraints(raw: unknown, path: Path, match: RequestMatch, issue
   for (const field of ["resourceRules", "excludeResourceRules"] as const) {
     if (raw[field] === undefined) continue;
     const rules = list(raw[field], [...path, field], issues)?.map((r, i) => resourceRule(r, [...path, field, i], issues));
+    if (field === "resourceRules" && rules?.length === 0) issues.push({ path: [...path, field], message: emptyMatchList("every resource") });
     if (rules) match[field] = rules.filter((r): r is ResourceRule => r !== undefined);
   }
   for (const field of ["namespaceSelector", "objectSelector"] as const) {
@@ -47,9 +48,13 @@ function compileConstraints(raw: unknown, path: Path, match: RequestMatch, issue
   for (const field of ["subjects", "excludeSubjects"] as const) {
     if (raw[field] === undefined) continue;
     const subjects = list(raw[field], [...path, field], issues)?.map((s, i) => requestSubject(s, [...path, field, i], issues));
+    if (field === "subjects" && subjects?.length === 0) issues.push({ path: [...path, field], message: emptyMatchList("anyone") });
     if (subjects) match[field] = subjects.filter((s): s is RequestSubject => s !== undefined);
   }
 }
+
+// An empty list of what a policy is for matches no request: as silent a mistake as excluding everything.
+const emptyMatchList = (absentMeans: string) => `is empty, so the policy would apply to nothing; leave it out for ${absentMeans}`;
 
 function compileConditions(raw: unknown, path: Path, match: RequestMatch, issues: FieldIssue[]): void {
   const items = list(raw, path, issues);

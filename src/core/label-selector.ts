@@ -1,7 +1,7 @@
 // Kubernetes label selectors (metav1.LabelSelector): matchLabels AND every matchExpression; how policies give them
 // and what makes one valid, decided as kube-apiserver decides it (ValidateLabelSelector): a selector the apiserver
 // would refuse in its own objects is refused when a policy loads, rather than silently matching nothing.
-import { unknownFieldMessage } from "./unknown-field.ts";
+import { unknownFieldListingKnown } from "./unknown-field.ts";
 
 export interface LabelSelectorRequirement {
   key: string;
@@ -95,7 +95,7 @@ export function readLabelSelector(raw: unknown, path: Array<string | number>, re
     return undefined;
   }
   for (const key of Object.keys(raw)) {
-    if (key !== "matchLabels" && key !== "matchExpressions") report([...path, key], unknownFieldMessage(key, ["matchLabels", "matchExpressions"]));
+    if (key !== "matchLabels" && key !== "matchExpressions") report([...path, key], unknownFieldListingKnown(key, ["matchLabels", "matchExpressions"]));
   }
   const selector: LabelSelector = {};
   if (raw.matchLabels !== undefined) {
@@ -139,7 +139,7 @@ function readRequirement(raw: unknown, path: Array<string | number>, report: Rep
     report(at, message);
   };
   for (const key of Object.keys(raw)) {
-    if (key !== "key" && key !== "operator" && key !== "values") problem([...path, key], unknownFieldMessage(key, ["key", "operator", "values"]));
+    if (key !== "key" && key !== "operator" && key !== "values") problem([...path, key], unknownFieldListingKnown(key, ["key", "operator", "values"]));
   }
   if (typeof raw.key !== "string") problem([...path, "key"], `must be a label key, got ${describeValue(raw.key)}`);
   else {

@@ -24,6 +24,11 @@ export function unknownFieldMessage(key: string, known: readonly string[]): stri
   return `unknown field ${JSON.stringify(key)}${didYouMean(key, known)}`;
 }
 
+/** `unknown field "imagess"; known fields: images, action; did you mean "images"?`, for sections of few fields. */
+export function unknownFieldListingKnown(key: string, known: readonly string[]): string {
+  return `unknown field ${JSON.stringify(key)}; known fields: ${known.join(", ")}${didYouMean(key, known)}`;
+}
+
 /** `; did you mean "images"?` when one known field is close to `key`, else "". */
 export function didYouMean(key: string, known: readonly string[]): string {
   const close = closestField(key, known);

@@ -103,7 +103,9 @@ test("each problem is reported at its field, and the parts in error are left out
     selector: undefined,
     problems: ['spec.namespaceSelector: must be a label selector (matchLabels, matchExpressions), got "env=prod"'],
   });
-  assert.deepEqual(read({ matchLabel: { a: "b" } }).problems, ['spec.namespaceSelector.matchLabel: unknown field "matchLabel"; did you mean "matchLabels"?']);
+  assert.deepEqual(read({ matchLabel: { a: "b" } }).problems, [
+    'spec.namespaceSelector.matchLabel: unknown field "matchLabel"; known fields: matchLabels, matchExpressions; did you mean "matchLabels"?',
+  ]);
   assert.deepEqual(read({ matchLabels: ["a"] }).problems, ['spec.namespaceSelector.matchLabels: must be a map of label key → value, got ["a"]']);
   assert.deepEqual(read({ matchLabels: { ok: "1", n: 1, "-bad": "x", good: "-bad" } }), {
     selector: { matchLabels: { ok: "1" } },
@@ -142,7 +144,7 @@ test("each problem is reported at its field, and the parts in error are left out
     "spec.namespaceSelector.matchExpressions.8.values: operator In needs at least one value",
     "spec.namespaceSelector.matchExpressions.9.values.1: must be a string, got 7",
     `spec.namespaceSelector.matchExpressions.9.values.2: "no way" is not a label value: it must be empty or at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit`,
-    'spec.namespaceSelector.matchExpressions.10.value: unknown field "value"; did you mean "values"?',
+    'spec.namespaceSelector.matchExpressions.10.value: unknown field "value"; known fields: key, operator, values; did you mean "values"?',
   ]);
 });
 

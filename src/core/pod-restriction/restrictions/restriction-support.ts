@@ -4,7 +4,7 @@
 import type { ValidationAction } from "../../decision.ts";
 import { formatFieldPath } from "../../field-path.ts";
 import { isObject } from "../../json-shapes.ts";
-import { didYouMean } from "../../unknown-field.ts";
+import { unknownFieldListingKnown } from "../../unknown-field.ts";
 
 export type RawPath = Array<string | number>;
 
@@ -110,7 +110,7 @@ export function readMapping(
   for (const [key, value] of Object.entries(raw)) {
     const name = Object.hasOwn(aliases, key) ? aliases[key]! : key;
     if (!known.includes(name)) {
-      cx.error([...path, key], `unknown field ${JSON.stringify(key)}; known fields: ${known.join(", ")}${didYouMean(key, known)}`);
+      cx.error([...path, key], unknownFieldListingKnown(key, known));
       continue;
     }
     if (Object.hasOwn(out, name)) {

@@ -111,6 +111,18 @@ test("two tags of one digest are one image: verified once (a scan of many pods o
   assert.equal(v.hits, 2);
 });
 
+test("another digest of the same repository is verified on its own: a verified result never stands for another digest", async () => {
+  const s = store({ signed: true });
+  const v = new ImageVerifier({ client: s.client, trustRoots: () => new Map() });
+  assert.equal((await v.verify(request(), soon())).status, "verified");
+  // The store's signature names the first digest only, so the second is not signed by it.
+  const other = `sha256:${createHash("sha256").update("another build").digest("hex")}`;
+  const second = await v.verify({ ...request(), image: { registry: "r.example", repository: "app", digest: other } }, soon());
+  assert.equal(second.status, "denied");
+  assert.equal(v.verifications, 2);
+  assert.equal(v.hits, 0);
+});
+
 test("100 concurrent admissions of one new image cost one verification", async () => {
   const s = store({ signed: true, delayMs: 20 });
   const v = new ImageVerifier({ client: s.client, trustRoots: () => new Map() });

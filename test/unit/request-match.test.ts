@@ -18,28 +18,11 @@ import { parse as parseYaml } from "yaml";
 import type { AdmissionCall } from "../../src/engine/admission-call.ts";
 import { Engine } from "../../src/engine/engine.ts";
 import { parsePolicyText } from "../../src/policy/load-policies.ts";
-
-function compiled(spec: Record<string, unknown>): RequestMatch {
-  const { match, issues } = compileRequestMatch(spec);
-  assert.deepEqual(issues, []);
-  assert.ok(match);
-  return match;
-}
+import { compiledMatch, podCreate } from "../support/request-match.ts";
 
 function issuesOf(spec: Record<string, unknown>): string[] {
   return compileRequestMatch(spec).issues.map((i) => `${i.path.join(".")}: ${i.message}`);
 }
-
-const podCreate = (extra: Partial<AdmissionRequest> = {}): AdmissionRequest => ({
-  uid: "u",
-  operation: "CREATE",
-  namespace: "team-a",
-  kind: { group: "", version: "v1", kind: "Pod" },
-  resource: { group: "", version: "v1", resource: "pods" },
-  userInfo: { username: "alice", groups: ["developers", "system:authenticated"] },
-  object: { apiVersion: "v1", kind: "Pod", metadata: { name: "p", labels: { app: "web" } }, spec: { containers: [] } },
-  ...extra,
-});
 
 const asked = (request: AdmissionRequest, extra: Partial<MatchedRequest> = {}): MatchedRequest => ({ request, ...extra });
 
@@ -50,7 +33,7 @@ function inScope(match: RequestMatch, req: MatchedRequest): boolean | string {
 }
 
 test("resource rules: groups, versions, resources and operations as VAP matches them, subresources apart", () => {
-  const deployments = compiled({
+  const deployments = compiledMatch({
     matchConstraints: { resourceRules: [{ apiGroups: ["apps"], apiVersions: ["v1"], resources: ["deployments"], operations: ["CREATE"] }] },
   });
   const deploymentCreate = podCreate({ resource: { group: "apps", version: "v1", resource: "deployments" } });
@@ -59,12 +42,15 @@ test("resource rules: groups, versions, resources and operations as VAP matches 
   assert.equal(inScope(deployments, asked(podCreate())), false);
   assert.equal(inScope(deployments, asked(podCreate({ resource: { group: "apps", version: "v1beta1", resource: "deployments" } }))), false);
 
-  const every = compiled({ matchConstraints: { resourceRules: [{ apiGroups: ["*"], apiVersions: ["*"], resources: ["*"], operations: ["*"] }] } });
+  const every = compiledMatch({ matchConstraints: { resourceRules: [{ apiGroups: ["*"], apiVersions: ["*"], resources: ["*"], operations: ["*"] }] } });
   const ephemeral = podCreate({ operation: "UPDATE", subResource: "ephemeralcontainers" });
   assert.equal(inScope(every, asked(podCreate())), true);
   assert.equal(inScope(every, asked(ephemeral)), false, '"*" is every resource but no subresource');
   const subresources = (resources: string[]) =>
-    inScope(compiled({ matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], resources, operations: ["UPDATE"] }] } }), asked(ephemeral));
+    inScope(
+      compiledMatch({ matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], resources, operations: ["UPDATE"] }] } }),
+      asked(ephemeral),
+    );
   assert.equal(subresources(["pods/ephemeralcontainers"]), true);
   assert.equal(subresources(["pods/*"]), true);
   assert.equal(subresources(["*/ephemeralcontainers"]), true);
@@ -74,19 +60,19 @@ test("resource rules: groups, versions, resources and operations as VAP matches 
 });
 
 test("excludeResourceRules take matching requests out; namespace and object selectors as VAP reads them", () => {
-  const notJobs = compiled({
+  const notJobs = compiledMatch({
     matchConstraints: { excludeResourceRules: [{ apiGroups: ["batch"], apiVersions: ["*"], resources: ["jobs", "cronjobs"], operations: ["*"] }] },
   });
   assert.equal(inScope(notJobs, asked(podCreate())), true);
   assert.equal(inScope(notJobs, asked(podCreate({ resource: { group: "batch", version: "v1", resource: "cronjobs" } }))), false);
 
-  const prod = compiled({ matchConstraints: { namespaceSelector: { matchLabels: { env: "prod" } } } });
+  const prod = compiledMatch({ matchConstraints: { namespaceSelector: { matchLabels: { env: "prod" } } } });
   assert.equal(inScope(prod, asked(podCreate(), { namespaceLabels: { env: "prod" } })), true);
   assert.equal(inScope(prod, asked(podCreate(), { namespaceLabels: { env: "dev" } })), false);
   assert.match(String(inScope(prod, asked(podCreate()))), /^undecided: the labels of namespace "team-a" are unknown/);
   assert.equal(inScope(prod, asked(podCreate({ namespace: "" }))), true, "not applied to cluster-scoped objects");
 
-  const web = compiled({ matchConstraints: { objectSelector: { matchExpressions: [{ key: "app", operator: "In", values: ["web"] }] } } });
+  const web = compiledMatch({ matchConstraints: { objectSelector: { matchExpressions: [{ key: "app", operator: "In", values: ["web"] }] } } });
   assert.equal(inScope(web, asked(podCreate())), true);
   const relabelled = podCreate({ operation: "UPDATE", object: { metadata: { labels: { app: "api" } } } });
   assert.equal(inScope(web, asked(relabelled)), false);
@@ -94,7 +80,7 @@ test("excludeResourceRules take matching requests out; namespace and object sele
 });
 
 test("subjects: users, groups and service accounts, with * in names; excludeSubjects", () => {
-  const builders = compiled({
+  const builders = compiledMatch({
     matchConstraints: {
       subjects: [
         { kind: "ServiceAccount", namespace: "tekton-pipelines", name: "*" },
@@ -110,11 +96,11 @@ test("subjects: users, groups and service accounts, with * in names; excludeSubj
   assert.equal(inScope(builders, by("bob", ["ci-runners"])), true);
   assert.equal(inScope(builders, by("bob", ["developers"])), false);
   assert.equal(inScope(builders, by("system:serviceaccount:tekton-pipelines:a:b")), false, "not a service account name");
-  assert.equal(inScope(compiled({ matchConstraints: { subjects: [{ kind: "User", name: "alice" }] } }), asked(podCreate())), true);
+  assert.equal(inScope(compiledMatch({ matchConstraints: { subjects: [{ kind: "User", name: "alice" }] } }), asked(podCreate())), true);
 });
 
 test("matchConditions: all true applies, one false leaves, an error without a false reports the error", () => {
-  const conditions = (...expressions: string[]) => compiled({ matchConditions: expressions.map((expression, i) => ({ name: `c${i}`, expression })) });
+  const conditions = (...expressions: string[]) => compiledMatch({ matchConditions: expressions.map((expression, i) => ({ name: `c${i}`, expression })) });
   const req = asked(podCreate(), { namespaceLabels: { env: "prod" } });
   assert.equal(inScope(conditions("object.metadata.labels.app == 'web'", "request.userInfo.username == 'alice'"), req), true);
   assert.equal(inScope(conditions("namespaceObject.metadata.labels.env == 'prod'", "oldObject == null"), req), true);
@@ -134,15 +120,15 @@ test("matchConditions: all true applies, one false leaves, an error without a fa
 test("an ImageReview is matched as a pod's creation with its namespace and annotations, no labels and no author", () => {
   const review = subjectOfImageReview({ containers: [{ image: "nginx" }], namespace: "team-a", annotations: { "ci.image-policy.k8s.io/build": "yes" } });
   const req = asked(review.request, { namespaceLabels: { env: "prod" } });
-  assert.equal(inScope(compiled({ matchConstraints: { namespaceSelector: { matchLabels: { env: "prod" } } } }), req), true);
-  assert.equal(inScope(compiled({ matchConstraints: { objectSelector: { matchLabels: { app: "build" } } } }), req), false);
-  assert.equal(inScope(compiled({ matchConstraints: { objectSelector: { matchExpressions: [{ key: "app", operator: "DoesNotExist" }] } } }), req), true);
-  assert.equal(inScope(compiled({ matchConstraints: { subjects: [{ kind: "Group", name: "ci" }] } }), req), false);
-  assert.equal(inScope(compiled({ matchConstraints: { excludeSubjects: [{ kind: "Group", name: "ci" }] } }), req), true);
+  assert.equal(inScope(compiledMatch({ matchConstraints: { namespaceSelector: { matchLabels: { env: "prod" } } } }), req), true);
+  assert.equal(inScope(compiledMatch({ matchConstraints: { objectSelector: { matchLabels: { app: "build" } } } }), req), false);
+  assert.equal(inScope(compiledMatch({ matchConstraints: { objectSelector: { matchExpressions: [{ key: "app", operator: "DoesNotExist" }] } } }), req), true);
+  assert.equal(inScope(compiledMatch({ matchConstraints: { subjects: [{ kind: "Group", name: "ci" }] } }), req), false);
+  assert.equal(inScope(compiledMatch({ matchConstraints: { excludeSubjects: [{ kind: "Group", name: "ci" }] } }), req), true);
   const annotated = "has(object.metadata.annotations) && 'ci.image-policy.k8s.io/build' in object.metadata.annotations";
-  assert.equal(inScope(compiled({ matchConditions: [{ name: "ci", expression: annotated }] }), req), true);
-  assert.equal(inScope(compiled({ matchConditions: [{ name: "labelled", expression: "has(object.metadata.labels)" }] }), req), false);
-  const deploymentsOnly = compiled({
+  assert.equal(inScope(compiledMatch({ matchConditions: [{ name: "ci", expression: annotated }] }), req), true);
+  assert.equal(inScope(compiledMatch({ matchConditions: [{ name: "labelled", expression: "has(object.metadata.labels)" }] }), req), false);
+  const deploymentsOnly = compiledMatch({
     matchConstraints: { resourceRules: [{ apiGroups: ["apps"], apiVersions: ["v1"], resources: ["deployments"], operations: ["CREATE"] }] },
   });
   assert.equal(inScope(deploymentsOnly, req), false, "an ImageReview stands for a pod's creation");

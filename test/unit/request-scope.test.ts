@@ -5,7 +5,6 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { AdmissionRequest } from "../../src/core/admission-review.ts";
 import { preparePolicies, type PolicySet, type PreparedPolicies } from "../../src/core/policy-kinds.ts";
-import { compileRequestMatch } from "../../src/core/request-match/compile-request-match.ts";
 import {
   conditionBindings,
   matchRequest,
@@ -15,24 +14,7 @@ import {
 } from "../../src/core/request-match/request-match.ts";
 import { isRequestScoped, mayMatchResource, scopeRequest } from "../../src/core/request-match/request-scope.ts";
 import { parsePolicyText } from "../../src/policy/load-policies.ts";
-
-function compiled(spec: Record<string, unknown>): RequestMatch {
-  const { match, issues } = compileRequestMatch(spec);
-  assert.deepEqual(issues, []);
-  assert.ok(match);
-  return match;
-}
-
-const podCreate = (extra: Partial<AdmissionRequest> = {}): AdmissionRequest => ({
-  uid: "u",
-  operation: "CREATE",
-  namespace: "team-a",
-  kind: { group: "", version: "v1", kind: "Pod" },
-  resource: { group: "", version: "v1", resource: "pods" },
-  userInfo: { username: "alice", groups: ["developers"] },
-  object: { apiVersion: "v1", kind: "Pod", metadata: { name: "p", labels: { app: "web" } }, spec: { containers: [] } },
-  ...extra,
-});
+import { compiledMatch, podCreate } from "../support/request-match.ts";
 
 function inScope(match: RequestMatch, request: AdmissionRequest, namespaceLabels?: Record<string, string>): boolean | string {
   const outcome = matchRequest(match, { request, ...(namespaceLabels ? { namespaceLabels } : {}) });
@@ -44,40 +26,40 @@ const rule = (apiGroups: string[], resources: string[], operations = ["*"]) => (
 
 test("the namespace's labels are fetched only for policies with a namespace selector or conditions", () => {
   assert.equal(matchUsesNamespaceLabels(undefined), false);
-  assert.equal(matchUsesNamespaceLabels(compiled({ matchConstraints: { objectSelector: { matchLabels: { a: "b" } } } })), false);
-  assert.equal(matchUsesNamespaceLabels(compiled({ matchConstraints: { namespaceSelector: { matchLabels: { env: "prod" } } } })), true);
-  assert.equal(matchUsesNamespaceLabels(compiled({ matchConditions: [{ name: "c", expression: "true" }] })), true);
+  assert.equal(matchUsesNamespaceLabels(compiledMatch({ matchConstraints: { objectSelector: { matchLabels: { a: "b" } } } })), false);
+  assert.equal(matchUsesNamespaceLabels(compiledMatch({ matchConstraints: { namespaceSelector: { matchLabels: { env: "prod" } } } })), true);
+  assert.equal(matchUsesNamespaceLabels(compiledMatch({ matchConditions: [{ name: "c", expression: "true" }] })), true);
   assert.equal(matchUsesNamespaceLabels({ matchConditions: [] }), false);
 });
 
 test("resource rules: any one of several rules brings a request in, any one exclusion takes it out", () => {
-  const workloads = compiled({ matchConstraints: { resourceRules: [rule(["apps"], ["deployments"]), rule([""], ["pods"])] } });
+  const workloads = compiledMatch({ matchConstraints: { resourceRules: [rule(["apps"], ["deployments"]), rule([""], ["pods"])] } });
   assert.equal(inScope(workloads, podCreate()), true);
   assert.equal(inScope(workloads, podCreate({ resource: { group: "apps", version: "v1", resource: "deployments" } })), true);
   assert.equal(inScope(workloads, podCreate({ resource: { group: "batch", version: "v1", resource: "jobs" } })), false);
 
-  const notBatch = compiled({ matchConstraints: { excludeResourceRules: [rule(["batch"], ["jobs"]), rule(["batch"], ["cronjobs"])] } });
+  const notBatch = compiledMatch({ matchConstraints: { excludeResourceRules: [rule(["batch"], ["jobs"]), rule(["batch"], ["cronjobs"])] } });
   assert.equal(inScope(notBatch, podCreate({ resource: { group: "batch", version: "v1", resource: "cronjobs" } })), false);
   assert.equal(inScope(notBatch, podCreate()), true);
 
   // A resource without a group is of the core group, as the apiserver's JSON leaves it out; any absent part reads as "".
   assert.equal(
-    inScope(compiled({ matchConstraints: { resourceRules: [rule([""], ["pods"])] } }), podCreate({ resource: { version: "v1", resource: "pods" } })),
+    inScope(compiledMatch({ matchConstraints: { resourceRules: [rule([""], ["pods"])] } }), podCreate({ resource: { version: "v1", resource: "pods" } })),
     true,
   );
-  const emptyVersion = compiled({ matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: [""], resources: ["pods"], operations: ["*"] }] } });
+  const emptyVersion = compiledMatch({ matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: [""], resources: ["pods"], operations: ["*"] }] } });
   assert.equal(inScope(emptyVersion, podCreate({ resource: { resource: "pods" } })), true);
   assert.equal(inScope(emptyVersion, podCreate()), false);
 
   // "deployments/scale" names one resource's subresource, not every resource's.
-  const scale = compiled({ matchConstraints: { resourceRules: [rule(["apps"], ["deployments/scale"], ["UPDATE"])] } });
+  const scale = compiledMatch({ matchConstraints: { resourceRules: [rule(["apps"], ["deployments/scale"], ["UPDATE"])] } });
   const scaled = (resource: string) => podCreate({ operation: "UPDATE", resource: { group: "apps", version: "v1", resource }, subResource: "scale" });
   assert.equal(inScope(scale, scaled("deployments")), true);
   assert.equal(inScope(scale, scaled("replicasets")), false);
 });
 
 test("namespace selector: a request without a namespace is cluster-scoped; the undecided message says what and how", () => {
-  const prod = compiled({ matchConstraints: { namespaceSelector: { matchLabels: { env: "prod" } } } });
+  const prod = compiledMatch({ matchConstraints: { namespaceSelector: { matchLabels: { env: "prod" } } } });
   const { namespace: _, ...clusterScoped } = podCreate({ resource: { group: "", version: "v1", resource: "namespaces" } });
   assert.equal(inScope(prod, clusterScoped), true);
   assert.equal(
@@ -88,14 +70,14 @@ test("namespace selector: a request without a namespace is cluster-scoped; the u
 });
 
 test("object selector: an object without metadata has no labels", () => {
-  const unlabelled = compiled({ matchConstraints: { objectSelector: { matchExpressions: [{ key: "app", operator: "DoesNotExist" }] } } });
+  const unlabelled = compiledMatch({ matchConstraints: { objectSelector: { matchExpressions: [{ key: "app", operator: "DoesNotExist" }] } } });
   assert.equal(inScope(unlabelled, podCreate({ object: { kind: "Pod" } })), true);
-  const web = compiled({ matchConstraints: { objectSelector: { matchLabels: { app: "web" } } } });
+  const web = compiledMatch({ matchConstraints: { objectSelector: { matchLabels: { app: "web" } } } });
   assert.equal(inScope(web, podCreate({ object: { kind: "Pod" } })), false);
 });
 
 test("subjects: several exclusions, requests without groups or author, usernames that only look like service accounts", () => {
-  const notOps = compiled({
+  const notOps = compiledMatch({
     matchConstraints: {
       excludeSubjects: [
         { kind: "User", name: "root" },
@@ -107,16 +89,16 @@ test("subjects: several exclusions, requests without groups or author, usernames
   assert.equal(inScope(notOps, podCreate({ userInfo: { username: "root", groups: [] } })), false);
   assert.equal(inScope(notOps, podCreate()), true);
 
-  const anyGroup = compiled({ matchConstraints: { subjects: [{ kind: "Group", name: "*" }] } });
+  const anyGroup = compiledMatch({ matchConstraints: { subjects: [{ kind: "Group", name: "*" }] } });
   assert.equal(inScope(anyGroup, podCreate({ userInfo: { username: "alice" } })), false, "no groups: in no group, not even *");
 
   // An ImageReview has no author: it is no user but for "*", whatever letters a pattern asks for.
   const authorless = podCreate({ userInfo: undefined });
   for (const name of ["*a*", "*e*", "*s*", "* *"])
-    assert.equal(inScope(compiled({ matchConstraints: { subjects: [{ kind: "User", name }] } }), authorless), false, name);
-  assert.equal(inScope(compiled({ matchConstraints: { subjects: [{ kind: "User", name: "*" }] } }), authorless), true);
+    assert.equal(inScope(compiledMatch({ matchConstraints: { subjects: [{ kind: "User", name }] } }), authorless), false, name);
+  assert.equal(inScope(compiledMatch({ matchConstraints: { subjects: [{ kind: "User", name: "*" }] } }), authorless), true);
 
-  const anyServiceAccount = compiled({ matchConstraints: { subjects: [{ kind: "ServiceAccount", namespace: "*", name: "*" }] } });
+  const anyServiceAccount = compiledMatch({ matchConstraints: { subjects: [{ kind: "ServiceAccount", namespace: "*", name: "*" }] } });
   const by = (username: string) => podCreate({ userInfo: { username, groups: [] } });
   assert.equal(inScope(anyServiceAccount, by("system:serviceaccount:ci:builder")), true);
   assert.equal(inScope(anyServiceAccount, by("oidc:platform-engineers:alice")), false, "not the service account prefix");

@@ -86,7 +86,7 @@ export type ReportSelectorProblem = (path: Array<string | number>, message: stri
  * A label selector as a policy gives it, each problem reported at its field: the shape, and what kube-apiserver's
  * ValidateLabelSelector refuses (keys that are no label keys, matchLabels values that are no label values, In and
  * NotIn without values, Exists and DoesNotExist with values). The values of In and NotIn are checked as label
- * values too, as Kubernetes does for selectors it stores since v1.27: such a value can never match a label.
+ * values too, as current Kubernetes does for selectors it stores: such a value can never match a label.
  * Returns the parts that are well-formed (undefined when `raw` is not a mapping at all).
  */
 export function readLabelSelector(raw: unknown, path: Array<string | number>, report: ReportSelectorProblem): LabelSelector | undefined {

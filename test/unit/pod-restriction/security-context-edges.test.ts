@@ -198,3 +198,14 @@ describe("windowsOptions inherited from the pod", () => {
     assert.equal(findings(gmsa, inherits).length, 1);
   });
 });
+
+describe("sysctls without a name", () => {
+  it('are the name "" to an allowed list, as to Pod Security Admission, and are reported at their entry', () => {
+    const p = policy({ securityContext: { sysctls: { allowedKeys: ["kernel.shm_rmid_forced"] } } });
+    const out = fieldsOf(findings(p, { securityContext: { sysctls: [{ name: "kernel.shm_rmid_forced", value: "1" }, { value: "1" }] }, containers: [app] }));
+    assert.equal(out.length, 1, out.join("\n"));
+    assert.match(out[0]!, /^spec\.securityContext\.sysctls\[1\]\.name: /);
+    assert.match(out[0]!, /""/);
+    assert.doesNotMatch(out[0]!, /undefined|Stryker/);
+  });
+});

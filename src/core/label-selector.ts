@@ -1,6 +1,7 @@
 // Kubernetes label selectors (metav1.LabelSelector): matchLabels AND every matchExpression; how policies give them
 // and what makes one valid, decided as kube-apiserver decides it (ValidateLabelSelector): a selector the apiserver
 // would refuse in its own objects is refused when a policy loads, rather than silently matching nothing.
+import { isObject } from "./json-shapes.ts";
 import { unknownFieldListingKnown } from "./unknown-field.ts";
 
 export interface LabelSelectorRequirement {
@@ -90,7 +91,7 @@ export type ReportSelectorProblem = (path: Array<string | number>, message: stri
  * Returns the parts that are well-formed (undefined when `raw` is not a mapping at all).
  */
 export function readLabelSelector(raw: unknown, path: Array<string | number>, report: ReportSelectorProblem): LabelSelector | undefined {
-  if (!isMapping(raw)) {
+  if (!isObject(raw)) {
     report(path, `must be a label selector (matchLabels, matchExpressions), got ${describeValue(raw)}`);
     return undefined;
   }
@@ -115,7 +116,7 @@ export function readLabelSelector(raw: unknown, path: Array<string | number>, re
 }
 
 function readMatchLabels(raw: unknown, path: Array<string | number>, report: ReportSelectorProblem): Record<string, string> | undefined {
-  if (!isMapping(raw)) {
+  if (!isObject(raw)) {
     report(path, `must be a map of label key → value, got ${describeValue(raw)}`);
     return undefined;
   }
@@ -129,7 +130,7 @@ function readMatchLabels(raw: unknown, path: Array<string | number>, report: Rep
 }
 
 function readRequirement(raw: unknown, path: Array<string | number>, report: ReportSelectorProblem): LabelSelectorRequirement | undefined {
-  if (!isMapping(raw)) {
+  if (!isObject(raw)) {
     report(path, `must be a mapping with key, operator and values, got ${describeValue(raw)}`);
     return undefined;
   }
@@ -166,10 +167,6 @@ function readRequirement(raw: unknown, path: Array<string | number>, report: Rep
     problem([...path, "values"], `operator ${operator} takes no values`);
   }
   return valid ? { key: raw.key as string, operator: operator!, ...(values ? { values } : {}) } : undefined;
-}
-
-function isMapping(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
 function describeValue(v: unknown): string {

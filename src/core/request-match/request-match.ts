@@ -72,8 +72,15 @@ export function matchRequest(match: RequestMatch, req: MatchedRequest): MatchOut
   const r = req.request;
   const operation = r.operation ?? "";
   const resource = r.resource ?? {};
-  if (match.resourceRules && !match.resourceRules.some((rule) => ruleCovers(rule, resource, r.subResource ?? "", operation))) return { inScope: false };
-  if (match.excludeResourceRules?.some((rule) => ruleCovers(rule, resource, r.subResource ?? "", operation))) return { inScope: false };
+  const target: RuleResource = {
+    group: resource.group ?? "",
+    version: resource.version ?? "",
+    resource: resource.resource ?? "",
+    subResource: r.subResource ?? "",
+  };
+  const covers = (rule: ResourceRule) => anyOrIncludes(rule.operations, operation) && ruleCoversResource(rule, target);
+  if (match.resourceRules && !match.resourceRules.some(covers)) return { inScope: false };
+  if (match.excludeResourceRules?.some(covers)) return { inScope: false };
 
   const namespace = r.namespace ?? "";
   // As VAP: the namespace selector does not apply to cluster-scoped objects.
@@ -144,11 +151,6 @@ export interface RuleResource {
   version: string;
   resource: string;
   subResource: string;
-}
-
-function ruleCovers(rule: ResourceRule, resource: AdmissionRequest["resource"] & object, subResource: string, operation: string): boolean {
-  const target = { group: resource.group ?? "", version: resource.version ?? "", resource: resource.resource ?? "", subResource };
-  return anyOrIncludes(rule.operations, operation) && ruleCoversResource(rule, target);
 }
 
 /** Whether a rule's groups, versions and resources cover a resource, whatever the operation. */

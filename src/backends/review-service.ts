@@ -6,6 +6,7 @@ import { allow, combineDecisions, deny, type Decision, type Violation } from "..
 import type { ImageReviewSpec } from "../core/image-review.ts";
 import { BackendUnavailableError, type RemoteImageReviewBackend } from "./backend.ts";
 import type { DecisionCache } from "./decision-cache.ts";
+import { sleepUnlessAborted } from "../async/sleep-unless-aborted.ts";
 
 export interface ReviewInput {
   spec: ImageReviewSpec;
@@ -75,7 +76,7 @@ export class ImageReviewService {
         lastFailure = failureOf(e);
         const retryable = !(e instanceof BackendUnavailableError) || e.retryable;
         if (!retryable || Date.now() + delay >= deadline) break;
-        await sleep(delay, signal);
+        await sleepUnlessAborted(delay, signal);
         delay *= 2;
       }
     }
@@ -122,16 +123,4 @@ export function combine(decisions: Decision[]): Decision {
   const out = combineDecisions(...decisions);
   if (!out.allowed) out.auditAnnotations.decision = "denied";
   return out;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-  });
 }

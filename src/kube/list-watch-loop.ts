@@ -85,20 +85,6 @@ export async function runListWatch(steps: ListWatchSteps): Promise<void> {
   }
 }
 
-/** The loop's backoff: resolves after `ms`, or at once when `signal` is aborted (its listener is removed either way). */
-export function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
-}
-
 /** What one watch request hands on, and how its owner stops it. */
 export interface WatchRequest {
   /** Called with every object event but bookmarks (ADDED, MODIFIED, DELETED), after the resource version moved. */

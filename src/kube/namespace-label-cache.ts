@@ -7,7 +7,8 @@
 // backs off on its own fixed schedule; here every failure is retried, bounded and logged.
 import { CoreV1Api, Watch } from "@kubernetes/client-node";
 import type { KubeConfig, V1Namespace } from "@kubernetes/client-node";
-import { runListWatch, sleepUnlessAborted, watchOnce, type WatchEnd } from "./list-watch-loop.ts";
+import { runListWatch, watchOnce, type WatchEnd } from "./list-watch-loop.ts";
+import { sleepUnlessAborted } from "../async/sleep-unless-aborted.ts";
 import { describeApiError, hasStatus, withSignal } from "./api-requests.ts";
 import type { Logger } from "pino";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";

@@ -5,7 +5,8 @@
 import { CoreV1Api, Watch, type KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { withSignal } from "./api-requests.ts";
-import { runListWatch, sleepUnlessAborted, watchOnce, type WatchEnd } from "./list-watch-loop.ts";
+import { runListWatch, watchOnce, type WatchEnd } from "./list-watch-loop.ts";
+import { sleepUnlessAborted } from "../async/sleep-unless-aborted.ts";
 
 /** A pod as the API serialises it (plain JSON: what policies and CEL see at admission). */
 export type PodObject = Record<string, unknown> & { metadata?: { uid?: string; name?: string; namespace?: string; resourceVersion?: string } };

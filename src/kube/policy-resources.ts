@@ -6,7 +6,8 @@
 // the namespace label cache does (the library's informer stops for good after one failed list).
 import { CustomObjectsApi, Watch, type KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { runListWatch, sleepUnlessAborted, watchOnce, type WatchEnd } from "./list-watch-loop.ts";
+import { runListWatch, watchOnce, type WatchEnd } from "./list-watch-loop.ts";
+import { sleepUnlessAborted } from "../async/sleep-unless-aborted.ts";
 import { describeApiError, hasStatus, withSignal } from "./api-requests.ts";
 import { POLICY_GROUP, POLICY_RESOURCE_KINDS, POLICY_VERSION, type PolicyResourceKind } from "../policy/policy-crds.ts";
 import { contentKey, policyResourceOf, resourceKey, type PolicyResourceObject } from "../policy/policy-resource-documents.ts";

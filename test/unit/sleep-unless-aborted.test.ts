@@ -1,10 +1,11 @@
-// The list-and-watch loops' backoff sleep (sleepUnlessAborted): it waits the time asked, ends at once when the
-// owner closes, and leaves no listener on the owner's signal behind, however many backoffs a long-lived loop
-// sleeps (an 'abort' listener per sleep would pile up on a signal that lives as long as the process).
+// The retry loops' abortable sleep (sleepUnlessAborted: list-and-watch backoff, image review backends): it waits
+// the time asked, ends at once when the owner closes, and leaves no listener on the owner's signal behind, however
+// many backoffs a long-lived loop sleeps (an 'abort' listener per sleep would pile up on a signal that lives as
+// long as the process).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { getEventListeners } from "node:events";
-import { sleepUnlessAborted } from "../../src/kube/list-watch-loop.ts";
+import { sleepUnlessAborted } from "../../src/async/sleep-unless-aborted.ts";
 
 test("waits the time asked, and leaves no listener behind", async (t) => {
   t.mock.timers.enable({ apis: ["setTimeout"] });

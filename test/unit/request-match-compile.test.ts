@@ -37,7 +37,7 @@ test("matchConstraints and its lists must have the right shapes, each error at i
   assert.deepEqual(constraints({ subjects: ["alice"] }), ["spec.matchConstraints.subjects.0: must be a mapping with kind and name"]);
 });
 
-test("resource rules: every list required and of strings, resources as resource or resource/subresource", () => {
+test("resource rules: every list required and of strings, no empty version, resources as resource or resource/subresource", () => {
   const { resources: _, ...withoutResources } = rule;
   assert.deepEqual(constraints({ resourceRules: [withoutResources] }), ["spec.matchConstraints.resourceRules.0.resources: is required"]);
   assert.deepEqual(constraints({ excludeResourceRules: [{ ...rule, apiGroups: "apps" }] }), [
@@ -45,6 +45,9 @@ test("resource rules: every list required and of strings, resources as resource 
   ]);
   assert.deepEqual(constraints({ resourceRules: [{ ...rule, apiVersions: ["v1", 1] }] }), [
     "spec.matchConstraints.resourceRules.0.apiVersions: must be a list of strings",
+  ]);
+  assert.deepEqual(constraints({ resourceRules: [{ ...rule, apiVersions: ["v1", ""] }] }), [
+    'spec.matchConstraints.resourceRules.0.apiVersions.1: must be a version ("v1") or "*" for any, not empty',
   ]);
   for (const resource of ["pods/", "/status", "pods//status", "pods/status/x"]) {
     assert.deepEqual(constraints({ resourceRules: [{ ...rule, resources: ["pods", resource] }] }), [
@@ -147,7 +150,6 @@ test("excluded resources without resourceRules: an error only for an exclusion o
     { apiGroups: ["apps"] },
     { apiGroups: [""] },
     { apiVersions: ["v1"] },
-    { apiVersions: [""] }, // only requests that carry no version
     { resources: ["pods"] },
     { resources: ["*"] },
     { resources: ["*/*"] },

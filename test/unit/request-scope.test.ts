@@ -47,9 +47,9 @@ test("resource rules: any one of several rules brings a request in, any one excl
     inScope(compiledMatch({ matchConstraints: { resourceRules: [rule([""], ["pods"])] } }), podCreate({ resource: { version: "v1", resource: "pods" } })),
     true,
   );
-  const emptyVersion = compiledMatch({ matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: [""], resources: ["pods"], operations: ["*"] }] } });
-  assert.equal(inScope(emptyVersion, podCreate({ resource: { resource: "pods" } })), true);
-  assert.equal(inScope(emptyVersion, podCreate()), false);
+  const v1 = compiledMatch({ matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], resources: ["pods"], operations: ["*"] }] } });
+  assert.equal(inScope(v1, podCreate({ resource: { resource: "pods" } })), false, "a request without a version is of no version a rule names");
+  assert.equal(inScope(v1, podCreate()), true);
 
   // "deployments/scale" names one resource's subresource, not every resource's.
   const scale = compiledMatch({ matchConstraints: { resourceRules: [rule(["apps"], ["deployments/scale"], ["UPDATE"])] } });

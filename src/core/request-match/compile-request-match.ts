@@ -107,6 +107,10 @@ function resourceRule(raw: unknown, path: Path, issues: FieldIssue[]): ResourceR
         message: `must be one of ${OPERATIONS.join(", ")} (Imprimatur reviews only creations and updates), got ${JSON.stringify(op)}`,
       });
   });
+  // As kube-apiserver's webhook rules: a version is never empty (a request always names one).
+  rule.apiVersions?.forEach((v, i) => {
+    if (v === "") issues.push({ path: [...path, "apiVersions", i], message: 'must be a version ("v1") or "*" for any, not empty' });
+  });
   rule.resources?.forEach((r, i) => {
     if (r.split("/").length > 2 || r.split("/").some((part) => part === "")) {
       issues.push({

@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { DownloadBudget } from "../../../src/registry/download-budget.ts";
 import { RegistryClient } from "../../../src/registry/registry-client.ts";
 import { registrySettingsMap } from "../../../src/registry/registry-settings.ts";
-import { FakeRegistry, imageManifest, sha256, testTls, type FakeRegistry as Registry } from "./fake-registry.ts";
+import { FakeRegistry, imageManifest, sha256, testTls, type FakeRegistry as Registry, clientThroughMirror } from "./fake-registry.ts";
 import { rejection } from "../../support/registry-rejection.ts";
 
 const REPO = "team/app";
@@ -66,18 +66,7 @@ test("calls sharing a budget: what one manifest read is not there for the next b
 test("a mirror that spends the budget is not followed by the registry", async (t) => {
   const origin = await FakeRegistry.start({ https: true });
   const mirror = await FakeRegistry.start({ https: true });
-  const { caPem } = await testTls();
-  const client = new RegistryClient({
-    settings: registrySettingsMap([
-      { host: origin.host, ca: caPem, mirrors: [mirror.host] },
-      { host: mirror.host, ca: caPem },
-    ]),
-  });
-  t.after(async () => {
-    await client.close();
-    await origin.close();
-    await mirror.close();
-  });
+  const client = await clientThroughMirror(t, origin, mirror);
   const digest = origin.putBlob(BIG);
   mirror.putBlob(BIG);
   const e = await rejection(client.getBlob({ registry: origin.host, repository: REPO }, digest, { maxBytes: 1024 * 1024, budget: new DownloadBudget(1024) }));

@@ -8,6 +8,9 @@ import { createHash, randomBytes } from "node:crypto";
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
+import type { TestContext } from "node:test";
+import { RegistryClient, type RegistryClientOptions } from "../../../src/registry/registry-client.ts";
+import { registrySettingsMap } from "../../../src/registry/registry-settings.ts";
 import { createCertificateAuthority, issueCertificate } from "../../../src/server/tls-bootstrap.ts";
 
 export interface RecordedRequest {
@@ -304,4 +307,27 @@ export function json(res: ServerResponse, status: number, value: unknown): void 
 function deny(res: ServerResponse, status: number, challenge: string): void {
   res.setHeader("www-authenticate", challenge);
   json(res, status, { errors: [{ code: "UNAUTHORIZED", message: "authentication required" }] });
+}
+
+/** A client that asks `mirror` before `origin` (both over TLS with the test CA); the test's end closes all three. */
+export async function clientThroughMirror(
+  t: TestContext,
+  origin: FakeRegistry,
+  mirror: FakeRegistry,
+  options: Omit<RegistryClientOptions, "settings"> = {},
+): Promise<RegistryClient> {
+  const { caPem } = await testTls();
+  const client = new RegistryClient({
+    settings: registrySettingsMap([
+      { host: origin.host, ca: caPem, mirrors: [mirror.host] },
+      { host: mirror.host, ca: caPem },
+    ]),
+    ...options,
+  });
+  t.after(async () => {
+    await client.close();
+    await origin.close();
+    await mirror.close();
+  });
+  return client;
 }

@@ -9,7 +9,7 @@ import type { RegistryCredential } from "../../../src/credentials/credential.ts"
 import { RegistryClient, type RegistryClientOptions } from "../../../src/registry/registry-client.ts";
 import { registrySettingsMap } from "../../../src/registry/registry-settings.ts";
 import { referrersTag } from "../../../src/registry/referrers.ts";
-import { FakeRegistry, OCI_INDEX, OCI_MANIFEST, imageManifest, json, sha256, testTls, type FakeRegistryOptions } from "./fake-registry.ts";
+import { FakeRegistry, OCI_INDEX, OCI_MANIFEST, imageManifest, json, sha256, testTls, type FakeRegistryOptions, clientThroughMirror } from "./fake-registry.ts";
 import { rejection } from "../../support/registry-rejection.ts";
 
 const REPO = "team/app";
@@ -370,43 +370,20 @@ test("the memory of repositories without the Referrers API is bounded, oldest fi
 });
 
 test("a mirror's answer with referrers is final: the registry is not asked", async (t) => {
-  const { caPem } = await testTls();
   const answering = (n: number): Intercept => on(`/v2/${REPO}/referrers/`, (_req, res) => json(res, 200, index(n ? [descriptor(n)] : [])));
   const origin = await FakeRegistry.start({ https: true, intercept: answering(1) });
   const mirror = await FakeRegistry.start({ https: true, intercept: answering(2) });
-  const client = new RegistryClient({
-    settings: registrySettingsMap([
-      { host: origin.host, ca: caPem, mirrors: [mirror.host] },
-      { host: mirror.host, ca: caPem },
-    ]),
-  });
-  t.after(async () => {
-    await client.close();
-    await origin.close();
-    await mirror.close();
-  });
+  const client = await clientThroughMirror(t, origin, mirror);
   const found = await client.listReferrers({ registry: origin.host, repository: REPO }, SUBJECT);
   assert.deepEqual([found.endpoint, found.descriptors.map((d) => d.size)], [mirror.host, [102]]);
   assert.equal(origin.requests.length, 0);
 });
 
 test("the caller's deadline passing at a mirror ends the call there: the registry is not asked", async (t) => {
-  const { caPem } = await testTls();
   const origin = await FakeRegistry.start({ https: true });
   const mirror = await FakeRegistry.start({ https: true, intercept: on(`/v2/${REPO}/`, () => {}) });
   origin.putManifest(REPO, "v1", imageManifest("v1"));
-  const client = new RegistryClient({
-    settings: registrySettingsMap([
-      { host: origin.host, ca: caPem, mirrors: [mirror.host] },
-      { host: mirror.host, ca: caPem },
-    ]),
-    requestTimeoutMs: 2000,
-  });
-  t.after(async () => {
-    await client.close();
-    await origin.close();
-    await mirror.close();
-  });
+  const client = await clientThroughMirror(t, origin, mirror, { requestTimeoutMs: 2000 });
   const error = await rejection(client.getManifest({ registry: origin.host, repository: REPO, tag: "v1" }, { signal: AbortSignal.timeout(200) }));
   assert.equal(error.code, "timeout");
   assert.doesNotMatch(error.message, /every endpoint failed/);

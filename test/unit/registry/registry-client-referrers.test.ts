@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { RegistryClient, type RoundTrip } from "../../../src/registry/registry-client.ts";
 import { registrySettingsMap } from "../../../src/registry/registry-settings.ts";
 import { nextPage, parseReferrersIndex, referrersTag } from "../../../src/registry/referrers.ts";
-import { FakeRegistry, json, testTls, type FakeRegistry as Registry } from "./fake-registry.ts";
+import { FakeRegistry, json, testTls, type FakeRegistry as Registry, clientThroughMirror } from "./fake-registry.ts";
 import { rejection } from "../../support/registry-rejection.ts";
 
 const REPO = "team/app";
@@ -230,18 +230,7 @@ test("an empty answer from a mirror is not final: the origin is asked", async (t
       return true;
     },
   });
-  const { caPem } = await testTls();
-  const client = new RegistryClient({
-    settings: registrySettingsMap([
-      { host: origin.host, ca: caPem, mirrors: [mirror.host] },
-      { host: mirror.host, ca: caPem },
-    ]),
-  });
-  t.after(async () => {
-    await client.close();
-    await origin.close();
-    await mirror.close();
-  });
+  const client = await clientThroughMirror(t, origin, mirror);
   const found = await client.listReferrers({ registry: origin.host, repository: REPO }, SUBJECT);
   assert.deepEqual([found.endpoint, found.descriptors.map((d) => d.size)], [origin.host, [104]]);
   assert.equal(mirror.requests.filter((r) => r.url.includes("/referrers/")).length, 1, "the mirror was asked first");

@@ -4,16 +4,10 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { applyBreakGlass, BREAK_GLASS_REASON, BREAK_GLASS_TICKET } from "../../src/core/break-glass.ts";
 import { deny } from "../../src/core/decision.ts";
-import { evaluateImagePolicies, type ImagePolicy } from "../../src/core/image-policy/image-policy.ts";
-import { parsePolicyText } from "../../src/policy/load-policies.ts";
+import { evaluateImagePolicies } from "../../src/core/image-policy/image-policy.ts";
+import { imagePolicies } from "../support/image-policies.ts";
 
-function policies(yaml: string): ImagePolicy[] {
-  const { policies: loaded, errors } = parsePolicyText(yaml, "inline.yaml");
-  assert.deepEqual(errors, []);
-  return [...loaded.ImagePolicy];
-}
-
-const overridable = policies(`
+const overridable = imagePolicies(`
 apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy
 metadata: {name: trusted}
@@ -23,7 +17,7 @@ spec:
   breakGlass: {allowed: true, requiredAnnotations: [break-glass.image-policy.k8s.io/approver]}
 `);
 
-const selected = policies(`
+const selected = imagePolicies(`
 apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy
 metadata: {name: prod-only}

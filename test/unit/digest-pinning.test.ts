@@ -2,24 +2,16 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { admissionResponse } from "../../src/core/admission-review.ts";
 import { imagesToPin, pinningDecision, PINNED_IMAGES_ANNOTATION, type PinTarget, type Resolution } from "../../src/core/digest-pinning.ts";
-import { evaluateImagePolicies, type ImagePolicy } from "../../src/core/image-policy/image-policy.ts";
+import { evaluateImagePolicies } from "../../src/core/image-policy/image-policy.ts";
 import { escapePointerSegment, fieldPathToPointer } from "../../src/core/field-path.ts";
 import { setAnnotationPatch } from "../../src/core/pod-locations.ts";
 import { parsePolicyText } from "../../src/policy/load-policies.ts";
+import { imagePolicies } from "../support/image-policies.ts";
 
 const D1 = `sha256:${"1".repeat(64)}`;
 const D2 = `sha256:${"2".repeat(64)}`;
 
-function policies(yaml: string): ImagePolicy[] {
-  const {
-    policies: { ImagePolicy: imagePolicies },
-    errors,
-  } = parsePolicyText(yaml, "inline.yaml");
-  assert.deepEqual(errors, []);
-  return [...imagePolicies];
-}
-
-const pinning = policies(`
+const pinning = imagePolicies(`
 apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy
 metadata: {name: pin-internal}

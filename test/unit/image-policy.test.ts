@@ -1,22 +1,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { evaluateImagePolicies, type ImagePolicy } from "../../src/core/image-policy/image-policy.ts";
+import { evaluateImagePolicies } from "../../src/core/image-policy/image-policy.ts";
 import { renderReason } from "../../src/core/decision.ts";
-import { parsePolicyText } from "../../src/policy/load-policies.ts";
 import { evaluateSubjectImages, imagePolicyKind } from "../../src/core/image-policy/image-policy-kind.ts";
 import { verificationKey, type ImageVerification } from "../../src/core/image-policy/verification-results.ts";
 import { subjectOfImageReview, type AdmissionSubject } from "../../src/core/admission-subject.ts";
+import { imagePolicies } from "../support/image-policies.ts";
 
-function policies(yaml: string): ImagePolicy[] {
-  const {
-    policies: { ImagePolicy: imagePolicies },
-    errors,
-  } = parsePolicyText(yaml, "inline.yaml");
-  assert.deepEqual(errors, []);
-  return [...imagePolicies];
-}
-
-const trusted = policies(`
+const trusted = imagePolicies(`
 apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy
 metadata: {name: trusted-registries}
@@ -71,7 +62,7 @@ test("an invalid image reference is a denial with the grammar's reason, not an e
   assert.match(d.violations[0]!.message, /Registry\.Example\.com\/App:1/);
 });
 
-const selected = policies(`
+const selected = imagePolicies(`
 apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy
 metadata: {name: prod-only}
@@ -98,7 +89,7 @@ test("namespaceSelector with unknown labels is an explicit denial, not a silent 
 test("every applicable policy must allow", () => {
   const both = [
     ...trusted,
-    ...policies(`
+    ...imagePolicies(`
 apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy
 metadata: {name: no-debug}
@@ -136,7 +127,7 @@ test("break-glass without a ticket is a denial explaining what is required", () 
 });
 
 test("break-glass where the policy does not allow it is refused", () => {
-  const strict = policies(`
+  const strict = imagePolicies(`
 apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy
 metadata: {name: strict}
@@ -150,7 +141,7 @@ spec:
 });
 
 test("break-glass enforces the ticket pattern and extra required annotations", () => {
-  const p = policies(`
+  const p = imagePolicies(`
 apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy
 metadata: {name: ticketed}
@@ -398,7 +389,7 @@ test("a subject's pods are judged one by one, each with its own break-glass anno
 });
 
 test("an ImageReview's denials name the image only, and its tags cannot be pinned", () => {
-  const pinning = policies(`
+  const pinning = imagePolicies(`
 apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy
 metadata: {name: pinned}
@@ -446,7 +437,7 @@ test("the kind reports whether its policies need namespace labels, and prepares 
 const SLSA = "https://slsa.dev/provenance/v1";
 const VULN = "https://example.com/vuln/v1";
 const SIGNED = `registry.example.com/app@sha256:${"c".repeat(64)}`;
-const attested = policies(`
+const attested = imagePolicies(`
 apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy
 metadata: {name: attested}
@@ -543,7 +534,7 @@ test("validate sees the image, every signer and the statements by type; its mess
 });
 
 test("conditions measure time to the admission's time; validate without a message says which CEL failed", () => {
-  const aged = policies(`
+  const aged = imagePolicies(`
 apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy
 metadata: {name: aged}
@@ -591,7 +582,7 @@ test("a rule that verifies signatures: offline it warns what went unchecked; a t
   assert.deepEqual(offline.warnings, [
     `image ${JSON.stringify(SIGNED)}: signatures and attestations required by policy attested rules[0] were not checked (offline)`,
   ]);
-  const keysOnly = policies(`
+  const keysOnly = imagePolicies(`
 apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy
 metadata: {name: keys}
@@ -615,7 +606,7 @@ spec:
     },
   ]);
   // Without digestMutate there is no webhook to suggest.
-  const verifyOnly = policies(`
+  const verifyOnly = imagePolicies(`
 apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy
 metadata: {name: verify-only}

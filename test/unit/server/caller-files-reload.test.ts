@@ -4,19 +4,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { spawn } from "node:child_process";
 import { mkdtemp, rename, rm, writeFile } from "node:fs/promises";
 import { request } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import { CallerAuthenticator, parseClientCa, type CallerCredentials } from "../../../src/server/caller-auth.ts";
 import { tokenDigest } from "../../../src/server/caller-tokens.ts";
 import { createClientCa } from "../../support/caller-credentials.ts";
-import { freePort } from "../../support/ports.ts";
-
-const BIN = fileURLToPath(new URL("../../../bin/imprimatur.js", import.meta.url));
+import { startServeWithLines, type ServeWithLines } from "../../support/serve-lines.ts";
 
 function tokensFile(entries: Array<{ name: string; token: string }>): string {
   const callers = entries.map((e) => `  - name: ${e.name}\n    cluster: prod\n    token: ${e.token}\n`).join("");
@@ -67,49 +62,10 @@ test("a rotated client CA and token list are used without a restart; a broken fi
   const newToken = randomBytes(24).toString("hex");
   await writeFile(caFile, oldCa.certPem);
   await writeFile(callersFile, tokensFile([{ name: "apiserver-old", token: oldToken }]));
-  const port = await freePort();
-  const child = spawn(
-    process.execPath,
-    [
-      BIN,
-      "serve",
-      "--host",
-      "127.0.0.1",
-      "--port",
-      String(port),
-      "--state-dir",
-      join(dir, "state"),
-      "--client-ca",
-      caFile,
-      "--caller-tokens",
-      callersFile,
-      "--drain",
-      "0",
-    ],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  const kill = () => child.kill("SIGKILL");
-  process.once("exit", kill);
-  let stderr = "";
-  child.stderr!.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
-  const lines: string[] = [];
-  const waiters = new Set<{ pattern: RegExp; resolve: (line: string) => void }>();
-  createInterface({ input: child.stdout! }).on("line", (line) => {
-    lines.push(line);
-    for (const w of [...waiters].filter((w) => w.pattern.test(line))) {
-      waiters.delete(w);
-      w.resolve(line);
-    }
-  });
-  const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
-  const line = (pattern: RegExp): Promise<string> =>
-    Promise.race([
-      new Promise<string>((resolve) => waiters.add({ pattern, resolve })),
-      exited.then((code) => assert.fail(`serve exited (${code}) before logging ${pattern}: ${stderr}`)),
-    ]);
+  let serve: ServeWithLines | undefined;
   try {
-    const serving = line(/"msg":"serving"/);
-    await serving;
+    serve = await startServeWithLines(["--client-ca", caFile, "--caller-tokens", callersFile], { stateDir: join(dir, "state") });
+    const port = serve.port;
     const oldClient = await oldCa.issue("/CN=apiserver-old/O=prod");
     const newClient = await newCa.issue("/CN=apiserver-new/O=prod");
     assert.equal(await metricsStatus(port, { cert: oldClient }), 200);
@@ -126,7 +82,7 @@ test("a rotated client CA and token list are used without a restart; a broken fi
     assert.equal(await metricsStatus(port, { cert: newClient }), 200);
 
     // A CA file cut short: its broken certificate is named by line, and the CA in use stays.
-    const caRefused = line(/client CA: the new files are not usable/);
+    const caRefused = serve.line(/client CA: the new files are not usable/, serve.lines.length);
     await replace(caFile, `${newCa.certPem}${oldCa.certPem.slice(0, 200)}`);
     assert.match(await caRefused, new RegExp(`client-ca\\.crt:${newCa.certPem.trimEnd().split("\n").length + 1}: not a readable certificate`));
     assert.equal(await metricsStatus(port, { cert: newClient }), 200);
@@ -137,18 +93,15 @@ test("a rotated client CA and token list are used without a restart; a broken fi
     assert.equal(await metricsStatus(port, { token: oldToken }), 401);
 
     // A tokens file with a token too short: the problem with its line; the tokens in use stay.
-    const tokensRefused = line(/caller tokens: the new files are not usable/);
+    const tokensRefused = serve.line(/caller tokens: the new files are not usable/, serve.lines.length);
     await replace(callersFile, tokensFile([{ name: "apiserver-new", token: "short" }]));
     assert.match(await tokensRefused, /callers\.yaml:6 \(callers\[0\]\.token\): must be a string of at least 16 characters/);
     assert.equal(await metricsStatus(port, { token: newToken }), 200);
 
-    assert.ok(child.exitCode === null && child.signalCode === null, "the same process throughout");
-    child.kill("SIGTERM");
-    assert.equal(await exited, 0);
+    assert.ok(serve.running(), "the same process throughout");
+    assert.equal(await serve.stop(), 0);
   } finally {
-    process.off("exit", kill);
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-    await exited;
+    await serve?.kill();
     await oldCa.remove();
     await newCa.remove();
     await rm(dir, { recursive: true, force: true });

@@ -4,17 +4,14 @@
 // certificate in use stays. The real command runs as a child; certificates are made with the openssl command.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdir, mkdtemp, readFile, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { connect } from "node:tls";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { freePort } from "../../support/ports.ts";
+import { startServeWithLines, type ServeWithLines } from "../../support/serve-lines.ts";
 
-const BIN = fileURLToPath(new URL("../../../bin/imprimatur.js", import.meta.url));
 const run = promisify(execFile);
 
 interface Pair {
@@ -93,64 +90,8 @@ async function untilPresented(port: number, name: string): Promise<void> {
   while ((await presentedName(port)) !== name) await new Promise((r) => setTimeout(r, 200));
 }
 
-async function startServe(dir: string, certFile: string, keyFile: string) {
-  const port = await freePort();
-  const child = spawn(
-    process.execPath,
-    [
-      BIN,
-      "serve",
-      "--host",
-      "127.0.0.1",
-      "--port",
-      String(port),
-      "--state-dir",
-      join(dir, "state"),
-      "--tls-cert",
-      certFile,
-      "--tls-key",
-      keyFile,
-      "--drain",
-      "0",
-    ],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  const kill = () => child.kill("SIGKILL");
-  process.once("exit", kill);
-  let stderr = "";
-  child.stderr!.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
-  const lines: string[] = [];
-  const waiters: Array<{ pattern: RegExp; resolve: (line: string) => void }> = [];
-  createInterface({ input: child.stdout! }).on("line", (line) => {
-    lines.push(line);
-    for (const w of waiters.filter((w) => w.pattern.test(line))) {
-      waiters.splice(waiters.indexOf(w), 1);
-      w.resolve(line);
-    }
-  });
-  const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
-  /** The first stdout line after `from` matching `pattern`; fails when the child exits first. */
-  const line = (pattern: RegExp, from = 0): Promise<string> => {
-    const seen = lines.slice(from).find((l) => pattern.test(l));
-    if (seen !== undefined) return Promise.resolve(seen);
-    return Promise.race([
-      new Promise<string>((resolve) => waiters.push({ pattern, resolve })),
-      exited.then((code) => assert.fail(`serve exited (${code}) before logging ${pattern}: ${stderr}`)),
-    ]);
-  };
-  await line(/"msg":"serving"/);
-  return {
-    port,
-    pid: child.pid,
-    running: () => child.exitCode === null && child.signalCode === null,
-    lines,
-    line,
-    stop: async () => {
-      process.off("exit", kill);
-      child.kill("SIGTERM");
-      return exited;
-    },
-  };
+function startServe(dir: string, certFile: string, keyFile: string): Promise<ServeWithLines> {
+  return startServeWithLines(["--tls-cert", certFile, "--tls-key", keyFile], { stateDir: join(dir, "state") });
 }
 
 test("a renewed certificate in a Secret volume (the ..data symlink swap) is served without a restart; a mismatched pair is refused", async () => {

@@ -8,10 +8,8 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
-import { freePort } from "../../support/ports.ts";
+import { logMessage, startServeWithLines, type ServeWithLines } from "../../support/serve-lines.ts";
 
-const BIN = fileURLToPath(new URL("../../../bin/imprimatur.js", import.meta.url));
 const POLICY = `apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy
 metadata: { name: any }
@@ -19,43 +17,26 @@ spec:
   rules: [{ action: allow, images: ["*"] }]
 `;
 
+/** Reads the stdout lines in order: each call, the next line whose message is `msg`; the child must still be running when it arrives. */
+function messagesInOrder(serve: ServeWithLines): (msg: string) => Promise<Record<string, unknown>> {
+  let read = 0;
+  return async (msg) => {
+    const found = serve.lines.indexOf(await serve.line(logMessage(msg), read), read);
+    // Every line on the way is a JSON log entry too.
+    const entries = serve.lines.slice(read, found + 1).map((l) => JSON.parse(l) as Record<string, unknown>);
+    read = found + 1;
+    assert.equal(serve.child.exitCode, null, "the line arrived while the server runs");
+    return entries.at(-1)!;
+  };
+}
+
 test("the start-up line, routine lines and errors reach stdout while the server runs", async () => {
   const dir = await mkdtemp(join(tmpdir(), "imprimatur-logs-"));
   await writeFile(join(dir, "policy.yaml"), POLICY);
-  const child = spawn(
-    process.execPath,
-    [
-      BIN,
-      "serve",
-      "--host",
-      "127.0.0.1",
-      "--port",
-      String(await freePort()),
-      "--state-dir",
-      join(dir, "state"),
-      "--policies",
-      join(dir, "policy.yaml"),
-      "--drain",
-      "0",
-    ],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  let stderr = "";
-  child.stderr!.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
-  const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
-  /** The next stdout line whose message is `msg`; the child must still be running when it arrives. */
-  const next = async (msg: string): Promise<Record<string, unknown>> => {
-    for (;;) {
-      const { value, done } = await lines.next();
-      assert.ok(!done, `stdout ended before a ${JSON.stringify(msg)} line (exit ${child.exitCode}, signal ${child.signalCode}): ${stderr}`);
-      const entry = JSON.parse(value as string) as Record<string, unknown>;
-      if (entry.msg !== msg) continue;
-      assert.equal(child.exitCode, null, "the line arrived while the server runs");
-      return entry;
-    }
-  };
+  let serve: ServeWithLines | undefined;
   try {
+    serve = await startServeWithLines(["--policies", join(dir, "policy.yaml")], { stateDir: join(dir, "state") });
+    const next = messagesInOrder(serve);
     const serving = await next("serving");
     assert.equal(serving.level, 30);
     assert.deepEqual(serving.policies, ["any"]);
@@ -68,10 +49,9 @@ test("the start-up line, routine lines and errors reach stdout while the server 
     // An error line goes out at once, after the routine line written just before it.
     await writeFile(join(dir, "policy.yaml"), "apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: { name: broken }\nspec: {}\n");
     assert.equal((await next("policy reload failed; keeping the last good policies")).level, 50);
-    child.kill("SIGTERM");
-    assert.equal(await exited, 0);
+    assert.equal(await serve.stop(), 0);
   } finally {
-    child.kill("SIGKILL");
+    await serve?.kill();
     await rm(dir, { recursive: true, force: true });
   }
 });

@@ -5,27 +5,17 @@
 // writing returns, which happens only once the child has opened it for reading.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { constants, openSync, closeSync } from "node:fs";
 import { mkdtemp, open, readdir, rm, type FileHandle } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
-import { freePort } from "../../support/ports.ts";
+import { logMessage, startServeWithLines, type ServeWithLines } from "../../support/serve-lines.ts";
 
-const BIN = fileURLToPath(new URL("../../../bin/imprimatur.js", import.meta.url));
-
-interface StartingServe {
-  child: ChildProcess;
+interface StartingServe extends ServeWithLines {
   stateDir: string;
   /** The namespaces pipe, open for writing: the child is blocked reading it until it is closed. */
   gate: FileHandle;
-  stdout: string[];
-  stderr(): string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  /** Resolves once a stdout line has message `msg` (or the child has exited: then false). */
-  line(msg: string): Promise<boolean>;
   cleanup(): Promise<void>;
 }
 
@@ -35,52 +25,33 @@ async function startServeHeldInStartup(): Promise<StartingServe> {
   const fifo = join(dir, "namespaces.yaml");
   execFileSync("mkfifo", [fifo]);
   const stateDir = join(dir, "state");
-  const child = spawn(
-    process.execPath,
-    [BIN, "serve", "--host", "127.0.0.1", "--port", String(await freePort()), "--state-dir", stateDir, "--namespaces", fifo, "--drain", "0"],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  const kill = () => child.kill("SIGKILL");
-  process.once("exit", kill);
-  let stderr = "";
-  child.stderr!.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
-  const stdout: string[] = [];
-  const waiting = new Map<string, () => void>();
-  createInterface({ input: child.stdout! }).on("line", (line) => {
-    stdout.push(line);
-    const msg = messageOf(line);
-    if (msg !== undefined) waiting.get(msg)?.();
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once("close", (code, signal) => resolve({ code, signal })),
-  );
+  const serve = await startServeWithLines(["--namespaces", fifo], { stateDir, waitForServing: false });
   // Opening a pipe for writing waits for a reader. Should the child die first, this test opens the reading end
   // itself so that the open returns (a blocked open would keep the test process from exiting).
-  const releaseIfDead = exited.then(() => closeSync(openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK)));
+  const releaseIfDead = serve.exited.then(() => closeSync(openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK)));
   const gate = await open(fifo, "w");
-  if (child.exitCode !== null || child.signalCode !== null) {
+  if (!serve.running()) {
     await releaseIfDead;
-    assert.fail(`serve exited before reading the namespaces file: ${stderr}`);
+    assert.fail(`serve exited before reading the namespaces file: ${serve.stderr()}`);
   }
   return {
-    child,
+    ...serve,
     stateDir,
     gate,
-    stdout,
-    stderr: () => stderr,
-    exited,
-    line: (msg) =>
-      stdout.some((l) => messageOf(l) === msg)
-        ? Promise.resolve(true)
-        : Promise.race([new Promise<boolean>((resolve) => waiting.set(msg, () => resolve(true))), exited.then(() => false)]),
     cleanup: async () => {
-      process.off("exit", kill);
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
       await gate.close().catch(() => undefined);
-      await exited;
+      await serve.kill();
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Whether a stdout line has message `msg`, now or before the child exits. */
+function logs(serve: StartingServe, msg: string): Promise<boolean> {
+  return serve.line(logMessage(msg)).then(
+    () => true,
+    () => false,
+  );
 }
 
 /** The message of a JSON log line. */
@@ -94,7 +65,7 @@ function messageOf(line: string): string | undefined {
 
 /** Resolves once the child's stderr contains `text`, or it has exited. */
 async function stderrShows(serve: StartingServe, text: string): Promise<void> {
-  while (!serve.stderr().includes(text) && serve.child.exitCode === null && serve.child.signalCode === null) {
+  while (!serve.stderr().includes(text) && serve.running()) {
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -113,7 +84,7 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
       // The read it abandoned may now end; the process then exits by itself.
       await serve.gate.close();
       assert.deepEqual(await serve.exited, { code: 0, signal: null });
-      assert.ok(!serve.stdout.some((l) => l.includes('"msg":"serving"')), "it never started serving");
+      assert.ok(!serve.lines.some((l) => l.includes('"msg":"serving"')), "it never started serving");
       // Stopped before the certificate step: the state folder holds nothing, half-written or whole.
       assert.deepEqual(await readdir(serve.stateDir).catch(() => []), []);
     } finally {
@@ -127,11 +98,11 @@ test("SIGHUP during start-up does not end the process: the policies are reloaded
   try {
     serve.child.kill("SIGHUP");
     await serve.gate.close();
-    assert.ok(await serve.line("serving"), `serve kept running and started: ${serve.stderr()}`);
-    assert.ok(await serve.line("policies reloaded"), `the SIGHUP received during start-up reloads the policies: ${serve.stderr()}`);
+    assert.ok(await logs(serve, "serving"), `serve kept running and started: ${serve.stderr()}`);
+    assert.ok(await logs(serve, "policies reloaded"), `the SIGHUP received during start-up reloads the policies: ${serve.stderr()}`);
     serve.child.kill("SIGTERM");
     assert.deepEqual(await serve.exited, { code: 0, signal: null });
-    const reloads = serve.stdout.filter((l) => messageOf(l) === "policies reloaded");
+    const reloads = serve.lines.filter((l) => messageOf(l) === "policies reloaded");
     assert.equal(reloads.length, 1, "one SIGHUP, one reload");
   } finally {
     await serve.cleanup();

@@ -106,7 +106,10 @@ test("each problem is reported at its field, and the parts in error are left out
   assert.deepEqual(read({ matchLabel: { a: "b" } }).problems, [
     'spec.namespaceSelector.matchLabel: unknown field "matchLabel"; known fields: matchLabels, matchExpressions; did you mean "matchLabels"?',
   ]);
-  assert.deepEqual(read({ matchLabels: ["a"] }).problems, ['spec.namespaceSelector.matchLabels: must be a map of label key → value, got ["a"]']);
+  assert.deepEqual(read({ matchLabels: ["a"] }), {
+    selector: {},
+    problems: ['spec.namespaceSelector.matchLabels: must be a map of label key → value, got ["a"]'],
+  });
   assert.deepEqual(read({ matchLabels: { ok: "1", n: 1, "-bad": "x", good: "-bad" } }), {
     selector: { matchLabels: { ok: "1" } },
     problems: [
@@ -129,6 +132,7 @@ test("each problem is reported at its field, and the parts in error are left out
       { key: "a", operator: "In", values: "x" },
       { key: "a", operator: "In", values: ["ok", 7, "no way"] },
       { key: "a", operator: "Exists", value: "x" },
+      { key: "-bad", operator: "Exists" },
     ],
   });
   assert.deepEqual(expressions.selector, { matchExpressions: [{ key: "ok", operator: "Exists" }] });
@@ -145,6 +149,7 @@ test("each problem is reported at its field, and the parts in error are left out
     "spec.namespaceSelector.matchExpressions.9.values.1: must be a string, got 7",
     `spec.namespaceSelector.matchExpressions.9.values.2: "no way" is not a label value: it must be empty or at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit`,
     'spec.namespaceSelector.matchExpressions.10.value: unknown field "value"; known fields: key, operator, values; did you mean "values"?',
+    `spec.namespaceSelector.matchExpressions.11.key: "-bad" is not a label key: its name must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit`,
   ]);
 });
 

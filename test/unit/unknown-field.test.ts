@@ -19,6 +19,7 @@ test("the one close known field, or none", () => {
   assert.equal(closestField("digestVerfy", known), "digestVerify");
   assert.equal(closestField("digest", known), undefined, "too far from both");
   assert.equal(closestField("digestMutat", ["digestMutate", "digestMutant"]), undefined, "two equally close: no guess");
+  assert.equal(closestField("imagess", ["images", "imageset"]), "images", "the closer of two near ones");
   assert.equal(closestField("colour", known), undefined);
   assert.equal(closestField("ab", ["ac", "bb"]), undefined);
   assert.equal(closestField("colour", ["images"]), undefined, "the only known field, but far");

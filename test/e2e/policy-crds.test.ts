@@ -102,6 +102,20 @@ test("a policy the schema does not allow is refused by the apiserver, naming the
   const missing = await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], { input: JSON.stringify(noRules) });
   assert.notEqual(missing.code, 0);
   assert.match(missing.stderr, /spec\.rules: Required value/);
+  // An empty API version in a resource rule: refused here as by the loader (kube-apiserver's webhook rules refuse it too).
+  const withVersions = (name: string, apiVersions: string[]) => ({
+    ...bad,
+    metadata: { name },
+    spec: {
+      matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions, resources: ["pods"], operations: ["CREATE"] }] },
+      rules: [{ action: "allow", images: ["*"] }],
+    },
+  });
+  const emptyVersion = await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], { input: JSON.stringify(withVersions("empty-version", [""])) });
+  assert.notEqual(emptyVersion.code, 0);
+  assert.match(emptyVersion.stderr, /spec\.matchConstraints\.resourceRules\.apiVersions/);
+  const v1 = await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], { input: JSON.stringify(withVersions("core-v1", ["v1"])) });
+  assert.equal(v1.code, 0, `the core group "" is stored: ${v1.stderr}`);
 });
 
 // ---------------------------------------------------------------------------------------------------------

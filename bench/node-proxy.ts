@@ -55,8 +55,8 @@ import {
 import { RuntimeImageClient, type CriPackage } from "../src/cri/image-service-proxy.ts";
 import { recordFileName, RecordStore } from "../src/node/record-store.ts";
 import { startNodeProxy, type NodeProxyProcess } from "../test/support/node-proxy-process.ts";
-import { startKubeCluster, type KubeCluster } from "../test/support/kube-cluster.ts";
-import { createPullSecret, podManifest, startNodeRuntime, type NodeRuntime } from "../test/support/real-node.ts";
+import { createPullSecret, startKubeCluster, type KubeCluster } from "../test/support/kube-cluster.ts";
+import { podManifest, startNodeRuntime, type NodeRuntime } from "../test/support/real-node.ts";
 import { startRegistry, type TestRegistry } from "../test/support/registry.ts";
 import { buildRunnableImage } from "../test/support/runnable-image.ts";
 import { findTaskset, pin } from "./support/pinning.ts";

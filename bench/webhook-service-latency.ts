@@ -36,7 +36,7 @@ import { Agent, Client } from "undici";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
 import { runCommand } from "../test/support/command.ts";
 import { inNetns, nsenterPath } from "../test/support/netns.ts";
-import { createPullSecret } from "../test/support/real-node.ts";
+import { createPullSecret } from "../test/support/kube-cluster.ts";
 import { startRegistry, type TestRegistry } from "../test/support/registry.ts";
 import { startSmallCluster, type SmallCluster } from "../test/support/small-cluster.ts";
 import { parseMetrics, sumOf } from "./support/metrics.ts";

@@ -9,7 +9,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
+import { createPullSecret, startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 import { buildOciLayout } from "../support/oci-layout.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
@@ -117,18 +117,7 @@ before(async () => {
     assert.equal(applied.code, 0, applied.stderr);
   }
   assert.equal((await cluster.kubectl(["create", "namespace", NS])).code, 0);
-  const secret = await cluster.kubectl([
-    "create",
-    "secret",
-    "docker-registry",
-    "regcred",
-    "-n",
-    NS,
-    `--docker-server=${host}`,
-    `--docker-username=${PULLER.username}`,
-    `--docker-password=${PULLER.password}`,
-  ]);
-  assert.equal(secret.code, 0, secret.stderr);
+  await createPullSecret(cluster, NS, "regcred", { host, username: PULLER.username }, PULLER.password);
   const sa = await cluster.apply(
     JSON.stringify({ apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "builder", namespace: NS }, imagePullSecrets: [{ name: "regcred" }] }),
   );

@@ -9,10 +9,9 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { decodePullImageResponse, encodePullImageRequest } from "../../src/cri/cri-messages.ts";
 import { RuntimeImageClient } from "../../src/cri/image-service-proxy.ts";
-import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
+import { createPullSecret, startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
 import { startNodeProxy, type NodeProxyProcess } from "../support/node-proxy-process.ts";
 import {
-  createPullSecret,
   podManifest,
   podPullFailed,
   podRunning,

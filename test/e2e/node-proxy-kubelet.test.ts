@@ -13,7 +13,7 @@ import { mkdtemp, rm, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
+import { createPullSecret, startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
 import { decodeImageStatusResponse, encodeImageStatusRequestFor } from "../../src/cri/cri-messages.ts";
 import { RuntimeImageClient } from "../../src/cri/image-service-proxy.ts";
 import { imprimatur, REPO_ROOT } from "../support/cli-process.ts";
@@ -27,7 +27,6 @@ import {
   type NodeRuntime,
   type PodManifestOptions,
   type PodObservation,
-  createPullSecret,
 } from "../support/real-node.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
 import { buildRunnableImage } from "../support/runnable-image.ts";

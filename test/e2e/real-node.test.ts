@@ -7,14 +7,13 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { startKubeCluster } from "../support/kube-cluster.ts";
+import { createPullSecret, startKubeCluster } from "../support/kube-cluster.ts";
 import type { KubeCluster } from "../support/kube-cluster.ts";
 import { startRegistry } from "../support/registry.ts";
 import type { TestRegistry } from "../support/registry.ts";
 import { buildRunnableImage } from "../support/runnable-image.ts";
 import {
   CGROUP_PARENT,
-  createPullSecret,
   NODE_HOST_DIRS,
   linkExists,
   observePod,

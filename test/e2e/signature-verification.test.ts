@@ -13,7 +13,7 @@ import { imageReview } from "../support/admission.ts";
 import { imprimatur } from "../support/cli-process.ts";
 import { getText, postJson } from "../support/https-client.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
-import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
+import { createPullSecret, startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
 import { buildOciLayout } from "../support/oci-layout.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
 import {
@@ -262,18 +262,7 @@ before(async () => {
     assert.equal(applied.code, 0, applied.stderr);
   }
   assert.equal((await cluster.kubectl(["create", "namespace", NS])).code, 0);
-  const secret = await cluster.kubectl([
-    "create",
-    "secret",
-    "docker-registry",
-    "regcred",
-    "-n",
-    NS,
-    `--docker-server=${host}`,
-    `--docker-username=${PULLER.username}`,
-    `--docker-password=${PULLER.password}`,
-  ]);
-  assert.equal(secret.code, 0, secret.stderr);
+  await createPullSecret(cluster, NS, "regcred", { host, username: PULLER.username }, PULLER.password);
   const keys = await cluster.kubectl(["create", "secret", "generic", "release-keys", "-n", NS, `--from-literal=cosign.pub=${keyB.publicKeyPem}`]);
   assert.equal(keys.code, 0, keys.stderr);
   await untilWebhookActive(cluster, pod("probe", `${host}/public/unsigned:1.0`), (probe) => probe.code !== 0 && /signatures/.test(probe.stderr), {

@@ -554,3 +554,25 @@ export function validatingWebhookConfiguration(
     ],
   });
 }
+
+/** Creates a kubernetes.io/dockerconfigjson Secret for `registry` with its first user and `password` (a wrong one, say). */
+export async function createPullSecret(
+  cluster: KubeCluster,
+  namespace: string,
+  name: string,
+  registry: { host: string; username: string },
+  password: string,
+): Promise<void> {
+  const r = await cluster.kubectl([
+    "create",
+    "secret",
+    "docker-registry",
+    name,
+    "-n",
+    namespace,
+    `--docker-server=${registry.host}`,
+    `--docker-username=${registry.username}`,
+    `--docker-password=${password}`,
+  ]);
+  if (r.code !== 0) throw new Error(`kubectl create secret ${name}: ${r.stderr}`);
+}

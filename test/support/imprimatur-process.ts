@@ -4,11 +4,9 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { createWriteStream } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { freePort } from "./ports.ts";
 import { getText } from "./https-client.ts";
-
-const BIN = fileURLToPath(new URL("../../bin/imprimatur.js", import.meta.url));
+import { BIN } from "./cli-process.ts";
 
 export interface ImprimaturProcess {
   pid: number;
@@ -21,20 +19,19 @@ export interface ImprimaturProcess {
   stop(): Promise<void>;
 }
 
+/** `imprimatur serve` on 127.0.0.1:`port` with `stateDir`, as the arguments of this Node.js. */
+export function serveCommandLine(port: number, stateDir: string, args: readonly string[]): string[] {
+  // No drain period unless a test asks for one: stopping is then immediate, and tests stay fast.
+  const drain = args.includes("--drain") ? [] : ["--drain", "0"];
+  return [BIN, "serve", "--host", "127.0.0.1", "--port", String(port), "--state-dir", stateDir, ...drain, ...args];
+}
+
 export async function startImprimatur(args: string[], opts: { stateDir?: string } = {}): Promise<ImprimaturProcess> {
   const stateDir = opts.stateDir ?? (await mkdtemp(join(tmpdir(), "imprimatur-serve-")));
   const port = await freePort();
   const logPath = join(stateDir, "serve.log");
   const out = createWriteStream(logPath, { flags: "a" });
-  // No drain period unless a test asks for one: stopping is then immediate, and tests stay fast.
-  const drain = args.includes("--drain") ? [] : ["--drain", "0"];
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [BIN, "serve", "--host", "127.0.0.1", "--port", String(port), "--state-dir", stateDir, ...drain, ...args],
-    {
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
+  const child: ChildProcess = spawn(process.execPath, serveCommandLine(port, stateDir, args), { stdio: ["ignore", "pipe", "pipe"] });
   child.stdout!.pipe(out);
   child.stderr!.pipe(out);
   const kill = () => child.kill("SIGKILL");

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { installExitHooks, liveChildren } from "./child-cleanup.ts";
-import { BIN } from "./cli-process.ts";
+import { serveCommandLine } from "./imprimatur-process.ts";
 import { freePort } from "./ports.ts";
 
 export interface ServeExit {
@@ -43,14 +43,12 @@ export function logMessage(msg: string): RegExp {
 }
 
 /**
- * Starts `imprimatur serve --host 127.0.0.1 --port <free port> --state-dir DIR ARGS --drain 0` with this Node.js.
+ * Starts `imprimatur serve` on a free port with `stateDir` and ARGS (serveCommandLine: no drain period unless asked) with this Node.js.
  * The child is SIGKILLed if the test process exits first.
  */
 export async function startServeWithLines(args: string[], opts: ServeWithLinesOptions): Promise<ServeWithLines> {
   const port = await freePort();
-  const child = spawn(process.execPath, [BIN, "serve", "--host", "127.0.0.1", "--port", String(port), "--state-dir", opts.stateDir, ...args, "--drain", "0"], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawn(process.execPath, serveCommandLine(port, opts.stateDir, args), { stdio: ["ignore", "pipe", "pipe"] });
   installExitHooks();
   liveChildren.add(child);
   let stderr = "";

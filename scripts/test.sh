@@ -10,4 +10,4 @@ bash scripts/provision-node.sh
 tsc -p tsconfig.json --noEmit
 prettier --check --log-level warn .   # the formatter's settings: .prettierrc.json (npm run format applies them)
 eslint .                              # the linter's: eslint.config.js
-node --test --test-timeout=300000 'test/unit/**/*.test.ts' 'test/e2e/**/*.test.ts'
+bash scripts/run-tests.sh              # every test file, with the runner's flags (scripts/run-tests.sh)

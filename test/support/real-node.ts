@@ -112,6 +112,8 @@ export const TOUCHED_SYSCTLS = ["vm/overcommit_memory", "kernel/panic", "kernel/
 /** Fixed paths the kubelet (device plugins, pod logs), go-cni (result cache) and the shims (sockets) create. */
 export const NODE_HOST_DIRS = ["/var/lib/kubelet", "/var/log/pods", "/var/log/containers", "/var/lib/cni", "/run/containerd", "/opt/containerd"];
 const CGROUP_ROOT = "/sys/fs/cgroup";
+/** How long the last run waits for the k8s.io cgroup parents to empty before it reports them left. */
+const CGROUP_EMPTY_WAIT_MS = 15_000;
 /** containerd's default cgroup parent for CRI containers with the cgroupfs driver and no pod cgroups. */
 export const CGROUP_PARENT = "k8s.io";
 const CNI_BIN_DIR = "/usr/lib/cni";
@@ -273,6 +275,32 @@ function cgroupTree(path: string): string[] {
   return [...children.flatMap(cgroupTree), path];
 }
 
+/**
+ * Removes a cgroup and what is left below it, deepest first, waiting for each to empty: the kernel refuses
+ * (EBUSY) while a pod's last processes are still exiting, a moment after they were killed. Undefined when gone.
+ */
+function removeCgroupOnceEmpty(path: string, waitMs: number): string | undefined {
+  const deadline = Date.now() + waitMs;
+  let last: Error | undefined;
+  while (existsSync(path)) {
+    for (const cg of cgroupTree(path)) {
+      if (cgroupProcs(cg).length > 0) continue;
+      try {
+        rmdirSync(cg);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "ENOENT") last = err as Error;
+      }
+    }
+    if (!existsSync(path)) break;
+    if (Date.now() >= deadline) {
+      const busy = cgroupTree(path).filter((cg) => cgroupProcs(cg).length > 0);
+      return `rmdir ${path}: still in use after ${waitMs} ms (${busy.length > 0 ? `processes in ${busy.join(", ")}` : (last?.message ?? "busy")})`;
+    }
+    sleepSync(100);
+  }
+  return undefined;
+}
+
 function cgroupProcs(path: string): number[] {
   try {
     return readFileSync(join(path, "cgroup.procs"), "utf8").split("\n").filter(Boolean).map(Number);
@@ -397,11 +425,8 @@ function leaveShared(dir: string): NodeStopReport {
       else problems.push(`${path} has mounts; left in place`);
     }
     for (const hierarchy of state.originals.createdCgroupParents) {
-      try {
-        rmdirSync(join(hierarchy, CGROUP_PARENT));
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== "ENOENT") problems.push(`rmdir ${join(hierarchy, CGROUP_PARENT)}: ${(err as Error).message}`);
-      }
+      const problem = removeCgroupOnceEmpty(join(hierarchy, CGROUP_PARENT), CGROUP_EMPTY_WAIT_MS);
+      if (problem) problems.push(problem);
     }
     return { state: null, result: { lastRun: true, otherRuns: 0, originals: state.originals, problems } };
   });

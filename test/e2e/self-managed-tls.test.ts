@@ -21,6 +21,7 @@ import { startApp, type App } from "../../src/server/app.ts";
 import { bundleFingerprints, parseCertificateBundle, parseRotationTimeline } from "../../src/server/tls-rotation-plan.ts";
 import { startSelfManagedTls, type RunningSelfManagedTls } from "../../src/server/tls-secret-manager.ts";
 import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
+import { teardown } from "../support/teardown.ts";
 import { getText } from "../support/https-client.ts";
 import { podYaml } from "../support/manifests.ts";
 import { freePort } from "../support/ports.ts";
@@ -159,10 +160,7 @@ before(async () => {
   }
 });
 
-after(async () => {
-  for (const r of [...replicas.values()]) await r.stop();
-  await cluster?.stop();
-});
+after(() => teardown([...[...replicas.values()].map((r) => () => r.stop()), () => cluster?.stop()]));
 
 test("one leader creates the Secret and writes the caBundle; both replicas serve the Secret's certificate", async () => {
   const [a, b] = await Promise.all([startReplica("replica-a"), startReplica("replica-b")]);
@@ -386,7 +384,20 @@ test("serve --tls-secret as a command: waits for the Lease, serves the Secret's 
       30_000,
     ).catch((e: Error) => assert.fail(`${e.message}\n${output()}`));
     assert.equal(await leaseHolder(), "serve-cli", output());
-    assert.deepEqual(await servedCertificate(port), der((await readSecret()).data["tls.crt"]!));
+    // Two reads are two moments: with this timeline the leader renews the certificate every 18 s, and serve takes
+    // the Secret's new one up to a sync interval (500 ms) later. Serving the Secret's certificate means both agree
+    // within a few intervals, not at one instant that may fall between a renewal and serve's next sync.
+    let served: Buffer | undefined;
+    let stored: Buffer | undefined;
+    await until(
+      "serve serves the Secret's certificate",
+      async () => {
+        served = await servedCertificate(port);
+        stored = der((await readSecret()).data["tls.crt"]!);
+        return served.equals(stored) ? true : undefined;
+      },
+      5_000,
+    ).catch(() => assert.deepEqual(served, stored, output()));
     assert.doesNotMatch(output(), /caBundle: /, "no configuration to apply by hand is printed: the caBundle is written through the API");
   } finally {
     child.kill("SIGTERM");

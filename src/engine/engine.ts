@@ -36,6 +36,7 @@ import {
 import { CoreV1Api } from "@kubernetes/client-node";
 import { withSignal } from "../kube/api-requests.ts";
 import { NO_NAMESPACE_LABELS, type NamespaceLabelSource } from "../core/namespace-labels.ts";
+import { namespaceOfRequest, preparedForNamespace } from "../core/namespace-scope.ts";
 import { evaluateKinds, preparePolicies, type PolicySet, type PreparedPolicies } from "../core/policy-kinds.ts";
 import type { MatchedRequest } from "../core/request-match/request-match.ts";
 import { scopeRequest, type RequestScope } from "../core/request-match/request-scope.ts";
@@ -235,15 +236,16 @@ export class Engine {
   }
 
   /**
-   * The policies a request is judged by: its cluster's, then those whose match/exclude the request meets; the
+   * The policies a request is judged by: its cluster's, its namespace's, then those whose match/exclude it meets; the
    * namespace's labels when a policy needs them; denials for policies whose scope cannot be decided.
    */
   private async scopeFor(subject: AdmissionSubject, call: AdmissionCall): Promise<RequestScope & { namespaceLabels?: Record<string, string> }> {
-    const ofCluster = this.preparedFor(call.caller);
+    // Other namespaces' policies are left out before anything of theirs (a condition, a selector) runs.
+    const ofNamespace = preparedForNamespace(this.preparedFor(call.caller), namespaceOfRequest(subject.request));
     // Pod Security Admission reads every namespace's labels; policies only when one of them has a selector.
-    const namespaceLabels = ofCluster.usesNamespaceLabels || this.podSecurity ? await this.labelsOf(subject.namespace, call.deadline) : undefined;
+    const namespaceLabels = ofNamespace.usesNamespaceLabels || this.podSecurity ? await this.labelsOf(subject.namespace, call.deadline) : undefined;
     const request: MatchedRequest = { request: subject.request, ...(namespaceLabels ? { namespaceLabels } : {}) };
-    return { ...scopeRequest(ofCluster, request, this.failOpen), ...(namespaceLabels ? { namespaceLabels } : {}) };
+    return { ...scopeRequest(ofNamespace, request, this.failOpen), ...(namespaceLabels ? { namespaceLabels } : {}) };
   }
 
   /** Admit or deny: every policy kind, the remote backends, and on /imagereview digest records. */

@@ -128,7 +128,7 @@ export class ImageVerifier {
     ]);
     const trustRoots = this.opts.trustRoots();
     const contextOf = (leaf: LeafAttestor, binding: (item: SignedItem) => string | undefined): EntryContext | { error: string } => {
-      const key = keys.get(leaf.path);
+      const key = keys.get(leaf);
       if (key && "error" in key) return { error: key.error };
       return { binding, trustRoot: trustRootNamed(trustRoots, leaf.trustRoot), ...(key ? { key: key.key } : {}) };
     };
@@ -168,27 +168,31 @@ export class ImageVerifier {
     return { status: "denied", reason: `${none}${judgement.explanation}${problems}` };
   }
 
-  /** Each static key entry's key: parsed from the policy, or read from its Kubernetes Secret. */
-  private async keysOf(sets: readonly AttestorSet[], signal: AbortSignal): Promise<Map<string, { key: KeyObject } | { error: string }>> {
-    const keys = new Map<string, { key: KeyObject } | { error: string }>();
+  /**
+   * Each static key entry's key: parsed from the policy, or read from its Kubernetes Secret. By entry, not by
+   * path: an attestation's own attestors have the same paths as the rule's ("attestors[0].entries[0]"), and one
+   * entry's key must never stand in for another's.
+   */
+  private async keysOf(sets: readonly AttestorSet[], signal: AbortSignal): Promise<Map<LeafAttestor, { key: KeyObject } | { error: string }>> {
+    const keys = new Map<LeafAttestor, { key: KeyObject } | { error: string }>();
     await Promise.all(
       leafAttestors(sets).map(async (leaf) => {
         if (leaf.type !== "staticKey") return;
         if ("pem" in leaf.key) {
-          keys.set(leaf.path, { key: parsedKey(leaf.key.pem) });
+          keys.set(leaf, { key: parsedKey(leaf.key.pem) });
           return;
         }
         const ref = leaf.key.secretRef;
         const reader = this.opts.secretKeys;
         if (!reader) {
-          keys.set(leaf.path, { error: `k8s://${ref.namespace}/${ref.secret} cannot be read: the server has no Kubernetes API access` });
+          keys.set(leaf, { error: `k8s://${ref.namespace}/${ref.secret} cannot be read: the server has no Kubernetes API access` });
           return;
         }
         try {
           const key = await this.secretKeys.run(`${ref.namespace}/${ref.secret}/${ref.key}`, async () => publicKeyFromPem(await reader(ref, signal)), signal);
-          keys.set(leaf.path, { key });
+          keys.set(leaf, { key });
         } catch (e) {
-          keys.set(leaf.path, { error: `key k8s://${ref.namespace}/${ref.secret}/${ref.key}: ${(e as Error).message}` });
+          keys.set(leaf, { error: `key k8s://${ref.namespace}/${ref.secret}/${ref.key}: ${(e as Error).message}` });
         }
       }),
     );

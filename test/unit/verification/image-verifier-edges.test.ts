@@ -150,6 +150,17 @@ test("a Secret key without Kubernetes API access, or one the reader cannot give,
   assert.doesNotMatch(reasonOf(refused), /no signatures found/);
 });
 
+test("an attestation's own key never stands in for the rule's key at the same place in its attestors", async () => {
+  // The rule needs release's signature; the attestation's own attestors name stranger's key at the same path
+  // (attestors[0].entries[0]). Only stranger signed, the image and the statement.
+  const s = store({ app: { sig: [await signatureBy(stranger)], att: [await attestationBy(stranger)] } });
+  const v = new ImageVerifier({ client: s.client, trustRoots: () => new Map() });
+  const attestations = [{ index: 0, predicateType: SLSA, attestors: attestorsOf(keyEntry(stranger)) }];
+  const result = await v.verify(request(attestorsOf(keyEntry(release)), { attestations }), soon());
+  assert.equal(result.status, "denied", JSON.stringify(result));
+  assert.equal(reasonOf(result), "attestors[0] needs its entry: key release: no signature by this key (1 signature checked)");
+});
+
 test("signatures by someone else deny, counting what was checked; a signature for another digest gives its own reason", async () => {
   const one = await new ImageVerifier({ client: store({ app: { sig: [await signatureBy(stranger)] } }).client, trustRoots: () => new Map() }).verify(
     request(),

@@ -17,6 +17,7 @@ import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-p
 import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
 import { podReview } from "../support/admission.ts";
 import { podYaml } from "../support/manifests.ts";
+import { teardown } from "../support/teardown.ts";
 
 const POLICIES = `apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy
@@ -177,13 +178,15 @@ before(async () => {
   }
 });
 
-after(async () => {
-  await clusterA?.stop();
-  await clusterB?.stop();
-  await imprimatur?.stop();
-  await clientCa?.remove();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+after(() =>
+  teardown([
+    () => clusterA?.stop(),
+    () => clusterB?.stop(),
+    () => imprimatur?.stop(),
+    () => clientCa?.remove(),
+    () => dir && rm(dir, { recursive: true, force: true }),
+  ]),
+);
 
 test("the ImagePolicyWebhook reaches serve with a client certificate (cluster-a) and with a token (cluster-b), each under its own policies", async () => {
   const nginxInA = await clusterA.apply(podYaml("web", "default", [NGINX]));

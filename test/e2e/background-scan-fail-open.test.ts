@@ -13,6 +13,7 @@ import { startKubeCluster, untilWebhookActive, type KubeCluster, validatingWebho
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 import { startConfiguredTestBackend, type TestBackend } from "../support/test-imagereview-backend.ts";
 import { podYaml } from "../support/manifests.ts";
+import { teardown } from "../support/teardown.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const NS = "scan-fail-open";
@@ -62,12 +63,7 @@ before(async () => {
   await untilWebhookActive(cluster, podYaml("probe", NS, ["registry.example.com/blocked-probe:1"]), (probe) => probe.code !== 0);
 });
 
-after(async () => {
-  await server?.stop();
-  await cluster?.stop();
-  await backend?.stop();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+after(() => teardown([() => server?.stop(), () => cluster?.stop(), () => backend?.stop(), () => dir && rm(dir, { recursive: true, force: true })]));
 
 interface Report {
   metadata: { name: string };

@@ -37,6 +37,7 @@ import { cosignSignatureLayer, ociManifestWithLayers, signatureTag, simpleSignin
 import { generateSigningKey } from "../support/signer/keys.ts";
 import { createMockSigstore } from "../support/signer/mock-sigstore.ts";
 import { pushArtifact } from "../support/signer/oci-push.ts";
+import { teardown } from "../support/teardown.ts";
 
 const NODE = "node1";
 const NS = "scan-node";
@@ -182,14 +183,16 @@ describe("the background scan on a real node", () => {
     );
   });
 
-  after(async () => {
-    // Each in turn, so one failure does not leave the others running. The node goes first (it needs the API).
-    await node?.stop().catch((err: Error) => console.error(err.message));
-    await server?.stop();
-    await cluster?.stop();
-    await registry?.stop();
-    if (layoutDir) rmSync(layoutDir, { recursive: true, force: true });
-  });
+  // The node goes first (it needs the API).
+  after(() =>
+    teardown([
+      () => node?.stop(),
+      () => server?.stop(),
+      () => cluster?.stop(),
+      () => registry?.stop(),
+      () => layoutDir && rmSync(layoutDir, { recursive: true, force: true }),
+    ]),
+  );
 
   test("a static pod from the kubelet's manifest folder: its mirror pod is judged and reported", async () => {
     // The apiserver admits a mirror pod like any pod the kubelet's node identity creates (webhooks included), but

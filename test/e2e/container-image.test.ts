@@ -18,6 +18,7 @@ import { startRegistry, runSkopeo, type TestRegistry } from "../support/registry
 import { runCommand } from "../support/command.ts";
 import { freePort } from "../support/ports.ts";
 import { getText } from "../support/https-client.ts";
+import { teardown } from "../support/teardown.ts";
 
 const PROJECT = fileURLToPath(new URL("../../", import.meta.url));
 const COMMIT = "0123456789abcdef0123456789abcdef01234567";
@@ -40,10 +41,7 @@ before(async () => {
   registry = await startRegistry({ auth: "htpasswd" });
 });
 
-after(async () => {
-  await registry?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+after(() => teardown([() => registry?.stop(), () => dir && rmSync(dir, { recursive: true, force: true })]));
 
 test("the same inputs give the same digest, compressed afresh or from the layer cache; another commit another digest", async () => {
   const cache = join(dir, "cache");

@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url";
 import { parseAllDocuments, stringify } from "yaml";
 import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
 import { podYaml } from "../support/manifests.ts";
+import { teardown } from "../support/teardown.ts";
 
 const DEPLOY = fileURLToPath(new URL("../../deploy/", import.meta.url));
 /** What a user applies on v1.20 (the base's PodDisruptionBudget is policy/v1, which v1.20 does not serve). */
@@ -28,9 +29,7 @@ before(async () => {
   cluster = await startKubeCluster();
 });
 
-after(async () => {
-  await cluster?.stop();
-});
+after(() => teardown([() => cluster?.stop()]));
 
 test("every kustomization under deploy/ builds with kubectl v1.20's kustomize", async () => {
   const base = await build(`${DEPLOY}base`);

@@ -15,6 +15,7 @@ import { parseAllDocuments, stringify } from "yaml";
 import { startKubeCluster, type KubeCluster, type KubectlResult } from "../support/kube-cluster.ts";
 import { freePorts } from "../support/ports.ts";
 import { getText } from "../support/https-client.ts";
+import { teardown } from "../support/teardown.ts";
 
 const DEPLOY = fileURLToPath(new URL("../../deploy/", import.meta.url));
 const OVERLAY = `${DEPLOY}overlays/kube-1.20`;
@@ -96,10 +97,7 @@ before(async () => {
   token = await tokenFor("imprimatur", "imprimatur");
 });
 
-after(async () => {
-  await cluster?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+after(() => teardown([() => cluster?.stop(), () => dir && rmSync(dir, { recursive: true, force: true })]));
 
 test("the ServiceAccount holds exactly the listed rules, cluster-wide and in its own namespace", async () => {
   const nobody = await tokenFor("imprimatur", "nobody");
@@ -164,11 +162,15 @@ test("serve with the Deployment's flags runs on exactly that RBAC: TLS Secret, L
   child.stdout!.pipe(log);
   child.stderr!.pipe(log);
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  t.after(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-    await exited;
-    log.end();
-  });
+  t.after(() =>
+    teardown([
+      async () => {
+        if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+        await exited;
+      },
+      () => log.end(),
+    ]),
+  );
   const serveLog = () => readFileSync(logPath, "utf8");
 
   const until = async <T>(what: string, probe: () => Promise<T | undefined>): Promise<T> => {

@@ -13,6 +13,7 @@ import { createPullSecret, startKubeCluster, untilWebhookActive, type KubeCluste
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 import { buildOciLayout } from "../support/oci-layout.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
+import { teardown } from "../support/teardown.ts";
 
 const NS = "pinning";
 /** A Tekton-like Task: images in spec.steps, no pod spec (CustomResourceDefinition below). */
@@ -160,13 +161,15 @@ function task(name: string, images: string[]): string {
   });
 }
 
-after(async () => {
-  await cluster?.stop();
-  await server?.stop();
-  await registry?.stop();
-  for (const l of layouts) await rm(l, { recursive: true, force: true });
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+after(() =>
+  teardown([
+    () => cluster?.stop(),
+    () => server?.stop(),
+    () => registry?.stop(),
+    ...layouts.map((l) => () => rm(l, { recursive: true, force: true })),
+    () => dir && rm(dir, { recursive: true, force: true }),
+  ]),
+);
 
 test("a Pod created with a public tag comes back pinned to its digest, annotated, with an Event", async () => {
   const image = `${registry.host}/public/app:1.0`;

@@ -9,6 +9,7 @@ import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 import { podYaml } from "../support/manifests.ts";
 import { renderAdmissionConfiguration } from "../../src/server/webhook-manifests.ts";
+import { teardown } from "../support/teardown.ts";
 
 const POLICIES = fileURLToPath(new URL("../fixtures/e2e-policies/", import.meta.url));
 let imprimatur: ImprimaturProcess;
@@ -27,10 +28,7 @@ before(async () => {
   for (const ns of ["e2e-ipw", "e2e-locked"]) assert.equal((await cluster.kubectl(["create", "namespace", ns])).code, 0);
 });
 
-after(async () => {
-  await cluster?.stop();
-  await imprimatur?.stop();
-});
+after(() => teardown([() => cluster?.stop(), () => imprimatur?.stop()]));
 
 test("an allowed image creates the pod", async () => {
   const res = await cluster.apply(podYaml("good", "e2e-ipw", ["registry.example.com/app:1.0"]));

@@ -35,6 +35,7 @@ import { startRegistry, type TestRegistry } from "../support/registry.ts";
 import { buildRunnableImage } from "../support/runnable-image.ts";
 import { startSmallCluster, type SmallCluster } from "../support/small-cluster.ts";
 import { issuerOf, readTlsSnapshot, servedCertificates, watchTls, type TlsTarget } from "../support/tls-rotation-watch.ts";
+import { teardown } from "../support/teardown.ts";
 
 const PROJECT_DIR = fileURLToPath(new URL("../..", import.meta.url));
 const INSTALL = join(PROJECT_DIR, "deploy", "overlays", "kube-1.20");
@@ -148,11 +149,7 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
     cluster = await startSmallCluster({ registries: [{ host: registry.host, caFile: registry.caFile }] });
   });
 
-  after(async () => {
-    await cluster?.stop();
-    await registry?.stop();
-    if (workDir) rmSync(workDir, { recursive: true, force: true });
-  });
+  after(() => teardown([() => cluster?.stop(), () => registry?.stop(), () => workDir && rmSync(workDir, { recursive: true, force: true })]));
 
   describe("the harness", () => {
     before(async () => {

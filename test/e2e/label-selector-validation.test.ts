@@ -12,6 +12,7 @@ import { NetworkingV1Api } from "@kubernetes/client-node";
 import { readLabelSelector } from "../../src/core/label-selector.ts";
 import { loadKubeConfig } from "../../src/kube/kube-config.ts";
 import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
+import { teardown } from "../support/teardown.ts";
 
 let cluster: KubeCluster;
 let api: NetworkingV1Api;
@@ -21,9 +22,7 @@ before(async () => {
   api = loadKubeConfig(cluster.kubeconfig).makeApiClient(NetworkingV1Api);
 });
 
-after(async () => {
-  await cluster?.stop();
-});
+after(() => teardown([() => cluster?.stop()]));
 
 const name63 = "a".repeat(63);
 const label = (n: number) => "a".repeat(n);

@@ -14,6 +14,7 @@ import { loadKubeConfig } from "../../src/kube/kube-config.ts";
 import { NamespaceLabelCache } from "../../src/kube/namespace-label-cache.ts";
 import { startKubeCluster } from "../support/kube-cluster.ts";
 import type { ClusterOptions, KubeCluster } from "../support/kube-cluster.ts";
+import { teardown } from "../support/teardown.ts";
 
 const NAME_LABEL = "kubernetes.io/metadata.name";
 const WAIT_MS = 30_000;
@@ -120,11 +121,7 @@ class Fixture {
     before(async () => {
       this.cluster = await startKubeCluster(options);
     });
-    after(async () => {
-      await Promise.all(this.caches.map((c) => c.close()));
-      await Promise.all(this.proxies.map((p) => p.cut()));
-      await this.cluster?.stop();
-    });
+    after(() => teardown([...this.caches.map((c) => () => c.close()), ...this.proxies.map((p) => () => p.cut()), () => this.cluster?.stop()]));
   }
 
   async kubectl(...args: string[]): Promise<string> {

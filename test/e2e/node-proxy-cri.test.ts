@@ -25,6 +25,7 @@ import { startNodeProxy, type NodeProxyProcess } from "../support/node-proxy-pro
 import { startNodeRuntime, type NodeRuntime } from "../support/real-node.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
 import { buildRunnableImage } from "../support/runnable-image.ts";
+import { teardown } from "../support/teardown.ts";
 
 let dir: string;
 let priv: TestRegistry;
@@ -97,14 +98,17 @@ before(async () => {
   containerd = new RuntimeImageClient(node.containerdEndpoint);
 });
 
-after(async () => {
-  for (const c of clients) c.close();
-  containerd?.close();
-  for (const p of proxies) await p.stop();
-  await node?.stop();
-  await Promise.all([priv?.stop(), pub?.stop()]);
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+after(() =>
+  teardown([
+    ...clients.map((c) => () => c.close()),
+    () => containerd?.close(),
+    ...proxies.map((p) => () => p.stop()),
+    () => node?.stop(),
+    () => priv?.stop(),
+    () => pub?.stop(),
+    () => dir && rm(dir, { recursive: true, force: true }),
+  ]),
+);
 
 describe("CRI runtime.v1, straight to the proxy", () => {
   const state = () => join(dir, "state-main");

@@ -20,6 +20,7 @@ import { buildOciLayout } from "../support/oci-layout.ts";
 import { freePort } from "../support/ports.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
 import { startTamperingProxy, type TamperingProxy } from "../support/tampering-proxy.ts";
+import { teardown } from "../support/teardown.ts";
 
 let dir: string;
 let registry: TestRegistry;
@@ -92,13 +93,15 @@ before(async () => {
   );
 });
 
-after(async () => {
-  for (const a of apps) await a.close();
-  await proxy?.stop();
-  await registry?.stop();
-  for (const l of layouts) await rm(l, { recursive: true, force: true });
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+after(() =>
+  teardown([
+    ...apps.map((a) => () => a.close()),
+    () => proxy?.stop(),
+    () => registry?.stop(),
+    ...layouts.map((l) => () => rm(l, { recursive: true, force: true })),
+    () => dir && rm(dir, { recursive: true, force: true }),
+  ]),
+);
 
 test("/mutate pins a tag with the server's own credentials and records it; images that need no pin are left alone", async () => {
   const a = await app();

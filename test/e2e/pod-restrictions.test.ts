@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
+import { teardown } from "../support/teardown.ts";
 
 const POLICIES = fileURLToPath(new URL("../fixtures/e2e-pod-restrictions/", import.meta.url));
 let dir: string;
@@ -83,11 +84,7 @@ before(async () => {
   await untilWebhookActive(cluster, pod("probe", "secure", privilegedSpec()), (probe) => probe.code !== 0, { context: () => server.log() });
 });
 
-after(async () => {
-  await cluster?.stop();
-  await server?.stop();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+after(() => teardown([() => cluster?.stop(), () => server?.stop(), () => dir && rm(dir, { recursive: true, force: true })]));
 
 test("a privileged pod in a namespace bound to restricted is denied, naming the field and the check", async () => {
   const r = await create(pod("privileged", "secure", privilegedSpec()));

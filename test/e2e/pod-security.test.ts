@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { stringify } from "yaml";
 import { startKubeCluster, untilWebhookActive, type KubeCluster, validatingWebhookConfiguration, webhookRule } from "../support/kube-cluster.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
+import { teardown } from "../support/teardown.ts";
 
 let dir: string;
 let cluster: KubeCluster;
@@ -78,11 +79,7 @@ before(async () => {
   await untilWebhookActive(cluster, pod("probe", "psa-enforce", { privileged: true }), (probe) => probe.code !== 0);
 });
 
-after(async () => {
-  await cluster?.stop();
-  await server?.stop();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+after(() => teardown([() => cluster?.stop(), () => server?.stop(), () => dir && rm(dir, { recursive: true, force: true })]));
 
 function pod(name: string, namespace: string, securityContext: Record<string, unknown>, podSecurityContext: Record<string, unknown> = {}): string {
   return JSON.stringify({

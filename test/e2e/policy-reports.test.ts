@@ -18,6 +18,7 @@ import { PolicyReportWriter, type ReportWriteOutcome } from "../../src/kube/poli
 import { buildPolicyReport } from "../../src/core/policy-reports/policy-report-objects.ts";
 import type { ReportedResource, ResourceScan, ScanResult } from "../../src/core/policy-reports/resource-scan.ts";
 import { hasErrorCode } from "../../src/errors/imprimatur-error.ts";
+import { teardown } from "../support/teardown.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const NS = "reports-e2e";
@@ -49,10 +50,7 @@ before(async () => {
   );
 });
 
-after(async () => {
-  if (gc) await terminate(gc, 15_000);
-  await cluster?.stop();
-});
+after(() => teardown([() => gc && terminate(gc, 15_000), () => cluster?.stop()]));
 
 const AT = { seconds: 1_790_000_000, nanos: 123_000_000 };
 

@@ -14,6 +14,7 @@ import type { PullSecretReaderOptions } from "../../src/kube/pull-secrets.ts";
 import { startKubeCluster } from "../support/kube-cluster.ts";
 import type { KubeCluster } from "../support/kube-cluster.ts";
 import { freePort } from "../support/ports.ts";
+import { teardown } from "../support/teardown.ts";
 
 const NS = "e2e-pull";
 const b64 = (s: string): string => Buffer.from(s, "utf8").toString("base64");
@@ -128,9 +129,7 @@ describe("pull secrets from the Kubernetes API", () => {
     );
   });
 
-  after(async () => {
-    await cluster?.stop();
-  });
+  after(() => teardown([() => cluster?.stop()]));
 
   test("the pod's secrets come first, then the service account's; missing and non-pull secrets are problems", async () => {
     const { logger, lines } = capturingLogger();

@@ -16,6 +16,7 @@ import { buildOciLayout, type OciLayout, type OciLayoutOptions } from "../suppor
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
 import { startTamperingProxy, type TamperingProxy } from "../support/tampering-proxy.ts";
 import { rejection } from "../support/registry-rejection.ts";
+import { teardown } from "../support/teardown.ts";
 
 const ALICE = { username: "alice", password: "alice-Secret-7f3e" };
 const PUSHER = { username: "pusher", password: "pusher-Secret-19ad" };
@@ -84,10 +85,15 @@ before(async () => {
   ]);
 });
 
-after(async () => {
-  await Promise.all([htpasswd?.stop(), token?.stop(), open?.stop(), proxy?.stop()]);
-  for (const l of layouts) rmSync(l.layoutDir, { recursive: true, force: true });
-});
+after(() =>
+  teardown([
+    () => htpasswd?.stop(),
+    () => token?.stop(),
+    () => open?.stop(),
+    () => proxy?.stop(),
+    ...layouts.map((l) => () => rmSync(l.layoutDir, { recursive: true, force: true })),
+  ]),
+);
 
 function ref(registry: string, image: string): ImageReference {
   const parsed = parseImageReference(`${registry}/${image}`);

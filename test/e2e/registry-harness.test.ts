@@ -12,6 +12,7 @@ import { buildOciLayout, MEDIA_TYPES } from "../support/oci-layout.ts";
 import type { OciLayout } from "../support/oci-layout.ts";
 import { runSkopeo, startRegistry } from "../support/registry.ts";
 import type { TestRegistry } from "../support/registry.ts";
+import { teardown } from "../support/teardown.ts";
 
 const MANIFEST_ACCEPT = [
   MEDIA_TYPES.index,
@@ -26,9 +27,7 @@ function layout(opts: Parameters<typeof buildOciLayout>[0]): OciLayout {
   layouts.push(built);
   return built;
 }
-after(() => {
-  for (const l of layouts) rmSync(l.layoutDir, { recursive: true, force: true });
-});
+after(() => teardown(layouts.map((l) => () => rmSync(l.layoutDir, { recursive: true, force: true }))));
 
 interface HttpAnswer {
   status: number;

@@ -15,6 +15,7 @@ import { parse as parseYaml, stringify } from "yaml";
 import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 import { getText } from "../support/https-client.ts";
+import { teardown } from "../support/teardown.ts";
 
 const DENIED_IMAGE = "docker.io/library/nginx:1.25";
 const ALLOWED_IMAGE = "registry.example.com/team/app:1.0";
@@ -229,12 +230,7 @@ before(async () => {
   });
 });
 
-after(async () => {
-  await cluster?.stop();
-  await scoped?.stop();
-  await kindBound?.stop();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+after(() => teardown([() => cluster?.stop(), () => scoped?.stop(), () => kindBound?.stop(), () => dir && rm(dir, { recursive: true, force: true })]));
 
 test("a policy bound to a kind: a Deployment with a denied image is refused, a bare Pod with the same image is admitted", async () => {
   await createDenied(

@@ -10,6 +10,7 @@ import { after, before, describe, test } from "node:test";
 import { imprimatur } from "../support/cli-process.ts";
 import { buildOciLayout, type OciLayout, type OciLayoutOptions } from "../support/oci-layout.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
+import { teardown } from "../support/teardown.ts";
 
 let registry: TestRegistry;
 let scratch: string;
@@ -45,11 +46,13 @@ before(async () => {
   ]);
 });
 
-after(async () => {
-  await registry?.stop();
-  if (scratch) rmSync(scratch, { recursive: true, force: true });
-  for (const l of layouts) rmSync(l.layoutDir, { recursive: true, force: true });
-});
+after(() =>
+  teardown([
+    () => registry?.stop(),
+    () => scratch && rmSync(scratch, { recursive: true, force: true }),
+    ...layouts.map((l) => () => rmSync(l.layoutDir, { recursive: true, force: true })),
+  ]),
+);
 
 /** A RegistryConfig file in the scratch dir with the given `registries:` entries (YAML lines). */
 function writeRegistries(name: string, entries: string[]): string {

@@ -29,6 +29,7 @@ import { generateSigningKey, type SigningKey } from "../support/signer/keys.ts";
 import { createMockSigstore, type MockSigstore } from "../support/signer/mock-sigstore.ts";
 import { pushArtifact } from "../support/signer/oci-push.ts";
 import { COSIGN_SIGN_PREDICATE_TYPE, imageSignatureBundle, referrerManifest, referrersTag, referrersTagIndex } from "../support/signer/sigstore-bundles.ts";
+import { teardown } from "../support/teardown.ts";
 
 const NS = "signed";
 const WORKFLOW = "https://github.com/acme/app/.github/workflows/release.yml@refs/tags/v1";
@@ -270,13 +271,15 @@ before(async () => {
   });
 });
 
-after(async () => {
-  await cluster?.stop();
-  await server?.stop();
-  await registry?.stop();
-  for (const l of layouts) await rm(l, { recursive: true, force: true });
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+after(() =>
+  teardown([
+    () => cluster?.stop(),
+    () => server?.stop(),
+    () => registry?.stop(),
+    ...layouts.map((l) => () => rm(l, { recursive: true, force: true })),
+    () => dir && rm(dir, { recursive: true, force: true }),
+  ]),
+);
 
 test("a pod with a key-signed image is admitted, pinned to the verified digest and annotated with its signer", async () => {
   const image = `${registry.host}/public/signed:1.0`;

@@ -16,6 +16,7 @@ import type { MockSigstore } from "../support/signer/mock-sigstore.ts";
 import { fetchBlob, fetchManifest, pushArtifact } from "../support/signer/oci-push.ts";
 import { COSIGN_SIGN_PREDICATE_TYPE, imageSignatureBundle, referrerManifest, referrersTag, referrersTagIndex } from "../support/signer/sigstore-bundles.ts";
 import { verifyBundle } from "../support/signer/reference-verify.ts";
+import { teardown } from "../support/teardown.ts";
 
 const REPOSITORY = "acme/app";
 const WORKFLOW = "https://github.com/acme/app/.github/workflows/release.yml@refs/tags/v1";
@@ -27,9 +28,7 @@ const layouts: OciLayout[] = [];
 before(async () => {
   sigstore = await createMockSigstore();
 });
-after(() => {
-  for (const layout of layouts) rmSync(layout.layoutDir, { recursive: true, force: true });
-});
+after(() => teardown(layouts.map((layout) => () => rmSync(layout.layoutDir, { recursive: true, force: true }))));
 
 for (const auth of ["htpasswd", "token"] as RegistryAuth[]) {
   describe(`signer artifacts in a registry with ${auth} auth`, () => {
@@ -42,9 +41,7 @@ for (const auth of ["htpasswd", "token"] as RegistryAuth[]) {
       layouts.push(image);
       await registry.push(image.layoutDir, "v1", REPOSITORY, "v1");
     });
-    after(async () => {
-      await registry?.stop();
-    });
+    after(() => teardown([() => registry?.stop()]));
 
     test("a cosign .sig manifest with two signatures, pushed at sha256-<hex>.sig", async () => {
       const cert = await sigstore.issueKeylessCertificate({ subjectAltName: WORKFLOW, issuer: ISSUER });

@@ -12,6 +12,7 @@ import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../suppo
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 import { startConfiguredTestBackend, type TestBackend } from "../support/test-imagereview-backend.ts";
 import { podYaml } from "../support/manifests.ts";
+import { teardown } from "../support/teardown.ts";
 
 const POLICIES = fileURLToPath(new URL("../fixtures/e2e-policies/", import.meta.url));
 const TOKEN = "s3cret-backend-token";
@@ -83,13 +84,9 @@ before(async () => {
   await untilWebhookActive(cluster, podYaml("probe", "e2e-closed", ["nginx:latest"]), (probe) => probe.code !== 0);
 });
 
-after(async () => {
-  await cluster?.stop();
-  await closed?.stop();
-  await open?.stop();
-  await backend?.stop();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+after(() =>
+  teardown([() => cluster?.stop(), () => closed?.stop(), () => open?.stop(), () => backend?.stop(), () => dir && rm(dir, { recursive: true, force: true })]),
+);
 
 async function auditEvents(podName: string, namespace = "e2e-closed") {
   const lines = (await readFile(auditLogPath, "utf8"))

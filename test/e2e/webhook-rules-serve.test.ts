@@ -12,6 +12,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { parse as parseYaml } from "yaml";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 import { startConfiguredTestBackend, type TestBackend } from "../support/test-imagereview-backend.ts";
+import { teardown } from "../support/teardown.ts";
 
 const KIND_BOUND = `
 apiVersion: imprimatur.dev/v1alpha1
@@ -72,11 +73,7 @@ before(async () => {
   await mkdir(join(dir, "empty"));
 });
 
-after(async () => {
-  await Promise.all(servers.map((s) => s.stop()));
-  await backend?.stop();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+after(() => teardown([...servers.map((s) => () => s.stop()), () => backend?.stop(), () => dir && rm(dir, { recursive: true, force: true })]));
 
 test("only kind-bound policies: the configurations name only their resources", async () => {
   const server = await serve(["--policies", join(dir, "kind-bound")]);

@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
+import { teardown } from "../support/teardown.ts";
 
 const POLICIES = fileURLToPath(new URL("../fixtures/e2e-policies/", import.meta.url));
 const BIN = fileURLToPath(new URL("../../bin/imprimatur.js", import.meta.url));
@@ -52,11 +53,7 @@ before(async () => {
   await untilWebhookActive(cluster, probe, (r) => r.code !== 0, { context: () => server.log() });
 });
 
-after(async () => {
-  await server?.stop();
-  await cluster?.stop();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+after(() => teardown([() => server?.stop(), () => cluster?.stop(), () => dir && rm(dir, { recursive: true, force: true })]));
 
 test("a Deployment with a denied image is refused at creation with the message check prints for the same file", async () => {
   const file = join(dir, "bad-deploy.yaml");

@@ -35,8 +35,12 @@ export async function startTestApp(opts: Partial<AppOptions> & Pick<AppOptions, 
     ca: await readFile(join(stateDir, "ca.crt"), "utf8"),
     stateDir,
     close: async () => {
-      await app.close();
-      await rm(stateDir, { recursive: true, force: true });
+      try {
+        await app.close();
+      } finally {
+        // The state dir goes even when the app fails to close.
+        await rm(stateDir, { recursive: true, force: true });
+      }
     },
   };
 }

@@ -14,7 +14,8 @@
 //     so a crash in between leaves an image nobody is recorded for (verify), never one everybody may use.
 //   RemoveImage and a periodic ListImages prune the records of images that are gone.
 //   With API access (optional), a pod the records do not cover is first matched by its own pull secrets, which is
-//   the only way a pod with imagePullPolicy: Never (it never pulls) can show credentials.
+//   the only way a pod with imagePullPolicy: Never (it never pulls) can show credentials: as ImageStatus names no
+//   pod, the secrets of every pod on the node naming the image must hold a recorded credential.
 import type { Logger } from "pino";
 import { LRUCache } from "lru-cache";
 import * as grpc from "@grpc/grpc-js";
@@ -167,7 +168,12 @@ export class NodeImageProxy {
     const parsed = parseImageReference(req.image.image);
     const repository = parsed.ok ? repositoryName(parsed.ref) : undefined;
     let result = this.check(image.id, repository, fingerprint);
-    if (result === "must-pull" && parsed.ok && arrival !== undefined && (await this.secretsCover(arrival, image.id, parsed.ref, req.image, fingerprint, call)))
+    if (
+      result === "must-pull" &&
+      parsed.ok &&
+      arrival !== undefined &&
+      (await this.secretsCover(arrival, image.id, parsed.ref, req.image.image, fingerprint, call))
+    )
       result = "pod-secrets";
     if (result !== "must-pull" && result !== "unreadable-record") return this.answered(result, response);
     // A name that is not a repository (an image ID) cannot be pulled with credentials either: it stays hidden.
@@ -187,26 +193,19 @@ export class NodeImageProxy {
     return "must-pull";
   }
 
-  /** With API access: whether the pod's own pull secrets hold a credential recorded for the image. */
-  private async secretsCover(
-    arrival: number,
-    imageRef: string,
-    ref: ImageReference,
-    spec: { image: string; annotations: Record<string, string> },
-    fingerprint: string,
-    call: ImageCall,
-  ): Promise<boolean> {
+  /** With API access: whether the pull secrets of every pod that may be the caller hold a credential recorded for the image. */
+  private async secretsCover(arrival: number, imageRef: string, ref: ImageReference, image: string, fingerprint: string, call: ImageCall): Promise<boolean> {
     const { podSecrets, store, logger } = this.opts;
     const read = store.get(imageRef);
     if (!podSecrets || read.state !== "ok") return false;
     const repository = repositoryName(ref);
-    const pods = await podSecrets.credentialHashes(arrival, spec.annotations, spec.image, ref, Date.now() + SECRETS_DEADLINE_MS);
-    // Whichever of the matching pods the call is for (the view holds the caller), its secrets must hold a recorded
-    // credential. No pod at all proves nothing.
+    const pods = await podSecrets.credentialHashes(arrival, image, ref, Date.now() + SECRETS_DEADLINE_MS);
+    // Whichever of the pods naming the image the call is for (the view holds the caller; the call names none), its
+    // secrets must hold a recorded credential. No pod at all proves nothing.
     const covered = pods !== undefined && pods.length > 0 && pods.every((p) => p.hashes.some((h) => credentialRecorded(read.record, repository, h)));
     if (call.signal.aborted || !covered) return false;
     this.cover(imageRef, repository, fingerprint);
-    logger.debug({ pods: pods!.map((p) => p.pod), image: spec.image, imageRef }, "the pod's pull secrets hold a credential recorded for the image");
+    logger.debug({ pods: pods!.map((p) => p.pod), image, imageRef }, "the pull secrets of every pod naming the image hold a credential recorded for it");
     return true;
   }
 

@@ -4,11 +4,14 @@
 // pod's pull policy for an image. With it, a pod the records do not cover yet can be answered from its Secrets
 // without a pull — which is the only way for imagePullPolicy: Never, whose pods never call PullImage.
 //
-// ImageStatus names no pod: the pod is found among the pods bound to this node by its annotations (the kubelet
-// passes the pod's own annotations plus kubernetes.io/config.* keys it adds; a pod matches when all of its API
-// annotations are there with the same values and the rest are the kubelet's) and by an image of its spec equal to
-// the call's once both are normalised (the kubelet asks for "repo/app:latest" where the pod says "repo/app"). Pods
-// that match alike are not told apart: the caller then needs a recorded credential in the secrets of every one.
+// ImageStatus names no pod: it carries only the image and the pod's annotations as the kubelet sees them, which are
+// no way to find the pod. The pod's author writes them (kubernetes.io/config.seen and config.source too, which the
+// kubelet then replaces with its own values), may change them at any moment (the kubelet's view and this list can
+// differ), and a pod whose annotations differ from the call's would drop out, leaving another pod's secrets to
+// speak for it. So every pod bound to this node with an image of its spec equal to the call's, once both are
+// normalised (the kubelet asks for "repo/app:latest" where the pod says "repo/app"), may be the caller, whatever its
+// annotations: the caller needs a recorded credential in the secrets of every one. (PullImage names its pod, and
+// pullPolicy finds it by namespace, name and UID.)
 //
 // That rule holds only if the calling pod is among the candidates, so the view must be at least as new as the call:
 // the kubelet learned of the pod from the API before it called. Each call takes a ticket on arrival, and is answered
@@ -24,8 +27,7 @@ import { podImages } from "../core/pod-images.ts";
 import { withSignal } from "../kube/api-requests.ts";
 import { PullSecretReader } from "../kube/pull-secrets.ts";
 
-const KUBELET_ANNOTATION_PREFIX = "kubernetes.io/config.";
-/** More pods alike than this (a huge DaemonSet-like spread on one node is not expected) are not examined. */
+/** More pods naming one image on the node than this are not examined: the image is then reported absent. */
 const MAX_CANDIDATES = 20;
 /** A list of the node's pods is abandoned after this long (each caller also has its own deadline). */
 const POD_LIST_TIMEOUT_MS = 10_000;
@@ -36,13 +38,7 @@ export type PullPolicy = "Always" | "IfNotPresent" | "Never";
 export interface NodePodView {
   /** Taken when a call arrives: the answers for it come from a view that started after this. */
   arrival(): number;
-  credentialHashes(
-    arrival: number,
-    annotations: Readonly<Record<string, string>>,
-    image: string,
-    ref: ImageReference,
-    deadline: number,
-  ): Promise<Array<{ pod: string; hashes: string[] }> | undefined>;
+  credentialHashes(arrival: number, image: string, ref: ImageReference, deadline: number): Promise<Array<{ pod: string; hashes: string[] }> | undefined>;
   pullPolicy(arrival: number, pod: PodRef, ref: ImageReference, deadline: number): Promise<PullPolicy | undefined>;
 }
 
@@ -70,22 +66,16 @@ export class PodPullSecrets implements NodePodView {
   }
 
   /**
-   * For each pod on the node the call may be for, the credential hashes its pull secrets hold for the image's
-   * registry and repository, in the kubelet's order; undefined when no pod matches or the API cannot be read in
-   * time (then the proxy decides without them).
+   * For each pod on the node the call may be for (every pod naming the image), the credential hashes its pull
+   * secrets hold for the image's registry and repository, in the kubelet's order; undefined when no pod names it or
+   * the API cannot be read in time (then the proxy decides without them).
    */
-  async credentialHashes(
-    arrival: number,
-    annotations: Readonly<Record<string, string>>,
-    image: string,
-    ref: ImageReference,
-    deadline: number,
-  ): Promise<Array<{ pod: string; hashes: string[] }> | undefined> {
+  async credentialHashes(arrival: number, image: string, ref: ImageReference, deadline: number): Promise<Array<{ pod: string; hashes: string[] }> | undefined> {
     const signal = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
     const pods = await this.podsSince(arrival, signal);
     if (!pods) return undefined;
     const wanted = fullName(ref);
-    const candidates = pods.filter((p) => sameAnnotations(p.metadata?.annotations ?? {}, annotations) && namesImage(p, wanted));
+    const candidates = pods.filter((p) => namesImage(p, wanted));
     if (candidates.length === 0 || candidates.length > MAX_CANDIDATES) return undefined;
     try {
       return await Promise.all(candidates.map(async (pod) => ({ pod: podName(pod), hashes: await this.hashesOf(pod, ref, signal) })));
@@ -171,13 +161,6 @@ export class PodPullSecrets implements NodePodView {
     );
     return pods;
   }
-}
-
-/** The pod's API annotations are all in the call's, and the call's others are the kubelet's own. */
-function sameAnnotations(api: Readonly<Record<string, string>>, call: Readonly<Record<string, string>>): boolean {
-  for (const [k, v] of Object.entries(api)) if (call[k] !== v) return false;
-  for (const k of Object.keys(call)) if (!(k in api) && !k.startsWith(KUBELET_ANNOTATION_PREFIX)) return false;
-  return true;
 }
 
 /** One of the pod's images (containers and image volumes) is `wanted` (a normalised full name). */

@@ -1,17 +1,18 @@
 // `imprimatur node-proxy --kubeconfig` on a real node (kubelet v1.20.2, containerd 1.6, a private htpasswd
 // registry and a public one, a real kube-apiserver): the decisions that use the API's view of the node's pods.
-// Pods are made with `kubectl create`, as attackers and controllers make them: `kubectl apply` would add a
-// last-applied-configuration annotation unique to each pod, which tells pods apart that would otherwise match.
+// ImageStatus names no pod: every pod on the node naming the image may be the caller, whatever its annotations.
 import assert from "node:assert/strict";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { after, before, describe, test } from "node:test";
 import { decodePullImageResponse, encodePullImageRequest } from "../../src/cri/cri-messages.ts";
 import { RuntimeImageClient } from "../../src/cri/image-service-proxy.ts";
 import { createPullSecret, startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
 import { startNodeProxy, type NodeProxyProcess } from "../support/node-proxy-process.ts";
 import {
+  observePod,
   podManifest,
   podPullFailed,
   podRunning,
@@ -36,7 +37,7 @@ describe("node-proxy with the API's view of the node's pods, with a real kubelet
   let pub: TestRegistry;
   let node: NodeRuntime;
   let proxy: NodeProxyProcess;
-  let images: { latest: string; untagged: string; preloaded: string; copy: string };
+  let images: { latest: string; untagged: string; preloaded: string; copy: string; owned: string };
 
   const context = () => `kubelet log tail:\n${node.kubeletLogs(25)}`;
   const withProxyLog = async (e: unknown): Promise<never> => {
@@ -46,6 +47,11 @@ describe("node-proxy with the API's view of the node's pods, with a real kubelet
 
   async function create(o: Omit<PodManifestOptions, "nodeName">): Promise<void> {
     const r = await cluster.kubectl(["create", "-f", "-"], { input: podManifest({ nodeName: NODE, ...o }) });
+    assert.equal(r.code, 0, r.stderr);
+  }
+
+  async function forceDelete(namespace: string, name: string): Promise<void> {
+    const r = await cluster.kubectl(["delete", "pod", name, "-n", namespace, "--grace-period=0", "--force"]);
     assert.equal(r.code, 0, r.stderr);
   }
 
@@ -66,16 +72,19 @@ describe("node-proxy with the API's view of the node's pods, with a real kubelet
     [cluster, priv, pub] = await Promise.all([startKubeCluster({ nodes: [NODE] }), startRegistry({ auth: "htpasswd" }), startRegistry({ auth: "none" })]);
     const latest = buildRunnableImage({ tag: "latest", seed: "kubelet-api-private-latest" });
     buildRunnableImage({ tag: "base", seed: "kubelet-api-preloaded-base", dir: latest.layoutDir });
+    buildRunnableImage({ tag: "owned", seed: "kubelet-api-kubelet-owned-annotations", dir: latest.layoutDir });
     try {
       await priv.push(latest.layoutDir, "latest", "private/app", "latest");
       await pub.push(latest.layoutDir, "base", "public/base", "v1");
       // The same image, under a private name: its digest is the preloaded one's.
       await priv.push(latest.layoutDir, "base", "private/copy", "v1");
+      await priv.push(latest.layoutDir, "owned", "private/owned", "latest");
       images = {
         latest: `${priv.host}/private/app:latest`,
         untagged: `${priv.host}/private/app`,
         preloaded: `${pub.host}/public/base:v1`,
         copy: `${priv.host}/private/copy:v1`,
+        owned: `${priv.host}/private/owned:latest`,
       };
       node = await startNodeRuntime({ registries: [priv, pub].map((r) => ({ host: r.host, caFile: r.caFile })) });
       // Pulled straight through containerd before the proxy's first start: a preloaded image.
@@ -115,8 +124,8 @@ describe("node-proxy with the API's view of the node's pods, with a real kubelet
     // Another namespace, no secret, the same image without its tag; IfNotPresent is explicit (untagged defaults to Always).
     await create({ namespace: ATTACKER_NS, name: "attacker", image: images.untagged, imagePullPolicy: "IfNotPresent" });
     await refused(ATTACKER_NS, "attacker");
-    // Pods alike (no annotations of their own, the same image) are not told apart: with the attacker's pod gone, a
-    // pod of that name with a secret of its own runs, matched by its Secrets (Never: it cannot pull).
+    // Pods naming the same image are not told apart: with the attacker's pod gone, a pod of that name with a secret
+    // of its own runs, matched by its Secrets (Never: it cannot pull).
     assert.equal((await cluster.kubectl(["delete", "pod", "attacker", "-n", ATTACKER_NS, "--grace-period=0", "--force"])).code, 0);
     await create({ namespace: TENANT_NS, name: "tenant", image: images.untagged, imagePullPolicy: "Never", imagePullSecrets: ["tenant-pull"] });
     await running(TENANT_NS, "tenant");
@@ -133,5 +142,42 @@ describe("node-proxy with the API's view of the node's pods, with a real kubelet
     // ...and the private name is still not everybody's.
     await create({ namespace: ATTACKER_NS, name: "copy-no-secret", image: images.copy, imagePullPolicy: "IfNotPresent" });
     await refused(ATTACKER_NS, "copy-no-secret");
+  });
+
+  // ImageStatus names no pod, only its annotations as the kubelet sees them; the kubelet writes
+  // kubernetes.io/config.seen and config.source itself and keeps its own values whatever the API says.
+  test("a pod that sets kubernetes.io/config.seen itself does not borrow another namespace's secrets", async () => {
+    await create({ namespace: VICTIM_NS, name: "owned-victim", image: images.owned, imagePullPolicy: "IfNotPresent", imagePullSecrets: ["victim-pull"] });
+    await running(VICTIM_NS, "owned-victim");
+    await create({
+      namespace: ATTACKER_NS,
+      name: "forged-seen",
+      image: images.owned,
+      imagePullPolicy: "IfNotPresent",
+      annotations: { "kubernetes.io/config.seen": "x" },
+    });
+    await refused(ATTACKER_NS, "forged-seen");
+    assert.ok(podRunning(await observePod(cluster, VICTIM_NS, "owned-victim")), "the victim is unaffected");
+    await forceDelete(ATTACKER_NS, "forged-seen");
+  });
+
+  test("an annotation changed after the kubelet saw the pod (the kubelet keeps its own config.source) does not take the pod out", async () => {
+    await create({ namespace: ATTACKER_NS, name: "changed-source", image: images.owned, imagePullPolicy: "IfNotPresent" });
+    await refused(ATTACKER_NS, "changed-source");
+    // The API now says config.source is "x"; the kubelet's view, and so every later call for the pod, still says "api".
+    const r = await cluster.kubectl(["annotate", "pod", "changed-source", "-n", ATTACKER_NS, "kubernetes.io/config.source=x"]);
+    assert.equal(r.code, 0, r.stderr);
+    // The kubelet retries the pod every ~10 s and asks ImageStatus each time: two more asks, each answered "absent".
+    const mustPull = () => proxy.metric('imprimatur_node_image_checks_total{result="must-pull"}');
+    const before = await mustPull();
+    for (const deadline = Date.now() + 60_000; ; await sleep(500)) {
+      const seen = await observePod(cluster, ATTACKER_NS, "changed-source");
+      const started = podRunning(seen) || seen.events.some((e) => e.message.includes("already present on machine"));
+      assert.ok(!started, `the pod started without credentials: ${JSON.stringify(seen.events)}`);
+      if ((await mustPull()) >= before + 2) break;
+      assert.ok(Date.now() < deadline, `the kubelet did not ask again within 60 s\n${context()}`);
+    }
+    assert.ok(podRunning(await observePod(cluster, VICTIM_NS, "owned-victim")), "the victim is unaffected");
+    await forceDelete(ATTACKER_NS, "changed-source");
   });
 });

@@ -55,7 +55,7 @@ class FakeView implements NodePodView {
   arrival(): number {
     return ++this.tickets;
   }
-  async credentialHashes(arrival: number, _a: Readonly<Record<string, string>>, image: string, _ref: ImageReference, deadline: number) {
+  async credentialHashes(arrival: number, image: string, _ref: ImageReference, deadline: number) {
     this.asked.push({ arrival, image });
     this.timeLeft.push(deadline - Date.now());
     return this.candidates?.map((c) => ({ pod: c.pod, hashes: c.credential ? [hashOf(this.key(), c.credential)] : [] }));
@@ -822,7 +822,7 @@ describe("what the operator is told", () => {
     assert.deepEqual(answered.pod, podRef("f"));
     view.candidates = [{ pod: "team/g", credential: SAME }];
     await status(PRIVATE, "g");
-    const secrets = entry(/the pod's pull secrets hold a credential recorded for the image/);
+    const secrets = entry(/the pull secrets of every pod naming the image hold a credential recorded for it/);
     assert.deepEqual([secrets.pods, secrets.image, secrets.imageRef], [["team/g"], PRIVATE, PRIVATE_ID]);
   });
 

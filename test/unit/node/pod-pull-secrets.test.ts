@@ -1,19 +1,27 @@
 // The node proxy's view of the node's pods, against a fake kube-apiserver on loopback (plain HTTP, the two
 // endpoints the view reads, and service accounts, which it must not read): which pods a call may be for, and their
-// pull secrets' credential hashes.
+// pull secrets' credential hashes; and, through the proxy (NodeImageProxy over a fake runtime), that a pod whose
+// annotations in the API differ from the kubelet's call cannot leave another pod's secrets to speak for it.
 import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { after, before, beforeEach, describe, test } from "node:test";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, afterEach, before, beforeEach, describe, test } from "node:test";
 import { KubeConfig } from "@kubernetes/client-node";
 import pino from "pino";
 import { parseImageReference, type ImageReference } from "../../../src/core/image-reference.ts";
 import { credentialHash } from "../../../src/core/pull-verification/credential-hash.ts";
+import { decodeImageStatusResponse, decodePullImageResponse, encodeImageStatusRequestFor, encodePullImageRequest } from "../../../src/cri/cri-messages.ts";
+import { NodeImageProxy } from "../../../src/node/node-image-proxy.ts";
+import { createNodeMetrics } from "../../../src/node/node-metrics.ts";
 import { PodPullSecrets } from "../../../src/node/pod-pull-secrets.ts";
+import { RecordStore } from "../../../src/node/record-store.ts";
+import { FakeImageService } from "./fake-image-service.ts";
 
 const KEY = Buffer.alloc(32, 7);
 const REGISTRY = "registry.example.com:5000";
-const KUBELET = { "kubernetes.io/config.source": "api", "kubernetes.io/config.seen": "2026-11-25T10:00:00.123456789Z" };
 
 interface FakePod {
   namespace: string;
@@ -107,7 +115,7 @@ let warnings: string[] = [];
 /** Debug lines the view logged (with `view("debug")`), as "message: object". */
 let debugLines: string[] = [];
 
-function view(level: "warn" | "debug" = "warn"): PodPullSecrets {
+function view(level: "warn" | "debug" = "warn", key: Buffer = KEY): PodPullSecrets {
   const kube = new KubeConfig();
   kube.loadFromOptions({
     clusters: [{ name: "c", server: url, skipTLSVerify: true }],
@@ -141,7 +149,7 @@ function view(level: "warn" | "debug" = "warn"): PodPullSecrets {
       },
     },
   );
-  return new PodPullSecrets({ kube, nodeName: "node1", key: KEY, logger });
+  return new PodPullSecrets({ kube, nodeName: "node1", key, logger });
 }
 
 const ref = (image: string): ImageReference => {
@@ -153,9 +161,9 @@ const hashOf = (c: { username: string; password: string }) => credentialHash(KEY
 const container = (image: string, imagePullPolicy = "IfNotPresent") => ({ containers: [{ name: "main", image, imagePullPolicy }] });
 const GOOD = { username: "alice", password: "s3cret" };
 
-async function candidates(v: PodPullSecrets, image: string, annotations: Record<string, string> = KUBELET) {
+async function candidates(v: PodPullSecrets, image: string) {
   const arrival = v.arrival();
-  const found = await v.credentialHashes(arrival, annotations, image, ref(image), Date.now() + 5_000);
+  const found = await v.credentialHashes(arrival, image, ref(image), Date.now() + 5_000);
   return found?.map((p) => ({ pod: p.pod, covered: p.hashes.includes(hashOf(GOOD)) }));
 }
 
@@ -218,7 +226,7 @@ describe("which pods an ImageStatus may be for", () => {
     listDelayMs = 500;
     const v = view();
     const arrival = v.arrival();
-    assert.equal(await v.credentialHashes(arrival, KUBELET, `${REGISTRY}/app:v1`, ref(`${REGISTRY}/app:v1`), Date.now() + 50), undefined);
+    assert.equal(await v.credentialHashes(arrival, `${REGISTRY}/app:v1`, ref(`${REGISTRY}/app:v1`), Date.now() + 50), undefined);
   });
 
   test("a list the API refuses gives undefined, and is not reused: the next call lists again", async () => {
@@ -245,14 +253,19 @@ describe("which pods an ImageStatus may be for", () => {
     refusedSecrets.clear();
   });
 
-  test("a call with annotations of its own beyond the kubelet's is for no pod without them", async () => {
+  test("a pod's annotations, whatever they are, do not rule it out: every pod on the node naming the image is a candidate", async () => {
+    // ImageStatus names no pod, and annotations are the pod author's to write and change: nothing in them can tell
+    // which pod called, so a pod that could be the caller always counts.
     pods = [
       { namespace: "a", name: "tagged", annotations: { team: "x" }, spec: container(`${REGISTRY}/app:v1`) },
       { namespace: "a", name: "plain", spec: container(`${REGISTRY}/app:v1`) },
       { namespace: "a", name: "other-image", annotations: { team: "x" }, spec: container(`${REGISTRY}/other:v1`) },
     ];
-    assert.deepEqual(await candidates(view(), `${REGISTRY}/app:v1`, { ...KUBELET, team: "x" }), [{ pod: "a/tagged", covered: false }]);
-    assert.equal(await candidates(view(), `${REGISTRY}/app:v1`, { ...KUBELET, team: "y" }), undefined);
+    assert.deepEqual(await candidates(view(), `${REGISTRY}/app:v1`), [
+      { pod: "a/tagged", covered: false },
+      { pod: "a/plain", covered: false },
+    ]);
+    assert.equal(await candidates(view(), `${REGISTRY}/absent:v1`), undefined, "no pod names the image");
   });
 
   test("more than 20 pods alike are not examined", async () => {
@@ -262,12 +275,93 @@ describe("which pods an ImageStatus may be for", () => {
     assert.equal(await candidates(view(), `${REGISTRY}/app:v1`), undefined);
   });
 
-  test("pods whose own annotations are not all in the call are not candidates", async () => {
+  // The kubelet writes these itself and keeps its own values whatever the pod's author sets (pkg/kubelet/config).
+  for (const key of ["kubernetes.io/config.seen", "kubernetes.io/config.source", "kubernetes.io/config.mirror"]) {
+    test(`a pod that sets ${key} itself (the kubelet sends its own value) is still a candidate: the victim's secrets do not speak for it`, async () => {
+      secrets.set("victim/pull", GOOD);
+      pods = [
+        { namespace: "victim", name: "victim", spec: { ...container(`${REGISTRY}/app:latest`), imagePullSecrets: [{ name: "pull" }] } },
+        { namespace: "attacker", name: "forged", annotations: { [key]: "x" }, spec: container(`${REGISTRY}/app:latest`) },
+      ];
+      assert.deepEqual(await candidates(view(), `${REGISTRY}/app:latest`), [
+        { pod: "victim/victim", covered: true },
+        { pod: "attacker/forged", covered: false },
+      ]);
+    });
+  }
+});
+
+describe("through the proxy: an ImageStatus whose pod's annotations in the API differ from the call's", () => {
+  const IMAGE = `${REGISTRY}/private/app:latest`;
+  const IMAGE_ID = `sha256:${"c".repeat(64)}`;
+  let stateDir: string;
+  let proxy: NodeImageProxy | undefined;
+  let fake: FakeImageService;
+
+  beforeEach(async () => {
+    stateDir = await mkdtemp(join(tmpdir(), "imprimatur-pod-view-"));
+    fake = new FakeImageService();
+    fake.publish(IMAGE, IMAGE_ID, GOOD);
+    secrets.set("victim/pull", GOOD);
+  });
+
+  afterEach(async () => {
+    await proxy?.stop();
+    proxy = undefined;
+    await rm(stateDir, { recursive: true, force: true });
+  });
+
+  /** The victim's own annotations, which the attacker copies. */
+  const WORKLOAD = { app: "web" };
+  /** The kubelet's annotations for a pod: its own as the kubelet saw them, then config.source and config.seen. */
+  const sent = (own: Record<string, string>, seen: string) => ({ ...own, "kubernetes.io/config.source": "api", "kubernetes.io/config.seen": seen });
+
+  async function victimPulledAndAttackerAsks(attacker: { api: Record<string, string>; call: Record<string, string> }): Promise<string | undefined> {
+    const store = await RecordStore.open(join(stateDir, "state"));
+    proxy = new NodeImageProxy({
+      store,
+      runtime: fake.runtime,
+      policy: "NeverVerifyPreloadedImages",
+      allowlist: [],
+      logger: pino({ level: "silent" }),
+      metrics: createNodeMetrics(() => store),
+      podSecrets: view("warn", store.key),
+    });
+    await proxy.start();
+    const victim = sent(WORKLOAD, "2026-11-25T10:00:00.1Z");
+    const pulled = encodePullImageRequest({
+      image: IMAGE,
+      annotations: victim,
+      auth: GOOD,
+      sandbox: { namespace: "victim", name: "victim", uid: "uid-victim", annotations: victim },
+    });
+    assert.equal(decodePullImageResponse(await proxy.handle(fake.call("PullImage", pulled))).imageRef, IMAGE_ID);
+    await proxy.stop(); // the record is written after the answer
     pods = [
-      { namespace: "a", name: "tagged", annotations: { team: "x" }, spec: container(`${REGISTRY}/app:v1`) },
-      { namespace: "a", name: "plain", spec: container(`${REGISTRY}/app:v1`) },
+      { namespace: "victim", name: "victim", annotations: WORKLOAD, spec: { ...container(IMAGE), imagePullSecrets: [{ name: "pull" }] } },
+      { namespace: "attacker", name: "attacker", annotations: attacker.api, spec: container(IMAGE) },
     ];
-    assert.deepEqual(await candidates(view(), `${REGISTRY}/app:v1`), [{ pod: "a/plain", covered: false }]);
+    const asked = encodeImageStatusRequestFor(IMAGE, sent(attacker.call, "2026-11-25T10:00:01.2Z"));
+    return decodeImageStatusResponse(await proxy.handle(fake.call("ImageStatus", asked)))?.id;
+  }
+
+  test("a pod with the same annotations is a candidate: absent, so the kubelet pulls with its (no) credentials", async () => {
+    assert.equal(await victimPulledAndAttackerAsks({ api: WORKLOAD, call: WORKLOAD }), undefined);
+  });
+
+  test("kubernetes.io/config.seen set by the pod's author (the kubelet sends its own): absent", async () => {
+    assert.equal(await victimPulledAndAttackerAsks({ api: { ...WORKLOAD, "kubernetes.io/config.seen": "x" }, call: WORKLOAD }), undefined);
+  });
+
+  test("an annotation changed since the kubelet's view: absent", async () => {
+    assert.equal(await victimPulledAndAttackerAsks({ api: { app: "web-2" }, call: WORKLOAD }), undefined);
+  });
+
+  test("with the attacker's pod gone, the victim's own ImageStatus is answered from its secrets: present", async () => {
+    assert.equal(await victimPulledAndAttackerAsks({ api: WORKLOAD, call: WORKLOAD }), undefined);
+    pods = pods.filter((p) => p.namespace === "victim");
+    const asked = encodeImageStatusRequestFor(IMAGE, sent(WORKLOAD, "2026-11-25T10:00:02.3Z"));
+    assert.equal(decodeImageStatusResponse(await proxy!.handle(fake.call("ImageStatus", asked)))?.id, IMAGE_ID);
   });
 });
 
@@ -276,7 +370,7 @@ describe("one list for calls that arrived before it started", () => {
     pods = [{ namespace: "a", name: "one", spec: container(`${REGISTRY}/app:v1`) }];
     const v = view();
     const arrival = v.arrival();
-    const ask = () => v.credentialHashes(arrival, KUBELET, `${REGISTRY}/app:v1`, ref(`${REGISTRY}/app:v1`), Date.now() + 5_000);
+    const ask = () => v.credentialHashes(arrival, `${REGISTRY}/app:v1`, ref(`${REGISTRY}/app:v1`), Date.now() + 5_000);
     const [a, b] = await Promise.all([ask(), ask()]);
     assert.deepEqual([a?.length, b?.length], [1, 1]);
     assert.equal(await ask().then((c) => c?.length), 1, "a later call with the same ticket is answered from the same list");
@@ -287,7 +381,7 @@ describe("one list for calls that arrived before it started", () => {
     const early = w.arrival();
     assert.equal(await candidates(w, `${REGISTRY}/app:v1`), undefined);
     // A call whose ticket predates the refused list gets a new list, not the refusal.
-    assert.equal((await w.credentialHashes(early, KUBELET, `${REGISTRY}/app:v1`, ref(`${REGISTRY}/app:v1`), Date.now() + 5_000))?.length, 1);
+    assert.equal((await w.credentialHashes(early, `${REGISTRY}/app:v1`, ref(`${REGISTRY}/app:v1`), Date.now() + 5_000))?.length, 1);
   });
 
   test("a pod is a candidate when any of its images is the call's", async () => {
@@ -376,7 +470,7 @@ describe("a pod's pull secrets, hashed as the kubelet sends them", () => {
     secrets.set("a/pull", { entry });
     pods = [{ namespace: "a", name: "p", spec: { ...container(`${REGISTRY}/app:v1`), imagePullSecrets: [{ name: "pull" }] } }];
     const v = view();
-    return (await v.credentialHashes(v.arrival(), KUBELET, `${REGISTRY}/app:v1`, ref(`${REGISTRY}/app:v1`), Date.now() + 5_000))?.[0]?.hashes;
+    return (await v.credentialHashes(v.arrival(), `${REGISTRY}/app:v1`, ref(`${REGISTRY}/app:v1`), Date.now() + 5_000))?.[0]?.hashes;
   };
   const b64 = (s: string) => Buffer.from(s).toString("base64");
 
@@ -417,7 +511,7 @@ describe("a pod's pull secrets, hashed as the kubelet sends them", () => {
     secrets.set("a/pull", GOOD);
     pods = [{ namespace: "a", name: "p", spec: { ...container(`${REGISTRY}/app:v1`), imagePullSecrets: [{ name: "pull" }] } }];
     const v = view("debug");
-    assert.deepEqual(await v.credentialHashes(v.arrival(), KUBELET, `${REGISTRY}/app:v1`, ref(`${REGISTRY}/app:v1`), Date.now() + 5_000), [
+    assert.deepEqual(await v.credentialHashes(v.arrival(), `${REGISTRY}/app:v1`, ref(`${REGISTRY}/app:v1`), Date.now() + 5_000), [
       { pod: "a/p", hashes: [hashOf(GOOD)] },
     ]);
     assert.deepEqual(debugLines, ["pull secrets: reading from the Kubernetes API: secret a/pull"]);

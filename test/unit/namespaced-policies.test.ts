@@ -20,6 +20,7 @@ import type { PodUnderReview } from "../../src/core/pod-under-review.ts";
 import { policyDocumentOf, resourceOrigin, type PolicyResourceObject } from "../../src/policy/policy-resource-documents.ts";
 import type { ResourceOutcome } from "../../src/policy/policy-resource-status.ts";
 import { ResourcePolicySource, type PolicyResourceStore } from "../../src/policy/resource-policy-source.ts";
+import { NO_DOCKER_HUB as CLUSTER_DENIES_HUB } from "../support/tenant-policies.ts";
 
 const BIN = fileURLToPath(new URL("../../bin/imprimatur.js", import.meta.url));
 
@@ -33,15 +34,6 @@ function load(text: string) {
 function errorsOf(text: string): string[] {
   return parsePolicyText(text, "p.yaml").errors.map(renderPolicyError);
 }
-
-const CLUSTER_DENIES_HUB = `apiVersion: imprimatur.dev/v1alpha1
-kind: ImagePolicy
-metadata: {name: no-docker-hub}
-spec:
-  rules:
-    - {action: deny, images: ["docker.io/*"], message: "Docker Hub is not allowed"}
-  default: allow
-`;
 
 const SHOP_CORP_ONLY = `apiVersion: imprimatur.dev/v1alpha1
 kind: NamespacedImagePolicy

@@ -13,37 +13,7 @@ import { imageReview, podReview } from "../support/admission.ts";
 import { imprimatur } from "../support/cli-process.ts";
 import { postJson } from "../support/https-client.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
-
-const CLUSTER_POLICY = `apiVersion: imprimatur.dev/v1alpha1
-kind: ImagePolicy
-metadata: {name: no-docker-hub}
-spec:
-  rules:
-    - {action: deny, images: ["docker.io/*"], message: "Docker Hub is not allowed"}
-  default: allow
-`;
-
-/** team-a's policies, scoped by a condition that fails on any pod without labels (team-a's own mistake). */
-const TEAM_A_CONDITION = `apiVersion: imprimatur.dev/v1alpha1
-kind: NamespacedImagePolicy
-metadata: {name: team-images, namespace: team-a}
-spec:
-  matchConditions:
-    - {name: team-pods, expression: "object.metadata.labels['team'] == 'a'"}
-  rules:
-    - {action: allow, images: ["registry.example.com/*"]}
-  defaultMessage: team-a runs images of registry.example.com only
----
-apiVersion: imprimatur.dev/v1alpha1
-kind: NamespacedPodRestriction
-metadata: {name: team-unprivileged, namespace: team-a}
-spec:
-  matchConditions:
-    - {name: team-pods, expression: "object.metadata.labels['team'] == 'a'"}
-  spec:
-    containers:
-      - securityContext: { privileged: { allowNil: true, require: false } }
-`;
+import { NO_DOCKER_HUB, TEAM_A_CONDITION_ERROR as CONDITION_ERROR, TEAM_A_FAILING_CONDITION } from "../support/tenant-policies.ts";
 
 /** team-a's policy scoped by a namespace selector: only team-a's labels are known to the server. */
 const TEAM_A_SELECTOR = `apiVersion: imprimatur.dev/v1alpha1
@@ -58,13 +28,11 @@ spec:
 `;
 const NAMESPACES_FILE = "team-a: {tier: tenant}\n";
 
-const CONDITION_ERROR = /NamespacedImagePolicy team-a\/team-images matchConditions\[team-pods\]: matchCondition "team-pods" failed/;
-
 let dir: string;
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), "imprimatur-namespaced-reach-"));
-  await writeFile(join(dir, "condition.yaml"), `${CLUSTER_POLICY}---\n${TEAM_A_CONDITION}`);
-  await writeFile(join(dir, "selector.yaml"), `${CLUSTER_POLICY}---\n${TEAM_A_SELECTOR}`);
+  await writeFile(join(dir, "condition.yaml"), `${NO_DOCKER_HUB}---\n${TEAM_A_FAILING_CONDITION}`);
+  await writeFile(join(dir, "selector.yaml"), `${NO_DOCKER_HUB}---\n${TEAM_A_SELECTOR}`);
   await writeFile(join(dir, "namespaces.yaml"), NAMESPACES_FILE);
 });
 after(async () => {

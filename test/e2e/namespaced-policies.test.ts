@@ -201,3 +201,21 @@ test("one that reaches beyond its namespace is refused on its status and by an E
   });
   assert.equal((await createPod("team-b", "quay.io/other:1")).created, true, "team-b is untouched");
 });
+
+test("a team-a condition that fails on every unlabelled pod fails closed in team-a only", async () => {
+  const labelledOnly = namespacedImagePolicy("team-a", "labelled-only", {
+    matchConditions: [{ name: "team-pods", expression: "object.metadata.labels['team'] == 'a'" }],
+    rules: [{ action: "allow", images: ["registry.example.com/*"] }],
+  });
+  const created = await asAlice(["create", "-f", "-"], labelledOnly);
+  assert.equal(created.code, 0, created.stderr);
+  try {
+    await until("team-a's condition is in force", async () => !(await createPod("team-a", "registry.example.com/app:1")).created);
+    const denied = await createPod("team-a", "registry.example.com/app:1");
+    assert.match(denied.stderr, /NamespacedImagePolicy team-a\/labelled-only matchConditions\[team-pods\]: matchCondition "team-pods" failed/);
+    const elsewhere = await createPod("team-b", "registry.example.com/app:1");
+    assert.equal(elsewhere.created, true, `team-a's condition is not asked about team-b's pods: ${elsewhere.stderr}`);
+  } finally {
+    assert.equal((await asAlice(["delete", "nsimgpol", "labelled-only", "-n", "team-a"])).code, 0);
+  }
+});

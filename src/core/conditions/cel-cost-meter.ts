@@ -1,0 +1,253 @@
+// The cost of a CEL evaluation, counted while it runs and ended when it passes a limit: one evaluation may cost
+// PER_CALL_COST_LIMIT, and the evaluations that share a budget (the matchConditions of one policy on one request)
+// what is left of it. Evaluation is synchronous, so the count has to happen inside it. @bufbuild/cel has no hook
+// for that; it has two seams, both used here:
+// - every function call goes through the environment's function resolver: a wrapping resolver counts each call
+//   with the sizes of its operands (cel-call-cost.ts) before making it;
+// - what is not a function call (reading a variable or a field, indexing, building a list or map, a macro's loop
+//   condition) is counted by rewriting the syntax tree before it is planned: such a node is wrapped in a call to
+//   an identity function named "@cost:<n>" (no CEL text can name it: "@" is not an identifier character), whose
+//   resolver entry counts n and hands the value through.
+// So each iteration of a loop counts its condition and its step, and a loop stops as soon as the count passes
+// the limit: the counter throws, and nothing in the interpreter catches a throw short of the top of the plan.
+import type { CelEnv } from "@bufbuild/cel";
+import { isCelList, isCelMap } from "@bufbuild/cel";
+import { COSTED_BY_RESULT, callCost, type Measure } from "./cel-call-cost.ts";
+import { LIST_CREATE_BASE_COST, MAP_CREATE_BASE_COST, PER_CALL_COST_LIMIT, STRUCT_CREATE_BASE_COST } from "./cel-cost-limits.ts";
+import type { Expr } from "./cel-cost-estimate.ts";
+
+/** What several evaluations may cost together: the matchConditions, or the conditions, of one policy on one request. */
+export class CelCostBudget {
+  readonly limit: number;
+  /** Whose budget, for the reason: "the matchConditions of one policy". */
+  readonly spentBy: string;
+  remaining: number;
+
+  constructor(limit: number, spentBy: string) {
+    this.limit = limit;
+    this.spentBy = spentBy;
+    this.remaining = limit;
+  }
+}
+
+/** The count of one evaluation; `exceeded` says why it was ended, when it was. */
+export class CostMeter {
+  spent = 0;
+  exceeded: string | undefined;
+  readonly #limit: number;
+  readonly #budget: CelCostBudget | undefined;
+
+  constructor(budget?: CelCostBudget) {
+    this.#budget = budget;
+    this.#limit = Math.min(PER_CALL_COST_LIMIT, budget?.remaining ?? PER_CALL_COST_LIMIT);
+  }
+
+  charge(units: number): void {
+    this.spent += units;
+    if (this.spent <= this.#limit) return;
+    this.exceeded =
+      this.#budget && this.#budget.remaining < PER_CALL_COST_LIMIT
+        ? `running out of cost budget: ${this.#budget.spentBy} may cost at most ${this.#budget.limit} per request, and no further expression is evaluated`
+        : `operation cancelled: actual cost limit exceeded: one evaluation may cost at most ${PER_CALL_COST_LIMIT}`;
+    throw new CostLimitExceeded(this.exceeded);
+  }
+
+  /** Takes what this evaluation cost from the budget it shares. */
+  settle(): void {
+    if (this.#budget) this.#budget.remaining -= this.spent;
+  }
+}
+
+class CostLimitExceeded extends Error {}
+
+type FuncResolver = CelEnv["funcs"];
+type FuncGroup = NonNullable<ReturnType<FuncResolver["find"]>>;
+
+/**
+ * The environment an expression is planned with: `base`'s functions, each call counted on the meter `current()`
+ * returns (the evaluation under way), and the "@cost:<n>" counters metered() puts in the tree.
+ */
+export function meteredEnv(base: CelEnv, current: () => CostMeter | undefined): CelEnv {
+  const charge = (units: number) => current()?.charge(units);
+  const counters = new Map<string, FuncGroup>();
+  const funcs = {
+    [Symbol.iterator]: () => base.funcs[Symbol.iterator](),
+    find(name: string): FuncGroup | undefined {
+      if (name.startsWith(COUNTER)) {
+        const units = Number(name.slice(COUNTER.length));
+        let counter = counters.get(name);
+        if (!counter) counters.set(name, (counter = passThrough(name, () => charge(units))));
+        return counter;
+      }
+      const group = base.funcs.find(name);
+      return group && countedCalls(group, charge);
+    },
+  };
+  // plan() reads only namespace, registry and funcs of the environment it is given.
+  return { namespace: base.namespace, registry: base.registry, variables: base.variables, funcs } as unknown as CelEnv;
+}
+
+function passThrough(name: string, count: () => void): FuncGroup {
+  return {
+    name,
+    [Symbol.iterator]: () => [][Symbol.iterator](),
+    call(_id, _target, args) {
+      count();
+      return args[0];
+    },
+  };
+}
+
+function countedCalls(group: FuncGroup, charge: (units: number) => void): FuncGroup {
+  const byResult = COSTED_BY_RESULT.has(group.name);
+  return {
+    name: group.name,
+    [Symbol.iterator]: () => group[Symbol.iterator](),
+    call(id, target, args) {
+      const operands = [target === undefined ? undefined : measure(target), args.map(measure)] as const;
+      if (!byResult) charge(callCost(group.name, ...operands));
+      const result = group.call(id, target, args);
+      if (byResult) charge(callCost(group.name, ...operands, measure(result)));
+      return result;
+    },
+  };
+}
+
+function measure(v: unknown): Measure {
+  if (typeof v === "string") return { text: v.length };
+  if (v instanceof Uint8Array) return { text: v.length };
+  if (isCelList(v)) return { items: v.size };
+  if (isCelMap(v)) return { entries: v.size };
+  return {};
+}
+
+const COUNTER = "@cost:";
+
+/** Indexing, which the planner makes part of a chain of field reads rather than a function call. */
+const INDEXING = new Set(["_[_]", "_[?_]", "_?._"]);
+
+/**
+ * The tree with counters around what is not a function call, as cel-go's run-time tracker counts it: 1 for a
+ * variable and for each field read or index after it (`c.securityContext.privileged` costs 3), 1 for a macro's
+ * loop condition, 10 for building a list, 30 a map, 40 a message. has() counts only its operand, as in
+ * kube-apiserver. `variables` are the expression's variables (names of functions' namespaces are not).
+ */
+export function metered(expr: Expr, variables: readonly string[]): Expr {
+  let nextId = maxId(expr) + 1n;
+  const count = (e: Expr, units: number): Expr =>
+    units <= 0
+      ? e
+      : {
+          $typeName: "cel.expr.Expr",
+          id: nextId++,
+          exprKind: { case: "callExpr", value: { $typeName: "cel.expr.Expr.Call", function: `${COUNTER}${units}`, args: [e] } },
+        };
+
+  const rewrite = (e: Expr, names: ReadonlySet<string>): Expr => {
+    const kind = e.exprKind;
+    switch (kind.case) {
+      case "identExpr":
+      case "selectExpr":
+        return chain(e, names);
+      case "callExpr": {
+        const call = kind.value;
+        if (INDEXING.has(call.function)) return chain(e, names);
+        const args = call.args.map((a) => rewrite(a, names));
+        const target = call.target && rewrite(call.target, names);
+        const rebuilt: Expr = { ...e, exprKind: { case: "callExpr", value: { ...call, args, ...(target ? { target } : {}) } } };
+        // Every other call is counted by the resolver, but this one the planner evaluates itself; && || ?: cost nothing.
+        return call.function === "@not_strictly_false" ? count(rebuilt, 1) : rebuilt;
+      }
+      case "listExpr":
+        return count(
+          { ...e, exprKind: { case: "listExpr", value: { ...kind.value, elements: kind.value.elements.map((x) => rewrite(x, names)) } } },
+          LIST_CREATE_BASE_COST,
+        );
+      case "structExpr": {
+        const entries = kind.value.entries.map((entry) => ({
+          ...entry,
+          keyKind: entry.keyKind.case === "mapKey" ? { case: "mapKey" as const, value: rewrite(entry.keyKind.value, names) } : entry.keyKind,
+          ...(entry.value ? { value: rewrite(entry.value, names) } : {}),
+        }));
+        const cost = kind.value.messageName === "" ? MAP_CREATE_BASE_COST : STRUCT_CREATE_BASE_COST;
+        return count({ ...e, exprKind: { case: "structExpr", value: { ...kind.value, entries } } }, cost);
+      }
+      case "comprehensionExpr": {
+        const c = kind.value;
+        const inLoop = new Set([...names, c.iterVar, c.accuVar]);
+        const inResult = new Set([...names, c.accuVar]);
+        const value = {
+          ...c,
+          ...(c.iterRange ? { iterRange: rewrite(c.iterRange, names) } : {}),
+          ...(c.accuInit ? { accuInit: rewrite(c.accuInit, names) } : {}),
+          ...(c.loopCondition ? { loopCondition: rewrite(c.loopCondition, inLoop) } : {}),
+          ...(c.loopStep ? { loopStep: rewrite(c.loopStep, inLoop) } : {}),
+          ...(c.result ? { result: rewrite(c.result, inResult) } : {}),
+        };
+        return { ...e, exprKind: { case: "comprehensionExpr", value } };
+      }
+      default:
+        return e;
+    }
+  };
+
+  /** A chain of field reads and indexes, counted once at its top, whose base is a variable or another expression. */
+  const chain = (top: Expr, names: ReadonlySet<string>): Expr => {
+    let units = 0;
+    const rebuild = (e: Expr): Expr => {
+      const kind = e.exprKind;
+      if (kind.case === "selectExpr" && kind.value.operand) {
+        // has() costs nothing of its own.
+        if (!kind.value.testOnly) units += 1;
+        return { ...e, exprKind: { case: "selectExpr", value: { ...kind.value, operand: rebuild(kind.value.operand) } } };
+      }
+      if (kind.case === "callExpr" && INDEXING.has(kind.value.function) && kind.value.args.length === 2) {
+        units += 1;
+        const [operand, index] = kind.value.args as [Expr, Expr];
+        return { ...e, exprKind: { case: "callExpr", value: { ...kind.value, args: [rebuild(operand), rewrite(index, names)] } } };
+      }
+      if (kind.case === "identExpr") {
+        if (names.has(kind.value.name)) units += 1;
+        return e;
+      }
+      return rewrite(e, names);
+    };
+    const rebuilt = rebuild(top);
+    return count(rebuilt, units);
+  };
+
+  return rewrite(expr, new Set(variables));
+}
+
+function maxId(e: Expr | undefined): bigint {
+  if (!e) return 0n;
+  let max = e.id;
+  const see = (x: Expr | undefined) => {
+    const m = maxId(x);
+    if (m > max) max = m;
+  };
+  const kind = e.exprKind;
+  switch (kind.case) {
+    case "selectExpr":
+      see(kind.value.operand);
+      break;
+    case "callExpr":
+      see(kind.value.target);
+      kind.value.args.forEach(see);
+      break;
+    case "listExpr":
+      kind.value.elements.forEach(see);
+      break;
+    case "structExpr":
+      for (const entry of kind.value.entries) {
+        if (entry.id > max) max = entry.id;
+        if (entry.keyKind.case === "mapKey") see(entry.keyKind.value);
+        see(entry.value);
+      }
+      break;
+    case "comprehensionExpr":
+      [kind.value.iterRange, kind.value.accuInit, kind.value.loopCondition, kind.value.loopStep, kind.value.result].forEach(see);
+      break;
+  }
+  return max;
+}

@@ -2,6 +2,7 @@
 // happen accidentally"). It is requested only by annotations under break-glass.image-policy.k8s.io/, applies
 // only where every denying policy allows it, and needs every required annotation to be present and non-empty.
 import { deny, renderReason, type Decision, type Violation } from "./decision.ts";
+import { matchOutcome, type LinearRegex } from "./linear-regex.ts";
 
 export const BREAK_GLASS_PREFIX = "break-glass.image-policy.k8s.io/";
 export const BREAK_GLASS_REASON = `${BREAK_GLASS_PREFIX}reason`;
@@ -12,8 +13,8 @@ export interface BreakGlassPolicy {
   allowed: boolean;
   /** Annotations that must all be present and non-empty; always includes reason and ticket. */
   requiredAnnotations: string[];
-  /** When set, the ticket annotation must match it (e.g. ^[A-Z]+-[0-9]+$). */
-  ticketPattern?: RegExp;
+  /** When set, the ticket annotation must match it somewhere (RE2 syntax; e.g. ^[A-Z]+-[0-9]+$ for all of it). */
+  ticketPattern?: LinearRegex;
 }
 
 export interface BreakGlassInput {
@@ -60,12 +61,16 @@ export function applyBreakGlass(denied: Decision, input: BreakGlassInput): Decis
   for (const { policy } of input.denials) {
     const pattern = policy.breakGlass.ticketPattern;
     const ticket = input.annotations[BREAK_GLASS_TICKET] ?? "";
-    if (pattern && ticket && !pattern.test(ticket)) {
+    const outcome = pattern && ticket ? matchOutcome(pattern, ticket) : "match";
+    if (outcome !== "match") {
       problems.push({
         policy: policy.name,
         ...kindOf(policy),
         rule: "breakGlass",
-        message: `break-glass ticket ${JSON.stringify(ticket)} does not match the required form ${pattern.source}`,
+        message:
+          outcome === "mismatch"
+            ? `break-glass ticket ${JSON.stringify(ticket)} does not match the required form ${pattern!.source}`
+            : `break-glass ticket cannot be checked: ${outcome.error}`,
       });
     }
   }

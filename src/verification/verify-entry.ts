@@ -8,6 +8,7 @@ import { HashAlgorithm } from "@sigstore/protobuf-specs";
 import { verify as verifySignatureBytes } from "node:crypto";
 import { toSignedEntity, Verifier, type SignedEntity, type Signer, type TrustMaterial } from "@sigstore/verify";
 import type { KeylessAttestor, LeafAttestor, SignerEvidence } from "../core/image-policy/attestors.ts";
+import { matchOutcome } from "../core/linear-regex.ts";
 import type { TrustRoot } from "../core/trust-root/trust-root-kind.ts";
 import { verifyPrehashed } from "./prehashed-signature.ts";
 import { COSIGN_SIGN_PREDICATE, type SignedItem } from "./signed-item.ts";
@@ -200,10 +201,16 @@ function statementProblem(item: SignedItem, digest: string, predicateType: strin
 function identityProblem(entry: KeylessAttestor, signer: Signer): string | undefined {
   const san = signer.identity?.subjectAlternativeName;
   const issuer = signer.identity?.extensions?.issuer;
-  if (san === undefined || !entry.subject.test(san))
-    return `certificate identity ${JSON.stringify(san ?? null)} does not match ${JSON.stringify(entry.subject.source)}`;
-  if (issuer === undefined || !entry.issuer.test(issuer))
-    return `certificate issuer ${JSON.stringify(issuer ?? null)} does not match ${JSON.stringify(entry.issuer.source)}`;
+  const subject = san === undefined ? "mismatch" : matchOutcome(entry.subject, san);
+  if (subject !== "match")
+    return subject === "mismatch"
+      ? `certificate identity ${JSON.stringify(san ?? null)} does not match ${JSON.stringify(entry.subject.source)}`
+      : `certificate identity cannot be checked: ${subject.error}`;
+  const issuerOutcome = issuer === undefined ? "mismatch" : matchOutcome(entry.issuer, issuer);
+  if (issuerOutcome !== "match")
+    return issuerOutcome === "mismatch"
+      ? `certificate issuer ${JSON.stringify(issuer ?? null)} does not match ${JSON.stringify(entry.issuer.source)}`
+      : `certificate issuer cannot be checked: ${issuerOutcome.error}`;
   for (const ext of entry.extensions) {
     const found = signer.identity?.oids?.find((o) => o.oid?.id.join(".") === ext.oid);
     const value = found ? extensionText(found.value) : undefined;

@@ -201,9 +201,9 @@ test("keyless mistakes name the field", () => {
           { keyless: { issuer: ISSUER } },
           { keyless: { subject: "a", issuer: ISSUER, issuerRegExp: "x" } },
           { keyless: { subject: "a" } },
-          // Valid without the u flag, not with it: identities are read as Unicode patterns.
-          { keyless: { subjectRegExp: "a\\-b", issuer: ISSUER } },
-          { keyless: { subject: "a", issuerRegExp: "x{" } },
+          // Valid in JavaScript, refused by RE2: patterns are RE2 syntax, as Go's regexp reads them.
+          { keyless: { subjectRegExp: "(?<=@)acme\\.example$", issuer: ISSUER } },
+          { keyless: { subject: "a", issuerRegExp: "^(https)://\\1" } },
         ],
       },
     ]),
@@ -211,8 +211,8 @@ test("keyless mistakes name the field", () => {
       "spec.rules.0.attestors.0.entries.0.keyless: give exactly one of subject and subjectRegExp",
       "spec.rules.0.attestors.0.entries.1.keyless: give exactly one of issuer and issuerRegExp",
       "spec.rules.0.attestors.0.entries.2.keyless: give exactly one of issuer and issuerRegExp",
-      "spec.rules.0.attestors.0.entries.3.keyless.subjectRegExp: invalid regular expression: Invalid regular expression: /a\\-b/u: Invalid escape",
-      "spec.rules.0.attestors.0.entries.4.keyless.issuerRegExp: invalid regular expression: Invalid regular expression: /x{/u: Incomplete quantifier",
+      "spec.rules.0.attestors.0.entries.3.keyless.subjectRegExp: invalid regular expression (RE2 syntax): invalid named capture: `(?<=@)acme\\.example$`: RE2 has no look-around",
+      "spec.rules.0.attestors.0.entries.4.keyless.issuerRegExp: invalid regular expression (RE2 syntax): invalid escape sequence: `\\1`: RE2 has no backreferences",
     ],
   );
 });

@@ -3,6 +3,7 @@
 // that does not yield a boolean, or fails at run time (a missing key), is a failure with the reason.
 import { CelScalar, celEnv, isCelError, parse, plan } from "@bufbuild/cel";
 import { strings } from "@bufbuild/cel/ext";
+import { celRegexEngine } from "./cel-matches.ts";
 
 export interface CompiledCel {
   source: string;
@@ -17,7 +18,8 @@ export function compileCel(source: string, variables: readonly string[]): Compil
   } catch (e) {
     throw new Error(`invalid CEL ${JSON.stringify(source)}: ${(e as Error).message.split("\n")[0]}`, { cause: e });
   }
-  const program = plan(celEnv({ funcs: strings, variables: Object.fromEntries(variables.map((v) => [v, CelScalar.DYN])) }), parsed);
+  const env = celEnv({ funcs: strings, re2: celRegexEngine(parsed, source), variables: Object.fromEntries(variables.map((v) => [v, CelScalar.DYN])) });
+  const program = plan(env, parsed);
   return { source, run: (bindings) => program(Object.fromEntries(Object.entries(bindings).map(([k, v]) => [k, toCel(v)])) as never) };
 }
 

@@ -3,6 +3,8 @@
 // signers the entries allow, every problem reported with its field path. Key files are read through `related` (the loader's reader, relative to the policy).
 import { createHash, createPublicKey, type KeyObject } from "node:crypto";
 import type { AttestorEntry, AttestorSet, IdentityMatcher, StaticKey } from "./attestors.ts";
+import { compileGlob, hasWildcard } from "../glob.ts";
+import { compileLinearRegex } from "../linear-regex.ts";
 
 export const DEFAULT_TRUST_ROOT = "sigstore-public-good";
 /** cosign's default key name in a Kubernetes Secret (`cosign generate-key-pair k8s://…`). */
@@ -186,21 +188,18 @@ function identity(exact: string | undefined, regExp: string | undefined, field: 
     return never;
   }
   if (exact !== undefined) {
-    if (!exact.includes("*")) return { source: exact, exact, test: (v) => v === exact };
-    const pattern = new RegExp(`^${exact.split("*").map(escapeRegExp).join(".*")}$`, "su");
-    return { source: exact, test: (v) => pattern.test(v) };
+    if (!hasWildcard(exact)) return { source: exact, exact, test: (v) => v === exact };
+    // "*" is any run of characters: the glob engine places the pieces without backtracking.
+    const glob = compileGlob(exact);
+    return { source: exact, test: glob };
   }
-  try {
-    const pattern = new RegExp(regExp!, "u");
-    return { source: `/${regExp}/`, test: (v) => pattern.test(v) };
-  } catch (e) {
-    errors.push({ path: [...at, `${field}RegExp`], message: `invalid regular expression: ${(e as Error).message}` });
+  // Unanchored, as cosign and Kyverno match it (Go's MatchString).
+  const compiled = compileLinearRegex(regExp!, "anywhere");
+  if ("error" in compiled) {
+    errors.push({ path: [...at, `${field}RegExp`], message: compiled.error });
     return never;
   }
-}
-
-function escapeRegExp(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+  return { source: `/${regExp}/`, test: (v) => compiled.regex.test(v) };
 }
 
 /** Keys Sigstore's verifier supports; anything else (DSA, X25519, a certificate) is a load error. */

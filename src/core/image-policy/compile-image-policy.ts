@@ -2,6 +2,7 @@
 import { DEFAULT_REQUIRED_ANNOTATIONS } from "../break-glass.ts";
 import { isImagePolicyAnnotation } from "../image-review.ts";
 import { compileImagePattern, type ImagePattern } from "../image-pattern.ts";
+import { compileLinearRegex, type LinearRegex } from "../linear-regex.ts";
 import type { AttestationCheck, ImagePolicy, ImageRule } from "./image-policy.ts";
 import { compileCel } from "../conditions/cel-expression.ts";
 import { compileConditions, type RawConditionBlock } from "../conditions/conditions.ts";
@@ -183,13 +184,11 @@ export function compileImagePolicy(
       });
     }
   });
-  let ticketPattern: RegExp | undefined;
+  let ticketPattern: LinearRegex | undefined;
   if (bg.ticketPattern !== undefined) {
-    try {
-      ticketPattern = new RegExp(bg.ticketPattern, "u");
-    } catch (e) {
-      errors.push({ path: ["spec", "breakGlass", "ticketPattern"], message: `invalid regular expression: ${(e as Error).message}` });
-    }
+    const compiled = compileLinearRegex(bg.ticketPattern, "anywhere");
+    if ("error" in compiled) errors.push({ path: ["spec", "breakGlass", "ticketPattern"], message: compiled.error });
+    else ticketPattern = compiled.regex;
   }
 
   const validationActions =

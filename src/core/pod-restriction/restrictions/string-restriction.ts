@@ -1,10 +1,12 @@
-// StringRestriction: allowed and forbidden values (the seed's whitelist/blacklist), an anchored regular
-// expression, and the pointer rules. List entries may use "*" as a wildcard; for host paths the entries
-// are path prefixes matched on whole path segments ("/var/log" covers "/var/log/app", not "/var/logs").
+// StringRestriction: allowed and forbidden values (the seed's whitelist/blacklist), a regular expression (RE2
+// syntax, matched against the whole value; linear-regex.ts), and the pointer rules. List entries may use "*" as a
+// wildcard; for host paths the entries are path prefixes matched on whole path segments ("/var/log" covers
+// "/var/log/app", not "/var/logs").
 import { posix } from "node:path";
 import { checkNil, compileNilRule, POINTER_KEYS } from "./pointer-restriction.ts";
 import { describe, finding, readMapping, readStringList, type Check, type CompileContext, type Located, type RawPath } from "./restriction-support.ts";
 import { compileGlob, hasWildcard } from "../../glob.ts";
+import { compileLinearRegex, matchOutcome, type LinearRegex } from "../../linear-regex.ts";
 
 const STRING_KEYS = [...POINTER_KEYS, "allowed", "forbidden", "regex"] as const;
 export const STRING_ALIASES: Record<string, string> = { whitelist: "allowed", blacklist: "forbidden" };
@@ -48,17 +50,17 @@ export function compileStringFrom(
   const nil = compileNilRule(obj, path, cx, { pointer: opts.pointer });
   const allowed = readStringList(obj.allowed, [...path, "allowed"], cx);
   const forbidden = readStringList(obj.forbidden, [...path, "forbidden"], cx);
-  let regex: RegExp | undefined;
+  let regex: LinearRegex | undefined;
   if (obj.regex !== undefined) {
     if (typeof obj.regex !== "string") cx.error([...path, "regex"], `must be a string, got ${describe(obj.regex)}`);
     else {
-      try {
-        regex = new RegExp(`^(?:${obj.regex})$`, "u");
-      } catch (e) {
-        cx.error([...path, "regex"], `invalid regular expression: ${(e as Error).message}`);
-      }
+      const compiled = compileLinearRegex(obj.regex, "whole");
+      if ("error" in compiled) cx.error([...path, "regex"], compiled.error);
+      else regex = compiled.regex;
     }
   }
+  // As the whole value must match, shown anchored.
+  const pattern = regex && `^(?:${regex.source})$`;
   const mode = opts.match ?? "glob";
   const allowedMatch = allowed && matcherFor(allowed, mode);
   const forbiddenMatch = forbidden && matcherFor(forbidden, mode);
@@ -68,9 +70,9 @@ export function compileStringFrom(
     const v = mode === "pathPrefix" ? normalizePath(value) : value;
     if (allowedMatch && !allowedMatch(v)) return false;
     if (forbiddenMatch && forbiddenMatch(v)) return false;
-    return !(regex && !regex.test(v));
+    return !(regex && matchOutcome(regex, v) !== "match");
   };
-  const wanted = allowed ? `one of ${list(allowed)}` : regex ? `matching ${regex.source}` : "";
+  const wanted = allowed ? `one of ${list(allowed)}` : pattern ? `matching ${pattern}` : "";
   const check: Check = (at, _cx, out) => {
     if (!checkNil(nil, at, rule, valueRequired, wanted, out)) return;
     checkValue(at, out);
@@ -83,7 +85,9 @@ export function compileStringFrom(
     const v = mode === "pathPrefix" ? normalizePath(at.value) : at.value;
     if (allowedMatch && !allowedMatch(v)) out.push(finding(at, rule, `is ${describe(at.value)}; allowed: ${list(allowed!)}`));
     if (forbiddenMatch && forbiddenMatch(v)) out.push(finding(at, rule, `is ${describe(at.value)}, which is forbidden`));
-    if (regex && !regex.test(v)) out.push(finding(at, rule, `is ${describe(at.value)}; must match ${regex.source}`));
+    const outcome = regex ? matchOutcome(regex, v) : "match";
+    if (outcome === "mismatch") out.push(finding(at, rule, `is ${describe(at.value)}; must match ${pattern}`));
+    else if (outcome !== "match") out.push(finding(at, rule, outcome.error));
   };
   return { check, valueRequired, accepts };
 }

@@ -1,0 +1,127 @@
+// Regular expressions a policy writes run on a linear-time engine (RE2 syntax), through `check` as a user runs
+// it: a pattern that backtracks exponentially on JavaScript's engine is judged correctly and at once (each test
+// has a small timeout; on a backtracking engine these took minutes), and what RE2 cannot compile is a load
+// error with the file, line, field and reason.
+import assert from "node:assert/strict";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { imprimatur } from "../../support/cli-process.ts";
+
+// 30 "a"s without the "b" the patterns need: (a|a)+ has 2^30 ways to take them, all tried by a backtracking engine.
+const A30 = "a".repeat(30);
+let dir: string;
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), "imprimatur-check-regex-"));
+});
+after(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+async function files(name: string, policies: string, manifests: string): Promise<{ policies: string; manifests: string }> {
+  await writeFile(join(dir, `${name}-policies.yaml`), policies);
+  await writeFile(join(dir, `${name}-pods.yaml`), manifests);
+  return { policies: join(dir, `${name}-policies.yaml`), manifests: join(dir, `${name}-pods.yaml`) };
+}
+
+const pod = (name: string, extra: string) => `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: team-a${extra.startsWith("annotations") ? `, ${extra}` : ""}}
+spec: {${extra.startsWith("annotations") ? "" : `${extra}, `}containers: [{name: c, image: registry.example.com/app:1}]}
+`;
+
+type CheckJson = { results: Array<{ name: string; result: string; violations: Array<{ message: string }> }> };
+
+test("a NamespacedPodRestriction regex that backtracks exponentially is judged at once, anchored to the whole value", { timeout: 10_000 }, async () => {
+  const f = await files(
+    "pod-restriction",
+    `apiVersion: imprimatur.dev/v1alpha1
+kind: NamespacedPodRestriction
+metadata: {name: accounts, namespace: team-a}
+spec:
+  spec:
+    serviceAccountName: {regex: "(a|a)+b"}
+`,
+    [pod("long", `serviceAccountName: ${A30}`), pod("matching", "serviceAccountName: aaab"), pod("unanchored", "serviceAccountName: aaabc")].join("---\n"),
+  );
+  const r = await imprimatur(["check", "--policies", f.policies, "-f", f.manifests, "-o", "json"]);
+  assert.equal(r.code, 1, r.stderr);
+  const out = JSON.parse(r.stdout) as CheckJson;
+  assert.deepEqual(
+    out.results.map((x) => [x.name, x.result, x.violations.map((v) => v.message)]),
+    [
+      ["long", "denied", [`is "${A30}"; must match ^(?:(a|a)+b)$`]],
+      ["matching", "allowed", []],
+      ["unanchored", "denied", ['is "aaabc"; must match ^(?:(a|a)+b)$']],
+    ],
+  );
+});
+
+test("a break-glass ticketPattern that backtracks exponentially is judged at once, unanchored", { timeout: 10_000 }, async () => {
+  const annotations = (ticket: string) =>
+    `annotations: {break-glass.image-policy.k8s.io/reason: "incident", break-glass.image-policy.k8s.io/ticket: "${ticket}"}`;
+  const f = await files(
+    "ticket",
+    `apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: {name: nothing-runs}
+spec:
+  default: deny
+  rules: []
+  breakGlass: {allowed: true, ticketPattern: "(a|a)+b"}
+`,
+    [pod("long", annotations(A30)), pod("inside", annotations("x-aab-1"))].join("---\n"),
+  );
+  const r = await imprimatur(["check", "--policies", f.policies, "-f", f.manifests, "-o", "json"]);
+  assert.equal(r.code, 1, r.stderr);
+  const out = JSON.parse(r.stdout) as CheckJson;
+  assert.equal(out.results[0]!.result, "denied");
+  assert.ok(
+    out.results[0]!.violations.some((v) => v.message === `break-glass ticket "${A30}" does not match the required form (a|a)+b`),
+    JSON.stringify(out.results[0]),
+  );
+  assert.equal(out.results[1]!.result, "allowed", JSON.stringify(out.results[1]));
+});
+
+test("patterns RE2 refuses (backreferences, look-around) are load errors with file, line, field and reason", async () => {
+  const f = await files(
+    "refused",
+    `apiVersion: imprimatur.dev/v1alpha1
+kind: PodRestriction
+metadata: {name: accounts}
+spec:
+  spec:
+    serviceAccountName: {regex: "(a)\\\\1"}
+---
+apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: {name: signed}
+spec:
+  breakGlass: {allowed: true, ticketPattern: "^INC-(?=[0-9])"}
+  rules:
+    - action: allow
+      images: ["registry.example.com/*"]
+      attestors: [{entries: [{keyless: {subjectRegExp: "^(?<!x)ops@", issuer: "https://accounts.example"}}]}]
+  matchConditions:
+    - {name: named, expression: "object.metadata.name.matches('a++')"}
+`,
+    pod("any", "serviceAccountName: x"),
+  );
+  const r = await imprimatur(["check", "--policies", f.policies, "-f", f.manifests]);
+  assert.equal(r.code, 2, r.stdout);
+  const lines = r.stderr.split("\n").map((l) => l.replace(f.policies, "P"));
+  const expected = [
+    "P:6 (document 1, spec.spec.serviceAccountName.regex): invalid regular expression (RE2 syntax): invalid escape sequence: `\\1`: RE2 has no backreferences",
+    "P:12 (document 2, spec.breakGlass.ticketPattern): invalid regular expression (RE2 syntax): invalid or unsupported Perl syntax: `(?=`: RE2 has no look-around",
+    "P:16 (document 2, spec.rules[0].attestors[0].entries[0].keyless.subjectRegExp): invalid regular expression (RE2 syntax): invalid named capture: `(?<!x)ops@`: RE2 has no look-around",
+    "P:18 (document 2, spec.matchConditions[0].expression): ",
+  ];
+  for (const line of expected)
+    assert.ok(
+      lines.some((l) => l.trim().startsWith(line)),
+      `${line}\nnot in\n${lines.join("\n")}`,
+    );
+  assert.match(r.stderr, /matchConditions\[0\]\.expression\): .*invalid regular expression \(RE2 syntax\): invalid nested repetition operator: `\+\+`/);
+});

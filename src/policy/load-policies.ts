@@ -13,17 +13,19 @@ import {
   type PolicySet,
 } from "../core/policy-kinds.ts";
 import type { CompiledPolicy } from "../core/policy-kind.ts";
-import { formatPath, PolicyLoadError, type PolicyError } from "./policy-error.ts";
+import { formatPath, PolicyLoadError, type PolicyError, type PolicyWarning } from "./policy-error.ts";
 import type { ParsedPolicies } from "./parsed-policies.ts";
 import { PolicyFolder, type PolicySource, type PolicyText } from "./policy-source.ts";
 import type { PodRestriction } from "../core/pod-restriction/pod-restriction.ts";
-import { unresolvedTrustRoots } from "../core/trust-root/trust-root-references.ts";
+import { withUnresolvedTrustRoots } from "../core/trust-root/trust-root-references.ts";
 import { bindProfileClusterWide, profileSources, shippedProfiles } from "./profiles.ts";
 
 export interface LoadedPolicies {
   policies: PolicySet;
   /** Where the documents came from (files relative to the folder given). */
   origins: string[];
+  /** What loaded but denies in part: rules whose trust root the set does not hold. */
+  warnings: PolicyWarning[];
 }
 
 /** Loads every policy of `source` (a folder or file path, or any PolicySource). Throws PolicyLoadError. */
@@ -50,25 +52,31 @@ export async function loadPolicies(source: string | PolicySource): Promise<Loade
     for (const k of KIND_NAMES) (policies[k] as CompiledPolicy[]).push(...parsed.policies[k]);
   }
   for (const k of KIND_NAMES) errors.push(...duplicateNames(k, policies[k]));
-  // Across kinds, once every document compiled: a trust root may be defined in any file of the set.
-  for (const u of unresolvedTrustRoots(policies.ImagePolicy, policies.TrustRoot)) {
-    errors.push({
-      origin: u.source?.origin ?? "?",
-      ...(u.source?.document !== undefined ? { document: u.source.document } : {}),
-      path: u.path,
-      message: u.message,
-    });
-  }
   if (errors.length > 0) throw new PolicyLoadError(withoutLocations(errors, texts));
-  return { policies, origins: texts.filter((_, i) => !dataOnly(results[i]!)).map((t) => t.origin) };
+  // Across kinds, once every document compiled: a trust root may be defined in any file of the set. One that is
+  // missing (never written, deleted, or broken) makes the rules that need it deny, not the set fail.
+  const resolved = withUnresolvedTrustRoots(policies.ImagePolicy, policies.TrustRoot);
+  const warnings: PolicyWarning[] = resolved.unresolved.map((u) => ({
+    origin: u.source?.origin ?? "?",
+    ...(u.source?.document !== undefined ? { document: u.source.document } : {}),
+    path: u.path,
+    message: u.message,
+    reason: "TrustRootNotFound",
+  }));
+  return {
+    policies: { ...policies, ImagePolicy: resolved.policies },
+    origins: texts.filter((_, i) => !dataOnly(results[i]!)).map((t) => t.origin),
+    warnings: withoutLocations(warnings, texts),
+  };
 }
 
 /** Errors of texts that are not what the user wrote (custom resources) name the field, not a line or document. */
-function withoutLocations(errors: PolicyError[], texts: readonly PolicyText[]): PolicyError[] {
+function withoutLocations<E extends PolicyError>(errors: E[], texts: readonly PolicyText[]): E[] {
   const unlocated = new Set(texts.filter((t) => t.locations === false).map((t) => t.origin));
   if (unlocated.size === 0) return errors;
+  // `line` and `document` are optional in every PolicyError: without them an E is still an E.
   return errors.map(({ line, document, ...e }) =>
-    unlocated.has(e.origin) ? e : { ...e, ...(document !== undefined ? { document } : {}), ...(line !== undefined ? { line } : {}) },
+    unlocated.has(e.origin) ? (e as E) : ({ ...e, ...(document !== undefined ? { document } : {}), ...(line !== undefined ? { line } : {}) } as E),
   );
 }
 

@@ -14,6 +14,14 @@ export interface PolicyError {
   message: string;
 }
 
+/**
+ * A policy that loads but cannot do all it says, reported where errors are: a rule whose attestor names a trust
+ * root the set does not hold denies every image it matches (TrustRootNotFound) while the rest of its policy enforces.
+ */
+export interface PolicyWarning extends PolicyError {
+  reason: "TrustRootNotFound";
+}
+
 export function renderPolicyError(e: PolicyError): string {
   return renderAtLocation(
     { file: e.origin, ...(e.line !== undefined ? { line: e.line } : {}), details: [e.document !== undefined ? `document ${e.document}` : undefined, e.path] },

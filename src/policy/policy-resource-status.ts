@@ -14,8 +14,10 @@ export type ReadyReason =
   | "Loaded"
   /** The object itself does not compile (schema or semantics). */
   | "InvalidPolicy"
-  /** It compiles alone but not with the others: a name defined twice, a trust root no TrustRoot answers to. */
-  | "PolicyConflict";
+  /** It compiles alone but not with the others: a name defined twice. */
+  | "PolicyConflict"
+  /** In force, but an attestor names a trust root no TrustRoot in force answers to: the rules that need it deny. */
+  | "TrustRootNotFound";
 
 /**
  * status.inForce: the generation in force and its policy document as compiled (JSON text, so a merge patch
@@ -35,10 +37,12 @@ export type ResourceOutcome =
       generation: number;
       /** What status.inForce should say; undefined leaves it as it is. */
       record?: InForceRecord;
+      /** In force, but rules that need what the set lacks deny every image they match. */
+      unresolved?: { reason: "TrustRootNotFound"; errors: readonly PolicyError[] };
     }
   | {
       state: "rejected";
-      reason: Exclude<ReadyReason, "Loaded">;
+      reason: "InvalidPolicy" | "PolicyConflict";
       generation: number;
       errors: readonly PolicyError[];
       /** The earlier generation of this object still in force, if one is; otherwise the object is not in force. */
@@ -87,6 +91,17 @@ export function describeResourceErrors(errors: readonly PolicyError[]): string {
 
 export function readyCondition(outcome: ResourceOutcome, now: Date): ReadyCondition {
   const at = now.toISOString().replace(/\.\d{3}Z$/, "Z");
+  if (outcome.state === "in-force" && outcome.unresolved) {
+    // Not ready: the policy is in force, but not all of it can do what it says.
+    return {
+      type: "Ready",
+      status: "False",
+      observedGeneration: outcome.generation,
+      lastTransitionTime: at,
+      reason: outcome.unresolved.reason,
+      message: `${describeResourceErrors(outcome.unresolved.errors)} (this policy is in force; the rules named deny every image they match)`,
+    };
+  }
   if (outcome.state === "in-force") {
     return {
       type: "Ready",

@@ -7,14 +7,18 @@
 //     this process last loaded, or, in a process that never saw it (a replica started while the object is
 //     broken), the one its status records (status.inForce, written with Ready=True), compiled as any other;
 //   - an object that compiles alone but not with the rest (a name the folder or another object already
-//     defines, a trust root no TrustRoot answers to) is treated the same (PolicyConflict);
+//     defines) is treated the same (PolicyConflict);
+//   - an ImagePolicy whose attestors name a trust root no TrustRoot in force answers to (never applied, deleted,
+//     or broken without a good generation) stays in force: the rules that need that root deny every image they
+//     match, and its status says so (Ready=False, TrustRootNotFound). Leaving it out instead would drop its deny
+//     rules and `default: deny` with it: deleting a TrustRoot must not switch a policy off;
 //   - everything else loads. Errors of the folder itself are not the objects' doing: they fail the load
 //     as they do without custom resources, and the server keeps its last good set.
 // Statuses are written once the app reports the load's outcome (`loaded`), so Ready=True (and the record of
 // what is in force) is never written for a set that did not come into force.
 import { loadPolicies, parsePolicyText } from "./load-policies.ts";
 import type { ParsedPolicies } from "./parsed-policies.ts";
-import { PolicyLoadError, type PolicyError } from "./policy-error.ts";
+import { PolicyLoadError, type PolicyError, type PolicyWarning } from "./policy-error.ts";
 import { isObject } from "../core/json-shapes.ts";
 import { contentKey, policyDocumentOf, resourceKey, resourceOrigin, type PolicyResourceObject } from "./policy-resource-documents.ts";
 import { inForceRecord, readInForceRecord, type InForceRecord, type ResourceOutcome } from "./policy-resource-status.ts";
@@ -53,6 +57,8 @@ interface Judged {
   rejection?: { reason: "InvalidPolicy" | "PolicyConflict"; errors: PolicyError[] };
   /** The version status.inForce records, when it was the candidate and does not compile. */
   recordRejected?: { generation: number; errors: PolicyError[] };
+  /** Rules of the version in use that deny for want of a trust root. */
+  warnings?: PolicyWarning[];
 }
 
 interface LastGood extends Version {
@@ -130,9 +136,15 @@ export class ResourcePolicySource implements PolicySource {
     // Conflicts with the rest of the set: leave out the objects named, until the set loads (at most once each).
     if (fromFolder.errors.length === 0) {
       for (let round = 0; round <= judged.length; round++) {
-        const errors = await setErrors([...fromFolder.texts, ...this.textsInUse(judged)]);
+        const { errors, warnings } = await setOutcome([...fromFolder.texts, ...this.textsInUse(judged)]);
         const named = judged.filter((j) => j.use !== "none" && errors.some((e) => e.origin === j.origin));
-        if (named.length === 0) break;
+        if (named.length === 0) {
+          for (const j of judged) {
+            const mine = warnings.filter((w) => w.origin === j.origin).map(withoutLocation);
+            if (j.use !== "none" && mine.length > 0) j.warnings = mine;
+          }
+          break;
+        }
         for (const j of named) {
           const mine = errors.filter((e) => e.origin === j.origin).map(withoutLocation);
           if (j.use === "current") {
@@ -183,7 +195,12 @@ export class ResourcePolicySource implements PolicySource {
           ...(record !== undefined ? { record } : {}),
         });
       } else if (succeeded) {
-        this.status.report(j.resource, { state: "in-force", generation, record: inForceRecord(generation, j.current.text) });
+        this.status.report(j.resource, {
+          state: "in-force",
+          generation,
+          record: inForceRecord(generation, j.current.text),
+          ...(j.warnings ? { unresolved: { reason: "TrustRootNotFound", errors: j.warnings } } : {}),
+        });
       }
       // A valid object in a set that failed for other reasons: its status stays as it was.
     }
@@ -278,19 +295,19 @@ function compileRecord(
   return { text: recorded.document, parsed: parsePolicyText(recorded.document, origin, { profiles }) };
 }
 
-/** The errors loading these texts as one set gives (duplicate names, unresolved trust roots, …). */
-async function setErrors(texts: PolicyText[]): Promise<PolicyError[]> {
+/** The errors loading these texts as one set gives (duplicate names, …), or what it warns of (unresolved trust roots). */
+async function setOutcome(texts: PolicyText[]): Promise<{ errors: PolicyError[]; warnings: PolicyWarning[] }> {
   try {
-    await loadPolicies({ description: "policy set", read: async () => ({ texts, errors: [] }) });
-    return [];
+    const { warnings } = await loadPolicies({ description: "policy set", read: async () => ({ texts, errors: [] }) });
+    return { errors: [], warnings };
   } catch (e) {
-    if (e instanceof PolicyLoadError) return e.errors;
+    if (e instanceof PolicyLoadError) return { errors: e.errors, warnings: [] };
     throw e;
   }
 }
 
 /** A custom resource has no file lines or documents: its errors name the field alone. */
-function withoutLocation(e: PolicyError): PolicyError {
+function withoutLocation<E extends PolicyError>(e: E): E {
   const { line: _line, document: _document, ...rest } = e;
-  return rest;
+  return rest as E; // both are optional in every PolicyError
 }

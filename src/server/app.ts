@@ -14,7 +14,7 @@ import { policyCount, type PolicySet } from "../core/policy-kinds.ts";
 import type { CredentialLookup } from "../credentials/credential.ts";
 import { Engine } from "../engine/engine.ts";
 import type { Recorder } from "../engine/recorder.ts";
-import { PolicyLoadError } from "../policy/policy-error.ts";
+import { PolicyLoadError, renderPolicyError } from "../policy/policy-error.ts";
 import { PolicyFolder, type PolicySource } from "../policy/policy-source.ts";
 import { loadPolicySet } from "../policy/policy-set.ts";
 import type { DigestResolver } from "../registry/digest-resolver.ts";
@@ -117,9 +117,11 @@ export async function startApp(opts: AppOptions): Promise<App> {
   // The one policy-set loader `check` and `test` use too; reloads accept an empty set (with a warning, below).
   const loadOnce = async (allowEmpty: boolean): Promise<PolicySet> => {
     try {
-      const set = (await loadPolicySet(source, { profiles: opts.profiles ?? [], allowEmpty })).policies;
+      const loaded = await loadPolicySet(source, { profiles: opts.profiles ?? [], allowEmpty });
+      // In force, but a rule denies what it matches for want of a trust root: said at every load that has one.
+      for (const w of loaded.warnings) logger.warn({ reason: w.reason, policy: renderPolicyError(w) }, "a policy rule denies every image it matches");
       source.loaded?.({ errors: [] });
-      return set;
+      return loaded.policies;
     } catch (e) {
       // The source reports the outcome where its policies live (custom resources: their status).
       if (e instanceof PolicyLoadError) source.loaded?.({ errors: e.errors });

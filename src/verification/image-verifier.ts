@@ -1,9 +1,10 @@
 // Signature verification for admission: for one image digest and one allow rule's attestors, find the
 // signatures (with the pod's credentials), verify each attestor entry, and judge the sets. Results are cached
-// by digest + policy rule + policy generation + the credentials offered, so a result is never reused for
-// another policy, after a reload, or for a pod that could not have read the signatures; denials are cached
-// briefly, registry outages not at all. Concurrent admissions of the same image share one verification.
-import type { KeyObject } from "node:crypto";
+// by digest + policy rule + policy generation + the credentials offered + the keys read from Secrets, so a
+// result is never reused for another policy, after a reload, for a pod that could not have read the signatures,
+// or once a Secret's key changed or went; denials are cached briefly, registry outages not at all. Concurrent
+// admissions of the same image share one verification.
+import { createHash, type KeyObject } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import { judgeAttestors, leafAttestors, type AttestorSet, type EntryOutcome, type LeafAttestor, type SecretKeyRef } from "../core/image-policy/attestors.ts";
 import { fullName, repositoryName, type ImageReference } from "../core/image-reference.ts";
@@ -54,6 +55,7 @@ export interface ImageVerifierOptions {
   maxBytesPerImage?: number;
   /** Signatures, and separately attestations, read per layout (cosign tag, referrers). Default 32. */
   maxArtifactsPerImage?: number;
+  /** The clock (ms) of the result cache and of the keys read from Secrets; performance.now by default. */
   now?: () => number;
   /** Observability: each verification that ran (not cache hits), with its duration. */
   onVerification?: (request: VerificationRequest, result: VerificationResult, seconds: number) => void;
@@ -63,7 +65,11 @@ export class ImageVerifier {
   private readonly opts: ImageVerifierOptions;
   private readonly cache: LRUCache<string, VerificationResult>;
   private readonly inFlight = new InFlight<VerificationResult>();
-  private readonly secretKeys = new InFlight<KeyObject>({ ttlMs: 60_000 });
+  /**
+   * Keys read from Secrets, kept briefly: every verification asks for its keys first, so a deleted or replaced
+   * Secret counts within this time, cached results included (their key names the key read).
+   */
+  private readonly secretKeys: InFlight<{ key: KeyObject; id: string }>;
   private generation = 0;
   /** Verifications that ran (cache misses not joined to one in flight); hits served from the cache. */
   verifications = 0;
@@ -72,6 +78,7 @@ export class ImageVerifier {
   constructor(options: ImageVerifierOptions) {
     this.opts = options;
     const now = options.now ?? (() => performance.now());
+    this.secretKeys = new InFlight({ ttlMs: SECRET_KEY_TTL_MS, now });
     this.cache = new LRUCache({ max: options.maxEntries ?? 10_000, ttl: options.verifiedTtlMs ?? 300_000, perf: { now }, ttlResolution: 0 });
   }
 
@@ -82,9 +89,25 @@ export class ImageVerifier {
   }
 
   async verify(request: VerificationRequest, deadline: number): Promise<VerificationResult> {
+    // The policy generation this verification was asked under, before anything is awaited (a reload may follow).
+    const generation = this.generation;
     const at = request.signatureRepository ?? request.image;
+    const checks = request.attestations ?? [];
+    const keys = await this.keysOf([...request.attestors, ...checks.flatMap((c) => c.attestors)], AbortSignal.timeout(Math.max(1, deadline - Date.now())));
+    // A key that cannot be read (its Secret deleted, no API access) leaves the rule unable to verify: it denies
+    // whatever the other entries say, naming the key, until the key can be read again.
+    const read = new Map<LeafAttestor, ReadKey>();
+    const unreadable: string[] = [];
+    for (const [leaf, k] of keys)
+      if ("error" in k) unreadable.push(k.error);
+      else read.set(leaf, k);
+    if (unreadable.length > 0) {
+      const denied: VerificationResult = { status: "denied", reason: `${unreadable.join("; ")}: this rule denies every image it matches until it can be read` };
+      this.opts.onVerification?.(request, denied, 0);
+      return denied;
+    }
     const key = [
-      this.generation,
+      generation,
       request.policy,
       request.rule,
       // By digest, not tag: two tags of one digest are one image to verify (a scan of many pods of few images
@@ -92,17 +115,18 @@ export class ImageVerifier {
       request.image.digest ? `${repositoryName(request.image)}@${request.image.digest}` : fullName(request.image),
       `${at.registry}/${at.repository}`,
       credentialIdentity(at, request.lookup),
+      // The keys read from Secrets: a result is never reused for another key.
+      ...[...read.values()].flatMap((k) => (k.id === undefined ? [] : [k.id])),
     ].join("\u0000");
     const cached = this.cache.get(key);
     if (cached) {
       this.hits++;
       return cached;
     }
-    const generation = this.generation;
     const run = async (): Promise<VerificationResult> => {
       this.verifications++;
       const started = performance.now();
-      const result = await this.run(request, deadline);
+      const result = await this.run(request, deadline, read);
       this.opts.onVerification?.(request, result, (performance.now() - started) / 1000);
       if (generation === this.generation && result.status !== "unavailable")
         this.cache.set(key, result, result.status === "denied" ? { ttl: this.opts.deniedTtlMs ?? 10_000 } : {});
@@ -115,27 +139,23 @@ export class ImageVerifier {
     }
   }
 
-  private async run(request: VerificationRequest, deadline: number): Promise<VerificationResult> {
+  private async run(request: VerificationRequest, deadline: number, keys: ReadonlyMap<LeafAttestor, ReadKey>): Promise<VerificationResult> {
     const signal = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
     const image: SignatureLocation = { registry: request.image.registry, repository: request.image.repository, digest: request.image.digest };
     const at: SignatureLocation = request.signatureRepository ? { ...request.signatureRepository, digest: request.image.digest } : image;
     const checks = request.attestations ?? [];
     const budget = new DownloadBudget(this.opts.maxBytesPerImage ?? DEFAULT_MAX_BYTES_PER_IMAGE);
     const wanted = { predicateTypes: checks.map((c) => c.predicateType), maxArtifacts: this.opts.maxArtifactsPerImage ?? MAX_SIGNATURES };
-    const [discovery, keys] = await Promise.all([
-      discoverSignatures(this.opts.client, image, at, { signal, credentials: request.lookup, budget }, wanted),
-      this.keysOf([...request.attestors, ...checks.flatMap((c) => c.attestors)], signal),
-    ]);
+    const discovery = await discoverSignatures(this.opts.client, image, at, { signal, credentials: request.lookup, budget }, wanted);
     const trustRoots = this.opts.trustRoots();
-    const contextOf = (leaf: LeafAttestor, binding: (item: SignedItem) => string | undefined): EntryContext | { error: string } => {
+    const contextOf = (leaf: LeafAttestor, binding: (item: SignedItem) => string | undefined): EntryContext => {
       const key = keys.get(leaf);
-      if (key && "error" in key) return { error: key.error };
       return { binding, trustRoot: trustRootNamed(trustRoots, leaf.trustRoot), ...(key ? { key: key.key } : {}) };
     };
     const outcomes = new Map<string, EntryOutcome>();
     for (const leaf of leafAttestors(request.attestors)) {
       const cx = contextOf(leaf, imageBinding(request.image.digest));
-      outcomes.set(leaf.path, "error" in cx ? { ok: false, reason: cx.error } : judgeLeaf(leaf, discovery, cx));
+      outcomes.set(leaf.path, judgeLeaf(leaf, discovery, cx));
     }
     const judgement = judgeAttestors(request.attestors, outcomes);
     if (judgement.satisfied) {
@@ -169,12 +189,12 @@ export class ImageVerifier {
   }
 
   /**
-   * Each static key entry's key: parsed from the policy, or read from its Kubernetes Secret. By entry, not by
-   * path: an attestation's own attestors have the same paths as the rule's ("attestors[0].entries[0]"), and one
-   * entry's key must never stand in for another's.
+   * Each static key entry's key: parsed from the policy, or read from its Kubernetes Secret (with an id of what was
+   * read). By entry, not by path: an attestation's own attestors have the same paths as the rule's
+   * ("attestors[0].entries[0]"), and one entry's key must never stand in for another's.
    */
-  private async keysOf(sets: readonly AttestorSet[], signal: AbortSignal): Promise<Map<LeafAttestor, { key: KeyObject } | { error: string }>> {
-    const keys = new Map<LeafAttestor, { key: KeyObject } | { error: string }>();
+  private async keysOf(sets: readonly AttestorSet[], signal: AbortSignal): Promise<Map<LeafAttestor, ReadKey | { error: string }>> {
+    const keys = new Map<LeafAttestor, ReadKey | { error: string }>();
     await Promise.all(
       leafAttestors(sets).map(async (leaf) => {
         if (leaf.type !== "staticKey") return;
@@ -189,8 +209,15 @@ export class ImageVerifier {
           return;
         }
         try {
-          const key = await this.secretKeys.run(`${ref.namespace}/${ref.secret}/${ref.key}`, async () => publicKeyFromPem(await reader(ref, signal)), signal);
-          keys.set(leaf, { key });
+          const read = await this.secretKeys.run(
+            `${ref.namespace}/${ref.secret}/${ref.key}`,
+            async () => {
+              const pem = await reader(ref, signal);
+              return { key: publicKeyFromPem(pem), id: createHash("sha256").update(pem).digest("hex") };
+            },
+            signal,
+          );
+          keys.set(leaf, read);
         } catch (e) {
           keys.set(leaf, { error: `key k8s://${ref.namespace}/${ref.secret}/${ref.key}: ${(e as Error).message}` });
         }
@@ -199,6 +226,12 @@ export class ImageVerifier {
     return keys;
   }
 }
+
+/** How long a key read from a Secret is used before it is read again. */
+const SECRET_KEY_TTL_MS = 10_000;
+
+/** A static key entry's key; `id` identifies one read from a Secret. */
+type ReadKey = { key: KeyObject; id?: string };
 
 const parsedKeys = new Map<string, KeyObject>();
 function parsedKey(pem: string): KeyObject {
@@ -221,7 +254,7 @@ function verifyAttestations(
   check: { index: number; predicateType: string; attestors: readonly AttestorSet[] },
   discovery: Discovery,
   digest: string,
-  contextOf: (leaf: LeafAttestor, binding: (item: SignedItem) => string | undefined) => EntryContext | { error: string },
+  contextOf: (leaf: LeafAttestor, binding: (item: SignedItem) => string | undefined) => EntryContext,
 ): VerifiedAttestation {
   const verified: VerifiedAttestation = { index: check.index, predicateType: check.predicateType, statements: [], failures: [] };
   const binding = attestationBinding(digest, check.predicateType);
@@ -231,8 +264,7 @@ function verifyAttestations(
     const signers: SignerEvidence[] = [];
     const outcomes = new Map<string, EntryOutcome>();
     for (const leaf of leafAttestors(check.attestors)) {
-      const cx = contextOf(leaf, binding);
-      const outcome = "error" in cx ? { ok: false as const, reason: cx.error } : verifyItem(item, leaf, cx);
+      const outcome = verifyItem(item, leaf, contextOf(leaf, binding));
       if (outcome.ok) signers.push(outcome.evidence);
       outcomes.set(leaf.path, outcome.ok ? { ok: true, signers: [outcome.evidence] } : { ok: false, reason: outcome.reason });
     }

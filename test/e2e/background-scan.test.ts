@@ -18,6 +18,7 @@ import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 import { getText } from "../support/https-client.ts";
 import { imprimatur } from "../support/cli-process.ts";
+import { teardown } from "../support/teardown.ts";
 import { loadKubeConfig } from "../../src/kube/kube-config.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -62,12 +63,7 @@ before(async () => {
   first = await startScanner("imprimatur-scan-e2e-a");
 });
 
-after(async () => {
-  await first?.stop();
-  await second?.stop();
-  await cluster?.stop();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+after(() => teardown([() => first?.stop(), () => second?.stop(), () => cluster?.stop(), () => dir && rm(dir, { recursive: true, force: true })]));
 
 /**
  * A replica named as its pod would be (POD_NAME, its identity in the Lease): without it both replicas take the

@@ -22,6 +22,7 @@ import {
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 import { spawnLogged, terminate, type LoggedProcess } from "../support/logged-process.ts";
 import { podYaml } from "../support/manifests.ts";
+import { teardown } from "../support/teardown.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const USER = "alice";
@@ -90,12 +91,14 @@ before(async () => {
   });
 });
 
-after(async () => {
-  await server?.stop();
-  if (controllerManager) await terminate(controllerManager, 10_000);
-  await cluster?.stop();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+after(() =>
+  teardown([
+    () => server?.stop(),
+    () => controllerManager && terminate(controllerManager, 10_000),
+    () => cluster?.stop(),
+    () => dir && rm(dir, { recursive: true, force: true }),
+  ]),
+);
 
 let pods = 0;
 /** Creates a pod for real (kubectl create; nothing runs it here): its outcome, and the message of a denial. */

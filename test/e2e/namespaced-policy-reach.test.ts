@@ -16,6 +16,7 @@ import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-p
 import { imprimatur } from "../support/cli-process.ts";
 import { podYaml } from "../support/manifests.ts";
 import { NO_DOCKER_HUB, TEAM_A_CONDITION_ERROR as CONDITION_ERROR, TEAM_A_FAILING_CONDITION } from "../support/tenant-policies.ts";
+import { teardown } from "../support/teardown.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -61,11 +62,7 @@ before(async () => {
   });
 });
 
-after(async () => {
-  await server?.stop();
-  await cluster?.stop();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+after(() => teardown([() => server?.stop(), () => cluster?.stop(), () => dir && rm(dir, { recursive: true, force: true })]));
 
 async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -262,8 +262,10 @@ test("TrustRoots and k8s:// keys from resources work as from files", async () =>
     },
   };
   assert.equal((await cluster.apply(JSON.stringify(keyless))).code, 0);
-  await until("a conflict: no TrustRoot corp", async () => (await readyCondition("signed"))?.reason === "PolicyConflict");
-  assert.match((await readyCondition("signed"))?.message ?? "", /keyless\.trustRoot: .*"corp"/);
+  // In force before its TrustRoot exists: the rule that needs it denies, and the status says so.
+  await until("no TrustRoot corp yet", async () => (await readyCondition("signed"))?.reason === "TrustRootNotFound");
+  assert.match((await readyCondition("signed"))?.message ?? "", /keyless\.trustRoot: .*"corp" is not loaded.*\(this policy is in force; the rules named deny/);
+  assert.equal(await admits(`registry.example.com/signed/app@sha256:${"a".repeat(64)}`), false);
 
   const root = { apiVersion: "imprimatur.dev/v1alpha1", kind: "TrustRoot", metadata: { name: "corp" }, spec: { trustedRoot: embeddedTrustedRootJson() } };
   assert.equal((await cluster.apply(JSON.stringify(root))).code, 0);

@@ -239,32 +239,84 @@ test("a name the folder defines is a conflict: the object is left out and the fo
   }
 });
 
-test("TrustRoots from custom resources answer attestors' trustRoot; a missing one is a conflict of the ImagePolicy", async () => {
+test("TrustRoots from custom resources answer attestors' trustRoot; without one the ImagePolicy stays in force and its rule denies", async () => {
   const store = new MemoryStore();
   const reports = new Reports();
-  const keyless = {
-    rules: [{ action: "allow", images: ["registry.example.com/*"], attestors: [{ entries: [{ keyless: { subject: "*", issuer: "*", trustRoot: "corp" } }] }] }],
+  const gate = {
+    rules: [
+      { action: "deny", images: ["evil.example/*"] },
+      { action: "allow", images: ["registry.example.com/*"], attestors: [{ entries: [{ keyless: { subject: "*", issuer: "*", trustRoot: "corp" } }] }] },
+    ],
+    default: "deny",
   };
-  store.objects = [resource("ImagePolicy", "signed", keyless)];
+  const corp = resource("TrustRoot", "corp", { trustedRoot: embeddedTrustedRootJson() });
+  const unverifiable = (set: Awaited<ReturnType<typeof load>>) => set.ImagePolicy.map((p) => p.rules.map((r) => r.unverifiable !== undefined));
+  store.objects = [resource("ImagePolicy", "signed", gate)];
   const source = new ResourcePolicySource({ store, status: reports });
   const without = await load(source);
-  assert.deepEqual(without.ImagePolicy, []);
-  const signed = reports.of("signed");
-  assert.equal(signed?.state === "rejected" && signed.reason, "PolicyConflict");
-  assert.match(signed?.state === "rejected" ? `${signed.errors[0]!.path}: ${signed.errors[0]!.message}` : "", /keyless\.trustRoot: .*corp/);
-
-  store.objects.push(resource("TrustRoot", "corp", { trustedRoot: embeddedTrustedRootJson() }));
-  const withRoot = await load(source);
   assert.deepEqual(
-    withRoot.ImagePolicy.map((p) => p.name),
+    without.ImagePolicy.map((p) => p.name),
     ["signed"],
+    "in force: its deny rule and default stay",
   );
+  assert.deepEqual(unverifiable(without), [[false, true]]);
+  const signed = reports.of("signed");
+  assert.ok(signed?.state === "in-force" && signed.unresolved, JSON.stringify(signed));
+  assert.equal(signed.record?.generation, 1, "status.inForce records it: it is in force");
+  assert.equal(signed.unresolved.reason, "TrustRootNotFound");
+  assert.deepEqual(
+    signed.unresolved.errors.map((e) => [e.origin, e.path, e.line, e.document]),
+    [["ImagePolicy/signed", "spec.rules[1].attestors[0].entries[0].keyless.trustRoot", undefined, undefined]],
+  );
+  assert.match(signed.unresolved.errors[0]!.message, /trust root "corp" is not loaded .*rules\[1\] denies every image it matches until it is$/);
+
+  store.objects.push(corp);
+  const withRoot = await load(source);
+  assert.deepEqual(unverifiable(withRoot), [[false, false]]);
   assert.deepEqual(
     withRoot.TrustRoot.map((r) => r.source?.origin),
     ["TrustRoot/corp"],
   );
   assertInForce(reports.of("signed"), 1);
+  assert.equal((reports.of("signed") as { unresolved?: unknown }).unresolved, undefined);
   assertInForce(reports.of("corp"), 1);
+
+  // Deleted: the policy stays in force (not a conflict, which would leave nothing of it), the rule denies again.
+  store.objects = store.objects.filter((o) => o.kind !== "TrustRoot");
+  const deleted = await load(source);
+  assert.deepEqual(unverifiable(deleted), [[false, true]]);
+  assert.equal(reports.of("signed")?.state, "in-force");
+  // Broken with no good generation of its own: the same as missing.
+  store.objects.push(resource("TrustRoot", "corp", { trustedRoot: { mediaType: "nope" } }, { uid: "uid-corp-2" }));
+  const broken = await load(source);
+  assert.deepEqual(unverifiable(broken), [[false, true]]);
+  assert.equal(reports.of("corp")?.state, "rejected");
+  // Fixed: verifies again, without a restart.
+  store.objects = [store.objects[0]!, resource("TrustRoot", "corp", { trustedRoot: embeddedTrustedRootJson() }, { uid: "uid-corp-2", generation: 2 })];
+  assert.deepEqual(unverifiable(await load(source)), [[false, false]]);
+});
+
+test("Ready=False TrustRootNotFound says the policy is in force and which rules deny", () => {
+  const outcome: ResourceOutcome = {
+    state: "in-force",
+    generation: 2,
+    record: inForceRecord(2, "{}"),
+    unresolved: {
+      reason: "TrustRootNotFound",
+      errors: [{ origin: "ImagePolicy/p", path: "spec.rules[1].attestors[0].entries[0].keyless.trustRoot", message: 'trust root "corp" is not loaded' }],
+    },
+  };
+  assert.deepEqual(readyCondition(outcome, NOW), {
+    type: "Ready",
+    status: "False",
+    observedGeneration: 2,
+    lastTransitionTime: "2026-11-25T21:00:00Z",
+    reason: "TrustRootNotFound",
+    message:
+      'spec.rules[1].attestors[0].entries[0].keyless.trustRoot: trust root "corp" is not loaded (this policy is in force; the rules named deny every image they match)',
+  });
+  // The record is written as for any policy in force.
+  assert.deepEqual(statusPatch({}, outcome, NOW)?.status.inForce, { generation: 2, document: "{}" });
 });
 
 test("when the folder fails the load, a rejected object's status names the generation the kept set holds", async () => {

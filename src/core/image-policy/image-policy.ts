@@ -37,6 +37,11 @@ export interface ImageRule {
   validate?: { cel: CompiledCel; message?: string };
   /** What a failure of this rule does; absent: the policy's. */
   validationActions?: readonly ValidationAction[];
+  /**
+   * Why this allow rule cannot verify (an attestor names a trust root the set does not hold; set when the set
+   * loads, src/core/trust-root/trust-root-references.ts): it then denies every image it matches with this reason.
+   */
+  unverifiable?: string;
 }
 
 export interface AttestationCheck {
@@ -160,6 +165,12 @@ export function decideImage(policy: ImagePolicy, ref: ImageReference, image: str
   if (match) {
     const { rule, pattern: hit } = match;
     if (rule.action === "allow") {
+      // Before digestVerify: pinning the image would not get it past this rule.
+      if (rule.unverifiable !== undefined)
+        return {
+          rule: `rules[${rule.index}]`,
+          violation: { policy: policy.name, rule: `rules[${rule.index}]`, image, ...(field ? { field } : {}), message: rule.unverifiable },
+        };
       if (rule.digestVerify && !ref.digest) {
         return {
           rule: `rules[${rule.index}]`,

@@ -35,7 +35,8 @@ export function verificationsNeeded(
     if (!parsed.ok) continue;
     for (const policy of applicable) {
       const match = matchingRule(policy, parsed.ref);
-      if (match?.rule.action !== "allow" || !verifies(match.rule)) continue;
+      // A rule that cannot verify (a missing trust root) denies without a lookup.
+      if (match?.rule.action !== "allow" || !verifies(match.rule) || match.rule.unverifiable !== undefined) continue;
       // The same image in two containers of a pod is verified once (the verifier's cache joins pods too).
       const rule = match.rule;
       let same = needsOfImage.get(at.image);

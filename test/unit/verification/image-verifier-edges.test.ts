@@ -150,6 +150,69 @@ test("a Secret key without Kubernetes API access, or one the reader cannot give,
   assert.doesNotMatch(reasonOf(refused), /no signatures found/);
 });
 
+test("a Secret key that cannot be read denies the rule, naming the key, whatever its other entries say", async () => {
+  const s = store({ app: { sig: [await signatureBy(release)] } });
+  const v = new ImageVerifier({
+    client: s.client,
+    trustRoots: () => new Map(),
+    secretKeys: async (ref) => {
+      throw new Error(`cannot read secret ${ref.namespace}/${ref.secret}: HTTP 404: secrets "${ref.secret}" not found`);
+    },
+  });
+  // One of two: release's inline key alone would do, but the rule cannot do what it says without its Secret.
+  const either = parsePolicyText(
+    `apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: {name: p}
+spec:
+  rules: [{action: allow, images: ["*"], attestors: [{count: 1, entries: [${keyEntry(release)}, {staticKey: {ignoreTlog: true, keyRef: "k8s://sig/gone"}}]}]}]
+`,
+    "p.yaml",
+  ).policies.ImagePolicy[0]!.rules[0]!.attestors!;
+  const result = await v.verify(request(either), soon());
+  assert.equal(result.status, "denied");
+  assert.equal(
+    reasonOf(result),
+    'key k8s://sig/gone/cosign.pub: cannot read secret sig/gone: HTTP 404: secrets "gone" not found: this rule denies every image it matches until it can be read',
+  );
+  assert.equal(s.calls.manifests, 0, "nothing is looked up in the registry");
+});
+
+test("a deleted Secret's key stops verifying once its read is 10 s old, cached results included; restored, it verifies again", async () => {
+  let now = 1_000;
+  let secret: string | undefined = release.publicKeyPem;
+  const reads: number[] = [];
+  const v = new ImageVerifier({
+    client: store({ app: { sig: [await signatureBy(release)] } }).client,
+    trustRoots: () => new Map(),
+    now: () => now,
+    secretKeys: async (ref) => {
+      reads.push(now);
+      if (secret === undefined) throw new Error(`cannot read secret ${ref.namespace}/${ref.secret}: HTTP 404: secrets "${ref.secret}" not found`);
+      return secret;
+    },
+  });
+  const fromSecret = attestorsOf(`{staticKey: {ignoreTlog: true, keyRef: "k8s://sig/keys"}}`);
+  assert.equal((await v.verify(request(fromSecret), soon())).status, "verified");
+  secret = undefined;
+  now += 9_000;
+  assert.equal((await v.verify(request(fromSecret), soon())).status, "verified", "the key read 9 s ago is still used");
+  now += 2_000;
+  const gone = await v.verify(request(fromSecret), soon());
+  assert.equal(gone.status, "denied", "the verified result of 11 s ago is not used without its key");
+  assert.match(reasonOf(gone), /^key k8s:\/\/sig\/keys\/cosign\.pub: cannot read secret sig\/keys: HTTP 404/);
+  // Restored: read again at once (a failed read is not kept), and the result verified with this key is used.
+  secret = release.publicKeyPem;
+  assert.equal((await v.verify(request(fromSecret), soon())).status, "verified");
+  // Replaced by another key: once read, the result verified with the old key is not used.
+  secret = stranger.publicKeyPem;
+  now += 11_000;
+  const replaced = await v.verify(request(fromSecret), soon());
+  assert.equal(replaced.status, "denied");
+  assert.match(reasonOf(replaced), /no signature by this key/);
+  assert.deepEqual(reads, [1_000, 12_000, 12_000, 23_000]);
+});
+
 test("an attestation's own key never stands in for the rule's key at the same place in its attestors", async () => {
   // The rule needs release's signature; the attestation's own attestors name stranger's key at the same path
   // (attestors[0].entries[0]). Only stranger signed, the image and the statement.
@@ -373,13 +436,12 @@ test("attestations: none signed by the attestors, at most three reasons; none of
   assert.deepEqual(missing.attestations![0]!.failures, [`no attestation of type ${SLSA} found`]);
 });
 
-test("attestations: a Secret key that cannot be read is the reason the statement failed", async () => {
+test("attestations: a Secret key that cannot be read denies the rule with the reason", async () => {
   const v = new ImageVerifier({ client: store({ app: { att: [await attestationBy(release)] } }).client, trustRoots: () => new Map() });
   const fromSecret = attestorsOf(`{staticKey: {ignoreTlog: true, keyRef: "k8s://sig/keys"}}`);
   const result = await v.verify(request([], { attestations: [{ index: 0, predicateType: SLSA, attestors: fromSecret }] }), soon());
-  assert.ok(result.status === "verified");
-  assert.deepEqual(result.attestations![0]!.statements, []);
-  assert.match(result.attestations![0]!.failures[0]!, /cannot be read: the server has no Kubernetes API access/);
+  assert.equal(result.status, "denied");
+  assert.match(reasonOf(result), /^k8s:\/\/sig\/keys cannot be read: the server has no Kubernetes API access: this rule denies/);
 });
 
 test("attestations: a spent download budget with no statement read denies with code download-limit", async () => {

@@ -1,4 +1,5 @@
-// The TrustRoot kind and the embedded public-good root: what loads, and what is refused with file and field.
+// The TrustRoot kind and the embedded public-good root: what loads, what is refused with file and field, and what a
+// rule whose trust root is missing does.
 import assert from "node:assert/strict";
 import { generateKeyPairSync } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -6,7 +7,9 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { describe, test } from "node:test";
 import { loadPolicies, parsePolicyText } from "../../../src/policy/load-policies.ts";
-import { PolicyLoadError } from "../../../src/policy/policy-error.ts";
+import { evaluateImagePolicies } from "../../../src/core/image-policy/image-policy.ts";
+import { verificationsNeeded } from "../../../src/core/image-policy/image-verification.ts";
+import { withUnresolvedTrustRoots } from "../../../src/core/trust-root/trust-root-references.ts";
 import { parseTrustedRoot } from "../../../src/core/trust-root/trust-root-kind.ts";
 import { embeddedTrustedRootJson, publicGoodTrustRoot, trustRootNamed } from "../../../src/verification/trust-roots.ts";
 
@@ -88,7 +91,7 @@ interface TrustedRootJson {
   timestampAuthorities: Array<{ validFor?: { start?: string } }>;
 }
 
-describe("attestor entries whose trust root is not loaded are refused when the set loads", () => {
+describe("attestor entries whose trust root is not loaded make their rules deny; the set loads", () => {
   const keyless = (trustRoot?: string) =>
     `{keyless: {subject: "https://github.com/acme/*", issuer: "https://token.actions.githubusercontent.com"${trustRoot ? `, trustRoot: ${trustRoot}` : ""}}}`;
   const imagePolicy = (rule: string) =>
@@ -100,66 +103,129 @@ describe("attestor entries whose trust root is not loaded are refused when the s
     for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text);
     return dir;
   };
-  /** The load errors, each as "file (document, field): message" with the file named within the folder. */
-  const refusals = async (files: Record<string, string>) => {
+  /** The set as loaded from these files, with its warnings as "file (document, field): message". */
+  const loaded = async (files: Record<string, string>) => {
     const dir = await folder(files);
     try {
-      await loadPolicies(dir);
-      return [];
-    } catch (e) {
-      assert.ok(e instanceof PolicyLoadError, String(e));
-      return e.errors.map((err) => `${basename(err.origin)} (document ${err.document}, ${err.path}): ${err.message}`);
+      const set = await loadPolicies(dir);
+      return { ...set, said: set.warnings.map((w) => `${basename(w.origin)} (document ${w.document}, ${w.path}): ${w.message}`) };
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
   };
-  const missing = (name: string, loaded = "no TrustRoot is loaded") =>
-    `ImagePolicy "signed": trust root ${JSON.stringify(name)} is not loaded (${loaded}; sigstore-public-good is embedded)`;
+  const missing = (name: string, loaded = "no TrustRoot is loaded", rule = 0) =>
+    `ImagePolicy "signed": trust root ${JSON.stringify(name)} is not loaded (${loaded}; sigstore-public-good is embedded); rules[${rule}] denies every image it matches until it is`;
 
   test("a keyless entry naming a missing root: the policy, the entry's path and the root are named", async () => {
-    assert.deepEqual(await refusals({ "p.yaml": imagePolicy(`      attestors: [{entries: [${keyless()}, ${keyless("corp")}]}]\n`) }), [
-      `p.yaml (document 1, spec.rules[0].attestors[0].entries[1].keyless.trustRoot): ${missing("corp")}`,
-    ]);
-    assert.deepEqual(await refusals({ "p.yaml": imagePolicy(`      attestors: [{entries: [${keyless("corp")}]}]\n`), "other.yaml": trustRoot("other") }), [
+    const one = await loaded({ "p.yaml": imagePolicy(`      attestors: [{entries: [${keyless()}, ${keyless("corp")}]}]\n`) });
+    assert.deepEqual(one.said, [`p.yaml (document 1, spec.rules[0].attestors[0].entries[1].keyless.trustRoot): ${missing("corp")}`]);
+    assert.ok(one.warnings.every((w) => w.reason === "TrustRootNotFound"));
+    const other = await loaded({ "p.yaml": imagePolicy(`      attestors: [{entries: [${keyless("corp")}]}]\n`), "other.yaml": trustRoot("other") });
+    assert.deepEqual(other.said, [
       `p.yaml (document 1, spec.rules[0].attestors[0].entries[0].keyless.trustRoot): ${missing("corp", "TrustRoots loaded: other")}`,
     ]);
-    assert.deepEqual(
-      await refusals({
-        "p.yaml": imagePolicy(`      attestors: [{entries: [${keyless("corp")}]}]\n`),
-        "a.yaml": trustRoot("dev"),
-        "b.yaml": trustRoot("prod"),
-      }),
-      [`p.yaml (document 1, spec.rules[0].attestors[0].entries[0].keyless.trustRoot): ${missing("corp", "TrustRoots loaded: dev, prod")}`],
-    );
+    const two = await loaded({
+      "p.yaml": imagePolicy(`      attestors: [{entries: [${keyless("corp")}]}]\n`),
+      "a.yaml": trustRoot("dev"),
+      "b.yaml": trustRoot("prod"),
+    });
+    assert.deepEqual(two.said, [
+      `p.yaml (document 1, spec.rules[0].attestors[0].entries[0].keyless.trustRoot): ${missing("corp", "TrustRoots loaded: dev, prod")}`,
+    ]);
+  });
+
+  test("the rule that needs the root denies every image it matches, naming it; deny rules and the default keep enforcing", async () => {
+    const rules = [
+      `    - {action: deny, images: ["evil.example/*"], message: "never"}`,
+      `    - action: allow`,
+      `      images: ["registry.example.com/*"]`,
+      `      attestors: [{entries: [${keyless("corp")}]}]`,
+      `    - {action: allow, images: ["docker.io/library/*"]}`,
+      `  default: deny`,
+      "",
+    ].join("\n");
+    const { policies, said } = await loaded({
+      "p.yaml": `apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: {name: signed}\nspec:\n  rules:\n${rules}`,
+    });
+    assert.deepEqual(said, [`p.yaml (document 1, spec.rules[1].attestors[0].entries[0].keyless.trustRoot): ${missing("corp", undefined, 1)}`]);
+    const review = (image: string) =>
+      evaluateImagePolicies(policies.ImagePolicy, { namespace: "default", annotations: {}, images: [{ image, field: "spec.containers[0].image" }] }, {});
+    const messages = (image: string) => review(image).violations.map((v) => `${v.rule}: ${v.message}`);
+    const signed = `registry.example.com/app@sha256:${"a".repeat(64)}`;
+    assert.deepEqual(messages(signed), [
+      'rules[1]: trust root "corp" is not loaded (no TrustRoot is loaded; sigstore-public-good is embedded): this rule cannot verify signatures, so it denies every image it matches',
+    ]);
+    assert.equal(review(signed).allowed, false);
+    // Before digestVerify: a digest would not get the image past this rule, so the missing root is the reason.
+    assert.match(messages("registry.example.com/app:1")[0]!, /^rules\[1\]: trust root "corp" is not loaded/);
+    assert.deepEqual(messages("evil.example/x:1"), ["rules[0]: never"]);
+    assert.deepEqual(messages("quay.io/other:1"), ["default: no rule of this policy allows this image"]);
+    assert.equal(review("docker.io/library/busybox:1").allowed, true);
+    // Online, the verifier is not asked about it: there is nothing it could verify.
+    assert.deepEqual(verificationsNeeded(policies.ImagePolicy, "default", [{ image: signed, field: "spec.containers[0].image", pod: 0 }], {}), []);
   });
 
   test("rules without attestors have no trust root to check", async () => {
     const rules = `      attestors: [{entries: [${keyless("corp")}]}]\n    - {action: deny, images: ["docker.io/*"]}\n`;
-    assert.deepEqual(await refusals({ "p.yaml": imagePolicy(rules) }), [
-      `p.yaml (document 1, spec.rules[0].attestors[0].entries[0].keyless.trustRoot): ${missing("corp")}`,
-    ]);
+    const { said, policies } = await loaded({ "p.yaml": imagePolicy(rules) });
+    assert.deepEqual(said, [`p.yaml (document 1, spec.rules[0].attestors[0].entries[0].keyless.trustRoot): ${missing("corp")}`]);
+    assert.deepEqual(
+      policies.ImagePolicy[0]!.rules.map((r) => r.unverifiable !== undefined),
+      [true, false],
+    );
   });
 
-  test("nested sets, an attestation's own attestors and key entries are checked too", async () => {
+  test("nested sets, an attestation's own attestors and key entries are checked too; one reason names every missing root", async () => {
     const key = JSON.stringify(generateKeyPairSync("ec", { namedCurve: "P-256" }).publicKey.export({ type: "spki", format: "pem" }).toString());
     const rule = [
       `      attestors: [{entries: [{attestors: [{entries: [${keyless("nested")}]}]}, {staticKey: {key: ${key}, trustRoot: logged}}]}]`,
-      `      attestations: [{predicateType: "https://slsa.dev/provenance/v1", attestors: [{entries: [${keyless("provenance")}]}]}]`,
+      `      attestations: [{predicateType: "https://slsa.dev/provenance/v1", attestors: [{entries: [${keyless("provenance")}, ${keyless("nested")}]}]}]`,
       "",
     ].join("\n");
-    assert.deepEqual(await refusals({ "p.yaml": imagePolicy(rule) }), [
+    const { said, policies } = await loaded({ "p.yaml": imagePolicy(rule) });
+    assert.deepEqual(said, [
       `p.yaml (document 1, spec.rules[0].attestors[0].entries[0].attestors[0].entries[0].keyless.trustRoot): ${missing("nested")}`,
       `p.yaml (document 1, spec.rules[0].attestors[0].entries[1].staticKey.trustRoot): ${missing("logged")}`,
       `p.yaml (document 1, spec.rules[0].attestations[0].attestors[0].entries[0].keyless.trustRoot): ${missing("provenance")}`,
+      `p.yaml (document 1, spec.rules[0].attestations[0].attestors[0].entries[1].keyless.trustRoot): ${missing("nested")}`,
     ]);
+    assert.match(policies.ImagePolicy[0]!.rules[0]!.unverifiable ?? "", /^trust roots "nested", "logged", "provenance" are not loaded \(/);
   });
 
   test("the embedded public-good root (by default or by name) and a TrustRoot of the set resolve", async () => {
     const rule = `      attestors: [{entries: [${keyless()}, ${keyless("sigstore-public-good")}, ${keyless("corp")}]}]\n`;
-    assert.deepEqual(await refusals({ "p.yaml": imagePolicy(rule), "corp.yaml": trustRoot("corp") }), []);
+    const resolved = await loaded({ "p.yaml": imagePolicy(rule), "corp.yaml": trustRoot("corp") });
+    assert.deepEqual(resolved.said, []);
+    assert.equal(resolved.policies.ImagePolicy[0]!.rules[0]!.unverifiable, undefined);
     const shared = `      attestors: [{entries: [${keyless("corp")}]}]\n      attestations: [{predicateType: "https://slsa.dev/provenance/v1"}]\n`;
-    assert.deepEqual(await refusals({ "p.yaml": imagePolicy(shared) }), [
+    assert.deepEqual((await loaded({ "p.yaml": imagePolicy(shared) })).said, [
       `p.yaml (document 1, spec.rules[0].attestors[0].entries[0].keyless.trustRoot): ${missing("corp")}`,
     ]);
   });
+});
+
+test("marking rules that need a missing root leaves the compiled policies as they were, and the others the same objects", () => {
+  const { policies } = parsePolicyText(
+    [
+      "apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: {name: needs}\nspec:\n  rules:",
+      '    - {action: allow, images: ["a.example/*"], attestors: [{entries: [{keyless: {subject: "*", issuer: "*", trustRoot: corp}}]}]}',
+      '    - {action: deny, images: ["b.example/*"]}',
+      "---",
+      'apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: {name: plain}\nspec:\n  rules: [{action: deny, images: ["c.example/*"]}]',
+      "",
+    ].join("\n"),
+    "p.yaml",
+  );
+  const [needs, plain] = policies.ImagePolicy;
+  const marked = withUnresolvedTrustRoots(policies.ImagePolicy, []);
+  assert.deepEqual(
+    marked.unresolved.map((u) => [u.policy, u.rule, u.trustRoot, u.path]),
+    [["needs", 0, "corp", "spec.rules[0].attestors[0].entries[0].keyless.trustRoot"]],
+  );
+  assert.equal(needs!.rules[0]!.unverifiable, undefined, "the compiled policy is not changed");
+  assert.notEqual(marked.policies[0], needs);
+  assert.equal(marked.policies[0]!.rules[1], needs!.rules[1], "a rule that needs no root is the same object");
+  assert.equal(marked.policies[1], plain, "a policy that needs no root is the same object");
+  const withCorp = withUnresolvedTrustRoots(policies.ImagePolicy, [{ name: "corp", material: publicGoodTrustRoot().material, hasCtLogs: true }]);
+  assert.deepEqual(withCorp, { policies: [needs, plain], unresolved: [] });
 });

@@ -4,6 +4,7 @@
 // time_since(layout, from, to), registered here; its "now" is the evaluation's time, given by the caller.
 import { compile, isRegistered, registerFunction, TreeInterpreter, TYPE_NULL, TYPE_STRING, type JSONValue } from "@jmespath-community/jmespath";
 import { formatDuration } from "../duration.ts";
+import { trim, trimLeft, trimRight } from "./jmespath-trim.ts";
 
 type Ast = ReturnType<typeof compile>;
 
@@ -48,6 +49,7 @@ export function evaluateOperand(operand: Operand, data: unknown, env: Expression
 
 let evaluationNow: number | undefined;
 let registered = false;
+const TRIM_SIGNATURE = [{ types: [TYPE_STRING] }, { types: [TYPE_STRING], optional: true }];
 
 /**
  * time_since(layout, from, to): the duration from `from` to `to` (the evaluation's time when empty), Go-formatted ("27h3m4s").
@@ -56,6 +58,13 @@ let registered = false;
 function registerFunctions(): void {
   if (registered) return;
   registered = true;
+  // The library's trims backtrack quadratically on the strings they trim (jmespath-trim.ts).
+  for (const [name, trimmer] of [
+    ["trim", trim],
+    ["trim_left", trimLeft],
+    ["trim_right", trimRight],
+  ] as const)
+    registerFunction(name, ([subject, chars]) => trimmer(subject as string, chars as string | undefined), TRIM_SIGNATURE, { override: true });
   if (isRegistered("time_since")) return;
   registerFunction(
     "time_since",

@@ -85,6 +85,45 @@ spec:
   assert.equal(out.results[1]!.result, "allowed", JSON.stringify(out.results[1]));
 });
 
+test(
+  "JMESPath's trim_right in an imagePaths filter is judged at once on a long value (the library's own backtracks quadratically)",
+  { timeout: 10_000 },
+  async () => {
+    // 200,000 spaces and an "x": the library's /(.*?)[\s]*$/ tries every split of the spaces.
+    const name = `${" ".repeat(200_000)}x`;
+    const f = await files(
+      "trim",
+      `apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: {name: tasks}
+spec:
+  imagePaths: [{kinds: ["tekton.dev/v1/Task"], path: "{{ spec.steps[?trim_right(name) != ''] }}"}]
+  rules: [{action: allow, images: ["registry.example.com/*"]}]
+  default: deny
+`,
+      JSON.stringify({
+        apiVersion: "tekton.dev/v1",
+        kind: "Task",
+        metadata: { name: "build", namespace: "ci" },
+        spec: {
+          steps: [
+            { name, image: "evil.example/miner:1" },
+            { name: "   ", image: "evil.example/unseen:1" },
+          ],
+        },
+      }),
+    );
+    const r = await imprimatur(["check", "--policies", f.policies, "-f", f.manifests, "-o", "json"]);
+    assert.equal(r.code, 1, r.stderr);
+    const out = JSON.parse(r.stdout) as { results: Array<{ result: string; violations: Array<{ image: string; field: string; rule: string }> }> };
+    // The step whose name trims to something is selected; the one of spaces only is not.
+    assert.deepEqual(
+      out.results.map((x) => [x.result, x.violations.map((v) => [v.image, v.field, v.rule])]),
+      [["denied", [["evil.example/miner:1", "spec.steps[0].image", "default"]]]],
+    );
+  },
+);
+
 test("patterns RE2 refuses (backreferences, look-around) are load errors with file, line, field and reason", async () => {
   const f = await files(
     "refused",

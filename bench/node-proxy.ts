@@ -864,8 +864,9 @@ async function main(): Promise<number> {
     // deleted after its round, so the node holds at most a round's pods (and the warm-up's, during the warm-up).
     // Every side gets the same requests. The proxy answers each call from a list of the node's pods that started
     // after the call arrived: that list is part of what it costs here.
-    //   (i) with the pull secret: ImageStatus is answered "present" from the pod's own secrets (pod-secrets); the
-    //       kubelet then pulls nothing, so no PullImage is sent;
+    //   (i) with the pull secret: ImageStatus is answered "present" from the secrets of every pod on the node naming
+    //       the image (the round's, all with the secret: pod-secrets); the kubelet then pulls nothing, so no PullImage
+    //       is sent;
     //   (ii) without a pull secret, the kubelet's credential coming from the node's own keyring: ImageStatus is
     //       answered "absent" (must-pull), and PullImage with the recorded credential is answered from the records
     //       once a second list shows the pod pulls the image IfNotPresent.

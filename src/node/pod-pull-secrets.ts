@@ -27,8 +27,11 @@ import { podImages } from "../core/pod-images.ts";
 import { withSignal } from "../kube/api-requests.ts";
 import { PullSecretReader } from "../kube/pull-secrets.ts";
 
-/** More pods naming one image on the node than this are not examined: the image is then reported absent. */
-const MAX_CANDIDATES = 20;
+/**
+ * More pods naming one image on the node than this are not examined (the image is then reported absent): the
+ * kubelet's default --max-pods, so only a node configured for more pods and full of one image's pods reaches it.
+ */
+const MAX_CANDIDATES = 110;
 /** A list of the node's pods is abandoned after this long (each caller also has its own deadline). */
 const POD_LIST_TIMEOUT_MS = 10_000;
 
@@ -77,8 +80,16 @@ export class PodPullSecrets implements NodePodView {
     const wanted = fullName(ref);
     const candidates = pods.filter((p) => namesImage(p, wanted));
     if (candidates.length === 0 || candidates.length > MAX_CANDIDATES) return undefined;
+    // Pods of one namespace naming the same Secrets (a Deployment's replicas) hold the same credentials: read once.
+    const bySecrets = new Map<string, Promise<string[]>>();
+    const hashes = (pod: V1Pod): Promise<string[]> => {
+      const key = JSON.stringify([pod.metadata?.namespace ?? "", (pod.spec?.imagePullSecrets ?? []).map((s) => s.name ?? "")]);
+      let found = bySecrets.get(key);
+      if (!found) bySecrets.set(key, (found = this.hashesOf(pod, ref, signal)));
+      return found;
+    };
     try {
-      return await Promise.all(candidates.map(async (pod) => ({ pod: podName(pod), hashes: await this.hashesOf(pod, ref, signal) })));
+      return await Promise.all(candidates.map(async (pod) => ({ pod: podName(pod), hashes: await hashes(pod) })));
     } catch (e) {
       this.logger.warn({ pods: candidates.map(podName), image, err: (e as Error).message }, "cannot read the pods' pull secrets; deciding without them");
       return undefined;

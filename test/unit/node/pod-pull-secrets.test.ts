@@ -268,11 +268,32 @@ describe("which pods an ImageStatus may be for", () => {
     assert.equal(await candidates(view(), `${REGISTRY}/absent:v1`), undefined, "no pod names the image");
   });
 
-  test("more than 20 pods alike are not examined", async () => {
-    pods = Array.from({ length: 20 }, (_, i) => ({ namespace: "a", name: `p${i}`, spec: container(`${REGISTRY}/app:v1`) }));
-    assert.equal((await candidates(view(), `${REGISTRY}/app:v1`))?.length, 20);
-    pods.push({ namespace: "a", name: "p20", spec: container(`${REGISTRY}/app:v1`) });
+  test("up to 110 pods naming the image (the kubelet's default --max-pods) are examined; more are not", async () => {
+    secrets.set("a/pull", GOOD);
+    const replica = (i: number) => ({ namespace: "a", name: `p${i}`, spec: { ...container(`${REGISTRY}/app:v1`), imagePullSecrets: [{ name: "pull" }] } });
+    pods = Array.from({ length: 110 }, (_, i) => replica(i));
+    const found = await candidates(view(), `${REGISTRY}/app:v1`);
+    assert.equal(found?.length, 110);
+    assert.ok(found.every((p) => p.covered));
+    pods.push(replica(110));
     assert.equal(await candidates(view(), `${REGISTRY}/app:v1`), undefined);
+  });
+
+  test("Secrets of the same names in two namespaces are each namespace's own", async () => {
+    secrets.set("a/pull", GOOD);
+    secrets.set("c/pull", { username: "carol", password: "other" });
+    const named = (namespace: string, name: string) => ({
+      namespace,
+      name,
+      spec: { ...container(`${REGISTRY}/app:v1`), imagePullSecrets: [{ name: "pull" }] },
+    });
+    pods = [named("a", "one"), named("b", "two"), named("a", "three"), named("c", "four")];
+    assert.deepEqual(await candidates(view(), `${REGISTRY}/app:v1`), [
+      { pod: "a/one", covered: true },
+      { pod: "b/two", covered: false },
+      { pod: "a/three", covered: true },
+      { pod: "c/four", covered: false },
+    ]);
   });
 
   // The kubelet writes these itself and keeps its own values whatever the pod's author sets (pkg/kubelet/config).

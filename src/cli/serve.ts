@@ -49,6 +49,9 @@ export const SERVE_USAGE = `Usage: imprimatur serve [options]
                        through --kubeconfig or in-cluster, watch them, and write each one's status; with
                        --policies the folder is read too, as part of the same set. Starting with no
                        policy is allowed then (a fresh install has none yet)
+  --require-policies   until at least one policy is in force (or --pod-security is on), /readyz says not
+                       ready and every review is denied, naming this flag: with --policy-crds, a server
+                       whose policies are not there yet never admits everything (set in deploy/)
   --host ADDR          listen address (default 0.0.0.0)
   --port N             HTTPS port (default 8443)
   --state-dir DIR      state folder: generated CA (ca.crt), serving certificate, audit log (default ./.state)
@@ -165,6 +168,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
       authfile: { type: "string" },
       "digest-mode": { type: "string" },
       "allow-empty": { type: "boolean" },
+      "require-policies": { type: "boolean" },
       "allow-empty-policies": { type: "boolean" },
       "policy-crds": { type: "boolean" },
       drain: { type: "string", default: "5s" },
@@ -292,6 +296,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
         profiles: values.profile ?? [],
         // With --policy-crds policies arrive through the API at any time: a fresh install starts with none.
         allowEmptyPolicies: values["allow-empty"] === true || values["allow-empty-policies"] === true || values["policy-crds"] === true,
+        requirePolicies: values["require-policies"] === true,
         ...(kube ? { kube } : {}),
         ...(await registryAccess(config)),
         ...(selfManagedTls ? { tlsUpdates: selfManagedTls.tls } : certificateFiles ? { tlsUpdates: certificateFiles } : {}),

@@ -37,7 +37,7 @@ import { CoreV1Api } from "@kubernetes/client-node";
 import { withSignal } from "../kube/api-requests.ts";
 import { NO_NAMESPACE_LABELS, type NamespaceLabelSource } from "../core/namespace-labels.ts";
 import { namespaceOfRequest, preparedForNamespace } from "../core/namespace-scope.ts";
-import { evaluateKinds, preparePolicies, type PolicySet, type PreparedPolicies } from "../core/policy-kinds.ts";
+import { evaluateKinds, policyCount, preparePolicies, type PolicySet, type PreparedPolicies } from "../core/policy-kinds.ts";
 import type { MatchedRequest } from "../core/request-match/request-match.ts";
 import { scopeRequest, type RequestScope } from "../core/request-match/request-scope.ts";
 import { ANONYMOUS, type CredentialLookup } from "../credentials/credential.ts";
@@ -79,7 +79,13 @@ export interface EngineOptions {
   onRegistryRoundTrip?: (trip: RoundTrip) => void;
   /** Honour the namespaces' pod-security.kubernetes.io labels as Pod Security Admission does (src/core/pod-security/). */
   podSecurity?: PodSecurityContext;
+  /** Deny every review while no policy is in force (`serve --require-policies`), instead of admitting everything. */
+  requirePolicies?: boolean;
 }
+
+/** The denial of every review while `--require-policies` finds nothing in force. */
+export const NO_POLICY_IN_FORCE =
+  "no policy is in force yet, and the server requires one (serve --require-policies): every request is refused until a policy is loaded";
 
 export class Engine {
   readonly cache: DecisionCache;
@@ -104,6 +110,7 @@ export class Engine {
   private readonly events: EventRecorder | undefined;
   private readonly templateKinds: ServerConfig["podTemplates"];
   private readonly podSecurity: PodSecurityContext | undefined;
+  private readonly requirePolicies: boolean;
   private readonly kube: KubeConfig | undefined;
   /** Made on first use: only Pod Security Admission's namespace check lists pods. */
   private coreApi: CoreV1Api | undefined;
@@ -125,6 +132,7 @@ export class Engine {
     this.failOpen = opts.config.failOpen;
     this.templateKinds = opts.config.podTemplates;
     this.podSecurity = opts.podSecurity;
+    this.requirePolicies = opts.requirePolicies === true;
     this.kube = opts.kube;
     if (opts.offline) return;
     const registry = new RegistryClient({
@@ -248,8 +256,18 @@ export class Engine {
     return { ...scopeRequest(ofNamespace, request, this.failOpen), ...(namespaceLabels ? { namespaceLabels } : {}) };
   }
 
+  /** Whether anything decides: a policy loaded, or Pod Security Admission on. */
+  policiesInForce(): boolean {
+    return policyCount(this.current.set) > 0 || this.podSecurity !== undefined;
+  }
+
   /** Admit or deny: every policy kind, the remote backends, and on /imagereview digest records. */
   async validate(subject: AdmissionSubject, call: AdmissionCall): Promise<Decision> {
+    if (this.requirePolicies && !this.policiesInForce()) {
+      const refused = deny([{ policy: "imprimatur", rule: "require-policies", message: NO_POLICY_IN_FORCE }], { auditAnnotations: { decision: "denied" } });
+      this.finish(subject, call, refused);
+      return refused;
+    }
     const cluster = clusterOf(call.caller);
     const { prepared, namespaceLabels, violations: outOfReach } = await this.scopeFor(subject, call);
     // Signatures, remote backends and, for an ImageReview, digest records wait on the network: all at once. An

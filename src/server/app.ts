@@ -49,6 +49,8 @@ export interface AppOptions {
   profiles?: string[];
   /** Start even when no policy is loaded (otherwise refused: a gate with no policy admits everything). */
   allowEmptyPolicies?: boolean;
+  /** Not ready, and every review denied, while no policy is in force (`serve --require-policies`). */
+  requirePolicies?: boolean;
   logger?: Logger;
   /** Reload policies when files in the folder change (default true). */
   watchPolicies?: boolean;
@@ -148,8 +150,10 @@ export async function startApp(opts: AppOptions): Promise<App> {
         ? "the policies are not loaded yet"
         : !readiness.certificate
           ? "the serving certificate is not in place yet"
-          : // A certificate kept in a Secret may expire unrenewed: then this replica should get no traffic.
-            opts.tlsUpdates?.notReady?.();
+          : opts.requirePolicies && !engine.policiesInForce()
+            ? "no policy is in force yet (--require-policies)"
+            : // A certificate kept in a Secret may expire unrenewed: then this replica should get no traffic.
+              opts.tlsUpdates?.notReady?.();
   // The metrics port opens first, so its /readyz can say what the server is still waiting for.
   const metricsServer: RunningMetricsServer | undefined =
     opts.metricsPort === undefined ? undefined : await startMetricsServer({ host: opts.host, port: opts.metricsPort, metrics, notReady });
@@ -159,7 +163,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
     // Refuse to start on an invalid policy set (or an unknown --profile): throws PolicyLoadError with details.
     const initial = await load(opts.allowEmptyPolicies === true);
     if (policyCount(initial) === 0) {
-      logger.warn({ policies: source.description }, "no policy is loaded: every request is admitted");
+      logger.warn({ policies: source.description }, nothingInForce(opts));
     }
     engine = await buildEngine(opts, initial, logger, recorder);
     readiness.policies = true;
@@ -199,7 +203,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
       engine.setPolicies(set);
       recorder.policyReload("success");
       logger.info({ policies: set.ImagePolicy.map((p) => p.name), podRestrictions: set.PodRestriction.map((p) => p.name) }, "policies reloaded");
-      if (policyCount(set) === 0) logger.warn({ policies: source.description }, "no policy is loaded: every request is admitted");
+      if (policyCount(set) === 0) logger.warn({ policies: source.description }, nothingInForce(opts));
       scan?.scanner.policiesChanged();
       await opts.onPoliciesReloaded?.(set);
       return undefined;
@@ -302,6 +306,13 @@ async function servingTls(opts: AppOptions): Promise<{ material: { cert: string;
   return { material: { cert: m.certPem, key: m.keyPem }, caPem: m.caCertPem, generated: m.created };
 }
 
+/** What an empty policy set means for requests, as the warning says it. */
+function nothingInForce(opts: AppOptions): string {
+  return opts.requirePolicies && !opts.podSecurity
+    ? "no policy is loaded: every request is refused until one is (--require-policies)"
+    : "no policy is loaded: every request is admitted";
+}
+
 function buildEngine(opts: AppOptions, policies: PolicySet, logger: Logger, recorder: Recorder): Promise<Engine> {
   return Engine.build({
     config: opts.config,
@@ -315,5 +326,6 @@ function buildEngine(opts: AppOptions, policies: PolicySet, logger: Logger, reco
     ...(opts.staticCredentials ? { staticCredentials: opts.staticCredentials } : {}),
     ...(opts.onRegistryRoundTrip ? { onRegistryRoundTrip: opts.onRegistryRoundTrip } : {}),
     ...(opts.podSecurity ? { podSecurity: opts.podSecurity } : {}),
+    ...(opts.requirePolicies ? { requirePolicies: true } : {}),
   });
 }

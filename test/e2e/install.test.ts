@@ -494,11 +494,15 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
       );
       const applied = await cluster.kubectl(["apply", "-k", overlay], { timeoutMs: 120_000 });
       assert.equal(applied.code, 0, `kubectl apply -k: ${applied.stderr}`);
+      // The replicas run with --require-policies: not ready until a policy is in force, so the policy comes
+      // before the rollout can finish (docs/install.md: the CRDs, then the policies).
+      const established = await cluster.kubectl(["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"]);
+      assert.equal(established.code, 0, established.stderr);
+      const created = await cluster.apply(JSON.stringify(blockedRepositoryPolicy()));
+      assert.equal(created.code, 0, created.stderr);
       const rollout = await cluster.kubectl(["rollout", "status", "deployment/imprimatur", "-n", "imprimatur", "--timeout=240s"], { timeoutMs: 250_000 });
       assert.equal(rollout.code, 0, `rollout: ${rollout.stdout} ${rollout.stderr}\n${await imprimaturContext()}`);
 
-      const created = await cluster.apply(JSON.stringify(blockedRepositoryPolicy()));
-      assert.equal(created.code, 0, created.stderr);
       await untilWebhookActive(cluster, pod("probe", APP_NS, blockedImage), (p) => p.stderr.includes(DENY_MESSAGE), { context: imprimaturContext });
     });
 

@@ -26,7 +26,13 @@ export function serveCommandLine(port: number, stateDir: string, args: readonly 
   return [BIN, "serve", "--host", "127.0.0.1", "--port", String(port), "--state-dir", stateDir, ...drain, ...args];
 }
 
-export async function startImprimatur(args: string[], opts: { stateDir?: string } = {}): Promise<ImprimaturProcess> {
+export interface StartOptions {
+  stateDir?: string;
+  /** What start-up waits for: /readyz answering 200 (default), or only /healthz (a server that may stay unready). */
+  until?: "ready" | "healthy";
+}
+
+export async function startImprimatur(args: string[], opts: StartOptions = {}): Promise<ImprimaturProcess> {
   const stateDir = opts.stateDir ?? (await mkdtemp(join(tmpdir(), "imprimatur-serve-")));
   const port = await freePort();
   const logPath = join(stateDir, "serve.log");
@@ -45,7 +51,7 @@ export async function startImprimatur(args: string[], opts: { stateDir?: string 
     if (child.exitCode !== null) throw new Error(`imprimatur serve exited with ${child.exitCode}: ${await readFile(logPath, "utf8")}`);
     try {
       ca ||= await readFile(join(stateDir, "ca.crt"), "utf8");
-      if ((await getText(`${baseUrl}/readyz`, ca)).status === 200) break;
+      if ((await getText(`${baseUrl}/${opts.until === "healthy" ? "healthz" : "readyz"}`, ca)).status === 200) break;
     } catch {
       // not up yet
     }

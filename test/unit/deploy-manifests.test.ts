@@ -3,7 +3,7 @@
 // Security profile, and every name one object uses for another (Service, Secret, webhook configurations).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parse, parseAllDocuments } from "yaml";
 import {
@@ -94,6 +94,7 @@ test("serve's command line: self-managed TLS in the Secret the Role may write, p
       "--background-scan",
       "--metrics-port",
       "--policy-crds",
+      "--require-policies",
       "--scan-exclude-namespace",
       "--state-dir",
       "--tls-san",
@@ -105,6 +106,8 @@ test("serve's command line: self-managed TLS in the Secret the Role may write, p
   assert.deepEqual(f.get("--scan-exclude-namespace"), ["kube-system", "imprimatur"]);
   assert.deepEqual(f.get("--metrics-port"), ["9090"]);
   assert.deepEqual(f.get("--policy-crds"), [""]);
+  // A fresh install refuses reviews until deploy/default-policies (or another policy) is applied.
+  assert.deepEqual(f.get("--require-policies"), [""]);
   const [secretNamespace, secretName] = f.get("--tls-secret")![0]!.split("/");
   assert.equal(secretNamespace, "imprimatur");
   const role = one("base/self-managed-tls/rbac.yaml", "Role", "imprimatur-self-managed-tls");
@@ -187,7 +190,7 @@ test("cert-manager overlay: serve reads the mounted certificate, the CA injector
   }
   // Every other flag as in the base.
   const base = flags(container.args);
-  for (const flag of ["--metrics-port", "--policy-crds", "--state-dir"]) assert.deepEqual(f.get(flag), base.get(flag), flag);
+  for (const flag of ["--metrics-port", "--policy-crds", "--require-policies", "--state-dir"]) assert.deepEqual(f.get(flag), base.get(flag), flag);
 });
 
 test("ImagePolicyWebhook overlay: the node files are what serve renders, at the Service's fixed address the certificate names", () => {
@@ -209,4 +212,17 @@ test("ImagePolicyWebhook overlay: the node files are what serve renders, at the 
   const f = flags(patch.spec.template.spec.containers[0].args);
   assert.deepEqual(f.get("--tls-san"), [...flags(container.args).get("--tls-san")!, address]);
   for (const [flag, values] of flags(container.args)) if (flag !== "--tls-san") assert.deepEqual(f.get(flag), values, flag);
+});
+
+test("deploy/default-policies ships the embedded default policies as they are, every file of them", () => {
+  const shipped = readdirSync(fileURLToPath(new URL("../../policies/default/", import.meta.url))).sort();
+  const kustomization = parse(readFileSync(DEPLOY + "default-policies/kustomization.yaml", "utf8")) as Doc;
+  assert.deepEqual([...kustomization.resources].sort(), shipped);
+  for (const file of shipped) {
+    assert.equal(
+      readFileSync(DEPLOY + `default-policies/${file}`, "utf8"),
+      readFileSync(fileURLToPath(new URL(`../../policies/default/${file}`, import.meta.url)), "utf8"),
+      `deploy/default-policies/${file} is policies/default/${file}`,
+    );
+  }
 });

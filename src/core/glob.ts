@@ -8,9 +8,10 @@
 // Every other character matches itself; there are no escapes ("\\" is an ordinary character). Characters are
 // code points, so "?" matches one emoji, not half of it. Pure.
 //
-// Matching is linear-ish: the pattern is cut at each "*" into fixed-length pieces, each compiled to a regex
-// without quantifiers, and the pieces are placed leftmost in turn (leftmost is optimal: a later placement
-// leaves less room for the rest). A single regex with ".*" per star backtracks exponentially in the stars.
+// Matching is linear in the text: the pattern is cut at each "*" into fixed-length pieces, each compiled to a
+// regex without quantifiers, and the pieces are placed leftmost in turn (leftmost is optimal: a later placement
+// leaves less room for the rest), so the work is at most the text's length times the pattern's, whatever a
+// policy writes. A single regex with ".*" per star backtracks exponentially in the stars.
 
 export interface GlobSyntax {
   /** "?" matches any one character; otherwise "?" is an ordinary character. */

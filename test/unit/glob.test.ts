@@ -66,6 +66,15 @@ test("many stars do not backtrack exponentially", () => {
   assert.ok(performance.now() - started < 1_000);
 });
 
+test("a long piece between stars is placed without backtracking: its work is its length times the text's, at worst", { timeout: 10_000 }, () => {
+  // Every position starts a near-miss of 999 characters: the worst case for placing "a"×1000 + "b".
+  const nearMisses = `${"a".repeat(999)}c`.repeat(256);
+  assert.equal(compileGlob(`*${"a".repeat(1000)}b*`)(nearMisses), false);
+  assert.equal(compileGlob(`*${"?".repeat(1000)}b*`, { anyChar: true })(nearMisses), false);
+  assert.equal(compileGlob(`*${"[ab]".repeat(1000)}c*`, { classes: true })!(nearMisses), false);
+  assert.equal(compileGlob(`*${"a".repeat(999)}c*`)(nearMisses), true);
+});
+
 // An oracle: the backtracking regex a "*"-only glob is usually turned into (as PodRestriction value lists do).
 function starRegexOracle(glob: string): (text: string) => boolean {
   const body = glob

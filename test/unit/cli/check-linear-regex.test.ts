@@ -85,6 +85,31 @@ spec:
   assert.equal(out.results[1]!.result, "allowed", JSON.stringify(out.results[1]));
 });
 
+test("a value too long for its pattern's work limit is denied with the reason, never matched or passed over", async () => {
+  const f = await files(
+    "work-limit",
+    `apiVersion: imprimatur.dev/v1alpha1
+kind: NamespacedPodRestriction
+metadata: {name: notes, namespace: team-a}
+spec:
+  metadata:
+    annotations:
+      values: {note: {regex: "[a-z ]{1,1000}"}}
+`,
+    [pod("long", `annotations: {note: "${"a".repeat(20_000)}"}`), pod("short", `annotations: {note: "a short note"}`)].join("---\n"),
+  );
+  const r = await imprimatur(["check", "--policies", f.policies, "-f", f.manifests, "-o", "json"]);
+  assert.equal(r.code, 1, r.stderr);
+  const out = JSON.parse(r.stdout) as CheckJson;
+  assert.deepEqual(
+    out.results.map((x) => [x.name, x.result, x.violations.map((v) => v.message.replace(/\d+ for a pattern of \d+/, "N for a pattern of M"))]),
+    [
+      ["long", "denied", ["a value of 20000 characters is too long to match against /[a-z ]{1,1000}/ (at most N for a pattern of M instructions)"]],
+      ["short", "allowed", []],
+    ],
+  );
+});
+
 test(
   "JMESPath's trim_right in an imagePaths filter is judged at once on a long value (the library's own backtracks quadratically)",
   { timeout: 10_000 },

@@ -34,8 +34,16 @@ spec: {${extra.startsWith("annotations") ? "" : `${extra}, `}containers: [{name:
 
 type CheckJson = { results: Array<{ name: string; result: string; violations: Array<{ message: string }> }> };
 
+/** `check -o json` of policies and manifests given as text; every case here denies something (exit 1). */
+async function checkJson<T = CheckJson>(name: string, policies: string, manifests: string): Promise<T> {
+  const f = await files(name, policies, manifests);
+  const r = await imprimatur(["check", "--policies", f.policies, "-f", f.manifests, "-o", "json"]);
+  assert.equal(r.code, 1, r.stderr);
+  return JSON.parse(r.stdout) as T;
+}
+
 test("a NamespacedPodRestriction regex that backtracks exponentially is judged at once, anchored to the whole value", { timeout: 10_000 }, async () => {
-  const f = await files(
+  const out = await checkJson(
     "pod-restriction",
     `apiVersion: imprimatur.dev/v1alpha1
 kind: NamespacedPodRestriction
@@ -46,9 +54,6 @@ spec:
 `,
     [pod("long", `serviceAccountName: ${A30}`), pod("matching", "serviceAccountName: aaab"), pod("unanchored", "serviceAccountName: aaabc")].join("---\n"),
   );
-  const r = await imprimatur(["check", "--policies", f.policies, "-f", f.manifests, "-o", "json"]);
-  assert.equal(r.code, 1, r.stderr);
-  const out = JSON.parse(r.stdout) as CheckJson;
   assert.deepEqual(
     out.results.map((x) => [x.name, x.result, x.violations.map((v) => v.message)]),
     [
@@ -62,7 +67,7 @@ spec:
 test("a break-glass ticketPattern that backtracks exponentially is judged at once, unanchored", { timeout: 10_000 }, async () => {
   const annotations = (ticket: string) =>
     `annotations: {break-glass.image-policy.k8s.io/reason: "incident", break-glass.image-policy.k8s.io/ticket: "${ticket}"}`;
-  const f = await files(
+  const out = await checkJson(
     "ticket",
     `apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy
@@ -74,9 +79,6 @@ spec:
 `,
     [pod("long", annotations(A30)), pod("inside", annotations("x-aab-1"))].join("---\n"),
   );
-  const r = await imprimatur(["check", "--policies", f.policies, "-f", f.manifests, "-o", "json"]);
-  assert.equal(r.code, 1, r.stderr);
-  const out = JSON.parse(r.stdout) as CheckJson;
   assert.equal(out.results[0]!.result, "denied");
   assert.ok(
     out.results[0]!.violations.some((v) => v.message === `break-glass ticket "${A30}" does not match the required form (a|a)+b`),
@@ -86,7 +88,7 @@ spec:
 });
 
 test("a value too long for its pattern's work limit is denied with the reason, never matched or passed over", async () => {
-  const f = await files(
+  const out = await checkJson(
     "work-limit",
     `apiVersion: imprimatur.dev/v1alpha1
 kind: NamespacedPodRestriction
@@ -98,9 +100,6 @@ spec:
 `,
     [pod("long", `annotations: {note: "${"a".repeat(20_000)}"}`), pod("short", `annotations: {note: "a short note"}`)].join("---\n"),
   );
-  const r = await imprimatur(["check", "--policies", f.policies, "-f", f.manifests, "-o", "json"]);
-  assert.equal(r.code, 1, r.stderr);
-  const out = JSON.parse(r.stdout) as CheckJson;
   assert.deepEqual(
     out.results.map((x) => [x.name, x.result, x.violations.map((v) => v.message.replace(/\d+ for a pattern of \d+/, "N for a pattern of M"))]),
     [
@@ -116,7 +115,7 @@ test(
   async () => {
     // 200,000 spaces and an "x": the library's /(.*?)[\s]*$/ tries every split of the spaces.
     const name = `${" ".repeat(200_000)}x`;
-    const f = await files(
+    const out = await checkJson<{ results: Array<{ result: string; violations: Array<{ image: string; field: string; rule: string }> }> }>(
       "trim",
       `apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy
@@ -138,9 +137,6 @@ spec:
         },
       }),
     );
-    const r = await imprimatur(["check", "--policies", f.policies, "-f", f.manifests, "-o", "json"]);
-    assert.equal(r.code, 1, r.stderr);
-    const out = JSON.parse(r.stdout) as { results: Array<{ result: string; violations: Array<{ image: string; field: string; rule: string }> }> };
     // The step whose name trims to something is selected; the one of spaces only is not.
     assert.deepEqual(
       out.results.map((x) => [x.result, x.violations.map((v) => [v.image, v.field, v.rule])]),

@@ -190,8 +190,7 @@ function identity(exact: string | undefined, regExp: string | undefined, field: 
   if (exact !== undefined) {
     if (!hasWildcard(exact)) return { source: exact, exact, test: (v) => v === exact };
     // "*" is any run of characters: the glob engine places the pieces without backtracking.
-    const glob = compileGlob(exact);
-    return { source: exact, test: glob };
+    return { source: exact, test: compileGlob(exact) };
   }
   // Unanchored, as cosign and Kyverno match it (Go's MatchString).
   const compiled = compileLinearRegex(regExp!, "anywhere");

@@ -6,9 +6,9 @@
 //
 // Why re2js: a maintained pure-JavaScript port of RE2/J (Go's regexp algorithms: a DFA with an NFA fallback),
 // with no install script and no download at install, whose syntax errors are worded as Go's. The native `re2`
-// binding builds with node-gyp or fetches a prebuilt binary at install; `re2-wasm`, C++ RE2 built to WebAssembly
-// and unchanged since 2021, was slower here on the patterns that defeat the DFA (0.8 s where re2js took
-// microseconds); @bufbuild/re2, the trimmed fork of re2js that @bufbuild/cel brings, 5 to 18 times slower on them.
+// binding builds with node-gyp or fetches a prebuilt binary at install; `re2-wasm` (C++ RE2 built to WebAssembly,
+// 1.0.2) was slower here on the patterns that defeat the DFA (0.8 s where re2js took microseconds); @bufbuild/re2,
+// the trimmed fork of re2js that @bufbuild/cel brings, 5 to 18 times slower on them.
 //
 // Linear in the input is not free of the pattern's size: the worst case is (instructions × characters) steps.
 // So a pattern compiles to at most MAX_PROGRAM_SIZE instructions (RE2's own limit is a memory budget), and one

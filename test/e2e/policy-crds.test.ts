@@ -243,6 +243,36 @@ test("serve --policy-crds: applied, broken, fixed and deleted ImagePolicies take
   assert.equal(await admits("registry.example.com/other:1"), false, "the other policy stays");
 });
 
+test("a policy whose CEL is estimated past kube-apiserver's cost limit is applied, refused by the loader, and its status says why with the estimate", async () => {
+  const nested = {
+    apiVersion: "imprimatur.dev/v1alpha1",
+    kind: "ImagePolicy",
+    metadata: { name: "nested-loops" },
+    spec: {
+      namespaces: [NS],
+      matchConditions: [
+        {
+          name: "pairs",
+          expression: "object.spec.containers.all(a, object.spec.containers.all(b, object.spec.containers.all(c, a.name + b.name + c.name != '')))",
+        },
+      ],
+      rules: [{ action: "deny", images: ["registry.example.com/nested"] }],
+      default: "allow",
+    },
+  };
+  const applied = await cluster.apply(JSON.stringify(nested));
+  assert.equal(applied.code, 0, applied.stderr);
+  await until("Ready=False", async () => (await readyCondition("nested-loops"))?.status === "False");
+  const refused = await readyCondition("nested-loops");
+  assert.equal(refused?.reason, "InvalidPolicy");
+  assert.match(
+    refused?.message ?? "",
+    /^spec\.matchConditions\[0\]\.expression: CEL ".*": estimated cost \d\.\de\+\d+ exceeds budget by factor of more than 100x: at most 10000000 is allowed/,
+  );
+  assert.equal(await admits("registry.example.com/nested:1"), true, "not in force");
+  assert.equal((await cluster.kubectl(["delete", "imagepolicy", "nested-loops"])).code, 0);
+});
+
 test("TrustRoots and k8s:// keys from resources work as from files", async () => {
   assert.ok(server, "serve runs (previous test)");
   const keyless = {

@@ -395,3 +395,38 @@ test("a namespaced policy: only a keyRef names a Secret; a keyRef that is no str
     [["spec", "rules", 0, "attestors", 0, "entries", 0, "staticKey", "keyRef"]],
   );
 });
+
+test("the CEL of one policy shares 10 million units per admission: past it, the image is denied with the reason", () => {
+  // validate.cel costs a tenth of the statement's text (contains): 900 000 for 9 million characters, under the
+  // million one evaluation may cost; the eleventh and later images of the pod find the budget spent.
+  const p = policy(
+    {
+      rules: [
+        { action: "allow", images: ["registry.example.com/*"], attestors: KEYLESS, validate: { cel: "attestations['t'][0].predicate.text.contains('x')" } },
+      ],
+    },
+    "costly",
+  );
+  const statement = { predicate: { text: "a".repeat(9_000_000) + "x" } };
+  const images = Array.from({ length: 12 }, (_, i) => `registry.example.com/app${i}@${DIGEST}`);
+  const verifications = new Map(
+    images.map((image) => [
+      verificationKey("costly", 0, image),
+      {
+        status: "verified",
+        digest: DIGEST,
+        evidence: [],
+        attestations: [{ index: 0, predicateType: "t", statements: [{ statement, signers: [] }], failures: [] }],
+      } satisfies ImageVerification,
+    ]),
+  );
+  const d = evaluateImagePolicies([p], req(images), { verifications });
+  assert.equal(d.allowed, false);
+  assert.deepEqual(
+    d.violations.map((v) => v.image),
+    images.slice(11),
+  );
+  assert.match(d.violations[0]!.message, /^validate: CEL ".*": running out of cost budget: the conditions of one policy may cost at most 10000000 per request/);
+  // Another admission has its own budget.
+  assert.equal(evaluateImagePolicies([p], req(images.slice(0, 2)), { verifications }).allowed, true);
+});

@@ -1,16 +1,28 @@
 // CEL (cel.dev) as an alternative to JMESPath conditions (`cel:` and `validate.cel`), on @bufbuild/cel.
 // Parsed at load time (a syntax error is a load error), evaluated against JSON-shaped bindings; an expression
 // that does not yield a boolean, or fails at run time (a missing key), is a failure with the reason.
+//
+// With kube-apiserver's limits: an expression whose estimated worst case passes STATIC_ESTIMATED_COST_LIMIT is a
+// load error (cel-cost-estimate.ts); an evaluation is ended when it passes PER_CALL_COST_LIMIT, or what is left of
+// the budget its caller shares among several (cel-cost-meter.ts), and fails with the reason.
 import { CelScalar, celEnv, isCelError, parse, plan } from "@bufbuild/cel";
 import { strings } from "@bufbuild/cel/ext";
 import { celRegexEngine } from "./cel-matches.ts";
+import { estimateCost } from "./cel-cost-estimate.ts";
+import { STATIC_ESTIMATED_COST_LIMIT } from "./cel-cost-limits.ts";
+import { CostMeter, meteredEnv, metered, type CelCostBudget } from "./cel-cost-meter.ts";
+
+export { CelCostBudget } from "./cel-cost-meter.ts";
 
 export interface CompiledCel {
   source: string;
-  run: (bindings: Record<string, unknown>) => unknown;
+  /** The most one evaluation can cost, on data no larger than a request kube-apiserver accepts. */
+  estimatedCost: number;
+  /** The value, or a CelError; `meter` counts the cost and ends the evaluation past its limit. */
+  run: (bindings: Record<string, unknown>, meter: CostMeter) => unknown;
 }
 
-/** Throws with the parser's reason. `variables` are the names the expression may use (any type). */
+/** Throws with the parser's reason, or the estimated cost over the limit. `variables` are the names the expression may use (any type). */
 export function compileCel(source: string, variables: readonly string[]): CompiledCel {
   let parsed;
   try {
@@ -18,27 +30,64 @@ export function compileCel(source: string, variables: readonly string[]): Compil
   } catch (e) {
     throw new Error(`invalid CEL ${JSON.stringify(source)}: ${(e as Error).message.split("\n")[0]}`, { cause: e });
   }
+  const estimatedCost = estimateCost(parsed.expr, variables);
+  if (estimatedCost > STATIC_ESTIMATED_COST_LIMIT) throw new Error(`CEL ${JSON.stringify(source)}: ${overBudget(estimatedCost)}`);
   const env = celEnv({ funcs: strings, re2: celRegexEngine(parsed, source), variables: Object.fromEntries(variables.map((v) => [v, CelScalar.DYN])) });
-  const program = plan(env, parsed);
-  return { source, run: (bindings) => program(Object.fromEntries(Object.entries(bindings).map(([k, v]) => [k, toCel(v)])) as never) };
+  // The evaluation under way: evaluation is synchronous, so at most one at a time uses this program's meter.
+  let current: CostMeter | undefined;
+  const program = plan(
+    meteredEnv(env, () => current),
+    metered(parsed.expr, variables),
+  );
+  return {
+    source,
+    estimatedCost,
+    run: (bindings, meter) => {
+      current = meter;
+      try {
+        return program(Object.fromEntries(Object.entries(bindings).map(([k, v]) => [k, toCel(v)])) as never);
+      } finally {
+        current = undefined;
+        meter.settle();
+      }
+    },
+  };
+}
+
+/** kube-apiserver's words for an estimate over the limit, with the numbers. */
+function overBudget(cost: number): string {
+  const factor = cost / STATIC_ESTIMATED_COST_LIMIT;
+  // As kube-apiserver words it: a factor near 1 with more digits, so it never reads "by factor of 1.0x".
+  const by = factor > 100 ? "more than 100x" : factor < 1.5 ? `${factor.toFixed(6)}x` : `${factor.toFixed(1)}x`;
+  const estimate = cost < 1e15 ? String(Math.ceil(cost)) : cost.toExponential(1);
+  return (
+    `estimated cost ${estimate} exceeds budget by factor of ${by}: at most ${STATIC_ESTIMATED_COST_LIMIT} is allowed, ` +
+    `counting every list, map and string of the request as large as a 3 MiB request allows ` +
+    `(try simplifying the expression: a loop over a list inside a loop over another is refused)`
+  );
 }
 
 /** undefined when the expression yields true; otherwise why not. */
-export function evaluateCel(cel: CompiledCel, bindings: Record<string, unknown>): string | undefined {
-  const truth = celTruth(cel, bindings);
+export function evaluateCel(cel: CompiledCel, bindings: Record<string, unknown>, budget?: CelCostBudget): string | undefined {
+  const truth = celTruth(cel, bindings, budget);
   if (truth === true) return undefined;
   if (truth === false) return `CEL ${JSON.stringify(cel.source)} is false`;
   return truth.error;
 }
 
-/** The boolean the expression yields, or why it yields none (an evaluation error, another type). */
-export function celTruth(cel: CompiledCel, bindings: Record<string, unknown>): boolean | { error: string } {
+/**
+ * The boolean the expression yields, or why it yields none (an evaluation error, another type, the cost limit of
+ * one evaluation or of the `budget` it shares with others: kube-apiserver's PerCallLimit and cost budgets).
+ */
+export function celTruth(cel: CompiledCel, bindings: Record<string, unknown>, budget?: CelCostBudget): boolean | { error: string } {
+  const meter = new CostMeter(budget);
   let result: unknown;
   try {
-    result = cel.run(bindings);
+    result = cel.run(bindings, meter);
   } catch (e) {
     return { error: `CEL ${JSON.stringify(cel.source)}: ${(e as Error).message}` };
   }
+  if (meter.exceeded !== undefined) return { error: `CEL ${JSON.stringify(cel.source)}: ${meter.exceeded}` };
   if (isCelError(result)) return { error: `CEL ${JSON.stringify(cel.source)}: ${result.message}` };
   if (typeof result === "boolean") return result;
   return { error: `CEL ${JSON.stringify(cel.source)} gave ${typeof result}, not a boolean` };

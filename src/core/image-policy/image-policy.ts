@@ -12,7 +12,8 @@ import { judgeAttestors, leafAttestors, type AttestorSet, type EntryOutcome, typ
 import type { CompiledCel } from "../conditions/cel-expression.ts";
 import type { CompiledConditions } from "../conditions/conditions.ts";
 import { verificationKey, verifiedImagesRecord, type ImageVerification, type VerificationResults } from "./verification-results.ts";
-import { evaluateCel } from "../conditions/cel-expression.ts";
+import { CelCostBudget, evaluateCel } from "../conditions/cel-expression.ts";
+import { RUNTIME_COST_BUDGET } from "../conditions/cel-cost-limits.ts";
 import { evaluateConditions } from "../conditions/conditions.ts";
 
 export type ImageAction = "allow" | "deny";
@@ -222,6 +223,16 @@ function digestRequiredMessage(rule: ImageRule, image: string, ctx: EvaluationCo
 
 /** Per admission's results map: verification key → why the attestation checks fail ("" when they pass). */
 const judgedInAdmission = new WeakMap<VerificationResults, Map<string, string>>();
+/** Per admission's results map: policy name → what its CEL may still cost (kube-apiserver's budget per policy). */
+const celBudgetsInAdmission = new WeakMap<VerificationResults, Map<string, CelCostBudget>>();
+
+function celBudget(results: VerificationResults, policy: string): CelCostBudget {
+  let budgets = celBudgetsInAdmission.get(results);
+  if (!budgets) celBudgetsInAdmission.set(results, (budgets = new Map()));
+  let budget = budgets.get(policy);
+  if (!budget) budgets.set(policy, (budget = new CelCostBudget(RUNTIME_COST_BUDGET, "the conditions of one policy")));
+  return budget;
+}
 
 /** An allow rule with attestors admits the image only if the edge verified its signatures. */
 function attestorVerdict(
@@ -252,7 +263,10 @@ function attestorVerdict(
       if (!judged) judgedInAdmission.set(ctx.verifications, (judged = new Map()));
       const key = verificationKey(policy.name, rule.index, image);
       let failure = judged.get(key);
-      if (failure === undefined) judged.set(key, (failure = attestationFailure(rule, result, ref, ctx.now) ?? validateFailure(rule, result, ref) ?? ""));
+      if (failure === undefined) {
+        const budget = celBudget(ctx.verifications, policy.name);
+        judged.set(key, (failure = attestationFailure(rule, result, ref, ctx.now, budget) ?? validateFailure(rule, result, ref, budget) ?? ""));
+      }
       return failure ? violation(failure) : { rule: at };
     }
     case "denied":
@@ -284,6 +298,7 @@ function attestationFailure(
   result: Extract<ImageVerification, { status: "verified" }>,
   ref: ImageReference,
   now: number | undefined,
+  budget: CelCostBudget,
 ): string | undefined {
   const env = now === undefined ? {} : { now };
   for (const check of rule.attestations ?? []) {
@@ -298,7 +313,7 @@ function attestationFailure(
       const { statement } = verified;
       const failure =
         (check.conditions ? evaluateConditions(check.conditions, statement.predicate, env) : undefined) ??
-        (check.cel ? evaluateCel(check.cel, { predicate: statement.predicate ?? null, statement, image: imageData(ref, result.digest) }) : undefined);
+        (check.cel ? evaluateCel(check.cel, { predicate: statement.predicate ?? null, statement, image: imageData(ref, result.digest) }, budget) : undefined);
       for (const e of verified.signers) verifiedBy.add(e.entry);
       if (!failure) passing.push(verified);
       else if (check.statementsMustPass === "all")
@@ -331,15 +346,24 @@ function attestationFailure(
 }
 
 /** `validate.cel` over the verified data: the image, its signers, and the verified statements by predicate type. */
-function validateFailure(rule: ImageRule, result: Extract<ImageVerification, { status: "verified" }>, ref: ImageReference): string | undefined {
+function validateFailure(
+  rule: ImageRule,
+  result: Extract<ImageVerification, { status: "verified" }>,
+  ref: ImageReference,
+  budget: CelCostBudget,
+): string | undefined {
   if (!rule.validate) return undefined;
   const attestations: Record<string, unknown[]> = {};
   for (const a of result.attestations ?? []) (attestations[a.predicateType] ??= []).push(...a.statements.map((s) => s.statement));
-  const failure = evaluateCel(rule.validate.cel, {
-    image: imageData(ref, result.digest),
-    signers: [...result.evidence, ...(result.attestations ?? []).flatMap((a) => a.statements.flatMap((s) => s.signers))].map((e) => e.signer),
-    attestations,
-  });
+  const failure = evaluateCel(
+    rule.validate.cel,
+    {
+      image: imageData(ref, result.digest),
+      signers: [...result.evidence, ...(result.attestations ?? []).flatMap((a) => a.statements.flatMap((s) => s.signers))].map((e) => e.signer),
+      attestations,
+    },
+    budget,
+  );
   return failure === undefined ? undefined : `validate: ${rule.validate.message ?? failure}`;
 }
 

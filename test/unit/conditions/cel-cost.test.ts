@@ -1,0 +1,179 @@
+// kube-apiserver's CEL limits: the estimated worst case refused when a policy loads (cel-cost-estimate.ts), and
+// the cost of each evaluation counted while it runs and ended past its limit (cel-cost-meter.ts).
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { parse } from "@bufbuild/cel";
+import { estimateCost } from "../../../src/core/conditions/cel-cost-estimate.ts";
+import {
+  MATCH_CONDITIONS_COST_BUDGET,
+  MAX_LIST_ITEMS,
+  PER_CALL_COST_LIMIT,
+  STATIC_ESTIMATED_COST_LIMIT,
+} from "../../../src/core/conditions/cel-cost-limits.ts";
+import { CelCostBudget, celTruth, compileCel, evaluateCel } from "../../../src/core/conditions/cel-expression.ts";
+
+const VARS = ["object", "oldObject", "request", "namespaceObject"];
+const estimate = (source: string) => estimateCost(parse(source).expr, VARS);
+
+// [expression, accepted]: what kube-apiserver's estimator would say of it with every list of the request as long
+// as 3 MiB allows, about a million items.
+const TABLE: Array<[string, boolean]> = [
+  ["object.spec.containers.all(c, c.image.startsWith('registry.example/'))", true],
+  ["has(object.metadata.labels) && object.metadata.labels['team'] == 'a'", true],
+  ["request.userInfo.groups.exists(g, g == 'x')", true],
+  ["'developers' in request.userInfo.groups", true],
+  ["has(object.metadata.labels) && 'tekton.dev/taskRun' in object.metadata.labels", true],
+  ["!request.dryRun", true],
+  ["object.metadata.name.matches('^[a-z0-9-]+$')", true],
+  ["object.metadata.name.size() < 64 && object.metadata.name.lowerAscii().startsWith('team-')", true],
+  ["object.metadata.name.split('-').size() <= 3", true],
+  ["object.spec.containers.exists_one(c, c.name == 'main')", true],
+  // The example kube-apiserver's documentation gives for matchConditions' loops.
+  ["object.spec.containers.all(c, !has(c.securityContext) || !has(c.securityContext.privileged) || c.securityContext.privileged == false)", true],
+  ["[1, 2, 3].all(x, [1, 2, 3].all(y, x != y || x == y))", true],
+  ["{'a': 1, 'b': 2}.all(k, k.size() == 1)", true],
+  // Loops inside loops over the request's lists: about 10^12 and more.
+  ["object.spec.containers.all(a, object.spec.containers.all(b, a.name != b.name))", false],
+  ["object.spec.containers.all(a, object.spec.containers.all(b, object.spec.containers.all(c, object.spec.containers.all(d, a.name != ''))))", false],
+  ["object.spec.containers.exists(c, c.env.exists(e, e.name == 'X'))", false],
+  ["object.spec.containers.map(c, object.spec.initContainers.map(i, i.name + c.name)).size() > 0", false],
+  // A regular expression over every item of a list of unbounded strings, as kube-apiserver refuses it in a CRD.
+  ["object.spec.containers.all(c, c.image.matches('^registry\\\\.example/.*$'))", false],
+  // map() builds a list item per iteration (10 each): over a million items, more than the limit.
+  ["object.spec.containers.map(c, c.image).size() > 0", false],
+];
+
+test("the estimate accepts ordinary expressions and refuses loops nested over the request's lists", () => {
+  for (const [source, accepted] of TABLE) {
+    const cost = estimate(source);
+    assert.equal(cost <= STATIC_ESTIMATED_COST_LIMIT, accepted, `${source}: ${cost}`);
+  }
+});
+
+test("the estimate follows cel-go's prices: identifiers, calls, literals and loops times a million items", () => {
+  assert.equal(estimate("true"), 0);
+  assert.equal(estimate("object"), 1);
+  // Fields of the request are free to read (a select on dyn); an index is a call.
+  assert.equal(estimate("object.metadata.name"), 1);
+  assert.equal(estimate("object.metadata.labels['a']"), 2);
+  assert.equal(estimate("has(object.metadata)"), 1);
+  assert.equal(estimate("[1, 2]"), 10);
+  assert.equal(estimate("{'a': 1}"), 30);
+  // A field of a map the expression built costs 1.
+  assert.equal(estimate("{'a': 1}.a"), 31);
+  // == against a constant costs the constant's length / 10 (at least 1), against the request up to 314573.
+  assert.equal(estimate("object.a == 'abcdefghijklmnopqrstu'"), 1 + 3);
+  assert.equal(estimate("object.a == oldObject.a"), 2 + Math.ceil((3 * 1024 * 1024 - 2) / 10));
+  // all(): the range, then per item its condition (2) and step (1 + the body).
+  assert.equal(estimate("object.l.all(x, true)"), 1 + MAX_LIST_ITEMS * 3 + 1);
+  assert.equal(estimate("[1, 2, 3].all(x, x > 0)"), 10 + 3 * (2 + 1 + 2) + 1);
+  // && and || cost both sides; ?: the condition and the dearer branch.
+  assert.equal(estimate("object.a && object.b"), 2);
+  assert.equal(estimate("object.a ? [1] : [1, 2, 3]"), 1 + 10);
+});
+
+test("an expression over the estimate's limit is a load error with the estimate and the limit", () => {
+  const source = "object.spec.containers.all(a, object.spec.containers.all(b, a.name != b.name))";
+  assert.throws(
+    () => compileCel(source, VARS),
+    (e: Error) =>
+      e.message.startsWith(`CEL ${JSON.stringify(source)}: estimated cost `) &&
+      /estimated cost \d\.\de\+\d+ exceeds budget by factor of more than 100x: at most 10000000 is allowed/.test(e.message),
+  );
+  // Just over: the factor with more digits (never "1.0x"), as kube-apiserver writes it; further over, one decimal.
+  assert.throws(() => compileCel("object.spec.containers.map(c, c.image).size() > 0", VARS), /estimated cost 13631489 exceeds budget by factor of 1\.363149x/);
+  assert.throws(
+    () => compileCel("object.spec.containers.map(c, [c.image, c.name]).size() > 0", VARS),
+    /estimated cost 25165814 exceeds budget by factor of 2\.5x/,
+  );
+  assert.equal(compileCel("object.spec.containers.all(c, c.image.startsWith('registry.example/'))", VARS).estimatedCost, 6291452);
+});
+
+const containers = (n: number, image = "registry.example/app:1") => ({ spec: { containers: Array.from({ length: n }, (_, i) => ({ name: `c${i}`, image })) } });
+
+test("an evaluation is ended past one million units, with kube-apiserver's reason, and spends only that", () => {
+  const all = compileCel("object.spec.containers.all(c, c.image.startsWith('registry.example/'))", VARS);
+  assert.equal(celTruth(all, { object: containers(1000) }), true);
+  const budget = new CelCostBudget(MATCH_CONDITIONS_COST_BUDGET, "the matchConditions of one policy");
+  assert.deepEqual(celTruth(all, { object: containers(200_000) }, budget), {
+    error: `CEL ${JSON.stringify(all.source)}: operation cancelled: actual cost limit exceeded: one evaluation may cost at most ${PER_CALL_COST_LIMIT}`,
+  });
+  // It stopped as the count passed the limit: the budget lost a little more than a million, not the whole loop.
+  const spent = MATCH_CONDITIONS_COST_BUDGET - budget.remaining;
+  assert.ok(spent > PER_CALL_COST_LIMIT && spent < PER_CALL_COST_LIMIT + 100, String(spent));
+});
+
+test("each iteration of a loop is counted: the cost grows with the items, whatever the body", () => {
+  const costOf = (source: string, n: number) => {
+    const budget = new CelCostBudget(PER_CALL_COST_LIMIT, "test");
+    celTruth(compileCel(source, VARS), { object: containers(n) }, budget);
+    return PER_CALL_COST_LIMIT - budget.remaining;
+  };
+  for (const source of [
+    "object.spec.containers.all(c, true)",
+    "object.spec.containers.exists(c, false)",
+    "object.spec.containers.exists_one(c, true)",
+    "object.spec.containers.all(c, c.name.size() > 0)",
+  ]) {
+    const ten = costOf(source, 10);
+    const hundred = costOf(source, 100);
+    assert.ok(hundred - ten >= 90 * 2, `${source}: ${ten} for 10 items, ${hundred} for 100`);
+  }
+  // Reads: a variable and each field after it cost 1; a list built costs 10; comparing strings their length / 10.
+  assert.equal(costOf("object.spec.containers[0].name == 'c0'", 1), 5 + 1);
+  assert.equal(costOf("[object.spec] == [object.spec]", 1), 2 * (10 + 2) + 1);
+  assert.equal(costOf("'x'.size() == 1", 0), 2);
+});
+
+test("evaluations that share a budget stop when it runs out, and every later one fails at once", () => {
+  const spend = compileCel("object.spec.containers.all(c, c.image.startsWith('registry.example/'))", VARS);
+  const cheap = compileCel("object.spec.containers.size() > 0", VARS);
+  const budget = new CelCostBudget(MATCH_CONDITIONS_COST_BUDGET, "the matchConditions of one policy");
+  // About 700 000 units each: three pass, the fourth passes the 2 500 000 left.
+  const object = containers(100_000);
+  for (let i = 0; i < 3; i++) assert.equal(celTruth(spend, { object }, budget), true, `evaluation ${i + 1}`);
+  const reason = "running out of cost budget: the matchConditions of one policy may cost at most 2500000 per request, and no further expression is evaluated";
+  assert.deepEqual(celTruth(spend, { object }, budget), { error: `CEL ${JSON.stringify(spend.source)}: ${reason}` });
+  assert.deepEqual(celTruth(cheap, { object }, budget), { error: `CEL ${JSON.stringify(cheap.source)}: ${reason}` });
+  // Without a shared budget, each evaluation has its own million.
+  assert.equal(celTruth(spend, { object }), true);
+});
+
+test("counting leaves results and errors as they were", () => {
+  const cases: Array<[string, Record<string, unknown>, boolean | RegExp]> = [
+    ["object.a.b == 1.0", { object: { a: { b: 1 } } }, true],
+    ["object.a[1] == 'y'", { object: { a: ["x", "y"] } }, true],
+    ["object.a['k'] == 'v' && has(object.a.k) && !has(object.a.z)", { object: { a: { k: "v" } } }, true],
+    ["object.a.missing == 1.0", { object: { a: {} } }, /field not found: missing|no such key/],
+    ["[object.a, 2.0].exists(x, x == 2.0)", { object: { a: 1 } }, true],
+    ["{'k': object.a}.k == 1.0", { object: { a: 1 } }, true],
+    ["[1.0, 2.0, object.a].map(x, x * 2.0).filter(y, y > 2.0) == [4.0, 6.0]", { object: { a: 3 } }, true],
+    ["object.l.exists_one(x, x == 2.0)", { object: { l: [1, 2, 3] } }, true],
+    ["object.s.split(',').join('+') == 'a+b'", { object: { s: "a,b" } }, true],
+    ["strings.quote(object.s) == '\"a\"'", { object: { s: "a" } }, true],
+    ["object.s.matches('^a+$') && object.s.contains('a') && object.s.endsWith('a')", { object: { s: "aaa" } }, true],
+    ["'a' in object.m && 2.0 in object.l", { object: { m: { a: 1 }, l: [1, 2] } }, true],
+    ["object.a ? object.b : object.c", { object: { a: false, b: false, c: true } }, true],
+    ["object.l.all(x, x > 0.0)", { object: { l: [1, -1] } }, false],
+  ];
+  for (const [source, bindings, expected] of cases) {
+    const truth = celTruth(compileCel(source, VARS), bindings);
+    if (expected instanceof RegExp) assert.match(typeof truth === "object" ? truth.error : String(truth), expected, source);
+    else assert.equal(truth, expected, source);
+  }
+  assert.equal(evaluateCel(compileCel("object.l.size() == 2", VARS), { object: { l: [1, 2] } }), undefined);
+});
+
+test("on data within the request's size, an evaluation costs no more than ten times its estimate", () => {
+  // The estimate prices a field read at 0 where the count charges 1: loops cost up to a few times more, never orders
+  // of magnitude (the limits are 1 000 000 per evaluation and 10 000 000 estimated).
+  const object = { spec: { containers: containers(2000).spec.containers.map((c) => ({ ...c, securityContext: { privileged: false } })) } };
+  for (const [source] of TABLE.filter(([, accepted]) => accepted)) {
+    const compiled = compileCel(source, VARS);
+    const budget = new CelCostBudget(PER_CALL_COST_LIMIT, "test");
+    celTruth(compiled, { object, oldObject: object, request: { userInfo: { groups: ["a", "b"] }, dryRun: false }, namespaceObject: null }, budget);
+    const spent = PER_CALL_COST_LIMIT - budget.remaining;
+    const perItem = Math.max(1, spent / 2000);
+    assert.ok(perItem <= 10 * Math.max(1, compiled.estimatedCost / MAX_LIST_ITEMS), `${source}: ${spent} for 2000 items, estimated ${compiled.estimatedCost}`);
+  }
+});

@@ -91,16 +91,23 @@ test("an expression over the estimate's limit is a load error with the estimate 
 
 const containers = (n: number, image = "registry.example/app:1") => ({ spec: { containers: Array.from({ length: n }, (_, i) => ({ name: `c${i}`, image })) } });
 
-test("an evaluation is ended past one million units, with kube-apiserver's reason, and spends only that", () => {
-  const all = compileCel("object.spec.containers.all(c, c.image.startsWith('registry.example/'))", VARS);
-  assert.equal(celTruth(all, { object: containers(1000) }), true);
-  const budget = new CelCostBudget(MATCH_CONDITIONS_COST_BUDGET, "the matchConditions of one policy");
-  assert.deepEqual(celTruth(all, { object: containers(200_000) }, budget), {
-    error: `CEL ${JSON.stringify(all.source)}: operation cancelled: actual cost limit exceeded: one evaluation may cost at most ${PER_CALL_COST_LIMIT}`,
+test("an evaluation is ended past one million units, with kube-apiserver's reason, before the call that would pass it", () => {
+  const contains = compileCel("object.s.contains('x')", VARS);
+  assert.equal(celTruth(contains, { object: { s: "a".repeat(1000) + "x" } }), true);
+  // A tenth of 20 million characters: 2 000 000 units.
+  assert.deepEqual(celTruth(contains, { object: { s: "a".repeat(20_000_000) } }), {
+    error: `CEL ${JSON.stringify(contains.source)}: operation cancelled: actual cost limit exceeded: one evaluation may cost at most ${PER_CALL_COST_LIMIT}`,
   });
-  // It stopped as the count passed the limit: the budget lost a little more than a million, not the whole loop.
-  const spent = MATCH_CONDITIONS_COST_BUDGET - budget.remaining;
-  assert.ok(spent > PER_CALL_COST_LIMIT && spent < PER_CALL_COST_LIMIT + 100, String(spent));
+});
+
+test("a loop stops as soon as its count passes what the evaluation may spend, not at its end", () => {
+  const all = compileCel("object.spec.containers.all(c, c.image.startsWith('registry.example/'))", VARS);
+  const budget = new CelCostBudget(1000, "the test's expressions");
+  assert.deepEqual(celTruth(all, { object: containers(10_000) }, budget), {
+    error: `CEL ${JSON.stringify(all.source)}: running out of cost budget: the test's expressions may cost at most 1000 per request, and no further expression is evaluated`,
+  });
+  // The 10 000 containers would cost 70 000: it stopped within one iteration (7 units) of the limit.
+  assert.ok(budget.remaining < 0 && budget.remaining > -7, String(budget.remaining));
 });
 
 test("each iteration of a loop is counted: the cost grows with the items, whatever the body", () => {
@@ -128,15 +135,21 @@ test("each iteration of a loop is counted: the cost grows with the items, whatev
 test("evaluations that share a budget stop when it runs out, and every later one fails at once", () => {
   const spend = compileCel("object.spec.containers.all(c, c.image.startsWith('registry.example/'))", VARS);
   const cheap = compileCel("object.spec.containers.size() > 0", VARS);
-  const budget = new CelCostBudget(MATCH_CONDITIONS_COST_BUDGET, "the matchConditions of one policy");
-  // About 700 000 units each: three pass, the fourth passes the 2 500 000 left.
-  const object = containers(100_000);
+  const budget = new CelCostBudget(2500, "the matchConditions of one policy");
+  // About 700 units each: three pass, the fourth passes the 400 left.
+  const object = containers(100);
   for (let i = 0; i < 3; i++) assert.equal(celTruth(spend, { object }, budget), true, `evaluation ${i + 1}`);
-  const reason = "running out of cost budget: the matchConditions of one policy may cost at most 2500000 per request, and no further expression is evaluated";
+  const reason = "running out of cost budget: the matchConditions of one policy may cost at most 2500 per request, and no further expression is evaluated";
   assert.deepEqual(celTruth(spend, { object }, budget), { error: `CEL ${JSON.stringify(spend.source)}: ${reason}` });
   assert.deepEqual(celTruth(cheap, { object }, budget), { error: `CEL ${JSON.stringify(cheap.source)}: ${reason}` });
   // Without a shared budget, each evaluation has its own million.
   assert.equal(celTruth(spend, { object }), true);
+  // With a budget larger than a million, one evaluation still stops at a million (the per-call limit).
+  const large = new CelCostBudget(MATCH_CONDITIONS_COST_BUDGET, "the matchConditions of one policy");
+  assert.match(
+    (celTruth(compileCel("object.s.contains('x')", VARS), { object: { s: "a".repeat(20_000_000) } }, large) as { error: string }).error,
+    /actual cost limit exceeded/,
+  );
 });
 
 test("counting leaves results and errors as they were", () => {

@@ -119,6 +119,24 @@ test("offline (check): signatures are not checked, and a warning says so", async
   await engine.close();
 });
 
+test("a rule that cannot verify (a missing trust root) denies what it matches with its reason, online, offline and failing open, before digestVerify", () => {
+  const reason = 'trust root "corp" is not loaded: this rule cannot verify signatures, so it denies every image it matches';
+  const marked = policies.map((p) => ({ ...p, rules: p.rules.map((r) => (r.index === 0 ? { ...r, unverifiable: reason } : r)) }));
+  const expected = [{ policy: "signed", rule: "rules[0]", image: IMAGE, field: "spec.containers[0].image", message: reason }];
+  for (const ctx of [{}, { verifications: new Map([[key, verified]]) }, { verifications: new Map(), failOpen: true }]) {
+    const d = evaluateImagePolicies(marked, request(), ctx);
+    assert.equal(d.allowed, false);
+    assert.deepEqual(d.violations, expected);
+    assert.deepEqual(d.warnings, []);
+  }
+  // A tag under digestVerify: the missing root is the reason, as pinning would not get the image past this rule.
+  const tagged = evaluateImagePolicies(marked, { ...request(), images: [{ image: "registry.example.com/app:1" }] }, {});
+  assert.deepEqual(tagged.violations, [{ policy: "signed", rule: "rules[0]", image: "registry.example.com/app:1", message: reason }]);
+  // Nothing to look up for it; the other rules are as they were.
+  assert.deepEqual(verificationsNeeded(marked, "shop", [{ image: IMAGE, field: "spec.containers[0].image", pod: 0 }], {}), []);
+  assert.equal(evaluateImagePolicies(marked, { ...request(), images: [{ image: "docker.io/library/nginx:1" }] }, {}).allowed, true);
+});
+
 test("/mutate records verified images on the pod, creating annotations only when no earlier patch did", () => {
   const needs = verificationsNeeded(policies, "shop", [{ image: IMAGE, field: "spec.template.spec.containers[0].image", pod: 0 }], {});
   const results = new Map([[key, verified]]);

@@ -147,11 +147,12 @@ export function metered(expr: Expr, variables: readonly string[]): Expr {
     const kind = e.exprKind;
     switch (kind.case) {
       case "identExpr":
-      case "selectExpr":
         return chain(e, names);
+      case "selectExpr":
+        return isLink(e) ? chain(e, names) : e;
       case "callExpr": {
         const call = kind.value;
-        if (INDEXING.has(call.function)) return chain(e, names);
+        if (isLink(e)) return chain(e, names);
         const args = call.args.map((a) => rewrite(a, names));
         const target = call.target && rewrite(call.target, names);
         const rebuilt: Expr = { ...e, exprKind: { case: "callExpr", value: { ...call, args, ...(target ? { target } : {}) } } };
@@ -196,12 +197,12 @@ export function metered(expr: Expr, variables: readonly string[]): Expr {
     let units = 0;
     const rebuild = (e: Expr): Expr => {
       const kind = e.exprKind;
-      if (kind.case === "selectExpr" && kind.value.operand) {
+      if (kind.case === "selectExpr" && isLink(e)) {
         // has() costs nothing of its own.
         if (!kind.value.testOnly) units += 1;
-        return { ...e, exprKind: { case: "selectExpr", value: { ...kind.value, operand: rebuild(kind.value.operand) } } };
+        return { ...e, exprKind: { case: "selectExpr", value: { ...kind.value, operand: rebuild(kind.value.operand!) } } };
       }
-      if (kind.case === "callExpr" && INDEXING.has(kind.value.function) && kind.value.args.length === 2) {
+      if (kind.case === "callExpr" && isLink(e)) {
         units += 1;
         const [operand, index] = kind.value.args as [Expr, Expr];
         return { ...e, exprKind: { case: "callExpr", value: { ...kind.value, args: [rebuild(operand), rewrite(index, names)] } } };
@@ -217,6 +218,13 @@ export function metered(expr: Expr, variables: readonly string[]): Expr {
   };
 
   return rewrite(expr, new Set(variables));
+}
+
+/** A field read (has() included) or an index: one link of a chain. */
+function isLink(e: Expr): boolean {
+  const kind = e.exprKind;
+  if (kind.case === "selectExpr") return kind.value.operand !== undefined;
+  return kind.case === "callExpr" && INDEXING.has(kind.value.function) && kind.value.args.length === 2;
 }
 
 function maxId(e: Expr | undefined): bigint {

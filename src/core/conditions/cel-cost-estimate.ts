@@ -104,6 +104,10 @@ class Estimator {
     return e ? this.estimate(e) : { cost: 0, shape: SCALAR };
   }
 
+  #isVariable(name: string): boolean {
+    return this.#variables.has(name) || this.#locals.some((l) => l.name === name);
+  }
+
   #identShape(name: string): Shape {
     for (let i = this.#locals.length - 1; i >= 0; i--) if (this.#locals[i]!.name === name) return this.#locals[i]!.shape;
     // A variable holds request data; any other name fails at run time, at no more cost.
@@ -129,8 +133,12 @@ class Estimator {
     return { cost, shape: builtList ? { items: { count: iterations, item: step.shape.items?.item ?? SCALAR } } : result.shape };
   }
 
-  #call(fn: string, targetExpr: Expr | undefined, argExprs: readonly Expr[]): Estimate {
-    const target = targetExpr ? this.estimate(targetExpr) : undefined;
+  #call(name: string, targetExpr: Expr | undefined, argExprs: readonly Expr[]): Estimate {
+    // `strings.quote(x)`: a function of a namespace, not a method of a value named `strings`.
+    const namespace =
+      targetExpr?.exprKind.case === "identExpr" && !this.#isVariable(targetExpr.exprKind.value.name) ? targetExpr.exprKind.value.name : undefined;
+    const fn = namespace === undefined ? name : `${namespace}.${name}`;
+    const target = targetExpr && namespace === undefined ? this.estimate(targetExpr) : undefined;
     const args = argExprs.map((x) => this.estimate(x));
     const operands = (target ? [target.cost] : []).concat(args.map((x) => x.cost));
     const [a, b, c] = args;

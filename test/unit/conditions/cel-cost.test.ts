@@ -72,6 +72,48 @@ test("the estimate follows cel-go's prices: identifiers, calls, literals and loo
   assert.equal(estimate("object.a ? [1] : [1, 2, 3]"), 1 + 10);
 });
 
+test("the estimate knows the size of what functions, literals and macros return", () => {
+  const STRING = 3 * 1024 * 1024 - 2;
+  const table: Array<[string, number]> = [
+    // A string of the request is up to 3 MiB: lowerAscii() traverses it; what it returns is as long.
+    ["object.s.lowerAscii().size() > 0", 1 + Math.ceil(STRING / 10) + 1 + 1],
+    ["'ABC'.lowerAscii() == 'abc'", 1 + 1],
+    ["'abc'.upperAscii() + 'x' == 'ABCx'", 1 + 1 + 1],
+    ["'abc'.trim().startsWith('a')", 1 + 1],
+    ["'abcdefghijklmnopqrstuvwxyz'.substring(1) == 'abcdefghijklmnopqrstuvwxyz'", 3 + 3],
+    ["'abc'.charAt(1) == 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbb'", 1 + 1],
+    ["'abc'.reverse() == 'abc'", 1 + 1],
+    // split: up to one item per character, each up to the whole string.
+    ["'a,b'.split(',').exists(x, x == 'a')", 1 + 4 * (3 + 3) + 1],
+    ["'a-b'.replace('-', '----------').size() == 0", 1 + 1 + 1],
+    ["'a-b'.replace('-', '----------') == 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'", 1 + 3],
+    // join: the separators and an item.
+    ["['aaaaaaaaaa', 'b'].join('----------') == 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'", 10 + 6 + 3],
+    ["strings.quote('abcdefghijklmnopqrst') == 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'", 2 + 5],
+    ["string(1) == 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'", 1 + 4],
+    ["string('abcdefghijklmnopqrst') == 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'", 2 + 2],
+    ["object.s.format([]) == ''", 1 + Math.ceil(STRING / 10) + 10 + 1],
+    ["b'abc'.size() == 3", 1 + 1],
+    // map() and filter() return a list of at most one item per item of their range, loops over it as many.
+    ["[1, 2, 3].map(x, x).all(y, y > 0)", 10 + 10 + 3 * (1 + 10 + 1 + 1) + 1 + 3 * (2 + 1 + 2) + 1],
+    ["[1, 2, 3].filter(x, x > 1).all(y, y > 0)", 10 + 10 + 3 * (2 + 1 + 10 + 1 + 1) + 1 + 3 * (2 + 1 + 2) + 1],
+    ["{'a': 1, 'b': 2}.exists(k, k == 'a')", 30 + 2 * (3 + 3) + 1],
+    // ?: costs the dearer branch and returns the larger.
+    ["(object.a ? 'x' : 'yyyyyyyyyyyyyyyyyyyy') == 'zzzzzzzzzzzzzzzzzzzzzzzzzzzzzz'", 1 + 2],
+    ["object.a ? [1] : [1, 2, 3]", 1 + 10],
+    ["{'a': 'xxxxxxxxxxxxxxxxxxxx'}.a == 'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyy'", 30 + 1 + 2],
+    ["{'a': 'xxxxxxxxxxxxxxxxxxxx'}['a'] == 'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyy'", 30 + 1 + 2],
+    // An item of a list holding request data may be as large as the request: the constant is the shorter.
+    ["[object.a, 'xxxxxxxxxxxxxxxxxxxx'][1] == 'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyy'", 10 + 1 + 1 + 3],
+    ["dyn('xxxxxxxxxxxxxxxxxxxx') == 'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyy'", 1 + 2],
+    // A name that is no variable fails at run time: 1, and no size.
+    ["unknown.field == 'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyy'", 1 + 1],
+    ["object.a == object.b", 2 + Math.ceil(STRING / 10)],
+  ];
+  const wrong = table.filter(([source, cost]) => estimate(source) !== cost).map(([source, cost]) => `${source}: ${estimate(source)}, not ${cost}`);
+  assert.deepEqual(wrong, []);
+});
+
 test("an expression over the estimate's limit is a load error with the estimate and the limit", () => {
   const source = "object.spec.containers.all(a, object.spec.containers.all(b, a.name != b.name))";
   assert.throws(

@@ -133,13 +133,14 @@ const INDEXING = new Set(["_[_]", "_[?_]", "_?._"]);
  * kube-apiserver. `variables` are the expression's variables (names of functions' namespaces are not).
  */
 export function metered(expr: Expr, variables: readonly string[]): Expr {
-  let nextId = maxId(expr) + 1n;
+  // The parser numbers nodes from 1; ids serve only to place errors, and a counter has none of its own.
+  let nextId = -1n;
   const count = (e: Expr, units: number): Expr =>
     units <= 0
       ? e
       : {
           $typeName: "cel.expr.Expr",
-          id: nextId++,
+          id: nextId--,
           exprKind: { case: "callExpr", value: { $typeName: "cel.expr.Expr.Call", function: `${COUNTER}${units}`, args: [e] } },
         };
 
@@ -225,37 +226,4 @@ function isLink(e: Expr): boolean {
   const kind = e.exprKind;
   if (kind.case === "selectExpr") return kind.value.operand !== undefined;
   return kind.case === "callExpr" && INDEXING.has(kind.value.function) && kind.value.args.length === 2;
-}
-
-function maxId(e: Expr | undefined): bigint {
-  if (!e) return 0n;
-  let max = e.id;
-  const see = (x: Expr | undefined) => {
-    const m = maxId(x);
-    if (m > max) max = m;
-  };
-  const kind = e.exprKind;
-  switch (kind.case) {
-    case "selectExpr":
-      see(kind.value.operand);
-      break;
-    case "callExpr":
-      see(kind.value.target);
-      kind.value.args.forEach(see);
-      break;
-    case "listExpr":
-      kind.value.elements.forEach(see);
-      break;
-    case "structExpr":
-      for (const entry of kind.value.entries) {
-        if (entry.id > max) max = entry.id;
-        if (entry.keyKind.case === "mapKey") see(entry.keyKind.value);
-        see(entry.value);
-      }
-      break;
-    case "comprehensionExpr":
-      [kind.value.iterRange, kind.value.accuInit, kind.value.loopCondition, kind.value.loopStep, kind.value.result].forEach(see);
-      break;
-  }
-  return max;
 }

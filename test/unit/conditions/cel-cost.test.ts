@@ -174,6 +174,35 @@ test("each iteration of a loop is counted: the cost grows with the items, whatev
   assert.equal(costOf("'x'.size() == 1", 0), 2);
 });
 
+test("at run time, calls are priced by their operands' sizes: strings, bytes, lists and maps", () => {
+  const costOf = (source: string, object: unknown) => {
+    const budget = new CelCostBudget(PER_CALL_COST_LIMIT, "test");
+    assert.equal(celTruth(compileCel(source, VARS), { object }, budget), true, source);
+    return PER_CALL_COST_LIMIT - budget.remaining;
+  };
+  const long = "x".repeat(1000);
+  // object.s (2) and a tenth of the shorter string.
+  assert.equal(costOf(`object.s == '${long}'`, { s: long }), 2 + 100);
+  assert.equal(costOf("b'abcdefghijklmnopqrstuvwxyz' != b'abcdefghijklmnopqrstuvwxyZ'", {}), 3);
+  // `in` a list of 500 searches it; a map of 500 is looked up.
+  const items = Array.from({ length: 500 }, (_, i) => `k${i}`);
+  assert.equal(costOf("'k499' in object.l", { l: items }), 2 + 500);
+  assert.equal(costOf("'k499' in object.m", { m: Object.fromEntries(items.map((k) => [k, 1])) }), 2 + 1);
+  // Comparing lists or maps: a tenth of the smaller.
+  assert.equal(costOf("object.l == object.l", { l: items }), 2 + 2 + 50);
+  // join() is priced by what it returns: 1000 characters joined twice over, a fifth.
+  assert.equal(costOf(`object.l.join('') == '${"y".repeat(10)}' || true`, { l: Array(100).fill("x".repeat(10)) }), 2 + 200 + 1);
+  // A counter for a field read is shared by every read of the same cost, and counts each.
+  assert.equal(costOf("object.a == 1.0 && object.b == 1.0 && object.c == 1.0", { a: 1, b: 1, c: 1 }), 3 * (2 + 1));
+});
+
+test("an evaluation may cost exactly its limit, not one unit more", () => {
+  // 'x'.size() == 1: the size call and the comparison.
+  const two = compileCel("'x'.size() == 1", VARS);
+  assert.equal(celTruth(two, {}, new CelCostBudget(2, "test")), true);
+  assert.match((celTruth(two, {}, new CelCostBudget(1, "test")) as { error: string }).error, /running out of cost budget: test may cost at most 1 per request/);
+});
+
 test("evaluations that share a budget stop when it runs out, and every later one fails at once", () => {
   const spend = compileCel("object.spec.containers.all(c, c.image.startsWith('registry.example/'))", VARS);
   const cheap = compileCel("object.spec.containers.size() > 0", VARS);

@@ -5,7 +5,8 @@ import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 
 export interface EventInput {
-  involvedObject: { apiVersion: string; kind: string; name: string; namespace: string };
+  /** uid: when known, so `kubectl describe` (which selects the object's Events by UID too) lists the Event. */
+  involvedObject: { apiVersion: string; kind: string; name: string; namespace: string; uid?: string };
   type: "Normal" | "Warning";
   reason: string;
   message: string;

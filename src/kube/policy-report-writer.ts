@@ -1,7 +1,11 @@
 // Writes the background scanner's findings as policy reports (docs/policy-reports.md): one report per resource
 // and per chosen format, named by the resource's UID and owned by it. Creates a report, replaces it when its
 // results changed (with the resourceVersion read, so a concurrent writer is never overwritten blindly), leaves it
-// alone when they did not, and deletes it when the resource has no result left.
+// alone when they did not, and deletes it when the resource has no result left. A report at the name that is not
+// Imprimatur's (a tenant's "all passed", or another tool's: src/core/policy-reports/report-ownership.ts) is
+// replaced whole, and the outcome says so ("reclaimed", with what it claimed to be) for the caller to report; where
+// the server's RBAC forbids the replace, it is left and the outcome says that ("squatted"), rather than an error
+// that would have the caller retry.
 //
 // Idempotent by comparison: a rescan that finds the same results writes nothing (src/core/policy-reports/
 // report-update.ts), so a new leader that scans everything again neither bumps nor duplicates a report. A
@@ -17,9 +21,11 @@ import { ApiException, CustomObjectsApi, type KubeConfig } from "@kubernetes/cli
 import pLimit from "p-limit";
 import { describeApiError, withSignal } from "./api-requests.ts";
 import { PolicyReportError } from "../core/policy-reports/policy-report-error.ts";
+import { hasErrorCode } from "../errors/imprimatur-error.ts";
 import { buildPolicyReport } from "../core/policy-reports/policy-report-objects.ts";
 import { DEFAULT_REPORT_FORMATS, reportApi, type ReportApi, type ReportFormat } from "../core/policy-reports/report-formats.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL } from "../core/policy-reports/report-metadata.ts";
+import type { SquattedReport } from "../core/policy-reports/report-ownership.ts";
 import { planReportWrite, type StoredReport } from "../core/policy-reports/report-update.ts";
 import { isNamespaced, type ReportedResource, type ResourceScan } from "../core/policy-reports/resource-scan.ts";
 import { validateResourceScan } from "../core/policy-reports/validate-resource-scan.ts";
@@ -37,7 +43,11 @@ export type ReportAction =
   /** No result left, and there was no report. */
   | "absent"
   /** The resource's namespace is gone (and the resource with it): nothing to write. */
-  | "owner-gone";
+  | "owner-gone"
+  /** A report at its name that was not Imprimatur's (squatted): replaced whole with Imprimatur's. */
+  | "reclaimed"
+  /** A report at its name that was not Imprimatur's, which the server's RBAC forbids replacing: left. */
+  | "squatted";
 
 export interface ReportWriteOutcome {
   format: ReportFormat;
@@ -47,6 +57,10 @@ export interface ReportWriteOutcome {
   /** The resource's UID. */
   name: string;
   action: ReportAction;
+  /** reclaimed and squatted: what the report found at the name claimed to be. */
+  squatter?: SquattedReport;
+  /** squatted: why it could not be replaced. */
+  reason?: string;
 }
 
 /** What the scanner calls. */
@@ -172,14 +186,19 @@ export class PolicyReportWriter implements PolicyReportSink {
                 ? this.api.createClusterCustomObject({ ...coordinates(api), body: plan.body }, options)
                 : this.api.createNamespacedCustomObject({ ...coordinates(api), namespace: where.namespace, body: plan.body }, options),
             )
-          : this.request("replace", where, (options) =>
+          : this.request(plan.action, where, (options) =>
               where.namespace === undefined
                 ? this.api.replaceClusterCustomObject({ ...coordinates(api), name: where.name, body: plan.body }, options)
                 : this.api.replaceNamespacedCustomObject({ ...coordinates(api), namespace: where.namespace, name: where.name, body: plan.body }, options),
             ))) as StoredReport;
         this.remember(where, written);
+        if (plan.action === "reclaim") return { ...outcome("reclaimed"), squatter: plan.squatter };
         return outcome(plan.action === "create" ? "created" : "replaced");
       } catch (err) {
+        // Not Imprimatur's and not Imprimatur's to replace: reported by the caller, and left until the next write.
+        if (plan.action === "reclaim" && hasErrorCode(err, "forbidden")) {
+          return { ...outcome("squatted"), squatter: plan.squatter, reason: err.message };
+        }
         if (err instanceof NotThere && err.namespaceGone) {
           this.remember(where, undefined);
           return outcome("owner-gone");
@@ -316,7 +335,7 @@ export class PolicyReportWriter implements PolicyReportSink {
   }
 }
 
-type Verb = "read" | "list" | "create" | "replace" | "delete";
+type Verb = "read" | "list" | "create" | "replace" | "reclaim" | "delete";
 
 interface Where {
   api: ReportApi;

@@ -14,7 +14,10 @@ import { asObject } from "../core/json-shapes.ts";
 import type { Engine } from "../engine/engine.ts";
 import type { LeaderElector } from "../kube/leader-election.ts";
 import { PodInformer, type PodObject } from "../kube/pod-informer.ts";
-import type { PolicyReportSink } from "../kube/policy-report-writer.ts";
+import type { PolicyReportSink, ReportWriteOutcome } from "../kube/policy-report-writer.ts";
+import type { EventSink } from "../kube/event-recorder.ts";
+import type { ReportFormat } from "../core/policy-reports/report-formats.ts";
+import { describeSquatter } from "../core/policy-reports/report-ownership.ts";
 import { auditPod, scanOf } from "./pod-audit.ts";
 
 /** What the scanner reports to Prometheus (src/server/metrics.ts). */
@@ -23,6 +26,8 @@ export interface ScanRecorder {
   fullScan(seconds: number): void;
   watchRestarted(): void;
   reportWriteFailed(): void;
+  /** A report at a pod's report name was not Imprimatur's: overwritten, or left because RBAC forbids it. */
+  reportSquatted(format: ReportFormat, outcome: "overwritten" | "left"): void;
 }
 
 export interface AuditScannerOptions {
@@ -40,6 +45,8 @@ export interface AuditScannerOptions {
   /** A pod with an error result (a backend or registry that could not answer) is judged again this soon (default 30 s). */
   errorRetryMs?: number;
   recorder?: ScanRecorder;
+  /** Where a squatted report is reported, as an Event on its pod; undefined: logs and metrics only. */
+  events?: EventSink;
   namespace?: string;
   labelSelector?: string;
   /** Namespaces whose pods are left out (those the webhooks leave out: kube-system, Imprimatur's own). */
@@ -285,13 +292,40 @@ export class AuditScanner {
       this.opts.logger.debug({ namespace: meta?.namespace, pod: meta?.name, results: audit.results.length }, "background scan: pod breaks policy");
     }
     try {
-      await this.opts.reports?.write(scanOf(audit));
+      const outcomes = await this.opts.reports?.write(scanOf(audit));
+      for (const outcome of outcomes ?? []) if (outcome.squatter) this.squatted(pod, outcome);
     } catch (err) {
       this.opts.recorder?.reportWriteFailed();
       // Judged again at the next change or rescan, which retries the write.
       this.judgedAs.delete(uid);
       this.opts.logger.warn({ err: (err as Error).message, uid }, "background scan: policy report not written");
     }
+  }
+
+  /**
+   * Someone else's report sat at the pod's report name (a tenant's "all passed", or another tool's writing the same
+   * API): reported on the pod, counted and logged, whether it was overwritten or left because RBAC forbids it.
+   */
+  private squatted(pod: PodObject, outcome: ReportWriteOutcome): void {
+    const meta = asObject(pod.metadata) ?? {};
+    const text = (v: unknown): string => (typeof v === "string" ? v : "");
+    const [name, namespace, uid] = [text(meta.name), text(meta.namespace), text(meta.uid)];
+    const overwritten = outcome.action === "reclaimed";
+    const report = `${outcome.kind} ${outcome.namespace ? `${outcome.namespace}/` : ""}${outcome.name}`;
+    const message =
+      `${report}, at this pod's report name, was not written by Imprimatur: it is ${describeSquatter(outcome.squatter!, "Pod")}; ` +
+      (overwritten ? "overwritten with Imprimatur's findings" : `left: ${outcome.reason ?? "it could not be replaced"}`);
+    this.opts.recorder?.reportSquatted(outcome.format, overwritten ? "overwritten" : "left");
+    this.opts.events?.record({
+      involvedObject: { apiVersion: "v1", kind: "Pod", name, namespace, uid },
+      type: "Warning",
+      reason: "PolicyReportSquatted",
+      message,
+    });
+    this.opts.logger.warn(
+      { namespace, pod: name, report, format: outcome.format, overwritten, squatter: outcome.squatter },
+      "background scan: policy report squatted",
+    );
   }
 }
 

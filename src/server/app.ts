@@ -29,6 +29,7 @@ import type { ReportFormat } from "../core/policy-reports/report-formats.ts";
 import type { PodSecurityContext } from "../core/pod-security/psa-evaluate.ts";
 import { defaultCandidateIdentity, LeaderElector } from "../kube/leader-election.ts";
 import { PolicyReportWriter } from "../kube/policy-report-writer.ts";
+import { EventRecorder } from "../kube/event-recorder.ts";
 import { AuditScanner } from "../scan/audit-scanner.ts";
 
 export interface AppOptions {
@@ -285,6 +286,7 @@ function startBackgroundScan(opts: AppOptions, scanOpts: BackgroundScanOptions, 
     excludeNamespaces: scanOpts.excludeNamespaces,
     errorRetryMs: scanOpts.errorRetryMs,
     recorder: prometheusScanRecorder(metrics),
+    events: new EventRecorder(kube, logger),
   });
   metrics.setScanResultsSource(() => scanner.violationCounts());
   scanner.start();

@@ -107,6 +107,12 @@ export function createMetrics() {
       help: "Policy reports the background scan could not write (retried at the pod's next change or rescan).",
       registers: [registry],
     }),
+    scanReportsSquatted: new Counter({
+      name: "imprimatur_policy_report_squatted_total",
+      help: "Reports at a pod's report name that Imprimatur had not written, by format and outcome (overwritten, left: RBAC forbids the update).",
+      labelNames: ["format", "outcome"] as const,
+      registers: [registry],
+    }),
     /** Where the scan-results gauge reads its counts (the running scanner, when there is one). */
     setScanResultsSource(source: () => ViolationCounts): void {
       violationSource = source;
@@ -121,6 +127,7 @@ export function prometheusScanRecorder(m: Metrics): ScanRecorder {
     fullScan: (seconds) => m.scanDuration.observe(seconds),
     watchRestarted: () => m.scanWatchRestarts.inc(),
     reportWriteFailed: () => m.scanReportWriteFailures.inc(),
+    reportSquatted: (format, outcome) => m.scanReportsSquatted.inc({ format, outcome }),
   };
 }
 

@@ -3,7 +3,8 @@
 // policy-report-writer.ts) writes one report per resource in both formats, which kubectl lists with their
 // counts and which read back exactly as built (nothing pruned); a rescan with the same findings writes nothing,
 // a changed one replaces the report, a fixed resource's report goes; deleting the owner lets the garbage
-// collector remove its reports; and the errors carry codes (CRD missing, forbidden, another tool's report).
+// collector remove its reports; a report at the name that Imprimatur did not write is reclaimed; and the errors carry
+// codes (CRD missing, forbidden).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -300,24 +301,43 @@ test("a resource whose namespace is gone is reported as such, and nothing is wri
   assert.deepEqual(actions(await writer().clear(resource)), ["PolicyReport:absent", "Report:absent"]);
 });
 
-test("a report of the same name that another tool manages is left alone (foreign-report)", async () => {
+test("a report at the resource's name that Imprimatur did not write is reclaimed whole, whoever it claims to be managed by", async () => {
   const pod = await createPod("web-6");
+  // Another tool's per-resource report (as Kyverno writes one), or a tenant's copy of it: nothing tells them apart.
   const theirs = {
     apiVersion: "wgpolicyk8s.io/v1alpha2",
     kind: "PolicyReport",
-    metadata: { name: pod.uid, namespace: NS, labels: { "app.kubernetes.io/managed-by": "kyverno" } },
+    metadata: {
+      name: pod.uid,
+      namespace: NS,
+      labels: { "app.kubernetes.io/managed-by": "kyverno" },
+      annotations: { "example.com/note": "theirs" },
+      ownerReferences: [{ apiVersion: "v1", kind: "Pod", name: pod.name, uid: pod.uid }],
+    },
     scope: { apiVersion: "v1", kind: "Pod", name: pod.name, namespace: NS, uid: pod.uid },
     results: [{ source: "kyverno", policy: "require-labels", result: "pass", timestamp: { seconds: 1, nanos: 0 } }],
   };
   const created = await cluster.kubectl(["create", "-f", "-"], { input: JSON.stringify(theirs) });
   assert.equal(created.code, 0, created.stderr);
   const w = new PolicyReportWriter(loadKubeConfig(cluster.kubeconfig), { formats: ["wgpolicyk8s"] });
-  await assert.rejects(w.write(scan(pod, [finding()])), (e: unknown) => hasErrorCode(e, "foreign-report") && /managed by "kyverno"/.test(e.message));
-  const still = await kubectlJson<{ results: Array<{ source: string }> }>(["get", "policyreports", "-n", NS, pod.uid]);
+  const [outcome] = await w.write(scan(pod, [finding()]));
+  assert.deepEqual(outcome, {
+    format: "wgpolicyk8s",
+    kind: "PolicyReport",
+    namespace: NS,
+    name: pod.uid,
+    action: "reclaimed",
+    squatter: { managedBy: "kyverno", ownedByResource: true },
+  });
+  const now = await kubectlJson<Stored & { results: Array<{ source: string; result: string }> }>(["get", "policyreports", "-n", NS, pod.uid]);
   assert.deepEqual(
-    still.results.map((r) => r.source),
-    ["kyverno"],
+    now.results.map((r) => [r.source, r.result]),
+    [["imprimatur", "fail"]],
   );
+  assert.deepEqual(now.metadata.labels, { "app.kubernetes.io/managed-by": "imprimatur" });
+  assert.equal((now.metadata as { annotations?: unknown }).annotations, undefined);
+  // Imprimatur's from now on: the next write with the same findings is unchanged.
+  assert.deepEqual(actions(await w.write(scan(pod, [finding()]))), ["PolicyReport:unchanged"]);
 });
 
 test("an identity without RBAC for the report groups gets forbidden, naming the missing permission", async () => {

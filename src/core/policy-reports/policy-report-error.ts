@@ -10,8 +10,6 @@ export type PolicyReportErrorCode =
   | "crd-missing"
   /** The server's identity may not write reports (the RBAC rule is named in the message). */
   | "forbidden"
-  /** A report of the same name exists and another tool manages it: Imprimatur leaves it alone. */
-  | "foreign-report"
   /** The apiserver refused the report (its schema, or an admission webhook): a bug or a changed CRD. */
   | "rejected"
   /** Another writer kept changing the report while this one retried. */

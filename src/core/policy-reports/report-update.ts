@@ -1,34 +1,37 @@
-// What to do with a report that may already exist: create it, replace it, or leave it alone. Pure, so the
-// writer's idempotence is tested without an apiserver: a rescan that finds the same results (a resync, or a new
+// What to do with a report that may already exist: create it, replace it, reclaim it, or leave it alone. Pure, so
+// the writer's idempotence is tested without an apiserver: a rescan that finds the same results (a resync, or a new
 // leader scanning again) writes nothing, and the time a result was first found survives rescans.
-import { MANAGED_BY, MANAGED_BY_LABEL } from "./report-metadata.ts";
 import type { PolicyReportObject } from "./policy-report-objects.ts";
-import { PolicyReportError } from "./policy-report-error.ts";
+import { squattedReport, type SquattedReport } from "./report-ownership.ts";
 import { resultIdentity, type ReportResultEntry } from "./report-results.ts";
 
 /** A report as read from the API: whatever is there, checked field by field. */
 export type StoredReport = Record<string, unknown> & { metadata?: Record<string, unknown> };
 
-export type ReportWritePlan = { action: "create"; body: PolicyReportObject } | { action: "replace"; body: PolicyReportObject } | { action: "unchanged" };
+export type ReportWritePlan =
+  | { action: "create"; body: PolicyReportObject }
+  | { action: "replace"; body: PolicyReportObject }
+  /** A report at Imprimatur's name that is not Imprimatur's: replaced whole with Imprimatur's (src/core/policy-reports/report-ownership.ts). */
+  | { action: "reclaim"; body: PolicyReportObject; squatter: SquattedReport }
+  | { action: "unchanged" };
 
 /**
  * Compares the report Imprimatur wants with the one stored (undefined: none). The fields Imprimatur owns are
  * `scope`, `summary`, `results` (and openreports' `source`), its label and the owner reference; labels,
- * annotations and finalizers others added are kept. Throws PolicyReportError("foreign-report") rather than
- * overwrite a report under the same name that Imprimatur does not manage (Kyverno also names its per-resource
- * reports by the resource's UID).
+ * annotations and finalizers others added to Imprimatur's report are kept. A stored report that is not
+ * Imprimatur's (its label and an owner reference to the resource, both) is reclaimed: nothing of it is kept, not
+ * its results, labels, annotations or finalizers (a squatter's finalizer would keep the report past its pod), only
+ * its resourceVersion, so that a concurrent change is still seen.
  */
 export function planReportWrite(desired: PolicyReportObject, stored: StoredReport | undefined): ReportWritePlan {
   if (stored === undefined) return { action: "create", body: desired };
   const metadata = stored.metadata ?? {};
-  const labels = stringMap(metadata.labels);
-  if (labels[MANAGED_BY_LABEL] !== MANAGED_BY) {
-    throw new PolicyReportError(
-      "foreign-report",
-      `${desired.kind} ${desired.metadata.namespace ? `${desired.metadata.namespace}/` : ""}${desired.metadata.name} exists and is managed by ` +
-        `${labels[MANAGED_BY_LABEL] ? `"${labels[MANAGED_BY_LABEL]}"` : "another tool"}, not imprimatur: left alone`,
-    );
+  const squatter = squattedReport(metadata, desired.scope.uid);
+  if (squatter) {
+    const resourceVersion = typeof metadata.resourceVersion === "string" ? { resourceVersion: metadata.resourceVersion } : {};
+    return { action: "reclaim", body: { ...desired, metadata: { ...desired.metadata, ...resourceVersion } }, squatter };
   }
+  const labels = stringMap(metadata.labels);
   const results = withStoredTimestamps(desired.results, stored.results);
   const body: PolicyReportObject = {
     ...desired,

@@ -6,7 +6,6 @@ import assert from "node:assert/strict";
 import { buildWgPolicyReport } from "../../../src/core/policy-reports/policy-report-objects.ts";
 import { planReportWrite, type StoredReport } from "../../../src/core/policy-reports/report-update.ts";
 import type { ResourceScan, ScanResult } from "../../../src/core/policy-reports/resource-scan.ts";
-import { hasErrorCode } from "../../../src/errors/imprimatur-error.ts";
 
 const POD = { apiVersion: "v1", kind: "Pod", name: "web-0", namespace: "shop", uid: "4f1c2a8e-1d2b-4c3d-9e8f-0a1b2c3d4e5f" };
 const NODE = { apiVersion: "v1", kind: "Node", name: "node-a", uid: "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d" };
@@ -94,20 +93,15 @@ test("annotations kept on a rewrite are a map of strings; anything else is dropp
   }
 });
 
-test("the foreign-report error names the report (namespace/name) and who manages it", () => {
-  const pod = stored(buildWgPolicyReport(scan(result(100))));
-  pod.metadata.labels = {};
-  assert.throws(
-    () => planReportWrite(buildWgPolicyReport(scan(result(100))), pod),
-    (e: unknown) =>
-      hasErrorCode(e, "foreign-report") && e.message === `PolicyReport shop/${POD.uid} exists and is managed by another tool, not imprimatur: left alone`,
-  );
+test("a squatted report of a cluster-scoped resource is reclaimed like a namespaced one, by the resource's UID", () => {
   const node = buildWgPolicyReport({ resource: NODE, results: [result(100)] });
   const kyverno = stored(node);
   kyverno.metadata.labels = { "app.kubernetes.io/managed-by": "kyverno" };
-  assert.throws(
-    () => planReportWrite(node, kyverno),
-    (e: unknown) =>
-      hasErrorCode(e, "foreign-report") && e.message === `ClusterPolicyReport ${NODE.uid} exists and is managed by "kyverno", not imprimatur: left alone`,
-  );
+  const plan = planReportWrite(node, kyverno);
+  assert.ok(plan.action === "reclaim");
+  assert.deepEqual(plan.squatter, { managedBy: "kyverno", ownedByResource: true });
+  assert.equal(plan.body.kind, "ClusterPolicyReport");
+  assert.deepEqual(plan.body.metadata.labels, { "app.kubernetes.io/managed-by": "imprimatur" });
+  const mine = stored(node);
+  assert.deepEqual(planReportWrite(node, mine), { action: "unchanged" });
 });

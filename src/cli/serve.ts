@@ -24,6 +24,7 @@ import { policySetSource } from "../policy/policy-set.ts";
 import { parseDuration } from "../core/duration.ts";
 import { startApp, type BackgroundScanOptions } from "../server/app.ts";
 import { selfManagedTlsFromFlags, tlsSecretFlagProblem } from "../server/tls-secret-flags.ts";
+import { clientCaAllowedNames } from "../server/client-ca-flags.ts";
 import type { RunningSelfManagedTls } from "../server/tls-secret-manager.ts";
 import { watchCallerFiles, type WatchedCallerFiles } from "../server/caller-files.ts";
 import { watchCertificateFiles, type ServingPair } from "../server/certificate-files.ts";
@@ -99,7 +100,12 @@ export const SERVE_USAGE = `Usage: imprimatur serve [options]
                        the same as --allow-empty (its older name)
   --client-ca FILE     accept callers (kube-apiservers) presenting a client certificate issued by this CA
                        (PEM): its CN names the caller, its O the cluster (default: the CN); reread
-                       every few seconds, so a CA rotation needs no restart
+                       every few seconds, so a CA rotation needs no restart. Needs one of:
+  --client-ca-allowed-names NAME
+                       the callers' common names (CN) a certificate of that CA may carry (repeatable,
+                       or comma-separated); any other certificate of the CA is refused with 401
+  --client-ca-any-name every certificate of the CA is a caller: only with a CA dedicated to the webhook's
+                       callers (a cluster CA also signs every kubelet's certificate)
   --caller-tokens FILE
                        accept callers presenting a bearer token listed in this CallerTokens file
                        (tokens or their SHA-256, each with a caller and a cluster name); reread
@@ -139,6 +145,7 @@ export async function runServe(argv: string[]): Promise<number> {
 
 async function serve(argv: string[], signals: ServeSignals): Promise<number> {
   let values;
+  let allowedNames: string[] | undefined;
   try {
     ({ values } = parseCommandArgs(argv, {
       policies: { type: "string" },
@@ -173,6 +180,8 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
       "policy-crds": { type: "boolean" },
       drain: { type: "string", default: "5s" },
       "client-ca": { type: "string" },
+      "client-ca-allowed-names": { type: "string", multiple: true },
+      "client-ca-any-name": { type: "boolean" },
       "caller-tokens": { type: "string" },
       "allow-unauthenticated": { type: "boolean" },
       "metrics-port": { type: "string" },
@@ -196,6 +205,9 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
     if (Boolean(values["tls-cert"]) !== Boolean(values["tls-key"])) throw new UsageError("--tls-cert and --tls-key go together");
     const tlsSecretProblem = tlsSecretFlagProblem(values, Boolean(values["tls-cert"]));
     if (tlsSecretProblem !== undefined) throw new UsageError(tlsSecretProblem);
+    const callerNames = clientCaAllowedNames(values);
+    if ("problem" in callerNames) throw new UsageError(callerNames.problem);
+    allowedNames = callerNames.allowedNames;
   } catch (e) {
     if (e instanceof UsageError) return usageFailure("serve", e.message);
     throw e;
@@ -269,7 +281,12 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
     // Pod Security Admission judges by the namespace's labels: without them every pod would be refused.
     if (podSecurity && !namespaces) throw new Error("--pod-security needs the namespaces' labels: give --kubeconfig (or run in a pod), or --namespaces FILE");
     callerFiles = await watchCallerFiles({ clientCa: values["client-ca"], tokens: values["caller-tokens"] }, startupLogger());
-    const callers = { ...callerFiles.initial, updates: callerFiles.updates, allowUnauthenticated: values["allow-unauthenticated"] === true };
+    const callers = {
+      ...callerFiles.initial,
+      updates: callerFiles.updates,
+      allowUnauthenticated: values["allow-unauthenticated"] === true,
+      ...(allowedNames ? { allowedNames } : {}),
+    };
     // --tls-secret: the certificate comes from the shared Secret (created by the leader when empty), and is
     // swapped in without a restart when the leader rotates it.
     selfManagedTls = values["tls-secret"]

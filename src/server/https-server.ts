@@ -7,6 +7,7 @@ import type { Logger } from "pino";
 import { UNAUTHENTICATED, type Caller } from "../audit/caller.ts";
 import type { Recorder } from "../engine/recorder.ts";
 import type { CallerAuthenticator } from "./caller-auth.ts";
+import { CallerConnections } from "./caller-connections.ts";
 import { HttpError, parseTimeoutParam, readJsonBody } from "./http-body.ts";
 import { handleAdmissionReview, handleImageReview, handleMutate, type HandlerContext } from "./review-handlers.ts";
 
@@ -69,8 +70,12 @@ export async function startHttpsServer(opts: ServerOptions): Promise<RunningServ
     minVersion: "TLSv1.2" as const,
     ...(opts.callers?.clientCaPem === undefined ? {} : { ca: opts.callers.clientCaPem }),
   });
+  const callers = opts.callers;
+  // Connections of callers whose CA or token is removed are closed, not left for later requests.
+  const connections = callers ? new CallerConnections((presented) => callers.holds(presented), opts.logger) : undefined;
   const server = createServer({ ...secureContext(), ...clientAuth }, (req, res) => {
-    route(opts, state, req, res).catch((e) => {
+    connections?.requestStarted(req, res);
+    route(opts, state, req, res, connections).catch((e) => {
       opts.logger.error({ err: e }, "unhandled error while answering");
       if (!res.headersSent) sendJson(res, 500, status(500, "internal error"));
       else res.destroy();
@@ -91,7 +96,8 @@ export async function startHttpsServer(opts: ServerOptions): Promise<RunningServ
     serving = next;
     if (!renewContext("serving certificate")) serving = previous;
   });
-  const unsubscribeClientCa = opts.callers?.onClientCaChange(() => renewContext("client CA"));
+  const unsubscribeClientCa = callers?.onClientCaChange(() => renewContext("client CA"));
+  const unsubscribeCallers = callers?.onChange(() => connections?.credentialsChanged());
   // Longer than the idle timeout of kube-apiserver's webhook clients (Go's 90 s IdleConnTimeout), so the apiserver,
   // not this server, closes an idle connection: the apiserver does not retry a POST that fails with EOF on a
   // connection this server is closing, and with failurePolicy Fail that admission would be refused.
@@ -113,6 +119,7 @@ export async function startHttpsServer(opts: ServerOptions): Promise<RunningServ
       state.draining = true;
       unsubscribeTls?.();
       unsubscribeClientCa?.();
+      unsubscribeCallers?.();
       if (drainMs > 0) await new Promise((r) => setTimeout(r, drainMs));
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -122,7 +129,13 @@ export async function startHttpsServer(opts: ServerOptions): Promise<RunningServ
   };
 }
 
-async function route(opts: ServerOptions, state: { draining: boolean }, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function route(
+  opts: ServerOptions,
+  state: { draining: boolean },
+  req: IncomingMessage,
+  res: ServerResponse,
+  connections: CallerConnections | undefined,
+): Promise<void> {
   const path = (req.url ?? "/").split("?")[0];
   if (req.method === "GET" || req.method === "HEAD") {
     if (path === "/healthz" || path === "/livez") return sendText(res, 200, "ok");
@@ -131,14 +144,14 @@ async function route(opts: ServerOptions, state: { draining: boolean }, req: Inc
       return why === undefined ? sendText(res, 200, "ok") : sendText(res, 503, why);
     }
     if (path === "/metrics" && opts.metrics) {
-      if (!authenticated(opts, req, res)) return;
+      if (!authenticated(opts, req, res, connections)) return;
       return sendText(res, 200, await opts.metrics.text(), opts.metrics.contentType);
     }
   }
   const endpoint = ENDPOINTS.get(path ?? "");
   if (!endpoint) return sendJson(res, 404, status(404, `no route for ${req.method} ${path}`));
   if (req.method !== "POST") return sendJson(res, 405, status(405, `${path} accepts POST only`));
-  const caller = authenticated(opts, req, res);
+  const caller = authenticated(opts, req, res, connections);
   if (!caller) return;
 
   const started = process.hrtime.bigint();
@@ -162,10 +175,13 @@ async function route(opts: ServerOptions, state: { draining: boolean }, req: Inc
 }
 
 /** The caller, or undefined once a 401 is sent: before the body is read, on a connection that is then closed. */
-function authenticated(opts: ServerOptions, req: IncomingMessage, res: ServerResponse): Caller | undefined {
+function authenticated(opts: ServerOptions, req: IncomingMessage, res: ServerResponse, connections: CallerConnections | undefined): Caller | undefined {
   if (!opts.callers) return UNAUTHENTICATED;
   const result = opts.callers.authenticate(req);
-  if (result.ok) return result.caller;
+  if (result.ok) {
+    connections?.authenticated(req.socket, result.presented);
+    return result.caller;
+  }
   const path = (req.url ?? "/").split("?")[0] ?? "/";
   opts.recorder.callerRefused(path);
   opts.logger.warn({ path, remote: req.socket.remoteAddress, reason: result.reason }, "caller refused");

@@ -143,6 +143,8 @@ before(async () => {
     join(dir, "policies.yaml"),
     "--client-ca",
     clientCa.certPath,
+    "--client-ca-allowed-names",
+    "apiserver-a",
     "--caller-tokens",
     join(dir, "callers.yaml"),
   ]);

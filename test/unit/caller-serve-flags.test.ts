@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createClientCa } from "../support/caller-credentials.ts";
 import { imprimatur } from "../support/cli-process.ts";
 
 test("bad caller and metrics flags stop serve with exit 2 and say why", async () => {
@@ -15,12 +16,12 @@ test("bad caller and metrics flags stop serve with exit 2 and say why", async ()
     assert.equal(metrics.code, 2);
     assert.match(metrics.stderr, /--metrics-port must be a port number, got http/);
 
-    const missingCa = await imprimatur([...base, "--client-ca", join(dir, "no-such-ca.crt")]);
+    const missingCa = await imprimatur([...base, "--client-ca", join(dir, "no-such-ca.crt"), "--client-ca-any-name"]);
     assert.equal(missingCa.code, 2);
     assert.match(missingCa.stderr, /--client-ca: cannot read .*no-such-ca\.crt: ENOENT/);
 
     await writeFile(join(dir, "not-a-ca.crt"), "hello\n");
-    const notPem = await imprimatur([...base, "--client-ca", join(dir, "not-a-ca.crt")]);
+    const notPem = await imprimatur([...base, "--client-ca", join(dir, "not-a-ca.crt"), "--client-ca-allowed-names", "apiserver"]);
     assert.equal(notPem.code, 2);
     assert.match(notPem.stderr, /--client-ca: .*not-a-ca\.crt holds no PEM certificate/);
 
@@ -32,6 +33,35 @@ test("bad caller and metrics flags stop serve with exit 2 and say why", async ()
     assert.equal(badTokens.code, 2);
     assert.match(badTokens.stderr, /callers\.yaml:4 \(callers\[0\]\.token\): must be a string of at least 16 characters/);
   } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test("--client-ca without naming its callers is refused: a cluster CA would let every kubelet in", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "imprimatur-serve-flags-"));
+  const ca = await createClientCa();
+  try {
+    const base = ["serve", "--host", "127.0.0.1", "--port", "0", "--state-dir", join(dir, "state")];
+    const unnamed = await imprimatur([...base, "--client-ca", ca.certPath]);
+    assert.equal(unnamed.code, 2);
+    assert.match(unnamed.stderr, /--client-ca lets in any certificate its CA issues .*: name the callers with --client-ca-allowed-names NAME/s);
+    assert.match(unnamed.stderr, /--client-ca-any-name/);
+
+    const both = await imprimatur([...base, "--client-ca", ca.certPath, "--client-ca-allowed-names", "apiserver-a", "--client-ca-any-name"]);
+    assert.equal(both.code, 2);
+    assert.match(both.stderr, /--client-ca-allowed-names and --client-ca-any-name exclude each other/);
+
+    for (const flags of [["--client-ca-allowed-names", "apiserver-a"], ["--client-ca-any-name"]]) {
+      const withoutCa = await imprimatur([...base, ...flags]);
+      assert.equal(withoutCa.code, 2, flags.join(" "));
+      assert.match(withoutCa.stderr, new RegExp(`${flags[0]} needs --client-ca`));
+    }
+
+    const emptyName = await imprimatur([...base, "--client-ca", ca.certPath, "--client-ca-allowed-names", "apiserver-a,"]);
+    assert.equal(emptyName.code, 2);
+    assert.match(emptyName.stderr, /--client-ca-allowed-names: an empty name in "apiserver-a,"/);
+  } finally {
+    await ca.remove();
     await rm(dir, { recursive: true, force: true });
   }
 });

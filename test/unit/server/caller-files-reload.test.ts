@@ -64,7 +64,9 @@ test("a rotated client CA and token list are used without a restart; a broken fi
   await writeFile(callersFile, tokensFile([{ name: "apiserver-old", token: oldToken }]));
   let serve: ServeWithLines | undefined;
   try {
-    serve = await startServeWithLines(["--client-ca", caFile, "--caller-tokens", callersFile], { stateDir: join(dir, "state") });
+    serve = await startServeWithLines(["--client-ca", caFile, "--client-ca-allowed-names", "apiserver-old,apiserver-new", "--caller-tokens", callersFile], {
+      stateDir: join(dir, "state"),
+    });
     const port = serve.port;
     const oldClient = await oldCa.issue("/CN=apiserver-old/O=prod");
     const newClient = await newCa.issue("/CN=apiserver-new/O=prod");

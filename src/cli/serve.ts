@@ -104,7 +104,8 @@ export const SERVE_USAGE = `Usage: imprimatur serve [options]
   --client-ca-allowed-names NAME
                        the callers' common names (CN) a certificate of that CA may carry (repeatable,
                        or comma-separated); any other certificate of the CA is refused with 401
-  --client-ca-any-name every certificate of the CA is a caller: only with a CA dedicated to the webhook's
+  --client-ca-any-name
+                       every certificate of the CA is a caller: only with a CA dedicated to the webhook's
                        callers (a cluster CA also signs every kubelet's certificate)
   --caller-tokens FILE
                        accept callers presenting a bearer token listed in this CallerTokens file

@@ -2,7 +2,7 @@
 // with a chosen subject (CN = caller, O = cluster), made with the openssl command line as an operator would.
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -83,4 +83,16 @@ export async function createClientCa(commonName = "imprimatur test client CA"): 
 /** A random bearer token. */
 export function randomToken(): string {
   return randomBytes(24).toString("base64url");
+}
+
+/** A CallerTokens file whose callers, each with its token itself, speak for cluster prod. */
+export function callerTokensYaml(entries: Array<{ name: string; token: string }>): string {
+  const callers = entries.map((e) => `  - name: ${e.name}\n    cluster: prod\n    token: ${e.token}\n`).join("");
+  return `apiVersion: imprimatur.dev/v1alpha1\nkind: CallerTokens\ncallers:\n${callers}`;
+}
+
+/** Replaces a file the way an operator's tooling would: a new file renamed over the old one. */
+export async function replaceFile(file: string, text: string): Promise<void> {
+  await writeFile(`${file}.new`, text);
+  await rename(`${file}.new`, file);
 }

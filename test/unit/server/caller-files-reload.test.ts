@@ -4,25 +4,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rename, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { request } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CallerAuthenticator, parseClientCa, type CallerCredentials } from "../../../src/server/caller-auth.ts";
 import { tokenDigest } from "../../../src/server/caller-tokens.ts";
-import { createClientCa } from "../../support/caller-credentials.ts";
+import { callerTokensYaml, createClientCa, replaceFile } from "../../support/caller-credentials.ts";
 import { startServeWithLines, type ServeWithLines } from "../../support/serve-lines.ts";
-
-function tokensFile(entries: Array<{ name: string; token: string }>): string {
-  const callers = entries.map((e) => `  - name: ${e.name}\n    cluster: prod\n    token: ${e.token}\n`).join("");
-  return `apiVersion: imprimatur.dev/v1alpha1\nkind: CallerTokens\ncallers:\n${callers}`;
-}
-
-/** Replaces a file the way an operator's tooling would: a new file renamed over the old one. */
-async function replace(file: string, text: string): Promise<void> {
-  await writeFile(`${file}.new`, text);
-  await rename(`${file}.new`, file);
-}
 
 /** The status of GET /metrics (which needs an authenticated caller) with a client certificate or a bearer token. */
 function metricsStatus(port: number, as: { cert?: { certPem: string; keyPem: string }; token?: string }): Promise<number> {
@@ -61,7 +50,7 @@ test("a rotated client CA and token list are used without a restart; a broken fi
   const oldToken = randomBytes(24).toString("hex");
   const newToken = randomBytes(24).toString("hex");
   await writeFile(caFile, oldCa.certPem);
-  await writeFile(callersFile, tokensFile([{ name: "apiserver-old", token: oldToken }]));
+  await writeFile(callersFile, callerTokensYaml([{ name: "apiserver-old", token: oldToken }]));
   let serve: ServeWithLines | undefined;
   try {
     serve = await startServeWithLines(["--client-ca", caFile, "--client-ca-allowed-names", "apiserver-old,apiserver-new", "--caller-tokens", callersFile], {
@@ -76,27 +65,27 @@ test("a rotated client CA and token list are used without a restart; a broken fi
     assert.equal(await metricsStatus(port, { token: newToken }), 401);
 
     // The CA rotation: both CAs for a while, then the new one alone.
-    await replace(caFile, oldCa.certPem + newCa.certPem);
+    await replaceFile(caFile, oldCa.certPem + newCa.certPem);
     await untilStatus(() => metricsStatus(port, { cert: newClient }), 200);
     assert.equal(await metricsStatus(port, { cert: oldClient }), 200);
-    await replace(caFile, newCa.certPem);
+    await replaceFile(caFile, newCa.certPem);
     await untilStatus(() => metricsStatus(port, { cert: oldClient }), 401);
     assert.equal(await metricsStatus(port, { cert: newClient }), 200);
 
     // A CA file cut short: its broken certificate is named by line, and the CA in use stays.
     const caRefused = serve.line(/client CA: the new files are not usable/, serve.lines.length);
-    await replace(caFile, `${newCa.certPem}${oldCa.certPem.slice(0, 200)}`);
+    await replaceFile(caFile, `${newCa.certPem}${oldCa.certPem.slice(0, 200)}`);
     assert.match(await caRefused, new RegExp(`client-ca\\.crt:${newCa.certPem.trimEnd().split("\n").length + 1}: not a readable certificate`));
     assert.equal(await metricsStatus(port, { cert: newClient }), 200);
 
     // The token rotation.
-    await replace(callersFile, tokensFile([{ name: "apiserver-new", token: newToken }]));
+    await replaceFile(callersFile, callerTokensYaml([{ name: "apiserver-new", token: newToken }]));
     await untilStatus(() => metricsStatus(port, { token: newToken }), 200);
     assert.equal(await metricsStatus(port, { token: oldToken }), 401);
 
     // A tokens file with a token too short: the problem with its line; the tokens in use stay.
     const tokensRefused = serve.line(/caller tokens: the new files are not usable/, serve.lines.length);
-    await replace(callersFile, tokensFile([{ name: "apiserver-new", token: "short" }]));
+    await replaceFile(callersFile, callerTokensYaml([{ name: "apiserver-new", token: "short" }]));
     assert.match(await tokensRefused, /callers\.yaml:6 \(callers\[0\]\.token\): must be a string of at least 16 characters/);
     assert.equal(await metricsStatus(port, { token: newToken }), 200);
 

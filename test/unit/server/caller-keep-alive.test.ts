@@ -5,27 +5,17 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { once } from "node:events";
-import { mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { Agent, request } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, type TLSSocket } from "node:tls";
 import { podReview } from "../../support/admission.ts";
-import { createClientCa, randomToken } from "../../support/caller-credentials.ts";
+import { callerTokensYaml, createClientCa, randomToken, replaceFile } from "../../support/caller-credentials.ts";
 import { startTestApp } from "../../support/in-process-app.ts";
 import { logMessage, startServeWithLines, type ServeWithLines } from "../../support/serve-lines.ts";
 import { EMBEDDED_POLICIES } from "../../../src/cli/args.ts";
 import type { CallerCredentials } from "../../../src/server/caller-auth.ts";
-
-function tokensFile(entries: Array<{ name: string; token: string }>): string {
-  const callers = entries.map((e) => `  - name: ${e.name}\n    cluster: prod\n    token: ${e.token}\n`).join("");
-  return `apiVersion: imprimatur.dev/v1alpha1\nkind: CallerTokens\ncallers:\n${callers}`;
-}
-
-async function replace(file: string, text: string): Promise<void> {
-  await writeFile(`${file}.new`, text);
-  await rename(`${file}.new`, file);
-}
 
 interface Answer {
   status: number;
@@ -74,7 +64,7 @@ test("keep-alive connections of a removed token or a removed client CA are close
   await writeFile(caFile, oldCa.certPem + newCa.certPem);
   await writeFile(
     callersFile,
-    tokensFile([
+    callerTokensYaml([
       { name: "apiserver-removed", token: removedToken },
       { name: "apiserver-kept", token: keptToken },
     ]),
@@ -106,7 +96,7 @@ test("keep-alive connections of a removed token or a removed client CA are close
 
     // The token is removed: its idle connection is closed; the others stay open.
     const tokensReloaded = serve.line(logMessage("caller tokens: reloaded from the files"), serve.lines.length);
-    await replace(callersFile, tokensFile([{ name: "apiserver-kept", token: keptToken }]));
+    await replaceFile(callersFile, callerTokensYaml([{ name: "apiserver-kept", token: keptToken }]));
     await tokensReloaded;
     assert.ok(await closesWithin(removedTokenFirst.socket, 3000), "the connection of the removed token is closed");
     const afterRemoval = await metrics(port, byRemovedToken, removedToken);
@@ -119,7 +109,7 @@ test("keep-alive connections of a removed token or a removed client CA are close
 
     // The old CA is removed: connections made with its certificates are closed; those of the new CA stay.
     const caReloaded = serve.line(logMessage("client CA: reloaded from the files"), serve.lines.length);
-    await replace(caFile, newCa.certPem);
+    await replaceFile(caFile, newCa.certPem);
     await caReloaded;
     assert.ok(await closesWithin(oldCaFirst.socket, 3000), "the connection of the removed CA's certificate is closed");
     const oldCaAfter = await metrics(port, byOldCa);

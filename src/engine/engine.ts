@@ -37,6 +37,7 @@ import { CoreV1Api } from "@kubernetes/client-node";
 import { withSignal } from "../kube/api-requests.ts";
 import { NO_NAMESPACE_LABELS, type NamespaceLabelSource } from "../core/namespace-labels.ts";
 import { namespaceOfRequest, preparedForNamespace } from "../core/namespace-scope.ts";
+import { withEvaluationDeadline } from "../core/conditions/evaluation-deadline.ts";
 import { evaluateKinds, policyCount, preparePolicies, type PolicySet, type PreparedPolicies } from "../core/policy-kinds.ts";
 import type { MatchedRequest } from "../core/request-match/request-match.ts";
 import { scopeRequest, type RequestScope } from "../core/request-match/request-scope.ts";
@@ -82,6 +83,12 @@ export interface EngineOptions {
   /** Deny every review while no policy is in force (`serve --require-policies`), instead of admitting everything. */
   requirePolicies?: boolean;
 }
+
+/** The clock check of a review's deadline, for the CEL evaluations it runs (src/core/conditions/evaluation-deadline.ts). */
+const pastDeadlineOf =
+  (call: AdmissionCall): (() => boolean) =>
+  () =>
+    Date.now() > call.deadline;
 
 /** The denial of every review while `--require-policies` finds nothing in force. */
 export const NO_POLICY_IN_FORCE =
@@ -253,7 +260,8 @@ export class Engine {
     // Pod Security Admission reads every namespace's labels; policies only when one of them has a selector.
     const namespaceLabels = ofNamespace.usesNamespaceLabels || this.podSecurity ? await this.labelsOf(subject.namespace, call.deadline) : undefined;
     const request: MatchedRequest = { request: subject.request, ...(namespaceLabels ? { namespaceLabels } : {}) };
-    return { ...scopeRequest(ofNamespace, request, this.failOpen), ...(namespaceLabels ? { namespaceLabels } : {}) };
+    const scope = withEvaluationDeadline(pastDeadlineOf(call), () => scopeRequest(ofNamespace, request, this.failOpen));
+    return { ...scope, ...(namespaceLabels ? { namespaceLabels } : {}) };
   }
 
   /** Whether anything decides: a policy loaded, or Pod Security Admission on. */
@@ -285,12 +293,14 @@ export class Engine {
           recordDigests,
         ])
       : [needs === undefined ? undefined : new Map<string, ImageVerification>(), [], undefined];
-    const decisions = evaluateKinds(prepared, subject, {
-      ...(namespaceLabels === undefined ? {} : { namespaceLabels }),
-      ...(verifications ? { verifications } : {}),
-      failOpen: this.failOpen,
-      now: Date.now(),
-    });
+    const decisions = withEvaluationDeadline(pastDeadlineOf(call), () =>
+      evaluateKinds(prepared, subject, {
+        ...(namespaceLabels === undefined ? {} : { namespaceLabels }),
+        ...(verifications ? { verifications } : {}),
+        failOpen: this.failOpen,
+        now: Date.now(),
+      }),
+    );
     if (this.podSecurity) {
       const psa = podSecurityDecision(subject, namespaceLabels, this.podSecurity);
       if (psa) decisions.push(psa);

@@ -15,6 +15,7 @@ import { isCelList, isCelMap } from "@bufbuild/cel";
 import { COSTED_BY_RESULT, callCost, type Measure } from "./cel-call-cost.ts";
 import { LIST_CREATE_BASE_COST, MAP_CREATE_BASE_COST, PER_CALL_COST_LIMIT, STRUCT_CREATE_BASE_COST } from "./cel-cost-limits.ts";
 import type { Expr } from "./cel-cost-estimate.ts";
+import { evaluationPastDeadline, PAST_DEADLINE_REASON } from "./evaluation-deadline.ts";
 
 /** What several evaluations may cost together: the matchConditions, or the conditions, of one policy on one request. */
 export class CelCostBudget {
@@ -36,6 +37,7 @@ export class CostMeter {
   exceeded: string | undefined;
   readonly #limit: number;
   readonly #budget: CelCostBudget | undefined;
+  #nextDeadlineCheck = DEADLINE_CHECK_UNITS;
 
   constructor(budget?: CelCostBudget) {
     this.#budget = budget;
@@ -44,6 +46,15 @@ export class CostMeter {
 
   charge(units: number): void {
     this.spent += units;
+    // The review's deadline is read every DEADLINE_CHECK_UNITS units: a clock read per step would cost more
+    // than the step, and that many units take well under a millisecond.
+    if (this.spent >= this.#nextDeadlineCheck) {
+      this.#nextDeadlineCheck = this.spent + DEADLINE_CHECK_UNITS;
+      if (evaluationPastDeadline()) {
+        this.exceeded = PAST_DEADLINE_REASON;
+        throw new CostLimitExceeded(this.exceeded);
+      }
+    }
     if (this.spent <= this.#limit) return;
     this.exceeded =
       this.#budget && this.#budget.remaining < PER_CALL_COST_LIMIT
@@ -59,6 +70,8 @@ export class CostMeter {
 }
 
 class CostLimitExceeded extends Error {}
+
+const DEADLINE_CHECK_UNITS = 4096;
 
 type FuncResolver = CelEnv["funcs"];
 type FuncGroup = NonNullable<ReturnType<FuncResolver["find"]>>;

@@ -4,13 +4,15 @@
 //
 // With kube-apiserver's limits: an expression whose estimated worst case passes STATIC_ESTIMATED_COST_LIMIT is a
 // load error (cel-cost-estimate.ts); an evaluation is ended when it passes PER_CALL_COST_LIMIT, or what is left of
-// the budget its caller shares among several (cel-cost-meter.ts), and fails with the reason.
+// the budget its caller shares among several (cel-cost-meter.ts), or the review's deadline passes
+// (evaluation-deadline.ts), and fails with the reason.
 import { CelScalar, celEnv, isCelError, parse, plan } from "@bufbuild/cel";
 import { strings } from "@bufbuild/cel/ext";
 import { celRegexEngine } from "./cel-matches.ts";
 import { estimateCost } from "./cel-cost-estimate.ts";
 import { STATIC_ESTIMATED_COST_LIMIT } from "./cel-cost-limits.ts";
 import { CostMeter, meteredEnv, metered, type CelCostBudget } from "./cel-cost-meter.ts";
+import { evaluationPastDeadline, PAST_DEADLINE_REASON } from "./evaluation-deadline.ts";
 
 export { CelCostBudget } from "./cel-cost-meter.ts";
 
@@ -80,6 +82,8 @@ export function evaluateCel(cel: CompiledCel, bindings: Record<string, unknown>,
  * one evaluation or of the `budget` it shares with others: kube-apiserver's PerCallLimit and cost budgets).
  */
 export function celTruth(cel: CompiledCel, bindings: Record<string, unknown>, budget?: CelCostBudget): boolean | { error: string } {
+  // Past the review's deadline nothing more is evaluated, however cheap (evaluation-deadline.ts).
+  if (evaluationPastDeadline()) return { error: `CEL ${JSON.stringify(cel.source)}: ${PAST_DEADLINE_REASON}` };
   const meter = new CostMeter(budget);
   let result: unknown;
   try {

@@ -46,20 +46,27 @@ export class WebhookCaBundleClient {
     return { found, bundles };
   }
 
-  /** Sets every webhook's caBundle to `bundlePem`; returns the configurations it changed. */
-  async write(bundlePem: string): Promise<WebhookConfigurationKind[]> {
+  /**
+   * Sets every webhook's caBundle to `bundlePem`; returns the configurations it changed, or "stale" without writing
+   * when `stillCurrent` (asked after the configurations were read, before anything is written) says the source of
+   * the bundle moved on. The writes carry the resourceVersions of that read: a bundle someone wrote after the check
+   * makes the write fail (409) rather than be overwritten, and one written before it fails the check.
+   */
+  async write(bundlePem: string, opts: { stillCurrent?: () => Promise<boolean> } = {}): Promise<WebhookConfigurationKind[] | "stale"> {
     const encoded = Buffer.from(bundlePem, "utf8").toString("base64");
-    const changed: WebhookConfigurationKind[] = [];
+    const toWrite: Array<[WebhookConfigurationKind, AnyConfiguration]> = [];
     for (const kind of KINDS) {
       const config = await this.get(kind);
       if (config === undefined) continue;
       const webhooks = config.webhooks ?? [];
       if (webhooks.every((w) => w.clientConfig.caBundle === encoded)) continue;
       for (const webhook of webhooks) webhook.clientConfig.caBundle = encoded;
-      await this.replace(kind, config);
-      changed.push(kind);
+      toWrite.push([kind, config]);
     }
-    return changed;
+    if (toWrite.length === 0) return [];
+    if (opts.stillCurrent !== undefined && !(await opts.stillCurrent())) return "stale";
+    for (const [kind, config] of toWrite) await this.replace(kind, config);
+    return toWrite.map(([kind]) => kind);
   }
 
   private async get(kind: WebhookConfigurationKind): Promise<AnyConfiguration | undefined> {

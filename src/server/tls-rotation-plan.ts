@@ -198,9 +198,23 @@ export function bundleFingerprints(pem: string): string[] {
   return parseCertificateBundle(pem).map((c) => c.fingerprint);
 }
 
+/** The CA certificates of a PEM bundle (a leaf put in a caBundle trusts nothing as a CA). */
+export function caCertificates(pem: string): CaCertificate[] {
+  return parseCertificateBundle(pem).filter((ca) => isCa(ca.pem));
+}
+
+/** The fingerprint of the CA among `cas` that signed `cert`, if any. */
+export function issuerOf(cert: X509Certificate, cas: Iterable<CaCertificate>): string | undefined {
+  for (const ca of cas) {
+    const caCert = new X509Certificate(ca.pem);
+    if (cert.checkIssued(caCert) && cert.verify(caCert.publicKey)) return ca.fingerprint;
+  }
+  return undefined;
+}
+
 /** The view of a Secret's decoded data and its trusted-since annotation; undefined when it holds no CA at all. */
 export function viewTlsSecret(data: Record<string, string>, trustedSinceAnnotation: string | undefined): TlsSecretView | undefined {
-  const cas = parseCertificateBundle(data[SECRET_KEYS.caCert] ?? "").filter((ca) => isCa(ca.pem));
+  const cas = caCertificates(data[SECRET_KEYS.caCert] ?? "");
   if (cas.length === 0) return undefined;
   return {
     cas,
@@ -241,22 +255,18 @@ function viewLeaf(certPem: string | undefined, keyPem: string | undefined, cas: 
   } catch {
     return undefined;
   }
-  const issuer = cas.find((ca) => {
-    const caCert = new X509Certificate(ca.pem);
-    return cert.checkIssued(caCert) && cert.verify(caCert.publicKey);
-  });
   const names = subjectAltNames(certPem);
   return {
     notBefore: cert.validFromDate.getTime(),
     notAfter: cert.validToDate.getTime(),
-    issuer: issuer?.fingerprint,
+    issuer: issuerOf(cert, cas),
     keyMatches: keyMatches(certPem, keyPem),
     dnsNames: [...names.dnsNames],
     ipAddresses: [...names.ipAddresses],
   };
 }
 
-function keyMatches(certPem: string, keyPem: string | undefined): boolean {
+export function keyMatches(certPem: string, keyPem: string | undefined): boolean {
   if (!keyPem) return false;
   try {
     return new X509Certificate(certPem).checkPrivateKey(createPrivateKey(keyPem));

@@ -3,7 +3,16 @@
 // the unit tests run whole rotation timelines through it.
 import { X509Certificate } from "node:crypto";
 import { createCertificateAuthority, issueCertificate, normalizeHosts } from "./tls-bootstrap.ts";
-import { SECRET_KEYS, type TlsRotationSettings, type TlsSecretView, type TlsStep } from "./tls-rotation-plan.ts";
+import {
+  caCertificates,
+  issuerOf,
+  keyMatches,
+  SECRET_KEYS,
+  type CaCertificate,
+  type TlsRotationSettings,
+  type TlsSecretView,
+  type TlsStep,
+} from "./tls-rotation-plan.ts";
 
 export interface TlsSecretContents {
   /** Decoded Secret data. */
@@ -17,11 +26,36 @@ export type StepResult =
   /** Write this CA bundle into every webhook's caBundle (the Secret stays as it is). */
   | { publish: string; summary: string };
 
+/**
+ * The trust already in place when the Secret has to be made anew (deleted, or its CA unreadable): the CAs every
+ * webhook's caBundle holds, and the certificate this replica serves if one of them signed it. A new Secret keeps
+ * them, so that the bundle it publishes still trusts the certificates the replicas serve, and the switch to the
+ * new CA is the ordinary rotation's (published, then trusted for the propagation time, then used).
+ */
+export interface TrustInPlace {
+  /** Unexpired CA certificates in every webhook's caBundle. */
+  cas: CaCertificate[];
+  /** The certificate served, when it is valid and one of `cas` signed it. */
+  leaf: { certPem: string; keyPem: string } | undefined;
+}
+
+export function trustInPlace(webhookBundles: string[], served: { cert: string; key: string } | undefined, now: number): TrustInPlace {
+  const [first, ...rest] = webhookBundles.map(caCertificates);
+  const cas = (first ?? []).filter((ca) => ca.notAfter > now && rest.every((bundle) => bundle.some((c) => c.fingerprint === ca.fingerprint)));
+  const unique = cas.filter((ca, i) => cas.findIndex((c) => c.fingerprint === ca.fingerprint) === i);
+  let leaf: TrustInPlace["leaf"];
+  if (served !== undefined && keyMatches(served.cert, served.key)) {
+    const cert = new X509Certificate(served.cert);
+    if (cert.validToDate.getTime() > now && issuerOf(cert, unique) !== undefined) leaf = { certPem: served.cert, keyPem: served.key };
+  }
+  return { cas: unique, leaf };
+}
+
 export async function contentsAfterStep(
   step: Exclude<TlsStep, { action: "wait" }>,
   current: TlsSecretContents,
   view: TlsSecretView | undefined,
-  ctx: { now: number; settings: TlsRotationSettings; hosts: string[] },
+  ctx: { now: number; settings: TlsRotationSettings; hosts: string[]; inPlace?: TrustInPlace },
 ): Promise<StepResult> {
   const { now, settings } = ctx;
   const data = { ...current.data };
@@ -29,9 +63,19 @@ export async function contentsAfterStep(
   switch (step.action) {
     case "create": {
       const ca = await newCa(now, settings);
-      const leaf = await issueLeaf(ca, ctx);
-      const fresh = { [SECRET_KEYS.caCert]: ca.certPem, [SECRET_KEYS.caKey]: ca.keyPem, [SECRET_KEYS.cert]: leaf.certPem, [SECRET_KEYS.key]: leaf.keyPem };
-      return { write: { data: fresh, trustedSince: {} }, summary: `created a CA and a serving certificate (${step.reason})` };
+      const kept = ctx.inPlace?.cas ?? [];
+      const leaf = ctx.inPlace?.leaf ?? (await issueLeaf(ca, ctx));
+      const fresh = {
+        [SECRET_KEYS.caCert]: [ca.certPem, ...kept.map((c) => c.pem)].join(""),
+        [SECRET_KEYS.caKey]: ca.keyPem,
+        [SECRET_KEYS.cert]: leaf.certPem,
+        [SECRET_KEYS.key]: leaf.keyPem,
+      };
+      const summary =
+        kept.length === 0
+          ? `created a CA and a serving certificate (${step.reason})`
+          : `created a CA beside the ${kept.length} the webhooks' caBundle holds, ${ctx.inPlace?.leaf ? "keeping the serving certificate served" : "and a serving certificate"} (${step.reason})`;
+      return { write: { data: fresh, trustedSince: {} }, summary };
     }
     case "add-ca": {
       const ca = await newCa(now, settings);

@@ -1,18 +1,24 @@
 // Self-managed TLS for `serve --tls-secret NAMESPACE/NAME`: the CA and the serving certificate live in one Secret
-// shared by every replica. Every replica reads the Secret every sync interval and serves the certificate it holds
-// (swapped in without a restart); the leader (a Lease, src/kube/leader-election.ts) also creates and rotates what
-// the Secret holds and writes the CA bundle into the webhook configurations, one step at a time as
-// tls-rotation-plan.ts orders them. Every write carries the resourceVersion read, so a stale leader loses the race.
-import { X509Certificate, createPrivateKey } from "node:crypto";
+// shared by every replica. Every replica reads the Secret and the webhooks' caBundle every sync interval and serves
+// the Secret's certificate (swapped in without a restart) once the caBundle it reads back holds the CA that signed
+// it (tls-serving-choice.ts); the leader (a Lease, src/kube/leader-election.ts) also creates and rotates what the
+// Secret holds and writes the CA bundle into the webhook configurations, one step at a time as tls-rotation-plan.ts
+// orders them. Every write carries the resourceVersion read, and the caBundle is written only while the Secret it
+// came from is unchanged, so a stale leader loses the race instead of putting back an older bundle.
+import { X509Certificate } from "node:crypto";
 import { CoreV1Api, type KubeConfig, type V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { describeApiError, hasStatus } from "../kube/api-requests.ts";
 import { LeaderElector } from "../kube/leader-election.ts";
-import { WebhookCaBundleClient } from "../kube/webhook-ca-bundle.ts";
+import { WebhookCaBundleClient, type WebhookCaBundles } from "../kube/webhook-ca-bundle.ts";
 import { normalizeHosts } from "./tls-bootstrap.ts";
-import { contentsAfterStep } from "./tls-secret-contents.ts";
+import { contentsAfterStep, trustInPlace } from "./tls-secret-contents.ts";
+import { chooseServingCertificate, fingerprintsInEveryBundle, observeTrustedCas, type CertificateState } from "./tls-serving-choice.ts";
 import {
   bundleFingerprints,
+  caCertificates,
+  issuerOf,
+  keyMatches,
   DEFAULT_TLS_ROTATION,
   formatTrustedSince,
   planTlsStep,
@@ -20,6 +26,7 @@ import {
   SECRET_KEYS,
   TRUSTED_SINCE_ANNOTATION,
   viewTlsSecret,
+  type CaCertificate,
   type TlsRotationSettings,
   type TlsSecretView,
   type TlsStep,
@@ -77,6 +84,14 @@ export class SelfManagedTls {
   private warnedForeign = false;
   private inFlight = false;
   private again = false;
+  /** Since when (local clock) each CA has been in every webhook's caBundle as last read; see tls-serving-choice.ts. */
+  private trustedCas = new Map<string, number>();
+  /** Those CAs' certificates. */
+  private observedCas: CaCertificate[] = [];
+  /** No webhook publishes a caBundle (no configuration installed): nothing to wait for. */
+  private noCaBundles = true;
+  /** Why the Secret's certificate is not served yet, and which one it is. */
+  private heldBack: { cert: string; reason: string } | undefined;
 
   constructor(options: SelfManagedTlsOptions) {
     const rotation = options.rotation ?? DEFAULT_TLS_ROTATION;
@@ -103,8 +118,9 @@ export class SelfManagedTls {
 
   /** Why this replica cannot serve TLS yet (or any more), or undefined when it can. For /readyz. */
   notReady(): string | undefined {
-    if (this.serving === undefined) return `waiting for the serving certificate in Secret ${this.secretName()}`;
-    if (this.servingNotAfter <= this.opts.now()) return `the serving certificate from Secret ${this.secretName()} has expired`;
+    const held = this.heldBack ? ` (the Secret's certificate is not served: ${this.heldBack.reason})` : "";
+    if (this.serving === undefined) return `waiting for the serving certificate in Secret ${this.secretName()}${held}`;
+    if (this.servingNotAfter <= this.opts.now()) return `the serving certificate from Secret ${this.secretName()} has expired${held}`;
     return undefined;
   }
 
@@ -124,10 +140,14 @@ export class SelfManagedTls {
     await this.running;
   }
 
-  /** One round: read the Secret; as leader, bring it and the webhooks' caBundle up to date; load the certificate. */
+  /**
+   * One round: read the Secret; as leader, bring it and the webhooks' caBundle up to date; read back what the
+   * caBundle trusts; load the certificate if it is trusted.
+   */
   async sync(): Promise<void> {
     let secret = await this.readSecret();
     if (this.opts.leader.isLeader()) secret = await this.reconcile(secret);
+    this.observe(await this.opts.webhooks.read());
     if (secret !== undefined) this.load(secret);
   }
 
@@ -184,7 +204,7 @@ export class SelfManagedTls {
         settings: this.opts.rotation,
       });
       if (step.action === "wait") return secret;
-      const next = await this.apply(step, secret, data, view, now);
+      const next = await this.apply(step, secret, data, view, now, webhooks);
       if (next === "conflict") return await this.readSecret();
       secret = next;
     }
@@ -198,18 +218,38 @@ export class SelfManagedTls {
     data: Record<string, string>,
     view: TlsSecretView | undefined,
     now: number,
+    webhooks: WebhookCaBundles,
   ): Promise<V1Secret | "conflict"> {
     const result = await contentsAfterStep(step, { data, trustedSince: view?.trustedSince ?? {} }, view, {
       now,
       settings: this.opts.rotation,
       hosts: this.opts.hosts,
+      // A Secret made anew keeps the CAs the webhooks trust and the certificate served, so no replica serves an
+      // untrusted one meanwhile and the switch to the new CA waits for the bundle that trusts it.
+      ...(step.action === "create" ? { inPlace: trustInPlace(webhooks.bundles, this.serving, now) } : {}),
     });
     this.opts.logger.info(
       { secret: this.secretName(), configuration: this.opts.webhooks.configurationName, step: step.action },
       `self-managed TLS: ${result.summary}`,
     );
     if ("publish" in result) {
-      await this.opts.webhooks.write(result.publish);
+      // The bundle comes from the Secret as read: written only if that is still the Secret's version, checked
+      // after the configurations were read (whose resourceVersions the writes carry). A leader that stalled here
+      // and lost the Lease meanwhile must not put back the bundle of a Secret that was replaced.
+      const planned = secret?.metadata?.resourceVersion;
+      const stillCurrent = async () => (await this.readSecret())?.metadata?.resourceVersion === planned;
+      try {
+        if ((await this.opts.webhooks.write(result.publish, { stillCurrent })) === "stale") {
+          this.opts.logger.warn(
+            { secret: this.secretName(), configuration: this.opts.webhooks.configurationName },
+            "self-managed TLS: the Secret changed since it was read; its bundle was not written",
+          );
+          return "conflict";
+        }
+      } catch (err) {
+        if (hasStatus(err, 409)) return "conflict";
+        throw err;
+      }
       return secret!;
     }
     return this.writeSecret(secret, result.write.data, result.write.trustedSince);
@@ -252,7 +292,30 @@ export class SelfManagedTls {
     }
   }
 
-  /** Serves the Secret's certificate when it is usable and differs from the one served. */
+  /** Takes in what the webhooks' caBundle holds, as read back from the API. */
+  private observe(webhooks: WebhookCaBundles): void {
+    const bundles = webhooks.bundles.map(caCertificates);
+    const every = fingerprintsInEveryBundle(bundles.map((b) => b.map((ca) => ca.fingerprint)));
+    this.noCaBundles = every === undefined;
+    this.trustedCas = observeTrustedCas(this.trustedCas, every ?? [], this.opts.now());
+    this.observedCas = (bundles[0] ?? []).filter((ca) => this.trustedCas.has(ca.fingerprint));
+  }
+
+  /** A certificate and key as tls-serving-choice.ts judges them; throws on a certificate that cannot be read. */
+  private certificateState(cert: string, key: string): CertificateState {
+    const x = new X509Certificate(cert);
+    const issuer = this.noCaBundles ? undefined : issuerOf(x, this.observedCas);
+    return {
+      notAfter: x.validToDate.getTime(),
+      keyMatches: keyMatches(cert, key),
+      trustedSince: this.noCaBundles ? -Infinity : issuer === undefined ? undefined : this.trustedCas.get(issuer),
+    };
+  }
+
+  /**
+   * Serves the Secret's certificate when it differs from the one served, is usable, and every webhook's caBundle
+   * (as last read) trusts it — for long enough, while the one served still works.
+   */
   private load(secret: V1Secret): void {
     const data = decodeData(secret);
     const cert = data[SECRET_KEYS.cert];
@@ -260,14 +323,12 @@ export class SelfManagedTls {
     if (!cert || !key) return;
     if (this.serving !== undefined && this.serving.cert === cert && this.serving.key === key) {
       this.serving = { ...this.serving, caBundle: data[SECRET_KEYS.caCert] ?? "" };
+      this.heldBack = undefined;
       return;
     }
-    let notAfter: number;
+    let candidate: CertificateState;
     try {
-      const x = new X509Certificate(cert);
-      if (!x.checkPrivateKey(createPrivateKey(key))) throw new Error("the key does not belong to the certificate");
-      notAfter = x.validToDate.getTime();
-      if (notAfter <= this.opts.now()) throw new Error("the certificate has expired");
+      candidate = this.certificateState(cert, key);
     } catch (err) {
       this.opts.logger.warn(
         { secret: this.secretName(), error: (err as Error).message },
@@ -275,6 +336,19 @@ export class SelfManagedTls {
       );
       return;
     }
+    const served = this.serving && this.certificateState(this.serving.cert, this.serving.key);
+    const choice = chooseServingCertificate(served, candidate, this.opts.now(), this.opts.rotation.caBundlePropagationMs);
+    if (choice.action === "keep") {
+      if (this.heldBack?.cert !== cert || this.heldBack.reason !== choice.reason)
+        this.opts.logger.info(
+          { secret: this.secretName(), configuration: this.opts.webhooks.configurationName, reason: choice.reason },
+          `self-managed TLS: the Secret's serving certificate is not served yet: ${choice.reason}`,
+        );
+      this.heldBack = { cert, reason: choice.reason };
+      return;
+    }
+    this.heldBack = undefined;
+    const notAfter = candidate.notAfter;
     const first = this.serving === undefined;
     this.serving = { cert, key, caBundle: data[SECRET_KEYS.caCert] ?? "" };
     this.servingNotAfter = notAfter;

@@ -6,10 +6,11 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { X509Certificate } from "node:crypto";
+import { createHash, X509Certificate } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { connect } from "node:tls";
 import { fileURLToPath } from "node:url";
 import { AdmissionregistrationV1Api, CoordinationV1Api, CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
@@ -23,6 +24,8 @@ import { startSelfManagedTls, type RunningSelfManagedTls } from "../../src/serve
 import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
 import { teardown } from "../support/teardown.ts";
 import { getText } from "../support/https-client.ts";
+import { startHoldingApiProxy } from "../support/holding-api-proxy.ts";
+import { watchTls } from "../support/tls-rotation-watch.ts";
 import { podYaml } from "../support/manifests.ts";
 import { freePort } from "../support/ports.ts";
 
@@ -58,19 +61,24 @@ function logger(lines: string[]): Logger {
   return pino({ level: "info" }, { write: (line: string) => void lines.push(line) });
 }
 
-async function startReplica(identity: string): Promise<Replica> {
-  const logs: string[] = [];
-  const log = logger(logs);
-  const tls = await startSelfManagedTls({
-    kube,
-    secret: { namespace: NAMESPACE, name: SECRET },
-    webhookConfiguration: CONFIGURATION,
-    lease: { namespace: NAMESPACE, name: LEASE, identity, durationMs: LEASE_MS },
+/** startSelfManagedTls in NAMESPACE with this file's timeline, sync interval and Lease duration. */
+function startTls(o: { kube: KubeConfig; secret: string; configuration: string; lease: string; identity: string; logger: Logger }) {
+  return startSelfManagedTls({
+    kube: o.kube,
+    secret: { namespace: NAMESPACE, name: o.secret },
+    webhookConfiguration: o.configuration,
+    lease: { namespace: NAMESPACE, name: o.lease, identity: o.identity, durationMs: LEASE_MS },
     hosts: [],
     rotation: TIMELINE,
     syncIntervalMs: SYNC_MS,
-    logger: log,
+    logger: o.logger,
   });
+}
+
+async function startReplica(identity: string): Promise<Replica> {
+  const logs: string[] = [];
+  const log = logger(logs);
+  const tls = await startTls({ kube, secret: SECRET, configuration: CONFIGURATION, lease: LEASE, identity, logger: log });
   const stateDir = await mkdtemp(join(tmpdir(), `imprimatur-tls-${identity}-`));
   const app = await startApp({
     policies: POLICIES,
@@ -130,6 +138,8 @@ function servedCertificate(port: number): Promise<Buffer> {
 }
 
 const der = (pem: string) => new X509Certificate(pem).raw;
+/** The fingerprint bundleFingerprints gives (SHA-256 of the DER, hex). */
+const fingerprintOf = (cert: X509Certificate) => createHash("sha256").update(cert.raw).digest("hex");
 
 async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -146,6 +156,34 @@ function leader(): Replica {
   const r = [...replicas.values()].find((x) => x.tls.elector.isLeader());
   assert.ok(r, "one replica leads");
   return r;
+}
+
+/**
+ * Pod admissions through the apiserver, one after another until stopped, alternating the allowed pod (must pass)
+ * and the denied one (must be denied with the policy's message); anything else (a TLS error calling a webhook
+ * among them) is a failure. `completed` holds when each admission ended.
+ */
+function admissionStream(): { completed: number[]; stop(): Promise<{ failures: string[]; completed: number[] }> } {
+  const failures: string[] = [];
+  const completed: number[] = [];
+  let stopped = false;
+  const running = (async () => {
+    for (let i = 0; !stopped; i++) {
+      const allowed = i % 2 === 0;
+      const r = await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], { input: allowed ? ALLOWED : DENIED });
+      completed.push(Date.now());
+      if (allowed ? r.code !== 0 : !r.stderr.includes("pin a version"))
+        failures.push(`${allowed ? "allowed" : "denied"} pod at ${new Date().toISOString()}: ${r.stderr.trim()}`);
+    }
+  })();
+  return {
+    completed,
+    async stop() {
+      stopped = true;
+      await running;
+      return { failures, completed };
+    },
+  };
 }
 
 before(async () => {
@@ -212,23 +250,10 @@ test("a CA rotation during a stream of admissions fails none; the old CA stays i
   const oldExpiry = oldCa.validToDate.getTime();
   const follower = [...replicas.values()].find((r) => !r.tls.elector.isLeader())!;
 
-  const failures: string[] = [];
-  let admissions = 0;
-  let admissionsAfterSwitch = 0;
   let sawBothCas = false;
   let oldCaLeftAt: number | undefined;
-  let followerSwitched = false;
-  let stop = false;
-  const stream = (async () => {
-    for (let i = 0; !stop; i++) {
-      const allowed = i % 2 === 0;
-      const r = await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], { input: allowed ? ALLOWED : DENIED });
-      admissions++;
-      if (followerSwitched) admissionsAfterSwitch++;
-      if (allowed ? r.code !== 0 : !r.stderr.includes("pin a version"))
-        failures.push(`${allowed ? "allowed" : "denied"} pod at ${new Date().toISOString()}: ${r.stderr.trim()}`);
-    }
-  })();
+  let followerSwitchedAt: number | undefined;
+  const stream = admissionStream();
   const watch = (async () => {
     // Until the old CA has left every caBundle (and a little longer, for admissions after the switch).
     const deadline = oldExpiry + 60_000;
@@ -237,14 +262,15 @@ test("a CA rotation during a stream of admissions fails none; the old CA stays i
       if (bundles.every((f) => f.length >= 2 && f.includes(oldFingerprint))) sawBothCas = true;
       if (oldCaLeftAt === undefined && bundles.every((f) => !f.includes(oldFingerprint))) oldCaLeftAt = Date.now();
       const served = new X509Certificate(await servedCertificate(follower.app.port));
-      if (!served.checkIssued(oldCa)) followerSwitched = true;
+      if (!served.checkIssued(oldCa)) followerSwitchedAt ??= Date.now();
       if (oldCaLeftAt !== undefined && Date.now() > oldCaLeftAt + 5_000) break;
       await new Promise((r) => setTimeout(r, 250));
     }
   })();
   await watch;
-  stop = true;
-  await stream;
+  const { failures, completed } = await stream.stop();
+  const admissions = completed.length;
+  const admissionsAfterSwitch = completed.filter((at) => followerSwitchedAt !== undefined && at > followerSwitchedAt).length;
 
   assert.deepEqual(failures, [], `no admission failed (${admissions} in all)`);
   assert.ok(
@@ -254,9 +280,83 @@ test("a CA rotation during a stream of admissions fails none; the old CA stays i
   assert.ok(sawBothCas, "the new CA was trusted beside the old one");
   assert.ok(oldCaLeftAt !== undefined, "the old CA left the caBundle");
   assert.ok(oldCaLeftAt >= oldExpiry, `the old CA stayed in the caBundle until it expired (left ${oldCaLeftAt - oldExpiry} ms after)`);
-  assert.ok(followerSwitched, `the follower (${follower.identity}) serves a certificate of the new CA, without a restart`);
+  assert.ok(followerSwitchedAt !== undefined, `the follower (${follower.identity}) serves a certificate of the new CA, without a restart`);
   const { data: after } = await readSecret();
   assert.notEqual(bundleFingerprints(after["ca.crt"]!)[0], oldFingerprint, "the Secret's newest CA is a new one");
+});
+
+/** Each webhook's caBundle in the ValidatingWebhookConfiguration `name`, as certificates. */
+async function webhookCaCertificates(name = CONFIGURATION): Promise<X509Certificate[][]> {
+  const config = await admission.readValidatingWebhookConfiguration({ name });
+  return (config.webhooks ?? []).map((w) =>
+    parseCertificateBundle(Buffer.from(w.clientConfig.caBundle ?? "", "base64").toString("utf8")).map((ca) => new X509Certificate(ca.pem)),
+  );
+}
+
+const issuedBy = (cert: X509Certificate, ca: X509Certificate) => cert.checkIssued(ca) && cert.verify(ca.publicKey);
+
+test("the Secret deleted during a stream of admissions: none fails, and no replica serves a certificate whose CA the caBundle lacks", async () => {
+  const serving = [...replicas.values()];
+  assert.equal(serving.length, 2, "both replicas run");
+  // watchTls reads the Secret and both configurations in one kubectl call: an empty MutatingWebhookConfiguration
+  // of the name makes that read whole (the replicas write every webhook's caBundle, of which it has none).
+  const mwc = { apiVersion: "admissionregistration.k8s.io/v1", kind: "MutatingWebhookConfiguration", metadata: { name: CONFIGURATION }, webhooks: [] };
+  assert.equal((await cluster.apply(JSON.stringify(mwc))).code, 0);
+  const watch = watchTls(cluster, { secret: `${NAMESPACE}/${SECRET}`, configuration: CONFIGURATION }, { intervalMs: 250 });
+  // Served first, the caBundle read after: a certificate whose CA joined the bundle meanwhile is still judged
+  // trusted, one whose CA the bundle lacks is caught.
+  const untrusted: string[] = [];
+  let servingChecks = 0;
+  let checking = true;
+  const checker = (async () => {
+    while (checking) {
+      try {
+        const served = await Promise.all(serving.map(async (r) => ({ r, cert: new X509Certificate(await servedCertificate(r.app.port)) })));
+        const bundles = await webhookCaCertificates();
+        for (const { r, cert } of served)
+          bundles.forEach((bundle, i) => {
+            if (!bundle.some((ca) => issuedBy(cert, ca)))
+              untrusted.push(
+                `${new Date().toISOString()}: ${r.identity} serves ${cert.fingerprint256.slice(0, 17)} (by ${cert.issuer}), not signed by a CA of webhook ${i}'s caBundle`,
+              );
+          });
+        servingChecks++;
+      } catch {
+        // a read that failed (a busy apiserver) is skipped
+      }
+      await sleep(100);
+    }
+  })();
+  const stream = admissionStream();
+  try {
+    await until("admissions before the deletion", async () => (stream.completed.length >= 4 ? true : undefined));
+    const { data: before } = await readSecret();
+    const oldCas = bundleFingerprints(before["ca.crt"]!);
+    await core.deleteNamespacedSecret({ namespace: NAMESPACE, name: SECRET });
+    const deletedAt = Date.now();
+    // The leader makes a new CA; every replica ends up serving a certificate it signed, without a restart.
+    const newCa = await until("a new CA in the recreated Secret", async () => {
+      const ca = parseCertificateBundle((await readSecret()).data["ca.crt"]!)[0]!;
+      return oldCas.includes(ca.fingerprint) ? undefined : new X509Certificate(ca.pem);
+    });
+    for (const r of serving)
+      await until(`${r.identity} serving a certificate of the new CA`, async () =>
+        issuedBy(new X509Certificate(await servedCertificate(r.app.port)), newCa) ? true : undefined,
+      );
+    const switchedAt = Date.now();
+    await until("admissions after the switch", async () => (stream.completed.filter((at) => at > switchedAt).length >= 4 ? true : undefined));
+    const { failures, completed } = await stream.stop();
+    checking = false;
+    await checker;
+    await watch.stop();
+    assert.deepEqual(failures, [], `no admission failed (${completed.length} in all, ${completed.filter((at) => at > deletedAt).length} after the deletion)`);
+    assert.deepEqual(untrusted, [], `every certificate served was signed by a CA of every caBundle (${servingChecks} checks)`);
+    assert.ok(servingChecks > 0, "the served certificates were checked");
+    assert.deepEqual(watch.violations, [], "no CA left ca.crt or a caBundle before it expired, and the Secret's certificate was always trusted");
+  } finally {
+    checking = false;
+    await Promise.allSettled([stream.stop(), checker, watch.stop()]);
+  }
 });
 
 test("when the leader stops without handing the Lease back, the other replica takes over and keeps the caBundle", async () => {
@@ -477,10 +577,15 @@ test("the documented RBAC is enough: a replica whose identity has only those ver
     const secret = await core.readNamespacedSecret({ namespace: NAMESPACE, name: "rbac-tls" });
     const ca = Buffer.from(secret.data!["ca.crt"]!, "base64").toString("utf8");
     assert.equal((await coordination.readNamespacedLease({ namespace: NAMESPACE, name: "rbac-lease" })).spec?.holderIdentity, "replica-rbac");
-    const wanted = bundleFingerprints(ca).join();
-    await until("the caBundle written under the limited identity", async () =>
-      (await webhookBundles()).every((f) => f.join() === wanted) ? true : undefined,
-    ).catch((e: Error) => assert.fail(`${e.message}\n${logs.join("")}`));
+    assert.ok(bundleFingerprints(ca).length > 0, "the Secret holds a CA");
+    // Compared with the Secret as it stands: the new Secret keeps the CAs the shared configuration trusted (the
+    // other Secret's), which expire within the short timeline and then leave it.
+    await until("the caBundle written under the limited identity", async () => {
+      const wanted = bundleFingerprints(
+        Buffer.from((await core.readNamespacedSecret({ namespace: NAMESPACE, name: "rbac-tls" })).data!["ca.crt"]!, "base64").toString(),
+      );
+      return (await webhookBundles()).every((f) => f.join() === wanted.join()) ? true : undefined;
+    }).catch((e: Error) => assert.fail(`${e.message}\n${logs.join("")}`));
     // The Lease is renewed (update) under the same identity.
     const firstRenewal = String((await coordination.readNamespacedLease({ namespace: NAMESPACE, name: "rbac-lease" })).metadata?.resourceVersion);
     await until("a renewal of the Lease", async () =>
@@ -491,5 +596,111 @@ test("the documented RBAC is enough: a replica whose identity has only those ver
     await assert.rejects(limited.makeApiClient(CoreV1Api).readNamespacedSecret({ namespace: NAMESPACE, name: SECRET }), (e: unknown) => hasStatus(e, 403));
   } finally {
     await running.close();
+  }
+});
+
+test("a stalled leader that lost the Lease cannot write the caBundle it planned over a newer one", async () => {
+  // A real apiserver cannot be told to pause one client between its read and its write: the stalled replica's
+  // API calls go through holding-api-proxy.ts, which holds them from the moment the replica announces that it
+  // is about to write the caBundle. Its own Secret, Lease and configuration keep it apart from the other tests.
+  const config = "imprimatur-stall";
+  const secret = "stall-tls";
+  const lease = "stall-lease";
+  const current = kube.getCurrentCluster()!;
+  const proxy = await startHoldingApiProxy({ upstream: current.server, caPem: Buffer.from(current.caData!, "base64").toString("utf8") });
+  const proxied = loadKubeConfig(cluster.kubeconfig);
+  // The hop to the proxy is plain HTTP on loopback (client-node takes an http server only with skipTLSVerify); the
+  // proxy verifies the apiserver.
+  proxied.clusters = proxied.clusters.map(({ caData: _ca, ...c }) => ({ ...c, server: proxy.url, skipTLSVerify: true }));
+  // A webhook nothing calls (no namespace has the label): only its caBundle matters here.
+  const vwc = {
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "ValidatingWebhookConfiguration",
+    metadata: { name: config },
+    webhooks: [
+      {
+        name: "stall.imprimatur.dev",
+        admissionReviewVersions: ["v1"],
+        sideEffects: "None",
+        clientConfig: { url: "https://127.0.0.1:1/validate" },
+        rules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"], scope: "Namespaced" }],
+        namespaceSelector: { matchLabels: { "imprimatur.dev/never": "true" } },
+      },
+    ],
+  };
+  assert.equal((await cluster.apply(JSON.stringify(vwc))).code, 0);
+  const secretCas = async () =>
+    bundleFingerprints(Buffer.from((await core.readNamespacedSecret({ namespace: NAMESPACE, name: secret })).data!["ca.crt"]!, "base64").toString());
+  const bundleIs = async (wanted: string[]) =>
+    (await webhookCaCertificates(config)).every((b) => b.map((c) => fingerprintOf(c)).join() === wanted.join()) ? true : undefined;
+
+  let armed = false;
+  const stalledLogs: string[] = [];
+  const stalledLogger = pino(
+    { level: "info" },
+    {
+      write: (line: string) => {
+        stalledLogs.push(line);
+        // pino writes as the replica logs: the hold starts before the replica's next request.
+        if (armed && line.includes('"step":"publish-ca-bundle"')) proxy.hold();
+      },
+    },
+  );
+  const setup = (kubeConfig: KubeConfig, identity: string, log: Logger) =>
+    startTls({ kube: kubeConfig, secret, configuration: config, lease, identity, logger: log });
+  const nextLogs: string[] = [];
+  let stalled: RunningSelfManagedTls | undefined;
+  let next: RunningSelfManagedTls | undefined;
+  try {
+    stalled = await Promise.race([
+      setup(proxied, "stalled-leader", stalledLogger),
+      sleep(30_000, undefined, { ref: false }).then(() => assert.fail(`the proxied replica never served\n${stalledLogs.join("")}`)),
+    ]);
+    assert.ok(stalled.elector.isLeader(), "the proxied replica leads");
+    const oldCas = await secretCas();
+    await until("the first caBundle", () => bundleIs(oldCas));
+    next = await setup(kube, "next-leader", logger(nextLogs));
+
+    // A caBundle edited behind the leader's back: it plans to write the Secret's bundle again, and stalls there.
+    armed = true;
+    const edited = await admission.readValidatingWebhookConfiguration({ name: config });
+    for (const w of edited.webhooks ?? []) w.clientConfig.caBundle = "";
+    await admission.replaceValidatingWebhookConfiguration({ name: config, body: edited });
+    await until("the leader stalled as it writes the caBundle", async () => (proxy.requests.some((r) => r.held) ? true : undefined));
+
+    // Meanwhile the other replica takes the Lease, the Secret is deleted, and the new leader publishes a new CA
+    // and serves a certificate it signed.
+    await until("the other replica leading", async () => (next!.elector.isLeader() ? true : undefined), LEASE_MS * 5);
+    await until("the caBundle restored by the new leader", () => bundleIs(oldCas));
+    await core.deleteNamespacedSecret({ namespace: NAMESPACE, name: secret });
+    const newCa = await until("a new CA in the recreated Secret", async () => {
+      const ca = parseCertificateBundle(
+        Buffer.from((await core.readNamespacedSecret({ namespace: NAMESPACE, name: secret })).data!["ca.crt"]!, "base64").toString(),
+      )[0]!;
+      return oldCas.includes(ca.fingerprint) ? undefined : new X509Certificate(ca.pem);
+    });
+    await until("the new leader serving a certificate of the new CA", async () =>
+      issuedBy(new X509Certificate(next!.tls.current()!.cert), newCa) ? true : undefined,
+    ).catch((e: Error) => assert.fail(`${e.message}\n${nextLogs.join("")}`));
+
+    // The stalled leader wakes up and finishes the step it planned before it lost the Lease.
+    const firstHeld = proxy.requests.findIndex((r) => r.held);
+    proxy.release();
+    await stalled.close({ release: false });
+    const writes = proxy.requests
+      .slice(firstHeld)
+      .filter((r) => r.method === "PUT" && r.path.endsWith(`/validatingwebhookconfigurations/${config}`) && r.status >= 200 && r.status < 300);
+    assert.deepEqual(
+      writes.map((w) => `PUT ${w.path} -> ${w.status}`),
+      [],
+      `the stalled leader wrote no caBundle after it lost the Lease\n${stalledLogs.slice(-10).join("")}`,
+    );
+    assert.ok(
+      (await webhookCaCertificates(config)).every((b) => b.some((ca) => fingerprintOf(ca) === fingerprintOf(newCa))),
+      "the caBundle still holds the new CA",
+    );
+  } finally {
+    // The proxy first: a replica whose requests it still holds could not stop.
+    await teardown([() => proxy.stop(), () => stalled?.close({ release: false }), () => next?.close()]);
   }
 });

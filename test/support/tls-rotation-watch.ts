@@ -7,7 +7,11 @@
 // Expiry is judged on this machine's clock, which the cluster's pods share.
 import { X509Certificate } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { KubeCluster } from "./kube-cluster.ts";
 import type { SmallCluster } from "./small-cluster.ts";
+
+/** What reading the Secret and the configurations needs: kubectl on any cluster (the small one, or a bare apiserver). */
+export type KubectlCluster = Pick<KubeCluster, "kubectl">;
 
 export interface CaSeen {
   /** SHA-256 fingerprint, as X509Certificate.fingerprint256 writes it. */
@@ -48,7 +52,7 @@ export function issuerOf(cert: X509Certificate, cas: CaSeen[]): string | undefin
 }
 
 /** One read of the Secret and both webhook configurations (a single kubectl call). */
-export async function readTlsSnapshot(cluster: SmallCluster, target: TlsTarget): Promise<TlsSnapshot> {
+export async function readTlsSnapshot(cluster: KubectlCluster, target: TlsTarget): Promise<TlsSnapshot> {
   const [namespace, name] = target.secret.split("/") as [string, string];
   const got = await cluster.kubectl([
     "get",
@@ -131,7 +135,7 @@ export interface TlsWatch {
   stop(): Promise<void>;
 }
 
-export function watchTls(cluster: SmallCluster, target: TlsTarget, opts: { intervalMs?: number } = {}): TlsWatch {
+export function watchTls(cluster: KubectlCluster, target: TlsTarget, opts: { intervalMs?: number } = {}): TlsWatch {
   const changes: TlsSnapshot[] = [];
   const violations: string[] = [];
   let last: TlsSnapshot | undefined;

@@ -13,13 +13,14 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { connect } from "node:tls";
 import { fileURLToPath } from "node:url";
-import { AdmissionregistrationV1Api, CoordinationV1Api, CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { AdmissionregistrationV1Api, CoordinationV1Api, CoreV1Api, V1MicroTime, type KubeConfig } from "@kubernetes/client-node";
 import { pino, type Logger } from "pino";
 import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
 import { hasStatus } from "../../src/kube/api-requests.ts";
 import { loadKubeConfig } from "../../src/kube/kube-config.ts";
 import { startApp, type App } from "../../src/server/app.ts";
 import { bundleFingerprints, parseCertificateBundle, parseRotationTimeline } from "../../src/server/tls-rotation-plan.ts";
+import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
 import { startSelfManagedTls, type RunningSelfManagedTls } from "../../src/server/tls-secret-manager.ts";
 import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
 import { teardown } from "../support/teardown.ts";
@@ -75,10 +76,14 @@ function startTls(o: { kube: KubeConfig; secret: string; configuration: string; 
   });
 }
 
-async function startReplica(identity: string): Promise<Replica> {
+/** A replica (TLS and the app) of this file's Secret, or of `of`'s; `metricsPort` serves /readyz over plain HTTP. */
+async function startReplica(
+  identity: string,
+  of: { secret: string; configuration: string; lease: string; metricsPort?: number } = { secret: SECRET, configuration: CONFIGURATION, lease: LEASE },
+): Promise<Replica> {
   const logs: string[] = [];
   const log = logger(logs);
-  const tls = await startTls({ kube, secret: SECRET, configuration: CONFIGURATION, lease: LEASE, identity, logger: log });
+  const tls = await startTls({ kube, secret: of.secret, configuration: of.configuration, lease: of.lease, identity, logger: log });
   const stateDir = await mkdtemp(join(tmpdir(), `imprimatur-tls-${identity}-`));
   const app = await startApp({
     policies: POLICIES,
@@ -91,6 +96,7 @@ async function startReplica(identity: string): Promise<Replica> {
     config: DEFAULT_SERVER_CONFIG,
     logger: log,
     watchPolicies: false,
+    ...(of.metricsPort !== undefined ? { metricsPort: of.metricsPort } : {}),
   });
   const replica: Replica = {
     identity,
@@ -703,4 +709,79 @@ test("a stalled leader that lost the Lease cannot write the caBundle it planned 
     // The proxy first: a replica whose requests it still holds could not stop.
     await teardown([() => proxy.stop(), () => stalled?.close({ release: false }), () => next?.close()]);
   }
+});
+
+test("whoever can write the Secret cannot make a replica serve a certificate the caBundle does not trust; once its own expires, /readyz says why", async () => {
+  const secret = "written-tls";
+  const config = "imprimatur-written";
+  const lease = "written-lease";
+  // Someone else holds the Lease for an hour: the replica only reads, as every replica but the leader does.
+  const now = new V1MicroTime(Date.now());
+  await coordination.createNamespacedLease({
+    namespace: NAMESPACE,
+    body: {
+      metadata: { name: lease, namespace: NAMESPACE },
+      spec: { holderIdentity: "elsewhere", leaseDurationSeconds: 3600, acquireTime: now, renewTime: now },
+    },
+  });
+  const trusted = await createCertificateAuthority("trusted-ca");
+  const leaf = await issueCertificate(trusted, { commonName: "imprimatur-webhook", ipAddresses: ["127.0.0.1"], notAfter: Date.now() + 20_000 });
+  const b64 = (text: string) => Buffer.from(text).toString("base64");
+  const tlsData = (ca: { certPem: string; keyPem: string }, cert: { certPem: string; keyPem: string }) => ({
+    "ca.crt": b64(ca.certPem),
+    "ca.key": b64(ca.keyPem),
+    "tls.crt": b64(cert.certPem),
+    "tls.key": b64(cert.keyPem),
+  });
+  await core.createNamespacedSecret({
+    namespace: NAMESPACE,
+    body: {
+      metadata: { name: secret, namespace: NAMESPACE, labels: { "app.kubernetes.io/managed-by": "imprimatur" } },
+      type: "kubernetes.io/tls",
+      data: tlsData(trusted, leaf),
+    },
+  });
+  const vwc = {
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "ValidatingWebhookConfiguration",
+    metadata: { name: config },
+    webhooks: [
+      {
+        name: "written.imprimatur.dev",
+        admissionReviewVersions: ["v1"],
+        sideEffects: "None",
+        clientConfig: { url: "https://127.0.0.1:1/validate", caBundle: b64(trusted.certPem) },
+        rules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"], scope: "Namespaced" }],
+        namespaceSelector: { matchLabels: { "imprimatur.dev/never": "true" } },
+      },
+    ],
+  };
+  assert.equal((await cluster.apply(JSON.stringify(vwc))).code, 0);
+  const metricsPort = await freePort();
+  const replica = await startReplica("replica-written", { secret, configuration: config, lease, metricsPort });
+  assert.deepEqual(await servedCertificate(replica.app.port), der(leaf.certPem), "the replica serves the Secret's certificate");
+
+  // The Secret rewritten with another CA and a certificate it signed; the caBundle still holds the first CA only.
+  const other = await createCertificateAuthority("other-ca");
+  const otherLeaf = await issueCertificate(other, { commonName: "imprimatur-webhook", ipAddresses: ["127.0.0.1"] });
+  const current = await core.readNamespacedSecret({ namespace: NAMESPACE, name: secret });
+  await core.replaceNamespacedSecret({ namespace: NAMESPACE, name: secret, body: { ...current, data: tlsData(other, otherLeaf) } });
+  await until("the replica holding the Secret's new certificate back", async () =>
+    replica.logs.some((l) => l.includes("is not served yet")) ? true : undefined,
+  ).catch((e: Error) => assert.fail(`${e.message}\n${replica.logs.join("")}`));
+  assert.deepEqual(await servedCertificate(replica.app.port), der(leaf.certPem), "it keeps serving the trusted certificate");
+
+  // Once that one has expired: not ready, with the reason, and still not the untrusted certificate.
+  const readyz = async () => {
+    const res = await fetch(`http://127.0.0.1:${metricsPort}/readyz`);
+    return { status: res.status, body: await res.text() };
+  };
+  const notReady = await until("/readyz refusing after the certificate expired", async () => {
+    const r = await readyz();
+    return r.status === 503 ? r : undefined;
+  });
+  assert.match(notReady.body, /has expired.*not in every webhook's caBundle/s);
+  assert.ok(Date.now() >= new X509Certificate(leaf.certPem).validToDate.getTime(), "not ready only once the certificate expired");
+  assert.notDeepEqual(await servedCertificate(replica.app.port), der(otherLeaf.certPem), "the untrusted certificate is never served");
+  await replica.stop();
 });

@@ -1,4 +1,5 @@
-// The registries file: per-registry TLS material, plain-HTTP registries and mirrors for the registry client.
+// The registries file: per-registry TLS material, plain-HTTP registries, mirrors and local addresses for the
+// registry client.
 //
 //   apiVersion: imprimatur.dev/v1alpha1
 //   kind: RegistryConfig
@@ -11,6 +12,8 @@
 //       insecure: true                  # plain HTTP, for this host only
 //     - host: docker.io
 //       mirrors: [mirror.example.com]
+//     - host: registry.local:5000
+//       allowLocalAddresses: true         # may be (or resolve to) 127.0.0.1, 169.254.x.x…; refused otherwise
 //
 // Certificates and keys are read and checked here, so a wrong path or a key that does not belong to its
 // certificate stops the server at startup instead of failing every pull later.
@@ -24,7 +27,8 @@ import { ConfigChecks, readConfigText, singleYamlDocument } from "./config-check
 import type { FieldPath } from "./kube-yaml.ts";
 
 const ROOT_KEYS = ["apiVersion", "kind", "registries"];
-const ENTRY_KEYS = ["host", "ca", "clientCertificate", "clientKey", "insecure", "mirrors"];
+const ENTRY_KEYS = ["host", "ca", "clientCertificate", "clientKey", "insecure", "mirrors", "allowLocalAddresses"];
+const FLAG_KEYS = ["allowLocalAddresses"] as const;
 const TLS_KEYS = ["ca", "clientCertificate", "clientKey"];
 
 /** Reads and checks a RegistryConfig file. Throws a ConfigError listing every problem with its line and field. */
@@ -105,6 +109,11 @@ async function parseEntry(
         settings.clientKey = keyPem;
       }
     }
+  }
+  for (const k of FLAG_KEYS) {
+    if (e[k] === undefined) continue;
+    if (typeof e[k] !== "boolean") checks.problem(at(k), "must be true or false");
+    else if (e[k]) settings[k] = true;
   }
   if (e.mirrors !== undefined) {
     const mirrors: string[] = [];

@@ -25,9 +25,13 @@ export interface PinTarget extends ImageAt {
 /**
  * A failed resolution carries the registry's error code when there is one: "unreachable", "timeout" and
  * "unavailable" mean the registry could not answer, and the failure policy decides; any other code ("not-found",
- * "unauthorized", "digest-mismatch", …) is the registry's answer, and a denial whatever the failure policy.
+ * "unauthorized", "digest-mismatch", …) is the registry's answer, and a denial whatever the failure policy, as is
+ * "address-refused" (the server did not connect: a local address the registries file does not allow).
  */
 export type Resolution = { ok: true; digest: string; credentialSource: string } | { ok: false; error: string; code?: string };
+
+/** The code of a registry the server refused to connect to (a local address the registries file does not allow). */
+const ADDRESS_REFUSED = "address-refused";
 
 /** Codes under which the registry gave no answer; without a code the failure is treated the same way. */
 const NO_ANSWER_CODES: ReadonlySet<string> = new Set(["unreachable", "timeout", "unavailable"]);
@@ -125,7 +129,10 @@ export function pinningDecision(
     message,
   });
   for (const { target, error, code } of failed) {
-    if (registryAnswered(code)) {
+    if (code === ADDRESS_REFUSED) {
+      // Not asked at all: the reason says which address and how to allow it.
+      violations.push(unresolved(target, `the tag could not be resolved to a digest (${code}: ${error}); denied whatever the failure policy`));
+    } else if (registryAnswered(code)) {
       violations.push(
         unresolved(
           target,

@@ -2,9 +2,11 @@
 // one per listed CA lent to the hosts its registry names (token realms, redirect targets), and one shared
 // agent with the default trust for every other host. Keeping the trust per host means a registry's private CA
 // or client certificate is never offered to, or trusted for, some other host; sharing the default agent keeps
-// the number of agents bounded by the settings, however many hosts image references name.
+// the number of agents bounded by the settings, however many hosts image references name. Every agent but
+// that of a host listed with allowLocalAddresses refuses local addresses (guarded-connector.ts).
 import { createSecureContext, getCACertificates, type SecureContextOptions } from "node:tls";
 import { Agent } from "undici";
+import { registryConnector } from "./guarded-connector.ts";
 import { normalizeRegistryHost, settingsForHost, type RegistrySettings, type RegistrySettingsMap } from "./registry-settings.ts";
 
 export interface AgentTuning {
@@ -24,16 +26,17 @@ export class EndpointAgents {
   }
 
   /**
-   * The agent for `host`. A host with settings of its own uses them. Any other host (a token realm, a blob
-   * redirect target) that `namedBy` sent us to trusts the system roots plus namedBy's CA: a registry with a
-   * private CA usually runs its token service or storage under the same CA. Client certificates stay with
-   * the host they were configured for.
+   * The agent for `host`. A host with settings of its own uses them. A host without a CA of its own (a token
+   * realm, a blob redirect target, unlisted or listed only for allowLocalAddresses) that `namedBy` sent us to
+   * trusts the system roots plus namedBy's CA: a registry with a private CA usually runs its token service or
+   * storage under the same CA. Client certificates stay with the host they were configured for.
    */
   forHost(host: string, namedBy?: RegistrySettings): Agent {
     if (this.#closed) throw new Error("the registry client is closed");
     const own = settingsForHost(this.#settings, host);
-    const inherited = own ? undefined : namedBy?.ca;
-    const key = own ? `host ${own.host}` : inherited !== undefined ? `CA of ${normalizeRegistryHost(namedBy!.host)}` : "default";
+    const inherited = own?.ca === undefined ? namedBy?.ca : undefined;
+    const lender = inherited !== undefined ? `CA of ${normalizeRegistryHost(namedBy!.host)}` : undefined;
+    const key = [own ? `host ${own.host}` : undefined, lender].filter((part) => part !== undefined).join(", ") || "default";
     let agent = this.#agents.get(key);
     if (!agent) {
       agent = this.#create(own ?? {}, inherited);
@@ -51,7 +54,7 @@ export class EndpointAgents {
 
   #create(own: Partial<RegistrySettings>, inheritedCa: string | undefined): Agent {
     const extraCa = own.ca ?? inheritedCa;
-    const connect: Record<string, unknown> = { timeout: this.#tuning.connectTimeoutMs };
+    const connect: { timeout: number; secureContext?: ReturnType<typeof createSecureContext> } = { timeout: this.#tuning.connectTimeoutMs };
     const tlsOptions: SecureContextOptions = {};
     // `ca` replaces Node's trust store, so the defaults (system roots, NODE_EXTRA_CA_CERTS) go in with it.
     if (extraCa !== undefined) tlsOptions.ca = [...getCACertificates("default"), extraCa];
@@ -62,6 +65,7 @@ export class EndpointAgents {
     // One secure context per agent: given bare ca/cert/key, every new connection would parse the whole trust
     // store again (about 10 ms per handshake with the system roots), on the admission path.
     if (Object.keys(tlsOptions).length > 0) connect.secureContext = createSecureContext(tlsOptions);
-    return new Agent({ connect });
+    // Only a host's own agent can be unguarded: the shared ones serve hosts that nobody listed.
+    return new Agent({ connect: registryConnector(connect, own.allowLocalAddresses !== true) });
   }
 }

@@ -6,11 +6,14 @@
 // - the Authorization header goes only to the origin it was meant for (scheme, host and port equal): a blob
 //   redirect to a storage host must not carry the registry credential or token;
 // - plain HTTP only to hosts listed insecure: an https → http downgrade is refused, and so is any other
-//   plain-HTTP URL to an unlisted host.
+//   plain-HTTP URL to an unlisted host;
+// - every hop is a new connection through the host's agent, so a redirect to a local address (loopback,
+//   link-local, metadata) is refused like a first request to one (guarded-connector.ts).
 import type { IncomingHttpHeaders } from "node:http";
 import { request } from "undici";
 import type { DownloadBudget } from "./download-budget.ts";
 import type { EndpointAgents } from "./endpoint-agents.ts";
+import { AddressRefusedError, describeKind } from "./guarded-connector.ts";
 import { RegistryError } from "./registry-error.ts";
 import { hostOf, isInsecureHost, type RegistrySettings, type RegistrySettingsMap } from "./registry-settings.ts";
 
@@ -43,6 +46,8 @@ export interface HttpRequest {
   authorization?: { value: string; origin: string };
   /** Settings of the registry that named this URL; unlisted hosts borrow its CA (see EndpointAgents). */
   namedBy?: RegistrySettings;
+  /** What the URL is when it is not the registry API, for messages: "the token realm". */
+  role?: string;
   followRedirects?: boolean;
   signal?: AbortSignal;
   context: ExchangeContext;
@@ -66,14 +71,16 @@ export class HttpTransport {
     let url = req.url;
     let method = req.method;
     let body = req.body;
+    let redirectedFrom: URL | undefined;
     for (let hop = 0; ; hop++) {
       this.#checkPlainHttp(url, req.context);
       const headers: Record<string, string> = { ...req.headers };
       if (req.authorization && url.origin === req.authorization.origin) headers.authorization = req.authorization.value;
       const timeout = AbortSignal.timeout(this.#options.requestTimeoutMs);
       const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
+      const target = { url, redirectedFrom, role: req.role, namedBy: req.namedBy?.host };
       const failure = (e: unknown): RegistryError =>
-        transportError(e, { url, context: req.context, caller: req.signal, timeout, timeoutMs: this.#options.requestTimeoutMs });
+        transportError(e, { ...target, context: req.context, caller: req.signal, timeout, timeoutMs: this.#options.requestTimeoutMs });
 
       let answer: Awaited<ReturnType<typeof request>>;
       try {
@@ -117,6 +124,7 @@ export class HttpTransport {
         method = "GET";
         body = undefined;
       }
+      redirectedFrom = url;
       url = next;
     }
   }
@@ -266,12 +274,23 @@ const UNREACHABLE_CODES = new Set([
 ]);
 const TIMEOUT_CODES = new Set(["UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "ETIMEDOUT"]);
 
-function transportError(
-  e: unknown,
-  at: { url: URL; context: ExchangeContext; caller: AbortSignal | undefined; timeout: AbortSignal; timeoutMs: number },
-): RegistryError {
+interface FailedExchange {
+  url: URL;
+  redirectedFrom: URL | undefined;
+  role: string | undefined;
+  /** The host that named the URL (a token realm's registry). */
+  namedBy: string | undefined;
+  context: ExchangeContext;
+  caller: AbortSignal | undefined;
+  timeout: AbortSignal;
+  timeoutMs: number;
+}
+
+function transportError(e: unknown, at: FailedExchange): RegistryError {
   if (e instanceof RegistryError) return e;
   const details = { ...at.context, endpoint: hostOf(at.url), cause: e };
+  const refused = addressRefusal(e);
+  if (refused) return new RegistryError("address-refused", `${subject(at.context)}: ${refusalMessage(refused, at)}`, details);
   const where = `${subject(at.context)}: ${at.url.origin}`;
   if (at.caller?.aborted) return new RegistryError("timeout", `${where}: gave up, the caller's deadline passed (request aborted)`, details);
   if (at.timeout.aborted) return new RegistryError("timeout", `${where}: no answer within ${at.timeoutMs} ms`, details);
@@ -288,8 +307,37 @@ function transportError(
   return new RegistryError("unreachable", `${where}: request failed (${code ?? (e as Error)?.message ?? String(e)})`, details);
 }
 
+/** An error and its causes, outermost first, at most five deep. */
+function* causeChain(e: unknown): Generator<unknown> {
+  for (let cur = e, depth = 0; cur && depth < 5; cur = (cur as { cause?: unknown }).cause, depth++) yield cur;
+}
+
+/** The guard's refusal, wherever undici put it among the error's causes. */
+function addressRefusal(e: unknown): AddressRefusedError | undefined {
+  for (const cur of causeChain(e)) if (cur instanceof AddressRefusedError) return cur;
+  return undefined;
+}
+
+/**
+ * "refused to connect to https://127.0.0.1:5000: 127.0.0.1:5000 is 127.0.0.1, a loopback address: refused; list …",
+ * with what the URL was (a redirect target, a token realm) and the host to list to allow it.
+ */
+function refusalMessage(refused: AddressRefusedError, at: FailedExchange): string {
+  const host = hostOf(at.url);
+  let what = at.role === undefined ? at.url.origin : `${at.role} ${at.url.origin}${at.namedBy === undefined ? "" : ` named by ${at.namedBy}`}`;
+  if (at.redirectedFrom !== undefined) what += ` (redirected from ${safeUrl(at.redirectedFrom)})`;
+  // "localhost:5000 resolves to 127.0.0.1, a …", "127.0.0.1:5000 is 127.0.0.1, a …", "[::1] is a …".
+  const address =
+    refused.resolvedFrom !== undefined
+      ? `${host} resolves to ${refused.address}, `
+      : host === at.url.hostname
+        ? `${host} is `
+        : `${host} is ${refused.address}, `;
+  return `refused to connect to ${what}: ${address}${describeKind(refused.kind)}: refused; list ${host} with allowLocalAddresses: true in the registries file if it is meant to be reached there`;
+}
+
 function errorCode(e: unknown): string | undefined {
-  for (let cur = e, depth = 0; cur && depth < 5; cur = (cur as { cause?: unknown }).cause, depth++) {
+  for (const cur of causeChain(e)) {
     const code = (cur as { code?: unknown }).code;
     if (typeof code === "string" && code !== "UND_ERR_ABORTED") return code;
   }

@@ -153,6 +153,7 @@ export class RegistryAuthorizer {
         headers: { "content-type": "application/x-www-form-urlencoded" },
         body: form.toString(),
         namedBy,
+        role: "the token realm",
         context,
       });
     } else {
@@ -164,7 +165,7 @@ export class RegistryAuthorizer {
         url.searchParams.append("account", credential.username);
         authorization = { value: "Basic " + Buffer.from(`${credential.username}:${credential.password}`).toString("base64"), origin: realm.origin };
       }
-      response = await this.#transport.exchange({ method: "GET", url, authorization, namedBy, followRedirects: true, context });
+      response = await this.#transport.exchange({ method: "GET", url, authorization, namedBy, role: "the token realm", followRedirects: true, context });
     }
 
     const realmHost = hostOf(realm);

@@ -6,6 +6,11 @@ import { ImprimaturError } from "../errors/imprimatur-error.ts";
 export type RegistryErrorCode =
   /** No answer: connection refused, DNS, TLS handshake failure. */
   | "unreachable"
+  /**
+   * Not asked: the host is, or resolves to, a loopback, link-local, unspecified or cloud metadata address that the
+   * registries file does not allow for it (allowLocalAddresses). A decision, not an outage: it denies.
+   */
+  | "address-refused"
   /** Every credential (or anonymous access) was refused. */
   | "unauthorized"
   /** The repository, manifest or blob does not exist (HTTP 404). */
@@ -49,6 +54,7 @@ export interface RegistryErrorDetails {
 // Retrying is worth it when the cause is transient; a refusal, a missing image or tampered bytes stay so.
 const RETRYABLE_BY_DEFAULT: Record<RegistryErrorCode, boolean> = {
   unreachable: true,
+  "address-refused": false,
   unauthorized: false,
   "not-found": false,
   "digest-mismatch": false,

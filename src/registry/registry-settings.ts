@@ -16,6 +16,11 @@ export interface RegistrySettings {
   insecure?: boolean;
   /** Mirror hosts, tried in order before the registry itself. */
   mirrors?: string[];
+  /**
+   * Connections to this host may go to loopback, link-local, unspecified and cloud metadata addresses
+   * (local-addresses.ts); without it they are refused, whatever names the host.
+   */
+  allowLocalAddresses?: boolean;
 }
 
 /** Settings by normalized host. */

@@ -139,7 +139,7 @@ describe("the background scan on a real node", () => {
     );
     writeFileSync(
       join(dir, "registries.yaml"),
-      stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: [{ host: registry.host, ca: registry.caFile }] }),
+      stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: registry.configEntries() }),
     );
     server = await startImprimatur([
       "--policies",

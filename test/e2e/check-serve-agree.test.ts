@@ -182,6 +182,11 @@ before(async () => {
   await mkdir(join(dir, "policies"));
   await writeFile(join(dir, "policies", "policies.yaml"), POLICIES());
   await writeFile(join(dir, "namespaces.yaml"), NAMESPACES);
+  // serve may connect to 127.0.0.1:1 (and finds nothing there) only when the registry is listed for it.
+  await writeFile(
+    join(dir, "registries.yaml"),
+    `apiVersion: imprimatur.dev/v1alpha1\nkind: RegistryConfig\nregistries: [{host: "${REGISTRY}", allowLocalAddresses: true}]\n`,
+  );
 });
 
 after(async () => {
@@ -227,7 +232,7 @@ async function ask(server: ImprimaturProcess, path: "/mutate" | "/validate", bod
  * object and returns check's results, with "KIND/NAME in NAMESPACE: RESULT" for each.
  */
 async function compare(flags: string[], manifests: string): Promise<{ results: CheckResult[]; verdicts: string[] }> {
-  const server = await startImprimatur(flags);
+  const server = await startImprimatur([...flags, "--registries", join(dir, "registries.yaml")]);
   try {
     const file = join(dir, `${randomUUID()}.yaml`);
     await writeFile(file, manifests);

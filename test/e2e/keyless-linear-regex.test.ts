@@ -59,7 +59,7 @@ before(async () => {
   );
   await writeFile(
     join(dir, "registries.yaml"),
-    stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: [{ host: registry.host, ca: registry.caFile }] }),
+    stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: registry.configEntries() }),
   );
 });
 

@@ -43,9 +43,9 @@ async function app(config: Partial<ServerConfig> = {}, trips?: RoundTrip[]): Pro
     policies: join(dir, "policies.yaml"),
     config: { ...DEFAULT_SERVER_CONFIG, ...config, digests: { ...DEFAULT_SERVER_CONFIG.digests, ...config.digests } },
     registries: registrySettingsMap([
-      { host: registry.host, ca: registry.caPem },
-      { host: deadHost, ca: registry.caPem },
-      { host: proxy.host, ca: proxy.caPem },
+      ...registry.settings(),
+      { host: deadHost, ca: registry.caPem, allowLocalAddresses: true },
+      { host: proxy.host, ca: proxy.caPem, allowLocalAddresses: true },
     ]),
     // The registry's user for the registry itself and for the proxy in front of it.
     staticCredentials: CredentialKeyring.of([...auth.entries, ...auth.entries.map((e) => ({ ...e, key: proxy.host }))]).lookup,

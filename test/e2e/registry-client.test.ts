@@ -124,7 +124,7 @@ function describeTrips(trips: RoundTrip[]): string[] {
 }
 
 describe("htpasswd registry over TLS", () => {
-  const settings = () => [{ host: htpasswd.host, ca: htpasswd.caPem }];
+  const settings = () => htpasswd.settings();
   const aliceLookup = () => keyring(htpasswd.host, "secret ci/alice", ALICE);
 
   test("resolves a tag to the locally computed digest, names the credential, and fetches verified content", async (t) => {
@@ -191,7 +191,8 @@ describe("htpasswd registry over TLS", () => {
   });
 
   test("a registry whose CA is not trusted fails TLS, clearly, and is never tried over plain HTTP", async (t) => {
-    const { client: c, trips } = client(t, []);
+    // Listed for its loopback address only, without its CA.
+    const { client: c, trips } = client(t, [{ host: htpasswd.host, allowLocalAddresses: true }]);
     const error = await rejection(c.resolveDigest(ref(htpasswd.host, "private/app:v1"), { credentials: aliceLookup() }));
     assert.equal(error.code, "unreachable");
     assert.equal(error.retryable, false, "a certificate that is not trusted stays untrusted on retry");
@@ -202,7 +203,7 @@ describe("htpasswd registry over TLS", () => {
 });
 
 describe("token-auth registry over TLS", () => {
-  const settings = () => [{ host: token.host, ca: token.caPem }];
+  const settings = () => token.settings();
   const teamALookup = () => keyring(token.host, "secret team-a/pull", TEAM_A);
 
   test("anonymous: a public repository resolves, a private one is unauthorized; round trips and token cache", async (t) => {
@@ -286,7 +287,7 @@ describe("token-auth registry over TLS", () => {
 });
 
 describe("images and tags", () => {
-  const settings = () => [{ host: open.host, ca: open.caPem }];
+  const settings = () => open.settings();
 
   test("a multi-platform tag resolves to its index digest, listing both platforms, each fetchable by digest", async (t) => {
     const { client: c } = client(t, settings());
@@ -328,7 +329,7 @@ describe("images and tags", () => {
 
 describe("a proxy that alters manifests", () => {
   // The client trusts the proxy's CA, as it would trust a mirror's: TLS cannot help, only digests can.
-  const settings = () => [{ host: proxy.host, ca: proxy.caPem }];
+  const settings = () => [{ host: proxy.host, ca: proxy.caPem, allowLocalAddresses: true }];
 
   test("passing through, the proxy serves the registry's image (the tests below change only its mode)", async (t) => {
     proxy.mode = "pass";
@@ -380,8 +381,8 @@ describe("mirrors", () => {
   // The htpasswd registry is the upstream; the mirror is the proxy in front of the open registry, which holds
   // mirrored/app (the same image) but not upstream-only/app. Credentials exist only for the upstream.
   const settings = () => [
-    { host: htpasswd.host, ca: htpasswd.caPem, mirrors: [proxy.host] },
-    { host: proxy.host, ca: proxy.caPem },
+    { ...htpasswd.settings()[0]!, mirrors: [proxy.host] },
+    { host: proxy.host, ca: proxy.caPem, allowLocalAddresses: true },
   ];
   const lookup = () => keyring(htpasswd.host, "secret ci/alice", ALICE);
 

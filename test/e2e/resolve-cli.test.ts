@@ -38,7 +38,12 @@ const images = {
 before(async () => {
   registry = await startRegistry({ auth: "htpasswd" });
   scratch = mkdtempSync(join(tmpdir(), "imprimatur-resolve-cli-"));
-  registriesFile = writeRegistries("registries.yaml", [`  - host: "${registry.host}"`, `    ca: ${JSON.stringify(registry.caFile)}`]);
+  registriesFile = writeRegistries("registries.yaml", [
+    `  - host: "${registry.host}"`,
+    `    ca: ${JSON.stringify(registry.caFile)}`,
+    // The registry listens on 127.0.0.1, which resolve refuses for hosts not listed like this.
+    "    allowLocalAddresses: true",
+  ]);
   await Promise.all([
     registry.push(images.app.layoutDir, "v1", "team/app", "v1"),
     registry.push(images.other.layoutDir, "v2", "team/other", "v2"),
@@ -119,8 +124,9 @@ describe("imprimatur resolve", () => {
     assert.ok(!result.stderr.includes(registry.password));
   });
 
-  test("without the registries file the test CA is not trusted: exit 1 with a TLS error", async () => {
-    const result = await imprimatur(["resolve", "--authfile", registry.authFile, image("team/app:v1")]);
+  test("without its CA in the registries file the test CA is not trusted: exit 1 with a TLS error", async () => {
+    const file = writeRegistries("no-ca.yaml", [`  - host: "${registry.host}"`, "    allowLocalAddresses: true"]);
+    const result = await imprimatur(["resolve", "--registries", file, "--authfile", registry.authFile, image("team/app:v1")]);
     assert.equal(result.code, 1);
     assert.match(result.stderr, /TLS failed/);
     assert.match(result.stderr, /registries file/);

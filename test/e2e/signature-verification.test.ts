@@ -250,7 +250,7 @@ before(async () => {
   );
   await writeFile(
     join(dir, "registries.yaml"),
-    stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: [{ host, ca: registry.caFile }] }),
+    stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: registry.configEntries() }),
   );
   cluster = await startKubeCluster({ enableAdmissionPlugins: ["MutatingAdmissionWebhook", "ValidatingAdmissionWebhook"] });
   await writeFile(
@@ -444,10 +444,7 @@ test("a registry with htpasswd auth: signatures are read with --authfile's crede
       signatureTag(layout.digest),
     );
     const registries = join(dir, "htpasswd-registries.yaml");
-    await writeFile(
-      registries,
-      stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: [{ host: basic.host, ca: basic.caFile }] }),
-    );
+    await writeFile(registries, stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: basic.configEntries() }));
     // Its own policy file: the TrustRoot (the same mock) and one rule for this registry.
     const policy = join(dir, "htpasswd.yaml");
     await writeFile(

@@ -18,6 +18,7 @@ import { request as httpsRequest } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { RegistrySettings } from "../../src/registry/registry-settings.ts";
 import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
 import { freePort } from "./ports.ts";
 import { startTokenServer } from "./token-server.ts";
@@ -83,8 +84,25 @@ export interface TestRegistry {
   skopeoFlags(role: "src" | "dest" | "inspect"): string[];
   /** Tail of the registry's output, for assertion messages. */
   logs(): string;
+  /** Every request the registry has answered so far, from its access log, oldest first. */
+  accessLog(): RegistryAccess[];
+  /**
+   * The registry settings a client needs for this registry on 127.0.0.1: its CA, and allowLocalAddresses (the client
+   * refuses loopback addresses otherwise), for the registry and, with token auth, for its token server.
+   */
+  settings(): RegistrySettings[];
+  /** The same as `registries:` entries of a RegistryConfig file (the CA by its path). */
+  configEntries(): Array<{ host: string; ca: string; allowLocalAddresses: true }>;
   /** SIGTERM (by PID; SIGKILL after a grace period), stop the token server, remove the dir. Idempotent. */
   stop(): Promise<void>;
+}
+
+/** One line of the registry's access log. */
+export interface RegistryAccess {
+  method: string;
+  /** Path and query as requested: "/v2/team/app/manifests/1.0". */
+  path: string;
+  status: number;
 }
 
 export interface RegistryToolPaths {
@@ -263,6 +281,16 @@ export function registryConfig(
   return JSON.stringify(config, null, 2) + "\n";
 }
 
+// docker-registry's access log: `127.0.0.1 - - [date] "GET /v2/ HTTP/1.1" 401 87 "" ""`, one line per answer.
+const ACCESS_LINE = /^\S+ - \S+ \[[^\]]*\] "([A-Z]+) (\S+) HTTP\/[\d.]+" (\d{3}) /;
+
+export function parseAccessLog(log: string): RegistryAccess[] {
+  return log.split("\n").flatMap((line) => {
+    const m = ACCESS_LINE.exec(line);
+    return m ? [{ method: m[1]!, path: m[2]!, status: Number(m[3]) }] : [];
+  });
+}
+
 /** A docker config.json / containers auth.json granting `user` on `host`. */
 export function authFileJson(host: string, user: { username: string; password: string }): string {
   return JSON.stringify({ auths: { [host]: { auth: Buffer.from(`${user.username}:${user.password}`).toString("base64") } } }) + "\n";
@@ -410,6 +438,8 @@ function makeRegistry(parts: {
   const first = parts.users[0]!;
   let stopping: Promise<void> | undefined;
 
+  // The hosts a client contacts: the registry and, with token auth, the token server it names as its realm.
+  const localHosts = () => [host, ...(tokenServer ? [new URL(tokenServer.url).host] : [])];
   const skopeoFlags = (role: "src" | "dest" | "inspect"): string[] => {
     const prefix = role === "inspect" ? "" : `${role}-`;
     return [`--${prefix}authfile`, parts.authFile, `--${prefix}cert-dir`, parts.certDir, `--${prefix}tls-verify=${parts.tls}`];
@@ -454,6 +484,9 @@ function makeRegistry(parts: {
       return { raw: result.stdout, digest: `sha256:${createHash("sha256").update(result.stdout).digest("hex")}` };
     },
     logs: () => tailFile(proc.logPath),
+    accessLog: () => parseAccessLog(readFileSync(proc.logPath, "utf8")),
+    settings: () => localHosts().map((h) => ({ host: h, ca: parts.caPem, allowLocalAddresses: true })),
+    configEntries: () => localHosts().map((h) => ({ host: h, ca: parts.caFile, allowLocalAddresses: true as const })),
     stop: () => {
       stopping ??= (async () => {
         await terminate(proc);

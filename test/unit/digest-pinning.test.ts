@@ -183,6 +183,17 @@ test("typed registry failures: a registry's answer (not-found, unauthorized, dig
   }
 });
 
+test("a refused address denies even when failing open, with the refusal as the reason and no advice about pull secrets", () => {
+  const t = [target("registry.example.com/app:9", "spec.containers[0].image")];
+  const refusal = "refused to connect to https://registry.example.com: registry.example.com resolves to 127.0.0.1, a loopback address: refused";
+  const d = pinningDecision(t, [{ ok: false, error: refusal, code: "address-refused" }], [{ value: {}, field: "metadata" }], {
+    mode: "mutate",
+    failOpen: true,
+  }).decision;
+  assert.equal(d.allowed, false);
+  assert.equal(d.violations[0]!.message, `the tag could not be resolved to a digest (address-refused: ${refusal}); denied whatever the failure policy`);
+});
+
 test("digestVerify denies a tag-only image with a message that says how to fix it, and admits a digest", () => {
   const req = (image: string) => ({ namespace: "ns", annotations: {}, images: [{ image, field: "spec.containers[0].image" }] });
   const denied = evaluateImagePolicies(pinning, req("registry.example.com/app:1.0"), { namespaceLabels: {} });

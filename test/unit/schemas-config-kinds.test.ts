@@ -333,7 +333,7 @@ const KINDS: KindUnderTest[] = [
           insecure: false,
           mirrors: ["mirror.example.com"],
         },
-        { host: "127.0.0.1:5001", insecure: true },
+        { host: "127.0.0.1:5001", insecure: true, allowLocalAddresses: true },
       ],
     }),
     load: (file) => loadRegistriesFile(file),
@@ -387,6 +387,7 @@ const KINDS: KindUnderTest[] = [
       { at: ["registries", 1, "insecure"], values: [true, false, "false", undefined] },
       { at: ["registries", 1, "ca"], values: ["ca.pem", undefined] },
       { at: ["registries", 1, "clientKey"], values: ["client-key.pem", undefined] },
+      { at: ["registries", 1, "allowLocalAddresses"], values: [true, false, "true", 1, null, undefined] },
       {
         at: ["registries", 0, "mirrors"],
         values: [

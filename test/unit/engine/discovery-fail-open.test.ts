@@ -38,7 +38,7 @@ spec:
   const engine = await Engine.build({
     config: { ...structuredClone(DEFAULT_SERVER_CONFIG), failOpen },
     policies: parsed.policies,
-    registries: registrySettingsMap([{ host: registry.host, ca: caPem }]),
+    registries: registrySettingsMap([{ host: registry.host, ca: caPem, allowLocalAddresses: true }]),
     auditLogPath: join(dir, "audit.log"),
     recorder: prometheusRecorder(metrics),
   });

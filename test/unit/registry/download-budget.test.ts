@@ -16,7 +16,7 @@ const BIG = Buffer.alloc(256 * 1024, "x");
 async function setup(t: TestContext, intercept?: (req: IncomingMessage, res: ServerResponse, registry: Registry) => boolean) {
   const registry = await FakeRegistry.start({ https: true, ...(intercept ? { intercept } : {}) });
   const { caPem } = await testTls();
-  const client = new RegistryClient({ settings: registrySettingsMap([{ host: registry.host, ca: caPem }]) });
+  const client = new RegistryClient({ settings: registrySettingsMap([{ host: registry.host, ca: caPem, allowLocalAddresses: true }]) });
   t.after(async () => {
     await client.close();
     await registry.close();

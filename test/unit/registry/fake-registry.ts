@@ -319,8 +319,8 @@ export async function clientThroughMirror(
   const { caPem } = await testTls();
   const client = new RegistryClient({
     settings: registrySettingsMap([
-      { host: origin.host, ca: caPem, mirrors: [mirror.host] },
-      { host: mirror.host, ca: caPem },
+      { host: origin.host, ca: caPem, allowLocalAddresses: true, mirrors: [mirror.host] },
+      { host: mirror.host, ca: caPem, allowLocalAddresses: true },
     ]),
     ...options,
   });

@@ -30,7 +30,7 @@ async function file(yaml: string): Promise<string> {
 
 const HEADER = "apiVersion: imprimatur.dev/v1alpha1\nkind: RegistryConfig\n";
 
-test("reads TLS material relative to the file, insecure hosts and mirrors", async () => {
+test("reads TLS material relative to the file, insecure hosts, mirrors and local addresses", async () => {
   const path = await file(`${HEADER}registries:
   - host: Registry.Example.com:5000
     ca: ca.pem
@@ -38,8 +38,10 @@ test("reads TLS material relative to the file, insecure hosts and mirrors", asyn
     clientKey: client-key.pem
   - host: 127.0.0.1:5001
     insecure: true
+    allowLocalAddresses: true
   - host: index.docker.io
     mirrors: [mirror.example.com, 127.0.0.1:5001]
+    allowLocalAddresses: false
 `);
   const settings = await loadRegistriesFile(path);
   assert.deepEqual([...settings.keys()], ["registry.example.com:5000", "127.0.0.1:5001", "docker.io"]);
@@ -49,7 +51,7 @@ test("reads TLS material relative to the file, insecure hosts and mirrors", asyn
     clientCert: tls.clientCertPem,
     clientKey: tls.clientKeyPem,
   });
-  assert.deepEqual(settings.get("127.0.0.1:5001"), { host: "127.0.0.1:5001", insecure: true });
+  assert.deepEqual(settings.get("127.0.0.1:5001"), { host: "127.0.0.1:5001", insecure: true, allowLocalAddresses: true });
   assert.deepEqual(settings.get("docker.io"), { host: "docker.io", mirrors: ["mirror.example.com", "127.0.0.1:5001"] });
 });
 
@@ -114,6 +116,13 @@ const errors: Array<[string, string, number, string, string]> = [
   ],
   ["insecure not a boolean", `${HEADER}registries:\n  - host: a.io\n    insecure: "yes"\n`, 5, "registries[0].insecure", "must be true or false"],
   ["mirrors not a list", `${HEADER}registries:\n  - host: docker.io\n    mirrors: m.io\n`, 5, "registries[0].mirrors", "must be a list of hosts"],
+  [
+    "allowLocalAddresses not a boolean",
+    `${HEADER}registries:\n  - host: a.io\n    allowLocalAddresses: "yes"\n`,
+    5,
+    "registries[0].allowLocalAddresses",
+    "must be true or false",
+  ],
   [
     "mirror that is the registry",
     `${HEADER}registries:\n  - host: docker.io\n    mirrors: [m.io, index.docker.io]\n`,

@@ -28,7 +28,7 @@ async function setup(t: TestContext, registryOptions: FakeRegistryOptions, clien
   const digest = registry.putManifest(REPO, "v1", imageManifest("v1"));
   registry.putManifest(OTHER, "v1", imageManifest("other"));
   const { caPem } = await testTls();
-  const client = new RegistryClient({ settings: registrySettingsMap([{ host: registry.host, ca: caPem }]), ...clientOptions });
+  const client = new RegistryClient({ settings: registrySettingsMap([{ host: registry.host, ca: caPem, allowLocalAddresses: true }]), ...clientOptions });
   t.after(async () => {
     await client.close();
     await registry.close();

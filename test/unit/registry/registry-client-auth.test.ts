@@ -6,7 +6,7 @@ import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import type { CredentialLookup, RegistryCredential } from "../../../src/credentials/credential.ts";
 import { RegistryClient, type RegistryClientOptions, type RoundTrip } from "../../../src/registry/registry-client.ts";
-import { registrySettingsMap } from "../../../src/registry/registry-settings.ts";
+import { registrySettingsMap, type RegistrySettings } from "../../../src/registry/registry-settings.ts";
 import type { ServerResponse } from "node:http";
 import { FakeRegistry, imageManifest, json, startServer, testTls, type FakeRegistryOptions } from "./fake-registry.ts";
 import { rejection } from "../../support/registry-rejection.ts";
@@ -16,7 +16,12 @@ const alice: RegistryCredential = { source: "secret team/alice", username: "alic
 const bob: RegistryCredential = { source: "secret team/bob", username: "bob", password: "bob-password" };
 const mallory: RegistryCredential = { source: "secret team/mallory", username: "alice", password: "wrong-password" };
 
-async function setup(t: TestContext, registryOptions: FakeRegistryOptions, clientOptions: RegistryClientOptions = {}) {
+async function setup(
+  t: TestContext,
+  registryOptions: FakeRegistryOptions,
+  clientOptions: RegistryClientOptions = {},
+  moreSettings: (registry: FakeRegistry) => RegistrySettings[] = () => [],
+) {
   const registry = await FakeRegistry.start({
     https: true,
     users: { alice: { password: alice.password! }, bob: { password: bob.password! } },
@@ -26,7 +31,7 @@ async function setup(t: TestContext, registryOptions: FakeRegistryOptions, clien
   const trips: RoundTrip[] = [];
   const { caPem } = await testTls();
   const client = new RegistryClient({
-    settings: registrySettingsMap([{ host: registry.host, ca: caPem }]),
+    settings: registrySettingsMap([{ host: registry.host, ca: caPem, allowLocalAddresses: true }, ...moreSettings(registry)]),
     onRoundTrip: (trip) => trips.push(trip),
     ...clientOptions,
   });
@@ -199,8 +204,14 @@ test("a registry token is sent as the Bearer token without a token request", asy
 });
 
 test("the token realm on another host trusts the registry's CA (the registry names it)", async (t) => {
-  // Same server, other name: "localhost:PORT" is not in the settings, only 127.0.0.1:PORT is.
-  const { registry, client, ref } = await setup(t, { auth: "bearer", realm: (self) => `https://localhost:${self.port}/token` }, { credentials: () => [alice] });
+  // Same server, other name: "localhost:PORT" has no CA in the settings, only 127.0.0.1:PORT has; it is listed
+  // for its loopback address only.
+  const { registry, client, ref } = await setup(
+    t,
+    { auth: "bearer", realm: (self) => `https://localhost:${self.port}/token` },
+    { credentials: () => [alice] },
+    (self) => [{ host: `localhost:${self.server.port}`, allowLocalAddresses: true }],
+  );
   const resolved = await client.resolveDigest(ref);
   assert.equal(resolved.credentialSource, "secret team/alice");
   assert.equal(registry.tokenRequests.length, 1);

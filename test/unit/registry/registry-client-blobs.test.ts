@@ -29,7 +29,7 @@ async function setup(
   const { caPem } = await testTls();
   const trips: RoundTrip[] = [];
   const client = new RegistryClient({
-    settings: registrySettingsMap([{ host: registry.host, ca: caPem }, ...(options.extraSettings ?? [])]),
+    settings: registrySettingsMap([{ host: registry.host, ca: caPem, allowLocalAddresses: true }, ...(options.extraSettings ?? [])]),
     credentials: () => [alice],
     onRoundTrip: (trip) => trips.push(trip),
     ...options.client,
@@ -96,6 +96,7 @@ test("a redirect to another host does not carry the Authorization header", async
   const { client, digest, repo, trips } = await setup(
     t,
     redirectBlobs(307, (d) => `https://localhost:${store.port}/storage/${d}?X-Signature=secret-signature`),
+    { extraSettings: [{ host: `localhost:${store.port}`, allowLocalAddresses: true }] },
   );
   const blob = await client.getBlob(repo, digest);
   assert.deepEqual(blob.body, BLOB);
@@ -140,7 +141,7 @@ test("an https → http redirect is refused unless the target host is listed ins
   const listed = await setup(
     t,
     redirectBlobs(301, (d) => `http://127.0.0.1:${plain.port}/storage/${d}`),
-    { extraSettings: [{ host: plain.host, insecure: true }] },
+    { extraSettings: [{ host: plain.host, insecure: true, allowLocalAddresses: true }] },
   );
   assert.deepEqual((await listed.client.getBlob(listed.repo, listed.digest)).body, BLOB);
   assert.equal(plain.requests[0]!.authorization, undefined);

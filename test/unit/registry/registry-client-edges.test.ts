@@ -28,7 +28,7 @@ type Intercept = (req: IncomingMessage, res: ServerResponse) => boolean;
 async function setup(t: TestContext, intercept?: Intercept, clientOptions: RegistryClientOptions = {}, registryOptions: FakeRegistryOptions = {}) {
   const registry = await FakeRegistry.start({ https: true, ...registryOptions, ...(intercept ? { intercept } : {}) });
   const { caPem } = await testTls();
-  const client = new RegistryClient({ settings: registrySettingsMap([{ host: registry.host, ca: caPem }]), ...clientOptions });
+  const client = new RegistryClient({ settings: registrySettingsMap([{ host: registry.host, ca: caPem, allowLocalAddresses: true }]), ...clientOptions });
   t.after(async () => {
     await client.close();
     await registry.close();
@@ -410,7 +410,13 @@ test("a registry that answers every request with another challenge is retried on
     },
   });
   const { caPem } = await testTls();
-  const client = new RegistryClient({ settings: registrySettingsMap([{ host: registry.host, ca: caPem }]), credentials: () => [alice] });
+  const client = new RegistryClient({
+    settings: registrySettingsMap([
+      { host: registry.host, ca: caPem, allowLocalAddresses: true },
+      { host: `localhost:${registry.server.port}`, allowLocalAddresses: true },
+    ]),
+    credentials: () => [alice],
+  });
   t.after(async () => {
     await client.close();
     await registry.close();

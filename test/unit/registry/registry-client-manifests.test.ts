@@ -18,7 +18,7 @@ async function setup(
 ) {
   const registry = await FakeRegistry.start({ https: true, ...(intercept ? { intercept } : {}) });
   const { caPem } = await testTls();
-  const client = new RegistryClient({ settings: registrySettingsMap([{ host: registry.host, ca: caPem }]), ...clientOptions });
+  const client = new RegistryClient({ settings: registrySettingsMap([{ host: registry.host, ca: caPem, allowLocalAddresses: true }]), ...clientOptions });
   t.after(async () => {
     await client.close();
     await registry.close();

@@ -26,7 +26,10 @@ async function setup(t: TestContext, intercept?: (req: IncomingMessage, res: Ser
   const registry = await FakeRegistry.start({ https: true, ...(intercept ? { intercept } : {}) });
   const { caPem } = await testTls();
   const trips: RoundTrip[] = [];
-  const client = new RegistryClient({ settings: registrySettingsMap([{ host: registry.host, ca: caPem }]), onRoundTrip: (trip) => trips.push(trip) });
+  const client = new RegistryClient({
+    settings: registrySettingsMap([{ host: registry.host, ca: caPem, allowLocalAddresses: true }]),
+    onRoundTrip: (trip) => trips.push(trip),
+  });
   t.after(async () => {
     await client.close();
     await registry.close();
@@ -174,7 +177,7 @@ test("a 404 for one repository leaves the Referrers API on for the host's other 
     },
   });
   const { caPem } = await testTls();
-  const client = new RegistryClient({ settings: registrySettingsMap([{ host: registry.host, ca: caPem }]), now: () => now });
+  const client = new RegistryClient({ settings: registrySettingsMap([{ host: registry.host, ca: caPem, allowLocalAddresses: true }]), now: () => now });
   t.after(async () => {
     await client.close();
     await registry.close();

@@ -30,13 +30,13 @@ test("a registry with a private CA is trusted only with that CA in its settings"
   const { caPem } = await testTls();
   const ref = { registry: r.host, repository: REPO, tag: "1" };
 
-  const untrusting = client(t);
+  const untrusting = client(t, { settings: registrySettingsMap([{ host: r.host, allowLocalAddresses: true }]) });
   const error = await rejection(untrusting.resolveDigest(ref));
   assert.equal(error.code, "unreachable");
   assert.equal(error.retryable, false);
   assert.match(error.message, /TLS failed \(.*\); if the registry uses a private CA, give it as ca in the registries file/);
 
-  const trusting = client(t, { settings: registrySettingsMap([{ host: r.host, ca: caPem }]) });
+  const trusting = client(t, { settings: registrySettingsMap([{ host: r.host, ca: caPem, allowLocalAddresses: true }]) });
   assert.equal((await trusting.resolveDigest(ref)).digest, digest);
 });
 
@@ -46,10 +46,12 @@ test("a registry that requires a client certificate gets the one configured for 
   const tls = await testTls();
   const ref = { registry: r.host, repository: REPO, tag: "1" };
 
-  const without = client(t, { settings: registrySettingsMap([{ host: r.host, ca: tls.caPem }]) });
+  const without = client(t, { settings: registrySettingsMap([{ host: r.host, ca: tls.caPem, allowLocalAddresses: true }]) });
   assert.equal((await rejection(without.resolveDigest(ref))).code, "unreachable");
 
-  const withCert = client(t, { settings: registrySettingsMap([{ host: r.host, ca: tls.caPem, clientCert: tls.clientCertPem, clientKey: tls.clientKeyPem }]) });
+  const withCert = client(t, {
+    settings: registrySettingsMap([{ host: r.host, ca: tls.caPem, allowLocalAddresses: true, clientCert: tls.clientCertPem, clientKey: tls.clientKeyPem }]),
+  });
   assert.equal((await withCert.resolveDigest(ref)).digest, digest);
 });
 
@@ -58,12 +60,12 @@ test("plain HTTP only for a host listed insecure: an unlisted one is never conta
   const digest = r.putManifest(REPO, "1", imageManifest("1"));
   const ref = { registry: r.host, repository: REPO, tag: "1" };
 
-  const unlisted = client(t);
+  const unlisted = client(t, { settings: registrySettingsMap([{ host: r.host, allowLocalAddresses: true }]) });
   const error = await rejection(unlisted.resolveDigest(ref));
   assert.equal(error.code, "unreachable"); // HTTPS to a plain-HTTP server: the TLS handshake fails
   assert.equal(r.requests.length, 0, "no HTTP request reached the plain-HTTP registry");
 
-  const listed = client(t, { settings: registrySettingsMap([{ host: r.host, insecure: true }]) });
+  const listed = client(t, { settings: registrySettingsMap([{ host: r.host, insecure: true, allowLocalAddresses: true }]) });
   const resolved = await listed.resolveDigest(ref);
   assert.equal(resolved.digest, digest);
   assert.equal(resolved.endpoint, r.host);
@@ -83,8 +85,9 @@ test("mirrors are tried in order with their own credentials, then the registry",
   const lookups: string[] = [];
   const c = client(t, {
     settings: registrySettingsMap([
-      { host: upstream.host, ca: caPem, mirrors: [deadMirror, mirror.host] },
-      { host: mirror.host, ca: caPem },
+      { host: upstream.host, ca: caPem, allowLocalAddresses: true, mirrors: [deadMirror, mirror.host] },
+      { host: mirror.host, ca: caPem, allowLocalAddresses: true },
+      { host: deadMirror, allowLocalAddresses: true },
     ]),
     credentials: (host, repository) => {
       lookups.push(`${host} ${repository}`);
@@ -116,8 +119,9 @@ test("when every endpoint fails, the error names each one and takes the registry
   const upstream = await registry(t);
   const c = client(t, {
     settings: registrySettingsMap([
-      { host: upstream.host, ca: caPem, mirrors: [deadMirror, mirror.host] },
-      { host: mirror.host, ca: caPem },
+      { host: upstream.host, ca: caPem, allowLocalAddresses: true, mirrors: [deadMirror, mirror.host] },
+      { host: mirror.host, ca: caPem, allowLocalAddresses: true },
+      { host: deadMirror, allowLocalAddresses: true },
     ]),
   });
 
@@ -149,7 +153,7 @@ test("the caller's signal aborts a request the registry never answers, as a time
   );
   t.after(() => silent.close());
   const { caPem } = await testTls();
-  const c = client(t, { settings: registrySettingsMap([{ host: silent.host, ca: caPem }]), requestTimeoutMs: 300_000 });
+  const c = client(t, { settings: registrySettingsMap([{ host: silent.host, ca: caPem, allowLocalAddresses: true }]), requestTimeoutMs: 300_000 });
   const controller = new AbortController();
   const pending = c.resolveDigest({ registry: silent.host, repository: REPO, tag: "1" }, { signal: controller.signal });
   while (silent.requests.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
@@ -164,7 +168,7 @@ test("the per-request timeout ends a request the registry never answers", async 
   const silent = await startServer(() => {}, { https: true });
   t.after(() => silent.close());
   const { caPem } = await testTls();
-  const c = client(t, { settings: registrySettingsMap([{ host: silent.host, ca: caPem }]), requestTimeoutMs: 200 });
+  const c = client(t, { settings: registrySettingsMap([{ host: silent.host, ca: caPem, allowLocalAddresses: true }]), requestTimeoutMs: 200 });
   const error = await rejection(c.resolveDigest({ registry: silent.host, repository: REPO, tag: "1" }));
   assert.equal(error.code, "timeout");
   assert.match(error.message, /no answer within 200 ms/);
@@ -173,7 +177,7 @@ test("the per-request timeout ends a request the registry never answers", async 
 test("an already-aborted signal fails without contacting the registry", async (t) => {
   const r = await registry(t);
   const { caPem } = await testTls();
-  const c = client(t, { settings: registrySettingsMap([{ host: r.host, ca: caPem }]) });
+  const c = client(t, { settings: registrySettingsMap([{ host: r.host, ca: caPem, allowLocalAddresses: true }]) });
   const error = await rejection(c.resolveDigest({ registry: r.host, repository: REPO, tag: "1" }, { signal: AbortSignal.abort() }));
   assert.equal(error.code, "timeout");
   assert.equal(r.requests.length, 0);
@@ -183,7 +187,7 @@ test("a closed client refuses further calls", async (t) => {
   const r = await registry(t);
   r.putManifest(REPO, "1", imageManifest("1"));
   const { caPem } = await testTls();
-  const c = new RegistryClient({ settings: registrySettingsMap([{ host: r.host, ca: caPem }]) });
+  const c = new RegistryClient({ settings: registrySettingsMap([{ host: r.host, ca: caPem, allowLocalAddresses: true }]) });
   await c.resolveDigest({ registry: r.host, repository: REPO, tag: "1" });
   await c.close();
   await assert.rejects(c.resolveDigest({ registry: r.host, repository: REPO, tag: "1" }), /the registry client is closed/);

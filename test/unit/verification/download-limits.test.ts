@@ -56,7 +56,7 @@ async function signedImage(t: TestContext, intercept?: (req: IncomingMessage, re
   );
   registry.putManifest(REPO, `${digest.replace(":", "-")}.sig`, sig);
   const { caPem } = await testTls();
-  const client = new RegistryClient({ settings: registrySettingsMap([{ host: registry.host, ca: caPem }]) });
+  const client = new RegistryClient({ settings: registrySettingsMap([{ host: registry.host, ca: caPem, allowLocalAddresses: true }]) });
   t.after(async () => {
     await client.close();
     await registry.close();

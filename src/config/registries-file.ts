@@ -1,5 +1,5 @@
-// The registries file: per-registry TLS material, plain-HTTP registries, mirrors and local addresses for the
-// registry client.
+// The registries file: per-registry TLS material, plain-HTTP registries, mirrors, local addresses and whether the
+// server's own credentials serve namespaced policies, for the registry client.
 //
 //   apiVersion: imprimatur.dev/v1alpha1
 //   kind: RegistryConfig
@@ -14,6 +14,7 @@
 //       mirrors: [mirror.example.com]
 //     - host: registry.local:5000
 //       allowLocalAddresses: true         # may be (or resolve to) 127.0.0.1, 169.254.x.x…; refused otherwise
+//       serverCredentialsForNamespacedPolicies: true  # --authfile credentials for namespaced policies' lookups too
 //
 // Certificates and keys are read and checked here, so a wrong path or a key that does not belong to its
 // certificate stops the server at startup instead of failing every pull later.
@@ -27,8 +28,8 @@ import { ConfigChecks, readConfigText, singleYamlDocument } from "./config-check
 import type { FieldPath } from "./kube-yaml.ts";
 
 const ROOT_KEYS = ["apiVersion", "kind", "registries"];
-const ENTRY_KEYS = ["host", "ca", "clientCertificate", "clientKey", "insecure", "mirrors", "allowLocalAddresses"];
-const FLAG_KEYS = ["allowLocalAddresses"] as const;
+const ENTRY_KEYS = ["host", "ca", "clientCertificate", "clientKey", "insecure", "mirrors", "allowLocalAddresses", "serverCredentialsForNamespacedPolicies"];
+const FLAG_KEYS = ["allowLocalAddresses", "serverCredentialsForNamespacedPolicies"] as const;
 const TLS_KEYS = ["ca", "clientCertificate", "clientKey"];
 
 /** Reads and checks a RegistryConfig file. Throws a ConfigError listing every problem with its line and field. */

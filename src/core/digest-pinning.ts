@@ -20,6 +20,8 @@ export interface PinTarget extends ImageAt {
   /** The policy and rule that asked for the pin, for messages: "rules[0]". */
   policy: string;
   rule: string;
+  /** The namespace of the NamespacedImagePolicy that asked; absent for a cluster policy. */
+  policyNamespace?: string;
 }
 
 /**
@@ -72,7 +74,13 @@ export function imagesToPin(policies: readonly ImagePolicy[], namespace: string,
     for (const policy of applicable) {
       const match = matchingRule(policy, parsed.ref);
       if (match?.rule.action === "allow" && match.rule.digestMutate) {
-        targets.push({ ...at, ref: parsed.ref, policy: policy.name, rule: `rules[${match.rule.index}]` });
+        targets.push({
+          ...at,
+          ref: parsed.ref,
+          policy: policy.name,
+          rule: `rules[${match.rule.index}]`,
+          ...(policy.namespace === undefined ? {} : { policyNamespace: policy.namespace }),
+        });
         break;
       }
     }

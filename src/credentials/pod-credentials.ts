@@ -1,35 +1,58 @@
 // The registry credentials a pod may use, in the kubelet's order: its own pull secrets, its service account's,
 // then the server's own (--authfile). Used for everything the server reads from a registry on a pod's behalf
 // (tag→digest pinning, signature lookups), so no pod gets access through another pod's secret.
+//
+// A namespaced policy is written by the namespace's owners, who choose what it looks up (a rule's signature
+// repository, the images it pins): the server's own credentials would answer them about repositories only the
+// server may read. Its lookups get the pod's secrets, and the server's only for hosts whose registries-file entry
+// says serverCredentialsForNamespacedPolicies.
 import type { Logger } from "pino";
 import type { CredentialLookup } from "./credential.ts";
 import { chainLookups } from "./keyring.ts";
 import type { PodPullSecretRefs, PullCredentials } from "../kube/pull-secrets.ts";
+import { settingsForHost, type RegistrySettingsMap } from "../registry/registry-settings.ts";
 
 export interface PullSecretSource {
   credentialsFor(refs: PodPullSecretRefs, signal?: AbortSignal): Promise<PullCredentials>;
 }
 
-export type PodLookup = { lookup: CredentialLookup } | { error: string };
+export type PodLookup =
+  | {
+      /** For a cluster policy's lookups: the pod's secrets, then the server's own. */
+      lookup: CredentialLookup;
+      /** For a namespaced policy's: the pod's secrets, then the server's own where the registries file lends them. */
+      namespacedLookup: CredentialLookup;
+    }
+  | { error: string };
+
+/** The lookup for what `policy` asks: a namespaced policy (one with a namespace) gets namespacedLookup. */
+export function lookupForPolicy(creds: Extract<PodLookup, { lookup: CredentialLookup }>, policy: { namespace?: string | undefined }): CredentialLookup {
+  return policy.namespace === undefined ? creds.lookup : creds.namespacedLookup;
+}
 
 export class PodCredentials {
   private readonly pullSecrets: PullSecretSource | undefined;
   private readonly staticCredentials: CredentialLookup;
+  /** The server's credentials for hosts that lend them to namespaced policies. */
+  private readonly lentCredentials: CredentialLookup;
   private readonly logger: Logger;
 
-  constructor(opts: { pullSecrets?: PullSecretSource; staticCredentials: CredentialLookup; logger: Logger }) {
+  constructor(opts: { pullSecrets?: PullSecretSource; staticCredentials: CredentialLookup; registries?: RegistrySettingsMap; logger: Logger }) {
     this.pullSecrets = opts.pullSecrets;
     this.staticCredentials = opts.staticCredentials;
+    const registries = opts.registries ?? new Map();
+    this.lentCredentials = (host, repository) =>
+      settingsForHost(registries, host)?.serverCredentialsForNamespacedPolicies === true ? opts.staticCredentials(host, repository) : [];
     this.logger = opts.logger;
   }
 
-  /** Without refs (an ImageReview names no pod) or API access: the server's own credentials only. */
+  /** Without refs (an ImageReview names no pod) or API access: the server's own credentials only (for namespaced policies, only where lent). */
   async lookupFor(refs: PodPullSecretRefs | undefined, deadline: number): Promise<PodLookup> {
-    if (!refs || !this.pullSecrets) return { lookup: chainLookups(this.staticCredentials) };
+    if (!refs || !this.pullSecrets) return { lookup: chainLookups(this.staticCredentials), namespacedLookup: chainLookups(this.lentCredentials) };
     try {
       const pod = await this.pullSecrets.credentialsFor(refs, AbortSignal.timeout(Math.max(1, deadline - Date.now())));
       if (pod.problems.length > 0) this.logger.info({ namespace: refs.namespace, problems: pod.problems }, "some pull secrets could not be used");
-      return { lookup: chainLookups(pod.lookup, this.staticCredentials) };
+      return { lookup: chainLookups(pod.lookup, this.staticCredentials), namespacedLookup: chainLookups(pod.lookup, this.lentCredentials) };
     } catch (e) {
       return { error: `the pod's pull secrets could not be read: ${(e as Error).message}` };
     }

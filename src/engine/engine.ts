@@ -42,7 +42,7 @@ import { evaluateKinds, policyCount, preparePolicies, type PolicySet, type Prepa
 import type { MatchedRequest } from "../core/request-match/request-match.ts";
 import { scopeRequest, type RequestScope } from "../core/request-match/request-scope.ts";
 import { ANONYMOUS, type CredentialLookup } from "../credentials/credential.ts";
-import { PodCredentials, type PodLookup } from "../credentials/pod-credentials.ts";
+import { lookupForPolicy, PodCredentials, type PodLookup } from "../credentials/pod-credentials.ts";
 import { verifies } from "../core/image-policy/image-policy.ts";
 import { verificationsNeeded, verifiedImagesPatches, type VerificationNeed } from "../core/image-policy/image-verification.ts";
 import { verificationKey, type ImageVerification } from "../core/image-policy/verification-results.ts";
@@ -158,6 +158,7 @@ export class Engine {
     this.credentials = new PodCredentials({
       ...(opts.kube ? { pullSecrets: new PullSecretReader(opts.kube, { logger: this.logger }) } : {}),
       staticCredentials: opts.staticCredentials ?? ANONYMOUS,
+      ...(opts.registries ? { registries: opts.registries } : {}),
       logger: this.logger,
     });
     const secretKeys = opts.kube ? new SecretKeyReader(opts.kube) : undefined;
@@ -464,9 +465,11 @@ export class Engine {
 
   private async verifyOne(need: VerificationNeed, creds: PodLookup, deadline: number): Promise<ImageVerification> {
     if ("error" in creds) return { status: "unavailable", reason: creds.error, registry: need.ref.registry };
+    // A namespaced policy's lookups get the server's own credentials only where the registries file lends them.
+    const lookup = lookupForPolicy(creds, need.policy);
     let digest = need.ref.digest;
     if (!digest) {
-      const resolved = await this.resolver!.resolve(need.ref, creds.lookup, deadline);
+      const resolved = await this.resolver!.resolve(need.ref, lookup, deadline);
       if (!resolved.ok) {
         const reason = `its tag could not be resolved to a digest to verify: ${resolved.error}`;
         return registryAnswered(resolved.code) ? { status: "denied", reason } : { status: "unavailable", reason, registry: need.ref.registry };
@@ -483,7 +486,7 @@ export class Engine {
           ? { attestations: need.rule.attestations.map((a) => ({ index: a.index, predicateType: a.predicateType, attestors: a.attestors })) }
           : {}),
         ...(need.rule.signatureRepository ? { signatureRepository: need.rule.signatureRepository } : {}),
-        lookup: creds.lookup,
+        lookup,
       },
       deadline,
     );

@@ -1,12 +1,13 @@
 // The edge around the pure pinning core: which credentials a pod may use (its pull secrets, its service
-// account's, then the server's own authfile), resolution through the shared DigestResolver, and the
-// decision from src/core/digest-pinning.ts. Used by /mutate (pin or record) and /imagereview (record).
+// account's, then the server's own authfile, which a namespaced policy's pin gets only where lent), resolution
+// through the shared DigestResolver, and the decision from src/core/digest-pinning.ts. Used by /mutate (pin or
+// record) and /imagereview (record).
 import type { Logger } from "pino";
 import { imagesToPin, pinningDecision, type PinningMode, type PinningOutcome, type Resolution } from "../core/digest-pinning.ts";
 import type { ImageAt, PodMetadataAt } from "../core/pod-locations.ts";
 import type { ImagePolicy } from "../core/image-policy/image-policy.ts";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
-import type { PodCredentials } from "../credentials/pod-credentials.ts";
+import { lookupForPolicy, type PodCredentials } from "../credentials/pod-credentials.ts";
 import type { PodPullSecretRefs } from "../kube/pull-secrets.ts";
 import type { DigestResolver } from "../registry/digest-resolver.ts";
 
@@ -60,7 +61,8 @@ export class ImagePinner {
       targets.map(async (t) => {
         const creds = lookups[t.pod] ?? (await this.opts.credentials.lookupFor(undefined, deadline));
         if ("error" in creds) return { ok: false as const, error: creds.error };
-        return this.opts.resolver.resolve(t.ref, creds.lookup, deadline);
+        // A NamespacedImagePolicy's pin gets the server's own credentials only where the registries file lends them.
+        return this.opts.resolver.resolve(t.ref, lookupForPolicy(creds, { namespace: t.policyNamespace }), deadline);
       }),
     );
     const outcome = pinningDecision(

@@ -21,6 +21,11 @@ export interface RegistrySettings {
    * (local-addresses.ts); without it they are refused, whatever names the host.
    */
   allowLocalAddresses?: boolean;
+  /**
+   * The server's own credentials (--authfile) are offered to this host for lookups a namespaced policy causes
+   * too; without it such lookups carry only the pod's pull secrets, or none.
+   */
+  serverCredentialsForNamespacedPolicies?: boolean;
 }
 
 /** Settings by normalized host. */

@@ -5,6 +5,8 @@
 // - A registry on a loopback address (by IP or by a name that resolves to one) is refused before any connection
 //   unless the RegistryConfig lists it with allowLocalAddresses: true; the reason names the address.
 // - A token realm on a loopback address is refused the same way, unless its host is listed.
+// - The server's own credentials (--authfile) are not offered for lookups a NamespacedImagePolicy causes (its
+//   signature repository, its pins) unless the registry's entry says serverCredentialsForNamespacedPolicies.
 import assert from "node:assert/strict";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -172,6 +174,95 @@ describe("serve: registries on local addresses", () => {
     const pinned = await review(allowing, "mutate", [image], "shop");
     assert.equal(pinned.allowed, true, pinned.status?.message);
     assert.match(Buffer.from(pinned.patch!, "base64").toString("utf8"), new RegExp(esc(`${image}@${appDigest}`)));
+  });
+});
+
+describe("serve: the server's credentials and namespaced policies", () => {
+  /** The same verifying rule in a cluster ImagePolicy for prod and in team-a's NamespacedImagePolicy. */
+  const SIGNED = () => {
+    const rule = {
+      action: "allow",
+      images: [`${registry.host}/team/*`],
+      repository: `${proxy.host}/sigs/app`,
+      attestors: [{ entries: [{ staticKey: { name: "release", ignoreTlog: true, key: key.publicKeyPem } }] }],
+    };
+    return [
+      stringify({
+        apiVersion: "imprimatur.dev/v1alpha1",
+        kind: "ImagePolicy",
+        metadata: { name: "prod-signed" },
+        spec: { namespaces: ["prod"], rules: [rule], default: "allow" },
+      }),
+      stringify({
+        apiVersion: "imprimatur.dev/v1alpha1",
+        kind: "NamespacedImagePolicy",
+        metadata: { name: "team-signed", namespace: "team-a" },
+        spec: { rules: [rule], default: "allow" },
+      }),
+    ].join("---\n");
+  };
+  const proxySettings = (extra: Partial<RegistrySettings> = {}): RegistrySettings => ({
+    host: proxy.host,
+    ca: proxy.caPem,
+    allowLocalAddresses: true,
+    ...extra,
+  });
+
+  test("a NamespacedImagePolicy's signature repository is read without the server's credentials; a cluster ImagePolicy's with them", async () => {
+    const a = await app(SIGNED(), [...registry.settings(), proxySettings()]);
+    const image = `${registry.host}/team/app@${appDigest}`;
+
+    let from = proxy.requests.length;
+    const prod = await review(a, "validate", [image], "prod");
+    assert.equal(prod.allowed, true, prod.status?.message);
+    assert.ok(
+      proxy.requests.slice(from).some((r) => r.authorization),
+      "the cluster policy's lookup carried the server's credentials",
+    );
+
+    from = proxy.requests.length;
+    const team = await review(a, "validate", [image], "team-a");
+    assert.equal(team.allowed, false);
+    assert.match(team.status!.message, /NamespacedImagePolicy|team-a\/team-signed/);
+    assert.match(team.status!.message, /unauthorized/);
+    const teamRequests = proxy.requests.slice(from);
+    assert.ok(teamRequests.length > 0, "team-a's signature repository was asked");
+    assert.deepEqual(
+      teamRequests.filter((r) => r.authorization),
+      [],
+      "no request for team-a's policy carried an Authorization header",
+    );
+  });
+
+  test("serverCredentialsForNamespacedPolicies: true on the registry's entry lends them to namespaced policies too", async () => {
+    const a = await app(SIGNED(), [...registry.settings(), proxySettings({ serverCredentialsForNamespacedPolicies: true })]);
+    const team = await review(a, "validate", [`${registry.host}/team/app@${appDigest}`], "team-a");
+    assert.equal(team.allowed, true, team.status?.message);
+  });
+
+  test("a tag a NamespacedImagePolicy asks to pin is resolved without the server's credentials; a cluster policy's pin uses them", async () => {
+    const pin = (namespaced: boolean) =>
+      stringify({
+        apiVersion: "imprimatur.dev/v1alpha1",
+        kind: namespaced ? "NamespacedImagePolicy" : "ImagePolicy",
+        metadata: { name: "pin", ...(namespaced ? { namespace: "team-a" } : {}) },
+        spec: { rules: [{ action: "allow", images: [`${proxy.host}/team/*`], digestMutate: true }], default: "allow" },
+      });
+    const image = `${proxy.host}/team/app:1.0`;
+    const cluster = await app(pin(false), [...registry.settings(), proxySettings()]);
+    const pinned = await review(cluster, "mutate", [image], "team-a");
+    assert.equal(pinned.allowed, true, pinned.status?.message);
+
+    const namespaced = await app(pin(true), [...registry.settings(), proxySettings()]);
+    const from = proxy.requests.length;
+    const denied = await review(namespaced, "mutate", [image], "team-a");
+    assert.equal(denied.allowed, false);
+    assert.match(denied.status!.message, /unauthorized/);
+    assert.deepEqual(
+      proxy.requests.slice(from).filter((r) => r.authorization),
+      [],
+      "no request for team-a's pin carried an Authorization header",
+    );
   });
 });
 

@@ -194,6 +194,20 @@ test("a refused address denies even when failing open, with the refusal as the r
   assert.equal(d.violations[0]!.message, `the tag could not be resolved to a digest (address-refused: ${refusal}); denied whatever the failure policy`);
 });
 
+test("imagesToPin: a NamespacedImagePolicy's targets name its namespace, so its lookups get only lent credentials", () => {
+  const namespaced = imagePolicies(`
+apiVersion: imprimatur.dev/v1alpha1
+kind: NamespacedImagePolicy
+metadata: {name: pin, namespace: team-a}
+spec:
+  rules: [{action: allow, images: ["quay.io/*"], digestMutate: true}]
+  default: allow
+`);
+  const [t] = imagesToPin([...namespaced, ...pinning], "team-a", at(["quay.io/org/tool:2", "registry.example.com/app:1"]), {});
+  assert.equal(t!.policyNamespace, "team-a");
+  assert.equal(target("registry.example.com/app:1", "spec.containers[0].image").policyNamespace, undefined);
+});
+
 test("digestVerify denies a tag-only image with a message that says how to fix it, and admits a digest", () => {
   const req = (image: string) => ({ namespace: "ns", annotations: {}, images: [{ image, field: "spec.containers[0].image" }] });
   const denied = evaluateImagePolicies(pinning, req("registry.example.com/app:1.0"), { namespaceLabels: {} });

@@ -333,7 +333,7 @@ const KINDS: KindUnderTest[] = [
           insecure: false,
           mirrors: ["mirror.example.com"],
         },
-        { host: "127.0.0.1:5001", insecure: true, allowLocalAddresses: true },
+        { host: "127.0.0.1:5001", insecure: true, allowLocalAddresses: true, serverCredentialsForNamespacedPolicies: true },
       ],
     }),
     load: (file) => loadRegistriesFile(file),
@@ -388,6 +388,7 @@ const KINDS: KindUnderTest[] = [
       { at: ["registries", 1, "ca"], values: ["ca.pem", undefined] },
       { at: ["registries", 1, "clientKey"], values: ["client-key.pem", undefined] },
       { at: ["registries", 1, "allowLocalAddresses"], values: [true, false, "true", 1, null, undefined] },
+      { at: ["registries", 1, "serverCredentialsForNamespacedPolicies"], values: [true, false, "yes", 0, undefined] },
       {
         at: ["registries", 0, "mirrors"],
         values: [

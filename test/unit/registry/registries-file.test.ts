@@ -30,7 +30,7 @@ async function file(yaml: string): Promise<string> {
 
 const HEADER = "apiVersion: imprimatur.dev/v1alpha1\nkind: RegistryConfig\n";
 
-test("reads TLS material relative to the file, insecure hosts, mirrors and local addresses", async () => {
+test("reads TLS material relative to the file, insecure hosts, mirrors, local addresses and lent credentials", async () => {
   const path = await file(`${HEADER}registries:
   - host: Registry.Example.com:5000
     ca: ca.pem
@@ -42,6 +42,7 @@ test("reads TLS material relative to the file, insecure hosts, mirrors and local
   - host: index.docker.io
     mirrors: [mirror.example.com, 127.0.0.1:5001]
     allowLocalAddresses: false
+    serverCredentialsForNamespacedPolicies: true
 `);
   const settings = await loadRegistriesFile(path);
   assert.deepEqual([...settings.keys()], ["registry.example.com:5000", "127.0.0.1:5001", "docker.io"]);
@@ -52,7 +53,11 @@ test("reads TLS material relative to the file, insecure hosts, mirrors and local
     clientKey: tls.clientKeyPem,
   });
   assert.deepEqual(settings.get("127.0.0.1:5001"), { host: "127.0.0.1:5001", insecure: true, allowLocalAddresses: true });
-  assert.deepEqual(settings.get("docker.io"), { host: "docker.io", mirrors: ["mirror.example.com", "127.0.0.1:5001"] });
+  assert.deepEqual(settings.get("docker.io"), {
+    host: "docker.io",
+    mirrors: ["mirror.example.com", "127.0.0.1:5001"],
+    serverCredentialsForNamespacedPolicies: true,
+  });
 });
 
 test("an empty registries list is no settings", async () => {
@@ -121,6 +126,13 @@ const errors: Array<[string, string, number, string, string]> = [
     `${HEADER}registries:\n  - host: a.io\n    allowLocalAddresses: "yes"\n`,
     5,
     "registries[0].allowLocalAddresses",
+    "must be true or false",
+  ],
+  [
+    "serverCredentialsForNamespacedPolicies not a boolean",
+    `${HEADER}registries:\n  - host: a.io\n    serverCredentialsForNamespacedPolicies: 1\n`,
+    5,
+    "registries[0].serverCredentialsForNamespacedPolicies",
     "must be true or false",
   ],
   [

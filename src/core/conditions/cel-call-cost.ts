@@ -65,7 +65,6 @@ function operandCost(fn: string, a: Measure, b: Measure, result: Measure): numbe
     case "charAt":
     case "reverse":
     case "format":
-    case "quote":
     case "strings.quote":
     case "string":
     case "bytes":

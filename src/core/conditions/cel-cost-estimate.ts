@@ -52,6 +52,7 @@ class Estimator {
     this.#variables = new Set(variables);
   }
 
+  // The parser fills every part of a node (a select's operand, a comprehension's five): hence the `!`s below.
   estimate(e: Expr): Estimate {
     const kind = e.exprKind;
     switch (kind.case) {
@@ -60,7 +61,7 @@ class Estimator {
       case "identExpr":
         return { cost: 1, shape: this.#identShape(kind.value.name) };
       case "selectExpr": {
-        const operand = this.#estimateOr(kind.value.operand);
+        const operand = this.estimate(kind.value.operand!);
         // has() and a select on a value of the request are free; a field of a map the expression built costs 1.
         if (kind.value.testOnly) return { cost: operand.cost, shape: SCALAR };
         const builtMap = operand.shape.entries !== undefined && operand.shape !== INPUT;
@@ -78,7 +79,7 @@ class Estimator {
       case "structExpr": {
         const entries = kind.value.entries.map((entry) => ({
           key: entry.keyKind.case === "mapKey" ? this.estimate(entry.keyKind.value) : { cost: 0, shape: SCALAR },
-          value: this.#estimateOr(entry.value),
+          value: this.estimate(entry.value!),
         }));
         const cost = sum(entries.map((x) => x.key.cost + x.value.cost));
         if (kind.value.messageName !== "") return { cost: cost + STRUCT_CREATE_BASE_COST, shape: SCALAR };
@@ -100,10 +101,6 @@ class Estimator {
     }
   }
 
-  #estimateOr(e: Expr | undefined): Estimate {
-    return e ? this.estimate(e) : { cost: 0, shape: SCALAR };
-  }
-
   #isVariable(name: string): boolean {
     return this.#variables.has(name) || this.#locals.some((l) => l.name === name);
   }
@@ -115,22 +112,29 @@ class Estimator {
   }
 
   #comprehension(c: Extract<Expr["exprKind"], { case: "comprehensionExpr" }>["value"]): Estimate {
-    const range = this.#estimateOr(c.iterRange);
-    const init = this.#estimateOr(c.accuInit);
+    const range = this.estimate(c.iterRange!);
+    const init = this.estimate(c.accuInit!);
     const iterations = Math.max(range.shape.items?.count ?? 0, range.shape.entries?.count ?? 0);
     // A list's items, or a map's keys.
     const item = union(range.shape.items?.item, range.shape.entries?.key);
-    this.#locals.push({ name: c.accuVar, shape: init.shape });
-    this.#locals.push({ name: c.iterVar, shape: item });
-    const condition = this.#estimateOr(c.loopCondition);
-    const step = this.#estimateOr(c.loopStep);
-    this.#locals.pop();
-    const result = this.#estimateOr(c.result);
-    this.#locals.pop();
+    const accumulator = { name: c.accuVar, shape: init.shape };
+    const [condition, step] = this.#with([accumulator, { name: c.iterVar, shape: item }], () => [this.estimate(c.loopCondition!), this.estimate(c.loopStep!)]);
+    const result = this.#with([accumulator], () => this.estimate(c.result!));
     const cost = range.cost + init.cost + iterations * (condition.cost + step.cost) + result.cost;
     // map() and filter() build a list of at most one item per iteration: what the step appends.
-    const builtList = c.accuInit?.exprKind.case === "listExpr";
+    const builtList = c.accuInit!.exprKind.case === "listExpr";
     return { cost, shape: builtList ? { items: { count: iterations, item: step.shape.items?.item ?? SCALAR } } : result.shape };
+  }
+
+  /** What `estimate` gives with comprehension variables in scope; out of scope again after. */
+  #with<T>(locals: ReadonlyArray<{ name: string; shape: Shape }>, estimate: () => T): T {
+    const depth = this.#locals.length;
+    this.#locals.push(...locals);
+    try {
+      return estimate();
+    } finally {
+      this.#locals.length = depth;
+    }
   }
 
   #call(name: string, targetExpr: Expr | undefined, argExprs: readonly Expr[]): Estimate {
@@ -141,21 +145,18 @@ class Estimator {
     const target = targetExpr && namespace === undefined ? this.estimate(targetExpr) : undefined;
     const args = argExprs.map((x) => this.estimate(x));
     const operands = (target ? [target.cost] : []).concat(args.map((x) => x.cost));
-    const [a, b, c] = args;
+    // The parser gives ?: three arguments, an index two, dyn() one.
+    const [a, b, c] = args as [Estimate, Estimate, Estimate];
     switch (fn) {
       case "_&&_":
       case "_||_":
         return { cost: sum(operands), shape: SCALAR };
       case "_?_:_":
-        return { cost: (a?.cost ?? 0) + Math.max(b?.cost ?? 0, c?.cost ?? 0), shape: union(b?.shape, c?.shape) };
+        return { cost: a.cost + Math.max(b.cost, c.cost), shape: union(b.shape, c.shape) };
       case "_[_]":
-      case "_[?_]":
-      case "_?._": {
-        const from = a?.shape ?? SCALAR;
-        return { cost: 1 + sum(operands), shape: union(from.items?.item, from.entries?.value) };
-      }
+        return { cost: 1 + sum(operands), shape: union(a.shape.items?.item, a.shape.entries?.value) };
       case "dyn":
-        return { cost: 1 + sum(operands), shape: a?.shape ?? SCALAR };
+        return { cost: 1 + sum(operands), shape: a.shape };
     }
     const receiver = target?.shape;
     const result = resultShape(
@@ -188,8 +189,6 @@ function resultShape(fn: string, target: Shape | undefined, args: readonly Shape
     case "substring":
     case "reverse":
       return { text: a.text ?? SCALAR_TEXT };
-    case "charAt":
-      return { text: 1 };
     case "replace":
       // Every character may become the replacement.
       return { text: (a.text ?? SCALAR_TEXT) * Math.max(1, args[1]?.text ?? 1) };
@@ -199,7 +198,6 @@ function resultShape(fn: string, target: Shape | undefined, args: readonly Shape
       // The separators and one item: items are not summed, as kube-apiserver's estimate does not (the text of a
       // split() is no longer than the string split, not its length times its items).
       return { text: (a.items?.count ?? 0) * (b.text ?? 0) + (a.items?.item.text ?? SCALAR_TEXT) };
-    case "quote":
     case "strings.quote":
       return { text: 2 * (a.text ?? SCALAR_TEXT) + 2 };
     case "format":

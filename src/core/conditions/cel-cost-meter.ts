@@ -73,49 +73,42 @@ class CostLimitExceeded extends Error {}
 
 const DEADLINE_CHECK_UNITS = 4096;
 
-type FuncResolver = CelEnv["funcs"];
-type FuncGroup = NonNullable<ReturnType<FuncResolver["find"]>>;
+type FuncGroup = NonNullable<ReturnType<CelEnv["funcs"]["find"]>>;
+/** What the planner uses of a function group: it calls it, and names it in errors. */
+type Callable = Pick<FuncGroup, "name" | "call">;
 
 /**
  * The environment an expression is planned with: `base`'s functions, each call counted on the meter `current()`
  * returns (the evaluation under way), and the "@cost:<n>" counters metered() puts in the tree.
  */
-export function meteredEnv(base: CelEnv, current: () => CostMeter | undefined): CelEnv {
-  const charge = (units: number) => current()?.charge(units);
-  const counters = new Map<string, FuncGroup>();
+export function meteredEnv(base: CelEnv, current: () => CostMeter): CelEnv {
+  // Functions are called only while an evaluation runs, with its meter.
+  const charge = (units: number) => current().charge(units);
   const funcs = {
-    [Symbol.iterator]: () => base.funcs[Symbol.iterator](),
-    find(name: string): FuncGroup | undefined {
-      if (name.startsWith(COUNTER)) {
-        const units = Number(name.slice(COUNTER.length));
-        let counter = counters.get(name);
-        if (!counter) counters.set(name, (counter = passThrough(name, () => charge(units))));
-        return counter;
-      }
+    find(name: string): Callable | undefined {
+      if (name.startsWith(COUNTER)) return passThrough(name, Number(name.slice(COUNTER.length)), charge);
       const group = base.funcs.find(name);
       return group && countedCalls(group, charge);
     },
   };
-  // plan() reads only namespace, registry and funcs of the environment it is given.
+  // plan() reads only namespace, registry and funcs.find of the environment it is given.
   return { namespace: base.namespace, registry: base.registry, variables: base.variables, funcs } as unknown as CelEnv;
 }
 
-function passThrough(name: string, count: () => void): FuncGroup {
+function passThrough(name: string, units: number, charge: (units: number) => void): Callable {
   return {
     name,
-    [Symbol.iterator]: () => [][Symbol.iterator](),
     call(_id, _target, args) {
-      count();
+      charge(units);
       return args[0];
     },
   };
 }
 
-function countedCalls(group: FuncGroup, charge: (units: number) => void): FuncGroup {
+function countedCalls(group: FuncGroup, charge: (units: number) => void): Callable {
   const byResult = COSTED_BY_RESULT.has(group.name);
   return {
     name: group.name,
-    [Symbol.iterator]: () => group[Symbol.iterator](),
     call(id, target, args) {
       const operands = [target === undefined ? undefined : measure(target), args.map(measure)] as const;
       if (!byResult) charge(callCost(group.name, ...operands));
@@ -137,7 +130,7 @@ function measure(v: unknown): Measure {
 const COUNTER = "@cost:";
 
 /** Indexing, which the planner makes part of a chain of field reads rather than a function call. */
-const INDEXING = new Set(["_[_]", "_[?_]", "_?._"]);
+const INDEX = "_[_]";
 
 /**
  * The tree with counters around what is not a function call, as cel-go's run-time tracker counts it: 1 for a
@@ -182,7 +175,7 @@ export function metered(expr: Expr, variables: readonly string[]): Expr {
         const entries = kind.value.entries.map((entry) => ({
           ...entry,
           keyKind: entry.keyKind.case === "mapKey" ? { case: "mapKey" as const, value: rewrite(entry.keyKind.value, names) } : entry.keyKind,
-          ...(entry.value ? { value: rewrite(entry.value, names) } : {}),
+          value: rewrite(entry.value!, names),
         }));
         const cost = kind.value.messageName === "" ? MAP_CREATE_BASE_COST : STRUCT_CREATE_BASE_COST;
         return count({ ...e, exprKind: { case: "structExpr", value: { ...kind.value, entries } } }, cost);
@@ -193,11 +186,12 @@ export function metered(expr: Expr, variables: readonly string[]): Expr {
         const inResult = new Set([...names, c.accuVar]);
         const value = {
           ...c,
-          ...(c.iterRange ? { iterRange: rewrite(c.iterRange, names) } : {}),
-          ...(c.accuInit ? { accuInit: rewrite(c.accuInit, names) } : {}),
-          ...(c.loopCondition ? { loopCondition: rewrite(c.loopCondition, inLoop) } : {}),
-          ...(c.loopStep ? { loopStep: rewrite(c.loopStep, inLoop) } : {}),
-          ...(c.result ? { result: rewrite(c.result, inResult) } : {}),
+          // The parser fills all five.
+          iterRange: rewrite(c.iterRange!, names),
+          accuInit: rewrite(c.accuInit!, names),
+          loopCondition: rewrite(c.loopCondition!, inLoop),
+          loopStep: rewrite(c.loopStep!, inLoop),
+          result: rewrite(c.result!, inResult),
         };
         return { ...e, exprKind: { case: "comprehensionExpr", value } };
       }
@@ -238,5 +232,5 @@ export function metered(expr: Expr, variables: readonly string[]): Expr {
 function isLink(e: Expr): boolean {
   const kind = e.exprKind;
   if (kind.case === "selectExpr") return kind.value.operand !== undefined;
-  return kind.case === "callExpr" && INDEXING.has(kind.value.function) && kind.value.args.length === 2;
+  return kind.case === "callExpr" && kind.value.function === INDEX && kind.value.args.length === 2;
 }

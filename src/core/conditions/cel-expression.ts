@@ -38,7 +38,7 @@ export function compileCel(source: string, variables: readonly string[]): Compil
   // The evaluation under way: evaluation is synchronous, so at most one at a time uses this program's meter.
   let current: CostMeter | undefined;
   const program = plan(
-    meteredEnv(env, () => current),
+    meteredEnv(env, () => current!),
     metered(parsed.expr, variables),
   );
   return {

@@ -114,6 +114,51 @@ test("the estimate knows the size of what functions, literals and macros return"
   assert.deepEqual(wrong, []);
 });
 
+test("the estimate follows sizes through literals, unions, comprehension variables and results", () => {
+  const B30 = `'${"b".repeat(30)}'`;
+  const A20 = `'${"a".repeat(20)}'`;
+  const m20 = `{${Array.from({ length: 20 }, (_, i) => `'k${i}': ${i}`).join(", ")}}`;
+  const l20 = `[${Array.from({ length: 20 }, (_, i) => i).join(", ")}]`;
+  const table: Array<[string, number]> = [
+    [`has(object.a) == ${B30}`, 1 + 1],
+    ["{object.k: object.v}.size() > 0", 30 + 2 + 1 + 1],
+    ["google.protobuf.Int64Value{value: 1} == 1", 40 + 1],
+    [`{${A20}: 1}.exists(k, k == ${B30})`, 30 + (3 + 1 + 1 + 2) + 1],
+    ["['abc'].all(x, x.size() > 0)", 10 + (2 + 1 + 2 + 1) + 1],
+    [`[1, 2].map(x, ${A20}).all(s, s == ${B30})`, 10 + 10 + 2 * (1 + 10 + 1) + 1 + 2 * (2 + 1 + 1 + 2) + 1],
+    // A loop's variable is out of scope after it.
+    [`[${A20}].all(x, true) && x == ${B30}`, 10 + (2 + 1) + 1 + 1 + 1],
+    ["object.l.all(x, true) == object.m", 1 + MAX_LIST_ITEMS * 3 + 1 + 1 + 1],
+    ["object.a || object.b", 2],
+    [`dyn(object.a) == ${B30}`, 1 + 1 + 3],
+    [`('aaaaaaaaaa' + 'bbbbbbbbbb') == ${B30}`, 2 + 2],
+    ["([1] + [2, 3]).all(x, true)", 10 + 10 + 1 + 3 * 3 + 1],
+    [`([1] + [2]) == ${B30}`, 10 + 10 + 1 + 1],
+    ...["lowerAscii()", "upperAscii()", "trim()", "reverse()", "substring(0)"].map((call): [string, number] => [`${A20}.${call} == ${B30}`, 2 + 2]),
+    [`bytes(${A20}) == b${B30}`, 2 + 2],
+    ["'x'.format([]) == object.a", 1 + 10 + 1 + Math.ceil((3 * 1024 * 1024 - 2) / 10)],
+    [`'${"😀".repeat(20)}' == ${B30}`, 2],
+    [`b${A20} == b${B30}`, 2],
+    [`(object.a ? ${A20} : 'x') == ${B30}`, 1 + 2],
+    [`(object.a ? 1 : ${A20}) == ${B30}`, 1 + 2],
+    [`(object.a ? ${A20} : 1) == ${B30}`, 1 + 2],
+    ["(object.a ? [1] : [1, 2, 3]).all(x, true)", 1 + 10 + 3 * 3 + 1],
+    ["(object.a ? [1, 2, 3] : [1]).all(x, true)", 1 + 10 + 3 * 3 + 1],
+    ["(object.a ? ['a'] : 1).all(x, true)", 1 + 10 + 3 + 1],
+    ["(object.a ? {'a': 1} : {'a': 1, 'b': 2}).all(k, true)", 1 + 30 + 2 * 3 + 1],
+    ["(object.a ? {'a': 1, 'b': 2} : {'a': 1}).all(k, true)", 1 + 30 + 2 * 3 + 1],
+    ["(object.a ? {'a': 1} : 1).all(k, true)", 1 + 30 + 3 + 1],
+    [`(object.a ? ['a'] : [${A20}]).all(x, x == ${B30})`, 1 + 10 + (2 + 1 + 1 + 2) + 1],
+    [`(object.a ? {'a': 'x'} : {'a': ${A20}}).a == ${B30}`, 1 + 30 + 1 + 2],
+    [`(object.a ? {'x': 1} : {${A20}: 1}).exists(k, k == ${B30})`, 1 + 30 + (3 + 1 + 1 + 2) + 1],
+    ["'a' in ['a', 'b', 'c']", 10 + 3],
+    [`${m20} == ${m20}`, 30 + 30 + 2],
+    [`${l20} == ${l20}`, 10 + 10 + 2],
+  ];
+  const wrong = table.filter(([source, cost]) => estimate(source) !== cost).map(([source, cost]) => `${source}: ${estimate(source)}, not ${cost}`);
+  assert.deepEqual(wrong, []);
+});
+
 test("an expression over the estimate's limit is a load error with the estimate and the limit", () => {
   const source = "object.spec.containers.all(a, object.spec.containers.all(b, a.name != b.name))";
   assert.throws(
@@ -194,6 +239,32 @@ test("at run time, calls are priced by their operands' sizes: strings, bytes, li
   assert.equal(costOf(`object.l.join('') == '${"y".repeat(10)}' || true`, { l: Array(100).fill("x".repeat(10)) }), 2 + 200 + 1);
   // A counter for a field read is shared by every read of the same cost, and counts each.
   assert.equal(costOf("object.a == 1.0 && object.b == 1.0 && object.c == 1.0", { a: 1, b: 1, c: 1 }), 3 * (2 + 1));
+});
+
+test("at run time, a variable and each field or index after it cost 1, has() its operand, literals their base cost", () => {
+  const costOf = (source: string, object: unknown) => {
+    const budget = new CelCostBudget(PER_CALL_COST_LIMIT, "test");
+    assert.equal(celTruth(compileCel(source, VARS), { object }, budget), true, source);
+    return PER_CALL_COST_LIMIT - budget.remaining;
+  };
+  assert.equal(costOf("object.l[0] == 1.0", { l: [1] }), 3 + 1);
+  assert.equal(costOf("has(object.a)", { a: 1 }), 1);
+  assert.equal(costOf("has(object.a.b)", { a: { b: 1 } }), 2);
+  assert.equal(costOf("{'a': object.v}.a == 1.0", { v: 1 }), 30 + 2 + 1 + 1);
+  assert.equal(costOf("{object.k: 1}[object.k] == 1", { k: "x" }), 30 + 2 + 1 + 2 + 1);
+  assert.equal(costOf("[object.a][0] == 1.0", { a: 1 }), 10 + 2 + 1 + 1);
+  assert.equal(costOf("google.protobuf.Int64Value{value: 1} == 1", {}), 40 + 1);
+  // all(): the range, then per item the condition (2) and the step (1 here), then the result (1).
+  assert.equal(costOf("object.l.all(x, true)", { l: [1, 2] }), 2 + 2 * 3 + 1);
+  assert.equal(costOf("object.l.exists(x, x == 2.0)", { l: [1, 2] }), 2 + 2 * (3 + 1 + 1 + 1) + 1);
+});
+
+test("the reason names the limit that was passed: one evaluation's, or what is left of a shared budget", () => {
+  const contains = compileCel("object.s.contains('x')", VARS);
+  const object = { s: "a".repeat(20_000_000) };
+  // A budget with a whole million left: the evaluation's own limit is the one passed.
+  assert.match((celTruth(contains, { object }, new CelCostBudget(PER_CALL_COST_LIMIT, "test")) as { error: string }).error, /actual cost limit exceeded/);
+  assert.match((celTruth(contains, { object }, new CelCostBudget(PER_CALL_COST_LIMIT - 1, "test")) as { error: string }).error, /running out of cost budget/);
 });
 
 test("an evaluation may cost exactly its limit, not one unit more", () => {

@@ -7,6 +7,7 @@ import imagePolicySchema from "../core/image-policy/image-policy.schema.json" wi
 import podRestrictionSchema from "./schemas/pod-restriction.schema.json" with { type: "json" };
 import trustRootSchema from "./schemas/trust-root.schema.json" with { type: "json" };
 import { toStructuralSchema, type OpenApiSchema } from "./crd-schema.ts";
+import { MAX_RECORDED_DOCUMENT_BYTES } from "./policy-resource-status.ts";
 
 export const POLICY_GROUP = "imprimatur.dev";
 export const POLICY_VERSION = "v1alpha1";
@@ -136,7 +137,13 @@ const STATUS_SCHEMA: OpenApiSchema = {
       required: ["generation"],
       properties: {
         generation: { type: "integer", format: "int64", minimum: 1 },
-        document: { type: "string", description: "The policy document as compiled, as JSON; absent when larger than 256 KiB." },
+        document: {
+          type: "string",
+          // Characters, where the cap counts bytes: never less than what Imprimatur writes.
+          maxLength: MAX_RECORDED_DOCUMENT_BYTES,
+          description:
+            "The policy document as compiled, as JSON. At most 256 KiB: a larger policy never comes into force (TooLarge). Absent only in records of Imprimatur versions that left out larger documents.",
+        },
       },
     },
     conditions: {

@@ -17,18 +17,27 @@ export type ReadyReason =
   /** It compiles alone but not with the others: a name defined twice. */
   | "PolicyConflict"
   /** In force, but an attestor names a trust root no TrustRoot in force answers to: the rules that need it deny. */
-  | "TrustRootNotFound";
+  | "TrustRootNotFound"
+  /** Its policy document is larger than status.inForce holds, so it never comes into force (see MAX_RECORDED_DOCUMENT_BYTES). */
+  | "TooLarge";
 
 /**
  * status.inForce: the generation in force and its policy document as compiled (JSON text, so a merge patch
- * replaces it whole and replicas compare it byte for byte). Without `document` when that is too large to record.
+ * replaces it whole and replicas compare it byte for byte). `document` is always written; a record without it
+ * comes from an earlier version of Imprimatur, which left out documents above the cap.
  */
 export interface InForceRecord {
   generation: number;
   document?: string;
 }
 
-/** A record larger than this is written without its document: an object and its status share etcd's 1.5 MiB. */
+/**
+ * The largest policy document (as JSON) a resource may have to come into force. The record holds the document
+ * whole, and an object and its status share etcd's 1.5 MiB with the spec itself (and kubectl's last-applied
+ * copy of it). A larger document is refused (TooLarge) rather than put in force unrecorded: a generation only
+ * the memory of the replicas that loaded it holds would stay in force on them once the resource breaks, while
+ * replicas started afterwards, with nothing to read, would enforce nothing of it.
+ */
 export const MAX_RECORDED_DOCUMENT_BYTES = 256 * 1024;
 
 export type ResourceOutcome =
@@ -42,7 +51,7 @@ export type ResourceOutcome =
     }
   | {
       state: "rejected";
-      reason: "InvalidPolicy" | "PolicyConflict";
+      reason: "InvalidPolicy" | "PolicyConflict" | "TooLarge";
       generation: number;
       errors: readonly PolicyError[];
       /** The earlier generation of this object still in force, if one is; otherwise the object is not in force. */
@@ -53,9 +62,21 @@ export type ResourceOutcome =
       record?: InForceRecord | null;
     };
 
-/** The record of `text` (a policy document as compiled) in force at `generation`, its size bounded. */
+/** The record of `text` (a policy document as compiled, never above the cap: see documentTooLarge) in force at `generation`. */
 export function inForceRecord(generation: number, text: string): InForceRecord {
-  return Buffer.byteLength(text) <= MAX_RECORDED_DOCUMENT_BYTES ? { generation, document: text } : { generation };
+  return { generation, document: text };
+}
+
+/** Why a resource whose policy document as compiled is `text` cannot come into force, if its size is why. */
+export function documentTooLarge(text: string, origin: string): PolicyError | undefined {
+  const bytes = Buffer.byteLength(text);
+  if (bytes <= MAX_RECORDED_DOCUMENT_BYTES) return undefined;
+  return {
+    origin,
+    message:
+      `the policy document is ${bytes} bytes as JSON, more than the ${MAX_RECORDED_DOCUMENT_BYTES} bytes status.inForce can hold, ` +
+      "which every replica reads to enforce the same generation: split it into several policies",
+  };
 }
 
 /**

@@ -12,6 +12,9 @@
 //     or broken without a good generation) stays in force: the rules that need that root deny every image they
 //     match, and its status says so (Ready=False, TrustRootNotFound). Leaving it out instead would drop its deny
 //     rules and `default: deny` with it: deleting a TrustRoot must not switch a policy off;
+//   - an object whose policy document is larger than status.inForce holds is treated the same (TooLarge), so
+//     that every generation in force is one every replica can read back whole: otherwise a large policy that
+//     breaks would stay in force on the replicas that loaded it and vanish on those started afterwards;
 //   - everything else loads. Errors of the folder itself are not the objects' doing: they fail the load
 //     as they do without custom resources, and the server keeps its last good set.
 // Statuses are written once the app reports the load's outcome (`loaded`), so Ready=True (and the record of
@@ -21,7 +24,8 @@ import type { ParsedPolicies } from "./parsed-policies.ts";
 import { PolicyLoadError, type PolicyError, type PolicyWarning } from "./policy-error.ts";
 import { isObject } from "../core/json-shapes.ts";
 import { contentKey, policyDocumentOf, resourceKey, resourceOrigin, type PolicyResourceObject } from "./policy-resource-documents.ts";
-import { inForceRecord, readInForceRecord, type InForceRecord, type ResourceOutcome } from "./policy-resource-status.ts";
+import { documentTooLarge, inForceRecord, readInForceRecord, type InForceRecord, type ResourceOutcome } from "./policy-resource-status.ts";
+import { emptyPolicySet } from "../core/policy-kinds.ts";
 import type { PolicySource, PolicyText } from "./policy-source.ts";
 import { profileSources, shippedProfiles } from "./profiles.ts";
 
@@ -54,7 +58,7 @@ interface Judged {
   previous?: Version;
   /** Which version takes part in the set: the current one, the last good one, or none. */
   use: "current" | "previous" | "none";
-  rejection?: { reason: "InvalidPolicy" | "PolicyConflict"; errors: PolicyError[] };
+  rejection?: { reason: "InvalidPolicy" | "PolicyConflict" | "TooLarge"; errors: PolicyError[] };
   /** The version status.inForce records, when it was the candidate and does not compile. */
   recordRejected?: { generation: number; errors: PolicyError[] };
   /** Rules of the version in use that deny for want of a trust root. */
@@ -70,6 +74,8 @@ interface Compiled {
   key: string;
   text: string;
   parsed: ParsedPolicies;
+  /** Not compiled: the text is larger than its record could hold. */
+  tooLarge?: boolean;
 }
 
 /** A record compiled, or the errors that kept it from being compiled or came of it. */
@@ -116,7 +122,10 @@ export class ResourcePolicySource implements PolicySource {
       let c = this.compiled.get(origin);
       if (c?.key !== key) {
         const text = JSON.stringify(policyDocumentOf(resource.object));
-        c = { key, text, parsed: parsePolicyText(text, origin, { profiles }) };
+        const tooLarge = documentTooLarge(text, origin);
+        c = tooLarge
+          ? { key, text, parsed: { policies: emptyPolicySet(), errors: [tooLarge] }, tooLarge: true }
+          : { key, text, parsed: parsePolicyText(text, origin, { profiles }) };
         this.compiled.set(origin, c);
       }
       const current = { generation: resource.generation, text: c.text, parsed: c.parsed };
@@ -129,7 +138,7 @@ export class ResourcePolicySource implements PolicySource {
         current,
         ...fallback,
         use: fallback.previous ? "previous" : "none",
-        rejection: { reason: "InvalidPolicy", errors: own },
+        rejection: { reason: c.tooLarge ? "TooLarge" : "InvalidPolicy", errors: own },
       };
     });
 

@@ -10,7 +10,14 @@ import { join } from "node:path";
 import { loadPolicies } from "../../src/policy/load-policies.ts";
 import { PolicyLoadError } from "../../src/policy/policy-error.ts";
 import { contentKey, policyDocumentOf, type PolicyResourceObject } from "../../src/policy/policy-resource-documents.ts";
-import { inForceRecord, MAX_RECORDED_DOCUMENT_BYTES, readyCondition, statusPatch, type ResourceOutcome } from "../../src/policy/policy-resource-status.ts";
+import {
+  documentTooLarge,
+  inForceRecord,
+  MAX_RECORDED_DOCUMENT_BYTES,
+  readyCondition,
+  statusPatch,
+  type ResourceOutcome,
+} from "../../src/policy/policy-resource-status.ts";
 import { isObject } from "../../src/core/json-shapes.ts";
 import { PolicyFolder } from "../../src/policy/policy-source.ts";
 import { ResourcePolicySource, type PolicyResourceStore } from "../../src/policy/resource-policy-source.ts";
@@ -460,19 +467,75 @@ test("a deleted and re-created object starts afresh: neither memory nor the old 
   assert.match(readyCondition(outcome, NOW).message, /\(this policy is not in force\)$/);
 });
 
-test("status.inForce in the patch: written whole, bounded in size, removed when nothing is in force, and left alone after a failed load", () => {
+test("status.inForce in the patch: written whole, removed when nothing is in force, and left alone after a failed load", () => {
   const fresh = resource("ImagePolicy", "p", {});
-  const big = "x".repeat(MAX_RECORDED_DOCUMENT_BYTES + 1);
-  assert.deepEqual(inForceRecord(1, big), { generation: 1 });
   const first = statusPatch(fresh.object, { state: "in-force", generation: 1, record: inForceRecord(1, "{}") }, NOW)!;
   assert.deepEqual(first.status.inForce, { generation: 1, document: "{}" });
   const written = withStatus(fresh, first);
   assert.equal(statusPatch(written.object, { state: "in-force", generation: 1, record: inForceRecord(1, "{}") }, NOW), undefined);
-  // Too large: the document already recorded is cleared, not merged into.
-  const oversized = statusPatch(written.object, { state: "in-force", generation: 1, record: inForceRecord(1, big) }, NOW)!;
-  assert.deepEqual(oversized.status.inForce, { generation: 1, document: null });
-  assert.equal(statusPatch(withStatus(written, oversized).object, { state: "in-force", generation: 1, record: inForceRecord(1, big) }, NOW), undefined);
+  // A record without its document (as earlier versions wrote above the cap): the one recorded is cleared, not merged into.
+  const bare = statusPatch(written.object, { state: "in-force", generation: 1, record: { generation: 1 } }, NOW)!;
+  assert.deepEqual(bare.status.inForce, { generation: 1, document: null });
+  assert.equal(statusPatch(withStatus(written, bare).object, { state: "in-force", generation: 1, record: { generation: 1 } }, NOW), undefined);
   const rejected = { state: "rejected" as const, reason: "InvalidPolicy" as const, generation: 2, errors: [{ origin: "x", message: "m" }] };
   assert.equal(statusPatch(written.object, { ...rejected, record: null }, NOW)!.status.inForce, null);
   assert.equal("inForce" in statusPatch(written.object, rejected, NOW)!.status, false, "a failed load leaves the record alone");
+});
+
+test("a policy document is too large for status.inForce past the cap in bytes as JSON, not characters", () => {
+  assert.equal(documentTooLarge("x".repeat(MAX_RECORDED_DOCUMENT_BYTES), "ImagePolicy/p"), undefined);
+  const past = documentTooLarge("x".repeat(MAX_RECORDED_DOCUMENT_BYTES + 1), "ImagePolicy/p");
+  assert.deepEqual(past, {
+    origin: "ImagePolicy/p",
+    message:
+      "the policy document is 262145 bytes as JSON, more than the 262144 bytes status.inForce can hold, which every replica reads to enforce the same generation: split it into several policies",
+  });
+  assert.match(documentTooLarge("é".repeat(MAX_RECORDED_DOCUMENT_BYTES / 2 + 1), "ImagePolicy/p")?.message ?? "", /is 262146 bytes/);
+});
+
+/** Deny rules for images nobody runs, enough to take a policy document past the record's cap. */
+const padding = Array.from({ length: 2400 }, (_, i) => ({ action: "deny", images: [`registry.example.com/padding/${i}-${"x".repeat(100)}`] }));
+const largeSpec = (rules: unknown[]) => ({ rules: [...rules, ...padding], default: "allow" });
+
+test("a policy larger than status.inForce holds never comes into force: its last generation that fits stays, on old and new replicas alike", async () => {
+  const { replicaA, store, reports, broken: gen2 } = await brokenAfterGoodGeneration();
+  // Generation 3 is valid and too large: generation 1 stays in force on replica A, and stays recorded.
+  const large = resource("ImagePolicy", "a", largeSpec([{ action: "deny", images: ["redis"] }]), { generation: 3, status: gen2.object.status });
+  store.objects = [large];
+  const onA = await load(replicaA);
+  assert.match(JSON.stringify(onA.ImagePolicy[0]!.rules[0]!.images), /nginx/, "generation 1 is in force");
+  const outcome = reports.of("a")!;
+  assert.equal(outcome.state === "rejected" && outcome.reason, "TooLarge");
+  assert.match(
+    readyCondition(outcome, NOW).message,
+    /^the policy document is \d+ bytes as JSON, .*split it into several policies \(generation 1 stays in force\)$/,
+  );
+  const patch = statusPatch(large.object, outcome, NOW);
+  assert.equal(patch?.status.inForce, undefined, "the record of generation 1 is left as it is");
+  const judged = withStatus(large, patch);
+
+  // Generation 4 is too large and does not compile: replica A keeps generation 1, and so does a replica started now.
+  const broken = resource("ImagePolicy", "a", largeSpec([{ action: "deny", images: ["[redis"] }]), { generation: 4, status: judged.object.status });
+  store.objects = [broken];
+  const stillOnA = await load(replicaA);
+  const b = await newReplica([broken]);
+  const enforced = (set: typeof stillOnA) => JSON.stringify(set.ImagePolicy.map((p) => [p.name, p.rules.map((r) => r.images)]));
+  assert.equal(enforced(b.policies), enforced(stillOnA), "both replicas enforce the same set");
+  assert.match(JSON.stringify(b.policies.ImagePolicy[0]!.rules), /nginx/);
+  assert.deepEqual(readyCondition(b.reports.of("a")!, NOW), readyCondition(reports.of("a")!, NOW), "and report the same verdict");
+  assert.equal(readyCondition(b.reports.of("a")!, NOW).reason, "TooLarge");
+});
+
+test("a policy too large from its first generation is in force nowhere, and nothing is recorded", async () => {
+  const huge = resource("ImagePolicy", "huge", largeSpec([{ action: "deny", images: ["nginx"] }]));
+  const a = await newReplica([huge, resource("ImagePolicy", "small", denyRule("redis"))]);
+  assert.deepEqual(
+    a.policies.ImagePolicy.map((p) => p.name),
+    ["small"],
+    "the other policies load",
+  );
+  const outcome = a.reports.of("huge")!;
+  assert.equal(outcome.state === "rejected" && outcome.record, null);
+  assert.equal(readyCondition(outcome, NOW).reason, "TooLarge");
+  assert.match(readyCondition(outcome, NOW).message, /\(this policy is not in force\)$/);
 });

@@ -27,6 +27,7 @@ import { selfManagedTlsFromFlags, tlsSecretFlagProblem } from "../server/tls-sec
 import { clientCaAllowedNames } from "../server/client-ca-flags.ts";
 import type { RunningSelfManagedTls } from "../server/tls-secret-manager.ts";
 import { watchCallerFiles, type WatchedCallerFiles } from "../server/caller-files.ts";
+import { clusterKubeconfigs, connectClusters, type ConnectedClusters } from "../server/cluster-flags.ts";
 import { watchCertificateFiles, type ServingPair } from "../server/certificate-files.ts";
 import type { WatchedFiles } from "../server/file-reload.ts";
 import {
@@ -111,6 +112,14 @@ export const SERVE_USAGE = `Usage: imprimatur serve [options]
                        accept callers presenting a bearer token listed in this CallerTokens file
                        (tokens or their SHA-256, each with a caller and a cluster name); reread
                        every few seconds
+  --cluster-name NAME  the name of the cluster --kubeconfig (or the in-cluster config) and --namespaces
+                       belong to: its callers' reviews read them, and the background scan judges its
+                       pods by the policies spec.clusters gives it
+  --cluster-kubeconfig NAME=FILE
+                       another cluster's kubeconfig (repeatable): its callers' reviews read its namespace
+                       labels, pull secrets, k8s:// keys and pods there; a caller's cluster with neither
+                       flag gets a review that needs such a read refused, never answered from another
+                       cluster
   --allow-unauthenticated
                        with --client-ca or --caller-tokens, still admit callers that present no
                        credentials (marked unauthenticated in audit records); without either flag every
@@ -147,6 +156,7 @@ export async function runServe(argv: string[]): Promise<number> {
 async function serve(argv: string[], signals: ServeSignals): Promise<number> {
   let values;
   let allowedNames: string[] | undefined;
+  let clusterFiles: { home: string | undefined; files: ReadonlyMap<string, string> };
   try {
     ({ values } = parseCommandArgs(argv, {
       policies: { type: "string" },
@@ -184,6 +194,8 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
       "client-ca-allowed-names": { type: "string", multiple: true },
       "client-ca-any-name": { type: "boolean" },
       "caller-tokens": { type: "string" },
+      "cluster-name": { type: "string" },
+      "cluster-kubeconfig": { type: "string", multiple: true },
       "allow-unauthenticated": { type: "boolean" },
       "metrics-port": { type: "string" },
       "pod-security": { type: "boolean" },
@@ -209,6 +221,9 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
     const callerNames = clientCaAllowedNames(values);
     if ("problem" in callerNames) throw new UsageError(callerNames.problem);
     allowedNames = callerNames.allowedNames;
+    const clusterFlags = clusterKubeconfigs(values);
+    if ("problem" in clusterFlags) throw new UsageError(clusterFlags.problem);
+    clusterFiles = clusterFlags;
   } catch (e) {
     if (e instanceof UsageError) return usageFailure("serve", e.message);
     throw e;
@@ -261,6 +276,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
   // Files reread while serving: replacing them rotates the certificate, the client CA or the tokens.
   let certificateFiles: WatchedFiles<ServingPair> | undefined;
   let callerFiles: WatchedCallerFiles | undefined;
+  let otherClusters: ConnectedClusters | undefined;
   try {
     if (signals.stopRequested) throw new StartupStopped(signals.stopRequested);
     const namespacesFile = values.namespaces ?? config.namespacesFile;
@@ -281,6 +297,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
     }
     // Pod Security Admission judges by the namespace's labels: without them every pod would be refused.
     if (podSecurity && !namespaces) throw new Error("--pod-security needs the namespaces' labels: give --kubeconfig (or run in a pod), or --namespaces FILE");
+    otherClusters = await signals.during(connectClusters(clusterFiles.home, clusterFiles.files, startupLogger()), (late) => void late.close());
     callerFiles = await watchCallerFiles({ clientCa: values["client-ca"], tokens: values["caller-tokens"] }, startupLogger());
     const callers = {
       ...callerFiles.initial,
@@ -316,6 +333,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
         allowEmptyPolicies: values["allow-empty"] === true || values["allow-empty-policies"] === true || values["policy-crds"] === true,
         requirePolicies: values["require-policies"] === true,
         ...(kube ? { kube } : {}),
+        clusters: otherClusters.connections,
         ...(await registryAccess(config)),
         ...(selfManagedTls ? { tlsUpdates: selfManagedTls.tls } : certificateFiles ? { tlsUpdates: certificateFiles } : {}),
         callers,
@@ -331,6 +349,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
     callerFiles?.close();
     await selfManagedTls?.close();
     await namespaceCache?.close();
+    await otherClusters?.close();
     await policyResources?.close();
     if (e instanceof StartupStopped) {
       process.stderr.write(`imprimatur serve: ${e.message}: stopped before serving\n`);
@@ -379,6 +398,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
   callerFiles?.close();
   await selfManagedTls?.close();
   await namespaceCache?.close();
+  await otherClusters?.close();
   await policyResources?.close();
   return 0;
 }

@@ -2,6 +2,7 @@
 // asks to pin, and — once the edge has resolved their tags — the decision: JSON patches that rewrite
 // `repo:tag` to `repo:tag@sha256:…`, a record of what was pinned (pod annotation, audit annotations), and
 // the failure policy for tags that could not be resolved. Pure: resolution happens at the edge.
+import { CLUSTER_UNREADABLE } from "./cluster-scope.ts";
 import { allow, deny, type Decision, type JsonPatchOperation, type Violation } from "./decision.ts";
 import { fieldPathToPointer } from "./field-path.ts";
 import { matchingRule, policyApplies, type EvaluationContext, type ImagePolicy } from "./image-policy/image-policy.ts";
@@ -137,8 +138,8 @@ export function pinningDecision(
     message,
   });
   for (const { target, error, code } of failed) {
-    if (code === ADDRESS_REFUSED) {
-      // Not asked at all: the reason says which address and how to allow it.
+    if (code === ADDRESS_REFUSED || code === CLUSTER_UNREADABLE) {
+      // Not asked at all: the reason says which address, or which cluster's kubeconfig is missing, and what to add.
       violations.push(unresolved(target, `the tag could not be resolved to a digest (${code}: ${error}); denied whatever the failure policy`));
     } else if (registryAnswered(code)) {
       violations.push(

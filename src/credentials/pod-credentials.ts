@@ -7,6 +7,7 @@
 // server may read. Its lookups get the pod's secrets, and the server's only for hosts whose registries-file entry
 // says serverCredentialsForNamespacedPolicies.
 import type { Logger } from "pino";
+import { ImprimaturError } from "../errors/imprimatur-error.ts";
 import type { CredentialLookup } from "./credential.ts";
 import { chainLookups } from "./keyring.ts";
 import type { PodPullSecretRefs, PullCredentials } from "../kube/pull-secrets.ts";
@@ -23,7 +24,8 @@ export type PodLookup =
       /** For a namespaced policy's: the pod's secrets, then the server's own where the registries file lends them. */
       namespacedLookup: CredentialLookup;
     }
-  | { error: string };
+  /** code: the error's code when it has one (a cluster the server cannot read: cluster-unreadable). */
+  | { error: string; code?: string };
 
 /** The lookup for what `policy` asks: a namespaced policy (one with a namespace) gets namespacedLookup. */
 export function lookupForPolicy(creds: Extract<PodLookup, { lookup: CredentialLookup }>, policy: { namespace?: string | undefined }): CredentialLookup {
@@ -54,7 +56,8 @@ export class PodCredentials {
       if (pod.problems.length > 0) this.logger.info({ namespace: refs.namespace, problems: pod.problems }, "some pull secrets could not be used");
       return { lookup: chainLookups(pod.lookup, this.staticCredentials), namespacedLookup: chainLookups(pod.lookup, this.lentCredentials) };
     } catch (e) {
-      return { error: `the pod's pull secrets could not be read: ${(e as Error).message}` };
+      const code = e instanceof ImprimaturError ? { code: e.code } : {};
+      return { error: `the pod's pull secrets could not be read: ${(e as Error).message}`, ...code };
     }
   }
 }

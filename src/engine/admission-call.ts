@@ -16,4 +16,9 @@ export interface AdmissionCall {
    * callers (`check`, `imprimatur test`), which apply every policy whatever its clusters.
    */
   caller?: Caller;
+  /**
+   * A request of the server's own cluster with no caller (the background scan of its pods): judged by the policies
+   * spec.clusters gives that cluster (serve --cluster-name; unnamed: those scoped to no cluster), not by every policy.
+   */
+  ownCluster?: boolean;
 }

@@ -19,7 +19,7 @@ import { WebhookBackend } from "../backends/webhook-backend.ts";
 import type { ServerConfig } from "../config/server-config.ts";
 import { imagesByPod, subjectOfObject, subjectOfRequest, type AdmissionSubject, type RequestUser, type SubjectPlan } from "../core/admission-subject.ts";
 import type { AdmissionRequest } from "../core/admission-review.ts";
-import { isClusterScoped, policiesForCluster } from "../core/cluster-scope.ts";
+import { CLUSTER_UNREADABLE, hasNamespacedPolicies, isClusterScoped, policiesForCluster } from "../core/cluster-scope.ts";
 import { allow, capList, combineDecisions, deny, type Decision, type JsonPatchOperation } from "../core/decision.ts";
 import { registryAnswered, type PinningOutcome } from "../core/digest-pinning.ts";
 import { imagePolicyAnnotations } from "../core/image-review.ts";
@@ -46,6 +46,7 @@ import { lookupForPolicy, PodCredentials, type PodLookup } from "../credentials/
 import { verifies } from "../core/image-policy/image-policy.ts";
 import { verificationsNeeded, verifiedImagesPatches, type VerificationNeed } from "../core/image-policy/image-verification.ts";
 import { verificationKey, type ImageVerification } from "../core/image-policy/verification-results.ts";
+import type { SecretKeyRef } from "../core/image-policy/attestors.ts";
 import { ImageVerifier } from "../verification/image-verifier.ts";
 import { SecretKeyReader } from "../kube/secret-keys.ts";
 import { EventRecorder, type EventSink } from "../kube/event-recorder.ts";
@@ -57,6 +58,7 @@ import type { RegistrySettingsMap } from "../registry/registry-settings.ts";
 import type { AdmissionCall } from "./admission-call.ts";
 import { recordOverrides } from "./audit-overrides.ts";
 import { NO_RECORDER, type Recorder } from "./recorder.ts";
+import { ClusterUnreadableError, clusterToRead, fromHomeCluster, NO_OTHER_CLUSTERS, type ClusterConnections } from "./cluster-reads.ts";
 
 /** How long Pod Security Admission's namespace check waits for the list of the namespace's pods. */
 const NAMESPACE_POD_LIST_TIMEOUT_MS = 5_000;
@@ -71,8 +73,10 @@ export interface EngineOptions {
   auditLogPath?: string;
   /** Offline (check, policy tests): no remote backends, no registry, no Kubernetes API. */
   offline?: boolean;
-  /** Kubernetes API access: pods' pull secrets and Events. */
+  /** The server's own cluster's API: pods' pull secrets, k8s:// keys, pods and Events (with `namespaces`: its labels). */
   kube?: KubeConfig;
+  /** The other clusters whose callers share the server, and the name of its own (src/engine/cluster-reads.ts). */
+  clusters?: ClusterConnections;
   registries?: RegistrySettingsMap;
   /** The server's own registry credentials (--authfile), tried after a pod's. */
   staticCredentials?: CredentialLookup;
@@ -90,9 +94,29 @@ const pastDeadlineOf =
   () =>
     Date.now() > call.deadline;
 
+/** A review that needs a read of a cluster the server has no kubeconfig for: denied whatever the failure policy. */
+function clusterRefusal(reason: string): Decision {
+  return deny([{ policy: "imprimatur", rule: "clusterAccess", message: reason }], { auditAnnotations: { decision: "denied" } });
+}
+
 /** The denial of every review while `--require-policies` finds nothing in force. */
 export const NO_POLICY_IN_FORCE =
   "no policy is in force yet, and the server requires one (serve --require-policies): every request is refused until a policy is loaded";
+
+/** What the engine reads of one cluster, and the tools that read it: made once per cluster, on its first review. */
+interface ClusterTools {
+  namespaces: NamespaceLabelSource;
+  kube: KubeConfig | undefined;
+  /** Absent offline. */
+  credentials: PodCredentials | undefined;
+  verifier: ImageVerifier | undefined;
+  pinner: ImagePinner | undefined;
+  events: EventRecorder | undefined;
+  /** Made on first use: only Pod Security Admission's namespace check lists pods. */
+  coreApi?: CoreV1Api;
+  /** A caller's cluster the server has no kubeconfig for: why a review that needs a read of it is refused. */
+  unreadable?: string;
+}
 
 export class Engine {
   readonly cache: DecisionCache;
@@ -103,29 +127,29 @@ export class Engine {
   private current: PreparedPolicies;
   /** The set each cluster sees when some policy is scoped to clusters (spec.clusters); emptied on reload. */
   private byCluster = new Map<string | undefined, PreparedPolicies>();
-  private readonly namespaces: NamespaceLabelSource;
   private readonly recorder: Recorder;
   private readonly reviews: ImageReviewService;
   private readonly remotes: WebhookBackend[];
   private readonly audit: AuditLog | undefined;
   private readonly registry: RegistryClient | undefined;
-  private readonly pinner: ImagePinner | undefined;
-  /** Signature verification; absent offline (signatures then go unchecked, with a warning). */
+  /** Signature verification of the server's own cluster's reviews; absent offline (signatures then go unchecked, with a warning). */
   readonly verifier: ImageVerifier | undefined;
-  private readonly credentials: PodCredentials | undefined;
   private readonly failOpen: boolean;
-  private readonly events: EventRecorder | undefined;
   private readonly templateKinds: ServerConfig["podTemplates"];
   private readonly podSecurity: PodSecurityContext | undefined;
   private readonly requirePolicies: boolean;
-  private readonly kube: KubeConfig | undefined;
-  /** Made on first use: only Pod Security Admission's namespace check lists pods. */
-  private coreApi: CoreV1Api | undefined;
+  private readonly options: EngineOptions;
+  private readonly clusters: ClusterConnections;
+  /** What the server's own cluster's reviews read. */
+  private readonly home: ClusterTools;
+  /** Other clusters' (bounded: the configured clusters, and the clusters of configured tokens and client certificates). */
+  private readonly others = new Map<string, ClusterTools>();
 
   private constructor(opts: EngineOptions, remotes: WebhookBackend[]) {
     this.logger = opts.logger ?? pino({ level: "silent" });
     this.recorder = opts.recorder ?? NO_RECORDER;
-    this.namespaces = opts.namespaces ?? NO_NAMESPACE_LABELS;
+    this.options = opts;
+    this.clusters = opts.clusters ?? NO_OTHER_CLUSTERS;
     this.current = preparePolicies(opts.policies);
     this.remotes = remotes;
     this.cache = new DecisionCache({ allowTtlMs: opts.config.allowTtlMs, denyTtlMs: opts.config.denyTtlMs, maxEntries: opts.config.cacheMaxEntries });
@@ -140,32 +164,62 @@ export class Engine {
     this.templateKinds = opts.config.podTemplates;
     this.podSecurity = opts.podSecurity;
     this.requirePolicies = opts.requirePolicies === true;
-    this.kube = opts.kube;
-    if (opts.offline) return;
-    const registry = new RegistryClient({
+    if (!opts.offline) {
+      this.registry = this.registryClient(opts);
+      const registry = this.registry;
+      this.resolver = new DigestResolver(
+        { resolveDigest: (ref, o) => registry.resolveDigest(ref, { signal: o.signal, credentials: o.lookup }) },
+        { ttlMs: opts.config.digests.cacheTtlMs, maxEntries: opts.config.digests.cacheMaxEntries },
+      );
+    }
+    this.home = this.toolsOf(opts.kube, opts.namespaces ?? NO_NAMESPACE_LABELS);
+    this.verifier = this.home.verifier;
+  }
+
+  private registryClient(opts: EngineOptions): RegistryClient {
+    return new RegistryClient({
       settings: opts.registries ?? new Map(),
       onRoundTrip: (trip) => {
         this.recorder.registryRequest(trip.method, trip.status);
         opts.onRegistryRoundTrip?.(trip);
       },
     });
-    this.registry = registry;
-    this.resolver = new DigestResolver(
-      { resolveDigest: (ref, o) => registry.resolveDigest(ref, { signal: o.signal, credentials: o.lookup }) },
-      { ttlMs: opts.config.digests.cacheTtlMs, maxEntries: opts.config.digests.cacheMaxEntries },
-    );
-    this.events = opts.kube ? new EventRecorder(opts.kube, this.logger) : undefined;
-    this.credentials = new PodCredentials({
-      ...(opts.kube ? { pullSecrets: new PullSecretReader(opts.kube, { logger: this.logger }) } : {}),
+  }
+
+  /**
+   * The tools that read one cluster: its pull secrets, k8s:// keys and Events through `kube`. Without `kube`, a
+   * cluster named `unreadable` refuses every read with that reason; the server's own cluster without API access
+   * reads nothing (only the server's own credentials, no k8s:// key).
+   */
+  private toolsOf(kube: KubeConfig | undefined, namespaces: NamespaceLabelSource, unreadable?: string): ClusterTools {
+    const opts = this.options;
+    const tools: ClusterTools = {
+      namespaces,
+      kube,
+      credentials: undefined,
+      verifier: undefined,
+      pinner: undefined,
+      events: undefined,
+      ...(unreadable === undefined ? {} : { unreadable }),
+    };
+    const { registry, resolver } = this;
+    if (!registry || !resolver) return tools;
+    const refuse = (): Promise<never> => Promise.reject(new ClusterUnreadableError(CLUSTER_UNREADABLE, unreadable ?? ""));
+    const pullSecrets = kube ? new PullSecretReader(kube, { logger: this.logger }) : unreadable !== undefined ? { credentialsFor: refuse } : undefined;
+    tools.events = kube ? new EventRecorder(kube, this.logger) : undefined;
+    const credentials = new PodCredentials({
+      ...(pullSecrets ? { pullSecrets } : {}),
       staticCredentials: opts.staticCredentials ?? ANONYMOUS,
       ...(opts.registries ? { registries: opts.registries } : {}),
       logger: this.logger,
     });
-    const secretKeys = opts.kube ? new SecretKeyReader(opts.kube) : undefined;
-    this.verifier = new ImageVerifier({
+    tools.credentials = credentials;
+    const secretKeys = kube ? new SecretKeyReader(kube) : undefined;
+    const readKey = secretKeys ? (ref: SecretKeyRef, signal: AbortSignal) => secretKeys.read(ref, signal) : unreadable !== undefined ? refuse : undefined;
+    tools.verifier = new ImageVerifier({
       client: registry,
       trustRoots: () => this.current.byKind.TrustRoot,
-      ...(secretKeys ? { secretKeys: (ref, signal) => secretKeys.read(ref, signal) } : {}),
+      ...(readKey ? { secretKeys: readKey } : {}),
       // A deleted signature should stop admitting new pods within minutes, whatever the backends' allow TTL.
       verifiedTtlMs: Math.min(opts.config.allowTtlMs, 300_000),
       deniedTtlMs: opts.config.denyTtlMs,
@@ -179,11 +233,11 @@ export class Engine {
         else this.logger.info({ ...what, outcome: result.status, reason: result.reason }, "signatures not verified");
       },
     });
-    this.pinner = new ImagePinner({
+    tools.pinner = new ImagePinner({
       policies: () => this.current.set.ImagePolicy,
-      namespaces: this.namespaces,
-      resolver: this.resolver,
-      credentials: this.credentials,
+      namespaces,
+      resolver,
+      credentials,
       mode: opts.config.digests.mode,
       failOpen: opts.config.failOpen,
       logger: this.logger,
@@ -192,6 +246,26 @@ export class Engine {
         if (outcome.failed.length > 0) this.recorder.digestResolutions("failed", outcome.failed.length);
       },
     });
+    return tools;
+  }
+
+  /** The tools that read the caller's cluster (src/engine/cluster-reads.ts): never another cluster's. */
+  private toolsFor(caller: Caller | undefined): ClusterTools {
+    const target = clusterToRead(caller, this.clusters);
+    if (target.kind === "home") return this.home;
+    let tools = this.others.get(target.cluster);
+    if (!tools) {
+      tools =
+        target.kind === "other"
+          ? this.toolsOf(target.connection.kube, target.connection.namespaces)
+          : this.toolsOf(undefined, NO_NAMESPACE_LABELS, target.reason);
+      this.others.set(target.cluster, tools);
+    }
+    return tools;
+  }
+
+  private allTools(): ClusterTools[] {
+    return [this.home, ...this.others.values()];
   }
 
   /** Builds the engine from configuration: remote backends, caches, registry access, audit log. */
@@ -216,7 +290,7 @@ export class Engine {
     this.byCluster = new Map();
     this.cache.clear();
     this.resolver?.clear();
-    this.verifier?.clear();
+    for (const tools of this.allTools()) tools.verifier?.clear();
   }
 
   /**
@@ -228,16 +302,21 @@ export class Engine {
   }
 
   /**
-   * The policies a request is judged by: those scoped to no cluster and those naming the caller's cluster; every
-   * policy for an in-process caller (no `caller`).
+   * The policies a request is judged by: those scoped to no cluster and those naming the caller's cluster, and
+   * namespaced policies for the server's own cluster's requests only; every policy for an in-process caller (no
+   * `caller`). `ownCluster`: a request of the server's own cluster with no caller (the background scan), judged
+   * by the policies of the cluster --cluster-name names.
    */
-  private preparedFor(caller: Caller | undefined): PreparedPolicies {
+  private preparedFor(caller: Caller | undefined, ownCluster = false): PreparedPolicies {
     const current = this.current;
-    if (!caller || !isClusterScoped(current.set)) return current;
-    const cluster = clusterOf(caller);
-    // Bounded: cluster names come from the configured tokens and from certificates the client CA issued.
+    if (!caller && !ownCluster) return current;
+    const cluster = ownCluster ? this.clusters.home : clusterOf(caller);
+    const home = ownCluster || fromHomeCluster(caller, this.clusters);
+    if (!isClusterScoped(current.set) && (home || !hasNamespacedPolicies(current.set))) return current;
+    // Bounded: cluster names come from the configured tokens and from certificates the client CA issued. The
+    // cluster decides whether it is the server's own, so it is the whole key.
     let prepared = this.byCluster.get(cluster);
-    if (!prepared) this.byCluster.set(cluster, (prepared = preparePolicies(policiesForCluster(current.set, cluster))));
+    if (!prepared) this.byCluster.set(cluster, (prepared = preparePolicies(policiesForCluster(current.set, cluster, home))));
     return prepared;
   }
 
@@ -248,18 +327,25 @@ export class Engine {
 
   /** The policies an in-process caller's subject (`check`, `imprimatur test`) is judged by, after match/exclude. */
   async policiesFor(subject: AdmissionSubject, deadline: number): Promise<PolicySet> {
-    return (await this.scopeFor(subject, { endpoint: "check", deadline, dryRun: true })).prepared.set;
+    return (await this.scopeFor(subject, { endpoint: "check", deadline, dryRun: true }, this.home)).prepared.set;
   }
 
   /**
    * The policies a request is judged by: its cluster's, its namespace's, then those whose match/exclude it meets; the
    * namespace's labels when a policy needs them; denials for policies whose scope cannot be decided.
    */
-  private async scopeFor(subject: AdmissionSubject, call: AdmissionCall): Promise<RequestScope & { namespaceLabels?: Record<string, string> }> {
+  private async scopeFor(
+    subject: AdmissionSubject,
+    call: AdmissionCall,
+    tools: ClusterTools,
+  ): Promise<RequestScope & { namespaceLabels?: Record<string, string>; refused?: Decision }> {
     // Other namespaces' policies are left out before anything of theirs (a condition, a selector) runs.
-    const ofNamespace = preparedForNamespace(this.preparedFor(call.caller), namespaceOfRequest(subject.request));
+    const ofNamespace = preparedForNamespace(this.preparedFor(call.caller, call.ownCluster), namespaceOfRequest(subject.request));
     // Pod Security Admission reads every namespace's labels; policies only when one of them has a selector.
-    const namespaceLabels = ofNamespace.usesNamespaceLabels || this.podSecurity ? await this.labelsOf(subject.namespace, call.deadline) : undefined;
+    const needsLabels = ofNamespace.usesNamespaceLabels || this.podSecurity !== undefined;
+    // Never another cluster's labels: the review is refused, whatever the failure policy.
+    if (needsLabels && tools.unreadable !== undefined) return { prepared: ofNamespace, violations: [], refused: clusterRefusal(tools.unreadable) };
+    const namespaceLabels = needsLabels ? await this.labelsOf(tools, subject.namespace, call.deadline) : undefined;
     const request: MatchedRequest = { request: subject.request, ...(namespaceLabels ? { namespaceLabels } : {}) };
     const scope = withEvaluationDeadline(pastDeadlineOf(call), () => scopeRequest(ofNamespace, request, this.failOpen));
     return { ...scope, ...(namespaceLabels ? { namespaceLabels } : {}) };
@@ -278,18 +364,23 @@ export class Engine {
       return refused;
     }
     const cluster = clusterOf(call.caller);
-    const { prepared, namespaceLabels, violations: outOfReach } = await this.scopeFor(subject, call);
+    const tools = this.toolsFor(call.caller);
+    const { prepared, namespaceLabels, violations: outOfReach, refused } = await this.scopeFor(subject, call, tools);
+    if (refused) {
+      this.finish(subject, call, refused);
+      return refused;
+    }
     // Signatures, remote backends and, for an ImageReview, digest records wait on the network: all at once. An
     // ImageReview answer cannot change the pod, so tags marked digestMutate are resolved and recorded only.
     const recordDigests =
-      call.endpoint === "imagereview" && this.pinner ? this.pinner.pin(this.pinRequest(subject, prepared), call.deadline, "record") : undefined;
-    const needs = this.signaturesToVerify(prepared.set.ImagePolicy, subject, namespaceLabels);
+      call.endpoint === "imagereview" && tools.pinner ? tools.pinner.pin(this.pinRequest(subject, prepared), call.deadline, "record") : undefined;
+    const needs = this.signaturesToVerify(tools, prepared.set.ImagePolicy, subject, namespaceLabels);
     // Most admissions have nothing to wait on (no signature to verify, no remote backend): they skip the
     // Promise.all and its microtasks.
     const waits = (needs !== undefined && needs.length > 0) || this.remotes.length > 0 || recordDigests !== undefined;
     const [verifications, remote, resolved] = waits
       ? await Promise.all([
-          needs === undefined ? undefined : this.verifyNeeds(needs, subject, new Map(), call.deadline),
+          needs === undefined ? undefined : this.verifyNeeds(tools, needs, subject, new Map(), call.deadline),
           this.askRemotes(subject, call.deadline, cluster),
           recordDigests,
         ])
@@ -337,7 +428,7 @@ export class Engine {
     const name = request.name || (asObject(asObject(request.object)?.metadata)?.name as string | undefined) || "";
     const enforceChanged = ["pod-security.kubernetes.io/enforce", "pod-security.kubernetes.io/enforce-version"].some((k) => labels?.[k] !== oldLabels?.[k]);
     // The pods are listed only when the enforce policy changed on an update: the check looks at them only then.
-    const pods = request.operation === "UPDATE" && enforceChanged ? await this.podsIn(name, call.deadline) : [];
+    const pods = request.operation === "UPDATE" && enforceChanged ? await this.podsIn(this.toolsFor(call.caller), name, call.deadline) : [];
     // PSA's budget: one second, or half of what is left of the request's time.
     const until = Date.now() + Math.min(NAMESPACE_POD_CHECK_BUDGET_MS, (call.deadline - Date.now()) / 2);
     const outcome = checkNamespaceChange(
@@ -357,10 +448,10 @@ export class Engine {
   }
 
   /** The namespace's pods, for Pod Security Admission's namespace check; undefined when they cannot be listed. */
-  private async podsIn(namespace: string, deadline: number): Promise<Record<string, unknown>[] | undefined> {
-    if (!this.kube) return undefined;
+  private async podsIn(tools: ClusterTools, namespace: string, deadline: number): Promise<Record<string, unknown>[] | undefined> {
+    if (!tools.kube) return undefined;
     try {
-      const api = (this.coreApi ??= this.kube.makeApiClient(CoreV1Api));
+      const api = (tools.coreApi ??= tools.kube.makeApiClient(CoreV1Api));
       const signal = AbortSignal.timeout(Math.max(1, Math.min(deadline - Date.now(), NAMESPACE_POD_LIST_TIMEOUT_MS)));
       const list = await api.listNamespacedPod({ namespace, limit: NAMESPACE_MAX_PODS_TO_CHECK }, withSignal(signal));
       return list.items.map((p) => JSON.parse(JSON.stringify(p)) as Record<string, unknown>);
@@ -373,14 +464,20 @@ export class Engine {
   /** Pin (or record) the digests of the subject's digestMutate images; undefined when none asks for it. */
   async mutate(subject: AdmissionSubject, call: AdmissionCall): Promise<Decision | undefined> {
     // Policies whose scope cannot be decided pin nothing here; /validate denies with the reason.
-    const { prepared, namespaceLabels } = await this.scopeFor(subject, call);
-    const outcome = this.pinner && subject.images.length > 0 ? await this.pinner.pin(this.pinRequest(subject, prepared), call.deadline) : undefined;
-    const verified = this.pinner?.mode === "mutate" ? await this.verifiedImagePatches(prepared, namespaceLabels, subject, outcome, call.deadline) : [];
+    const tools = this.toolsFor(call.caller);
+    const { prepared, namespaceLabels, refused } = await this.scopeFor(subject, call, tools);
+    if (refused) {
+      this.finish(subject, call, refused);
+      return refused;
+    }
+    const pinner = tools.pinner;
+    const outcome = pinner && subject.images.length > 0 ? await pinner.pin(this.pinRequest(subject, prepared), call.deadline) : undefined;
+    const verified = pinner?.mode === "mutate" ? await this.verifiedImagePatches(tools, prepared, namespaceLabels, subject, outcome, call.deadline) : [];
     if (!outcome && verified.length === 0) return undefined;
     const base = outcome?.decision ?? allow();
     if (base.allowed && verified.length > 0) base.patches = [...(base.patches ?? []), ...verified];
     const decision = await recordOverrides(this.audit, this.logger, base, subject, call, outcome?.failed.map((f) => f.target.image) ?? []);
-    if (!call.dryRun && outcome) this.recordEvent(subject, outcome);
+    if (!call.dryRun && outcome) this.recordEvent(tools, subject, outcome);
     this.finish(subject, call, decision);
     return decision;
   }
@@ -388,7 +485,7 @@ export class Engine {
   async close(): Promise<void> {
     await Promise.all(this.remotes.map((r) => r.close()));
     await this.registry?.close();
-    await this.events?.flush();
+    await Promise.all(this.allTools().map((tools) => tools.events?.flush()));
     await this.audit?.close();
   }
 
@@ -398,11 +495,12 @@ export class Engine {
    * digest it resolves to now with the pod's credentials. Undefined offline.
    */
   private signaturesToVerify(
+    tools: ClusterTools,
     policies: PolicySet["ImagePolicy"],
     subject: AdmissionSubject,
     namespaceLabels: Record<string, string> | undefined,
   ): VerificationNeed[] | undefined {
-    if (!this.verifier) return undefined;
+    if (!tools.verifier) return undefined;
     const needs = verificationsNeeded(policies, subject.namespace, subject.images, namespaceLabels === undefined ? {} : { namespaceLabels });
     // A tag under digestVerify is denied whatever its signatures say: nothing to look up.
     return needs.some((n) => n.rule.digestVerify && !n.ref.digest) ? needs.filter((n) => !n.rule.digestVerify || n.ref.digest) : needs;
@@ -414,17 +512,18 @@ export class Engine {
    * verification adds nothing here: /validate denies it with the reason.
    */
   private async verifiedImagePatches(
+    tools: ClusterTools,
     prepared: PreparedPolicies,
     namespaceLabels: Record<string, string> | undefined,
     subject: AdmissionSubject,
     pinning: PinningOutcome | undefined,
     deadline: number,
   ): Promise<JsonPatchOperation[]> {
-    if (!this.verifier || !prepared.set.ImagePolicy.some((p) => p.rules.some(verifies))) return [];
+    if (!tools.verifier || !prepared.set.ImagePolicy.some((p) => p.rules.some(verifies))) return [];
     const needs = verificationsNeeded(prepared.set.ImagePolicy, subject.namespace, subject.images, namespaceLabels === undefined ? {} : { namespaceLabels });
     if (needs.length === 0) return [];
     const pinnedDigests = new Map((pinning?.pinned ?? []).map((p) => [p.field, p.digest]));
-    const results = await this.verifyNeeds(needs, subject, pinnedDigests, deadline);
+    const results = await this.verifyNeeds(tools, needs, subject, pinnedDigests, deadline);
     const pods = this.pinRequest(subject, prepared).pods.map((p) => p.metadata);
     // Where pinning already added its annotation (creating the map if needed), the record goes next to it.
     const podOf = new Map(subject.images.map((i) => [i.field, i.pod]));
@@ -439,6 +538,7 @@ export class Engine {
 
   /** Each need verified with its pod's credentials; `digests` (field → digest) are digests already pinned. */
   private async verifyNeeds(
+    tools: ClusterTools,
     needs: readonly VerificationNeed[],
     subject: AdmissionSubject,
     digests: ReadonlyMap<string, string>,
@@ -450,20 +550,22 @@ export class Engine {
     const lookupOf = (pod: number) => {
       let l = lookups.get(pod);
       const at = subject.pods[pod];
-      if (!l) lookups.set(pod, (l = this.credentials!.lookupFor(at ? this.pinPod(subject, at).pullSecrets : undefined, deadline)));
+      if (!l) lookups.set(pod, (l = tools.credentials!.lookupFor(at ? this.pinPod(subject, at).pullSecrets : undefined, deadline)));
       return l;
     };
     await Promise.all(
       needs.map(async (need) => {
         const pinned = digests.get(need.field);
         const target = pinned ? { ...need, ref: { ...need.ref, digest: pinned } } : need;
-        results.set(verificationKey(need.policy.name, need.rule.index, need.image), await this.verifyOne(target, await lookupOf(need.pod), deadline));
+        results.set(verificationKey(need.policy.name, need.rule.index, need.image), await this.verifyOne(tools, target, await lookupOf(need.pod), deadline));
       }),
     );
     return results;
   }
 
-  private async verifyOne(need: VerificationNeed, creds: PodLookup, deadline: number): Promise<ImageVerification> {
+  private async verifyOne(tools: ClusterTools, need: VerificationNeed, creds: PodLookup, deadline: number): Promise<ImageVerification> {
+    // Another cluster's secrets never stand in for the pod's: a cluster the server cannot read is a denial.
+    if ("error" in creds && creds.code === CLUSTER_UNREADABLE) return { status: "denied", reason: creds.error };
     if ("error" in creds) return { status: "unavailable", reason: creds.error, registry: need.ref.registry };
     // A namespaced policy's lookups get the server's own credentials only where the registries file lends them.
     const lookup = lookupForPolicy(creds, need.policy);
@@ -476,7 +578,7 @@ export class Engine {
       }
       digest = resolved.digest;
     }
-    const result = await this.verifier!.verify(
+    const result = await tools.verifier!.verify(
       {
         image: { ...need.ref, digest },
         policy: need.policy.name,
@@ -493,9 +595,9 @@ export class Engine {
     return { ...result, digest };
   }
 
-  private async labelsOf(namespace: string, deadline: number): Promise<Record<string, string> | undefined> {
-    await this.namespaces.prepare?.(namespace, deadline);
-    return this.namespaces.labels(namespace);
+  private async labelsOf(tools: ClusterTools, namespace: string, deadline: number): Promise<Record<string, string> | undefined> {
+    await tools.namespaces.prepare?.(namespace, deadline);
+    return tools.namespaces.labels(namespace);
   }
 
   /** One ImageReview spec per pod (each pod brings its own annotations), as the ImagePolicyWebhook sends it. */
@@ -540,12 +642,12 @@ export class Engine {
   }
 
   /** A Kubernetes Event on the object, so `kubectl describe` shows what was pinned (auditable pinning). */
-  private recordEvent(subject: AdmissionSubject, outcome: PinningOutcome): void {
-    const sink: EventSink | undefined = this.events;
+  private recordEvent(tools: ClusterTools, subject: AdmissionSubject, outcome: PinningOutcome): void {
+    const sink: EventSink | undefined = tools.events;
     if (!sink || (outcome.pinned.length === 0 && outcome.failed.length === 0)) return;
     const involvedObject = { ...subject.object, namespace: subject.namespace };
     if (outcome.pinned.length > 0) {
-      const pinned = this.pinner?.mode === "mutate";
+      const pinned = tools.pinner?.mode === "mutate";
       const described = outcome.pinned.map((p) => `${p.field}: ${p.image} → ${p.pinned} (credentials: ${p.credentialSource})`);
       sink.record({
         involvedObject,

@@ -60,7 +60,7 @@ export class ImagePinner {
     const resolutions: Resolution[] = await Promise.all(
       targets.map(async (t) => {
         const creds = lookups[t.pod] ?? (await this.opts.credentials.lookupFor(undefined, deadline));
-        if ("error" in creds) return { ok: false as const, error: creds.error };
+        if ("error" in creds) return { ok: false as const, error: creds.error, ...(creds.code ? { code: creds.code } : {}) };
         // A NamespacedImagePolicy's pin gets the server's own credentials only where the registries file lends them.
         return this.opts.resolver.resolve(t.ref, lookupForPolicy(creds, { namespace: t.policyNamespace }), deadline);
       }),

@@ -278,7 +278,8 @@ export class AuditScanner {
 
   private async judge(uid: string, pod: PodObject): Promise<void> {
     const key = contentKey(pod);
-    const audit = await auditPod(this.opts.engine, pod);
+    // The pods are the server's own cluster's: judged by the policies spec.clusters gives it (serve --cluster-name).
+    const audit = await auditPod(this.opts.engine, pod, undefined, { ownCluster: true });
     // The pod may have changed or gone while it was judged: a newer version is in the queue, or it is gone.
     if (this.pods.get(uid) !== pod) return;
     this.judgedAs.set(uid, key);

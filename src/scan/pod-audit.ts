@@ -25,7 +25,16 @@ export const IMPRIMATUR_POLICY = "imprimatur";
 /** How long one pod's judgment may take; a registry that does not answer in time gives an "error" result. */
 const POD_DEADLINE_MS = 30_000;
 
-export async function auditPod(engine: Engine, pod: Record<string, unknown>, now: () => Date = () => new Date()): Promise<PodAudit> {
+/**
+ * `ownCluster`: the pod is the server's own cluster's (the background scan), judged by the policies spec.clusters
+ * gives that cluster; otherwise (`imprimatur audit`) by every policy, as `check` is.
+ */
+export async function auditPod(
+  engine: Engine,
+  pod: Record<string, unknown>,
+  now: () => Date = () => new Date(),
+  opts: { ownCluster?: boolean } = {},
+): Promise<PodAudit> {
   const meta = asObject(pod.metadata) ?? {};
   const resource: ReportedResource = {
     apiVersion: "v1",
@@ -43,7 +52,12 @@ export async function auditPod(engine: Engine, pod: Record<string, unknown>, now
   let decision: Decision;
   try {
     // Judged as a creation by no particular user: a running pod does not say who created it.
-    decision = await engine.validate(plan.subject, { endpoint: "audit", deadline: Date.now() + POD_DEADLINE_MS, dryRun: true });
+    decision = await engine.validate(plan.subject, {
+      endpoint: "audit",
+      deadline: Date.now() + POD_DEADLINE_MS,
+      dryRun: true,
+      ...(opts.ownCluster ? { ownCluster: true } : {}),
+    });
   } catch (e) {
     results.push({
       policy: IMPRIMATUR_POLICY,

@@ -13,6 +13,7 @@ import type { PodRestriction } from "../core/pod-restriction/pod-restriction.ts"
 import { policyCount, type PolicySet } from "../core/policy-kinds.ts";
 import type { CredentialLookup } from "../credentials/credential.ts";
 import { Engine } from "../engine/engine.ts";
+import type { ClusterConnections } from "../engine/cluster-reads.ts";
 import type { Recorder } from "../engine/recorder.ts";
 import { PolicyLoadError, renderPolicyError } from "../policy/policy-error.ts";
 import { PolicyFolder, type PolicySource } from "../policy/policy-source.ts";
@@ -57,8 +58,10 @@ export interface AppOptions {
   watchPolicies?: boolean;
   /** Called with each policy set that replaces the running one (not with the first). */
   onPoliciesReloaded?: (set: PolicySet) => void | Promise<void>;
-  /** Kubernetes API access: pods' pull secrets and Events for tag→digest pinning. */
+  /** The server's own cluster's API: namespace labels (with `namespaces`), pods' pull secrets, k8s:// keys, pods and Events. */
   kube?: KubeConfig;
+  /** Other clusters' kubeconfigs and the server's own cluster's name (serve --cluster-kubeconfig, --cluster-name). */
+  clusters?: ClusterConnections;
   /** Per-registry TLS, plain HTTP and mirrors (--registries). */
   registries?: RegistrySettingsMap;
   /** The server's own registry credentials (--authfile), tried after a pod's. */
@@ -324,6 +327,7 @@ function buildEngine(opts: AppOptions, policies: PolicySet, logger: Logger, reco
     recorder,
     auditLogPath: opts.config.auditLog ?? join(opts.stateDir, "audit.jsonl"),
     ...(opts.kube ? { kube: opts.kube } : {}),
+    ...(opts.clusters ? { clusters: opts.clusters } : {}),
     ...(opts.registries ? { registries: opts.registries } : {}),
     ...(opts.staticCredentials ? { staticCredentials: opts.staticCredentials } : {}),
     ...(opts.onRegistryRoundTrip ? { onRegistryRoundTrip: opts.onRegistryRoundTrip } : {}),

@@ -25,7 +25,7 @@ export type CallerTokens = ReadonlyMap<string, TokenCaller>;
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 /** Caller and cluster names: what a label value may be, so they read well in records and metrics. */
-const NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+export const CALLER_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 /** Shorter tokens are guessable; kube's own bootstrap tokens carry 16 random characters. */
 const MIN_TOKEN_LENGTH = 16;
 
@@ -65,7 +65,7 @@ export function parseCallerTokens(text: string, file: string): CallerTokens {
 }
 
 function nameField(value: unknown, path: Array<string | number>, checks: ConfigChecks): string | undefined {
-  if (typeof value === "string" && NAME.test(value)) return value;
+  if (typeof value === "string" && CALLER_NAME.test(value)) return value;
   return checks.problem(path, `must be a name of letters, digits, '-', '_' or '.' (at most 63), got ${JSON.stringify(value)}`);
 }
 

@@ -1,0 +1,164 @@
+// Clusters sharing one `imprimatur serve` read each their own cluster: two real kube-apiservers v1.20 hold the
+// namespaces and pull secrets, one serve judges their callers' AdmissionReviews (each cluster's apiserver
+// presents its bearer token). serve's own kubeconfig is cluster-a's (--cluster-name cluster-a); cluster-b's
+// comes with --cluster-kubeconfig; cluster-c has none. Namespace `apps` is exempt from a namespaceSelector-bound
+// policy in cluster-a only, and a `regcred` Secret holds the registry's password in cluster-a, a wrong one in
+// cluster-b: each cluster's pods are judged by their own cluster's labels and pinned with their own cluster's
+// secrets, and cluster-c's reviews that need a read are refused with the reason, never answered from cluster-a.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { randomToken } from "../support/caller-credentials.ts";
+import { postJson } from "../support/https-client.ts";
+import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
+import { createPullSecret, startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
+import { podReview } from "../support/admission.ts";
+import { buildOciLayout } from "../support/oci-layout.ts";
+import { startRegistry, type TestRegistry } from "../support/registry.ts";
+import { teardown } from "../support/teardown.ts";
+
+const NS = "apps";
+const PULLER = { username: "puller", password: "puller-secret-1" };
+const NGINX = "docker.io/library/nginx:1.25";
+const tokens = { a: randomToken(), b: randomToken(), c: randomToken() };
+
+let dir: string;
+let registry: TestRegistry;
+let clusterA: KubeCluster;
+let clusterB: KubeCluster;
+let imprimatur: ImprimaturProcess;
+let privateImage: string;
+
+function policies(host: string): string {
+  return [
+    {
+      apiVersion: "imprimatur.dev/v1alpha1",
+      kind: "ImagePolicy",
+      metadata: { name: "no-nginx-unless-exempt" },
+      spec: {
+        namespaceSelector: { matchExpressions: [{ key: "exempt", operator: "NotIn", values: ["true"] }] },
+        rules: [{ action: "deny", images: ["docker.io/library/nginx*"], message: "nginx runs in exempt namespaces only" }],
+        default: "allow",
+      },
+    },
+    {
+      apiVersion: "imprimatur.dev/v1alpha1",
+      kind: "ImagePolicy",
+      metadata: { name: "pin-private" },
+      spec: { rules: [{ action: "allow", images: [`${host}/private/*`], digestMutate: true }], default: "allow" },
+    },
+  ]
+    .map((p) => stringify(p))
+    .join("---\n");
+}
+
+/** A pod review of `images` in NS naming the `regcred` pull secret. */
+function review(images: string[]) {
+  const body = podReview({ images, namespace: NS });
+  (body.request.object.spec as Record<string, unknown>).imagePullSecrets = [{ name: "regcred" }];
+  return body;
+}
+
+async function ask(path: "/validate" | "/mutate", token: string, images: string[]) {
+  const res = await postJson(`${imprimatur.baseUrl}${path}`, imprimatur.ca, review(images), { headers: { authorization: `Bearer ${token}` } });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return res.body.response as { allowed: boolean; status?: { message?: string }; patch?: string };
+}
+
+async function kubectlOk(cluster: KubeCluster, args: string[]): Promise<void> {
+  const r = await cluster.kubectl(args);
+  assert.equal(r.code, 0, r.stderr);
+}
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), "imprimatur-e2e-cluster-reads-"));
+  registry = await startRegistry({
+    auth: "token",
+    users: [
+      { username: "pusher", password: "pusher-secret-1" },
+      { ...PULLER, pull: ["private/**"], push: false },
+    ],
+  });
+  const layout = await buildOciLayout({ tag: "1.0", seed: "cluster-reads-1" });
+  await registry.push(layout.layoutDir, "1.0", "private/app", "1.0");
+  await rm(layout.layoutDir, { recursive: true, force: true });
+  privateImage = `${registry.host}/private/app:1.0`;
+
+  [clusterA, clusterB] = await Promise.all([startKubeCluster(), startKubeCluster()]);
+  for (const cluster of [clusterA, clusterB]) await kubectlOk(cluster, ["create", "namespace", NS]);
+  await kubectlOk(clusterA, ["label", "namespace", NS, "exempt=true"]);
+  await createPullSecret(clusterA, NS, "regcred", { host: registry.host, username: PULLER.username }, PULLER.password);
+  await createPullSecret(clusterB, NS, "regcred", { host: registry.host, username: PULLER.username }, "not-the-password");
+
+  await writeFile(join(dir, "policies.yaml"), policies(registry.host));
+  await writeFile(
+    join(dir, "registries.yaml"),
+    stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: registry.configEntries() }),
+  );
+  await writeFile(
+    join(dir, "callers.yaml"),
+    stringify({
+      apiVersion: "imprimatur.dev/v1alpha1",
+      kind: "CallerTokens",
+      callers: [
+        { name: "apiserver-a", cluster: "cluster-a", token: tokens.a },
+        { name: "apiserver-b", cluster: "cluster-b", token: tokens.b },
+        { name: "apiserver-c", cluster: "cluster-c", token: tokens.c },
+      ],
+    }),
+  );
+  imprimatur = await startImprimatur([
+    "--policies",
+    join(dir, "policies.yaml"),
+    "--registries",
+    join(dir, "registries.yaml"),
+    "--kubeconfig",
+    clusterA.kubeconfig,
+    "--cluster-name",
+    "cluster-a",
+    "--cluster-kubeconfig",
+    `cluster-b=${clusterB.kubeconfig}`,
+    "--caller-tokens",
+    join(dir, "callers.yaml"),
+  ]);
+});
+
+after(() =>
+  teardown([
+    () => imprimatur?.stop(),
+    () => clusterA?.stop(),
+    () => clusterB?.stop(),
+    () => registry?.stop(),
+    () => dir && rm(dir, { recursive: true, force: true }),
+  ]),
+);
+
+test("another cluster's pods are judged by that cluster's namespace labels, never the server's own cluster's", async () => {
+  assert.equal((await ask("/validate", tokens.a, [NGINX])).allowed, true, "apps is exempt in cluster-a");
+  const inB = await ask("/validate", tokens.b, [NGINX]);
+  assert.equal(inB.allowed, false, "apps is not exempt in cluster-b");
+  assert.match(inB.status?.message ?? "", /nginx runs in exempt namespaces only/);
+});
+
+test("another cluster's pod naming regcred is pinned with that cluster's regcred, never the server's own cluster's", async () => {
+  const inA = await ask("/mutate", tokens.a, [privateImage]);
+  assert.equal(inA.allowed, true, JSON.stringify(inA));
+  assert.match(Buffer.from(inA.patch ?? "", "base64").toString("utf8"), /@sha256:/, "cluster-a's regcred reads the private image");
+  const inB = await ask("/mutate", tokens.b, [privateImage]);
+  const patched = Buffer.from(inB.patch ?? "", "base64").toString("utf8");
+  assert.doesNotMatch(patched, /@sha256:/, "cluster-b's regcred holds a wrong password: nothing is pinned with cluster-a's");
+  assert.equal(inB.allowed, false, "the tag cannot be resolved with cluster-b's secret, and the server fails closed");
+});
+
+test("a cluster with no kubeconfig: a review that needs its namespace labels is refused with the reason", async () => {
+  const inC = await ask("/validate", tokens.c, [NGINX]);
+  assert.equal(inC.allowed, false);
+  assert.match(inC.status?.message ?? "", /cluster "cluster-c".*no kubeconfig.*--cluster-kubeconfig cluster-c=FILE/);
+  const pinned = await ask("/mutate", tokens.c, [privateImage]);
+  assert.equal(pinned.allowed, false);
+  assert.match(pinned.status?.message ?? "", /cluster "cluster-c".*no kubeconfig/);
+  assert.doesNotMatch(Buffer.from(pinned.patch ?? "", "base64").toString("utf8"), /@sha256:/, "never pinned with cluster-a's regcred");
+});

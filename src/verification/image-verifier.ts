@@ -4,7 +4,7 @@
 // result is never reused for another policy, after a reload, for a pod that could not have read the signatures,
 // or once a Secret's key changed or went; denials are cached briefly, registry outages not at all. Concurrent
 // admissions of the same image share one verification.
-import { createHash, type KeyObject } from "node:crypto";
+import type { KeyObject } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import { judgeAttestors, leafAttestors, type AttestorSet, type EntryOutcome, type LeafAttestor, type SecretKeyRef } from "../core/image-policy/attestors.ts";
 import { fullName, repositoryName, type ImageReference } from "../core/image-reference.ts";
@@ -69,7 +69,7 @@ export class ImageVerifier {
    * Keys read from Secrets, kept briefly: every verification asks for its keys first, so a deleted or replaced
    * Secret counts within this time, cached results included (their key names the key read).
    */
-  private readonly secretKeys: InFlight<{ key: KeyObject; id: string }>;
+  private readonly secretKeys: InFlight<ReadKey>;
   private generation = 0;
   /** Verifications that ran (cache misses not joined to one in flight); hits served from the cache. */
   verifications = 0;
@@ -115,8 +115,8 @@ export class ImageVerifier {
       request.image.digest ? `${repositoryName(request.image)}@${request.image.digest}` : fullName(request.image),
       `${at.registry}/${at.repository}`,
       credentialIdentity(at, request.lookup),
-      // The keys read from Secrets: a result is never reused for another key.
-      ...[...read.values()].flatMap((k) => (k.id === undefined ? [] : [k.id])),
+      // The keys, as a Secret's may change without a reload: a result is never reused for another key.
+      ...[...read.values()].map((k) => k.id),
     ].join("\u0000");
     const cached = this.cache.get(key);
     if (cached) {
@@ -199,7 +199,7 @@ export class ImageVerifier {
       leafAttestors(sets).map(async (leaf) => {
         if (leaf.type !== "staticKey") return;
         if ("pem" in leaf.key) {
-          keys.set(leaf, { key: parsedKey(leaf.key.pem) });
+          keys.set(leaf, { key: parsedKey(leaf.key.pem), id: leaf.key.pem });
           return;
         }
         const ref = leaf.key.secretRef;
@@ -213,7 +213,7 @@ export class ImageVerifier {
             `${ref.namespace}/${ref.secret}/${ref.key}`,
             async () => {
               const pem = await reader(ref, signal);
-              return { key: publicKeyFromPem(pem), id: createHash("sha256").update(pem).digest("hex") };
+              return { key: publicKeyFromPem(pem), id: pem };
             },
             signal,
           );
@@ -230,8 +230,8 @@ export class ImageVerifier {
 /** How long a key read from a Secret is used before it is read again. */
 const SECRET_KEY_TTL_MS = 10_000;
 
-/** A static key entry's key; `id` identifies one read from a Secret. */
-type ReadKey = { key: KeyObject; id?: string };
+/** A static key entry's key, and its PEM, which tells one key read from a Secret from the next. */
+type ReadKey = { key: KeyObject; id: string };
 
 const parsedKeys = new Map<string, KeyObject>();
 function parsedKey(pem: string): KeyObject {

@@ -178,6 +178,32 @@ spec:
   assert.equal(s.calls.manifests, 0, "nothing is looked up in the registry");
 });
 
+test("keys of two Secrets that cannot be read are both named; a Secret read slower than a millisecond is waited for", async () => {
+  const s = store({ app: { sig: [await signatureBy(release)] } });
+  const gone = new ImageVerifier({
+    client: s.client,
+    trustRoots: () => new Map(),
+    secretKeys: async (ref) => {
+      throw new Error(`secrets "${ref.secret}" not found`);
+    },
+  });
+  const both = attestorsOf(`{staticKey: {ignoreTlog: true, keyRef: "k8s://sig/a"}}, {staticKey: {ignoreTlog: true, keyRef: "k8s://sig/b"}}`);
+  assert.equal(
+    reasonOf(await gone.verify(request(both), soon())),
+    'key k8s://sig/a/cosign.pub: secrets "a" not found; key k8s://sig/b/cosign.pub: secrets "b" not found: this rule denies every image it matches until it can be read',
+  );
+  const slow = new ImageVerifier({
+    client: s.client,
+    trustRoots: () => new Map(),
+    secretKeys: async () => {
+      await new Promise((r) => setTimeout(r, 30));
+      return release.publicKeyPem;
+    },
+  });
+  const fromSecret = attestorsOf(`{staticKey: {ignoreTlog: true, keyRef: "k8s://sig/keys"}}`);
+  assert.equal((await slow.verify(request(fromSecret), soon())).status, "verified");
+});
+
 test("a deleted Secret's key stops verifying once its read is 10 s old, cached results included; restored, it verifies again", async () => {
   let now = 1_000;
   let secret: string | undefined = release.publicKeyPem;

@@ -44,6 +44,25 @@ ${extraDeny}    - {action: allow, images: ["registry.example.com/*"]}
   defaultMessage: only registry.example.com
 `;
 
+// The scan judges the server's own cluster (--cluster-name cluster-a): by this-cluster, never by other-cluster.
+const CLUSTER_POLICIES = `
+apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: {name: this-cluster}
+spec:
+  clusters: [cluster-a]
+  rules: [{action: deny, images: ["docker.io/library/nginx*"], message: cluster-a runs no nginx}]
+  default: allow
+---
+apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: {name: other-cluster}
+spec:
+  clusters: [cluster-b]
+  rules: [{action: deny, images: ["*"], message: cluster-b runs nothing}]
+  default: allow
+`;
+
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), "imprimatur-scan-e2e-"));
   cluster = await startKubeCluster();
@@ -52,6 +71,7 @@ before(async () => {
   assert.equal((await cluster.kubectl(["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"])).code, 0);
   assert.equal((await cluster.kubectl(["create", "namespace", NS])).code, 0);
   await writeFile(join(dir, "policies.yaml"), POLICY(""));
+  await writeFile(join(dir, "clusters.yaml"), CLUSTER_POLICIES);
   // Pods that never passed admission (no webhook is registered): the scan must find them all the same.
   await createPod("outsider", "docker.io/library/nginx:1.25");
   await createPod("good", "registry.example.com/app:1.0");
@@ -82,10 +102,13 @@ async function startScanner(podName: string): Promise<ImprimaturProcess> {
 
 function startScannerProcess(): Promise<ImprimaturProcess> {
   return startImprimatur([
+    // The folder: policies.yaml, which imprimatur audit reads alone, and clusters.yaml.
     "--policies",
-    join(dir, "policies.yaml"),
+    dir,
     "--kubeconfig",
     cluster.kubeconfig,
+    "--cluster-name",
+    "cluster-a",
     "--background-scan",
     "--scan-reports",
     "both",
@@ -137,7 +160,7 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60
 
 const reportOf = async (pod: string, resource: "policyreports" | "reports.openreports.io" = "policyreports") => (await reports(resource)).get(uids.get(pod)!);
 
-test("pods that never passed admission are judged as they run: a report per breaking pod, in both formats, owned by the pod", async () => {
+test("pods that never passed admission are judged as they run: a report per breaking pod, in both formats, owned by the pod, by the policies of the server's cluster (spec.clusters)", async () => {
   await until("reports for outsider, quay and drifted", async () => {
     const wg = await reports("policyreports");
     const open = await reports("reports.openreports.io");
@@ -145,10 +168,14 @@ test("pods that never passed admission are judged as they run: a report per brea
   });
   const outsider = (await reportOf("outsider"))!;
   assert.deepEqual(
-    outsider.results?.map((r) => [r.policy, r.rule, r.result, r.message, r.properties?.image]),
-    [["registries", "default", "fail", "only registry.example.com", "docker.io/library/nginx:1.25"]],
+    outsider.results?.map((r) => [r.policy, r.rule, r.result, r.message, r.properties?.image]).sort(),
+    [
+      ["registries", "default", "fail", "only registry.example.com", "docker.io/library/nginx:1.25"],
+      ["this-cluster", "rules[0]", "fail", "cluster-a runs no nginx", "docker.io/library/nginx:1.25"],
+    ],
+    "cluster-a's policy applies, cluster-b's does not",
   );
-  assert.equal(outsider.summary?.fail, 1);
+  assert.equal(outsider.summary?.fail, 2);
   assert.deepEqual(
     outsider.metadata.ownerReferences?.map((o) => [o.kind, o.uid]),
     [["Pod", uids.get("outsider")]],
@@ -165,7 +192,7 @@ test("pods that never passed admission are judged as they run: a report per brea
     [["imprimatur", "runningDigest", "fail", D2, D1]],
     "the digest that runs is not the one admission verified",
   );
-  assert.equal(await reportOf("good"), undefined, "a pod that passes has no report");
+  assert.equal(await reportOf("good"), undefined, "a pod that passes has no report (other-cluster would deny it)");
   const listed = await cluster.kubectl(["get", "policyreports", "-n", NS]);
   assert.equal(listed.code, 0, listed.stderr);
   assert.match(listed.stdout, new RegExp(uids.get("outsider")!));

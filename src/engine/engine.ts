@@ -359,7 +359,7 @@ export class Engine {
   /** Admit or deny: every policy kind, the remote backends, and on /imagereview digest records. */
   async validate(subject: AdmissionSubject, call: AdmissionCall): Promise<Decision> {
     if (this.requirePolicies && !this.policiesInForce()) {
-      const refused = deny([{ policy: "imprimatur", rule: "require-policies", message: NO_POLICY_IN_FORCE }], { auditAnnotations: { decision: "denied" } });
+      const refused = deny([{ policy: "imprimatur", rule: "noPolicy", message: NO_POLICY_IN_FORCE }], { auditAnnotations: { decision: "denied" } });
       this.finish(subject, call, refused);
       return refused;
     }

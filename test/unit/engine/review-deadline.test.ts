@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { podReview } from "../../support/admission.ts";
 import { startImprimatur, type ImprimaturProcess } from "../../support/imprimatur-process.ts";
+import { NO_DOCKER_HUB } from "../../support/tenant-policies.ts";
 import { teardown } from "../../support/teardown.ts";
 
 const SLOW_POLICIES = 20;
@@ -36,21 +37,12 @@ spec:
   ).join("---\n");
 }
 
-const CLUSTER_POLICY = `apiVersion: imprimatur.dev/v1alpha1
-kind: ImagePolicy
-metadata: {name: no-docker-hub}
-spec:
-  rules:
-    - {action: deny, images: ["docker.io/*"], message: "Docker Hub is not allowed"}
-  default: allow
-`;
-
 let dir: string;
 let server: ImprimaturProcess;
 
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), "imprimatur-review-deadline-"));
-  await writeFile(join(dir, "policies.yaml"), `${CLUSTER_POLICY}---\n${slowPolicies()}`);
+  await writeFile(join(dir, "policies.yaml"), `${NO_DOCKER_HUB}---\n${slowPolicies()}`);
   server = await startImprimatur(["--policies", join(dir, "policies.yaml")]);
 });
 

@@ -5,6 +5,7 @@
 // policy in cluster-a only, and a `regcred` Secret holds the registry's password in cluster-a, a wrong one in
 // cluster-b: each cluster's pods are judged by their own cluster's labels and pinned with their own cluster's
 // secrets, and cluster-c's reviews that need a read are refused with the reason, never answered from cluster-a.
+// A `k8s://apps/signing` key holds the key that signed an image in cluster-a, another key in cluster-b.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -18,6 +19,9 @@ import { createPullSecret, startKubeCluster, type KubeCluster } from "../support
 import { podReview } from "../support/admission.ts";
 import { buildOciLayout } from "../support/oci-layout.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
+import { cosignSignatureLayer, ociManifestWithLayers, signatureTag, simpleSigningPayload } from "../support/signer/cosign-signatures.ts";
+import { generateSigningKey } from "../support/signer/keys.ts";
+import { pushArtifact } from "../support/signer/oci-push.ts";
 import { teardown } from "../support/teardown.ts";
 
 const NS = "apps";
@@ -31,6 +35,8 @@ let clusterA: KubeCluster;
 let clusterB: KubeCluster;
 let imprimatur: ImprimaturProcess;
 let privateImage: string;
+/** Signed by the key cluster-a's Secret holds (by digest: a rule with attestors verifies digests). */
+let keyedImage: string;
 
 function policies(host: string): string {
   return [
@@ -47,6 +53,17 @@ function policies(host: string): string {
     {
       apiVersion: "imprimatur.dev/v1alpha1",
       kind: "ImagePolicy",
+      metadata: { name: "signed-by-the-cluster-key" },
+      spec: {
+        rules: [
+          { action: "allow", images: [`${host}/keyed/*`], attestors: [{ entries: [{ staticKey: { keyRef: `k8s://${NS}/signing`, ignoreTlog: true } }] }] },
+        ],
+        default: "allow",
+      },
+    },
+    {
+      apiVersion: "imprimatur.dev/v1alpha1",
+      kind: "ImagePolicy",
       metadata: { name: "pin-private" },
       spec: { rules: [{ action: "allow", images: [`${host}/private/*`], digestMutate: true }], default: "allow" },
     },
@@ -55,17 +72,32 @@ function policies(host: string): string {
     .join("---\n");
 }
 
-/** A pod review of `images` in NS naming the `regcred` pull secret. */
-function review(images: string[]) {
+/** A pod review of `images` in NS, naming the `regcred` pull secret unless `pullSecret` is false. */
+function review(images: string[], pullSecret: boolean) {
   const body = podReview({ images, namespace: NS });
-  (body.request.object.spec as Record<string, unknown>).imagePullSecrets = [{ name: "regcred" }];
+  if (pullSecret) (body.request.object.spec as Record<string, unknown>).imagePullSecrets = [{ name: "regcred" }];
   return body;
 }
 
-async function ask(path: "/validate" | "/mutate", token: string, images: string[]) {
-  const res = await postJson(`${imprimatur.baseUrl}${path}`, imprimatur.ca, review(images), { headers: { authorization: `Bearer ${token}` } });
+async function ask(path: "/validate" | "/mutate", token: string, images: string[], pullSecret = true) {
+  const res = await postJson(`${imprimatur.baseUrl}${path}`, imprimatur.ca, review(images, pullSecret), { headers: { authorization: `Bearer ${token}` } });
   assert.equal(res.status, 200, JSON.stringify(res.body));
   return res.body.response as { allowed: boolean; status?: { message?: string }; patch?: string };
+}
+
+/** The reasons of the Events in NS. */
+async function eventReasons(cluster: KubeCluster): Promise<string[]> {
+  const r = await cluster.kubectl(["get", "events", "-n", NS, "-o", "json"]);
+  assert.equal(r.code, 0, r.stderr);
+  return (JSON.parse(r.stdout) as { items: Array<{ reason: string }> }).items.map((e) => e.reason);
+}
+
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 async function kubectlOk(cluster: KubeCluster, args: string[]): Promise<void> {
@@ -77,21 +109,36 @@ before(async () => {
   dir = await mkdtemp(join(tmpdir(), "imprimatur-e2e-cluster-reads-"));
   registry = await startRegistry({
     auth: "token",
+    publicRepositories: ["keyed/app"],
     users: [
       { username: "pusher", password: "pusher-secret-1" },
       { ...PULLER, pull: ["private/**"], push: false },
     ],
   });
-  const layout = await buildOciLayout({ tag: "1.0", seed: "cluster-reads-1" });
+  const layout = buildOciLayout({ tag: "1.0", seed: "cluster-reads-1" });
   await registry.push(layout.layoutDir, "1.0", "private/app", "1.0");
   await rm(layout.layoutDir, { recursive: true, force: true });
   privateImage = `${registry.host}/private/app:1.0`;
+  const [signingKey, otherKey] = [generateSigningKey("ecdsa-p256"), generateSigningKey("ecdsa-p256")];
+  const keyed = buildOciLayout({ tag: "1", seed: "cluster-reads-keyed" });
+  await registry.push(keyed.layoutDir, "1", "keyed/app", "1");
+  await rm(keyed.layoutDir, { recursive: true, force: true });
+  const payload = simpleSigningPayload({ dockerReference: `${registry.host}/keyed/app`, digest: keyed.digest });
+  const layer = await cosignSignatureLayer({ payload, key: signingKey, hash: "sha256" });
+  const target = { url: registry.url, caPem: registry.caPem, username: registry.username, password: registry.password };
+  await pushArtifact(target, "keyed/app", ociManifestWithLayers([layer]), signatureTag(keyed.digest));
+  keyedImage = `${registry.host}/keyed/app@${keyed.digest}`;
 
   [clusterA, clusterB] = await Promise.all([startKubeCluster(), startKubeCluster()]);
   for (const cluster of [clusterA, clusterB]) await kubectlOk(cluster, ["create", "namespace", NS]);
   await kubectlOk(clusterA, ["label", "namespace", NS, "exempt=true"]);
   await createPullSecret(clusterA, NS, "regcred", { host: registry.host, username: PULLER.username }, PULLER.password);
   await createPullSecret(clusterB, NS, "regcred", { host: registry.host, username: PULLER.username }, "not-the-password");
+  for (const [cluster, key] of [
+    [clusterA, signingKey],
+    [clusterB, otherKey],
+  ] as const)
+    await kubectlOk(cluster, ["create", "secret", "generic", "signing", "-n", NS, `--from-literal=cosign.pub=${key.publicKeyPem}`]);
 
   await writeFile(join(dir, "policies.yaml"), policies(registry.host));
   await writeFile(
@@ -143,7 +190,7 @@ test("another cluster's pods are judged by that cluster's namespace labels, neve
   assert.match(inB.status?.message ?? "", /nginx runs in exempt namespaces only/);
 });
 
-test("another cluster's pod naming regcred is pinned with that cluster's regcred, never the server's own cluster's", async () => {
+test("another cluster's pod naming regcred is pinned with that cluster's regcred, never the server's own cluster's, and its Event goes to its cluster", async () => {
   const inA = await ask("/mutate", tokens.a, [privateImage]);
   assert.equal(inA.allowed, true, JSON.stringify(inA));
   assert.match(Buffer.from(inA.patch ?? "", "base64").toString("utf8"), /@sha256:/, "cluster-a's regcred reads the private image");
@@ -151,6 +198,11 @@ test("another cluster's pod naming regcred is pinned with that cluster's regcred
   const patched = Buffer.from(inB.patch ?? "", "base64").toString("utf8");
   assert.doesNotMatch(patched, /@sha256:/, "cluster-b's regcred holds a wrong password: nothing is pinned with cluster-a's");
   assert.equal(inB.allowed, false, "the tag cannot be resolved with cluster-b's secret, and the server fails closed");
+  // Each pin's Event goes to the pod's own cluster.
+  await until("cluster-b's ImageTagUnresolved Event", async () => (await eventReasons(clusterB)).includes("ImageTagUnresolved"));
+  await until("cluster-a's ImagesPinned Event", async () => (await eventReasons(clusterA)).includes("ImagesPinned"));
+  assert.deepEqual(await eventReasons(clusterA), ["ImagesPinned"]);
+  assert.deepEqual(await eventReasons(clusterB), ["ImageTagUnresolved"]);
 });
 
 test("a cluster with no kubeconfig: a review that needs its namespace labels is refused with the reason", async () => {
@@ -161,4 +213,12 @@ test("a cluster with no kubeconfig: a review that needs its namespace labels is 
   assert.equal(pinned.allowed, false);
   assert.match(pinned.status?.message ?? "", /cluster "cluster-c".*no kubeconfig/);
   assert.doesNotMatch(Buffer.from(pinned.patch ?? "", "base64").toString("utf8"), /@sha256:/, "never pinned with cluster-a's regcred");
+});
+
+test("another cluster's k8s:// key is read from that cluster's Secret, never the server's own cluster's", async () => {
+  const inA = await ask("/validate", tokens.a, [keyedImage], false);
+  assert.equal(inA.allowed, true, JSON.stringify(inA));
+  const inB = await ask("/validate", tokens.b, [keyedImage], false);
+  assert.equal(inB.allowed, false, "cluster-b's Secret holds another key");
+  assert.match(inB.status?.message ?? "", /key k8s:\/\/apps\/signing: no signature by this key/);
 });

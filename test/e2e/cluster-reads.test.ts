@@ -5,12 +5,14 @@
 // policy in cluster-a only, and a `regcred` Secret holds the registry's password in cluster-a, a wrong one in
 // cluster-b: each cluster's pods are judged by their own cluster's labels and pinned with their own cluster's
 // secrets, and cluster-c's reviews that need a read are refused with the reason, never answered from cluster-a.
-// A `k8s://apps/signing` key holds the key that signed an image in cluster-a, another key in cluster-b.
+// A `k8s://apps/signing` key holds the key that signed an image in cluster-a, another key in cluster-b. serve reads
+// policy resources from cluster-a (--policy-crds): a namespace owner's NamespacedImagePolicy there is cluster-a's.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { randomToken } from "../support/caller-credentials.ts";
 import { postJson } from "../support/https-client.ts";
@@ -24,6 +26,7 @@ import { generateSigningKey } from "../support/signer/keys.ts";
 import { pushArtifact } from "../support/signer/oci-push.ts";
 import { teardown } from "../support/teardown.ts";
 
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const NS = "apps";
 const PULLER = { username: "puller", password: "puller-secret-1" };
 const NGINX = "docker.io/library/nginx:1.25";
@@ -132,6 +135,23 @@ before(async () => {
   [clusterA, clusterB] = await Promise.all([startKubeCluster(), startKubeCluster()]);
   for (const cluster of [clusterA, clusterB]) await kubectlOk(cluster, ["create", "namespace", NS]);
   await kubectlOk(clusterA, ["label", "namespace", NS, "exempt=true"]);
+  await kubectlOk(clusterA, ["apply", "-k", join(ROOT, "deploy/crds")]);
+  await kubectlOk(clusterA, ["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"]);
+  // cluster-a's namespace owner: one policy for its namespace, and one that names cluster-b to reach its namespace too.
+  for (const [name, image, clusters] of [
+    ["no-busybox", "docker.io/library/busybox*", undefined],
+    ["reach-b", "docker.io/library/redis*", ["cluster-b"]],
+  ] as const) {
+    const spec = {
+      ...(clusters ? { clusters } : {}),
+      rules: [{ action: "deny", images: [image], message: `${name}: a tenant of cluster-a` }],
+      default: "allow",
+    };
+    const applied = await clusterA.apply(
+      JSON.stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "NamespacedImagePolicy", metadata: { name, namespace: NS }, spec }),
+    );
+    assert.equal(applied.code, 0, applied.stderr);
+  }
   await createPullSecret(clusterA, NS, "regcred", { host: registry.host, username: PULLER.username }, PULLER.password);
   await createPullSecret(clusterB, NS, "regcred", { host: registry.host, username: PULLER.username }, "not-the-password");
   for (const [cluster, key] of [
@@ -170,6 +190,7 @@ before(async () => {
     `cluster-b=${clusterB.kubeconfig}`,
     "--caller-tokens",
     join(dir, "callers.yaml"),
+    "--policy-crds",
   ]);
 });
 
@@ -221,4 +242,12 @@ test("another cluster's k8s:// key is read from that cluster's Secret, never the
   const inB = await ask("/validate", tokens.b, [keyedImage], false);
   assert.equal(inB.allowed, false, "cluster-b's Secret holds another key");
   assert.match(inB.status?.message ?? "", /key k8s:\/\/apps\/signing: no signature by this key/);
+});
+
+test("a namespace owner's policy of the server's own cluster never judges another cluster's namespace of the same name", async () => {
+  const busybox = "docker.io/library/busybox:1.36";
+  await until("cluster-a's NamespacedImagePolicy in force", async () => !(await ask("/validate", tokens.a, [busybox], false)).allowed);
+  assert.equal((await ask("/validate", tokens.b, [busybox], false)).allowed, true, "cluster-b's apps is not cluster-a's");
+  const redis = "docker.io/library/redis:7";
+  assert.equal((await ask("/validate", tokens.b, [redis], false)).allowed, true, "naming cluster-b in spec.clusters does not reach it");
 });

@@ -194,6 +194,17 @@ test("a refused address denies even when failing open, with the refusal as the r
   assert.equal(d.violations[0]!.message, `the tag could not be resolved to a digest (address-refused: ${refusal}); denied whatever the failure policy`);
 });
 
+test("a pod of a cluster the server cannot read denies even when failing open: its pull secrets are never another cluster's", () => {
+  const t = [target("registry.example.com/app:9", "spec.containers[0].image")];
+  const reason = 'the pod\'s pull secrets could not be read: cluster "b" has no kubeconfig on this server';
+  const d = pinningDecision(t, [{ ok: false, error: reason, code: "cluster-unreadable" }], [{ value: {}, field: "metadata" }], {
+    mode: "mutate",
+    failOpen: true,
+  }).decision;
+  assert.equal(d.allowed, false);
+  assert.equal(d.violations[0]!.message, `the tag could not be resolved to a digest (cluster-unreadable: ${reason}); denied whatever the failure policy`);
+});
+
 test("imagesToPin: a NamespacedImagePolicy's targets name its namespace, so its lookups get only lent credentials", () => {
   const namespaced = imagePolicies(`
 apiVersion: imprimatur.dev/v1alpha1

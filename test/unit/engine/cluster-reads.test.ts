@@ -11,6 +11,7 @@ import { subjectOfObject } from "../../../src/core/admission-subject.ts";
 import type { NamespaceLabelSource } from "../../../src/core/namespace-labels.ts";
 import type { AdmissionCall } from "../../../src/engine/admission-call.ts";
 import { clusterToRead, fromHomeCluster, type ClusterConnections } from "../../../src/engine/cluster-reads.ts";
+import { hasNamespacedPolicies, policiesForCluster } from "../../../src/core/cluster-scope.ts";
 import { Engine } from "../../../src/engine/engine.ts";
 import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 import { auditPod } from "../../../src/scan/pod-audit.ts";
@@ -129,6 +130,52 @@ describe("reviews read their caller's cluster", () => {
     assert.deepEqual((await judge(e, "team", "docker.io/library/busybox:1", caller("a"))).messages, ["team runs no busybox"]);
     assert.equal((await judge(e, "team", "docker.io/library/busybox:1", caller("b"))).allowed, true, "b's namespace team is not a's");
     assert.equal((await judge(e, "team", "docker.io/library/busybox:1", undefined)).allowed, false, "check applies every policy");
+    await e.close();
+  });
+});
+
+describe("namespaced policies belong to the server's own cluster", () => {
+  const NAMESPACED_ONLY = `
+apiVersion: imprimatur.dev/v1alpha1
+kind: NamespacedPodRestriction
+metadata: { name: no-privileged, namespace: team }
+spec:
+  spec:
+    containers: [{ securityContext: { privileged: { allowNil: true, require: false } } }]
+`;
+  const set = (text: string) => {
+    const parsed = parsePolicyText(text, "inline.yaml");
+    assert.deepEqual(parsed.errors, []);
+    return parsed.policies;
+  };
+  const names = (s: ReturnType<typeof set>) => [...s.ImagePolicy, ...s.PodRestriction].map((p) => p.name).sort();
+
+  test("policiesForCluster keeps them for the server's own cluster's requests only, of either kind", () => {
+    const all = set(POLICIES + "---" + NAMESPACED_ONLY);
+    assert.deepEqual(names(policiesForCluster(all, "b", true)), ["b-no-redis", "no-nginx-unless-exempt", "team/no-busybox", "team/no-privileged"]);
+    assert.deepEqual(names(policiesForCluster(all, "b", false)), ["b-no-redis", "no-nginx-unless-exempt"]);
+    assert.deepEqual(names(policiesForCluster(all, undefined)), ["no-nginx-unless-exempt", "team/no-privileged"], "home by default");
+  });
+
+  test("hasNamespacedPolicies: of either kind", () => {
+    assert.equal(hasNamespacedPolicies(set(NAMESPACED_ONLY)), true);
+    assert.equal(hasNamespacedPolicies(set(POLICIES.split("---")[2]!)), false);
+    assert.equal(hasNamespacedPolicies(set(POLICIES)), true);
+  });
+
+  test("a set with no policy scoped to clusters still leaves another cluster's requests without them", async () => {
+    const e = await Engine.build({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: set(NAMESPACED_ONLY), clusters: CONNECTIONS, offline: true });
+    const privileged = {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "p", namespace: "team" },
+      spec: { containers: [{ name: "c", image: "docker.io/library/nginx:1", securityContext: { privileged: true } }] },
+    };
+    const plan = subjectOfObject(privileged);
+    assert.ok(plan.review);
+    const call = (who: Caller): AdmissionCall => ({ endpoint: "validate", deadline: Date.now() + 10_000, dryRun: true, caller: who });
+    assert.equal((await e.validate(plan.subject, call(caller("a")))).allowed, false);
+    assert.equal((await e.validate(plan.subject, call(caller("b")))).allowed, true);
     await e.close();
   });
 });

@@ -134,6 +134,41 @@ describe("reviews read their caller's cluster", () => {
   });
 });
 
+describe("pull secrets of a cluster the server cannot read", () => {
+  test("a pin of its pod is denied even when failing open, naming the cluster-unreadable code and the flag; the registry is never asked", async () => {
+    const pinning = parsePolicyText(
+      `apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: { name: pin }
+spec:
+  rules: [{ action: allow, images: ["registry.invalid/*"], digestMutate: true }]
+  default: allow
+`,
+      "inline.yaml",
+    ).policies;
+    let asked = 0;
+    const e = await Engine.build({
+      config: { ...structuredClone(DEFAULT_SERVER_CONFIG), failOpen: true },
+      policies: pinning,
+      clusters: CONNECTIONS,
+      onRegistryRoundTrip: () => asked++,
+    });
+    const plan = subjectOfObject({
+      ...pod("apps", "registry.invalid/app:1"),
+      spec: { containers: [{ name: "c", image: "registry.invalid/app:1" }], imagePullSecrets: [{ name: "regcred" }] },
+    });
+    assert.ok(plan.review);
+    const decision = await e.mutate(plan.subject, { endpoint: "mutate", deadline: Date.now() + 10_000, dryRun: true, caller: caller("c") });
+    assert.equal(decision?.allowed, false);
+    assert.match(
+      decision?.violations[0]?.message ?? "",
+      /\(cluster-unreadable: the pod's pull secrets could not be read: cluster "c" has no kubeconfig.*--cluster-kubeconfig c=FILE.*\); denied whatever the failure policy/,
+    );
+    assert.equal(asked, 0);
+    await e.close();
+  });
+});
+
 describe("namespaced policies belong to the server's own cluster", () => {
   const NAMESPACED_ONLY = `
 apiVersion: imprimatur.dev/v1alpha1
@@ -160,6 +195,8 @@ spec:
   test("hasNamespacedPolicies: of either kind", () => {
     assert.equal(hasNamespacedPolicies(set(NAMESPACED_ONLY)), true);
     assert.equal(hasNamespacedPolicies(set(POLICIES.split("---")[2]!)), false);
+    const clusterPodRestriction = NAMESPACED_ONLY.replace("NamespacedPodRestriction", "PodRestriction").replace(", namespace: team", "");
+    assert.equal(hasNamespacedPolicies(set(clusterPodRestriction)), false);
     assert.equal(hasNamespacedPolicies(set(POLICIES)), true);
   });
 

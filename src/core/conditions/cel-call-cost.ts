@@ -63,7 +63,6 @@ function operandCost(fn: string, a: Measure, b: Measure, result: Measure): numbe
     case "trim":
     case "substring":
     case "charAt":
-    case "reverse":
     case "format":
     case "strings.quote":
     case "string":

@@ -117,13 +117,19 @@ class Estimator {
     const iterations = Math.max(range.shape.items?.count ?? 0, range.shape.entries?.count ?? 0);
     // A list's items, or a map's keys.
     const item = union(range.shape.items?.item, range.shape.entries?.key);
-    const accumulator = { name: c.accuVar, shape: init.shape };
-    const [condition, step] = this.#with([accumulator, { name: c.iterVar, shape: item }], () => [this.estimate(c.loopCondition!), this.estimate(c.loopStep!)]);
-    const result = this.#with([accumulator], () => this.estimate(c.result!));
+    const [condition, step] = this.#with(
+      [
+        { name: c.accuVar, shape: init.shape },
+        { name: c.iterVar, shape: item },
+      ],
+      () => [this.estimate(c.loopCondition!), this.estimate(c.loopStep!)],
+    );
+    // The result reads the accumulator: a bool or a count (its cost, 1, is all that matters), or the list built.
+    const result = this.estimate(c.result!);
     const cost = range.cost + init.cost + iterations * (condition.cost + step.cost) + result.cost;
     // map() and filter() build a list of at most one item per iteration: what the step appends.
     const builtList = c.accuInit!.exprKind.case === "listExpr";
-    return { cost, shape: builtList ? { items: { count: iterations, item: step.shape.items?.item ?? SCALAR } } : result.shape };
+    return { cost, shape: builtList ? { items: { count: iterations, item: step.shape.items!.item } } : result.shape };
   }
 
   /** What `estimate` gives with comprehension variables in scope; out of scope again after. */
@@ -181,17 +187,16 @@ function resultShape(fn: string, target: Shape | undefined, args: readonly Shape
     case "_+_": {
       const items = a.items && b.items ? { count: a.items.count + b.items.count, item: union(a.items.item, b.items.item) } : undefined;
       const text = a.text !== undefined && b.text !== undefined ? a.text + b.text : undefined;
-      return { ...(text !== undefined ? { text } : {}), ...(items ? { items } : {}) };
+      return { text, items };
     }
     case "lowerAscii":
     case "upperAscii":
     case "trim":
     case "substring":
-    case "reverse":
       return { text: a.text ?? SCALAR_TEXT };
     case "replace":
       // Every character may become the replacement.
-      return { text: (a.text ?? SCALAR_TEXT) * Math.max(1, args[1]?.text ?? 1) };
+      return { text: (a.text ?? SCALAR_TEXT) * Math.max(1, args[1]!.text ?? 1) };
     case "split":
       return { items: { count: (a.text ?? SCALAR_TEXT) + 1, item: { text: a.text ?? SCALAR_TEXT } } };
     case "join":
@@ -222,11 +227,7 @@ function constantShape(c: Extract<Expr["exprKind"], { case: "constExpr" }>["valu
 }
 
 function measure(s: Shape): Measure {
-  return {
-    ...(s.text !== undefined ? { text: s.text } : {}),
-    ...(s.items ? { items: s.items.count } : {}),
-    ...(s.entries ? { entries: s.entries.count } : {}),
-  };
+  return { text: s.text, items: s.items?.count, entries: s.entries?.count };
 }
 
 /** A shape that covers both: the larger bound of each kind. Request data covers all the rest. */
@@ -240,7 +241,7 @@ function union(x: Shape | undefined, y: Shape | undefined): Shape {
     x.entries && y.entries
       ? { count: Math.max(x.entries.count, y.entries.count), key: union(x.entries.key, y.entries.key), value: union(x.entries.value, y.entries.value) }
       : (x.entries ?? y.entries);
-  return { ...(text !== undefined ? { text } : {}), ...(items ? { items } : {}), ...(entries ? { entries } : {}) };
+  return { text, items, entries };
 }
 
 function unionAll(shapes: readonly Shape[]): Shape {

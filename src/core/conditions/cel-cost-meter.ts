@@ -156,7 +156,7 @@ export function metered(expr: Expr, variables: readonly string[]): Expr {
       case "identExpr":
         return chain(e, names);
       case "selectExpr":
-        return isLink(e) ? chain(e, names) : e;
+        return chain(e, names);
       case "callExpr": {
         const call = kind.value;
         if (isLink(e)) return chain(e, names);
@@ -205,12 +205,12 @@ export function metered(expr: Expr, variables: readonly string[]): Expr {
     let units = 0;
     const rebuild = (e: Expr): Expr => {
       const kind = e.exprKind;
-      if (kind.case === "selectExpr" && isLink(e)) {
+      if (kind.case === "selectExpr") {
         // has() costs nothing of its own.
         if (!kind.value.testOnly) units += 1;
         return { ...e, exprKind: { case: "selectExpr", value: { ...kind.value, operand: rebuild(kind.value.operand!) } } };
       }
-      if (kind.case === "callExpr" && isLink(e)) {
+      if (kind.case === "callExpr" && kind.value.function === INDEX) {
         units += 1;
         const [operand, index] = kind.value.args as [Expr, Expr];
         return { ...e, exprKind: { case: "callExpr", value: { ...kind.value, args: [rebuild(operand), rewrite(index, names)] } } };
@@ -228,9 +228,8 @@ export function metered(expr: Expr, variables: readonly string[]): Expr {
   return rewrite(expr, new Set(variables));
 }
 
-/** A field read (has() included) or an index: one link of a chain. */
+/** A field read (has() included) or an index: one link of a chain. The parser gives each its operand. */
 function isLink(e: Expr): boolean {
   const kind = e.exprKind;
-  if (kind.case === "selectExpr") return kind.value.operand !== undefined;
-  return kind.case === "callExpr" && kind.value.function === INDEX && kind.value.args.length === 2;
+  return kind.case === "selectExpr" || (kind.case === "callExpr" && kind.value.function === INDEX);
 }

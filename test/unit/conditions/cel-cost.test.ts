@@ -11,6 +11,7 @@ import {
   STATIC_ESTIMATED_COST_LIMIT,
 } from "../../../src/core/conditions/cel-cost-limits.ts";
 import { CelCostBudget, celTruth, compileCel, evaluateCel } from "../../../src/core/conditions/cel-expression.ts";
+import { PAST_DEADLINE_REASON, withEvaluationDeadline } from "../../../src/core/conditions/evaluation-deadline.ts";
 
 const VARS = ["object", "oldObject", "request", "namespaceObject"];
 const estimate = (source: string) => estimateCost(parse(source).expr, VARS);
@@ -82,7 +83,6 @@ test("the estimate knows the size of what functions, literals and macros return"
     ["'abc'.trim().startsWith('a')", 1 + 1],
     ["'abcdefghijklmnopqrstuvwxyz'.substring(1) == 'abcdefghijklmnopqrstuvwxyz'", 3 + 3],
     ["'abc'.charAt(1) == 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbb'", 1 + 1],
-    ["'abc'.reverse() == 'abc'", 1 + 1],
     // split: up to one item per character, each up to the whole string.
     ["'a,b'.split(',').exists(x, x == 'a')", 1 + 4 * (3 + 3) + 1],
     ["'a-b'.replace('-', '----------').size() == 0", 1 + 1 + 1],
@@ -134,7 +134,7 @@ test("the estimate follows sizes through literals, unions, comprehension variabl
     [`('aaaaaaaaaa' + 'bbbbbbbbbb') == ${B30}`, 2 + 2],
     ["([1] + [2, 3]).all(x, true)", 10 + 10 + 1 + 3 * 3 + 1],
     [`([1] + [2]) == ${B30}`, 10 + 10 + 1 + 1],
-    ...["lowerAscii()", "upperAscii()", "trim()", "reverse()", "substring(0)"].map((call): [string, number] => [`${A20}.${call} == ${B30}`, 2 + 2]),
+    ...["lowerAscii()", "upperAscii()", "trim()", "substring(0)"].map((call): [string, number] => [`${A20}.${call} == ${B30}`, 2 + 2]),
     [`bytes(${A20}) == b${B30}`, 2 + 2],
     ["'x'.format([]) == object.a", 1 + 10 + 1 + Math.ceil((3 * 1024 * 1024 - 2) / 10)],
     [`'${"😀".repeat(20)}' == ${B30}`, 2],
@@ -154,9 +154,21 @@ test("the estimate follows sizes through literals, unions, comprehension variabl
     ["'a' in ['a', 'b', 'c']", 10 + 3],
     [`${m20} == ${m20}`, 30 + 30 + 2],
     [`${l20} == ${l20}`, 10 + 10 + 2],
+    // A field of the request is request data too; an item of a list holding request data is free to read.
+    ["object.a.b == object.c.d", 2 + Math.ceil((3 * 1024 * 1024 - 2) / 10)],
+    ["[object.a, 'x'][0].b == 1", 10 + 1 + 1 + 1],
+    // Inside a loop, a namespace's function is still one (the loop's variables are not `strings`).
+    [`['a'].all(x, strings.quote(${A20}) == ${B30})`, 10 + (2 + 1 + 2 + 3) + 1],
+    [`${A20}.split(',').exists(x, x == ${B30})`, 4 + 21 * (3 + 1 + 1 + 2) + 1],
+    [`'abc'.join('-') == ${B30}`, 7 + 3],
+    ["([1] + 'abc').size() == 0", 10 + 1 + 1 + 1],
   ];
   const wrong = table.filter(([source, cost]) => estimate(source) !== cost).map(([source, cost]) => `${source}: ${estimate(source)}, not ${cost}`);
   assert.deepEqual(wrong, []);
+});
+
+test("a node of no kind the parser writes costs nothing", () => {
+  assert.equal(estimateCost({ $typeName: "cel.expr.Expr", id: 1n, exprKind: { case: undefined } }, VARS), 0);
 });
 
 test("an expression over the estimate's limit is a load error with the estimate and the limit", () => {
@@ -235,6 +247,10 @@ test("at run time, calls are priced by their operands' sizes: strings, bytes, li
   assert.equal(costOf("'k499' in object.m", { m: Object.fromEntries(items.map((k) => [k, 1])) }), 2 + 1);
   // Comparing lists or maps: a tenth of the smaller.
   assert.equal(costOf("object.l == object.l", { l: items }), 2 + 2 + 50);
+  const m = Object.fromEntries(items.map((k) => [k, 1]));
+  assert.equal(costOf("object.m == object.m", { m }), 2 + 2 + 50);
+  // An index into what a call returned: the index (1), the call and its receiver.
+  assert.equal(costOf("object.s.split(',')[0] == 'a'", { s: "a,b" }), 1 + 2 + 1 + 1);
   // join() is priced by what it returns: 1000 characters joined twice over, a fifth.
   assert.equal(costOf(`object.l.join('') == '${"y".repeat(10)}' || true`, { l: Array(100).fill("x".repeat(10)) }), 2 + 200 + 1);
   // A counter for a field read is shared by every read of the same cost, and counts each.
@@ -265,6 +281,38 @@ test("the reason names the limit that was passed: one evaluation's, or what is l
   // A budget with a whole million left: the evaluation's own limit is the one passed.
   assert.match((celTruth(contains, { object }, new CelCostBudget(PER_CALL_COST_LIMIT, "test")) as { error: string }).error, /actual cost limit exceeded/);
   assert.match((celTruth(contains, { object }, new CelCostBudget(PER_CALL_COST_LIMIT - 1, "test")) as { error: string }).error, /running out of cost budget/);
+});
+
+test("past the review's deadline an evaluation ends at its next check (every 4096 units), and none starts", () => {
+  const all = compileCel("object.l.all(x, true)", VARS);
+  const object = { l: Array.from({ length: 10_000 }, () => 1) };
+  // Never past: the deadline is read before the evaluation and once per 4096 units (30 003 here).
+  let reads = 0;
+  assert.equal(
+    withEvaluationDeadline(
+      () => (reads++, false),
+      () => celTruth(all, { object }),
+    ),
+    true,
+  );
+  assert.equal(reads, 1 + Math.floor(30_003 / 4096));
+  // Past after the first read: ended at 4096 units.
+  reads = 0;
+  const budget = new CelCostBudget(PER_CALL_COST_LIMIT, "test");
+  const ended = withEvaluationDeadline(
+    () => reads++ > 0,
+    () => celTruth(all, { object }, budget),
+  );
+  assert.deepEqual(ended, { error: `CEL ${JSON.stringify(all.source)}: ${PAST_DEADLINE_REASON}` });
+  assert.ok(PER_CALL_COST_LIMIT - budget.remaining < 4096 + 3, String(PER_CALL_COST_LIMIT - budget.remaining));
+  // Past already: nothing is evaluated.
+  assert.deepEqual(
+    withEvaluationDeadline(
+      () => true,
+      () => celTruth(compileCel("true", VARS), {}),
+    ),
+    { error: `CEL "true": ${PAST_DEADLINE_REASON}` },
+  );
 });
 
 test("an evaluation may cost exactly its limit, not one unit more", () => {

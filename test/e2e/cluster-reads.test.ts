@@ -7,6 +7,7 @@
 // secrets, and cluster-c's reviews that need a read are refused with the reason, never answered from cluster-a.
 // A `k8s://apps/signing` key holds the key that signed an image in cluster-a, another key in cluster-b. serve reads
 // policy resources from cluster-a (--policy-crds): a namespace owner's NamespacedImagePolicy there is cluster-a's.
+// With --pod-security, namespace `psa` enforces baseline in cluster-b only, where a privileged pod runs.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -28,6 +29,7 @@ import { teardown } from "../support/teardown.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const NS = "apps";
+const PSA = "psa";
 const PULLER = { username: "puller", password: "puller-secret-1" };
 const NGINX = "docker.io/library/nginx:1.25";
 const tokens = { a: randomToken(), b: randomToken(), c: randomToken() };
@@ -135,6 +137,16 @@ before(async () => {
   [clusterA, clusterB] = await Promise.all([startKubeCluster(), startKubeCluster()]);
   for (const cluster of [clusterA, clusterB]) await kubectlOk(cluster, ["create", "namespace", NS]);
   await kubectlOk(clusterA, ["label", "namespace", NS, "exempt=true"]);
+  for (const cluster of [clusterA, clusterB]) await kubectlOk(cluster, ["create", "namespace", PSA]);
+  await kubectlOk(clusterB, ["label", "namespace", PSA, "pod-security.kubernetes.io/enforce=baseline"]);
+  // Created straight through the API (no webhook in front of it): a pod that baseline refuses.
+  const priv = {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "priv", namespace: PSA },
+    spec: { containers: [{ name: "c", image: NGINX, securityContext: { privileged: true } }] },
+  };
+  assert.equal((await clusterB.apply(JSON.stringify(priv))).code, 0);
   await kubectlOk(clusterA, ["apply", "-k", join(ROOT, "deploy/crds")]);
   await kubectlOk(clusterA, ["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"]);
   // cluster-a's namespace owner: one policy for its namespace, and one that names cluster-b to reach its namespace too.
@@ -191,6 +203,7 @@ before(async () => {
     "--caller-tokens",
     join(dir, "callers.yaml"),
     "--policy-crds",
+    "--pod-security",
   ]);
 });
 
@@ -250,4 +263,46 @@ test("a namespace owner's policy of the server's own cluster never judges anothe
   assert.equal((await ask("/validate", tokens.b, [busybox], false)).allowed, true, "cluster-b's apps is not cluster-a's");
   const redis = "docker.io/library/redis:7";
   assert.equal((await ask("/validate", tokens.b, [redis], false)).allowed, true, "naming cluster-b in spec.clusters does not reach it");
+});
+
+/** A privileged pod in PSA, as kube-apiserver sends it. */
+function privilegedPodReview() {
+  const body = podReview({ images: ["docker.io/library/alpine:3.20"], namespace: PSA });
+  (body.request.object.spec.containers[0] as Record<string, unknown>).securityContext = { privileged: true };
+  return body;
+}
+
+/** An update of namespace PSA that sets its enforce level to baseline. */
+function namespaceUpdateReview() {
+  const namespace = (labels: Record<string, string>) => ({ apiVersion: "v1", kind: "Namespace", metadata: { name: PSA, labels } });
+  return {
+    apiVersion: "admission.k8s.io/v1",
+    kind: "AdmissionReview",
+    request: {
+      uid: "namespace-update",
+      kind: { group: "", version: "v1", kind: "Namespace" },
+      resource: { group: "", version: "v1", resource: "namespaces" },
+      name: PSA,
+      operation: "UPDATE",
+      userInfo: { username: "alice" },
+      object: namespace({ "pod-security.kubernetes.io/enforce": "baseline" }),
+      oldObject: namespace({}),
+    },
+  };
+}
+
+test("Pod Security Admission reads the caller's cluster: its namespace's level, and its pods for a namespace check", async () => {
+  const post = async (token: string, body: unknown) => {
+    const res = await postJson(`${imprimatur.baseUrl}/validate`, imprimatur.ca, body, { headers: { authorization: `Bearer ${token}` } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    return res.body.response as { allowed: boolean; status?: { message?: string }; warnings?: string[] };
+  };
+  assert.equal((await post(tokens.a, privilegedPodReview())).allowed, true, "psa enforces nothing in cluster-a");
+  const inB = await post(tokens.b, privilegedPodReview());
+  assert.equal(inB.allowed, false, "psa enforces baseline in cluster-b");
+  assert.match(inB.status?.message ?? "", /violates PodSecurity "baseline:latest"/);
+  const checkedInB = await post(tokens.b, namespaceUpdateReview());
+  assert.match((checkedInB.warnings ?? []).join("\n"), /priv/, "cluster-b's privileged pod is named");
+  const checkedInA = await post(tokens.a, namespaceUpdateReview());
+  assert.doesNotMatch((checkedInA.warnings ?? []).join("\n"), /priv/, "cluster-a has no such pod");
 });

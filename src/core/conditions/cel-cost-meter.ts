@@ -154,12 +154,11 @@ export function metered(expr: Expr, variables: readonly string[]): Expr {
     const kind = e.exprKind;
     switch (kind.case) {
       case "identExpr":
-        return chain(e, names);
       case "selectExpr":
         return chain(e, names);
       case "callExpr": {
         const call = kind.value;
-        if (isLink(e)) return chain(e, names);
+        if (call.function === INDEX) return chain(e, names);
         const args = call.args.map((a) => rewrite(a, names));
         const target = call.target && rewrite(call.target, names);
         const rebuilt: Expr = { ...e, exprKind: { case: "callExpr", value: { ...call, args, ...(target ? { target } : {}) } } };
@@ -226,10 +225,4 @@ export function metered(expr: Expr, variables: readonly string[]): Expr {
   };
 
   return rewrite(expr, new Set(variables));
-}
-
-/** A field read (has() included) or an index: one link of a chain. The parser gives each its operand. */
-function isLink(e: Expr): boolean {
-  const kind = e.exprKind;
-  return kind.case === "selectExpr" || (kind.case === "callExpr" && kind.value.function === INDEX);
 }

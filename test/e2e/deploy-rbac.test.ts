@@ -189,6 +189,14 @@ test("serve with the Deployment's flags runs on exactly that RBAC: TLS Secret, L
     return res.code === 0 ? (JSON.parse(res.stdout) as { data: Record<string, string> }) : undefined;
   });
   const ca = Buffer.from(secret.data["ca.crt"]!, "base64").toString("utf8");
+  // The Deployment runs with --require-policies: not ready until a policy is in force.
+  const policy = (name: string, spec: Doc) => stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "ImagePolicy", metadata: { name }, spec });
+  await until("/readyz 503 without a policy", async () => {
+    const ready = await getText(`https://127.0.0.1:${port}/readyz`, ca);
+    return ready.status === 503 && ready.text.includes("no policy is in force yet") ? true : undefined;
+  });
+  const valid = await cluster.apply(policy("pinned", { rules: [{ action: "deny", images: ["*:latest"] }], default: "allow" }));
+  assert.equal(valid.code, 0, valid.stderr);
   await until("/readyz 200", async () => ((await getText(`https://127.0.0.1:${port}/readyz`, ca)).status === 200 ? true : undefined));
   for (const kind of ["validatingwebhookconfiguration", "mutatingwebhookconfiguration"]) {
     await until(`${kind} caBundle`, async () => {
@@ -199,9 +207,6 @@ test("serve with the Deployment's flags runs on exactly that RBAC: TLS Secret, L
   const holder = await cluster.kubectl(["get", "lease", "imprimatur", "-n", "imprimatur", "-o", "jsonpath={.spec.holderIdentity}"]);
   assert.match(holder.stdout, /imprimatur-rbac-test/);
 
-  const policy = (name: string, spec: Doc) => stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "ImagePolicy", metadata: { name }, spec });
-  const valid = await cluster.apply(policy("pinned", { rules: [{ action: "deny", images: ["*:latest"] }], default: "allow" }));
-  assert.equal(valid.code, 0, valid.stderr);
   await until("Ready=True on the valid policy", async () => {
     const got = await cluster.kubectl(["get", "imagepolicy", "pinned", "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status}']);
     return got.stdout === "True" ? true : undefined;

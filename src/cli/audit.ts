@@ -32,7 +32,8 @@ admission verified or pinned. Pods are judged as created by no particular user.
   --profile NAME       bind a shipped PodRestriction profile to every namespace (repeatable; NAME@v1.25
                        for a Pod Security Standards policy version)
   --config FILE        ServerConfig: remote backends, failurePolicy, registries, podTemplates
-  --registries FILE    RegistryConfig: per-registry CA, client certificate, plain HTTP, mirrors
+  --registries FILE    RegistryConfig: per-registry CA, client certificate, plain HTTP, mirrors, and the hosts
+                       on local addresses that may be reached (allowLocalAddresses; others are refused)
   --authfile FILE      registry credentials tried after a pod's pull secrets
   --allow-empty        judge with an empty policy set (by default refused, as serve refuses to start)
   -o, --output FORMAT  text (default: one line per finding and a summary), json or yaml

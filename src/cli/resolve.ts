@@ -15,7 +15,8 @@ The manifest is fetched and its digest verified, not just taken from a header.
 
   --authfile FILE      registry credentials: {"auths": {"registry.example.com": {"auth": "base64(user:pass)"}}}
                        (or username/password, identitytoken) — the container tools' auth file format
-  --registries FILE    RegistryConfig: per-registry CA, client certificate, insecure (plain HTTP), mirrors
+  --registries FILE    RegistryConfig: per-registry CA, client certificate, insecure (plain HTTP), mirrors, and
+                       the hosts on local addresses that may be reached (allowLocalAddresses; others are refused)
   --platform OS/ARCH   e.g. linux/amd64 or linux/arm64/v8: print that platform's manifest digest
   --timeout SECONDS    per image (default 30)
 

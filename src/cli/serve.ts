@@ -90,7 +90,9 @@ export const SERVE_USAGE = `Usage: imprimatur serve [options]
   --profile NAME       bind a shipped PodRestriction profile (baseline, restricted) to every namespace
                        (repeatable; see "imprimatur profiles"); NAME@v1.25 is the profile at a Pod Security
                        Standards policy version (v1.0 to v1.37, or latest)
-  --registries FILE    RegistryConfig: per-registry CA, client certificate, insecure (plain HTTP), mirrors
+  --registries FILE    RegistryConfig: per-registry CA, client certificate, insecure (plain HTTP), mirrors, the
+                       hosts on local addresses that may be reached (allowLocalAddresses; others are refused),
+                       and where namespaced policies may use --authfile (serverCredentialsForNamespacedPolicies)
   --authfile FILE      the server's own registry credentials ({"auths": {host: {auth|username/password}}}),
                        tried after a pod's pull secrets when resolving tags to digests
   --digest-mode MODE   mutate (default): /mutate pins digestMutate images to tag@sha256:...;

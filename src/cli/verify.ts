@@ -25,7 +25,8 @@ type an allowed image carries, and a summary.
   --policies DIR       policy folder or file (repeatable; default: the embedded default policy)
   --namespace NS       the namespace to judge for (policies bound to namespaces; default "default")
   --authfile FILE      registry credentials (the container tools' auth file format)
-  --registries FILE    RegistryConfig: per-registry CA, client certificate, insecure (plain HTTP), mirrors
+  --registries FILE    RegistryConfig: per-registry CA, client certificate, insecure (plain HTTP), mirrors, and
+                       the hosts on local addresses that may be reached (allowLocalAddresses; others are refused)
   --timeout SECONDS    per image (default 30)
   -o, --output FORMAT  text (default), json or yaml
   -h, --help           show this help

@@ -318,6 +318,8 @@ test("past the review's deadline an evaluation ends at its next check (every 409
     () => celTruth(all, { object }, budget),
   );
   assert.deepEqual(ended, { error: `CEL ${JSON.stringify(all.source)}: ${PAST_DEADLINE_REASON}` });
+  // The reason says what ended it, and who decides then.
+  assert.match((ended as { error: string }).error, /evaluation cancelled: the review ran past its deadline .*; the failure policy decides$/);
   assert.ok(PER_CALL_COST_LIMIT - budget.remaining < 4096 + 3, String(PER_CALL_COST_LIMIT - budget.remaining));
   // Past already: nothing is evaluated.
   assert.deepEqual(

@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { applyBreakGlass, breakGlassRequested, type BreakGlassInput, type BreakGlassPolicy } from "../../src/core/break-glass.ts";
 import { deny, renderReason, type Violation } from "../../src/core/decision.ts";
+import { compileLinearRegex, matchOutcome, MAX_MATCH_WORK } from "../../src/core/linear-regex.ts";
 
 // Spelled out rather than imported: the annotation names are an interface users write.
 const REASON = "break-glass.image-policy.k8s.io/reason";
@@ -189,4 +190,19 @@ test("a refusal because of a namespaced policy names its kind, so the message sa
     breakGlassViolations(cluster).map((b) => Object.hasOwn(b, "kind")),
     [false],
   );
+});
+
+test("a ticket too long to check against its pattern is refused with the reason, not as malformed and not as a match", () => {
+  // The ticketPattern runs on the linear-time engine, which bounds instructions × characters per test.
+  const compiled = compileLinearRegex("^[A-Z]{1,1000}-[0-9]{1,1000}$", "anywhere");
+  assert.ok("regex" in compiled);
+  const jira: BreakGlassPolicy = { allowed: true, requiredAnnotations: [REASON, TICKET], ticketPattern: compiled.regex };
+  const v = denial("jira", "docker.io/evil:1");
+  const ticket = `INC-${"4".repeat(MAX_MATCH_WORK / 1000)}`;
+  const outcome = matchOutcome(compiled.regex, ticket);
+  assert.ok(typeof outcome === "object", String(outcome));
+  const d = applyBreakGlass(deny([v]), input({ [REASON]: "CVE hotfix", [TICKET]: ticket }, [{ violation: v, policy: { name: "jira", breakGlass: jira } }]));
+  assert.equal(d.allowed, false);
+  assert.deepEqual(breakGlassViolations(d), [{ policy: "jira", rule: "breakGlass", message: `break-glass ticket cannot be checked: ${outcome.error}` }]);
+  assert.match(outcome.error, new RegExp(`^a value of ${ticket.length} characters is too long to match against /`));
 });

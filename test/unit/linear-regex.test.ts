@@ -86,3 +86,36 @@ test("a text longer than the work limit allows for the pattern is not matched: t
   assert.equal(longest, Math.floor(MAX_MATCH_WORK / size));
   assert.equal(matchOutcome(regex, "a".repeat(999)), "mismatch");
 });
+
+test("a pattern of exactly MAX_PROGRAM_SIZE instructions compiles; one more instruction is refused", () => {
+  // a{1000} is 1002 instructions with the match; each further literal adds one.
+  const atLimit = `${"a{1000}".repeat(9)}a{998}`;
+  const result = compileLinearRegex(atLimit, "whole");
+  assert.ok("regex" in result, JSON.stringify(result));
+  // It may test texts of MAX_MATCH_WORK / MAX_PROGRAM_SIZE characters, too few for it ever to match.
+  assert.equal(result.regex.test("a".repeat(MAX_MATCH_WORK / MAX_PROGRAM_SIZE)), false);
+  assert.equal(
+    refusal(`${atLimit}a`),
+    `regular expression too large: ${MAX_PROGRAM_SIZE + 1} instructions compiled, at most ${MAX_PROGRAM_SIZE} (shorten it or lower its repeat counts)`,
+  );
+});
+
+test("a hint is given only for RE2's own reason, not for words of the pattern quoted in another refusal", () => {
+  // RE2 quotes the whole pattern after an unexpected ")"; a pattern that spells a refusal gets no hint for it.
+  for (const spelled of [
+    "invalid escape sequence: `\\1",
+    "invalid or unsupported Perl syntax: `(?=",
+    "invalid named capture: `(?<=",
+    "invalid nested repetition operator: `*+",
+  ])
+    assert.equal(refusal(`)${spelled}`), `invalid regular expression (RE2 syntax): unexpected ): \`)${spelled}\``);
+});
+
+test("matchOutcome turns only the work limit into a reason; any other error of a test is passed on", () => {
+  const broken = {
+    test(): boolean {
+      throw new TypeError("not the work limit");
+    },
+  };
+  assert.throws(() => matchOutcome(broken, "x"), TypeError);
+});

@@ -8,7 +8,7 @@
 // (evaluation-deadline.ts), and fails with the reason.
 import { CelScalar, celEnv, isCelError, parse, plan } from "@bufbuild/cel";
 import { strings } from "@bufbuild/cel/ext";
-import { celRegexEngine } from "./cel-matches.ts";
+import { celRegexEngine, globalMatches } from "./cel-matches.ts";
 import { estimateCost } from "./cel-cost-estimate.ts";
 import { STATIC_ESTIMATED_COST_LIMIT } from "./cel-cost-limits.ts";
 import { CostMeter, meteredEnv, metered, type CelCostBudget } from "./cel-cost-meter.ts";
@@ -34,7 +34,8 @@ export function compileCel(source: string, variables: readonly string[]): Compil
   }
   const estimatedCost = estimateCost(parsed.expr, variables);
   if (estimatedCost > STATIC_ESTIMATED_COST_LIMIT) throw new Error(`CEL ${JSON.stringify(source)}: ${overBudget(estimatedCost)}`);
-  const env = celEnv({ funcs: strings, re2: celRegexEngine(parsed, source), variables: Object.fromEntries(variables.map((v) => [v, CelScalar.DYN])) });
+  const regex = celRegexEngine(parsed, source);
+  const env = celEnv({ funcs: [...strings, globalMatches(regex)], re2: regex, variables: Object.fromEntries(variables.map((v) => [v, CelScalar.DYN])) });
   // The evaluation under way: evaluation is synchronous, so at most one at a time uses this program's meter.
   let current: CostMeter | undefined;
   const program = plan(

@@ -3,6 +3,7 @@
 // literal is compiled once, when the expression loads, so one RE2 refuses is a load error with the reason, as
 // kube-apiserver refuses it when a policy is created; a pattern computed at run time is compiled when it is met
 // (a few recent ones kept), and one RE2 refuses is an evaluation error.
+import { CelScalar, celFunc, type CelFunc } from "@bufbuild/cel";
 import { compileLinearRegex, type LinearRegex } from "../linear-regex.ts";
 
 /** What @bufbuild/cel's `celEnv({ re2 })` takes. */
@@ -32,6 +33,14 @@ export function celRegexEngine(expr: unknown, source: string): CelRegexEngine {
       return result.regex;
     },
   };
+}
+
+/**
+ * `matches(text, pattern)`, the global form of `text.matches(pattern)` that cel-go (and so kube-apiserver) also
+ * accepts; @bufbuild/cel has only the method, so a policy written the other way would fail at every evaluation.
+ */
+export function globalMatches(engine: CelRegexEngine): CelFunc {
+  return celFunc("matches", [CelScalar.STRING, CelScalar.STRING], CelScalar.BOOL, (text, pattern) => engine.compile(pattern).test(text));
 }
 
 type Node = { $typeName?: string; function?: string; target?: unknown; args?: unknown[]; exprKind?: { case?: string; value?: unknown } };

@@ -21,6 +21,14 @@ test("matches() searches anywhere in the string with RE2's syntax, as cel-go doe
   assert.equal(truth("object.name.matches('^web-' + '[0-9]$')", { name: "web-1" }), true);
 });
 
+test("matches(text, pattern), the global form cel-go and kube-apiserver accept, judges as text.matches(pattern)", () => {
+  assert.equal(truth("matches(object.name, 'b+')", { name: "abbbc" }), true);
+  assert.equal(truth("matches(object.name, '^b+$')", { name: "abbbc" }), false);
+  assert.equal(truth("!matches(object.name, '^(a|a)+$')", { name: `${"a".repeat(40)}!` }), true);
+  // Priced as the method is: the receiver's place is taken by the first argument.
+  assert.equal(compileCel("matches(object.name, 'b+')", VARS).estimatedCost, compileCel("object.name.matches('b+')", VARS).estimatedCost);
+});
+
 test("a pattern that backtracks exponentially on JavaScript's engine is judged at once", { timeout: 10_000 }, () => {
   assert.equal(truth("object.name.matches('^(a|a)+$')", { name: `${"a".repeat(40)}!` }), false);
   assert.equal(truth("object.name.matches('(a+)+' + 'b')", { name: `${"a".repeat(40)}!` }), false);

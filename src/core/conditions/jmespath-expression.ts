@@ -2,8 +2,9 @@
 // evaluated against the data (the attestation's predicate), any other value is a literal. Expressions are
 // compiled once at load time, so a syntax error is a load error. The design's examples also need
 // time_since(layout, from, to), registered here; its "now" is the evaluation's time, given by the caller.
-import { compile, isRegistered, registerFunction, TreeInterpreter, TYPE_NULL, TYPE_STRING, type JSONValue } from "@jmespath-community/jmespath";
+import { compile, isRegistered, registerFunction, TreeInterpreter, TYPE_NULL, TYPE_NUMBER, TYPE_STRING, type JSONValue } from "@jmespath-community/jmespath";
 import { formatDuration } from "../duration.ts";
+import { padLeft, padRight, replace } from "./jmespath-bounded-strings.ts";
 import { trim, trimLeft, trimRight } from "./jmespath-trim.ts";
 
 type Ast = ReturnType<typeof compile>;
@@ -50,6 +51,8 @@ export function evaluateOperand(operand: Operand, data: unknown, env: Expression
 let evaluationNow: number | undefined;
 let registered = false;
 const TRIM_SIGNATURE = [{ types: [TYPE_STRING] }, { types: [TYPE_STRING], optional: true }];
+const REPLACE_SIGNATURE = [{ types: [TYPE_STRING] }, { types: [TYPE_STRING] }, { types: [TYPE_STRING] }, { types: [TYPE_NUMBER], optional: true }];
+const PAD_SIGNATURE = [{ types: [TYPE_STRING] }, { types: [TYPE_NUMBER] }, { types: [TYPE_STRING], optional: true }];
 
 /**
  * time_since(layout, from, to): the duration from `from` to `to` (the evaluation's time when empty), Go-formatted ("27h3m4s").
@@ -65,6 +68,21 @@ function registerFunctions(): void {
     ["trim_right", trimRight],
   ] as const)
     registerFunction(name, ([subject, chars]) => trimmer(subject as string, chars as string | undefined), TRIM_SIGNATURE, { override: true });
+  // The library's replace and pads do what any count or width says (jmespath-bounded-strings.ts).
+  registerFunction(
+    "replace",
+    ([subject, old, by, count]) => replace(subject as string, old as string, by as string, count as number | undefined),
+    REPLACE_SIGNATURE,
+    {
+      override: true,
+    },
+  );
+  registerFunction("pad_left", ([subject, width, pad]) => padLeft(subject as string, width as number, pad as string | undefined), PAD_SIGNATURE, {
+    override: true,
+  });
+  registerFunction("pad_right", ([subject, width, pad]) => padRight(subject as string, width as number, pad as string | undefined), PAD_SIGNATURE, {
+    override: true,
+  });
   if (isRegistered("time_since")) return;
   registerFunction(
     "time_since",

@@ -137,10 +137,7 @@ describe("the background scan on a real node", () => {
         }),
       ].join("---\n"),
     );
-    writeFileSync(
-      join(dir, "registries.yaml"),
-      stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: registry.configEntries() }),
-    );
+    writeFileSync(join(dir, "registries.yaml"), registry.registryConfig());
     server = await startImprimatur([
       "--policies",
       join(dir, "policies.yaml"),

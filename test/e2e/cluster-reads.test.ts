@@ -173,10 +173,7 @@ before(async () => {
     await kubectlOk(cluster, ["create", "secret", "generic", "signing", "-n", NS, `--from-literal=cosign.pub=${key.publicKeyPem}`]);
 
   await writeFile(join(dir, "policies.yaml"), policies(registry.host));
-  await writeFile(
-    join(dir, "registries.yaml"),
-    stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: registry.configEntries() }),
-  );
+  await writeFile(join(dir, "registries.yaml"), registry.registryConfig());
   await writeFile(
     join(dir, "callers.yaml"),
     stringify({

@@ -99,10 +99,7 @@ before(async () => {
         },
       }),
   );
-  await writeFile(
-    join(dir, "registries.yaml"),
-    stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: registry.configEntries() }),
-  );
+  await writeFile(join(dir, "registries.yaml"), registry.registryConfig());
   await writeFile(
     join(dir, "config.yaml"),
     stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "ServerConfig", kubeconfig: cluster.kubeconfig, registries: join(dir, "registries.yaml") }),

@@ -57,10 +57,7 @@ before(async () => {
       stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "ImagePolicy", metadata: { name: "identities" }, spec: { rules, default: "deny" } }),
     ].join("---\n"),
   );
-  await writeFile(
-    join(dir, "registries.yaml"),
-    stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: registry.configEntries() }),
-  );
+  await writeFile(join(dir, "registries.yaml"), registry.registryConfig());
 });
 
 after(() =>

@@ -100,10 +100,7 @@ before(async () => {
   assert.equal((await cluster.kubectl(["label", "namespace", NS, `kubernetes.io/metadata.name=${NS}`])).code, 0);
   await createSigningSecret();
 
-  await writeFile(
-    join(dir, "registries.yaml"),
-    stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: registry.configEntries() }),
-  );
+  await writeFile(join(dir, "registries.yaml"), registry.registryConfig());
   await writeFile(
     join(dir, "config.yaml"),
     stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "ServerConfig", kubeconfig: cluster.kubeconfig, registries: join(dir, "registries.yaml") }),

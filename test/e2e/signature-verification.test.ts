@@ -248,10 +248,7 @@ before(async () => {
       }),
     ].join("---\n"),
   );
-  await writeFile(
-    join(dir, "registries.yaml"),
-    stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: registry.configEntries() }),
-  );
+  await writeFile(join(dir, "registries.yaml"), registry.registryConfig());
   cluster = await startKubeCluster({ enableAdmissionPlugins: ["MutatingAdmissionWebhook", "ValidatingAdmissionWebhook"] });
   await writeFile(
     join(dir, "config.yaml"),

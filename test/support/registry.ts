@@ -93,6 +93,8 @@ export interface TestRegistry {
   settings(): RegistrySettings[];
   /** The same as `registries:` entries of a RegistryConfig file (the CA by its path). */
   configEntries(): Array<{ host: string; ca: string; allowLocalAddresses: true }>;
+  /** A whole RegistryConfig file (JSON, which is YAML) listing only this registry's configEntries(). */
+  registryConfig(): string;
   /** SIGTERM (by PID; SIGKILL after a grace period), stop the token server, remove the dir. Idempotent. */
   stop(): Promise<void>;
 }
@@ -440,6 +442,7 @@ function makeRegistry(parts: {
 
   // The hosts a client contacts: the registry and, with token auth, the token server it names as its realm.
   const localHosts = () => [host, ...(tokenServer ? [new URL(tokenServer.url).host] : [])];
+  const configEntries = () => localHosts().map((h) => ({ host: h, ca: parts.caFile, allowLocalAddresses: true as const }));
   const skopeoFlags = (role: "src" | "dest" | "inspect"): string[] => {
     const prefix = role === "inspect" ? "" : `${role}-`;
     return [`--${prefix}authfile`, parts.authFile, `--${prefix}cert-dir`, parts.certDir, `--${prefix}tls-verify=${parts.tls}`];
@@ -486,7 +489,8 @@ function makeRegistry(parts: {
     logs: () => tailFile(proc.logPath),
     accessLog: () => parseAccessLog(readFileSync(proc.logPath, "utf8")),
     settings: () => localHosts().map((h) => ({ host: h, ca: parts.caPem, allowLocalAddresses: true })),
-    configEntries: () => localHosts().map((h) => ({ host: h, ca: parts.caFile, allowLocalAddresses: true as const })),
+    configEntries,
+    registryConfig: () => JSON.stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: configEntries() }),
     stop: () => {
       stopping ??= (async () => {
         await terminate(proc);

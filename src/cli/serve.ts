@@ -119,7 +119,8 @@ export const SERVE_USAGE = `Usage: imprimatur serve [options]
                        pods by the policies spec.clusters gives it
   --cluster-kubeconfig NAME=FILE
                        another cluster's kubeconfig (repeatable): its callers' reviews read its namespace
-                       labels, pull secrets, k8s:// keys and pods there; a caller's cluster with neither
+                       labels, pull secrets, k8s:// keys and pods there, and with --policy-crds its own
+                       policy resources, which judge its requests only; a caller's cluster with neither
                        flag gets a review that needs such a read refused, never answered from another
                        cluster
   --allow-unauthenticated
@@ -275,6 +276,8 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
   let namespaceCache: NamespaceLabelCache | undefined;
   let selfManagedTls: RunningSelfManagedTls | undefined;
   let policyResources: ReturnType<typeof policyResourceSource> | undefined;
+  // Other clusters' own policy resources, each read from its cluster (--policy-crds with --cluster-kubeconfig).
+  const clusterPolicyResources = new Map<string, ReturnType<typeof policyResourceSource>>();
   // Files reread while serving: replacing them rotates the certificate, the client CA or the tokens.
   let certificateFiles: WatchedFiles<ServingPair> | undefined;
   let callerFiles: WatchedCallerFiles | undefined;
@@ -300,6 +303,9 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
     // Pod Security Admission judges by the namespace's labels: without them every pod would be refused.
     if (podSecurity && !namespaces) throw new Error("--pod-security needs the namespaces' labels: give --kubeconfig (or run in a pod), or --namespaces FILE");
     otherClusters = await signals.during(connectClusters(clusterFiles.home, clusterFiles.files, startupLogger()), (late) => void late.close());
+    if (values["policy-crds"])
+      for (const [name, connection] of otherClusters.connections.others)
+        if (connection.kube) clusterPolicyResources.set(name, policyResourceSource(connection.kube, { logger: startupLogger().child({ cluster: name }) }));
     callerFiles = await watchCallerFiles({ clientCa: values["client-ca"], tokens: values["caller-tokens"] }, startupLogger());
     const callers = {
       ...callerFiles.initial,
@@ -336,6 +342,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
         requirePolicies: values["require-policies"] === true,
         ...(kube ? { kube } : {}),
         clusters: otherClusters.connections,
+        ...(clusterPolicyResources.size > 0 ? { clusterPolicySources: new Map([...clusterPolicyResources].map(([name, r]) => [name, r.source])) } : {}),
         ...(await registryAccess(config)),
         ...(selfManagedTls ? { tlsUpdates: selfManagedTls.tls } : certificateFiles ? { tlsUpdates: certificateFiles } : {}),
         callers,
@@ -353,6 +360,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
     await namespaceCache?.close();
     await otherClusters?.close();
     await policyResources?.close();
+    await Promise.all([...clusterPolicyResources.values()].map((r) => r.close()));
     if (e instanceof StartupStopped) {
       process.stderr.write(`imprimatur serve: ${e.message}: stopped before serving\n`);
       // The abandoned step may hold the process open (a wait that cannot be cancelled): exit regardless, soon.
@@ -402,6 +410,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
   await namespaceCache?.close();
   await otherClusters?.close();
   await policyResources?.close();
+  await Promise.all([...clusterPolicyResources.values()].map((r) => r.close()));
   return 0;
 }
 

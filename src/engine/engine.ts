@@ -20,6 +20,7 @@ import type { ServerConfig } from "../config/server-config.ts";
 import { imagesByPod, subjectOfObject, subjectOfRequest, type AdmissionSubject, type RequestUser, type SubjectPlan } from "../core/admission-subject.ts";
 import type { AdmissionRequest } from "../core/admission-review.ts";
 import { CLUSTER_UNREADABLE, hasNamespacedPolicies, isClusterScoped, policiesForCluster } from "../core/cluster-scope.ts";
+import { withClusterOwnPolicies } from "../core/cluster-policies.ts";
 import { allow, capList, combineDecisions, deny, type Decision, type JsonPatchOperation } from "../core/decision.ts";
 import { registryAnswered, type PinningOutcome } from "../core/digest-pinning.ts";
 import { imagePolicyAnnotations } from "../core/image-review.ts";
@@ -125,8 +126,10 @@ export class Engine {
   private readonly logger: Logger;
   /** Swapped as a whole on reload, so an admission sees one set from start to end. */
   private current: PreparedPolicies;
-  /** The set each cluster sees when some policy is scoped to clusters (spec.clusters); emptied on reload. */
+  /** The set each cluster sees when some policy is scoped to clusters (spec.clusters) or it has its own; emptied on reload. */
   private byCluster = new Map<string | undefined, PreparedPolicies>();
+  /** Other clusters' own policy resources (src/core/cluster-policies.ts), by cluster. */
+  private readonly ownPolicies = new Map<string, PolicySet>();
   private readonly recorder: Recorder;
   private readonly reviews: ImageReviewService;
   private readonly remotes: WebhookBackend[];
@@ -172,7 +175,7 @@ export class Engine {
         { ttlMs: opts.config.digests.cacheTtlMs, maxEntries: opts.config.digests.cacheMaxEntries },
       );
     }
-    this.home = this.toolsOf(opts.kube, opts.namespaces ?? NO_NAMESPACE_LABELS);
+    this.home = this.toolsOf(opts.kube, opts.namespaces ?? NO_NAMESPACE_LABELS, () => this.current.byKind.TrustRoot);
     this.verifier = this.home.verifier;
   }
 
@@ -191,7 +194,12 @@ export class Engine {
    * cluster named `unreadable` refuses every read with that reason; the server's own cluster without API access
    * reads nothing (only the server's own credentials, no k8s:// key).
    */
-  private toolsOf(kube: KubeConfig | undefined, namespaces: NamespaceLabelSource, unreadable?: string): ClusterTools {
+  private toolsOf(
+    kube: KubeConfig | undefined,
+    namespaces: NamespaceLabelSource,
+    trustRoots: () => PreparedPolicies["byKind"]["TrustRoot"],
+    unreadable?: string,
+  ): ClusterTools {
     const opts = this.options;
     const tools: ClusterTools = {
       namespaces,
@@ -218,7 +226,7 @@ export class Engine {
     const readKey = secretKeys ? (ref: SecretKeyRef, signal: AbortSignal) => secretKeys.read(ref, signal) : unreadable !== undefined ? refuse : undefined;
     tools.verifier = new ImageVerifier({
       client: registry,
-      trustRoots: () => this.current.byKind.TrustRoot,
+      trustRoots,
       ...(readKey ? { secretKeys: readKey } : {}),
       // A deleted signature should stop admitting new pods within minutes, whatever the backends' allow TTL.
       verifiedTtlMs: Math.min(opts.config.allowTtlMs, 300_000),
@@ -255,10 +263,13 @@ export class Engine {
     if (target.kind === "home") return this.home;
     let tools = this.others.get(target.cluster);
     if (!tools) {
+      // The trust roots of the set the cluster's requests are judged by: its own TrustRoots among them.
+      const cluster = target.cluster;
+      const trustRoots = () => this.preparedForCluster(cluster, false).byKind.TrustRoot;
       tools =
         target.kind === "other"
-          ? this.toolsOf(target.connection.kube, target.connection.namespaces)
-          : this.toolsOf(undefined, NO_NAMESPACE_LABELS, target.reason);
+          ? this.toolsOf(target.connection.kube, target.connection.namespaces, trustRoots)
+          : this.toolsOf(undefined, NO_NAMESPACE_LABELS, trustRoots, target.reason);
       this.others.set(target.cluster, tools);
     }
     return tools;
@@ -287,6 +298,20 @@ export class Engine {
   /** Swaps the policy set atomically; cached remote answers and resolutions may depend on it, so they go. */
   setPolicies(set: PolicySet): void {
     this.current = preparePolicies(set);
+    this.forgetPolicyResults();
+  }
+
+  /**
+   * Swaps another cluster's own policy resources (serve --policy-crds with --cluster-kubeconfig): its requests are
+   * judged by them and by the server's policies that cover it, no other cluster's. Not for the server's own cluster.
+   */
+  setClusterPolicies(cluster: string, set: PolicySet): void {
+    this.ownPolicies.set(cluster, set);
+    this.forgetPolicyResults();
+  }
+
+  /** After a policy change: the per-cluster sets, cached answers, resolutions and verifications may depend on it. */
+  private forgetPolicyResults(): void {
     this.byCluster = new Map();
     this.cache.clear();
     this.resolver?.clear();
@@ -308,15 +333,23 @@ export class Engine {
    * by the policies of the cluster --cluster-name names.
    */
   private preparedFor(caller: Caller | undefined, ownCluster = false): PreparedPolicies {
-    const current = this.current;
-    if (!caller && !ownCluster) return current;
+    if (!caller && !ownCluster) return this.current;
     const cluster = ownCluster ? this.clusters.home : clusterOf(caller);
-    const home = ownCluster || fromHomeCluster(caller, this.clusters);
-    if (!isClusterScoped(current.set) && (home || !hasNamespacedPolicies(current.set))) return current;
+    return this.preparedForCluster(cluster, ownCluster || fromHomeCluster(caller, this.clusters));
+  }
+
+  /** The policies a request of `cluster` is judged by; `home`: the server's own cluster (its namespaced policies apply). */
+  private preparedForCluster(cluster: string | undefined, home: boolean): PreparedPolicies {
+    const current = this.current;
+    const own = home || cluster === undefined ? undefined : this.ownPolicies.get(cluster);
+    if (!own && !isClusterScoped(current.set) && (home || !hasNamespacedPolicies(current.set))) return current;
     // Bounded: cluster names come from the configured tokens and from certificates the client CA issued. The
     // cluster decides whether it is the server's own, so it is the whole key.
     let prepared = this.byCluster.get(cluster);
-    if (!prepared) this.byCluster.set(cluster, (prepared = preparePolicies(policiesForCluster(current.set, cluster, home))));
+    if (!prepared) {
+      const set = own && cluster !== undefined ? withClusterOwnPolicies(current.set, own, cluster) : policiesForCluster(current.set, cluster, home);
+      this.byCluster.set(cluster, (prepared = preparePolicies(set)));
+    }
     return prepared;
   }
 

@@ -15,15 +15,16 @@ import type { CredentialLookup } from "../credentials/credential.ts";
 import { Engine } from "../engine/engine.ts";
 import type { ClusterConnections } from "../engine/cluster-reads.ts";
 import type { Recorder } from "../engine/recorder.ts";
-import { PolicyLoadError, renderPolicyError } from "../policy/policy-error.ts";
+import { PolicyLoadError } from "../policy/policy-error.ts";
 import { PolicyFolder, type PolicySource } from "../policy/policy-source.ts";
-import { loadPolicySet } from "../policy/policy-set.ts";
 import type { DigestResolver } from "../registry/digest-resolver.ts";
 import type { RoundTrip } from "../registry/registry-client.ts";
 import type { RegistrySettingsMap } from "../registry/registry-settings.ts";
 import { CallerAuthenticator, type CallerAuthOptions } from "./caller-auth.ts";
 import { startHttpsServer, type RunningServer, type TlsUpdates } from "./https-server.ts";
 import { createServerLogger } from "./logger.ts";
+import { startClusterPolicies, type RunningClusterPolicies } from "./cluster-policies.ts";
+import { serializedPolicyLoader } from "./policy-loader.ts";
 import { createMetrics, prometheusRecorder, prometheusScanRecorder, startMetricsServer, type Metrics, type RunningMetricsServer } from "./metrics.ts";
 import { ensureServingCertificate } from "./tls-bootstrap.ts";
 import type { ReportFormat } from "../core/policy-reports/report-formats.ts";
@@ -62,6 +63,8 @@ export interface AppOptions {
   kube?: KubeConfig;
   /** Other clusters' kubeconfigs and the server's own cluster's name (serve --cluster-kubeconfig, --cluster-name). */
   clusters?: ClusterConnections;
+  /** Other clusters' own policy resources, by cluster (serve --policy-crds with --cluster-kubeconfig). */
+  clusterPolicySources?: ReadonlyMap<string, PolicySource>;
   /** Per-registry TLS, plain HTTP and mirrors (--registries). */
   registries?: RegistrySettingsMap;
   /** The server's own registry credentials (--authfile), tried after a pod's. */
@@ -121,28 +124,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const recorder = prometheusRecorder(metrics);
   const source: PolicySource = opts.policySource ?? new PolicyFolder(opts.policies);
   // The one policy-set loader `check` and `test` use too; reloads accept an empty set (with a warning, below).
-  const loadOnce = async (allowEmpty: boolean): Promise<PolicySet> => {
-    try {
-      const loaded = await loadPolicySet(source, { profiles: opts.profiles ?? [], allowEmpty });
-      // In force, but a rule denies what it matches for want of a trust root: said at every load that has one.
-      for (const w of loaded.warnings) logger.warn({ reason: w.reason, policy: renderPolicyError(w) }, "a policy rule denies every image it matches");
-      source.loaded?.({ errors: [] });
-      return loaded.policies;
-    } catch (e) {
-      // The source reports the outcome where its policies live (custom resources: their status).
-      if (e instanceof PolicyLoadError) source.loaded?.({ errors: e.errors });
-      throw e;
-    }
-  };
-  // One load at a time (a watch and SIGHUP may ask together): each read is followed by its own outcome, and
-  // a later load never finishes before an earlier one.
-  let loading: Promise<unknown> = Promise.resolve();
-  const load = (allowEmpty = true): Promise<PolicySet> => {
-    const once = () => loadOnce(allowEmpty);
-    const next = loading.then(once, once);
-    loading = next.catch(() => undefined);
-    return next;
-  };
+  const load = serializedPolicyLoader(source, { profiles: opts.profiles ?? [], logger });
   const callers = new CallerAuthenticator(opts.callers);
 
   // Ready once the policies are loaded and the serving certificate is in place, until draining begins.
@@ -170,8 +152,17 @@ export async function startApp(opts: AppOptions): Promise<App> {
       logger.warn({ policies: source.description }, nothingInForce(opts));
     }
     engine = await buildEngine(opts, initial, logger, recorder);
+  } catch (e) {
+    await metricsServer?.close();
+    throw e;
+  }
+  let clusterPolicies: RunningClusterPolicies | undefined;
+  try {
+    if (opts.clusterPolicySources && opts.clusterPolicySources.size > 0)
+      clusterPolicies = await startClusterPolicies(opts.clusterPolicySources, { engine, logger, recorder, watch: opts.watchPolicies !== false });
     readiness.policies = true;
   } catch (e) {
+    await engine.close();
     await metricsServer?.close();
     throw e;
   }
@@ -196,6 +187,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
       notReady,
     });
   } catch (e) {
+    clusterPolicies?.close();
     await engine.close();
     await metricsServer?.close();
     throw e;
@@ -264,6 +256,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
     close: async (drainMs = 0) => {
       readiness.draining = true;
       watcher?.close();
+      clusterPolicies?.close();
       await scan?.close();
       await server.close(drainMs);
       await engine.close();

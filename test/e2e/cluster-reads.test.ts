@@ -6,7 +6,8 @@
 // cluster-b: each cluster's pods are judged by their own cluster's labels and pinned with their own cluster's
 // secrets, and cluster-c's reviews that need a read are refused with the reason, never answered from cluster-a.
 // A `k8s://apps/signing` key holds the key that signed an image in cluster-a, another key in cluster-b. serve reads
-// policy resources from cluster-a (--policy-crds): a namespace owner's NamespacedImagePolicy there is cluster-a's.
+// policy resources from each cluster (--policy-crds): a namespace owner's NamespacedImagePolicy in cluster-a is
+// cluster-a's, and cluster-b's own ImagePolicies and NamespacedImagePolicies judge cluster-b's requests only.
 // With --pod-security, namespace `psa` enforces baseline in cluster-b only, where a privileged pod runs.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -147,8 +148,26 @@ before(async () => {
     spec: { containers: [{ name: "c", image: NGINX, securityContext: { privileged: true } }] },
   };
   assert.equal((await clusterB.apply(JSON.stringify(priv))).code, 0);
-  await kubectlOk(clusterA, ["apply", "-k", join(ROOT, "deploy/crds")]);
-  await kubectlOk(clusterA, ["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"]);
+  for (const cluster of [clusterA, clusterB]) {
+    await kubectlOk(cluster, ["apply", "-k", join(ROOT, "deploy/crds")]);
+    await kubectlOk(cluster, ["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"]);
+  }
+  // cluster-b's own: an ImagePolicy named as one of the server's, one that narrows itself to cluster-a (which it
+  // cannot reach), and a namespace owner's policy.
+  for (const [kind, name, image, clusters] of [
+    ["ImagePolicy", "no-nginx-unless-exempt", "docker.io/library/httpd*", undefined],
+    ["ImagePolicy", "reach-a", "docker.io/library/postgres*", ["cluster-a"]],
+    ["NamespacedImagePolicy", "no-memcached", "docker.io/library/memcached*", undefined],
+  ] as const) {
+    const spec = {
+      ...(clusters ? { clusters } : {}),
+      rules: [{ action: "deny", images: [image], message: `${name}: cluster-b's own` }],
+      default: "allow",
+    };
+    const metadata = kind === "NamespacedImagePolicy" ? { name, namespace: NS } : { name };
+    const applied = await clusterB.apply(JSON.stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind, metadata, spec }));
+    assert.equal(applied.code, 0, applied.stderr);
+  }
   // cluster-a's namespace owner: one policy for its namespace, and one that names cluster-b to reach its namespace too.
   for (const [name, image, clusters] of [
     ["no-busybox", "docker.io/library/busybox*", undefined],
@@ -260,6 +279,39 @@ test("a namespace owner's policy of the server's own cluster never judges anothe
   assert.equal((await ask("/validate", tokens.b, [busybox], false)).allowed, true, "cluster-b's apps is not cluster-a's");
   const redis = "docker.io/library/redis:7";
   assert.equal((await ask("/validate", tokens.b, [redis], false)).allowed, true, "naming cluster-b in spec.clusters does not reach it");
+});
+
+test("another cluster's own policy resources judge that cluster's requests only, under the cluster's name, with their status written there", async () => {
+  const httpd = "docker.io/library/httpd:2.4";
+  const inB = await ask("/validate", tokens.b, [httpd], false);
+  assert.equal(inB.allowed, false, "cluster-b's own ImagePolicy");
+  assert.match(inB.status?.message ?? "", /cluster-b:no-nginx-unless-exempt/);
+  assert.match(inB.status?.message ?? "", /no-nginx-unless-exempt: cluster-b's own/);
+  assert.equal((await ask("/validate", tokens.a, [httpd], false)).allowed, true, "cluster-b's policy never judges cluster-a");
+  // The server's policy of the same name still judges cluster-b: both are in force there.
+  assert.match((await ask("/validate", tokens.b, [NGINX])).status?.message ?? "", /nginx runs in exempt namespaces only/);
+
+  const memcached = "docker.io/library/memcached:1.6";
+  const tenant = await ask("/validate", tokens.b, [memcached], false);
+  assert.equal(tenant.allowed, false, "cluster-b's namespace owner decides for cluster-b's apps");
+  assert.match(tenant.status?.message ?? "", /no-memcached: cluster-b's own/);
+  assert.equal((await ask("/validate", tokens.a, [memcached], false)).allowed, true, "cluster-a's apps is not cluster-b's");
+
+  const postgres = "docker.io/library/postgres:16";
+  assert.equal((await ask("/validate", tokens.a, [postgres], false)).allowed, true, "naming cluster-a in spec.clusters does not reach it");
+  assert.equal((await ask("/validate", tokens.b, [postgres], false)).allowed, true, "nor cluster-b, which it narrowed itself away from");
+
+  // Its status is written in cluster-b (by the server, soon after the load).
+  await until("cluster-b's ImagePolicy Ready=True", async () => {
+    const r = await clusterB.kubectl(["get", "imagepolicy", "no-nginx-unless-exempt", "-o", "json"]);
+    assert.equal(r.code, 0, r.stderr);
+    const conditions = (JSON.parse(r.stdout) as { status?: { conditions?: Array<{ type: string; status: string }> } }).status?.conditions ?? [];
+    return conditions.some((c) => c.type === "Ready" && c.status === "True");
+  });
+
+  // Deleted in cluster-b: its requests are no longer judged by it.
+  await kubectlOk(clusterB, ["delete", "imagepolicy", "no-nginx-unless-exempt"]);
+  await until("cluster-b's deleted policy out of force", async () => (await ask("/validate", tokens.b, [httpd], false)).allowed);
 });
 
 /** A privileged pod in PSA, as kube-apiserver sends it. */

@@ -10,4 +10,4 @@ bash scripts/provision-node.sh
 tsc -p tsconfig.json --noEmit
 prettier --check --log-level warn .   # the formatter's settings: .prettierrc.json (npm run format applies them)
 eslint .                              # the linter's: eslint.config.js
-bash scripts/run-tests.sh              # every test file, with the runner's flags (scripts/run-tests.sh)
+bash scripts/run-tests.sh "$@"         # every test file (or those named: npm test -- FILE…), with the runner's flags (scripts/run-tests.sh)

@@ -129,6 +129,7 @@ export const areas = {
       "test/unit/unknown-field.test.ts",
       "test/unit/request-match.test.ts",
       "test/unit/caller-clusters.test.ts",
+      "test/unit/cluster-policies.test.ts",
       "test/unit/namespaced-policies.test.ts",
       "test/unit/load-policies.test.ts",
       "test/unit/examples-safe.test.ts",

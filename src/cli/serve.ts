@@ -1,6 +1,6 @@
 // `imprimatur serve`: the HTTPS ImageReview backend (/imagereview), validating webhook (/validate) and
 // tag→digest pinning webhook (/mutate).
-import { mkdir } from "node:fs/promises";
+import { mkdir, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { pino } from "pino";
 import { DEFAULT_SERVER_CONFIG, loadServerConfig, type ServerConfig } from "../config/server-config.ts";
@@ -39,6 +39,7 @@ import {
   type WebhookOptions,
 } from "../server/webhook-manifests.ts";
 import { policyCount, type PolicySet } from "../core/policy-kinds.ts";
+import { policiesMutate } from "../core/image-policy/image-policy.ts";
 import { mayMatchResource, type WebhookResource } from "../core/request-match/request-scope.ts";
 import { writeFileAtomic } from "../fs/write-file-atomic.ts";
 import { EMBEDDED_POLICIES, errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
@@ -265,7 +266,12 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
   // reviews every pod (a remote backend) or policies may arrive later without a reload here (--policy-crds).
   // Pod Security Admission judges every pod and workload, whatever the policies are for.
   const narrowRules = config.backends.length === 0 && values["policy-crds"] !== true && !podSecurity;
+  // The webhooks never call for kube-system (a cluster that cannot start its own pods cannot recover) nor for the
+  // server's own namespace (its replicas must start while it is down).
+  const ownNamespace = podNamespace();
+  const excludeNamespaces = ["kube-system", ...(ownNamespace && ownNamespace !== "kube-system" ? [ownNamespace] : [])];
   const webhookOptions = (set: PolicySet): WebhookOptions => ({
+    excludeNamespaces,
     customResources: [...config.podTemplates, ...imagePathResources(set.ImagePolicy.flatMap((p) => p.imagePaths ?? []))],
     ...(narrowRules && policyCount(set) > 0 ? { mayMatch: (r: WebhookResource) => mayMatchResource(set, r) } : {}),
     ...(podSecurity ? { namespaces: true } : {}),
@@ -377,20 +383,28 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
 
   if (app.caPem) {
     // Custom resources the webhooks must see: pod templates from the config, image locations from the policies.
-    const generated = webhookConfigurationFiles(stateDir, values.url ?? `https://127.0.0.1:${app.port}`, app.caPem, webhookOptions(app.engine.policies()));
+    const initialSet = app.engine.policies();
+    const generated = webhookConfigurationFiles(stateDir, values.url ?? `https://127.0.0.1:${app.port}`, app.caPem, webhookOptions(initialSet), initialSet);
     await printWebhookConfiguration(stateDir, generated, app.caPem, app.generatedCertificate);
     // What the webhooks must see changes with the policies (matchConstraints, imagePaths): the files are rewritten,
     // and the operator told to apply them again, since the apiserver keeps the configuration it was given.
     reloadedWebhookFiles = async (set) => {
-      const next = webhookConfigurationFiles(stateDir, generated.baseUrl, generated.caPem, webhookOptions(set));
+      const next = webhookConfigurationFiles(stateDir, generated.baseUrl, generated.caPem, webhookOptions(set), set);
       const changed = (["validating-webhook.yaml", "mutating-webhook.yaml"] as const).filter((f) => next.files[f] !== generated.files[f]);
       if (changed.length === 0) return;
-      for (const f of changed) await writeFileAtomic(join(stateDir, f), next.files[f], 0o600);
-      Object.assign(generated.files, next.files);
-      app?.logger.warn(
-        { files: changed.map((f) => join(stateDir, f)) },
-        "the reloaded policies need other webhook rules: apply the rewritten configuration again (kubectl apply -f FILE), or the apiserver keeps sending what it sent before",
-      );
+      for (const f of changed) await writeOrRemove(join(stateDir, f), next.files[f]);
+      generated.files = next.files;
+      const written = changed.filter((f) => next.files[f] !== undefined);
+      if (written.length > 0)
+        app?.logger.warn(
+          { files: written.map((f) => join(stateDir, f)) },
+          "the reloaded policies need other webhook rules: apply the rewritten configuration again (kubectl apply -f FILE), or the apiserver keeps sending what it sent before",
+        );
+      if (next.files["mutating-webhook.yaml"] === undefined)
+        app?.logger.warn(
+          { file: join(stateDir, "mutating-webhook.yaml") },
+          "no reloaded policy pins or verifies images any more: the mutating webhook is not needed (kubectl delete mutatingwebhookconfiguration imprimatur)",
+        );
     };
     // The printed kubeconfigs carry no credentials: said here, so a 401 does not come as a surprise.
     if (values["client-ca"] || values["caller-tokens"]) {
@@ -418,29 +432,40 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
 interface WebhookConfigurationFiles {
   baseUrl: string;
   caPem: string;
-  files: Record<"validating-webhook.yaml" | "mutating-webhook.yaml" | "imagepolicy-kubeconfig.yaml" | "admission-configuration.yaml", string>;
+  files: Record<"validating-webhook.yaml" | "imagepolicy-kubeconfig.yaml" | "admission-configuration.yaml", string> & {
+    /** Absent when no policy pins or verifies images: a mutating webhook would change nothing, and only add a way to fail. */
+    "mutating-webhook.yaml"?: string;
+  };
 }
 
-function webhookConfigurationFiles(stateDir: string, baseUrl: string, caPem: string, options: WebhookOptions): WebhookConfigurationFiles {
+function webhookConfigurationFiles(stateDir: string, baseUrl: string, caPem: string, options: WebhookOptions, set: PolicySet): WebhookConfigurationFiles {
   const endpoint = { baseUrl, caPem };
   return {
     baseUrl,
     caPem,
     files: {
       "validating-webhook.yaml": renderValidatingWebhookConfiguration(endpoint, options),
-      "mutating-webhook.yaml": renderMutatingWebhookConfiguration(endpoint, options),
+      ...(policiesMutate(set.ImagePolicy) ? { "mutating-webhook.yaml": renderMutatingWebhookConfiguration(endpoint, options) } : {}),
       "imagepolicy-kubeconfig.yaml": renderImagePolicyKubeconfig(endpoint),
       "admission-configuration.yaml": renderAdmissionConfiguration({ kubeconfigPath: join(stateDir, "imagepolicy-kubeconfig.yaml") }),
     },
   };
 }
 
+/** Writes `text` to `path`, or removes the file when there is none (a configuration no longer generated). */
+async function writeOrRemove(path: string, text: string | undefined): Promise<void> {
+  if (text === undefined) await rm(path, { force: true });
+  else await writeFileAtomic(path, text, 0o600);
+}
+
 /** Writes the ready-to-apply configuration into the state folder and prints where it is, with the caBundle. */
 async function printWebhookConfiguration(stateDir: string, generated: WebhookConfigurationFiles, caPem: string, created: boolean) {
   await mkdir(stateDir, { recursive: true });
   const { files, baseUrl } = generated;
-  for (const [name, text] of Object.entries(files)) await writeFileAtomic(join(stateDir, name), text, 0o600);
+  for (const name of ["validating-webhook.yaml", "mutating-webhook.yaml", "imagepolicy-kubeconfig.yaml", "admission-configuration.yaml"] as const)
+    await writeOrRemove(join(stateDir, name), files[name]);
   const caBundle = Buffer.from(caPem).toString("base64");
+  const mutating = join(stateDir, "mutating-webhook.yaml");
   process.stderr.write(
     [
       created ? `Created a self-signed CA and serving certificate in ${stateDir} (ca.crt).` : `Using the CA in ${stateDir}/ca.crt.`,
@@ -449,7 +474,9 @@ async function printWebhookConfiguration(stateDir: string, generated: WebhookCon
       "---",
       files["validating-webhook.yaml"].trimEnd(),
       "---",
-      `Tag→digest pinning (digestMutate rules): kubectl apply -f ${join(stateDir, "mutating-webhook.yaml")}`,
+      files["mutating-webhook.yaml"] !== undefined
+        ? `Tag→digest pinning and verified digests (digestMutate and attestor rules): kubectl apply -f ${mutating}`
+        : "No policy pins or verifies images: no mutating webhook is needed (none written).",
       `ImagePolicyWebhook: --admission-control-config-file=${join(stateDir, "admission-configuration.yaml")} (kubeconfig: ${join(stateDir, "imagepolicy-kubeconfig.yaml")})`,
       "",
     ].join("\n"),

@@ -38,6 +38,49 @@ export interface WebhookOptions {
   mayMatch?: (resource: WebhookResource) => boolean;
   /** Namespaces too (serve --pod-security: a tightened enforce label is answered with warnings, as PSA does). */
   namespaces?: boolean;
+  /** Namespaces the webhooks never call for (by their kubernetes.io/metadata.name label): kube-system, the server's own. */
+  excludeNamespaces?: readonly string[];
+}
+
+/**
+ * What the apiserver does with these webhooks while the server does not answer, and how to undo them, said at
+ * the top of each generated file: a configuration applied to try the server out, and left behind when it
+ * stops, must not leave a cluster refusing every pod without anyone knowing why.
+ */
+function failureComment(kind: string, opts: WebhookOptions): string {
+  const excluded = opts.excludeNamespaces ?? [];
+  const policy = opts.failurePolicy ?? "Fail";
+  const meaning =
+    policy === "Fail"
+      ? "while the apiserver cannot get an answer from this server (stopped, unreachable, slower than timeoutSeconds), it refuses every request these rules match"
+      : "while the apiserver cannot get an answer from this server, it admits every request these rules match unreviewed";
+  const outside = excluded.length > 0 ? `, outside the namespaces the namespaceSelector leaves out (${excluded.join(", ")})` : "";
+  // Commands stay whole on their own lines, so they can be copied.
+  const lines = [
+    ...wrapComment(`failurePolicy: ${policy}: ${meaning}${outside}. Before stopping the server for good, remove this configuration first:`),
+    `#   kubectl delete ${kind.toLowerCase()} imprimatur`,
+  ];
+  if (excluded.length > 0)
+    lines.push(
+      ...wrapComment("Kubernetes before 1.21 does not set the kubernetes.io/metadata.name label on namespaces: label them yourself, or they are not left out:"),
+      ...excluded.map((ns) => `#   kubectl label namespace ${ns} kubernetes.io/metadata.name=${ns}`),
+    );
+  return lines.join("\n") + "\n";
+}
+
+/** `text` as "# " lines of at most about 110 characters. */
+function wrapComment(text: string): string[] {
+  const lines: string[] = [];
+  let line = "#";
+  for (const word of text.split(" ")) {
+    if (line.length + word.length + 1 > 110 && line !== "#") {
+      lines.push(line);
+      line = "#";
+    }
+    line += ` ${word}`;
+  }
+  lines.push(line);
+  return lines;
 }
 
 /**
@@ -82,6 +125,9 @@ function webhook(ep: WebhookEndpoint, name: string, path: string, opts: WebhookO
     failurePolicy: opts.failurePolicy ?? "Fail",
     timeoutSeconds: opts.timeoutSeconds ?? 10,
     clientConfig: { url: `${ep.baseUrl}${path}`, caBundle: Buffer.from(ep.caPem).toString("base64") },
+    ...(opts.excludeNamespaces && opts.excludeNamespaces.length > 0
+      ? { namespaceSelector: { matchExpressions: [{ key: "kubernetes.io/metadata.name", operator: "NotIn", values: [...opts.excludeNamespaces] }] } }
+      : {}),
     rules: webhookRules(opts.customResources, opts.mayMatch),
   };
 }
@@ -89,12 +135,15 @@ function webhook(ep: WebhookEndpoint, name: string, path: string, opts: WebhookO
 export function renderValidatingWebhookConfiguration(ep: WebhookEndpoint, opts: WebhookOptions = {}): string {
   const validating = webhook(ep, "images.imprimatur.dev", "/validate", opts);
   if (opts.namespaces) validating.rules.push(NAMESPACES_RULE);
-  return stringify({
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingWebhookConfiguration",
-    metadata: { name: "imprimatur" },
-    webhooks: [validating],
-  });
+  return (
+    failureComment("ValidatingWebhookConfiguration", opts) +
+    stringify({
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingWebhookConfiguration",
+      metadata: { name: "imprimatur" },
+      webhooks: [validating],
+    })
+  );
 }
 
 /**
@@ -102,12 +151,15 @@ export function renderValidatingWebhookConfiguration(ep: WebhookEndpoint, opts: 
  * an image injected by, say, a sidecar injector is pinned too.
  */
 export function renderMutatingWebhookConfiguration(ep: WebhookEndpoint, opts: WebhookOptions = {}): string {
-  return stringify({
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "MutatingWebhookConfiguration",
-    metadata: { name: "imprimatur" },
-    webhooks: [{ ...webhook(ep, "pins.imprimatur.dev", "/mutate", opts), reinvocationPolicy: "IfNeeded" }],
-  });
+  return (
+    failureComment("MutatingWebhookConfiguration", opts) +
+    stringify({
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "MutatingWebhookConfiguration",
+      metadata: { name: "imprimatur" },
+      webhooks: [{ ...webhook(ep, "pins.imprimatur.dev", "/mutate", opts), reinvocationPolicy: "IfNeeded" }],
+    })
+  );
 }
 
 /** The kubeconfig the ImagePolicyWebhook plugin uses: the cluster server is the full ImageReview URL. */

@@ -301,7 +301,8 @@ test("serve's webhook configurations leave out the resources no kind-bound polic
     { apiGroups: ["batch"], apiVersions: ["*"], operations: ["CREATE", "UPDATE"], resources: ["jobs"], scope: "Namespaced" },
   ];
   assert.deepEqual(await generatedRules(kindBound, "validating-webhook.yaml"), expected);
-  assert.deepEqual(await generatedRules(kindBound, "mutating-webhook.yaml"), expected);
+  // No rule pins or verifies: no mutating webhook is written at all.
+  await assert.rejects(generatedRules(kindBound, "mutating-webhook.yaml"), { code: "ENOENT" });
   // The scoped server's has pods: it serves policies that may be for any resource.
   assert.ok((await generatedRules(scoped, "validating-webhook.yaml")).some((r) => r.resources.includes("pods")));
 });

@@ -1,7 +1,9 @@
 // The webhook configurations `serve` writes leave out resources no policy's matchConstraints reach, but never
 // what something else still needs: a remote backend reviews every pod; a server with no policy yet (an empty
 // folder, or --policy-crds) must be asked once policies arrive; and a reload that needs other rules rewrites the
-// files and says to apply them again. Real serve processes; the apiserver side is test/e2e/request-match.test.ts.
+// files and says to apply them again. The mutating webhook is written only when a rule pins or verifies images;
+// every configuration leaves kube-system out and says what its failure policy means. Real serve processes; the
+// apiserver side is test/e2e/request-match.test.ts.
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -31,7 +33,7 @@ metadata: {name: pods-from-internal}
 spec:
   matchConstraints:
     resourceRules: [{apiGroups: [""], apiVersions: [v1], resources: [pods], operations: [CREATE]}]
-  rules: [{action: allow, images: ["registry.example.com/*"]}]
+  rules: [{action: allow, images: ["registry.example.com/*"], digestMutate: true}]
 `;
 const EVERY_RESOURCE = [
   "pods",
@@ -75,10 +77,24 @@ before(async () => {
 
 after(() => teardown([...servers.map((s) => () => s.stop()), () => backend?.stop(), () => dir && rm(dir, { recursive: true, force: true })]));
 
-test("only kind-bound policies: the configurations name only their resources", async () => {
+test("only kind-bound policies: the configurations name only their resources; with no rule that pins or verifies, no mutating webhook", async () => {
   const server = await serve(["--policies", join(dir, "kind-bound")]);
   assert.deepEqual(await resourcesOf(server), ["deployments"]);
-  assert.deepEqual(await resourcesOf(server, "mutating-webhook.yaml"), ["deployments"]);
+  assert.equal(existsSync(join(server.stateDir, "mutating-webhook.yaml")), false);
+  assert.match(await server.log(), /No policy pins or verifies images: no mutating webhook is needed \(none written\)/);
+});
+
+test("the written configurations leave kube-system out by its kubernetes.io/metadata.name label and say what Fail means", async () => {
+  const server = await serve(["--policies", join(dir, "kind-bound")]);
+  const text = await readFile(join(server.stateDir, "validating-webhook.yaml"), "utf8");
+  const config = parseYaml(text) as { webhooks: Array<{ failurePolicy: string; namespaceSelector?: unknown }> };
+  assert.deepEqual(config.webhooks[0]!.namespaceSelector, {
+    matchExpressions: [{ key: "kubernetes.io/metadata.name", operator: "NotIn", values: ["kube-system"] }],
+  });
+  assert.equal(config.webhooks[0]!.failurePolicy, "Fail");
+  assert.match(text, /^# failurePolicy: Fail: while the apiserver cannot get an answer from this server/);
+  assert.match(text, /kubectl delete validatingwebhookconfiguration imprimatur/);
+  assert.match(text, /Kubernetes before 1\.21 does not set the kubernetes\.io\/metadata\.name label/);
 });
 
 test("a remote backend reviews every pod: every resource stays in the configurations", async () => {
@@ -91,9 +107,10 @@ test("a server started with no policy keeps every resource, so policies that arr
   assert.deepEqual(await resourcesOf(server), EVERY_RESOURCE);
 });
 
-test("a reload that needs other rules rewrites the configurations and says to apply them again", async () => {
+test("a reload that needs other rules rewrites the configurations and says to apply them again; a rule that pins brings the mutating webhook", async () => {
   const server = await serve(["--policies", join(dir, "reloaded")]);
   assert.deepEqual(await resourcesOf(server), ["deployments"]);
+  assert.equal(existsSync(join(server.stateDir, "mutating-webhook.yaml")), false);
   await writeFile(join(dir, "reloaded", "policies.yaml"), KIND_BOUND + FOR_PODS);
   // The watcher may also see the file half written (a reload of fewer policies); wait for the last reload's files.
   const settled = async () => JSON.stringify(await resourcesOf(server)) === JSON.stringify(["pods", "deployments"]);

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { evaluateImagePolicies } from "../../src/core/image-policy/image-policy.ts";
+import { evaluateImagePolicies, policiesMutate } from "../../src/core/image-policy/image-policy.ts";
 import { renderReason } from "../../src/core/decision.ts";
 import { evaluateSubjectImages, imagePolicyKind } from "../../src/core/image-policy/image-policy-kind.ts";
 import { verificationKey, type ImageVerification } from "../../src/core/image-policy/verification-results.ts";
@@ -622,4 +622,17 @@ spec:
     `this policy requires a digest, and the image has only a tag: pin it as ${tagged}@sha256:<digest> ("imprimatur resolve ${tagged}" prints it)`,
   );
   assert.equal(evaluateImagePolicies(verifyOnly, { namespace: "shop", annotations: {}, images: [{ image: SIGNED }] }, {}).allowed, true);
+});
+
+test("policiesMutate: only a rule that pins (digestMutate) or verifies (attestors, attestations, validate) needs the mutating webhook", () => {
+  const policy = (rule: string) =>
+    imagePolicies(`apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: {name: p}\nspec:\n  rules:\n    - ${rule}\n  default: allow\n`);
+  assert.equal(policiesMutate([]), false);
+  assert.equal(policiesMutate(policy(`{action: allow, images: ["a.example/*"]}`)), false);
+  assert.equal(policiesMutate(policy(`{action: deny, images: ["a.example/*"]}`)), false);
+  assert.equal(policiesMutate(policy(`{action: allow, images: ["a.example/*"], digestVerify: true}`)), false, "verifying a digest is present changes nothing");
+  assert.equal(policiesMutate(policy(`{action: allow, images: ["a.example/*"], digestMutate: true}`)), true);
+  assert.equal(policiesMutate(policy(`{action: allow, images: ["a.example/*"], attestors: ${JSON.stringify(KEYLESS)}}`)), true);
+  const two = [...policy(`{action: allow, images: ["a.example/*"]}`), ...policy(`{action: allow, images: ["b.example/*"], digestMutate: true}`)];
+  assert.equal(policiesMutate(two), true, "any policy of the set");
 });

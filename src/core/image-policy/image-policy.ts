@@ -132,6 +132,15 @@ export function verifies(rule: ImageRule): boolean {
   return rule.attestors !== undefined || rule.attestations !== undefined || rule.validate !== undefined;
 }
 
+/**
+ * Whether the mutating webhook (/mutate) can change anything under these policies: a rule pins tags
+ * (digestMutate) or verifies, and a verified image's digest is recorded on its pod. Without such a rule
+ * serve writes no mutating webhook configuration.
+ */
+export function policiesMutate(policies: readonly ImagePolicy[]): boolean {
+  return policies.some((p) => p.rules.some((r) => r.digestMutate === true || verifies(r)));
+}
+
 /** The rule that decides an image under a policy: the first whose patterns match; undefined → the default. */
 export function matchingRule(policy: ImagePolicy, ref: ImageReference): RuleMatch | undefined {
   let matches = matchesByPolicy.get(policy);

@@ -97,7 +97,7 @@ export function applyBreakGlass(denied: Decision, input: BreakGlassInput): Decis
     violations: [],
     warnings: [
       ...denied.warnings,
-      `break-glass override (ticket ${ticket}): ${overridden.length} image denial(s) set aside; this admission is audited: ${renderReason(overridden)}`,
+      `break-glass override (ticket ${ticket}): ${overridden.length} image denial(s) set aside; the admission is recorded in the audit log (a dry run, or imprimatur check, records nothing): ${renderReason(overridden)}`,
     ],
     auditAnnotations: {
       ...denied.auditAnnotations,

@@ -539,3 +539,18 @@ results:
   const test1 = run(["test", dir]);
   assert.equal(test1.code, 0, test1.stdout + test1.stderr);
 });
+
+test("a break-glass override offline: allowed as the server would admit it, saying that check records nothing (docs/policy-tests.md)", () => {
+  const resources = fileURLToPath(new URL("../../policy-tests/default/resources.yaml", import.meta.url));
+  const r = run(["check", "-f", resources]);
+  const lines = r.stdout.split("\n").filter((l) => l.includes("Pod/break-glass:"));
+  assert.ok(
+    lines.some((l) => l.endsWith("Pod/break-glass: allowed")),
+    r.stdout,
+  );
+  assert.ok(
+    lines.some((l) => l.includes("the admission is recorded in the audit log (a dry run, or imprimatur check, records nothing)")),
+    r.stdout,
+  );
+  assert.doesNotMatch(r.stdout, /this admission is audited/);
+});

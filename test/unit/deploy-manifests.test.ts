@@ -226,3 +226,51 @@ test("deploy/default-policies ships the embedded default policies as they are, e
     );
   }
 });
+
+// docs/install.md describes what deploy/base installs: its RBAC table and the Deployment's command line must be
+// the manifests' own, or a reader grants (or audits) something else than what runs.
+const INSTALL_DOC = readFileSync(fileURLToPath(new URL("../../docs/install.md", import.meta.url)), "utf8");
+
+test("docs/install.md's RBAC table has a row for every rule deploy/base grants, with its group, verbs and names", () => {
+  const section = INSTALL_DOC.slice(INSTALL_DOC.indexOf("## RBAC"), INSTALL_DOC.indexOf("\n## ", INSTALL_DOC.indexOf("## RBAC") + 1));
+  const rows = section
+    .split("\n")
+    .filter((l) => l.startsWith("| `"))
+    .map((l) => l.split("|").map((c) => c.trim()));
+  const files = readdirSync(DEPLOY + "base", { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".yaml"));
+  const all = files.flatMap((f) => docs(`base/${f}`));
+  // The roles bound to serve's ServiceAccount (not the aggregated roles for users of namespaced policies).
+  const bound = new Set(
+    all
+      .filter(
+        (d) =>
+          (d.kind === "RoleBinding" || d.kind === "ClusterRoleBinding") &&
+          (d.subjects as Doc[]).some((s) => s.kind === "ServiceAccount" && s.name === "imprimatur"),
+      )
+      .map((d) => `${d.roleRef.kind}/${d.roleRef.name}`),
+  );
+  const rules = all
+    .filter((d) => (d.kind === "Role" || d.kind === "ClusterRole") && bound.has(`${d.kind}/${d.metadata.name}`))
+    .flatMap((role) => (role.rules as Doc[]).map((rule) => ({ role: `${role.kind}/${role.metadata.name}`, scope: role.kind, rule })));
+  assert.ok(rules.length >= 10, `rules found: ${rules.length}`);
+  const missing: string[] = [];
+  for (const { role, scope, rule } of rules)
+    for (const resource of rule.resources as string[])
+      for (const group of rule.apiGroups as string[]) {
+        const fits = rows.some(([, resources, groupCell, where, verbs]) => {
+          if (!resources!.split(", ").includes(`\`${resource}\``) || groupCell !== `\`${JSON.stringify(group).slice(1, -1) || '""'}\``) return false;
+          if ((scope === "ClusterRole") !== where!.startsWith("cluster")) return false;
+          const names = (rule.resourceNames as string[] | undefined) ?? [];
+          const namesSaid = names.every((n) => verbs!.includes(`of \`${n}\``) || where!.includes(`named \`${n}\``));
+          return namesSaid && (rule.verbs as string[]).every((v) => verbs!.includes(`\`${v}\``));
+        });
+        if (!fits)
+          missing.push(`${role}: ${group || '""'} ${resource} ${(rule.verbs as string[]).join(",")}${rule.resourceNames ? ` of ${rule.resourceNames}` : ""}`);
+      }
+  assert.deepEqual(missing, [], "rules the table does not give");
+});
+
+test("docs/install.md gives the Deployment's command line as it is", () => {
+  const args = (deployment.spec.template.spec.containers[0].args as string[]).join(" ");
+  assert.ok(INSTALL_DOC.includes(`\`${args}\``), `docs/install.md says: ${args}`);
+});

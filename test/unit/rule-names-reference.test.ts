@@ -7,6 +7,10 @@ import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { shippedProfiles } from "../../src/policy/profiles.ts";
+import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
+import { subjectOfObject } from "../../src/core/admission-subject.ts";
+import { Engine } from "../../src/engine/engine.ts";
+import { parsePolicyText } from "../../src/policy/load-policies.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -60,4 +64,39 @@ test("docs/reference.md lists the checks of every shipped profile, and what it i
     );
     assert.equal(includes === undefined ? undefined : /^`([^`]+)`/.exec(includes)?.[1], raw.spec.profile, `the profile ${name} includes`);
   }
+});
+
+test("the pages' example of a PodRestriction rule name is the one a denial carries", async () => {
+  // The first example of docs/pod-restrictions.md, against a pod whose second container is privileged.
+  const policy = `apiVersion: imprimatur.dev/v1alpha1
+kind: PodRestriction
+metadata: { name: no-privileged }
+spec:
+  spec:
+    containers:
+      - securityContext:
+          privileged: { allowNil: true, require: false }
+`;
+  const engine = await Engine.build({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsePolicyText(policy, "p.yaml").policies, offline: true });
+  const plan = subjectOfObject({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "p", namespace: "default" },
+    spec: {
+      containers: [
+        { name: "a", image: "a.example/a:1" },
+        { name: "b", image: "a.example/b:1", securityContext: { privileged: true } },
+      ],
+    },
+  });
+  assert.ok(plan.review);
+  const decision = await engine.validate(plan.subject, { endpoint: "check", deadline: Date.now() + 10_000, dryRun: true });
+  await engine.close();
+  assert.deepEqual(
+    decision.violations.map((v) => [v.rule, v.field]),
+    [["spec.spec.containers[0].securityContext.privileged", "spec.containers[1].securityContext.privileged"]],
+  );
+  const rule = decision.violations[0]!.rule;
+  for (const page of ["docs/reference.md", "docs/policy-tests.md"])
+    assert.ok((await readFile(join(ROOT, page), "utf8")).includes(`\`${rule}\``), `${page} gives the rule name as a denial carries it: ${rule}`);
 });

@@ -12,3 +12,11 @@ export interface NamespaceLabelSource {
 }
 
 export const NO_NAMESPACE_LABELS: NamespaceLabelSource = { labels: () => undefined };
+
+/**
+ * Where the labels a selector needs come from, said when they are unknown: the same core decides for serve and
+ * for the offline commands, so the hint names both.
+ */
+export const UNKNOWN_NAMESPACE_LABELS_HINT =
+  "give the labels: serve reads them through the Kubernetes API (--kubeconfig, or in a pod) or --namespaces FILE; " +
+  "check, test and audit take --namespaces FILE or --namespace-labels NAMESPACE:KEY=VALUE";

@@ -58,7 +58,10 @@ test("a granted override: no violations, an audited warning, the annotations and
   assert.deepEqual(d, {
     allowed: true,
     violations: [],
-    warnings: ["earlier", `break-glass override (ticket INC-42): 2 image denial(s) set aside; the admission is recorded in the audit log (a dry run, or imprimatur check, records nothing): ${rendered}`],
+    warnings: [
+      "earlier",
+      `break-glass override (ticket INC-42): 2 image denial(s) set aside; the admission is recorded in the audit log (a dry run, or imprimatur check, records nothing): ${rendered}`,
+    ],
     auditAnnotations: {
       kept: "yes",
       decision: "allowed-by-break-glass",

@@ -15,6 +15,7 @@ import { verificationKey, verifiedImagesRecord, type ImageVerification, type Ver
 import { CelCostBudget, evaluateCel } from "../conditions/cel-expression.ts";
 import { RUNTIME_COST_BUDGET } from "../conditions/cel-cost-limits.ts";
 import { evaluateConditions } from "../conditions/conditions.ts";
+import { UNKNOWN_NAMESPACE_LABELS_HINT } from "../namespace-labels.ts";
 
 export type ImageAction = "allow" | "deny";
 
@@ -112,7 +113,7 @@ export function policyApplies(policy: ImagePolicy, namespace: string, ctx: Evalu
           message:
             `the labels of namespace ${JSON.stringify(namespace)} are unknown, so whether this policy applies ` +
             `(selector ${describeLabelSelector(policy.namespaceSelector)}) cannot be decided; ` +
-            `give the server access to the Kubernetes API or a namespaces file`,
+            UNKNOWN_NAMESPACE_LABELS_HINT,
         },
       };
     }

@@ -9,6 +9,7 @@ import type { PodUnderReview } from "../pod-under-review.ts";
 import type { PodRestrictionIndex } from "./restriction-index.ts";
 import type { PodRestriction } from "./pod-restriction.ts";
 import { splitByAction } from "../validation-actions.ts";
+import { UNKNOWN_NAMESPACE_LABELS_HINT } from "../namespace-labels.ts";
 
 export const ACCEPTED_BY_ANNOTATION = "pod-restriction-accepted-by";
 
@@ -28,7 +29,7 @@ export function decidePodRestrictions(
         message:
           `the labels of namespace ${JSON.stringify(namespace)} are unknown, so whether this PodRestriction applies ` +
           `(selector ${describeLabelSelector(p.namespaceSelector!)}) cannot be decided; ` +
-          `give the server access to the Kubernetes API or a namespaces file`,
+          UNKNOWN_NAMESPACE_LABELS_HINT,
       })),
     );
   }

@@ -12,6 +12,7 @@ import { MATCH_CONDITIONS_COST_BUDGET } from "../conditions/cel-cost-limits.ts";
 import { compileGlob, type GlobMatcher } from "../glob.ts";
 import { asObject, stringMap } from "../json-shapes.ts";
 import { describeLabelSelector, matchesLabelSelector, type LabelSelector } from "../label-selector.ts";
+import { UNKNOWN_NAMESPACE_LABELS_HINT } from "../namespace-labels.ts";
 
 /** One resource rule, as VAP's NamedRuleWithOperations: every list non-empty, "*" for any. */
 export interface ResourceRule {
@@ -92,7 +93,7 @@ export function matchRequest(match: RequestMatch, req: MatchedRequest): MatchOut
         undecided:
           `the labels of namespace ${JSON.stringify(namespace)} are unknown, so whether this policy applies ` +
           `(selector ${describeLabelSelector(match.namespaceSelector)}) cannot be decided; ` +
-          `give the server access to the Kubernetes API or a namespaces file`,
+          UNKNOWN_NAMESPACE_LABELS_HINT,
       };
     }
     if (!matchesLabelSelector(match.namespaceSelector, req.namespaceLabels)) return { inScope: false };

@@ -2,7 +2,7 @@
 // output and exit code): a passing suite, a wrong expectation, malformed test files, untested resources,
 // JSON, --strict, and the shipped policy-tests/ folder, which is how `npm test` runs the shipped tests.
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
@@ -170,6 +170,12 @@ results:
       `imprimatur test: ${file}:11 (results[3].policy): only with result allowed, denied, unverified, warned or audited: a skipped resource is judged by no policy`,
     ]);
     assert.equal(r.stdout, "0 tests: 0 passed, 0 failed, 8 errors\n");
+    // docs/policy-tests.md quotes the same errors, from a file at policy-tests/shop/.
+    const page = readFileSync(join(REPO_ROOT, "docs/policy-tests.md"), "utf8");
+    for (const line of lines(r.stderr).filter((l) => /:(6|8) \((resources\[1\]|results\[0\]\.result)\)/.test(l))) {
+      const quoted = line.replaceAll(`${dir}/`, "policy-tests/shop/");
+      assert.ok(page.includes(quoted), `docs/policy-tests.md quotes it as the tool says it: ${quoted}`);
+    }
   });
 
   test("a file given directly may have any name; required fields and the kind are checked", async () => {

@@ -129,6 +129,11 @@ describe("decidePodRestrictions edges", () => {
     assert.equal(v!.rule, "binding.namespaceSelector");
     assert.ok(v!.message.startsWith('the labels of namespace "team-a" are unknown'), v!.message);
     assert.ok(v!.message.includes("tier=prod"), v!.message);
-    assert.ok(v!.message.endsWith("give the server access to the Kubernetes API or a namespaces file"), v!.message);
+    assert.ok(
+      v!.message.endsWith(
+        "give the labels: serve reads them through the Kubernetes API (--kubeconfig, or in a pod) or --namespaces FILE; check, test and audit take --namespaces FILE or --namespace-labels NAMESPACE:KEY=VALUE",
+      ),
+      v!.message,
+    );
   });
 });

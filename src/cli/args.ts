@@ -8,7 +8,12 @@ export function parseCommandArgs<T extends NonNullable<ParseArgsConfig["options"
   try {
     return parseArgs({ args: argv, options, allowPositionals, strict: true });
   } catch (e) {
-    throw new UsageError((e as Error).message);
+    const message = (e as Error).message;
+    // `imprimatur check app.yaml`: files are named with -f, as for kubectl apply, and the message says so.
+    const takesFiles = Object.values(options).some((o) => o.short === "f");
+    if (takesFiles && (e as { code?: string }).code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL")
+      throw new UsageError(`${message}; name files and folders with -f (-f FILE, -f DIR, -f - for standard input), as for kubectl`);
+    throw new UsageError(message);
   }
 }
 

@@ -193,7 +193,9 @@ export function summaryLine(s: Summary): string {
 export function renderText(results: readonly ObjectResult[]): string {
   const lines: string[] = [];
   for (const r of results) {
-    const who = `${r.file} ${r.kind}/${r.name}`;
+    // NAMESPACE/KIND/NAME, as the policy CLIs print it, so that Pod/web of two namespaces are two lines; an object
+    // skipped (it runs no pods) is judged in no namespace.
+    const who = `${r.file} ${r.result === "skipped" ? "" : `${r.namespace}/`}${r.kind}/${r.name}`;
     if (r.result === "denied") for (const v of r.violations) lines.push(`${who}: denied: ${renderViolation(v)}`);
     else if (r.result === "unverified") for (const u of r.unverified ?? []) lines.push(`${who}: unverified: ${renderUnverified(u)}`);
     else if (r.result === "skipped" || r.result === "error") lines.push(`${who}: ${r.result}: ${r.reason}`);

@@ -23,7 +23,7 @@ one line per image (allowed or denied, the digest, who signed it or why not), on
 type an allowed image carries, and a summary.
 
   --policies DIR       policy folder or file (repeatable; default: the embedded default policy)
-  --namespace NS       the namespace to judge for (policies bound to namespaces; default "default")
+  -n, --namespace NS   the namespace to judge for (policies bound to namespaces; default "default")
   --authfile FILE      registry credentials (the container tools' auth file format)
   --registries FILE    RegistryConfig: per-registry CA, client certificate, insecure (plain HTTP), mirrors, and
                        the hosts on local addresses that may be reached (allowLocalAddresses; others are refused)
@@ -55,7 +55,7 @@ export async function runVerify(argv: string[]): Promise<number> {
       argv,
       {
         policies: { type: "string", multiple: true, default: [] },
-        namespace: { type: "string", default: "default" },
+        namespace: { type: "string", short: "n", default: "default" },
         authfile: { type: "string" },
         registries: { type: "string" },
         timeout: { type: "string", default: "30" },

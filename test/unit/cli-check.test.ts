@@ -59,10 +59,10 @@ test("text output: one line per finding, skipped objects with the reason, a summ
   assert.deepEqual(
     lines.map((l) => l.replace(dir, "DIR")),
     [
-      "DIR/app.yaml Deployment/web: allowed",
+      "DIR/app.yaml shop/Deployment/web: allowed",
       "DIR/app.yaml ConfigMap/settings: skipped: ConfigMap runs no pods (not a Pod, a built-in workload, a registered custom resource or a kind named in imagePaths)",
-      'DIR/app.yaml CronJob/nightly: denied: image "busybox:1.36" (spec.jobTemplate.spec.template.spec.initContainers[0].image) denied by policy trusted-registries default: only images from registry.example.com may run',
-      "DIR/pod.json Pod/solo: allowed",
+      'DIR/app.yaml default/CronJob/nightly: denied: image "busybox:1.36" (spec.jobTemplate.spec.template.spec.initContainers[0].image) denied by policy trusted-registries default: only images from registry.example.com may run',
+      "DIR/pod.json default/Pod/solo: allowed",
       "4 objects: 2 allowed, 1 denied, 1 skipped (ConfigMap)",
     ],
   );
@@ -376,8 +376,8 @@ test("offline, an image allowed only with verified signatures is unverified: rep
   const text = run(["check", "--policies", policy, "-f", pods]);
   assert.equal(text.code, 1, text.stderr);
   assert.deepEqual(text.stdout.trim().split("\n"), [
-    `${pods} Pod/signed: unverified: image "registry.example.com/app@${DIGEST}" (spec.containers[0].image) under policy signed rules[0]: signatures required by this rule cannot be verified offline (no registry is asked)`,
-    `${pods} Pod/other: denied: image "elsewhere.example.com/app@${DIGEST}" (spec.containers[0].image) denied by policy signed default: no rule of this policy allows this image`,
+    `${pods} default/Pod/signed: unverified: image "registry.example.com/app@${DIGEST}" (spec.containers[0].image) under policy signed rules[0]: signatures required by this rule cannot be verified offline (no registry is asked)`,
+    `${pods} default/Pod/other: denied: image "elsewhere.example.com/app@${DIGEST}" (spec.containers[0].image) denied by policy signed default: no rule of this policy allows this image`,
     "2 objects: 0 allowed, 1 denied, 1 unverified, 0 skipped",
   ]);
   const signedPod = join(dir, "signed-pod.yaml");
@@ -553,4 +553,25 @@ test("a break-glass override offline: allowed as the server would admit it, sayi
     r.stdout,
   );
   assert.doesNotMatch(r.stdout, /this admission is audited/);
+});
+
+test("text output names each object's namespace: Pod/hub of two namespaces are two objects (NAMESPACE/KIND/NAME)", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "imprimatur-check-namespaces-"));
+  const pod = (namespace: string) =>
+    `apiVersion: v1\nkind: Pod\nmetadata: {name: hub, namespace: ${namespace}}\nspec:\n  containers: [{name: c, image: "nginx:latest"}]\n`;
+  await writeFile(join(dir, "pods.yaml"), [pod("shop"), pod("dev")].join("---\n"));
+  const r = run(["check", "-f", join(dir, "pods.yaml")]);
+  assert.equal(r.code, 1, r.stderr);
+  const who = r.stdout
+    .trimEnd()
+    .split("\n")
+    .slice(0, -1)
+    .map((l) => l.slice(0, l.indexOf(": ")));
+  assert.deepEqual(who, [`${join(dir, "pods.yaml")} shop/Pod/hub`, `${join(dir, "pods.yaml")} dev/Pod/hub`]);
+});
+
+test("check FILE without -f says to name files with -f", () => {
+  const r = run(["check", "app.yaml"]);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /Unexpected argument 'app\.yaml'.*name files and folders with -f \(-f FILE, -f DIR, -f - for standard input\)/);
 });

@@ -213,7 +213,7 @@ describe("check: team-a's policies judge team-a's objects only", () => {
     const lines = res.stdout.trimEnd().split("\n");
     assert.deepEqual(
       [...new Set(lines.filter((l) => /team-a/.test(l)).map((l) => l.replace(/:.*/, "")))],
-      [`${pods} Pod/app`],
+      [`${pods} team-a/Pod/app`],
       `only team-a's pod is judged by team-a's policies:\n${res.stdout}`,
     );
     assert.match(res.stdout, CONDITION_ERROR);

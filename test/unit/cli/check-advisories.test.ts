@@ -73,12 +73,12 @@ async function judged() {
 test("text: warn and audit lines apart from denials, counted in the summary; only the denial is a failure", async () => {
   const results = await judged();
   assert.deepEqual(renderText(results).trimEnd().split("\n"), [
-    "pods.yaml Pod/warned: allowed",
-    'pods.yaml Pod/warned: warn: image "docker.io/library/nginx:1.25" (spec.containers[0].image) violates policy registries default: use registry.example.com',
-    "pods.yaml Pod/audited: allowed",
-    "pods.yaml Pod/audited: audit: spec.containers[0].securityContext.privileged violates PodRestriction hardening privileged: is true; must be false",
-    'pods.yaml Pod/denied: denied: image "quay.io/app:1" (spec.containers[0].image) denied by policy registries rules[1]: quay is retired',
-    "pods.yaml Pod/clean: allowed",
+    "pods.yaml default/Pod/warned: allowed",
+    'pods.yaml default/Pod/warned: warn: image "docker.io/library/nginx:1.25" (spec.containers[0].image) violates policy registries default: use registry.example.com',
+    "pods.yaml default/Pod/audited: allowed",
+    "pods.yaml default/Pod/audited: audit: spec.containers[0].securityContext.privileged violates PodRestriction hardening privileged: is true; must be false",
+    'pods.yaml default/Pod/denied: denied: image "quay.io/app:1" (spec.containers[0].image) denied by policy registries rules[1]: quay is retired',
+    "pods.yaml default/Pod/clean: allowed",
     "4 objects: 3 allowed, 1 denied, 0 skipped; 1 warned, 1 audited",
   ]);
   const s = summarize(results);

@@ -52,6 +52,16 @@ describe("each command's help documents the flags it accepts", () => {
   });
   after(() => assert.equal(util.parseArgs, realParseArgs));
 
+  test("kubectl's short flags mean the same everywhere: every command with --namespace takes -n, with --output -o", () => {
+    const odd = [...accepted].flatMap(([name, flags]) => [
+      ...(flags.includes("--namespace") && !flags.includes("-n") ? [`${name}: --namespace without -n`] : []),
+      ...(flags.includes("--output") && !flags.includes("-o") ? [`${name}: --output without -o`] : []),
+      ...(flags.includes("-n") && !flags.includes("--namespace") ? [`${name}: -n is not --namespace`] : []),
+    ]);
+    assert.deepEqual(odd, []);
+    assert.ok(accepted.get("verify")!.includes("-n"), "verify -n, as check, test and audit");
+  });
+
   for (const c of COMMANDS) {
     test(`${c.name}: every flag it accepts is in its help`, { todo: UNDOCUMENTED[c.name] }, async () => {
       const documented = new Set(flagsFromUsage(await helpText(c)).flatMap((f) => f.names));

@@ -121,8 +121,11 @@ export async function runCheck(argv: string[]): Promise<number> {
   await checker.engine.close();
   for (const p of problems) process.stderr.write(`imprimatur check: ${p}\n`);
   // As kubectl: input with no object at all is a mistake in the command (an empty file, a path or a glob the
-  // shell left unexpanded because it matched nothing).
-  if (results.length === 0) return usageFailure("check", `no object in ${values.filename!.join(", ")}`);
+  // shell left unexpanded because it matched nothing). When the input's problems were printed, they are why.
+  if (results.length === 0) {
+    if (problems.length > 0) return 2;
+    return usageFailure("check", `no object in ${values.filename!.join(", ")}`);
+  }
 
   const output = values.output as Output;
   const allowUnverified = values["allow-unverified"]!;

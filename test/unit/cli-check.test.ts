@@ -252,10 +252,7 @@ test("stdin, junit and yaml output; only objects Imprimatur does not review is a
   const glob = join(dir, "*.json");
   const unmatched = run(["check", "-f", glob]);
   assert.equal(unmatched.code, 2);
-  assert.equal(
-    unmatched.stderr,
-    `imprimatur check: ${glob}: no such file or directory\nimprimatur check: no object in ${glob}\nsee 'imprimatur check --help'\n`,
-  );
+  assert.equal(unmatched.stderr, `imprimatur check: ${glob}: no such file or directory\n`, 'the problem is the whole answer: no "no object in" after it');
 });
 
 test("--config registers custom resources, so their pod templates are checked offline like the webhook does", async () => {
@@ -574,4 +571,14 @@ test("check FILE without -f says to name files with -f", () => {
   const r = run(["check", "app.yaml"]);
   assert.equal(r.code, 2);
   assert.match(r.stderr, /Unexpected argument 'app\.yaml'.*name files and folders with -f \(-f FILE, -f DIR, -f - for standard input\)/);
+});
+
+test('a file whose only document is not valid YAML: its errors with line, exit 2, and no "no object in" after them', async () => {
+  const dir = await mkdtemp(join(tmpdir(), "imprimatur-check-bad-"));
+  const file = join(dir, "bad.yaml");
+  await writeFile(file, "apiVersion: v1\nkind: Pod\nmetadata: {name: x\nspec: [\n");
+  const r = run(["check", "-f", file]);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, new RegExp(`^imprimatur check: ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}:\\d+ \\(document 1\\): not valid YAML: `));
+  assert.doesNotMatch(r.stderr, /no object in/);
 });

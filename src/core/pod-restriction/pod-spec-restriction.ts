@@ -54,8 +54,17 @@ const simpleFields: StructSpec = {
 
 const POD_SPEC_KEYS = [...Object.keys(simpleFields.fields), "volumes", ...CONTAINER_LISTS];
 
+// PodSpec fields that PodRestrictions restrict with the pod-level security settings, as Pod Security Standards
+// group them: `spec.spec.hostNetwork` is a likely first try, and the error says where it goes.
+const IN_SECURITY_CONTEXT: Record<string, string> = Object.fromEntries(
+  ["hostNetwork", "hostPID", "hostIPC", "shareProcessNamespace"].map((field) => [
+    field,
+    `PodRestrictions restrict the PodSpec's ${field} under securityContext, with the pod's other security settings (spec.spec.securityContext.${field})`,
+  ]),
+);
+
 export function compilePodSpecRestriction(raw: unknown, path: RawPath, cx: CompileContext): Check | undefined {
-  const obj = readMapping(raw, path, cx, POD_SPEC_KEYS);
+  const obj = readMapping(raw, path, cx, POD_SPEC_KEYS, {}, IN_SECURITY_CONTEXT);
   if (!obj) return undefined;
   const rest = Object.fromEntries(Object.entries(obj).filter(([k]) => simpleFields.fields[k] !== undefined));
   const simple = compileStruct(rest, path, cx, simpleFields);

@@ -25,6 +25,15 @@ describe("where load errors point", () => {
     assert.ok(compilePodRestriction({ ...DOC, metadata: { name: "p", labels: { team: "a" } } }).policy);
   });
 
+  it("a PodSpec field restricted under securityContext here says so, where it goes", () => {
+    assert.deepEqual(specErrors({ spec: { hostNetwork: { require: false }, hostPID: { require: false } } }), [
+      "spec.spec.hostNetwork: unknown field \"hostNetwork\" here: PodRestrictions restrict the PodSpec's hostNetwork under securityContext, with the pod's other security settings (spec.spec.securityContext.hostNetwork)",
+      "spec.spec.hostPID: unknown field \"hostPID\" here: PodRestrictions restrict the PodSpec's hostPID under securityContext, with the pod's other security settings (spec.spec.securityContext.hostPID)",
+    ]);
+    assert.ok(compilePodRestriction({ ...DOC, spec: { spec: { securityContext: { hostNetwork: { require: false } } } } }).policy, "where it goes, it loads");
+    assert.deepEqual(specErrors({ spec: { hostNetwerk: {} } }), ['spec.spec.hostNetwerk: unknown field "hostNetwerk"'], "other unknown fields as before");
+  });
+
   it("spec.clusters that is not a list is named there", () => {
     assert.deepEqual(specErrors({ clusters: "prod" }), ['spec.clusters: must be a list of strings, got "prod"']);
   });

@@ -702,9 +702,9 @@ describe("compile issues", () => {
     },
     {
       name: "an unknown PodSpec field",
-      spec: { spec: { hostNetwork: { require: false } } },
-      path: ["spec", "spec", "hostNetwork"],
-      message: ['unknown field "hostNetwork"; known fields: ', "securityContext", "volumes", "containers", "initContainers"],
+      spec: { spec: { hostNetwerk: { require: false } } },
+      path: ["spec", "spec", "hostNetwerk"],
+      message: ['unknown field "hostNetwerk"; known fields: ', "securityContext", "volumes", "containers", "initContainers"],
     },
     {
       name: "an unknown container field",

@@ -101,6 +101,8 @@ export function readMapping(
   cx: CompileContext,
   known: readonly string[],
   aliases: Record<string, string> = {},
+  /** Fields of the Pod API restricted at another place here: the unknown-field error says where. */
+  elsewhere: Record<string, string> = {},
 ): Record<string, unknown> | undefined {
   if (!isObject(raw)) {
     cx.error(path, `must be a mapping, got ${describe(raw)}`);
@@ -110,7 +112,8 @@ export function readMapping(
   for (const [key, value] of Object.entries(raw)) {
     const name = Object.hasOwn(aliases, key) ? aliases[key]! : key;
     if (!known.includes(name)) {
-      cx.error([...path, key], unknownFieldListingKnown(key, known));
+      const moved = Object.hasOwn(elsewhere, key) ? elsewhere[key] : undefined;
+      cx.error([...path, key], moved !== undefined ? `unknown field ${JSON.stringify(key)} here: ${moved}` : unknownFieldListingKnown(key, known));
       continue;
     }
     if (Object.hasOwn(out, name)) {

@@ -146,6 +146,8 @@ export const areas = {
       "test/unit/request-scope.test.ts",
       "test/unit/cli/check-request-scope.test.ts",
       "test/unit/label-selector.test.ts",
+      // The matchConditions' shared cost budget, and the reason given when it runs out.
+      "test/unit/cel-cost-limits.test.ts",
     ],
   },
   // Policy reports in both formats, from the background scan's results.

@@ -7,6 +7,7 @@ export PATH="$PWD/node_modules/.bin:$PATH"   # Node 24 from the `node` dependenc
 bash scripts/provision-kube.sh
 bash scripts/provision-registry.sh
 bash scripts/provision-node.sh
+bash scripts/provision-monitoring.sh
 tsc -p tsconfig.json --noEmit
 prettier --check --log-level warn .   # the formatter's settings: .prettierrc.json (npm run format applies them)
 eslint .                              # the linter's: eslint.config.js

@@ -171,6 +171,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   let tls: { material: { cert: string; key: string }; caPem: string | undefined; generated: boolean };
   try {
     tls = await servingTls(opts);
+    metrics.setServingCertificate(tls.material.cert);
     readiness.certificate = true;
     server = await startHttpsServer({
       host: opts.host,
@@ -192,6 +193,9 @@ export async function startApp(opts: AppOptions): Promise<App> {
     await metricsServer?.close();
     throw e;
   }
+
+  // A renewed certificate moves the expiry the alert watches.
+  const stopCertificateMetric = opts.tlsUpdates?.subscribe((next) => metrics.setServingCertificate(next.cert));
 
   const reload = async (): Promise<PolicyLoadError | undefined> => {
     try {
@@ -255,6 +259,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
     reload,
     close: async (drainMs = 0) => {
       readiness.draining = true;
+      stopCertificateMetric?.();
       watcher?.close();
       clusterPolicies?.close();
       await scan?.close();
@@ -271,6 +276,7 @@ function startBackgroundScan(opts: AppOptions, scanOpts: BackgroundScanOptions, 
   if (!opts.kube) throw new Error("the background scan needs the Kubernetes API: give --kubeconfig, or run in a pod");
   const kube = opts.kube;
   const leader = new LeaderElector({ kube, ...scanOpts.lease, identity: defaultCandidateIdentity(), logger });
+  metrics.watchLease(scanOpts.lease.name, () => leader.isLeader());
   const scanner = new AuditScanner({
     engine,
     kube,

@@ -1,5 +1,6 @@
 // Prometheus metrics, on a registry of our own so tests can run several servers in one process; and the
 // plain-HTTP listener of `serve --metrics-port`, for Prometheus and probes that need no client credentials.
+import { X509Certificate } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
@@ -10,6 +11,8 @@ export function createMetrics() {
   const registry = new Registry();
   // The running scanner's counts, read when /metrics is scraped; none until a scanner starts.
   let violationSource: () => ViolationCounts = () => new Map();
+  // The Leases this replica runs for, by name: whether it holds each, read when /metrics is scraped.
+  const leases = new Map<string, () => boolean>();
   collectDefaultMetrics({ register: registry });
   return {
     registry,
@@ -113,6 +116,35 @@ export function createMetrics() {
       labelNames: ["format", "outcome"] as const,
       registers: [registry],
     }),
+    // client-go's name for the same thing (kube-controller-manager and kube-scheduler export it), so the
+    // alerts and dashboards operators have for those read it too.
+    leaderElection: new Gauge({
+      name: "leader_election_master_status",
+      help: "Whether this replica holds the Lease (1) or not (0), by the Lease's name.",
+      labelNames: ["name"] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [name, holds] of leases) this.set({ name }, holds() ? 1 : 0);
+      },
+    }),
+    servingCertificateExpiry: new Gauge({
+      name: "imprimatur_serving_certificate_expiration_timestamp_seconds",
+      help: "When the serving certificate in use expires (its notAfter), in seconds since the Unix epoch.",
+      registers: [registry],
+    }),
+    /** Reports on every scrape whether this replica holds the Lease `name`. */
+    watchLease(name: string, holds: () => boolean): void {
+      leases.set(name, holds);
+    },
+    /** The certificate now served (PEM): its expiry, for the alert that it is close. */
+    setServingCertificate(certPem: string): void {
+      try {
+        this.servingCertificateExpiry.set(Math.floor(new X509Certificate(certPem).validToDate.getTime() / 1000));
+      } catch {
+        // Not a certificate this process can read: the gauge keeps the last one it could.
+      }
+    },
     /** Where the scan-results gauge reads its counts (the running scanner, when there is one). */
     setScanResultsSource(source: () => ViolationCounts): void {
       violationSource = source;

@@ -409,7 +409,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
     // The printed kubeconfigs carry no credentials: said here, so a 401 does not come as a surprise.
     if (values["client-ca"] || values["caller-tokens"]) {
       process.stderr.write(
-        `Callers must authenticate${values["allow-unauthenticated"] ? " (or are let in as unauthenticated)" : ""}: add kube-apiserver's client certificate or token to these kubeconfigs (README, "Authenticated callers").\n`,
+        `Callers must authenticate${values["allow-unauthenticated"] ? " (or are let in as unauthenticated)" : ""}: add kube-apiserver's client certificate or token to these kubeconfigs (docs/server.md, "Authenticated callers").\n`,
       );
     }
   }

@@ -57,7 +57,7 @@ function shipped(): Found[] {
 
 test("every CEL expression of the docs, examples, shipped policies and fixtures loads under the estimated cost limit", () => {
   const found = shipped();
-  // The README, policy-scope.md, attestations.md and tekton-tasks.yaml have some: the walk must find them.
+  // policies.md, policy-scope.md, attestations.md and tekton-tasks.yaml have some: the walk must find them.
   assert.ok(found.length >= 6, `found ${found.length}`);
   for (const { where, source, variables } of found) {
     const compiled = compileCel(source, variables);

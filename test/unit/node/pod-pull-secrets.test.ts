@@ -44,6 +44,8 @@ const secrets = new Map<string, { username: string; password: string } | { entry
 /** Service accounts' imagePullSecrets, and how often the fake API was asked for a service account. */
 const serviceAccounts = new Map<string, string[]>();
 let serviceAccountReads = 0;
+/** How often the fake API was asked for a Secret. */
+let secretReads = 0;
 
 function dockerConfigSecret(namespace: string, name: string, c: { username: string; password: string } | { entry: Record<string, string> }) {
   const entry = "entry" in c ? c.entry : { username: c.username, password: c.password, auth: Buffer.from(`${c.username}:${c.password}`).toString("base64") };
@@ -88,6 +90,7 @@ before(async () => {
       });
     }
     const m = /^\/api\/v1\/namespaces\/([^/]+)\/secrets\/([^/]+)$/.exec(u.pathname);
+    if (m) secretReads++;
     if (m && refusedSecrets.has(`${m[1]}/${m[2]}`)) return json(403, { kind: "Status", apiVersion: "v1", status: "Failure", reason: "Forbidden", code: 403 });
     const c = m ? secrets.get(`${m[1]}/${m[2]}`) : undefined;
     if (m && c) return json(200, dockerConfigSecret(m[1]!, m[2]!, c));
@@ -108,6 +111,7 @@ beforeEach(() => {
   secrets.clear();
   serviceAccounts.clear();
   serviceAccountReads = 0;
+  secretReads = 0;
 });
 
 /** Warnings the view logged, as "message: field=value" lines of the fields that name what failed. */
@@ -294,6 +298,24 @@ describe("which pods an ImageStatus may be for", () => {
       { pod: "a/three", covered: true },
       { pod: "c/four", covered: false },
     ]);
+  });
+
+  test("pods of one namespace naming other Secrets are judged each by its own; replicas naming the same Secrets read them once", async () => {
+    secrets.set("a/pull", GOOD);
+    secrets.set("a/other", { username: "carol", password: "other" });
+    const named = (name: string, secret: string) => ({
+      namespace: "a",
+      name,
+      spec: { ...container(`${REGISTRY}/app:v1`), imagePullSecrets: [{ name: secret }] },
+    });
+    pods = [named("one", "pull"), named("two", "other"), named("three", "pull"), named("four", "pull")];
+    assert.deepEqual(await candidates(view(), `${REGISTRY}/app:v1`), [
+      { pod: "a/one", covered: true },
+      { pod: "a/two", covered: false },
+      { pod: "a/three", covered: true },
+      { pod: "a/four", covered: true },
+    ]);
+    assert.equal(secretReads, 2, "a/pull once for its three pods, a/other once");
   });
 
   // The kubelet writes these itself and keeps its own values whatever the pod's author sets (pkg/kubelet/config).

@@ -72,6 +72,15 @@ export const COMMANDS: readonly Command[] = [
     },
   },
   {
+    name: "convert",
+    args: "-f FILE|DIR",
+    summary: "convert Kyverno and Sigstore policy-controller image policies into ImagePolicies",
+    load: async () => {
+      const m = await import("./convert.ts");
+      return { usage: m.CONVERT_USAGE, run: m.runConvert };
+    },
+  },
+  {
     name: "profiles",
     args: "[NAME]",
     summary: "list the shipped PodRestriction profiles (Pod Security Standards)",

@@ -198,7 +198,7 @@ const SKIPPED_BY_DESIGN: Record<string, string> = {
 };
 
 /** imprimatur commands that run offline on the repository's files; any other must be in SKIPPED_BY_DESIGN. */
-const OFFLINE_SUBCOMMANDS = ["check", "test", "profiles", "completion", "version", "help", "verify-bundle", "--help", "-h"];
+const OFFLINE_SUBCOMMANDS = ["check", "test", "convert", "profiles", "completion", "version", "help", "verify-bundle", "--help", "-h"];
 
 interface ShownCommand {
   where: string;

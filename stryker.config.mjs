@@ -130,6 +130,7 @@ export const areas = {
       "test/unit/request-match.test.ts",
       "test/unit/caller-clusters.test.ts",
       "test/unit/cluster-policies.test.ts",
+      "test/unit/namespace-scope.test.ts",
       "test/unit/namespaced-policies.test.ts",
       "test/unit/load-policies.test.ts",
       "test/unit/examples-safe.test.ts",

@@ -124,3 +124,47 @@ test("the engine judges a cluster's requests by its own policies and the server'
   assert.deepEqual(await denials("r.example/server-denies:1", "cluster-b"), ["default"]);
   await engine.close();
 });
+
+test("a cluster's PodRestrictions join too, renamed, and narrowed ones stay out; a shadowed root named only by an attestation, or with another, is said", async () => {
+  const podRestriction = (name: string, extra = "") =>
+    `apiVersion: imprimatur.dev/v1alpha1\nkind: PodRestriction\nmetadata: {name: ${name}}\nspec:\n${extra}  spec: {securityContext: {hostNetwork: {require: false}}}\n`;
+  const attestationOnly = `apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: {name: provenance}
+spec:
+  rules:
+    - action: allow
+      images: ["*/built*"]
+      attestations:
+        - predicateType: https://slsa.dev/provenance/v1
+          attestors: [{entries: [{keyless: {subject: "*", issuer: "*", trustRoot: corp}}]}]
+  default: allow
+`;
+  const twoRoots = `apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
+metadata: {name: two-roots}
+spec:
+  rules:
+    - action: allow
+      images: ["*/both*"]
+      attestors: [{entries: [{keyless: {subject: "*", issuer: "*", trustRoot: corp}}, {keyless: {subject: "*", issuer: "*", trustRoot: sigstore-public-good}}]}]
+  default: allow
+`;
+  const server = await load(...SERVER, podRestriction("server-pods"));
+  const own = await load(
+    podRestriction("no-host-network"),
+    podRestriction("narrowed-pods", "  clusters: [prod]\n"),
+    attestationOnly,
+    twoRoots,
+    trustRoot("corp"),
+    trustRoot("sigstore-public-good"),
+  );
+  const merged = withClusterOwnPolicies(server, own, "cluster-b");
+  assert.deepEqual(
+    merged.PodRestriction.map((p) => p.name),
+    ["server-pods", "cluster-b:no-host-network"],
+  );
+  const unverifiable = (name: string) => merged.ImagePolicy.find((p) => p.name === name)?.rules[0]?.unverifiable ?? "";
+  assert.match(unverifiable("cluster-b:provenance"), /TrustRoot "corp" has a name the server's own trust roots hold/, "named by an attestation's attestors");
+  assert.match(unverifiable("cluster-b:two-roots"), /TrustRoot "corp", "sigstore-public-good" has a name/, "both names, each once");
+});

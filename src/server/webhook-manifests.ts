@@ -132,18 +132,15 @@ function webhook(ep: WebhookEndpoint, name: string, path: string, opts: WebhookO
   };
 }
 
+/** A webhook configuration named imprimatur, under the comment that says what its failure policy does. */
+function configuration(kind: "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration", webhooks: unknown[], opts: WebhookOptions): string {
+  return failureComment(kind, opts) + stringify({ apiVersion: "admissionregistration.k8s.io/v1", kind, metadata: { name: "imprimatur" }, webhooks });
+}
+
 export function renderValidatingWebhookConfiguration(ep: WebhookEndpoint, opts: WebhookOptions = {}): string {
   const validating = webhook(ep, "images.imprimatur.dev", "/validate", opts);
   if (opts.namespaces) validating.rules.push(NAMESPACES_RULE);
-  return (
-    failureComment("ValidatingWebhookConfiguration", opts) +
-    stringify({
-      apiVersion: "admissionregistration.k8s.io/v1",
-      kind: "ValidatingWebhookConfiguration",
-      metadata: { name: "imprimatur" },
-      webhooks: [validating],
-    })
-  );
+  return configuration("ValidatingWebhookConfiguration", [validating], opts);
 }
 
 /**
@@ -151,15 +148,7 @@ export function renderValidatingWebhookConfiguration(ep: WebhookEndpoint, opts: 
  * an image injected by, say, a sidecar injector is pinned too.
  */
 export function renderMutatingWebhookConfiguration(ep: WebhookEndpoint, opts: WebhookOptions = {}): string {
-  return (
-    failureComment("MutatingWebhookConfiguration", opts) +
-    stringify({
-      apiVersion: "admissionregistration.k8s.io/v1",
-      kind: "MutatingWebhookConfiguration",
-      metadata: { name: "imprimatur" },
-      webhooks: [{ ...webhook(ep, "pins.imprimatur.dev", "/mutate", opts), reinvocationPolicy: "IfNeeded" }],
-    })
-  );
+  return configuration("MutatingWebhookConfiguration", [{ ...webhook(ep, "pins.imprimatur.dev", "/mutate", opts), reinvocationPolicy: "IfNeeded" }], opts);
 }
 
 /** The kubeconfig the ImagePolicyWebhook plugin uses: the cluster server is the full ImageReview URL. */

@@ -25,6 +25,7 @@ import { buildOciLayout } from "../support/oci-layout.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
 import { cosignSignatureLayer, ociManifestWithLayers, signatureTag, simpleSigningPayload } from "../support/signer/cosign-signatures.ts";
 import { generateSigningKey } from "../support/signer/keys.ts";
+import { createMockSigstore } from "../support/signer/mock-sigstore.ts";
 import { pushArtifact } from "../support/signer/oci-push.ts";
 import { teardown } from "../support/teardown.ts";
 
@@ -43,6 +44,8 @@ let imprimatur: ImprimaturProcess;
 let privateImage: string;
 /** Signed by the key cluster-a's Secret holds (by digest: a rule with attestors verifies digests). */
 let keyedImage: string;
+/** Signed by cluster-b's release key, its signature logged in the Rekor of cluster-b's own TrustRoot. */
+let loggedImage: string;
 
 function policies(host: string): string {
   return [
@@ -115,7 +118,7 @@ before(async () => {
   dir = await mkdtemp(join(tmpdir(), "imprimatur-e2e-cluster-reads-"));
   registry = await startRegistry({
     auth: "token",
-    publicRepositories: ["keyed/app"],
+    publicRepositories: ["keyed/app", "logged/app"],
     users: [
       { username: "pusher", password: "pusher-secret-1" },
       { ...PULLER, pull: ["private/**"], push: false },
@@ -134,6 +137,17 @@ before(async () => {
   const target = { url: registry.url, caPem: registry.caPem, username: registry.username, password: registry.password };
   await pushArtifact(target, "keyed/app", ociManifestWithLayers([layer]), signatureTag(keyed.digest));
   keyedImage = `${registry.host}/keyed/app@${keyed.digest}`;
+  // cluster-b's own TrustRoot (a mock Sigstore) holds the log that vouches for this signature: only a
+  // verification against that root, which no other cluster has, can admit it.
+  const sigstore = await createMockSigstore({ name: "cluster-b" });
+  const releaseKey = generateSigningKey("ecdsa-p256");
+  const logged = buildOciLayout({ tag: "1", seed: "cluster-reads-logged" });
+  await registry.push(logged.layoutDir, "1", "logged/app", "1");
+  await rm(logged.layoutDir, { recursive: true, force: true });
+  const loggedPayload = simpleSigningPayload({ dockerReference: `${registry.host}/logged/app`, digest: logged.digest });
+  const loggedLayer = await cosignSignatureLayer({ payload: loggedPayload, key: releaseKey, rekor: sigstore, hash: "sha256" });
+  await pushArtifact(target, "logged/app", ociManifestWithLayers([loggedLayer]), signatureTag(logged.digest));
+  loggedImage = `${registry.host}/logged/app@${logged.digest}`;
 
   [clusterA, clusterB] = await Promise.all([startKubeCluster(), startKubeCluster()]);
   for (const cluster of [clusterA, clusterB]) await kubectlOk(cluster, ["create", "namespace", NS]);
@@ -154,6 +168,28 @@ before(async () => {
   }
   // cluster-b's own: an ImagePolicy named as one of the server's, one that narrows itself to cluster-a (which it
   // cannot reach), and a namespace owner's policy.
+  // cluster-b's TrustRoot, and its policy that needs it.
+  for (const object of [
+    { apiVersion: "imprimatur.dev/v1alpha1", kind: "TrustRoot", metadata: { name: "b-root" }, spec: { trustedRoot: sigstore.trustedRoot } },
+    {
+      apiVersion: "imprimatur.dev/v1alpha1",
+      kind: "ImagePolicy",
+      metadata: { name: "b-release" },
+      spec: {
+        rules: [
+          {
+            action: "allow",
+            images: [`${registry.host}/logged/*`],
+            attestors: [{ entries: [{ staticKey: { key: releaseKey.publicKeyPem, trustRoot: "b-root" } }] }],
+          },
+        ],
+        default: "allow",
+      },
+    },
+  ]) {
+    const applied = await clusterB.apply(JSON.stringify(object));
+    assert.equal(applied.code, 0, applied.stderr);
+  }
   for (const [kind, name, image, clusters] of [
     ["ImagePolicy", "no-nginx-unless-exempt", "docker.io/library/httpd*", undefined],
     ["ImagePolicy", "reach-a", "docker.io/library/postgres*", ["cluster-a"]],
@@ -308,6 +344,12 @@ test("another cluster's own policy resources judge that cluster's requests only,
     const conditions = (JSON.parse(r.stdout) as { status?: { conditions?: Array<{ type: string; status: string }> } }).status?.conditions ?? [];
     return conditions.some((c) => c.type === "Ready" && c.status === "True");
   });
+
+  // cluster-b's own TrustRoot verifies the signature its policy needs: the log that vouches for it is in no other
+  // cluster's roots (nor the server's), so only a verification against cluster-b's admits the image.
+  const logged = await ask("/validate", tokens.b, [loggedImage], false);
+  assert.equal(logged.allowed, true, JSON.stringify(logged));
+  assert.equal((await ask("/validate", tokens.a, [loggedImage], false)).allowed, true, "cluster-a has no such policy");
 
   // Deleted in cluster-b: its requests are no longer judged by it.
   await kubectlOk(clusterB, ["delete", "imagepolicy", "no-nginx-unless-exempt"]);

@@ -88,7 +88,7 @@ function yamlOf(documents: ReadonlyArray<ConvertedDocument & { findings: Convers
     .map((d) => {
       const lines = [`# Converted by imprimatur convert from ${d.from}.`];
       for (const f of d.findings) lines.push(`# ${f.weaker ? "WEAKER" : "note"}: ${f.path ? `${f.path}: ` : ""}${f.message}`);
-      return `${lines.map((l) => l.replace(/\n/g, " ")).join("\n")}\n${stringify(d.object, { lineWidth: 0 })}`;
+      return `${lines.map((l) => l.replace(/\n/g, " ")).join("\n")}\n${stringify(d.object, { lineWidth: 0, aliasDuplicateObjects: false })}`;
     })
     .join("---\n");
 }

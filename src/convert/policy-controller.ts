@@ -147,11 +147,13 @@ function keyEntries(key: Json, at: string, log: FindingLog): Json[] {
   if (typeof key.hashAlgorithm === "string" && key.hashAlgorithm !== "sha256")
     log.note(`${at}.hashAlgorithm`, `${key.hashAlgorithm}: Imprimatur verifies with the digest the key's type uses`);
   if (isJson(key.secretRef) && typeof key.secretRef.name === "string") {
-    log.note(
-      `${at}.secretRef`,
-      `read from the namespace ${POLICY_CONTROLLER_NAMESPACE}, where policy-controller reads it: change the keyRef if yours runs elsewhere`,
-    );
-    return [{ staticKey: { keyRef: `k8s://${POLICY_CONTROLLER_NAMESPACE}/${key.secretRef.name}` } }];
+    const given = typeof key.secretRef.namespace === "string" && key.secretRef.namespace !== "" ? key.secretRef.namespace : undefined;
+    if (given === undefined)
+      log.note(
+        `${at}.secretRef`,
+        `read from the namespace ${POLICY_CONTROLLER_NAMESPACE}, where policy-controller reads it: change the keyRef if yours runs elsewhere`,
+      );
+    return [{ staticKey: { keyRef: `k8s://${given ?? POLICY_CONTROLLER_NAMESPACE}/${key.secretRef.name}` } }];
   }
   const pems = typeof key.data === "string" ? pemBlocks(key.data) : [];
   if (pems.length === 0) {

@@ -302,3 +302,62 @@ spec:
   const out = JSON.parse(json.stdout) as { documents: Array<{ spec: { rules: unknown[] } }>; findings: unknown[] };
   assert.deepEqual(out.documents[0]!.spec.rules, [{ action: "allow", images: ["registry.example.com/public/*"] }], "a static pass allows unverified");
 });
+
+test("Kyverno ImageValidatingPolicy: each verifyImageSignatures or verifyAttestationSignatures validation of every image is a check; other CEL is named, weaker", async () => {
+  const r = await convert(`apiVersion: policies.kyverno.io/v1alpha1
+kind: ImageValidatingPolicy
+metadata: {name: verify-release}
+spec:
+  validationActions: [Audit]
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
+  matchImageReferences:
+    - glob: "registry.example.com/release/*"
+  attestors:
+    - name: releaseKey
+      cosign:
+        key:
+          data: |
+            ${indented(KEY, 12)}
+    - name: ci
+      cosign:
+        keyless:
+          identities:
+            - {issuer: "https://token.actions.githubusercontent.com", subject: "https://github.com/example/app/.github/workflows/release.yml@refs/heads/main"}
+        ctlog: {insecureIgnoreTlog: true}
+  attestations:
+    - name: provenance
+      intoto: {type: https://slsa.dev/provenance/v1}
+  validations:
+    - expression: images.containers.map(image, verifyImageSignatures(image, [attestors.releaseKey, attestors.ci])).all(e, e > 0)
+    - expression: images.containers.map(image, verifyAttestationSignatures(image, attestations.provenance, [attestors.ci])).all(e, e > 0)
+    - expression: images.containers.map(image, extractPayload(image, attestations.provenance).predicate.buildDefinition.buildType == 'x').all(e, e)
+`);
+  assert.equal(r.code, 1, "the payload check is CEL over Kyverno's functions: weaker, said");
+  assert.match(r.stderr, /spec\.validations\[2\]\.expression: weaker: not a verifyImageSignatures or verifyAttestationSignatures of every image/);
+  const spec = r.documents[0]!.spec;
+  const rule = spec.rules[0];
+  assert.deepEqual(rule.attestors, [
+    {
+      count: 1,
+      entries: [
+        { staticKey: { key: `${KEY}\n` } },
+        {
+          keyless: {
+            subject: "https://github.com/example/app/.github/workflows/release.yml@refs/heads/main",
+            issuer: "https://token.actions.githubusercontent.com",
+            ignoreTlog: true,
+          },
+        },
+      ],
+    },
+  ]);
+  assert.equal(rule.attestations[0].predicateType, "https://slsa.dev/provenance/v1");
+  assert.equal(rule.attestations[0].attestors[0].entries.length, 1, "the attestation's own attestor");
+  assert.deepEqual(spec.validationActions, ["Audit"]);
+  assert.deepEqual(spec.matchConstraints.resourceRules[0].resources, ["pods"]);
+  assert.doesNotMatch(r.stdout, /&a\d|\*a\d/, "no YAML aliases: each entry written out");
+  const judged = await judge(r.converted, { release: `registry.example.com/release/app@${DIGEST}`, other: "docker.io/library/nginx:1.25" });
+  assert.equal(judged.other, "allowed");
+  assert.notEqual(judged.release, "denied", "Audit does not deny");
+});

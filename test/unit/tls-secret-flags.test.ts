@@ -98,7 +98,7 @@ test("defaults: webhook configuration and Lease named imprimatur, in the pod's n
 test("the HTTPS server takes a new certificate for new connections without a restart", async () => {
   const ca = await createCertificateAuthority("test CA");
   const first = await issueCertificate(ca, { commonName: "first", ipAddresses: ["127.0.0.1"] });
-  const second = await issueCertificate(ca, { commonName: "second", ipAddresses: ["127.0.0.1"] });
+  const second = await issueCertificate(ca, { commonName: "second", ipAddresses: ["127.0.0.1"], days: 3 });
   const listeners = new Set<(tls: { cert: string; key: string }) => void>();
   const stateDir = await mkdtemp(join(tmpdir(), "imprimatur-swap-"));
   const app = await startApp({
@@ -129,9 +129,11 @@ test("the HTTPS server takes a new certificate for new connections without a res
     });
   try {
     assert.equal(await served(), "CN=first");
-    assert.equal(listeners.size, 1);
+    assert.equal(listeners.size, 2, "the HTTPS server, and the serving certificate's expiry metric");
     for (const listener of listeners) listener({ cert: second.certPem, key: second.keyPem });
     assert.equal(await served(), "CN=second");
+    const expiry = /^imprimatur_serving_certificate_expiration_timestamp_seconds (\d+)$/m.exec(await app.metrics.registry.metrics())?.[1];
+    assert.equal(Number(expiry), Math.floor(new X509Certificate(second.certPem).validToDate.getTime() / 1000), "the metric follows the new certificate");
   } finally {
     await app.close();
     await rm(stateDir, { recursive: true, force: true });

@@ -446,6 +446,30 @@ describe("with a Sigstore instance", () => {
     assert.match(refused(await signed(WORKFLOW, null)), /^certificate issuer null does not match /);
   });
 
+  test("an identity or issuer too long for its regular expression's work limit cannot be checked: refused, saying so", async () => {
+    const pattern = "^https://[a-z.]{1,900}/[a-z]{1,900}/[a-z]{1,900}/[a-z]{1,900}/.*$";
+    const long = `https://github.com/${"a".repeat(3000)}`;
+    const entry = (field: "subjectRegExp" | "issuerRegExp") =>
+      entries(
+        field === "subjectRegExp"
+          ? `[{keyless: {subjectRegExp: '${pattern}', issuer: "${ISSUER}", trustRoot: mock}}]`
+          : `[{keyless: {subject: "${WORKFLOW}", issuerRegExp: '${pattern}', trustRoot: mock}}]`,
+      )[0]!;
+    const signed = async (subjectAltName: string, issuer: string, field: "subjectRegExp" | "issuerRegExp") => {
+      const cert = await sigstore.issueKeylessCertificate({ subjectAltName, issuer });
+      const layer = await cosignSignatureLayer({ payload: simpleSigningPayload({ dockerReference: NAME, digest: DIGEST }), keyless: cert, rekor: sigstore });
+      return verifyItem(cosignLayerToItem(layer.blob, layer.annotations, "l"), entry(field), { trustRoot: root, binding: imageBinding(DIGEST) });
+    };
+    assert.match(
+      refused(await signed(long, ISSUER, "subjectRegExp")),
+      /^certificate identity cannot be checked: a value of 3019 characters is too long to match against /,
+    );
+    assert.match(
+      refused(await signed(WORKFLOW, long, "issuerRegExp")),
+      /^certificate issuer cannot be checked: a value of 3019 characters is too long to match against /,
+    );
+  });
+
   test("a DSSE bundle verifies the same when an artifact digest is given (it is for message signatures only)", async () => {
     const built = await imageSignatureBundle({ name: NAME, digest: DIGEST, key, version: "0.3" });
     const outcome = verifyItem(bundleToItem(built.bytes, "file", undefined), keyEntry(key), { ...keyContext(key), artifactDigest: Buffer.from(HEX, "hex") });

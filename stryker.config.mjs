@@ -131,6 +131,8 @@ export const areas = {
       "test/unit/caller-clusters.test.ts",
       "test/unit/cluster-policies.test.ts",
       "test/unit/namespace-scope.test.ts",
+      // The unknown-namespace-labels hint (namespace-labels.ts), as a scope's denial gives it.
+      "test/unit/request-scope.test.ts",
       "test/unit/namespaced-policies.test.ts",
       "test/unit/load-policies.test.ts",
       "test/unit/examples-safe.test.ts",

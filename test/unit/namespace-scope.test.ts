@@ -77,3 +77,14 @@ spec:
   assert.equal(preparedForNamespace(prepared, "team-a").usesNamespaceLabels, true);
   assert.equal(preparedForNamespace(prepared, "prod").usesNamespaceLabels, false);
 });
+
+test("a request that names no resource, or a Namespace without a group, is read as it is (a caller's review may lack fields)", () => {
+  assert.equal(namespaceOfRequest({ uid: "u", operation: "CREATE", namespace: "team-a" } as Parameters<typeof namespaceOfRequest>[0]), "team-a");
+  assert.equal(
+    namespaceOfRequest({ uid: "u", operation: "UPDATE", namespace: "team-a", resource: { version: "v1", resource: "namespaces" } } as Parameters<
+      typeof namespaceOfRequest
+    >[0]),
+    "",
+    "a Namespace is cluster-scoped, its group absent or empty",
+  );
+});

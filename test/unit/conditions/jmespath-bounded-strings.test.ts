@@ -66,3 +66,31 @@ test("policies' expressions call these: a huge count or width is judged at once"
   assert.throws(() => run("pad_left(s, `1000000000`)"), /pad_left: the result would be longer than/);
   assert.throws(() => run("replace(s, 'a', 'aa', `100000000`)"), /replace: /);
 });
+
+test("the bounds are exact: 12 Mi characters built and 64 Mi copied are allowed, one more is not", { timeout: 30_000 }, () => {
+  assert.equal(MAX_BUILT_STRING_LENGTH, 12 * 1024 * 1024);
+  assert.equal(padLeft("a", MAX_BUILT_STRING_LENGTH).length, MAX_BUILT_STRING_LENGTH);
+  assert.equal(padRight("a", MAX_BUILT_STRING_LENGTH, "-").length, MAX_BUILT_STRING_LENGTH);
+  assert.throws(() => padLeft("a", MAX_BUILT_STRING_LENGTH + 1), /^Error: pad_left: the result would be longer than 12582912 characters$/);
+  assert.throws(() => padRight("a", MAX_BUILT_STRING_LENGTH + 1), /^Error: pad_right: the result would be longer than 12582912 characters$/);
+  // Without a count the result's length is worked out before it is built: no occurrence, nothing added.
+  const nearly = "x".repeat(MAX_BUILT_STRING_LENGTH - 1);
+  assert.equal(replace(nearly, "a", "bb"), nearly);
+  assert.equal(replace("a".repeat(MAX_BUILT_STRING_LENGTH), "a", "").length, 0, "shorter results are never refused");
+  assert.throws(() => replace(`${nearly}aa`, "a", "bb"), /^Error: replace: the result would be longer than 12582912 characters$/);
+  assert.equal(replace("aba", "a", "x"), "xbx", "no count: every occurrence");
+  assert.equal(replace("aba", "a", "x", null), "xbx");
+  // With a count each step copies the string: 64 steps of 1 Mi characters are the whole budget.
+  assert.equal(MAX_REPLACE_WORK, 64 * 1024 * 1024);
+  const mebi = "a".repeat(1024 * 1024);
+  assert.equal(replace(mebi, "a", "b", 64).slice(0, 65), `${"b".repeat(64)}a`);
+  assert.throws(() => replace(mebi, "a", "b", 65), /^Error: replace: more than 67108864 characters of work \(a count of 65 on a string of 1048576\)$/);
+});
+
+test("a count or width of zero is allowed, a negative one is the library's error", () => {
+  assert.equal(padLeft("ab", 0), "ab");
+  assert.equal(padRight("ab", 0), "ab");
+  assert.equal(replace("aa", "a", "b", 0), "aa");
+  assert.throws(() => padLeft("ab", -1), /^Error: invalid-value: expecting a non-negative integer\.$/);
+  assert.throws(() => replace("aa", "a", "b", -1), /^Error: invalid-value: expecting a non-negative integer\.$/);
+});

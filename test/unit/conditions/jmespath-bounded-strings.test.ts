@@ -65,6 +65,13 @@ test("policies' expressions call these: a huge count or width is judged at once"
   assert.equal(run("replace(s, 'b', 'x', `100000000`)"), "axc");
   assert.throws(() => run("pad_left(s, `1000000000`)"), /pad_left: the result would be longer than/);
   assert.throws(() => run("replace(s, 'a', 'aa', `100000000`)"), /replace: /);
+  assert.throws(() => run("pad_right(s, `1000000000`)"), /pad_right: the result would be longer than/);
+  // Every form the library accepts stays accepted: the count and the pad are optional.
+  assert.equal(run("replace(s, 'b', 'x')"), "axc");
+  assert.equal(run("pad_left(s, `5`)"), "  abc");
+  assert.equal(run("pad_left(s, `5`, '*')"), "**abc");
+  assert.equal(run("pad_right(s, `5`)"), "abc  ");
+  assert.equal(run("pad_right(s, `5`, '*')"), "abc**");
 });
 
 test("the bounds are exact: 12 Mi characters built and 64 Mi copied are allowed, one more is not", { timeout: 30_000 }, () => {

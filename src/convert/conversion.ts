@@ -71,6 +71,17 @@ export function policyName(...parts: string[]): string {
   return (name || "converted").slice(0, 253).replace(/[^a-z0-9]+$/, "");
 }
 
+/**
+ * The certificate identity fields every source spells as Imprimatur does (subject, issuer and their RegExp forms),
+ * non-empty strings only: what a keyless entry takes from a Kyverno keyless attestor or a policy-controller identity.
+ */
+export function identityFields(identity: Json): Json {
+  const out: Json = {};
+  for (const field of ["subject", "issuer", "subjectRegExp", "issuerRegExp"] as const)
+    if (typeof identity[field] === "string" && identity[field] !== "") out[field] = identity[field];
+  return out;
+}
+
 /** The PEM blocks of a text that may hold several ("-----BEGIN PUBLIC KEY-----" … "-----END PUBLIC KEY-----"). */
 export function pemBlocks(text: string): string[] {
   return [...text.matchAll(/-----BEGIN ([A-Z ]+)-----[\s\S]*?-----END \1-----/g)].map((m) => `${m[0]}\n`);

@@ -2,7 +2,7 @@
 // are the same design's: sets of entries with a `count` (absent: all), entries that are keys, keyless identities,
 // certificates or a nested set. What differs is what Imprimatur keeps in a TrustRoot (a custom Rekor, CT log or
 // Fulcio root) and what it does not verify (certificates, KMS keys).
-import { isJson, listOf, pemBlocks, type FindingLog, type Json } from "./conversion.ts";
+import { identityFields, isJson, listOf, pemBlocks, type FindingLog, type Json } from "./conversion.ts";
 
 const PUBLIC_REKOR = "https://rekor.sigstore.dev";
 
@@ -86,9 +86,7 @@ function keysEntry(keys: Json, at: string, log: FindingLog, drop: Drop): Json | 
 }
 
 function keylessEntry(keyless: Json, at: string, log: FindingLog): Json {
-  const out: Json = {};
-  for (const field of ["subject", "issuer", "subjectRegExp", "issuerRegExp"] as const)
-    if (typeof keyless[field] === "string" && keyless[field] !== "") out[field] = keyless[field];
+  const out: Json = identityFields(keyless);
   if (isJson(keyless.additionalExtensions)) out.additionalExtensions = keyless.additionalExtensions;
   if (keyless.roots !== undefined)
     log.note(

@@ -5,7 +5,7 @@
 // A call counts the attestors that verified, and `e > 0` wants one of them: each such validation becomes one set of
 // entries with `count: 1` (signatures) or an attestation check (attestations). Any other validation is CEL over
 // Kyverno's own functions and data, which Imprimatur does not run: it is named, weaker, and left out.
-import { FindingLog, IMAGE_POLICY_API_VERSION, isJson, listOf, pemBlocks, policyName, type ConversionResult, type Json } from "./conversion.ts";
+import { FindingLog, identityFields, IMAGE_POLICY_API_VERSION, isJson, listOf, pemBlocks, policyName, type ConversionResult, type Json } from "./conversion.ts";
 
 export const IMAGE_VALIDATING_POLICY_API_VERSIONS = ["policies.kyverno.io/v1alpha1", "policies.kyverno.io/v1beta1", "policies.kyverno.io/v1"];
 export const IMAGE_VALIDATING_POLICY_KINDS = ["ImageValidatingPolicy", "NamespacedImageValidatingPolicy"];
@@ -175,12 +175,7 @@ function attestorEntries(attestor: Json, at: string, log: FindingLog): Json[] | 
         "a custom Fulcio root belongs in a TrustRoot (trustRoot: NAME); until then the public-good root is used (stricter)",
       );
     const identities = listOf(cosign.keyless.identities).filter(isJson);
-    return identities.map((identity) => {
-      const out: Json = {};
-      for (const field of ["subject", "issuer", "subjectRegExp", "issuerRegExp"] as const)
-        if (typeof identity[field] === "string" && identity[field] !== "") out[field] = identity[field];
-      return { keyless: { ...out, ...tlog } };
-    });
+    return identities.map((identity) => ({ keyless: { ...identityFields(identity), ...tlog } }));
   }
   return undefined;
 }

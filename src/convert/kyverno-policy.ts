@@ -80,7 +80,7 @@ function convertVerifyImages(entry: Json, at: string, log: FindingLog, action: "
     log.weaker(`${at}.type`, `${type} signatures are not verified by Imprimatur yet: this entry is not converted, so the images it names are not verified`);
     return undefined;
   }
-  const images = [...stringsOf(entry.imageReferences), ...stringsOf(entry.image === undefined ? [] : [entry.image])];
+  const images = [...stringsOf(entry.imageReferences), ...stringsOf([entry.image])];
   if (images.length === 0) {
     log.weaker(`${at}.imageReferences`, "no image reference: this entry is not converted");
     return undefined;

@@ -5,7 +5,7 @@
 // attestor set with count 1. An authority with attestations is satisfied only when its own key or identity signed
 // both: such a policy is converted when it has that one authority (its attestations verified by the same
 // entries); the policies (CUE, Rego) over an attestation's content are not carried over.
-import { FindingLog, IMAGE_POLICY_API_VERSION, isJson, listOf, pemBlocks, policyName, type ConversionResult, type Json } from "./conversion.ts";
+import { FindingLog, identityFields, IMAGE_POLICY_API_VERSION, isJson, listOf, pemBlocks, policyName, type ConversionResult, type Json } from "./conversion.ts";
 
 export const POLICY_CONTROLLER_API_VERSIONS = ["policy.sigstore.dev/v1beta1", "policy.sigstore.dev/v1alpha1"];
 
@@ -173,10 +173,5 @@ function keylessEntries(keyless: Json, at: string, log: FindingLog): Json[] {
     log.note(`${at}.identities`, 'no identity: any certificate of the root is accepted, said so here (subject and issuer "*")');
     return [{ keyless: { subject: "*", issuer: "*" } }];
   }
-  return identities.map((identity) => {
-    const out: Json = {};
-    for (const field of ["subject", "issuer", "subjectRegExp", "issuerRegExp"] as const)
-      if (typeof identity[field] === "string" && identity[field] !== "") out[field] = identity[field];
-    return { keyless: out };
-  });
+  return identities.map((identity) => ({ keyless: identityFields(identity) }));
 }

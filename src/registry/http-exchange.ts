@@ -38,10 +38,10 @@ export interface ExchangeContext {
 }
 
 export interface HttpRequest {
-  method: "GET" | "HEAD" | "POST";
+  method: "GET" | "HEAD" | "POST" | "PUT";
   url: URL;
   headers?: Record<string, string>;
-  body?: string;
+  body?: string | Buffer;
   /** Sent only to `origin` ("https://host:port"), on the first hop and any redirect hop back to it. */
   authorization?: { value: string; origin: string };
   /** Settings of the registry that named this URL; unlisted hosts borrow its CA (see EndpointAgents). */

@@ -28,11 +28,15 @@ export type Authorization =
   /** The credential cannot be used here or was refused by the token service; try the next one. */
   | { ok: false; reason: string };
 
+export type RepositoryActions = "pull" | "pull,push";
+
 export interface AuthorizeRequest {
   endpoint: RegistryEndpoint;
   auth: EndpointAuth;
   credential: RegistryCredential | undefined;
   repository: string;
+  /** What the token must allow: pulling (every read) or pulling and pushing (`imprimatur install`'s image push). */
+  actions?: RepositoryActions;
   /** Skip the token cache (the cached token was just refused). */
   fresh?: boolean;
   signal?: AbortSignal;
@@ -111,7 +115,12 @@ export class RegistryAuthorizer {
     }
     if (credential?.registryToken !== undefined) return { ok: true, header: `Bearer ${credential.registryToken}` };
 
-    const key: TokenKey = { realm: auth.realm, service: auth.service, scope: `repository:${req.repository}:pull`, identity: credentialIdentity(credential) };
+    const key: TokenKey = {
+      realm: auth.realm,
+      service: auth.service,
+      scope: `repository:${req.repository}:${req.actions ?? "pull"}`,
+      identity: credentialIdentity(credential),
+    };
     if (!req.fresh) {
       const token = this.#tokens.get(key);
       if (token !== undefined) return { ok: true, header: `Bearer ${token}`, cached: { key, token } };

@@ -107,6 +107,13 @@ const MAX_NO_REFERRERS_API = 1_024;
 /** Answers of the Referrers API that mean "not here" (distribution-spec: 404; registries also send 400 or 406). */
 const NO_REFERRERS_API_STATUSES = new Set([400, 404, 406]);
 
+/** What a push adds to a request: its body, and a URL of the registry's choosing (an upload's Location). */
+interface WriteRequest {
+  url?: URL;
+  body?: Buffer;
+  contentType?: string;
+}
+
 /** A registry and repository, as in an ImageReference. */
 export type RepositoryRef = Pick<ImageReference, "registry" | "repository">;
 
@@ -296,6 +303,72 @@ export class RegistryClient {
     }
   }
 
+  /**
+   * Pushes a blob to the registry itself (never to a mirror) unless it holds it already: a HEAD, then a POST that
+   * opens an upload and one PUT of the whole body with its digest (the distribution spec's monolithic upload).
+   * Credentials are asked for push as well as pull. Returns whether bytes were sent.
+   */
+  async pushBlob(repo: RepositoryRef, digest: string, body: Buffer, options: CallOptions = {}): Promise<{ uploaded: boolean }> {
+    const algorithm = digestAlgorithm(digest);
+    if (algorithm === undefined) throw new Error(`pushBlob: ${JSON.stringify(digest)} is not a sha256 or sha512 digest`);
+    if (computeDigest(body, algorithm) !== digest) throw new Error(`pushBlob: the body does not hash to ${digest}`);
+    const { endpoint, context } = this.#pushTarget(repo);
+    const head = await this.#send(endpoint, context, "HEAD", `blobs/${digest}`, options, {});
+    await head.response.discard();
+    if (head.response.status === 200) return { uploaded: false };
+    if (head.response.status !== 404) throw await statusError(head.response, context, endpoint.host, `HEAD blob ${digest}`);
+
+    const opened = await this.#send(endpoint, context, "POST", "blobs/uploads/", options, {});
+    const location = opened.response.header("location");
+    if (opened.response.status !== 202 || location === undefined) {
+      if (opened.response.status === 202) await opened.response.discard();
+      throw opened.response.status === 202
+        ? new RegistryError("protocol", `${subject(context)}: ${endpoint.host} opened an upload without a Location`, { ...context, endpoint: endpoint.host })
+        : await statusError(opened.response, context, endpoint.host, `opening the upload of blob ${digest}`);
+    }
+    await opened.response.discard();
+    let url: URL;
+    try {
+      url = new URL(location, endpoint.origin);
+    } catch {
+      throw new RegistryError("protocol", `${subject(context)}: ${endpoint.host} opened an upload at an invalid Location`, {
+        ...context,
+        endpoint: endpoint.host,
+      });
+    }
+    url.searchParams.set("digest", digest);
+    const put = await this.#send(endpoint, context, "PUT", "", options, { url, body, contentType: "application/octet-stream" });
+    if (put.response.status !== 201) throw await statusError(put.response, context, endpoint.host, `uploading blob ${digest}`);
+    await put.response.discard();
+    return { uploaded: true };
+  }
+
+  /**
+   * Puts a manifest under a tag (or its digest) in the registry itself; returns its digest, checked against the
+   * Docker-Content-Digest the registry answers with.
+   */
+  async pushManifest(repo: RepositoryRef, reference: string, mediaType: string, body: Buffer, options: CallOptions = {}): Promise<string> {
+    const { endpoint, context } = this.#pushTarget(repo);
+    const digest = computeDigest(body, "sha256");
+    const put = await this.#send(endpoint, context, "PUT", `manifests/${reference}`, options, { body, contentType: mediaType });
+    if (put.response.status !== 201) throw await statusError(put.response, context, endpoint.host, `pushing manifest ${reference}`);
+    await put.response.discard();
+    const announced = put.response.header("docker-content-digest");
+    if (announced !== undefined && announced !== digest) {
+      throw new RegistryError("digest-mismatch", `${subject(context)}: pushed manifest ${digest}, ${endpoint.host} says it stored ${announced}`, {
+        ...context,
+        endpoint: endpoint.host,
+      });
+    }
+    return digest;
+  }
+
+  /** Pushes go to the registry itself: a mirror serves pulls only. */
+  #pushTarget(repo: RepositoryRef): { endpoint: RegistryEndpoint; context: ExchangeContext } {
+    const endpoints = endpointsFor(this.#settings, repo.registry);
+    return { endpoint: endpoints[endpoints.length - 1]!, context: { registry: repo.registry, repository: repo.repository } };
+  }
+
   /** Closes every connection. The client cannot be used afterwards. */
   async close(): Promise<void> {
     await this.#agents.close();
@@ -348,12 +421,13 @@ export class RegistryClient {
   async #send(
     endpoint: RegistryEndpoint,
     context: ExchangeContext,
-    method: "GET" | "HEAD",
+    method: "GET" | "HEAD" | "POST" | "PUT",
     path: string,
     options: CallOptions,
+    write?: WriteRequest,
   ): Promise<{ response: HttpResponse; credentialSource: string }> {
     const { signal } = options;
-    const url = new URL(`/v2/${context.repository}/${path}`, endpoint.origin);
+    const url = write?.url ?? new URL(`/v2/${context.repository}/${path}`, endpoint.origin);
     const namedBy = settingsForHost(this.#settings, endpoint.host) ?? { host: endpoint.host };
     const lookup = options.credentials ?? this.#lookup;
     const credentials: Array<RegistryCredential | undefined> = [...lookup(endpoint.credentialHost, context.repository)];
@@ -366,7 +440,16 @@ export class RegistryClient {
       let fresh = false;
       let retried = false;
       for (;;) {
-        const authorization = await this.#auth.authorize({ endpoint, auth, credential, repository: context.repository, fresh, signal, context });
+        const authorization = await this.#auth.authorize({
+          endpoint,
+          auth,
+          credential,
+          repository: context.repository,
+          ...(write ? { actions: "pull,push" as const } : {}),
+          fresh,
+          signal,
+          context,
+        });
         if (!authorization.ok) {
           refusals.push(`${source} (${authorization.reason})`);
           break;
@@ -374,7 +457,14 @@ export class RegistryClient {
         const response = await this.#transport.exchange({
           method,
           url,
-          headers: path.startsWith("manifests/") ? { accept: MANIFEST_ACCEPT } : path.startsWith("referrers/") ? { accept: OCI_IMAGE_INDEX } : {},
+          headers: write
+            ? { ...(write.contentType ? { "content-type": write.contentType } : {}) }
+            : path.startsWith("manifests/")
+              ? { accept: MANIFEST_ACCEPT }
+              : path.startsWith("referrers/")
+                ? { accept: OCI_IMAGE_INDEX }
+                : {},
+          ...(write?.body ? { body: write.body } : {}),
           authorization: authorization.header === undefined ? undefined : { value: authorization.header, origin: endpoint.origin },
           namedBy,
           followRedirects: true,

@@ -13,7 +13,7 @@ import { chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rea
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { buildImage, NODE_PATH, NONROOT_UID, STATE_DIR, type BuiltImage } from "../../scripts/build-image.ts";
+import { buildImage, NODE_PATH, NONROOT_UID, STATE_DIR, type BuiltImage } from "../../src/image-build/build-image.ts";
 import { startRegistry, runSkopeo, type TestRegistry } from "../support/registry.ts";
 import { runCommand } from "../support/command.ts";
 import { freePort } from "../support/ports.ts";

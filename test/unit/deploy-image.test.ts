@@ -6,10 +6,10 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, lstatSync, readlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { tarChunks } from "../../scripts/build-image-tar.ts";
-import { productionPackages, type Lockfile } from "../../scripts/build-image-deps.ts";
-import { parseLdd } from "../../scripts/build-image-runtime.ts";
-import { ImageBuildError } from "../../scripts/build-image-error.ts";
+import { tarChunks } from "../../src/image-build/reproducible-tar.ts";
+import { productionPackages, type Lockfile } from "../../src/image-build/production-dependencies.ts";
+import { parseLdd } from "../../src/image-build/runtime-files.ts";
+import { ImageBuildError } from "../../src/image-build/image-build-error.ts";
 import { hasErrorCode } from "../../src/errors/imprimatur-error.ts";
 
 const longPath = `app/node_modules/${"a-rather-long-package-name/".repeat(4)}dist/esm/index.js`;

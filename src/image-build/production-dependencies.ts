@@ -7,7 +7,7 @@
 // registry and gives the same files npm ci gave.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ImageBuildError } from "./build-image-error.ts";
+import { ImageBuildError } from "./image-build-error.ts";
 
 interface LockPackage {
   version?: string;

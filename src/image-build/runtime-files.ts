@@ -4,7 +4,7 @@
 // target, so the image needs no symlinks and the loader finds everything in its default folders.
 import { execFileSync } from "node:child_process";
 import { readFileSync, realpathSync, statSync } from "node:fs";
-import { ImageBuildError } from "./build-image-error.ts";
+import { ImageBuildError } from "./image-build-error.ts";
 
 export interface SharedLibrary {
   /** Absolute path the binary loads it from, as ldd lists it (also its path in the image). */

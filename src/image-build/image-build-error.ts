@@ -1,5 +1,5 @@
 // What can stop an image build, by code: the caller (the CLI, a test harness) branches on these.
-import { ImprimaturError } from "../src/errors/imprimatur-error.ts";
+import { ImprimaturError } from "../errors/imprimatur-error.ts";
 
 export type ImageBuildErrorCode =
   /** package-lock.json is missing, unreadable, too old, or does not list a dependency. */

@@ -81,6 +81,24 @@ export const COMMANDS: readonly Command[] = [
     },
   },
   {
+    name: "install",
+    args: "--registry REPOSITORY [options]",
+    summary: "build and push the image, then install Imprimatur in the current cluster without ever blocking it",
+    load: async () => {
+      const m = await import("./install.ts");
+      return { usage: m.INSTALL_USAGE, run: m.runInstall };
+    },
+  },
+  {
+    name: "uninstall",
+    args: "[options]",
+    summary: "remove Imprimatur from the current cluster, webhooks first",
+    load: async () => {
+      const m = await import("./install.ts");
+      return { usage: m.UNINSTALL_USAGE, run: m.runUninstall };
+    },
+  },
+  {
     name: "profiles",
     args: "[NAME]",
     summary: "list the shipped PodRestriction profiles (Pod Security Standards)",

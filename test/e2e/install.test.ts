@@ -18,6 +18,13 @@
 // log no "forbidden"; with Imprimatur scaled to 0, kube-system still gets its pods while other namespaces' pod
 // creates fail closed.
 //
+// Then `imprimatur install` / `uninstall` as a newcomer runs them, from inside the cluster's network: uninstall
+// takes the kubectl-applied install away webhooks first (CRDs and policies stay); install with credentials the
+// registry refuses stops before touching the cluster; install builds, pushes with Imprimatur's own registry client,
+// applies the webhooks at Ignore, waits for the rollout, /readyz and a dry-run admission Imprimatur denies, then
+// enforces; install again with a new build upgrades with no failed admission in a stream beside it; uninstall
+// --purge takes the CRDs too.
+//
 // Last, stop() leaves the machine as it found it.
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
@@ -29,11 +36,11 @@ import { createCertificateAuthority, issueCertificate } from "../../src/server/t
 import { runCommand } from "../support/command.ts";
 import { createPullSecret, untilWebhookActive } from "../support/kube-cluster.ts";
 import { buildNodeImage, NODE_IMAGE_USER } from "../support/node-image.ts";
-import { netnsExists } from "../support/netns.ts";
+import { netnsExists, runInNetns } from "../support/netns.ts";
 import { CGROUP_PARENT, observePod, podRunning, sysctlValues, waitForPod } from "../support/real-node.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
 import { buildRunnableImage } from "../support/runnable-image.ts";
-import { startSmallCluster, type SmallCluster } from "../support/small-cluster.ts";
+import { smallClusterToolPaths, startSmallCluster, type SmallCluster } from "../support/small-cluster.ts";
 import { issuerOf, readTlsSnapshot, servedCertificates, watchTls, type TlsTarget } from "../support/tls-rotation-watch.ts";
 import { teardown } from "../support/teardown.ts";
 
@@ -68,7 +75,7 @@ function alive(pid: number): boolean {
 
 const cgroupParents = (): string[] => readdirSync("/sys/fs/cgroup").filter((h) => existsSync(join("/sys/fs/cgroup", h, CGROUP_PARENT)));
 
-describe("a small cluster in its own network namespace, and Imprimatur installed on it with kubectl apply -k", () => {
+describe("a small cluster in its own network namespace, and Imprimatur installed on it with kubectl apply -k and with imprimatur install", () => {
   let registry: TestRegistry;
   let cluster: SmallCluster;
   let workDir: string;
@@ -726,6 +733,208 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
       assert.match(refused.stderr, /failed calling webhook "(images|pins)\.imprimatur\.dev"/);
       assert.match(refused.stderr, /no endpoints available for service "imprimatur"/);
       assert.equal((await observePod(cluster, APP_NS, "while-down")).phase, "Absent");
+    });
+  });
+
+  describe("imprimatur install and uninstall", () => {
+    const BIN = join(PROJECT_DIR, "bin", "imprimatur.js");
+    const IMAGE_REPOSITORY = "imprimatur/installed";
+    let overlay: string;
+    let registriesFile: string;
+    const pod = (name: string, namespace: string, image: string) =>
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name, namespace },
+        spec: { terminationGracePeriodSeconds: 1, imagePullSecrets: [{ name: PULL_SECRET }], containers: [{ name: "main", image }] },
+      });
+    /** The CLI inside the cluster's network namespace, where both the apiserver and the registry are reached. */
+    const imprimatur = async (args: string[], env: NodeJS.ProcessEnv = {}) => {
+      const out = await runInNetns(
+        cluster.netns,
+        process.execPath,
+        [BIN, ...args, "--kubectl", smallClusterToolPaths().kubectl, "--kubeconfig", cluster.kubeconfig],
+        {
+          env: { ...process.env, ...env },
+          timeoutMs: 600_000,
+          label: `[install] imprimatur ${args[0]}`,
+        },
+      );
+      return { code: out.code, stdout: out.stdout.toString("utf8"), stderr: out.stderr };
+    };
+    const steps = (stdout: string) =>
+      stdout
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => line.split(/\s+/)[0]);
+    const exists = async (...args: string[]) => (await cluster.kubectl(["get", ...args, "-o", "name", "--ignore-not-found"])).stdout.trim() !== "";
+    const webhookFailurePolicies = async () =>
+      (
+        await kubectl(
+          "get",
+          "validatingwebhookconfiguration,mutatingwebhookconfiguration",
+          "imprimatur",
+          "-o",
+          "jsonpath={.items[*].webhooks[*].failurePolicy}",
+        )
+      )
+        .trim()
+        .split(/\s+/);
+    const installArgs = () => [
+      "install",
+      "--registry",
+      `${registry.host}/${IMAGE_REPOSITORY}`,
+      "--authfile",
+      registry.authFile,
+      "--registries",
+      registriesFile,
+      "--kustomize",
+      overlay,
+      "--probe-namespace",
+      APP_NS,
+      "--timeout",
+      "240",
+    ];
+    /** The namespace and pull secret a private registry needs, made before install as a user makes them. */
+    const prepareNamespace = async () => {
+      await cluster.createNamespace("imprimatur", { "kubernetes.io/metadata.name": "imprimatur" });
+      await createPullSecret(cluster, "imprimatur", PULL_SECRET, registry, registry.password);
+    };
+
+    before(() => {
+      registriesFile = join(workDir, "registries.json");
+      writeFileSync(registriesFile, registry.registryConfig());
+      // The user's overlay: the shipped v1.20 install and the pull secret for the private registry. No image:
+      // install sets the one it pushed.
+      overlay = join(workDir, "install-overlay");
+      mkdirSync(overlay);
+      writeFileSync(
+        join(overlay, "kustomization.yaml"),
+        [
+          "apiVersion: kustomize.config.k8s.io/v1beta1",
+          "kind: Kustomization",
+          "bases:",
+          `  - ${relative(overlay, INSTALL)}`,
+          "patchesStrategicMerge:",
+          "  - pull-secret.yaml",
+          "",
+        ].join("\n"),
+      );
+      writeFileSync(
+        join(overlay, "pull-secret.yaml"),
+        [
+          "apiVersion: v1",
+          "kind: ServiceAccount",
+          "metadata:",
+          "  name: imprimatur",
+          "  namespace: imprimatur",
+          "imagePullSecrets:",
+          `  - name: ${PULL_SECRET}`,
+          "",
+        ].join("\n"),
+      );
+    });
+
+    test("uninstall removes the webhook configurations first, then the rest; the CRDs and policies stay; pods are admitted again", async () => {
+      const result = await imprimatur(["uninstall"]);
+      assert.equal(result.code, 0, `${result.stdout}${result.stderr}`);
+      assert.deepEqual(steps(result.stdout), ["webhooks", "workload", "crds", "removed"], result.stdout);
+      assert.equal(await exists("validatingwebhookconfiguration", "imprimatur"), false);
+      assert.equal(await exists("mutatingwebhookconfiguration", "imprimatur"), false);
+      assert.equal(await exists("namespace", "imprimatur"), false, "the namespace and everything in it are gone");
+      assert.equal(await exists("clusterrole", "imprimatur"), false);
+      assert.equal(await exists("crd", "imagepolicies.imprimatur.dev"), true, "the CRDs stay without --purge");
+      assert.equal(await exists("imagepolicy", "no-blocked-repository"), true, "and the policies in them");
+      const admitted = await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], { input: pod("after-uninstall", APP_NS, blockedImage) });
+      assert.equal(admitted.code, 0, `nothing reviews pods now: ${admitted.stderr}`);
+    });
+
+    test("a registry that refuses the push stops install at its first step, with the cluster untouched", async () => {
+      const wrongAuth = join(workDir, "wrong-auth.json");
+      writeFileSync(wrongAuth, JSON.stringify({ auths: { [registry.host]: { auth: Buffer.from(`${registry.username}:wrong`).toString("base64") } } }));
+      const args = installArgs();
+      args[args.indexOf("--authfile") + 1] = wrongAuth;
+      const result = await imprimatur(args);
+      assert.equal(result.code, 1, `${result.stdout}${result.stderr}`);
+      assert.match(result.stderr, /imprimatur install: image failed: .*unauthorized/);
+      assert.match(result.stderr, /cluster: nothing in the cluster was changed/);
+      assert.deepEqual(steps(result.stdout), ["image"], "built, then nothing more");
+      assert.equal(await exists("namespace", "imprimatur"), false);
+      assert.equal(await exists("validatingwebhookconfiguration", "imprimatur"), false);
+    });
+
+    test("install pushes the image, waits for Imprimatur to answer through the apiserver and only then enforces; a denied pod is refused, an allowed one runs", async (t) => {
+      await prepareNamespace();
+      const result = await imprimatur(installArgs());
+      t.diagnostic(result.stdout);
+      assert.equal(result.code, 0, `${result.stdout}${result.stderr}`);
+      assert.deepEqual(
+        steps(result.stdout),
+        ["image", "image", "render", "cluster", "crds", "policies", "apply", "rollout", "readyz", "probe", "enforce", "installed"],
+        result.stdout,
+      );
+      assert.match(result.stdout, /apply .*webhooks at failurePolicy Ignore until Imprimatur answers/);
+      assert.match(result.stdout, /probe .*denied by (images|pins)\.imprimatur\.dev/);
+      const pushed = /installed +\S+@(sha256:[0-9a-f]{64})/.exec(result.stdout)?.[1];
+      assert.ok(pushed, result.stdout);
+      assert.equal((await registry.inspectRaw(IMAGE_REPOSITORY, pushed)).digest, pushed, "the image is in the registry");
+      const image = (await kubectl("get", "deployment", "imprimatur", "-n", "imprimatur", "-o", "jsonpath={.spec.template.spec.containers[0].image}")).trim();
+      assert.equal(image, `${registry.host}/${IMAGE_REPOSITORY}@${pushed}`);
+      assert.deepEqual(await webhookFailurePolicies(), ["Fail", "Fail"]);
+      assert.equal(await exists("imagepolicy", "pinned-versions"), true, "the default policy was created");
+
+      const denied = await cluster.kubectl(["create", "-f", "-"], { input: pod("install-denied", APP_NS, blockedImage) });
+      assert.notEqual(denied.code, 0);
+      assert.ok(denied.stderr.includes(DENY_MESSAGE), denied.stderr);
+      const allowed = await cluster.kubectl(["create", "-f", "-"], { input: pod("install-allowed", APP_NS, allowedImage) });
+      assert.equal(allowed.code, 0, allowed.stderr);
+      await waitForPod(cluster, APP_NS, "install-allowed", podRunning, 60_000, () => cluster.componentLogs("kubelet", 20));
+    });
+
+    test("install again with a new build upgrades: the webhooks stay enforcing and no admission fails during the rollout", async (t) => {
+      const before = (await kubectl("get", "deployment", "imprimatur", "-n", "imprimatur", "-o", "jsonpath={.spec.template.spec.containers[0].image}")).trim();
+      const failures: string[] = [];
+      let admitted = 0;
+      let refused = 0;
+      let streaming = true;
+      const loop = (async () => {
+        for (let i = 0; streaming; i++) {
+          const blocked = i % 2 === 1;
+          const r = await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], {
+            input: pod(`upgrade-${i}`, APP_NS, blocked ? blockedImage : allowedImage),
+            timeoutMs: 60_000,
+          });
+          if (blocked && r.code !== 0 && r.stderr.includes(DENY_MESSAGE)) refused++;
+          else if (!blocked && r.code === 0) admitted++;
+          else failures.push(`upgrade-${i}: ${r.code === 0 ? "admitted" : r.stderr.trim()}`);
+        }
+      })();
+      let result;
+      try {
+        // Another revision label: another image digest, as a new checkout would build.
+        result = await imprimatur(installArgs(), { IMPRIMATUR_COMMIT: "install-test-upgrade" });
+      } finally {
+        streaming = false;
+        await loop;
+      }
+      assert.equal(result.code, 0, `${result.stdout}${result.stderr}`);
+      assert.match(result.stdout, /apply .*the webhooks stay enforcing/);
+      const after = (await kubectl("get", "deployment", "imprimatur", "-n", "imprimatur", "-o", "jsonpath={.spec.template.spec.containers[0].image}")).trim();
+      assert.notEqual(after, before, "a new image rolled out");
+      t.diagnostic(`${admitted} admitted, ${refused} refused as the policy says, during the upgrade`);
+      assert.deepEqual(failures, []);
+      assert.ok(admitted > 0 && refused > 0);
+      assert.deepEqual(await webhookFailurePolicies(), ["Fail", "Fail"]);
+    });
+
+    test("uninstall --purge also removes the CRDs, and with them the policies", async () => {
+      const result = await imprimatur(["uninstall", "--purge", "--kustomize", overlay]);
+      assert.equal(result.code, 0, `${result.stdout}${result.stderr}`);
+      assert.deepEqual(steps(result.stdout), ["webhooks", "workload", "crds", "removed"], result.stdout);
+      assert.equal(await exists("crd", "imagepolicies.imprimatur.dev"), false);
+      assert.equal(await exists("namespace", "imprimatur"), false);
+      const admitted = await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], { input: pod("after-purge", APP_NS, blockedImage) });
+      assert.equal(admitted.code, 0, admitted.stderr);
     });
   });
 

@@ -46,7 +46,7 @@ Running install again upgrades: a new build rolls out without a refused admissio
                            else ~/.docker/config.json, when present)
       --registries FILE    RegistryConfig: the registry's CA, insecure (plain HTTP), allowLocalAddresses
       --no-default-policies  do not create the default policies
-      --probe-namespace NS a namespace the webhooks cover, for the probe (default: default)
+      --probe-namespace NS   a namespace the webhooks cover, for the probe (default: default)
 ${CLUSTER_FLAGS}
       --dry-run            build the image and print what would be applied; push and apply nothing
   -o, --output FORMAT      text (default: one line per step), yaml or json (with --dry-run: the objects)

@@ -139,6 +139,8 @@ const SKIPPED_BY_DESIGN: Record<string, string> = {
   "npx imprimatur serve --profile restricted": "a long-running server",
   "npx imprimatur serve --profile baseline": "a long-running server",
   "npx imprimatur serve": "a long-running server",
+  "npx imprimatur install --registry registry.example.com/platform/imprimatur":
+    "pushes to a registry and installs in a cluster (test/e2e/install.test.ts runs it on the small cluster)",
   "npx imprimatur serve --kubeconfig ~/.kube/config --registries registries.yaml --authfile auth.json": "a long-running server with a cluster",
   "kubectl apply -f .state/mutating-webhook.yaml -f .state/validating-webhook.yaml": "writes to a cluster",
   "npx imprimatur resolve registry.example.com/app:1.4": "asks a registry",

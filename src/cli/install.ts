@@ -7,7 +7,7 @@ import { stringify } from "yaml";
 import { parseImageReference } from "../core/image-reference.ts";
 import { buildImage } from "../image-build/build-image.ts";
 import { pushLayout } from "../image-build/push-layout.ts";
-import { InstallStepError } from "../install/install-error.ts";
+import { InstallError, InstallStepError } from "../install/install-error.ts";
 import { install, type BuiltAndPushed } from "../install/install.ts";
 import { Kubectl } from "../install/kubectl.ts";
 import { uninstall } from "../install/uninstall.ts";
@@ -105,6 +105,10 @@ function defaultAuthFile(): string | undefined {
 const report = (step: string, text: string) => process.stdout.write(`${step.padEnd(9)} ${text}\n`);
 
 function reportFailure(command: string, e: unknown): number {
+  if (e instanceof InstallError) {
+    process.stderr.write(`imprimatur ${command}: ${e.message}\n`);
+    return 1;
+  }
   if (!(e instanceof InstallStepError)) throw e;
   process.stderr.write(`imprimatur ${command}: ${e.code} failed: ${e.message}\n  next: ${e.next}\n  cluster: ${e.clusterState}\n`);
   return 1;

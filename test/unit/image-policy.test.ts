@@ -635,4 +635,7 @@ test("policiesMutate: only a rule that pins (digestMutate) or verifies (attestor
   assert.equal(policiesMutate(policy(`{action: allow, images: ["a.example/*"], attestors: ${JSON.stringify(KEYLESS)}}`)), true);
   const two = [...policy(`{action: allow, images: ["a.example/*"]}`), ...policy(`{action: allow, images: ["b.example/*"], digestMutate: true}`)];
   assert.equal(policiesMutate(two), true, "any policy of the set");
+  const oneOfTwoRules = policy(`{action: deny, images: ["c.example/*"]}\n    - {action: allow, images: ["*"], digestMutate: true}`);
+  assert.equal(oneOfTwoRules[0]!.rules.length, 2);
+  assert.equal(policiesMutate(oneOfTwoRules), true, "any rule of a policy");
 });

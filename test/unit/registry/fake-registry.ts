@@ -125,6 +125,8 @@ export interface User {
   password: string;
   /** Repositories this user may pull; default all. */
   repositories?: string[];
+  /** Whether the user may also push to those repositories (blob uploads, manifest PUTs). Default false. */
+  push?: boolean;
 }
 
 export interface FakeRegistryOptions {
@@ -149,6 +151,8 @@ export interface FakeRegistryOptions {
 interface Grant {
   user: string | undefined;
   repositories: Set<string>;
+  /** Repositories the token may push to (its scope asked for pull,push and the user may push). */
+  pushRepositories?: Set<string>;
 }
 
 /** An OCI registry over one repository namespace: manifests by tag and digest, blobs by digest. */
@@ -227,12 +231,19 @@ export class FakeRegistry {
     return entry && entry.password === rest.join(":") ? (user as string) : null;
   }
 
+  #mayPush(user: string | undefined): boolean {
+    return user !== undefined && this.options.users?.[user]?.push === true;
+  }
+
   #mayPull(user: string | undefined, repository: string): boolean {
     if (this.options.publicRepositories?.includes(repository)) return true;
     if (user === undefined) return false;
     const allowed = this.options.users?.[user]?.repositories;
     return allowed === undefined || allowed.includes(repository);
   }
+
+  /** Uploads opened by POST and not yet finished, by id: their repository. */
+  readonly uploads = new Map<string, string>();
 
   #handle(req: IncomingMessage, res: ServerResponse, body: string): void {
     if (this.options.intercept?.(req, res, this)) return;
@@ -242,6 +253,7 @@ export class FakeRegistry {
       if (this.options.auth && this.options.auth !== "none") return deny(res, 401, this.#challenge());
       return json(res, 200, {});
     }
+    if (req.method === "POST" || req.method === "PUT") return this.#write(req, res, url, body);
     const match = /^\/v2\/(.+)\/(manifests|blobs)\/([^/]+)$/.exec(url.pathname);
     if (!match) return json(res, 404, { errors: [{ code: "NAME_UNKNOWN", message: "no such route" }] });
     const [, repository, kind, reference] = match as unknown as [string, string, string, string];
@@ -260,16 +272,50 @@ export class FakeRegistry {
     res.end(blob);
   }
 
-  #authorized(req: IncomingMessage, repository: string): boolean {
+  /** Pushes, as the distribution spec has them: POST opens an upload, PUT ?digest= finishes it, PUT a manifest. */
+  #write(req: IncomingMessage, res: ServerResponse, url: URL, body: string): void {
+    const upload = /^\/v2\/(.+)\/blobs\/uploads\/([^/]*)$/.exec(url.pathname);
+    const manifest = /^\/v2\/(.+)\/manifests\/([^/]+)$/.exec(url.pathname);
+    const repository = upload?.[1] ?? manifest?.[1];
+    if (repository === undefined) return json(res, 404, { errors: [{ code: "NAME_UNKNOWN", message: "no such route" }] });
+    if (!this.#authorized(req, repository, "push")) return deny(res, 401, this.#challenge(`repository:${repository}:pull,push`));
+    if (upload && req.method === "POST" && upload[2] === "") {
+      const id = randomBytes(6).toString("hex");
+      this.uploads.set(id, repository);
+      res.writeHead(202, { location: `/v2/${repository}/blobs/uploads/${id}?_state=opened`, "docker-upload-uuid": id });
+      res.end();
+      return;
+    }
+    if (upload && req.method === "PUT" && this.uploads.get(upload[2]!) === repository) {
+      const digest = url.searchParams.get("digest");
+      const bytes = Buffer.from(body, "utf8");
+      if (digest !== sha256(bytes)) return json(res, 400, { errors: [{ code: "DIGEST_INVALID", message: "provided digest did not match uploaded content" }] });
+      this.uploads.delete(upload[2]!);
+      this.blobs.set(digest, bytes);
+      res.writeHead(201, { location: `/v2/${repository}/blobs/${digest}`, "docker-content-digest": digest });
+      res.end();
+      return;
+    }
+    if (manifest && req.method === "PUT") {
+      const digest = this.putManifest(repository, manifest[2]!.includes(":") ? undefined : manifest[2], Buffer.from(body, "utf8"), req.headers["content-type"]);
+      res.writeHead(201, { location: `/v2/${repository}/manifests/${digest}`, "docker-content-digest": digest });
+      res.end();
+      return;
+    }
+    json(res, 404, { errors: [{ code: "BLOB_UPLOAD_UNKNOWN", message: "blob upload unknown" }] });
+  }
+
+  #authorized(req: IncomingMessage, repository: string, access: "pull" | "push" = "pull"): boolean {
     const auth = this.options.auth ?? "none";
     if (auth === "none") return true;
     const header = req.headers.authorization;
     if (auth === "basic") {
       const user = this.#basicUser(header);
-      return user !== null && this.#mayPull(user, repository);
+      return user !== null && this.#mayPull(user, repository) && (access === "pull" || this.#mayPush(user));
     }
     if (!header?.startsWith("Bearer ")) return false;
-    return this.tokens.get(header.slice(7))?.repositories.has(repository) ?? false;
+    const grant = this.tokens.get(header.slice(7));
+    return (access === "pull" ? grant?.repositories : grant?.pushRepositories)?.has(repository) ?? false;
   }
 
   #token(req: IncomingMessage, res: ServerResponse, url: URL, body: string): void {
@@ -289,10 +335,14 @@ export class FakeRegistry {
     }
     // As real token services do: a valid caller gets a token, carrying only the access it is entitled to.
     const repositories = new Set<string>();
-    const repository = /^repository:(.+):pull$/.exec(scope ?? "")?.[1];
-    if (repository !== undefined && this.#mayPull(user, repository)) repositories.add(repository);
+    const pushRepositories = new Set<string>();
+    const [, repository, actions] = /^repository:(.+):(pull|pull,push)$/.exec(scope ?? "") ?? [];
+    if (repository !== undefined && this.#mayPull(user, repository)) {
+      repositories.add(repository);
+      if (actions === "pull,push" && this.#mayPush(user)) pushRepositories.add(repository);
+    }
     const token = randomBytes(12).toString("hex");
-    this.tokens.set(token, { user, repositories });
+    this.tokens.set(token, { user, repositories, pushRepositories });
     const issued = new Date((this.options.tokenNow ?? Date.now)()).toISOString();
     json(res, 200, { token, ...(this.options.tokenExpiresIn !== undefined ? { expires_in: this.options.tokenExpiresIn } : {}), issued_at: issued });
   }

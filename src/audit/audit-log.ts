@@ -6,7 +6,7 @@ import { makeDirectory } from "../fs/make-directory.ts";
 
 export interface AuditRecord {
   time: string;
-  event: "break-glass" | "fail-open";
+  event: "break-glass" | "policy-exception" | "fail-open";
   [key: string]: unknown;
 }
 

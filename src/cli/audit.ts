@@ -36,6 +36,9 @@ admission verified or pinned. Pods are judged as created by no particular user.
                        on local addresses that may be reached (allowLocalAddresses; others are refused)
   --authfile FILE      registry credentials tried after a pod's pull secrets
   --allow-empty        judge with an empty policy set (by default refused, as serve refuses to start)
+  --exceptions-namespace NS
+                       honour the PolicyExceptions of this namespace in the policies, as serve does (repeatable);
+                       a failure one sets aside is listed as skip
   -o, --output FORMAT  text (default: one line per finding and a summary), json or yaml
   -h, --help           show this help
 
@@ -58,6 +61,7 @@ export async function runAudit(argv: string[]): Promise<number> {
       registries: { type: "string" },
       authfile: { type: "string" },
       "allow-empty": { type: "boolean", default: false },
+      "exceptions-namespace": { type: "string", multiple: true, default: [] },
       output: { type: "string", short: "o", default: "text" },
     }));
     if (!OUTPUTS.includes(values.output as Output)) throw new UsageError(`--output must be one of ${OUTPUTS.join(", ")}, got ${values.output}`);
@@ -85,7 +89,15 @@ export async function runAudit(argv: string[]): Promise<number> {
     });
     namespaces = new NamespaceLabelCache(kube, { logger });
     await namespaces.start();
-    engine = await Engine.build({ config, policies, namespaces, kube, logger, ...(await registryAccess(config)) });
+    engine = await Engine.build({
+      config,
+      policies,
+      namespaces,
+      kube,
+      logger,
+      exceptionNamespaces: values["exceptions-namespace"]!,
+      ...(await registryAccess(config)),
+    });
     const informer = new PodInformer(
       kube,
       { upsert: () => {}, remove: () => {}, listed: () => {} },
@@ -118,7 +130,7 @@ export async function runAudit(argv: string[]): Promise<number> {
 
 export interface AuditSummary {
   pods: number;
-  /** Pods with no finding. */
+  /** Pods with no finding but failures set aside (skip). */
   passed: number;
   /** Pods with a fail result. */
   failed: number;
@@ -132,7 +144,7 @@ export function summarizeAudits(audits: readonly PodAudit[]): AuditSummary {
   const has = (a: PodAudit, r: ScanResult["result"]) => a.results.some((x) => x.result === r);
   return {
     pods: audits.length,
-    passed: audits.filter((a) => a.results.length === 0).length,
+    passed: audits.filter((a) => a.results.every((r) => r.result === "skip")).length,
     failed: audits.filter((a) => has(a, "fail")).length,
     warned: audits.filter((a) => !has(a, "fail") && !has(a, "error") && has(a, "warn")).length,
     errors: audits.filter((a) => !has(a, "fail") && has(a, "error")).length,

@@ -7,7 +7,7 @@ import { renderJson, renderJunit, renderText, renderYaml, summarize } from "./ch
 import { podSecurityContext } from "../policy/pod-security-context.ts";
 import { impersonatedUser } from "./impersonation.ts";
 import { NAMESPACE_LABELS_SYNTAX, parseNamespaceLabels } from "./namespace-labels-flag.ts";
-import { checkManifests, offlineChecker, type OfflineChecker } from "./offline-engine.ts";
+import { checkManifests, offlineChecker, unhonouredExceptionNote, type OfflineChecker } from "./offline-engine.ts";
 
 export const CHECK_USAGE = `Usage: imprimatur check [--policies DIR] [--profile NAME] -f FILE|DIR|- [-f …] [options]
 
@@ -43,6 +43,9 @@ listed as skipped, with the reason.
                        refuses one whose namespace it cannot read)
   --pod-security-config FILE
                        Pod Security Admission's PodSecurityConfiguration, as for serve; implies --pod-security
+  --exceptions-namespace NS
+                       honour the PolicyExceptions of this namespace, as "serve --exceptions-namespace" does
+                       (repeatable; by default none is honoured, and each one the policies hold is named)
   --strict             unknown fields in Pods and pod templates are errors (default: warnings)
   -o, --output FORMAT  text (default: one line per finding and a summary), json, yaml or junit
   -h, --help           show this help
@@ -80,6 +83,7 @@ export async function runCheck(argv: string[]): Promise<number> {
       "as-group": { type: "string", multiple: true, default: [] },
       "pod-security": { type: "boolean", default: false },
       "pod-security-config": { type: "string" },
+      "exceptions-namespace": { type: "string", multiple: true, default: [] },
     }));
     if (values["as-group"]!.length > 0 && values.as === undefined) throw new UsageError("--as-group needs --as (as for kubectl)");
     if (values.filename!.length === 0) throw new UsageError("at least one -f FILE|DIR|- is required");
@@ -102,6 +106,7 @@ export async function runCheck(argv: string[]): Promise<number> {
       namespaces: values.namespaces,
       namespaceLabels,
       ...(values.namespace !== undefined ? { namespace: values.namespace } : {}),
+      exceptionNamespaces: values["exceptions-namespace"]!,
       ...(values.as !== undefined ? { user: impersonatedUser(values.as, values["as-group"]!) } : {}),
       ...(values["pod-security"] || values["pod-security-config"] !== undefined
         ? {
@@ -116,6 +121,7 @@ export async function runCheck(argv: string[]): Promise<number> {
     return 2;
   }
 
+  for (const name of checker.unhonouredExceptions) process.stderr.write(`imprimatur check: ${unhonouredExceptionNote(name)}\n`);
   const problems: string[] = [];
   const results = await checkManifests(checker, values.filename!, values.strict!, problems);
   await checker.engine.close();

@@ -31,6 +31,8 @@ export interface OfflineSetup {
   user?: RequestUser;
   /** Pod Security Admission by the namespaces' labels, as serve --pod-security (check --pod-security). */
   podSecurity?: PodSecurityContext;
+  /** The namespaces whose PolicyExceptions are honoured, as serve --exceptions-namespace. */
+  exceptionNamespaces?: readonly string[];
 }
 
 export interface OfflineChecker {
@@ -41,6 +43,8 @@ export interface OfflineChecker {
   /** The namespace of objects that name none. */
   namespace: string;
   user?: RequestUser;
+  /** The set's PolicyExceptions that are not honoured (their namespace is not an --exceptions-namespace), "ns/name". */
+  unhonouredExceptions: string[];
 }
 
 /** Throws what loading throws (PolicyLoadError, EmptyPolicySetError, ConfigError, …) for the caller to report. */
@@ -51,12 +55,26 @@ export async function offlineChecker(setup: OfflineSetup): Promise<OfflineChecke
   const fromFile = namespacesFile ? await loadNamespacesFile(namespacesFile) : NO_NAMESPACE_LABELS;
   const namespaces = setup.namespaceLabels && setup.namespaceLabels.size > 0 ? withLabels(fromFile, setup.namespaceLabels) : fromFile;
   return {
-    engine: await Engine.build({ config, policies, namespaces, offline: true, ...(setup.podSecurity ? { podSecurity: setup.podSecurity } : {}) }),
+    engine: await Engine.build({
+      config,
+      policies,
+      namespaces,
+      offline: true,
+      ...(setup.podSecurity ? { podSecurity: setup.podSecurity } : {}),
+      ...(setup.exceptionNamespaces ? { exceptionNamespaces: setup.exceptionNamespaces } : {}),
+    }),
     config,
     namespaces,
     namespace: setup.namespace ?? "default",
     ...(setup.user ? { user: setup.user } : {}),
+    unhonouredExceptions: policies.PolicyException.filter((e) => !(setup.exceptionNamespaces ?? []).includes(e.namespace)).map((e) => e.name),
   };
+}
+
+/** What check and test say of a PolicyException the set holds but that is not honoured, as serve would not honour it. */
+export function unhonouredExceptionNote(name: string): string {
+  const namespace = name.slice(0, name.indexOf("/"));
+  return `PolicyException ${name} is not honoured: exceptions count only in the namespaces --exceptions-namespace names (as for serve), and ${namespace} is not one`;
 }
 
 /** Every object of the manifests, judged as `check` judges it; unreadable input goes to `problems`. */

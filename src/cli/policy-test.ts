@@ -109,6 +109,7 @@ const TEST_KEYS = [
   "userInfo",
   "podSecurity",
   "podSecurityConfig",
+  "exceptionNamespaces",
   "resources",
   "results",
 ];
@@ -150,6 +151,8 @@ export interface PolicyTest {
   user?: RequestUser;
   /** Pod Security Admission by the namespaces' labels (`podSecurity: true`, or `podSecurityConfig: FILE`). */
   podSecurity?: { config?: string };
+  /** The namespaces whose PolicyExceptions are honoured, as serve --exceptions-namespace. */
+  exceptionNamespaces?: string[];
   resources: string[];
   results: Expectation[];
 }
@@ -345,6 +348,15 @@ async function checkPolicyTest(
     checks.problem(["podSecurity"], "must be true or false: whether the namespaces' pod-security.kubernetes.io labels apply, as serve --pod-security");
   const podSecurityConfig = await onePath("podSecurityConfig");
   const podSecurity = podSecurityConfig !== undefined ? { config: podSecurityConfig } : o.podSecurity === true ? {} : undefined;
+  let exceptionNamespaces: string[] | undefined;
+  if (o.exceptionNamespaces !== undefined) {
+    const list = checks.list(o.exceptionNamespaces, ["exceptionNamespaces"], "must be a list of namespace names");
+    exceptionNamespaces = [];
+    for (const [i, ns] of (list ?? []).entries()) {
+      if (typeof ns === "string" && NAMESPACE.test(ns)) exceptionNamespaces.push(ns);
+      else checks.problem(["exceptionNamespaces", i], "must be a namespace name: one whose PolicyExceptions are honoured, as serve --exceptions-namespace");
+    }
+  }
   const resources = await pathList("resources", true);
 
   const results: Expectation[] = [];
@@ -371,6 +383,7 @@ async function checkPolicyTest(
     ...(namespaceLabels !== undefined ? { namespaceLabels } : {}),
     ...(user !== undefined ? { user } : {}),
     ...(podSecurity !== undefined ? { podSecurity } : {}),
+    ...(exceptionNamespaces !== undefined ? { exceptionNamespaces } : {}),
     resources,
     results,
   };
@@ -476,6 +489,7 @@ async function runOne(test: PolicyTest, opts: TestRunOptions, report: TestReport
       namespaceLabels: mergeNamespaceLabels(opts.namespaceLabels ?? new Map(), test.namespaceLabels ?? new Map()),
       ...((test.namespace ?? opts.namespace) !== undefined ? { namespace: (test.namespace ?? opts.namespace)! } : {}),
       ...((test.user ?? opts.user) !== undefined ? { user: (test.user ?? opts.user)! } : {}),
+      ...(test.exceptionNamespaces ? { exceptionNamespaces: test.exceptionNamespaces } : {}),
       ...(test.podSecurity
         ? {
             podSecurity: await podSecurityContext(test.podSecurity.config, {

@@ -55,6 +55,11 @@ export const SERVE_USAGE = `Usage: imprimatur serve [options]
   --require-policies   until at least one policy is in force (or --pod-security is on), /readyz says not
                        ready and every review is denied, naming this flag: with --policy-crds, a server
                        whose policies are not there yet never admits everything (set in deploy/)
+  --exceptions-namespace NS
+                       honour the PolicyExceptions of this namespace (repeatable): for the workloads they
+                       match, the policies, rules and checks they name are set aside, with a warning, an audit
+                       record and a skip in reports. By default none is honoured; give the namespace only to
+                       those who may exempt workloads (RBAC on policyexceptions there)
   --host ADDR          listen address (default 0.0.0.0)
   --port N             HTTPS port (default 8443)
   --state-dir DIR      state folder: generated CA (ca.crt), serving certificate, audit log (default ./.state)
@@ -191,6 +196,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
       "digest-mode": { type: "string" },
       "allow-empty": { type: "boolean" },
       "require-policies": { type: "boolean" },
+      "exceptions-namespace": { type: "string", multiple: true, default: [] },
       "allow-empty-policies": { type: "boolean" },
       "policy-crds": { type: "boolean" },
       drain: { type: "string", default: "5s" },
@@ -297,7 +303,11 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
     if (values["policy-crds"]) {
       if (!kube) throw new Error("--policy-crds needs the Kubernetes API: give --kubeconfig, or run in a pod");
       const folder = values.policies ? new PolicyFolder(values.policies) : undefined;
-      policyResources = policyResourceSource(kube, { logger: startupLogger(), ...(folder ? { folder } : {}) });
+      policyResources = policyResourceSource(kube, {
+        logger: startupLogger(),
+        exceptionNamespaces: values["exceptions-namespace"]!,
+        ...(folder ? { folder } : {}),
+      });
     }
     if (namespacesFile) namespaces = await signals.during(loadNamespacesFile(namespacesFile));
     else if (kube) {
@@ -311,7 +321,11 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
     otherClusters = await signals.during(connectClusters(clusterFiles.home, clusterFiles.files, startupLogger()), (late) => void late.close());
     if (values["policy-crds"])
       for (const [name, connection] of otherClusters.connections.others)
-        if (connection.kube) clusterPolicyResources.set(name, policyResourceSource(connection.kube, { logger: startupLogger().child({ cluster: name }) }));
+        if (connection.kube)
+          clusterPolicyResources.set(
+            name,
+            policyResourceSource(connection.kube, { logger: startupLogger().child({ cluster: name }), exceptionNamespaces: values["exceptions-namespace"]! }),
+          );
     callerFiles = await watchCallerFiles({ clientCa: values["client-ca"], tokens: values["caller-tokens"] }, startupLogger());
     const callers = {
       ...callerFiles.initial,
@@ -346,6 +360,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
         // With --policy-crds policies arrive through the API at any time: a fresh install starts with none.
         allowEmptyPolicies: values["allow-empty"] === true || values["allow-empty-policies"] === true || values["policy-crds"] === true,
         requirePolicies: values["require-policies"] === true,
+        exceptionNamespaces: values["exceptions-namespace"]!,
         ...(kube ? { kube } : {}),
         clusters: otherClusters.connections,
         ...(clusterPolicyResources.size > 0 ? { clusterPolicySources: new Map([...clusterPolicyResources].map(([name, r]) => [name, r.source])) } : {}),

@@ -49,6 +49,13 @@ export interface Pass {
   field?: string;
 }
 
+/** A failure a PolicyException set aside (apply-exceptions.ts): audited, warned of and reported as skip. */
+export interface Exemption {
+  /** The exception, "namespace/name". */
+  exception: string;
+  violation: Violation;
+}
+
 export interface Decision {
   allowed: boolean;
   /** The failures that deny (validationActions holding Deny). */
@@ -65,6 +72,8 @@ export interface Decision {
   failOpen?: Array<{ backend: string; error: string }>;
   /** Changes to the object (mutating webhook only). */
   patches?: JsonPatchOperation[];
+  /** Failures that PolicyExceptions set aside: neither denying nor warning as failures, but recorded. */
+  exemptions?: Exemption[];
 }
 
 export function allow(extra: Partial<Decision> = {}): Decision {

@@ -8,6 +8,7 @@ import { matchUsesNamespaceLabels } from "./request-match/request-match.ts";
 import { imagePolicyKind } from "./image-policy/image-policy-kind.ts";
 import { podRestrictionKind } from "./pod-restriction/pod-restriction-kind.ts";
 import { trustRootKind } from "./trust-root/trust-root-kind.ts";
+import { policyExceptionKind } from "./policy-exception/policy-exception-kind.ts";
 import { POLICY_API_VERSION } from "./image-policy/image-policy-kind.ts";
 import { compileNamespacedImagePolicy } from "./image-policy/namespaced-image-policy.ts";
 import { compileNamespacedPodRestriction } from "./pod-restriction/namespaced-pod-restriction.ts";
@@ -16,6 +17,7 @@ export const POLICY_KINDS = {
   ImagePolicy: imagePolicyKind,
   PodRestriction: podRestrictionKind,
   TrustRoot: trustRootKind,
+  PolicyException: policyExceptionKind,
 } as const;
 
 export type KindName = keyof typeof POLICY_KINDS;
@@ -117,6 +119,7 @@ export function evaluateKinds(prepared: PreparedPolicies, subject: AdmissionSubj
   return decisions;
 }
 
+/** How many policies the set holds. Exceptions are not counted: they only set decisions aside, so alone they put nothing in force. */
 export function policyCount(set: PolicySet): number {
-  return KIND_NAMES.reduce((n, k) => n + set[k].length, 0);
+  return KIND_NAMES.reduce((n, k) => (k === "PolicyException" ? n : n + set[k].length), 0);
 }

@@ -1,4 +1,5 @@
-// Break-glass overrides and fail-open admissions are written to the audit log, durably, before the answer.
+// Break-glass overrides, failures set aside by PolicyExceptions and fail-open admissions are written to the audit
+// log, durably, before the answer.
 // If the record cannot be written the admission is denied: an override that leaves no trace is not allowed.
 // Dry runs decide the same way but leave no record (the webhooks declare sideEffects: NoneOnDryRun).
 import type { Logger } from "pino";
@@ -16,7 +17,7 @@ export async function recordOverrides(
   call: AdmissionCall,
   images: string[],
 ): Promise<Decision> {
-  if (!decision.allowed || call.dryRun || (!decision.breakGlass && !decision.failOpen)) return decision;
+  if (!decision.allowed || call.dryRun || (!decision.breakGlass && !decision.failOpen && !decision.exemptions)) return decision;
   const base = {
     time: new Date().toISOString(),
     endpoint: call.endpoint,
@@ -43,6 +44,11 @@ export async function recordOverrides(
         overridden: decision.breakGlass.overridden,
       });
       logger.warn({ ...base, passes: undefined, ticket: decision.breakGlass.ticket }, "break-glass override admitted");
+    }
+    if (decision.exemptions) {
+      const exceptions = [...new Set(decision.exemptions.map((x) => x.exception))];
+      await audit.append({ ...base, event: "policy-exception", exceptions, setAside: decision.exemptions });
+      logger.warn({ ...base, passes: undefined, exceptions }, "admitted with failures set aside by policy exceptions");
     }
     if (decision.failOpen) {
       await audit.append({ ...base, event: "fail-open", backends: decision.failOpen });

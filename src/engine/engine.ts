@@ -57,6 +57,7 @@ import { DigestResolver } from "../registry/digest-resolver.ts";
 import { RegistryClient, type RoundTrip } from "../registry/registry-client.ts";
 import type { RegistrySettingsMap } from "../registry/registry-settings.ts";
 import type { AdmissionCall } from "./admission-call.ts";
+import { applyExceptions, type HonouredNamespaces } from "../core/policy-exception/apply-exceptions.ts";
 import { recordOverrides } from "./audit-overrides.ts";
 import { NO_RECORDER, type Recorder } from "./recorder.ts";
 import { ClusterUnreadableError, clusterToRead, fromHomeCluster, NO_OTHER_CLUSTERS, type ClusterConnections } from "./cluster-reads.ts";
@@ -87,6 +88,8 @@ export interface EngineOptions {
   podSecurity?: PodSecurityContext;
   /** Deny every review while no policy is in force (`serve --require-policies`), instead of admitting everything. */
   requirePolicies?: boolean;
+  /** The namespaces whose PolicyExceptions are honoured (`serve --exceptions-namespace`); none by default. */
+  exceptionNamespaces?: readonly string[];
 }
 
 /** The clock check of a review's deadline, for the CEL evaluations it runs (src/core/conditions/evaluation-deadline.ts). */
@@ -141,6 +144,7 @@ export class Engine {
   private readonly templateKinds: ServerConfig["podTemplates"];
   private readonly podSecurity: PodSecurityContext | undefined;
   private readonly requirePolicies: boolean;
+  private readonly honouredExceptions: HonouredNamespaces;
   private readonly options: EngineOptions;
   private readonly clusters: ClusterConnections;
   /** What the server's own cluster's reviews read. */
@@ -167,6 +171,7 @@ export class Engine {
     this.templateKinds = opts.config.podTemplates;
     this.podSecurity = opts.podSecurity;
     this.requirePolicies = opts.requirePolicies === true;
+    this.honouredExceptions = new Set(opts.exceptionNamespaces ?? []);
     if (!opts.offline) {
       this.registry = this.registryClient(opts);
       const registry = this.registry;
@@ -434,7 +439,11 @@ export class Engine {
     if (resolved) decisions.push(resolved.decision);
     if (outOfReach.length > 0) decisions.push(deny(outOfReach));
     // Failures set to Warn or Audit add their warnings and audit annotation once, over every kind.
-    let decision = decisions.length === 0 ? allow() : withActionEffects(combineDecisions(...decisions));
+    // Exceptions first: a failure they set aside must not warn or be audited as a failure.
+    let decision =
+      decisions.length === 0
+        ? allow()
+        : withActionEffects(applyExceptions(combineDecisions(...decisions), subject, prepared.set.PolicyException, this.honouredExceptions));
     if (!decision.allowed) decision.auditAnnotations.decision = "denied";
     decision = await recordOverrides(
       this.audit,
@@ -507,7 +516,8 @@ export class Engine {
     const outcome = pinner && subject.images.length > 0 ? await pinner.pin(this.pinRequest(subject, prepared), call.deadline) : undefined;
     const verified = pinner?.mode === "mutate" ? await this.verifiedImagePatches(tools, prepared, namespaceLabels, subject, outcome, call.deadline) : [];
     if (!outcome && verified.length === 0) return undefined;
-    const base = outcome?.decision ?? allow();
+    // A pin that failed under a rule an exception sets aside does not deny: the image goes through unpinned.
+    const base = outcome ? applyExceptions(outcome.decision, subject, prepared.set.PolicyException, this.honouredExceptions) : allow();
     if (base.allowed && verified.length > 0) base.patches = [...(base.patches ?? []), ...verified];
     const decision = await recordOverrides(this.audit, this.logger, base, subject, call, outcome?.failed.map((f) => f.target.image) ?? []);
     if (!call.dryRun && outcome) this.recordEvent(tools, subject, outcome);

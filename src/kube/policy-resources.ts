@@ -237,11 +237,16 @@ export class PolicyResourceWatch implements PolicyResourceStore {
  */
 export function policyResourceSource(
   kube: KubeConfig,
-  opts: { logger: Logger; folder?: PolicySource; startTimeoutMs?: number },
+  opts: { logger: Logger; folder?: PolicySource; startTimeoutMs?: number; exceptionNamespaces?: readonly string[] },
 ): { source: ResourcePolicySource; watch: PolicyResourceWatch; status: PolicyStatusWriter; close(): Promise<void> } {
   const watch = new PolicyResourceWatch(kube, { logger: opts.logger, ...(opts.startTimeoutMs !== undefined ? { startTimeoutMs: opts.startTimeoutMs } : {}) });
   const status = new PolicyStatusWriter(kube, { logger: opts.logger, latest: (kind, key) => watch.current(kind, key) });
-  const source = new ResourcePolicySource({ store: watch, status, ...(opts.folder ? { folder: opts.folder } : {}) });
+  const source = new ResourcePolicySource({
+    store: watch,
+    status,
+    ...(opts.folder ? { folder: opts.folder } : {}),
+    ...(opts.exceptionNamespaces ? { exceptionNamespaces: opts.exceptionNamespaces } : {}),
+  });
   return {
     source,
     watch,

@@ -6,6 +6,7 @@ import { stringify } from "yaml";
 import imagePolicySchema from "../core/image-policy/image-policy.schema.json" with { type: "json" };
 import podRestrictionSchema from "./schemas/pod-restriction.schema.json" with { type: "json" };
 import trustRootSchema from "./schemas/trust-root.schema.json" with { type: "json" };
+import policyExceptionSchema from "./schemas/policy-exception.schema.json" with { type: "json" };
 import { toStructuralSchema, type OpenApiSchema } from "./crd-schema.ts";
 import { MAX_RECORDED_DOCUMENT_BYTES } from "./policy-resource-status.ts";
 
@@ -14,7 +15,7 @@ export const POLICY_VERSION = "v1alpha1";
 export const POLICY_RESOURCE_CATEGORY = "imprimatur";
 
 export interface PolicyResourceKind {
-  kind: "ImagePolicy" | "PodRestriction" | "TrustRoot" | "NamespacedImagePolicy" | "NamespacedPodRestriction";
+  kind: "ImagePolicy" | "PodRestriction" | "TrustRoot" | "NamespacedImagePolicy" | "NamespacedPodRestriction" | "PolicyException";
   plural: string;
   /** Short names checked against the built-in resources' (ing, pc, pdb, psp, …) and common add-ons' (Tekton's pr, tr). */
   shortNames: string[];
@@ -92,6 +93,15 @@ export const POLICY_RESOURCE_KINDS: readonly PolicyResourceKind[] = [
     schemaFile: "src/policy/schemas/pod-restriction.schema.json",
     namespaced: true,
   },
+  {
+    kind: "PolicyException",
+    plural: "policyexceptions",
+    // None: Kyverno's PolicyException has "polex", and a cluster may run both.
+    shortNames: [],
+    schema: policyExceptionSchema,
+    schemaFile: "src/policy/schemas/policy-exception.schema.json",
+    namespaced: true,
+  },
 ];
 
 /** A namespace name, as the API requires: a DNS label. */
@@ -112,6 +122,8 @@ export function namespacedEditorSchemas(): Map<string, Record<string, unknown>> 
   for (const k of POLICY_RESOURCE_KINDS) {
     if (!k.namespaced) continue;
     const slug = k.kind.replace(/(?<=[a-z])(?=[A-Z])/g, "-").toLowerCase();
+    // A kind written namespaced from the start (PolicyException): its own schema is the editors' already.
+    if (k.schemaFile === `src/policy/schemas/${slug}.schema.json`) continue;
     const schema = structuredClone(k.schema) as Record<string, unknown> & {
       properties: { metadata: { properties: Record<string, unknown>; required?: string[] } };
     };

@@ -19,7 +19,9 @@ export type ReadyReason =
   /** In force, but an attestor names a trust root no TrustRoot in force answers to: the rules that need it deny. */
   | "TrustRootNotFound"
   /** Its policy document is larger than status.inForce holds, so it never comes into force (see MAX_RECORDED_DOCUMENT_BYTES). */
-  | "TooLarge";
+  | "TooLarge"
+  /** A PolicyException in a namespace serve's --exceptions-namespace does not name: never in force. */
+  | "NotHonoured";
 
 /**
  * status.inForce: the generation in force and its policy document as compiled (JSON text, so a merge patch
@@ -51,7 +53,7 @@ export type ResourceOutcome =
     }
   | {
       state: "rejected";
-      reason: "InvalidPolicy" | "PolicyConflict" | "TooLarge";
+      reason: "InvalidPolicy" | "PolicyConflict" | "TooLarge" | "NotHonoured";
       generation: number;
       errors: readonly PolicyError[];
       /** The earlier generation of this object still in force, if one is; otherwise the object is not in force. */

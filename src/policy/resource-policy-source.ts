@@ -58,7 +58,7 @@ interface Judged {
   previous?: Version;
   /** Which version takes part in the set: the current one, the last good one, or none. */
   use: "current" | "previous" | "none";
-  rejection?: { reason: "InvalidPolicy" | "PolicyConflict" | "TooLarge"; errors: PolicyError[] };
+  rejection?: { reason: "InvalidPolicy" | "PolicyConflict" | "TooLarge" | "NotHonoured"; errors: PolicyError[] };
   /** The version status.inForce records, when it was the candidate and does not compile. */
   recordRejected?: { generation: number; errors: PolicyError[] };
   /** Rules of the version in use that deny for want of a trust root. */
@@ -100,9 +100,18 @@ export class ResourcePolicySource implements PolicySource {
   private readonly compiled = new Map<string, Compiled>();
   /** By origin: the version each object's status records, compiled once per record. */
   private readonly recordsCompiled = new Map<string, CompiledRecord>();
+  /** Where PolicyExceptions are honoured (serve --exceptions-namespace); one elsewhere is never in force. */
+  private readonly exceptionNamespaces: ReadonlySet<string>;
 
-  constructor(opts: { store: PolicyResourceStore; folder?: PolicySource; status?: PolicyStatusSink; now?: () => Date }) {
+  constructor(opts: {
+    store: PolicyResourceStore;
+    folder?: PolicySource;
+    status?: PolicyStatusSink;
+    now?: () => Date;
+    exceptionNamespaces?: readonly string[];
+  }) {
     this.store = opts.store;
+    this.exceptionNamespaces = new Set(opts.exceptionNamespaces ?? []);
     this.folder = opts.folder;
     this.status = opts.status;
     this.now = opts.now ?? (() => new Date());
@@ -118,6 +127,17 @@ export class ResourcePolicySource implements PolicySource {
     for (const cache of [this.compiled, this.recordsCompiled]) for (const origin of cache.keys()) if (!present.has(origin)) cache.delete(origin);
     const judged: Judged[] = snapshot.map((resource) => {
       const origin = resourceOrigin(resource);
+      if (resource.kind === "PolicyException" && !this.exceptionNamespaces.has(resource.namespace ?? "")) {
+        // Not compiled at all: what it would set aside must not depend on whether it compiles.
+        const current = { generation: resource.generation, text: "", parsed: { policies: emptyPolicySet(), errors: [] } };
+        return {
+          resource,
+          origin,
+          current,
+          use: "none",
+          rejection: { reason: "NotHonoured", errors: [{ origin, message: notHonoured(resource.namespace ?? "") }] },
+        };
+      }
       const key = contentKey(resource);
       let c = this.compiled.get(origin);
       if (c?.key !== key) {
@@ -302,6 +322,10 @@ function compileRecord(
   if (!isObject(document) || document.kind !== resource.kind || meta.name !== resource.name || meta.namespace !== resource.namespace)
     return refused("status.inForce.document", `is not a policy document of ${origin}`);
   return { text: recorded.document, parsed: parsePolicyText(recorded.document, origin, { profiles }) };
+}
+
+function notHonoured(namespace: string): string {
+  return `not honoured: PolicyExceptions count only in the namespaces serve --exceptions-namespace names, and ${namespace} is not one`;
 }
 
 /** The errors loading these texts as one set gives (duplicate names, …), or what it warns of (unresolved trust roots). */

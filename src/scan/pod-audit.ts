@@ -12,7 +12,7 @@ import type { Engine } from "../engine/engine.ts";
 /** What the audit of one pod found: its report's results, and the counts the metrics and the CLI need. */
 export interface PodAudit {
   resource: ReportedResource;
-  /** Failures, warnings and errors; passes are not reported (a pod with none has no report). */
+  /** Failures, warnings, errors and failures set aside (skip); passes are not reported (a pod with none has no report). */
   results: ScanResult[];
   /** Failures with Deny among their actions (what admission would refuse now). */
   denials: number;
@@ -82,6 +82,8 @@ export async function auditPod(
   // A Warn failure is a warning in the report; one set to Audit only is a failure there, as Kyverno reports it.
   for (const v of decision.advisories ?? []) results.push(result(v, actionsOf(v).includes("Warn") ? "warn" : "fail"));
   for (const v of decision.breakGlass?.overridden ?? []) results.push(result(v, "warn", "set aside by break-glass: "));
+  // As Kyverno reports a rule a PolicyException covers: skip, naming the exception.
+  for (const x of decision.exemptions ?? []) results.push(result(x.violation, "skip", `set aside by PolicyException ${x.exception}: `));
   for (const f of decision.failOpen ?? [])
     results.push({
       policy: IMPRIMATUR_POLICY,

@@ -54,6 +54,8 @@ export interface AppOptions {
   allowEmptyPolicies?: boolean;
   /** Not ready, and every review denied, while no policy is in force (`serve --require-policies`). */
   requirePolicies?: boolean;
+  /** The namespaces whose PolicyExceptions are honoured (`serve --exceptions-namespace`). */
+  exceptionNamespaces?: readonly string[];
   logger?: Logger;
   /** Reload policies when files in the folder change (default true). */
   watchPolicies?: boolean;
@@ -151,6 +153,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
     if (policyCount(initial) === 0) {
       logger.warn({ policies: source.description }, nothingInForce(opts));
     }
+    warnUnhonouredExceptions(initial, opts, logger);
     engine = await buildEngine(opts, initial, logger, recorder);
   } catch (e) {
     await metricsServer?.close();
@@ -204,6 +207,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
       recorder.policyReload("success");
       logger.info({ policies: set.ImagePolicy.map((p) => p.name), podRestrictions: set.PodRestriction.map((p) => p.name) }, "policies reloaded");
       if (policyCount(set) === 0) logger.warn({ policies: source.description }, nothingInForce(opts));
+      warnUnhonouredExceptions(set, opts, logger);
       scan?.scanner.policiesChanged();
       await opts.onPoliciesReloaded?.(set);
       return undefined;
@@ -317,6 +321,13 @@ function nothingInForce(opts: AppOptions): string {
     : "no policy is loaded: every request is admitted";
 }
 
+/** PolicyExceptions the set holds (from files; custom resources say so in their status) that are not honoured. */
+function warnUnhonouredExceptions(set: PolicySet, opts: AppOptions, logger: Logger): void {
+  const honoured = new Set(opts.exceptionNamespaces ?? []);
+  const ignored = set.PolicyException.filter((e) => !honoured.has(e.namespace)).map((e) => e.name);
+  if (ignored.length > 0) logger.warn({ exceptions: ignored }, "PolicyExceptions not honoured: their namespace is not one --exceptions-namespace names");
+}
+
 function buildEngine(opts: AppOptions, policies: PolicySet, logger: Logger, recorder: Recorder): Promise<Engine> {
   return Engine.build({
     config: opts.config,
@@ -332,5 +343,6 @@ function buildEngine(opts: AppOptions, policies: PolicySet, logger: Logger, reco
     ...(opts.onRegistryRoundTrip ? { onRegistryRoundTrip: opts.onRegistryRoundTrip } : {}),
     ...(opts.podSecurity ? { podSecurity: opts.podSecurity } : {}),
     ...(opts.requirePolicies ? { requirePolicies: true } : {}),
+    ...(opts.exceptionNamespaces ? { exceptionNamespaces: opts.exceptionNamespaces } : {}),
   });
 }

@@ -16,6 +16,8 @@ import { embeddedTrustedRootJson } from "../../src/verification/trust-roots.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const NS = "crd-e2e";
+/** The namespace serve honours PolicyExceptions in (--exceptions-namespace). */
+const EXCEPTIONS_NS = "crd-exceptions";
 let cluster: KubeCluster;
 let server: ImprimaturProcess | undefined;
 let dir: string;
@@ -169,7 +171,7 @@ test("serve --policy-crds: applied, broken, fixed and deleted ImagePolicies take
   const fresh = await startImprimatur(["--kubeconfig", cluster.kubeconfig, "--policy-crds"]);
   assert.match(await fresh.log(), /no policy is loaded: every request is admitted/);
   await fresh.stop();
-  server = await startImprimatur(["--kubeconfig", cluster.kubeconfig, "--policy-crds", "--policies", folder]);
+  server = await startImprimatur(["--kubeconfig", cluster.kubeconfig, "--policy-crds", "--policies", folder, "--exceptions-namespace", EXCEPTIONS_NS]);
   const vwc = validatingWebhookConfiguration(server, {
     name: "imprimatur-crds",
     rules: [webhookRule("pods")],
@@ -356,6 +358,57 @@ test("a PodRestriction resource takes effect and goes with its deletion", async 
   assert.equal(ready.stdout, "True/1");
   assert.equal((await cluster.kubectl(["delete", "podrestriction", "no-host-network"])).code, 0);
   await until("the deleted PodRestriction no longer denies", admitted);
+});
+
+test("a PolicyException resource sets a rule aside for the pods it matches, only from an honoured namespace; its status says which", async () => {
+  assert.ok(server, "serve runs (earlier test)");
+  for (const ns of [EXCEPTIONS_NS, "crd-unhonoured"]) assert.equal((await cluster.kubectl(["create", "namespace", ns])).code, 0);
+  const legacyImage = "registry.example.com/legacy/report:1";
+  assert.equal(
+    (await cluster.apply(policy("no-legacy", [{ action: "deny", images: ["registry.example.com/legacy/*"], message: "legacy images are retired" }]))).code,
+    0,
+  );
+  const create = (name: string) => cluster.kubectl(["create", "--dry-run=server", "-f", "-"], { input: podYaml(name, NS, [legacyImage]) });
+  await until("the policy denies", async () => (await create("nightly-1")).code !== 0);
+
+  const exception = (namespace: string) =>
+    JSON.stringify({
+      apiVersion: "imprimatur.dev/v1alpha1",
+      kind: "PolicyException",
+      metadata: { name: "legacy-nightly", namespace },
+      spec: { exceptions: [{ policyName: "no-legacy" }], match: { any: [{ resources: { kinds: ["Pod"], namespaces: [NS], names: ["nightly-*"] } }] } },
+    });
+  const exceptionReady = async (namespace: string) => {
+    const res = await cluster.kubectl(["get", "policyexceptions.imprimatur.dev", "legacy-nightly", "-n", namespace, "-o", "json"]);
+    assert.equal(res.code, 0, res.stderr);
+    return (JSON.parse(res.stdout) as { status?: { conditions?: Condition[] } }).status?.conditions?.find((c) => c.type === "Ready");
+  };
+
+  // In a namespace serve does not honour: not in force, and its status says why.
+  assert.equal((await cluster.apply(exception("crd-unhonoured"))).code, 0);
+  await until("Ready=False NotHonoured", async () => (await exceptionReady("crd-unhonoured"))?.reason === "NotHonoured");
+  assert.equal((await exceptionReady("crd-unhonoured"))?.status, "False");
+  assert.match((await exceptionReady("crd-unhonoured"))?.message ?? "", /--exceptions-namespace names, and crd-unhonoured is not one/);
+  assert.notEqual((await create("nightly-1")).code, 0, "still denied");
+
+  // In the honoured namespace: the matching pod is admitted, with the warning kubectl prints; another is not.
+  assert.equal((await cluster.apply(exception(EXCEPTIONS_NS))).code, 0);
+  await until("the exception sets the rule aside", async () => (await create("nightly-1")).code === 0);
+  const admitted = await create("nightly-2");
+  assert.equal(admitted.code, 0, admitted.stderr);
+  assert.match(
+    admitted.stderr,
+    /Warning: set aside by PolicyException crd-exceptions\/legacy-nightly: image "registry\.example\.com\/legacy\/report:1" .*violates policy no-legacy rules\[0\]: legacy images are retired/,
+  );
+  const other = await create("adhoc");
+  assert.notEqual(other.code, 0);
+  assert.match(other.stderr, /legacy images are retired/);
+  await until("Ready=True", async () => (await exceptionReady(EXCEPTIONS_NS))?.status === "True");
+
+  // Deleted: the rule denies again.
+  assert.equal((await cluster.kubectl(["delete", "policyexceptions.imprimatur.dev", "legacy-nightly", "-n", EXCEPTIONS_NS])).code, 0);
+  await until("the deleted exception no longer applies", async () => (await create("nightly-1")).code !== 0);
+  assert.equal((await cluster.kubectl(["delete", "imagepolicy", "no-legacy"])).code, 0);
 });
 
 test("a misspelt field is kept by the apiserver and refused by the loader, not pruned into a weaker policy", async () => {

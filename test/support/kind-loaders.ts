@@ -11,7 +11,7 @@ import { parsePolicyText } from "../../src/policy/load-policies.ts";
 import { profileSources, shippedProfiles } from "../../src/policy/profiles.ts";
 import { loadCallerTokens } from "../../src/server/caller-tokens.ts";
 
-const POLICY_KINDS = ["ImagePolicy", "PodRestriction", "TrustRoot", "NamespacedImagePolicy", "NamespacedPodRestriction"];
+const POLICY_KINDS = ["ImagePolicy", "PodRestriction", "TrustRoot", "NamespacedImagePolicy", "NamespacedPodRestriction", "PolicyException"];
 const FILE_LOADERS: Record<string, (file: string) => Promise<unknown>> = {
   PolicyTest: readPolicyTests,
   ServerConfig: loadServerConfig,

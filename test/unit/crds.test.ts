@@ -88,7 +88,7 @@ test("every CRD is imprimatur.dev/v1alpha1 (cluster-scoped, the namespaced kinds
   for (const k of POLICY_RESOURCE_KINDS) {
     const crd = policyCrd(k) as { spec: Record<string, any> };
     assert.equal(crd.spec.group, "imprimatur.dev");
-    assert.equal(crd.spec.scope, k.kind.startsWith("Namespaced") ? "Namespaced" : "Cluster", k.kind);
+    assert.equal(crd.spec.scope, k.kind.startsWith("Namespaced") || k.kind === "PolicyException" ? "Namespaced" : "Cluster", k.kind);
     assert.deepEqual(crd.spec.names.categories, ["imprimatur"]);
     for (const s of crd.spec.names.shortNames ?? []) assert.ok(!taken.includes(s), `${k.kind} short name ${s} clashes`);
     const [version] = crd.spec.versions;

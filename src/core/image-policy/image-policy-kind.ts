@@ -54,7 +54,8 @@ export function evaluateSubjectImages(policies: readonly ImagePolicy[], subject:
   return decisions.length === 1 ? decisions[0] : combineDecisions(...decisions);
 }
 
-function describeSchemaError(e: ErrorObject): FieldIssue {
+/** An ajv error as a field issue: its path, and words a policy author can act on (unknown fields name the known ones). */
+export function describeSchemaError(e: ErrorObject): FieldIssue {
   const path: Array<string | number> = e.instancePath
     .split("/")
     .slice(1)

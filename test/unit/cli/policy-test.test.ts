@@ -376,3 +376,27 @@ results:
 function escape(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
+
+test("exceptionNamespaces: the test's PolicyExceptions in those namespaces are honoured, as serve --exceptions-namespace; elsewhere not", async () => {
+  const policies = readFileSync(join(REPO_ROOT, "examples/exceptions/policies.yaml"), "utf8");
+  const pods = readFileSync(join(REPO_ROOT, "examples/exceptions/pods.yaml"), "utf8");
+  const test = (namespaces: string) => `apiVersion: imprimatur.dev/v1alpha1
+kind: PolicyTest
+metadata: {name: exceptions}
+policies: [policies.yaml]
+${namespaces}
+resources: [pods.yaml]
+results:
+  - {resource: Pod/nightly-report, namespace: batch, result: allowed}
+  - {resource: Pod/adhoc, namespace: batch, result: denied, policy: pinned-versions, rule: "rules[1]"}
+`;
+  const honoured = await imprimaturTest([
+    suite({ "policies.yaml": policies, "pods.yaml": pods, "imprimatur-test.yaml": test("exceptionNamespaces: [policy-exceptions]") }),
+  ]);
+  assert.equal(honoured.code, 0, honoured.stdout + honoured.stderr);
+  const ignored = await imprimaturTest([
+    suite({ "policies.yaml": policies, "pods.yaml": pods, "imprimatur-test.yaml": test("exceptionNamespaces: [elsewhere]") }),
+  ]);
+  assert.equal(ignored.code, 1, "the exception is not honoured: nightly-report is denied");
+  assert.match(ignored.stdout, /nightly-report.*allowed.*denied.*fail/i);
+});

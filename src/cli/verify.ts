@@ -5,13 +5,14 @@ import { DEFAULT_SERVER_CONFIG } from "../config/server-config.ts";
 import { subjectOfObject, type AdmissionSubject } from "../core/admission-subject.ts";
 import type { VerifiedImageRecord } from "../core/image-policy/verification-results.ts";
 import { parseImageReference } from "../core/image-reference.ts";
+import { NO_NAMESPACE_LABELS } from "../core/namespace-labels.ts";
 import { Engine } from "../engine/engine.ts";
 import { loadPolicies } from "../policy/load-policies.ts";
 import { policyFolders } from "../policy/policy-source.ts";
 import { EMBEDDED_POLICIES, errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 import { structuredViolation } from "./check-report.ts";
+import { NAMESPACE_LABELS_SYNTAX, parseNamespaceLabels, withLabels, type NamespaceLabels } from "./namespace-labels-flag.ts";
 import { registryAccess } from "./serve.ts";
-
 export const VERIFY_USAGE = `Usage: imprimatur verify [--policies DIR] [options] IMAGE...
 
 Judges each image as the webhooks would for a pod in --namespace (a tag that a rule pins is resolved to its
@@ -24,6 +25,9 @@ type an allowed image carries, and a summary.
 
   --policies DIR       policy folder or file (repeatable; default: the embedded default policy)
   -n, --namespace NS   the namespace to judge for (policies bound to namespaces; default "default")
+  --namespace-labels ${NAMESPACE_LABELS_SYNTAX}
+                       labels of a namespace, for namespaceSelector bindings (repeatable), as for check:
+                       --namespace-labels shop:env=prod
   --authfile FILE      registry credentials (the container tools' auth file format)
   --registries FILE    RegistryConfig: per-registry CA, client certificate, insecure (plain HTTP), mirrors, and
                        the hosts on local addresses that may be reached (allowLocalAddresses; others are refused)
@@ -50,12 +54,14 @@ interface ImageResult {
 export async function runVerify(argv: string[]): Promise<number> {
   let values;
   let images: string[];
+  let namespaceLabels: NamespaceLabels;
   try {
     const parsed = parseCommandArgs(
       argv,
       {
         policies: { type: "string", multiple: true, default: [] },
         namespace: { type: "string", short: "n", default: "default" },
+        "namespace-labels": { type: "string", multiple: true, default: [] },
         authfile: { type: "string" },
         registries: { type: "string" },
         timeout: { type: "string", default: "30" },
@@ -65,6 +71,7 @@ export async function runVerify(argv: string[]): Promise<number> {
     );
     values = parsed.values;
     images = parsed.positionals;
+    namespaceLabels = parseNamespaceLabels(values["namespace-labels"]!);
     if (images.length === 0) throw new UsageError("give at least one image");
     if (!OUTPUTS.includes(values.output as (typeof OUTPUTS)[number]))
       throw new UsageError(`--output must be one of ${OUTPUTS.join(", ")}, got ${values.output}`);
@@ -90,6 +97,7 @@ export async function runVerify(argv: string[]): Promise<number> {
     engine = await Engine.build({
       config: { ...structuredClone(DEFAULT_SERVER_CONFIG), backends: [] },
       policies,
+      ...(namespaceLabels.size > 0 ? { namespaces: withLabels(NO_NAMESPACE_LABELS, namespaceLabels) } : {}),
       ...(access.registries ? { registries: access.registries } : {}),
       ...(access.staticCredentials ? { staticCredentials: access.staticCredentials } : {}),
     });

@@ -19,4 +19,4 @@ export const NO_NAMESPACE_LABELS: NamespaceLabelSource = { labels: () => undefin
  */
 export const UNKNOWN_NAMESPACE_LABELS_HINT =
   "give the labels: serve reads them through the Kubernetes API (--kubeconfig, or in a pod) or --namespaces FILE; " +
-  "check, test and audit take --namespaces FILE or --namespace-labels NAMESPACE:KEY=VALUE";
+  "check and test take --namespaces FILE or --namespace-labels NAMESPACE:KEY=VALUE, verify --namespace-labels";

@@ -83,7 +83,7 @@ test("unknown namespace labels: the denial says what is missing and how to give 
   const selected = policy({ namespaceSelector: { matchLabels: { env: "prod" } }, rules: [] }, "selected");
   assert.equal(
     evaluateImagePolicies([selected], req(["registry.example.com/app:1"]), {}).violations[0]!.message,
-    'the labels of namespace "shop" are unknown, so whether this policy applies (selector env=prod) cannot be decided; give the labels: serve reads them through the Kubernetes API (--kubeconfig, or in a pod) or --namespaces FILE; check, test and audit take --namespaces FILE or --namespace-labels NAMESPACE:KEY=VALUE',
+    'the labels of namespace "shop" are unknown, so whether this policy applies (selector env=prod) cannot be decided; give the labels: serve reads them through the Kubernetes API (--kubeconfig, or in a pod) or --namespaces FILE; check and test take --namespaces FILE or --namespace-labels NAMESPACE:KEY=VALUE, verify --namespace-labels',
   );
 });
 

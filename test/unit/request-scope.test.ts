@@ -65,7 +65,7 @@ test("namespace selector: a request without a namespace is cluster-scoped; the u
   assert.equal(
     inScope(prod, podCreate()),
     'undecided: the labels of namespace "team-a" are unknown, so whether this policy applies (selector env=prod) cannot be decided; ' +
-      "give the labels: serve reads them through the Kubernetes API (--kubeconfig, or in a pod) or --namespaces FILE; check, test and audit take --namespaces FILE or --namespace-labels NAMESPACE:KEY=VALUE",
+      "give the labels: serve reads them through the Kubernetes API (--kubeconfig, or in a pod) or --namespaces FILE; check and test take --namespaces FILE or --namespace-labels NAMESPACE:KEY=VALUE, verify --namespace-labels",
   );
 });
 

@@ -131,7 +131,7 @@ describe("decidePodRestrictions edges", () => {
     assert.ok(v!.message.includes("tier=prod"), v!.message);
     assert.ok(
       v!.message.endsWith(
-        "give the labels: serve reads them through the Kubernetes API (--kubeconfig, or in a pod) or --namespaces FILE; check, test and audit take --namespaces FILE or --namespace-labels NAMESPACE:KEY=VALUE",
+        "give the labels: serve reads them through the Kubernetes API (--kubeconfig, or in a pod) or --namespaces FILE; check and test take --namespaces FILE or --namespace-labels NAMESPACE:KEY=VALUE, verify --namespace-labels",
       ),
       v!.message,
     );

@@ -239,7 +239,7 @@ describe("a namespaceSelector whose namespace labels are unknown", () => {
       decision.violations.map((v) => v.message),
       [
         'the labels of namespace "apps" are unknown, so whether this PodRestriction applies (selector team in (a,b),!legacy) cannot be decided; ' +
-          "give the labels: serve reads them through the Kubernetes API (--kubeconfig, or in a pod) or --namespaces FILE; check, test and audit take --namespaces FILE or --namespace-labels NAMESPACE:KEY=VALUE",
+          "give the labels: serve reads them through the Kubernetes API (--kubeconfig, or in a pod) or --namespaces FILE; check and test take --namespaces FILE or --namespace-labels NAMESPACE:KEY=VALUE, verify --namespace-labels",
       ],
     );
   });

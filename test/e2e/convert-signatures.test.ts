@@ -28,7 +28,7 @@ import {
 import { generateSigningKey, type SigningKey } from "../support/signer/keys.ts";
 import { createMockSigstore, type MockSigstore } from "../support/signer/mock-sigstore.ts";
 import { pushArtifact } from "../support/signer/oci-push.ts";
-import { COSIGN_SIGN_PREDICATE_TYPE, imageSignatureBundle, referrerManifest, referrersTag, referrersTagIndex } from "../support/signer/sigstore-bundles.ts";
+import { attachKeylessSignature } from "../support/signer/keyless-signature.ts";
 import { teardown } from "../support/teardown.ts";
 
 const WORKFLOW = "https://github.com/acme/app/.github/workflows/release.yml@refs/tags/v1";
@@ -65,19 +65,7 @@ async function signed(repository: string, key: SigningKey): Promise<string> {
 
 async function keyless(repository: string, subjectAltName: string): Promise<string> {
   const digest = await image(repository);
-  const cert = await sigstore.issueKeylessCertificate({ subjectAltName, issuer: ISSUER });
-  const bundle = await imageSignatureBundle({ name: `${registry.host}/${repository}`, digest, keyless: cert, rekor: sigstore, version: "0.3" });
-  const { raw } = await registry.inspectRaw(repository, "1.0");
-  const subject = { mediaType: (JSON.parse(raw.toString()) as { mediaType: string }).mediaType, digest, size: raw.length };
-  const referrer = referrerManifest({
-    bundleBytes: bundle.bytes,
-    bundleMediaType: bundle.mediaType,
-    subject,
-    predicateType: COSIGN_SIGN_PREDICATE_TYPE,
-    content: "dsse-envelope",
-  });
-  await pushArtifact(push(), repository, referrer, referrer.digest);
-  await pushArtifact(push(), repository, referrersTagIndex([referrer.descriptor]), referrersTag(digest));
+  await attachKeylessSignature({ registry, target: push(), sigstore, repository, tag: "1.0", digest, subjectAltName, issuer: ISSUER });
   return digest;
 }
 

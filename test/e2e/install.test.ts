@@ -107,6 +107,50 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
     return `imprimatur pods:\n${pods.stdout}${pods.stderr}\nlogs:\n${logs.stdout}${logs.stderr}\nkubelet:\n${cluster.componentLogs("kubelet", 20)}`;
   };
 
+  const pod = (name: string, namespace: string, image: string) =>
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name, namespace },
+      spec: {
+        terminationGracePeriodSeconds: 1,
+        imagePullSecrets: [{ name: PULL_SECRET }],
+        containers: [{ name: "main", image }],
+      },
+    });
+
+  /**
+   * Server-side dry-run pod creates, one after another until stopped, alternating an allowed image and a blocked
+   * one: the first must be admitted and the second refused with the policy's message. Anything else — a
+   * webhook that could not be called, a TLS error, a timeout — is a failure.
+   */
+  const streamAdmissions = (prefix: string) => {
+    const failures: string[] = [];
+    let admitted = 0;
+    let refused = 0;
+    let streaming = true;
+    const loop = (async () => {
+      for (let i = 0; streaming; i++) {
+        const blocked = i % 2 === 1;
+        const name = `${prefix}-${i}`;
+        const r = await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], {
+          input: pod(name, APP_NS, blocked ? blockedImage : allowedImage),
+          timeoutMs: 60_000,
+        });
+        if (blocked && r.code !== 0 && r.stderr.includes(DENY_MESSAGE)) refused++;
+        else if (!blocked && r.code === 0) admitted++;
+        else failures.push(`${new Date().toISOString()} ${name}: ${r.code === 0 ? "admitted" : r.stderr.trim()}`);
+      }
+    })();
+    return {
+      async stop() {
+        streaming = false;
+        await loop;
+        return { admitted, refused, failures };
+      },
+    };
+  };
+
   before(async () => {
     sysctlsBefore = sysctlValues();
     cgroupParentsBefore = cgroupParents();
@@ -366,17 +410,6 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
   });
 
   describe("Imprimatur installed with kubectl apply -k", () => {
-    const pod = (name: string, namespace: string, image: string) =>
-      JSON.stringify({
-        apiVersion: "v1",
-        kind: "Pod",
-        metadata: { name, namespace },
-        spec: {
-          terminationGracePeriodSeconds: 1,
-          imagePullSecrets: [{ name: PULL_SECRET }],
-          containers: [{ name: "main", image }],
-        },
-      });
     const imprimaturPods = async () =>
       JSON.parse(await kubectl("get", "pods", "-n", "imprimatur", "-l", IMPRIMATUR_LABEL, "-o", "json")).items as Array<{
         metadata: { name: string; deletionTimestamp?: string };
@@ -409,38 +442,6 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
         for (const line of r.stdout.split("\n")) if (line.trim() !== "") lines.add(line);
         podLogLines.set(p.metadata.name, lines);
       }
-    };
-
-    /**
-     * Server-side dry-run pod creates, one after another until stopped, alternating an allowed image and a blocked
-     * one: the first must be admitted and the second refused with the policy's message. Anything else — a
-     * webhook that could not be called, a TLS error, a timeout — is a failure.
-     */
-    const streamAdmissions = (prefix: string) => {
-      const failures: string[] = [];
-      let admitted = 0;
-      let refused = 0;
-      let streaming = true;
-      const loop = (async () => {
-        for (let i = 0; streaming; i++) {
-          const blocked = i % 2 === 1;
-          const name = `${prefix}-${i}`;
-          const r = await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], {
-            input: pod(name, APP_NS, blocked ? blockedImage : allowedImage),
-            timeoutMs: 60_000,
-          });
-          if (blocked && r.code !== 0 && r.stderr.includes(DENY_MESSAGE)) refused++;
-          else if (!blocked && r.code === 0) admitted++;
-          else failures.push(`${new Date().toISOString()} ${name}: ${r.code === 0 ? "admitted" : r.stderr.trim()}`);
-        }
-      })();
-      return {
-        async stop() {
-          streaming = false;
-          await loop;
-          return { admitted, refused, failures };
-        },
-      };
     };
 
     before(async () => {
@@ -741,13 +742,6 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
     const IMAGE_REPOSITORY = "imprimatur/installed";
     let overlay: string;
     let registriesFile: string;
-    const pod = (name: string, namespace: string, image: string) =>
-      JSON.stringify({
-        apiVersion: "v1",
-        kind: "Pod",
-        metadata: { name, namespace },
-        spec: { terminationGracePeriodSeconds: 1, imagePullSecrets: [{ name: PULL_SECRET }], containers: [{ name: "main", image }] },
-      });
     /** The CLI inside the cluster's network namespace, where both the apiserver and the registry are reached. */
     const imprimatur = async (args: string[], env: NodeJS.ProcessEnv = {}) => {
       const out = await runInNetns(
@@ -893,37 +887,22 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
 
     test("install again with a new build upgrades: the webhooks stay enforcing and no admission fails during the rollout", async (t) => {
       const before = (await kubectl("get", "deployment", "imprimatur", "-n", "imprimatur", "-o", "jsonpath={.spec.template.spec.containers[0].image}")).trim();
-      const failures: string[] = [];
-      let admitted = 0;
-      let refused = 0;
-      let streaming = true;
-      const loop = (async () => {
-        for (let i = 0; streaming; i++) {
-          const blocked = i % 2 === 1;
-          const r = await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], {
-            input: pod(`upgrade-${i}`, APP_NS, blocked ? blockedImage : allowedImage),
-            timeoutMs: 60_000,
-          });
-          if (blocked && r.code !== 0 && r.stderr.includes(DENY_MESSAGE)) refused++;
-          else if (!blocked && r.code === 0) admitted++;
-          else failures.push(`upgrade-${i}: ${r.code === 0 ? "admitted" : r.stderr.trim()}`);
-        }
-      })();
+      const stream = streamAdmissions("upgrade");
       let result;
+      let streamed;
       try {
         // Another revision label: another image digest, as a new checkout would build.
         result = await imprimatur(installArgs(), { IMPRIMATUR_COMMIT: "install-test-upgrade" });
       } finally {
-        streaming = false;
-        await loop;
+        streamed = await stream.stop();
       }
       assert.equal(result.code, 0, `${result.stdout}${result.stderr}`);
       assert.match(result.stdout, /apply .*the webhooks stay enforcing/);
       const after = (await kubectl("get", "deployment", "imprimatur", "-n", "imprimatur", "-o", "jsonpath={.spec.template.spec.containers[0].image}")).trim();
       assert.notEqual(after, before, "a new image rolled out");
-      t.diagnostic(`${admitted} admitted, ${refused} refused as the policy says, during the upgrade`);
-      assert.deepEqual(failures, []);
-      assert.ok(admitted > 0 && refused > 0);
+      t.diagnostic(`${streamed.admitted} admitted, ${streamed.refused} refused as the policy says, during the upgrade`);
+      assert.deepEqual(streamed.failures, []);
+      assert.ok(streamed.admitted > 0 && streamed.refused > 0);
       assert.deepEqual(await webhookFailurePolicies(), ["Fail", "Fail"]);
     });
 

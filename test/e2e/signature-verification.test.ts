@@ -28,7 +28,7 @@ import {
 import { generateSigningKey, type SigningKey } from "../support/signer/keys.ts";
 import { createMockSigstore, type MockSigstore } from "../support/signer/mock-sigstore.ts";
 import { pushArtifact } from "../support/signer/oci-push.ts";
-import { COSIGN_SIGN_PREDICATE_TYPE, imageSignatureBundle, referrerManifest, referrersTag, referrersTagIndex } from "../support/signer/sigstore-bundles.ts";
+import { attachKeylessSignature } from "../support/signer/keyless-signature.ts";
 import { teardown } from "../support/teardown.ts";
 
 const NS = "signed";
@@ -97,20 +97,8 @@ async function attest(
 }
 
 /** A keyless DSSE bundle attached as a referrer, listed in the referrers tag index (docker-registry has no API). */
-async function signKeyless(repository: string, tag: string, digest: string, subjectAltName: string): Promise<void> {
-  const cert = await sigstore.issueKeylessCertificate({ subjectAltName, issuer: ISSUER });
-  const bundle = await imageSignatureBundle({ name: `${registry.host}/${repository}`, digest, keyless: cert, rekor: sigstore, version: "0.3" });
-  const { raw } = await registry.inspectRaw(repository, tag);
-  const subject = { mediaType: (JSON.parse(raw.toString()) as { mediaType: string }).mediaType, digest, size: raw.length };
-  const referrer = referrerManifest({
-    bundleBytes: bundle.bytes,
-    bundleMediaType: bundle.mediaType,
-    subject,
-    predicateType: COSIGN_SIGN_PREDICATE_TYPE,
-    content: "dsse-envelope",
-  });
-  await pushArtifact(target(), repository, referrer, referrer.digest);
-  await pushArtifact(target(), repository, referrersTagIndex([referrer.descriptor]), referrersTag(digest));
+function signKeyless(repository: string, tag: string, digest: string, subjectAltName: string): Promise<void> {
+  return attachKeylessSignature({ registry, target: target(), sigstore, repository, tag, digest, subjectAltName, issuer: ISSUER });
 }
 
 function pod(name: string, image: string, extra: Record<string, unknown> = {}): string {

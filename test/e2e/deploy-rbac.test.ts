@@ -64,10 +64,21 @@ const CLUSTER_WIDE = [
   ...expand("", ["namespaces"], ["get", "list", "watch"]),
   ...expand("", ["secrets", "serviceaccounts"], ["get"]),
   ...expand("", ["events"], ["create"]),
-  ...expand("imprimatur.dev", ["imagepolicies", "podrestrictions", "trustroots", "namespacedimagepolicies", "namespacedpodrestrictions"], ["list", "watch"]),
   ...expand(
     "imprimatur.dev",
-    ["imagepolicies/status", "podrestrictions/status", "trustroots/status", "namespacedimagepolicies/status", "namespacedpodrestrictions/status"],
+    ["imagepolicies", "podrestrictions", "trustroots", "namespacedimagepolicies", "namespacedpodrestrictions", "policyexceptions"],
+    ["list", "watch"],
+  ),
+  ...expand(
+    "imprimatur.dev",
+    [
+      "imagepolicies/status",
+      "podrestrictions/status",
+      "trustroots/status",
+      "namespacedimagepolicies/status",
+      "namespacedpodrestrictions/status",
+      "policyexceptions/status",
+    ],
     ["patch"],
   ),
   ...expand("admissionregistration.k8s.io", ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"], ["get", "update"], ["imprimatur"]),

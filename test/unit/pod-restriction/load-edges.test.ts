@@ -30,6 +30,11 @@ describe("where load errors point", () => {
       "spec.spec.hostNetwork: unknown field \"hostNetwork\" here: PodRestrictions restrict the PodSpec's hostNetwork under securityContext, with the pod's other security settings (spec.spec.securityContext.hostNetwork)",
       "spec.spec.hostPID: unknown field \"hostPID\" here: PodRestrictions restrict the PodSpec's hostPID under securityContext, with the pod's other security settings (spec.spec.securityContext.hostPID)",
     ]);
+    for (const field of ["hostIPC", "shareProcessNamespace"]) {
+      assert.deepEqual(specErrors({ spec: { [field]: { require: false } } }), [
+        `spec.spec.${field}: unknown field "${field}" here: PodRestrictions restrict the PodSpec's ${field} under securityContext, with the pod's other security settings (spec.spec.securityContext.${field})`,
+      ]);
+    }
     assert.ok(compilePodRestriction({ ...DOC, spec: { spec: { securityContext: { hostNetwork: { require: false } } } } }).policy, "where it goes, it loads");
     assert.deepEqual(specErrors({ spec: { hostNetwerk: {} } }), ['spec.spec.hostNetwerk: unknown field "hostNetwerk"'], "other unknown fields as before");
   });

@@ -26,6 +26,17 @@ describe("string values", () => {
     assert.deepEqual(account(p, "Web"), ['spec.serviceAccountName: is "Web"; must match ^(?:\\p{Ll}+)$']);
   });
 
+  it("a value too long to match within the regex work limit is a finding with the engine's reason, not a pass", () => {
+    const p = policy({ serviceAccountName: { regex: "web-[0-9]+" } });
+    const long = `web-${"1".repeat(2_000_000)}`;
+    const found = account(p, long);
+    assert.equal(found.length, 1);
+    assert.equal(
+      found[0],
+      "spec.serviceAccountName: a value of 2000004 characters is too long to match against /web-[0-9]+/ (at most 1250000 for a pattern of 8 instructions)",
+    );
+  });
+
   it("a value passes when any of several wildcard entries matches", () => {
     const p = policy({ serviceAccountName: { allowed: ["web-*", "api-*"] } });
     assert.deepEqual(account(p, "web-1"), []);

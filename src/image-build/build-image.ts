@@ -10,7 +10,7 @@
 // its own handler, which is what makes PID 1 act on the signal). Every timestamp is the epoch and owners are
 // numeric, so the same inputs give the same digest; gzip output is cached by the layer's uncompressed digest.
 //
-// Push with skopeo: skopeo copy --preserve-digests oci:LAYOUT:TAG docker://HOST/REPOSITORY:TAG
+// Pushed by push-layout.ts (`imprimatur install`), or with skopeo: skopeo copy --preserve-digests oci:LAYOUT:TAG docker://HOST/REPOSITORY:TAG
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, writeFileSync } from "node:fs";

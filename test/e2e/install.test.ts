@@ -47,6 +47,17 @@ import { teardown } from "../support/teardown.ts";
 const PROJECT_DIR = fileURLToPath(new URL("../..", import.meta.url));
 const INSTALL = join(PROJECT_DIR, "deploy", "overlays", "kube-1.20");
 const PULL_SECRET = "private-registry";
+/** The strategic-merge patch of a user's overlay that gives Imprimatur's ServiceAccount the registry's pull secret. */
+const SERVICE_ACCOUNT_PULL_SECRET = [
+  "apiVersion: v1",
+  "kind: ServiceAccount",
+  "metadata:",
+  "  name: imprimatur",
+  "  namespace: imprimatur",
+  "imagePullSecrets:",
+  `  - name: ${PULL_SECRET}`,
+  "",
+].join("\n");
 // The harness's namespaces.
 const SMOKE_APP_NS = "smoke-app";
 const SMOKE_WEBHOOK_NS = "smoke-webhook";
@@ -480,19 +491,7 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
           "",
         ].join("\n"),
       );
-      writeFileSync(
-        join(overlay, "service-account-pull-secret.yaml"),
-        [
-          "apiVersion: v1",
-          "kind: ServiceAccount",
-          "metadata:",
-          "  name: imprimatur",
-          "  namespace: imprimatur",
-          "imagePullSecrets:",
-          `  - name: ${PULL_SECRET}`,
-          "",
-        ].join("\n"),
-      );
+      writeFileSync(join(overlay, "service-account-pull-secret.yaml"), SERVICE_ACCOUNT_PULL_SECRET);
       // Appended to serve's arguments (JSON strings are YAML scalars).
       writeFileSync(
         join(overlay, "tls-timeline.yaml"),
@@ -814,19 +813,7 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
           "",
         ].join("\n"),
       );
-      writeFileSync(
-        join(overlay, "pull-secret.yaml"),
-        [
-          "apiVersion: v1",
-          "kind: ServiceAccount",
-          "metadata:",
-          "  name: imprimatur",
-          "  namespace: imprimatur",
-          "imagePullSecrets:",
-          `  - name: ${PULL_SECRET}`,
-          "",
-        ].join("\n"),
-      );
+      writeFileSync(join(overlay, "pull-secret.yaml"), SERVICE_ACCOUNT_PULL_SECRET);
     });
 
     test("uninstall removes the webhook configurations first, then the rest; the CRDs and policies stay; pods are admitted again", async () => {

@@ -18,6 +18,8 @@ export interface RecordedRequest {
   /** Path and query as received. */
   url: string;
   authorization: string | undefined;
+  /** The Content-Type header, when sent. */
+  contentType?: string;
   body: string;
 }
 
@@ -70,7 +72,13 @@ export async function startServer(handler: Handler, options: { https?: boolean; 
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       const body = Buffer.concat(chunks).toString("utf8");
-      requests.push({ method: req.method ?? "", url: req.url ?? "", authorization: req.headers.authorization, body });
+      requests.push({
+        method: req.method ?? "",
+        url: req.url ?? "",
+        authorization: req.headers.authorization,
+        ...(req.headers["content-type"] !== undefined ? { contentType: req.headers["content-type"] } : {}),
+        body,
+      });
       Promise.resolve(handler(req, res, body)).catch((e: unknown) => {
         res.statusCode = 500;
         res.end(String(e));

@@ -285,3 +285,29 @@ test("a caller giving up on the ping fails as a timeout naming it", async (t) =>
   assert.ok(error.message.includes(`gave up waiting for GET /v2/ from ${registry.host}`), error.message);
   assert.equal(error.endpoint, registry.host);
 });
+
+test("two registries pinged at once each get their own ping: one's scheme is never taken for the other's", async (t) => {
+  const open = await FakeRegistry.start({ https: true });
+  const guarded = await FakeRegistry.start({ https: true, auth: "basic", users: { alice: { password: alice.password! } } });
+  t.after(() => Promise.all([open.close(), guarded.close()]));
+  open.putManifest(REPO, "v1", imageManifest("open"));
+  guarded.putManifest(REPO, "v1", imageManifest("guarded"));
+  const { caPem } = await testTls();
+  const client = new RegistryClient({
+    settings: registrySettingsMap([open, guarded].map((r) => ({ host: r.host, ca: caPem, allowLocalAddresses: true }))),
+    credentials: (host) => (host === guarded.host ? [alice] : []),
+  });
+  t.after(() => client.close());
+  await Promise.all([
+    client.getManifest({ registry: open.host, repository: REPO, tag: "v1" }),
+    client.getManifest({ registry: guarded.host, repository: REPO, tag: "v1" }),
+  ]);
+  assert.deepEqual(
+    guarded.requests.map((r) => [r.method, r.url, r.authorization === undefined ? "none" : "basic"]),
+    [
+      ["GET", "/v2/", "none"],
+      ["GET", `/v2/${REPO}/manifests/v1`, "basic"],
+    ],
+    "its own ping first, then the manifest with the credential its challenge asks for",
+  );
+});

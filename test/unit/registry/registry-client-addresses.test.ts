@@ -154,3 +154,19 @@ test("a token realm on the metadata address or an unlisted loopback host is refu
     assert.equal(reached?.requests.length ?? 0, 0);
   }
 });
+
+test("a refresh token (identitytoken) is never posted to a token realm on the metadata address; the refusal names the token realm", async (t) => {
+  const realm = "https://169.254.169.254/latest/meta-data/token";
+  const r = await registry(t, undefined, realm);
+  r.putManifest(REPO, "1", imageManifest("a"));
+  const { caPem } = await testTls();
+  const c = new RegistryClient({
+    settings: registrySettingsMap([{ host: r.host, ca: caPem, allowLocalAddresses: true }]),
+    requestTimeoutMs: 2_000,
+    credentials: () => [{ source: "test refresh token", identityToken: "refresh-token-1" }],
+  });
+  t.after(() => c.close());
+  const error = await rejection(c.getManifest({ registry: r.host, repository: REPO, tag: "1" }));
+  assert.equal(error.code, "address-refused", error.message);
+  assert.match(error.message, new RegExp(`refused to connect to the token realm https://169\\.254\\.169\\.254 named by ${r.host}: `));
+});

@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { CredentialKeyring } from "../../../src/credentials/keyring.ts";
 import { RegistryClient } from "../../../src/registry/registry-client.ts";
 import { registrySettingsMap } from "../../../src/registry/registry-settings.ts";
-import { FakeRegistry, OCI_MANIFEST, clientThroughMirror, imageManifest, json, sha256, testTls, type FakeRegistryOptions } from "./fake-registry.ts";
+import { FakeRegistry, OCI_INDEX, OCI_MANIFEST, clientThroughMirror, imageManifest, json, sha256, testTls, type FakeRegistryOptions } from "./fake-registry.ts";
 import { rejection } from "../../support/registry-rejection.ts";
 
 const REPO = "team/app";
@@ -48,6 +48,7 @@ test("pushBlob: a blob the registry lacks is uploaded by POST then one PUT with 
     new RegExp(`^/v2/${REPO}/blobs/uploads/[0-9a-f]+\\?_state=opened&digest=${encodeURIComponent(digest).replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`),
   );
   assert.equal(put?.body, LAYER.toString("utf8"));
+  assert.equal(put?.contentType, "application/octet-stream", "the monolithic upload's type, as the distribution spec gives it");
   for (const r of [head, post, put]) assert.match(r!.authorization!, /^Bearer /, `${r!.method} carries the token`);
   const scopes = registry.tokenRequests.map((r) => new URL(r.url, "http://x").searchParams.get("scope"));
   assert.deepEqual([...new Set(scopes)], [`repository:${REPO}:pull,push`], "one token, asked for pull and push");
@@ -119,7 +120,35 @@ test("pushBlob: an upload refused at POST, or opened without a Location, fails a
   const second = await rejection(noLocation.client.pushBlob(noLocation.repo, sha256(LAYER), LAYER));
   assert.equal(second.code, "protocol");
   assert.match(second.message, /opened an upload without a Location/);
+  assert.deepEqual([second.registry, second.repository, second.endpoint], [noLocation.registry.host, REPO, noLocation.registry.host]);
   assert.equal(noLocation.registry.requests.filter((r) => r.method === "PUT").length, 0);
+});
+
+test("pushBlob: a POST answered with another status than 202 fails even with a Location; a Location that is no URL is a protocol error", async (t) => {
+  const ok = await setup(
+    t,
+    "pusher",
+    answering(/\/blobs\/uploads\/$/, "POST", (res) => {
+      res.writeHead(200, { location: "/v2/team/app/blobs/uploads/x" });
+      res.end();
+    }),
+  );
+  const notOpened = await rejection(ok.client.pushBlob(ok.repo, sha256(LAYER), LAYER));
+  assert.match(notOpened.message, /opening the upload of blob sha256:[0-9a-f]{64} at 127\.0\.0\.1:\d+ returned HTTP 200/);
+  assert.equal(ok.registry.requests.filter((r) => r.method === "PUT").length, 0);
+
+  const invalid = await setup(
+    t,
+    "pusher",
+    answering(/\/blobs\/uploads\/$/, "POST", (res) => {
+      res.writeHead(202, { location: "https://[not-a-host/upload" });
+      res.end();
+    }),
+  );
+  const bad = await rejection(invalid.client.pushBlob(invalid.repo, sha256(LAYER), LAYER));
+  assert.equal(bad.code, "protocol");
+  assert.match(bad.message, /^127\.0\.0\.1:\d+\/team\/app: 127\.0\.0\.1:\d+ opened an upload at an invalid Location$/);
+  assert.deepEqual([bad.registry, bad.repository, bad.endpoint], [invalid.registry.host, REPO, invalid.registry.host]);
 });
 
 test("pushBlob: an upload the registry does not finish with 201 fails with its answer", async (t) => {
@@ -139,6 +168,11 @@ test("pushManifest: PUT under the tag with the manifest's media type; the digest
   assert.deepEqual(registry.manifests.get(`${REPO}:v1`), { body: manifest, mediaType: OCI_MANIFEST, digest: sha256(manifest) });
   const put = writes(registry)[0]!;
   assert.equal(put.url, `/v2/${REPO}/manifests/v1`);
+  assert.equal(put.contentType, OCI_MANIFEST);
+  // The registry stores a manifest under the type the PUT names: an index must go as an index.
+  const index = Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: OCI_INDEX, manifests: [] }));
+  await client.pushManifest(repo, "multi", OCI_INDEX, index);
+  assert.equal(registry.manifests.get(`${REPO}:multi`)?.mediaType, OCI_INDEX);
 });
 
 test("pushManifest: a registry that says it stored another digest, or refuses the PUT, fails", async (t) => {
@@ -152,6 +186,7 @@ test("pushManifest: a registry that says it stored another digest, or refuses th
   );
   const mismatch = await rejection(lying.client.pushManifest(lying.repo, "v1", OCI_MANIFEST, imageManifest("x")));
   assert.equal(mismatch.code, "digest-mismatch");
+  assert.deepEqual([mismatch.registry, mismatch.repository, mismatch.endpoint], [lying.registry.host, REPO, lying.registry.host]);
   assert.match(mismatch.message, /pushed manifest sha256:[0-9a-f]{64}, 127\.0\.0\.1:\d+ says it stored sha256:/);
 
   const silent = await setup(

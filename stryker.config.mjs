@@ -51,6 +51,11 @@ export const areas = {
     mutate: ["src/core/trust-root/*.ts"],
     testFiles: ["test/unit/verification/trust-root*.test.ts"],
   },
+  // What an exception sets aside, for which subjects, and what never loads: through the engine, as every entry point.
+  "policy-exceptions": {
+    mutate: ["src/core/policy-exception/*.ts"],
+    testFiles: ["test/unit/engine/policy-exceptions.test.ts", "test/unit/policy-exception-core.test.ts"],
+  },
   "pod-restriction": {
     mutate: ["src/core/pod-restriction/**/*.ts"],
     testFiles: ["test/unit/pod-restriction/*.test.ts", "test/unit/pss-profiles.test.ts"],

@@ -6,6 +6,7 @@ import { DEFAULT_SERVER_CONFIG, loadServerConfig, type ServerConfig } from "../c
 import type { RequestUser } from "../core/admission-subject.ts";
 import type { PodSecurityContext } from "../core/pod-security/psa-evaluate.ts";
 import { NO_NAMESPACE_LABELS, type NamespaceLabelSource } from "../core/namespace-labels.ts";
+import { unhonouredExceptions } from "../core/policy-exception/apply-exceptions.ts";
 import { Engine } from "../engine/engine.ts";
 import { loadPolicySet, policySetSource } from "../policy/policy-set.ts";
 import { checkObject, type ObjectResult } from "./check-report.ts";
@@ -67,7 +68,7 @@ export async function offlineChecker(setup: OfflineSetup): Promise<OfflineChecke
     namespaces,
     namespace: setup.namespace ?? "default",
     ...(setup.user ? { user: setup.user } : {}),
-    unhonouredExceptions: policies.PolicyException.filter((e) => !(setup.exceptionNamespaces ?? []).includes(e.namespace)).map((e) => e.name),
+    unhonouredExceptions: unhonouredExceptions(policies.PolicyException, new Set(setup.exceptionNamespaces)),
   };
 }
 

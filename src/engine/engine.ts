@@ -443,7 +443,7 @@ export class Engine {
     let decision =
       decisions.length === 0
         ? allow()
-        : withActionEffects(applyExceptions(combineDecisions(...decisions), subject, prepared.set.PolicyException, this.honouredExceptions));
+        : withActionEffects(applyExceptions(combineDecisions(...decisions), subject, prepared.byKind.PolicyException, this.honouredExceptions));
     if (!decision.allowed) decision.auditAnnotations.decision = "denied";
     decision = await recordOverrides(
       this.audit,
@@ -517,7 +517,7 @@ export class Engine {
     const verified = pinner?.mode === "mutate" ? await this.verifiedImagePatches(tools, prepared, namespaceLabels, subject, outcome, call.deadline) : [];
     if (!outcome && verified.length === 0) return undefined;
     // A pin that failed under a rule an exception sets aside does not deny: the image goes through unpinned.
-    const base = outcome ? applyExceptions(outcome.decision, subject, prepared.set.PolicyException, this.honouredExceptions) : allow();
+    const base = outcome ? applyExceptions(outcome.decision, subject, prepared.byKind.PolicyException, this.honouredExceptions) : allow();
     if (base.allowed && verified.length > 0) base.patches = [...(base.patches ?? []), ...verified];
     const decision = await recordOverrides(this.audit, this.logger, base, subject, call, outcome?.failed.map((f) => f.target.image) ?? []);
     if (!call.dryRun && outcome) this.recordEvent(tools, subject, outcome);

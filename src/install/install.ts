@@ -15,7 +15,7 @@
 // Every step reports one line. A step that fails says what to run next; until `enforce`, the webhooks ignore
 // failures, so the cluster admits pods as before.
 import { DEFAULT_POLICIES_DIR, readObjects, renderKustomization, serverVersion, shippedInstallFor, type ServerVersion } from "./render.ts";
-import { alreadyEnforcing, inNamespace, planInstall, withFailurePolicy, type InstallPlan, type KubeObject } from "./install-plan.ts";
+import { alreadyEnforcing, inNamespace, planInstall, webhooksOf, withFailurePolicy, type InstallPlan, type KubeObject } from "./install-plan.ts";
 import { InstallError, InstallStepError, type InstallStep } from "./install-error.ts";
 import type { Kubectl, KubectlResult } from "./kubectl.ts";
 
@@ -179,9 +179,7 @@ export async function install(options: InstallOptions): Promise<InstallResult> {
     const enforced = await apply(kubectl, plan.webhookConfigurations, options.timeoutSeconds);
     if (enforced.code !== 0) fail("enforce", `kubectl apply failed: ${enforced.stderr.trim()}`, "run install again");
   }
-  const policiesNow = plan.webhookConfigurations.flatMap((c) =>
-    (c.webhooks as Array<{ name: string; failurePolicy?: string }>).map((w) => `${w.name} ${w.failurePolicy ?? "Fail"}`),
-  );
+  const policiesNow = plan.webhookConfigurations.flatMap((c) => webhooksOf(c).map((w) => `${w.name} ${w.failurePolicy ?? "Fail"}`));
   report("enforce", `webhooks as configured: ${policiesNow.join(", ")}`);
   return { image, objects };
 }

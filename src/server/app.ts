@@ -10,6 +10,7 @@ import type { ServerConfig } from "../config/server-config.ts";
 import type { ImagePolicy } from "../core/image-policy/image-policy.ts";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
 import type { PodRestriction } from "../core/pod-restriction/pod-restriction.ts";
+import { unhonouredExceptions } from "../core/policy-exception/apply-exceptions.ts";
 import { policyCount, type PolicySet } from "../core/policy-kinds.ts";
 import type { CredentialLookup } from "../credentials/credential.ts";
 import { Engine } from "../engine/engine.ts";
@@ -323,8 +324,7 @@ function nothingInForce(opts: AppOptions): string {
 
 /** PolicyExceptions the set holds (from files; custom resources say so in their status) that are not honoured. */
 function warnUnhonouredExceptions(set: PolicySet, opts: AppOptions, logger: Logger): void {
-  const honoured = new Set(opts.exceptionNamespaces ?? []);
-  const ignored = set.PolicyException.filter((e) => !honoured.has(e.namespace)).map((e) => e.name);
+  const ignored = unhonouredExceptions(set.PolicyException, new Set(opts.exceptionNamespaces));
   if (ignored.length > 0) logger.warn({ exceptions: ignored }, "PolicyExceptions not honoured: their namespace is not one --exceptions-namespace names");
 }
 

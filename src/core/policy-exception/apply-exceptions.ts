@@ -5,12 +5,15 @@
 import type { AdmissionSubject } from "../admission-subject.ts";
 import { capList, moreText, renderViolation, type Decision, type Exemption, type Violation } from "../decision.ts";
 import { matchesLabelSelector } from "../label-selector.ts";
-import { labelsOf, type ExceptedPolicy, type PolicyException, type ResourceFilter } from "./policy-exception-kind.ts";
-
-const REQUEST_LEVEL_POLICY = "imprimatur";
+import { labelsOf, REQUEST_LEVEL_POLICY, type ExceptedPolicy, type PolicyException, type ResourceFilter } from "./policy-exception-kind.ts";
 
 /** Which exceptions are honoured: those living in a namespace serve's --exceptions-namespace names. */
 export type HonouredNamespaces = ReadonlySet<string>;
+
+/** The names ("namespace/name") of the exceptions that are not honoured: what check and serve name for their user. */
+export function unhonouredExceptions(exceptions: readonly PolicyException[], honoured: HonouredNamespaces): string[] {
+  return exceptions.filter((e) => !honoured.has(e.namespace)).map((e) => e.name);
+}
 
 /** The exceptions of `exceptions` that are honoured and whose match selects the subject. */
 export function exceptionsFor(exceptions: readonly PolicyException[], honoured: HonouredNamespaces, subject: AdmissionSubject): PolicyException[] {

@@ -39,7 +39,7 @@ export interface PolicyException {
 }
 
 /** Violations of this "policy" are the request's own problems (an invalid reference, no policy in force): never set aside. */
-const REQUEST_LEVEL_POLICY = "imprimatur";
+export const REQUEST_LEVEL_POLICY = "imprimatur";
 const NAMESPACE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 const ajv = new Ajv({ allErrors: true, strict: true, useDefaults: false, verbose: true });

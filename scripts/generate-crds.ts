@@ -1,12 +1,12 @@
 // `npm run crds`: writes the policy kinds' CustomResourceDefinitions and their kustomization to deploy/crds/
-// (from the JSON Schemas the loader uses; see src/policy/policy-crds.ts), and the namespaced kinds' JSON Schemas
+// (from the JSON Schemas the loader uses; see src/policy-resources/policy-crds.ts), and the namespaced kinds' JSON Schemas
 // for editors (formatted as prettier formats every JSON file here). `--check` only compares, and exits 1 when a
 // file differs, for CI.
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { format, resolveConfig } from "prettier";
-import { namespacedEditorSchemas, renderCrdFiles } from "../src/policy/policy-crds.ts";
+import { namespacedEditorSchemas, renderCrdFiles } from "../src/policy-resources/policy-crds.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 

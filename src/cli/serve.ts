@@ -12,24 +12,24 @@ import { loadAuthFile } from "../credentials/docker-config.ts";
 import { CredentialKeyring } from "../credentials/keyring.ts";
 import { loadKubeConfig } from "../kube/kube-config.ts";
 import { podNamespace } from "../kube/leader-election.ts";
-import { backgroundScanOptions, SCAN_FLAG_USAGE } from "../scan/scan-flags.ts";
+import { backgroundScanOptions, SCAN_FLAG_USAGE, type BackgroundScanOptions } from "../scan/scan-flags.ts";
 import { podSecurityContext } from "../policy/pod-security-context.ts";
 import type { PodSecurityContext } from "../core/pod-security/psa-evaluate.ts";
 import type { RegistrySettingsMap } from "../registry/registry-settings.ts";
 import { NamespaceLabelCache } from "../kube/namespace-label-cache.ts";
-import { policyResourceSource } from "../kube/policy-resources.ts";
+import { policyResourceSource } from "../policy-resources/resource-watch.ts";
 import { PolicyFolder } from "../policy/policy-source.ts";
 import { PolicyLoadError } from "../policy/policy-error.ts";
 import { policySetSource } from "../policy/policy-set.ts";
 import { parseDuration } from "../core/duration.ts";
-import { startApp, type BackgroundScanOptions } from "../server/app.ts";
-import { selfManagedTlsFromFlags, tlsSecretFlagProblem } from "../server/tls-secret-flags.ts";
-import { clientCaAllowedNames } from "../server/client-ca-flags.ts";
-import type { RunningSelfManagedTls } from "../server/tls-secret-manager.ts";
-import { watchCallerFiles, type WatchedCallerFiles } from "../server/caller-files.ts";
+import { startApp } from "../server/app.ts";
+import { selfManagedTlsFromFlags, tlsSecretFlagProblem } from "../tls/tls-secret-flags.ts";
+import { clientCaAllowedNames } from "../caller-auth/client-ca-flags.ts";
+import type { RunningSelfManagedTls } from "../tls/tls-secret-manager.ts";
+import { watchCallerFiles, type WatchedCallerFiles } from "../caller-auth/caller-files.ts";
 import { clusterKubeconfigs, connectClusters, type ConnectedClusters } from "../server/cluster-flags.ts";
-import { watchCertificateFiles, type ServingPair } from "../server/certificate-files.ts";
-import type { WatchedFiles } from "../server/file-reload.ts";
+import { watchCertificateFiles, type ServingPair } from "../tls/certificate-files.ts";
+import type { WatchedFiles } from "../fs/file-reload.ts";
 import {
   renderAdmissionConfiguration,
   renderImagePolicyKubeconfig,

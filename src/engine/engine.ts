@@ -43,7 +43,7 @@ import { evaluateKinds, policyCount, preparePolicies, type PolicySet, type Prepa
 import type { MatchedRequest } from "../core/request-match/request-match.ts";
 import { scopeRequest, type RequestScope } from "../core/request-match/request-scope.ts";
 import { ANONYMOUS, type CredentialLookup } from "../credentials/credential.ts";
-import { lookupForPolicy, PodCredentials, type PodLookup } from "../credentials/pod-credentials.ts";
+import { lookupForPolicy, PodCredentials, type PodLookup } from "../kube/pod-credentials.ts";
 import { verifies } from "../core/image-policy/image-policy.ts";
 import { verificationsNeeded, verifiedImagesPatches, type VerificationNeed } from "../core/image-policy/image-verification.ts";
 import { verificationKey, type ImageVerification } from "../core/image-policy/verification-results.ts";

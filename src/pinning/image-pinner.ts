@@ -7,7 +7,7 @@ import { imagesToPin, pinningDecision, type PinningMode, type PinningOutcome, ty
 import type { ImageAt, PodMetadataAt } from "../core/pod-locations.ts";
 import type { ImagePolicy } from "../core/image-policy/image-policy.ts";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
-import { lookupForPolicy, type PodCredentials } from "../credentials/pod-credentials.ts";
+import { lookupForPolicy, type PodCredentials } from "../kube/pod-credentials.ts";
 import type { PodPullSecretRefs } from "../kube/pull-secrets.ts";
 import type { DigestResolver } from "../registry/digest-resolver.ts";
 

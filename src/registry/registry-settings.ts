@@ -1,7 +1,7 @@
 // Per-registry connection settings (TLS material, plain HTTP, mirrors) and the endpoints they give an image's
 // registry. Pure: no I/O; the registries file (src/config/registries-file.ts) reads these from YAML.
 import { canonicalRegistryHost, DOCKER_HUB, DOCKER_HUB_API_HOST, registryApiHost } from "../core/image-reference.ts";
-import { ConfigError } from "../config/config-error.ts";
+import { ImprimaturError } from "../errors/imprimatur-error.ts";
 
 export interface RegistrySettings {
   /** host[:port] as written in image references: "registry.example.com:5000", "docker.io". */
@@ -36,12 +36,18 @@ export function normalizeRegistryHost(host: string): string {
   return canonicalRegistryHost(host.trim());
 }
 
+/**
+ * A host listed twice in a settings list given in code. The registries file reports the same with its file and line
+ * before it gets here (src/config/registries-file.ts); this is for the callers that build settings themselves.
+ */
+export class RegistrySettingsError extends ImprimaturError<"duplicate-host"> {}
+
 /** A settings map from a list; a host listed twice is an error (which entry would win is not obvious). */
 export function registrySettingsMap(list: RegistrySettings[]): RegistrySettingsMap {
   const map = new Map<string, RegistrySettings>();
   for (const settings of list) {
     const host = normalizeRegistryHost(settings.host);
-    if (map.has(host)) throw new ConfigError("invalid-config", [{ message: `registry ${host} is listed twice` }]);
+    if (map.has(host)) throw new RegistrySettingsError("duplicate-host", `registry ${host} is listed twice`);
     map.set(host, { ...settings, host });
   }
   return map;

@@ -1,7 +1,20 @@
 // The background scan's serve flags, checked and turned into the app's options in one place.
 import { parseDuration } from "../core/duration.ts";
-import { parseReportFormats } from "../core/policy-reports/report-formats.ts";
-import type { BackgroundScanOptions } from "../server/app.ts";
+import { parseReportFormats, type ReportFormat } from "../core/policy-reports/report-formats.ts";
+
+/** What `serve` runs the background scan with (src/scan/audit-scanner.ts). */
+export interface BackgroundScanOptions {
+  /** Report formats written; empty: no reports (metrics and logs only). */
+  reports: readonly ReportFormat[];
+  podsPerSecond: number;
+  rescanIntervalMs: number;
+  /** The Lease that picks the one replica that scans. */
+  lease: { namespace: string; name: string };
+  /** Namespaces whose pods are left out. */
+  excludeNamespaces: readonly string[];
+  /** How soon a pod with an error result is judged again. */
+  errorRetryMs: number;
+}
 
 export interface ScanFlags {
   "background-scan"?: boolean | undefined;

@@ -21,14 +21,14 @@ import { PolicyFolder, type PolicySource } from "../policy/policy-source.ts";
 import type { DigestResolver } from "../registry/digest-resolver.ts";
 import type { RoundTrip } from "../registry/registry-client.ts";
 import type { RegistrySettingsMap } from "../registry/registry-settings.ts";
-import { CallerAuthenticator, type CallerAuthOptions } from "./caller-auth.ts";
+import { CallerAuthenticator, type CallerAuthOptions } from "../caller-auth/caller-auth.ts";
 import { startHttpsServer, type RunningServer, type TlsUpdates } from "./https-server.ts";
 import { createServerLogger } from "./logger.ts";
-import { startClusterPolicies, type RunningClusterPolicies } from "./cluster-policies.ts";
+import { startClusterPolicies, type RunningClusterPolicies } from "../policy-resources/cluster-policy-resources.ts";
 import { serializedPolicyLoader } from "./policy-loader.ts";
 import { createMetrics, prometheusRecorder, prometheusScanRecorder, startMetricsServer, type Metrics, type RunningMetricsServer } from "./metrics.ts";
-import { ensureServingCertificate } from "./tls-bootstrap.ts";
-import type { ReportFormat } from "../core/policy-reports/report-formats.ts";
+import { ensureServingCertificate } from "../tls/tls-bootstrap.ts";
+import type { BackgroundScanOptions } from "../scan/scan-flags.ts";
 import type { PodSecurityContext } from "../core/pod-security/psa-evaluate.ts";
 import { defaultCandidateIdentity, LeaderElector } from "../kube/leader-election.ts";
 import { PolicyReportWriter } from "../kube/policy-report-writer.ts";
@@ -43,7 +43,7 @@ export interface AppOptions {
   port: number;
   stateDir: string;
   tls?: { cert: string; key: string; ca?: string };
-  /** Later certificates replacing `tls` without a restart (self-managed TLS, src/server/tls-secret-manager.ts). */
+  /** Later certificates replacing `tls` without a restart (self-managed TLS, src/tls/tls-secret-manager.ts). */
   tlsUpdates?: TlsUpdates;
   /** Extra DNS names / IPs for a generated serving certificate. */
   tlsHosts: string[];
@@ -82,19 +82,6 @@ export interface AppOptions {
   podSecurity?: PodSecurityContext;
   /** The post-creation audit of running pods (needs `kube`): src/scan/audit-scanner.ts. */
   backgroundScan?: BackgroundScanOptions;
-}
-
-export interface BackgroundScanOptions {
-  /** Report formats written; empty: no reports (metrics and logs only). */
-  reports: readonly ReportFormat[];
-  podsPerSecond: number;
-  rescanIntervalMs: number;
-  /** The Lease that picks the one replica that scans. */
-  lease: { namespace: string; name: string };
-  /** Namespaces whose pods are left out. */
-  excludeNamespaces: readonly string[];
-  /** How soon a pod with an error result is judged again. */
-  errorRetryMs: number;
 }
 
 export interface App {

@@ -6,7 +6,7 @@ import type { Logger } from "pino";
 import type { ClusterConnection, ClusterConnections } from "../engine/cluster-reads.ts";
 import { loadKubeConfig } from "../kube/kube-config.ts";
 import { NamespaceLabelCache } from "../kube/namespace-label-cache.ts";
-import { CALLER_NAME } from "./caller-tokens.ts";
+import { CALLER_NAME } from "../caller-auth/caller-tokens.ts";
 
 export interface ClusterFlags {
   "cluster-name"?: string | undefined;

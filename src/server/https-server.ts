@@ -6,8 +6,8 @@ import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import { UNAUTHENTICATED, type Caller } from "../audit/caller.ts";
 import type { Recorder } from "../engine/recorder.ts";
-import type { CallerAuthenticator } from "./caller-auth.ts";
-import { CallerConnections } from "./caller-connections.ts";
+import type { CallerAuthenticator } from "../caller-auth/caller-auth.ts";
+import { CallerConnections } from "../caller-auth/caller-connections.ts";
 import { HttpError, parseTimeoutParam, readJsonBody } from "./http-body.ts";
 import { handleAdmissionReview, handleImageReview, handleMutate, type HandlerContext } from "./review-handlers.ts";
 

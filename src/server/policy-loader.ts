@@ -1,7 +1,7 @@
 // Loading a PolicySource while serving: one load at a time (a watch and SIGHUP may ask together), each read
 // followed by its own outcome reported to the source (custom resources write it to their status), and a later
 // load never finishing before an earlier one. The server's own policies and each other cluster's own policy
-// resources (src/server/cluster-policies.ts) load through it.
+// resources (src/policy-resources/cluster-policy-resources.ts) load through it.
 import type { Logger } from "pino";
 import type { PolicySet } from "../core/policy-kinds.ts";
 import { PolicyLoadError, renderPolicyError } from "../policy/policy-error.ts";

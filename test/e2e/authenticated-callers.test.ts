@@ -10,7 +10,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { tokenDigest } from "../../src/server/caller-tokens.ts";
+import { tokenDigest } from "../../src/caller-auth/caller-tokens.ts";
 import { createClientCa, randomToken, type ClientCa } from "../support/caller-credentials.ts";
 import { postJson } from "../support/https-client.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";

@@ -32,7 +32,7 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
-import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
+import { createCertificateAuthority, issueCertificate } from "../../src/tls/tls-bootstrap.ts";
 import { runCommand } from "../support/command.ts";
 import { createPullSecret, untilWebhookActive } from "../support/kube-cluster.ts";
 import { buildNodeImage, NODE_IMAGE_USER } from "../support/node-image.ts";

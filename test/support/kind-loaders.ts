@@ -9,7 +9,7 @@ import { loadServerConfig } from "../../src/config/server-config.ts";
 import { readPolicyTests } from "../../src/cli/policy-test.ts";
 import { parsePolicyText } from "../../src/policy/load-policies.ts";
 import { profileSources, shippedProfiles } from "../../src/policy/profiles.ts";
-import { loadCallerTokens } from "../../src/server/caller-tokens.ts";
+import { loadCallerTokens } from "../../src/caller-auth/caller-tokens.ts";
 
 const POLICY_KINDS = ["ImagePolicy", "PodRestriction", "TrustRoot", "NamespacedImagePolicy", "NamespacedPodRestriction", "PolicyException"];
 const FILE_LOADERS: Record<string, (file: string) => Promise<unknown>> = {

@@ -19,7 +19,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { RegistrySettings } from "../../src/registry/registry-settings.ts";
-import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
+import { createCertificateAuthority, issueCertificate } from "../../src/tls/tls-bootstrap.ts";
 import { freePort } from "./ports.ts";
 import { startTokenServer } from "./token-server.ts";
 import type { TestTokenServer, TokenServerUser } from "./token-server.ts";

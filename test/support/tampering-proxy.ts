@@ -18,7 +18,7 @@ import { Agent as HttpAgent, request as httpRequest } from "node:http";
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { Agent as HttpsAgent, createServer, request as httpsRequest } from "node:https";
 import type { AddressInfo } from "node:net";
-import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
+import { createCertificateAuthority, issueCertificate } from "../../src/tls/tls-bootstrap.ts";
 
 export type TamperMode = "pass" | "alter-body" | "alter-body-and-digest";
 

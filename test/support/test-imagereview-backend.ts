@@ -6,7 +6,7 @@ import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
+import { createCertificateAuthority, issueCertificate } from "../../src/tls/tls-bootstrap.ts";
 
 export interface TestBackend {
   port: number;

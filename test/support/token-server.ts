@@ -15,7 +15,7 @@ import { randomBytes, sign, timingSafeEqual, X509Certificate } from "node:crypto
 import { createServer } from "node:https";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { issueCertificate } from "../../src/server/tls-bootstrap.ts";
+import { issueCertificate } from "../../src/tls/tls-bootstrap.ts";
 
 export interface TokenServerUser {
   username: string;

@@ -30,7 +30,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { readKubeYaml } from "../../src/config/kube-yaml.ts";
 import { manifestObjects } from "../../src/cli/manifests.ts";
-import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
+import { createCertificateAuthority, issueCertificate } from "../../src/tls/tls-bootstrap.ts";
 import { BIN, REPO_ROOT } from "../support/cli-process.ts";
 import { docPages, fences, readPage, type Fence } from "../support/docs.ts";
 import { kindLoaderProblems } from "../support/kind-loaders.ts";

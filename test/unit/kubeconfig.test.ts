@@ -9,7 +9,7 @@ import { request } from "undici";
 import { stringify } from "yaml";
 import { KubeconfigError, loadWebhookKubeconfig, webhookDispatcher } from "../../src/backends/kubeconfig.ts";
 import type { KubeconfigErrorCode, WebhookTarget } from "../../src/backends/kubeconfig.ts";
-import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
+import { createCertificateAuthority, issueCertificate } from "../../src/tls/tls-bootstrap.ts";
 
 let root: string;
 let ca: { certPem: string; keyPem: string };

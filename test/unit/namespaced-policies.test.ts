@@ -17,9 +17,9 @@ import { decidePodRestrictions } from "../../src/core/pod-restriction/pod-restri
 import { PodRestrictionIndex } from "../../src/core/pod-restriction/restriction-index.ts";
 import { podsInObject } from "../../src/core/workload-templates.ts";
 import type { PodUnderReview } from "../../src/core/pod-under-review.ts";
-import { policyDocumentOf, resourceOrigin, type PolicyResourceObject } from "../../src/policy/policy-resource-documents.ts";
-import type { ResourceOutcome } from "../../src/policy/policy-resource-status.ts";
-import { ResourcePolicySource, type PolicyResourceStore } from "../../src/policy/resource-policy-source.ts";
+import { policyDocumentOf, resourceOrigin, type PolicyResourceObject } from "../../src/policy-resources/resource-documents.ts";
+import type { ResourceOutcome } from "../../src/policy-resources/status-conditions.ts";
+import { ResourcePolicySource, type PolicyResourceStore } from "../../src/policy-resources/resource-policy-source.ts";
 import { NO_DOCKER_HUB as CLUSTER_DENIES_HUB } from "../support/tenant-policies.ts";
 
 const BIN = fileURLToPath(new URL("../../bin/imprimatur.js", import.meta.url));

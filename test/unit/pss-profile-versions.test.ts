@@ -505,7 +505,7 @@ describe("policy versions: which checks each version has", () => {
   });
 
   it("every version's document is a valid PodRestriction by the published JSON Schema", async () => {
-    const schema = JSON.parse(readFileSync(new URL("../../src/policy/schemas/pod-restriction.schema.json", import.meta.url), "utf8"));
+    const schema = JSON.parse(readFileSync(new URL("../../src/core/pod-restriction/pod-restriction.schema.json", import.meta.url), "utf8"));
     const valid = new Ajv({ allErrors: true, strict: true }).compile(schema);
     for (const level of LEVELS)
       for (const minor of MINORS) assert.ok(valid(profileDocumentAt(profiles.get(level)!, minor)), `${level}@v1.${minor}: ${JSON.stringify(valid.errors)}`);

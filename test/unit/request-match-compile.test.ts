@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Ajv } from "ajv";
 import imagePolicySchema from "../../src/core/image-policy/image-policy.schema.json" with { type: "json" };
-import podRestrictionSchema from "../../src/policy/schemas/pod-restriction.schema.json" with { type: "json" };
+import podRestrictionSchema from "../../src/core/pod-restriction/pod-restriction.schema.json" with { type: "json" };
 import { compileRequestMatch } from "../../src/core/request-match/compile-request-match.ts";
 
 function issuesOf(spec: Record<string, unknown>): string[] {

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Ajv } from "ajv";
 import imagePolicySchema from "../../src/core/image-policy/image-policy.schema.json" with { type: "json" };
-import podRestrictionSchema from "../../src/policy/schemas/pod-restriction.schema.json" with { type: "json" };
+import podRestrictionSchema from "../../src/core/pod-restriction/pod-restriction.schema.json" with { type: "json" };
 import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
 import type { AdmissionRequest } from "../../src/core/admission-review.ts";
 import { subjectOfImageReview, subjectOfObject, subjectOfRequest, type AdmissionSubject } from "../../src/core/admission-subject.ts";

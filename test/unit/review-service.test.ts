@@ -11,7 +11,7 @@ import { ImageReviewService } from "../../src/backends/review-service.ts";
 import { DecisionCache } from "../../src/backends/decision-cache.ts";
 import { WebhookBackend } from "../../src/backends/webhook-backend.ts";
 import { allow, deny } from "../../src/core/decision.ts";
-import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
+import { createCertificateAuthority, issueCertificate } from "../../src/tls/tls-bootstrap.ts";
 
 // Scripted answers, consumed in order; each is [status, body] or "hang".
 let script: Array<[number, string] | "hang"> = [];

@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import { Ajv, type ValidateFunction } from "ajv";
 import { parseAllDocuments } from "yaml";
 import { parsePolicyText } from "../../src/policy/load-policies.ts";
-import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
+import { createCertificateAuthority, issueCertificate } from "../../src/tls/tls-bootstrap.ts";
 import { anchorOf, docPages, fences } from "../support/docs.ts";
 import { kindLoaderProblems } from "../support/kind-loaders.ts";
 

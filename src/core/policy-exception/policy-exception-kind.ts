@@ -10,7 +10,7 @@ import { readLabelSelector, type LabelSelector } from "../label-selector.ts";
 import { namespacedPolicyName } from "../namespaced-policy.ts";
 import type { FieldIssue, PolicyKind } from "../policy-kind.ts";
 import type { PolicyOrigin } from "../policy-origin.ts";
-import policyExceptionSchema from "../../policy/schemas/policy-exception.schema.json" with { type: "json" };
+import policyExceptionSchema from "./policy-exception.schema.json" with { type: "json" };
 
 /** The kinds of policy an exception can name (a decision's violation names its policy's kind). */
 export type ExceptedKind = "ImagePolicy" | "PodRestriction" | "NamespacedImagePolicy" | "NamespacedPodRestriction";

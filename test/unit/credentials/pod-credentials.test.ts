@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { pino } from "pino";
 import type { CredentialLookup, RegistryCredential } from "../../../src/credentials/credential.ts";
-import { lookupForPolicy, PodCredentials } from "../../../src/credentials/pod-credentials.ts";
+import { lookupForPolicy, PodCredentials } from "../../../src/kube/pod-credentials.ts";
 import { registrySettingsMap } from "../../../src/registry/registry-settings.ts";
 
 const server = (host: string): RegistryCredential => ({ source: "authfile", username: `server@${host}`, password: "p" });

@@ -11,7 +11,7 @@ import type { AddressInfo } from "node:net";
 import type { TestContext } from "node:test";
 import { RegistryClient, type RegistryClientOptions } from "../../../src/registry/registry-client.ts";
 import { registrySettingsMap } from "../../../src/registry/registry-settings.ts";
-import { createCertificateAuthority, issueCertificate } from "../../../src/server/tls-bootstrap.ts";
+import { createCertificateAuthority, issueCertificate } from "../../../src/tls/tls-bootstrap.ts";
 
 export interface RecordedRequest {
   method: string;

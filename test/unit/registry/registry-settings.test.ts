@@ -41,8 +41,8 @@ test("Docker Hub's settings apply to its API host; a host listed twice is an err
   const settings = registrySettingsMap([{ host: "docker.io", ca: "PEM" }]);
   assert.equal(settingsForHost(settings, "registry-1.docker.io")?.ca, "PEM");
   assert.throws(() => registrySettingsMap([{ host: "docker.io" }, { host: "index.docker.io" }]), {
-    name: "ConfigError",
-    code: "invalid-config",
+    name: "RegistrySettingsError",
+    code: "duplicate-host",
     message: "registry docker.io is listed twice",
   });
 });

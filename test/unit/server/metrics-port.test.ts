@@ -6,7 +6,7 @@ import { get } from "node:http";
 import { pino } from "pino";
 import { EMBEDDED_POLICIES } from "../../../src/cli/args.ts";
 import { createMetrics, startMetricsServer } from "../../../src/server/metrics.ts";
-import { parseCallerTokens, tokenDigest } from "../../../src/server/caller-tokens.ts";
+import { parseCallerTokens, tokenDigest } from "../../../src/caller-auth/caller-tokens.ts";
 import { getText } from "../../support/https-client.ts";
 import { startTestApp } from "../../support/in-process-app.ts";
 import { freePort } from "../../support/ports.ts";

@@ -7,9 +7,9 @@ import assert from "node:assert/strict";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadPolicies } from "../../src/policy/load-policies.ts";
-import { PolicyLoadError } from "../../src/policy/policy-error.ts";
-import { contentKey, policyDocumentOf, type PolicyResourceObject } from "../../src/policy/policy-resource-documents.ts";
+import { loadPolicies } from "../../../src/policy/load-policies.ts";
+import { PolicyLoadError } from "../../../src/policy/policy-error.ts";
+import { contentKey, policyDocumentOf, type PolicyResourceObject } from "../../../src/policy-resources/resource-documents.ts";
 import {
   documentTooLarge,
   inForceRecord,
@@ -17,11 +17,11 @@ import {
   readyCondition,
   statusPatch,
   type ResourceOutcome,
-} from "../../src/policy/policy-resource-status.ts";
-import { isObject } from "../../src/core/json-shapes.ts";
-import { PolicyFolder } from "../../src/policy/policy-source.ts";
-import { ResourcePolicySource, type PolicyResourceStore } from "../../src/policy/resource-policy-source.ts";
-import { embeddedTrustedRootJson } from "../../src/verification/trust-roots.ts";
+} from "../../../src/policy-resources/status-conditions.ts";
+import { isObject } from "../../../src/core/json-shapes.ts";
+import { PolicyFolder } from "../../../src/policy/policy-source.ts";
+import { ResourcePolicySource, type PolicyResourceStore } from "../../../src/policy-resources/resource-policy-source.ts";
+import { embeddedTrustedRootJson } from "../../../src/verification/trust-roots.ts";
 
 const NOW = new Date("2026-11-25T21:00:00.123Z");
 

@@ -6,14 +6,14 @@
 // the namespace label cache does (the library's informer stops for good after one failed list).
 import { CustomObjectsApi, Watch, type KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { runListWatch, watchOnce, type WatchEnd } from "./list-watch-loop.ts";
+import { runListWatch, watchOnce, type WatchEnd } from "../kube/list-watch-loop.ts";
 import { sleepUnlessAborted } from "../async/sleep-unless-aborted.ts";
-import { describeApiError, hasStatus, withSignal } from "./api-requests.ts";
-import { POLICY_GROUP, POLICY_RESOURCE_KINDS, POLICY_VERSION, type PolicyResourceKind } from "../policy/policy-crds.ts";
-import { contentKey, policyResourceOf, resourceKey, type PolicyResourceObject } from "../policy/policy-resource-documents.ts";
-import { ResourcePolicySource, type PolicyResourceStore } from "../policy/resource-policy-source.ts";
+import { describeApiError, hasStatus, withSignal } from "../kube/api-requests.ts";
+import { POLICY_GROUP, POLICY_RESOURCE_KINDS, POLICY_VERSION, type PolicyResourceKind } from "./policy-crds.ts";
+import { contentKey, policyResourceOf, resourceKey, type PolicyResourceObject } from "./resource-documents.ts";
+import { ResourcePolicySource, type PolicyResourceStore } from "./resource-policy-source.ts";
 import type { PolicySource } from "../policy/policy-source.ts";
-import { PolicyStatusWriter } from "./policy-resources-status.ts";
+import { PolicyStatusWriter } from "./status-writer.ts";
 
 export interface PolicyResourceWatchOptions {
   logger: Logger;

@@ -8,7 +8,7 @@ import type { Engine } from "../engine/engine.ts";
 import type { Recorder } from "../engine/recorder.ts";
 import { PolicyLoadError } from "../policy/policy-error.ts";
 import type { PolicySource } from "../policy/policy-source.ts";
-import { serializedPolicyLoader } from "./policy-loader.ts";
+import { serializedPolicyLoader } from "../server/policy-loader.ts";
 
 export interface RunningClusterPolicies {
   close(): void;

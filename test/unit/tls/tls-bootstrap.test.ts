@@ -7,7 +7,7 @@ import { createServer, request } from "node:https";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createCertificateAuthority, ensureServingCertificate, issueCertificate } from "../../src/server/tls-bootstrap.ts";
+import { createCertificateAuthority, ensureServingCertificate, issueCertificate } from "../../../src/tls/tls-bootstrap.ts";
 
 // Loaded after tls-bootstrap.ts, which installs the Reflect metadata shim the library needs.
 const x509 = await import("@peculiar/x509");

@@ -19,15 +19,15 @@
 //     as they do without custom resources, and the server keeps its last good set.
 // Statuses are written once the app reports the load's outcome (`loaded`), so Ready=True (and the record of
 // what is in force) is never written for a set that did not come into force.
-import { loadPolicies, parsePolicyText } from "./load-policies.ts";
-import type { ParsedPolicies } from "./parsed-policies.ts";
-import { PolicyLoadError, type PolicyError, type PolicyWarning } from "./policy-error.ts";
+import { loadPolicies, parsePolicyText } from "../policy/load-policies.ts";
+import type { ParsedPolicies } from "../policy/parsed-policies.ts";
+import { PolicyLoadError, type PolicyError, type PolicyWarning } from "../policy/policy-error.ts";
 import { isObject } from "../core/json-shapes.ts";
-import { contentKey, policyDocumentOf, resourceKey, resourceOrigin, type PolicyResourceObject } from "./policy-resource-documents.ts";
-import { documentTooLarge, inForceRecord, readInForceRecord, type InForceRecord, type ResourceOutcome } from "./policy-resource-status.ts";
+import { contentKey, policyDocumentOf, resourceKey, resourceOrigin, type PolicyResourceObject } from "./resource-documents.ts";
+import { documentTooLarge, inForceRecord, readInForceRecord, type InForceRecord, type ResourceOutcome } from "./status-conditions.ts";
 import { emptyPolicySet } from "../core/policy-kinds.ts";
-import type { PolicySource, PolicyText } from "./policy-source.ts";
-import { profileSources, shippedProfiles } from "./profiles.ts";
+import type { PolicySource, PolicyText } from "../policy/policy-source.ts";
+import { profileSources, shippedProfiles } from "../policy/profiles.ts";
 
 /** The custom resources as last listed and watched. */
 export interface PolicyResourceStore {

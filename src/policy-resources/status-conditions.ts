@@ -7,7 +7,7 @@
 // that reach the same verdict never make the status flap).
 import { isDeepStrictEqual } from "node:util";
 import { isObject } from "../core/json-shapes.ts";
-import type { PolicyError } from "./policy-error.ts";
+import type { PolicyError } from "../policy/policy-error.ts";
 
 export type ReadyReason =
   /** Compiled, and part of the policy set in force. */

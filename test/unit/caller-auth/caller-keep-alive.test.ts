@@ -15,7 +15,7 @@ import { callerTokensYaml, createClientCa, randomToken, replaceFile } from "../.
 import { startTestApp } from "../../support/in-process-app.ts";
 import { logMessage, startServeWithLines, type ServeWithLines } from "../../support/serve-lines.ts";
 import { EMBEDDED_POLICIES } from "../../../src/cli/args.ts";
-import type { CallerCredentials } from "../../../src/server/caller-auth.ts";
+import type { CallerCredentials } from "../../../src/caller-auth/caller-auth.ts";
 
 interface Answer {
   status: number;

@@ -9,8 +9,8 @@ import { test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
-import { PolicyStatusWriter } from "../../src/kube/policy-resources-status.ts";
-import type { PolicyResourceObject } from "../../src/policy/policy-resource-documents.ts";
+import { PolicyStatusWriter } from "../../../src/policy-resources/status-writer.ts";
+import type { PolicyResourceObject } from "../../../src/policy-resources/resource-documents.ts";
 
 test("a first load of many policies sends at most four status writes at once, and writes every one", async (t) => {
   let open = 0;

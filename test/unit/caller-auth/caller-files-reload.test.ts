@@ -8,8 +8,8 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { request } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CallerAuthenticator, parseClientCa, type CallerCredentials } from "../../../src/server/caller-auth.ts";
-import { tokenDigest } from "../../../src/server/caller-tokens.ts";
+import { CallerAuthenticator, parseClientCa, type CallerCredentials } from "../../../src/caller-auth/caller-auth.ts";
+import { tokenDigest } from "../../../src/caller-auth/caller-tokens.ts";
 import { callerTokensYaml, createClientCa, replaceFile } from "../../support/caller-credentials.ts";
 import { startServeWithLines, type ServeWithLines } from "../../support/serve-lines.ts";
 

@@ -8,9 +8,9 @@
 // says serverCredentialsForNamespacedPolicies.
 import type { Logger } from "pino";
 import { ImprimaturError } from "../errors/imprimatur-error.ts";
-import type { CredentialLookup } from "./credential.ts";
-import { chainLookups } from "./keyring.ts";
-import type { PodPullSecretRefs, PullCredentials } from "../kube/pull-secrets.ts";
+import type { CredentialLookup } from "../credentials/credential.ts";
+import { chainLookups } from "../credentials/keyring.ts";
+import type { PodPullSecretRefs, PullCredentials } from "./pull-secrets.ts";
 import { settingsForHost, type RegistrySettingsMap } from "../registry/registry-settings.ts";
 
 export interface PullSecretSource {

@@ -1,5 +1,5 @@
 // Writes what became of each policy custom resource: its status subresource (a Ready condition and the record
-// of the generation in force, see src/policy/policy-resource-status.ts) and, when the verdict changes, an Event
+// of the generation in force, see status-conditions.ts) and, when the verdict changes, an Event
 // on the object. Off the
 // admission path and best effort: a write that fails is logged, and the next reload tries again.
 //
@@ -9,12 +9,12 @@
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
 import pLimit from "p-limit";
 import type { Logger } from "pino";
-import { describeApiError, withSignal } from "./api-requests.ts";
-import { eventBody } from "./event-recorder.ts";
-import { POLICY_GROUP, POLICY_RESOURCE_KINDS, POLICY_VERSION } from "../policy/policy-crds.ts";
-import { resourceOrigin, resourceKey, type PolicyResourceObject } from "../policy/policy-resource-documents.ts";
-import { readyCondition, statusPatch, type ResourceOutcome } from "../policy/policy-resource-status.ts";
-import type { PolicyStatusSink } from "../policy/resource-policy-source.ts";
+import { describeApiError, withSignal } from "../kube/api-requests.ts";
+import { eventBody } from "../kube/event-recorder.ts";
+import { POLICY_GROUP, POLICY_RESOURCE_KINDS, POLICY_VERSION } from "./policy-crds.ts";
+import { resourceOrigin, resourceKey, type PolicyResourceObject } from "./resource-documents.ts";
+import { readyCondition, statusPatch, type ResourceOutcome } from "./status-conditions.ts";
+import type { PolicyStatusSink } from "./resource-policy-source.ts";
 
 const WRITE_TIMEOUT_MS = 10_000;
 /**

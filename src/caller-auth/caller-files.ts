@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import { ConfigError } from "../config/config-error.ts";
 import { parseClientCa, type CallerCredentials, type CallerUpdates } from "./caller-auth.ts";
 import { parseCallerTokens } from "./caller-tokens.ts";
-import { WatchedFiles } from "./file-reload.ts";
+import { WatchedFiles } from "../fs/file-reload.ts";
 
 export interface WatchedCallerFiles {
   initial: CallerCredentials;

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { pino } from "pino";
-import { WatchedFiles } from "../../../src/server/file-reload.ts";
+import { WatchedFiles } from "../../../src/fs/file-reload.ts";
 
 function capturingLogger() {
   const entries: Array<{ level: number; msg: string; error?: string }> = [];

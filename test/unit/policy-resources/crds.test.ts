@@ -8,14 +8,14 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Ajv } from "ajv";
 import { parse, parseAllDocuments } from "yaml";
-import { CrdSchemaError, toStructuralSchema } from "../../src/policy/crd-schema.ts";
-import { namespacedEditorSchemas, policyCrd, POLICY_RESOURCE_KINDS, renderCrdFiles } from "../../src/policy/policy-crds.ts";
-import { parsePolicyText } from "../../src/policy/load-policies.ts";
-import podRestrictionSchema from "../../src/policy/schemas/pod-restriction.schema.json" with { type: "json" };
-import trustRootSchema from "../../src/policy/schemas/trust-root.schema.json" with { type: "json" };
-import { embeddedTrustedRootJson } from "../../src/verification/trust-roots.ts";
+import { CrdSchemaError, toStructuralSchema } from "../../../src/policy-resources/crd-schema.ts";
+import { namespacedEditorSchemas, policyCrd, POLICY_RESOURCE_KINDS, renderCrdFiles } from "../../../src/policy-resources/policy-crds.ts";
+import { parsePolicyText } from "../../../src/policy/load-policies.ts";
+import podRestrictionSchema from "../../../src/core/pod-restriction/pod-restriction.schema.json" with { type: "json" };
+import trustRootSchema from "../../../src/core/trust-root/trust-root.schema.json" with { type: "json" };
+import { embeddedTrustedRootJson } from "../../../src/verification/trust-roots.ts";
 
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 const CRDS = join(ROOT, "deploy/crds");
 
 test("deploy/crds/ holds exactly what npm run crds generates", async () => {
@@ -33,11 +33,11 @@ test("deploy/crds/ holds exactly what npm run crds generates", async () => {
 test("the namespaced kinds' editor schemas are what npm run crds generates: the CRD's shape, with metadata.namespace required", async () => {
   const generated = namespacedEditorSchemas();
   assert.deepEqual([...generated.keys()].sort(), [
-    "src/policy/schemas/namespaced-image-policy.schema.json",
-    "src/policy/schemas/namespaced-pod-restriction.schema.json",
+    "src/core/image-policy/namespaced-image-policy.schema.json",
+    "src/core/pod-restriction/namespaced-pod-restriction.schema.json",
   ]);
   for (const [file, schema] of generated) assert.deepEqual(JSON.parse(await readFile(join(ROOT, file), "utf8")), schema, `${file} is stale: run npm run crds`);
-  const validate = new Ajv({ allErrors: true, strict: true }).compile(generated.get("src/policy/schemas/namespaced-image-policy.schema.json")!);
+  const validate = new Ajv({ allErrors: true, strict: true }).compile(generated.get("src/core/image-policy/namespaced-image-policy.schema.json")!);
   const policy = (metadata: Record<string, unknown>, spec: Record<string, unknown> = {}) => ({
     apiVersion: "imprimatur.dev/v1alpha1",
     kind: "NamespacedImagePolicy",

@@ -5,8 +5,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
-import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
-import { contentsAfterStep, type TlsSecretContents } from "../../src/server/tls-secret-contents.ts";
+import { createCertificateAuthority, issueCertificate } from "../../../src/tls/tls-bootstrap.ts";
+import { contentsAfterStep, type TlsSecretContents } from "../../../src/tls/tls-secret-contents.ts";
 import {
   bundleFingerprints,
   DEFAULT_TLS_ROTATION,
@@ -19,7 +19,7 @@ import {
   viewTlsSecret,
   type TlsRotationSettings,
   type TlsStep,
-} from "../../src/server/tls-rotation-plan.ts";
+} from "../../../src/tls/tls-rotation-plan.ts";
 
 const S = 1000;
 const T0 = Date.UTC(2026, 0, 1);

@@ -2,13 +2,14 @@
 // kinds NamespacedImagePolicy and NamespacedPodRestriction), with schemas converted from the JSON Schemas the
 // kinds are checked with, so the API and the loader never disagree on a shape. `npm run crds` writes them to
 // deploy/crds/; a unit test regenerates and compares. Pure.
+import { posix } from "node:path";
 import { stringify } from "yaml";
 import imagePolicySchema from "../core/image-policy/image-policy.schema.json" with { type: "json" };
-import podRestrictionSchema from "./schemas/pod-restriction.schema.json" with { type: "json" };
-import trustRootSchema from "./schemas/trust-root.schema.json" with { type: "json" };
-import policyExceptionSchema from "./schemas/policy-exception.schema.json" with { type: "json" };
+import podRestrictionSchema from "../core/pod-restriction/pod-restriction.schema.json" with { type: "json" };
+import trustRootSchema from "../core/trust-root/trust-root.schema.json" with { type: "json" };
+import policyExceptionSchema from "../core/policy-exception/policy-exception.schema.json" with { type: "json" };
 import { toStructuralSchema, type OpenApiSchema } from "./crd-schema.ts";
-import { MAX_RECORDED_DOCUMENT_BYTES } from "./policy-resource-status.ts";
+import { MAX_RECORDED_DOCUMENT_BYTES } from "./status-conditions.ts";
 
 export const POLICY_GROUP = "imprimatur.dev";
 export const POLICY_VERSION = "v1alpha1";
@@ -60,9 +61,9 @@ export const POLICY_RESOURCE_KINDS: readonly PolicyResourceKind[] = [
     plural: "podrestrictions",
     shortNames: ["podres"],
     schema: podRestrictionSchema,
-    schemaFile: "src/policy/schemas/pod-restriction.schema.json",
+    schemaFile: "src/core/pod-restriction/pod-restriction.schema.json",
   },
-  { kind: "TrustRoot", plural: "trustroots", shortNames: [], schema: trustRootSchema, schemaFile: "src/policy/schemas/trust-root.schema.json" },
+  { kind: "TrustRoot", plural: "trustroots", shortNames: [], schema: trustRootSchema, schemaFile: "src/core/trust-root/trust-root.schema.json" },
   {
     kind: "NamespacedImagePolicy",
     plural: "namespacedimagepolicies",
@@ -90,7 +91,7 @@ export const POLICY_RESOURCE_KINDS: readonly PolicyResourceKind[] = [
       "Restrictions every Pod of this namespace must satisfy, in addition to the cluster's PodRestrictions (a Drop policy: it can only deny more, and a cluster Accept policy does not exempt a pod from it).",
       [["binding"]],
     ),
-    schemaFile: "src/policy/schemas/pod-restriction.schema.json",
+    schemaFile: "src/core/pod-restriction/pod-restriction.schema.json",
     namespaced: true,
   },
   {
@@ -99,7 +100,7 @@ export const POLICY_RESOURCE_KINDS: readonly PolicyResourceKind[] = [
     // None: Kyverno's PolicyException has "polex", and a cluster may run both.
     shortNames: [],
     schema: policyExceptionSchema,
-    schemaFile: "src/policy/schemas/policy-exception.schema.json",
+    schemaFile: "src/core/policy-exception/policy-exception.schema.json",
     namespaced: true,
   },
 ];
@@ -114,7 +115,7 @@ const NAMESPACE_SCHEMA = {
 
 /**
  * The JSON Schemas for editors of the namespaced kinds (`npm run crds` writes them beside the cluster kinds'
- * schemas): the CRD's schema, plus the namespace in metadata, which an editor must ask for and a CRD cannot
+ * schemas, in the kinds' folders): the CRD's schema, plus the namespace in metadata, which an editor must ask for and a CRD cannot
  * describe. Keyed by the file they are written to, relative to the repository.
  */
 export function namespacedEditorSchemas(): Map<string, Record<string, unknown>> {
@@ -123,7 +124,8 @@ export function namespacedEditorSchemas(): Map<string, Record<string, unknown>> 
     if (!k.namespaced) continue;
     const slug = k.kind.replace(/(?<=[a-z])(?=[A-Z])/g, "-").toLowerCase();
     // A kind written namespaced from the start (PolicyException): its own schema is the editors' already.
-    if (k.schemaFile === `src/policy/schemas/${slug}.schema.json`) continue;
+    const file = posix.join(posix.dirname(k.schemaFile), `${slug}.schema.json`);
+    if (k.schemaFile === file) continue;
     const schema = structuredClone(k.schema) as Record<string, unknown> & {
       properties: { metadata: { properties: Record<string, unknown>; required?: string[] } };
     };
@@ -131,7 +133,7 @@ export function namespacedEditorSchemas(): Map<string, Record<string, unknown>> 
     metadata.properties = { name: metadata.properties.name, namespace: NAMESPACE_SCHEMA, ...metadata.properties };
     metadata.required = [...(metadata.required ?? []), "namespace"];
     const { $id: _clusterKindId, ...rest } = schema;
-    out.set(`src/policy/schemas/${slug}.schema.json`, { $id: `https://imprimatur.dev/schemas/v1alpha1/${slug}.json`, ...rest });
+    out.set(file, { $id: `https://imprimatur.dev/schemas/v1alpha1/${slug}.json`, ...rest });
   }
   return out;
 }

@@ -6,11 +6,11 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { request } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ConfigError } from "../../src/config/config-error.ts";
-import { loadCallerTokens, parseCallerTokens, tokenDigest } from "../../src/server/caller-tokens.ts";
-import { podReview } from "../support/admission.ts";
-import { createClientCa, randomToken, type ClientCa } from "../support/caller-credentials.ts";
-import { startTestApp, type TestApp } from "../support/in-process-app.ts";
+import { ConfigError } from "../../../src/config/config-error.ts";
+import { loadCallerTokens, parseCallerTokens, tokenDigest } from "../../../src/caller-auth/caller-tokens.ts";
+import { podReview } from "../../support/admission.ts";
+import { createClientCa, randomToken, type ClientCa } from "../../support/caller-credentials.ts";
+import { startTestApp, type TestApp } from "../../support/in-process-app.ts";
 
 const POLICY = `apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy

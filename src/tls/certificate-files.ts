@@ -5,7 +5,7 @@ import { createPrivateKey, X509Certificate, type KeyObject } from "node:crypto";
 import { createSecureContext } from "node:tls";
 import type { Logger } from "pino";
 import { ImprimaturError } from "../errors/imprimatur-error.ts";
-import { WatchedFiles } from "./file-reload.ts";
+import { WatchedFiles } from "../fs/file-reload.ts";
 
 export type CertificateFilesErrorCode = "not-a-certificate" | "not-a-key" | "key-mismatch" | "unusable";
 

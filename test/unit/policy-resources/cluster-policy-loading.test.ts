@@ -1,4 +1,4 @@
-// Loading other clusters' own policy resources while serving (src/server/cluster-policies.ts): a cluster whose
+// Loading other clusters' own policy resources while serving (src/policy-resources/cluster-policy-resources.ts): a cluster whose
 // resources cannot be read stops startup naming it; a change reloads that cluster alone; a set that fails to load
 // keeps the cluster's last good one. The sources here stand in for the API watch (a fake: the watch itself is
 // tested against a real apiserver in test/unit/policy-resources.test.ts and test/e2e/cluster-reads.test.ts).
@@ -12,7 +12,7 @@ import { Engine } from "../../../src/engine/engine.ts";
 import { NO_RECORDER } from "../../../src/engine/recorder.ts";
 import type { PolicyError } from "../../../src/policy/policy-error.ts";
 import type { PolicySource, PolicyText } from "../../../src/policy/policy-source.ts";
-import { startClusterPolicies } from "../../../src/server/cluster-policies.ts";
+import { startClusterPolicies } from "../../../src/policy-resources/cluster-policy-resources.ts";
 
 const denying = (image: string) =>
   `apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: {name: own}\nspec:\n  rules: [{action: deny, images: ["${image}"]}]\n  default: allow\n`;

@@ -8,21 +8,21 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "node:https";
 import { stringify } from "yaml";
-import { DecisionCache } from "../../src/backends/decision-cache.ts";
-import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
-import { coversCluster, isClusterScoped, policiesForCluster } from "../../src/core/cluster-scope.ts";
-import { UNAUTHENTICATED } from "../../src/audit/caller.ts";
-import { subjectOfObject } from "../../src/core/admission-subject.ts";
-import { allow } from "../../src/core/decision.ts";
-import type { AdmissionCall } from "../../src/engine/admission-call.ts";
-import { Engine } from "../../src/engine/engine.ts";
-import { parsePolicyText } from "../../src/policy/load-policies.ts";
-import { parseCallerTokens, tokenDigest } from "../../src/server/caller-tokens.ts";
-import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
-import { podReview } from "../support/admission.ts";
-import { randomToken } from "../support/caller-credentials.ts";
-import { startTestApp, type TestApp } from "../support/in-process-app.ts";
-import { startTestBackend, type TestBackend } from "../support/test-imagereview-backend.ts";
+import { DecisionCache } from "../../../src/backends/decision-cache.ts";
+import { DEFAULT_SERVER_CONFIG } from "../../../src/config/server-config.ts";
+import { coversCluster, isClusterScoped, policiesForCluster } from "../../../src/core/cluster-scope.ts";
+import { UNAUTHENTICATED } from "../../../src/audit/caller.ts";
+import { subjectOfObject } from "../../../src/core/admission-subject.ts";
+import { allow } from "../../../src/core/decision.ts";
+import type { AdmissionCall } from "../../../src/engine/admission-call.ts";
+import { Engine } from "../../../src/engine/engine.ts";
+import { parsePolicyText } from "../../../src/policy/load-policies.ts";
+import { parseCallerTokens, tokenDigest } from "../../../src/caller-auth/caller-tokens.ts";
+import { createCertificateAuthority, issueCertificate } from "../../../src/tls/tls-bootstrap.ts";
+import { podReview } from "../../support/admission.ts";
+import { randomToken } from "../../support/caller-credentials.ts";
+import { startTestApp, type TestApp } from "../../support/in-process-app.ts";
+import { startTestBackend, type TestBackend } from "../../support/test-imagereview-backend.ts";
 
 const POLICIES = `apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy

@@ -5,8 +5,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
-import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
-import { contentsAfterStep, trustInPlace, type TlsSecretContents } from "../../src/server/tls-secret-contents.ts";
+import { createCertificateAuthority, issueCertificate } from "../../../src/tls/tls-bootstrap.ts";
+import { contentsAfterStep, trustInPlace, type TlsSecretContents } from "../../../src/tls/tls-secret-contents.ts";
 import {
   caCertificates,
   formatTrustedSince,
@@ -15,14 +15,14 @@ import {
   SECRET_KEYS,
   viewTlsSecret,
   type TlsRotationSettings,
-} from "../../src/server/tls-rotation-plan.ts";
+} from "../../../src/tls/tls-rotation-plan.ts";
 import {
   chooseServingCertificate,
   fingerprintsInEveryBundle,
   observeTrustedCas,
   servedUsable,
   type CertificateState,
-} from "../../src/server/tls-serving-choice.ts";
+} from "../../../src/tls/tls-serving-choice.ts";
 
 const S = 1000;
 const T0 = Date.UTC(2026, 0, 1);

@@ -10,14 +10,14 @@ import { connect } from "node:tls";
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
-import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
-import { startApp } from "../../src/server/app.ts";
-import { createCertificateAuthority, issueCertificate } from "../../src/server/tls-bootstrap.ts";
-import { selfManagedTlsSetup, tlsSecretFlagProblem } from "../../src/server/tls-secret-flags.ts";
-import { parseSecretName } from "../../src/server/tls-secret-manager.ts";
-import { runServe } from "../../src/cli/serve.ts";
+import { DEFAULT_SERVER_CONFIG } from "../../../src/config/server-config.ts";
+import { startApp } from "../../../src/server/app.ts";
+import { createCertificateAuthority, issueCertificate } from "../../../src/tls/tls-bootstrap.ts";
+import { selfManagedTlsSetup, tlsSecretFlagProblem } from "../../../src/tls/tls-secret-flags.ts";
+import { parseSecretName } from "../../../src/tls/tls-secret-manager.ts";
+import { runServe } from "../../../src/cli/serve.ts";
 
-const POLICIES = fileURLToPath(new URL("../fixtures/e2e-policies/", import.meta.url));
+const POLICIES = fileURLToPath(new URL("../../fixtures/e2e-policies", import.meta.url));
 
 test("--tls-secret is NAMESPACE/NAME", () => {
   assert.deepEqual(parseSecretName("imprimatur/imprimatur-tls"), { namespace: "imprimatur", name: "imprimatur-tls" });

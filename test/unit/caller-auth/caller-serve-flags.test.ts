@@ -5,8 +5,8 @@ import assert from "node:assert/strict";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createClientCa } from "../support/caller-credentials.ts";
-import { imprimatur } from "../support/cli-process.ts";
+import { createClientCa } from "../../support/caller-credentials.ts";
+import { imprimatur } from "../../support/cli-process.ts";
 
 test("bad caller and metrics flags stop serve with exit 2 and say why", async () => {
   const dir = await mkdtemp(join(tmpdir(), "imprimatur-serve-flags-"));

@@ -164,8 +164,9 @@ export const areas = {
     testFiles: ["test/unit/policy-reports/*.test.ts", "test/unit/scan/pod-audit.test.ts"],
   },
   // Pod Security Admission as a drop-in: namespace labels, its configuration, evaluation and messages.
+  // checks/ holds one file per PSA check; test/unit/pod-security/checks.test.ts (in the first glob) holds them to the profiles.
   "pod-security": {
-    mutate: ["src/core/pod-security/*.ts"],
+    mutate: ["src/core/pod-security/*.ts", "src/core/pod-security/checks/*.ts"],
     testFiles: ["test/unit/pod-security/*.test.ts", "test/unit/engine/pod-security.test.ts", "test/unit/cli/check-pod-security.test.ts"],
   },
   verification: {

@@ -23,10 +23,9 @@ import { createPullSecret, startKubeCluster, type KubeCluster } from "../support
 import { podReview } from "../support/admission.ts";
 import { buildOciLayout } from "../support/oci-layout.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
-import { cosignSignatureLayer, ociManifestWithLayers, signatureTag, simpleSigningPayload } from "../support/signer/cosign-signatures.ts";
 import { generateSigningKey } from "../support/signer/keys.ts";
 import { createMockSigstore } from "../support/signer/mock-sigstore.ts";
-import { pushArtifact } from "../support/signer/oci-push.ts";
+import { pushCosignSignatures } from "../support/signer/registry-signatures.ts";
 import { teardown } from "../support/teardown.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -132,10 +131,7 @@ before(async () => {
   const keyed = buildOciLayout({ tag: "1", seed: "cluster-reads-keyed" });
   await registry.push(keyed.layoutDir, "1", "keyed/app", "1");
   await rm(keyed.layoutDir, { recursive: true, force: true });
-  const payload = simpleSigningPayload({ dockerReference: `${registry.host}/keyed/app`, digest: keyed.digest });
-  const layer = await cosignSignatureLayer({ payload, key: signingKey, hash: "sha256" });
-  const target = { url: registry.url, caPem: registry.caPem, username: registry.username, password: registry.password };
-  await pushArtifact(target, "keyed/app", ociManifestWithLayers([layer]), signatureTag(keyed.digest));
+  await pushCosignSignatures({ registry, repository: "keyed/app", digest: keyed.digest, signers: [{ key: signingKey, hash: "sha256" }] });
   keyedImage = `${registry.host}/keyed/app@${keyed.digest}`;
   // cluster-b's own TrustRoot (a mock Sigstore) holds the log that vouches for this signature: only a
   // verification against that root, which no other cluster has, can admit it.
@@ -144,9 +140,7 @@ before(async () => {
   const logged = buildOciLayout({ tag: "1", seed: "cluster-reads-logged" });
   await registry.push(logged.layoutDir, "1", "logged/app", "1");
   await rm(logged.layoutDir, { recursive: true, force: true });
-  const loggedPayload = simpleSigningPayload({ dockerReference: `${registry.host}/logged/app`, digest: logged.digest });
-  const loggedLayer = await cosignSignatureLayer({ payload: loggedPayload, key: releaseKey, rekor: sigstore, hash: "sha256" });
-  await pushArtifact(target, "logged/app", ociManifestWithLayers([loggedLayer]), signatureTag(logged.digest));
+  await pushCosignSignatures({ registry, repository: "logged/app", digest: logged.digest, signers: [{ key: releaseKey, rekor: sigstore, hash: "sha256" }] });
   loggedImage = `${registry.host}/logged/app@${logged.digest}`;
 
   [clusterA, clusterB] = await Promise.all([startKubeCluster(), startKubeCluster()]);

@@ -14,22 +14,13 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { stringify } from "yaml";
 import { imprimatur } from "../support/cli-process.ts";
-import { buildOciLayout } from "../support/oci-layout.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
-import {
-  attestationTag,
-  cosignAttestationLayer,
-  cosignSignatureLayer,
-  inTotoStatement,
-  ociManifestWithLayers,
-  signatureTag,
-  simpleSigningPayload,
-} from "../support/signer/cosign-signatures.ts";
 import { generateSigningKey, type SigningKey } from "../support/signer/keys.ts";
 import { createMockSigstore, type MockSigstore } from "../support/signer/mock-sigstore.ts";
-import { pushArtifact } from "../support/signer/oci-push.ts";
+import { pushCosignAttestations, pushCosignSignatures } from "../support/signer/registry-signatures.ts";
 import { attachKeylessSignature } from "../support/signer/keyless-signature.ts";
 import { teardown } from "../support/teardown.ts";
+import { TestLayouts } from "../support/test-layouts.ts";
 
 const WORKFLOW = "https://github.com/acme/app/.github/workflows/release.yml@refs/tags/v1";
 const ISSUER = "https://token.actions.githubusercontent.com";
@@ -41,25 +32,16 @@ let registry: TestRegistry;
 let sigstore: MockSigstore;
 let release: SigningKey;
 let other: SigningKey;
-const layouts: string[] = [];
+const layouts = new TestLayouts();
 const push = () => ({ url: registry.url, caPem: registry.caPem, username: registry.username, password: registry.password });
 
 async function image(repository: string): Promise<string> {
-  const layout = await buildOciLayout({ tag: "1.0", seed: `convert-signatures ${repository}` });
-  layouts.push(layout.layoutDir);
-  await registry.push(layout.layoutDir, "1.0", repository, "1.0");
-  return layout.digest;
+  return (await layouts.push(registry, repository, "1.0", { seed: `convert-signatures ${repository}` })).digest;
 }
 
 async function signed(repository: string, key: SigningKey): Promise<string> {
   const digest = await image(repository);
-  const payload = simpleSigningPayload({ dockerReference: `${registry.host}/${repository}`, digest });
-  await pushArtifact(
-    push(),
-    repository,
-    ociManifestWithLayers([await cosignSignatureLayer({ payload, key, rekor: sigstore, hash: "sha256" })]),
-    signatureTag(digest),
-  );
+  await pushCosignSignatures({ registry, repository, digest, signers: [{ key, rekor: sigstore, hash: "sha256" }] });
   return digest;
 }
 
@@ -71,14 +53,8 @@ async function keyless(repository: string, subjectAltName: string): Promise<stri
 
 async function attested(repository: string, buildType: string): Promise<string> {
   const digest = await signed(repository, release);
-  const statement = inTotoStatement({
-    subjectName: `${registry.host}/${repository}`,
-    digest,
-    predicateType: SLSA,
-    predicate: { buildDefinition: { buildType }, runDetails: { builder: { id: "https://github.com/actions/runner" } } },
-  });
-  const layer = await cosignAttestationLayer({ statement, key: release, rekor: sigstore });
-  await pushArtifact(push(), repository, ociManifestWithLayers([layer]), attestationTag(digest));
+  const predicate = { buildDefinition: { buildType }, runDetails: { builder: { id: "https://github.com/actions/runner" } } };
+  await pushCosignAttestations({ registry, repository, digest, statements: [{ predicateType: SLSA, predicate, signer: { key: release, rekor: sigstore } }] });
   return digest;
 }
 
@@ -100,13 +76,7 @@ before(async () => {
   await writeFile(join(dir, "registries.yaml"), registry.registryConfig());
 });
 
-after(() =>
-  teardown([
-    () => registry?.stop(),
-    () => dir && rm(dir, { recursive: true, force: true }),
-    ...layouts.map((l) => () => rm(l, { recursive: true, force: true })),
-  ]),
-);
+after(() => teardown([() => registry?.stop(), () => dir && rm(dir, { recursive: true, force: true }), ...layouts.removals()]));
 
 const indent = (text: string, spaces: number) => text.trim().replace(/\n/g, `\n${" ".repeat(spaces)}`);
 

@@ -11,9 +11,9 @@ import { join } from "node:path";
 import { stringify } from "yaml";
 import { createPullSecret, startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
-import { buildOciLayout } from "../support/oci-layout.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
 import { teardown } from "../support/teardown.ts";
+import { TestLayouts } from "../support/test-layouts.ts";
 
 const NS = "pinning";
 /** A Tekton-like Task: images in spec.steps, no pod spec (CustomResourceDefinition below). */
@@ -24,13 +24,10 @@ let cluster: KubeCluster;
 let registry: TestRegistry;
 let server: ImprimaturProcess;
 const digests: Record<string, string> = {};
-const layouts: string[] = [];
+const layouts = new TestLayouts();
 
 async function push(repository: string, tag: string, seed: string, platforms?: Array<{ os: string; architecture: string }>): Promise<string> {
-  const layout = await buildOciLayout({ tag, seed, ...(platforms ? { platforms } : {}) });
-  layouts.push(layout.layoutDir);
-  await registry.push(layout.layoutDir, tag, repository, tag);
-  return layout.digest;
+  return (await layouts.push(registry, repository, tag, { seed, ...(platforms ? { platforms } : {}) })).digest;
 }
 
 function pod(name: string, image: string, extra: Record<string, unknown> = {}): string {
@@ -163,7 +160,7 @@ after(() =>
     () => cluster?.stop(),
     () => server?.stop(),
     () => registry?.stop(),
-    ...layouts.map((l) => () => rm(l, { recursive: true, force: true })),
+    ...layouts.removals(),
     () => dir && rm(dir, { recursive: true, force: true }),
   ]),
 );

@@ -12,9 +12,8 @@ import { stringify } from "yaml";
 import { imprimatur } from "../support/cli-process.ts";
 import { buildOciLayout } from "../support/oci-layout.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
-import { cosignSignatureLayer, ociManifestWithLayers, signatureTag, simpleSigningPayload } from "../support/signer/cosign-signatures.ts";
 import { createMockSigstore, type MockSigstore } from "../support/signer/mock-sigstore.ts";
-import { pushArtifact } from "../support/signer/oci-push.ts";
+import { pushCosignSignatures } from "../support/signer/registry-signatures.ts";
 import { teardown } from "../support/teardown.ts";
 
 const ISSUER = "https://accounts.example.org";
@@ -38,12 +37,9 @@ before(async () => {
   const image = await buildOciLayout({ tag: "1.0", seed: "keyless-linear-regex" });
   layout = image.layoutDir;
   const cert = await sigstore.issueKeylessCertificate({ subjectAltName: SUBJECT, issuer: ISSUER });
-  const target = { url: registry.url, caPem: registry.caPem, username: registry.username, password: registry.password };
   for (const repository of Object.keys(IDENTITIES)) {
     await registry.push(image.layoutDir, "1.0", repository, "1.0");
-    const payload = simpleSigningPayload({ dockerReference: `${registry.host}/${repository}`, digest: image.digest });
-    const layer = await cosignSignatureLayer({ payload, keyless: cert, rekor: sigstore });
-    await pushArtifact(target, repository, ociManifestWithLayers([layer]), signatureTag(image.digest));
+    await pushCosignSignatures({ registry, repository, digest: image.digest, signers: [{ keyless: cert, rekor: sigstore }] });
   }
   const rules = Object.entries(IDENTITIES).map(([repository, identity]) => ({
     action: "allow",

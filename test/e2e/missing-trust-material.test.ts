@@ -16,13 +16,12 @@ import { postJson } from "../support/https-client.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 import { startKubeCluster, untilWebhookActive, validatingWebhookConfiguration, webhookRule, type KubeCluster } from "../support/kube-cluster.ts";
 import { podYaml } from "../support/manifests.ts";
-import { buildOciLayout } from "../support/oci-layout.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
-import { cosignSignatureLayer, ociManifestWithLayers, signatureTag, simpleSigningPayload } from "../support/signer/cosign-signatures.ts";
 import { generateSigningKey, type SigningKey } from "../support/signer/keys.ts";
 import { createMockSigstore, type MockSigstore } from "../support/signer/mock-sigstore.ts";
-import { pushArtifact } from "../support/signer/oci-push.ts";
+import { pushCosignSignatures } from "../support/signer/registry-signatures.ts";
 import { teardown } from "../support/teardown.ts";
+import { TestLayouts } from "../support/test-layouts.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const NS = "trust-material";
@@ -35,19 +34,14 @@ let registry: TestRegistry;
 let sigstore: MockSigstore;
 let server: ImprimaturProcess | undefined;
 let filesServer: ImprimaturProcess | undefined;
-const layouts: string[] = [];
+const layouts = new TestLayouts();
 /** Images by digest: under the rule needing TrustRoot corp, and under the rule with the Secret's key. */
 const images = { corp: "", keyed: "" };
 let secretKey: SigningKey;
 
 async function pushSigned(repository: string, key: SigningKey): Promise<string> {
-  const layout = buildOciLayout({ tag: "1", seed: `${repository}:1` });
-  layouts.push(layout.layoutDir);
-  await registry.push(layout.layoutDir, "1", repository, "1");
-  const payload = simpleSigningPayload({ dockerReference: `${registry.host}/${repository}`, digest: layout.digest });
-  const layer = await cosignSignatureLayer({ payload, key, rekor: sigstore, hash: "sha256" });
-  const target = { url: registry.url, caPem: registry.caPem, username: registry.username, password: registry.password };
-  await pushArtifact(target, repository, ociManifestWithLayers([layer]), signatureTag(layout.digest));
+  const layout = await layouts.push(registry, repository, "1", { seed: `${repository}:1` });
+  await pushCosignSignatures({ registry, repository, digest: layout.digest, signers: [{ key, rekor: sigstore, hash: "sha256" }] });
   return `${registry.host}/${repository}@${layout.digest}`;
 }
 
@@ -127,7 +121,7 @@ after(async () => {
     () => server?.stop(),
     () => cluster?.stop(),
     () => registry?.stop(),
-    ...layouts.map((l) => () => rm(l, { recursive: true, force: true })),
+    ...layouts.removals(),
     () => dir && rm(dir, { recursive: true, force: true }),
   ]);
 });

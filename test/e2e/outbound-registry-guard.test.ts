@@ -20,13 +20,12 @@ import { podReview } from "../support/admission.ts";
 import { imprimatur } from "../support/cli-process.ts";
 import { postJson } from "../support/https-client.ts";
 import { startTestApp, type TestApp } from "../support/in-process-app.ts";
-import { buildOciLayout } from "../support/oci-layout.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
-import { cosignSignatureLayer, ociManifestWithLayers, signatureTag, simpleSigningPayload } from "../support/signer/cosign-signatures.ts";
 import { generateSigningKey, type SigningKey } from "../support/signer/keys.ts";
-import { pushArtifact } from "../support/signer/oci-push.ts";
+import { pushCosignSignatures } from "../support/signer/registry-signatures.ts";
 import { startTamperingProxy, type TamperingProxy } from "../support/tampering-proxy.ts";
 import { teardown } from "../support/teardown.ts";
+import { TestLayouts } from "../support/test-layouts.ts";
 
 let dir: string;
 let registry: TestRegistry;
@@ -34,7 +33,7 @@ let tokenRegistry: TestRegistry;
 let proxy: TamperingProxy;
 let key: SigningKey;
 let appDigest: string;
-const layouts: string[] = [];
+const layouts = new TestLayouts();
 const apps: TestApp[] = [];
 
 before(async () => {
@@ -42,14 +41,11 @@ before(async () => {
   key = generateSigningKey("ecdsa-p256");
   [registry, tokenRegistry] = await Promise.all([startRegistry({ auth: "htpasswd" }), startRegistry({ auth: "token" })]);
   proxy = await startTamperingProxy({ upstream: registry.url, upstreamCa: registry.caPem });
-  const layout = await buildOciLayout({ tag: "1.0", seed: "outbound-guard app" });
-  layouts.push(layout.layoutDir);
+  const layout = layouts.build({ tag: "1.0", seed: "outbound-guard app" });
   await Promise.all([registry.push(layout.layoutDir, "1.0", "team/app", "1.0"), tokenRegistry.push(layout.layoutDir, "1.0", "team/app", "1.0")]);
   appDigest = layout.digest;
   // The image's signature lives in another repository of the same registry: a rule's `repository` points there.
-  const payload = simpleSigningPayload({ dockerReference: `${registry.host}/team/app`, digest: appDigest });
-  const target = { url: registry.url, caPem: registry.caPem, username: registry.username, password: registry.password };
-  await pushArtifact(target, "sigs/app", ociManifestWithLayers([await cosignSignatureLayer({ payload, key })]), signatureTag(appDigest));
+  await pushCosignSignatures({ registry, repository: "team/app", digest: appDigest, signers: [{ key }], signatureRepository: "sigs/app" });
 });
 
 after(() =>
@@ -58,7 +54,7 @@ after(() =>
     () => proxy?.stop(),
     () => registry?.stop(),
     () => tokenRegistry?.stop(),
-    ...layouts.map((l) => () => rm(l, { recursive: true, force: true })),
+    ...layouts.removals(),
     () => dir && rm(dir, { recursive: true, force: true }),
   ]),
 );

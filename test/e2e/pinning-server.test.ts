@@ -16,25 +16,22 @@ import type { RoundTrip } from "../../src/registry/registry-client.ts";
 import { imageReview, podReview } from "../support/admission.ts";
 import { getText, postJson } from "../support/https-client.ts";
 import { startTestApp, type TestApp } from "../support/in-process-app.ts";
-import { buildOciLayout } from "../support/oci-layout.ts";
 import { freePort } from "../support/ports.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
 import { startTamperingProxy, type TamperingProxy } from "../support/tampering-proxy.ts";
 import { teardown } from "../support/teardown.ts";
+import { TestLayouts } from "../support/test-layouts.ts";
 
 let dir: string;
 let registry: TestRegistry;
 let deadHost: string;
 let proxy: TamperingProxy;
-const layouts: string[] = [];
+const layouts = new TestLayouts();
 const digests: Record<string, string> = {};
 const apps: TestApp[] = [];
 
 async function push(repository: string, tag: string, seed: string): Promise<string> {
-  const layout = await buildOciLayout({ tag, seed });
-  layouts.push(layout.layoutDir);
-  await registry.push(layout.layoutDir, tag, repository, tag);
-  return layout.digest;
+  return (await layouts.push(registry, repository, tag, { seed })).digest;
 }
 
 async function app(config: Partial<ServerConfig> = {}, trips?: RoundTrip[]): Promise<TestApp> {
@@ -98,7 +95,7 @@ after(() =>
     ...apps.map((a) => () => a.close()),
     () => proxy?.stop(),
     () => registry?.stop(),
-    ...layouts.map((l) => () => rm(l, { recursive: true, force: true })),
+    ...layouts.removals(),
     () => dir && rm(dir, { recursive: true, force: true }),
   ]),
 );

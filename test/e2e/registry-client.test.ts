@@ -5,18 +5,18 @@
 // about its bytes (see test/support/tampering-proxy.ts).
 
 import assert from "node:assert/strict";
-import { rmSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { parseImageReference, type ImageReference } from "../../src/core/image-reference.ts";
 import type { CredentialLookup, RegistryCredential } from "../../src/credentials/credential.ts";
 import { CredentialKeyring } from "../../src/credentials/keyring.ts";
 import { RegistryClient, type RegistryClientOptions, type RoundTrip } from "../../src/registry/registry-client.ts";
 import { registrySettingsMap, type RegistrySettings } from "../../src/registry/registry-settings.ts";
-import { buildOciLayout, type OciLayout, type OciLayoutOptions } from "../support/oci-layout.ts";
+import type { OciLayout } from "../support/oci-layout.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
 import { startTamperingProxy, type TamperingProxy } from "../support/tampering-proxy.ts";
 import { rejection } from "../support/registry-rejection.ts";
 import { teardown } from "../support/teardown.ts";
+import { TestLayouts } from "../support/test-layouts.ts";
 
 const ALICE = { username: "alice", password: "alice-Secret-7f3e" };
 const PUSHER = { username: "pusher", password: "pusher-Secret-19ad" };
@@ -28,12 +28,8 @@ let token: TestRegistry;
 let open: TestRegistry;
 let proxy: TamperingProxy;
 
-const layouts: OciLayout[] = [];
-function layout(opts: OciLayoutOptions): OciLayout {
-  const built = buildOciLayout(opts);
-  layouts.push(built);
-  return built;
-}
+const layouts = new TestLayouts();
+const layout = layouts.build;
 
 const images = {
   privateApp: layout({ tag: "v1", seed: "client-e2e private/app" }),
@@ -85,15 +81,7 @@ before(async () => {
   ]);
 });
 
-after(() =>
-  teardown([
-    () => htpasswd?.stop(),
-    () => token?.stop(),
-    () => open?.stop(),
-    () => proxy?.stop(),
-    ...layouts.map((l) => () => rmSync(l.layoutDir, { recursive: true, force: true })),
-  ]),
-);
+after(() => teardown([() => htpasswd?.stop(), () => token?.stop(), () => open?.stop(), () => proxy?.stop(), ...layouts.removals()]));
 
 function ref(registry: string, image: string): ImageReference {
   const parsed = parseImageReference(`${registry}/${image}`);

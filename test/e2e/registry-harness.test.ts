@@ -4,15 +4,15 @@
 // its tokens is real, so every claim about access below is the registry's verdict, not the fake's.
 
 import assert from "node:assert/strict";
-import { existsSync, rmSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { after, describe, test } from "node:test";
-import { buildOciLayout, MEDIA_TYPES } from "../support/oci-layout.ts";
-import type { OciLayout } from "../support/oci-layout.ts";
+import { MEDIA_TYPES } from "../support/oci-layout.ts";
 import { runSkopeo, startRegistry } from "../support/registry.ts";
 import type { TestRegistry } from "../support/registry.ts";
 import { teardown } from "../support/teardown.ts";
+import { TestLayouts } from "../support/test-layouts.ts";
 
 const MANIFEST_ACCEPT = [
   MEDIA_TYPES.index,
@@ -21,13 +21,9 @@ const MANIFEST_ACCEPT = [
   "application/vnd.docker.distribution.manifest.v2+json",
 ].join(", ");
 
-const layouts: OciLayout[] = [];
-function layout(opts: Parameters<typeof buildOciLayout>[0]): OciLayout {
-  const built = buildOciLayout(opts);
-  layouts.push(built);
-  return built;
-}
-after(() => teardown(layouts.map((l) => () => rmSync(l.layoutDir, { recursive: true, force: true }))));
+const layouts = new TestLayouts();
+const layout = layouts.build;
+after(() => teardown(layouts.removals()));
 
 interface HttpAnswer {
   status: number;

@@ -8,20 +8,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { imprimatur } from "../support/cli-process.ts";
-import { buildOciLayout, type OciLayout, type OciLayoutOptions } from "../support/oci-layout.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
 import { teardown } from "../support/teardown.ts";
+import { TestLayouts } from "../support/test-layouts.ts";
 
 let registry: TestRegistry;
 let scratch: string;
 let registriesFile: string;
 
-const layouts: OciLayout[] = [];
-function layout(opts: OciLayoutOptions): OciLayout {
-  const built = buildOciLayout(opts);
-  layouts.push(built);
-  return built;
-}
+const layouts = new TestLayouts();
+const layout = layouts.build;
 const images = {
   app: layout({ tag: "v1", seed: "resolve-cli app" }),
   other: layout({ tag: "v2", seed: "resolve-cli other" }),
@@ -51,13 +47,7 @@ before(async () => {
   ]);
 });
 
-after(() =>
-  teardown([
-    () => registry?.stop(),
-    () => scratch && rmSync(scratch, { recursive: true, force: true }),
-    ...layouts.map((l) => () => rmSync(l.layoutDir, { recursive: true, force: true })),
-  ]),
-);
+after(() => teardown([() => registry?.stop(), () => scratch && rmSync(scratch, { recursive: true, force: true }), ...layouts.removals()]));
 
 /** A RegistryConfig file in the scratch dir with the given `registries:` entries (YAML lines). */
 function writeRegistries(name: string, entries: string[]): string {

@@ -14,22 +14,13 @@ import { imprimatur } from "../support/cli-process.ts";
 import { getText, postJson } from "../support/https-client.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 import { createPullSecret, startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
-import { buildOciLayout } from "../support/oci-layout.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
-import {
-  attestationTag,
-  cosignAttestationLayer,
-  cosignSignatureLayer,
-  inTotoStatement,
-  ociManifestWithLayers,
-  signatureTag,
-  simpleSigningPayload,
-} from "../support/signer/cosign-signatures.ts";
 import { generateSigningKey, type SigningKey } from "../support/signer/keys.ts";
 import { createMockSigstore, type MockSigstore } from "../support/signer/mock-sigstore.ts";
-import { pushArtifact } from "../support/signer/oci-push.ts";
+import { pushCosignAttestations, pushCosignSignatures } from "../support/signer/registry-signatures.ts";
 import { attachKeylessSignature } from "../support/signer/keyless-signature.ts";
 import { teardown } from "../support/teardown.ts";
+import { TestLayouts } from "../support/test-layouts.ts";
 
 const NS = "signed";
 const WORKFLOW = "https://github.com/acme/app/.github/workflows/release.yml@refs/tags/v1";
@@ -45,22 +36,18 @@ let sigstore: MockSigstore;
 let keyA: SigningKey;
 let keyB: SigningKey;
 const digests: Record<string, string> = {};
-const layouts: string[] = [];
+const layouts = new TestLayouts();
 
 const target = () => ({ url: registry.url, caPem: registry.caPem, ...PUSHER });
 
 async function pushImage(repository: string, tag: string): Promise<string> {
-  const layout = await buildOciLayout({ tag, seed: `${repository}:${tag}` });
-  layouts.push(layout.layoutDir);
-  await registry.push(layout.layoutDir, tag, repository, tag);
-  return layout.digest;
+  return (await layouts.push(registry, repository, tag, { seed: `${repository}:${tag}` })).digest;
 }
 
 /** A cosign `.sig` manifest with one layer per signer, each logged in the mock Rekor. */
 async function signWithKeys(repository: string, digest: string, keys: SigningKey[], signedDigest = digest): Promise<void> {
-  const payload = simpleSigningPayload({ dockerReference: `${registry.host}/${repository}`, digest: signedDigest });
-  const layers = await Promise.all(keys.map((key) => cosignSignatureLayer({ payload, key, rekor: sigstore, hash: "sha256" })));
-  await pushArtifact(target(), repository, ociManifestWithLayers(layers), signatureTag(digest));
+  const signers = keys.map((key) => ({ key, rekor: sigstore, hash: "sha256" as const }));
+  await pushCosignSignatures({ registry, pusher: PUSHER, repository, digest, signers, signedDigest });
 }
 
 const SLSA = "https://slsa.dev/provenance/v1";
@@ -79,21 +66,13 @@ async function attest(
   digest: string,
   statements: Array<{ predicateType: string; predicate: unknown; subjectDigest?: string; key?: SigningKey }>,
 ): Promise<void> {
-  const layers = await Promise.all(
-    statements.map((s) =>
-      cosignAttestationLayer({
-        statement: inTotoStatement({
-          subjectName: `${registry.host}/${repository}`,
-          digest: s.subjectDigest ?? digest,
-          predicateType: s.predicateType,
-          predicate: s.predicate,
-        }),
-        key: s.key ?? keyA,
-        rekor: sigstore,
-      }),
-    ),
-  );
-  await pushArtifact(target(), repository, ociManifestWithLayers(layers), attestationTag(digest));
+  await pushCosignAttestations({
+    registry,
+    pusher: PUSHER,
+    repository,
+    digest,
+    statements: statements.map(({ key, ...s }) => ({ ...s, signer: { key: key ?? keyA, rekor: sigstore } })),
+  });
 }
 
 /** A keyless DSSE bundle attached as a referrer, listed in the referrers tag index (docker-registry has no API). */
@@ -261,7 +240,7 @@ after(() =>
     () => cluster?.stop(),
     () => server?.stop(),
     () => registry?.stop(),
-    ...layouts.map((l) => () => rm(l, { recursive: true, force: true })),
+    ...layouts.removals(),
     () => dir && rm(dir, { recursive: true, force: true }),
   ]),
 );
@@ -417,17 +396,8 @@ test("a pod with a pinned unsigned-rule image and a verified image by digest kee
 test("a registry with htpasswd auth: signatures are read with --authfile's credentials, and refused without them", async () => {
   const basic = await startRegistry({ auth: "htpasswd" });
   try {
-    const layout = await buildOciLayout({ tag: "1.0", seed: "htpasswd-app" });
-    layouts.push(layout.layoutDir);
-    await basic.push(layout.layoutDir, "1.0", "team/app", "1.0");
-    const payload = simpleSigningPayload({ dockerReference: `${basic.host}/team/app`, digest: layout.digest });
-    const signature = await cosignSignatureLayer({ payload, key: keyA, rekor: sigstore, hash: "sha256" });
-    await pushArtifact(
-      { url: basic.url, caPem: basic.caPem, username: basic.username, password: basic.password },
-      "team/app",
-      ociManifestWithLayers([signature]),
-      signatureTag(layout.digest),
-    );
+    const layout = await layouts.push(basic, "team/app", "1.0", { seed: "htpasswd-app" });
+    await pushCosignSignatures({ registry: basic, repository: "team/app", digest: layout.digest, signers: [{ key: keyA, rekor: sigstore, hash: "sha256" }] });
     const registries = join(dir, "htpasswd-registries.yaml");
     await writeFile(registries, stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: basic.configEntries() }));
     // Its own policy file: the TrustRoot (the same mock) and one rule for this registry.

@@ -3,9 +3,8 @@
 // digest, and the referrers tag schema index — over Basic auth (htpasswd) and the Bearer token flow.
 
 import assert from "node:assert/strict";
-import { rmSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
-import { buildOciLayout, MEDIA_TYPES } from "../support/oci-layout.ts";
+import { MEDIA_TYPES } from "../support/oci-layout.ts";
 import type { OciLayout } from "../support/oci-layout.ts";
 import { startRegistry } from "../support/registry.ts";
 import type { RegistryAuth, TestRegistry } from "../support/registry.ts";
@@ -17,18 +16,19 @@ import { fetchBlob, fetchManifest, pushArtifact } from "../support/signer/oci-pu
 import { COSIGN_SIGN_PREDICATE_TYPE, imageSignatureBundle, referrerManifest, referrersTag, referrersTagIndex } from "../support/signer/sigstore-bundles.ts";
 import { verifyBundle } from "../support/signer/reference-verify.ts";
 import { teardown } from "../support/teardown.ts";
+import { TestLayouts } from "../support/test-layouts.ts";
 
 const REPOSITORY = "acme/app";
 const WORKFLOW = "https://github.com/acme/app/.github/workflows/release.yml@refs/tags/v1";
 const ISSUER = "https://token.actions.githubusercontent.com";
 
 let sigstore: MockSigstore;
-const layouts: OciLayout[] = [];
+const layouts = new TestLayouts();
 
 before(async () => {
   sigstore = await createMockSigstore();
 });
-after(() => teardown(layouts.map((layout) => () => rmSync(layout.layoutDir, { recursive: true, force: true }))));
+after(() => teardown(layouts.removals()));
 
 for (const auth of ["htpasswd", "token"] as RegistryAuth[]) {
   describe(`signer artifacts in a registry with ${auth} auth`, () => {
@@ -37,9 +37,7 @@ for (const auth of ["htpasswd", "token"] as RegistryAuth[]) {
 
     before(async () => {
       registry = await startRegistry({ auth });
-      image = buildOciLayout({ tag: "v1", seed: `signer-push-${auth}` });
-      layouts.push(image);
-      await registry.push(image.layoutDir, "v1", REPOSITORY, "v1");
+      image = await layouts.push(registry, REPOSITORY, "v1", { seed: `signer-push-${auth}` });
     });
     after(() => teardown([() => registry?.stop()]));
 

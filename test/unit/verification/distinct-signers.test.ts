@@ -4,23 +4,20 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { before, describe, test } from "node:test";
-import { parseTrustedRoot, type TrustRoot } from "../../../src/core/trust-root/trust-root-kind.ts";
+import type { TrustRoot } from "../../../src/core/trust-root/trust-root-kind.ts";
 import { parsePolicyText } from "../../../src/policy/load-policies.ts";
-import { RegistryError } from "../../../src/registry/registry-error.ts";
 import { ImageVerifier, type VerificationRequest } from "../../../src/verification/image-verifier.ts";
 import { evaluateImagePolicies } from "../../../src/core/image-policy/image-policy.ts";
 import { verificationKey } from "../../../src/core/image-policy/verification-results.ts";
 import {
-  attestationTag,
   cosignAttestationLayer,
   cosignSignatureLayer,
   inTotoStatement,
-  ociManifestWithLayers,
-  signatureTag,
   simpleSigningPayload,
   type SignatureLayer,
 } from "../../support/signer/cosign-signatures.ts";
 import { createMockSigstore, type MockSigstore } from "../../support/signer/mock-sigstore.ts";
+import { allowRule, mockTrustRoot, signatureRegistry } from "../../support/verification-fixtures.ts";
 
 const ISSUER = "https://token.actions.githubusercontent.com";
 const APP = "https://github.com/acme/app/.github/workflows/release.yml@refs/tags/v1";
@@ -33,9 +30,7 @@ let root: TrustRoot;
 
 before(async () => {
   sigstore = await createMockSigstore({ name: "mock" });
-  const parsed = parseTrustedRoot(sigstore.trustedRoot);
-  assert.ok(!("error" in parsed), "error" in parsed ? parsed.error : "");
-  root = { name: "mock", ...parsed };
+  root = mockTrustRoot(sigstore, "mock");
 });
 
 async function imageSignature(subject: string): Promise<SignatureLayer> {
@@ -50,43 +45,10 @@ async function attestation(subject: string): Promise<SignatureLayer> {
   return cosignAttestationLayer({ statement, keyless: cert, rekor: sigstore });
 }
 
-/** A registry in memory that holds the image's `.sig` and `.att` manifests and nothing else. */
+/** A registry in memory that holds the image's `.sig` and `.att` manifests (those with layers) and nothing else. */
 function registry(signatures: SignatureLayer[], attestations: SignatureLayer[] = []) {
-  const sig = ociManifestWithLayers(signatures);
-  const att = ociManifestWithLayers(attestations);
-  return {
-    async getManifest(ref: { tag?: string }) {
-      const m =
-        ref.tag === signatureTag(DIGEST) && signatures.length > 0 ? sig : ref.tag === attestationTag(DIGEST) && attestations.length > 0 ? att : undefined;
-      if (!m) throw new RegistryError("not-found", "manifest unknown");
-      return { digest: m.digest, mediaType: m.mediaType, size: m.manifest.length, body: m.manifest, endpoint: "r.example", credentialSource: "anonymous" };
-    },
-    async getBlob(_repo: unknown, d: string) {
-      const body = sig.blobs.get(d) ?? att.blobs.get(d);
-      if (!body) throw new RegistryError("not-found", "blob unknown");
-      return { digest: d, body, endpoint: "r.example", credentialSource: "anonymous" };
-    },
-    async listReferrers() {
-      return { descriptors: [], source: "none" as const, endpoint: "r.example", credentialSource: "anonymous" };
-    },
-  };
-}
-
-function rule(attestors: string) {
-  const { policies, errors } = parsePolicyText(
-    `apiVersion: imprimatur.dev/v1alpha1
-kind: ImagePolicy
-metadata: {name: p}
-spec:
-  rules:
-    - action: allow
-      images: ["*"]
-      attestors: ${attestors}
-`,
-    "p.yaml",
-  );
-  assert.deepEqual(errors, []);
-  return policies.ImagePolicy[0]!.rules[0]!;
+  const manifests = { ...(signatures.length > 0 ? { sig: signatures } : {}), ...(attestations.length > 0 ? { att: attestations } : {}) };
+  return signatureRegistry(DIGEST, { anyRepository: manifests }).client;
 }
 
 async function verify(signatures: SignatureLayer[], attestors: string) {
@@ -95,7 +57,7 @@ async function verify(signatures: SignatureLayer[], attestors: string) {
     image: { registry: "registry.example.com", repository: "acme/app", digest: DIGEST } as VerificationRequest["image"],
     policy: "p",
     rule: 0,
-    attestors: rule(attestors).attestors!,
+    attestors: allowRule(attestors).attestors!,
     lookup: () => [],
   };
   return verifier.verify(request, Date.now() + 30_000);

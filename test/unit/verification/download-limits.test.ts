@@ -5,24 +5,16 @@ import assert from "node:assert/strict";
 import { createHash, generateKeyPairSync, sign } from "node:crypto";
 import { test, type TestContext } from "node:test";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 import { RegistryClient } from "../../../src/registry/registry-client.ts";
 import { registrySettingsMap } from "../../../src/registry/registry-settings.ts";
 import { ImageVerifier, type VerificationRequest } from "../../../src/verification/image-verifier.ts";
 import { FakeRegistry, imageManifest, testTls } from "../registry/fake-registry.ts";
+import { attestorsWith } from "../../support/verification-fixtures.ts";
 
 const REPO = "team/app";
 const key = generateKeyPairSync("ec", { namedCurve: "P-256" });
 const pem = key.publicKey.export({ type: "spki", format: "pem" }).toString();
-const attestors = parsePolicyText(
-  `apiVersion: imprimatur.dev/v1alpha1
-kind: ImagePolicy
-metadata: {name: p}
-spec:
-  rules: [{action: allow, images: ["*"], attestors: [{entries: [{staticKey: {name: release, ignoreTlog: true, key: ${JSON.stringify(pem)}}}]}]}]
-`,
-  "p.yaml",
-).policies.ImagePolicy[0]!.rules[0]!.attestors!;
+const attestors = attestorsWith(`{staticKey: {name: release, ignoreTlog: true, key: ${JSON.stringify(pem)}}}`);
 
 /** A fake registry holding an image signed with cosign's `.sig` layout (payload padded to `padding` bytes). */
 async function signedImage(t: TestContext, intercept?: (req: IncomingMessage, res: ServerResponse) => boolean) {

@@ -5,20 +5,11 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { test } from "node:test";
 import type { CredentialLookup } from "../../../src/credentials/credential.ts";
-import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 import { RegistryError } from "../../../src/registry/registry-error.ts";
 import { ImageVerifier, type VerificationRequest, type VerificationResult } from "../../../src/verification/image-verifier.ts";
-import {
-  attestationTag,
-  cosignAttestationLayer,
-  cosignSignatureLayer,
-  inTotoStatement,
-  ociManifestWithLayers,
-  signatureTag,
-  simpleSigningPayload,
-  type SignatureLayer,
-} from "../../support/signer/cosign-signatures.ts";
+import { attestationTag, cosignAttestationLayer, cosignSignatureLayer, inTotoStatement, simpleSigningPayload } from "../../support/signer/cosign-signatures.ts";
 import { generateSigningKey, type SigningKey } from "../../support/signer/keys.ts";
+import { allowRule, attestorsWith, signatureRegistry, type SignatureManifests } from "../../support/verification-fixtures.ts";
 
 const digest = `sha256:${createHash("sha256").update("edges").digest("hex")}`;
 const otherDigest = `sha256:${createHash("sha256").update("another image").digest("hex")}`;
@@ -29,49 +20,7 @@ const release = generateSigningKey("ecdsa-p256");
 const stranger = generateSigningKey("ecdsa-p256");
 
 /** `.sig` and `.att` manifests by tag, per repository, no referrers; every other manifest is not found. */
-function store(repos: Record<string, { sig?: SignatureLayer[]; att?: SignatureLayer[] }>, opts: { delayMs?: number } = {}) {
-  const manifests = new Map<string, ReturnType<typeof ociManifestWithLayers>>();
-  const blobs = new Map<string, Buffer>();
-  for (const [repo, layers] of Object.entries(repos)) {
-    for (const [tag, list] of [
-      [signatureTag(digest), layers.sig],
-      [attestationTag(digest), layers.att],
-    ] as const) {
-      if (!list) continue;
-      const built = ociManifestWithLayers(list);
-      manifests.set(`${repo}:${tag}`, built);
-      for (const [d, b] of built.blobs) blobs.set(d, b);
-    }
-  }
-  const calls = { manifests: 0 };
-  return {
-    calls,
-    client: {
-      async getManifest(ref: { repository: string; tag?: string }) {
-        calls.manifests++;
-        if (opts.delayMs) await new Promise((r) => setTimeout(r, opts.delayMs));
-        const built = manifests.get(`${ref.repository}:${ref.tag}`);
-        if (!built) throw new RegistryError("not-found", "manifest unknown");
-        return {
-          digest: built.digest,
-          mediaType: built.mediaType,
-          size: built.manifest.length,
-          body: built.manifest,
-          endpoint: "r.example",
-          credentialSource: "anonymous",
-        };
-      },
-      async getBlob(_repo: unknown, d: string) {
-        const body = blobs.get(d);
-        if (!body) throw new RegistryError("not-found", "blob unknown");
-        return { digest: d, body, endpoint: "r.example", credentialSource: "anonymous" };
-      },
-      async listReferrers() {
-        return { descriptors: [], source: "none" as const, endpoint: "r.example", credentialSource: "anonymous" };
-      },
-    },
-  };
-}
+const store = (repos: Record<string, SignatureManifests>, opts: { delayMs?: number } = {}) => signatureRegistry(digest, { byRepository: repos }, opts);
 
 const signatureBy = (key: SigningKey, signed = digest) =>
   cosignSignatureLayer({ key, payload: simpleSigningPayload({ dockerReference: "r.example/app", digest: signed }) });
@@ -81,22 +30,11 @@ const attestationBy = (key: SigningKey, predicateType = SLSA, subject = digest) 
     statement: inTotoStatement({ subjectName: "r.example/app", digest: subject, predicateType, predicate: { by: predicateType } }),
   });
 
-function attestorsOf(entries: string) {
-  return parsePolicyText(
-    `apiVersion: imprimatur.dev/v1alpha1
-kind: ImagePolicy
-metadata: {name: p}
-spec:
-  rules: [{action: allow, images: ["*"], attestors: [{entries: [${entries}]}]}]
-`,
-    "p.yaml",
-  ).policies.ImagePolicy[0]!.rules[0]!.attestors!;
-}
 const keyEntry = (key: SigningKey) => `{staticKey: {name: release, ignoreTlog: true, key: ${JSON.stringify(key.publicKeyPem)}}}`;
 
 const anonymous: CredentialLookup = () => [];
 const soon = () => Date.now() + 5_000;
-function request(attestors = attestorsOf(keyEntry(release)), extra: Partial<VerificationRequest> = {}): VerificationRequest {
+function request(attestors = attestorsWith(keyEntry(release)), extra: Partial<VerificationRequest> = {}): VerificationRequest {
   return { image: { registry: "r.example", repository: "app", digest }, policy: "p", rule: 0, attestors, lookup: anonymous, ...extra };
 }
 const reasonOf = (r: VerificationResult) => (r.status === "verified" ? "" : r.reason);
@@ -112,7 +50,7 @@ test("a key kept in a Kubernetes Secret is read through the server's reader, onc
       return ref.secret === "keys" ? release.publicKeyPem : stranger.publicKeyPem;
     },
   });
-  const fromSecret = attestorsOf(`{staticKey: {ignoreTlog: true, keyRef: "k8s://sig/keys"}}`);
+  const fromSecret = attestorsWith(`{staticKey: {ignoreTlog: true, keyRef: "k8s://sig/keys"}}`);
   const verified = await v.verify(request(fromSecret), soon());
   assert.equal(verified.status, "verified", reasonOf(verified));
   assert.deepEqual(Object.keys(verified).sort(), ["evidence", "status"], "no attestations were asked for");
@@ -123,7 +61,7 @@ test("a key kept in a Kubernetes Secret is read through the server's reader, onc
   assert.equal(v.verifications, 2);
   assert.deepEqual(reads, ["sig/keys/cosign.pub"]);
   // Another secret holds another key: it is read on its own, never served from the first secret's entry.
-  const otherSecret = attestorsOf(`{staticKey: {ignoreTlog: true, keyRef: "k8s://sig/other"}}`);
+  const otherSecret = attestorsWith(`{staticKey: {ignoreTlog: true, keyRef: "k8s://sig/other"}}`);
   const denied = await v.verify(request(otherSecret, { rule: 1 }), soon());
   assert.equal(denied.status, "denied");
   assert.match(reasonOf(denied), /no signature by this key \(1 signature checked\)$/);
@@ -132,7 +70,7 @@ test("a key kept in a Kubernetes Secret is read through the server's reader, onc
 
 test("a Secret key without Kubernetes API access, or one the reader cannot give, denies with the reason", async () => {
   const s = store({ app: { sig: [await signatureBy(release)] } });
-  const fromSecret = attestorsOf(`{staticKey: {ignoreTlog: true, keyRef: "k8s://sig/keys"}}`);
+  const fromSecret = attestorsWith(`{staticKey: {ignoreTlog: true, keyRef: "k8s://sig/keys"}}`);
   const noApi = await new ImageVerifier({ client: s.client, trustRoots: () => new Map() }).verify(request(fromSecret), soon());
   assert.equal(noApi.status, "denied");
   assert.match(reasonOf(noApi), /k8s:\/\/sig\/keys cannot be read: the server has no Kubernetes API access/);
@@ -160,15 +98,7 @@ test("a Secret key that cannot be read denies the rule, naming the key, whatever
     },
   });
   // One of two: release's inline key alone would do, but the rule cannot do what it says without its Secret.
-  const either = parsePolicyText(
-    `apiVersion: imprimatur.dev/v1alpha1
-kind: ImagePolicy
-metadata: {name: p}
-spec:
-  rules: [{action: allow, images: ["*"], attestors: [{count: 1, entries: [${keyEntry(release)}, {staticKey: {ignoreTlog: true, keyRef: "k8s://sig/gone"}}]}]}]
-`,
-    "p.yaml",
-  ).policies.ImagePolicy[0]!.rules[0]!.attestors!;
+  const either = allowRule(`[{count: 1, entries: [${keyEntry(release)}, {staticKey: {ignoreTlog: true, keyRef: "k8s://sig/gone"}}]}]`).attestors!;
   const result = await v.verify(request(either), soon());
   assert.equal(result.status, "denied");
   assert.equal(
@@ -187,7 +117,7 @@ test("keys of two Secrets that cannot be read are both named; a Secret read slow
       throw new Error(`secrets "${ref.secret}" not found`);
     },
   });
-  const both = attestorsOf(`{staticKey: {ignoreTlog: true, keyRef: "k8s://sig/a"}}, {staticKey: {ignoreTlog: true, keyRef: "k8s://sig/b"}}`);
+  const both = attestorsWith(`{staticKey: {ignoreTlog: true, keyRef: "k8s://sig/a"}}, {staticKey: {ignoreTlog: true, keyRef: "k8s://sig/b"}}`);
   assert.equal(
     reasonOf(await gone.verify(request(both), soon())),
     'key k8s://sig/a/cosign.pub: secrets "a" not found; key k8s://sig/b/cosign.pub: secrets "b" not found: this rule denies every image it matches until it can be read',
@@ -200,7 +130,7 @@ test("keys of two Secrets that cannot be read are both named; a Secret read slow
       return release.publicKeyPem;
     },
   });
-  const fromSecret = attestorsOf(`{staticKey: {ignoreTlog: true, keyRef: "k8s://sig/keys"}}`);
+  const fromSecret = attestorsWith(`{staticKey: {ignoreTlog: true, keyRef: "k8s://sig/keys"}}`);
   assert.equal((await slow.verify(request(fromSecret), soon())).status, "verified");
 });
 
@@ -218,7 +148,7 @@ test("a deleted Secret's key stops verifying once its read is 10 s old, cached r
       return secret;
     },
   });
-  const fromSecret = attestorsOf(`{staticKey: {ignoreTlog: true, keyRef: "k8s://sig/keys"}}`);
+  const fromSecret = attestorsWith(`{staticKey: {ignoreTlog: true, keyRef: "k8s://sig/keys"}}`);
   assert.equal((await v.verify(request(fromSecret), soon())).status, "verified");
   secret = undefined;
   now += 9_000;
@@ -244,8 +174,8 @@ test("an attestation's own key never stands in for the rule's key at the same pl
   // (attestors[0].entries[0]). Only stranger signed, the image and the statement.
   const s = store({ app: { sig: [await signatureBy(stranger)], att: [await attestationBy(stranger)] } });
   const v = new ImageVerifier({ client: s.client, trustRoots: () => new Map() });
-  const attestations = [{ index: 0, predicateType: SLSA, attestors: attestorsOf(keyEntry(stranger)) }];
-  const result = await v.verify(request(attestorsOf(keyEntry(release)), { attestations }), soon());
+  const attestations = [{ index: 0, predicateType: SLSA, attestors: attestorsWith(keyEntry(stranger)) }];
+  const result = await v.verify(request(attestorsWith(keyEntry(release)), { attestations }), soon());
   assert.equal(result.status, "denied", JSON.stringify(result));
   assert.equal(reasonOf(result), "attestors[0] needs its entry: key release: no signature by this key (1 signature checked)");
 });
@@ -415,7 +345,7 @@ test("attestations: only statements of the check's type, signed by its attestors
     },
   });
   const v = new ImageVerifier({ client: s.client, trustRoots: () => new Map() });
-  const req = request([], { attestations: [{ index: 2, predicateType: SLSA, attestors: attestorsOf(keyEntry(release)) }] });
+  const req = request([], { attestations: [{ index: 2, predicateType: SLSA, attestors: attestorsWith(keyEntry(release)) }] });
   const result = await v.verify(req, soon());
   assert.equal(result.status, "verified", reasonOf(result));
   assert.ok(result.status === "verified");
@@ -436,7 +366,7 @@ test("attestations: the signed statement's type decides, not the layer's unsigne
   const spdx = await attestationBy(release, SPDX);
   const claimsSlsa = { ...spdx, annotations: { ...spdx.annotations, predicateType: SLSA } };
   const v = new ImageVerifier({ client: store({ app: { att: [claimsSlsa] } }).client, trustRoots: () => new Map() });
-  const result = await v.verify(request([], { attestations: [{ index: 0, predicateType: SLSA, attestors: attestorsOf(keyEntry(release)) }] }), soon());
+  const result = await v.verify(request([], { attestations: [{ index: 0, predicateType: SLSA, attestors: attestorsWith(keyEntry(release)) }] }), soon());
   assert.ok(result.status === "verified", reasonOf(result));
   assert.deepEqual(result.attestations![0]!.statements, []);
   assert.deepEqual(result.attestations![0]!.failures, [`no attestation of type ${SLSA} found`]);
@@ -445,7 +375,7 @@ test("attestations: the signed statement's type decides, not the layer's unsigne
 test("attestations: none signed by the attestors, at most three reasons; none of the type at all, that is said", async () => {
   const strangers = await Promise.all([1, 2, 3, 4].map(() => attestationBy(stranger)));
   const v = new ImageVerifier({ client: store({ app: { att: strangers } }).client, trustRoots: () => new Map() });
-  const result = await v.verify(request([], { attestations: [{ index: 0, predicateType: SLSA, attestors: attestorsOf(keyEntry(release)) }] }), soon());
+  const result = await v.verify(request([], { attestations: [{ index: 0, predicateType: SLSA, attestors: attestorsWith(keyEntry(release)) }] }), soon());
   assert.ok(result.status === "verified", reasonOf(result)); // the signatures are judged; the statements by the core
   const [check] = result.attestations!;
   assert.deepEqual(check!.statements, []);
@@ -456,7 +386,7 @@ test("attestations: none signed by the attestors, at most three reasons; none of
   );
 
   const w = new ImageVerifier({ client: store({ app: { att: [await attestationBy(release, SPDX)] } }).client, trustRoots: () => new Map() });
-  const missing = await w.verify(request([], { attestations: [{ index: 0, predicateType: SLSA, attestors: attestorsOf(keyEntry(release)) }] }), soon());
+  const missing = await w.verify(request([], { attestations: [{ index: 0, predicateType: SLSA, attestors: attestorsWith(keyEntry(release)) }] }), soon());
   assert.ok(missing.status === "verified");
   assert.deepEqual(missing.attestations![0]!.statements, []);
   assert.deepEqual(missing.attestations![0]!.failures, [`no attestation of type ${SLSA} found`]);
@@ -464,7 +394,7 @@ test("attestations: none signed by the attestors, at most three reasons; none of
 
 test("attestations: a Secret key that cannot be read denies the rule with the reason", async () => {
   const v = new ImageVerifier({ client: store({ app: { att: [await attestationBy(release)] } }).client, trustRoots: () => new Map() });
-  const fromSecret = attestorsOf(`{staticKey: {ignoreTlog: true, keyRef: "k8s://sig/keys"}}`);
+  const fromSecret = attestorsWith(`{staticKey: {ignoreTlog: true, keyRef: "k8s://sig/keys"}}`);
   const result = await v.verify(request([], { attestations: [{ index: 0, predicateType: SLSA, attestors: fromSecret }] }), soon());
   assert.equal(result.status, "denied");
   assert.match(reasonOf(result), /^k8s:\/\/sig\/keys cannot be read: the server has no Kubernetes API access: this rule denies/);
@@ -473,7 +403,7 @@ test("attestations: a Secret key that cannot be read denies the rule with the re
 test("attestations: a spent download budget with no statement read denies with code download-limit", async () => {
   const s = store({ app: { att: [await attestationBy(release)] } });
   const v = new ImageVerifier({ client: s.client, trustRoots: () => new Map(), maxBytesPerImage: 64 });
-  const result = await v.verify(request([], { attestations: [{ index: 0, predicateType: SLSA, attestors: attestorsOf(keyEntry(release)) }] }), soon());
+  const result = await v.verify(request([], { attestations: [{ index: 0, predicateType: SLSA, attestors: attestorsWith(keyEntry(release)) }] }), soon());
   assert.equal(result.status, "denied");
   assert.ok(result.status === "denied");
   assert.equal(result.code, "download-limit");

@@ -6,9 +6,9 @@ import assert from "node:assert/strict";
 import { createHash, generateKeyPairSync, sign } from "node:crypto";
 import { test } from "node:test";
 import type { CredentialLookup } from "../../../src/credentials/credential.ts";
-import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 import { RegistryError } from "../../../src/registry/registry-error.ts";
 import { ImageVerifier, type VerificationRequest } from "../../../src/verification/image-verifier.ts";
+import { attestorsWith } from "../../support/verification-fixtures.ts";
 
 const key = generateKeyPairSync("ec", { namedCurve: "P-256" });
 const pem = key.publicKey.export({ type: "spki", format: "pem" }).toString();
@@ -67,15 +67,7 @@ function store(opts: { signed?: boolean; fail?: "unreachable" | "unauthorized"; 
   };
 }
 
-const attestors = parsePolicyText(
-  `apiVersion: imprimatur.dev/v1alpha1
-kind: ImagePolicy
-metadata: {name: p}
-spec:
-  rules: [{action: allow, images: ["*"], attestors: [{entries: [{staticKey: {name: release, ignoreTlog: true, key: ${JSON.stringify(pem)}}}]}]}]
-`,
-  "p.yaml",
-).policies.ImagePolicy[0]!.rules[0]!.attestors!;
+const attestors = attestorsWith(`{staticKey: {name: release, ignoreTlog: true, key: ${JSON.stringify(pem)}}}`);
 
 const anonymous: CredentialLookup = () => [];
 const withSecret: CredentialLookup = () => [{ source: "secret a/b", username: "u", password: "p" }];
@@ -214,15 +206,7 @@ test("attestations: a lookup that timed out makes the result unavailable even wh
       return { descriptors: [], source: "none" as const, endpoint: "r.example", credentialSource: "anonymous" };
     },
   };
-  const checkAttestors = parsePolicyText(
-    `apiVersion: imprimatur.dev/v1alpha1
-kind: ImagePolicy
-metadata: {name: p}
-spec:
-  rules: [{action: allow, images: ["*"], attestors: [{entries: [{staticKey: {ignoreTlog: true, key: ${JSON.stringify(signer.publicKeyPem)}}}]}]}]
-`,
-    "p.yaml",
-  ).policies.ImagePolicy[0]!.rules[0]!.attestors!;
+  const checkAttestors = attestorsWith(`{staticKey: {ignoreTlog: true, key: ${JSON.stringify(signer.publicKeyPem)}}}`);
   const req: VerificationRequest = { ...request(), attestors: [], attestations: [{ index: 0, predicateType: SLSA, attestors: checkAttestors }] };
   // The statements not read could fail a condition or a check over all statements: an outage, not a verification.
   const partial = await new ImageVerifier({ client, trustRoots: () => new Map() }).verify(req, soon());

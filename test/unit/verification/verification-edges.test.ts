@@ -5,20 +5,17 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { before, test } from "node:test";
-import { parseTrustedRoot, type TrustRoot } from "../../../src/core/trust-root/trust-root-kind.ts";
+import type { TrustRoot } from "../../../src/core/trust-root/trust-root-kind.ts";
 import type { CredentialLookup } from "../../../src/credentials/credential.ts";
-import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 import { RegistryError } from "../../../src/registry/registry-error.ts";
 import { ImageVerifier, type VerificationRequest, type VerificationResult } from "../../../src/verification/image-verifier.ts";
 import { discoverSignatures } from "../../../src/verification/signature-discovery.ts";
 import { cosignLayerToItem } from "../../../src/verification/signed-item.ts";
 import {
-  attestationTag,
   cosignAttestationLayer,
   cosignSignatureLayer,
   inTotoStatement,
   MEDIA_TYPES,
-  ociManifestWithLayers,
   signatureTag,
   signDsseEnvelope,
   simpleSigningPayload,
@@ -26,6 +23,7 @@ import {
 } from "../../support/signer/cosign-signatures.ts";
 import { generateSigningKey, type SigningKey } from "../../support/signer/keys.ts";
 import { createMockSigstore, type MockSigstore } from "../../support/signer/mock-sigstore.ts";
+import { attestorsWith, mockTrustRoot, signatureRegistry, type SignatureManifests } from "../../support/verification-fixtures.ts";
 
 const digest = `sha256:${createHash("sha256").update("verification edges").digest("hex")}`;
 const SLSA = "https://slsa.dev/provenance/v1";
@@ -38,57 +36,18 @@ let sigstore: MockSigstore;
 let mockRoot: TrustRoot;
 before(async () => {
   sigstore = await createMockSigstore({ name: "mock" });
-  const parsed = parseTrustedRoot(sigstore.trustedRoot);
-  assert.ok(!("error" in parsed), "error" in parsed ? parsed.error : "");
-  mockRoot = { name: "mock", ...parsed };
+  mockRoot = mockTrustRoot(sigstore, "mock");
 });
 
-type Manifest = ReturnType<typeof ociManifestWithLayers>;
-
 /** The image's `.sig` and `.att` manifests (each body may be rewritten), no referrers; other manifests are not found. */
-function registry(layers: { sig?: SignatureLayer[]; att?: SignatureLayer[] }, rewrite: (tag: string, body: Buffer) => Buffer = (_t, b) => b) {
-  const built = new Map<string, Manifest>();
-  if (layers.sig) built.set(signatureTag(digest), ociManifestWithLayers(layers.sig));
-  if (layers.att) built.set(attestationTag(digest), ociManifestWithLayers(layers.att));
-  return {
-    async getManifest(ref: { tag?: string }) {
-      const m = ref.tag === undefined ? undefined : built.get(ref.tag);
-      if (!m) throw new RegistryError("not-found", "manifest unknown");
-      const body = rewrite(ref.tag!, m.manifest);
-      return { digest: m.digest, mediaType: m.mediaType, size: body.length, body, endpoint: "r.example", credentialSource: "anonymous" };
-    },
-    async getBlob(_repo: unknown, d: string) {
-      for (const m of built.values()) {
-        const body = m.blobs.get(d);
-        if (body) return { digest: d, body, endpoint: "r.example", credentialSource: "anonymous" };
-      }
-      throw new RegistryError("not-found", "blob unknown");
-    },
-    async listReferrers() {
-      return { descriptors: [], source: "none" as const, endpoint: "r.example", credentialSource: "anonymous" };
-    },
-  };
-}
-
-function attestorsOf(entries: string) {
-  const { policies, errors } = parsePolicyText(
-    `apiVersion: imprimatur.dev/v1alpha1
-kind: ImagePolicy
-metadata: {name: p}
-spec:
-  rules: [{action: allow, images: ["*"], attestors: [{entries: [${entries}]}]}]
-`,
-    "p.yaml",
-  );
-  assert.deepEqual(errors, []);
-  return policies.ImagePolicy[0]!.rules[0]!.attestors!;
-}
+const registry = (layers: SignatureManifests, rewrite?: (tag: string, body: Buffer) => Buffer) =>
+  signatureRegistry(digest, { anyRepository: layers }, rewrite ? { rewrite } : {}).client;
 const keyEntry = (key: SigningKey) => `{staticKey: {name: release, ignoreTlog: true, key: ${JSON.stringify(key.publicKeyPem)}}}`;
 const keylessEntry = (subject: string) => `{keyless: {subject: "${subject}", issuer: "${ISSUER}", trustRoot: mock}}`;
 
 const anonymous: CredentialLookup = () => [];
 const soon = () => Date.now() + 30_000;
-function request(attestors = attestorsOf(keyEntry(release)), extra: Partial<VerificationRequest> = {}): VerificationRequest {
+function request(attestors = attestorsWith(keyEntry(release)), extra: Partial<VerificationRequest> = {}): VerificationRequest {
   return { image: { registry: "r.example", repository: "app", digest }, policy: "p", rule: 0, attestors, lookup: anonymous, ...extra };
 }
 const reasonOf = (r: VerificationResult) => (r.status === "verified" ? "" : r.reason);
@@ -180,7 +139,7 @@ const withOversizedLayer = (tag: string, body: Buffer) => {
 test("a download limit hit elsewhere does not deny attestation checks that each found a statement", async () => {
   const client = registry({ sig: [await signatureBy(release)], att: [await attestationBy(release)] }, withOversizedLayer);
   const v = new ImageVerifier({ client, trustRoots: () => new Map(), maxBytesPerImage: 50_000 });
-  const result = await v.verify(request(undefined, { attestations: [{ index: 0, predicateType: SLSA, attestors: attestorsOf(keyEntry(release)) }] }), soon());
+  const result = await v.verify(request(undefined, { attestations: [{ index: 0, predicateType: SLSA, attestors: attestorsWith(keyEntry(release)) }] }), soon());
   assert.equal(result.status, "verified", reasonOf(result));
   assert.ok(result.status === "verified");
   assert.equal(result.attestations![0]!.statements.length, 1);
@@ -192,8 +151,8 @@ test("a download limit hit denies when any one attestation check found no statem
   const result = await v.verify(
     request(undefined, {
       attestations: [
-        { index: 0, predicateType: SLSA, attestors: attestorsOf(keyEntry(release)) },
-        { index: 1, predicateType: SPDX, attestors: attestorsOf(keyEntry(release)) },
+        { index: 0, predicateType: SLSA, attestors: attestorsWith(keyEntry(release)) },
+        { index: 1, predicateType: SPDX, attestors: attestorsWith(keyEntry(release)) },
       ],
     }),
     soon(),
@@ -213,7 +172,7 @@ test("an attestation whose statement cannot be read is passed over; the others a
   };
   const client = registry({ att: [unreadable, await attestationBy(release)] });
   const result = await new ImageVerifier({ client, trustRoots: () => new Map() }).verify(
-    request([], { attestations: [{ index: 0, predicateType: SLSA, attestors: attestorsOf(keyEntry(release)) }] }),
+    request([], { attestations: [{ index: 0, predicateType: SLSA, attestors: attestorsWith(keyEntry(release)) }] }),
     soon(),
   );
   assert.equal(result.status, "verified", reasonOf(result));
@@ -225,7 +184,7 @@ test("an attestation whose statement cannot be read is passed over; the others a
 test("an attestation check whose statement verifies lists no failure", async () => {
   const client = registry({ att: [await attestationBy(release)] });
   const result = await new ImageVerifier({ client, trustRoots: () => new Map() }).verify(
-    request([], { attestations: [{ index: 0, predicateType: SLSA, attestors: attestorsOf(keyEntry(release)) }] }),
+    request([], { attestations: [{ index: 0, predicateType: SLSA, attestors: attestorsWith(keyEntry(release)) }] }),
     soon(),
   );
   assert.ok(result.status === "verified", reasonOf(result));
@@ -237,7 +196,7 @@ test("keyless: two signatures by one identity are one signer, evidenced by the f
   const first = await keylessSignature(APP);
   const second = await keylessSignature(APP);
   const v = new ImageVerifier({ client: registry({ sig: [first, second] }), trustRoots: () => new Map([["mock", mockRoot]]) });
-  const result = await v.verify(request(attestorsOf(keylessEntry("https://github.com/acme/app/*"))), soon());
+  const result = await v.verify(request(attestorsWith(keylessEntry("https://github.com/acme/app/*"))), soon());
   assert.ok(result.status === "verified", reasonOf(result));
   assert.equal(result.evidence.length, 1);
   assert.equal(result.evidence[0]!.signer, `subject ${APP} issuer ${ISSUER}`);
@@ -247,7 +206,7 @@ test("keyless: two signatures by one identity are one signer, evidenced by the f
 
 test("keyless: only signatures made with a key deny as 'no signature by this identity', counting them", async () => {
   const v = new ImageVerifier({ client: registry({ sig: [await signatureBy(release)] }), trustRoots: () => new Map([["mock", mockRoot]]) });
-  const result = await v.verify(request(attestorsOf(keylessEntry("https://github.com/acme/app/*"))), soon());
+  const result = await v.verify(request(attestorsWith(keylessEntry("https://github.com/acme/app/*"))), soon());
   assert.equal(result.status, "denied");
   assert.match(reasonOf(result), /: no signature by this identity \(1 signature checked\)$/);
 });

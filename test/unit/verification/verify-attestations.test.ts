@@ -3,15 +3,14 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { before, test } from "node:test";
-import { leafAttestors, type LeafAttestor } from "../../../src/core/image-policy/attestors.ts";
-import { parseTrustedRoot, type TrustRoot } from "../../../src/core/trust-root/trust-root-kind.ts";
-import { parsePolicyText } from "../../../src/policy/load-policies.ts";
+import type { TrustRoot } from "../../../src/core/trust-root/trust-root-kind.ts";
 import { bundleToItem, cosignAttestationToItem, SignatureFormatError } from "../../../src/verification/signed-item.ts";
 import { attestationBinding, imageBinding, inTotoStatement, publicKeyFromPem, verifyItem } from "../../../src/verification/verify-entry.ts";
 import { cosignAttestationLayer, inTotoStatement as statementFor, signDsseEnvelope } from "../../support/signer/cosign-signatures.ts";
 import { generateSigningKey, type SigningKey } from "../../support/signer/keys.ts";
 import { createMockSigstore, type MockSigstore } from "../../support/signer/mock-sigstore.ts";
 import { attestationBundle } from "../../support/signer/sigstore-bundles.ts";
+import { leafAttestorsWith, mockTrustRoot } from "../../support/verification-fixtures.ts";
 
 const SLSA = "https://slsa.dev/provenance/v1";
 const ISSUER = "https://token.actions.githubusercontent.com";
@@ -22,20 +21,9 @@ let sigstore: MockSigstore;
 let root: TrustRoot;
 let key: SigningKey;
 
-function entry(yaml: string): LeafAttestor {
-  const { policies, errors } = parsePolicyText(
-    `apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: {name: p}\nspec:\n  rules: [{action: allow, images: ["*"], attestors: [{entries: [${yaml}]}]}]\n`,
-    "p.yaml",
-  );
-  assert.deepEqual(errors, []);
-  return leafAttestors(policies.ImagePolicy[0]!.rules[0]!.attestors!)[0]!;
-}
-
 before(async () => {
   sigstore = await createMockSigstore({ name: "att" });
-  const parsed = parseTrustedRoot(sigstore.trustedRoot);
-  assert.ok(!("error" in parsed));
-  root = { name: "att", ...parsed };
+  root = mockTrustRoot(sigstore, "att");
   key = generateSigningKey("ecdsa-p256");
 });
 
@@ -43,7 +31,7 @@ test("a key-signed cosign .att layer logged in Rekor verifies for its predicate 
   const statement = statementFor({ subjectName: "r.example/app", digest: DIGEST, predicateType: SLSA, predicate: { buildDefinition: { buildType: "x" } } });
   const layer = await cosignAttestationLayer({ statement, key, rekor: sigstore });
   const item = cosignAttestationToItem(layer.blob, layer.annotations, "att layer 0");
-  const keyEntry = entry(`{staticKey: {trustRoot: att, key: ${JSON.stringify(key.publicKeyPem)}}}`);
+  const keyEntry = leafAttestorsWith(`{staticKey: {trustRoot: att, key: ${JSON.stringify(key.publicKeyPem)}}}`)[0]!;
   const cx = { trustRoot: root, key: publicKeyFromPem(key.publicKeyPem) };
   const ok = verifyItem(item, keyEntry, { ...cx, binding: attestationBinding(DIGEST, SLSA) });
   assert.ok(ok.ok, ok.ok ? "" : ok.reason);
@@ -62,7 +50,7 @@ test("a key-signed cosign .att layer logged in Rekor verifies for its predicate 
   });
   assert.equal(verifyItem(item, keyEntry, { ...cx, binding: imageBinding(DIGEST) }).ok, false, "an attestation is not an image signature");
   const otherKey = generateSigningKey("ecdsa-p256");
-  const foreign = verifyItem(item, entry(`{staticKey: {trustRoot: att, key: ${JSON.stringify(otherKey.publicKeyPem)}}}`), {
+  const foreign = verifyItem(item, leafAttestorsWith(`{staticKey: {trustRoot: att, key: ${JSON.stringify(otherKey.publicKeyPem)}}}`)[0]!, {
     trustRoot: root,
     key: publicKeyFromPem(otherKey.publicKeyPem),
     binding: attestationBinding(DIGEST, SLSA),
@@ -73,7 +61,7 @@ test("a key-signed cosign .att layer logged in Rekor verifies for its predicate 
 test("a keyless attestation bundle (referrer) verifies for the identity; a tampered payload does not", async () => {
   const cert = await sigstore.issueKeylessCertificate({ subjectAltName: WORKFLOW, issuer: ISSUER });
   const built = await attestationBundle({ name: "r.example/app", digest: DIGEST, predicateType: SLSA, predicate: {}, keyless: cert, rekor: sigstore });
-  const keyless = entry(`{keyless: {subject: "https://github.com/acme/*", issuer: "${ISSUER}", trustRoot: att}}`);
+  const keyless = leafAttestorsWith(`{keyless: {subject: "https://github.com/acme/*", issuer: "${ISSUER}", trustRoot: att}}`)[0]!;
   const ok = verifyItem(bundleToItem(built.bytes, "referrer", undefined), keyless, { trustRoot: root, binding: attestationBinding(DIGEST, SLSA) });
   assert.ok(ok.ok, ok.ok ? "" : ok.reason);
   const tampered = await attestationBundle({
@@ -100,7 +88,7 @@ test("malformed .att layers are SignatureFormatErrors naming the layer", () => {
 });
 
 test("a correctly signed envelope whose payload is not an in-toto statement is refused with the reason", () => {
-  const keyEntry = entry(`{staticKey: {ignoreTlog: true, key: ${JSON.stringify(key.publicKeyPem)}}}`);
+  const keyEntry = leafAttestorsWith(`{staticKey: {ignoreTlog: true, key: ${JSON.stringify(key.publicKeyPem)}}}`)[0]!;
   const cx = { trustRoot: root, key: publicKeyFromPem(key.publicKeyPem), binding: attestationBinding(DIGEST, SLSA) };
   const payloads: Array<[Buffer, string | undefined, RegExp]> = [
     [Buffer.from("<xml>not json</xml>"), undefined, /the in-toto statement is not JSON/],

@@ -7,15 +7,14 @@ import { createHash } from "node:crypto";
 import { before, describe, test } from "node:test";
 import type { Bundle } from "@sigstore/bundle";
 import { HashAlgorithm } from "@sigstore/protobuf-specs";
-import { leafAttestors, type LeafAttestor } from "../../../src/core/image-policy/attestors.ts";
-import { parseTrustedRoot, type TrustRoot } from "../../../src/core/trust-root/trust-root-kind.ts";
-import { parsePolicyText } from "../../../src/policy/load-policies.ts";
+import type { TrustRoot } from "../../../src/core/trust-root/trust-root-kind.ts";
 import { bundleToItem, cosignLayerToItem, type SignedItem } from "../../../src/verification/signed-item.ts";
 import { attestationBinding, imageBinding, inTotoStatement, publicKeyFromPem, verifyItem } from "../../../src/verification/verify-entry.ts";
 import { cosignSignatureLayer, simpleSigningPayload } from "../../support/signer/cosign-signatures.ts";
 import { generateSigningKey, signBytes, type KeyAlgorithm, type SignatureHash, type SigningKey } from "../../support/signer/keys.ts";
 import { createMockSigstore, type MockSigstore } from "../../support/signer/mock-sigstore.ts";
 import { imageSignatureBundle, messageSignatureBundle } from "../../support/signer/sigstore-bundles.ts";
+import { leafAttestorsWith, mockTrustRoot } from "../../support/verification-fixtures.ts";
 
 const WORKFLOW = "https://github.com/acme/app/.github/workflows/release.yml@refs/tags/v1";
 const ISSUER = "https://token.actions.githubusercontent.com";
@@ -26,17 +25,9 @@ const DIGEST = `sha256:${HEX}`;
 const OTHER = `sha256:${createHash("sha256").update("other").digest("hex")}`;
 const SIGN_PREDICATE = "https://sigstore.dev/cosign/sign/v1";
 
-function entries(yaml: string): LeafAttestor[] {
-  const { policies, errors } = parsePolicyText(
-    `apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: {name: p}\nspec:\n  rules:\n    - action: allow\n      images: ["*"]\n      attestors: [{entries: ${yaml}}]\n`,
-    "p.yaml",
-  );
-  assert.deepEqual(errors, []);
-  return leafAttestors(policies.ImagePolicy[0]!.rules[0]!.attestors!);
-}
-
-const keyEntry = (key: SigningKey, extra = ", ignoreTlog: true") => entries(`[{staticKey: {name: k, key: ${JSON.stringify(key.publicKeyPem)}${extra}}}]`)[0]!;
-const keyless = (extra = "") => entries(`[{keyless: {subject: "https://github.com/acme/app/*", issuer: "${ISSUER}", trustRoot: mock${extra}}}]`)[0]!;
+const keyEntry = (key: SigningKey, extra = ", ignoreTlog: true") =>
+  leafAttestorsWith(`{staticKey: {name: k, key: ${JSON.stringify(key.publicKeyPem)}${extra}}}`)[0]!;
+const keyless = (extra = "") => leafAttestorsWith(`{keyless: {subject: "https://github.com/acme/app/*", issuer: "${ISSUER}", trustRoot: mock${extra}}}`)[0]!;
 const refused = (outcome: ReturnType<typeof verifyItem>) => (outcome.ok ? `accepted (${outcome.evidence.signer})` : outcome.reason);
 
 // ---------------------------------------------------------------------------------------------
@@ -206,7 +197,7 @@ describe("static keys: the hash follows the key type", () => {
       ok: false,
       reason: "the key is not available",
     });
-    const logged = entries(`[{staticKey: {name: k, trustRoot: mock, key: ${JSON.stringify(key.publicKeyPem)}}}]`)[0]!;
+    const logged = leafAttestorsWith(`{staticKey: {name: k, trustRoot: mock, key: ${JSON.stringify(key.publicKeyPem)}}}`)[0]!;
     assert.deepEqual(verifyItem(keyLayer(key, "sha256"), logged, keyContext(key)), { ok: false, reason: 'trust root "mock" is not loaded' });
   });
 
@@ -294,9 +285,7 @@ describe("with a Sigstore instance", () => {
   before(async () => {
     sigstore = await createMockSigstore({ name: "mock" });
     stranger = await createMockSigstore({ name: "stranger" });
-    const parsed = parseTrustedRoot(sigstore.trustedRoot);
-    assert.ok(!("error" in parsed));
-    root = { name: "mock", ...parsed };
+    root = mockTrustRoot(sigstore, "mock");
     key = generateSigningKey("ecdsa-p256");
   });
 
@@ -434,7 +423,7 @@ describe("with a Sigstore instance", () => {
   });
 
   test("a certificate without an identity or without an issuer matches no entry, not even a wildcard one", async () => {
-    const anyone = entries(`[{keyless: {subject: "*", issuer: "*", trustRoot: mock}}]`)[0]!;
+    const anyone = leafAttestorsWith(`{keyless: {subject: "*", issuer: "*", trustRoot: mock}}`)[0]!;
     const signed = async (subjectAltName: string | { dns: string }, issuer: string | null) => {
       const cert = await sigstore.issueKeylessCertificate({ subjectAltName, issuer });
       const layer = await cosignSignatureLayer({ payload: simpleSigningPayload({ dockerReference: NAME, digest: DIGEST }), keyless: cert, rekor: sigstore });
@@ -450,10 +439,10 @@ describe("with a Sigstore instance", () => {
     const pattern = "^https://[a-z.]{1,900}/[a-z]{1,900}/[a-z]{1,900}/[a-z]{1,900}/.*$";
     const long = `https://github.com/${"a".repeat(3000)}`;
     const entry = (field: "subjectRegExp" | "issuerRegExp") =>
-      entries(
+      leafAttestorsWith(
         field === "subjectRegExp"
-          ? `[{keyless: {subjectRegExp: '${pattern}', issuer: "${ISSUER}", trustRoot: mock}}]`
-          : `[{keyless: {subject: "${WORKFLOW}", issuerRegExp: '${pattern}', trustRoot: mock}}]`,
+          ? `{keyless: {subjectRegExp: '${pattern}', issuer: "${ISSUER}", trustRoot: mock}}`
+          : `{keyless: {subject: "${WORKFLOW}", issuerRegExp: '${pattern}', trustRoot: mock}}`,
       )[0]!;
     const signed = async (subjectAltName: string, issuer: string, field: "subjectRegExp" | "issuerRegExp") => {
       const cert = await sigstore.issueKeylessCertificate({ subjectAltName, issuer });

@@ -4,11 +4,10 @@
 import assert from "node:assert/strict";
 import { createHash, generateKeyPairSync, sign } from "node:crypto";
 import { test } from "node:test";
-import { leafAttestors } from "../../../src/core/image-policy/attestors.ts";
-import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 import { cosignLayerToItem, SignatureFormatError } from "../../../src/verification/signed-item.ts";
 import { publicGoodTrustRoot } from "../../../src/verification/trust-roots.ts";
 import { imageBinding, publicKeyFromPem, verifyItem } from "../../../src/verification/verify-entry.ts";
+import { leafAttestorsWith } from "../../support/verification-fixtures.ts";
 
 const digest = `sha256:${createHash("sha256").update("image manifest").digest("hex")}`;
 const other = `sha256:${createHash("sha256").update("another manifest").digest("hex")}`;
@@ -37,20 +36,7 @@ const hashOf: Record<KeyName, string | null> = { p256: "sha256", p384: "sha384",
 const pem = (k: KeyName) => keys[k].publicKey.export({ type: "spki", format: "pem" }).toString();
 
 function entryFor(k: KeyName, ignoreTlog: boolean) {
-  const { policies, errors } = parsePolicyText(
-    `apiVersion: imprimatur.dev/v1alpha1
-kind: ImagePolicy
-metadata: {name: p}
-spec:
-  rules:
-    - action: allow
-      images: ["*"]
-      attestors: [{entries: [{staticKey: {name: ${k}, ignoreTlog: ${ignoreTlog}, key: ${JSON.stringify(pem(k))}}}]}]
-`,
-    "p.yaml",
-  );
-  assert.deepEqual(errors, []);
-  return leafAttestors(policies.ImagePolicy[0]!.rules[0]!.attestors!)[0]!;
+  return leafAttestorsWith(`{staticKey: {name: ${k}, ignoreTlog: ${ignoreTlog}, key: ${JSON.stringify(pem(k))}}}`)[0]!;
 }
 
 function signedLayer(k: KeyName, payload: Buffer) {

@@ -4,15 +4,14 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { before, describe, test } from "node:test";
-import { leafAttestors, type LeafAttestor } from "../../../src/core/image-policy/attestors.ts";
-import { parseTrustedRoot, type TrustRoot } from "../../../src/core/trust-root/trust-root-kind.ts";
-import { parsePolicyText } from "../../../src/policy/load-policies.ts";
+import type { TrustRoot } from "../../../src/core/trust-root/trust-root-kind.ts";
 import { bundleToItem, cosignLayerToItem } from "../../../src/verification/signed-item.ts";
 import { imageBinding, publicKeyFromPem, verifyItem } from "../../../src/verification/verify-entry.ts";
 import { cosignSignatureLayer, simpleSigningPayload } from "../../support/signer/cosign-signatures.ts";
 import { generateSigningKey, type SigningKey } from "../../support/signer/keys.ts";
 import { createMockSigstore, type MockSigstore } from "../../support/signer/mock-sigstore.ts";
 import { attestationBundle, imageSignatureBundle, messageSignatureBundle } from "../../support/signer/sigstore-bundles.ts";
+import { leafAttestorsWith, mockTrustRoot } from "../../support/verification-fixtures.ts";
 
 const WORKFLOW = "https://github.com/acme/app/.github/workflows/release.yml@refs/tags/v1";
 const ISSUER = "https://token.actions.githubusercontent.com";
@@ -27,29 +26,14 @@ let root: TrustRoot;
 let strangerRoot: TrustRoot;
 let key: SigningKey;
 
-function trustRootOf(m: MockSigstore, name: string): TrustRoot {
-  const parsed = parseTrustedRoot(m.trustedRoot);
-  assert.ok(!("error" in parsed), "error" in parsed ? parsed.error : "");
-  return { name, ...parsed };
-}
-
-function entries(yaml: string): LeafAttestor[] {
-  const { policies, errors } = parsePolicyText(
-    `apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: {name: p}\nspec:\n  rules:\n    - action: allow\n      images: ["*"]\n      attestors: [{entries: ${yaml}}]\n`,
-    "p.yaml",
-  );
-  assert.deepEqual(errors, []);
-  return leafAttestors(policies.ImagePolicy[0]!.rules[0]!.attestors!);
-}
-
 const keyless = (subject = "https://github.com/acme/app/*", extra = "") =>
-  entries(`[{keyless: {subject: "${subject}", issuer: "${ISSUER}", trustRoot: mock${extra}}}]`)[0]!;
+  leafAttestorsWith(`{keyless: {subject: "${subject}", issuer: "${ISSUER}", trustRoot: mock${extra}}}`)[0]!;
 
 before(async () => {
   sigstore = await createMockSigstore({ name: "mock" });
   stranger = await createMockSigstore({ name: "stranger" });
-  root = trustRootOf(sigstore, "mock");
-  strangerRoot = trustRootOf(stranger, "mock");
+  root = mockTrustRoot(sigstore, "mock");
+  strangerRoot = mockTrustRoot(stranger, "mock");
   key = generateSigningKey("ecdsa-p256");
 });
 
@@ -114,7 +98,7 @@ describe("cosign .sig layers", () => {
   });
 
   test("a key signature with a Rekor entry verifies without ignoreTlog; a tampered entry timestamp does not", async () => {
-    const entry = entries(`[{staticKey: {name: release, trustRoot: mock, key: ${JSON.stringify(key.publicKeyPem)}}}]`)[0]!;
+    const entry = leafAttestorsWith(`{staticKey: {name: release, trustRoot: mock, key: ${JSON.stringify(key.publicKeyPem)}}}`)[0]!;
     const payload = simpleSigningPayload({ dockerReference: NAME, digest: DIGEST });
     const logged = await cosignSignatureLayer({ payload, key, rekor: sigstore, hash: "sha256" });
     const ok = verifyItem(cosignLayerToItem(logged.blob, logged.annotations, "l"), entry, {
@@ -180,8 +164,8 @@ describe("Sigstore bundles found as referrers", () => {
     const built = await imageSignatureBundle({ name: NAME, digest: DIGEST, key, version: "0.3" });
     const item = bundleToItem(built.bytes, "referrer", undefined);
     const cx = { trustRoot: root, key: publicKeyFromPem(key.publicKeyPem), binding: imageBinding(DIGEST) };
-    const strict = entries(`[{staticKey: {trustRoot: mock, key: ${JSON.stringify(key.publicKeyPem)}}}]`)[0]!;
-    const lenient = entries(`[{staticKey: {ignoreTlog: true, key: ${JSON.stringify(key.publicKeyPem)}}}]`)[0]!;
+    const strict = leafAttestorsWith(`{staticKey: {trustRoot: mock, key: ${JSON.stringify(key.publicKeyPem)}}}`)[0]!;
+    const lenient = leafAttestorsWith(`{staticKey: {ignoreTlog: true, key: ${JSON.stringify(key.publicKeyPem)}}}`)[0]!;
     assert.deepEqual(verifyItem(item, strict, cx), {
       ok: false,
       reason: "signed by this key, but without a transparency-log entry (ignoreTlog: true accepts that)",
@@ -200,7 +184,7 @@ describe("Sigstore bundles found as referrers", () => {
 
   test("a message-signature bundle whose message digest is not the image's is refused, though its signature verifies", async () => {
     const built = await messageSignatureBundle({ artifact: MANIFEST, key, version: "0.3", tamper: { payload: true } });
-    const entry = entries(`[{staticKey: {ignoreTlog: true, key: ${JSON.stringify(key.publicKeyPem)}}}]`)[0]!;
+    const entry = leafAttestorsWith(`{staticKey: {ignoreTlog: true, key: ${JSON.stringify(key.publicKeyPem)}}}`)[0]!;
     const outcome = verifyItem(bundleToItem(built.bytes, "referrer", MANIFEST), entry, {
       trustRoot: root,
       key: publicKeyFromPem(key.publicKeyPem),

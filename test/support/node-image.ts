@@ -8,7 +8,8 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { MEDIA_TYPES, sha256Digest, TAR_BLOCK, tarHeader } from "./oci-layout.ts";
+import { tarChunks } from "../../src/image-build/reproducible-tar.ts";
+import { MEDIA_TYPES, sha256Digest } from "./oci-layout.ts";
 
 export interface NodeImageOptions {
   /** The tag (ref.name) in the layout's index.json: what `registry.push(layoutDir, tag, …)` names. */
@@ -43,14 +44,9 @@ function sharedLibraries(binary: string): string[] {
 type Entry = { path: string; content: Buffer; mode: number } | { path: string; dir: true; mode: number };
 
 function tar(entries: Entry[]): Buffer {
-  const parts: Buffer[] = [];
-  for (const entry of entries) {
-    const content = "content" in entry ? entry.content : Buffer.alloc(0);
-    parts.push(tarHeader(entry.path, { size: content.length, mode: entry.mode, typeflag: "content" in entry ? "0" : "5", linkname: "" }));
-    parts.push(content, Buffer.alloc((TAR_BLOCK - (content.length % TAR_BLOCK)) % TAR_BLOCK, 0));
-  }
-  parts.push(Buffer.alloc(2 * TAR_BLOCK, 0));
-  return Buffer.concat(parts);
+  return Buffer.concat(
+    tarChunks(entries.map((e) => ("content" in e ? { type: "file" as const, ...e } : { type: "dir" as const, path: e.path, mode: e.mode }))),
+  );
 }
 
 /** Every parent directory of the given relative paths, parents first. */

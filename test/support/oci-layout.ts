@@ -4,13 +4,15 @@
 // index.json names each image by the `org.opencontainers.image.ref.name` annotation, which is what
 // `skopeo copy oci:DIR:TAG …` looks up. Each image is one gzip'd tar layer holding a single small file whose
 // content derives from `seed` (and the platform), a config, and a manifest; several platforms add an image index.
-// Same seed and platforms ⇒ byte-identical blobs ⇒ same digests: tar mtimes are fixed, gzip's header has mtime 0.
+// Same seed and platforms ⇒ byte-identical blobs ⇒ same digests: the layer is src/image-build/reproducible-tar.ts's
+// (mtime 0, numeric owners), gzip's header has mtime 0.
 
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
+import { tarChunks } from "../../src/image-build/reproducible-tar.ts";
 
 export const MEDIA_TYPES = {
   index: "application/vnd.oci.image.index.v1+json",
@@ -108,7 +110,8 @@ export function buildImage(opts: Pick<OciLayoutOptions, "seed" | "platforms" | "
 
   for (const platform of platforms) {
     const platformText = [platform.os, platform.architecture, platform.variant].filter(Boolean).join("/");
-    const tar = singleFileTar("imprimatur-seed.txt", Buffer.from(`seed=${opts.seed}\nplatform=${platformText}\n`));
+    const content = Buffer.from(`seed=${opts.seed}\nplatform=${platformText}\n`);
+    const tar = Buffer.concat(tarChunks([{ type: "file", path: "imprimatur-seed.txt", content, mode: 0o644 }]));
     const layer = blob(gzipDeterministic(tar));
     const diffId = sha256Digest(tar);
     const config = blob(
@@ -176,44 +179,6 @@ function canonicalJson(value: unknown): Buffer {
 /** gzip with no name, mtime 0 and a fixed level: the same input always gives the same bytes (with one zlib). */
 function gzipDeterministic(data: Buffer): Buffer {
   return gzipSync(data, { level: 6 });
-}
-
-// A POSIX ustar archive: 512-byte header, content padded to 512, then two zero blocks.
-export const TAR_BLOCK = 512;
-/** 2000-01-01T00:00:00Z: any fixed time will do; zero upsets some extractors. */
-const FIXED_MTIME = 946684800;
-
-export function singleFileTar(name: string, content: Buffer): Buffer {
-  const header = tarHeader(name, { size: content.length, mode: 0o644, typeflag: "0", linkname: "" });
-  const padding = (TAR_BLOCK - (content.length % TAR_BLOCK)) % TAR_BLOCK;
-  return Buffer.concat([header, content, Buffer.alloc(padding, 0), Buffer.alloc(2 * TAR_BLOCK, 0)]);
-}
-
-/** One entry's ustar header: owner root, a fixed mtime; typeflag "0" file, "5" folder, "2" symlink. */
-export function tarHeader(name: string, h: { size: number; mode: number; typeflag: string; linkname: string }): Buffer {
-  // Longer names would need ustar's prefix field or PAX headers; the images here never have any.
-  if (Buffer.byteLength(name) > 100 || Buffer.byteLength(h.linkname) > 100) throw new Error(`tar entry name longer than 100 bytes: ${name}`);
-  const header = Buffer.alloc(TAR_BLOCK, 0);
-  const field = (offset: number, length: number, text: string) => header.write(text, offset, length, "ascii");
-  /** An octal number, zero-padded to length-1 digits, NUL-terminated. */
-  const octal = (offset: number, length: number, value: number) => field(offset, length, value.toString(8).padStart(length - 1, "0") + "\0");
-  field(0, 100, name);
-  octal(100, 8, h.mode);
-  octal(108, 8, 0); // uid
-  octal(116, 8, 0); // gid
-  octal(124, 12, h.size);
-  octal(136, 12, FIXED_MTIME);
-  field(148, 8, " ".repeat(8)); // the checksum is computed with its own field as spaces
-  field(156, 1, h.typeflag);
-  field(157, 100, h.linkname);
-  field(257, 6, "ustar\0");
-  field(263, 2, "00");
-  field(265, 32, "root");
-  field(297, 32, "root");
-  let checksum = 0;
-  for (const byte of header) checksum += byte;
-  field(148, 8, checksum.toString(8).padStart(6, "0") + "\0 ");
-  return header;
 }
 
 // ---------------------------------------------------------------------------------------------

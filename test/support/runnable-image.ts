@@ -10,7 +10,8 @@ import { readFileSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { MEDIA_TYPES, sha256Digest, TAR_BLOCK, tarHeader } from "./oci-layout.ts";
+import { tarChunks } from "../../src/image-build/reproducible-tar.ts";
+import { MEDIA_TYPES, sha256Digest } from "./oci-layout.ts";
 import type { Blob } from "./oci-layout.ts";
 
 /** Where busybox-static installs its binary (scripts/provision-node.sh installs the package). */
@@ -190,22 +191,14 @@ function writeLayout(layoutDir: string, tag: string, top: { mediaType: string; d
 }
 
 // ---------------------------------------------------------------------------------------------
-// A POSIX ustar writer: directories, regular files and symlinks, fixed owner and mtime (deterministic bytes).
+// The layer's entries: directories, regular files and symlinks (a symlink's mode is 0777).
 
 type TarEntry =
   | { type: "file"; path: string; content: Buffer; mode?: number }
   | { type: "dir"; path: string; mode?: number }
   | { type: "symlink"; path: string; target: string };
 
+/** src/image-build/reproducible-tar.ts's archive, with a folder's mode 0755 and a file's 0644 unless given. */
 function writeTar(entries: TarEntry[]): Buffer {
-  const parts: Buffer[] = [];
-  for (const entry of entries) {
-    const content = entry.type === "file" ? entry.content : Buffer.alloc(0);
-    const mode = entry.type === "symlink" ? 0o777 : (entry.mode ?? (entry.type === "dir" ? 0o755 : 0o644));
-    const typeflag = entry.type === "file" ? "0" : entry.type === "dir" ? "5" : "2";
-    parts.push(tarHeader(entry.path, { size: content.length, mode, typeflag, linkname: entry.type === "symlink" ? entry.target : "" }));
-    parts.push(content, Buffer.alloc((TAR_BLOCK - (content.length % TAR_BLOCK)) % TAR_BLOCK, 0));
-  }
-  parts.push(Buffer.alloc(2 * TAR_BLOCK, 0));
-  return Buffer.concat(parts);
+  return Buffer.concat(tarChunks(entries.map((e) => (e.type === "symlink" ? e : { ...e, mode: e.mode ?? (e.type === "dir" ? 0o755 : 0o644) }))));
 }

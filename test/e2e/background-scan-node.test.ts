@@ -33,10 +33,9 @@ import {
 } from "../support/real-node.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
 import { buildRunnableImage } from "../support/runnable-image.ts";
-import { cosignSignatureLayer, ociManifestWithLayers, signatureTag, simpleSigningPayload } from "../support/signer/cosign-signatures.ts";
 import { generateSigningKey } from "../support/signer/keys.ts";
 import { createMockSigstore } from "../support/signer/mock-sigstore.ts";
-import { pushArtifact } from "../support/signer/oci-push.ts";
+import { pushCosignSignatures } from "../support/signer/registry-signatures.ts";
 import { teardown } from "../support/teardown.ts";
 
 const NODE = "node1";
@@ -103,10 +102,7 @@ describe("the background scan on a real node", () => {
     await registry.push(layoutDir, "tool", "tools/static", "1");
     // Build A is signed; build B, which the tag moves to later, is not.
     const [sigstore, key] = [await createMockSigstore(), generateSigningKey()];
-    const payload = simpleSigningPayload({ dockerReference: `${registry.host}/apps/app`, digest: digests.a });
-    const signed = await cosignSignatureLayer({ payload, key, rekor: sigstore, hash: "sha256" });
-    const target = { url: registry.url, caPem: registry.caPem, username: registry.username, password: registry.password };
-    await pushArtifact(target, "apps/app", ociManifestWithLayers([signed]), signatureTag(digests.a));
+    await pushCosignSignatures({ registry, repository: "apps/app", digest: digests.a, signers: [{ key, rekor: sigstore, hash: "sha256" }] });
 
     const dir = join(cluster.dir, "scan-node");
     mkdirSync(dir, { recursive: true });

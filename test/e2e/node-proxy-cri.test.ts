@@ -21,6 +21,7 @@ import {
 import { RuntimeImageClient, type CriPackage } from "../../src/cri/image-service-proxy.ts";
 import { recordFileName } from "../../src/node/record-store.ts";
 import { imprimatur as runCli } from "../support/cli-process.ts";
+import { imageStatusRequest, kubeletSandbox, pullImageRequest, type KubeletAuth } from "../support/kubelet-cri.ts";
 import { startNodeProxy, type NodeProxyProcess } from "../support/node-proxy-process.ts";
 import { startNodeRuntime, type NodeRuntime } from "../support/real-node.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
@@ -36,26 +37,15 @@ const proxies: NodeProxyProcess[] = [];
 const clients: RuntimeImageClient[] = [];
 let images: { private: string; private2: string; public: string };
 
-/** A pod's annotations as the kubelet passes them to the image service. */
-const podAnnotations = (name: string) => ({ "kubernetes.io/config.source": "api", "kubernetes.io/config.seen": `2026-11-24T12:00:00.${name}Z`, app: name });
-const sandbox = (name: string) => ({ name, namespace: "team", uid: `uid-${name}`, annotations: podAnnotations(name) });
-
-interface Auth {
-  username?: string;
-  password?: string;
-  auth?: string;
-}
-
 async function status(client: RuntimeImageClient, image: string, pod?: string, pkg: CriPackage = "runtime.v1") {
-  return decodeImageStatusResponse(await client.call(pkg, "ImageStatus", encodeImageStatusRequestFor(image, pod ? podAnnotations(pod) : {})));
+  return decodeImageStatusResponse(await client.call(pkg, "ImageStatus", imageStatusRequest(image, pod)));
 }
 
-async function pull(client: RuntimeImageClient, image: string, pod: string, auth?: Auth, pkg: CriPackage = "runtime.v1"): Promise<string> {
-  const request = encodePullImageRequest({ image, annotations: podAnnotations(pod), ...(auth ? { auth } : {}), sandbox: sandbox(pod) });
-  return decodePullImageResponse(await client.call(pkg, "PullImage", request, { deadline: Date.now() + 60_000 })).imageRef;
+async function pull(client: RuntimeImageClient, image: string, pod: string, auth?: KubeletAuth, pkg: CriPackage = "runtime.v1"): Promise<string> {
+  return decodePullImageResponse(await client.call(pkg, "PullImage", pullImageRequest(image, pod, auth), { deadline: Date.now() + 60_000 })).imageRef;
 }
 
-async function pullError(client: RuntimeImageClient, image: string, pod: string, auth?: Auth): Promise<grpc.ServiceError> {
+async function pullError(client: RuntimeImageClient, image: string, pod: string, auth?: KubeletAuth): Promise<grpc.ServiceError> {
   try {
     await pull(client, image, pod, auth);
   } catch (e) {
@@ -78,7 +68,7 @@ async function records(stateDir: string): Promise<{ code: number; stdout: string
   return { code: text.code ?? -1, stdout: text.stdout, json: JSON.parse(json.stdout) };
 }
 
-const good = (): Auth => ({ username: priv.username, password: priv.password });
+const good = (): KubeletAuth => ({ username: priv.username, password: priv.password });
 
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), "imprimatur-e2e-node-proxy-"));
@@ -125,7 +115,7 @@ describe("CRI runtime.v1, straight to the proxy", () => {
     // Without credentials the pull goes to the registry, which refuses; the runtime's error comes back unchanged.
     const refused = await pullError(client, images.private, "b");
     const direct = await containerd
-      .call("runtime.v1", "PullImage", encodePullImageRequest({ image: images.private, sandbox: sandbox("b") }), { deadline: Date.now() + 60_000 })
+      .call("runtime.v1", "PullImage", encodePullImageRequest({ image: images.private, sandbox: kubeletSandbox("b") }), { deadline: Date.now() + 60_000 })
       .then(
         () => assert.fail("containerd pulled without credentials"),
         (e: grpc.ServiceError) => e,

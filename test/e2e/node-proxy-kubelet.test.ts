@@ -20,10 +20,10 @@ import { imprimatur, REPO_ROOT } from "../support/cli-process.ts";
 import { startNodeProxyFromUnit, type NodeProxyProcess } from "../support/node-proxy-process.ts";
 import {
   podManifest,
-  podPullFailed,
   podRunning,
   startNodeRuntime,
   waitForPod,
+  waitForPullRefused,
   type NodeRuntime,
   type PodManifestOptions,
   type PodObservation,
@@ -79,11 +79,7 @@ describe("node-proxy in front of containerd, with a real kubelet", () => {
   async function refused(name: string, o: Omit<PodManifestOptions, "namespace" | "nodeName" | "name">): Promise<PodObservation> {
     const r = await cluster.kubectl(["create", "-f", "-"], { input: pod({ name, ...o }) });
     assert.equal(r.code, 0, r.stderr);
-    const failure = (x: PodObservation) => x.events.find((e) => e.reason === "Failed" && e.message.includes("Failed to pull image"));
-    const seen = await waitForPod(cluster, NS, name, (x) => podPullFailed(x) && failure(x) !== undefined, 45_000, context);
-    assert.notEqual(seen.phase, "Running");
-    assert.match(failure(seen)!.message, /401 Unauthorized/, "the registry refused the pod's credentials");
-    return seen;
+    return waitForPullRefused(cluster, NS, name, context);
   }
 
   async function startProxy(args: string[] = []): Promise<void> {

@@ -12,6 +12,7 @@
 // No scheduler or controller-manager runs here: pods name their node (spec.nodeName; see podManifest). The small
 // cluster (small-cluster.ts) adds them, and runs this node inside its own network namespace (see NodeNetwork).
 
+import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, rmdirSync, statSync, writeFileSync } from "node:fs";
@@ -969,6 +970,18 @@ export async function waitForPod(
     }
     await sleep(250);
   }
+}
+
+/**
+ * Waits (45 s at most) until the kubelet gave up pulling the pod's image with a "Failed to pull image" event, and
+ * asserts that the registry refused the pod's credentials (401) and that the pod does not run.
+ */
+export async function waitForPullRefused(cluster: KubeCluster, namespace: string, name: string, context?: () => string): Promise<PodObservation> {
+  const failure = (x: PodObservation) => x.events.find((e) => e.reason === "Failed" && e.message.includes("Failed to pull image"));
+  const seen = await waitForPod(cluster, namespace, name, (x) => podPullFailed(x) && failure(x) !== undefined, 45_000, context);
+  assert.notEqual(seen.phase, "Running");
+  assert.match(failure(seen)!.message, /401 Unauthorized/, "the registry refused the pod's credentials");
+  return seen;
 }
 
 /** The current values of TOUCHED_SYSCTLS (a test records them before the node starts and compares after stop). */

@@ -26,6 +26,7 @@ import { createNodeMetrics, type NodeMetrics } from "../../../src/node/node-metr
 import { NodeImageProxy } from "../../../src/node/node-image-proxy.ts";
 import type { NodePodView, PullPolicy } from "../../../src/node/pod-pull-secrets.ts";
 import { recordFileName, RecordStore, type RecordStoreOptions, type StoreStep } from "../../../src/node/record-store.ts";
+import { imageStatusRequest, kubeletAnnotations, kubeletPod, kubeletSandbox, pullImageRequest } from "../../support/kubelet-cri.ts";
 import { FakeImageService, type Credential } from "./fake-image-service.ts";
 
 const PRIVATE = "registry.example.com/private/app:v1";
@@ -35,10 +36,6 @@ const PUBLIC_ID = `sha256:${"b".repeat(64)}`;
 const GOOD: Credential = { username: "alice", password: "s3cret" };
 const SAME: Credential = { ...GOOD };
 const WRONG: Credential = { username: "alice", password: "guess" };
-
-/** A pod's annotations as the kubelet passes them: its own plus config.source and config.seen. */
-const annotations = (pod: string) => ({ "kubernetes.io/config.source": "api", "kubernetes.io/config.seen": `2026-11-25T10:00:00.${pod}Z`, app: pod });
-const podRef = (pod: string): PodRef => ({ namespace: "team", name: pod, uid: `uid-${pod}` });
 
 /** A fake view of the node's pods: fixed candidates and pull policies. */
 class FakeView implements NodePodView {
@@ -113,17 +110,11 @@ async function counted(name: string, labels: Record<string, string> = {}): Promi
 
 /** The kubelet's pull decision for `pod` (or, without a pod, any other caller): the image id it is told, or undefined. */
 async function status(image: string, pod?: string): Promise<string | undefined> {
-  return decodeImageStatusResponse(await proxy.handle(fake.call("ImageStatus", encodeImageStatusRequestFor(image, pod ? annotations(pod) : {}))))?.id;
+  return decodeImageStatusResponse(await proxy.handle(fake.call("ImageStatus", imageStatusRequest(image, pod))))?.id;
 }
 
 async function pull(image: string, pod: string, credential?: Credential): Promise<string> {
-  const request = encodePullImageRequest({
-    image,
-    annotations: annotations(pod),
-    ...(credential ? { auth: credential } : {}),
-    sandbox: { ...podRef(pod), annotations: annotations(pod) },
-  });
-  const answer = decodePullImageResponse(await proxy.handle(fake.call("PullImage", request))).imageRef;
+  const answer = decodePullImageResponse(await proxy.handle(fake.call("PullImage", pullImageRequest(image, pod, credential)))).imageRef;
   await proxy.stop(); // records are written after the answer: wait for them
   return answer;
 }
@@ -156,7 +147,7 @@ describe("ImageStatus of the kubelet's pull decision", () => {
     assert.ok(read.state === "ok");
     assert.deepEqual(
       read.record.credentialMapping["registry.example.com/private/app"]?.credentials?.[0]?.presentedBy,
-      [podRef("a"), podRef("c")],
+      [kubeletPod("a"), kubeletPod("c")],
       "both pulls recorded",
     );
   });
@@ -340,7 +331,7 @@ describe("a record that cannot be written", () => {
     assert.equal(store.counts().intentsInFlight, 0, "the pull is over");
     const failed = logs.filter((l) => /the pull's record could not be written; its intent stays, and the next start records the image for nobody/.test(l.msg));
     assert.equal(failed.length, 1);
-    assert.deepEqual([failed[0]!.level, failed[0]!.image, failed[0]!.imageRef, failed[0]!.pod], [50, PRIVATE, PRIVATE_ID, podRef("a")]);
+    assert.deepEqual([failed[0]!.level, failed[0]!.image, failed[0]!.imageRef, failed[0]!.pod], [50, PRIVATE, PRIVATE_ID, kubeletPod("a")]);
     await start();
     const read = store.get(PRIVATE_ID);
     assert.ok(read.state === "ok" && Object.keys(read.record.credentialMapping).length === 0, "recorded for nobody");
@@ -686,9 +677,9 @@ describe("answering a pull from the records: every condition", () => {
   const pullAs = async (pod: string, uid: string, credential?: Credential) => {
     const request = encodePullImageRequest({
       image: PRIVATE,
-      annotations: annotations(pod),
+      annotations: kubeletAnnotations(pod),
       ...(credential ? { auth: credential } : {}),
-      sandbox: { namespace: "team", name: pod, uid, annotations: annotations(pod) },
+      sandbox: { ...kubeletSandbox(pod), uid },
     });
     const answer = decodePullImageResponse(await proxy.handle(fake.call("PullImage", request))).imageRef;
     await proxy.stop();
@@ -702,7 +693,7 @@ describe("answering a pull from the records: every condition", () => {
     const read = store.get(PRIVATE_ID);
     assert.ok(read.state === "ok");
     const presented = read.record.credentialMapping["registry.example.com/private/app"]?.credentials?.[0]?.presentedBy;
-    assert.deepEqual(presented, [podRef("a"), podRef("b")]);
+    assert.deepEqual(presented, [kubeletPod("a"), kubeletPod("b")]);
   });
 
   test("imagePullPolicy Never is answered from the records too", async () => {
@@ -756,7 +747,7 @@ describe("the API view: what does not cover a pod", () => {
     view.candidates = [{ pod: "team/b", credential: SAME }];
     const cancelled = new AbortController();
     cancelled.abort();
-    const answer = await proxy.handle(fake.call("ImageStatus", encodeImageStatusRequestFor(PRIVATE, annotations("b")), cancelled.signal));
+    const answer = await proxy.handle(fake.call("ImageStatus", imageStatusRequest(PRIVATE, "b"), cancelled.signal));
     assert.equal(decodeImageStatusResponse(answer), undefined);
     view.candidates = undefined;
     assert.equal(await status(PRIVATE, "b"), undefined);
@@ -800,7 +791,7 @@ describe("what the operator is told", () => {
     assert.equal(refused.level, WARN);
     assert.deepEqual([refused.image, refused.imageRef, refused.credentials], [PRIVATE, PRIVATE_ID, "presented"]);
     assert.equal(refused.reason, `failed to pull ${PRIVATE}: 401 Unauthorized`);
-    assert.deepEqual(refused.pod, podRef("b"));
+    assert.deepEqual(refused.pod, kubeletPod("b"));
     logs = [];
     await status(PRIVATE, "c");
     await assert.rejects(pull(PRIVATE, "c"));
@@ -819,7 +810,7 @@ describe("what the operator is told", () => {
     await pull(PRIVATE, "f", SAME);
     const answered = entry(/credential already recorded for the image: answered from the records/);
     assert.deepEqual([answered.image, answered.imageRef], [PRIVATE, PRIVATE_ID]);
-    assert.deepEqual(answered.pod, podRef("f"));
+    assert.deepEqual(answered.pod, kubeletPod("f"));
     view.candidates = [{ pod: "team/g", credential: SAME }];
     await status(PRIVATE, "g");
     const secrets = entry(/the pull secrets of every pod naming the image hold a credential recorded for it/);
@@ -856,17 +847,14 @@ describe("names that are not references, calls without a pod, and keys kept apar
     await pull(PRIVATE, "a", GOOD);
     view.candidates = [{ pod: "team/b", credential: SAME }];
     const byId = {
-      ...fake.call("ImageStatus", encodeImageStatusRequestFor(HEX_ID, annotations("b"))),
+      ...fake.call("ImageStatus", imageStatusRequest(HEX_ID, "b")),
       forward: () => fake.call("ImageStatus", encodeImageStatusRequestFor(PRIVATE, {})).forward(),
     };
     assert.equal(decodeImageStatusResponse(await proxy.handle(byId)), undefined);
     assert.equal(await counted("imprimatur_node_image_checks_total", { result: "must-pull" }), 1);
     assert.deepEqual(view.asked, []);
     const pullById = {
-      ...fake.call(
-        "PullImage",
-        encodePullImageRequest({ image: HEX_ID, annotations: annotations("b"), auth: SAME, sandbox: { ...podRef("b"), annotations: annotations("b") } }),
-      ),
+      ...fake.call("PullImage", pullImageRequest(HEX_ID, "b", SAME)),
       forward: () => Promise.reject(Object.assign(new Error("not found"), { code: 5, details: "not found" })),
     };
     await assert.rejects(proxy.handle(pullById), /not found/);

@@ -14,10 +14,10 @@ import pino from "pino";
 import { parseImageReference, type ImageReference } from "../../../src/core/image-reference.ts";
 import { credentialHash } from "../../../src/core/pull-verification/credential-hash.ts";
 import { decodeImageStatusResponse, decodePullImageResponse, encodeImageStatusRequestFor, encodePullImageRequest } from "../../../src/cri/cri-messages.ts";
-import { NodeImageProxy } from "../../../src/node/node-image-proxy.ts";
-import { createNodeMetrics } from "../../../src/node/node-metrics.ts";
+import type { NodeImageProxy } from "../../../src/node/node-image-proxy.ts";
 import { PodPullSecrets } from "../../../src/node/pod-pull-secrets.ts";
 import { RecordStore } from "../../../src/node/record-store.ts";
+import { inProcessNodeProxy } from "../../support/in-process-node-proxy.ts";
 import { FakeImageService } from "./fake-image-service.ts";
 
 const KEY = Buffer.alloc(32, 7);
@@ -361,15 +361,7 @@ describe("through the proxy: an ImageStatus whose pod's annotations in the API d
 
   async function victimPulledAndAttackerAsks(attacker: { api: Record<string, string>; call: Record<string, string> }): Promise<string | undefined> {
     const store = await RecordStore.open(join(stateDir, "state"));
-    proxy = new NodeImageProxy({
-      store,
-      runtime: fake.runtime,
-      policy: "NeverVerifyPreloadedImages",
-      allowlist: [],
-      logger: pino({ level: "silent" }),
-      metrics: createNodeMetrics(() => store),
-      podSecrets: view("warn", store.key),
-    });
+    proxy = inProcessNodeProxy({ store, runtime: fake.runtime, podSecrets: view("warn", store.key) });
     await proxy.start();
     const victim = sent(WORKLOAD, "2026-11-25T10:00:00.1Z");
     const pulled = encodePullImageRequest({

@@ -8,11 +8,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
-import pino from "pino";
 import { credentialRecorded, recordPull } from "../../../src/core/pull-verification/pull-records.ts";
-import { createNodeMetrics } from "../../../src/node/node-metrics.ts";
-import { NodeImageProxy } from "../../../src/node/node-image-proxy.ts";
 import { RecordStore, type StoreStep } from "../../../src/node/record-store.ts";
+import { inProcessNodeProxy } from "../../support/in-process-node-proxy.ts";
 import { FakeImageService } from "./fake-image-service.ts";
 import { CRASH } from "./record-store-crash-fixture.ts";
 
@@ -84,14 +82,7 @@ describe("kill -9 of a process writing records", () => {
       fake.preload(CRASH.pulled.image, CRASH.pulled.imageRef);
       fake.preload(`${CRASH.kept.repository}:v1`, CRASH.kept.imageRef);
       fake.preload(`${CRASH.preloaded.repository}:1`, CRASH.preloaded.imageRef);
-      const proxy = new NodeImageProxy({
-        store,
-        runtime: fake.runtime,
-        policy: "NeverVerifyPreloadedImages",
-        allowlist: [],
-        logger: pino({ level: "silent" }),
-        metrics: createNodeMetrics(() => store),
-      });
+      const proxy = inProcessNodeProxy({ store, runtime: fake.runtime });
       await proxy.start();
       await proxy.stop();
       assert.deepEqual(await store.leftoverIntents(), []);

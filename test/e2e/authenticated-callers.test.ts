@@ -11,10 +11,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { tokenDigest } from "../../src/caller-auth/caller-tokens.ts";
+import { backendKubeconfig } from "../support/backend-kubeconfig.ts";
 import { createClientCa, randomToken, type ClientCa } from "../support/caller-credentials.ts";
 import { postJson } from "../support/https-client.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
-import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
+import { startKubeCluster, untilWebhookActive, urlWebhook, webhookConfiguration, webhookRule, type KubeCluster } from "../support/kube-cluster.ts";
 import { podReview } from "../support/admission.ts";
 import { podYaml } from "../support/manifests.ts";
 import { teardown } from "../support/teardown.ts";
@@ -55,19 +56,7 @@ function webhookKubeconfig(users: Array<{ name: string; user: Record<string, str
 
 /** The ImagePolicyWebhook's kubeconfig: the server is the /imagereview URL, with our CA and these credentials. */
 function imagePolicyKubeconfig(user: Record<string, string>): string {
-  return stringify({
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [
-      {
-        name: "imprimatur",
-        cluster: { server: `${imprimatur.baseUrl}/imagereview`, "certificate-authority-data": Buffer.from(imprimatur.ca).toString("base64") },
-      },
-    ],
-    users: [{ name: "apiserver", user }],
-    contexts: [{ name: "imprimatur", context: { cluster: "imprimatur", user: "apiserver" } }],
-    "current-context": "imprimatur",
-  });
+  return backendKubeconfig({ server: `${imprimatur.baseUrl}/imagereview`, caPem: imprimatur.ca, user });
 }
 
 function admissionConfiguration(webhookKubeconfigPath: string, imagePolicyKubeconfigPath: string): string {
@@ -89,28 +78,11 @@ function admissionConfiguration(webhookKubeconfigPath: string, imagePolicyKubeco
 
 /** /validate for Deployments (pods go through the ImagePolicyWebhook), and a webhook on a host with no credentials. */
 function webhooks(): string {
-  const common = { admissionReviewVersions: ["v1"], sideEffects: "None", failurePolicy: "Fail", timeoutSeconds: 10 };
-  const caBundle = Buffer.from(imprimatur.ca).toString("base64");
-  return JSON.stringify({
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingWebhookConfiguration",
-    metadata: { name: "imprimatur" },
-    webhooks: [
-      {
-        ...common,
-        name: "workloads.imprimatur.dev",
-        clientConfig: { url: `${imprimatur.baseUrl}/validate`, caBundle },
-        rules: [{ apiGroups: ["apps"], apiVersions: ["v1"], operations: ["CREATE"], resources: ["deployments"], scope: "Namespaced" }],
-      },
-      {
-        ...common,
-        // The same server by another name: the apiserver's kubeconfig has no user for localhost, so it sends nothing.
-        name: "uncredentialed.imprimatur.dev",
-        clientConfig: { url: `https://localhost:${imprimatur.port}/validate`, caBundle },
-        rules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"], scope: "Namespaced" }],
-      },
-    ],
-  });
+  return webhookConfiguration("ValidatingWebhookConfiguration", "imprimatur", [
+    urlWebhook("workloads.imprimatur.dev", `${imprimatur.baseUrl}/validate`, { caPem: imprimatur.ca, rules: [webhookRule("apps/deployments")] }),
+    // The same server by another name: the apiserver's kubeconfig has no user for localhost, so it sends nothing.
+    urlWebhook("uncredentialed.imprimatur.dev", `https://localhost:${imprimatur.port}/validate`, { caPem: imprimatur.ca, rules: [webhookRule("configmaps")] }),
+  ]);
 }
 
 function deploymentYaml(name: string, images: string[]): string {

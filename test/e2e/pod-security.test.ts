@@ -4,18 +4,19 @@
 // kubectl prints and the apiserver's audit log records, in PSA's words.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { startKubeCluster, untilWebhookActive, type KubeCluster, validatingWebhookConfiguration, webhookRule } from "../support/kube-cluster.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 import { teardown } from "../support/teardown.ts";
+import { podAuditLog, type PodAuditLog } from "../support/pod-audit-log.ts";
 
 let dir: string;
 let cluster: KubeCluster;
 let server: ImprimaturProcess;
-let auditLogPath: string;
+let auditLog: PodAuditLog;
 
 const NAMESPACES: Record<string, Record<string, string>> = {
   "psa-enforce": { "pod-security.kubernetes.io/enforce": "baseline", "pod-security.kubernetes.io/warn": "restricted" },
@@ -28,19 +29,10 @@ const NAMESPACES: Record<string, Record<string, string>> = {
 
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), "imprimatur-e2e-psa-"));
-  auditLogPath = join(dir, "audit.log");
-  await writeFile(
-    join(dir, "audit-policy.yaml"),
-    stringify({
-      apiVersion: "audit.k8s.io/v1",
-      kind: "Policy",
-      omitStages: ["RequestReceived"],
-      rules: [{ level: "Metadata", resources: [{ group: "", resources: ["pods"] }] }, { level: "None" }],
-    }),
-  );
+  auditLog = await podAuditLog(dir);
   cluster = await startKubeCluster({
     enableAdmissionPlugins: ["ValidatingAdmissionWebhook"],
-    extraArgs: [`--audit-policy-file=${join(dir, "audit-policy.yaml")}`, `--audit-log-path=${auditLogPath}`, "--audit-log-mode=blocking"],
+    extraArgs: auditLog.apiserverArgs,
   });
   // PSA's own configuration format: the exemptions as kube-apiserver's AdmissionConfiguration would give them.
   await writeFile(
@@ -93,11 +85,7 @@ function pod(name: string, namespace: string, securityContext: Record<string, un
 const create = (manifest: string) => cluster.kubectl(["create", "-f", "-"], { input: manifest });
 
 async function auditAnnotations(name: string, namespace: string): Promise<Record<string, string>> {
-  const events = (await readFile(auditLogPath, "utf8"))
-    .trim()
-    .split("\n")
-    .map((l) => JSON.parse(l) as { objectRef?: { name?: string; namespace?: string }; verb?: string; stage?: string; annotations?: Record<string, string> });
-  const event = events.find((e) => e.objectRef?.name === name && e.objectRef.namespace === namespace && e.verb === "create" && e.stage === "ResponseComplete");
+  const [event] = await auditLog.podCreations(name, namespace);
   return event?.annotations ?? {};
 }
 

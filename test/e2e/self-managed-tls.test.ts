@@ -22,7 +22,7 @@ import { startApp, type App } from "../../src/server/app.ts";
 import { bundleFingerprints, parseCertificateBundle, parseRotationTimeline } from "../../src/tls/tls-rotation-plan.ts";
 import { createCertificateAuthority, issueCertificate } from "../../src/tls/tls-bootstrap.ts";
 import { startSelfManagedTls, type RunningSelfManagedTls } from "../../src/tls/tls-secret-manager.ts";
-import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
+import { startKubeCluster, untilWebhookActive, urlWebhook, webhookConfiguration, webhookRule, type KubeCluster } from "../support/kube-cluster.ts";
 import { teardown } from "../support/teardown.ts";
 import { getText } from "../support/https-client.ts";
 import { startHoldingApiProxy } from "../support/holding-api-proxy.ts";
@@ -218,25 +218,15 @@ test("one leader creates the Secret and writes the caBundle; both replicas serve
   for (const r of [a, b]) assert.deepEqual(await servedCertificate(r.app.port), der(data["tls.crt"]!), `${r.identity} serves the Secret's certificate`);
 
   // The configuration is installed without a caBundle, one webhook per replica, as a Deployment's would be.
-  const webhook = (r: Replica) => ({
-    name: `${r.identity}.imprimatur.dev`,
-    admissionReviewVersions: ["v1"],
-    sideEffects: "NoneOnDryRun",
-    failurePolicy: "Fail",
-    timeoutSeconds: 10,
-    clientConfig: { url: `https://127.0.0.1:${r.app.port}/validate` },
-    rules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"], scope: "Namespaced" }],
-    namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "e2e-tls" } },
-  });
+  const webhook = (r: Replica) =>
+    urlWebhook(`${r.identity}.imprimatur.dev`, `https://127.0.0.1:${r.app.port}/validate`, {
+      sideEffects: "NoneOnDryRun",
+      rules: [webhookRule("pods")],
+      namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "e2e-tls" } },
+    });
   // v1.20 does not label namespaces with their name yet: label it.
   assert.equal((await cluster.kubectl(["label", "namespace", "e2e-tls", "kubernetes.io/metadata.name=e2e-tls", "--overwrite"])).code, 0);
-  const vwc = {
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingWebhookConfiguration",
-    metadata: { name: CONFIGURATION },
-    webhooks: [webhook(a), webhook(b)],
-  };
-  const applied = await cluster.apply(JSON.stringify(vwc));
+  const applied = await cluster.apply(webhookConfiguration("ValidatingWebhookConfiguration", CONFIGURATION, [webhook(a), webhook(b)]));
   assert.equal(applied.code, 0, applied.stderr);
 
   const caFingerprints = bundleFingerprints((await readSecret()).data["ca.crt"]!);
@@ -306,8 +296,7 @@ test("the Secret deleted during a stream of admissions: none fails, and no repli
   assert.equal(serving.length, 2, "both replicas run");
   // watchTls reads the Secret and both configurations in one kubectl call: an empty MutatingWebhookConfiguration
   // of the name makes that read whole (the replicas write every webhook's caBundle, of which it has none).
-  const mwc = { apiVersion: "admissionregistration.k8s.io/v1", kind: "MutatingWebhookConfiguration", metadata: { name: CONFIGURATION }, webhooks: [] };
-  assert.equal((await cluster.apply(JSON.stringify(mwc))).code, 0);
+  assert.equal((await cluster.apply(webhookConfiguration("MutatingWebhookConfiguration", CONFIGURATION, []))).code, 0);
   const watch = watchTls(cluster, { secret: `${NAMESPACE}/${SECRET}`, configuration: CONFIGURATION }, { intervalMs: 250 });
   // Served first, the caBundle read after: a certificate whose CA joined the bundle meanwhile is still judged
   // trusted, one whose CA the bundle lacks is caught.
@@ -619,22 +608,11 @@ test("a stalled leader that lost the Lease cannot write the caBundle it planned 
   // proxy verifies the apiserver.
   proxied.clusters = proxied.clusters.map(({ caData: _ca, ...c }) => ({ ...c, server: proxy.url, skipTLSVerify: true }));
   // A webhook nothing calls (no namespace has the label): only its caBundle matters here.
-  const vwc = {
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingWebhookConfiguration",
-    metadata: { name: config },
-    webhooks: [
-      {
-        name: "stall.imprimatur.dev",
-        admissionReviewVersions: ["v1"],
-        sideEffects: "None",
-        clientConfig: { url: "https://127.0.0.1:1/validate" },
-        rules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"], scope: "Namespaced" }],
-        namespaceSelector: { matchLabels: { "imprimatur.dev/never": "true" } },
-      },
-    ],
-  };
-  assert.equal((await cluster.apply(JSON.stringify(vwc))).code, 0);
+  const stall = urlWebhook("stall.imprimatur.dev", "https://127.0.0.1:1/validate", {
+    rules: [webhookRule("pods")],
+    namespaceSelector: { matchLabels: { "imprimatur.dev/never": "true" } },
+  });
+  assert.equal((await cluster.apply(webhookConfiguration("ValidatingWebhookConfiguration", config, [stall]))).code, 0);
   const secretCas = async () =>
     bundleFingerprints(Buffer.from((await core.readNamespacedSecret({ namespace: NAMESPACE, name: secret })).data!["ca.crt"]!, "base64").toString());
   const bundleIs = async (wanted: string[]) =>
@@ -741,22 +719,12 @@ test("whoever can write the Secret cannot make a replica serve a certificate the
       data: tlsData(trusted, leaf),
     },
   });
-  const vwc = {
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingWebhookConfiguration",
-    metadata: { name: config },
-    webhooks: [
-      {
-        name: "written.imprimatur.dev",
-        admissionReviewVersions: ["v1"],
-        sideEffects: "None",
-        clientConfig: { url: "https://127.0.0.1:1/validate", caBundle: b64(trusted.certPem) },
-        rules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"], scope: "Namespaced" }],
-        namespaceSelector: { matchLabels: { "imprimatur.dev/never": "true" } },
-      },
-    ],
-  };
-  assert.equal((await cluster.apply(JSON.stringify(vwc))).code, 0);
+  const written = urlWebhook("written.imprimatur.dev", "https://127.0.0.1:1/validate", {
+    caPem: trusted.certPem,
+    rules: [webhookRule("pods")],
+    namespaceSelector: { matchLabels: { "imprimatur.dev/never": "true" } },
+  });
+  assert.equal((await cluster.apply(webhookConfiguration("ValidatingWebhookConfiguration", config, [written]))).code, 0);
   const metricsPort = await freePort();
   const replica = await startReplica("replica-written", { secret, configuration: config, lease, metricsPort });
   assert.deepEqual(await servedCertificate(replica.app.port), der(leaf.certPem), "the replica serves the Secret's certificate");

@@ -3,16 +3,16 @@
 // break-glass and the decision cache. Audit annotations are read back from the apiserver's own audit log.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { stringify } from "yaml";
-import { startKubeCluster, untilWebhookActive, type KubeCluster } from "../support/kube-cluster.ts";
+import { startKubeCluster, untilWebhookActive, urlWebhook, webhookConfiguration, type KubeCluster } from "../support/kube-cluster.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 import { startConfiguredTestBackend, type TestBackend } from "../support/test-imagereview-backend.ts";
 import { podYaml } from "../support/manifests.ts";
 import { teardown } from "../support/teardown.ts";
+import { podAuditLog, type PodAuditLog } from "../support/pod-audit-log.ts";
 
 const POLICIES = fileURLToPath(new URL("../fixtures/e2e-policies/", import.meta.url));
 const TOKEN = "s3cret-backend-token";
@@ -21,7 +21,7 @@ let backend: TestBackend;
 let closed: ImprimaturProcess;
 let open: ImprimaturProcess;
 let cluster: KubeCluster;
-let auditLogPath: string;
+let auditLog: PodAuditLog;
 
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), "imprimatur-e2e-webhook-"));
@@ -32,42 +32,23 @@ before(async () => {
   closed = await startImprimatur(["--policies", POLICIES, "--config", config]);
   open = await startImprimatur(["--policies", POLICIES, "--config", config, "--fail-open"]);
 
-  auditLogPath = join(dir, "apiserver-audit.log");
-  await writeFile(
-    join(dir, "audit-policy.yaml"),
-    stringify({
-      apiVersion: "audit.k8s.io/v1",
-      kind: "Policy",
-      omitStages: ["RequestReceived"],
-      rules: [{ level: "Metadata", resources: [{ group: "", resources: ["pods"] }] }, { level: "None" }],
-    }),
-  );
+  auditLog = await podAuditLog(dir, "apiserver-audit.log");
   cluster = await startKubeCluster({
     enableAdmissionPlugins: ["ValidatingAdmissionWebhook", "MutatingAdmissionWebhook"],
-    extraArgs: [
-      `--audit-policy-file=${join(dir, "audit-policy.yaml")}`,
-      `--audit-log-path=${auditLogPath}`,
-      "--audit-log-mode=blocking",
-      "--feature-gates=EphemeralContainers=true",
-    ],
+    extraArgs: [...auditLog.apiserverArgs, "--feature-gates=EphemeralContainers=true"],
   });
-  const webhook = (name: string, server: ImprimaturProcess, mode: string) => ({
-    name,
-    admissionReviewVersions: ["v1"],
-    sideEffects: "NoneOnDryRun",
-    failurePolicy: "Fail",
-    timeoutSeconds: 10,
-    clientConfig: { url: `${server.baseUrl}/validate`, caBundle: Buffer.from(server.ca).toString("base64") },
-    rules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["pods", "pods/ephemeralcontainers"], scope: "Namespaced" }],
-    namespaceSelector: { matchLabels: { "imprimatur-mode": mode } },
-  });
-  const vwc = {
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingWebhookConfiguration",
-    metadata: { name: "imprimatur" },
-    webhooks: [webhook("closed.imprimatur.dev", closed, "closed"), webhook("open.imprimatur.dev", open, "open")],
-  };
-  const applied = await cluster.apply(JSON.stringify(vwc));
+  const webhook = (name: string, server: ImprimaturProcess, mode: string) =>
+    urlWebhook(name, `${server.baseUrl}/validate`, {
+      caPem: server.ca,
+      sideEffects: "NoneOnDryRun",
+      rules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["pods", "pods/ephemeralcontainers"], scope: "Namespaced" }],
+      namespaceSelector: { matchLabels: { "imprimatur-mode": mode } },
+    });
+  const vwc = webhookConfiguration("ValidatingWebhookConfiguration", "imprimatur", [
+    webhook("closed.imprimatur.dev", closed, "closed"),
+    webhook("open.imprimatur.dev", open, "open"),
+  ]);
+  const applied = await cluster.apply(vwc);
   assert.equal(applied.code, 0, applied.stderr);
   for (const [ns, mode] of [
     ["e2e-closed", "closed"],
@@ -88,20 +69,7 @@ after(() =>
   teardown([() => cluster?.stop(), () => closed?.stop(), () => open?.stop(), () => backend?.stop(), () => dir && rm(dir, { recursive: true, force: true })]),
 );
 
-async function auditEvents(podName: string, namespace = "e2e-closed") {
-  const lines = (await readFile(auditLogPath, "utf8"))
-    .trim()
-    .split("\n")
-    .map((l) => JSON.parse(l));
-  return lines.filter(
-    (e) =>
-      e.objectRef?.resource === "pods" &&
-      e.objectRef?.name === podName &&
-      e.objectRef?.namespace === namespace &&
-      e.verb === "create" &&
-      e.stage === "ResponseComplete",
-  );
-}
+const auditEvents = (podName: string, namespace = "e2e-closed") => auditLog.podCreations(podName, namespace);
 
 test("an allowed image creates the pod", async () => {
   const res = await cluster.apply(podYaml("good", "e2e-closed", ["registry.example.com/app:1.0"]));

@@ -536,23 +536,43 @@ export function validatingWebhookConfiguration(
     sideEffects?: "None" | "NoneOnDryRun";
   },
 ): string {
-  return JSON.stringify({
-    apiVersion: "admissionregistration.k8s.io/v1",
-    kind: "ValidatingWebhookConfiguration",
-    metadata: { name: opts.name },
-    webhooks: [
-      {
-        name: opts.webhookName ?? "validate.imprimatur.dev",
-        admissionReviewVersions: ["v1"],
-        sideEffects: opts.sideEffects ?? "None",
-        failurePolicy: "Fail",
-        timeoutSeconds: 10,
-        clientConfig: { url: `${server.baseUrl}/validate`, caBundle: Buffer.from(server.ca).toString("base64") },
-        rules: opts.rules,
-        namespaceSelector: opts.namespaceSelector,
-      },
-    ],
+  const webhook = urlWebhook(opts.webhookName ?? "validate.imprimatur.dev", `${server.baseUrl}/validate`, {
+    caPem: server.ca,
+    rules: opts.rules,
+    namespaceSelector: opts.namespaceSelector,
+    ...(opts.sideEffects ? { sideEffects: opts.sideEffects } : {}),
   });
+  return webhookConfiguration("ValidatingWebhookConfiguration", opts.name, [webhook]);
+}
+
+/**
+ * One webhook of a configuration written by hand, calling `url` (its certificate checked against `caPem` when given,
+ * else against the apiserver's own trust): AdmissionReview v1, fail-closed within 10 s, side effects None unless said.
+ */
+export function urlWebhook(
+  name: string,
+  url: string,
+  opts: { caPem?: string; rules: unknown[]; namespaceSelector?: Record<string, unknown>; sideEffects?: "None" | "NoneOnDryRun" },
+): Record<string, unknown> {
+  return {
+    name,
+    admissionReviewVersions: ["v1"],
+    sideEffects: opts.sideEffects ?? "None",
+    failurePolicy: "Fail",
+    timeoutSeconds: 10,
+    clientConfig: { url, ...(opts.caPem !== undefined ? { caBundle: Buffer.from(opts.caPem).toString("base64") } : {}) },
+    rules: opts.rules,
+    ...(opts.namespaceSelector ? { namespaceSelector: opts.namespaceSelector } : {}),
+  };
+}
+
+/** A Validating- or MutatingWebhookConfiguration named `name` with these webhooks, as JSON for `apply`. */
+export function webhookConfiguration(
+  kind: "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration",
+  name: string,
+  webhooks: Array<Record<string, unknown>>,
+): string {
+  return JSON.stringify({ apiVersion: "admissionregistration.k8s.io/v1", kind, metadata: { name }, webhooks });
 }
 
 /** Creates a kubernetes.io/dockerconfigjson Secret for `registry` with its first user and `password` (a wrong one, say). */

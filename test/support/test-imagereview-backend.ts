@@ -7,6 +7,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { createCertificateAuthority, issueCertificate } from "../../src/tls/tls-bootstrap.ts";
+import { backendKubeconfig } from "./backend-kubeconfig.ts";
 
 export interface TestBackend {
   port: number;
@@ -73,17 +74,7 @@ export async function startConfiguredTestBackend(
   const serving = await issueCertificate(ca, { commonName: "backend", ipAddresses: ["127.0.0.1"] });
   const backend = await startTestBackend({ cert: serving.certPem, key: serving.keyPem }, options.token);
   await writeFile(join(dir, "backend-ca.crt"), ca.certPem);
-  await writeFile(
-    join(dir, "scanner.kubeconfig"),
-    stringify({
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [{ name: "scanner", cluster: { server: backend.url, "certificate-authority": "backend-ca.crt" } }],
-      users: [{ name: "imprimatur", user: { token: options.token } }],
-      contexts: [{ name: "scanner", context: { cluster: "scanner", user: "imprimatur" } }],
-      "current-context": "scanner",
-    }),
-  );
+  await writeFile(join(dir, "scanner.kubeconfig"), backendKubeconfig({ server: backend.url, caFile: "backend-ca.crt", user: { token: options.token } }));
   const configPath = join(dir, "config.yaml");
   await writeFile(
     configPath,

@@ -6,12 +6,12 @@ import type { AddressInfo } from "node:net";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { stringify } from "yaml";
 import { ImageReviewService } from "../../src/backends/review-service.ts";
 import { DecisionCache } from "../../src/backends/decision-cache.ts";
 import { WebhookBackend } from "../../src/backends/webhook-backend.ts";
 import { allow, deny } from "../../src/core/decision.ts";
 import { createCertificateAuthority, issueCertificate } from "../../src/tls/tls-bootstrap.ts";
+import { backendKubeconfig } from "../support/backend-kubeconfig.ts";
 
 // Scripted answers, consumed in order; each is [status, body] or "hang".
 let script: Array<[number, string] | "hang"> = [];
@@ -35,17 +35,7 @@ before(async () => {
   const dir = await mkdtemp(join(tmpdir(), "imprimatur-rs-"));
   await writeFile(join(dir, "ca.crt"), ca.certPem);
   kubeconfig = join(dir, "kubeconfig");
-  await writeFile(
-    kubeconfig,
-    stringify({
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [{ name: "c", cluster: { server: `https://127.0.0.1:${(server.address() as AddressInfo).port}/review`, "certificate-authority": "ca.crt" } }],
-      users: [{ name: "u", user: {} }],
-      contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
-      "current-context": "x",
-    }),
-  );
+  await writeFile(kubeconfig, backendKubeconfig({ server: `https://127.0.0.1:${(server.address() as AddressInfo).port}/review`, caFile: "ca.crt" }));
 });
 
 after(() => {
@@ -109,17 +99,7 @@ test("a backend that cannot be reached is tried 4 times in all, then named as no
   await new Promise<void>((r) => refusing.close(() => r()));
   const dir = await mkdtemp(join(tmpdir(), "imprimatur-rs-"));
   const unreachable = join(dir, "kubeconfig");
-  await writeFile(
-    unreachable,
-    stringify({
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [{ name: "c", cluster: { server: `https://127.0.0.1:${port}/review`, "insecure-skip-tls-verify": true } }],
-      users: [{ name: "u", user: {} }],
-      contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
-      "current-context": "x",
-    }),
-  );
+  await writeFile(unreachable, backendKubeconfig({ server: `https://127.0.0.1:${port}/review`, insecure: true }));
   const remote = await WebhookBackend.fromConfig({ name: "scan", kubeconfig: unreachable, timeoutMs: 2000 });
   let attempts = 0;
   const counted = { name: remote.name, review: (...args: Parameters<typeof remote.review>) => (attempts++, remote.review(...args)) };

@@ -103,7 +103,7 @@ export const areas = {
       "test/unit/image-paths.test.ts",
       "test/unit/image-volumes.test.ts",
       "test/unit/request-match.test.ts",
-      "test/unit/caller-clusters.test.ts",
+      "test/unit/caller-auth/caller-clusters.test.ts",
       "test/unit/review-service.test.ts",
     ],
   },
@@ -133,7 +133,7 @@ export const areas = {
       "test/unit/label-selector.test.ts",
       "test/unit/unknown-field.test.ts",
       "test/unit/request-match.test.ts",
-      "test/unit/caller-clusters.test.ts",
+      "test/unit/caller-auth/caller-clusters.test.ts",
       "test/unit/cluster-policies.test.ts",
       "test/unit/namespace-scope.test.ts",
       // The unknown-namespace-labels hint (namespace-labels.ts), as a scope's denial gives it.

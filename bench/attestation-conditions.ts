@@ -14,6 +14,7 @@ import { parseArgs } from "node:util";
 import { DEFAULT_SERVER_CONFIG } from "../src/config/server-config.ts";
 import { subjectOfObject } from "../src/core/admission-subject.ts";
 import { Engine } from "../src/engine/engine.ts";
+import { buildEngine } from "../src/engine/engine-builder.ts";
 import { parsePolicyText } from "../src/policy/load-policies.ts";
 import { renderTable } from "./support/report.ts";
 
@@ -69,7 +70,7 @@ function policy(kind: "jmespath" | "cel" | "none"): string {
 async function engineFor(kind: "jmespath" | "cel" | "none"): Promise<Engine> {
   const parsed = parsePolicyText(policy(kind), `${kind}.yaml`);
   if (parsed.errors.length > 0) throw new Error(parsed.errors.map((e) => `${e.path}: ${e.message}`).join("; "));
-  const engine = await Engine.build({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsed.policies });
+  const engine = await buildEngine({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsed.policies });
   const result = {
     status: "verified",
     evidence: [{ entry: "attestors[0].entries[0]", attestor: "key", signer: "key sha256:00", format: "cosign-signature" }],
@@ -106,16 +107,17 @@ async function main(): Promise<number> {
     spec: { containers: [{ name: "a", image: IMAGE }] },
   });
   if (!plan.review) throw new Error("not reviewed");
+  const subject = { kind: "subject" as const, subject: plan.subject };
   const kinds = ["none", "jmespath", "cel"] as const;
   const engines = Object.fromEntries(await Promise.all(kinds.map(async (k) => [k, await engineFor(k)] as const))) as Record<(typeof kinds)[number], Engine>;
   const call = { endpoint: "validate" as const, deadline: Date.now() + 3600e3, dryRun: true };
   const perRound: Record<string, number[]> = { none: [], jmespath: [], cel: [] };
   let denied = 0;
-  for (const k of kinds) for (let i = 0; i < 2000; i++) if (!(await engines[k].validate(plan.subject, call)).allowed) denied++; // warm-up
+  for (const k of kinds) for (let i = 0; i < 2000; i++) if ((await engines[k].review(subject, call)).decision?.allowed !== true) denied++; // warm-up
   for (let r = 0; r < rounds; r++) {
     for (const k of r % 2 === 0 ? kinds : [...kinds].reverse()) {
       const t0 = performance.now();
-      for (let i = 0; i < admissions; i++) if (!(await engines[k].validate(plan.subject, call)).allowed) denied++;
+      for (let i = 0; i < admissions; i++) if ((await engines[k].review(subject, call)).decision?.allowed !== true) denied++;
       perRound[k]!.push(((performance.now() - t0) * 1000) / admissions);
     }
   }

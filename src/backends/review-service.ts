@@ -2,8 +2,9 @@
 // retried with backoff inside the deadline, and failing open or closed by flag). All must allow. The
 // in-process policy kinds are evaluated by the engine beside this step (src/engine/engine.ts); `builtin`
 // lets a caller put one in front (tests).
+import { imagesByPod, type AdmissionSubject } from "../core/admission-subject.ts";
 import { allow, combineDecisions, deny, type Decision, type Violation } from "../core/decision.ts";
-import type { ImageReviewSpec } from "../core/image-review.ts";
+import { imagePolicyAnnotations, type ImageReviewSpec } from "../core/image-review.ts";
 import { BackendUnavailableError, type RemoteImageReviewBackend } from "./backend.ts";
 import type { DecisionCache } from "./decision-cache.ts";
 import { sleepUnlessAborted } from "../async/sleep-unless-aborted.ts";
@@ -55,6 +56,22 @@ export class ImageReviewService {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** One ImageReview spec per pod of `subject` (each pod brings its own annotations), as the ImagePolicyWebhook sends it. */
+  async reviewPods(subject: AdmissionSubject, deadline: number, cluster: string | undefined): Promise<Decision[]> {
+    if (this.opts.remotes.length === 0) return [];
+    return Promise.all(
+      imagesByPod(subject).map(({ pod, images }) => {
+        const spec = {
+          containers: images.map((im) => ({ image: im.image })),
+          annotations: imagePolicyAnnotations(pod.annotations),
+          namespace: subject.namespace,
+        };
+        // Each cluster's answers are cached apart: the same spec may be judged differently for another cluster.
+        return this.review({ spec, fields: images.map((im) => im.field), ...(cluster === undefined ? {} : { cluster }) }, deadline);
+      }),
+    );
   }
 
   private async askRemote(backend: RemoteImageReviewBackend, input: ReviewInput, deadline: number, signal: AbortSignal): Promise<Decision> {

@@ -7,6 +7,7 @@ import { stringify } from "yaml";
 import { loadServerConfig, DEFAULT_SERVER_CONFIG } from "../config/server-config.ts";
 import type { ScanResult } from "../core/policy-reports/resource-scan.ts";
 import { Engine } from "../engine/engine.ts";
+import { buildEngine } from "../engine/engine-builder.ts";
 import { describeApiError } from "../kube/api-requests.ts";
 import { loadKubeConfig } from "../kube/kube-config.ts";
 import { NamespaceLabelCache } from "../kube/namespace-label-cache.ts";
@@ -89,7 +90,7 @@ export async function runAudit(argv: string[]): Promise<number> {
     });
     namespaces = new NamespaceLabelCache(kube, { logger });
     await namespaces.start();
-    engine = await Engine.build({
+    engine = await buildEngine({
       config,
       policies,
       namespaces,

@@ -6,7 +6,8 @@ import { renderViolation, type Violation } from "../core/decision.ts";
 import { actionsOf, renderAdvisory } from "../core/validation-actions.ts";
 import { verificationsNeeded } from "../core/image-policy/image-verification.ts";
 import { asObject } from "../core/json-shapes.ts";
-import type { RequestUser } from "../core/admission-subject.ts";
+import type { AdmissionSubject, RequestUser } from "../core/admission-subject.ts";
+import type { ImagePolicy } from "../core/image-policy/image-policy.ts";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
 import type { Engine } from "../engine/engine.ts";
 import { unknownPodFields } from "../kube/known-fields.ts";
@@ -78,24 +79,31 @@ export async function checkObject(judge: ObjectJudge, m: ManifestObject, opts: C
   // As kubectl sends it: an object that names no namespace is created in the one given with -n. The apiserver
   // fills metadata.namespace in, so the webhooks see it set; so do the policies here.
   const object = named !== undefined ? m.object : { ...m.object, metadata: { ...(meta ?? {}), namespace: judge.namespace } };
-  const plan = engine.subjectOfObject(object, judge.namespace, judge.user);
-  if (!plan.review)
-    return { ...base, result: "skipped", reason: `${plan.why} (not a Pod, a built-in workload, a registered custom resource or a kind named in imagePaths)` };
+  const reviewed = await engine.review(
+    { kind: "object", object, namespace: judge.namespace, user: judge.user },
+    { endpoint: "check", deadline: Date.now() + CHECK_DEADLINE_MS, dryRun: true },
+  );
+  if (!reviewed.subject || !reviewed.decision)
+    return {
+      ...base,
+      result: "skipped",
+      reason: `${reviewed.skipped ?? "nothing to review"} (not a Pod, a built-in workload, a registered custom resource or a kind named in imagePaths)`,
+    };
+  const { subject, decision } = reviewed;
 
-  const unknown = plan.subject.pods
+  const unknown = subject.pods
     .filter((p) => !p.pathImages)
     .flatMap(unknownPodFields)
     .map((u) => `${u.field}: unknown field (not in ${u.model})`);
   if (unknown.length > 0 && opts.strict) return { ...base, result: "error", reason: unknown.join("; ") };
 
-  const decision = await engine.validate(plan.subject, { endpoint: "check", deadline: Date.now() + CHECK_DEADLINE_MS, dryRun: true });
   // Warn failures are reported once, as advisories, not again among the engine's warnings.
   const advisories = decision.advisories ?? [];
   const advised = new Set(advisories.map(renderAdvisory));
   const engineWarnings = advised.size > 0 ? decision.warnings.filter((w) => !advised.has(w)) : decision.warnings;
   const withAdvisories = { ...base, ...(advisories.length > 0 ? { advisories } : {}) };
   if (!decision.allowed) return { ...withAdvisories, result: "denied", violations: decision.violations, warnings: [...unknown, ...engineWarnings] };
-  const unverified = engine.verifier ? [] : await unverifiedImages(judge, plan.subject);
+  const unverified = engine.verifier ? [] : unverifiedImages(judge, subject, reviewed.policies?.ImagePolicy ?? []);
   if (unverified.length === 0) return { ...withAdvisories, result: "allowed", violations: [], warnings: [...unknown, ...engineWarnings] };
   // The engine's "not checked (offline)" warnings say what `unverified` says: the result carries it once.
   const said = (w: string) =>
@@ -110,16 +118,13 @@ export async function checkObject(judge: ObjectJudge, m: ManifestObject, opts: C
   };
 }
 
-/** The images an allowed subject holds under an allow rule with attestors: offline, their signatures go unchecked. */
-async function unverifiedImages(judge: ObjectJudge, subject: Parameters<Engine["validate"]>[0]): Promise<UnverifiedImage[]> {
+/**
+ * The images an allowed subject holds under an allow rule with attestors: offline, their signatures go unchecked.
+ * `policies`: the image policies the subject was judged by (one whose matchConstraints leave it out verifies nothing).
+ */
+function unverifiedImages(judge: ObjectJudge, subject: AdmissionSubject, policies: readonly ImagePolicy[]): UnverifiedImage[] {
   const labels = judge.namespaces.labels(subject.namespace);
-  // Only the policies this object is judged by: one whose matchConstraints leave it out verifies nothing here.
-  const needs = verificationsNeeded(
-    (await judge.engine.policiesFor(subject, Date.now() + CHECK_DEADLINE_MS)).ImagePolicy,
-    subject.namespace,
-    subject.images,
-    labels === undefined ? {} : { namespaceLabels: labels },
-  );
+  const needs = verificationsNeeded(policies, subject.namespace, subject.images, labels === undefined ? {} : { namespaceLabels: labels });
   const seen = new Set<string>();
   const out: UnverifiedImage[] = [];
   for (const n of needs) {

@@ -8,6 +8,7 @@ import type { PodSecurityContext } from "../core/pod-security/psa-evaluate.ts";
 import { NO_NAMESPACE_LABELS, type NamespaceLabelSource } from "../core/namespace-labels.ts";
 import { unhonouredExceptions } from "../core/policy-exception/apply-exceptions.ts";
 import { Engine } from "../engine/engine.ts";
+import { buildEngine } from "../engine/engine-builder.ts";
 import { loadPolicySet, policySetSource } from "../policy/policy-set.ts";
 import { checkObject, type ObjectResult } from "./check-report.ts";
 import { readManifests } from "./manifests.ts";
@@ -56,7 +57,7 @@ export async function offlineChecker(setup: OfflineSetup): Promise<OfflineChecke
   const fromFile = namespacesFile ? await loadNamespacesFile(namespacesFile) : NO_NAMESPACE_LABELS;
   const namespaces = setup.namespaceLabels && setup.namespaceLabels.size > 0 ? withLabels(fromFile, setup.namespaceLabels) : fromFile;
   return {
-    engine: await Engine.build({
+    engine: await buildEngine({
       config,
       policies,
       namespaces,

@@ -2,11 +2,14 @@
 // (an ImageReview per image, with the server's own credentials): allowed or denied, the digest, who signed.
 import { stringify } from "yaml";
 import { DEFAULT_SERVER_CONFIG } from "../config/server-config.ts";
-import { subjectOfObject, type AdmissionSubject } from "../core/admission-subject.ts";
+import type { Decision } from "../core/decision.ts";
 import type { VerifiedImageRecord } from "../core/image-policy/verification-results.ts";
 import { parseImageReference } from "../core/image-reference.ts";
 import { NO_NAMESPACE_LABELS } from "../core/namespace-labels.ts";
-import { Engine } from "../engine/engine.ts";
+import type { Engine } from "../engine/engine.ts";
+import type { Reviewable } from "../engine/review-routing.ts";
+import { ImprimaturError } from "../errors/imprimatur-error.ts";
+import { buildEngine } from "../engine/engine-builder.ts";
 import { loadPolicies } from "../policy/load-policies.ts";
 import { policyFolders } from "../policy/policy-source.ts";
 import { EMBEDDED_POLICIES, errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
@@ -94,7 +97,7 @@ export async function runVerify(argv: string[]): Promise<number> {
     });
     const folders = values.policies!.length > 0 ? values.policies! : [EMBEDDED_POLICIES];
     const { policies } = await loadPolicies(policyFolders(folders));
-    engine = await Engine.build({
+    engine = await buildEngine({
       config: { ...structuredClone(DEFAULT_SERVER_CONFIG), backends: [] },
       policies,
       ...(namespaceLabels.size > 0 ? { namespaces: withLabels(NO_NAMESPACE_LABELS, namespaceLabels) } : {}),
@@ -110,11 +113,11 @@ export async function runVerify(argv: string[]): Promise<number> {
   try {
     for (const image of images) {
       // As the cluster judges a pod: /mutate first (it pins tags that rules verify), then /validate on the result.
-      const call = { endpoint: "check" as const, deadline: Date.now() + Number(values.timeout) * 1000, dryRun: true };
-      const mutated = await engine.mutate(subjectOf(image, values.namespace!), call);
+      const deadline = Date.now() + Number(values.timeout) * 1000;
+      const { decision: mutated } = await engine.review(podRunning(image, values.namespace!), { endpoint: "mutate", deadline, dryRun: true });
       const pin = mutated?.patches?.find((p) => p.path === "/spec/containers/0/image")?.value;
       const judged = typeof pin === "string" ? pin : image;
-      const decision = mutated && !mutated.allowed ? mutated : await engine.validate(subjectOf(judged, values.namespace!), call);
+      const decision = mutated && !mutated.allowed ? mutated : await validated(engine, podRunning(judged, values.namespace!), deadline);
       const record = decision.auditAnnotations["verified-images"];
       const verified = record ? (JSON.parse(record) as Record<string, VerifiedImageRecord>)[judged] : undefined;
       results.push({
@@ -151,8 +154,16 @@ export async function runVerify(argv: string[]): Promise<number> {
 }
 
 /** A pod in the namespace that runs the image in one container: what the webhooks see. */
-function subjectOf(image: string, namespace: string): AdmissionSubject {
-  const plan = subjectOfObject({ apiVersion: "v1", kind: "Pod", metadata: { name: "verify", namespace }, spec: { containers: [{ name: "image", image }] } });
-  if (!plan.review) throw new Error(`internal: a pod was not reviewed (${plan.why})`);
-  return plan.subject;
+function podRunning(image: string, namespace: string): Reviewable {
+  return {
+    kind: "object",
+    object: { apiVersion: "v1", kind: "Pod", metadata: { name: "verify", namespace }, spec: { containers: [{ name: "image", image }] } },
+  };
+}
+
+/** The /validate decision on a pod; a pod always gets one. */
+async function validated(engine: Engine, pod: Reviewable, deadline: number): Promise<Decision> {
+  const { decision, skipped } = await engine.review(pod, { endpoint: "check", deadline, dryRun: true });
+  if (!decision) throw new ImprimaturError("internal", `a pod was not reviewed (${skipped ?? "no decision"})`);
+  return decision;
 }

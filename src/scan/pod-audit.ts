@@ -47,17 +47,13 @@ export async function auditPod(
   const drift = digestDrift(pod, running);
   const timestamp = timestampOf(now());
   const results: ScanResult[] = drift.map((d) => driftResult(d, timestamp));
-  const plan = engine.subjectOfObject(podAsRunning(pod, running), resource.namespace);
-  if (!plan.review) return { resource, results, denials: results.length, drift };
-  let decision: Decision;
+  let decision: Decision | undefined;
   try {
     // Judged as a creation by no particular user: a running pod does not say who created it.
-    decision = await engine.validate(plan.subject, {
-      endpoint: "audit",
-      deadline: Date.now() + POD_DEADLINE_MS,
-      dryRun: true,
-      ...(opts.ownCluster ? { ownCluster: true } : {}),
-    });
+    ({ decision } = await engine.review(
+      { kind: "object", object: podAsRunning(pod, running), namespace: resource.namespace },
+      { endpoint: "audit", deadline: Date.now() + POD_DEADLINE_MS, dryRun: true, ...(opts.ownCluster ? { ownCluster: true } : {}) },
+    ));
   } catch (e) {
     results.push({
       policy: IMPRIMATUR_POLICY,
@@ -68,6 +64,7 @@ export async function auditPod(
     });
     return { resource, results, denials: drift.length, drift };
   }
+  if (!decision) return { resource, results, denials: results.length, drift };
   const digestOf = new Map(running.map((r: RunningImage) => [r.field, r.digest]));
   const result = (v: Violation, outcome: ScanResult["result"], prefix = ""): ScanResult => ({
     policy: v.policy,

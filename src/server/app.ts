@@ -13,7 +13,9 @@ import type { PodRestriction } from "../core/pod-restriction/pod-restriction.ts"
 import { unhonouredExceptions } from "../core/policy-exception/apply-exceptions.ts";
 import { policyCount, type PolicySet } from "../core/policy-kinds.ts";
 import type { CredentialLookup } from "../credentials/credential.ts";
-import { Engine } from "../engine/engine.ts";
+import type { Engine } from "../engine/engine.ts";
+import { ImprimaturError } from "../errors/imprimatur-error.ts";
+import { buildEngine } from "../engine/engine-builder.ts";
 import type { ClusterConnections } from "../engine/cluster-reads.ts";
 import type { Recorder } from "../engine/recorder.ts";
 import { PolicyLoadError } from "../policy/policy-error.ts";
@@ -142,7 +144,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
       logger.warn({ policies: source.description }, nothingInForce(opts));
     }
     warnUnhonouredExceptions(initial, opts, logger);
-    engine = await buildEngine(opts, initial, logger, recorder);
+    engine = await serverEngine(opts, initial, logger, recorder);
   } catch (e) {
     await metricsServer?.close();
     throw e;
@@ -243,7 +245,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
     generatedCertificate: tls.generated,
     engine,
     cache: engine.cache,
-    resolver: engine.resolver!,
+    resolver: resolverOf(engine),
     metrics,
     logger,
     policies: () => engine.policies().ImagePolicy,
@@ -261,6 +263,12 @@ export async function startApp(opts: AppOptions): Promise<App> {
       owned?.close();
     },
   };
+}
+
+/** A server's engine is built online, so it has a resolver. */
+function resolverOf(engine: Engine): DigestResolver {
+  if (!engine.resolver) throw new ImprimaturError("internal", "the server's engine was built offline");
+  return engine.resolver;
 }
 
 /** The scanner of running pods, run by the replica that holds the Lease, writing reports in the chosen formats. */
@@ -315,8 +323,9 @@ function warnUnhonouredExceptions(set: PolicySet, opts: AppOptions, logger: Logg
   if (ignored.length > 0) logger.warn({ exceptions: ignored }, "PolicyExceptions not honoured: their namespace is not one --exceptions-namespace names");
 }
 
-function buildEngine(opts: AppOptions, policies: PolicySet, logger: Logger, recorder: Recorder): Promise<Engine> {
-  return Engine.build({
+/** The engine `serve` judges with: online, its own cluster and the others, the audit log in the state folder. */
+function serverEngine(opts: AppOptions, policies: PolicySet, logger: Logger, recorder: Recorder): Promise<Engine> {
+  return buildEngine({
     config: opts.config,
     policies,
     ...(opts.namespaces ? { namespaces: opts.namespaces } : {}),

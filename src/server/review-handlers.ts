@@ -5,7 +5,6 @@
 //   /mutate      — the mutating webhook that pins tags to digests (digestMutate). It never denies for policy
 //                  reasons (/validate does), only when a tag cannot be resolved and the server fails closed.
 import { admissionResponse, parseAdmissionReview, type AdmissionResponseBody, type ParsedAdmissionReview } from "../core/admission-review.ts";
-import { subjectOfImageReview } from "../core/admission-subject.ts";
 import type { Caller } from "../audit/caller.ts";
 import { allow, capList, moreText, renderReason, type Decision } from "../core/decision.ts";
 import { parseImageReview, type ImageReview } from "../core/image-review.ts";
@@ -27,7 +26,10 @@ export async function handleImageReview(ctx: HandlerContext, body: unknown, dead
   const parsed = parseImageReview(body);
   if (!parsed.ok) throw new HttpError(400, `invalid ImageReview: ${parsed.error}`);
   const { review } = parsed;
-  const decision = await ctx.engine.validate(subjectOfImageReview(review.spec), { endpoint: "imagereview", deadline, dryRun: false, caller });
+  const { decision = allow() } = await ctx.engine.review(
+    { kind: "image-review", spec: review.spec },
+    { endpoint: "imagereview", deadline, dryRun: false, caller },
+  );
   const status: NonNullable<ImageReview["status"]> = { allowed: decision.allowed };
   if (!decision.allowed) status.reason = renderReason(decision.violations);
   // An ImageReview has no warnings: what the webhooks would return as warnings goes to the audit annotations.
@@ -37,25 +39,21 @@ export async function handleImageReview(ctx: HandlerContext, body: unknown, dead
   return { body: { ...review, status }, decision };
 }
 
-export async function handleAdmissionReview(ctx: HandlerContext, body: unknown, deadline: number, caller: Caller): Promise<Handled<AdmissionResponseBody>> {
+/** /validate and /mutate: the engine routes the request (a Namespace, a Pod, a workload, a custom resource). */
+export async function handleAdmissionReview(
+  ctx: HandlerContext,
+  body: unknown,
+  deadline: number,
+  caller: Caller,
+  endpoint: "validate" | "mutate" = "validate",
+): Promise<Handled<AdmissionResponseBody>> {
   const review = admissionReviewOf(body);
-  const resource = review.request.resource;
-  if ((resource?.group ?? "") === "" && resource?.resource === "namespaces") {
-    // A Namespace: only Pod Security Admission has something to say (its labels), when it is on.
-    const decision = await ctx.engine.validateNamespace(review.request, callOf(review, "validate", deadline, caller));
-    return { body: admissionResponse(review, decision ?? allow()), decision };
-  }
-  const plan = ctx.engine.subjectOfRequest(review.request, caller);
-  if (!plan.review) return { body: admissionResponse(review, allow()), decision: undefined };
-  const decision = await ctx.engine.validate(plan.subject, callOf(review, "validate", deadline, caller));
-  return { body: admissionResponse(review, decision), decision };
+  const { decision } = await ctx.engine.review({ kind: "admission", request: review.request }, callOf(review, endpoint, deadline, caller));
+  return { body: admissionResponse(review, decision ?? allow()), decision };
 }
 
-export async function handleMutate(ctx: HandlerContext, body: unknown, deadline: number, caller: Caller): Promise<Handled<AdmissionResponseBody>> {
-  const review = admissionReviewOf(body);
-  const plan = ctx.engine.subjectOfRequest(review.request, caller);
-  const decision = plan.review ? await ctx.engine.mutate(plan.subject, callOf(review, "mutate", deadline, caller)) : undefined;
-  return { body: admissionResponse(review, decision ?? allow()), decision };
+export function handleMutate(ctx: HandlerContext, body: unknown, deadline: number, caller: Caller): Promise<Handled<AdmissionResponseBody>> {
+  return handleAdmissionReview(ctx, body, deadline, caller, "mutate");
 }
 
 /** The warnings as one JSON list, capped as every list of findings is. */

@@ -9,9 +9,10 @@ import { subjectOfObject } from "../../src/core/admission-subject.ts";
 import { clusterPolicyName, withClusterOwnPolicies } from "../../src/core/cluster-policies.ts";
 import type { PolicySet } from "../../src/core/policy-kinds.ts";
 import type { AdmissionCall } from "../../src/engine/admission-call.ts";
-import { Engine } from "../../src/engine/engine.ts";
+import { buildEngine } from "../../src/engine/engine-builder.ts";
 import { loadPolicies } from "../../src/policy/load-policies.ts";
 import { embeddedTrustedRootJson } from "../../src/verification/trust-roots.ts";
+import { validateSubject } from "../support/engine-review.ts";
 
 const ROOT_JSON = JSON.stringify(embeddedTrustedRootJson());
 const trustRoot = (name: string) => `apiVersion: imprimatur.dev/v1alpha1\nkind: TrustRoot\nmetadata: {name: ${name}}\nspec:\n  trustedRoot: ${ROOT_JSON}\n`;
@@ -87,7 +88,7 @@ test("a cluster's TrustRoot named as one of the server's (or the public-good roo
 });
 
 test("the engine judges a cluster's requests by its own policies and the server's, and no other cluster's by them", async () => {
-  const engine = await Engine.build({
+  const engine = await buildEngine({
     config: structuredClone(DEFAULT_SERVER_CONFIG),
     policies: await load(...SERVER),
     offline: true,
@@ -108,7 +109,7 @@ test("the engine judges a cluster's requests by its own policies and the server'
       caller: { authentication: "token", name: "apiserver", cluster },
     };
     assert.ok(plan.review);
-    return (await engine.validate(plan.subject, call)).violations.map((v) => v.policy);
+    return (await validateSubject(engine, plan.subject, call)).violations.map((v) => v.policy);
   };
   assert.deepEqual(await denials("r.example/b-denies:1", "cluster-b"), ["cluster-b:default"]);
   assert.deepEqual(await denials("r.example/b-denies:1", "home"), [], "the server's own cluster");

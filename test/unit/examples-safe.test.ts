@@ -13,8 +13,10 @@ import type { NamespaceLabelSource } from "../../src/core/namespace-labels.ts";
 import { emptyPolicySet, KIND_NAMES, type PolicySet } from "../../src/core/policy-kinds.ts";
 import type { AdmissionCall } from "../../src/engine/admission-call.ts";
 import { Engine } from "../../src/engine/engine.ts";
+import { buildEngine } from "../../src/engine/engine-builder.ts";
 import { loadPolicies } from "../../src/policy/load-policies.ts";
 import { bindProfileClusterWide, shippedProfiles } from "../../src/policy/profiles.ts";
+import { planOfObject, validateSubject } from "../support/engine-review.ts";
 
 const POLICIES = fileURLToPath(new URL("../../policies/", import.meta.url));
 const FOLDERS = ["examples", "default", "profiles"] as const;
@@ -173,15 +175,15 @@ async function engineFor(file: string, c: ExampleCase, withProfiles: boolean): P
     labels[ns] = { "kubernetes.io/metadata.name": ns, ...c.namespaces?.[ns] };
   }
   const namespaces: NamespaceLabelSource = { labels: (ns) => labels[ns] };
-  return Engine.build({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies, namespaces, offline: true });
+  return buildEngine({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies, namespaces, offline: true });
 }
 
 const call = (): AdmissionCall => ({ endpoint: "check", deadline: Date.now() + 60_000, dryRun: true });
 
 async function judge(engine: Engine, obj: KubeObject): Promise<Decision> {
-  const plan = engine.subjectOfObject(obj);
+  const plan = await planOfObject(engine, obj);
   assert.ok(plan.review, plan.review ? "" : `${describe(obj)} is not reviewed: ${plan.why}`);
-  return engine.validate(plan.subject as AdmissionSubject, call());
+  return validateSubject(engine, plan.subject as AdmissionSubject, call());
 }
 
 function describe(obj: KubeObject): string {
@@ -204,7 +206,7 @@ for (const [file, c] of Object.entries(CASES)) {
       if (obj.kind !== "Pod") continue;
       const meta = obj.metadata as { namespace: string };
       const containers = ((obj.spec as { containers: Array<{ image: string }> }).containers ?? []).map((c) => ({ image: c.image }));
-      const review = await engine.validate(subjectOfImageReview({ containers, namespace: meta.namespace, annotations: {} }), call());
+      const review = await validateSubject(engine, subjectOfImageReview({ containers, namespace: meta.namespace, annotations: {} }), call());
       assert.equal(review.allowed, true, `ImageReview of ${describe(obj)}: ${review.violations.map((v) => renderViolation(v)).join("; ")}`);
     }
   });

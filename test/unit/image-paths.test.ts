@@ -9,10 +9,12 @@ import { renderReason } from "../../src/core/decision.ts";
 import { compileImagePath, imagesAtPaths, parseKindSelector, pathsFor, selectsKind, type ImagePath } from "../../src/core/image-paths.ts";
 import type { AdmissionCall } from "../../src/engine/admission-call.ts";
 import { Engine } from "../../src/engine/engine.ts";
+import { buildEngine } from "../../src/engine/engine-builder.ts";
 import { parsePolicyText } from "../../src/policy/load-policies.ts";
 import { renderPolicyError } from "../../src/policy/policy-error.ts";
 import { profileSources, shippedProfiles } from "../../src/policy/profiles.ts";
 import { imagePathResources } from "../../src/server/webhook-manifests.ts";
+import { planOfObject, planOfRequest, validateSubject } from "../support/engine-review.ts";
 
 function path(raw: { kinds?: string[]; path: string; keyField?: string; valueField?: string }): ImagePath {
   const compiled = compileImagePath({ kinds: raw.kinds ?? ["Task"], ...raw }, "p", ["spec", "imagePaths", 0]);
@@ -184,7 +186,7 @@ spec: {profile: restricted}
 async function engine(): Promise<Engine> {
   const parsed = parsePolicyText(POLICIES, "inline.yaml", { profiles: profileSources(await shippedProfiles()) });
   assert.deepEqual(parsed.errors, []);
-  return Engine.build({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsed.policies, offline: true });
+  return buildEngine({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsed.policies, offline: true });
 }
 
 const call: AdmissionCall = { endpoint: "validate", deadline: Date.now() + 60_000, dryRun: true };
@@ -203,7 +205,8 @@ function request(object: Record<string, unknown>, oldObject?: Record<string, unk
 describe("the engine with imagePaths", () => {
   it("a Task's images are reviewed by every image policy and denied with their field; PodRestrictions do not judge it", async () => {
     const e = await engine();
-    const plan = e.subjectOfRequest(
+    const plan = await planOfRequest(
+      e,
       request(
         task({
           steps: [
@@ -214,7 +217,7 @@ describe("the engine with imagePaths", () => {
       ),
     );
     assert.ok(plan.review);
-    const d = await e.validate(plan.subject, call);
+    const d = await validateSubject(e, plan.subject, call);
     assert.equal(d.allowed, false);
     assert.deepEqual(
       d.violations.map((v) => [v.policy, v.rule, v.field]),
@@ -223,19 +226,19 @@ describe("the engine with imagePaths", () => {
         ["no-latest", "rules[0]", "spec.steps[1].image"],
       ],
     );
-    const ok = e.subjectOfRequest(request(task({ steps: [{ name: "a", image: "registry.example.com/a:1" }] })));
+    const ok = await planOfRequest(e, request(task({ steps: [{ name: "a", image: "registry.example.com/a:1" }] })));
     assert.ok(ok.review);
-    assert.equal((await e.validate(ok.subject, call)).allowed, true, "the restricted profile must not judge a Task as a pod");
+    assert.equal((await validateSubject(e, ok.subject, call)).allowed, true, "the restricted profile must not judge a Task as a pod");
   });
 
   it("a path that cannot be located denies the Task in the declaring policy's name (fail closed)", async () => {
     const parsed = parsePolicyText(POLICIES.replace("{{ spec.steps[*] }}", "{{ spec.steps[*].image }}"), "inline.yaml", {
       profiles: profileSources(await shippedProfiles()),
     });
-    const e = await Engine.build({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsed.policies, offline: true });
-    const plan = e.subjectOfRequest(request(task({ steps: [{ name: "a", image: "registry.example.com/a:1" }] })));
+    const e = await buildEngine({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsed.policies, offline: true });
+    const plan = await planOfRequest(e, request(task({ steps: [{ name: "a", image: "registry.example.com/a:1" }] })));
     assert.ok(plan.review);
-    const d = await e.validate(plan.subject, call);
+    const d = await validateSubject(e, plan.subject, call);
     assert.equal(d.allowed, false);
     assert.match(renderReason(d.violations), /^request denied by policy tasks imagePaths: imagePaths \(spec\.steps\[\*\]\.image\) selects the string/);
   });
@@ -244,11 +247,12 @@ describe("the engine with imagePaths", () => {
     const parsed = parsePolicyText(POLICIES.replace("{{ spec.steps[*] }}", "{{ spec.steps[*].image }}"), "inline.yaml", {
       profiles: profileSources(await shippedProfiles()),
     });
-    const e = await Engine.build({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsed.policies, offline: true });
+    const e = await buildEngine({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsed.policies, offline: true });
     const before = task({ steps: [{ name: "a", image: "registry.example.com/a:1" }] }, { finalizers: ["example.com/cleanup"] });
-    const finalizerGone = e.subjectOfRequest(request(task({ steps: [{ name: "a", image: "registry.example.com/a:1" }] }), before));
+    const finalizerGone = await planOfRequest(e, request(task({ steps: [{ name: "a", image: "registry.example.com/a:1" }] }), before));
     assert.equal(finalizerGone.review, false, finalizerGone.review ? JSON.stringify(finalizerGone.subject.extractionErrors) : "");
-    const another = e.subjectOfRequest(
+    const another = await planOfRequest(
+      e,
       request(
         task({
           steps: [
@@ -260,16 +264,16 @@ describe("the engine with imagePaths", () => {
       ),
     );
     assert.ok(another.review);
-    assert.equal((await e.validate(another.subject, call)).allowed, false, "a holder the update adds is judged, and cannot be located");
+    assert.equal((await validateSubject(e, another.subject, call)).allowed, false, "a holder the update adds is judged, and cannot be located");
   });
 
   it("an update that changes no image is not reviewed again; one that changes an image is", async () => {
     const e = await engine();
     const before = task({ steps: [{ name: "a", image: "docker.io/old:latest" }] });
     const relabelled = task({ steps: [{ name: "a", image: "docker.io/old:latest" }] }, { labels: { team: "x" } });
-    const plan = e.subjectOfRequest(request(relabelled, before));
+    const plan = await planOfRequest(e, request(relabelled, before));
     assert.equal(plan.review, false);
-    const changed = e.subjectOfRequest(request(task({ steps: [{ name: "a", image: "docker.io/new:latest" }] }), before));
+    const changed = await planOfRequest(e, request(task({ steps: [{ name: "a", image: "docker.io/new:latest" }] }), before));
     assert.ok(changed.review);
     assert.deepEqual(
       changed.subject.images.map((i) => i.field),
@@ -285,7 +289,7 @@ describe("the engine with imagePaths", () => {
       metadata: { name: "p", namespace: "ci" },
       spec: { containers: [{ name: "c", image: "registry.example.com/a:1" }] },
     };
-    const plan = e.subjectOfObject(pod);
+    const plan = await planOfObject(e, pod);
     assert.ok(plan.review);
     assert.equal(plan.subject.pods.length, 1);
     assert.deepEqual(
@@ -297,22 +301,22 @@ describe("the engine with imagePaths", () => {
   it("break-glass annotations on the custom resource apply to its images", async () => {
     const e = await engine();
     const annotations = { "break-glass.image-policy.k8s.io/reason": "incident", "break-glass.image-policy.k8s.io/ticket": "OPS-1" };
-    const overridden = e.subjectOfRequest(request(task({ steps: [{ name: "a", image: "quay.io/tool:1" }] }, { annotations })));
+    const overridden = await planOfRequest(e, request(task({ steps: [{ name: "a", image: "quay.io/tool:1" }] }, { annotations })));
     assert.ok(overridden.review);
-    const d = await e.validate(overridden.subject, call);
+    const d = await validateSubject(e, overridden.subject, call);
     assert.equal(d.allowed, true, renderReason(d.violations));
     assert.deepEqual(
       d.breakGlass?.overridden.map((v) => [v.policy, v.field]),
       [["tasks", "spec.steps[0].image"]],
     );
-    const plain = e.subjectOfRequest(request(task({ steps: [{ name: "a", image: "quay.io/tool:1" }] })));
+    const plain = await planOfRequest(e, request(task({ steps: [{ name: "a", image: "quay.io/tool:1" }] })));
     assert.ok(plain.review);
-    assert.equal((await e.validate(plain.subject, call)).allowed, false);
+    assert.equal((await validateSubject(e, plain.subject, call)).allowed, false);
   });
 
   it("kinds the paths do not name are skipped", async () => {
     const e = await engine();
-    const plan = e.subjectOfObject({ ...task({ steps: [{ name: "a", image: "x:latest" }] }), apiVersion: "example.com/v1" });
+    const plan = await planOfObject(e, { ...task({ steps: [{ name: "a", image: "x:latest" }] }), apiVersion: "example.com/v1" });
     assert.equal(plan.review, false);
   });
 });

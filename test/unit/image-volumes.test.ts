@@ -13,9 +13,11 @@ import { imagesToPin, pinningDecision } from "../../src/core/digest-pinning.ts";
 import { podImages } from "../../src/core/pod-images.ts";
 import type { AdmissionCall } from "../../src/engine/admission-call.ts";
 import { Engine } from "../../src/engine/engine.ts";
+import { buildEngine } from "../../src/engine/engine-builder.ts";
 import { parsePolicyText } from "../../src/policy/load-policies.ts";
 import { profileSources, shippedProfiles } from "../../src/policy/profiles.ts";
 import { imprimatur } from "../support/cli-process.ts";
+import { validateSubject } from "../support/engine-review.ts";
 
 const POLICIES = `
 apiVersion: imprimatur.dev/v1alpha1
@@ -46,7 +48,7 @@ const modelVolume = (reference: unknown) => ({ name: "model", image: { reference
 async function engine(): Promise<Engine> {
   const parsed = parsePolicyText(POLICIES, "inline.yaml", { profiles: profileSources(await shippedProfiles()) });
   assert.deepEqual(parsed.errors, []);
-  return Engine.build({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsed.policies, offline: true });
+  return buildEngine({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsed.policies, offline: true });
 }
 
 const call: AdmissionCall = { endpoint: "check", deadline: Date.now() + 60_000, dryRun: true };
@@ -84,7 +86,7 @@ test("the one extraction lists image volumes after the containers, with the fiel
 
 test("an image policy denies a pod whose only disallowed image is an image volume, naming the volume's field", async () => {
   const e = await engine();
-  const denied = await e.validate(subject(pod([modelVolume("docker.io/evil/miner:1")])), call);
+  const denied = await validateSubject(e, subject(pod([modelVolume("docker.io/evil/miner:1")])), call);
   assert.equal(denied.allowed, false);
   assert.deepEqual(
     denied.violations.map((v) => [v.kind ?? "ImagePolicy", v.policy, v.field, v.image]),
@@ -94,9 +96,9 @@ test("an image policy denies a pod whose only disallowed image is an image volum
       ["PodRestriction", "volume-sources", "spec.volumes[0].image.reference (repository)", undefined],
     ],
   );
-  const admitted = await e.validate(subject(pod([modelVolume("registry.example.com/models/llm:7b")])), call);
+  const admitted = await validateSubject(e, subject(pod([modelVolume("registry.example.com/models/llm:7b")])), call);
   assert.equal(admitted.allowed, true, JSON.stringify(admitted.violations));
-  const noReference = await e.validate(subject(pod([{ name: "model", image: {} }])), call);
+  const noReference = await validateSubject(e, subject(pod([{ name: "model", image: {} }])), call);
   assert.equal(noReference.allowed, false);
   assert.equal(noReference.violations[0]!.rule, "imageReference");
   await e.close();
@@ -110,7 +112,7 @@ test("a workload template's image volume is judged as the pod's would be", async
     metadata: { name: "web", namespace: "shop" },
     spec: { template: { spec: { containers: safeContainers, volumes: [modelVolume("quay.io/x/y:1")] } } },
   };
-  const d = await e.validate(subject(deployment), call);
+  const d = await validateSubject(e, subject(deployment), call);
   assert.equal(d.allowed, false);
   assert.ok(d.violations.some((v) => v.field === "spec.template.spec.volumes[0].image.reference" && v.policy === "trusted"));
   await e.close();
@@ -160,8 +162,8 @@ ${volumes}`;
   const judge = async (text: string, obj: Record<string, unknown>) => {
     const parsed = parsePolicyText(text, "inline.yaml");
     assert.deepEqual(parsed.errors, []);
-    const e = await Engine.build({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsed.policies, offline: true });
-    const d = await e.validate(subject(obj), call);
+    const e = await buildEngine({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsed.policies, offline: true });
+    const d = await validateSubject(e, subject(obj), call);
     await e.close();
     return d;
   };

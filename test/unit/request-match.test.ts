@@ -17,8 +17,10 @@ import { renderValidatingWebhookConfiguration } from "../../src/server/webhook-m
 import { parse as parseYaml } from "yaml";
 import type { AdmissionCall } from "../../src/engine/admission-call.ts";
 import { Engine } from "../../src/engine/engine.ts";
+import { buildEngine } from "../../src/engine/engine-builder.ts";
 import { parsePolicyText } from "../../src/policy/load-policies.ts";
 import { compiledMatch, podCreate } from "../support/request-match.ts";
+import { validateSubject } from "../support/engine-review.ts";
 
 function issuesOf(spec: Record<string, unknown>): string[] {
   return compileRequestMatch(spec).issues.map((i) => `${i.path.join(".")}: ${i.message}`);
@@ -262,7 +264,7 @@ spec:
 async function scopedEngine(failOpen = false, text = SCOPED): Promise<Engine> {
   const parsed = parsePolicyText(text, "scoped.yaml");
   assert.deepEqual(parsed.errors, []);
-  return Engine.build({ config: { ...structuredClone(DEFAULT_SERVER_CONFIG), failOpen }, policies: parsed.policies, offline: true });
+  return buildEngine({ config: { ...structuredClone(DEFAULT_SERVER_CONFIG), failOpen }, policies: parsed.policies, offline: true });
 }
 
 const call: AdmissionCall = { endpoint: "validate", deadline: Date.now() + 60_000, dryRun: true };
@@ -287,32 +289,32 @@ function podSubject(labels: Record<string, string>, user: { username: string; gr
 test("pipeline: a policy applies only to the requests it matches, for image policies and PodRestrictions alike", async () => {
   const e = await scopedEngine();
   const alice = { username: "alice", groups: ["developers"] };
-  const build = await e.validate(podSubject({ "tekton.dev/task": "build" }, alice), call);
+  const build = await validateSubject(e, podSubject({ "tekton.dev/task": "build" }, alice), call);
   assert.deepEqual(
     build.violations.map((v) => [v.policy, v.rule]),
     [["builds-from-internal", "default"]],
   );
-  assert.equal((await e.validate(podSubject({ app: "web" }, alice), call)).allowed, true, "an ordinary pod is not the build policy's");
-  const privileged = await e.validate(podSubject({}, alice, true), call);
+  assert.equal((await validateSubject(e, podSubject({ app: "web" }, alice), call)).allowed, true, "an ordinary pod is not the build policy's");
+  const privileged = await validateSubject(e, podSubject({}, alice, true), call);
   assert.deepEqual(
     privileged.violations.map((v) => v.policy),
     ["no-privileged-for-developers"],
   );
-  assert.equal((await e.validate(podSubject({}, { username: "ops", groups: ["admins"] }, true), call)).allowed, true);
-  assert.equal((await e.validate(podSubject({}, alice, true, "kube-system"), call)).allowed, true, "the condition leaves kube-system out");
+  assert.equal((await validateSubject(e, podSubject({}, { username: "ops", groups: ["admins"] }, true), call)).allowed, true);
+  assert.equal((await validateSubject(e, podSubject({}, alice, true, "kube-system"), call)).allowed, true, "the condition leaves kube-system out");
 });
 
 test("pipeline: a failing condition denies with its reason when failing closed, and leaves the policy out when failing open", async () => {
   const text = SCOPED.replace(`"request.namespace != 'kube-system'"`, `"object.metadata.labels.team == 'a'"`);
   const alice = { username: "alice", groups: ["developers"] };
-  const closed = await (await scopedEngine(false, text)).validate(podSubject({}, alice), call);
+  const closed = await validateSubject(await scopedEngine(false, text), podSubject({}, alice), call);
   assert.equal(closed.allowed, false);
   assert.deepEqual(
     closed.violations.map((v) => [v.policy, v.rule]),
     [["no-privileged-for-developers", "matchConditions[not-kube-system]"]],
   );
   assert.match(closed.violations[0]!.message, /^matchCondition "not-kube-system" failed: /);
-  const open = await (await scopedEngine(true, text)).validate(podSubject({}, alice, true), call);
+  const open = await validateSubject(await scopedEngine(true, text), podSubject({}, alice, true), call);
   assert.equal(open.allowed, true);
 });
 
@@ -325,7 +327,7 @@ spec:
   matchConstraints: {namespaceSelector: {matchLabels: {env: prod}}}
   rules: [{action: allow, images: ["*"]}]
 `;
-  const d = await (await scopedEngine(false, text)).validate(podSubject({}, { username: "a", groups: [] }), call);
+  const d = await validateSubject(await scopedEngine(false, text), podSubject({}, { username: "a", groups: [] }), call);
   assert.equal(d.allowed, false);
   assert.deepEqual(
     d.violations.map((v) => v.rule),

@@ -9,8 +9,9 @@ import { fileURLToPath } from "node:url";
 import { shippedProfiles } from "../../src/policy/profiles.ts";
 import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
 import { subjectOfObject } from "../../src/core/admission-subject.ts";
-import { Engine } from "../../src/engine/engine.ts";
+import { buildEngine } from "../../src/engine/engine-builder.ts";
 import { parsePolicyText } from "../../src/policy/load-policies.ts";
+import { validateSubject } from "../support/engine-review.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -77,7 +78,7 @@ spec:
       - securityContext:
           privileged: { allowNil: true, require: false }
 `;
-  const engine = await Engine.build({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsePolicyText(policy, "p.yaml").policies, offline: true });
+  const engine = await buildEngine({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsePolicyText(policy, "p.yaml").policies, offline: true });
   const plan = subjectOfObject({
     apiVersion: "v1",
     kind: "Pod",
@@ -90,7 +91,7 @@ spec:
     },
   });
   assert.ok(plan.review);
-  const decision = await engine.validate(plan.subject, { endpoint: "check", deadline: Date.now() + 10_000, dryRun: true });
+  const decision = await validateSubject(engine, plan.subject, { endpoint: "check", deadline: Date.now() + 10_000, dryRun: true });
   await engine.close();
   assert.deepEqual(
     decision.violations.map((v) => [v.rule, v.field]),

@@ -15,7 +15,7 @@ import { UNAUTHENTICATED } from "../../../src/audit/caller.ts";
 import { subjectOfObject } from "../../../src/core/admission-subject.ts";
 import { allow } from "../../../src/core/decision.ts";
 import type { AdmissionCall } from "../../../src/engine/admission-call.ts";
-import { Engine } from "../../../src/engine/engine.ts";
+import { buildEngine } from "../../../src/engine/engine-builder.ts";
 import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 import { parseCallerTokens, tokenDigest } from "../../../src/caller-auth/caller-tokens.ts";
 import { createCertificateAuthority, issueCertificate } from "../../../src/tls/tls-bootstrap.ts";
@@ -23,6 +23,7 @@ import { podReview } from "../../support/admission.ts";
 import { randomToken } from "../../support/caller-credentials.ts";
 import { startTestApp, type TestApp } from "../../support/in-process-app.ts";
 import { startTestBackend, type TestBackend } from "../../support/test-imagereview-backend.ts";
+import { validateSubject } from "../../support/engine-review.ts";
 
 const POLICIES = `apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy
@@ -109,7 +110,7 @@ describe("policies scoped to clusters", () => {
   });
 
   test("in-process callers (check, imprimatur test) apply every policy; a server's caller only its cluster's", async () => {
-    const engine = await Engine.build({
+    const engine = await buildEngine({
       config: structuredClone(DEFAULT_SERVER_CONFIG),
       policies: parsePolicyText(POLICIES, "inline.yaml").policies,
       offline: true,
@@ -124,7 +125,7 @@ describe("policies scoped to clusters", () => {
     assert.ok(plan.review);
     const call = (extra: Partial<AdmissionCall> = {}): AdmissionCall => ({ endpoint: "check", deadline: Date.now() + 10_000, dryRun: true, ...extra });
     const failed = async (extra: Partial<AdmissionCall>) =>
-      [...new Set((await engine.validate(plan.subject, call(extra))).violations.map((v) => v.policy))].sort();
+      [...new Set((await validateSubject(engine, plan.subject, call(extra))).violations.map((v) => v.policy))].sort();
     assert.deepEqual(await failed({}), ["prod-only-registry", "staging-no-privileged"]);
     assert.deepEqual(await failed({ caller: UNAUTHENTICATED }), []);
     assert.deepEqual(await failed({ caller: { authentication: "token", name: "a", cluster: "qa" } }), ["staging-no-privileged"]);

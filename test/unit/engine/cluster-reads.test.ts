@@ -13,9 +13,11 @@ import type { AdmissionCall } from "../../../src/engine/admission-call.ts";
 import { clusterToRead, fromHomeCluster, type ClusterConnections } from "../../../src/engine/cluster-reads.ts";
 import { hasNamespacedPolicies, policiesForCluster } from "../../../src/core/cluster-scope.ts";
 import { Engine } from "../../../src/engine/engine.ts";
+import { buildEngine } from "../../../src/engine/engine-builder.ts";
 import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 import { auditPod } from "../../../src/scan/pod-audit.ts";
 import { clusterKubeconfigs } from "../../../src/server/cluster-flags.ts";
+import { mutateSubject, validateSubject } from "../../support/engine-review.ts";
 
 const labels = (table: Record<string, Record<string, string>>): NamespaceLabelSource => ({ labels: (ns) => table[ns] });
 const caller = (cluster: string): Caller => ({ authentication: "token", name: `apiserver-${cluster}`, cluster });
@@ -57,7 +59,7 @@ function pod(namespace: string, image: string) {
 async function engine(opts: { failOpen?: boolean; home?: string } = {}): Promise<Engine> {
   const parsed = parsePolicyText(POLICIES, "inline.yaml");
   assert.deepEqual(parsed.errors, []);
-  return Engine.build({
+  return buildEngine({
     config: { ...structuredClone(DEFAULT_SERVER_CONFIG), failOpen: opts.failOpen === true },
     policies: parsed.policies,
     namespaces: HOME_LABELS,
@@ -70,7 +72,7 @@ async function judge(e: Engine, namespace: string, image: string, who: Caller | 
   const plan = subjectOfObject(pod(namespace, image));
   assert.ok(plan.review);
   const call: AdmissionCall = { endpoint: "validate", deadline: Date.now() + 10_000, dryRun: true, ...(who ? { caller: who } : {}) };
-  const decision = await e.validate(plan.subject, call);
+  const decision = await validateSubject(e, plan.subject, call);
   return { allowed: decision.allowed, messages: decision.violations.map((v) => v.message) };
 }
 
@@ -115,7 +117,7 @@ describe("reviews read their caller's cluster", () => {
       await e.close();
     }
     // Without a selector-bound policy nothing is read: the review is judged as usual.
-    const plain = await Engine.build({
+    const plain = await buildEngine({
       config: structuredClone(DEFAULT_SERVER_CONFIG),
       policies: parsePolicyText(POLICIES.split("---")[2]!, "inline.yaml").policies,
       clusters: CONNECTIONS,
@@ -147,7 +149,7 @@ spec:
       "inline.yaml",
     ).policies;
     let asked = 0;
-    const e = await Engine.build({
+    const e = await buildEngine({
       config: { ...structuredClone(DEFAULT_SERVER_CONFIG), failOpen: true },
       policies: pinning,
       clusters: CONNECTIONS,
@@ -158,7 +160,7 @@ spec:
       spec: { containers: [{ name: "c", image: "registry.invalid/app:1" }], imagePullSecrets: [{ name: "regcred" }] },
     });
     assert.ok(plan.review);
-    const decision = await e.mutate(plan.subject, { endpoint: "mutate", deadline: Date.now() + 10_000, dryRun: true, caller: caller("c") });
+    const decision = await mutateSubject(e, plan.subject, { endpoint: "mutate", deadline: Date.now() + 10_000, dryRun: true, caller: caller("c") });
     assert.equal(decision?.allowed, false);
     assert.match(
       decision?.violations[0]?.message ?? "",
@@ -201,7 +203,7 @@ spec:
   });
 
   test("a set with no policy scoped to clusters still leaves another cluster's requests without them", async () => {
-    const e = await Engine.build({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: set(NAMESPACED_ONLY), clusters: CONNECTIONS, offline: true });
+    const e = await buildEngine({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: set(NAMESPACED_ONLY), clusters: CONNECTIONS, offline: true });
     const privileged = {
       apiVersion: "v1",
       kind: "Pod",
@@ -211,8 +213,8 @@ spec:
     const plan = subjectOfObject(privileged);
     assert.ok(plan.review);
     const call = (who: Caller): AdmissionCall => ({ endpoint: "validate", deadline: Date.now() + 10_000, dryRun: true, caller: who });
-    assert.equal((await e.validate(plan.subject, call(caller("a")))).allowed, false);
-    assert.equal((await e.validate(plan.subject, call(caller("b")))).allowed, true);
+    assert.equal((await validateSubject(e, plan.subject, call(caller("a")))).allowed, false);
+    assert.equal((await validateSubject(e, plan.subject, call(caller("b")))).allowed, true);
     await e.close();
   });
 });
@@ -234,7 +236,7 @@ describe("the background scan judges the server's own cluster's pods", () => {
     );
     await asB.close();
     // Unnamed: only the policies scoped to no cluster.
-    const unnamed = await Engine.build({
+    const unnamed = await buildEngine({
       config: structuredClone(DEFAULT_SERVER_CONFIG),
       policies: parsePolicyText(POLICIES, "inline.yaml").policies,
       namespaces: HOME_LABELS,

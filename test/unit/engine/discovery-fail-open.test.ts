@@ -9,11 +9,12 @@ import { join } from "node:path";
 import { test, type TestContext } from "node:test";
 import { DEFAULT_SERVER_CONFIG } from "../../../src/config/server-config.ts";
 import { subjectOfObject } from "../../../src/core/admission-subject.ts";
-import { Engine } from "../../../src/engine/engine.ts";
+import { buildEngine } from "../../../src/engine/engine-builder.ts";
 import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 import { registrySettingsMap } from "../../../src/registry/registry-settings.ts";
 import { createMetrics, prometheusRecorder } from "../../../src/server/metrics.ts";
 import { FakeRegistry, testTls } from "../registry/fake-registry.ts";
+import { validateSubject } from "../../support/engine-review.ts";
 
 const pem = generateKeyPairSync("ec", { namedCurve: "P-256" }).publicKey.export({ type: "spki", format: "pem" }).toString();
 const DIGEST = `sha256:${"c".repeat(64)}`;
@@ -35,7 +36,7 @@ spec:
   );
   assert.deepEqual(parsed.errors, []);
   const metrics = createMetrics();
-  const engine = await Engine.build({
+  const engine = await buildEngine({
     config: { ...structuredClone(DEFAULT_SERVER_CONFIG), failOpen },
     policies: parsed.policies,
     registries: registrySettingsMap([{ host: registry.host, ca: caPem, allowLocalAddresses: true }]),
@@ -54,7 +55,7 @@ spec:
     spec: { containers: [{ name: "app", image: `${registry.host}/team/app@${DIGEST}` }] },
   });
   assert.ok(plan.review);
-  const validate = () => engine.validate(plan.subject, { endpoint: "validate", deadline: Date.now() + 400, uid: "u1", dryRun: false });
+  const validate = () => validateSubject(engine, plan.subject, { endpoint: "validate", deadline: Date.now() + 400, uid: "u1", dryRun: false });
   return { engine, registry, metrics, validate, auditLog: join(dir, "audit.log") };
 }
 

@@ -10,7 +10,9 @@ import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 import { profileSources, shippedProfiles } from "../../../src/policy/profiles.ts";
 import type { AdmissionCall } from "../../../src/engine/admission-call.ts";
 import { Engine } from "../../../src/engine/engine.ts";
+import { buildEngine } from "../../../src/engine/engine-builder.ts";
 import { NO_RECORDER, type Recorder } from "../../../src/engine/recorder.ts";
+import { validateSubject } from "../../support/engine-review.ts";
 
 const POLICIES = `
 apiVersion: imprimatur.dev/v1alpha1
@@ -32,7 +34,7 @@ spec:
 async function engine(recorder: Recorder = NO_RECORDER): Promise<Engine> {
   const parsed = parsePolicyText(POLICIES, "inline.yaml", { profiles: profileSources(await shippedProfiles()) });
   assert.deepEqual(parsed.errors, []);
-  return Engine.build({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsed.policies, offline: true, recorder });
+  return buildEngine({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsed.policies, offline: true, recorder });
 }
 
 const call = (extra: Partial<AdmissionCall> = {}): AdmissionCall => ({ endpoint: "check", deadline: Date.now() + 10_000, dryRun: true, ...extra });
@@ -52,7 +54,7 @@ const deployment = (containers: object[], annotations: Record<string, string> = 
 
 test("a Deployment's template is judged by every kind: image policy and PodRestriction, with field paths", async () => {
   const e = await engine();
-  const d = await e.validate(subject(deployment([{ name: "a", image: "nginx:1.25", securityContext: { privileged: true } }])), call());
+  const d = await validateSubject(e, subject(deployment([{ name: "a", image: "nginx:1.25", securityContext: { privileged: true } }])), call());
   assert.equal(d.allowed, false);
   assert.deepEqual(
     d.violations.map((v) => [v.kind ?? "ImagePolicy", v.policy, v.field]),
@@ -66,7 +68,7 @@ test("a Deployment's template is judged by every kind: image policy and PodRestr
 
 test("what applied and passed is recorded", async () => {
   const e = await engine();
-  const d = await e.validate(subject(deployment([{ name: "a", image: "registry.example.com/app:1" }])), call());
+  const d = await validateSubject(e, subject(deployment([{ name: "a", image: "registry.example.com/app:1" }])), call());
   assert.equal(d.allowed, true);
   assert.deepEqual(d.passes, [
     { kind: "ImagePolicy", policy: "trusted", rule: "rules[0]", image: "registry.example.com/app:1", field: "spec.template.spec.containers[0].image" },
@@ -77,7 +79,7 @@ test("what applied and passed is recorded", async () => {
 test("a 10,000-container pod: the reason lists 20 violations and counts the rest", async () => {
   const e = await engine();
   const containers = Array.from({ length: 10_000 }, (_, i) => ({ name: `c${i}`, image: `nginx:${i}` }));
-  const d: Decision = await e.validate(subject({ apiVersion: "v1", kind: "Pod", metadata: { name: "big" }, spec: { containers } }), call());
+  const d: Decision = await validateSubject(e, subject({ apiVersion: "v1", kind: "Pod", metadata: { name: "big" }, spec: { containers } }), call());
   assert.equal(d.violations.length, 10_000);
   const reason = renderReason(d.violations);
   assert.equal(reason.split("; ").length, 21);
@@ -90,10 +92,10 @@ test("break-glass: a dry run is decided without a record; a real admission with 
   const e = await engine();
   const annotations = { "break-glass.image-policy.k8s.io/reason": "outage", "break-glass.image-policy.k8s.io/ticket": "INC-1" };
   const s = subject(deployment([{ name: "a", image: "nginx:1.25" }], annotations));
-  const dry = await e.validate(s, call({ dryRun: true }));
+  const dry = await validateSubject(e, s, call({ dryRun: true }));
   assert.equal(dry.allowed, true);
   assert.equal(dry.breakGlass?.ticket, "INC-1");
-  const real = await e.validate(s, call({ endpoint: "validate", dryRun: false }));
+  const real = await validateSubject(e, s, call({ endpoint: "validate", dryRun: false }));
   assert.equal(real.allowed, false);
   assert.match(renderReason(real.violations), /could not be recorded in the audit log/);
 });
@@ -101,7 +103,7 @@ test("break-glass: a dry run is decided without a record; a real admission with 
 test("break-glass annotations that are not strings (a manifest checked offline) are not read: the denial stands", async () => {
   const e = await engine();
   const annotations = { "break-glass.image-policy.k8s.io/reason": 42, "break-glass.image-policy.k8s.io/ticket": 7 } as unknown as Record<string, string>;
-  const d = await e.validate(subject(deployment([{ name: "a", image: "nginx:1.25" }], annotations)), call({ dryRun: true }));
+  const d = await validateSubject(e, subject(deployment([{ name: "a", image: "nginx:1.25" }], annotations)), call({ dryRun: true }));
   assert.equal(d.allowed, false);
   assert.equal(d.breakGlass, undefined);
 });
@@ -109,9 +111,9 @@ test("break-glass annotations that are not strings (a manifest checked offline) 
 test("the Recorder sees each decision once, and setPolicies swaps the set", async () => {
   const seen: Array<[string, boolean | undefined]> = [];
   const e = await engine({ ...NO_RECORDER, decision: (endpoint, d) => seen.push([endpoint, d?.allowed]) });
-  await e.validate(subject(deployment([{ name: "a", image: "nginx:1.25" }])), call({ endpoint: "validate" }));
+  await validateSubject(e, subject(deployment([{ name: "a", image: "nginx:1.25" }])), call({ endpoint: "validate" }));
   assert.deepEqual(seen, [["validate", false]]);
   const none = parsePolicyText("", "empty.yaml");
   e.setPolicies(none.policies);
-  assert.equal((await e.validate(subject(deployment([{ name: "a", image: "nginx:1.25" }])), call())).allowed, true);
+  assert.equal((await validateSubject(e, subject(deployment([{ name: "a", image: "nginx:1.25" }])), call())).allowed, true);
 });

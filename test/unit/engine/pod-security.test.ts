@@ -8,8 +8,10 @@ import { subjectOfObject, type AdmissionSubject } from "../../../src/core/admiss
 import { renderReason } from "../../../src/core/decision.ts";
 import type { NamespaceLabelSource } from "../../../src/core/namespace-labels.ts";
 import { Engine } from "../../../src/engine/engine.ts";
+import { buildEngine } from "../../../src/engine/engine-builder.ts";
 import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 import { podSecurityContext } from "../../../src/policy/pod-security-context.ts";
+import { validateSubject } from "../../support/engine-review.ts";
 
 const LABELS: Record<string, Record<string, string>> = {
   strict: { "pod-security.kubernetes.io/enforce": "baseline", "pod-security.kubernetes.io/warn": "restricted" },
@@ -25,7 +27,7 @@ async function engine(): Promise<Engine> {
     "p.yaml",
   );
   const cx = await podSecurityContext(undefined);
-  return Engine.build({
+  return buildEngine({
     config: structuredClone(DEFAULT_SERVER_CONFIG),
     policies: parsed.policies,
     namespaces,
@@ -47,7 +49,7 @@ function subject(kind: "Pod" | "Deployment", namespace: string, user?: string): 
   return plan.subject;
 }
 
-const validate = (e: Engine, s: AdmissionSubject) => e.validate(s, { endpoint: "check", deadline: Date.now() + 10_000, dryRun: true });
+const validate = (e: Engine, s: AdmissionSubject) => validateSubject(e, s, { endpoint: "check", deadline: Date.now() + 10_000, dryRun: true });
 
 test("enforce denies a Pod in PSA's words; no warning comes with the denial", async () => {
   const d = await validate(await engine(), subject("Pod", "strict"));

@@ -10,10 +10,12 @@ import { DEFAULT_SERVER_CONFIG } from "../../../src/config/server-config.ts";
 import { subjectOfObject } from "../../../src/core/admission-subject.ts";
 import type { Decision } from "../../../src/core/decision.ts";
 import { Engine } from "../../../src/engine/engine.ts";
+import { buildEngine } from "../../../src/engine/engine-builder.ts";
 import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 import { registrySettingsMap } from "../../../src/registry/registry-settings.ts";
 import { auditPod } from "../../../src/scan/pod-audit.ts";
 import { FakeRegistry, testTls } from "../registry/fake-registry.ts";
+import { mutateSubject, validateSubject } from "../../support/engine-review.ts";
 
 const POLICIES = `apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy
@@ -48,7 +50,7 @@ async function engineWith(t: TestContext, text: string, exceptionNamespaces: str
   const parsed = parsePolicyText(text, "policies.yaml");
   assert.deepEqual(parsed.errors, []);
   const dir = await mkdtemp(join(tmpdir(), "imprimatur-exceptions-"));
-  const engine = await Engine.build({
+  const engine = await buildEngine({
     config: structuredClone(DEFAULT_SERVER_CONFIG),
     policies: parsed.policies,
     offline: true,
@@ -74,7 +76,7 @@ function pod(opts: { name?: string; namespace?: string; labels?: Record<string, 
 async function validate(engine: Engine, object: Record<string, unknown>, dryRun = true): Promise<Decision> {
   const plan = subjectOfObject(object);
   assert.ok(plan.review);
-  return engine.validate(plan.subject, { endpoint: "validate", deadline: Date.now() + 5_000, uid: "u1", dryRun });
+  return validateSubject(engine, plan.subject, { endpoint: "validate", deadline: Date.now() + 5_000, uid: "u1", dryRun });
 }
 
 test("an honoured exception sets aside the rule it names for the pod it selects: admitted, with a warning and the annotation", async (t) => {
@@ -308,7 +310,7 @@ spec:
   const mutate = async (withException: boolean) => {
     const parsed = parsePolicyText(text(withException), "policies.yaml");
     assert.deepEqual(parsed.errors, []);
-    const engine = await Engine.build({
+    const engine = await buildEngine({
       config: structuredClone(DEFAULT_SERVER_CONFIG),
       policies: parsed.policies,
       exceptionNamespaces: ["policy-exceptions"],
@@ -317,7 +319,7 @@ spec:
     t.after(() => engine.close());
     const plan = subjectOfObject(pod({ images: [`${registry.host}/team/app:1`] }));
     assert.ok(plan.review);
-    return engine.mutate(plan.subject, { endpoint: "mutate", deadline: Date.now() + 10_000, dryRun: true });
+    return mutateSubject(engine, plan.subject, { endpoint: "mutate", deadline: Date.now() + 10_000, dryRun: true });
   };
   t.after(() => registry.close());
   const refused = await mutate(false);

@@ -9,11 +9,13 @@ import { VALIDATION_FAILURES_ANNOTATION } from "../../../src/core/validation-act
 import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 import { profileSources, shippedProfiles } from "../../../src/policy/profiles.ts";
 import { Engine } from "../../../src/engine/engine.ts";
+import { buildEngine } from "../../../src/engine/engine-builder.ts";
+import { validateSubject } from "../../support/engine-review.ts";
 
 async function engineOf(policies: string): Promise<Engine> {
   const parsed = parsePolicyText(policies, "inline.yaml", { profiles: profileSources(await shippedProfiles()) });
   assert.deepEqual(parsed.errors, []);
-  return Engine.build({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsed.policies, offline: true });
+  return buildEngine({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsed.policies, offline: true });
 }
 
 async function loadErrors(policies: string): Promise<string[]> {
@@ -27,7 +29,7 @@ function pod(containers: object[], annotations: Record<string, string> = {}): Ad
   return plan.subject;
 }
 
-const validate = (e: Engine, s: AdmissionSubject) => e.validate(s, { endpoint: "check", deadline: Date.now() + 10_000, dryRun: true });
+const validate = (e: Engine, s: AdmissionSubject) => validateSubject(e, s, { endpoint: "check", deadline: Date.now() + 10_000, dryRun: true });
 
 const imagePolicy = (actions: string, ruleActions = "") => `
 apiVersion: imprimatur.dev/v1alpha1

@@ -9,10 +9,12 @@ import { DEFAULT_SERVER_CONFIG } from "../../../src/config/server-config.ts";
 import { subjectOfObject } from "../../../src/core/admission-subject.ts";
 import { emptyPolicySet } from "../../../src/core/policy-kinds.ts";
 import { Engine } from "../../../src/engine/engine.ts";
+import { buildEngine } from "../../../src/engine/engine-builder.ts";
 import { NO_RECORDER } from "../../../src/engine/recorder.ts";
 import type { PolicyError } from "../../../src/policy/policy-error.ts";
 import type { PolicySource, PolicyText } from "../../../src/policy/policy-source.ts";
 import { startClusterPolicies } from "../../../src/policy-resources/cluster-policy-resources.ts";
+import { validateSubject } from "../../support/engine-review.ts";
 
 const denying = (image: string) =>
   `apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: {name: own}\nspec:\n  rules: [{action: deny, images: ["${image}"]}]\n  default: allow\n`;
@@ -44,14 +46,14 @@ class ScriptedSource implements PolicySource {
 }
 
 async function engineWith(): Promise<Engine> {
-  return Engine.build({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: emptyPolicySet(), offline: true });
+  return buildEngine({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: emptyPolicySet(), offline: true });
 }
 
 async function denied(engine: Engine, image: string, cluster: string): Promise<string[]> {
   const plan = subjectOfObject({ apiVersion: "v1", kind: "Pod", metadata: { name: "p", namespace: "apps" }, spec: { containers: [{ name: "c", image }] } });
   assert.ok(plan.review);
   const call = { endpoint: "validate" as const, deadline: Date.now() + 10_000, dryRun: true, caller: { authentication: "token" as const, name: "x", cluster } };
-  return (await engine.validate(plan.subject, call)).violations.map((v) => v.policy);
+  return (await validateSubject(engine, plan.subject, call)).violations.map((v) => v.policy);
 }
 
 async function until(check: () => Promise<boolean>): Promise<void> {

@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { DEFAULT_SERVER_CONFIG } from "../../../src/config/server-config.ts";
 import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 import { Engine } from "../../../src/engine/engine.ts";
+import { buildEngine } from "../../../src/engine/engine-builder.ts";
 import { auditPod } from "../../../src/scan/pod-audit.ts";
 import { renderAuditText, summarizeAudits } from "../../../src/cli/audit.ts";
 
@@ -27,7 +28,7 @@ spec:
 async function engine(): Promise<Engine> {
   const parsed = parsePolicyText(POLICIES, "inline.yaml");
   assert.deepEqual(parsed.errors, []);
-  return Engine.build({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsed.policies, offline: true });
+  return buildEngine({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsed.policies, offline: true });
 }
 
 const pod = (name: string, image: string, imageID?: string, annotations: Record<string, string> = {}) => ({

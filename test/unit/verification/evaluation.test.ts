@@ -8,8 +8,9 @@ import { DEFAULT_SERVER_CONFIG } from "../../../src/config/server-config.ts";
 import { evaluateImagePolicies } from "../../../src/core/image-policy/image-policy.ts";
 import { VERIFIED_IMAGES_ANNOTATION, verificationsNeeded, verifiedImagesPatches } from "../../../src/core/image-policy/image-verification.ts";
 import { verificationKey, verifiedImagesRecord, type ImageVerification } from "../../../src/core/image-policy/verification-results.ts";
-import { Engine } from "../../../src/engine/engine.ts";
+import { buildEngine } from "../../../src/engine/engine-builder.ts";
 import { parsePolicyText } from "../../../src/policy/load-policies.ts";
+import { validateSubject } from "../../support/engine-review.ts";
 
 const POLICY = `apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy
@@ -105,7 +106,7 @@ test("a result missing for an image that needs one is a denial, never a silent p
 });
 
 test("offline (check): signatures are not checked, and a warning says so", async () => {
-  const engine = await Engine.build({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsePolicyText(POLICY, "p.yaml").policies, offline: true });
+  const engine = await buildEngine({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsePolicyText(POLICY, "p.yaml").policies, offline: true });
   const plan = subjectOfObject({
     apiVersion: "v1",
     kind: "Pod",
@@ -113,7 +114,7 @@ test("offline (check): signatures are not checked, and a warning says so", async
     spec: { containers: [{ name: "a", image: IMAGE }] },
   });
   assert.ok(plan.review);
-  const d = await engine.validate(plan.subject, { endpoint: "check", deadline: Date.now() + 5_000, dryRun: true });
+  const d = await validateSubject(engine, plan.subject, { endpoint: "check", deadline: Date.now() + 5_000, dryRun: true });
   assert.equal(d.allowed, true);
   assert.deepEqual(d.warnings, [`image ${JSON.stringify(IMAGE)}: signatures required by policy signed rules[0] were not checked (offline)`]);
   await engine.close();

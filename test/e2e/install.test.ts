@@ -37,7 +37,7 @@ import { runCommand } from "../support/command.ts";
 import { createPullSecret, untilWebhookActive } from "../support/kube-cluster.ts";
 import { buildNodeImage, NODE_IMAGE_USER } from "../support/node-image.ts";
 import { netnsExists, runInNetns } from "../support/netns.ts";
-import { CGROUP_PARENT, observePod, podRunning, sysctlValues, waitForPod } from "../support/real-node.ts";
+import { CGROUP_PARENT, isAlive, observePod, podRunning, sysctlValues, waitForPod } from "../support/real-node.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
 import { buildRunnableImage } from "../support/runnable-image.ts";
 import { smallClusterToolPaths, startSmallCluster, type SmallCluster } from "../support/small-cluster.ts";
@@ -74,15 +74,6 @@ const TLS_TIMELINE = "ca=90s/40s,cert=50s/30s,propagation=5s";
 const TLS_SYNC_INTERVAL = "1s";
 const TLS: TlsTarget = { secret: "imprimatur/imprimatur-tls", configuration: "imprimatur" };
 const SERVICE_NAME = "imprimatur.imprimatur.svc";
-
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
-  } catch {
-    return false;
-  }
-}
 
 const cgroupParents = (): string[] => readdirSync("/sys/fs/cgroup").filter((h) => existsSync(join("/sys/fs/cgroup", h, CGROUP_PARENT)));
 
@@ -232,7 +223,7 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
       );
       const nsInode = (pid: number | "self") => readlinkSync(`/proc/${pid}/ns/net`);
       for (const [name, pid] of Object.entries(cluster.componentPids)) {
-        assert.ok(alive(pid), `${name} (${pid}) is running`);
+        assert.ok(isAlive(pid), `${name} (${pid}) is running`);
         assert.notEqual(nsInode(pid), nsInode("self"), `${name} runs in another network namespace than the test`);
         assert.equal(nsInode(pid), nsInode(cluster.componentPids.apiserver), `${name} runs in the cluster's namespace`);
       }
@@ -912,7 +903,7 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
     const stopping = Date.now();
     await cluster.stop();
     t.diagnostic(`cluster stopped in ${Date.now() - stopping} ms`);
-    for (const pid of pids) assert.ok(!alive(pid), `process ${pid} is gone`);
+    for (const pid of pids) assert.ok(!isAlive(pid), `process ${pid} is gone`);
     assert.equal(netnsExists(netns), false, "the network namespace is gone");
     assert.equal(existsSync("/run/netns"), runNetnsBefore, "/run/netns as before");
     assert.equal(existsSync(dir), false);

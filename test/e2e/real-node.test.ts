@@ -14,6 +14,7 @@ import type { TestRegistry } from "../support/registry.ts";
 import { buildRunnableImage } from "../support/runnable-image.ts";
 import {
   CGROUP_PARENT,
+  isAlive,
   NODE_HOST_DIRS,
   linkExists,
   observePod,
@@ -29,15 +30,6 @@ import type { NodeRuntime, PodManifestOptions, PodObservation } from "../support
 const NODE = "node1";
 const NS = "e2e-node";
 const cgroupParents = (): string[] => readdirSync("/sys/fs/cgroup").filter((h) => existsSync(join("/sys/fs/cgroup", h, CGROUP_PARENT)));
-
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
-  } catch {
-    return false;
-  }
-}
 
 describe("a real node: kubelet v1.20.2 + containerd + runc + CNI", () => {
   // What the machine looked like just before the node started; the last test compares.
@@ -152,7 +144,7 @@ describe("a real node: kubelet v1.20.2 + containerd + runc + CNI", () => {
     const report = await node.stop();
     assert.deepEqual(report.problems, []);
     assert.deepEqual(
-      pids.filter((pid) => alive(pid)),
+      pids.filter((pid) => isAlive(pid)),
       [],
       "no process of the run is alive",
     );

@@ -16,6 +16,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { freePorts } from "./ports.ts";
 import { installExitHooks, liveChildren, liveDirs } from "./child-cleanup.ts";
 import { tailFile } from "./log-tail.ts";
+import { describeExit, followExit, terminate } from "./logged-process.ts";
 import { findCommand, isExecutable } from "./executables.ts";
 
 export interface KubeToolPaths {
@@ -138,45 +139,7 @@ function spawnLogged(name: string, bin: string, args: string[], dir: string, env
     throw new Error(`could not start ${name} (${bin})`);
   }
   liveChildren.add(child);
-  const proc: Proc = { name, child, pid: child.pid, stderrPath, exit: null, exited: Promise.resolve() };
-  proc.exited = new Promise<void>((resolve) => {
-    child.once("exit", (code, signal) => {
-      proc.exit = { code, signal };
-      liveChildren.delete(child);
-      resolve();
-    });
-  });
-  return proc;
-}
-
-function describeExit(proc: Proc): string {
-  if (!proc.exit) return "still running";
-  return proc.exit.signal ? `signal ${proc.exit.signal}` : `code ${proc.exit.code}`;
-}
-
-async function waitForExit(proc: Proc, ms: number): Promise<boolean> {
-  if (proc.exit) return true;
-  const abort = new AbortController();
-  const exited = await Promise.race([proc.exited.then(() => true), sleep(ms, false, { signal: abort.signal }).catch(() => false)]);
-  abort.abort();
-  return exited;
-}
-
-/** SIGTERM by PID, wait; SIGKILL if it does not exit within the grace period. */
-async function terminate(proc: Proc): Promise<void> {
-  if (proc.exit) return;
-  try {
-    process.kill(proc.pid, "SIGTERM");
-  } catch {
-    // already gone
-  }
-  if (await waitForExit(proc, STOP_GRACE_MS)) return;
-  try {
-    process.kill(proc.pid, "SIGKILL");
-  } catch {
-    // already gone
-  }
-  await proc.exited;
+  return followExit<Proc>({ name, child, pid: child.pid, stderrPath, exit: null, exited: Promise.resolve() });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -238,7 +201,7 @@ async function startEtcd(paths: KubeToolPaths, dir: string, deadline: number): P
         // not listening yet
       }
       if (Date.now() > deadline) {
-        await terminate(proc);
+        await terminate(proc, STOP_GRACE_MS);
         throw new Error(`etcd did not become healthy in time; etcd log:\n${tailFile(proc.stderrPath)}`);
       }
       await sleep(100);
@@ -379,8 +342,8 @@ export async function startKubeCluster(opts: ClusterOptions = {}): Promise<KubeC
   let apiserver: Proc | undefined;
 
   const abandon = async (error: Error): Promise<never> => {
-    if (apiserver) await terminate(apiserver);
-    if (etcd) await terminate(etcd);
+    if (apiserver) await terminate(apiserver, STOP_GRACE_MS);
+    if (etcd) await terminate(etcd, STOP_GRACE_MS);
     liveDirs.delete(dir);
     rmSync(dir, { recursive: true, force: true });
     throw error;
@@ -488,8 +451,8 @@ function makeCluster(dir: string, url: string, kubeconfig: string, kubectlCache:
     logs: () => tailFile(apiserver.stderrPath),
     stop: () => {
       stopping ??= (async () => {
-        await terminate(apiserver);
-        await terminate(etcd);
+        await terminate(apiserver, STOP_GRACE_MS);
+        await terminate(etcd, STOP_GRACE_MS);
         liveDirs.delete(dir);
         rmSync(dir, { recursive: true, force: true });
       })();

@@ -44,18 +44,22 @@ export function spawnLogged(name: string, bin: string, args: string[], opts: Spa
   }
   if (child.pid === undefined) throw new Error(`could not start ${name} (${bin})`);
   if (opts.killAtExit) liveChildren.add(child);
-  const proc: LoggedProcess = { name, child, pid: child.pid, logPath, exit: null, exited: Promise.resolve() };
+  return followExit({ name, child, pid: child.pid, logPath, exit: null, exited: Promise.resolve() });
+}
+
+/** Sets `exit` and resolves `exited` when the child exits, and drops it from child-cleanup.ts's list then. */
+export function followExit<P extends Pick<LoggedProcess, "child" | "exit" | "exited">>(proc: P): P {
   proc.exited = new Promise<void>((resolve) => {
-    child.once("exit", (code, signal) => {
+    proc.child.once("exit", (code, signal) => {
       proc.exit = { code, signal };
-      liveChildren.delete(child);
+      liveChildren.delete(proc.child);
       resolve();
     });
   });
   return proc;
 }
 
-export function describeExit(proc: LoggedProcess): string {
+export function describeExit(proc: Pick<LoggedProcess, "exit">): string {
   if (!proc.exit) return "still running";
   return proc.exit.signal ? `signal ${proc.exit.signal}` : `code ${proc.exit.code}`;
 }
@@ -69,7 +73,7 @@ export function signalPid(pid: number, signal: NodeJS.Signals): void {
 }
 
 /** SIGTERM by PID, wait; SIGKILL if it has not exited within graceMs. */
-export async function terminate(proc: LoggedProcess, graceMs: number): Promise<void> {
+export async function terminate(proc: Pick<LoggedProcess, "pid" | "exit" | "exited">, graceMs: number): Promise<void> {
   if (proc.exit) return;
   signalPid(proc.pid, "SIGTERM");
   const abort = new AbortController();

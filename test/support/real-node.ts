@@ -204,7 +204,7 @@ function procCmdline(pid: number): string[] | null {
 }
 
 /** Alive and not a zombie (a killed shim's parent is init, which may reap it late). */
-function isAlive(pid: number): boolean {
+export function isAlive(pid: number): boolean {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";

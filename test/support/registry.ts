@@ -26,6 +26,7 @@ import type { TestTokenServer, TokenServerUser } from "./token-server.ts";
 import { installExitHooks, liveChildren, liveDirs } from "./child-cleanup.ts";
 import { runCommand, type CommandOutput } from "./command.ts";
 import { tailFile } from "./log-tail.ts";
+import { describeExit, followExit, terminate } from "./logged-process.ts";
 import { findCommand } from "./executables.ts";
 
 export type RegistryAuth = "none" | "htpasswd" | "token";
@@ -172,39 +173,7 @@ function spawnRegistry(bin: string, configPath: string, logPath: string, dir: st
   }
   if (child.pid === undefined) throw new Error(`could not start ${bin}`);
   liveChildren.add(child);
-  const proc: RegistryProcess = { child, pid: child.pid, logPath, exit: null, exited: Promise.resolve() };
-  proc.exited = new Promise<void>((resolve) => {
-    child.once("exit", (code, signal) => {
-      proc.exit = { code, signal };
-      liveChildren.delete(child);
-      resolve();
-    });
-  });
-  return proc;
-}
-
-async function terminate(proc: RegistryProcess): Promise<void> {
-  if (proc.exit) return;
-  try {
-    process.kill(proc.pid, "SIGTERM");
-  } catch {
-    // already gone
-  }
-  const abort = new AbortController();
-  const exited = await Promise.race([proc.exited.then(() => true), sleep(STOP_GRACE_MS, false, { signal: abort.signal }).catch(() => false)]);
-  abort.abort();
-  if (exited) return;
-  try {
-    process.kill(proc.pid, "SIGKILL");
-  } catch {
-    // already gone
-  }
-  await proc.exited;
-}
-
-function describeExit(proc: RegistryProcess): string {
-  if (!proc.exit) return "still running";
-  return proc.exit.signal ? `signal ${proc.exit.signal}` : `code ${proc.exit.code}`;
+  return followExit<RegistryProcess>({ child, pid: child.pid, logPath, exit: null, exited: Promise.resolve() });
 }
 
 /** Runs a command, collecting its output; never rejects (a spawn failure or timeout gives code -1). */
@@ -327,7 +296,7 @@ export async function startRegistry(opts: RegistryOptions): Promise<TestRegistry
   let proc: RegistryProcess | undefined;
 
   const abandon = async (error: Error): Promise<never> => {
-    if (proc) await terminate(proc);
+    if (proc) await terminate(proc, STOP_GRACE_MS);
     if (tokenServer) await tokenServer.stop();
     liveDirs.delete(dir);
     rmSync(dir, { recursive: true, force: true });
@@ -493,7 +462,7 @@ function makeRegistry(parts: {
     registryConfig: () => JSON.stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: configEntries() }),
     stop: () => {
       stopping ??= (async () => {
-        await terminate(proc);
+        await terminate(proc, STOP_GRACE_MS);
         if (tokenServer) await tokenServer.stop();
         liveDirs.delete(dir);
         rmSync(dir, { recursive: true, force: true });

@@ -1,7 +1,6 @@
 // `imprimatur serve`: the HTTPS ImageReview backend (/imagereview), validating webhook (/validate) and
 // tag→digest pinning webhook (/mutate).
-import { mkdir, rm } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
 import { DEFAULT_SERVER_CONFIG, loadServerConfig, type ServerConfig } from "../config/server-config.ts";
 import { loadNamespacesFile } from "../config/namespaces-file.ts";
@@ -21,29 +20,19 @@ import { policyResourceSource } from "../policy-resources/resource-watch.ts";
 import { PolicyFolder } from "../policy/policy-source.ts";
 import { PolicyLoadError } from "../policy/policy-error.ts";
 import { policySetSource } from "../policy/policy-set.ts";
-import { parseDuration } from "../core/duration.ts";
-import { startApp } from "../server/app.ts";
-import { selfManagedTlsFromFlags, tlsSecretFlagProblem } from "../tls/tls-secret-flags.ts";
-import { clientCaAllowedNames } from "../caller-auth/client-ca-flags.ts";
+import { startApp, type App, type AppOptions } from "../server/app.ts";
+import { selfManagedTlsFromFlags } from "../tls/tls-secret-flags.ts";
 import type { RunningSelfManagedTls } from "../tls/tls-secret-manager.ts";
+import type { CallerAuthOptions } from "../caller-auth/caller-auth.ts";
 import { watchCallerFiles, type WatchedCallerFiles } from "../caller-auth/caller-files.ts";
-import { clusterKubeconfigs, connectClusters, type ConnectedClusters } from "../server/cluster-flags.ts";
+import { connectClusters, type ConnectedClusters } from "../server/cluster-flags.ts";
 import { watchCertificateFiles, type ServingPair } from "../tls/certificate-files.ts";
 import type { WatchedFiles } from "../fs/file-reload.ts";
-import {
-  renderAdmissionConfiguration,
-  renderImagePolicyKubeconfig,
-  imagePathResources,
-  renderMutatingWebhookConfiguration,
-  renderValidatingWebhookConfiguration,
-  type WebhookOptions,
-} from "../server/webhook-manifests.ts";
-import { policyCount, type PolicySet } from "../core/policy-kinds.ts";
-import { policiesMutate } from "../core/image-policy/image-policy.ts";
-import { mayMatchResource, type WebhookResource } from "../core/request-match/request-scope.ts";
-import { writeFileAtomic } from "../fs/write-file-atomic.ts";
-import { EMBEDDED_POLICIES, errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
+import type { PolicySet } from "../core/policy-set/policy-kinds.ts";
+import { EMBEDDED_POLICIES, errorText, usageFailure } from "./args.ts";
+import { layConfigFlags, readServeFlags, ServeFlagError, type CallerFlags, type ServeOptions } from "./serve-flags.ts";
 import { catchServeSignals, StartupStopped, type ServeSignals } from "./serve-signals.ts";
+import { WebhookConfigurationFiles, webhookRules } from "./serve-webhook-files.ts";
 
 export const SERVE_USAGE = `Usage: imprimatur serve [options]
 
@@ -163,339 +152,237 @@ export async function runServe(argv: string[]): Promise<number> {
 }
 
 async function serve(argv: string[], signals: ServeSignals): Promise<number> {
-  let values;
-  let allowedNames: string[] | undefined;
-  let clusterFiles: { home: string | undefined; files: ReadonlyMap<string, string> };
+  const flags = readServeFlags(argv);
+  if ("problem" in flags) return usageFailure("serve", flags.problem);
+  const { options } = flags;
+  let settings: ServerSettings;
   try {
-    ({ values } = parseCommandArgs(argv, {
-      policies: { type: "string" },
-      host: { type: "string", default: "0.0.0.0" },
-      port: { type: "string", default: "8443" },
-      "state-dir": { type: "string", default: ".state" },
-      "tls-cert": { type: "string" },
-      "tls-key": { type: "string" },
-      "tls-san": { type: "string", multiple: true, default: [] },
-      "tls-secret": { type: "string" },
-      "webhook-configuration": { type: "string" },
-      "leader-election-namespace": { type: "string" },
-      "leader-election-id": { type: "string" },
-      // Hidden, for tests: a shortened rotation timeline and sync interval (docs/tls.md).
-      "tls-timeline": { type: "string" },
-      "tls-sync-interval": { type: "string" },
-      url: { type: "string" },
-      config: { type: "string" },
-      "fail-open": { type: "boolean" },
-      "allow-ttl": { type: "string" },
-      "deny-ttl": { type: "string" },
-      "audit-log": { type: "string" },
-      namespaces: { type: "string" },
-      kubeconfig: { type: "string" },
-      profile: { type: "string", multiple: true, default: [] },
-      registries: { type: "string" },
-      authfile: { type: "string" },
-      "digest-mode": { type: "string" },
-      "allow-empty": { type: "boolean" },
-      "require-policies": { type: "boolean" },
-      "exceptions-namespace": { type: "string", multiple: true, default: [] },
-      "allow-empty-policies": { type: "boolean" },
-      "policy-crds": { type: "boolean" },
-      drain: { type: "string", default: "5s" },
-      "client-ca": { type: "string" },
-      "client-ca-allowed-names": { type: "string", multiple: true },
-      "client-ca-any-name": { type: "boolean" },
-      "caller-tokens": { type: "string" },
-      "cluster-name": { type: "string" },
-      "cluster-kubeconfig": { type: "string", multiple: true },
-      "allow-unauthenticated": { type: "boolean" },
-      "metrics-port": { type: "string" },
-      "pod-security": { type: "boolean" },
-      "pod-security-config": { type: "string" },
-      "background-scan": { type: "boolean" },
-      "scan-reports": { type: "string" },
-      "scan-rate": { type: "string" },
-      "scan-interval": { type: "string" },
-      "scan-lease": { type: "string" },
-      "scan-exclude-namespace": { type: "string", multiple: true },
-      "scan-error-retry": { type: "string" },
-    }));
-    if (!((parseDuration(values.drain!) ?? -1) >= 0)) throw new UsageError(`--drain must be a duration such as 5s, got ${values.drain}`);
-    if (values["digest-mode"] !== undefined && !["mutate", "record"].includes(values["digest-mode"]))
-      throw new UsageError(`--digest-mode must be mutate or record, got ${values["digest-mode"]}`);
-    if (!/^\d+$/.test(values.port!) || Number(values.port) > 65535) throw new UsageError(`--port must be a port number, got ${values.port}`);
-    const metricsPort = values["metrics-port"];
-    if (metricsPort !== undefined && (!/^\d+$/.test(metricsPort) || Number(metricsPort) > 65535))
-      throw new UsageError(`--metrics-port must be a port number, got ${metricsPort}`);
-    if (Boolean(values["tls-cert"]) !== Boolean(values["tls-key"])) throw new UsageError("--tls-cert and --tls-key go together");
-    const tlsSecretProblem = tlsSecretFlagProblem(values, Boolean(values["tls-cert"]));
-    if (tlsSecretProblem !== undefined) throw new UsageError(tlsSecretProblem);
-    const callerNames = clientCaAllowedNames(values);
-    if ("problem" in callerNames) throw new UsageError(callerNames.problem);
-    allowedNames = callerNames.allowedNames;
-    const clusterFlags = clusterKubeconfigs(values);
-    if ("problem" in clusterFlags) throw new UsageError(clusterFlags.problem);
-    clusterFiles = clusterFlags;
-  } catch (e) {
-    if (e instanceof UsageError) return usageFailure("serve", e.message);
-    throw e;
-  }
-
-  let config: ServerConfig;
-  let backgroundScan: BackgroundScanOptions | undefined;
-  let podSecurity: PodSecurityContext | undefined;
-  try {
-    // A deep copy: flags below change nested settings, and the shared default must stay as it is.
-    config = values.config ? await loadServerConfig(values.config) : structuredClone(DEFAULT_SERVER_CONFIG);
-    if (values["fail-open"]) config.failOpen = true;
-    for (const [flag, key] of [
-      ["allow-ttl", "allowTtlMs"],
-      ["deny-ttl", "denyTtlMs"],
-    ] as const) {
-      const raw = values[flag];
-      if (raw === undefined) continue;
-      const ms = parseDuration(raw);
-      if (ms === undefined || ms < 0) throw new Error(`--${flag}: not a duration: ${raw}`);
-      config[key] = ms;
-    }
-    if (values["audit-log"]) config.auditLog = resolve(values["audit-log"]);
-    if (values.registries) config.registries = resolve(values.registries);
-    if (values.authfile) config.authFile = resolve(values.authfile);
-    if (values["digest-mode"]) config.digests.mode = values["digest-mode"] as "mutate" | "record";
-    backgroundScan = backgroundScanOptions(values, podNamespace());
-    if (values["pod-security"] || values["pod-security-config"]) podSecurity = await podSecurityContext(values["pod-security-config"]);
+    settings = await loadServerSettings(options);
   } catch (e) {
     process.stderr.write(`imprimatur serve: ${errorText(e)}\n`);
     return 2;
   }
-
-  const stateDir = resolve(values["state-dir"]!);
-  // Webhook rules for resources that no policy's matchConstraints reach are left out, unless something else
-  // reviews every pod (a remote backend) or policies may arrive later without a reload here (--policy-crds).
-  // Pod Security Admission judges every pod and workload, whatever the policies are for.
-  const narrowRules = config.backends.length === 0 && values["policy-crds"] !== true && !podSecurity;
-  // The webhooks never call for kube-system (a cluster that cannot start its own pods cannot recover) nor for the
-  // server's own namespace (its replicas must start while it is down).
-  const ownNamespace = podNamespace();
-  const excludeNamespaces = ["kube-system", ...(ownNamespace && ownNamespace !== "kube-system" ? [ownNamespace] : [])];
-  const webhookOptions = (set: PolicySet): WebhookOptions => ({
-    excludeNamespaces,
-    customResources: [...config.podTemplates, ...imagePathResources(set.ImagePolicy.flatMap((p) => p.imagePaths ?? []))],
-    ...(narrowRules && policyCount(set) > 0 ? { mayMatch: (r: WebhookResource) => mayMatchResource(set, r) } : {}),
-    ...(podSecurity ? { namespaces: true } : {}),
-  });
-  // Set once the webhook configuration files are written: rewrites them when reloaded policies need other rules.
-  let reloadedWebhookFiles: ((set: PolicySet) => Promise<void>) | undefined;
-  let app;
-  let namespaceCache: NamespaceLabelCache | undefined;
-  let selfManagedTls: RunningSelfManagedTls | undefined;
-  let policyResources: ReturnType<typeof policyResourceSource> | undefined;
-  // Other clusters' own policy resources, each read from its cluster (--policy-crds with --cluster-kubeconfig).
-  const clusterPolicyResources = new Map<string, ReturnType<typeof policyResourceSource>>();
-  // Files reread while serving: replacing them rotates the certificate, the client CA or the tokens.
-  let certificateFiles: WatchedFiles<ServingPair> | undefined;
-  let callerFiles: WatchedCallerFiles | undefined;
-  let otherClusters: ConnectedClusters | undefined;
+  const webhookFiles = new WebhookConfigurationFiles(
+    options.stateDir,
+    webhookRules(settings.config, { policyCrds: options.policyCrds, podSecurity: settings.podSecurity !== undefined }),
+  );
+  const opened = new OpenedForServing();
+  let app: App;
   try {
-    if (signals.stopRequested) throw new StartupStopped(signals.stopRequested);
-    const namespacesFile = values.namespaces ?? config.namespacesFile;
-    const kubeconfig = values.kubeconfig ?? config.kubeconfig;
-    let namespaces: NamespaceLabelSource | undefined;
-    const kube = kubeconfig || process.env.KUBERNETES_SERVICE_HOST ? loadKubeConfig(kubeconfig) : undefined;
-    if (values["policy-crds"]) {
-      if (!kube) throw new Error("--policy-crds needs the Kubernetes API: give --kubeconfig, or run in a pod");
-      const folder = values.policies ? new PolicyFolder(values.policies) : undefined;
-      policyResources = policyResourceSource(kube, {
-        logger: startupLogger(),
-        exceptionNamespaces: values["exceptions-namespace"]!,
-        ...(folder ? { folder } : {}),
-      });
-    }
-    if (namespacesFile) namespaces = await signals.during(loadNamespacesFile(namespacesFile));
-    else if (kube) {
-      // Namespace labels from the API, kept current by a watch; startup waits for the first list.
-      namespaceCache = new NamespaceLabelCache(kube, { logger: startupLogger() });
-      await signals.during(namespaceCache.start());
-      namespaces = namespaceCache;
-    }
-    // Pod Security Admission judges by the namespace's labels: without them every pod would be refused.
-    if (podSecurity && !namespaces) throw new Error("--pod-security needs the namespaces' labels: give --kubeconfig (or run in a pod), or --namespaces FILE");
-    otherClusters = await signals.during(connectClusters(clusterFiles.home, clusterFiles.files, startupLogger()), (late) => void late.close());
-    if (values["policy-crds"])
-      for (const [name, connection] of otherClusters.connections.others)
-        if (connection.kube)
-          clusterPolicyResources.set(
-            name,
-            policyResourceSource(connection.kube, { logger: startupLogger().child({ cluster: name }), exceptionNamespaces: values["exceptions-namespace"]! }),
-          );
-    callerFiles = await watchCallerFiles({ clientCa: values["client-ca"], tokens: values["caller-tokens"] }, startupLogger());
-    const callers = {
-      ...callerFiles.initial,
-      updates: callerFiles.updates,
-      allowUnauthenticated: values["allow-unauthenticated"] === true,
-      ...(allowedNames ? { allowedNames } : {}),
-    };
-    // --tls-secret: the certificate comes from the shared Secret (created by the leader when empty), and is
-    // swapped in without a restart when the leader rotates it.
-    selfManagedTls = values["tls-secret"]
-      ? await signals.during(selfManagedTlsFromFlags(values, kube, values["tls-san"] ?? [], startupLogger(), signals.stopping), (late) => late.close())
-      : undefined;
-    if (values["tls-cert"]) certificateFiles = await watchCertificateFiles({ cert: values["tls-cert"], key: values["tls-key"]! }, startupLogger());
-    const tls = certificateFiles
-      ? certificateFiles.current()
-      : selfManagedTls
-        ? { cert: selfManagedTls.initial.cert, key: selfManagedTls.initial.key }
-        : undefined;
-    app = await signals.during(
-      startApp({
-        policies: values.policies ?? EMBEDDED_POLICIES,
-        // The source `check` and `test` read from the same --policies (src/policy/policy-set.ts).
-        policySource: policyResources?.source ?? policySetSource(values.policies === undefined ? undefined : [values.policies]),
-        host: values.host!,
-        port: Number(values.port),
-        stateDir,
-        ...(tls ? { tls } : {}),
-        tlsHosts: values["tls-san"] ?? [],
-        config,
-        ...(namespaces ? { namespaces } : {}),
-        profiles: values.profile ?? [],
-        // With --policy-crds policies arrive through the API at any time: a fresh install starts with none.
-        allowEmptyPolicies: values["allow-empty"] === true || values["allow-empty-policies"] === true || values["policy-crds"] === true,
-        requirePolicies: values["require-policies"] === true,
-        exceptionNamespaces: values["exceptions-namespace"]!,
-        ...(kube ? { kube } : {}),
-        clusters: otherClusters.connections,
-        ...(clusterPolicyResources.size > 0 ? { clusterPolicySources: new Map([...clusterPolicyResources].map(([name, r]) => [name, r.source])) } : {}),
-        ...(await registryAccess(config)),
-        ...(selfManagedTls ? { tlsUpdates: selfManagedTls.tls } : certificateFiles ? { tlsUpdates: certificateFiles } : {}),
-        callers,
-        ...(values["metrics-port"] !== undefined ? { metricsPort: Number(values["metrics-port"]) } : {}),
-        onPoliciesReloaded: (set) => reloadedWebhookFiles?.(set),
-        ...(backgroundScan ? { backgroundScan } : {}),
-        ...(podSecurity ? { podSecurity } : {}),
-      }),
-      (late) => late.close(),
-    );
+    app = await startServing(options, settings, signals, opened, (set) => webhookFiles.policiesReloaded(set));
   } catch (e) {
-    certificateFiles?.close();
-    callerFiles?.close();
-    await selfManagedTls?.close();
-    await namespaceCache?.close();
-    await otherClusters?.close();
-    await policyResources?.close();
-    await Promise.all([...clusterPolicyResources.values()].map((r) => r.close()));
-    if (e instanceof StartupStopped) {
-      process.stderr.write(`imprimatur serve: ${e.message}: stopped before serving\n`);
-      // The abandoned step may hold the process open (a wait that cannot be cancelled): exit regardless, soon.
-      setTimeout(() => process.exit(0), ABANDONED_STARTUP_EXIT_MS).unref();
-      return 0;
-    }
-    if (e instanceof PolicyLoadError) {
-      process.stderr.write(`imprimatur serve: refusing to start: ${e.message}\n`);
-      return 2;
-    }
-    process.stderr.write(`imprimatur serve: ${errorText(e)}\n`);
-    return 2;
+    await opened.close();
+    return startupFailure(e);
   }
-
-  if (app.caPem) {
-    // Custom resources the webhooks must see: pod templates from the config, image locations from the policies.
-    const initialSet = app.engine.policies();
-    const generated = webhookConfigurationFiles(stateDir, values.url ?? `https://127.0.0.1:${app.port}`, app.caPem, webhookOptions(initialSet), initialSet);
-    await printWebhookConfiguration(stateDir, generated, app.caPem, app.generatedCertificate);
-    // What the webhooks must see changes with the policies (matchConstraints, imagePaths): the files are rewritten,
-    // and the operator told to apply them again, since the apiserver keeps the configuration it was given.
-    reloadedWebhookFiles = async (set) => {
-      const next = webhookConfigurationFiles(stateDir, generated.baseUrl, generated.caPem, webhookOptions(set), set);
-      const changed = (["validating-webhook.yaml", "mutating-webhook.yaml"] as const).filter((f) => next.files[f] !== generated.files[f]);
-      if (changed.length === 0) return;
-      for (const f of changed) await writeOrRemove(join(stateDir, f), next.files[f]);
-      generated.files = next.files;
-      const written = changed.filter((f) => next.files[f] !== undefined);
-      if (written.length > 0)
-        app?.logger.warn(
-          { files: written.map((f) => join(stateDir, f)) },
-          "the reloaded policies need other webhook rules: apply the rewritten configuration again (kubectl apply -f FILE), or the apiserver keeps sending what it sent before",
-        );
-      if (next.files["mutating-webhook.yaml"] === undefined)
-        app?.logger.warn(
-          { file: join(stateDir, "mutating-webhook.yaml") },
-          "no reloaded policy pins or verifies images any more: the mutating webhook is not needed (kubectl delete mutatingwebhookconfiguration imprimatur)",
-        );
-    };
-    // The printed kubeconfigs carry no credentials: said here, so a 401 does not come as a surprise.
-    if (values["client-ca"] || values["caller-tokens"]) {
-      process.stderr.write(
-        `Callers must authenticate${values["allow-unauthenticated"] ? " (or are let in as unauthenticated)" : ""}: add kube-apiserver's client certificate or token to these kubeconfigs (docs/server.md, "Authenticated callers").\n`,
-      );
-    }
-  }
-
-  signals.serving(() => void app.reload());
-  app.logger.info({ signal: await signals.stopped() }, "shutting down");
-  // Not ready at once; keep answering while endpoints stop routing here, then close the listener.
-  await app.close(parseDuration(values.drain!)!);
-  certificateFiles?.close();
-  callerFiles?.close();
-  await selfManagedTls?.close();
-  await namespaceCache?.close();
-  await otherClusters?.close();
-  await policyResources?.close();
-  await Promise.all([...clusterPolicyResources.values()].map((r) => r.close()));
+  if (app.caPem) await writeWebhookConfiguration(app, app.caPem, options, webhookFiles);
+  await serveUntilStopped(app, options.drainMs, signals);
+  await opened.close();
   return 0;
 }
 
-/** Generated webhook configurations and the ImagePolicyWebhook files, by file name. */
-interface WebhookConfigurationFiles {
-  baseUrl: string;
-  caPem: string;
-  files: Record<"validating-webhook.yaml" | "imagepolicy-kubeconfig.yaml" | "admission-configuration.yaml", string> & {
-    /** Absent when no policy pins or verifies images: a mutating webhook would change nothing, and only add a way to fail. */
-    "mutating-webhook.yaml"?: string;
-  };
+/** The server's configuration (its file, with the flags laid over it) and what the flags turn on beside it. */
+interface ServerSettings {
+  config: ServerConfig;
+  backgroundScan: BackgroundScanOptions | undefined;
+  podSecurity: PodSecurityContext | undefined;
 }
 
-function webhookConfigurationFiles(stateDir: string, baseUrl: string, caPem: string, options: WebhookOptions, set: PolicySet): WebhookConfigurationFiles {
-  const endpoint = { baseUrl, caPem };
+/** Reads the config file and the Pod Security configuration; throws for either, and for a flag laid over them. */
+async function loadServerSettings(options: ServeOptions): Promise<ServerSettings> {
+  // A deep copy: the flags laid over it change nested settings, and the shared default must stay as it is.
+  const fromFile = options.configFile !== undefined ? await loadServerConfig(options.configFile) : structuredClone(DEFAULT_SERVER_CONFIG);
+  const config = layConfigFlags(fromFile, options.configFlags);
+  const backgroundScan = backgroundScanOptions(options.scan, podNamespace());
+  const podSecurity = options.podSecurity ? await podSecurityContext(options.podSecurity.configFile) : undefined;
+  return { config, backgroundScan, podSecurity };
+}
+
+/** What start-up opened, closed in this order when start-up fails or serving ends. */
+class OpenedForServing {
+  /** Files reread while serving: replacing them rotates the certificate, the client CA or the tokens. */
+  certificateFiles: WatchedFiles<ServingPair> | undefined;
+  callerFiles: WatchedCallerFiles | undefined;
+  selfManagedTls: RunningSelfManagedTls | undefined;
+  namespaceCache: NamespaceLabelCache | undefined;
+  otherClusters: ConnectedClusters | undefined;
+  policyResources: ReturnType<typeof policyResourceSource> | undefined;
+  /** Other clusters' own policy resources, each read from its cluster (--policy-crds with --cluster-kubeconfig). */
+  readonly clusterPolicyResources = new Map<string, ReturnType<typeof policyResourceSource>>();
+
+  async close(): Promise<void> {
+    this.certificateFiles?.close();
+    this.callerFiles?.close();
+    await this.selfManagedTls?.close();
+    await this.namespaceCache?.close();
+    await this.otherClusters?.close();
+    await this.policyResources?.close();
+    await Promise.all([...this.clusterPolicyResources.values()].map((r) => r.close()));
+  }
+}
+
+/** The start-up steps in turn (a stop signal abandons the one waiting); what they open goes into `opened`, for the caller to close. */
+async function startServing(
+  options: ServeOptions,
+  settings: ServerSettings,
+  signals: ServeSignals,
+  opened: OpenedForServing,
+  onPoliciesReloaded: (set: PolicySet) => Promise<void> | undefined,
+): Promise<App> {
+  if (signals.stopRequested) throw new StartupStopped(signals.stopRequested);
+  const { kube, namespaces } = await connectToOwnCluster(options, settings, signals, opened);
+  const otherClusters = await connectToOtherClusters(options, signals, opened);
+  const callers = await watchCallers(options.callers, opened);
+  const certificate = await startServingCertificate(options, kube, signals, opened);
+  const appOptions: AppOptions = {
+    policies: options.policies ?? EMBEDDED_POLICIES,
+    // The source `check` and `test` read from the same --policies (src/policy/policy-set.ts).
+    policySource: opened.policyResources?.source ?? policySetSource(options.policies === undefined ? undefined : [options.policies]),
+    host: options.host,
+    port: options.port,
+    stateDir: options.stateDir,
+    ...certificate,
+    tlsHosts: options.tlsHosts,
+    config: settings.config,
+    ...(namespaces ? { namespaces } : {}),
+    profiles: options.profiles,
+    // With --policy-crds policies arrive through the API at any time: a fresh install starts with none.
+    allowEmptyPolicies: options.allowEmptyPolicies || options.policyCrds,
+    requirePolicies: options.requirePolicies,
+    exceptionNamespaces: options.exceptionNamespaces,
+    ...(kube ? { kube } : {}),
+    clusters: otherClusters.connections,
+    ...(opened.clusterPolicyResources.size > 0
+      ? { clusterPolicySources: new Map([...opened.clusterPolicyResources].map(([name, r]) => [name, r.source])) }
+      : {}),
+    ...(await registryAccess(settings.config)),
+    callers,
+    ...(options.metricsPort !== undefined ? { metricsPort: options.metricsPort } : {}),
+    onPoliciesReloaded,
+    ...(settings.backgroundScan ? { backgroundScan: settings.backgroundScan } : {}),
+    ...(settings.podSecurity ? { podSecurity: settings.podSecurity } : {}),
+  };
+  return signals.during(startApp(appOptions), (late) => late.close());
+}
+
+/** The server's own cluster: its API, its policy resources (--policy-crds) and its namespaces' labels. */
+async function connectToOwnCluster(
+  options: ServeOptions,
+  settings: ServerSettings,
+  signals: ServeSignals,
+  opened: OpenedForServing,
+): Promise<{ kube: KubeConfig | undefined; namespaces: NamespaceLabelSource | undefined }> {
+  const namespacesFile = options.namespacesFile ?? settings.config.namespacesFile;
+  const kubeconfig = options.kubeconfig ?? settings.config.kubeconfig;
+  const kube = kubeconfig || process.env.KUBERNETES_SERVICE_HOST ? loadKubeConfig(kubeconfig) : undefined;
+  if (options.policyCrds) {
+    if (!kube) throw new ServeFlagError("needs-kubernetes-api", "--policy-crds needs the Kubernetes API: give --kubeconfig, or run in a pod");
+    const folder = options.policies ? new PolicyFolder(options.policies) : undefined;
+    opened.policyResources = policyResourceSource(kube, {
+      logger: startupLogger(),
+      exceptionNamespaces: options.exceptionNamespaces,
+      ...(folder ? { folder } : {}),
+    });
+  }
+  let namespaces: NamespaceLabelSource | undefined;
+  if (namespacesFile) namespaces = await signals.during(loadNamespacesFile(namespacesFile));
+  else if (kube) {
+    // Namespace labels from the API, kept current by a watch; startup waits for the first list.
+    const namespaceCache = new NamespaceLabelCache(kube, { logger: startupLogger() });
+    opened.namespaceCache = namespaceCache;
+    await signals.during(namespaceCache.start());
+    namespaces = namespaceCache;
+  }
+  // Pod Security Admission judges by the namespace's labels: without them every pod would be refused.
+  if (settings.podSecurity && !namespaces)
+    throw new ServeFlagError(
+      "needs-namespace-labels",
+      "--pod-security needs the namespaces' labels: give --kubeconfig (or run in a pod), or --namespaces FILE",
+    );
+  return { kube, namespaces };
+}
+
+/** The other clusters (--cluster-kubeconfig): their namespaces' labels, and with --policy-crds their own policy resources. */
+async function connectToOtherClusters(options: ServeOptions, signals: ServeSignals, opened: OpenedForServing): Promise<ConnectedClusters> {
+  const { home, files } = options.clusters;
+  const otherClusters = await signals.during(connectClusters(home, files, startupLogger()), (late) => void late.close());
+  opened.otherClusters = otherClusters;
+  if (options.policyCrds)
+    for (const [name, connection] of otherClusters.connections.others)
+      if (connection.kube)
+        opened.clusterPolicyResources.set(
+          name,
+          policyResourceSource(connection.kube, { logger: startupLogger().child({ cluster: name }), exceptionNamespaces: options.exceptionNamespaces }),
+        );
+  return otherClusters;
+}
+
+/** Who may call: the client CA's and the tokens' files, watched, and what the flags say about them. */
+async function watchCallers(flags: CallerFlags, opened: OpenedForServing): Promise<CallerAuthOptions> {
+  const callerFiles = await watchCallerFiles({ clientCa: flags.clientCa, tokens: flags.tokens }, startupLogger());
+  opened.callerFiles = callerFiles;
   return {
-    baseUrl,
-    caPem,
-    files: {
-      "validating-webhook.yaml": renderValidatingWebhookConfiguration(endpoint, options),
-      ...(policiesMutate(set.ImagePolicy) ? { "mutating-webhook.yaml": renderMutatingWebhookConfiguration(endpoint, options) } : {}),
-      "imagepolicy-kubeconfig.yaml": renderImagePolicyKubeconfig(endpoint),
-      "admission-configuration.yaml": renderAdmissionConfiguration({ kubeconfigPath: join(stateDir, "imagepolicy-kubeconfig.yaml") }),
-    },
+    ...callerFiles.initial,
+    updates: callerFiles.updates,
+    allowUnauthenticated: flags.allowUnauthenticated,
+    ...(flags.allowedNames ? { allowedNames: flags.allowedNames } : {}),
   };
 }
 
-/** Writes `text` to `path`, or removes the file when there is none (a configuration no longer generated). */
-async function writeOrRemove(path: string, text: string | undefined): Promise<void> {
-  if (text === undefined) await rm(path, { force: true });
-  else await writeFileAtomic(path, text, 0o600);
+/** The serving certificate from the shared Secret (--tls-secret) or from files (--tls-cert); neither: the app uses the state folder's. */
+async function startServingCertificate(
+  options: ServeOptions,
+  kube: KubeConfig | undefined,
+  signals: ServeSignals,
+  opened: OpenedForServing,
+): Promise<Pick<AppOptions, "tls" | "tlsUpdates">> {
+  // --tls-secret: the certificate comes from the shared Secret (created by the leader when empty), and is
+  // swapped in without a restart when the leader rotates it.
+  if (options.selfManagedTls) {
+    const started = selfManagedTlsFromFlags(options.selfManagedTls, kube, options.tlsHosts, startupLogger(), signals.stopping);
+    opened.selfManagedTls = await signals.during(started, (late) => late.close());
+  }
+  if (options.certificateFiles) opened.certificateFiles = await watchCertificateFiles(options.certificateFiles, startupLogger());
+  // The two are alternatives (tlsSecretFlagProblem).
+  if (opened.certificateFiles) return { tls: opened.certificateFiles.current(), tlsUpdates: opened.certificateFiles };
+  if (opened.selfManagedTls)
+    return { tls: { cert: opened.selfManagedTls.initial.cert, key: opened.selfManagedTls.initial.key }, tlsUpdates: opened.selfManagedTls.tls };
+  return {};
 }
 
-/** Writes the ready-to-apply configuration into the state folder and prints where it is, with the caBundle. */
-async function printWebhookConfiguration(stateDir: string, generated: WebhookConfigurationFiles, caPem: string, created: boolean) {
-  await mkdir(stateDir, { recursive: true });
-  const { files, baseUrl } = generated;
-  for (const name of ["validating-webhook.yaml", "mutating-webhook.yaml", "imagepolicy-kubeconfig.yaml", "admission-configuration.yaml"] as const)
-    await writeOrRemove(join(stateDir, name), files[name]);
-  const caBundle = Buffer.from(caPem).toString("base64");
-  const mutating = join(stateDir, "mutating-webhook.yaml");
-  process.stderr.write(
-    [
-      created ? `Created a self-signed CA and serving certificate in ${stateDir} (ca.crt).` : `Using the CA in ${stateDir}/ca.crt.`,
-      `caBundle: ${caBundle}`,
-      `Webhook configuration for ${baseUrl} (kubectl apply -f ${join(stateDir, "validating-webhook.yaml")}):`,
-      "---",
-      files["validating-webhook.yaml"].trimEnd(),
-      "---",
-      files["mutating-webhook.yaml"] !== undefined
-        ? `Tag→digest pinning and verified digests (digestMutate and attestor rules): kubectl apply -f ${mutating}`
-        : "No policy pins or verifies images: no mutating webhook is needed (none written).",
-      `ImagePolicyWebhook: --admission-control-config-file=${join(stateDir, "admission-configuration.yaml")} (kubeconfig: ${join(stateDir, "imagepolicy-kubeconfig.yaml")})`,
-      "",
-    ].join("\n"),
-  );
+/** How a start-up that never got to serving ends: 0 when a stop signal ended it, 2 when something failed. */
+function startupFailure(e: unknown): number {
+  if (e instanceof StartupStopped) {
+    process.stderr.write(`imprimatur serve: ${e.message}: stopped before serving\n`);
+    // The abandoned step may hold the process open (a wait that cannot be cancelled): exit regardless, soon.
+    setTimeout(() => process.exit(0), ABANDONED_STARTUP_EXIT_MS).unref();
+    return 0;
+  }
+  if (e instanceof PolicyLoadError) {
+    process.stderr.write(`imprimatur serve: refusing to start: ${e.message}\n`);
+    return 2;
+  }
+  process.stderr.write(`imprimatur serve: ${errorText(e)}\n`);
+  return 2;
+}
+
+/** For the state folder's CA: the webhook configuration to apply, and what callers must bring when they authenticate. */
+async function writeWebhookConfiguration(app: App, caPem: string, options: ServeOptions, webhookFiles: WebhookConfigurationFiles): Promise<void> {
+  const baseUrl = options.url ?? `https://127.0.0.1:${app.port}`;
+  await webhookFiles.write(baseUrl, caPem, app.engine.policies(), app.generatedCertificate, app.logger);
+  // The printed kubeconfigs carry no credentials: said here, so a 401 does not come as a surprise.
+  if (options.callers.clientCa || options.callers.tokens) {
+    process.stderr.write(
+      `Callers must authenticate${options.callers.allowUnauthenticated ? " (or are let in as unauthenticated)" : ""}: add kube-apiserver's client certificate or token to these kubeconfigs (docs/server.md, "Authenticated callers").\n`,
+    );
+  }
+}
+
+/** Serves until SIGTERM or SIGINT (SIGHUP reloads the policies), then drains for `drainMs` and closes the app. */
+async function serveUntilStopped(app: App, drainMs: number, signals: ServeSignals): Promise<void> {
+  signals.serving(() => void app.reload());
+  app.logger.info({ signal: await signals.stopped() }, "shutting down");
+  // Not ready at once; keep answering while endpoints stop routing here, then close the listener.
+  await app.close(drainMs);
 }
 
 /** Registry settings and the server's own credentials, from the files named in the config or flags. */

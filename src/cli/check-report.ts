@@ -5,7 +5,7 @@ import { stringify } from "yaml";
 import { renderViolation, type Violation } from "../core/decision.ts";
 import { actionsOf, renderAdvisory } from "../core/validation-actions.ts";
 import { verificationsNeeded } from "../core/image-policy/image-verification.ts";
-import { asObject } from "../core/json-shapes.ts";
+import { asObject } from "../core/primitives/json-shapes.ts";
 import type { AdmissionSubject, RequestUser } from "../core/admission-subject.ts";
 import type { ImagePolicy } from "../core/image-policy/image-policy.ts";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";

@@ -158,7 +158,7 @@ export function flagCompletion(flag: Flag, known: KnownValues = NONE_KNOWN): "fi
 
 /** The values to offer that no help text lists: the shipped profiles and the registered policy kinds. */
 export async function knownValues(): Promise<KnownValues> {
-  const [{ profileNames }, { KIND_NAMES }] = await Promise.all([import("./profiles.ts"), import("../core/policy-kinds.ts")]);
+  const [{ profileNames }, { KIND_NAMES }] = await Promise.all([import("./profiles.ts"), import("../core/policy-set/policy-kinds.ts")]);
   return { profiles: await profileNames(), kinds: KIND_NAMES };
 }
 

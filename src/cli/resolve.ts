@@ -1,7 +1,7 @@
 // `imprimatur resolve`: what each image's tag points to now, as `IMAGE@sha256:…` — the same resolution the
 // /mutate webhook pins with, for pinning manifests in CI before they reach the cluster (digestVerify).
 import { parseImageReference } from "../core/image-reference.ts";
-import { pinnedReference } from "../core/digest-pinning.ts";
+import { pinnedReference } from "../core/image-policy/digest-pinning.ts";
 import { RegistryClient } from "../registry/registry-client.ts";
 import { errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 import { registryAccess } from "./serve.ts";

@@ -8,7 +8,7 @@ import { TrustedRoot } from "@sigstore/protobuf-specs";
 import { DEFAULT_MIRROR_URL, getTrustedRoot } from "@sigstore/tuf";
 import { stringify } from "yaml";
 import { DEFAULT_TRUST_ROOT } from "../core/image-policy/compile-attestors.ts";
-import { POLICY_API_VERSION } from "../core/image-policy/image-policy-kind.ts";
+import { POLICY_API_VERSION } from "../core/policy-kind.ts";
 import { parseTrustedRoot } from "../core/trust-root/trust-root-kind.ts";
 import { fileProblem } from "../fs/file-problem.ts";
 import { makeDirectory } from "../fs/make-directory.ts";

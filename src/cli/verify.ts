@@ -3,7 +3,7 @@
 import { stringify } from "yaml";
 import { DEFAULT_SERVER_CONFIG } from "../config/server-config.ts";
 import type { Decision } from "../core/decision.ts";
-import type { VerifiedImageRecord } from "../core/image-policy/verification-results.ts";
+import type { VerifiedImageRecord } from "../core/verification-results.ts";
 import { parseImageReference } from "../core/image-reference.ts";
 import { NO_NAMESPACE_LABELS } from "../core/namespace-labels.ts";
 import type { Engine } from "../engine/engine.ts";

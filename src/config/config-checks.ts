@@ -1,9 +1,9 @@
 // What the configuration loaders share: reading a file, parsing its YAML as kubectl does (with lines), and checking fields
 // while collecting every problem (with file, line and field) instead of stopping at the first.
 import { readFile } from "node:fs/promises";
-import { formatFieldPath } from "../core/field-path.ts";
-import { parseDuration } from "../core/duration.ts";
-import { didYouMean } from "../core/unknown-field.ts";
+import { formatFieldPath } from "../core/primitives/field-path.ts";
+import { parseDuration } from "../core/primitives/duration.ts";
+import { didYouMean } from "../core/primitives/unknown-field.ts";
 import { ConfigError, type ConfigProblem } from "./config-error.ts";
 import { readKubeYaml, type FieldPath, type LocatedDocument, type LocatedYaml } from "./kube-yaml.ts";
 

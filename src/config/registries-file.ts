@@ -21,7 +21,7 @@
 import { X509Certificate, createPrivateKey, type KeyObject } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
-import { formatFieldPath } from "../core/field-path.ts";
+import { formatFieldPath } from "../core/primitives/field-path.ts";
 import { parseImageReference } from "../core/image-reference.ts";
 import { normalizeRegistryHost, registrySettingsMap, type RegistrySettings, type RegistrySettingsMap } from "../registry/registry-settings.ts";
 import { ConfigChecks, readConfigText, singleYamlDocument } from "./config-checks.ts";

@@ -2,7 +2,7 @@
 // registry access, tag→digest pinning and the download limits of signature verification.
 // Flags given on the command line override it.
 import { dirname, resolve } from "node:path";
-import type { PinningMode } from "../core/digest-pinning.ts";
+import type { PinningMode } from "../core/image-policy/digest-pinning.ts";
 import { DEFAULT_MAX_BYTES_PER_IMAGE } from "../registry/download-budget.ts";
 import { checkTemplatePath, type TemplateKind } from "../core/workload-templates.ts";
 import { ConfigChecks, readConfigText, singleYamlDocument } from "./config-checks.ts";

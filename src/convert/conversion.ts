@@ -44,7 +44,8 @@ export class FindingLog {
   }
 }
 
-export const IMAGE_POLICY_API_VERSION = "imprimatur.dev/v1alpha1";
+/** What the converted policies are written as: the apiVersion the policy kinds own. */
+export { POLICY_API_VERSION } from "../core/policy-kind.ts";
 
 export type Json = Record<string, unknown>;
 

@@ -5,7 +5,7 @@
 // A call counts the attestors that verified, and `e > 0` wants one of them: each such validation becomes one set of
 // entries with `count: 1` (signatures) or an attestation check (attestations). Any other validation is CEL over
 // Kyverno's own functions and data, which Imprimatur does not run: it is named, weaker, and left out.
-import { FindingLog, identityFields, IMAGE_POLICY_API_VERSION, isJson, listOf, pemBlocks, policyName, type ConversionResult, type Json } from "./conversion.ts";
+import { FindingLog, identityFields, POLICY_API_VERSION, isJson, listOf, pemBlocks, policyName, type ConversionResult, type Json } from "./conversion.ts";
 
 export const IMAGE_VALIDATING_POLICY_API_VERSIONS = ["policies.kyverno.io/v1alpha1", "policies.kyverno.io/v1beta1", "policies.kyverno.io/v1"];
 export const IMAGE_VALIDATING_POLICY_KINDS = ["ImageValidatingPolicy", "NamespacedImageValidatingPolicy"];
@@ -120,7 +120,7 @@ export function convertImageValidatingPolicy(object: Json, file: string): Conver
       {
         from: `${kind}/${name} (${object.apiVersion as string})`,
         object: {
-          apiVersion: IMAGE_POLICY_API_VERSION,
+          apiVersion: POLICY_API_VERSION,
           kind: namespaced ? "NamespacedImagePolicy" : "ImagePolicy",
           metadata: { name: policyName(name), ...(namespace !== undefined ? { namespace } : {}) },
           spec: out,

@@ -6,7 +6,7 @@
 // validationFailureAction Audit unless set (a verifyImages entry's failureAction wins).
 import { convertKyvernoAttestorSets } from "./kyverno-attestors.ts";
 import { convertKyvernoScope } from "./kyverno-scope.ts";
-import { FindingLog, IMAGE_POLICY_API_VERSION, isJson, listOf, policyName, stringsOf, type ConversionResult, type Json } from "./conversion.ts";
+import { FindingLog, POLICY_API_VERSION, isJson, listOf, policyName, stringsOf, type ConversionResult, type Json } from "./conversion.ts";
 
 export const KYVERNO_POLICY_API_VERSIONS = ["kyverno.io/v1", "kyverno.io/v2beta1"];
 
@@ -61,7 +61,7 @@ export function convertKyvernoPolicy(object: Json, file: string): ConversionResu
       documents.push({
         from,
         object: {
-          apiVersion: IMAGE_POLICY_API_VERSION,
+          apiVersion: POLICY_API_VERSION,
           kind: namespace !== undefined ? "NamespacedImagePolicy" : "ImagePolicy",
           metadata: { name: policy, ...(namespace !== undefined ? { namespace } : {}) },
           spec: { ...scope, ...converted },

@@ -5,7 +5,7 @@
 // attestor set with count 1. An authority with attestations is satisfied only when its own key or identity signed
 // both: such a policy is converted when it has that one authority (its attestations verified by the same
 // entries); the policies (CUE, Rego) over an attestation's content are not carried over.
-import { FindingLog, identityFields, IMAGE_POLICY_API_VERSION, isJson, listOf, pemBlocks, policyName, type ConversionResult, type Json } from "./conversion.ts";
+import { FindingLog, identityFields, POLICY_API_VERSION, isJson, listOf, pemBlocks, policyName, type ConversionResult, type Json } from "./conversion.ts";
 
 export const POLICY_CONTROLLER_API_VERSIONS = ["policy.sigstore.dev/v1beta1", "policy.sigstore.dev/v1alpha1"];
 
@@ -119,7 +119,7 @@ export function convertClusterImagePolicy(object: Json, file: string): Conversio
       {
         from: `ClusterImagePolicy/${name} (${object.apiVersion as string})`,
         object: {
-          apiVersion: IMAGE_POLICY_API_VERSION,
+          apiVersion: POLICY_API_VERSION,
           kind: "ImagePolicy",
           metadata: { name: policyName(name) },
           spec: {

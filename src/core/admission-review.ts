@@ -1,7 +1,7 @@
 // AdmissionReview (admission.k8s.io/v1, and v1beta1 answered in kind): validation of the incoming review and
 // the response. What the request holds is extracted in admission-subject.ts.
 import { capList, moreText, renderReason, type Decision } from "./decision.ts";
-import { isObject } from "./json-shapes.ts";
+import { isObject } from "./primitives/json-shapes.ts";
 
 export const ADMISSION_API_VERSIONS = ["admission.k8s.io/v1", "admission.k8s.io/v1beta1"] as const;
 /** The operations admission.k8s.io defines; DELETE and CONNECT start no image and are answered allowed. */

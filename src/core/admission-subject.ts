@@ -7,7 +7,7 @@ import { isDeepStrictEqual } from "node:util";
 import type { AdmissionRequest } from "./admission-review.ts";
 import type { ImageReviewSpec } from "./image-review.ts";
 import { imagesAtPaths, pathsFor, type ExtractionError, type ImagePath, type PathImage } from "./image-paths.ts";
-import { asObject, stringMap } from "./json-shapes.ts";
+import { asObject, stringMap } from "./primitives/json-shapes.ts";
 import { guessResource } from "./kind-resource.ts";
 import { podImages } from "./pod-images.ts";
 import type { ImageAt, PodMetadataAt } from "./pod-locations.ts";

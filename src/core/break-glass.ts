@@ -2,7 +2,7 @@
 // happen accidentally"). It is requested only by annotations under break-glass.image-policy.k8s.io/, applies
 // only where every denying policy allows it, and needs every required annotation to be present and non-empty.
 import { deny, renderReason, type Decision, type Violation } from "./decision.ts";
-import { matchOutcome, type LinearRegex } from "./linear-regex.ts";
+import { matchOutcome, type LinearRegex } from "./primitives/linear-regex.ts";
 
 export const BREAK_GLASS_PREFIX = "break-glass.image-policy.k8s.io/";
 export const BREAK_GLASS_REASON = `${BREAK_GLASS_PREFIX}reason`;

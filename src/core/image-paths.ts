@@ -6,8 +6,8 @@
 // JMESPath results carry no location, yet pinning must patch the field it read. The interpreter returns the
 // input's own objects (not copies), so each holder is located by identity in one walk of the object.
 import { compileOperand, evaluateOperand, type Operand } from "./conditions/jmespath-expression.ts";
-import { formatFieldPath } from "./field-path.ts";
-import { isObject } from "./json-shapes.ts";
+import { formatFieldPath } from "./primitives/field-path.ts";
+import { isObject } from "./primitives/json-shapes.ts";
 
 /** A kind as imagePaths name it: `Kind`, `version/Kind` (the core group) or `group/version/Kind`; version may be `*`. */
 export interface KindSelector {

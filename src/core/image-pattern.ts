@@ -33,10 +33,10 @@
 //    a registry name without "/" ("registry.example.com*", "localhost:*": Docker Hub names), a wildcard in
 //    the host ("*.example.com/*" would match "evil.io/x.example.com/app"), and "**".
 //
-// Matching is the project's one glob engine (src/core/glob.ts), without backtracking blow-up.
+// Matching is the project's one glob engine (src/core/primitives/glob.ts), without backtracking blow-up.
 
 import type { ImageReference } from "./image-reference.ts";
-import { compileGlob } from "./glob.ts";
+import { compileGlob } from "./primitives/glob.ts";
 import { checkDigest, checkImageReference, effectiveTag, fullName, repositoryName, splitRegistry, withOfficialPrefix } from "./image-reference.ts";
 
 export type ImagePattern = { source: string; test(ref: ImageReference): boolean };

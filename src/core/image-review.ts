@@ -1,5 +1,5 @@
 // The ImageReview wire format of kube-apiserver's ImagePolicyWebhook (imagepolicy.k8s.io/v1alpha1).
-import { isObject } from "./json-shapes.ts";
+import { isObject } from "./primitives/json-shapes.ts";
 
 export const IMAGE_REVIEW_API_VERSION = "imagepolicy.k8s.io/v1alpha1";
 export const IMAGE_REVIEW_KIND = "ImageReview";

@@ -1,8 +1,8 @@
 // Kubernetes label selectors (metav1.LabelSelector): matchLabels AND every matchExpression; how policies give them
 // and what makes one valid, decided as kube-apiserver decides it (ValidateLabelSelector): a selector the apiserver
 // would refuse in its own objects is refused when a policy loads, rather than silently matching nothing.
-import { isObject } from "./json-shapes.ts";
-import { unknownFieldListingKnown } from "./unknown-field.ts";
+import { isObject } from "./primitives/json-shapes.ts";
+import { unknownFieldListingKnown } from "./primitives/unknown-field.ts";
 
 export interface LabelSelectorRequirement {
   key: string;

@@ -2,7 +2,7 @@
 // compiled into the cluster kind's list with the scope fixed to their own namespace. A namespace owner may only
 // add restrictions there: whatever would reach beyond the namespace (other namespaces, cluster-wide settings,
 // another namespace's Secrets) is refused at load, saying why. Pure.
-import { isObject } from "./json-shapes.ts";
+import { isObject } from "./primitives/json-shapes.ts";
 import type { FieldIssue } from "./policy-kind.ts";
 
 /** A namespace name: a DNS label (RFC 1123), as the API requires. */

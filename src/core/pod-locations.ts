@@ -1,9 +1,9 @@
 // Where the pods of an admitted object sit in it: the field path of each image and of each pod's (or template's)
 // metadata, and the JSON patch that annotates that metadata. Shared by the subject (which finds them), pinning
 // and verification (which annotate them), below all three.
-import { escapePointerSegment, fieldPathToPointer } from "./field-path.ts";
+import { escapePointerSegment, fieldPathToPointer } from "./primitives/field-path.ts";
 import type { JsonPatchOperation } from "./decision.ts";
-import { isObject } from "./json-shapes.ts";
+import { isObject } from "./primitives/json-shapes.ts";
 
 export interface ImageAt {
   image: string;

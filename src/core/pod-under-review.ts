@@ -1,6 +1,17 @@
 // A Pod, or one pod template of a workload, located in the admitted object. The subject finds them, workload
 // templates name them, the restrictions read them: the type sits below all three.
-import type { Located } from "./pod-restriction/restrictions/restriction-support.ts";
+
+/** A value of the object under review and its field path. */
+export interface Located {
+  value: unknown;
+  field: string;
+  /** Set when the value is an effective one taken from elsewhere, e.g. "set at pod level for spec.containers[0]". */
+  note?: string;
+  /** With childOf overrides: whether the struct holding this value is present (zero values apply). */
+  parentPresent?: boolean;
+  /** Overrides how children are found (effective security contexts merge the pod's settings in). */
+  childOf?: (key: string) => Located;
+}
 
 /** A Pod, or the pod template of a workload, as the restrictions see it. */
 export interface PodUnderReview {

@@ -1,11 +1,14 @@
 // What every policy kind declares, so that loading, evaluation and reporting dispatch through one registry
-// (src/core/policy-kinds.ts) instead of an if-chain per kind. A kind compiles its documents (schema and
+// (src/core/policy-set/policy-kinds.ts) instead of an if-chain per kind. A kind compiles its documents (schema and
 // semantics, reporting issues by field path), prepares the compiled set once per load (indexes), and
 // evaluates an AdmissionSubject. Kinds that only carry data for others (trust roots) evaluate nothing.
 import type { AdmissionSubject } from "./admission-subject.ts";
 import type { Decision } from "./decision.ts";
 import type { PolicyOrigin } from "./policy-origin.ts";
-import type { VerificationResults } from "./image-policy/verification-results.ts";
+import type { VerificationResults } from "./verification-results.ts";
+
+/** The apiVersion of every Imprimatur policy kind. */
+export const POLICY_API_VERSION = "imprimatur.dev/v1alpha1";
 
 export interface CompiledPolicy {
   name: string;

@@ -1,6 +1,6 @@
 // Where a Kubernetes object keeps the pods it will run: the Pod itself, the pod template of a built-in
 // workload controller, or templates inside custom resources registered in the server config.
-import { asObject, isObject } from "./json-shapes.ts";
+import { asObject, isObject } from "./primitives/json-shapes.ts";
 import type { PodUnderReview } from "./pod-under-review.ts";
 
 /** A kind that embeds pod templates: where they are, as paths such as "spec.template" or "spec.tasks[*].pod". */

@@ -26,7 +26,7 @@
 //
 // One deliberate difference: key hosts are lowercased. Image hosts are lowercased by the reference parser,
 // and DNS names are case-insensitive, so "Registry.Example.com" still matches "registry.example.com".
-import { compileGlob, type GlobMatcher } from "../core/glob.ts";
+import { compileGlob, type GlobMatcher } from "../core/primitives/glob.ts";
 import { DOCKER_HUB, DOCKER_HUB_LEGACY_HOST } from "../core/image-reference.ts";
 import type { CredentialLookup, RegistryCredential } from "./credential.ts";
 

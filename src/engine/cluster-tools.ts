@@ -11,7 +11,7 @@ import type { SecretKeyRef } from "../core/image-policy/attestors.ts";
 import type { ImagePolicy } from "../core/image-policy/image-policy.ts";
 import { fullName } from "../core/image-reference.ts";
 import { NO_NAMESPACE_LABELS, type NamespaceLabelSource } from "../core/namespace-labels.ts";
-import type { PreparedPolicies } from "../core/policy-kinds.ts";
+import type { PreparedPolicies } from "../core/policy-set/policy-kinds.ts";
 import { ANONYMOUS, type CredentialLookup } from "../credentials/credential.ts";
 import { EventRecorder } from "../kube/event-recorder.ts";
 import { KubeNamespacePods, type NamespacePods } from "../kube/namespace-pods.ts";

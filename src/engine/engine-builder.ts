@@ -11,7 +11,7 @@ import { WebhookBackend } from "../backends/webhook-backend.ts";
 import type { ServerConfig } from "../config/server-config.ts";
 import { NO_NAMESPACE_LABELS, type NamespaceLabelSource } from "../core/namespace-labels.ts";
 import type { PodSecurityContext } from "../core/pod-security/psa-evaluate.ts";
-import type { PolicySet } from "../core/policy-kinds.ts";
+import type { PolicySet } from "../core/policy-set/policy-kinds.ts";
 import type { CredentialLookup } from "../credentials/credential.ts";
 import { DigestResolver } from "../registry/digest-resolver.ts";
 import { RegistryClient, type RoundTrip } from "../registry/registry-client.ts";

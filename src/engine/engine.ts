@@ -5,7 +5,7 @@
 //      meets; the namespace's labels, fetched only when some policy needs them;
 //   2. at once, as they wait on the network: signature verification of images whose allow rule has attestors
 //      (src/engine/verify-images.ts), the remote ImageReview backends, and on /imagereview digest records;
-//   3. every registered policy kind's verdict (src/core/policy-kinds.ts) with the verification results, Pod
+//   3. every registered policy kind's verdict (src/core/policy-set/policy-kinds.ts) with the verification results, Pod
 //      Security Admission, the exceptions that apply;
 //   4. on /mutate instead of 2–3: tag→digest pinning, which also records the images it verified;
 //   5. durable audit records of overrides (break-glass, fail-open, exceptions) before the answer;
@@ -16,12 +16,12 @@ import type { DecisionCache } from "../backends/decision-cache.ts";
 import type { AdmissionSubject } from "../core/admission-subject.ts";
 import { allow, combineDecisions, deny, type Decision } from "../core/decision.ts";
 import { withEvaluationDeadline } from "../core/conditions/evaluation-deadline.ts";
-import type { ImageVerification } from "../core/image-policy/verification-results.ts";
-import { namespaceOfRequest, preparedForNamespace } from "../core/namespace-scope.ts";
+import type { ImageVerification } from "../core/verification-results.ts";
+import { namespaceOfRequest, preparedForNamespace } from "../core/policy-set/namespace-scope.ts";
 import { podSecurityDecision } from "../core/pod-security/psa-decision.ts";
 import { applyExceptions } from "../core/policy-exception/apply-exceptions.ts";
-import { evaluateKinds, policyCount, type PolicySet, type PreparedPolicies } from "../core/policy-kinds.ts";
-import { scopeRequest, type RequestScope } from "../core/request-match/request-scope.ts";
+import { evaluateKinds, policyCount, type PolicySet, type PreparedPolicies } from "../core/policy-set/policy-kinds.ts";
+import { scopeRequest, type RequestScope } from "../core/policy-set/request-scope.ts";
 import { withActionEffects } from "../core/validation-actions.ts";
 import type { DigestResolver } from "../registry/digest-resolver.ts";
 import type { ImageVerifier } from "../verification/image-verifier.ts";

@@ -2,7 +2,7 @@
 // enforce level is answered with warnings naming the existing pods that would violate it (PSA's ValidateNamespace).
 import type { AdmissionRequest } from "../core/admission-review.ts";
 import { allow, deny, type Decision } from "../core/decision.ts";
-import { asObject } from "../core/json-shapes.ts";
+import { asObject } from "../core/primitives/json-shapes.ts";
 import { POD_SECURITY_POLICY } from "../core/pod-security/psa-decision.ts";
 import {
   checkNamespaceChange,

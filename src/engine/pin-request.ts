@@ -1,8 +1,8 @@
 // What the pinner and the verifier are told about a subject's pods: where a pod's pins are recorded, and whose pull
 // secrets apply (its own, then its service account's). Pure.
 import type { AdmissionSubject } from "../core/admission-subject.ts";
-import { asObject } from "../core/json-shapes.ts";
-import type { PreparedPolicies } from "../core/policy-kinds.ts";
+import { asObject } from "../core/primitives/json-shapes.ts";
+import type { PreparedPolicies } from "../core/policy-set/policy-kinds.ts";
 import type { PinRequest } from "../pinning/image-pinner.ts";
 
 export function pinRequest(subject: AdmissionSubject, prepared: PreparedPolicies): PinRequest {

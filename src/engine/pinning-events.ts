@@ -1,7 +1,7 @@
 // A Kubernetes Event on the object for what was pinned or could not be, so `kubectl describe` shows it (auditable
 // pinning).
 import type { AdmissionSubject } from "../core/admission-subject.ts";
-import type { PinningMode, PinningOutcome } from "../core/digest-pinning.ts";
+import type { PinningMode, PinningOutcome } from "../core/image-policy/digest-pinning.ts";
 import type { EventSink } from "../kube/event-recorder.ts";
 
 export function recordPinningEvent(sink: EventSink, mode: PinningMode, subject: AdmissionSubject, outcome: PinningOutcome): void {

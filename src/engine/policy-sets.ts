@@ -1,11 +1,10 @@
 // The policy sets the engine judges by: the loaded set, swapped as a whole on reload so that an admission sees one
 // set from start to end, and the set each cluster sees when some policy is scoped to clusters (spec.clusters) or
-// the cluster has policy resources of its own (src/core/cluster-policies.ts). Per-cluster sets are made on first
+// the cluster has policy resources of its own (src/core/policy-set/cluster-policies.ts). Per-cluster sets are made on first
 // use and dropped on every change.
 import { clusterOf, type Caller } from "../audit/caller.ts";
-import { withClusterOwnPolicies } from "../core/cluster-policies.ts";
-import { hasNamespacedPolicies, isClusterScoped, policiesForCluster } from "../core/cluster-scope.ts";
-import { preparePolicies, type PolicySet, type PreparedPolicies } from "../core/policy-kinds.ts";
+import { hasNamespacedPolicies, isClusterScoped, policiesForCluster, withClusterOwnPolicies } from "../core/policy-set/cluster-policies.ts";
+import { preparePolicies, type PolicySet, type PreparedPolicies } from "../core/policy-set/policy-kinds.ts";
 import { fromHomeCluster, type ClusterConnections } from "./cluster-reads.ts";
 
 export class PolicySets {

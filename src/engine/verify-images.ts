@@ -2,12 +2,12 @@
 // credentials, and (on /mutate) the record of what was verified written onto the object.
 import type { AdmissionSubject } from "../core/admission-subject.ts";
 import type { JsonPatchOperation } from "../core/decision.ts";
-import { registryAnswered, type PinningOutcome } from "../core/digest-pinning.ts";
+import { registryAnswered, type PinningOutcome } from "../core/image-policy/digest-pinning.ts";
 import { verifies, type ImagePolicy } from "../core/image-policy/image-policy.ts";
 import { verificationsNeeded, verifiedImagesPatches, type VerificationNeed } from "../core/image-policy/image-verification.ts";
-import { verificationKey, type ImageVerification } from "../core/image-policy/verification-results.ts";
+import { verificationKey, type ImageVerification } from "../core/verification-results.ts";
 import { CLUSTER_UNREADABLE } from "../core/cluster-scope.ts";
-import type { PreparedPolicies } from "../core/policy-kinds.ts";
+import type { PreparedPolicies } from "../core/policy-set/policy-kinds.ts";
 import { lookupForPolicy, type PodLookup } from "../kube/pod-credentials.ts";
 import type { ClusterTools, OnlineTools } from "./cluster-tools.ts";
 import { pinPod, pinRequest } from "./pin-request.ts";

@@ -3,7 +3,7 @@
 // so the list of known fields follows the Kubernetes API the library was generated from instead of being
 // written by hand here.
 import * as models from "@kubernetes/client-node";
-import { isObject } from "../core/json-shapes.ts";
+import { isObject } from "../core/primitives/json-shapes.ts";
 import type { SubjectPod } from "../core/admission-subject.ts";
 
 interface Attribute {

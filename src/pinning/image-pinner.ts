@@ -1,9 +1,9 @@
 // The edge around the pure pinning core: which credentials a pod may use (its pull secrets, its service
 // account's, then the server's own authfile, which a namespaced policy's pin gets only where lent), resolution
-// through the shared DigestResolver, and the decision from src/core/digest-pinning.ts. Used by /mutate (pin or
+// through the shared DigestResolver, and the decision from src/core/image-policy/digest-pinning.ts. Used by /mutate (pin or
 // record) and /imagereview (record).
 import type { Logger } from "pino";
-import { imagesToPin, pinningDecision, type PinningMode, type PinningOutcome, type Resolution } from "../core/digest-pinning.ts";
+import { imagesToPin, pinningDecision, type PinningMode, type PinningOutcome, type Resolution } from "../core/image-policy/digest-pinning.ts";
 import type { ImageAt, PodMetadataAt } from "../core/pod-locations.ts";
 import type { ImagePolicy } from "../core/image-policy/image-policy.ts";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";

@@ -1,14 +1,14 @@
 // Other clusters' own policy resources (serve --policy-crds with --cluster-kubeconfig NAME=FILE): each cluster's
 // ImagePolicies, PodRestrictions, TrustRoots and namespaced policies are loaded as a set of their own, from that
 // cluster's API, with their status written there, and handed to the engine for that cluster's requests only
-// (src/core/cluster-policies.ts). Each cluster reloads on its own: one cluster's broken or slow API neither holds
+// (src/core/policy-set/cluster-policies.ts). Each cluster reloads on its own: one cluster's broken or slow API neither holds
 // nor changes another's policies. Startup waits for every cluster's first list, as it does for the server's own.
 import type { Logger } from "pino";
 import type { Engine } from "../engine/engine.ts";
 import type { Recorder } from "../engine/recorder.ts";
 import { PolicyLoadError } from "../policy/policy-error.ts";
 import type { PolicySource } from "../policy/policy-source.ts";
-import { serializedPolicyLoader } from "../server/policy-loader.ts";
+import { serializedPolicyLoader } from "../policy/policy-loader.ts";
 
 export interface RunningClusterPolicies {
   close(): void;

@@ -1,7 +1,7 @@
 // A policy custom resource as the loader sees it: the same document a policy file would hold. The API's own
 // bookkeeping (uid, resourceVersion, managedFields, the last-applied annotation) and the status Imprimatur
 // writes are left out; every other field is kept, unknown ones included, so the loader names them. Pure.
-import { isObject } from "../core/json-shapes.ts";
+import { isObject } from "../core/primitives/json-shapes.ts";
 
 /** What Imprimatur needs of a custom resource read from the API. */
 export interface PolicyResourceObject {

@@ -22,10 +22,10 @@
 import { loadPolicies, parsePolicyText } from "../policy/load-policies.ts";
 import type { ParsedPolicies } from "../policy/parsed-policies.ts";
 import { PolicyLoadError, type PolicyError, type PolicyWarning } from "../policy/policy-error.ts";
-import { isObject } from "../core/json-shapes.ts";
+import { isObject } from "../core/primitives/json-shapes.ts";
 import { contentKey, policyDocumentOf, resourceKey, resourceOrigin, type PolicyResourceObject } from "./resource-documents.ts";
 import { documentTooLarge, inForceRecord, readInForceRecord, type InForceRecord, type ResourceOutcome } from "./status-conditions.ts";
-import { emptyPolicySet } from "../core/policy-kinds.ts";
+import { emptyPolicySet } from "../core/policy-set/policy-kinds.ts";
 import type { PolicySource, PolicyText } from "../policy/policy-source.ts";
 import { profileSources, shippedProfiles } from "../policy/profiles.ts";
 

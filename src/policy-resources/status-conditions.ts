@@ -6,7 +6,7 @@
 // Pure: the time comes in, the patch goes out, and an unchanged status gives no patch at all (so replicas
 // that reach the same verdict never make the status flap).
 import { isDeepStrictEqual } from "node:util";
-import { isObject } from "../core/json-shapes.ts";
+import { isObject } from "../core/primitives/json-shapes.ts";
 import type { PolicyError } from "../policy/policy-error.ts";
 
 export type ReadyReason =

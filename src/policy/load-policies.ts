@@ -11,7 +11,7 @@ import {
   KIND_NAMES,
   type KindName,
   type PolicySet,
-} from "../core/policy-kinds.ts";
+} from "../core/policy-set/policy-kinds.ts";
 import type { CompiledPolicy } from "../core/policy-kind.ts";
 import { formatPath, PolicyLoadError, type PolicyError, type PolicyWarning } from "./policy-error.ts";
 import type { ParsedPolicies } from "./parsed-policies.ts";

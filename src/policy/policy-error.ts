@@ -38,4 +38,4 @@ export class PolicyLoadError extends ImprimaturError<"invalid-policy"> {
 }
 
 /** ["spec","rules",0,"action"] → "spec.rules[0].action" */
-export { formatFieldPath as formatPath } from "../core/field-path.ts";
+export { formatFieldPath as formatPath } from "../core/primitives/field-path.ts";

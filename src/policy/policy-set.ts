@@ -2,7 +2,7 @@
 // offline commands pass is what the server admits: the same default folder, the same shipped profiles bound in
 // front of it, and the same refusal of a set with no policy at all.
 import { fileURLToPath } from "node:url";
-import { policyCount } from "../core/policy-kinds.ts";
+import { policyCount } from "../core/policy-set/policy-kinds.ts";
 import { loadPoliciesWithProfiles, type LoadedPolicies } from "./load-policies.ts";
 import { PolicyLoadError } from "./policy-error.ts";
 import { policyFolders, type PolicySource } from "./policy-source.ts";

@@ -11,7 +11,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { readKubeYaml } from "../config/kube-yaml.ts";
-import { isObject } from "../core/json-shapes.ts";
+import { isObject } from "../core/primitives/json-shapes.ts";
 import {
   compilePodRestriction,
   DESCRIPTION_ANNOTATION,

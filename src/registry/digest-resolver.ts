@@ -3,7 +3,7 @@
 // one registry round trip), and every wait bounded by the caller's admission deadline.
 import { LRUCache } from "lru-cache";
 import type { CredentialLookup } from "../credentials/credential.ts";
-import type { Resolution } from "../core/digest-pinning.ts";
+import type { Resolution } from "../core/image-policy/digest-pinning.ts";
 import { fullName, type ImageReference } from "../core/image-reference.ts";
 import { credentialIdentity } from "../credentials/credential-identity.ts";
 import { withDeadline } from "./deadline.ts";

@@ -10,7 +10,7 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { ScanResult } from "../core/policy-reports/resource-scan.ts";
-import { asObject } from "../core/json-shapes.ts";
+import { asObject } from "../core/primitives/json-shapes.ts";
 import type { Engine } from "../engine/engine.ts";
 import type { LeaderElector } from "../kube/leader-election.ts";
 import { PodInformer, type PodObject } from "../kube/pod-informer.ts";

@@ -1,11 +1,11 @@
 // One running pod judged after creation: the same engine and policies as admission (the one pipeline), applied to
-// the pod as it runs (each image at the digest its status reports, src/core/running-pods.ts), and turned into the
+// the pod as it runs (each image at the digest its status reports, src/core/image-policy/running-pods.ts), and turned into the
 // results of a policy report. Used by the background scanner and by `imprimatur audit` alike.
 import type { Decision, Violation } from "../core/decision.ts";
-import { asObject } from "../core/json-shapes.ts";
+import { asObject } from "../core/primitives/json-shapes.ts";
 import type { ReportedResource, ResourceScan, ScanResult } from "../core/policy-reports/resource-scan.ts";
 import { timestampOf } from "../core/policy-reports/resource-scan.ts";
-import { digestDrift, podAsRunning, runningImages, type DigestDrift, type RunningImage } from "../core/running-pods.ts";
+import { digestDrift, podAsRunning, runningImages, type DigestDrift, type RunningImage } from "../core/image-policy/running-pods.ts";
 import { actionsOf } from "../core/validation-actions.ts";
 import type { Engine } from "../engine/engine.ts";
 

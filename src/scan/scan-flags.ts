@@ -1,5 +1,5 @@
 // The background scan's serve flags, checked and turned into the app's options in one place.
-import { parseDuration } from "../core/duration.ts";
+import { parseDuration } from "../core/primitives/duration.ts";
 import { parseReportFormats, type ReportFormat } from "../core/policy-reports/report-formats.ts";
 
 /** What `serve` runs the background scan with (src/scan/audit-scanner.ts). */

@@ -11,7 +11,7 @@ import type { ImagePolicy } from "../core/image-policy/image-policy.ts";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
 import type { PodRestriction } from "../core/pod-restriction/pod-restriction.ts";
 import { unhonouredExceptions } from "../core/policy-exception/apply-exceptions.ts";
-import { policyCount, type PolicySet } from "../core/policy-kinds.ts";
+import { policyCount, type PolicySet } from "../core/policy-set/policy-kinds.ts";
 import type { CredentialLookup } from "../credentials/credential.ts";
 import type { Engine } from "../engine/engine.ts";
 import { ImprimaturError } from "../errors/imprimatur-error.ts";
@@ -27,7 +27,7 @@ import { CallerAuthenticator, type CallerAuthOptions } from "../caller-auth/call
 import { startHttpsServer, type RunningServer, type TlsUpdates } from "./https-server.ts";
 import { createServerLogger } from "./logger.ts";
 import { startClusterPolicies, type RunningClusterPolicies } from "../policy-resources/cluster-policy-resources.ts";
-import { serializedPolicyLoader } from "./policy-loader.ts";
+import { serializedPolicyLoader } from "../policy/policy-loader.ts";
 import { createMetrics, prometheusRecorder, prometheusScanRecorder, startMetricsServer, type Metrics, type RunningMetricsServer } from "./metrics.ts";
 import { ensureServingCertificate } from "../tls/tls-bootstrap.ts";
 import type { BackgroundScanOptions } from "../scan/scan-flags.ts";

@@ -1,6 +1,6 @@
 // Reading a JSON request body with a size limit; every failure is a clear 4xx, never a crash.
 import type { IncomingMessage } from "node:http";
-import { parseDuration } from "../core/duration.ts";
+import { parseDuration } from "../core/primitives/duration.ts";
 import { ImprimaturError } from "../errors/imprimatur-error.ts";
 
 export type HttpErrorCode =

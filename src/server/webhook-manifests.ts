@@ -3,7 +3,7 @@
 import { stringify } from "yaml";
 import type { ImagePath } from "../core/image-paths.ts";
 import { guessResource } from "../core/kind-resource.ts";
-import type { WebhookResource } from "../core/request-match/request-scope.ts";
+import type { WebhookResource } from "../core/policy-set/request-scope.ts";
 
 export interface WebhookEndpoint {
   /** Base URL the apiserver reaches us at, e.g. https://imprimatur.imprimatur.svc:8443 */

@@ -7,7 +7,7 @@
 // switched to one signed by the new CA; the old CA leaves the bundle when it expires (no certificate it signed can
 // outlive it: leaves are capped at their issuer's notAfter).
 import { createHash, createPrivateKey, X509Certificate } from "node:crypto";
-import { parseDuration } from "../core/duration.ts";
+import { parseDuration } from "../core/primitives/duration.ts";
 import { normalizeHosts, subjectAltNames } from "./tls-bootstrap.ts";
 
 export interface TlsRotationSettings {

@@ -2,7 +2,7 @@
 // configurations and the Lease are, who this replica is, and (hidden, for tests) a shortened rotation timeline.
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { parseDuration } from "../core/duration.ts";
+import { parseDuration } from "../core/primitives/duration.ts";
 import { defaultCandidateIdentity, podNamespace } from "../kube/leader-election.ts";
 import { parseSecretName, startSelfManagedTls, type RunningSelfManagedTls, type SelfManagedTlsSetup } from "./tls-secret-manager.ts";
 import { parseRotationTimeline } from "./tls-rotation-plan.ts";

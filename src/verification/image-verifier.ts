@@ -19,7 +19,7 @@ import { trustRootNamed } from "./trust-roots.ts";
 import { attestationBinding, imageBinding, inTotoStatement, publicKeyFromPem, verifyItem, type EntryContext, type ItemOutcome } from "./verify-entry.ts";
 import type { SignedItem } from "./signed-item.ts";
 import type { SignerEvidence } from "../core/image-policy/attestors.ts";
-import type { VerifiedAttestation } from "../core/image-policy/verification-results.ts";
+import type { VerifiedAttestation } from "../core/verification-results.ts";
 
 export type VerificationResult =
   | { status: "verified"; evidence: SignerEvidence[]; attestations?: VerifiedAttestation[] }

@@ -8,7 +8,7 @@ import { HashAlgorithm } from "@sigstore/protobuf-specs";
 import { verify as verifySignatureBytes } from "node:crypto";
 import { toSignedEntity, Verifier, type SignedEntity, type Signer, type TrustMaterial } from "@sigstore/verify";
 import type { KeylessAttestor, LeafAttestor, SignerEvidence } from "../core/image-policy/attestors.ts";
-import { matchOutcome } from "../core/linear-regex.ts";
+import { matchOutcome } from "../core/primitives/linear-regex.ts";
 import type { TrustRoot } from "../core/trust-root/trust-root-kind.ts";
 import { verifyPrehashed } from "./prehashed-signature.ts";
 import { COSIGN_SIGN_PREDICATE, type SignedItem } from "./signed-item.ts";

@@ -8,7 +8,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { compileLinearRegex } from "../../src/core/linear-regex.ts";
+import { compileLinearRegex } from "../../src/core/primitives/linear-regex.ts";
 import { findCommand } from "../support/executables.ts";
 
 type Row = { pattern: string; inputs: string[] };

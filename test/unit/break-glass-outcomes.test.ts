@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { applyBreakGlass, breakGlassRequested, type BreakGlassInput, type BreakGlassPolicy } from "../../src/core/break-glass.ts";
 import { deny, renderReason, type Violation } from "../../src/core/decision.ts";
-import { compileLinearRegex, matchOutcome, MAX_MATCH_WORK } from "../../src/core/linear-regex.ts";
+import { compileLinearRegex, matchOutcome, MAX_MATCH_WORK } from "../../src/core/primitives/linear-regex.ts";
 
 // Spelled out rather than imported: the annotation names are an interface users write.
 const REASON = "break-glass.image-policy.k8s.io/reason";

@@ -1,4 +1,4 @@
-// Another cluster's own policy resources (src/core/cluster-policies.ts): merged with the server's policies that
+// Another cluster's own policy resources (src/core/policy-set/cluster-policies.ts): merged with the server's policies that
 // cover the cluster, for that cluster's requests only, under names that cannot collide, and never able to put a
 // trust root of its own in place of one of the server's. Pure merge first, then through the engine with callers
 // of three clusters. The e2e test (test/e2e/cluster-reads.test.ts) reads them from a second real apiserver.
@@ -6,8 +6,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
 import { subjectOfObject } from "../../src/core/admission-subject.ts";
-import { clusterPolicyName, withClusterOwnPolicies } from "../../src/core/cluster-policies.ts";
-import type { PolicySet } from "../../src/core/policy-kinds.ts";
+import { clusterPolicyName, withClusterOwnPolicies } from "../../src/core/policy-set/cluster-policies.ts";
+import type { PolicySet } from "../../src/core/policy-set/policy-kinds.ts";
 import type { AdmissionCall } from "../../src/engine/admission-call.ts";
 import { buildEngine } from "../../src/engine/engine-builder.ts";
 import { loadPolicies } from "../../src/policy/load-policies.ts";

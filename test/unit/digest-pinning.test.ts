@@ -1,9 +1,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { admissionResponse } from "../../src/core/admission-review.ts";
-import { imagesToPin, pinningDecision, PINNED_IMAGES_ANNOTATION, type PinTarget, type Resolution } from "../../src/core/digest-pinning.ts";
+import { imagesToPin, pinningDecision, PINNED_IMAGES_ANNOTATION, type PinTarget, type Resolution } from "../../src/core/image-policy/digest-pinning.ts";
 import { evaluateImagePolicies } from "../../src/core/image-policy/image-policy.ts";
-import { escapePointerSegment, fieldPathToPointer } from "../../src/core/field-path.ts";
+import { escapePointerSegment, fieldPathToPointer } from "../../src/core/primitives/field-path.ts";
 import { setAnnotationPatch } from "../../src/core/pod-locations.ts";
 import { parsePolicyText } from "../../src/policy/load-policies.ts";
 import { imagePolicies } from "../support/image-policies.ts";

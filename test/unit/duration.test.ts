@@ -1,8 +1,8 @@
-// Go-style durations (src/core/duration.ts), as Kubernetes, the server's configuration and attestation
+// Go-style durations (src/core/primitives/duration.ts), as Kubernetes, the server's configuration and attestation
 // conditions write them: parsed to milliseconds, and printed as Go prints them.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { formatDuration, parseDuration } from "../../src/core/duration.ts";
+import { formatDuration, parseDuration } from "../../src/core/primitives/duration.ts";
 
 test("Go durations parse to milliseconds", () => {
   const cases: Array<[string, number]> = [

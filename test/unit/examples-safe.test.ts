@@ -10,7 +10,7 @@ import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
 import { subjectOfImageReview, type AdmissionSubject } from "../../src/core/admission-subject.ts";
 import { renderViolation, type Decision } from "../../src/core/decision.ts";
 import type { NamespaceLabelSource } from "../../src/core/namespace-labels.ts";
-import { emptyPolicySet, KIND_NAMES, type PolicySet } from "../../src/core/policy-kinds.ts";
+import { emptyPolicySet, KIND_NAMES, type PolicySet } from "../../src/core/policy-set/policy-kinds.ts";
 import type { AdmissionCall } from "../../src/engine/admission-call.ts";
 import { Engine } from "../../src/engine/engine.ts";
 import { buildEngine } from "../../src/engine/engine-builder.ts";

@@ -1,7 +1,7 @@
 // The one glob engine: "*" always; "?" and "[…]" classes when the caller's syntax has them.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { compileGlob, hasWildcard, type GlobSyntax } from "../../src/core/glob.ts";
+import { compileGlob, hasWildcard, type GlobSyntax } from "../../src/core/primitives/glob.ts";
 
 function check(pattern: string, syntax: GlobSyntax, yes: string[], no: string[]): void {
   const matches = compileGlob(pattern, syntax);

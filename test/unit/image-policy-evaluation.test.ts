@@ -8,7 +8,7 @@ import { imagePolicyKind } from "../../src/core/image-policy/image-policy-kind.t
 import { compileNamespacedImagePolicy } from "../../src/core/image-policy/namespaced-image-policy.ts";
 import { evaluateImagePolicies, type ImagePolicy } from "../../src/core/image-policy/image-policy.ts";
 import { verificationsNeeded, verifiedImagesPatches } from "../../src/core/image-policy/image-verification.ts";
-import { verificationKey, verifiedImagesRecord, type ImageVerification } from "../../src/core/image-policy/verification-results.ts";
+import { verificationKey, verifiedImagesRecord, type ImageVerification } from "../../src/core/verification-results.ts";
 
 function compile(spec: Record<string, unknown>, name = "p") {
   return imagePolicyKind.compile({ apiVersion: "imprimatur.dev/v1alpha1", kind: "ImagePolicy", metadata: { name }, spec }, { source: { origin: "p.yaml" } });

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { evaluateImagePolicies, policiesMutate } from "../../src/core/image-policy/image-policy.ts";
 import { renderReason } from "../../src/core/decision.ts";
 import { evaluateSubjectImages, imagePolicyKind } from "../../src/core/image-policy/image-policy-kind.ts";
-import { verificationKey, type ImageVerification } from "../../src/core/image-policy/verification-results.ts";
+import { verificationKey, type ImageVerification } from "../../src/core/verification-results.ts";
 import { subjectOfImageReview, type AdmissionSubject } from "../../src/core/admission-subject.ts";
 import { imagePolicies } from "../support/image-policies.ts";
 

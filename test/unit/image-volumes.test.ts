@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
 import { subjectOfObject, type AdmissionSubject } from "../../src/core/admission-subject.ts";
-import { imagesToPin, pinningDecision } from "../../src/core/digest-pinning.ts";
+import { imagesToPin, pinningDecision } from "../../src/core/image-policy/digest-pinning.ts";
 import { podImages } from "../../src/core/pod-images.ts";
 import type { AdmissionCall } from "../../src/engine/admission-call.ts";
 import { Engine } from "../../src/engine/engine.ts";

@@ -2,7 +2,14 @@
 // the two size limits (instructions at load, instructions × characters per test).
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { compileLinearRegex, matchOutcome, MAX_MATCH_WORK, MAX_PROGRAM_SIZE, RegexWorkLimitError, type LinearRegex } from "../../src/core/linear-regex.ts";
+import {
+  compileLinearRegex,
+  matchOutcome,
+  MAX_MATCH_WORK,
+  MAX_PROGRAM_SIZE,
+  RegexWorkLimitError,
+  type LinearRegex,
+} from "../../src/core/primitives/linear-regex.ts";
 
 function compiled(pattern: string, scope: "anywhere" | "whole"): LinearRegex {
   const result = compileLinearRegex(pattern, scope);

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtemp, writeFile, mkdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { policyCount, preparePolicies } from "../../src/core/policy-kinds.ts";
+import { policyCount, preparePolicies } from "../../src/core/policy-set/policy-kinds.ts";
 import { loadPolicies, parsePolicyText } from "../../src/policy/load-policies.ts";
 import { PolicyLoadError, renderPolicyError } from "../../src/policy/policy-error.ts";
 import { EMBEDDED_POLICIES } from "../../src/cli/args.ts";

@@ -1,10 +1,10 @@
-// Which namespaced policies a request sees (src/core/namespace-scope.ts): its own namespace's only, none for a
+// Which namespaced policies a request sees (src/core/policy-set/namespace-scope.ts): its own namespace's only, none for a
 // cluster-scoped request; each namespace's set prepared once per loaded set. The paths users take are in
 // namespaced-policy-reach.test.ts.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { namespaceOfRequest, policiesForNamespace, preparedForNamespace } from "../../src/core/namespace-scope.ts";
-import { preparePolicies } from "../../src/core/policy-kinds.ts";
+import { namespaceOfRequest, policiesForNamespace, preparedForNamespace } from "../../src/core/policy-set/namespace-scope.ts";
+import { preparePolicies } from "../../src/core/policy-set/policy-kinds.ts";
 import { parsePolicyText } from "../../src/policy/load-policies.ts";
 import { podCreate } from "../support/request-match.ts";
 

@@ -12,7 +12,7 @@ import { subjectOfImageReview, subjectOfObject, subjectOfRequest, type Admission
 import { guessResource } from "../../src/core/kind-resource.ts";
 import { compileRequestMatch } from "../../src/core/request-match/compile-request-match.ts";
 import { matchRequest, type MatchedRequest, type RequestMatch } from "../../src/core/request-match/request-match.ts";
-import { mayMatchResource } from "../../src/core/request-match/request-scope.ts";
+import { mayMatchResource } from "../../src/core/policy-set/request-scope.ts";
 import { renderValidatingWebhookConfiguration } from "../../src/server/webhook-manifests.ts";
 import { parse as parseYaml } from "yaml";
 import type { AdmissionCall } from "../../src/engine/admission-call.ts";

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { AdmissionRequest } from "../../src/core/admission-review.ts";
-import { preparePolicies, type PolicySet, type PreparedPolicies } from "../../src/core/policy-kinds.ts";
+import { preparePolicies, type PolicySet, type PreparedPolicies } from "../../src/core/policy-set/policy-kinds.ts";
 import {
   conditionBindings,
   matchRequest,
@@ -12,7 +12,7 @@ import {
   type MatchedRequest,
   type RequestMatch,
 } from "../../src/core/request-match/request-match.ts";
-import { isRequestScoped, mayMatchResource, scopeRequest } from "../../src/core/request-match/request-scope.ts";
+import { isRequestScoped, mayMatchResource, scopeRequest } from "../../src/core/policy-set/request-scope.ts";
 import { parsePolicyText } from "../../src/policy/load-policies.ts";
 import { compiledMatch, podCreate } from "../support/request-match.ts";
 

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { closestField, unknownFieldMessage } from "../../src/core/unknown-field.ts";
+import { closestField, unknownFieldMessage } from "../../src/core/primitives/unknown-field.ts";
 import { parsePolicyText } from "../../src/policy/load-policies.ts";
 import { renderPolicyError } from "../../src/policy/policy-error.ts";
 import { loadServerConfig } from "../../src/config/server-config.ts";

@@ -4,7 +4,7 @@
 // kube-apiserver refuses it when a policy is created; a pattern computed at run time is compiled when it is met
 // (a few recent ones kept), and one RE2 refuses is an evaluation error.
 import { CelScalar, celFunc, type CelFunc } from "@bufbuild/cel";
-import { compileLinearRegex, type LinearRegex } from "../linear-regex.ts";
+import { compileLinearRegex, type LinearRegex } from "../primitives/linear-regex.ts";
 
 /** What @bufbuild/cel's `celEnv({ re2 })` takes. */
 export interface CelRegexEngine {

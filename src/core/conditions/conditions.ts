@@ -3,7 +3,7 @@
 // against data, and explained: "conditions[0].all[1]: 3 is not Equals 0". Pure: the time time_since measures to
 // is an input (the engine's admission time).
 import { compileOperand, evaluateOperand, type ExpressionEnvironment, type Operand } from "./jmespath-expression.ts";
-import { formatDuration } from "../duration.ts";
+import { formatDuration } from "../primitives/duration.ts";
 import { compare, isOperator, OPERATORS, type Operator } from "./operators.ts";
 
 export interface RawCondition {

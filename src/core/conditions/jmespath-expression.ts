@@ -3,7 +3,7 @@
 // compiled once at load time, so a syntax error is a load error. The design's examples also need
 // time_since(layout, from, to), registered here; its "now" is the evaluation's time, given by the caller.
 import { compile, isRegistered, registerFunction, TreeInterpreter, TYPE_NULL, TYPE_NUMBER, TYPE_STRING, type JSONValue } from "@jmespath-community/jmespath";
-import { formatDuration } from "../duration.ts";
+import { formatDuration } from "../primitives/duration.ts";
 import { padLeft, padRight, replace } from "./jmespath-bounded-strings.ts";
 import { trim, trimLeft, trimRight } from "./jmespath-trim.ts";
 

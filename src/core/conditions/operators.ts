@@ -1,7 +1,7 @@
 // The condition operators of the image-verification design, with durations and quantities compared as such.
 // A comparison either holds or says, in words, what was found: "3 is not Equals 0"; a missing field fails
 // every operator. Pure.
-import { parseDuration } from "../duration.ts";
+import { parseDuration } from "../primitives/duration.ts";
 import { parseQuantity } from "./values.ts";
 
 export const OPERATORS = [

@@ -1,5 +1,5 @@
 // Kubernetes quantities ("100Mi", "1.5Gi", "500m"), which conditions compare as such (the image-verification
-// design's operators); durations are src/core/duration.ts. Pure.
+// design's operators); durations are src/core/primitives/duration.ts. Pure.
 
 // Decimal suffixes are powers of ten, folded into the number's exponent so that it is parsed once: "2.3u" and
 // "2300n" are then the same number, as they are the same quantity to Kubernetes (a product such as 2.3 × 1e-6 is

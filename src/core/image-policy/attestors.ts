@@ -4,6 +4,10 @@
 // counts as one entry.
 // Cryptography and registry lookups happen at the edge (src/verification/); this file holds the compiled
 // form and the pure judgement of per-entry outcomes, with denials that say which signer was missing.
+import type { SignerEvidence } from "../verification-results.ts";
+
+/** Who signed, as the results of a verification name them (src/core/verification-results.ts). */
+export type { SignerEvidence };
 
 /** A public key as written in a policy, parsed at load time. */
 export interface StaticKey {
@@ -68,21 +72,6 @@ export interface AttestorSet {
   /** How many distinct entries must be satisfied (already resolved: 0/omitted → entries.length). */
   required: number;
   entries: AttestorEntry[];
-}
-
-/** What a satisfied entry proves, for the audit log and the verified-images annotation. */
-export interface SignerEvidence {
-  /** The entry's path: "attestors[0].entries[1]". */
-  entry: string;
-  attestor: string;
-  /** The signing identity: "key sha256:<fingerprint>" or "subject … issuer …". Two signatures with the same one are one signer. */
-  signer: string;
-  /** Where the signature was found: "cosign-signature" (tag .sig) or "sigstore-bundle" (referrer). */
-  format: string;
-  /** Transparency-log entry that proved the signing time, when there was one. */
-  tlogIndex?: string;
-  /** The trusted signing time (ISO 8601), from a log entry or a timestamp authority. */
-  signedAt?: string;
 }
 
 /** A satisfied leaf names every distinct signer whose signature satisfies it (at least one). */

@@ -3,8 +3,8 @@
 // signers the entries allow, every problem reported with its field path. Key files are read through `related` (the loader's reader, relative to the policy).
 import { createHash, createPublicKey, type KeyObject } from "node:crypto";
 import type { AttestorEntry, AttestorSet, IdentityMatcher, StaticKey } from "./attestors.ts";
-import { compileGlob, hasWildcard } from "../glob.ts";
-import { compileLinearRegex } from "../linear-regex.ts";
+import { compileGlob, hasWildcard } from "../primitives/glob.ts";
+import { compileLinearRegex } from "../primitives/linear-regex.ts";
 
 export const DEFAULT_TRUST_ROOT = "sigstore-public-good";
 /** cosign's default key name in a Kubernetes Secret (`cosign generate-key-pair k8s://…`). */

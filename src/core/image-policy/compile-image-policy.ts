@@ -2,7 +2,7 @@
 import { DEFAULT_REQUIRED_ANNOTATIONS } from "../break-glass.ts";
 import { isImagePolicyAnnotation } from "../image-review.ts";
 import { compileImagePattern, type ImagePattern } from "../image-pattern.ts";
-import { compileLinearRegex, type LinearRegex } from "../linear-regex.ts";
+import { compileLinearRegex, type LinearRegex } from "../primitives/linear-regex.ts";
 import type { AttestationCheck, ImagePolicy, ImageRule } from "./image-policy.ts";
 import { compileCel } from "../conditions/cel-expression.ts";
 import { compileConditions, type RawConditionBlock } from "../conditions/conditions.ts";

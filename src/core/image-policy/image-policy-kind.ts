@@ -1,17 +1,15 @@
 // The ImagePolicy kind in the policy-kind registry: schema, compile, and evaluation of a subject's images,
 // one pod at a time (each pod brings its own break-glass and `*.image-policy.k8s.io/*` annotations).
-import { Ajv, type ErrorObject } from "ajv";
+import { Ajv } from "ajv";
 import { imagesByPod, type AdmissionSubject } from "../admission-subject.ts";
 import { combineDecisions, deny, type Decision } from "../decision.ts";
 import { imagePolicyAnnotations } from "../image-review.ts";
-import type { FieldIssue, KindEvaluationContext, PolicyKind } from "../policy-kind.ts";
-import { unknownFieldMessage } from "../unknown-field.ts";
+import { POLICY_API_VERSION, type KindEvaluationContext, type PolicyKind } from "../policy-kind.ts";
+import { describeSchemaError } from "../schema-issues.ts";
 import { clusterKindNamespaceIssue } from "../namespaced-policy.ts";
 import { compileImagePolicy, type RawImagePolicy } from "./compile-image-policy.ts";
 import { evaluateImagePolicies, type ImagePolicy } from "./image-policy.ts";
 import imagePolicySchema from "./image-policy.schema.json" with { type: "json" };
-
-export const POLICY_API_VERSION = "imprimatur.dev/v1alpha1";
 
 // verbose: an error carries its schema, whose properties name the fields an unknown one may have meant.
 const ajv = new Ajv({ allErrors: true, strict: true, useDefaults: false, verbose: true });
@@ -52,31 +50,4 @@ export function evaluateSubjectImages(policies: readonly ImagePolicy[], subject:
     decisions.push(deny(subject.extractionErrors.map((e) => ({ policy: e.policy, rule: "imagePaths", message: e.message }))));
   if (decisions.length === 0) return undefined;
   return decisions.length === 1 ? decisions[0] : combineDecisions(...decisions);
-}
-
-/** An ajv error as a field issue: its path, and words a policy author can act on (unknown fields name the known ones). */
-export function describeSchemaError(e: ErrorObject): FieldIssue {
-  const path: Array<string | number> = e.instancePath
-    .split("/")
-    .slice(1)
-    .map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"))
-    .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
-  switch (e.keyword) {
-    case "additionalProperties":
-      return {
-        path: [...path, String(e.params.additionalProperty)],
-        message: unknownFieldMessage(
-          String(e.params.additionalProperty),
-          Object.keys((e.parentSchema as { properties?: object } | undefined)?.properties ?? {}),
-        ),
-      };
-    case "required":
-      return { path, message: `missing required field ${JSON.stringify(e.params.missingProperty)}` };
-    case "enum":
-      return { path, message: `must be one of ${(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(", ")}` };
-    case "const":
-      return { path, message: `must be ${JSON.stringify(e.params.allowedValue)}` };
-    default:
-      return { path, message: e.message ?? e.keyword };
-  }
 }

@@ -11,7 +11,7 @@ import type { RequestMatch } from "../request-match/request-match.ts";
 import { judgeAttestors, leafAttestors, type AttestorSet, type EntryOutcome, type SignerEvidence } from "./attestors.ts";
 import type { CompiledCel } from "../conditions/cel-expression.ts";
 import type { CompiledConditions } from "../conditions/conditions.ts";
-import { verificationKey, verifiedImagesRecord, type ImageVerification, type VerificationResults } from "./verification-results.ts";
+import { verificationKey, verifiedImagesRecord, type ImageVerification, type VerificationResults } from "../verification-results.ts";
 import { CelCostBudget, evaluateCel } from "../conditions/cel-expression.ts";
 import { RUNTIME_COST_BUDGET } from "../conditions/cel-cost-limits.ts";
 import { evaluateConditions } from "../conditions/conditions.ts";

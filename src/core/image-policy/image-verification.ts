@@ -7,7 +7,7 @@ import type { JsonPatchOperation } from "../decision.ts";
 import { parseImageReferenceCached, type ImageReference } from "../image-reference.ts";
 import { setAnnotationPatch, type ImageAt, type PodMetadataAt } from "../pod-locations.ts";
 import { matchingRule, policyApplies, verifies, type EvaluationContext, type ImagePolicy, type ImageRule } from "./image-policy.ts";
-import { verificationKey, verifiedImagesRecord, type ImageVerification, type VerificationResults } from "./verification-results.ts";
+import { verificationKey, verifiedImagesRecord, type ImageVerification, type VerificationResults } from "../verification-results.ts";
 
 export interface VerificationNeed extends ImageAt {
   ref: ImageReference;

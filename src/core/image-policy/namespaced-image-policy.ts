@@ -2,7 +2,7 @@
 // applying only in its namespace (see namespaced-policy.ts). ImagePolicies combine by AND, so it can only deny
 // more: its `default: allow` or break-glass never sets aside a cluster policy's denial.
 import type { FieldIssue, CompileContext } from "../policy-kind.ts";
-import { isObject } from "../json-shapes.ts";
+import { isObject } from "../primitives/json-shapes.ts";
 import { namespacedPolicyName, readNamespacedDocument, SCOPE_IS_THE_NAMESPACE } from "../namespaced-policy.ts";
 import { imagePolicyKind } from "./image-policy-kind.ts";
 import type { ImagePolicy } from "./image-policy.ts";

@@ -1,8 +1,7 @@
 // The PodRestriction kind in the policy-kind registry: compiled with the shipped profiles at hand, indexed by
 // binding once per load, and judged on every pod of a subject whose pods PodRestrictions may see.
 import { combineDecisions } from "../decision.ts";
-import type { PolicyKind } from "../policy-kind.ts";
-import { POLICY_API_VERSION } from "../image-policy/image-policy-kind.ts";
+import { POLICY_API_VERSION, type PolicyKind } from "../policy-kind.ts";
 import { compilePodRestriction, type PodRestriction } from "./pod-restriction.ts";
 import { decidePodRestrictions } from "./pod-restriction-decision.ts";
 import { PodRestrictionIndex } from "./restriction-index.ts";

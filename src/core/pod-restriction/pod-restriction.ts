@@ -20,7 +20,7 @@ import {
   type RawPath,
 } from "./restrictions/restriction-support.ts";
 import type { LabelSelector } from "../label-selector.ts";
-import { isObject } from "../json-shapes.ts";
+import { isObject } from "../primitives/json-shapes.ts";
 import type { PolicyOrigin } from "../policy-origin.ts";
 import type { PodUnderReview } from "../pod-under-review.ts";
 import { compileRequestMatch } from "../request-match/compile-request-match.ts";

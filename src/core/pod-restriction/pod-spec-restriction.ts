@@ -3,7 +3,7 @@
 // nothing), because a privileged init container is as dangerous as a privileged container. For the same reason
 // the references of OCI image volumes are held to the `containers` image restrictions unless `volumes` restricts
 // `image.reference` itself: an image allowlist must not be sidestepped by mounting the image as a volume.
-import { isObject } from "../json-shapes.ts";
+import { isObject } from "../primitives/json-shapes.ts";
 import { CONTAINER_LISTS } from "../pod-images.ts";
 import { compileContainerRestrictions } from "./container-restriction.ts";
 import { compileImageRestrictions } from "./image-restriction.ts";

@@ -17,7 +17,7 @@ import {
   type StructSpec,
 } from "./struct-restriction.ts";
 import { childOf, isNil, joinField, type Located } from "./restrictions/restriction-support.ts";
-import { isObject } from "../json-shapes.ts";
+import { isObject } from "../primitives/json-shapes.ts";
 
 const profileStruct: StructSpec = {
   pointer: true,

@@ -25,7 +25,7 @@ import {
   type RawPath,
 } from "./restrictions/restriction-support.ts";
 import { compileStringListRestriction, type CompiledStringList } from "./restrictions/string-list-restriction.ts";
-import { isObject } from "../json-shapes.ts";
+import { isObject } from "../primitives/json-shapes.ts";
 
 const mount: StructSpec = {
   pointer: false,

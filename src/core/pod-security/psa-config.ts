@@ -10,8 +10,8 @@
 //   PodSecurity plugin's configuration embedded (`plugins[].name: PodSecurity`, `configuration:`). A plugin that
 //   points to a file (`path:`) is refused: point Imprimatur at that file instead.
 // Unlike PSA, unknown fields are refused (a misspelt "exemption" would otherwise exempt nothing, silently).
-import { isObject } from "../json-shapes.ts";
-import { didYouMean } from "../unknown-field.ts";
+import { isObject } from "../primitives/json-shapes.ts";
+import { didYouMean } from "../primitives/unknown-field.ts";
 import {
   LATEST,
   LEVEL_ERROR,

@@ -4,7 +4,7 @@
 // runbooks that match `violates PodSecurity "restricted:latest"` keep working. Pure.
 import type { AdmissionSubject } from "../admission-subject.ts";
 import { allow, deny, type Decision, type Violation } from "../decision.ts";
-import { asObject } from "../json-shapes.ts";
+import { asObject } from "../primitives/json-shapes.ts";
 import { evaluatePodSecurity, isSignificantPodUpdate, type PodSecurityContext } from "./psa-evaluate.ts";
 
 /** The policy name PSA's failures are reported under (denials, reports, `check`). */

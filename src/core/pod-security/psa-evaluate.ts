@@ -16,7 +16,7 @@
 import type { PodRestriction } from "../pod-restriction/pod-restriction.ts";
 import { podRestrictionFindings } from "../pod-restriction/pod-restriction.ts";
 import type { PodUnderReview } from "../pod-under-review.ts";
-import { isObject } from "../json-shapes.ts";
+import { isObject } from "../primitives/json-shapes.ts";
 import type { PodSecurityConfig } from "./psa-config.ts";
 import {
   compareLevels,

@@ -3,12 +3,12 @@
 // exceptions in force to a decision (apply-exceptions.ts). Namespaced: where it lives decides whether it is honoured
 // at all (serve --exceptions-namespace), so who may write exceptions is an RBAC question on those namespaces. Pure.
 import { Ajv } from "ajv";
-import { compileGlob, type GlobMatcher } from "../glob.ts";
-import { describeSchemaError, POLICY_API_VERSION } from "../image-policy/image-policy-kind.ts";
-import { isObject } from "../json-shapes.ts";
+import { compileGlob, type GlobMatcher } from "../primitives/glob.ts";
+import { describeSchemaError } from "../schema-issues.ts";
+import { isObject } from "../primitives/json-shapes.ts";
 import { readLabelSelector, type LabelSelector } from "../label-selector.ts";
 import { namespacedPolicyName } from "../namespaced-policy.ts";
-import type { FieldIssue, PolicyKind } from "../policy-kind.ts";
+import { POLICY_API_VERSION, type FieldIssue, type PolicyKind } from "../policy-kind.ts";
 import type { PolicyOrigin } from "../policy-origin.ts";
 import policyExceptionSchema from "./policy-exception.schema.json" with { type: "json" };
 

@@ -4,10 +4,10 @@
 // condition names unique, at most 64 conditions. An exclusion that covers the whole match, or an empty
 // resourceRules or subjects, is a load error: such a policy would apply to nothing.
 import { compileCel } from "../conditions/cel-expression.ts";
-import { isObject } from "../json-shapes.ts";
+import { isObject } from "../primitives/json-shapes.ts";
 import { readLabelSelector } from "../label-selector.ts";
 import type { FieldIssue } from "../policy-kind.ts";
-import { unknownFieldMessage } from "../unknown-field.ts";
+import { unknownFieldMessage } from "../primitives/unknown-field.ts";
 import type { MatchCondition, RequestMatch, RequestSubject, ResourceRule } from "./request-match.ts";
 
 type Path = Array<string | number>;

@@ -9,8 +9,8 @@
 import type { AdmissionRequest } from "../admission-review.ts";
 import { CelCostBudget, celTruth, type CompiledCel } from "../conditions/cel-expression.ts";
 import { MATCH_CONDITIONS_COST_BUDGET } from "../conditions/cel-cost-limits.ts";
-import { compileGlob, type GlobMatcher } from "../glob.ts";
-import { asObject, stringMap } from "../json-shapes.ts";
+import { compileGlob, type GlobMatcher } from "../primitives/glob.ts";
+import { asObject, stringMap } from "../primitives/json-shapes.ts";
 import { describeLabelSelector, matchesLabelSelector, type LabelSelector } from "../label-selector.ts";
 import { UNKNOWN_NAMESPACE_LABELS_HINT } from "../namespace-labels.ts";
 

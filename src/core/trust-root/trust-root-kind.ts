@@ -5,10 +5,9 @@
 // It carries data only: it judges nothing by itself.
 import { TrustedRoot } from "@sigstore/protobuf-specs";
 import { toTrustMaterial, type TrustMaterial } from "@sigstore/verify";
-import type { FieldIssue, PolicyKind } from "../policy-kind.ts";
+import { POLICY_API_VERSION, type FieldIssue, type PolicyKind } from "../policy-kind.ts";
 import type { PolicyOrigin } from "../policy-origin.ts";
-import { unknownFieldMessage } from "../unknown-field.ts";
-import { POLICY_API_VERSION } from "../image-policy/image-policy-kind.ts";
+import { unknownFieldMessage } from "../primitives/unknown-field.ts";
 
 export interface TrustRoot {
   name: string;

@@ -6,7 +6,7 @@ import { test } from "node:test";
 import { parse } from "@bufbuild/cel";
 import { celTruth, compileCel } from "../../../src/core/conditions/cel-expression.ts";
 import { celRegexEngine } from "../../../src/core/conditions/cel-matches.ts";
-import { MAX_MATCH_WORK } from "../../../src/core/linear-regex.ts";
+import { MAX_MATCH_WORK } from "../../../src/core/primitives/linear-regex.ts";
 
 const VARS = ["object"];
 const truth = (source: string, object: unknown) => celTruth(compileCel(source, VARS), { object });

@@ -6,7 +6,7 @@ import { compileCel, evaluateCel } from "../../../src/core/conditions/cel-expres
 import { compileConditions, evaluateConditions, type RawConditionBlock } from "../../../src/core/conditions/conditions.ts";
 import { compare } from "../../../src/core/conditions/operators.ts";
 import { parseQuantity } from "../../../src/core/conditions/values.ts";
-import { formatDuration, parseDuration } from "../../../src/core/duration.ts";
+import { formatDuration, parseDuration } from "../../../src/core/primitives/duration.ts";
 
 // The admission's time is an input of evaluation (the core reads no clock): a fixed one here.
 const NOW = Date.parse("2025-06-01T12:00:00Z");

@@ -11,7 +11,7 @@ import { subjectOfObject } from "../../../src/core/admission-subject.ts";
 import type { NamespaceLabelSource } from "../../../src/core/namespace-labels.ts";
 import type { AdmissionCall } from "../../../src/engine/admission-call.ts";
 import { clusterToRead, fromHomeCluster, type ClusterConnections } from "../../../src/engine/cluster-reads.ts";
-import { hasNamespacedPolicies, policiesForCluster } from "../../../src/core/cluster-scope.ts";
+import { hasNamespacedPolicies, policiesForCluster } from "../../../src/core/policy-set/cluster-policies.ts";
 import { Engine } from "../../../src/engine/engine.ts";
 import { buildEngine } from "../../../src/engine/engine-builder.ts";
 import { parsePolicyText } from "../../../src/policy/load-policies.ts";

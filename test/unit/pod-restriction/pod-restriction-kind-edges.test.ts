@@ -6,7 +6,7 @@ import { before, describe, it } from "node:test";
 import type { AdmissionSubject, SubjectPod } from "../../../src/core/admission-subject.ts";
 import { podRestrictionKind } from "../../../src/core/pod-restriction/pod-restriction-kind.ts";
 import type { PodRestriction } from "../../../src/core/pod-restriction/pod-restriction.ts";
-import { POLICY_API_VERSION } from "../../../src/core/image-policy/image-policy-kind.ts";
+import { POLICY_API_VERSION } from "../../../src/core/policy-kind.ts";
 import { profileSources, shippedProfiles } from "../../../src/policy/profiles.ts";
 
 const SOURCE = { origin: "restrictions.yaml", document: 2 };

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import pino from "pino";
 import { DEFAULT_SERVER_CONFIG } from "../../../src/config/server-config.ts";
 import { subjectOfObject } from "../../../src/core/admission-subject.ts";
-import { emptyPolicySet } from "../../../src/core/policy-kinds.ts";
+import { emptyPolicySet } from "../../../src/core/policy-set/policy-kinds.ts";
 import { Engine } from "../../../src/engine/engine.ts";
 import { buildEngine } from "../../../src/engine/engine-builder.ts";
 import { NO_RECORDER } from "../../../src/engine/recorder.ts";

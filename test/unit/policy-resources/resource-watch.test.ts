@@ -18,7 +18,7 @@ import {
   statusPatch,
   type ResourceOutcome,
 } from "../../../src/policy-resources/status-conditions.ts";
-import { isObject } from "../../../src/core/json-shapes.ts";
+import { isObject } from "../../../src/core/primitives/json-shapes.ts";
 import { PolicyFolder } from "../../../src/policy/policy-source.ts";
 import { ResourcePolicySource, type PolicyResourceStore } from "../../../src/policy-resources/resource-policy-source.ts";
 import { embeddedTrustedRootJson } from "../../../src/verification/trust-roots.ts";

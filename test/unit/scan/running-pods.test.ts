@@ -2,7 +2,7 @@
 // or admission's records name.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { digestDrift, digestOfImageId, podAsRunning, runningImages } from "../../../src/core/running-pods.ts";
+import { digestDrift, digestOfImageId, podAsRunning, runningImages } from "../../../src/core/image-policy/running-pods.ts";
 
 const D1 = `sha256:${"1".repeat(64)}`;
 const D2 = `sha256:${"2".repeat(64)}`;

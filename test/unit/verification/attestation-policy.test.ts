@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { generateKeyPairSync } from "node:crypto";
 import { describe, test } from "node:test";
 import { evaluateImagePolicies } from "../../../src/core/image-policy/image-policy.ts";
-import { verificationKey, type ImageVerification } from "../../../src/core/image-policy/verification-results.ts";
+import { verificationKey, type ImageVerification } from "../../../src/core/verification-results.ts";
 import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 
 const pem = JSON.stringify(generateKeyPairSync("ec", { namedCurve: "P-256" }).publicKey.export({ type: "spki", format: "pem" }).toString());

@@ -8,7 +8,7 @@ import type { TrustRoot } from "../../../src/core/trust-root/trust-root-kind.ts"
 import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 import { ImageVerifier, type VerificationRequest } from "../../../src/verification/image-verifier.ts";
 import { evaluateImagePolicies } from "../../../src/core/image-policy/image-policy.ts";
-import { verificationKey } from "../../../src/core/image-policy/verification-results.ts";
+import { verificationKey } from "../../../src/core/verification-results.ts";
 import {
   cosignAttestationLayer,
   cosignSignatureLayer,

@@ -7,7 +7,7 @@ import { subjectOfObject } from "../../../src/core/admission-subject.ts";
 import { DEFAULT_SERVER_CONFIG } from "../../../src/config/server-config.ts";
 import { evaluateImagePolicies } from "../../../src/core/image-policy/image-policy.ts";
 import { VERIFIED_IMAGES_ANNOTATION, verificationsNeeded, verifiedImagesPatches } from "../../../src/core/image-policy/image-verification.ts";
-import { verificationKey, verifiedImagesRecord, type ImageVerification } from "../../../src/core/image-policy/verification-results.ts";
+import { verificationKey, verifiedImagesRecord, type ImageVerification } from "../../../src/core/verification-results.ts";
 import { buildEngine } from "../../../src/engine/engine-builder.ts";
 import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 import { validateSubject } from "../../support/engine-review.ts";

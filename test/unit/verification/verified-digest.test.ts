@@ -5,10 +5,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { subjectOfImageReview, subjectOfObject } from "../../../src/core/admission-subject.ts";
-import { imagesToPin } from "../../../src/core/digest-pinning.ts";
+import { imagesToPin } from "../../../src/core/image-policy/digest-pinning.ts";
 import { evaluateImagePolicies } from "../../../src/core/image-policy/image-policy.ts";
 import { evaluateSubjectImages } from "../../../src/core/image-policy/image-policy-kind.ts";
-import { verificationKey, type ImageVerification } from "../../../src/core/image-policy/verification-results.ts";
+import { verificationKey, type ImageVerification } from "../../../src/core/verification-results.ts";
 import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 
 const KEYLESS = `attestors: [{entries: [{keyless: {subject: "https://github.com/acme/*", issuer: "https://token.actions.githubusercontent.com"}}]}]`;

@@ -2,9 +2,13 @@
 // carry the path inside the policy), how a value of the object under review is located, and what a
 // failed check reports. Restrictions compile to plain closures so evaluation allocates little.
 import type { ValidationAction } from "../../decision.ts";
-import { formatFieldPath } from "../../field-path.ts";
-import { isObject } from "../../json-shapes.ts";
-import { unknownFieldListingKnown } from "../../unknown-field.ts";
+import { formatFieldPath } from "../../primitives/field-path.ts";
+import { isObject } from "../../primitives/json-shapes.ts";
+import { unknownFieldListingKnown } from "../../primitives/unknown-field.ts";
+import type { Located } from "../../pod-under-review.ts";
+
+/** Where a restriction reads a value: the pod under review says it (src/core/pod-under-review.ts). */
+export type { Located };
 
 export type RawPath = Array<string | number>;
 
@@ -33,18 +37,6 @@ export interface Finding {
   message: string;
   /** The validationActions of the check (or policy) that found it; absent: Deny. */
   actions?: readonly ValidationAction[];
-}
-
-/** A value of the object under review and its field path. */
-export interface Located {
-  value: unknown;
-  field: string;
-  /** Set when the value is an effective one taken from elsewhere, e.g. "set at pod level for spec.containers[0]". */
-  note?: string;
-  /** With childOf overrides: whether the struct holding this value is present (zero values apply). */
-  parentPresent?: boolean;
-  /** Overrides how children are found (effective security contexts merge the pod's settings in). */
-  childOf?: (key: string) => Located;
 }
 
 export interface EvalContext {

@@ -4,10 +4,10 @@
 // (the seed's kube-system example writes it so). `values` checks keys that are present; an absent key is
 // checked only when its restriction says forbidNil (or allowNil: false) — requiring keys is requiredKeys' job.
 import { checkCollection, COLLECTION_KEYS, compileCollectionRule } from "./collection-restriction.ts";
-import { compileGlob, hasWildcard } from "../../glob.ts";
+import { compileGlob, hasWildcard } from "../../primitives/glob.ts";
 import { compileStringRestriction, type CompiledString } from "./string-restriction.ts";
 import { describe, finding, isNil, readMapping, readStringList, type Check, type CompileContext, type Located, type RawPath } from "./restriction-support.ts";
-import { isObject } from "../../json-shapes.ts";
+import { isObject } from "../../primitives/json-shapes.ts";
 
 const STRING_MAP_KEYS = [...COLLECTION_KEYS, "allowedKeys", "forbiddenKeys", "requiredKeys", "values"] as const;
 const STRING_MAP_ALIASES: Record<string, string> = {

@@ -5,8 +5,8 @@
 import { posix } from "node:path";
 import { checkNil, compileNilRule, POINTER_KEYS } from "./pointer-restriction.ts";
 import { describe, finding, readMapping, readStringList, type Check, type CompileContext, type Located, type RawPath } from "./restriction-support.ts";
-import { compileGlob, hasWildcard } from "../../glob.ts";
-import { compileLinearRegex, matchOutcome, type LinearRegex } from "../../linear-regex.ts";
+import { compileGlob, hasWildcard } from "../../primitives/glob.ts";
+import { compileLinearRegex, matchOutcome, type LinearRegex } from "../../primitives/linear-regex.ts";
 
 const STRING_KEYS = [...POINTER_KEYS, "allowed", "forbidden", "regex"] as const;
 export const STRING_ALIASES: Record<string, string> = { whitelist: "allowed", blacklist: "forbidden" };

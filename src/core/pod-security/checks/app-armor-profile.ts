@@ -1,6 +1,6 @@
 // PSA's appArmorProfile (check_appArmorProfile.go): the pod's and containers' AppArmor profile types, and the
 // beta annotations that set them before the fields existed.
-import { isObject } from "../../json-shapes.ts";
+import { isObject } from "../../primitives/json-shapes.ts";
 import { goQuote } from "../psa-labels.ts";
 import { byteOrder, field, inEveryContainer, isSet, joinQuote, names, pluralize, setters, sortedSet, type PsaCheck } from "./check-support.ts";
 

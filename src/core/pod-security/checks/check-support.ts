@@ -3,7 +3,7 @@
 // wording helpers PSA's checks share (names quoted and joined with ", ", "container"/"containers" by their number,
 // sorted sets as Go's sets.List gives them). A check words the pod as PSA computes it from the pod; where the
 // allowed values depend on the policy version (sysctls, SELinux types), it takes the bad values from the findings.
-import { isObject } from "../../json-shapes.ts";
+import { isObject } from "../../primitives/json-shapes.ts";
 import type { PodUnderReview } from "../../pod-under-review.ts";
 import type { Finding } from "../../pod-restriction/restrictions/restriction-support.ts";
 

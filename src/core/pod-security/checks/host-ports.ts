@@ -1,5 +1,5 @@
 // PSA's hostPorts (check_hostPorts.go): container ports bound on the node.
-import { isObject } from "../../json-shapes.ts";
+import { isObject } from "../../primitives/json-shapes.ts";
 import { containersPhrase, inEveryContainer, names, pluralize, sortedSet, type PsaCheck } from "./check-support.ts";
 
 export const hostPortsCheck: PsaCheck = {

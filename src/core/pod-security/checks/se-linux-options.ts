@@ -1,5 +1,5 @@
 // PSA's seLinuxOptions (check_seLinuxOptions.go): SELinux users, roles and types other than the container ones.
-import { isObject } from "../../json-shapes.ts";
+import { isObject } from "../../primitives/json-shapes.ts";
 import { field, inEveryContainer, joinQuote, pluralize, setters, sortedSet, type ContainerView, type PsaCheck } from "./check-support.ts";
 
 const OPTIONS = ["type", "user", "role"];

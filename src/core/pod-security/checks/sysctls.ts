@@ -1,5 +1,5 @@
 // PSA's sysctls (check_sysctls.go): sysctls outside the safe, namespaced set.
-import { isObject } from "../../json-shapes.ts";
+import { isObject } from "../../primitives/json-shapes.ts";
 import { field, type PsaCheck } from "./check-support.ts";
 
 export const sysctlsCheck: PsaCheck = {

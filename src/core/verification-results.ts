@@ -1,8 +1,22 @@
 // What the edge hands back to image-policy evaluation after verifying signatures: one result per (policy, rule,
 // image), by verificationKey, and the record of verified images that audit annotations and pods carry. Below the
 // image policies that read the results and the planning that asks for them (image-verification.ts).
-import { MAX_LISTED_VIOLATIONS } from "../decision.ts";
-import type { SignerEvidence } from "./attestors.ts";
+import { MAX_LISTED_VIOLATIONS } from "./decision.ts";
+
+/** What a satisfied entry proves, for the audit log and the verified-images annotation. */
+export interface SignerEvidence {
+  /** The entry's path: "attestors[0].entries[1]". */
+  entry: string;
+  attestor: string;
+  /** The signing identity: "key sha256:<fingerprint>" or "subject … issuer …". Two signatures with the same one are one signer. */
+  signer: string;
+  /** Where the signature was found: "cosign-signature" (tag .sig) or "sigstore-bundle" (referrer). */
+  format: string;
+  /** Transparency-log entry that proved the signing time, when there was one. */
+  tlogIndex?: string;
+  /** The trusted signing time (ISO 8601), from a log entry or a timestamp authority. */
+  signedAt?: string;
+}
 
 /** Per attestation check of a rule: the statements that verified for its attestors, or why none did. */
 export interface VerifiedAttestation {

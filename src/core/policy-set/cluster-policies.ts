@@ -14,10 +14,10 @@
 //     define one of those names: its rules that name it deny every image they match, saying why, and the
 //     server's policies keep their root. A rule of the server's that names a root the server lacks was made to
 //     deny at the server's load, so a cluster's TrustRoot of that name is never used for it.
-import { leafAttestors, type AttestorSet } from "./image-policy/attestors.ts";
-import { DEFAULT_TRUST_ROOT } from "./image-policy/compile-attestors.ts";
-import type { ImagePolicy, ImageRule } from "./image-policy/image-policy.ts";
-import { coversCluster, policiesForCluster } from "./cluster-scope.ts";
+import { leafAttestors, type AttestorSet } from "../image-policy/attestors.ts";
+import { DEFAULT_TRUST_ROOT } from "../image-policy/compile-attestors.ts";
+import type { ImagePolicy, ImageRule } from "../image-policy/image-policy.ts";
+import { coversCluster } from "../cluster-scope.ts";
 import type { PolicySet } from "./policy-kinds.ts";
 
 /** How a cluster's own policy appears in decisions: "CLUSTER:NAME". */
@@ -70,4 +70,26 @@ function withShadowedRootsDenied(policy: ImagePolicy, shadowed: ReadonlySet<stri
 function rootsOf(rule: ImageRule): string[] {
   const sets: AttestorSet[] = [...(rule.attestors ?? []), ...(rule.attestations ?? []).flatMap((a) => a.attestors)];
   return leafAttestors(sets).map((leaf) => leaf.trustRoot);
+}
+
+/** Whether any policy of the set is scoped to clusters (when none is, every cluster sees the whole set). */
+export function isClusterScoped(set: PolicySet): boolean {
+  return set.ImagePolicy.some((p) => p.clusters !== undefined) || set.PodRestriction.some((p) => p.clusters !== undefined);
+}
+
+/**
+ * The policies a request from `cluster` is judged by: those scoped to no cluster, and those naming it. A namespaced
+ * policy (one with a namespace) belongs to the server's own cluster, whose namespaces' owners write it: it judges
+ * that cluster's requests only (`home`), whatever its spec.clusters names, so a tenant of one cluster never
+ * decides for a namespace of the same name in another.
+ */
+export function policiesForCluster(set: PolicySet, cluster: string | undefined, home = true): PolicySet {
+  const covers = (p: { readonly clusters?: readonly string[]; readonly namespace?: string | undefined }) =>
+    coversCluster(p, cluster) && (home || p.namespace === undefined);
+  return { ...set, ImagePolicy: set.ImagePolicy.filter(covers), PodRestriction: set.PodRestriction.filter(covers) };
+}
+
+/** Whether any policy is namespaced (a namespace owner's: the server's own cluster's only). */
+export function hasNamespacedPolicies(set: PolicySet): boolean {
+  return set.ImagePolicy.some((p) => p.namespace !== undefined) || set.PodRestriction.some((p) => p.namespace !== undefined);
 }

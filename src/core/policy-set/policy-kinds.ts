@@ -1,17 +1,16 @@
 // The registry of policy kinds: loading, evaluation and the PolicySet all dispatch through it. Adding a kind is
 // one folder (its compile, schema and evaluation) and one line here.
-import type { AdmissionSubject } from "./admission-subject.ts";
-import type { Decision } from "./decision.ts";
-import type { ImagePath } from "./image-paths.ts";
-import type { CompileContext, CompiledPolicy, FieldIssue, KindEvaluationContext, PolicyKind } from "./policy-kind.ts";
-import { matchUsesNamespaceLabels } from "./request-match/request-match.ts";
-import { imagePolicyKind } from "./image-policy/image-policy-kind.ts";
-import { podRestrictionKind } from "./pod-restriction/pod-restriction-kind.ts";
-import { trustRootKind } from "./trust-root/trust-root-kind.ts";
-import { policyExceptionKind } from "./policy-exception/policy-exception-kind.ts";
-import { POLICY_API_VERSION } from "./image-policy/image-policy-kind.ts";
-import { compileNamespacedImagePolicy } from "./image-policy/namespaced-image-policy.ts";
-import { compileNamespacedPodRestriction } from "./pod-restriction/namespaced-pod-restriction.ts";
+import type { AdmissionSubject } from "../admission-subject.ts";
+import type { Decision } from "../decision.ts";
+import type { ImagePath } from "../image-paths.ts";
+import { POLICY_API_VERSION, type CompileContext, type CompiledPolicy, type FieldIssue, type KindEvaluationContext, type PolicyKind } from "../policy-kind.ts";
+import { matchUsesNamespaceLabels } from "../request-match/request-match.ts";
+import { imagePolicyKind } from "../image-policy/image-policy-kind.ts";
+import { podRestrictionKind } from "../pod-restriction/pod-restriction-kind.ts";
+import { trustRootKind } from "../trust-root/trust-root-kind.ts";
+import { policyExceptionKind } from "../policy-exception/policy-exception-kind.ts";
+import { compileNamespacedImagePolicy } from "../image-policy/namespaced-image-policy.ts";
+import { compileNamespacedPodRestriction } from "../pod-restriction/namespaced-pod-restriction.ts";
 
 export const POLICY_KINDS = {
   ImagePolicy: imagePolicyKind,

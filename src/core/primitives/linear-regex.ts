@@ -15,7 +15,7 @@
 // test does at most MAX_MATCH_WORK of that product: past it the test throws RegexWorkLimitError, which each
 // caller turns into a failure with the reason, never into a match or a silent mismatch.
 import { RE2JS, RE2JSException } from "re2js";
-import { hasErrorCode, ImprimaturError } from "../errors/imprimatur-error.ts";
+import { hasErrorCode, ImprimaturError } from "../../errors/imprimatur-error.ts";
 
 /** Compiled instructions a pattern may have (about 60 ns each per character in the worst case). */
 export const MAX_PROGRAM_SIZE = 10_000;

@@ -6,10 +6,10 @@
 // rules still match, digestVerify is met by what really runs, and signatures are verified on that digest (so a
 // scan of many pods of few images verifies each image once). Differences between the running digest and what the
 // spec or admission's records name are findings of their own.
-import { checkDigest, parseImageReferenceCached } from "./image-reference.ts";
-import { asObject } from "./json-shapes.ts";
+import { checkDigest, parseImageReferenceCached } from "../image-reference.ts";
+import { asObject } from "../primitives/json-shapes.ts";
 import { PINNED_IMAGES_ANNOTATION } from "./digest-pinning.ts";
-import { VERIFIED_IMAGES_ANNOTATION } from "./image-policy/image-verification.ts";
+import { VERIFIED_IMAGES_ANNOTATION } from "./image-verification.ts";
 
 /** Where the kubelet reports each kind of container, and where the spec names it. */
 const CONTAINER_LISTS = [

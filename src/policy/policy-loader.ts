@@ -3,10 +3,10 @@
 // load never finishing before an earlier one. The server's own policies and each other cluster's own policy
 // resources (src/policy-resources/cluster-policy-resources.ts) load through it.
 import type { Logger } from "pino";
-import type { PolicySet } from "../core/policy-kinds.ts";
-import { PolicyLoadError, renderPolicyError } from "../policy/policy-error.ts";
-import type { PolicySource } from "../policy/policy-source.ts";
-import { loadPolicySet } from "../policy/policy-set.ts";
+import type { PolicySet } from "../core/policy-set/policy-kinds.ts";
+import { PolicyLoadError, renderPolicyError } from "./policy-error.ts";
+import type { PolicySource } from "./policy-source.ts";
+import { loadPolicySet } from "./policy-set.ts";
 
 /** Loads `source` with `profiles` bound; `allowEmpty` false refuses a set with no policy (EmptyPolicySetError). */
 export type PolicyLoad = (allowEmpty?: boolean) => Promise<PolicySet>;

@@ -3,7 +3,7 @@
 // before anything of theirs runs: a policy of another namespace is not matched, its conditions and selectors are
 // not evaluated (an error in them cannot deny elsewhere), and it neither denies, warns, verifies nor pins there.
 // Cluster-scoped requests see no namespaced policy. Pure; the prepared sets are remembered per loaded set.
-import type { AdmissionRequest } from "./admission-review.ts";
+import type { AdmissionRequest } from "../admission-review.ts";
 import { preparePolicies, type PolicySet, type PreparedPolicies } from "./policy-kinds.ts";
 
 /**

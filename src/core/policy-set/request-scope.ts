@@ -3,8 +3,8 @@
 // set: a policy out of scope neither denies, pins nor verifies. Policies whose scope cannot be decided, or whose
 // condition fails while the server fails closed, become denials that say why.
 import type { Violation } from "../decision.ts";
-import { preparePolicies, type PolicySet, type PreparedPolicies } from "../policy-kinds.ts";
-import { matchRequest, ruleCoversResource, type MatchedRequest, type RequestMatch, type RuleResource } from "./request-match.ts";
+import { preparePolicies, type PolicySet, type PreparedPolicies } from "./policy-kinds.ts";
+import { matchRequest, ruleCoversResource, type MatchedRequest, type RequestMatch, type RuleResource } from "../request-match/request-match.ts";
 
 export interface RequestScope {
   prepared: PreparedPolicies;

@@ -2,13 +2,13 @@
 // asks to pin, and — once the edge has resolved their tags — the decision: JSON patches that rewrite
 // `repo:tag` to `repo:tag@sha256:…`, a record of what was pinned (pod annotation, audit annotations), and
 // the failure policy for tags that could not be resolved. Pure: resolution happens at the edge.
-import { CLUSTER_UNREADABLE } from "./cluster-scope.ts";
-import { allow, deny, type Decision, type JsonPatchOperation, type Violation } from "./decision.ts";
-import { fieldPathToPointer } from "./field-path.ts";
-import { matchingRule, policyApplies, type EvaluationContext, type ImagePolicy } from "./image-policy/image-policy.ts";
-import { parseImageReferenceCached, type ImageReference } from "./image-reference.ts";
-import { isObject } from "./json-shapes.ts";
-import { setAnnotationPatch, type ImageAt, type PodMetadataAt } from "./pod-locations.ts";
+import { CLUSTER_UNREADABLE } from "../cluster-scope.ts";
+import { allow, deny, type Decision, type JsonPatchOperation, type Violation } from "../decision.ts";
+import { fieldPathToPointer } from "../primitives/field-path.ts";
+import { matchingRule, policyApplies, type EvaluationContext, type ImagePolicy } from "./image-policy.ts";
+import { parseImageReferenceCached, type ImageReference } from "../image-reference.ts";
+import { isObject } from "../primitives/json-shapes.ts";
+import { setAnnotationPatch, type ImageAt, type PodMetadataAt } from "../pod-locations.ts";
 
 /** The pod annotation that records original → pinned references. Informational only: never trusted as proof. */
 export const PINNED_IMAGES_ANNOTATION = "imprimatur.dev/pinned-images";

@@ -28,5 +28,10 @@ process.on("exit", () => {
   const names = left.map((c) => `${c.pid} (${c.spawnargs.join(" ").slice(0, 120)})`).join(", ");
   process.stderr.write(`[test-file-guard] ${file} ended with ${left.length} child process(es) still running; killed: ${names}\n`);
 });
+// The runner reads this process's test results from its stdout, a pipe, and --test-force-exit ends the process
+// as soon as the tests are done: writes to a pipe are asynchronous, so results still queued were lost (up to a
+// tenth of a file's tests went unreported, a different tenth each run). Blocking writes are done before exit.
+(process.stdout as unknown as { _handle?: { setBlocking?(blocking: boolean): void } })._handle?.setBlocking?.(true);
+
 // child-cleanup's exit hook (added after the listener above) kills them and removes the harnesses' temp folders.
 installExitHooks();

@@ -124,4 +124,17 @@ after(async () => { ${afterHook} });
     const pid = Number(readFileSync(join(dir, "hangs.pid"), "utf8"));
     assert.equal(alive(pid), false, `the registry-like child ${pid} is gone`);
   });
+
+  test("every test of a file is reported, however soon the file's process is ended after them", { timeout: 120_000 }, async () => {
+    // --test-force-exit ends the process once its tests are done; the results must all have reached the runner.
+    const file = join(dir, "many.test.ts");
+    const longName = "of a file with many, each named at some length so that the results fill the pipe " + "x".repeat(40);
+    writeFileSync(file, `import { test } from "node:test";\nfor (let i = 0; i < 400; i++) test("test " + i + " ${longName}", () => {});\n`);
+    for (let run = 0; run < 3; run++) {
+      const { code, output } = await runAsTheSuiteDoes(file);
+      assert.equal(code, 0, output);
+      assert.match(output, /^ℹ tests 400$/m, `run ${run + 1}: every test reported`);
+      assert.match(output, /^ℹ pass 400$/m);
+    }
+  });
 });

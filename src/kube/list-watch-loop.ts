@@ -2,8 +2,11 @@
 // resource version; a watch that ends is resumed from the last version seen, one the server refuses with
 // 410 Gone starts over with a list, and every failure is retried after an exponential backoff. Written here
 // rather than taken from @kubernetes/client-node's informer, which stops for good after one failed list.
+// ListWatch is the one wiring of it: the namespace label cache, the pod informer and the policy custom resources
+// each give it their list page and their table, nothing else.
 import type { Watch } from "@kubernetes/client-node";
 import type { Logger } from "pino";
+import { sleepUnlessAborted } from "../async/sleep-unless-aborted.ts";
 import { describeApiError, hasStatus } from "./api-requests.ts";
 
 /** How one watch ended. */
@@ -140,4 +143,117 @@ export function watchOnce(watch: Watch, path: string, query: Record<string, stri
       })
       .catch((err: unknown) => finish(err));
   });
+}
+
+/** The API of one kind's list-then-watch: where it watches, and one page of its list. */
+export interface ListWatchSource {
+  /** Names the loop in log messages: "namespace labels", "policy resources", "pods". */
+  what: string;
+  /** Added to every log line of the loop. */
+  logFields: Record<string, unknown>;
+  log: Logger;
+  minBackoffMs: number;
+  maxBackoffMs: number;
+  /** The watch path: "/api/v1/namespaces". */
+  path: string;
+  /** Added to every watch request (a label selector). */
+  watchQuery?: Record<string, string>;
+  /** One page of the list from `continueToken` (undefined: the first), bounded in time by its owner. */
+  listPage(continueToken: string | undefined): Promise<ListPage>;
+}
+
+export interface ListPage {
+  items: unknown[];
+  resourceVersion: string;
+  /** Undefined on the last page. */
+  continueToken: string | undefined;
+}
+
+/** The local copy a list-then-watch keeps current: each owner's own table (labels, policy objects, a scan queue). */
+export interface ListWatchTable {
+  /** After each complete list: every object that exists now (those not among them are gone). */
+  replaceAll(items: unknown[]): void;
+  /** An object ADDED, MODIFIED or DELETED. */
+  apply(type: string, object: unknown): void;
+  /** After each successful list (the first one completes the initial sync). */
+  listed?(): void;
+  /** A list or watch failed and is retried after a backoff. */
+  failed?(err: unknown): void;
+}
+
+// The library aborts a watch silent for 30 s. Asking the server to end it sooner, with a bookmark just before
+// (carrying a fresh resource version), makes quiet periods a routine reconnect.
+const WATCH_TIMEOUT_SECONDS = 25;
+
+/** One kind kept current in its owner's table, until close(). */
+export class ListWatch {
+  private readonly watch: Watch;
+  private readonly source: ListWatchSource;
+  private readonly table: ListWatchTable;
+  /** Aborted by close(): ends the backoff sleeps. */
+  private readonly lifetime = new AbortController();
+  /** Where the watch resumes; undefined means list first. */
+  private resourceVersion: string | undefined;
+  /** Ends the running watch request, if one runs. */
+  private stopWatch: (() => void) | undefined;
+  private closed = false;
+  private loop: Promise<void> | undefined;
+
+  constructor(watch: Watch, source: ListWatchSource, table: ListWatchTable) {
+    this.watch = watch;
+    this.source = source;
+    this.table = table;
+  }
+
+  /** Starts listing and watching in the background; the loop never rejects (failures are logged and retried). */
+  start(): void {
+    const s = this.source;
+    this.loop ??= runListWatch({
+      what: s.what,
+      logFields: s.logFields,
+      log: s.log,
+      minBackoffMs: s.minBackoffMs,
+      maxBackoffMs: s.maxBackoffMs,
+      isClosed: () => this.closed,
+      needsList: () => this.resourceVersion === undefined,
+      list: async () => void (await this.list()),
+      listed: () => this.table.listed?.(),
+      watchOnce: () => this.watchOnce(),
+      expire: () => (this.resourceVersion = undefined),
+      failed: (err) => this.table.failed?.(err),
+      sleep: (ms) => sleepUnlessAborted(ms, this.lifetime.signal),
+    });
+  }
+
+  /** Stops the watch and the backoff; resolves once the loop has ended. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.lifetime.abort(new Error(`${this.source.what}: closed`));
+    this.stopWatch?.();
+    await this.loop;
+  }
+
+  /** A full, paged list (consistent: later pages come from the first page's snapshot), handed to the table. */
+  async list(): Promise<unknown[]> {
+    const items: unknown[] = [];
+    let page: ListPage | undefined;
+    do {
+      page = await this.source.listPage(page?.continueToken);
+      items.push(...page.items);
+    } while (page.continueToken !== undefined);
+    if (this.closed) return items;
+    this.resourceVersion = page.resourceVersion;
+    this.table.replaceAll(items);
+    return items;
+  }
+
+  private watchOnce(): Promise<WatchEnd> {
+    const query = { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: WATCH_TIMEOUT_SECONDS, ...this.source.watchQuery };
+    return watchOnce(this.watch, this.source.path, query, {
+      object: (type, object) => this.table.apply(type, object),
+      resourceVersion: (version) => (this.resourceVersion = version),
+      running: (stop) => (this.stopWatch = stop),
+      isClosed: () => this.closed,
+    });
+  }
 }

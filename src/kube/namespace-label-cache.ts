@@ -2,13 +2,12 @@
 // re-watching (and re-listing when the server has forgotten our resource version) for as long as the
 // process runs. A cache miss can be filled on demand with one GET (prepare).
 //
-// Built on @kubernetes/client-node's Watch and CoreV1Api rather than its ListWatch informer, because
-// the informer stops for good after a failed list or watch error, has no timeout on its list, and
-// backs off on its own fixed schedule; here every failure is retried, bounded and logged.
+// Kept by the project's one list-then-watch (ListWatch, list-watch-loop.ts) rather than @kubernetes/client-node's
+// informer, because the informer stops for good after a failed list or watch error, has no timeout on its list,
+// and backs off on its own fixed schedule; here every failure is retried, bounded and logged.
 import { CoreV1Api, Watch } from "@kubernetes/client-node";
 import type { KubeConfig, V1Namespace } from "@kubernetes/client-node";
-import { runListWatch, watchOnce, type WatchEnd } from "./list-watch-loop.ts";
-import { sleepUnlessAborted } from "../async/sleep-unless-aborted.ts";
+import { ListWatch, type ListPage } from "./list-watch-loop.ts";
 import { describeApiError, hasStatus, withSignal } from "./api-requests.ts";
 import type { Logger } from "pino";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
@@ -40,9 +39,6 @@ interface PendingGet {
 const NAMESPACES_PATH = "/api/v1/namespaces";
 const LIST_PAGE_SIZE = 500;
 const LIST_TIMEOUT_MS = 30_000;
-// The library aborts a watch that has been silent for 30 s. Asking the server to end it sooner, with a
-// bookmark just before (carrying a fresh resource version), makes quiet periods a routine reconnect.
-const WATCH_TIMEOUT_SECONDS = 25;
 // prepare() never holds a GET open longer than this, whatever deadline it is given.
 const MAX_GET_MS = 10_000;
 
@@ -50,10 +46,8 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
   private readonly log: Logger;
   private readonly server: string;
   private readonly api: CoreV1Api;
-  private readonly watch: Watch;
+  private readonly listWatch: ListWatch;
   private readonly startTimeoutMs: number;
-  private readonly minBackoffMs: number;
-  private readonly maxBackoffMs: number;
   private readonly notFoundTtlMs: number;
 
   private readonly table = new Map<string, Labels>();
@@ -65,24 +59,39 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
 
   private listed = false;
   private closed = false;
-  private loop: Promise<void> | undefined;
   private starting: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
-  /** Where the watch resumes; undefined means list first. */
-  private resourceVersion: string | undefined;
-  /** Ends the running watch request (see watchOnce in list-watch-loop.ts). */
-  private stopWatch: (() => void) | undefined;
   private lastError: unknown;
 
   constructor(kubeConfig: KubeConfig, options: NamespaceLabelCacheOptions) {
     this.log = options.logger;
     this.server = kubeConfig.getCurrentCluster()?.server ?? "(no current cluster)";
     this.api = kubeConfig.makeApiClient(CoreV1Api);
-    this.watch = new Watch(kubeConfig);
     this.startTimeoutMs = options.startTimeoutMs ?? 10_000;
-    this.minBackoffMs = options.minBackoffMs ?? 200;
-    this.maxBackoffMs = options.maxBackoffMs ?? 10_000;
     this.notFoundTtlMs = options.notFoundTtlMs ?? 1_000;
+    this.listWatch = new ListWatch(
+      new Watch(kubeConfig),
+      {
+        what: "namespace labels",
+        logFields: { server: this.server },
+        log: this.log,
+        minBackoffMs: options.minBackoffMs ?? 200,
+        maxBackoffMs: options.maxBackoffMs ?? 10_000,
+        path: NAMESPACES_PATH,
+        listPage: (continueToken) => this.listPage(continueToken),
+      },
+      {
+        replaceAll: (items) => this.replaceAll(items as V1Namespace[]),
+        apply: (type, object) => this.apply(type, object as V1Namespace),
+        listed: () => {
+          if (this.listed) return;
+          this.listed = true;
+          this.log.info({ namespaces: this.table.size }, "namespace labels: initial list complete");
+          this.firstSync.resolve();
+        },
+        failed: (err) => (this.lastError = err),
+      },
+    );
   }
 
   /** True once the first list has completed; stays true (stale labels beat none) until close(). */
@@ -106,7 +115,7 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
   }
 
   private async startAndWait(): Promise<void> {
-    this.loop = this.run();
+    this.listWatch.start();
     const closed = this.lifetime.signal;
     let stopWaiting = () => {};
     const gaveUp = new Promise<void>((resolve) => {
@@ -165,79 +174,40 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
   private async stopAll(): Promise<void> {
     this.closed = true;
     this.lifetime.abort(new Error("namespace label cache closed"));
-    this.stopWatch?.();
     for (const pending of this.pending.values()) pending.abort.abort(new Error("namespace label cache closed"));
     // A watch request still connecting cannot be aborted before the library hands back its controller;
     // it is aborted then (see watchOnce in list-watch-loop.ts), and undici gives up on a silent connect after 10 s anyway.
-    await Promise.all([this.loop, ...[...this.pending.values()].map((p) => p.done)]);
+    await Promise.all([this.listWatch.close(), ...[...this.pending.values()].map((p) => p.done)]);
   }
 
   // -------------------------------------------------------------------------------------------
   // List and watch
 
-  /** The background loop. Never rejects: every failure is logged and retried after a backoff. */
-  private run(): Promise<void> {
-    return runListWatch({
-      what: "namespace labels",
-      logFields: { server: this.server },
-      log: this.log,
-      minBackoffMs: this.minBackoffMs,
-      maxBackoffMs: this.maxBackoffMs,
-      isClosed: () => this.closed,
-      needsList: () => this.resourceVersion === undefined,
-      list: () => this.list(),
-      listed: () => {
-        if (this.listed) return;
-        this.listed = true;
-        this.log.info({ namespaces: this.table.size }, "namespace labels: initial list complete");
-        this.firstSync.resolve();
-      },
-      watchOnce: () => this.watchOnce(),
-      expire: () => (this.resourceVersion = undefined),
-      failed: (err) => (this.lastError = err),
-      sleep: (ms) => sleepUnlessAborted(ms, this.lifetime.signal),
-    });
+  /** One page of the list of namespaces. */
+  private async listPage(continueToken: string | undefined): Promise<ListPage> {
+    const page = await this.withTimeout(LIST_TIMEOUT_MS, "listing namespaces", (options) =>
+      this.api.listNamespace({ limit: LIST_PAGE_SIZE, ...(continueToken ? { _continue: continueToken } : {}) }, options),
+    );
+    return { items: page.items, resourceVersion: page.metadata?.resourceVersion ?? "", continueToken: page.metadata?._continue || undefined };
   }
 
-  /** A full, paged list; replaces the table and sets the resource version to resume from. */
-  private async list(): Promise<void> {
-    const items: V1Namespace[] = [];
-    let resourceVersion: string;
-    let continueToken: string | undefined;
-    do {
-      const page = await this.withTimeout(LIST_TIMEOUT_MS, "listing namespaces", (options) =>
-        this.api.listNamespace({ limit: LIST_PAGE_SIZE, ...(continueToken ? { _continue: continueToken } : {}) }, options),
-      );
-      items.push(...page.items);
-      resourceVersion = page.metadata?.resourceVersion ?? "";
-      continueToken = page.metadata?._continue || undefined;
-    } while (continueToken !== undefined);
-    if (this.closed) return;
+  /** After a full list: the table is every namespace listed. */
+  private replaceAll(items: readonly V1Namespace[]): void {
     this.table.clear();
     for (const ns of items) this.store(ns);
     // Names GET is fetching now may be older than this list.
     for (const pending of this.pending.values()) pending.superseded = true;
-    this.resourceVersion = resourceVersion;
   }
 
-  /** One watch request, from the current resource version; resolves (never rejects) when it ends. */
-  private watchOnce(): Promise<WatchEnd> {
-    const query = { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: WATCH_TIMEOUT_SECONDS };
-    return watchOnce(this.watch, NAMESPACES_PATH, query, {
-      object: (type, object) => {
-        const ns = object as V1Namespace;
-        const name = ns.metadata?.name;
-        if (!name) return;
-        if (type === "ADDED" || type === "MODIFIED") this.store(ns);
-        else if (type === "DELETED") this.table.delete(name);
-        else return;
-        const pending = this.pending.get(name);
-        if (pending) pending.superseded = true;
-      },
-      resourceVersion: (version) => (this.resourceVersion = version),
-      running: (stop) => (this.stopWatch = stop),
-      isClosed: () => this.closed,
-    });
+  /** A watch event. */
+  private apply(type: string, ns: V1Namespace): void {
+    const name = ns.metadata?.name;
+    if (!name) return;
+    if (type === "ADDED" || type === "MODIFIED") this.store(ns);
+    else if (type === "DELETED") this.table.delete(name);
+    else return;
+    const pending = this.pending.get(name);
+    if (pending) pending.superseded = true;
   }
 
   private store(ns: V1Namespace): void {

@@ -1,12 +1,11 @@
 // Every pod of the cluster (or of one namespace, or matching a label selector), kept current from the Kubernetes
 // API for the background audit: a paged list, then a watch from the list's resource version with bookmarks; a
-// watch that ends is resumed, one the server refuses with 410 Gone lists again (runListWatch). Each change is
+// watch that ends is resumed, one the server refuses with 410 Gone lists again (ListWatch). Each change is
 // handed on as an event; a list hands on the whole set, so that pods deleted while no watch ran are seen gone.
 import { CoreV1Api, Watch, type KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { withSignal } from "./api-requests.ts";
-import { runListWatch, watchOnce, type WatchEnd } from "./list-watch-loop.ts";
-import { sleepUnlessAborted } from "../async/sleep-unless-aborted.ts";
+import { ListWatch, type ListPage } from "./list-watch-loop.ts";
 
 /** A pod as the API serialises it (plain JSON: what policies and CEL see at admission). */
 export type PodObject = Record<string, unknown> & { metadata?: { uid?: string; name?: string; namespace?: string; resourceVersion?: string } };
@@ -33,18 +32,11 @@ export interface PodInformerOptions {
 }
 
 const LIST_TIMEOUT_MS = 60_000;
-// The library aborts a watch silent for 30 s; the server ends ours sooner, after a bookmark.
-const WATCH_TIMEOUT_SECONDS = 25;
 
 export class PodInformer {
   private readonly api: CoreV1Api;
-  private readonly watch: Watch;
   private readonly lifetime = new AbortController();
-  private resourceVersion: string | undefined;
-  /** Ends the running watch request, if one runs. */
-  private stopWatch: (() => void) | undefined;
-  private closed = false;
-  private loop: Promise<void> | undefined;
+  private readonly listWatch: ListWatch;
   private readonly events: PodEvents;
   private readonly opts: PodInformerOptions;
 
@@ -52,80 +44,62 @@ export class PodInformer {
     this.events = events;
     this.opts = opts;
     this.api = kube.makeApiClient(CoreV1Api);
-    this.watch = new Watch(kube);
+    this.listWatch = new ListWatch(
+      new Watch(kube),
+      {
+        what: "pods",
+        logFields: {
+          ...(opts.namespace ? { namespace: opts.namespace } : {}),
+          ...(opts.labelSelector ? { selector: opts.labelSelector } : {}),
+        },
+        log: opts.logger,
+        minBackoffMs: opts.minBackoffMs ?? 500,
+        maxBackoffMs: opts.maxBackoffMs ?? 30_000,
+        path: opts.namespace ? `/api/v1/namespaces/${encodeURIComponent(opts.namespace)}/pods` : "/api/v1/pods",
+        ...(opts.labelSelector ? { watchQuery: { labelSelector: opts.labelSelector } } : {}),
+        listPage: (continueToken) => this.listPage(continueToken),
+      },
+      {
+        replaceAll: (pods) => this.events.listed(pods as PodObject[]),
+        apply: (type, object) => (type === "DELETED" ? this.events.remove(object as PodObject) : this.events.upsert(object as PodObject)),
+        failed: (err) => this.events.restarted?.(err),
+      },
+    );
   }
 
   /** Starts listing and watching in the background; never rejects (failures are logged and retried). */
   start(): void {
-    this.loop ??= runListWatch({
-      what: "pods",
-      logFields: {
-        ...(this.opts.namespace ? { namespace: this.opts.namespace } : {}),
-        ...(this.opts.labelSelector ? { selector: this.opts.labelSelector } : {}),
-      },
-      log: this.opts.logger,
-      minBackoffMs: this.opts.minBackoffMs ?? 500,
-      maxBackoffMs: this.opts.maxBackoffMs ?? 30_000,
-      isClosed: () => this.closed,
-      needsList: () => this.resourceVersion === undefined,
-      list: async () => void (await this.list()),
-      listed: () => {},
-      watchOnce: () => this.watchOnce(),
-      expire: () => (this.resourceVersion = undefined),
-      failed: (err) => this.events.restarted?.(err),
-      sleep: (ms) => sleepUnlessAborted(ms, this.lifetime.signal),
-    });
+    this.listWatch.start();
   }
 
   async close(): Promise<void> {
-    this.closed = true;
     this.lifetime.abort(new Error("pod informer closed"));
-    this.stopWatch?.();
-    await this.loop;
+    await this.listWatch.close();
   }
 
   /** Every pod, page by page (the list is consistent: later pages come from the first page's snapshot). */
   async list(): Promise<PodObject[]> {
-    const pods: PodObject[] = [];
-    let continueToken: string | undefined;
-    let resourceVersion: string;
-    do {
-      const page = await this.withTimeout(LIST_TIMEOUT_MS, (options) => {
-        const query = {
-          limit: this.opts.pageSize ?? 500,
-          ...(continueToken ? { _continue: continueToken } : {}),
-          ...(this.opts.labelSelector ? { labelSelector: this.opts.labelSelector } : {}),
-        };
-        return this.opts.namespace
-          ? this.api.listNamespacedPod({ namespace: this.opts.namespace, ...query }, options)
-          : this.api.listPodForAllNamespaces(query, options);
-      });
-      // The typed models hold Dates where the API sends strings: back to the JSON policies see at admission.
-      // List items carry no apiVersion and kind; a pod judged as an object needs them, as watch events have them.
-      for (const item of page.items) pods.push({ apiVersion: "v1", kind: "Pod", ...(JSON.parse(JSON.stringify(item)) as PodObject) });
-      resourceVersion = page.metadata?.resourceVersion ?? "";
-      continueToken = page.metadata?._continue || undefined;
-    } while (continueToken !== undefined);
-    if (this.closed) return pods;
-    this.resourceVersion = resourceVersion;
-    this.events.listed(pods);
-    return pods;
+    return (await this.listWatch.list()) as PodObject[];
   }
 
-  private watchOnce(): Promise<WatchEnd> {
-    const path = this.opts.namespace ? `/api/v1/namespaces/${encodeURIComponent(this.opts.namespace)}/pods` : "/api/v1/pods";
-    const query = {
-      resourceVersion: this.resourceVersion,
-      allowWatchBookmarks: true,
-      timeoutSeconds: WATCH_TIMEOUT_SECONDS,
-      ...(this.opts.labelSelector ? { labelSelector: this.opts.labelSelector } : {}),
-    };
-    return watchOnce(this.watch, path, query, {
-      object: (type, object) => (type === "DELETED" ? this.events.remove(object as PodObject) : this.events.upsert(object as PodObject)),
-      resourceVersion: (version) => (this.resourceVersion = version),
-      running: (stop) => (this.stopWatch = stop),
-      isClosed: () => this.closed,
+  private async listPage(continueToken: string | undefined): Promise<ListPage> {
+    const page = await this.withTimeout(LIST_TIMEOUT_MS, (options) => {
+      const query = {
+        limit: this.opts.pageSize ?? 500,
+        ...(continueToken ? { _continue: continueToken } : {}),
+        ...(this.opts.labelSelector ? { labelSelector: this.opts.labelSelector } : {}),
+      };
+      return this.opts.namespace
+        ? this.api.listNamespacedPod({ namespace: this.opts.namespace, ...query }, options)
+        : this.api.listPodForAllNamespaces(query, options);
     });
+    return {
+      // The typed models hold Dates where the API sends strings: back to the JSON policies see at admission.
+      // List items carry no apiVersion and kind; a pod judged as an object needs them, as watch events have them.
+      items: page.items.map((item) => ({ apiVersion: "v1", kind: "Pod", ...(JSON.parse(JSON.stringify(item)) as PodObject) })),
+      resourceVersion: page.metadata?.resourceVersion ?? "",
+      continueToken: page.metadata?._continue || undefined,
+    };
   }
 
   private async withTimeout<T>(ms: number, call: (options: ReturnType<typeof withSignal>) => Promise<T>): Promise<T> {
@@ -133,7 +107,7 @@ export class PodInformer {
     try {
       return await call(withSignal(signal));
     } catch (e) {
-      if (signal.aborted && !this.closed) throw new Error(`listing pods timed out after ${ms / 1000} s`, { cause: e });
+      if (signal.aborted && !this.lifetime.signal.aborted) throw new Error(`listing pods timed out after ${ms / 1000} s`, { cause: e });
       throw e;
     }
   }

@@ -3,11 +3,10 @@
 // watched from the list's resource version;
 // a watch that ends is resumed from the last version seen (bookmarks keep it fresh), and one the server
 // refuses with 410 Gone starts over with a list. Every failure is logged and retried with a backoff, as
-// the namespace label cache does (the library's informer stops for good after one failed list).
+// the namespace label cache does: both are kept by the one ListWatch (src/kube/list-watch-loop.ts).
 import { CustomObjectsApi, Watch, type KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { runListWatch, watchOnce, type WatchEnd } from "../kube/list-watch-loop.ts";
-import { sleepUnlessAborted } from "../async/sleep-unless-aborted.ts";
+import { ListWatch, type ListPage } from "../kube/list-watch-loop.ts";
 import { describeApiError, hasStatus, withSignal } from "../kube/api-requests.ts";
 import { POLICY_GROUP, POLICY_RESOURCE_KINDS, POLICY_VERSION, type PolicyResourceKind } from "./policy-crds.ts";
 import { contentKey, policyResourceOf, resourceKey, type PolicyResourceObject } from "./resource-documents.ts";
@@ -25,109 +24,93 @@ export interface PolicyResourceWatchOptions {
 
 const LIST_PAGE_SIZE = 500;
 const LIST_TIMEOUT_MS = 30_000;
-// The library aborts a watch silent for 30 s; the server ends ours sooner, after a bookmark.
-const WATCH_TIMEOUT_SECONDS = 25;
 
-/** One kind's list and watch loop. */
+/** One kind's table, kept current by its own list and watch. */
 class KindWatch {
   /** By name, or "namespace/name" for a namespaced kind (resourceKey). */
   readonly table = new Map<string, PolicyResourceObject>();
   listed = false;
   lastError: unknown;
-  private resourceVersion: string | undefined;
-  /** Ends the running watch request, if one runs. */
-  private stopWatch: (() => void) | undefined;
-  private readonly path: string;
   readonly kind: PolicyResourceKind;
   private readonly owner: PolicyResourceWatch;
+  private readonly listWatch: ListWatch;
 
   constructor(kind: PolicyResourceKind, owner: PolicyResourceWatch) {
     this.kind = kind;
     this.owner = owner;
-    this.path = `/apis/${POLICY_GROUP}/${POLICY_VERSION}/${kind.plural}`;
-  }
-
-  run(): Promise<void> {
-    const o = this.owner;
-    return runListWatch({
-      what: "policy resources",
-      logFields: { kind: this.kind.kind },
-      log: o.log,
-      minBackoffMs: o.minBackoffMs,
-      maxBackoffMs: o.maxBackoffMs,
-      isClosed: () => o.closed,
-      needsList: () => this.resourceVersion === undefined,
-      list: () => this.list(),
-      listed: () => {
-        if (this.listed) return;
-        this.listed = true;
-        o.log.info({ kind: this.kind.kind, count: this.table.size }, "policy resources: initial list complete");
-        o.kindListed();
+    this.listWatch = new ListWatch(
+      owner.watch,
+      {
+        what: "policy resources",
+        logFields: { kind: kind.kind },
+        log: owner.log,
+        minBackoffMs: owner.minBackoffMs,
+        maxBackoffMs: owner.maxBackoffMs,
+        path: `/apis/${POLICY_GROUP}/${POLICY_VERSION}/${kind.plural}`,
+        listPage: (continueToken) => this.listPage(continueToken),
       },
-      watchOnce: () => this.watchOnce(),
-      expire: () => (this.resourceVersion = undefined),
-      failed: (err) => (this.lastError = err),
-      sleep: (ms) => sleepUnlessAborted(ms, o.closing),
-    });
+      {
+        replaceAll: (items) => this.replaceAll(items),
+        apply: (type, object) => this.apply(type, object),
+        listed: () => {
+          if (this.listed) return;
+          this.listed = true;
+          owner.log.info({ kind: kind.kind, count: this.table.size }, "policy resources: initial list complete");
+          owner.kindListed();
+        },
+        failed: (err) => (this.lastError = err),
+      },
+    );
   }
 
-  private async list(): Promise<void> {
-    const items: unknown[] = [];
-    let resourceVersion: string;
-    let continueToken: string | undefined;
-    do {
-      const page = (await this.owner.withTimeout(LIST_TIMEOUT_MS, (options) =>
-        this.owner.api.listClusterCustomObject(
-          {
-            group: POLICY_GROUP,
-            version: POLICY_VERSION,
-            plural: this.kind.plural,
-            limit: LIST_PAGE_SIZE,
-            ...(continueToken ? { _continue: continueToken } : {}),
-          },
-          options,
-        ),
-      )) as { items?: unknown[]; metadata?: { resourceVersion?: string; continue?: string } };
-      items.push(...(page.items ?? []));
-      resourceVersion = page.metadata?.resourceVersion ?? "";
-      continueToken = page.metadata?.continue || undefined;
-    } while (continueToken !== undefined);
-    if (this.owner.closed) return;
+  start(): void {
+    this.listWatch.start();
+  }
+
+  stop(): Promise<void> {
+    return this.listWatch.close();
+  }
+
+  private async listPage(continueToken: string | undefined): Promise<ListPage> {
+    const page = (await this.owner.withTimeout(LIST_TIMEOUT_MS, (options) =>
+      this.owner.api.listClusterCustomObject(
+        {
+          group: POLICY_GROUP,
+          version: POLICY_VERSION,
+          plural: this.kind.plural,
+          limit: LIST_PAGE_SIZE,
+          ...(continueToken ? { _continue: continueToken } : {}),
+        },
+        options,
+      ),
+    )) as { items?: unknown[]; metadata?: { resourceVersion?: string; continue?: string } };
+    return { items: page.items ?? [], resourceVersion: page.metadata?.resourceVersion ?? "", continueToken: page.metadata?.continue || undefined };
+  }
+
+  /** After a full list: the table is every object listed; a reload only when some content changed. */
+  private replaceAll(items: readonly unknown[]): void {
     const before = new Map([...this.table].map(([key, r]) => [key, contentKey(r)]));
     this.table.clear();
     for (const item of items) {
       const r = policyResourceOf(this.kind.kind, item);
       if (r) this.table.set(resourceKey(r), r);
     }
-    this.resourceVersion = resourceVersion;
     const after = new Map([...this.table].map(([key, r]) => [key, contentKey(r)]));
     if (before.size !== after.size || [...after].some(([key, content]) => before.get(key) !== content)) this.owner.contentChanged();
   }
 
-  private watchOnce(): Promise<WatchEnd> {
-    const query = { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: WATCH_TIMEOUT_SECONDS };
-    return watchOnce(this.owner.watch, this.path, query, {
-      object: (type, object) => {
-        const r = policyResourceOf(this.kind.kind, object);
-        if (!r) return;
-        const before = this.table.get(resourceKey(r));
-        if (type === "DELETED") {
-          this.table.delete(resourceKey(r));
-          this.owner.contentChanged();
-        } else if (type === "ADDED" || type === "MODIFIED") {
-          this.table.set(resourceKey(r), r);
-          // A status write changes no content key: nothing to reload.
-          if (!before || contentKey(before) !== contentKey(r)) this.owner.contentChanged();
-        }
-      },
-      resourceVersion: (version) => (this.resourceVersion = version),
-      running: (stop) => (this.stopWatch = stop),
-      isClosed: () => this.owner.closed,
-    });
-  }
-
-  stop(): void {
-    this.stopWatch?.();
+  private apply(type: string, object: unknown): void {
+    const r = policyResourceOf(this.kind.kind, object);
+    if (!r) return;
+    const before = this.table.get(resourceKey(r));
+    if (type === "DELETED") {
+      this.table.delete(resourceKey(r));
+      this.owner.contentChanged();
+    } else if (type === "ADDED" || type === "MODIFIED") {
+      this.table.set(resourceKey(r), r);
+      // A status write changes no content key: nothing to reload.
+      if (!before || contentKey(before) !== contentKey(r)) this.owner.contentChanged();
+    }
   }
 }
 
@@ -144,12 +127,7 @@ export class PolicyResourceWatch implements PolicyResourceStore {
   private readonly kinds: KindWatch[];
   private readonly lifetime = new AbortController();
   private readonly firstSync = Promise.withResolvers<void>();
-  /** Aborted by close(): ends the kinds' backoff sleeps. */
-  get closing(): AbortSignal {
-    return this.lifetime.signal;
-  }
   private readonly listeners = new Set<() => void>();
-  private loops: Promise<void>[] = [];
   private starting: Promise<void> | undefined;
 
   constructor(kubeConfig: KubeConfig, options: PolicyResourceWatchOptions) {
@@ -187,8 +165,7 @@ export class PolicyResourceWatch implements PolicyResourceStore {
   async close(): Promise<void> {
     this.closed = true;
     this.lifetime.abort(new Error("policy resource watch closed"));
-    for (const k of this.kinds) k.stop();
-    await Promise.all(this.loops);
+    await Promise.all(this.kinds.map((k) => k.stop()));
   }
 
   // For the kind loops.
@@ -208,7 +185,7 @@ export class PolicyResourceWatch implements PolicyResourceStore {
   }
 
   private async startAndWait(): Promise<void> {
-    this.loops = this.kinds.map((k) => k.run());
+    for (const k of this.kinds) k.start();
     let timer: NodeJS.Timeout | undefined;
     const gaveUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.startTimeoutMs)));
     await Promise.race([this.firstSync.promise, gaveUp]);

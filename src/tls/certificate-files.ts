@@ -7,7 +7,8 @@ import type { Logger } from "pino";
 import { ImprimaturError } from "../errors/imprimatur-error.ts";
 import { WatchedFiles } from "../fs/file-reload.ts";
 
-export type CertificateFilesErrorCode = "not-a-certificate" | "not-a-key" | "key-mismatch" | "unusable";
+/** A certificate and key read from files: the serving pair here, the state folder's CA (tls-bootstrap.ts). */
+export type CertificateFilesErrorCode = "not-a-certificate" | "not-a-key" | "key-mismatch" | "unusable" | "missing-key" | "not-a-ca";
 
 export class CertificateFilesError extends ImprimaturError<CertificateFilesErrorCode> {}
 

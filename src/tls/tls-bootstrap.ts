@@ -21,6 +21,8 @@ import "reflect-metadata";
 import * as x509 from "@peculiar/x509";
 import { makeDirectory } from "../fs/make-directory.ts";
 import { writeFileAtomic } from "../fs/write-file-atomic.ts";
+import { CertificateFilesError } from "./certificate-files.ts";
+import { TlsError } from "./tls-error.ts";
 x509.cryptoProvider.set(globalThis.crypto);
 
 export interface TlsMaterial {
@@ -103,7 +105,8 @@ export async function createCertificateAuthority(
   opts: { now?: number; validityMs?: number } = {},
 ): Promise<{ certPem: string; keyPem: string }> {
   const validityMs = opts.validityMs ?? CA_VALIDITY_DAYS * DAY_MS;
-  if (!(validityMs > 0) || !Number.isFinite(validityMs)) throw new Error(`CA validity must be a positive duration, got ${validityMs} ms`);
+  if (!(validityMs > 0) || !Number.isFinite(validityMs))
+    throw new TlsError("invalid-validity", `CA validity must be a positive duration, got ${validityMs} ms`);
   const keys = await generateLeafKeys();
   const now = opts.now ?? Date.now();
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
@@ -141,10 +144,10 @@ export async function issueCertificate(
   },
 ): Promise<{ certPem: string; keyPem: string }> {
   const days = opts.days ?? SERVING_VALIDITY_DAYS;
-  if (!(days > 0) || !Number.isFinite(days)) throw new Error(`certificate validity must be a positive number of days, got ${days}`);
+  if (!(days > 0) || !Number.isFinite(days)) throw new TlsError("invalid-validity", `certificate validity must be a positive number of days, got ${days}`);
   const now = opts.now ?? Date.now();
   const notAfter = opts.notAfter ?? now + days * DAY_MS;
-  if (!(notAfter > now)) throw new Error(`certificate would not be valid after issuance (notAfter ${new Date(notAfter).toISOString()})`);
+  if (!(notAfter > now)) throw new TlsError("invalid-validity", `certificate would not be valid after issuance (notAfter ${new Date(notAfter).toISOString()})`);
 
   const caCert = new x509.X509Certificate(ca.certPem);
   const { signingKey, signingAlgorithm } = await importSigningKey(ca.keyPem);
@@ -153,7 +156,7 @@ export async function issueCertificate(
   for (const name of opts.dnsNames ?? []) names.push({ type: "dns", value: dnsName(name) });
   for (const ip of opts.ipAddresses ?? []) {
     const canonical = canonicalIp(ip);
-    if (canonical === null) throw new Error(`not an IP address: ${JSON.stringify(ip)}`);
+    if (canonical === null) throw new TlsError("invalid-ip-address", `not an IP address: ${JSON.stringify(ip)}`);
     names.push({ type: "ip", value: canonical });
   }
 
@@ -190,28 +193,39 @@ interface LoadedCa {
   cert: NodeX509Certificate;
 }
 
-/** null when there is no ca.crt yet; throws when the CA on disk exists but cannot be used. */
+/** null when there is no ca.crt yet; throws CertificateFilesError when the CA on disk exists but cannot be used. */
 async function loadCertificateAuthority(certPath: string, keyPath: string): Promise<LoadedCa | null> {
   const certPem = await readIfExists(certPath);
   if (certPem === null) return null;
   const keyPem = await readIfExists(keyPath);
   if (keyPem === null) {
-    throw new Error(`${keyPath} is missing but ${certPath} exists; restore the CA key or remove both files to generate a new CA`);
+    throw new CertificateFilesError(
+      "missing-key",
+      `${keyPath} is missing but ${certPath} exists; restore the CA key or remove both files to generate a new CA`,
+    );
   }
   let cert: NodeX509Certificate;
   try {
     cert = new NodeX509Certificate(certPem);
   } catch (err) {
-    throw new Error(`${certPath} is not a PEM certificate (${(err as Error).message}); remove ca.crt and ca.key to generate a new CA`, { cause: err });
+    throw new CertificateFilesError(
+      "not-a-certificate",
+      `${certPath} is not a PEM certificate (${(err as Error).message}); remove ca.crt and ca.key to generate a new CA`,
+      { cause: err },
+    );
   }
   let key: KeyObject;
   try {
     key = createPrivateKey(keyPem);
   } catch (err) {
-    throw new Error(`${keyPath} is not a PEM private key (${(err as Error).message}); remove ca.crt and ca.key to generate a new CA`, { cause: err });
+    throw new CertificateFilesError(
+      "not-a-key",
+      `${keyPath} is not a PEM private key (${(err as Error).message}); remove ca.crt and ca.key to generate a new CA`,
+      { cause: err },
+    );
   }
-  if (!cert.ca) throw new Error(`${certPath} is not a CA certificate (basicConstraints CA:false)`);
-  if (!cert.checkPrivateKey(key)) throw new Error(`${keyPath} does not belong to ${certPath}`);
+  if (!cert.ca) throw new CertificateFilesError("not-a-ca", `${certPath} is not a CA certificate (basicConstraints CA:false)`);
+  if (!cert.checkPrivateKey(key)) throw new CertificateFilesError("key-mismatch", `${keyPath} does not belong to ${certPath}`);
   return { certPem, keyPem, cert };
 }
 
@@ -288,7 +302,7 @@ const DNS_NAME = /^(\*\.)?[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-
 
 function dnsName(text: string): string {
   const name = text.trim().toLowerCase().replace(/\.$/, "");
-  if (name.length > 253 || !DNS_NAME.test(name)) throw new Error(`not a valid DNS name for a certificate: ${JSON.stringify(text)}`);
+  if (name.length > 253 || !DNS_NAME.test(name)) throw new TlsError("invalid-dns-name", `not a valid DNS name for a certificate: ${JSON.stringify(text)}`);
   return name;
 }
 
@@ -308,7 +322,7 @@ async function importSigningKey(keyPem: string): Promise<{ signingKey: CryptoKey
   if (key.asymmetricKeyType === "ec") {
     const curve = key.asymmetricKeyDetails?.namedCurve;
     const named = curve === "prime256v1" ? "P-256" : curve === "secp384r1" ? "P-384" : curve === "secp521r1" ? "P-521" : undefined;
-    if (named === undefined) throw new Error(`unsupported CA key curve: ${curve}`);
+    if (named === undefined) throw new TlsError("unsupported-ca-key", `unsupported CA key curve: ${curve}`);
     const hash = named === "P-256" ? "SHA-256" : named === "P-384" ? "SHA-384" : "SHA-512";
     const signingKey = await globalThis.crypto.subtle.importKey("pkcs8", pkcs8, { name: "ECDSA", namedCurve: named }, false, ["sign"]);
     return { signingKey, signingAlgorithm: { name: "ECDSA", hash } as EcdsaParams };
@@ -317,7 +331,7 @@ async function importSigningKey(keyPem: string): Promise<{ signingKey: CryptoKey
     const algorithm: RsaHashedImportParams = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" };
     return { signingKey: await globalThis.crypto.subtle.importKey("pkcs8", pkcs8, algorithm, false, ["sign"]), signingAlgorithm: algorithm };
   }
-  throw new Error(`unsupported CA key type: ${key.asymmetricKeyType}`);
+  throw new TlsError("unsupported-ca-key", `unsupported CA key type: ${key.asymmetricKeyType}`);
 }
 
 async function ensureStateDir(dir: string): Promise<void> {

@@ -9,6 +9,7 @@
 import { createHash, createPrivateKey, X509Certificate } from "node:crypto";
 import { parseDuration } from "../core/primitives/duration.ts";
 import { normalizeHosts, subjectAltNames } from "./tls-bootstrap.ts";
+import { TlsError } from "./tls-error.ts";
 
 export interface TlsRotationSettings {
   /** Lifetime of a new CA. */
@@ -295,14 +296,18 @@ export function parseRotationTimeline(text: string, base: TlsRotationSettings = 
     .filter((p) => p !== "")) {
     const [key, value = ""] = part.split("=", 2) as [string, string?];
     const durations = value.split("/").map((v) => parseDuration(v.trim()));
-    if (durations.some((d) => d === undefined)) throw new Error(`--tls-timeline: not a duration in ${JSON.stringify(part)}`);
+    if (durations.some((d) => d === undefined)) throw new TlsError("invalid-timeline", `--tls-timeline: not a duration in ${JSON.stringify(part)}`);
     const [first, second] = durations as number[];
     if (key === "ca" && durations.length === 2) [out.caValidityMs, out.caRenewBeforeMs] = [first!, second!];
     else if (key === "cert" && durations.length === 2) [out.leafValidityMs, out.leafRenewBeforeMs] = [first!, second!];
     else if (key === "propagation" && durations.length === 1) out.caBundlePropagationMs = first!;
-    else throw new Error(`--tls-timeline: expected ca=VALIDITY/RENEW_BEFORE, cert=VALIDITY/RENEW_BEFORE or propagation=DUR, got ${JSON.stringify(part)}`);
+    else
+      throw new TlsError(
+        "invalid-timeline",
+        `--tls-timeline: expected ca=VALIDITY/RENEW_BEFORE, cert=VALIDITY/RENEW_BEFORE or propagation=DUR, got ${JSON.stringify(part)}`,
+      );
   }
   const problem = rotationSettingsProblem(out);
-  if (problem !== undefined) throw new Error(`--tls-timeline: ${problem}`);
+  if (problem !== undefined) throw new TlsError("invalid-timeline", `--tls-timeline: ${problem}`);
   return out;
 }

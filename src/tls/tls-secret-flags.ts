@@ -6,6 +6,7 @@ import { parseDuration } from "../core/primitives/duration.ts";
 import { defaultCandidateIdentity, podNamespace } from "../kube/leader-election.ts";
 import { parseSecretName, startSelfManagedTls, type RunningSelfManagedTls, type SelfManagedTlsSetup } from "./tls-secret-manager.ts";
 import { parseRotationTimeline } from "./tls-rotation-plan.ts";
+import { TlsError } from "./tls-error.ts";
 
 export interface TlsSecretFlags {
   "tls-secret"?: string | undefined;
@@ -75,7 +76,7 @@ export async function selfManagedTlsFromFlags(
   stop?: AbortSignal,
 ): Promise<RunningSelfManagedTls> {
   const secret = flags["tls-secret"];
-  if (secret === undefined) throw new Error("--tls-secret is not given");
-  if (kube === undefined) throw new Error("--tls-secret needs the Kubernetes API: give --kubeconfig, or run in a pod");
+  if (secret === undefined) throw new TlsError("missing-secret", "--tls-secret is not given");
+  if (kube === undefined) throw new TlsError("needs-kubernetes-api", "--tls-secret needs the Kubernetes API: give --kubeconfig, or run in a pod");
   return startSelfManagedTls({ ...selfManagedTlsSetup({ ...flags, "tls-secret": secret }, kube, hosts, logger), ...(stop ? { stop } : {}) });
 }

@@ -12,6 +12,7 @@ import { describeApiError, hasStatus } from "../kube/api-requests.ts";
 import { LeaderElector } from "../kube/leader-election.ts";
 import { WebhookCaBundleClient, type WebhookCaBundles } from "../kube/webhook-ca-bundle.ts";
 import { normalizeHosts } from "./tls-bootstrap.ts";
+import { TlsError } from "./tls-error.ts";
 import { contentsAfterStep, trustInPlace } from "./tls-secret-contents.ts";
 import { chooseServingCertificate, fingerprintsInEveryBundle, observeTrustedCas, type CertificateState } from "./tls-serving-choice.ts";
 import {
@@ -67,7 +68,7 @@ const MAX_STEPS_PER_ROUND = 8;
 /** `NAMESPACE/NAME` of --tls-secret; throws on anything else. */
 export function parseSecretName(text: string): SecretName {
   const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-a-z0-9.]*[a-z0-9])?)$/.exec(text);
-  if (!match) throw new Error(`--tls-secret must be NAMESPACE/NAME (lowercase DNS names), got ${JSON.stringify(text)}`);
+  if (!match) throw new TlsError("invalid-secret-name", `--tls-secret must be NAMESPACE/NAME (lowercase DNS names), got ${JSON.stringify(text)}`);
   return { namespace: match[1]!, name: match[3]! };
 }
 
@@ -96,7 +97,7 @@ export class SelfManagedTls {
   constructor(options: SelfManagedTlsOptions) {
     const rotation = options.rotation ?? DEFAULT_TLS_ROTATION;
     const problem = rotationSettingsProblem(rotation);
-    if (problem !== undefined) throw new Error(`TLS rotation settings: ${problem}`);
+    if (problem !== undefined) throw new TlsError("invalid-rotation-settings", `TLS rotation settings: ${problem}`);
     normalizeHosts(options.hosts); // throws on a name that cannot be in a certificate
     this.api = options.kube.makeApiClient(CoreV1Api);
     this.opts = { ...options, rotation, syncIntervalMs: options.syncIntervalMs ?? 5_000, now: options.now ?? Date.now };

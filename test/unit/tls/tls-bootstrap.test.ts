@@ -7,6 +7,7 @@ import { createServer, request } from "node:https";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { CertificateFilesError } from "../../../src/tls/certificate-files.ts";
 import { createCertificateAuthority, ensureServingCertificate, issueCertificate } from "../../../src/tls/tls-bootstrap.ts";
 
 // Loaded after tls-bootstrap.ts, which installs the Reflect metadata shim the library needs.
@@ -152,8 +153,38 @@ test("a CA certificate without its key is an error naming the file", async () =>
   await unlink(join(stateDir, "ca.key"));
   await assert.rejects(ensureServingCertificate(stateDir, []), (err: Error) => {
     assert.ok(err.message.includes(join(stateDir, "ca.key")), err.message);
+    assert.ok(err instanceof CertificateFilesError);
+    assert.equal(err.code, "missing-key");
     return true;
   });
+});
+
+test("a CA on disk that is no CA, has another key or is no PEM is refused by code, naming the file", async () => {
+  const stateDir = join(root, "bad-ca");
+  const m = await ensureServingCertificate(stateDir, []);
+  const caCert = join(stateDir, "ca.crt");
+  const caKey = join(stateDir, "ca.key");
+  const refused = (code: string, file: string) => (err: unknown) => {
+    assert.ok(err instanceof CertificateFilesError);
+    assert.equal(err.code, code);
+    assert.ok(err.message.startsWith(file), err.message);
+    return true;
+  };
+
+  await writeFile(caCert, m.certPem);
+  await writeFile(caKey, m.keyPem);
+  await assert.rejects(ensureServingCertificate(stateDir, []), refused("not-a-ca", caCert));
+
+  const other = await createCertificateAuthority("other");
+  await writeFile(caCert, m.caCertPem);
+  await writeFile(caKey, other.keyPem);
+  await assert.rejects(ensureServingCertificate(stateDir, []), refused("key-mismatch", caKey));
+
+  await writeFile(caKey, "not a key");
+  await assert.rejects(ensureServingCertificate(stateDir, []), refused("not-a-key", caKey));
+
+  await writeFile(caCert, "not a certificate");
+  await assert.rejects(ensureServingCertificate(stateDir, []), refused("not-a-certificate", caCert));
 });
 
 test("issueCertificate makes client certificates and rejects bad names", async () => {
@@ -165,9 +196,30 @@ test("issueCertificate makes client certificates and rejects bad names", async (
   assert.match(cert.subject, /CN=system:kube-apiserver/);
   assert.ok(cert.verify(new X509Certificate(ca.certPem).publicKey));
 
-  await assert.rejects(issueCertificate(ca, { commonName: "x", ipAddresses: ["not-an-ip"] }), /not an IP address/);
-  await assert.rejects(issueCertificate(ca, { commonName: "x", dnsNames: ["bad name"] }), /not a valid DNS name/);
-  await assert.rejects(ensureServingCertificate(join(root, "bad-host"), ["https://example.com"]), /not a valid DNS name/);
+  await assert.rejects(issueCertificate(ca, { commonName: "x", ipAddresses: ["not-an-ip"] }), {
+    name: "TlsError",
+    code: "invalid-ip-address",
+    message: /not an IP address/,
+  });
+  await assert.rejects(issueCertificate(ca, { commonName: "x", dnsNames: ["bad name"] }), {
+    name: "TlsError",
+    code: "invalid-dns-name",
+    message: /not a valid DNS name/,
+  });
+  await assert.rejects(ensureServingCertificate(join(root, "bad-host"), ["https://example.com"]), {
+    code: "invalid-dns-name",
+    message: /not a valid DNS name/,
+  });
+  await assert.rejects(issueCertificate(ca, { commonName: "x", days: 0 }), { name: "TlsError", code: "invalid-validity" });
+  await assert.rejects(issueCertificate(ca, { commonName: "x", now: 1_000, notAfter: 1_000 }), {
+    code: "invalid-validity",
+    message: /would not be valid after issuance/,
+  });
+  await assert.rejects(createCertificateAuthority("x", { validityMs: -1 }), {
+    name: "TlsError",
+    code: "invalid-validity",
+    message: /CA validity must be a positive duration/,
+  });
 });
 
 test("a real TLS server with the material is trusted via ca.crt alone, on 127.0.0.1 and localhost", async () => {

@@ -262,9 +262,9 @@ test("settings that would leave a gap are refused", () => {
 test("--tls-timeline parses shortened timelines and refuses bad ones", () => {
   assert.deepEqual(parseRotationTimeline("ca=100s/40s,cert=30s/10s,propagation=5s"), SETTINGS);
   assert.deepEqual(parseRotationTimeline("propagation=2s"), { ...DEFAULT_TLS_ROTATION, caBundlePropagationMs: 2 * S });
-  assert.throws(() => parseRotationTimeline("ca=100s"), /expected ca=VALIDITY\/RENEW_BEFORE/);
-  assert.throws(() => parseRotationTimeline("cert=30x/10s"), /not a duration/);
-  assert.throws(() => parseRotationTimeline("ca=100s/40s,cert=60s/35s"), /CA renewal margin/);
+  assert.throws(() => parseRotationTimeline("ca=100s"), { name: "TlsError", code: "invalid-timeline", message: /expected ca=VALIDITY\/RENEW_BEFORE/ });
+  assert.throws(() => parseRotationTimeline("cert=30x/10s"), { name: "TlsError", code: "invalid-timeline", message: /not a duration/ });
+  assert.throws(() => parseRotationTimeline("ca=100s/40s,cert=60s/35s"), { name: "TlsError", code: "invalid-timeline", message: /CA renewal margin/ });
 });
 
 test("the trusted-since annotation: only well-formed entries for CAs in the bundle count", () => {

@@ -13,8 +13,10 @@ import { pino } from "pino";
 import { DEFAULT_SERVER_CONFIG } from "../../../src/config/server-config.ts";
 import { startApp } from "../../../src/server/app.ts";
 import { createCertificateAuthority, issueCertificate } from "../../../src/tls/tls-bootstrap.ts";
-import { selfManagedTlsSetup, tlsSecretFlagProblem } from "../../../src/tls/tls-secret-flags.ts";
-import { parseSecretName } from "../../../src/tls/tls-secret-manager.ts";
+import { DEFAULT_TLS_ROTATION } from "../../../src/tls/tls-rotation-plan.ts";
+import { selfManagedTlsFromFlags, selfManagedTlsSetup, tlsSecretFlagProblem } from "../../../src/tls/tls-secret-flags.ts";
+import { parseSecretName, SelfManagedTls } from "../../../src/tls/tls-secret-manager.ts";
+import type { WebhookCaBundleClient } from "../../../src/kube/webhook-ca-bundle.ts";
 import { runServe } from "../../../src/cli/serve.ts";
 
 const POLICIES = fileURLToPath(new URL("../../fixtures/e2e-policies", import.meta.url));
@@ -22,7 +24,7 @@ const POLICIES = fileURLToPath(new URL("../../fixtures/e2e-policies", import.met
 test("--tls-secret is NAMESPACE/NAME", () => {
   assert.deepEqual(parseSecretName("imprimatur/imprimatur-tls"), { namespace: "imprimatur", name: "imprimatur-tls" });
   for (const bad of ["imprimatur-tls", "a/b/c", "Imprimatur/tls", "/tls", "ns/", "ns/-tls"])
-    assert.throws(() => parseSecretName(bad), /--tls-secret must be NAMESPACE\/NAME/, bad);
+    assert.throws(() => parseSecretName(bad), { name: "TlsError", code: "invalid-secret-name", message: /--tls-secret must be NAMESPACE\/NAME/ }, bad);
 });
 
 test("flag combinations refused before the cluster is asked", () => {
@@ -38,6 +40,33 @@ test("flag combinations refused before the cluster is asked", () => {
   );
   assert.match(tlsSecretFlagProblem({ "tls-secret": "ns/tls", "tls-timeline": "ca=1s" }, false)!, /--tls-timeline/);
   assert.match(tlsSecretFlagProblem({ "tls-secret": "ns/tls", "tls-sync-interval": "0" }, false)!, /--tls-sync-interval must be a positive duration/);
+});
+
+test("self-managed TLS needs --tls-secret, the Kubernetes API and rotation settings that fit together", async () => {
+  const logger = pino({ level: "silent" });
+  await assert.rejects(selfManagedTlsFromFlags({}, new KubeConfig(), [], logger), {
+    name: "TlsError",
+    code: "missing-secret",
+    message: "--tls-secret is not given",
+  });
+  await assert.rejects(selfManagedTlsFromFlags({ "tls-secret": "ns/tls" }, undefined, [], logger), {
+    name: "TlsError",
+    code: "needs-kubernetes-api",
+    message: "--tls-secret needs the Kubernetes API: give --kubeconfig, or run in a pod",
+  });
+  assert.throws(
+    () =>
+      new SelfManagedTls({
+        kube: new KubeConfig(),
+        secret: { namespace: "ns", name: "tls" },
+        webhooks: {} as WebhookCaBundleClient,
+        hosts: [],
+        leader: { isLeader: () => false },
+        rotation: { ...DEFAULT_TLS_ROTATION, caBundlePropagationMs: -1 },
+        logger,
+      }),
+    { name: "TlsError", code: "invalid-rotation-settings", message: /^TLS rotation settings: caBundlePropagationMs must be a non-negative duration/ },
+  );
 });
 
 test("serve refuses bad --tls-secret flags with exit code 2, one line each and where the help is", async () => {

@@ -6,6 +6,7 @@
 import { chmod, lstat, rm } from "node:fs/promises";
 import { createServer, type Socket } from "node:net";
 import * as grpc from "@grpc/grpc-js";
+import { CriError } from "./cri-error.ts";
 import { withValidAuthority } from "./unix-authority.ts";
 
 export const CRI_PACKAGES = ["runtime.v1alpha2", "runtime.v1"] as const;
@@ -171,7 +172,8 @@ function asStatus(err: unknown): Partial<grpc.StatusObject> {
 }
 
 function socketPath(listen: string): string {
-  if (!listen.startsWith("unix://") || listen.length <= "unix://".length) throw new Error(`only unix:///path endpoints are served, got ${listen}`);
+  if (!listen.startsWith("unix://") || listen.length <= "unix://".length)
+    throw new CriError("unsupported-endpoint", `only unix:///path endpoints are served, got ${listen}`);
   return listen.slice("unix://".length);
 }
 

@@ -11,6 +11,7 @@
 import { createRequire } from "node:module";
 import { Duplex } from "node:stream";
 import type { Socket } from "node:net";
+import { CriError } from "./cri-error.ts";
 
 interface HpackHeader {
   name: string;
@@ -87,7 +88,7 @@ export class ClientFrames {
     const out: Buffer[] = [];
     if (!this.prefaceSeen) {
       if (this.buffered.length < PREFACE.length) return out;
-      if (!this.buffered.subarray(0, PREFACE.length).equals(PREFACE)) throw new Error("not an HTTP/2 connection preface");
+      if (!this.buffered.subarray(0, PREFACE.length).equals(PREFACE)) throw new CriError("not-http2", "not an HTTP/2 connection preface");
       out.push(this.buffered.subarray(0, PREFACE.length));
       this.buffered = this.buffered.subarray(PREFACE.length);
       this.prefaceSeen = true;
@@ -108,7 +109,7 @@ export class ClientFrames {
     const streamId = frame.readUInt32BE(5) & 0x7fffffff;
     const payload = frame.subarray(FRAME_HEADER);
     if (type === HEADERS) {
-      if (this.pending) throw new Error("a HEADERS frame inside another header block");
+      if (this.pending) throw new CriError("malformed-frames", "a HEADERS frame inside another header block");
       let start = 0;
       let end = payload.length;
       if (flags & PADDED) {
@@ -121,17 +122,17 @@ export class ClientFrames {
         priority = payload.subarray(start, start + 5);
         start += 5;
       }
-      if (end < start) throw new Error("a HEADERS frame shorter than its padding");
+      if (end < start) throw new CriError("malformed-frames", "a HEADERS frame shorter than its padding");
       this.pending = { streamId, flags, priority, fragments: [payload.subarray(start, end)], size: end - start };
     } else if (type === CONTINUATION) {
-      if (!this.pending || this.pending.streamId !== streamId) throw new Error("a CONTINUATION frame outside a header block");
+      if (!this.pending || this.pending.streamId !== streamId) throw new CriError("malformed-frames", "a CONTINUATION frame outside a header block");
       this.pending.fragments.push(payload);
       this.pending.size += payload.length;
     } else {
-      if (this.pending) throw new Error("a frame inside a header block");
+      if (this.pending) throw new CriError("malformed-frames", "a frame inside a header block");
       return [frame];
     }
-    if (this.pending.size > MAX_HEADER_BLOCK) throw new Error("header block too large");
+    if (this.pending.size > MAX_HEADER_BLOCK) throw new CriError("header-block-too-large", "header block too large");
     if (!(flags & END_HEADERS)) return [];
     const block = this.pending;
     this.pending = undefined;

@@ -9,7 +9,8 @@ import { connect, createServer, type Server } from "node:net";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { withValidAuthority } from "../../../src/cri/unix-authority.ts";
+import { startImageServiceProxy, type RuntimeImageClient } from "../../../src/cri/image-service-proxy.ts";
+import { ClientFrames, withValidAuthority } from "../../../src/cri/unix-authority.ts";
 
 async function listen(server: Server, path: string): Promise<void> {
   await new Promise<void>((resolve) => server.listen(path, resolve));
@@ -66,4 +67,49 @@ it("a path as :authority is replaced by localhost; other headers arrive unchange
     h2.close();
     await rm(dir, { recursive: true, force: true });
   }
+});
+
+const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
+
+/** One HTTP/2 frame: type, flags, stream and payload. */
+function frame(type: number, flags: number, streamId: number, payload: Buffer = Buffer.alloc(0)): Buffer {
+  const header = Buffer.alloc(9);
+  header.writeUIntBE(payload.length, 0, 3);
+  header[3] = type;
+  header[4] = flags;
+  header.writeUInt32BE(streamId, 5);
+  return Buffer.concat([header, payload]);
+}
+
+it("a connection that is not HTTP/2, or whose frames break a header block, is refused by code", () => {
+  assert.throws(() => new ClientFrames().push(Buffer.from("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")), {
+    name: "CriError",
+    code: "not-http2",
+    message: "not an HTTP/2 connection preface",
+  });
+  const CONTINUATION = 0x9;
+  const HEADERS = 0x1;
+  const DATA = 0x0;
+  assert.throws(() => new ClientFrames().push(Buffer.concat([PREFACE, frame(CONTINUATION, 0, 1)])), {
+    name: "CriError",
+    code: "malformed-frames",
+    message: "a CONTINUATION frame outside a header block",
+  });
+  assert.throws(() => new ClientFrames().push(Buffer.concat([PREFACE, frame(HEADERS, 0, 1, Buffer.from([0x82])), frame(DATA, 0, 1)])), {
+    name: "CriError",
+    code: "malformed-frames",
+    message: "a frame inside a header block",
+  });
+  assert.throws(() => new ClientFrames().push(Buffer.concat([PREFACE, frame(HEADERS, 0, 1, Buffer.alloc(1024 * 1024 + 1))])), {
+    name: "CriError",
+    code: "header-block-too-large",
+  });
+});
+
+it("the proxy serves unix:///path endpoints only", async () => {
+  const runtime = {} as RuntimeImageClient;
+  await assert.rejects(
+    startImageServiceProxy("tcp://127.0.0.1:9000", runtime, () => Promise.reject(new Error("not called"))),
+    { name: "CriError", code: "unsupported-endpoint", message: "only unix:///path endpoints are served, got tcp://127.0.0.1:9000" },
+  );
 });

@@ -89,7 +89,7 @@ export class Engine {
       return { decision };
     }
     const subject = route.subject;
-    // /mutate pins nothing then; every other review is refused.
+    // With --require-policies and nothing in force every review is refused; /mutate then has nothing to pin.
     if (call.endpoint !== "mutate" && this.parts.requirePolicies && !this.policiesInForce())
       return this.finish(subject, call, refusal("noPolicy", NO_POLICY_IN_FORCE));
     const tools = this.parts.tools.for(call.caller);

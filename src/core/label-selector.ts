@@ -3,6 +3,7 @@
 // would refuse in its own objects is refused when a policy loads, rather than silently matching nothing.
 import { isObject } from "./primitives/json-shapes.ts";
 import { unknownFieldListingKnown } from "./primitives/unknown-field.ts";
+import type { FieldIssue } from "./policy-kind.ts";
 
 export interface LabelSelectorRequirement {
   key: string;
@@ -80,65 +81,70 @@ export function labelValueProblem(value: string): string | undefined {
 
 const OPERATORS = ["In", "NotIn", "Exists", "DoesNotExist"] as const;
 
-/** Where a problem in a policy's selector is reported: the field's path, and what is wrong there. */
-export type ReportSelectorProblem = (path: Array<string | number>, message: string) => void;
+type Path = Array<string | number>;
 
 /**
- * A label selector as a policy gives it, each problem reported at its field: the shape, and what kube-apiserver's
- * ValidateLabelSelector refuses (keys that are no label keys, matchLabels values that are no label values, In and
- * NotIn without values, Exists and DoesNotExist with values). The values of In and NotIn are checked as label
- * values too, as current Kubernetes does for selectors it stores: such a value can never match a label.
- * Returns the parts that are well-formed (undefined when `raw` is not a mapping at all).
+ * A label selector as a policy gives it (a namespaceSelector, an objectSelector, an exception's selector), each
+ * problem an issue at its field: the shape, and what kube-apiserver's ValidateLabelSelector refuses (keys that are
+ * no label keys, matchLabels values that are no label values, In and NotIn without values, Exists and
+ * DoesNotExist with values). The values of In and NotIn are checked as label values too, as current Kubernetes
+ * does for selectors it stores: such a value can never match a label. Every policy kind compiles its selectors
+ * here, so each reports these problems in the same words, at its own `path` (kinds with a JSON Schema check it
+ * first: what the schema refuses, such as an unknown operator, is reported in the schema's words).
+ *
+ * `selector` holds the parts that are well-formed; it is undefined when `raw` is absent (no selector, and no
+ * issue) or not a mapping at all.
  */
-export function readLabelSelector(raw: unknown, path: Array<string | number>, report: ReportSelectorProblem): LabelSelector | undefined {
+export function compileLabelSelector(raw: unknown, path: Path): { selector?: LabelSelector; issues: FieldIssue[] } {
+  const issues: FieldIssue[] = [];
+  if (raw === undefined) return { issues };
   if (!isObject(raw)) {
-    report(path, `must be a label selector (matchLabels, matchExpressions), got ${describeValue(raw)}`);
-    return undefined;
+    issues.push({ path, message: `must be a label selector (matchLabels, matchExpressions), got ${describeValue(raw)}` });
+    return { issues };
   }
   for (const key of Object.keys(raw)) {
-    if (key !== "matchLabels" && key !== "matchExpressions") report([...path, key], unknownFieldListingKnown(key, ["matchLabels", "matchExpressions"]));
+    if (key !== "matchLabels" && key !== "matchExpressions")
+      issues.push({ path: [...path, key], message: unknownFieldListingKnown(key, ["matchLabels", "matchExpressions"]) });
   }
   const selector: LabelSelector = {};
   if (raw.matchLabels !== undefined) {
-    const labels = readMatchLabels(raw.matchLabels, [...path, "matchLabels"], report);
+    const labels = compileMatchLabels(raw.matchLabels, [...path, "matchLabels"], issues);
     if (labels) selector.matchLabels = labels;
   }
   if (raw.matchExpressions !== undefined) {
-    if (!Array.isArray(raw.matchExpressions)) report([...path, "matchExpressions"], `must be a list, got ${describeValue(raw.matchExpressions)}`);
+    if (!Array.isArray(raw.matchExpressions))
+      issues.push({ path: [...path, "matchExpressions"], message: `must be a list, got ${describeValue(raw.matchExpressions)}` });
     else {
       selector.matchExpressions = raw.matchExpressions.flatMap((e: unknown, i) => {
-        const requirement = readRequirement(e, [...path, "matchExpressions", i], report);
+        const requirement = compileRequirement(e, [...path, "matchExpressions", i], issues);
         return requirement ? [requirement] : [];
       });
     }
   }
-  return selector;
+  return { selector, issues };
 }
 
-function readMatchLabels(raw: unknown, path: Array<string | number>, report: ReportSelectorProblem): Record<string, string> | undefined {
+function compileMatchLabels(raw: unknown, path: Path, issues: FieldIssue[]): Record<string, string> | undefined {
   if (!isObject(raw)) {
-    report(path, `must be a map of label key → value, got ${describeValue(raw)}`);
+    issues.push({ path, message: `must be a map of label key → value, got ${describeValue(raw)}` });
     return undefined;
   }
   const labels: Record<string, string> = {};
   for (const [key, value] of Object.entries(raw)) {
     const problem = labelKeyProblem(key) ?? (typeof value === "string" ? labelValueProblem(value) : `must be a string, got ${describeValue(value)}`);
-    if (problem !== undefined) report([...path, key], problem);
+    if (problem !== undefined) issues.push({ path: [...path, key], message: problem });
     else labels[key] = value as string;
   }
   return labels;
 }
 
-function readRequirement(raw: unknown, path: Array<string | number>, report: ReportSelectorProblem): LabelSelectorRequirement | undefined {
+function compileRequirement(raw: unknown, path: Path, issues: FieldIssue[]): LabelSelectorRequirement | undefined {
   if (!isObject(raw)) {
-    report(path, `must be a mapping with key, operator and values, got ${describeValue(raw)}`);
+    issues.push({ path, message: `must be a mapping with key, operator and values, got ${describeValue(raw)}` });
     return undefined;
   }
-  let valid = true;
-  const problem = (at: Array<string | number>, message: string) => {
-    valid = false;
-    report(at, message);
-  };
+  const before = issues.length;
+  const problem = (at: Path, message: string) => void issues.push({ path: at, message });
   for (const key of Object.keys(raw)) {
     if (key !== "key" && key !== "operator" && key !== "values") problem([...path, key], unknownFieldListingKnown(key, ["key", "operator", "values"]));
   }
@@ -166,7 +172,7 @@ function readRequirement(raw: unknown, path: Array<string | number>, report: Rep
   } else if (operator && Array.isArray(raw.values) && raw.values.length > 0) {
     problem([...path, "values"], `operator ${operator} takes no values`);
   }
-  return valid ? { key: raw.key as string, operator: operator!, ...(values ? { values } : {}) } : undefined;
+  return issues.length === before ? { key: raw.key as string, operator: operator!, ...(values ? { values } : {}) } : undefined;
 }
 
 function describeValue(v: unknown): string {

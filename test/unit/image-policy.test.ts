@@ -264,6 +264,15 @@ test("semantic mistakes are load errors naming the field", () => {
   assert.equal(compileDoc({ rules: [{ action: "allow" }] }).policy, undefined);
 });
 
+test("namespaceSelector: an unknown operator is the schema's error, a key that is no label key the compiler's, each at its field", () => {
+  assert.deepEqual(issues({ rules: [], namespaceSelector: { matchExpressions: [{ key: "team", operator: "in", values: ["a"] }] } }), [
+    '["spec","namespaceSelector","matchExpressions",0,"operator"] must be one of "In", "NotIn", "Exists", "DoesNotExist"',
+  ]);
+  assert.deepEqual(issues({ rules: [], namespaceSelector: { matchLabels: { "-team": "a" } } }), [
+    `["spec","namespaceSelector","matchLabels","-team"] "-team" is not a label key: its name must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit`,
+  ]);
+});
+
 test("compiling fills the defaults a policy leaves out and keeps what it says", () => {
   const bare = compileDoc({ rules: [{ action: "allow", images: ["a.example/*"] }] });
   assert.deepEqual(bare.issues, []);

@@ -4,11 +4,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
+  compileLabelSelector,
   describeLabelSelector,
   labelKeyProblem,
   labelValueProblem,
   matchesLabelSelector,
-  readLabelSelector,
   type LabelSelector,
 } from "../../src/core/label-selector.ts";
 
@@ -77,11 +77,10 @@ test("a selector described for messages", () => {
   );
 });
 
-/** readLabelSelector's result and its problems as "path: message". */
+/** compileLabelSelector's result and its issues as "path: message". */
 function read(raw: unknown): { selector: LabelSelector | undefined; problems: string[] } {
-  const problems: string[] = [];
-  const selector = readLabelSelector(raw, ["spec", "namespaceSelector"], (path, message) => problems.push(`${path.join(".")}: ${message}`));
-  return { selector, problems };
+  const { selector, issues } = compileLabelSelector(raw, ["spec", "namespaceSelector"]);
+  return { selector, problems: issues.map((i) => `${i.path.join(".")}: ${i.message}`) };
 }
 
 test("a valid selector is read as given, with nothing reported", () => {
@@ -96,6 +95,7 @@ test("a valid selector is read as given, with nothing reported", () => {
   };
   assert.deepEqual(read(raw), { selector: raw, problems: [] });
   assert.deepEqual(read({}), { selector: {}, problems: [] });
+  assert.deepEqual(read(undefined), { selector: undefined, problems: [] }, "an absent selector is no selector, and no problem");
 });
 
 test("each problem is reported at its field, and the parts in error are left out", () => {

@@ -138,6 +138,30 @@ test("metadata.namespace must be a namespace name: a DNS label of at most 63 cha
   }
 });
 
+test("a selector's problems are named at spec.match.<any|all>.<i>.resources.selector: the schema's, then the compiler's", () => {
+  const selecting = (selector: unknown) =>
+    compile({ exceptions: [{ policyName: "p" }], match: { all: [{ resources: { kinds: ["Pod"] } }, { resources: { selector } }] } });
+  const at = "spec.match.all.1.resources.selector";
+  const problems = (selector: unknown) => {
+    const { policy, issues } = selecting(selector);
+    assert.equal(policy, undefined);
+    return issues.map((i) => `${i.path.join(".")}: ${i.message}`);
+  };
+  assert.deepEqual(problems({ matchExpressions: [{ key: "team", operator: "in", values: ["a"] }] }), [
+    `${at}.matchExpressions.0.operator: must be one of "In", "NotIn", "Exists", "DoesNotExist"`,
+  ]);
+  assert.deepEqual(problems({ matchExpressions: [{ key: "-team", operator: "In" }] }), [
+    `${at}.matchExpressions.0.key: "-team" is not a label key: its name must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit`,
+    `${at}.matchExpressions.0.values: operator In needs at least one value`,
+  ]);
+  assert.deepEqual(problems({ matchExpressions: [{ key: "team", operator: "Exists", values: ["a"] }] }), [
+    `${at}.matchExpressions.0.values: operator Exists takes no values`,
+  ]);
+  assert.deepEqual(selecting({ matchExpressions: [{ key: "team", operator: "NotIn", values: ["a"] }] }).policy?.match.all?.[1]?.selector, {
+    matchExpressions: [{ key: "team", operator: "NotIn", values: ["a"] }],
+  });
+});
+
 test("every schema problem is reported, an unknown field with the fields meant, and the request-level policy at its path", () => {
   const { policy, issues } = compile({ exceptions: [{ policyName: "p", ruleName: ["x"] }], match: { any: [{ resources: {} }] } });
   assert.equal(policy, undefined);

@@ -219,6 +219,12 @@ test("load-time errors: shapes, unknown fields, operations, names, CEL, and excl
   assert.deepEqual(issuesOf({ matchConstraints: { namespaceSelector: { matchExpressions: [{ key: "a", operator: "In" }] } } }), [
     "spec.matchConstraints.namespaceSelector.matchExpressions.0.values: operator In needs at least one value",
   ]);
+  assert.deepEqual(issuesOf({ matchConstraints: { objectSelector: { matchExpressions: [{ key: "a", operator: "Equals", values: ["x"] }] } } }), [
+    'spec.matchConstraints.objectSelector.matchExpressions.0.operator: must be one of In, NotIn, Exists, DoesNotExist, got "Equals"',
+  ]);
+  assert.deepEqual(issuesOf({ matchConstraints: { objectSelector: "app=web" } }), [
+    'spec.matchConstraints.objectSelector: must be a label selector (matchLabels, matchExpressions), got "app=web"',
+  ]);
   // Contradictions: the exclusion covers the whole match.
   assert.deepEqual(issuesOf({ matchConstraints: { resourceRules: [rule], excludeResourceRules: [{ ...rule, operations: ["*"] }] } }), [
     "spec.matchConstraints.excludeResourceRules: excludes every resource that resourceRules match, so the policy would apply to nothing",

@@ -14,7 +14,7 @@ export const VALIDATE_CEL_VARIABLES = ["image", "signers", "attestations"] as co
 import { compileAttestorSets, type RawAttestorSet, type RelatedFileReader } from "./compile-attestors.ts";
 import { parseImageReference } from "../image-reference.ts";
 import { compileImagePath, type ImagePath, type RawImagePath } from "../image-paths.ts";
-import { readLabelSelector, type LabelSelector } from "../label-selector.ts";
+import { compileLabelSelector, type LabelSelector } from "../label-selector.ts";
 import { compileRequestMatch } from "../request-match/compile-request-match.ts";
 import { compileValidationActions, type ValidationAction } from "../validation-actions.ts";
 
@@ -158,10 +158,8 @@ export function compileImagePolicy(
     return rule;
   });
 
-  const namespaceSelector =
-    raw.spec.namespaceSelector === undefined
-      ? undefined
-      : readLabelSelector(raw.spec.namespaceSelector, ["spec", "namespaceSelector"], (path, message) => errors.push({ path, message }));
+  const { selector: namespaceSelector, issues: selectorIssues } = compileLabelSelector(raw.spec.namespaceSelector, ["spec", "namespaceSelector"]);
+  errors.push(...selectorIssues);
 
   const scope = compileRequestMatch(raw.spec as Record<string, unknown>);
   errors.push(...scope.issues);

@@ -2,7 +2,7 @@
 // No binding (or one with neither namespaces nor namespaceSelector) binds cluster-wide; with both, a
 // namespace must be listed AND match the selector. Mode Accept (the seed's example also writes "Allow")
 // or Drop (the default).
-import { readLabelSelector, type LabelSelector } from "../label-selector.ts";
+import { compileLabelSelector, type LabelSelector } from "../label-selector.ts";
 import { describe, readMapping, readStringList, type CompileContext, type RawPath } from "./restrictions/restriction-support.ts";
 
 export type BindingMode = "Accept" | "Drop";
@@ -27,9 +27,8 @@ export function compileBinding(raw: unknown, path: RawPath, cx: CompileContext):
   // An empty list would silently bind nothing; leaving it out binds every namespace.
   if (namespaces?.length === 0) cx.error([...path, "namespaces"], "is empty, so the policy would bind no namespace; omit it to bind every namespace");
   if (namespaces) binding.namespaces = namespaces;
-  if (obj.namespaceSelector !== undefined) {
-    const selector = readLabelSelector(obj.namespaceSelector, [...path, "namespaceSelector"], (at, message) => cx.error(at, message));
-    if (selector) binding.namespaceSelector = selector;
-  }
+  const selector = compileLabelSelector(obj.namespaceSelector, [...path, "namespaceSelector"]);
+  for (const issue of selector.issues) cx.error(issue.path, issue.message);
+  if (selector.selector) binding.namespaceSelector = selector.selector;
   return binding;
 }

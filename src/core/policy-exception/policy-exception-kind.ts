@@ -6,7 +6,7 @@ import { Ajv } from "ajv";
 import { compileGlob, type GlobMatcher } from "../primitives/glob.ts";
 import { describeSchemaError } from "../schema-issues.ts";
 import { isObject } from "../primitives/json-shapes.ts";
-import { readLabelSelector, type LabelSelector } from "../label-selector.ts";
+import { compileLabelSelector, type LabelSelector } from "../label-selector.ts";
 import { namespacedPolicyName } from "../namespaced-policy.ts";
 import { POLICY_API_VERSION, type FieldIssue, type PolicyKind } from "../policy-kind.ts";
 import type { PolicyOrigin } from "../policy-origin.ts";
@@ -102,10 +102,9 @@ function readFilter(raw: unknown, path: Array<string | number>, issues: FieldIss
     ...(resources.namespaces ? { namespaces: globs(resources.namespaces) } : {}),
     ...(resources.names ? { names: globs(resources.names) } : {}),
   };
-  if (resources.selector !== undefined) {
-    const selector = readLabelSelector(resources.selector, [...at, "selector"], (p, message) => issues.push({ path: p, message }));
-    if (selector) filter.selector = selector;
-  }
+  const selector = compileLabelSelector(resources.selector, [...at, "selector"]);
+  issues.push(...selector.issues);
+  if (selector.selector) filter.selector = selector.selector;
   return filter;
 }
 

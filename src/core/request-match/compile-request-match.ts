@@ -5,7 +5,7 @@
 // resourceRules or subjects, is a load error: such a policy would apply to nothing.
 import { compileCel } from "../conditions/cel-expression.ts";
 import { isObject } from "../primitives/json-shapes.ts";
-import { readLabelSelector } from "../label-selector.ts";
+import { compileLabelSelector } from "../label-selector.ts";
 import type { FieldIssue } from "../policy-kind.ts";
 import { unknownFieldMessage } from "../primitives/unknown-field.ts";
 import type { MatchCondition, RequestMatch, RequestSubject, ResourceRule } from "./request-match.ts";
@@ -41,9 +41,9 @@ function compileConstraints(raw: unknown, path: Path, match: RequestMatch, issue
     if (rules) match[field] = rules.filter((r): r is ResourceRule => r !== undefined);
   }
   for (const field of ["namespaceSelector", "objectSelector"] as const) {
-    if (raw[field] === undefined) continue;
-    const selector = readLabelSelector(raw[field], [...path, field], (at, message) => issues.push({ path: at, message }));
-    if (selector) match[field] = selector;
+    const selector = compileLabelSelector(raw[field], [...path, field]);
+    issues.push(...selector.issues);
+    if (selector.selector) match[field] = selector.selector;
   }
   for (const field of ["subjects", "excludeSubjects"] as const) {
     if (raw[field] === undefined) continue;

@@ -56,6 +56,21 @@ describe("where load errors point", () => {
       "binding.namespaceSelector.matchExpressions.0.values: operator In needs at least one value",
     ]);
   });
+
+  it("a selector's unknown operator and bad label key are named where written, in the binding and in matchConstraints", () => {
+    const selector = {
+      matchExpressions: [
+        { key: "team", operator: "in", values: ["a"] },
+        { key: "-team", operator: "Exists" },
+      ],
+    };
+    const expected = (at: string) => [
+      `${at}.matchExpressions.0.operator: must be one of In, NotIn, Exists, DoesNotExist, got "in"`,
+      `${at}.matchExpressions.1.key: "-team" is not a label key: its name must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit`,
+    ];
+    assert.deepEqual(loadErrors({ ...DOC, binding: { namespaceSelector: selector }, spec: {} }), expected("binding.namespaceSelector"));
+    assert.deepEqual(specErrors({ matchConstraints: { objectSelector: selector } }), expected("spec.matchConstraints.objectSelector"));
+  });
 });
 
 describe("which fields take the pointer rules", () => {

@@ -2,6 +2,7 @@
 // across all its requests: manifests, referrer lists, signature and attestation blobs. Each read takes from
 // it as bytes arrive, so neither a lying Content-Length nor many small artifacts get past it.
 import { RegistryError } from "./registry-error.ts";
+import { RegistryUsageError } from "./registry-usage-error.ts";
 
 /** What one image's verification may read by default (the server config's verification.maxBytesPerImage). */
 export const DEFAULT_MAX_BYTES_PER_IMAGE = 16 * 1024 * 1024;
@@ -11,7 +12,7 @@ export class DownloadBudget {
   #used = 0;
 
   constructor(limit: number) {
-    if (!Number.isSafeInteger(limit) || limit < 0) throw new Error(`DownloadBudget: ${limit} is not a byte count`);
+    if (!Number.isSafeInteger(limit) || limit < 0) throw new RegistryUsageError("invalid-byte-count", `DownloadBudget: ${limit} is not a byte count`);
     this.limit = limit;
   }
 

@@ -32,6 +32,7 @@ export class EndpointAgents {
    * storage under the same CA. Client certificates stay with the host they were configured for.
    */
   forHost(host: string, namedBy?: RegistrySettings): Agent {
+    // Called only by http-exchange.ts, whose transportError turns this into a RegistryError naming the message.
     if (this.#closed) throw new Error("the registry client is closed");
     const own = settingsForHost(this.#settings, host);
     const inherited = own?.ca === undefined ? namedBy?.ca : undefined;

@@ -8,6 +8,7 @@
 import type { ImageReference } from "../core/image-reference.ts";
 import { effectiveTag } from "../core/image-reference.ts";
 import { ANONYMOUS, type CredentialLookup, type RegistryCredential } from "../credentials/credential.ts";
+import { ImprimaturError } from "../errors/imprimatur-error.ts";
 import { sameEndpointAuth } from "./auth-challenge.ts";
 import { computeDigest, digestAlgorithm } from "./content-digest.ts";
 import type { DownloadBudget } from "./download-budget.ts";
@@ -17,6 +18,7 @@ import { MANIFEST_ACCEPT, OCI_IMAGE_INDEX, essence, readManifest, type PlatformM
 import { nextPage, parseReferrersIndex, readReferrersAnswer, referrersTag, type ReferrerDescriptor } from "./referrers.ts";
 import { challengeOf, RegistryAuthorizer, statusError } from "./registry-auth.ts";
 import { RegistryError, type EndpointFailure } from "./registry-error.ts";
+import { RegistryUsageError } from "./registry-usage-error.ts";
 import { endpointsFor, settingsForHost, type RegistryEndpoint, type RegistrySettingsMap } from "./registry-settings.ts";
 import { TokenCache } from "./token-cache.ts";
 
@@ -200,7 +202,7 @@ export class RegistryClient {
   /** A blob, verified against its digest; at most maxBytes (default 4 MiB). Redirects are followed. */
   async getBlob(repo: RepositoryRef, digest: string, options: CallOptions & { maxBytes?: number } = {}): Promise<Blob> {
     const algorithm = digestAlgorithm(digest);
-    if (algorithm === undefined) throw new Error(`getBlob: ${JSON.stringify(digest)} is not a sha256 or sha512 digest`);
+    if (algorithm === undefined) throw new RegistryUsageError("invalid-digest", `getBlob: ${JSON.stringify(digest)} is not a sha256 or sha512 digest`);
     const maxBytes = options.maxBytes ?? DEFAULT_MAX_BLOB_BYTES;
     return this.#acrossEndpoints(repo, options, async (endpoint, context) => {
       const { response, credentialSource } = await this.#send(endpoint, context, "GET", `blobs/${digest}`, options);
@@ -229,7 +231,8 @@ export class RegistryClient {
    * itself is asked. `artifactType` filters, on the registry or here.
    */
   async listReferrers(repo: RepositoryRef, subjectDigest: string, options: CallOptions & { artifactType?: string } = {}): Promise<Referrers> {
-    if (digestAlgorithm(subjectDigest) === undefined) throw new Error(`listReferrers: ${JSON.stringify(subjectDigest)} is not a sha256 or sha512 digest`);
+    if (digestAlgorithm(subjectDigest) === undefined)
+      throw new RegistryUsageError("invalid-digest", `listReferrers: ${JSON.stringify(subjectDigest)} is not a sha256 or sha512 digest`);
     const filter = (list: ReferrerDescriptor[]) => (options.artifactType === undefined ? list : list.filter((d) => d.artifactType === options.artifactType));
     const found = (referrers: Referrers) => referrers.descriptors.length > 0;
     return this.#acrossEndpoints(
@@ -310,8 +313,8 @@ export class RegistryClient {
    */
   async pushBlob(repo: RepositoryRef, digest: string, body: Buffer, options: CallOptions = {}): Promise<{ uploaded: boolean }> {
     const algorithm = digestAlgorithm(digest);
-    if (algorithm === undefined) throw new Error(`pushBlob: ${JSON.stringify(digest)} is not a sha256 or sha512 digest`);
-    if (computeDigest(body, algorithm) !== digest) throw new Error(`pushBlob: the body does not hash to ${digest}`);
+    if (algorithm === undefined) throw new RegistryUsageError("invalid-digest", `pushBlob: ${JSON.stringify(digest)} is not a sha256 or sha512 digest`);
+    if (computeDigest(body, algorithm) !== digest) throw new RegistryUsageError("body-digest-mismatch", `pushBlob: the body does not hash to ${digest}`);
     const { endpoint, context } = this.#pushTarget(repo);
     const head = await this.#send(endpoint, context, "HEAD", `blobs/${digest}`, options, {});
     await head.response.discard();
@@ -410,7 +413,7 @@ export class RegistryClient {
         });
       }
     }
-    throw new Error("unreachable: endpointsFor always ends with the registry itself");
+    throw new ImprimaturError("internal", "unreachable: endpointsFor always ends with the registry itself");
   }
 
   /**

@@ -73,3 +73,13 @@ test("a mirror that spends the budget is not followed by the registry", async (t
   assert.equal(e.code, "download-limit");
   assert.equal(origin.registryRequests.length, 0);
 });
+
+test("a budget that is not a byte count is refused", () => {
+  for (const limit of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY])
+    assert.throws(() => new DownloadBudget(limit), {
+      name: "RegistryUsageError",
+      code: "invalid-byte-count",
+      message: `DownloadBudget: ${limit} is not a byte count`,
+    });
+  assert.equal(new DownloadBudget(0).remaining, 0);
+});

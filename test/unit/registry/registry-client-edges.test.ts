@@ -102,7 +102,11 @@ test("HEAD refused: the error names the HEAD", async (t) => {
 
 test("blobs: a digest that is not one is refused before any request; a missing blob is not-found; the size limit names the blob", async (t) => {
   const { client, repo, registry } = await setup(t);
-  await assert.rejects(client.getBlob(repo, "md5:abc"), { message: 'getBlob: "md5:abc" is not a sha256 or sha512 digest' });
+  await assert.rejects(client.getBlob(repo, "md5:abc"), {
+    name: "RegistryUsageError",
+    code: "invalid-digest",
+    message: 'getBlob: "md5:abc" is not a sha256 or sha512 digest',
+  });
   assert.equal(registry.requests.length, 0);
   const missing = sha256("missing");
   const error = await rejection(client.getBlob(repo, missing));
@@ -215,7 +219,11 @@ test("a 401 without a usable challenge refuses the credential", async (t) => {
 
 test("referrers: a digest that is not one is refused before any request", async (t) => {
   const { client, repo, registry } = await setup(t);
-  await assert.rejects(client.listReferrers(repo, "sha1:abc"), { message: 'listReferrers: "sha1:abc" is not a sha256 or sha512 digest' });
+  await assert.rejects(client.listReferrers(repo, "sha1:abc"), {
+    name: "RegistryUsageError",
+    code: "invalid-digest",
+    message: 'listReferrers: "sha1:abc" is not a sha256 or sha512 digest',
+  });
   assert.equal(registry.requests.length, 0);
 });
 

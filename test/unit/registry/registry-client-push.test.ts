@@ -63,8 +63,16 @@ test("pushBlob: a blob the registry holds is not sent again", async (t) => {
 
 test("pushBlob: bytes that do not hash to the digest, or a digest that is not one, are refused before any request", async (t) => {
   const { registry, client, repo } = await setup(t);
-  await assert.rejects(client.pushBlob(repo, sha256("other"), LAYER), /pushBlob: the body does not hash to sha256:/);
-  await assert.rejects(client.pushBlob(repo, "md5:abc", LAYER), /pushBlob: "md5:abc" is not a sha256 or sha512 digest/);
+  await assert.rejects(client.pushBlob(repo, sha256("other"), LAYER), {
+    name: "RegistryUsageError",
+    code: "body-digest-mismatch",
+    message: /pushBlob: the body does not hash to sha256:/,
+  });
+  await assert.rejects(client.pushBlob(repo, "md5:abc", LAYER), {
+    name: "RegistryUsageError",
+    code: "invalid-digest",
+    message: /pushBlob: "md5:abc" is not a sha256 or sha512 digest/,
+  });
   assert.deepEqual(registry.requests, []);
 });
 

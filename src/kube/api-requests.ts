@@ -40,6 +40,18 @@ export function hasStatus(err: unknown, status: number): boolean {
   return typeof err === "object" && err !== null && (err as { statusCode?: unknown }).statusCode === status;
 }
 
+/**
+ * The code for a request that failed with `err`: its own when it is a KubeApiError; "aborted" when the caller's
+ * `signal` ended it; "unauthorized" for HTTP 401, "forbidden" for 403; else "unavailable".
+ */
+export function kubeApiErrorCode(err: unknown, signal?: AbortSignal): KubeApiErrorCode {
+  if (err instanceof KubeApiError) return err.code;
+  if (signal?.aborted) return "aborted";
+  if (hasStatus(err, 401)) return "unauthorized";
+  if (hasStatus(err, 403)) return "forbidden";
+  return "unavailable";
+}
+
 /** An API failure in a line: the HTTP status and the Status message. */
 export function describeApiError(err: unknown): string {
   if (err instanceof ApiException) {

@@ -3,6 +3,7 @@
 // so a misconfigured server fails loudly instead of talking to the wrong cluster.
 import { existsSync } from "node:fs";
 import { KubeConfig } from "@kubernetes/client-node";
+import { KubeError } from "./kube-error.ts";
 
 const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
 
@@ -12,18 +13,19 @@ export function loadKubeConfig(path?: string): KubeConfig {
     try {
       kc.loadFromFile(path);
     } catch (err) {
-      throw new Error(`kubeconfig ${path}: ${describe(err)}`, { cause: err });
+      throw new KubeError("unreadable-kubeconfig", `kubeconfig ${path}: ${describe(err)}`, { cause: err });
     }
     const context = kc.getCurrentContext();
-    if (!context) throw new Error(`kubeconfig ${path}: no current-context is set`);
-    if (!kc.getCurrentCluster()) throw new Error(`kubeconfig ${path}: current-context "${context}" names no defined cluster`);
+    if (!context) throw new KubeError("no-current-context", `kubeconfig ${path}: no current-context is set`);
+    if (!kc.getCurrentCluster()) throw new KubeError("undefined-cluster", `kubeconfig ${path}: current-context "${context}" names no defined cluster`);
     return kc;
   }
   if (process.env.KUBERNETES_SERVICE_HOST) {
     // The library would otherwise fail later, at the first request, with a bare ENOENT.
     for (const file of ["token", "ca.crt"]) {
       if (!existsSync(`${SERVICE_ACCOUNT_DIR}/${file}`)) {
-        throw new Error(
+        throw new KubeError(
+          "missing-service-account",
           `running in a pod (KUBERNETES_SERVICE_HOST is set) but ${SERVICE_ACCOUNT_DIR}/${file} is missing; ` +
             `mount the service account token (automountServiceAccountToken: true) or give a kubeconfig file`,
         );
@@ -32,7 +34,8 @@ export function loadKubeConfig(path?: string): KubeConfig {
     kc.loadFromCluster();
     return kc;
   }
-  throw new Error(
+  throw new KubeError(
+    "no-kubernetes-api",
     "no Kubernetes API to read namespace labels from: give a kubeconfig file (e.g. --kubeconfig ~/.kube/config), " +
       "or run in a pod with a service account (KUBERNETES_SERVICE_HOST is not set here)",
   );

@@ -8,6 +8,7 @@ import { hostname } from "node:os";
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { describeApiError, hasStatus } from "./api-requests.ts";
+import { KubeError } from "./kube-error.ts";
 
 export interface LeaderElectionOptions {
   kube: KubeConfig;
@@ -108,7 +109,7 @@ export class LeaderElector {
     const renewDeadlineMs = options.renewDeadlineMs ?? Math.round((leaseDurationMs * 2) / 3);
     const retryPeriodMs = options.retryPeriodMs ?? Math.round(leaseDurationMs / 3);
     if (!(leaseDurationMs > renewDeadlineMs && renewDeadlineMs > retryPeriodMs && retryPeriodMs > 0))
-      throw new Error("leader election needs lease duration > renew deadline > retry period > 0");
+      throw new KubeError("invalid-lease-timing", "leader election needs lease duration > renew deadline > retry period > 0");
     this.api = options.kube.makeApiClient(CoordinationV1Api);
     this.opts = {
       namespace: options.namespace,

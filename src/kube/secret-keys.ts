@@ -2,7 +2,8 @@
 // `generate-key-pair k8s://…`). Read when a verification first needs them; the verifier caches them briefly.
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import type { SecretKeyRef } from "../core/image-policy/attestors.ts";
-import { describeApiError, withSignal } from "./api-requests.ts";
+import { describeApiError, KubeApiError, kubeApiErrorCode, withSignal } from "./api-requests.ts";
+import { KubeError } from "./kube-error.ts";
 
 export class SecretKeyReader {
   private readonly api: CoreV1Api;
@@ -11,16 +12,16 @@ export class SecretKeyReader {
     this.api = kube.makeApiClient(CoreV1Api);
   }
 
-  /** The PEM under `ref.key`; throws with the API's reason (e.g. the missing RBAC rule) or a missing key. */
+  /** The PEM under `ref.key`; throws KubeApiError with the API's reason (e.g. the missing RBAC rule), or KubeError for a missing key. */
   async read(ref: SecretKeyRef, signal: AbortSignal): Promise<string> {
     let secret;
     try {
       secret = await this.api.readNamespacedSecret({ name: ref.secret, namespace: ref.namespace }, withSignal(signal));
     } catch (e) {
-      throw new Error(`cannot read secret ${ref.namespace}/${ref.secret}: ${describeApiError(e)}`, { cause: e });
+      throw new KubeApiError(kubeApiErrorCode(e, signal), `cannot read secret ${ref.namespace}/${ref.secret}: ${describeApiError(e)}`, { cause: e });
     }
     const data = secret.data?.[ref.key];
-    if (data === undefined) throw new Error(`secret ${ref.namespace}/${ref.secret} has no key ${JSON.stringify(ref.key)}`);
+    if (data === undefined) throw new KubeError("missing-secret-key", `secret ${ref.namespace}/${ref.secret} has no key ${JSON.stringify(ref.key)}`);
     return Buffer.from(data, "base64").toString("utf8");
   }
 }

@@ -58,8 +58,16 @@ test("timings that would let two leaders act at once are refused", () => {
     currentContext: "x",
   });
   const base = { kube, namespace: "ns", name: "l", identity: "a", logger: pino({ level: "silent" }) };
-  assert.throws(() => new LeaderElector({ ...base, leaseDurationMs: 10_000, renewDeadlineMs: 10_000 }), /lease duration > renew deadline > retry period/);
-  assert.throws(() => new LeaderElector({ ...base, leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 10_000 }), /renew deadline > retry period/);
+  assert.throws(() => new LeaderElector({ ...base, leaseDurationMs: 10_000, renewDeadlineMs: 10_000 }), {
+    name: "KubeError",
+    code: "invalid-lease-timing",
+    message: /lease duration > renew deadline > retry period/,
+  });
+  assert.throws(() => new LeaderElector({ ...base, leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 10_000 }), {
+    name: "KubeError",
+    code: "invalid-lease-timing",
+    message: /renew deadline > retry period/,
+  });
   const elector = new LeaderElector({ ...base, leaseDurationMs: 3000 });
   assert.equal(elector.isLeader(), false);
   assert.equal(elector.identity, "a");

@@ -27,9 +27,10 @@ import { CallerAuthenticator, type CallerAuthOptions } from "../caller-auth/call
 import { startHttpsServer, type RunningServer, type TlsUpdates } from "./https-server.ts";
 import { createServerLogger } from "./logger.ts";
 import { startClusterPolicies, type RunningClusterPolicies } from "../policy-resources/cluster-policy-resources.ts";
-import { serializedPolicyLoader } from "../policy/policy-loader.ts";
+import { serializedPolicyLoader, type PolicyLoad } from "../policy/policy-loader.ts";
 import { createMetrics, prometheusRecorder, prometheusScanRecorder, startMetricsServer, type Metrics, type RunningMetricsServer } from "./metrics.ts";
 import { ensureServingCertificate } from "../tls/tls-bootstrap.ts";
+import { Readiness } from "./readiness.ts";
 import type { BackgroundScanOptions } from "../scan/scan-flags.ts";
 import type { PodSecurityContext } from "../core/pod-security/psa-evaluate.ts";
 import { defaultCandidateIdentity, LeaderElector } from "../kube/leader-election.ts";
@@ -109,96 +110,169 @@ export interface App {
 /** Refused: a server with no policy at all admits everything (the same refusal as `check` and `test`). */
 export { EmptyPolicySetError } from "../policy/policy-set.ts";
 
+/** A start-up the options cannot satisfy: the background scan without the Kubernetes API. */
+export class ServerStartError extends ImprimaturError<"needs-kubernetes-api"> {}
+
 export async function startApp(opts: AppOptions): Promise<App> {
   const owned = opts.logger ? undefined : createServerLogger();
-  const logger = opts.logger ?? owned!.logger;
+  const parts = serverParts(opts, opts.logger ?? owned!.logger);
+  const readiness = new Readiness({ requirePolicies: opts.requirePolicies === true, certificate: opts.tlsUpdates });
+  const opened = new OpenedByApp();
+  let started: Started;
+  try {
+    started = await startInOrder(parts, readiness, opened);
+  } catch (e) {
+    // What was opened before the failing step, closed as a stopping app closes it.
+    await opened.close(0);
+    throw e;
+  }
+  logServing(parts, started.engine, started.server.port, opened.metricsServer);
+  // Written out at once, not with the next batch: a fresh pod's log shows it serving.
+  owned?.flush();
+  return runningApp(parts, started, opened, async (drainMs) => {
+    readiness.drain();
+    await opened.close(drainMs);
+    owned?.close();
+  });
+}
+
+/** What the start-up steps share: the options, the logger and metrics, where policies come from, who may call. */
+interface ServerParts {
+  opts: AppOptions;
+  logger: Logger;
+  metrics: Metrics;
+  recorder: Recorder;
+  source: PolicySource;
+  load: PolicyLoad;
+  callers: CallerAuthenticator;
+}
+
+function serverParts(opts: AppOptions, logger: Logger): ServerParts {
   const metrics = createMetrics();
   const recorder = prometheusRecorder(metrics);
   const source: PolicySource = opts.policySource ?? new PolicyFolder(opts.policies);
   // The one policy-set loader `check` and `test` use too; reloads accept an empty set (with a warning, below).
   const load = serializedPolicyLoader(source, { profiles: opts.profiles ?? [], logger });
-  const callers = new CallerAuthenticator(opts.callers);
+  return { opts, logger, metrics, recorder, source, load, callers: new CallerAuthenticator(opts.callers) };
+}
 
-  // Ready once the policies are loaded and the serving certificate is in place, until draining begins.
-  const readiness = { policies: false, certificate: false, draining: false };
-  const notReady = (): string | undefined =>
-    readiness.draining
-      ? "shutting down"
-      : !readiness.policies
-        ? "the policies are not loaded yet"
-        : !readiness.certificate
-          ? "the serving certificate is not in place yet"
-          : opts.requirePolicies && !engine.policiesInForce()
-            ? "no policy is in force yet (--require-policies)"
-            : // A certificate kept in a Secret may expire unrenewed: then this replica should get no traffic.
-              opts.tlsUpdates?.notReady?.();
+/** What the app opened, closed in this order when a later start-up step fails or the app stops. */
+class OpenedByApp {
+  metricsServer: RunningMetricsServer | undefined;
+  engine: Engine | undefined;
+  clusterPolicies: RunningClusterPolicies | undefined;
+  server: RunningServer | undefined;
+  stopCertificateMetric: (() => void) | undefined;
+  scan: RunningBackgroundScan | undefined;
+  watcher: { close(): void } | undefined;
+
+  async close(drainMs: number): Promise<void> {
+    this.stopCertificateMetric?.();
+    this.watcher?.close();
+    this.clusterPolicies?.close();
+    await this.scan?.close();
+    await this.server?.close(drainMs);
+    await this.engine?.close();
+    await this.metricsServer?.close();
+  }
+}
+
+/** What start-up hands the running app besides what it opened. */
+interface Started {
+  engine: Engine;
+  server: RunningServer;
+  tls: ServingTls;
+  reload: () => Promise<PolicyLoadError | undefined>;
+}
+
+/** The start-up steps in turn; what they open goes into `opened`, for the caller to close. */
+async function startInOrder(parts: ServerParts, readiness: Readiness, opened: OpenedByApp): Promise<Started> {
   // The metrics port opens first, so its /readyz can say what the server is still waiting for.
-  const metricsServer: RunningMetricsServer | undefined =
-    opts.metricsPort === undefined ? undefined : await startMetricsServer({ host: opts.host, port: opts.metricsPort, metrics, notReady });
+  opened.metricsServer = await openMetricsPort(parts, readiness);
+  const engine = await serverEngine(parts, await loadFirstPolicies(parts));
+  opened.engine = engine;
+  opened.clusterPolicies = await startOtherClustersPolicies(parts, engine);
+  readiness.policiesLoaded(() => engine.policiesInForce());
+  const tls = await servingCertificate(parts, readiness);
+  const server = await startHttps(parts, tls, engine, readiness, opened.metricsServer);
+  opened.server = server;
+  opened.stopCertificateMetric = followCertificateRenewals(parts);
+  const reload = policyReloader(parts, engine, () => opened.scan);
+  if (parts.opts.backgroundScan) opened.scan = startBackgroundScan(parts, parts.opts.backgroundScan, engine);
+  opened.watcher = watchPolicies(parts, reload);
+  return { engine, server, tls, reload };
+}
 
-  let engine: Engine;
-  try {
-    // Refuse to start on an invalid policy set (or an unknown --profile): throws PolicyLoadError with details.
-    const initial = await load(opts.allowEmptyPolicies === true);
-    if (policyCount(initial) === 0) {
-      logger.warn({ policies: source.description }, nothingInForce(opts));
-    }
-    warnUnhonouredExceptions(initial, opts, logger);
-    engine = await serverEngine(opts, initial, logger, recorder);
-  } catch (e) {
-    await metricsServer?.close();
-    throw e;
+/** The plain-HTTP port for /metrics, /healthz and /readyz (--metrics-port), when there is one. */
+async function openMetricsPort(parts: ServerParts, readiness: Readiness): Promise<RunningMetricsServer | undefined> {
+  const { opts, metrics } = parts;
+  if (opts.metricsPort === undefined) return undefined;
+  return startMetricsServer({ host: opts.host, port: opts.metricsPort, metrics, notReady: () => readiness.notReady() });
+}
+
+/** The first policy set, with a warning when it holds nothing in force or exceptions that are not honoured. */
+async function loadFirstPolicies(parts: ServerParts): Promise<PolicySet> {
+  const { opts, logger } = parts;
+  // Refuse to start on an invalid policy set (or an unknown --profile): throws PolicyLoadError with details.
+  const initial = await parts.load(opts.allowEmptyPolicies === true);
+  if (policyCount(initial) === 0) {
+    logger.warn({ policies: parts.source.description }, nothingInForce(opts));
   }
-  let clusterPolicies: RunningClusterPolicies | undefined;
-  try {
-    if (opts.clusterPolicySources && opts.clusterPolicySources.size > 0)
-      clusterPolicies = await startClusterPolicies(opts.clusterPolicySources, { engine, logger, recorder, watch: opts.watchPolicies !== false });
-    readiness.policies = true;
-  } catch (e) {
-    await engine.close();
-    await metricsServer?.close();
-    throw e;
-  }
+  warnUnhonouredExceptions(initial, opts, logger);
+  return initial;
+}
 
-  let server: RunningServer;
-  let tls: { material: { cert: string; key: string }; caPem: string | undefined; generated: boolean };
-  try {
-    tls = await servingTls(opts);
-    metrics.setServingCertificate(tls.material.cert);
-    readiness.certificate = true;
-    server = await startHttpsServer({
-      host: opts.host,
-      port: opts.port,
-      tls: tls.material,
-      handlers: { engine },
-      logger,
-      recorder,
-      metrics: metricsServer ? undefined : { text: () => metrics.registry.metrics(), contentType: metrics.registry.contentType },
-      callers,
-      maxBodyBytes: opts.config.maxRequestBytes,
-      defaultTimeoutMs: 10_000,
-      ...(opts.tlsUpdates ? { tlsUpdates: opts.tlsUpdates } : {}),
-      notReady,
-    });
-  } catch (e) {
-    clusterPolicies?.close();
-    await engine.close();
-    await metricsServer?.close();
-    throw e;
-  }
+/** Other clusters' own policy resources, loaded into the engine and kept current (serve --policy-crds with --cluster-kubeconfig). */
+async function startOtherClustersPolicies(parts: ServerParts, engine: Engine): Promise<RunningClusterPolicies | undefined> {
+  const { opts, logger, recorder } = parts;
+  if (!opts.clusterPolicySources || opts.clusterPolicySources.size === 0) return undefined;
+  return startClusterPolicies(opts.clusterPolicySources, { engine, logger, recorder, watch: opts.watchPolicies !== false });
+}
 
-  // A renewed certificate moves the expiry the alert watches.
-  const stopCertificateMetric = opts.tlsUpdates?.subscribe((next) => metrics.setServingCertificate(next.cert));
+/** The serving certificate, in place: its expiry in the metrics, and readiness told. */
+async function servingCertificate(parts: ServerParts, readiness: Readiness): Promise<ServingTls> {
+  const tls = await servingTls(parts.opts);
+  parts.metrics.setServingCertificate(tls.material.cert);
+  readiness.certificateReady();
+  return tls;
+}
 
-  const reload = async (): Promise<PolicyLoadError | undefined> => {
+/** The HTTPS listener: the review handlers, and /metrics too unless the metrics port serves it. */
+function startHttps(parts: ServerParts, tls: ServingTls, engine: Engine, readiness: Readiness, metricsServer: RunningMetricsServer | undefined) {
+  const { opts, logger, recorder, metrics, callers } = parts;
+  return startHttpsServer({
+    host: opts.host,
+    port: opts.port,
+    tls: tls.material,
+    handlers: { engine },
+    logger,
+    recorder,
+    metrics: metricsServer ? undefined : { text: () => metrics.registry.metrics(), contentType: metrics.registry.contentType },
+    callers,
+    maxBodyBytes: opts.config.maxRequestBytes,
+    defaultTimeoutMs: 10_000,
+    ...(opts.tlsUpdates ? { tlsUpdates: opts.tlsUpdates } : {}),
+    notReady: () => readiness.notReady(),
+  });
+}
+
+/** A renewed certificate moves the expiry the alert watches; returns the unsubscribe. */
+function followCertificateRenewals(parts: ServerParts): (() => void) | undefined {
+  return parts.opts.tlsUpdates?.subscribe((next) => parts.metrics.setServingCertificate(next.cert));
+}
+
+/** Reloads the policies into the engine; keeps the last good set and returns the error when the new set fails to load. */
+function policyReloader(parts: ServerParts, engine: Engine, scan: () => RunningBackgroundScan | undefined): () => Promise<PolicyLoadError | undefined> {
+  const { opts, logger, recorder, source } = parts;
+  return async () => {
     try {
-      const set = await load();
+      const set = await parts.load();
       engine.setPolicies(set);
       recorder.policyReload("success");
       logger.info({ policies: set.ImagePolicy.map((p) => p.name), podRestrictions: set.PodRestriction.map((p) => p.name) }, "policies reloaded");
       if (policyCount(set) === 0) logger.warn({ policies: source.description }, nothingInForce(opts));
       warnUnhonouredExceptions(set, opts, logger);
-      scan?.scanner.policiesChanged();
+      scan()?.scanner.policiesChanged();
       await opts.onPoliciesReloaded?.(set);
       return undefined;
     } catch (e) {
@@ -208,21 +282,24 @@ export async function startApp(opts: AppOptions): Promise<App> {
       return e;
     }
   };
+}
 
-  const scan = opts.backgroundScan ? startBackgroundScan(opts, opts.backgroundScan, engine, logger, metrics) : undefined;
+/** Reloads on every change of the policy source, unless told not to watch. */
+function watchPolicies(parts: ServerParts, reload: () => Promise<PolicyLoadError | undefined>): { close(): void } | undefined {
+  if (parts.opts.watchPolicies === false) return undefined;
+  return parts.source.watch?.(
+    () => void reload(),
+    (err) => parts.logger.warn({ err }, "cannot watch the policy folder; reload with SIGHUP"),
+  );
+}
 
-  const watcher =
-    opts.watchPolicies === false
-      ? undefined
-      : source.watch?.(
-          () => void reload(),
-          (err) => logger.warn({ err }, "cannot watch the policy folder; reload with SIGHUP"),
-        );
-
+/** The start-up line: what is served, by which policies and backends, to which callers. */
+function logServing(parts: ServerParts, engine: Engine, port: number, metricsServer: RunningMetricsServer | undefined): void {
+  const { opts, callers } = parts;
   const set = engine.policies();
-  logger.info(
+  parts.logger.info(
     {
-      port: server.port,
+      port,
       policies: set.ImagePolicy.map((p) => p.name),
       podRestrictions: set.PodRestriction.map((p) => p.name),
       backends: engine.remoteBackendNames(),
@@ -236,32 +313,25 @@ export async function startApp(opts: AppOptions): Promise<App> {
     },
     "serving",
   );
-  // Written out at once, not with the next batch: a fresh pod's log shows it serving.
-  owned?.flush();
+}
+
+/** The running app as its users see it; `close` stops it. */
+function runningApp(parts: ServerParts, started: Started, opened: OpenedByApp, close: (drainMs: number) => Promise<void>): App {
+  const { engine, server, tls, reload } = started;
   return {
     port: server.port,
-    metricsPort: metricsServer?.port,
+    metricsPort: opened.metricsServer?.port,
     caPem: tls.caPem,
     generatedCertificate: tls.generated,
     engine,
     cache: engine.cache,
     resolver: resolverOf(engine),
-    metrics,
-    logger,
+    metrics: parts.metrics,
+    logger: parts.logger,
     policies: () => engine.policies().ImagePolicy,
     podRestrictions: () => engine.policies().PodRestriction,
     reload,
-    close: async (drainMs = 0) => {
-      readiness.draining = true;
-      stopCertificateMetric?.();
-      watcher?.close();
-      clusterPolicies?.close();
-      await scan?.close();
-      await server.close(drainMs);
-      await engine.close();
-      await metricsServer?.close();
-      owned?.close();
-    },
+    close: (drainMs = 0) => close(drainMs),
   };
 }
 
@@ -271,9 +341,15 @@ function resolverOf(engine: Engine): DigestResolver {
   return engine.resolver;
 }
 
+interface RunningBackgroundScan {
+  scanner: AuditScanner;
+  close(): Promise<void>;
+}
+
 /** The scanner of running pods, run by the replica that holds the Lease, writing reports in the chosen formats. */
-function startBackgroundScan(opts: AppOptions, scanOpts: BackgroundScanOptions, engine: Engine, logger: Logger, metrics: Metrics) {
-  if (!opts.kube) throw new Error("the background scan needs the Kubernetes API: give --kubeconfig, or run in a pod");
+function startBackgroundScan(parts: ServerParts, scanOpts: BackgroundScanOptions, engine: Engine): RunningBackgroundScan {
+  const { opts, logger, metrics } = parts;
+  if (!opts.kube) throw new ServerStartError("needs-kubernetes-api", "the background scan needs the Kubernetes API: give --kubeconfig, or run in a pod");
   const kube = opts.kube;
   const leader = new LeaderElector({ kube, ...scanOpts.lease, identity: defaultCandidateIdentity(), logger });
   metrics.watchLease(scanOpts.lease.name, () => leader.isLeader());
@@ -303,8 +379,14 @@ function startBackgroundScan(opts: AppOptions, scanOpts: BackgroundScanOptions, 
   };
 }
 
+interface ServingTls {
+  material: { cert: string; key: string };
+  caPem: string | undefined;
+  generated: boolean;
+}
+
 /** The configured certificate, or one issued by the CA kept in the state folder (created on first start). */
-async function servingTls(opts: AppOptions): Promise<{ material: { cert: string; key: string }; caPem: string | undefined; generated: boolean }> {
+async function servingTls(opts: AppOptions): Promise<ServingTls> {
   if (opts.tls) return { material: { cert: opts.tls.cert, key: opts.tls.key }, caPem: opts.tls.ca, generated: false };
   const m = await ensureServingCertificate(opts.stateDir, opts.tlsHosts);
   return { material: { cert: m.certPem, key: m.keyPem }, caPem: m.caCertPem, generated: m.created };
@@ -324,7 +406,7 @@ function warnUnhonouredExceptions(set: PolicySet, opts: AppOptions, logger: Logg
 }
 
 /** The engine `serve` judges with: online, its own cluster and the others, the audit log in the state folder. */
-function serverEngine(opts: AppOptions, policies: PolicySet, logger: Logger, recorder: Recorder): Promise<Engine> {
+function serverEngine({ opts, logger, recorder }: ServerParts, policies: PolicySet): Promise<Engine> {
   return buildEngine({
     config: opts.config,
     policies,

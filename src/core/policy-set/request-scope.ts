@@ -4,7 +4,7 @@
 // condition fails while the server fails closed, become denials that say why.
 import type { Violation } from "../decision.ts";
 import { preparePolicies, type PolicySet, type PreparedPolicies } from "./policy-kinds.ts";
-import { matchRequest, ruleCoversResource, type MatchedRequest, type RequestMatch, type RuleResource } from "../request-match/request-match.ts";
+import { matchRequest, ruleCovers, type MatchedRequest, type RequestMatch, type RuleResource } from "../request-match/request-match.ts";
 
 export interface RequestScope {
   prepared: PreparedPolicies;
@@ -63,7 +63,7 @@ export function scopeRequest(prepared: PreparedPolicies, req: MatchedRequest, fa
   return { prepared: subset, violations };
 }
 
-/** A resource a webhook rule sends to Imprimatur; "*" as the version stands for any. */
+/** A resource a webhook rule sends to Imprimatur, for any operation; "*" as the version stands for any. */
 export type WebhookResource = RuleResource;
 
 /**
@@ -71,6 +71,6 @@ export type WebhookResource = RuleResource;
  * webhook configurations leave out the rest, so the apiserver does not call Imprimatur for requests no policy is for.
  */
 export function mayMatchResource(set: PolicySet, r: WebhookResource): boolean {
-  const mayMatch = (p: Matchable) => p.match?.resourceRules === undefined || p.match.resourceRules.some((rule) => ruleCoversResource(rule, r));
+  const mayMatch = (p: Matchable) => p.match?.resourceRules === undefined || p.match.resourceRules.some((rule) => ruleCovers(rule, r));
   return set.ImagePolicy.some(mayMatch) || set.PodRestriction.some(mayMatch);
 }

@@ -8,7 +8,7 @@ import { isObject } from "../primitives/json-shapes.ts";
 import { compileLabelSelector } from "../label-selector.ts";
 import type { FieldIssue } from "../policy-kind.ts";
 import { unknownFieldMessage } from "../primitives/unknown-field.ts";
-import type { MatchCondition, RequestMatch, RequestSubject, ResourceRule } from "./request-match.ts";
+import { listCovers, resourcePatternCovers, type MatchCondition, type RequestMatch, type RequestSubject, type ResourceRule } from "./request-match.ts";
 
 type Path = Array<string | number>;
 
@@ -187,23 +187,22 @@ function contradictions(match: RequestMatch): FieldIssue[] {
 
 const EVERYTHING: ResourceRule = { apiGroups: ["*"], apiVersions: ["*"], resources: ["*", "*/*"], operations: ["*"] };
 
-/** Whether rule `outer` matches every request rule `inner` matches. */
+/**
+ * Whether rule `outer` matches every request rule `inner` matches, by the matcher requests go through
+ * (request-match.ts): each of inner's values is covered by outer, inner's "*" taken as a value only outer's "*"
+ * covers (a "*" resource or subresource too: "*" is contained by "*" only, "*\/*" by "*\/*" only).
+ */
 function ruleContains(outer: ResourceRule, inner: ResourceRule): boolean {
-  const listCovers = (o: readonly string[], i: readonly string[]) => o.includes("*") || (!i.includes("*") && i.every((v) => o.includes(v)));
+  const coversAll = (o: readonly string[], i: readonly string[]) => i.every((v) => listCovers(o, v));
   return (
-    listCovers(outer.apiGroups, inner.apiGroups) &&
-    listCovers(outer.apiVersions, inner.apiVersions) &&
-    listCovers(outer.operations, inner.operations) &&
-    inner.resources.every((r) => outer.resources.some((o) => resourcePatternContains(o, r)))
+    coversAll(outer.apiGroups, inner.apiGroups) &&
+    coversAll(outer.apiVersions, inner.apiVersions) &&
+    coversAll(outer.operations, inner.operations) &&
+    inner.resources.every((r) => {
+      const [resource = "", subResource = ""] = r.split("/");
+      return outer.resources.some((o) => resourcePatternCovers(o, resource, subResource));
+    })
   );
-}
-
-function resourcePatternContains(outer: string, inner: string): boolean {
-  const [oRes, oSub] = outer.split("/");
-  const [iRes, iSub] = inner.split("/");
-  if (oSub === undefined) return iSub === undefined && (oRes === "*" || oRes === iRes);
-  if (iSub === undefined) return false;
-  return (oRes === "*" || oRes === iRes) && (oSub === "*" || oSub === iSub);
 }
 
 /** A name pattern that is exactly "*" covers any; otherwise only the same text. */

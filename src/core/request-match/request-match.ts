@@ -72,15 +72,15 @@ export function matchUsesNamespaceLabels(match: RequestMatch | undefined): boole
 /** Whether a request is one the policy is for. */
 export function matchRequest(match: RequestMatch, req: MatchedRequest): MatchOutcome {
   const r = req.request;
-  const operation = r.operation ?? "";
   const resource = r.resource ?? {};
   const target: RuleResource = {
     group: resource.group ?? "",
     version: resource.version ?? "",
     resource: resource.resource ?? "",
     subResource: r.subResource ?? "",
+    operation: r.operation ?? "",
   };
-  const covers = (rule: ResourceRule) => anyOrIncludes(rule.operations, operation) && ruleCoversResource(rule, target);
+  const covers = (rule: ResourceRule) => ruleCovers(rule, target);
   if (match.resourceRules && !match.resourceRules.some(covers)) return { inScope: false };
   if (match.excludeResourceRules?.some(covers)) return { inScope: false };
 
@@ -149,29 +149,40 @@ function runCondition(condition: MatchCondition, req: MatchedRequest, budget: Ce
   return typeof truth === "boolean" ? truth : `matchCondition ${JSON.stringify(condition.name)} failed: ${truth.error}`;
 }
 
-/** A resource as a rule sees it; a version of "*" stands for any (a webhook rule's resource, not a request's). */
+/**
+ * A request's resource and operation as a rule sees them. A webhook rule's resource (mayMatchResource) stands for
+ * several requests: a version of "*" for any version, and no operation for any operation.
+ */
 export interface RuleResource {
   group: string;
   version: string;
   resource: string;
   subResource: string;
+  operation?: string;
 }
 
-/** Whether a rule's groups, versions and resources cover a resource, whatever the operation. */
-export function ruleCoversResource(rule: ResourceRule, r: RuleResource): boolean {
+/**
+ * Whether a resource rule covers a request: each of its lists (operations, groups, versions) holds "*" or the
+ * request's value, and one of its resource patterns covers the resource. The one matcher for requests
+ * (matchRequest), for the webhook rules Imprimatur asks for (mayMatchResource) and, by its parts, for exclusions
+ * that leave a policy nothing (compile-request-match.ts).
+ */
+export function ruleCovers(rule: ResourceRule, r: RuleResource): boolean {
   return (
-    anyOrIncludes(rule.apiGroups, r.group) &&
-    (r.version === "*" || anyOrIncludes(rule.apiVersions, r.version)) &&
-    rule.resources.some((pattern) => resourceCovers(pattern, r.resource, r.subResource))
+    (r.operation === undefined || listCovers(rule.operations, r.operation)) &&
+    listCovers(rule.apiGroups, r.group) &&
+    (r.version === "*" || listCovers(rule.apiVersions, r.version)) &&
+    rule.resources.some((pattern) => resourcePatternCovers(pattern, r.resource, r.subResource))
   );
 }
 
-function anyOrIncludes(list: readonly string[], value: string): boolean {
+/** Whether one of a rule's lists (groups, versions, operations) covers a value: it holds "*" or the value. */
+export function listCovers(list: readonly string[], value: string): boolean {
   return list.includes("*") || list.includes(value);
 }
 
 /** VAP's resource patterns: "*" is every resource but no subresource; "a/*", "*\/b", "*\/*" reach subresources. */
-function resourceCovers(pattern: string, resource: string, subResource: string): boolean {
+export function resourcePatternCovers(pattern: string, resource: string, subResource: string): boolean {
   const slash = pattern.indexOf("/");
   if (slash < 0) return subResource === "" && (pattern === "*" || pattern === resource);
   if (subResource === "") return false;

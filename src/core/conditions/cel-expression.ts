@@ -10,6 +10,7 @@ import { CelScalar, celEnv, isCelError, parse, plan } from "@bufbuild/cel";
 import { strings } from "@bufbuild/cel/ext";
 import { celRegexEngine, globalMatches } from "./cel-matches.ts";
 import { estimateCost } from "./cel-cost-estimate.ts";
+import { ConditionError } from "./condition-error.ts";
 import { STATIC_ESTIMATED_COST_LIMIT } from "./cel-cost-limits.ts";
 import { CostMeter, meteredEnv, metered, type CelCostBudget } from "./cel-cost-meter.ts";
 import { evaluationPastDeadline, PAST_DEADLINE_REASON } from "./evaluation-deadline.ts";
@@ -30,10 +31,10 @@ export function compileCel(source: string, variables: readonly string[]): Compil
   try {
     parsed = parse(source);
   } catch (e) {
-    throw new Error(`invalid CEL ${JSON.stringify(source)}: ${(e as Error).message.split("\n")[0]}`, { cause: e });
+    throw new ConditionError("invalid-cel", `invalid CEL ${JSON.stringify(source)}: ${(e as Error).message.split("\n")[0]}`, { cause: e });
   }
   const estimatedCost = estimateCost(parsed.expr, variables);
-  if (estimatedCost > STATIC_ESTIMATED_COST_LIMIT) throw new Error(`CEL ${JSON.stringify(source)}: ${overBudget(estimatedCost)}`);
+  if (estimatedCost > STATIC_ESTIMATED_COST_LIMIT) throw new ConditionError("cost-limit", `CEL ${JSON.stringify(source)}: ${overBudget(estimatedCost)}`);
   const regex = celRegexEngine(parsed, source);
   const env = celEnv({ funcs: [...strings, globalMatches(regex)], re2: regex, variables: Object.fromEntries(variables.map((v) => [v, CelScalar.DYN])) });
   // The evaluation under way: evaluation is synchronous, so at most one at a time uses this program's meter.

@@ -5,6 +5,7 @@
 // (a few recent ones kept), and one RE2 refuses is an evaluation error.
 import { CelScalar, celFunc, type CelFunc } from "@bufbuild/cel";
 import { compileLinearRegex, type LinearRegex } from "../primitives/linear-regex.ts";
+import { ConditionError } from "./condition-error.ts";
 
 /** What @bufbuild/cel's `celEnv({ re2 })` takes. */
 export interface CelRegexEngine {
@@ -18,7 +19,7 @@ export function celRegexEngine(expr: unknown, source: string): CelRegexEngine {
   const compiled = new Map<string, LinearRegex>();
   for (const pattern of literalPatterns(expr)) {
     const result = compileLinearRegex(pattern, "anywhere");
-    if ("error" in result) throw new Error(`CEL ${JSON.stringify(source)}: matches(${JSON.stringify(pattern)}): ${result.error}`);
+    if ("error" in result) throw new ConditionError("invalid-regex", `CEL ${JSON.stringify(source)}: matches(${JSON.stringify(pattern)}): ${result.error}`);
     compiled.set(pattern, result.regex);
   }
   const literals = compiled.size;
@@ -27,7 +28,7 @@ export function celRegexEngine(expr: unknown, source: string): CelRegexEngine {
       const known = compiled.get(pattern);
       if (known) return known;
       const result = compileLinearRegex(pattern, "anywhere");
-      if ("error" in result) throw new Error(`matches(${JSON.stringify(pattern)}): ${result.error}`);
+      if ("error" in result) throw new ConditionError("invalid-regex", `matches(${JSON.stringify(pattern)}): ${result.error}`);
       if (compiled.size >= literals + RUNTIME_PATTERNS_KEPT) compiled.delete([...compiled.keys()][literals]!);
       compiled.set(pattern, result.regex);
       return result.regex;

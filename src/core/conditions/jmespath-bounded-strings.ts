@@ -4,6 +4,7 @@
 // characters. Both are literals of the policy text, a tenant's too. These give the library's results
 // wherever it gives them within the bounds, stop a replace as soon as further steps change nothing, and past
 // the bounds fail with the reason (a failed condition or path: the failure policy decides).
+import { ConditionError } from "./condition-error.ts";
 
 /** The longest string one of these functions may build. Four times the largest request kube-apiserver accepts. */
 export const MAX_BUILT_STRING_LENGTH = 12 * 1024 * 1024;
@@ -12,12 +13,14 @@ export const MAX_REPLACE_WORK = 64 * 1024 * 1024;
 
 /** The library's own check and message for a count or a width. */
 function nonNegativeInteger(value: unknown): number {
-  if (typeof value !== "number" || value < 0 || Math.floor(value) !== value) throw new Error("invalid-value: expecting a non-negative integer.");
+  if (typeof value !== "number" || value < 0 || Math.floor(value) !== value)
+    throw new ConditionError("invalid-argument", "invalid-value: expecting a non-negative integer.");
   return value;
 }
 
 function checkedLength(fn: string, length: number): void {
-  if (length > MAX_BUILT_STRING_LENGTH) throw new Error(`${fn}: the result would be longer than ${MAX_BUILT_STRING_LENGTH} characters`);
+  if (length > MAX_BUILT_STRING_LENGTH)
+    throw new ConditionError("result-too-long", `${fn}: the result would be longer than ${MAX_BUILT_STRING_LENGTH} characters`);
 }
 
 /** replace(subject, old, new[, count]): every occurrence without a count; else the first one, count times over. */
@@ -38,7 +41,10 @@ export function replace(subject: string, old: string, by: string, count?: number
     checkedLength("replace", next.length);
     work += next.length;
     if (work > MAX_REPLACE_WORK)
-      throw new Error(`replace: more than ${MAX_REPLACE_WORK} characters of work (a count of ${times} on a string of ${subject.length})`);
+      throw new ConditionError(
+        "work-limit",
+        `replace: more than ${MAX_REPLACE_WORK} characters of work (a count of ${times} on a string of ${subject.length})`,
+      );
     subject = next;
   }
   return subject;
@@ -46,7 +52,8 @@ export function replace(subject: string, old: string, by: string, count?: number
 
 function padding(fn: string, width: unknown, pad: string | undefined): string {
   const chosen = pad || " ";
-  if (chosen.length > 1) throw new Error(`invalid value, ${fn} expects its 'pad' parameter to be a valid string with a single codepoint`);
+  if (chosen.length > 1)
+    throw new ConditionError("invalid-argument", `invalid value, ${fn} expects its 'pad' parameter to be a valid string with a single codepoint`);
   checkedLength(fn, nonNegativeInteger(width));
   return chosen;
 }

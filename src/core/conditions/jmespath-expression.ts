@@ -4,6 +4,7 @@
 // time_since(layout, from, to), registered here; its "now" is the evaluation's time, given by the caller.
 import { compile, isRegistered, registerFunction, TreeInterpreter, TYPE_NULL, TYPE_NUMBER, TYPE_STRING, type JSONValue } from "@jmespath-community/jmespath";
 import { formatDuration } from "../primitives/duration.ts";
+import { ConditionError } from "./condition-error.ts";
 import { padLeft, padRight, replace } from "./jmespath-bounded-strings.ts";
 import { trim, trimLeft, trimRight } from "./jmespath-trim.ts";
 
@@ -24,7 +25,7 @@ export function compileOperand(value: unknown): Operand {
   try {
     return { expression, ast: compile(expression) };
   } catch (e) {
-    throw new Error(`invalid JMESPath ${JSON.stringify(expression)}: ${(e as Error).message}`, { cause: e });
+    throw new ConditionError("invalid-jmespath", `invalid JMESPath ${JSON.stringify(expression)}: ${(e as Error).message}`, { cause: e });
   }
 }
 
@@ -88,12 +89,14 @@ function registerFunctions(): void {
     "time_since",
     ([, from, to]) => {
       // A missing field arrives as null: say "not found" rather than the interpreter's type error.
-      if (from === null) throw new Error("time_since: the start time is not found");
+      if (from === null) throw new ConditionError("value-not-found", "time_since: the start time is not found");
       const start = Date.parse(String(from));
       const untilNow = to === "" || to === null || to === undefined;
-      if (untilNow && evaluationNow === undefined) throw new Error("time_since: the current time was not given to the evaluation");
+      if (untilNow && evaluationNow === undefined)
+        throw new ConditionError("no-evaluation-time", "time_since: the current time was not given to the evaluation");
       const end = untilNow ? evaluationNow! : Date.parse(String(to));
-      if (Number.isNaN(start) || Number.isNaN(end)) throw new Error(`time_since: ${JSON.stringify(Number.isNaN(start) ? from : to)} is not an RFC 3339 time`);
+      if (Number.isNaN(start) || Number.isNaN(end))
+        throw new ConditionError("invalid-time", `time_since: ${JSON.stringify(Number.isNaN(start) ? from : to)} is not an RFC 3339 time`);
       return formatDuration(end - start);
     },
     [{ types: [TYPE_STRING] }, { types: [TYPE_STRING, TYPE_NULL] }, { types: [TYPE_STRING, TYPE_NULL] }],

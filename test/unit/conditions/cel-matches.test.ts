@@ -37,9 +37,13 @@ test("a pattern that backtracks exponentially on JavaScript's engine is judged a
 test("a literal pattern RE2 refuses is a load error naming it; a computed one is an evaluation error", () => {
   assert.throws(
     () => compileCel("object.name.matches('(a)\\\\1') || object.name == 'x'", VARS),
-    /^Error: CEL "object\.name\.matches\('\(a\)\\\\\\\\1'\) \|\| object\.name == 'x'": matches\("\(a\)\\\\1"\): invalid regular expression \(RE2 syntax\): invalid escape sequence: `\\1`: RE2 has no backreferences$/,
+    /^ConditionError: CEL "object\.name\.matches\('\(a\)\\\\\\\\1'\) \|\| object\.name == 'x'": matches\("\(a\)\\\\1"\): invalid regular expression \(RE2 syntax\): invalid escape sequence: `\\1`: RE2 has no backreferences$/,
   );
-  assert.throws(() => compileCel("[1].all(x, object.name.matches('(?=a)'))", VARS), /matches\("\(\?=a\)"\): .*RE2 has no look-around/);
+  assert.throws(() => compileCel("[1].all(x, object.name.matches('(?=a)'))", VARS), {
+    name: "ConditionError",
+    code: "invalid-regex",
+    message: /matches\("\(\?=a\)"\): .*RE2 has no look-around/,
+  });
   // The global form's pattern is its second argument (a literal first argument is the text, not a pattern).
   assert.throws(() => compileCel("matches(object.name, '(a)\\\\1')", VARS), /matches\("\(a\)\\\\1"\): .*RE2 has no backreferences$/);
   assert.doesNotThrow(() => compileCel("matches('(', object.pattern) || object.name.startsWith('(')", VARS));

@@ -3,6 +3,7 @@
 // expression, time_since's failures, CEL's inputs, and what a condition that did not compile leaves behind.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { hasErrorCode } from "../../../src/errors/imprimatur-error.ts";
 import { compileCel, evaluateCel } from "../../../src/core/conditions/cel-expression.ts";
 import { compileConditions, evaluateConditions } from "../../../src/core/conditions/conditions.ts";
 import { compileOperand, evaluateOperand } from "../../../src/core/conditions/jmespath-expression.ts";
@@ -145,12 +146,12 @@ test("only a whole value of the form {{ expression }} is an expression; anything
 test("an expression that does not compile is a load error naming it, with the parser's error as its cause", () => {
   assert.throws(
     () => compileOperand("{{ a[ }}"),
-    (e: Error) => /^invalid JMESPath "a\[": /.test(e.message) && e.cause instanceof Error,
+    (e: Error) => /^invalid JMESPath "a\[": /.test(e.message) && e.cause instanceof Error && hasErrorCode(e, "invalid-jmespath"),
   );
   // The reason is the parser's first line, with the position.
   assert.throws(
     () => compileCel("a +", ["a"]),
-    (e: Error) => /^invalid CEL "a \+": <input>:1:\d+: [^\n]+$/.test(e.message) && e.cause instanceof Error,
+    (e: Error) => /^invalid CEL "a \+": <input>:1:\d+: [^\n]+$/.test(e.message) && e.cause instanceof Error && hasErrorCode(e, "invalid-cel"),
   );
 });
 
@@ -160,16 +161,28 @@ test("time_since: a missing start, a missing end (measured to the evaluation's t
   assert.equal(evaluateOperand(since, { start: "2025-06-01T10:00:00Z" }, { now }), "2h0m0s", "a missing end is the evaluation's time");
   assert.equal(evaluateOperand(since, { start: "2025-06-01T10:00:00Z", end: "" }, { now }), "2h0m0s");
   assert.equal(evaluateOperand(since, { start: "2025-06-01T10:00:00Z", end: "2025-06-01T11:30:00Z" }, { now }), "1h30m0s");
-  assert.throws(() => evaluateOperand(since, { end: "2025-06-01T11:00:00Z" }, { now }), /time_since: the start time is not found/);
-  assert.throws(() => evaluateOperand(since, { start: "yesterday", end: "2025-06-01T11:00:00Z" }, { now }), /time_since: "yesterday" is not an RFC 3339 time/);
-  assert.throws(() => evaluateOperand(since, { start: "2025-06-01T10:00:00Z", end: "later" }, { now }), /time_since: "later" is not an RFC 3339 time/);
+  assert.throws(() => evaluateOperand(since, { end: "2025-06-01T11:00:00Z" }, { now }), {
+    name: "ConditionError",
+    code: "value-not-found",
+    message: /time_since: the start time is not found/,
+  });
+  assert.throws(() => evaluateOperand(since, { start: "yesterday", end: "2025-06-01T11:00:00Z" }, { now }), {
+    name: "ConditionError",
+    code: "invalid-time",
+    message: /time_since: "yesterday" is not an RFC 3339 time/,
+  });
+  assert.throws(() => evaluateOperand(since, { start: "2025-06-01T10:00:00Z", end: "later" }, { now }), {
+    name: "ConditionError",
+    code: "invalid-time",
+    message: /time_since: "later" is not an RFC 3339 time/,
+  });
 });
 
 test("the evaluation's time is lent to one evaluation only: the next one without a time does not see it", () => {
   const since = compileOperand("{{ time_since('', start, '') }}");
   const data = { start: "2025-06-01T10:00:00Z" };
   assert.equal(evaluateOperand(since, data, { now: Date.parse("2025-06-01T12:00:00Z") }), "2h0m0s");
-  assert.throws(() => evaluateOperand(since, data), /the current time was not given/);
+  assert.throws(() => evaluateOperand(since, data), { name: "ConditionError", code: "no-evaluation-time", message: /the current time was not given/ });
 });
 
 test("CEL sees nested objects, nulls and the strings extension, and says why an input it cannot take fails", () => {

@@ -158,7 +158,7 @@ test("CEL: compiled at load time, evaluated over the bindings, failures explaine
   assert.match(evaluateCel(uri, { predicate: {} }) ?? "", /field not found: scanner/);
   assert.equal(evaluateCel(compileCel("attestations['x'].size() > 0", ["attestations"]), { attestations: { x: [{}] } }), undefined);
   assert.match(evaluateCel(compileCel("1 + 1", []), {}) ?? "", /gave (bigint|number), not a boolean/);
-  assert.throws(() => compileCel("a +", ["a"]), /^Error: invalid CEL "a \+": /);
+  assert.throws(() => compileCel("a +", ["a"]), /^ConditionError: invalid CEL "a \+": /);
 });
 
 test('a literal that is both a duration and a quantity ("500m") is refused at load, with both unambiguous spellings', () => {

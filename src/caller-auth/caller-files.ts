@@ -3,9 +3,13 @@
 // with its file and line, and the previous one stays.
 import type { Logger } from "pino";
 import { ConfigError } from "../config/config-error.ts";
+import { hasErrorCode, ImprimaturError } from "../errors/imprimatur-error.ts";
 import { parseClientCa, type CallerCredentials, type CallerUpdates } from "./caller-auth.ts";
 import { parseCallerTokens } from "./caller-tokens.ts";
 import { WatchedFiles } from "../fs/file-reload.ts";
+
+/** A callers' file that stops serve at start: "unreadable", or "invalid" contents; the message names the flag. */
+export class CallerFilesError extends ImprimaturError<"unreadable" | "invalid"> {}
 
 export interface WatchedCallerFiles {
   initial: CallerCredentials;
@@ -47,6 +51,6 @@ async function watchOne<T>(flag: string, file: string, what: string, parse: (tex
   } catch (e) {
     // A tokens file's problems already name the file and line.
     if (e instanceof ConfigError) throw e;
-    throw new Error(`${flag}: ${(e as Error).message}`, { cause: e });
+    throw new CallerFilesError(hasErrorCode(e, "unreadable-file") ? "unreadable" : "invalid", `${flag}: ${(e as Error).message}`, { cause: e });
   }
 }

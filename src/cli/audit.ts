@@ -8,7 +8,7 @@ import { loadServerConfig, DEFAULT_SERVER_CONFIG } from "../config/server-config
 import type { ScanResult } from "../core/policy-reports/resource-scan.ts";
 import { Engine } from "../engine/engine.ts";
 import { buildEngine } from "../engine/engine-builder.ts";
-import { describeApiError } from "../kube/api-requests.ts";
+import { describeApiError, KubeApiError, kubeApiErrorCode } from "../kube/api-requests.ts";
 import { loadKubeConfig } from "../kube/kube-config.ts";
 import { NamespaceLabelCache } from "../kube/namespace-label-cache.ts";
 import { PodInformer } from "../kube/pod-informer.ts";
@@ -112,7 +112,7 @@ export async function runAudit(argv: string[]): Promise<number> {
     try {
       pods = await informer.list();
     } catch (e) {
-      throw new Error(`cannot list pods: ${describeApiError(e)}`, { cause: e });
+      throw new KubeApiError(kubeApiErrorCode(e), `cannot list pods: ${describeApiError(e)}`, { cause: e });
     }
     const audits: PodAudit[] = [];
     for (const pod of pods) audits.push(await auditPod(engine, pod));

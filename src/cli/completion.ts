@@ -1,5 +1,6 @@
 // `imprimatur completion bash|zsh`: a shell completion script made from the command table and each
 // command's help text, so that the flags completed are the flags documented, with no second list to keep.
+import { ImprimaturError } from "../errors/imprimatur-error.ts";
 import { parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 
 export const SHELLS = ["bash", "zsh"] as const;
@@ -181,7 +182,8 @@ export async function runCompletion(argv: string[], commands: () => Promise<Comp
 
 /** A word put into a script unquoted (command, flag or value names): refuses anything a shell would read otherwise. */
 function word(w: string): string {
-  if (!/^[A-Za-z0-9][A-Za-z0-9._/+-]*$|^--?[A-Za-z0-9][A-Za-z0-9-]*$/.test(w)) throw new Error(`cannot put ${JSON.stringify(w)} in a completion script`);
+  if (!/^[A-Za-z0-9][A-Za-z0-9._/+-]*$|^--?[A-Za-z0-9][A-Za-z0-9-]*$/.test(w))
+    throw new ImprimaturError("internal", `cannot put ${JSON.stringify(w)} in a completion script`);
   return w;
 }
 

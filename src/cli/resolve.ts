@@ -3,6 +3,7 @@
 import { parseImageReference } from "../core/image-reference.ts";
 import { pinnedReference } from "../core/image-policy/digest-pinning.ts";
 import { RegistryClient } from "../registry/registry-client.ts";
+import { RegistryError } from "../registry/registry-error.ts";
 import { errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 import { registryAccess } from "./serve.ts";
 
@@ -88,8 +89,10 @@ export async function runResolve(argv: string[]): Promise<number> {
               (!platform.variant || m.platform.variant === platform.variant),
           );
           if (resolved.manifests && !match)
-            throw new Error(
+            throw new RegistryError(
+              "not-found",
               `no manifest for ${values.platform} in the index (it has ${resolved.manifests.map((m) => (m.platform ? [m.platform.os, m.platform.architecture, m.platform.variant].filter(Boolean).join("/") : "?")).join(", ")})`,
+              { registry: parsed.ref.registry, repository: parsed.ref.repository },
             );
           if (match) digest = (await client.getManifest({ ...parsed.ref, digest: match.digest }, { signal })).digest;
         }

@@ -5,6 +5,7 @@
 // files every few seconds costs nothing.
 import { readFile } from "node:fs/promises";
 import type { Logger } from "pino";
+import { ImprimaturError } from "../errors/imprimatur-error.ts";
 
 export const FILE_POLL_INTERVAL_MS = 2000;
 
@@ -18,6 +19,9 @@ export interface WatchedFilesOptions<T> {
   logger: Logger;
   intervalMs?: number;
 }
+
+/** A watched file that cannot be read; the message names it and says why (ENOENT, EACCES, …). */
+export class FileReadError extends ImprimaturError<"unreadable-file"> {}
 
 export class WatchedFiles<T> {
   private value: T;
@@ -123,7 +127,7 @@ async function readAll(files: readonly string[]): Promise<string[]> {
   return Promise.all(
     files.map((file) =>
       readFile(file, "utf8").catch((e: NodeJS.ErrnoException) => {
-        throw new Error(`cannot read ${file}: ${e.code ?? e.message}`, { cause: e });
+        throw new FileReadError("unreadable-file", `cannot read ${file}: ${e.code ?? e.message}`, { cause: e });
       }),
     ),
   );

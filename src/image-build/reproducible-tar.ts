@@ -6,6 +6,8 @@
 // What GNU tar gives with `--sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner`, without depending on
 // which tar the build machine has.
 
+import { ImageBuildError } from "./image-build-error.ts";
+
 export const TAR_BLOCK = 512;
 
 export type TarEntry =
@@ -21,14 +23,15 @@ export function tarChunks(entries: readonly TarEntry[]): Buffer[] {
   for (const entry of entries) {
     // Folders end in "/" in tar, which is how extractors tell them from files when the typeflag is lost.
     const name = entry.type === "dir" && !entry.path.endsWith("/") ? `${entry.path}/` : entry.path;
-    if (name.startsWith("/") || name.split("/").includes("..")) throw new Error(`tar entry path must be relative and stay inside: ${entry.path}`);
+    if (name.startsWith("/") || name.split("/").includes(".."))
+      throw new ImageBuildError("input", `tar entry path must be relative and stay inside: ${entry.path}`);
     const content = entry.type === "file" ? entry.content : Buffer.alloc(0);
     const linkname = entry.type === "symlink" ? entry.target : "";
     const mode = entry.type === "symlink" ? 0o777 : entry.mode;
     const pax: Record<string, string> = {};
     if (Buffer.byteLength(name) > 100) pax.path = name;
     if (Buffer.byteLength(linkname) > 100) pax.linkpath = linkname;
-    if (content.length > 0o77777777777) throw new Error(`tar entry larger than 8 GiB: ${entry.path}`);
+    if (content.length > 0o77777777777) throw new ImageBuildError("input", `tar entry larger than 8 GiB: ${entry.path}`);
     if (Object.keys(pax).length > 0) {
       const records = paxRecords(pax);
       chunks.push(header({ name: paxHeaderName(name), size: records.length, mode: 0o644, typeflag: TYPEFLAG.pax, linkname: "", uid: 0, gid: 0 }));

@@ -40,6 +40,7 @@ import {
 } from "../cri/cri-messages.ts";
 import { CRI_PACKAGES, type CriPackage, type ImageCall, type RuntimeImageClient } from "../cri/image-service-proxy.ts";
 import type { ImageCheckResult, NodeMetrics } from "./node-metrics.ts";
+import { NodeProxyError } from "./node-proxy-error.ts";
 import type { NodePodView } from "./pod-pull-secrets.ts";
 import type { RecordStore } from "./record-store.ts";
 
@@ -263,7 +264,7 @@ export class NodeImageProxy {
     } catch (e) {
       await store.removeIntent(image);
       logger.error({ pod, image, err: e }, "the pull intent could not be made durable: the pull is reported as failed");
-      throw new Error(`imprimatur node-proxy could not record the pull of ${image}: ${(e as Error).message}`, { cause: e });
+      throw new NodeProxyError("pull-not-recorded", `imprimatur node-proxy could not record the pull of ${image}: ${(e as Error).message}`, { cause: e });
     }
     metrics.pull("forwarded-ok");
     const { imageRef } = decodePullImageResponse(response);

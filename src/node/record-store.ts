@@ -22,6 +22,7 @@ import {
   type ImagePullIntent,
 } from "../core/pull-verification/pull-records.ts";
 import { makeDirectory } from "../fs/make-directory.ts";
+import { NodeProxyError } from "./node-proxy-error.ts";
 
 /** What the store knows of an image's record: none, a record, or a file that could not be read (then: verify). */
 export type RecordRead = { state: "none" } | { state: "ok"; record: ImagePulledRecord } | { state: "unreadable"; reason: string };
@@ -366,7 +367,11 @@ function preloadedMap(images: readonly PreloadedImage[]): Map<string, ReadonlySe
 async function loadOrCreateKey(file: string): Promise<Buffer> {
   try {
     const key = await readFile(file);
-    if (key.length !== 32) throw new Error(`${file}: the credential hash key must be 32 bytes, found ${key.length}; records keyed with it cannot be trusted`);
+    if (key.length !== 32)
+      throw new NodeProxyError(
+        "invalid-credential-key",
+        `${file}: the credential hash key must be 32 bytes, found ${key.length}; records keyed with it cannot be trusted`,
+      );
     return key;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;

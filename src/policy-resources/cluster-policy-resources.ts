@@ -6,15 +6,19 @@
 import type { Logger } from "pino";
 import type { Engine } from "../engine/engine.ts";
 import type { Recorder } from "../engine/recorder.ts";
+import { ImprimaturError } from "../errors/imprimatur-error.ts";
 import { PolicyLoadError } from "../policy/policy-error.ts";
 import type { PolicySource } from "../policy/policy-source.ts";
 import { serializedPolicyLoader } from "../policy/policy-loader.ts";
+
+/** Another cluster's policy resources could not be loaded at start: the message names the cluster, the cause says why. */
+export class ClusterPoliciesError extends ImprimaturError<"load-failed"> {}
 
 export interface RunningClusterPolicies {
   close(): void;
 }
 
-/** Loads every cluster's set into `engine` (rejects, naming the cluster, when one cannot be read), then keeps each current. */
+/** Loads every cluster's set into `engine` (rejects with ClusterPoliciesError, naming the cluster, when one cannot be read), then keeps each current. */
 export async function startClusterPolicies(
   sources: ReadonlyMap<string, PolicySource>,
   opts: { engine: Engine; logger: Logger; recorder: Recorder; watch: boolean },
@@ -27,7 +31,9 @@ export async function startClusterPolicies(
     try {
       opts.engine.setClusterPolicies(cluster, await load());
     } catch (e) {
-      throw new Error(`--cluster-kubeconfig ${cluster}: its policy resources (--policy-crds): ${(e as Error).message}`, { cause: e });
+      throw new ClusterPoliciesError("load-failed", `--cluster-kubeconfig ${cluster}: its policy resources (--policy-crds): ${(e as Error).message}`, {
+        cause: e,
+      });
     }
     const reload = async () => {
       try {

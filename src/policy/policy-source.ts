@@ -3,6 +3,7 @@
 import { readFileSync, statSync, watch, type FSWatcher } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import { dirname, isAbsolute, resolve, sep } from "node:path";
+import { ImprimaturError } from "../errors/imprimatur-error.ts";
 import { filesUnder, YAML_OR_JSON } from "../fs/files-under.ts";
 import type { ParsedPolicies } from "./parsed-policies.ts";
 import type { PolicyError } from "./policy-error.ts";
@@ -29,6 +30,17 @@ export interface PolicySource {
   /** Told the outcome of each load that followed a read (its errors; none when the set is in force), e.g. to write status. */
   loaded?(outcome: { errors: readonly PolicyError[] }): void;
 }
+
+export type RelatedFileErrorCode =
+  /** An absolute path: a policy names files relative to itself. */
+  | "absolute-path"
+  /** A path that leads out of the policy folder. */
+  | "outside-folder"
+  /** A file larger than a related file may be. */
+  | "too-large";
+
+/** A file a policy names (a key, a trust root) that it may not read; the message is the reason, the caller names the file. */
+export class RelatedFileError extends ImprimaturError<RelatedFileErrorCode> {}
 
 const MAX_POLICY_FILE_BYTES = 4 * 1024 * 1024;
 const MAX_RELATED_FILE_BYTES = 1024 * 1024;
@@ -73,12 +85,12 @@ export class PolicyFolder implements PolicySource {
 
   /** A file next to a policy file, inside the folder (a policy cannot reach out of it). */
   private readRelated(policyFile: string, path: string): string {
-    if (isAbsolute(path)) throw new Error("must be a path relative to the policy file");
+    if (isAbsolute(path)) throw new RelatedFileError("absolute-path", "must be a path relative to the policy file");
     const top = resolve(statSync(this.root).isDirectory() ? this.root : dirname(this.root));
     const target = resolve(dirname(policyFile), path);
-    if (target !== top && !target.startsWith(top + sep)) throw new Error(`it is outside the policy folder ${this.root}`);
+    if (target !== top && !target.startsWith(top + sep)) throw new RelatedFileError("outside-folder", `it is outside the policy folder ${this.root}`);
     const size = statSync(target).size;
-    if (size > MAX_RELATED_FILE_BYTES) throw new Error(`it is ${size} bytes; the limit is ${MAX_RELATED_FILE_BYTES}`);
+    if (size > MAX_RELATED_FILE_BYTES) throw new RelatedFileError("too-large", `it is ${size} bytes; the limit is ${MAX_RELATED_FILE_BYTES}`);
     return readFileSync(target, "utf8");
   }
 

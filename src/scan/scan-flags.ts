@@ -1,6 +1,20 @@
 // The background scan's serve flags, checked and turned into the app's options in one place.
 import { parseDuration } from "../core/primitives/duration.ts";
 import { parseReportFormats, type ReportFormat } from "../core/policy-reports/report-formats.ts";
+import { ImprimaturError } from "../errors/imprimatur-error.ts";
+
+export type ScanFlagErrorCode =
+  /** A --scan-* flag without --background-scan. */
+  | "needs-background-scan"
+  /** --scan-rate is not a number of pods per second from 0 to 10000. */
+  | "invalid-rate"
+  /** --scan-interval or --scan-error-retry is not a duration, or shorter than its least. */
+  | "invalid-duration"
+  /** --scan-lease is not NAMESPACE/NAME. */
+  | "invalid-lease";
+
+/** A background scan flag that cannot be used; the message names the flag. */
+export class ScanFlagError extends ImprimaturError<ScanFlagErrorCode> {}
 
 /** What `serve` runs the background scan with (src/scan/audit-scanner.ts). */
 export interface BackgroundScanOptions {
@@ -46,29 +60,31 @@ export const SCAN_FLAG_USAGE = `  --background-scan    judge running pods after 
                        default, and imprimatur-scan)
 `;
 
-/** Undefined when the scan is off; throws Error with the flag's problem. */
+/** Undefined when the scan is off; throws ScanFlagError with the flag's problem. */
 export function backgroundScanOptions(flags: ScanFlags, podNamespace: string | undefined): BackgroundScanOptions | undefined {
   const given: string[] = (["scan-reports", "scan-rate", "scan-interval", "scan-lease", "scan-error-retry"] as const).filter((f) => flags[f] !== undefined);
   if ((flags["scan-exclude-namespace"] ?? []).length > 0) given.push("scan-exclude-namespace");
   if (!flags["background-scan"]) {
-    if (given.length > 0) throw new Error(`--${given[0]} needs --background-scan`);
+    if (given.length > 0) throw new ScanFlagError("needs-background-scan", `--${given[0]} needs --background-scan`);
     return undefined;
   }
   const reportsFlag = flags["scan-reports"] ?? "wgpolicyk8s";
   const reports = reportsFlag === "none" ? [] : parseReportFormats(reportsFlag);
   const rate = flags["scan-rate"] === undefined ? 20 : Number(flags["scan-rate"]);
   if (!Number.isFinite(rate) || rate <= 0 || rate > 10_000)
-    throw new Error(`--scan-rate must be a number of pods per second from 0 to 10000, got ${flags["scan-rate"]}`);
+    throw new ScanFlagError("invalid-rate", `--scan-rate must be a number of pods per second from 0 to 10000, got ${flags["scan-rate"]}`);
   const interval = flags["scan-interval"] === undefined ? 3_600_000 : parseDuration(flags["scan-interval"]);
-  if (interval === undefined || interval < 60_000) throw new Error(`--scan-interval must be a duration of at least 1m, got ${flags["scan-interval"]}`);
+  if (interval === undefined || interval < 60_000)
+    throw new ScanFlagError("invalid-duration", `--scan-interval must be a duration of at least 1m, got ${flags["scan-interval"]}`);
   const errorRetry = flags["scan-error-retry"] === undefined ? 30_000 : parseDuration(flags["scan-error-retry"]);
-  if (errorRetry === undefined || errorRetry < 1_000) throw new Error(`--scan-error-retry must be a duration of at least 1s, got ${flags["scan-error-retry"]}`);
+  if (errorRetry === undefined || errorRetry < 1_000)
+    throw new ScanFlagError("invalid-duration", `--scan-error-retry must be a duration of at least 1s, got ${flags["scan-error-retry"]}`);
   const lease = flags["scan-lease"];
   let namespace = podNamespace ?? "default";
   let name = "imprimatur-scan";
   if (lease !== undefined) {
     const m = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-a-z0-9.]*[a-z0-9])?)$/.exec(lease);
-    if (!m) throw new Error(`--scan-lease must be NAMESPACE/NAME, got ${lease}`);
+    if (!m) throw new ScanFlagError("invalid-lease", `--scan-lease must be NAMESPACE/NAME, got ${lease}`);
     namespace = m[1]!;
     name = m[3]!;
   }

@@ -4,6 +4,10 @@
 import seeds from "@sigstore/tuf/seeds.json" with { type: "json" };
 import { DEFAULT_TRUST_ROOT } from "../core/image-policy/compile-attestors.ts";
 import { parseTrustedRoot, type TrustRoot } from "../core/trust-root/trust-root-kind.ts";
+import { ImprimaturError } from "../errors/imprimatur-error.ts";
+
+/** The Sigstore root embedded in @sigstore/tuf is missing or unusable: the package is damaged. */
+export class EmbeddedTrustRootError extends ImprimaturError<"missing-seed" | "unusable-root"> {}
 
 /** The TUF repository whose seeded targets include the production trusted_root.json. */
 const PUBLIC_GOOD_TUF = "https://tuf-repo-cdn.sigstore.dev";
@@ -12,16 +16,21 @@ let embedded: TrustRoot | undefined;
 
 /** The trusted_root.json shipped inside @sigstore/tuf (parsed once). */
 export function embeddedTrustedRootJson(): unknown {
-  const targets = (seeds as Record<string, { targets?: Record<string, string> }>)[PUBLIC_GOOD_TUF]?.targets;
+  return seededTrustedRootJson(seeds);
+}
+
+/** The public-good trusted_root.json in a document shaped as @sigstore/tuf's seeds.json. */
+export function seededTrustedRootJson(seedsDocument: unknown): unknown {
+  const targets = (seedsDocument as Record<string, { targets?: Record<string, string> } | undefined>)[PUBLIC_GOOD_TUF]?.targets;
   const encoded = targets?.["trusted_root.json"];
-  if (encoded === undefined) throw new Error("@sigstore/tuf ships no trusted_root.json seed: reinstall the package");
+  if (encoded === undefined) throw new EmbeddedTrustRootError("missing-seed", "@sigstore/tuf ships no trusted_root.json seed: reinstall the package");
   return JSON.parse(Buffer.from(encoded, "base64").toString("utf8"));
 }
 
 export function publicGoodTrustRoot(): TrustRoot {
   if (!embedded) {
     const parsed = parseTrustedRoot(embeddedTrustedRootJson());
-    if ("error" in parsed) throw new Error(`the embedded Sigstore trusted root is unusable: ${parsed.error}`);
+    if ("error" in parsed) throw new EmbeddedTrustRootError("unusable-root", `the embedded Sigstore trusted root is unusable: ${parsed.error}`);
     embedded = { name: DEFAULT_TRUST_ROOT, source: { origin: "embedded (@sigstore/tuf seeds)" }, ...parsed };
   }
   return embedded;

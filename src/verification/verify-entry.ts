@@ -292,6 +292,8 @@ function keyMaterial(root: TrustRoot | undefined, key: KeyObject | undefined): T
   return {
     ...base,
     publicKey: () => {
+      // Unreachable (a key-signed bundle is refused before a keyless check); a plain Error because the verifier's
+      // failures are described by their code (describeVerificationError), which would then lead the reason.
       if (!key) throw new Error("no public key for this entry");
       return { publicKey: key, validFor: () => true };
     },

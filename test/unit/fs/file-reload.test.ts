@@ -112,10 +112,11 @@ test("contents that do not parse are logged once, with the parser's file and lin
 
 test("a file that cannot be read is logged once and the value in use stays; at start it is an error", async () => {
   await withFile(async (file) => {
-    await assert.rejects(
-      WatchedFiles.start({ files: [file], what: "numbers", parse: parseNumbers(file), logger: capturingLogger().logger }),
-      /cannot read .*numbers\.txt: ENOENT/,
-    );
+    await assert.rejects(WatchedFiles.start({ files: [file], what: "numbers", parse: parseNumbers(file), logger: capturingLogger().logger }), {
+      name: "FileReadError",
+      code: "unreadable-file",
+      message: /cannot read .*numbers\.txt: ENOENT/,
+    });
     await writeFile(file, "7\n");
     const { logger, entries } = capturingLogger();
     const watched = await WatchedFiles.start({ files: [file], what: "numbers", parse: parseNumbers(file), logger, intervalMs: 3_600_000 });

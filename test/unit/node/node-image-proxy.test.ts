@@ -24,6 +24,7 @@ import {
 import { RuntimeImageClient } from "../../../src/cri/image-service-proxy.ts";
 import { createNodeMetrics, type NodeMetrics } from "../../../src/node/node-metrics.ts";
 import { NodeImageProxy } from "../../../src/node/node-image-proxy.ts";
+import { NodeProxyError } from "../../../src/node/node-proxy-error.ts";
 import type { NodePodView, PullPolicy } from "../../../src/node/pod-pull-secrets.ts";
 import { recordFileName, RecordStore, type RecordStoreOptions, type StoreStep } from "../../../src/node/record-store.ts";
 import { imageStatusRequest, kubeletAnnotations, kubeletPod, kubeletSandbox, pullImageRequest } from "../../support/kubelet-cri.ts";
@@ -358,6 +359,8 @@ describe("a record that cannot be written", () => {
     };
     await assert.rejects(pull(PRIVATE, "a", GOOD), (e: Error) => {
       assert.equal(e.message, `imprimatur node-proxy could not record the pull of ${PRIVATE}: fsync: input/output error`);
+      assert.ok(e instanceof NodeProxyError);
+      assert.equal(e.code, "pull-not-recorded");
       assert.equal((e.cause as Error).message, "fsync: input/output error");
       return true;
     });

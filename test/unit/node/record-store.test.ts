@@ -205,6 +205,8 @@ describe("RecordStore", () => {
     await RecordStore.open(dir);
     await writeFile(join(dir, "credential-hash.key"), Buffer.alloc(16));
     await assert.rejects(RecordStore.open(dir), {
+      name: "NodeProxyError",
+      code: "invalid-credential-key",
       message: `${join(dir, "credential-hash.key")}: the credential hash key must be 32 bytes, found 16; records keyed with it cannot be trusted`,
     });
   });

@@ -13,7 +13,7 @@ import { buildEngine } from "../../../src/engine/engine-builder.ts";
 import { NO_RECORDER } from "../../../src/engine/recorder.ts";
 import type { PolicyError } from "../../../src/policy/policy-error.ts";
 import type { PolicySource, PolicyText } from "../../../src/policy/policy-source.ts";
-import { startClusterPolicies } from "../../../src/policy-resources/cluster-policy-resources.ts";
+import { ClusterPoliciesError, startClusterPolicies } from "../../../src/policy-resources/cluster-policy-resources.ts";
 import { validateSubject } from "../../support/engine-review.ts";
 
 const denying = (image: string) =>
@@ -79,7 +79,15 @@ test("a cluster whose policy resources cannot be read stops startup, naming the 
       ]),
       { ...quiet, engine },
     ),
-    /^Error: --cluster-kubeconfig broken: its policy resources \(--policy-crds\): cannot list the policy custom resources: imagepolicies: 404$/,
+    (e: Error) => {
+      assert.match(
+        String(e),
+        /^ClusterPoliciesError: --cluster-kubeconfig broken: its policy resources \(--policy-crds\): cannot list the policy custom resources: imagepolicies: 404$/,
+      );
+      assert.equal((e as ClusterPoliciesError).code, "load-failed");
+      assert.equal(e.cause, broken.failRead);
+      return true;
+    },
   );
   await engine.close();
 });

@@ -17,6 +17,8 @@ export type KubeErrorCode =
   /** Leader election timings that are not lease duration > renew deadline > retry period > 0. */
   | "invalid-lease-timing"
   /** The Secret was read, but holds no data under the key asked for. */
-  | "missing-secret-key";
+  | "missing-secret-key"
+  /** A cache or watch closed while it was starting. */
+  | "closed";
 
 export class KubeError extends ImprimaturError<KubeErrorCode> {}

@@ -8,7 +8,8 @@
 import { CoreV1Api, Watch } from "@kubernetes/client-node";
 import type { KubeConfig, V1Namespace } from "@kubernetes/client-node";
 import { ListWatch, type ListPage } from "./list-watch-loop.ts";
-import { describeApiError, hasStatus, withSignal } from "./api-requests.ts";
+import { describeApiError, hasStatus, KubeApiError, kubeApiErrorCode, withSignal } from "./api-requests.ts";
+import { KubeError } from "./kube-error.ts";
 import type { Logger } from "pino";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
 
@@ -129,11 +130,12 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
     });
     await Promise.race([this.firstSync.promise, gaveUp]);
     stopWaiting();
-    if (this.closed) throw new Error("namespace label cache was closed while starting");
+    if (this.closed) throw new KubeError("closed", "namespace label cache was closed while starting");
     if (!this.synced) {
       const last = this.lastError === undefined ? "no answer" : describeApiError(this.lastError);
       await this.close();
-      throw new Error(
+      throw new KubeApiError(
+        this.lastError === undefined ? "timeout" : kubeApiErrorCode(this.lastError),
         `cannot list namespaces from the Kubernetes API at ${this.server} within ${this.startTimeoutMs / 1000} s ` +
           `(last error: ${last}); namespace labels are needed for namespaceSelector, so the server cannot start ` +
           `(the identity used needs list and watch on namespaces)`,

@@ -4,7 +4,7 @@
 // handed on as an event; a list hands on the whole set, so that pods deleted while no watch ran are seen gone.
 import { CoreV1Api, Watch, type KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { withSignal } from "./api-requests.ts";
+import { KubeApiError, withSignal } from "./api-requests.ts";
 import { ListWatch, type ListPage } from "./list-watch-loop.ts";
 
 /** A pod as the API serialises it (plain JSON: what policies and CEL see at admission). */
@@ -107,7 +107,7 @@ export class PodInformer {
     try {
       return await call(withSignal(signal));
     } catch (e) {
-      if (signal.aborted && !this.lifetime.signal.aborted) throw new Error(`listing pods timed out after ${ms / 1000} s`, { cause: e });
+      if (signal.aborted && !this.lifetime.signal.aborted) throw new KubeApiError("timeout", `listing pods timed out after ${ms / 1000} s`, { cause: e });
       throw e;
     }
   }

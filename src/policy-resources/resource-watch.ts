@@ -7,7 +7,7 @@
 import { CustomObjectsApi, Watch, type KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { ListWatch, type ListPage } from "../kube/list-watch-loop.ts";
-import { describeApiError, hasStatus, withSignal } from "../kube/api-requests.ts";
+import { describeApiError, hasStatus, KubeApiError, kubeApiErrorCode, withSignal } from "../kube/api-requests.ts";
 import { POLICY_GROUP, POLICY_RESOURCE_KINDS, POLICY_VERSION, type PolicyResourceKind } from "./policy-crds.ts";
 import { contentKey, policyResourceOf, resourceKey, type PolicyResourceObject } from "./resource-documents.ts";
 import { ResourcePolicySource, type PolicyResourceStore } from "./resource-policy-source.ts";
@@ -202,7 +202,9 @@ export class PolicyResourceWatch implements PolicyResourceStore {
       return `${k.kind.plural}: ${err === undefined ? "no answer" : describeApiError(err)}${hint}`;
     });
     await this.close();
-    throw new Error(
+    const first = missing.find((k) => k.lastError !== undefined)?.lastError;
+    throw new KubeApiError(
+      first === undefined ? "timeout" : kubeApiErrorCode(first),
       `cannot list the policy custom resources from the Kubernetes API at ${this.server} within ${this.startTimeoutMs / 1000} s: ${reasons.join("; ")}`,
     );
   }

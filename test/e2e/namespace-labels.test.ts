@@ -338,6 +338,8 @@ describe("namespace labels from the Kubernetes API", () => {
     await proxy.cut(); // connections to it are refused
     const cache = fx.newCache(kubeconfig, pino({ level: "silent" }), 1_500);
     await assert.rejects(cache.start(), (err: Error) => {
+      assert.equal(err.name, "KubeApiError");
+      assert.equal((err as Error & { code?: string }).code, "unavailable", "refused connections: the API is unavailable");
       assert.match(err.message, /cannot list namespaces from the Kubernetes API at https:\/\/127\.0\.0\.1:\d+ within 1\.5 s/);
       assert.match(err.message, /last error: .*(ECONNREFUSED|fetch failed)/);
       return true;

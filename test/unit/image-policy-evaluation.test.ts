@@ -239,10 +239,10 @@ test("schema errors: all of them, numeric path segments as numbers, and a sugges
   assert.deepEqual(
     issues.map((i) => [i.path, i.message]),
     [
-      [["metadata", "labels", "a1"], "must be string"],
-      [["metadata", "labels", "2b"], "must be string"],
+      [["metadata", "labels", "a1"], "must be a string, got 1"],
+      [["metadata", "labels", "2b"], "must be a string, got 2"],
       [["spec", "namespace"], 'unknown field "namespace"; did you mean "namespaces"?'],
-      [["spec", "rules", 10, "action"], 'must be one of "allow", "deny"'],
+      [["spec", "rules", 10, "action"], 'must be one of "allow", "deny", got "maybe"'],
     ],
   );
 });

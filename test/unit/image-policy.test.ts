@@ -183,13 +183,15 @@ test("schema errors name the field: unknown, missing, not one of the allowed val
   ]);
   assert.deepEqual(doc({ spec: {} }).issues, [{ path: ["spec"], message: 'missing required field "rules"' }]);
   assert.deepEqual(doc({ spec: { rules: [{ action: "maybe", images: ["a/*"] }] } }).issues, [
-    { path: ["spec", "rules", 0, "action"], message: 'must be one of "allow", "deny"' },
+    { path: ["spec", "rules", 0, "action"], message: 'must be one of "allow", "deny", got "maybe"' },
   ]);
-  assert.deepEqual(doc({ kind: "ImagePolicies" }).issues, [{ path: ["kind"], message: 'must be "ImagePolicy"' }]);
+  assert.deepEqual(doc({ kind: "ImagePolicies" }).issues, [{ path: ["kind"], message: 'must be "ImagePolicy", got "ImagePolicies"' }]);
   const typed = doc({ spec: { rules: "all" } }).issues;
-  assert.deepEqual(typed, [{ path: ["spec", "rules"], message: "must be array" }]);
+  assert.deepEqual(typed, [{ path: ["spec", "rules"], message: 'must be a list of mappings, got "all"' }]);
   // A key with "/" and "~" in it comes back unescaped from the JSON pointer.
-  assert.deepEqual(doc({ metadata: { name: "p", labels: { "a/b~c": 1 } } }).issues, [{ path: ["metadata", "labels", "a/b~c"], message: "must be string" }]);
+  assert.deepEqual(doc({ metadata: { name: "p", labels: { "a/b~c": 1 } } }).issues, [
+    { path: ["metadata", "labels", "a/b~c"], message: "must be a string, got 1" },
+  ]);
 });
 
 const KEYLESS = [{ entries: [{ keyless: { subject: "https://github.com/acme/*", issuer: "https://token.actions.githubusercontent.com" } }] }];
@@ -266,7 +268,7 @@ test("semantic mistakes are load errors naming the field", () => {
 
 test("namespaceSelector: an unknown operator is the schema's error, a key that is no label key the compiler's, each at its field", () => {
   assert.deepEqual(issues({ rules: [], namespaceSelector: { matchExpressions: [{ key: "team", operator: "in", values: ["a"] }] } }), [
-    '["spec","namespaceSelector","matchExpressions",0,"operator"] must be one of "In", "NotIn", "Exists", "DoesNotExist"',
+    '["spec","namespaceSelector","matchExpressions",0,"operator"] must be one of "In", "NotIn", "Exists", "DoesNotExist", got "in"',
   ]);
   assert.deepEqual(issues({ rules: [], namespaceSelector: { matchLabels: { "-team": "a" } } }), [
     `["spec","namespaceSelector","matchLabels","-team"] "-team" is not a label key: its name must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit`,

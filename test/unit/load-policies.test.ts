@@ -41,7 +41,7 @@ spec:
     ["ok"],
   );
   const rendered = errors.map(renderPolicyError);
-  assert.ok(rendered.includes('p.yaml:12 (document 2, spec.rules[0].action): must be one of "allow", "deny"'), rendered.join("\n"));
+  assert.ok(rendered.includes('p.yaml:12 (document 2, spec.rules[0].action): must be one of "allow", "deny", got "permit"'), rendered.join("\n"));
   assert.ok(rendered.includes('p.yaml:14 (document 2, spec.colour): unknown field "colour"'), rendered.join("\n"));
 });
 
@@ -96,7 +96,8 @@ test("a missing policy folder is a load error, not a crash", async () => {
 test("a loaded set counts its policies of every kind, and needs namespace labels only when some policy selects namespaces by them", () => {
   const image = (name: string, extra = "") =>
     `apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: {name: ${name}}\nspec:\n${extra}  rules: [{action: allow, images: ["*"]}]\n`;
-  const pods = (name: string, extra = "") => `apiVersion: imprimatur.dev/v1alpha1\nkind: PodRestriction\nmetadata: {name: ${name}}\nspec:\n${extra}`;
+  const pods = (name: string, extra = "") =>
+    `apiVersion: imprimatur.dev/v1alpha1\nkind: PodRestriction\nmetadata: {name: ${name}}\nspec:${extra ? `\n${extra}` : " {}\n"}`;
   const bySelector = "  matchConstraints: {namespaceSelector: {matchLabels: {env: prod}}}\n";
   const prepared = (...documents: string[]) => {
     const parsed = parsePolicyText(documents.join("---\n"), "p.yaml");

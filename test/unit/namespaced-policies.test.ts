@@ -93,7 +93,7 @@ describe("NamespacedImagePolicy: loading", () => {
   it("without a spec map is a load error saying so", () => {
     const head = "apiVersion: imprimatur.dev/v1alpha1\nkind: NamespacedImagePolicy\nmetadata: {name: a, namespace: shop}\n";
     assert.match(errorsOf(head).join("\n"), /missing required field "spec"/);
-    assert.match(errorsOf(`${head}spec: null\n`).join("\n"), /spec\): must be object/);
+    assert.match(errorsOf(`${head}spec: null\n`).join("\n"), /spec\): must be a mapping, got null/);
   });
 
   it("refuses keys in another namespace's Secret, takes its own namespace's", () => {

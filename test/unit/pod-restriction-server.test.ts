@@ -153,6 +153,10 @@ test("load errors for PodRestrictions give file, line, path and reason", async (
 kind: PodRestriction
 metadata: {name: p}
 binding: {mode: Maybe, namespaces: []}
+---
+apiVersion: imprimatur.dev/v1alpha1
+kind: PodRestriction
+metadata: {name: q}
 spec:
   profile: strict
   spec:
@@ -165,12 +169,13 @@ spec:
   await assert.rejects(loadPolicies(bad), (e: unknown) => {
     assert.ok(e instanceof PolicyLoadError);
     const text = e.errors.map((x) => `${x.line}:${x.path}: ${x.message}`).join("\n");
-    assert.match(text, /4:binding\.mode: must be "Accept" or "Drop", got "Maybe"/);
-    assert.match(text, /4:binding\.namespaces: is empty, so the policy would bind no namespace/);
-    assert.match(text, /6:spec\.profile: unknown profile "strict"; shipped profiles: baseline, restricted/);
-    assert.match(text, /8:spec\.spec\.hostNetwork: unknown field "hostNetwork"/);
-    assert.match(text, /10:spec\.spec\.securityContext\.hostNetwork\.allowNil: this field is not a pointer/);
-    assert.match(text, /11:spec\.spec\.securityContext\.runAsUser\.ranges\[0\]: min 10 is greater than max 1/);
+    // The JSON Schema's (the first document), and the compiler's for a document the schema admits (the second).
+    assert.match(text, /4:binding\.mode: must be one of "Accept", "Allow", "Drop", got "Maybe"/);
+    assert.match(text, /4:binding\.namespaces: must not be empty; leave it out for every namespace/);
+    assert.match(text, /10:spec\.profile: unknown profile "strict"; shipped profiles: baseline, restricted/);
+    assert.match(text, /12:spec\.spec\.hostNetwork: unknown field "hostNetwork"/);
+    assert.match(text, /14:spec\.spec\.securityContext\.hostNetwork\.allowNil: this field is not a pointer/);
+    assert.match(text, /15:spec\.spec\.securityContext\.runAsUser\.ranges\[0\]: min 10 is greater than max 1/);
     return true;
   });
 });

@@ -130,7 +130,11 @@ test("the kind is registered under the name documents give", () => {
 test("metadata.namespace must be a namespace name: a DNS label of at most 63 characters", () => {
   const spec = { exceptions: [{ policyName: "p" }], ...anyPod };
   for (const good of ["a", "team-a", "a".repeat(63)]) assert.ok(compile(spec, { name: "x", namespace: good }).policy, good);
-  assert.deepEqual(compile(spec, { name: "x", namespace: 7 }).issues, [{ path: ["metadata", "namespace"], message: "must be string" }], "the schema's");
+  assert.deepEqual(
+    compile(spec, { name: "x", namespace: 7 }).issues,
+    [{ path: ["metadata", "namespace"], message: "must be a string, got 7" }],
+    "the schema's",
+  );
   for (const bad of ["-a", "a-", "A", "a_b", "a".repeat(64)]) {
     const { policy, issues } = compile(spec, { name: "x", namespace: bad });
     assert.equal(policy, undefined, String(bad));
@@ -148,7 +152,7 @@ test("a selector's problems are named at spec.match.<any|all>.<i>.resources.sele
     return issues.map((i) => `${i.path.join(".")}: ${i.message}`);
   };
   assert.deepEqual(problems({ matchExpressions: [{ key: "team", operator: "in", values: ["a"] }] }), [
-    `${at}.matchExpressions.0.operator: must be one of "In", "NotIn", "Exists", "DoesNotExist"`,
+    `${at}.matchExpressions.0.operator: must be one of "In", "NotIn", "Exists", "DoesNotExist", got "in"`,
   ]);
   assert.deepEqual(problems({ matchExpressions: [{ key: "-team", operator: "In" }] }), [
     `${at}.matchExpressions.0.key: "-team" is not a label key: its name must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit`,
@@ -169,7 +173,7 @@ test("every schema problem is reported, an unknown field with the fields meant, 
     issues.map((i) => i.path.join(".")),
     ["spec.exceptions.0.ruleName", "spec.match.any.0.resources"],
   );
-  assert.equal(issues[0]!.message, 'unknown field "ruleName"; did you mean "ruleNames"?');
+  assert.equal(issues[0]!.message, 'unknown field "ruleName"; known fields: policyName, kind, ruleNames; did you mean "ruleNames"?');
   const request = compile({ exceptions: [{ policyName: "p" }, { policyName: "imprimatur" }], ...anyPod });
   assert.equal(request.policy, undefined);
   assert.deepEqual(

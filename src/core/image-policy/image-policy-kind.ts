@@ -1,19 +1,16 @@
 // The ImagePolicy kind in the policy-kind registry: schema, compile, and evaluation of a subject's images,
 // one pod at a time (each pod brings its own break-glass and `*.image-policy.k8s.io/*` annotations).
-import { Ajv } from "ajv";
 import { imagesByPod, type AdmissionSubject } from "../admission-subject.ts";
 import { combineDecisions, deny, type Decision } from "../decision.ts";
 import { imagePolicyAnnotations } from "../image-review.ts";
 import { POLICY_API_VERSION, type KindEvaluationContext, type PolicyKind } from "../policy-kind.ts";
-import { describeSchemaError } from "../schema-issues.ts";
+import { schemaCheck } from "../schema-issues.ts";
 import { clusterKindNamespaceIssue } from "../namespaced-policy.ts";
 import { compileImagePolicy, type RawImagePolicy } from "./compile-image-policy.ts";
 import { evaluateImagePolicies, type ImagePolicy } from "./image-policy.ts";
 import imagePolicySchema from "./image-policy.schema.json" with { type: "json" };
 
-// verbose: an error carries its schema, whose properties name the fields an unknown one may have meant.
-const ajv = new Ajv({ allErrors: true, strict: true, useDefaults: false, verbose: true });
-const validateSchema = ajv.compile(imagePolicySchema);
+const schemaIssues = schemaCheck(imagePolicySchema);
 
 export const imagePolicyKind: PolicyKind<ImagePolicy, readonly ImagePolicy[]> = {
   kind: "ImagePolicy",
@@ -21,7 +18,8 @@ export const imagePolicyKind: PolicyKind<ImagePolicy, readonly ImagePolicy[]> = 
   compile(document, cx) {
     const namespaced = clusterKindNamespaceIssue(document, { namespaced: "NamespacedImagePolicy", cluster: "ImagePolicy" });
     if (namespaced) return { issues: [namespaced] };
-    if (!validateSchema(document)) return { issues: (validateSchema.errors ?? []).map(describeSchemaError) };
+    const shape = schemaIssues(document);
+    if (shape.length > 0) return { issues: shape };
     const compiled = compileImagePolicy(document as unknown as RawImagePolicy, cx.source, cx.related);
     return compiled.policy ? { policy: compiled.policy, issues: compiled.errors } : { issues: compiled.errors };
   },

@@ -1,5 +1,6 @@
-// The PodRestriction kind in the policy-kind registry: compiled with the shipped profiles at hand, indexed by
-// binding once per load, and judged on every pod of a subject whose pods PodRestrictions may see.
+// The PodRestriction kind in the policy-kind registry: checked against its JSON Schema, then compiled with the
+// shipped profiles at hand (compilePodRestriction does both), indexed by binding once per load, and judged on every
+// pod of a subject whose pods PodRestrictions may see.
 import { combineDecisions } from "../decision.ts";
 import { POLICY_API_VERSION, type PolicyKind } from "../policy-kind.ts";
 import { compilePodRestriction, type PodRestriction } from "./pod-restriction.ts";
@@ -16,6 +17,7 @@ export const podRestrictionKind: PolicyKind<PodRestriction, PodRestrictionIndex>
   compile(document, cx) {
     const namespaced = clusterKindNamespaceIssue(document, { namespaced: "NamespacedPodRestriction", cluster: "PodRestriction" });
     if (namespaced) return { issues: [namespaced] };
+    // The schema's issues (describeSchemaError) when it refuses the document; the compiler's otherwise.
     return compilePodRestriction(document, { source: cx.source, ...(cx.profiles ? { profiles: cx.profiles } : {}) });
   },
   prepare: (policies) => new PodRestrictionIndex(policies),

@@ -5,27 +5,25 @@
 //     written as a restriction: the check applies only to pods that satisfy `when`, and not to pods that
 //     satisfy `unless`. The Pod Security Standards need this (e.g. Linux-only controls skip
 //     `spec.os.name: windows` pods); names make denials say which control failed.
+//
+// A document is checked against the kind's JSON Schema first (pod-restriction.schema.json, the CRD's and the
+// editors'): it says the document's shape down to the restrictions themselves, which mirror the Pod and are read
+// by their own compilers (struct-restriction.ts and the restrictions/ folder). Only a document the schema admits is
+// compiled, for what a schema cannot say: profiles that exist, check names that are unique, overrides that name a
+// check, validationActions an Accept policy cannot have, the request match's semantics, the restrictions.
 import { compileBinding, type BindingMode } from "./binding.ts";
 import { compileObjectMetaRestriction } from "./object-meta-restriction.ts";
 import { compilePodSpecRestriction } from "./pod-spec-restriction.ts";
-import {
-  CompileContext,
-  describe,
-  readMapping,
-  readStringList,
-  type Check,
-  type CompileIssue,
-  type EvalContext,
-  type Finding,
-  type RawPath,
-} from "./restrictions/restriction-support.ts";
+import { CompileContext, type Check, type CompileIssue, type EvalContext, type Finding, type RawPath } from "./restrictions/restriction-support.ts";
 import type { LabelSelector } from "../label-selector.ts";
-import { isObject } from "../primitives/json-shapes.ts";
+import { formatFieldPath } from "../primitives/field-path.ts";
 import type { PolicyOrigin } from "../policy-origin.ts";
 import type { PodUnderReview } from "../pod-under-review.ts";
 import { compileRequestMatch } from "../request-match/compile-request-match.ts";
 import type { RequestMatch } from "../request-match/request-match.ts";
 import { compileValidationActions, type ValidationAction } from "../validation-actions.ts";
+import { schemaCheck } from "../schema-issues.ts";
+import podRestrictionSchema from "./pod-restriction.schema.json" with { type: "json" };
 
 export interface PodRestriction {
   name: string;
@@ -75,62 +73,75 @@ export interface CompileOptions {
   including?: string[];
 }
 
-const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
-/** Check names: Pod Security Admission's check IDs (capabilities_baseline, hostPathVolumes) and kebab-case alike. */
-const CHECK_NAME = /^[A-Za-z0-9]([-A-Za-z0-9._]*[A-Za-z0-9])?$/;
+/** The document's problems by the JSON Schema; none when it has the shape the compiler reads. */
+const schemaIssues = schemaCheck(podRestrictionSchema);
 
+/** A PodRestriction document as the JSON Schema admits it; the restrictions (RawBody) are read by their compilers. */
+interface RawPodRestriction {
+  metadata: { name: string; annotations?: Record<string, string> };
+  /** Read by compileBinding. */
+  binding?: unknown;
+  spec?: RawSpec;
+}
+
+interface RawBody {
+  metadata?: Record<string, unknown>;
+  spec?: Record<string, unknown>;
+}
+
+interface RawSpec extends RawBody {
+  profile?: string;
+  checks?: RawCheck[];
+  clusters?: string[];
+  validationActions?: string[];
+  /** matchConstraints and matchConditions, read by compileRequestMatch. */
+  [field: string]: unknown;
+}
+
+interface RawCheck extends RawBody {
+  name: string;
+  description?: string;
+  overrides?: string[];
+  when?: RawBody;
+  unless?: RawBody;
+  validationActions?: string[];
+}
+
+/** A PodRestriction document (a policy's, or a profile's it includes): checked against the JSON Schema, then compiled. */
 export function compilePodRestriction(raw: unknown, opts: CompileOptions = {}): { policy?: PodRestriction; issues: CompileIssue[] } {
+  const shape = schemaIssues(raw);
+  if (shape.length > 0) return { issues: shape };
+  const document = raw as RawPodRestriction;
   const cx = new CompileContext();
-  const top = readMapping(raw, [], cx, ["apiVersion", "kind", "metadata", "binding", "spec"]);
-  if (!top) return { issues: cx.issues };
-  const meta = readMapping(top.metadata ?? {}, ["metadata"], cx, ["name", "labels", "annotations"]);
-  const name = meta?.name;
-  if (typeof name !== "string" || !NAME.test(name) || name.length > 253) {
-    cx.error(["metadata", "name"], `must be a lowercase DNS name, got ${describe(name)}`);
-  }
-  const binding = compileBinding(top.binding, ["binding"], cx);
-  const policy: PodRestriction = { name: String(name), mode: binding.mode, profiles: [], checks: [] };
+  const binding = compileBinding(document.binding, ["binding"], cx);
+  const policy: PodRestriction = { name: document.metadata.name, mode: binding.mode, profiles: [], checks: [] };
   if (binding.namespaces) policy.namespaces = binding.namespaces;
   if (binding.namespaceSelector) policy.namespaceSelector = binding.namespaceSelector;
-  const description = isObject(meta?.annotations) ? meta.annotations[DESCRIPTION_ANNOTATION] : undefined;
-  if (typeof description === "string") policy.description = description;
+  const description = document.metadata.annotations?.[DESCRIPTION_ANNOTATION];
+  if (description !== undefined) policy.description = description;
   if (opts.source) policy.source = opts.source;
 
-  const spec = readMapping(top.spec ?? {}, ["spec"], cx, [
-    "profile",
-    "metadata",
-    "spec",
-    "checks",
-    "clusters",
-    "matchConstraints",
-    "matchConditions",
-    "validationActions",
-  ]);
-  if (spec) {
-    if (spec.validationActions !== undefined) {
-      const actions = readValidationActions(spec.validationActions, ["spec", "validationActions"], cx);
-      // An Accept policy only admits (the pods it accepts skip the Drop policies): it has no failure to act on.
-      if (actions && binding.mode === "Accept")
-        cx.error(["spec", "validationActions"], "applies to failures of Drop policies; an Accept policy admits the pods it accepts and denies none");
-      else if (actions) policy.validationActions = actions;
-    }
-    const scope = compileRequestMatch(spec);
-    for (const issue of scope.issues) cx.error(issue.path, issue.message);
-    if (scope.match) policy.match = scope.match;
-    const clusters = readStringList(spec.clusters, ["spec", "clusters"], cx);
-    // As with binding.namespaces: an empty list would silently apply nowhere.
-    if (clusters?.length === 0) cx.error(["spec", "clusters"], "is empty, so the policy would apply to no cluster; omit it to apply to every cluster");
-    else if (clusters) policy.clusters = clusters;
-    const included = spec.profile !== undefined ? includeProfile(spec.profile, policy, cx, opts) : undefined;
-    const prefix = opts.labelPrefix;
-    cx.ruleBase = prefix ? { depth: 1, label: prefix.replace(/\/$/, "") } : undefined;
-    const body = compileBody(spec, ["spec"], cx);
-    if (body.metadata || body.spec) policy.checks.push({ body });
-    const overrides: Override[] = [];
-    if (spec.checks !== undefined) compileChecks(spec.checks, ["spec", "checks"], cx, policy, prefix ?? "", overrides);
-    cx.ruleBase = undefined;
-    applyOverrides(overrides, included ?? (typeof spec.profile === "string" ? spec.profile : undefined), policy, cx);
+  const spec = document.spec ?? {};
+  if (spec.validationActions !== undefined) {
+    const actions = readValidationActions(spec.validationActions, ["spec", "validationActions"], cx);
+    // An Accept policy only admits (the pods it accepts skip the Drop policies): it has no failure to act on.
+    if (actions && binding.mode === "Accept")
+      cx.error(["spec", "validationActions"], "applies to failures of Drop policies; an Accept policy admits the pods it accepts and denies none");
+    else if (actions) policy.validationActions = actions;
   }
+  const scope = compileRequestMatch(spec);
+  for (const issue of scope.issues) cx.error(issue.path, issue.message);
+  if (scope.match) policy.match = scope.match;
+  if (spec.clusters) policy.clusters = spec.clusters;
+  const included = spec.profile !== undefined ? includeProfile(spec.profile, policy, cx, opts) : undefined;
+  const prefix = opts.labelPrefix;
+  cx.ruleBase = prefix ? { depth: 1, label: prefix.replace(/\/$/, "") } : undefined;
+  const body = compileBody(spec, ["spec"], cx);
+  if (body.metadata || body.spec) policy.checks.push({ body });
+  const overrides: Override[] = [];
+  if (spec.checks) compileChecks(spec.checks, ["spec", "checks"], cx, policy, prefix ?? "", overrides);
+  cx.ruleBase = undefined;
+  applyOverrides(overrides, included ?? spec.profile, policy, cx);
   return cx.issues.length > 0 ? { issues: cx.issues } : { policy, issues: [] };
 }
 
@@ -148,10 +159,8 @@ function lookUpProfile(name: string, profiles: CompileOptions["profiles"]): Prof
 }
 
 /** Includes the named profile's checks, labelled by its plain name; returns that name (for `overrides`). */
-function includeProfile(rawName: unknown, policy: PodRestriction, cx: CompileContext, opts: CompileOptions): string | undefined {
+function includeProfile(rawName: string, policy: PodRestriction, cx: CompileContext, opts: CompileOptions): string | undefined {
   const path: RawPath = ["spec", "profile"];
-  const known = [...(opts.profiles?.keys() ?? [])];
-  if (typeof rawName !== "string") return void cx.error(path, `must be a profile name (${known.join(", ") || "no profiles are loaded"})`);
   const found = lookUpProfile(rawName, opts.profiles);
   if ("error" in found) return void cx.error(path, found.error);
   const { name, raw: profileRaw } = found;
@@ -162,13 +171,16 @@ function includeProfile(rawName: unknown, policy: PodRestriction, cx: CompileCon
     labelPrefix: `${name}/`,
     including: [...including, name],
   });
-  if (!compiled.policy) return void cx.error(path, `profile ${JSON.stringify(rawName)} does not compile: ${compiled.issues.map((i) => i.message).join("; ")}`);
+  if (!compiled.policy) {
+    const reasons = compiled.issues.map((i) => (i.path.length > 0 ? `${formatFieldPath(i.path)}: ${i.message}` : i.message));
+    return void cx.error(path, `profile ${JSON.stringify(rawName)} does not compile: ${reasons.join("; ")}`);
+  }
   policy.profiles.push(rawName, ...compiled.policy.profiles.filter((p) => p !== rawName));
   policy.checks.push(...compiled.policy.checks);
   return name;
 }
 
-function compileBody(obj: Record<string, unknown>, path: RawPath, cx: CompileContext): Body {
+function compileBody(obj: RawBody, path: RawPath, cx: CompileContext): Body {
   const body: Body = {};
   if (obj.metadata !== undefined) {
     const m = compileObjectMetaRestriction(obj.metadata, [...path, "metadata"], cx);
@@ -207,25 +219,16 @@ function applyOverrides(overrides: readonly Override[], included: string | undef
   policy.checks = policy.checks.filter((c) => c.name === undefined || !replaced.has(c.name));
 }
 
-function compileChecks(raw: unknown, path: RawPath, cx: CompileContext, policy: PodRestriction, prefix: string, overrides: Override[]): void {
-  if (!Array.isArray(raw)) return cx.error(path, `must be a list of named checks, got ${describe(raw)}`);
+function compileChecks(raw: RawCheck[], path: RawPath, cx: CompileContext, policy: PodRestriction, prefix: string, overrides: Override[]): void {
   const names = new Set<string>();
-  raw.forEach((item, i) => {
+  raw.forEach((obj, i) => {
     const p = [...path, i];
-    const obj = readMapping(item, p, cx, ["name", "description", "overrides", "when", "unless", "metadata", "spec", "validationActions"]);
-    if (!obj) return;
-    if (typeof obj.name !== "string" || !CHECK_NAME.test(obj.name))
-      return cx.error(
-        [...p, "name"],
-        `must be a name of letters, digits, '-', '_' and '.', starting and ending with a letter or digit, got ${describe(obj.name)}`,
-      );
-    const overridden = readStringList(obj.overrides, [...p, "overrides"], cx);
-    overridden?.forEach((name, j) => overrides.push({ name, path: [...p, "overrides", j] }));
+    obj.overrides?.forEach((name, j) => overrides.push({ name, path: [...p, "overrides", j] }));
     if (names.has(obj.name)) return cx.error([...p, "name"], `duplicate check name ${JSON.stringify(obj.name)}`);
     names.add(obj.name);
     cx.ruleBase = { depth: p.length, label: `${prefix}${obj.name}` };
     const check: RestrictionCheck = { name: `${prefix}${obj.name}`, body: compileBody(obj, p, cx) };
-    if (typeof obj.description === "string") check.description = obj.description;
+    if (obj.description !== undefined) check.description = obj.description;
     if (obj.validationActions !== undefined) {
       const actions = readValidationActions(obj.validationActions, [...p, "validationActions"], cx);
       if (actions && policy.mode === "Accept")
@@ -233,8 +236,7 @@ function compileChecks(raw: unknown, path: RawPath, cx: CompileContext, policy: 
       else if (actions) check.validationActions = actions;
     }
     for (const cond of ["when", "unless"] as const) {
-      if (obj[cond] === undefined) continue;
-      const c = readMapping(obj[cond], [...p, cond], cx, ["metadata", "spec"]);
+      const c = obj[cond];
       if (c) check[cond] = compileBody(c, [...p, cond], cx);
     }
     policy.checks.push(check);

@@ -2,9 +2,8 @@
 // match selects, as Kyverno's PolicyException is used. It judges nothing by itself; the engine applies the
 // exceptions in force to a decision (apply-exceptions.ts). Namespaced: where it lives decides whether it is honoured
 // at all (serve --exceptions-namespace), so who may write exceptions is an RBAC question on those namespaces. Pure.
-import { Ajv } from "ajv";
 import { compileGlob, type GlobMatcher } from "../primitives/glob.ts";
-import { describeSchemaError } from "../schema-issues.ts";
+import { schemaCheck } from "../schema-issues.ts";
 import { isObject } from "../primitives/json-shapes.ts";
 import { compileLabelSelector, type LabelSelector } from "../label-selector.ts";
 import { namespacedPolicyName } from "../namespaced-policy.ts";
@@ -42,14 +41,14 @@ export interface PolicyException {
 export const REQUEST_LEVEL_POLICY = "imprimatur";
 const NAMESPACE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
-const ajv = new Ajv({ allErrors: true, strict: true, useDefaults: false, verbose: true });
-const validateSchema = ajv.compile(policyExceptionSchema);
+const schemaIssues = schemaCheck(policyExceptionSchema);
 
 export const policyExceptionKind: PolicyKind<PolicyException, readonly PolicyException[]> = {
   kind: "PolicyException",
   apiVersions: [POLICY_API_VERSION],
   compile(document, cx) {
-    if (!validateSchema(document)) return { issues: (validateSchema.errors ?? []).map(describeSchemaError) };
+    const shape = schemaIssues(document);
+    if (shape.length > 0) return { issues: shape };
     const issues: FieldIssue[] = [];
     const metadata = document.metadata as { name: string; namespace?: unknown };
     const namespace = metadata.namespace;

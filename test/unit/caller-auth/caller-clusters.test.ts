@@ -83,7 +83,7 @@ describe("policies scoped to clusters", () => {
     const image = (name: string, clusters?: string) =>
       `apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: { name: ${name} }\nspec:\n${clusters ? `  clusters: [${clusters}]\n` : ""}  rules: [{ action: allow, images: ['*'] }]\n`;
     const pods = (name: string, clusters?: string) =>
-      `apiVersion: imprimatur.dev/v1alpha1\nkind: PodRestriction\nmetadata: { name: ${name} }\nspec:\n${clusters ? `  clusters: [${clusters}]\n` : ""}`;
+      `apiVersion: imprimatur.dev/v1alpha1\nkind: PodRestriction\nmetadata: { name: ${name} }\nspec:${clusters ? `\n  clusters: [${clusters}]\n` : " {}\n"}`;
     const scoped = (...documents: string[]) => {
       const parsed = parsePolicyText(documents.join("---\n"), "inline.yaml");
       assert.deepEqual(parsed.errors, []);
@@ -105,7 +105,7 @@ describe("policies scoped to clusters", () => {
     );
     assert.match(image.errors.map((e) => `${e.path}: ${e.message}`).join("\n"), /spec\.clusters/);
     const pods = parsePolicyText("apiVersion: imprimatur.dev/v1alpha1\nkind: PodRestriction\nmetadata: { name: p }\nspec:\n  clusters: []\n", "p.yaml");
-    assert.match(pods.errors.map((e) => `${e.path}: ${e.message}`).join("\n"), /spec\.clusters: is empty, so the policy would apply to no cluster/);
+    assert.match(pods.errors.map((e) => `${e.path}: ${e.message}`).join("\n"), /spec\.clusters: must not be empty; leave it out for every cluster/);
     const notStrings = parsePolicyText("apiVersion: imprimatur.dev/v1alpha1\nkind: PodRestriction\nmetadata: { name: p }\nspec:\n  clusters: [1]\n", "p.yaml");
     assert.match(notStrings.errors.map((e) => `${e.path}: ${e.message}`).join("\n"), /spec\.clusters\[0\]: must be a string/);
   });

@@ -190,9 +190,13 @@ test("validationActions that are not a list of distinct actions, or Deny with Wa
   ]);
   assert.deepEqual(await loadErrors(imagePolicy("[Audit, Audit]")), ["spec.validationActions: lists Audit twice"]);
   assert.match((await loadErrors(imagePolicy("[Enforce]"))).join("\n"), /validationActions/);
-  assert.deepEqual(await loadErrors(podRestriction("[Enforce]", "")), ['spec.validationActions: must hold only Deny, Warn, Audit; got "Enforce"']);
+  assert.deepEqual(await loadErrors(podRestriction("[Enforce]", "")), ['spec.validationActions[0]: must be one of "Deny", "Warn", "Audit", got "Enforce"']);
+  assert.deepEqual(await loadErrors(podRestriction("[Audit, Audit]", "")), ["spec.validationActions: lists Audit twice"]);
+  assert.deepEqual(await loadErrors(podRestriction("Warn", "")), ['spec.validationActions: must be a list of "Deny", "Warn", "Audit", got "Warn"']);
   assert.match((await loadErrors(imagePolicy("", "[Warn, Deny]"))).join("\n"), /spec\.rules\[0\]\.validationActions: cannot hold both Deny and Warn/);
-  assert.deepEqual(await loadErrors(podRestriction("", "[]")), ["spec.checks[0].validationActions: must be a non-empty list of Deny, Warn, Audit"]);
+  assert.deepEqual(await loadErrors(podRestriction("", "[]")), [
+    "spec.checks[0].validationActions: must not be empty; leave it out for the policy's validationActions",
+  ]);
   const accept = `
 apiVersion: imprimatur.dev/v1alpha1
 kind: PodRestriction

@@ -716,7 +716,7 @@ describe("compile issues", () => {
       name: "an unknown top-level spec field",
       spec: { podSpec: {} },
       path: ["spec", "podSpec"],
-      message: ['unknown field "podSpec"; known fields: profile, metadata, spec, checks'],
+      message: ['unknown field "podSpec"; known fields: ', "profile", "metadata", "spec", "checks"],
     },
     {
       name: "allowNil on a non-pointer field (hostNetwork)",

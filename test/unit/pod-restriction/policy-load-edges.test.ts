@@ -1,5 +1,6 @@
-// Edges of loading a PodRestriction (compilePodRestriction, binding.ts): the policy name, description
-// annotation, clusters, profile inclusion and binding errors, each a load error naming the field; which
+// Edges of loading a PodRestriction (compilePodRestriction: the JSON Schema, then binding.ts and the compiler): the
+// policy name, description annotation, clusters, profile inclusion and binding errors, each a load error naming the
+// field; which
 // namespaces a binding's selector binds (restriction-index.ts); and a pod-level setting inherited by several
 // containers reported once.
 import assert from "node:assert/strict";
@@ -52,14 +53,17 @@ describe("the policy document", () => {
   it("names must be lowercase DNS names of at most 253 characters", () => {
     assert.equal(loaded(doc({}, "a.b-c9")).name, "a.b-c9");
     assert.equal(loaded(doc({}, "x".repeat(253))).name.length, 253);
-    for (const bad of ["Web", "web-", "-web", "web_1", "web/1", "", "x".repeat(254)]) {
-      assert.equal(loadError(doc({}, bad)), `metadata.name: must be a lowercase DNS name, got ${JSON.stringify(bad)}`, bad);
+    const dnsName = "must be a lowercase DNS name (at most 253 lowercase letters, digits, '-' and '.', starting and ending with a letter or digit)";
+    for (const bad of ["Web", "web-", "-web", "web_1", "web/1", ""]) {
+      assert.equal(loadError(doc({}, bad)), `metadata.name: ${dnsName}, got ${JSON.stringify(bad)}`, bad);
     }
-    assert.equal(loadError(doc({}, 7)), "metadata.name: must be a lowercase DNS name, got 7");
+    assert.equal(loadError(doc({}, "x".repeat(254))), `metadata.name: ${dnsName}, got "${"x".repeat(75)}…"`, "a long name is cut");
+    assert.equal(loadError(doc({}, 7)), `metadata.name: ${dnsName}, got 7`);
     assert.equal(
-      loadError({ apiVersion: "imprimatur.dev/v1alpha1", kind: "PodRestriction", spec: {} }),
-      "metadata.name: must be a lowercase DNS name, got unset",
+      loadError({ apiVersion: "imprimatur.dev/v1alpha1", kind: "PodRestriction", metadata: {}, spec: {} }),
+      'metadata: missing required field "name"',
     );
+    assert.equal(loadError({ apiVersion: "imprimatur.dev/v1alpha1", kind: "PodRestriction", spec: {} }), ': missing required field "metadata"');
   });
 
   it("metadata that is not a mapping is a load error, not a crash", () => {
@@ -71,11 +75,13 @@ describe("the policy document", () => {
     );
   });
 
-  it("the description annotation is the policy's description; a non-string one is ignored", () => {
+  it("the description annotation is the policy's description; a non-string one is a load error, as any annotation", () => {
     const described = loaded({ ...doc(), metadata: { name: "p", annotations: { "imprimatur.dev/description": "no privileged pods" } } });
     assert.equal(described.description, "no privileged pods");
-    const numeric = loaded({ ...doc(), metadata: { name: "p", annotations: { "imprimatur.dev/description": 3 } } });
-    assert.equal(numeric.description, undefined);
+    assert.equal(
+      loadError({ ...doc(), metadata: { name: "p", annotations: { "imprimatur.dev/description": 3 } } }),
+      "metadata.annotations.imprimatur.dev/description: must be a string, got 3",
+    );
     assert.equal(loaded(doc()).description, undefined);
   });
 
@@ -86,10 +92,7 @@ describe("the policy document", () => {
   it("clusters: a list names the clusters, an empty list is a load error", () => {
     assert.deepEqual(loaded(doc({ spec: { clusters: ["prod-eu"] } })).clusters, ["prod-eu"]);
     assert.equal(loaded(doc()).clusters, undefined);
-    assert.equal(
-      loadError(doc({ spec: { clusters: [] } })),
-      "spec.clusters: is empty, so the policy would apply to no cluster; omit it to apply to every cluster",
-    );
+    assert.equal(loadError(doc({ spec: { clusters: [] } })), "spec.clusters: must not be empty; leave it out for every cluster, and callers with no cluster");
   });
 });
 
@@ -107,17 +110,14 @@ describe("profile inclusion", () => {
     assert.ok(d.violations.some((v) => v.field === "spec.containers[0].securityContext.privileged"));
   });
 
-  it("a profile name that is not a string lists the shipped profiles", () => {
-    assert.equal(loadError(doc({ spec: { profile: 1 } }), profiles), "spec.profile: must be a profile name (baseline, restricted)");
+  it("a profile name that is not a string names the shipped profiles", () => {
+    assert.equal(loadError(doc({ spec: { profile: 1 } }), profiles), "spec.profile: must be a shipped profile to include: baseline or restricted, got 1");
+    assert.equal(loadError(doc({ spec: { profile: "" } }), profiles), 'spec.profile: must be a shipped profile to include: baseline or restricted, got ""');
   });
 
   it("an unknown profile, with and without shipped profiles at hand", () => {
     assert.equal(loadError(doc({ spec: { profile: "strict" } }), profiles), 'spec.profile: unknown profile "strict"; shipped profiles: baseline, restricted');
     assert.equal(loadError(doc({ spec: { profile: "strict" } })), 'spec.profile: unknown profile "strict"; shipped profiles: none');
-  });
-
-  it("without profiles at hand, a profile name that is not a string says none is loaded", () => {
-    assert.equal(loadError(doc({ spec: { profile: 1 } })), "spec.profile: must be a profile name (no profiles are loaded)");
   });
 
   it("profiles given as a plain map are looked up by plain name, and an unknown one lists them", () => {
@@ -157,15 +157,15 @@ describe("profile inclusion", () => {
     ]);
     assert.equal(
       loadError(doc({ spec: { profile: "a" } }), cyclic),
-      'spec.profile: profile "a" does not compile: profile "b" does not compile: profile "a" includes itself (a → b → a)',
+      'spec.profile: profile "a" does not compile: spec.profile: profile "b" does not compile: spec.profile: profile "a" includes itself (a → b → a)',
     );
   });
 
-  it("a profile that does not compile is a load error with its reasons", () => {
+  it("a profile that does not compile is a load error with its reasons, each at its field", () => {
     const broken = new Map<string, unknown>([["broken", doc({ spec: { clusters: [] } }, "broken")]]);
     assert.equal(
       loadError(doc({ spec: { profile: "broken" } }), broken),
-      'spec.profile: profile "broken" does not compile: is empty, so the policy would apply to no cluster; omit it to apply to every cluster',
+      'spec.profile: profile "broken" does not compile: spec.clusters: must not be empty; leave it out for every cluster, and callers with no cluster',
     );
   });
 });
@@ -173,10 +173,11 @@ describe("profile inclusion", () => {
 describe("binding", () => {
   const withBinding = (binding: unknown) => doc({ binding, spec: noPrivileged });
 
-  it("a null binding binds every namespace in Drop mode", () => {
-    const p = loaded(withBinding(null));
+  it("no binding binds every namespace in Drop mode; a null one is a load error, as the schema says", () => {
+    const p = loaded(doc({ spec: noPrivileged }));
     assert.equal(p.mode, "Drop");
     assert.equal(decidePodRestrictions(new PodRestrictionIndex([p]), privilegedPod, "anywhere", undefined).allowed, false);
+    assert.equal(loadError(withBinding(null)), "binding: must be a mapping, got null");
   });
 
   it("Allow is the seed's spelling of Accept", () => {
@@ -186,12 +187,12 @@ describe("binding", () => {
 
   const invalid: Array<{ name: string; binding: unknown; error: string }> = [
     { name: "a binding that is not a mapping", binding: "everywhere", error: "binding: " },
-    { name: "an unknown mode", binding: { mode: "Deny" }, error: 'binding.mode: must be "Accept" or "Drop", got "Deny"' },
+    { name: "an unknown mode", binding: { mode: "Deny" }, error: 'binding.mode: must be one of "Accept", "Allow", "Drop", got "Deny"' },
     { name: "namespaces that are not a list", binding: { namespaces: 3 }, error: "binding.namespaces: " },
     {
       name: "an empty namespaces list",
       binding: { namespaces: [] },
-      error: "binding.namespaces: is empty, so the policy would bind no namespace; omit it to bind every namespace",
+      error: "binding.namespaces: must not be empty; leave it out for every namespace (namespaceSelector still applies)",
     },
     { name: "a selector that is not a mapping", binding: { namespaceSelector: "prod" }, error: "binding.namespaceSelector: " },
     {
@@ -212,12 +213,12 @@ describe("binding", () => {
     {
       name: "an empty key",
       binding: { namespaceSelector: { matchExpressions: [{ key: "", operator: "Exists" }] } },
-      error: 'binding.namespaceSelector.matchExpressions.0.key: "" is not a label key',
+      error: "binding.namespaceSelector.matchExpressions.0.key: must not be empty",
     },
     {
       name: "a key that is not a string",
       binding: { namespaceSelector: { matchExpressions: [{ key: 5, operator: "Exists" }] } },
-      error: "binding.namespaceSelector.matchExpressions.0.key: must be a label key",
+      error: "binding.namespaceSelector.matchExpressions.0.key: must be a string, got 5",
     },
     {
       name: "values that are not a list",

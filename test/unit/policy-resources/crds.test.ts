@@ -221,7 +221,7 @@ function schemaFields(schema: Record<string, any>, path: string[]): string[] {
   return Object.keys(node.properties).sort();
 }
 
-test("where the PodRestriction JSON Schema is closed, the compiler knows exactly its fields", () => {
+test("where the PodRestriction JSON Schema is closed, the loader refuses an unknown field, listing the schema's fields there", () => {
   const base = {
     apiVersion: "imprimatur.dev/v1alpha1",
     kind: "PodRestriction",
@@ -246,7 +246,7 @@ test("where the PodRestriction JSON Schema is closed, the compiler knows exactly
     assert.equal(validPodRestriction(doc), false, `the schema refuses an unknown field at ${at.join(".")}`);
     const errors = parsePolicyText(JSON.stringify(doc), "p").errors;
     const known = /unknown field "zzUnknown"; known fields: (.*)$/.exec(errors[0]?.message ?? "")?.[1];
-    assert.ok(known, `the compiler refuses an unknown field at ${at.join(".")}: ${JSON.stringify(errors)}`);
+    assert.ok(known, `the loader refuses an unknown field at ${at.join(".")}: ${JSON.stringify(errors)}`);
     assert.deepEqual(known.split(", ").sort(), schemaFields(podRestrictionSchema, at), `the fields at ${at.join(".") || "the top"}`);
   }
 });

@@ -20,7 +20,7 @@ import type { ImageVerification } from "../core/verification-results.ts";
 import { namespaceOfRequest, preparedForNamespace } from "../core/policy-set/namespace-scope.ts";
 import { podSecurityDecision } from "../core/pod-security/psa-decision.ts";
 import { applyExceptions } from "../core/policy-exception/apply-exceptions.ts";
-import { evaluateKinds, policyCount, type PolicySet, type PreparedPolicies } from "../core/policy-set/policy-kinds.ts";
+import { evaluateKinds, policyCount, type PolicySet } from "../core/policy-set/policy-kinds.ts";
 import { scopeRequest, type RequestScope } from "../core/policy-set/request-scope.ts";
 import { withActionEffects } from "../core/validation-actions.ts";
 import type { DigestResolver } from "../registry/digest-resolver.ts";

@@ -315,7 +315,7 @@ try {
   const images = await pushImages(registry, ["warmup", ...imageTags, ...burstTags], join(work, "layout"));
   const ctx: Context = {
     registry,
-    settings: registrySettingsMap([{ host: registry.host, ca: registry.caPem }]),
+    settings: registrySettingsMap(registry.settings()),
     credentials: CredentialKeyring.of((await loadAuthFile(registry.authFile)).entries).lookup,
     tokenOrigin: registry.tokenServer!.url,
     warmupImage: images.get("warmup")!,

@@ -257,7 +257,7 @@ async function main(): Promise<number> {
 
     // 1. Cold verifications: a fresh client and verifier; the first image also pays the ping and the token.
     const trips: RoundTrip[] = [];
-    const client = new RegistryClient({ settings: registrySettingsMap([{ host: registry.host, ca: registry.caPem }]), onRoundTrip: (t) => trips.push(t) });
+    const client = new RegistryClient({ settings: registrySettingsMap(registry.settings()), onRoundTrip: (t) => trips.push(t) });
     const verifier = new ImageVerifier({ client, trustRoots: () => trustRoots });
     const requestFor = (image: string, digest: string): VerificationRequest => {
       const parsed = parseImageReference(image);
@@ -347,7 +347,8 @@ async function main(): Promise<number> {
       await writeFile(join(dir, "signed.yaml"), `${TRUST_ROOT_DOC}---\n${imagePolicyDoc(s)}`);
       await writeFile(
         join(dir, "registries.yaml"),
-        stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: [{ host: registry.host, ca: registry.caFile }] }),
+        // The registry and its token server listen on loopback, which serve reaches only when the registries file allows it.
+        stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: registry.configEntries() }),
       );
       const image = `${registry.host}/bench/app:v${opts.images + 1}@${digests[opts.images + 1]}`;
       say(`Admission throughput with a verifying policy (${image}) ...`);

@@ -6,5 +6,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/node_modules/.bin:$PATH"   # Node 24 from the `node` dependency
-if [ "$#" -eq 0 ]; then set -- 'test/unit/**/*.test.ts' 'test/e2e/**/*.test.ts'; fi
+if [ "$#" -eq 0 ]; then set -- 'test/unit/**/*.test.ts' 'test/fuzz/**/*.test.ts' 'test/e2e/**/*.test.ts'; fi
 exec node --test --test-timeout="${IMPRIMATUR_TEST_TIMEOUT_MS:-300000}" --test-force-exit --import ./test/support/test-file-guard.ts "$@"

@@ -20,7 +20,7 @@ import type { ImageVerification } from "../core/verification-results.ts";
 import { namespaceOfRequest, preparedForNamespace } from "../core/policy-set/namespace-scope.ts";
 import { podSecurityDecision } from "../core/pod-security/psa-decision.ts";
 import { applyExceptions } from "../core/policy-exception/apply-exceptions.ts";
-import { evaluateKinds, policyCount, type PolicySet } from "../core/policy-set/policy-kinds.ts";
+import { evaluateKinds, policyCount, type PolicySet, type PreparedPolicies } from "../core/policy-set/policy-kinds.ts";
 import { scopeRequest, type RequestScope } from "../core/policy-set/request-scope.ts";
 import { withActionEffects } from "../core/validation-actions.ts";
 import type { DigestResolver } from "../registry/digest-resolver.ts";
@@ -77,7 +77,9 @@ export class Engine {
 
   /** Review anything any entry point is asked: the one pipeline. */
   async review(input: Reviewable, call: AdmissionCall): Promise<Reviewed> {
-    const imagePaths = (input.kind === "admission" ? this.parts.policies.forCaller(call.caller) : this.parts.policies.all).imagePaths;
+    const judgedBy = this.parts.policies.forCaller(call.caller, call.ownCluster);
+    // Where images are: an admission's by the policies it is judged by; a manifest's (check, the scan) by every policy's.
+    const imagePaths = (input.kind === "admission" ? judgedBy : this.parts.policies.all).imagePaths;
     const route = routeReview(input, call.endpoint, { templateKinds: this.parts.config.podTemplates, imagePaths });
     if (route.to === "nothing") return { decision: undefined, skipped: route.why };
     if (route.to === "namespace") {
@@ -93,7 +95,7 @@ export class Engine {
     if (call.endpoint !== "mutate" && this.parts.requirePolicies && !this.policiesInForce())
       return this.finish(subject, call, refusal("noPolicy", NO_POLICY_IN_FORCE));
     const tools = this.parts.tools.for(call.caller);
-    const scope = await this.scopeFor(subject, call, tools);
+    const scope = await this.scopeFor(subject, call, tools, judgedBy);
     if (scope.refused) return this.finish(subject, call, scope.refused);
     return call.endpoint === "mutate" ? this.mutate(subject, call, tools, scope) : this.validate(subject, call, tools, scope);
   }
@@ -166,9 +168,9 @@ export class Engine {
    * The policies a request is judged by: its cluster's, its namespace's, then those whose match/exclude it meets; the
    * namespace's labels when a policy needs them; a refusal when they would be another cluster's.
    */
-  private async scopeFor(subject: AdmissionSubject, call: AdmissionCall, tools: ClusterTools): Promise<Scoped> {
+  private async scopeFor(subject: AdmissionSubject, call: AdmissionCall, tools: ClusterTools, judgedBy: PreparedPolicies): Promise<Scoped> {
     // Other namespaces' policies are left out before anything of theirs (a condition, a selector) runs.
-    const ofNamespace = preparedForNamespace(this.parts.policies.forCaller(call.caller, call.ownCluster), namespaceOfRequest(subject.request));
+    const ofNamespace = preparedForNamespace(judgedBy, namespaceOfRequest(subject.request));
     // Pod Security Admission reads every namespace's labels; policies only when one of them has a selector.
     const needsLabels = ofNamespace.usesNamespaceLabels || this.parts.podSecurity !== undefined;
     // Never another cluster's labels: the review is refused, whatever the failure policy.

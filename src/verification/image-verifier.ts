@@ -184,7 +184,9 @@ export class ImageVerifier {
         registry: at.registry,
         reason: `the registry did not answer every signature lookup (${discovery.unanswered[0]!.message}); ${judgement.explanation}${problems}`,
       };
-    const none = discovery.items.length === 0 ? `no signatures found (looked for ${discovery.looked.join(" and ")}); ` : "";
+    // Nothing read and something unreadable (refused, unauthorized, malformed): nothing can be said to be missing.
+    const lead = discovery.problems.length > 0 ? "no signature could be read" : "no signatures found";
+    const none = discovery.items.length === 0 ? `${lead} (looked for ${discovery.looked.join(" and ")}); ` : "";
     return { status: "denied", reason: `${none}${judgement.explanation}${problems}` };
   }
 

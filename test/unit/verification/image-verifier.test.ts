@@ -154,6 +154,9 @@ test("a registry that refuses the credentials is a denial (its answer), not an o
   const result = await v.verify(request(), soon());
   assert.equal(result.status, "denied");
   assert.match(result.status === "denied" ? result.reason : "", /unreadable: .*registry unauthorized/);
+  // Nothing was read, so nothing can be said to be missing: the reason leads with what happened.
+  assert.match(result.status === "denied" ? result.reason : "", /^no signature could be read \(looked for cosign tag /);
+  assert.doesNotMatch(result.status === "denied" ? result.reason : "", /no signatures found/);
 });
 
 test("a registry that hangs past the deadline gives an answer at the deadline", async () => {

@@ -122,8 +122,9 @@ export async function startApp(opts: AppOptions): Promise<App> {
   try {
     started = await startInOrder(parts, readiness, opened);
   } catch (e) {
-    // What was opened before the failing step, closed as a stopping app closes it.
+    // What was opened before the failing step, closed as a stopping app closes it; the lines logged so far written out.
     await opened.close(0);
+    owned?.close();
     throw e;
   }
   logServing(parts, started.engine, started.server.port, opened.metricsServer);

@@ -62,7 +62,13 @@ const q = (s: string): string => JSON.stringify(s);
 export function parseImageReference(input: string): ParseResult {
   const result = checkImageReference(input);
   if (result.ok) return result;
-  return { ok: false, error: `invalid image reference ${q(String(input))}: ${result.reason}` };
+  return { ok: false, error: `invalid image reference ${q(shown(input))}: ${result.reason}` };
+}
+
+/** A value as an error quotes it. Not String() of an object: one without a prototype has no string form, and a deeply nested array overflows the stack. */
+function shown(input: unknown): string {
+  if (typeof input === "object" && input !== null) return Object.prototype.toString.call(input);
+  return String(input);
 }
 
 /**
@@ -250,6 +256,8 @@ export function familiarName(ref: ImageReference): string {
     name = ref.repository;
     const official = name.slice(OFFICIAL_PREFIX.length);
     if (name.startsWith(OFFICIAL_PREFIX) && !official.includes("/")) name = official;
+    // A first component that would read as a registry ("a.b/c", "localhost/x") keeps "docker.io/".
+    if (splitRegistry(name).explicit) name = repositoryName(ref);
   }
   return name + suffix(ref);
 }

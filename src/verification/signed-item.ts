@@ -139,6 +139,7 @@ function rekorBundleToEntry(raw: string, location: string): TransparencyLogEntry
   } catch (e) {
     throw new SignatureFormatError(`${what} is not JSON: ${(e as Error).message}`);
   }
+  if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw new SignatureFormatError(`${what} is not a JSON object`);
   const p = doc.Payload;
   if (typeof doc.SignedEntryTimestamp !== "string" || !p || typeof p.body !== "string" || typeof p.logID !== "string")
     throw new SignatureFormatError(`${what} lacks SignedEntryTimestamp, Payload.body or Payload.logID`);

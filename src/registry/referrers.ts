@@ -72,7 +72,8 @@ export type NextPage = { path: string } | { refused: string };
 /**
  * The next page of a paginated answer (`Link: <…>; rel="next"`), as a path below /v2/<name>/. A relative link
  * resolves against `answered` (the URL that answered); an absolute one is followed only to the same origin
- * (scheme, host and port) and repository, so a registry cannot send the client (and its credentials) elsewhere.
+ * (scheme, host and port) and repository, so a registry cannot send the client (and its credentials) elsewhere; a
+ * path with an encoded slash, backslash or dot is refused, since a registry decoding it may read another repository.
  */
 export function nextPage(link: string | undefined, repository: string, answered: URL): NextPage | undefined {
   if (!link) return undefined;
@@ -87,5 +88,7 @@ export function nextPage(link: string | undefined, repository: string, answered:
   if (next.origin !== answered.origin) return { refused: `the next page is on another host (${next.origin}); only ${answered.origin} is followed` };
   const prefix = `/v2/${repository}/`;
   if (!next.pathname.startsWith(prefix)) return { refused: `the next page ${next.pathname} is outside ${prefix}` };
+  // A slash, backslash or dot in percent-encoding: a registry that decodes the path may read another repository.
+  if (/%(2f|5c|2e)/i.test(next.pathname)) return { refused: `the next page ${next.pathname} hides a path separator or dot in percent-encoding` };
   return { path: next.pathname.slice(prefix.length) + next.search };
 }

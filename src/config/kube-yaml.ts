@@ -401,7 +401,6 @@ function jsonValues(text: string): Array<{ text: string; firstLine: number }> {
     let inString = false;
     for (; i < text.length; i++) {
       const c = text[i]!;
-      if (c === "\n") line++;
       if (inString) {
         if (c === "\\") i++;
         else if (c === '"') inString = false;
@@ -412,7 +411,8 @@ function jsonValues(text: string): Array<{ text: string; firstLine: number }> {
           i++;
           break;
         }
-      } else if (depth === 0 && /\s/.test(c)) break;
+      } else if (depth === 0 && /\s/.test(c)) break; // the space after a scalar: the outer loop counts its line
+      if (c === "\n") line++;
     }
     values.push({ text: text.slice(start, i), firstLine });
   }

@@ -42,6 +42,8 @@ export function parseAdmissionReview(body: unknown): AdmissionParseResult {
   if (!ADMISSION_OPERATIONS.some((op) => op === request.operation)) {
     return { ok: false, error: `request.operation must be one of ${ADMISSION_OPERATIONS.join(", ")}, got ${JSON.stringify(request.operation ?? null)}` };
   }
+  const wrongType = requestFieldTypeError(request);
+  if (wrongType) return { ok: false, error: wrongType };
   for (const key of ["object", "oldObject"] as const) {
     const v = request[key];
     if (v !== undefined && v !== null && !isObject(v)) return { ok: false, error: `request.${key} must be an object` };
@@ -52,6 +54,35 @@ export function parseAdmissionReview(body: unknown): AdmissionParseResult {
     return { ok: false, error: `request.object must be an object for operation ${request.operation}` };
   }
   return { ok: true, review: { apiVersion, request: request as unknown as AdmissionRequest } };
+}
+
+/** Absent, or null as Kubernetes decodes it, is fine; otherwise the value must pass `ok`. */
+const absentOr = (v: unknown, ok: (v: unknown) => boolean): boolean => v === undefined || v === null || ok(v);
+const isString = (v: unknown): v is string => typeof v === "string";
+
+/**
+ * The fields of AdmissionRequest the engine reads (matching, routing, audit) must have the types it declares:
+ * a value of another type would be taken for one, and could throw far from here.
+ */
+function requestFieldTypeError(request: Record<string, unknown>): string | undefined {
+  for (const key of ["name", "namespace", "subResource"] as const) {
+    if (!absentOr(request[key], isString)) return `request.${key} must be a string`;
+  }
+  if (!absentOr(request.dryRun, (v) => typeof v === "boolean")) return "request.dryRun must be true or false";
+  const objects = [
+    ["kind", ["group", "version", "kind"]],
+    ["resource", ["group", "version", "resource"]],
+    ["userInfo", ["username", "uid"]],
+  ] as const;
+  for (const [key, members] of objects) {
+    const v = request[key];
+    if (v === undefined || v === null) continue;
+    if (!isObject(v)) return `request.${key} must be an object`;
+    for (const m of members) if (!absentOr(v[m], isString)) return `request.${key}.${m} must be a string`;
+  }
+  const groups = isObject(request.userInfo) ? request.userInfo.groups : undefined;
+  if (!absentOr(groups, (g) => Array.isArray(g) && g.every(isString))) return "request.userInfo.groups must be a list of strings";
+  return undefined;
 }
 
 export interface AdmissionResponseBody {

@@ -110,6 +110,12 @@ export function parseTimeoutParam(url: string | undefined): number | undefined {
 }
 
 function timeoutMs(raw: string): number | undefined {
-  const ms = parseDuration(decodeURIComponent(raw));
+  let text: string;
+  try {
+    text = decodeURIComponent(raw);
+  } catch {
+    return undefined; // a malformed escape ("%", "%E0%A4%A") is an invalid timeout, not an error of the request
+  }
+  const ms = parseDuration(text);
   return ms !== undefined && ms >= 0 ? ms : undefined;
 }

@@ -102,7 +102,7 @@ export class Engine {
 
   /** Admit or deny: every policy kind, the remote backends, and on /imagereview digest records. */
   private async validate(subject: AdmissionSubject, call: AdmissionCall, tools: ClusterTools, scope: Scoped): Promise<Reviewed> {
-    const { prepared, namespaceLabels, violations: outOfReach } = scope;
+    const { prepared, namespaceLabels, violations: outOfReach, failedOpen } = scope;
     const { podSecurity, config } = this.parts;
     // Signatures, remote backends and, for an ImageReview, digest records wait on the network: all at once. An
     // ImageReview answer cannot change the pod, so tags marked digestMutate are resolved and recorded only.
@@ -134,6 +134,7 @@ export class Engine {
     decisions.push(...remote);
     if (resolved) decisions.push(resolved.decision);
     if (outOfReach.length > 0) decisions.push(deny(outOfReach));
+    if (failedOpen) decisions.push(failedOpen);
     // Failures set to Warn or Audit add their warnings and audit annotation once, over every kind.
     // Exceptions first: a failure they set aside must not warn or be audited as a failure.
     const combined =

@@ -322,6 +322,17 @@ test("pipeline: a failing condition denies with its reason when failing closed, 
   assert.match(closed.violations[0]!.message, /^matchCondition "not-kube-system" failed: /);
   const open = await validateSubject(await scopedEngine(true, text), podSubject({}, alice, true), call);
   assert.equal(open.allowed, true);
+  // Admitted by failing open, so traced as every fail-open admission is: a warning, the audit annotation, and the
+  // entry the audit log and the fail-open metric are written from.
+  assert.match(
+    open.warnings.join("\n"),
+    /PodRestriction no-privileged-for-developers was left out: matchCondition "not-kube-system" failed: .*; the server fails open/,
+  );
+  assert.equal(open.auditAnnotations["fail-open"], "true");
+  assert.deepEqual(
+    open.failOpen?.map((f) => f.backend),
+    ["matchConditions/PodRestriction/no-privileged-for-developers"],
+  );
 });
 
 test("pipeline: a namespace selector in matchConstraints without the namespace's labels denies, saying why", async () => {

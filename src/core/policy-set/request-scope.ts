@@ -2,7 +2,7 @@
 // it picks policies before evaluation, so every kind, digest pinning and signature verification see the same
 // set: a policy out of scope neither denies, pins nor verifies. Policies whose scope cannot be decided, or whose
 // condition fails while the server fails closed, become denials that say why.
-import type { Violation } from "../decision.ts";
+import { allow, type Decision, type Violation } from "../decision.ts";
 import { preparePolicies, type PolicySet, type PreparedPolicies } from "./policy-kinds.ts";
 import { matchRequest, ruleCovers, type MatchedRequest, type RequestMatch, type RuleResource } from "../request-match/request-match.ts";
 
@@ -10,6 +10,12 @@ export interface RequestScope {
   prepared: PreparedPolicies;
   /** Denials for policies whose scope could not be decided (or whose condition failed, failing closed). */
   violations: Violation[];
+  /**
+   * Failing open, the policies left out because a condition failed, as an allow that carries the fail-open
+   * trace (a warning each, the audit annotation, the entries the audit log is written from): the admission they
+   * leave is a fail-open one, as every other.
+   */
+  failedOpen?: Decision;
 }
 
 type Matchable = { readonly name: string; readonly namespace?: string; readonly match?: RequestMatch };
@@ -36,6 +42,7 @@ export function scopeRequest(prepared: PreparedPolicies, req: MatchedRequest, fa
   const set = prepared.set;
   if (!isRequestScoped(set)) return { prepared, violations: [] };
   const violations: Violation[] = [];
+  const failedOpen: Array<{ policy: string; error: string }> = [];
   const left: string[] = [];
   const keep = <P extends Matchable>(kind: "ImagePolicy" | "PodRestriction", policies: readonly P[]): P[] =>
     policies.filter((p) => {
@@ -48,6 +55,7 @@ export function scopeRequest(prepared: PreparedPolicies, req: MatchedRequest, fa
       if ("undecided" in outcome) violations.push({ policy: p.name, ...kindField, rule: outcome.rule, message: outcome.undecided });
       // VAP's failurePolicy Ignore: a failed condition leaves the request out of this policy's scope.
       if ("conditionError" in outcome && !failOpen) violations.push({ policy: p.name, ...kindField, rule: outcome.rule, message: outcome.conditionError });
+      if ("conditionError" in outcome && failOpen) failedOpen.push({ policy: `${kindField.kind ?? kind}/${p.name}`, error: outcome.conditionError });
       return false;
     });
   const scoped: PolicySet = { ...set, ImagePolicy: keep("ImagePolicy", set.ImagePolicy), PodRestriction: keep("PodRestriction", set.PodRestriction) };
@@ -60,7 +68,16 @@ export function scopeRequest(prepared: PreparedPolicies, req: MatchedRequest, fa
     if (subsets.size >= MAX_SUBSETS) subsets.clear();
     subsets.set(key, (subset = preparePolicies(scoped)));
   }
-  return { prepared: subset, violations };
+  return { prepared: subset, violations, ...(failedOpen.length > 0 ? { failedOpen: leftOutFailingOpen(failedOpen) } : {}) };
+}
+
+function leftOutFailingOpen(left: ReadonlyArray<{ policy: string; error: string }>): Decision {
+  const decision = allow({
+    warnings: left.map(({ policy, error }) => `${policy.replace("/", " ")} was left out: ${error}; the server fails open`),
+    auditAnnotations: { "fail-open": "true" },
+  });
+  decision.failOpen = left.map(({ policy, error }) => ({ backend: `matchConditions/${policy}`, error }));
+  return decision;
 }
 
 /** A resource a webhook rule sends to Imprimatur, for any operation; "*" as the version stands for any. */

@@ -1,8 +1,11 @@
 // Append-only JSON-lines audit log. Each record is written and fsync'ed before the admission is answered,
-// so a crash right after an override cannot lose its record. Writes are serialized in one queue.
+// so a crash right after an override cannot lose its record. Writes are serialized in one queue. A line left
+// unfinished by a crash (never acknowledged) is moved aside when the log is opened, so the next record starts a
+// line of its own.
 import { open, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
 import { makeDirectory } from "../fs/make-directory.ts";
+import { repairTornLastLine, type TornLineRepair } from "../fs/torn-line.ts";
 
 export interface AuditRecord {
   time: string;
@@ -10,13 +13,20 @@ export interface AuditRecord {
   [key: string]: unknown;
 }
 
+export interface AuditLogOptions {
+  /** Called when opening the log cut an unfinished last line (a crash mid-write); the server logs it. */
+  onTornLine?: (repair: TornLineRepair) => void;
+}
+
 export class AuditLog {
   readonly path: string;
+  private readonly opts: AuditLogOptions;
   private handle: Promise<FileHandle> | undefined;
   private queue: Promise<void> = Promise.resolve();
 
-  constructor(path: string) {
+  constructor(path: string, options: AuditLogOptions = {}) {
     this.path = path;
+    this.opts = options;
   }
 
   /** Resolves once the record is on disk; rejects if it could not be made durable. */
@@ -42,6 +52,8 @@ export class AuditLog {
   private file(): Promise<FileHandle> {
     this.handle ??= (async () => {
       await makeDirectory(dirname(this.path), 0o700);
+      const repair = await repairTornLastLine(this.path);
+      if (repair) this.opts.onTornLine?.(repair);
       return open(this.path, "a", 0o600);
     })();
     // A failed open is not remembered, so the next record tries again.

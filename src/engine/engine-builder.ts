@@ -101,7 +101,12 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
     remotes,
     cache,
     resolver: online?.resolver,
-    audit: opts.auditLogPath ? new AuditLog(opts.auditLogPath) : undefined,
+    audit: opts.auditLogPath
+      ? new AuditLog(opts.auditLogPath, {
+          onTornLine: (repair) =>
+            logger.warn({ auditLog: opts.auditLogPath, ...repair }, "the audit log ended in an unfinished record (a crash while writing it); moved aside"),
+        })
+      : undefined,
     close: async () => {
       await Promise.all(remotes.map((r) => r.close()));
       await online?.registry.close();

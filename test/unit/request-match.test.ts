@@ -333,6 +333,10 @@ test("pipeline: a failing condition denies with its reason when failing closed, 
     open.failOpen?.map((f) => f.backend),
     ["matchConditions/PodRestriction/no-privileged-for-developers"],
   );
+  // A fail-open admission that cannot be recorded is not made: this engine has no audit log.
+  const unrecorded = await validateSubject(await scopedEngine(true, text), podSubject({}, alice, true), { ...call, dryRun: false });
+  assert.equal(unrecorded.allowed, false);
+  assert.match(unrecorded.violations[0]?.message ?? "", /could not be recorded in the audit log \(no audit log is configured\), so it is denied/);
 });
 
 test("pipeline: a namespace selector in matchConstraints without the namespace's labels denies, saying why", async () => {

@@ -11,6 +11,7 @@ import { podRestrictionFindings } from "../../../src/core/pod-restriction/pod-re
 import { podsInObject } from "../../../src/core/workload-templates.ts";
 import { psaCheckOf } from "../../../src/core/pod-security/psa-messages.ts";
 import type { PsaCheck, PsaLevel } from "../../../src/core/pod-security/checks/check-support.ts";
+import type { PodUnderReview } from "../../../src/core/pod-under-review.ts";
 import { PSA_CHECKS } from "../../../src/core/pod-security/checks/index.ts";
 
 const CHECKS_DIR = fileURLToPath(new URL("../../../src/core/pod-security/checks/", import.meta.url));
@@ -121,7 +122,8 @@ function byteOrder(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-test("each finding of a check lies on a field the check says it reads", () => {
+/** A pod that fails every check (in some version), with `specExtra` added to its spec. */
+function podFailingEveryCheck(specExtra: Record<string, unknown> = {}): PodUnderReview {
   const bad = {
     securityContext: {
       privileged: true,
@@ -165,9 +167,15 @@ test("each finding of a check lies on a field the check says it reads", () => {
         { name: "h", hostPath: { path: "/" } },
         { name: "n", nfs: { server: "s", path: "/" } },
       ],
+      ...specExtra,
     },
   });
   assert.ok(pod);
+  return pod;
+}
+
+test("each finding of a check lies on a field the check says it reads", () => {
+  const pod = podFailingEveryCheck();
   const found = new Set<string>();
   for (const level of ["baseline", "restricted"]) {
     for (let minor = 0; minor <= NEWEST_POLICY_MINOR; minor++) {
@@ -185,6 +193,33 @@ test("each finding of a check lies on a field the check says it reads", () => {
   }
   // The pod fails every check, so every check's reads were tried.
   assert.deepEqual([...found].sort(), PSA_CHECKS.map((c) => c.id).sort());
+});
+
+/** The checks that find something on `pod` under `level` at v1.`minor`. */
+function failedChecks(pod: PodUnderReview, level: string, minor: number): Set<string> {
+  return new Set(podRestrictionFindings(bindProfileClusterWide(`${level}@v1.${minor}`, profiles), pod).map((f) => psaCheckOf(f.rule)?.id ?? f.rule));
+}
+
+test("the fields that exempt a pod from a check are among the fields it reads, and only those checks read them", () => {
+  const exemptions: Array<[field: string, specExtra: Record<string, unknown>, exempted: string[]]> = [
+    // From v1.25 Windows pods are exempt from the Linux-only restricted checks.
+    ["spec.os.name", { os: { name: "windows" } }, ["allowPrivilegeEscalation", "capabilities_restricted", "seccompProfile_restricted"]],
+    // From v1.35 pods in a user namespace are exempt from baseline's procMount and the checks of running as root.
+    ["spec.hostUsers", { hostUsers: false }, ["procMount", "runAsNonRoot", "runAsUser"]],
+  ];
+  const pod = podFailingEveryCheck();
+  for (const [field, specExtra, expected] of exemptions) {
+    const exemptPod = podFailingEveryCheck(specExtra);
+    const exempted = new Set<string>();
+    for (const level of ["baseline", "restricted"]) {
+      for (let minor = 0; minor <= NEWEST_POLICY_MINOR; minor++) {
+        const still = failedChecks(exemptPod, level, minor);
+        for (const id of failedChecks(pod, level, minor)) if (!still.has(id)) exempted.add(id);
+      }
+    }
+    assert.deepEqual([...exempted].sort(), expected, field);
+    for (const check of PSA_CHECKS) assert.equal(check.reads.includes(field), exempted.has(check.id), `${check.id} and ${field}`);
+  }
 });
 
 /** A `reads` path as a pattern for a finding's field: `[*]` any index, `[prefix/*]` any key with the prefix, and anything below. */

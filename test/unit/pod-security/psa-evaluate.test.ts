@@ -286,6 +286,14 @@ test("Pod updates are judged only when PSA would judge them", () => {
   assert.equal(isSignificantPodUpdate(seccomp, pod), true);
 });
 
+test("a container without a name has PSA's empty name in its seccomp annotation's key", () => {
+  const pod = existingPod("p", { containers: [{ image: "a:1" }] }, { annotations: { "container.seccomp.security.alpha.kubernetes.io/": "runtime/default" } });
+  const changed = structuredClone(pod);
+  (changed.metadata as Json).annotations = { "container.seccomp.security.alpha.kubernetes.io/": "unconfined" };
+  assert.equal(isSignificantPodUpdate(changed, pod), true);
+  assert.equal(isSignificantPodUpdate(structuredClone(pod), pod), false);
+});
+
 test("outcomes carry nothing more than they say: no stray warning, annotation or enforced check", () => {
   const config = withConfig({ exemptions: { namespaces: ["shop"], usernames: [], runtimeClasses: [] } });
   assert.deepEqual(evaluatePodSecurity(request(label("enforce", "restricted"), podOf(PRIVILEGED_SPEC)), config), {

@@ -7,7 +7,7 @@ import { bindProfileClusterWide, shippedProfiles, type Profile } from "../../../
 import { podRestrictionFindings } from "../../../src/core/pod-restriction/pod-restriction.ts";
 import { podsInObject } from "../../../src/core/workload-templates.ts";
 import type { PodUnderReview } from "../../../src/core/pod-under-review.ts";
-import { forbiddenDetail, psaCheckOf, psaCheckResults } from "../../../src/core/pod-security/psa-messages.ts";
+import { forbiddenDetail, psaCheckOf, psaCheckResults, type PsaCheckResult } from "../../../src/core/pod-security/psa-messages.ts";
 
 let profiles: Map<string, Profile>;
 before(async () => {
@@ -284,6 +284,49 @@ test("seLinuxOptions: the eleventh container is found", () => {
   const containers = Array.from({ length: 11 }, (_, i) => ({ name: `c${i}`, image: "a" }));
   containers[10] = { ...containers[10]!, securityContext: { seLinuxOptions: { type: "bad_t" } } } as (typeof containers)[number];
   assert.equal(detailOf("baseline", { containers }), 'seLinuxOptions (container "c10" set forbidden securityContext.seLinuxOptions: type "bad_t")');
+});
+
+// Pods that no apiserver would accept, as `check` reads them from files or a caller posts them: each check still
+// names who and what its findings are about.
+
+/** The result of `check` of the profile `name` on a Pod (undefined when the pod passes it). */
+function resultOf(name: string, check: string, spec: Json, metadata: Json = {}): PsaCheckResult | undefined {
+  const [pod] = podsInObject({ apiVersion: "v1", kind: "Pod", metadata: { name: "pod", ...metadata }, spec });
+  return psaCheckResults(pod!, podRestrictionFindings(bindProfileClusterWide(name, profiles), pod!)).find((r) => r.check === check);
+}
+
+test("restrictedVolumes: a volume that is not an object, and one whose source key looks like a container, are named as volumes", () => {
+  const volumes = [{ name: "v", nfs: {} }, "not a volume", { name: "w", "containers[0]": {} }];
+  assert.deepEqual(resultOf("restricted", "restrictedVolumes", restrictedPod([{ name: "a" }], undefined, { volumes })), {
+    check: "restrictedVolumes",
+    reason: "restricted volume types",
+    detail: 'volumes "v", "", "w" use restricted volume types "nfs", "unknown"',
+  });
+});
+
+test("seLinuxOptions that are not an object name the pod or container that sets them", () => {
+  assert.equal(
+    detailOf("baseline", { securityContext: { seLinuxOptions: "spc_t" }, containers: [{ name: "a", image: "a", securityContext: { seLinuxOptions: 5 } }] }),
+    'seLinuxOptions (pod and container "a" set forbidden securityContext.seLinuxOptions: )',
+  );
+});
+
+test("seccompProfile_baseline: before v1.19 an annotation that is null has PSA's empty value", () => {
+  assert.equal(
+    detailOf(
+      "baseline@v1.18",
+      { containers: [{ name: "a", image: "a" }] },
+      { annotations: { "seccomp.security.alpha.kubernetes.io/pod": "unconfined", "container.seccomp.security.alpha.kubernetes.io/a": null } },
+    ),
+    'seccompProfile (forbidden annotations container.seccomp.security.alpha.kubernetes.io/a="", seccomp.security.alpha.kubernetes.io/pod="unconfined")',
+  );
+});
+
+test("sysctls: an entry without a name is named by PSA's empty name", () => {
+  assert.equal(
+    detailOf("baseline", { securityContext: { sysctls: [{ value: "1" }, { name: "kernel.msgmax", value: "1" }] }, containers: [{ name: "a", image: "a" }] }),
+    "forbidden sysctls (, kernel.msgmax)",
+  );
 });
 
 test("a pod whose fields sit at the object's root (no spec. or metadata. prefix) is worded the same", () => {

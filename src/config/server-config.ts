@@ -22,6 +22,8 @@ export interface ServerConfig {
   backends: BackendConfig[];
   auditLog?: string;
   maxRequestBytes: number;
+  /** Reviews answered at once; past it a review gets the failure policy's answer without being judged. */
+  maxReviewsInFlight: number;
   /** YAML/JSON map of namespace name → labels, for namespaceSelector without API access. */
   namespacesFile?: string;
   /** Kubeconfig for reading namespace labels (default: in-cluster when running in a pod). */
@@ -67,6 +69,9 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   verification: { maxBytesPerImage: DEFAULT_MAX_BYTES_PER_IMAGE, maxArtifactsPerImage: 32 },
   // kube-apiserver caps request bodies at 3 MiB; an AdmissionReview carries object and oldObject.
   maxRequestBytes: 8 * 1024 * 1024,
+  // Far above what one replica answers in an apiserver's timeout when the registries answer; reached when they do
+  // not (every review waiting on them until its deadline).
+  maxReviewsInFlight: 1000,
 };
 
 const KNOWN_KEYS = [
@@ -77,6 +82,7 @@ const KNOWN_KEYS = [
   "backends",
   "auditLog",
   "maxRequestBytes",
+  "maxReviewsInFlight",
   "namespacesFile",
   "kubeconfig",
   "podTemplates",
@@ -169,6 +175,8 @@ function readFields(o: Record<string, unknown>, config: ServerConfig, checks: Co
     const kind = parsePodTemplateKind(raw, ["podTemplates", i], checks);
     if (kind) config.podTemplates.push(kind);
   }
+  if (o.maxReviewsInFlight !== undefined)
+    config.maxReviewsInFlight = checks.integer(o.maxReviewsInFlight, ["maxReviewsInFlight"], 1, "must be a positive integer") ?? config.maxReviewsInFlight;
   if (o.maxRequestBytes !== undefined)
     config.maxRequestBytes = checks.integer(o.maxRequestBytes, ["maxRequestBytes"], 1024, "must be an integer ≥ 1024") ?? config.maxRequestBytes;
 }

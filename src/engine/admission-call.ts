@@ -21,4 +21,9 @@ export interface AdmissionCall {
    * spec.clusters gives that cluster (serve --cluster-name; unnamed: those scoped to no cluster), not by every policy.
    */
   ownCluster?: boolean;
+  /**
+   * Why the server cannot judge this review in time (too many in flight, or the request waited past its deadline
+   * before it was read): it is answered with the failure policy's result, as a review whose backends do not answer.
+   */
+  overloaded?: string;
 }

@@ -22,6 +22,7 @@ import { podSecurityDecision } from "../core/pod-security/psa-decision.ts";
 import { applyExceptions } from "../core/policy-exception/apply-exceptions.ts";
 import { evaluateKinds, policyCount, type PolicySet, type PreparedPolicies } from "../core/policy-set/policy-kinds.ts";
 import { scopeRequest, type RequestScope } from "../core/policy-set/request-scope.ts";
+import { overloadDecision } from "../core/overload.ts";
 import { withActionEffects } from "../core/validation-actions.ts";
 import type { DigestResolver } from "../registry/digest-resolver.ts";
 import type { ImageVerifier } from "../verification/image-verifier.ts";
@@ -85,12 +86,14 @@ export class Engine {
     if (route.to === "namespace") {
       const { podSecurity } = this.parts;
       if (!podSecurity || !isCheckedNamespaceChange(route.request)) return { decision: undefined };
+      if (call.overloaded !== undefined) return this.shed(undefined, call, call.overloaded);
       const tools = this.parts.tools.for(call.caller);
       const decision = await checkNamespace(route.request, podSecurity, tools.online ? tools.pods : undefined, call.deadline);
       this.parts.recorder.decision(call.endpoint, decision);
       return { decision };
     }
     const subject = route.subject;
+    if (call.overloaded !== undefined) return this.shed(subject, call, call.overloaded);
     // With --require-policies and nothing in force every review is refused; /mutate then has nothing to pin.
     if (call.endpoint !== "mutate" && this.parts.requirePolicies && !this.policiesInForce())
       return this.finish(subject, call, refusal("noPolicy", NO_POLICY_IN_FORCE));
@@ -184,6 +187,18 @@ export class Engine {
       () => scopeRequest(ofNamespace, request, this.parts.config.failOpen),
     );
     return { ...scope, ...(namespaceLabels ? { namespaceLabels } : {}) };
+  }
+
+  /** Not judged (the server is overloaded): the failure policy's answer, recorded and audited as any other. */
+  private async shed(subject: AdmissionSubject | undefined, call: AdmissionCall, reason: string): Promise<Reviewed> {
+    this.parts.recorder.reviewShed(call.endpoint);
+    const decision = overloadDecision(reason, this.parts.config.failOpen);
+    if (!subject) {
+      this.parts.recorder.decision(call.endpoint, decision);
+      return { decision };
+    }
+    const images = subject.images.map((i) => i.image);
+    return this.finish(subject, call, await recordOverrides(this.parts.audit, this.parts.logger, decision, subject, call, images));
   }
 
   private finish(subject: AdmissionSubject, call: AdmissionCall, decision: Decision): Reviewed {

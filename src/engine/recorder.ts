@@ -14,6 +14,8 @@ export interface Recorder {
   signatureVerification(outcome: "verified" | "denied" | "unavailable", seconds: number): void;
   policyReload(result: "success" | "failure"): void;
   badRequest(endpoint: Endpoint): void;
+  /** A review answered with the failure policy's result without being judged: the server was overloaded. */
+  reviewShed(endpoint: Endpoint): void;
   /** A caller refused with 401 (no or wrong credentials), by the path it asked for. */
   callerRefused(path: string): void;
   requestDuration(endpoint: Endpoint, seconds: number): void;
@@ -27,6 +29,7 @@ export const NO_RECORDER: Recorder = {
   signatureVerification() {},
   policyReload() {},
   badRequest() {},
+  reviewShed() {},
   callerRefused() {},
   requestDuration() {},
 };

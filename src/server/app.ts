@@ -251,6 +251,7 @@ function startHttps(parts: ServerParts, tls: ServingTls, engine: Engine, readine
     metrics: metricsServer ? undefined : { text: () => metrics.registry.metrics(), contentType: metrics.registry.contentType },
     callers,
     maxBodyBytes: opts.config.maxRequestBytes,
+    maxReviewsInFlight: opts.config.maxReviewsInFlight,
     defaultTimeoutMs: 10_000,
     ...(opts.tlsUpdates ? { tlsUpdates: opts.tlsUpdates } : {}),
     notReady: () => readiness.notReady(),

@@ -23,6 +23,8 @@ export interface ServerOptions {
   /** Who may call the review endpoints (and /metrics here); undefined: anyone, marked unauthenticated. */
   callers?: CallerAuthenticator;
   maxBodyBytes: number;
+  /** Reviews answered at once; past it a review gets the failure policy's answer without being judged. */
+  maxReviewsInFlight: number;
   /** Deadline used when the caller sends no ?timeout= (the ImagePolicyWebhook does not). */
   defaultTimeoutMs: number;
   /** Why the server is not ready (policies not loaded yet), or undefined when it is. */
@@ -58,7 +60,7 @@ const ENDPOINTS = new Map<string, "imagereview" | "validate" | "mutate">([
 const ANSWER_MARGIN_MS = 300;
 
 export async function startHttpsServer(opts: ServerOptions): Promise<RunningServer> {
-  const state = { draining: false };
+  const state: ServingState = { draining: false, inFlight: 0 };
   // With a client CA, TLS asks for a certificate but does not insist: health probes come without one, and a
   // caller without one gets a 401 it can read instead of a failed handshake.
   const clientAuth = opts.callers?.clientCaPem === undefined ? {} : { requestCert: true, rejectUnauthorized: false };
@@ -129,9 +131,15 @@ export async function startHttpsServer(opts: ServerOptions): Promise<RunningServ
   };
 }
 
+/** Whether the server is stopping, and how many reviews it is answering. */
+interface ServingState {
+  draining: boolean;
+  inFlight: number;
+}
+
 async function route(
   opts: ServerOptions,
-  state: { draining: boolean },
+  state: ServingState,
   req: IncomingMessage,
   res: ServerResponse,
   connections: CallerConnections | undefined,
@@ -157,10 +165,22 @@ async function route(
   const started = process.hrtime.bigint();
   const timeoutMs = parseTimeoutParam(req.url) ?? opts.defaultTimeoutMs;
   const deadline = Date.now() + Math.max(100, timeoutMs - ANSWER_MARGIN_MS);
+  let judging = false;
   try {
     const body = await readJsonBody(req, opts.maxBodyBytes);
+    // Past the limit a review is answered at once with the failure policy's result, before its deadline, rather
+    // than queued behind the others to be answered after the apiserver stopped waiting. Counted once its body is
+    // read: a client that sends slowly holds a connection, not a place among the reviews being judged.
+    const overloaded =
+      state.inFlight >= opts.maxReviewsInFlight
+        ? `the server is overloaded: ${state.inFlight} reviews in flight, the limit is ${opts.maxReviewsInFlight}`
+        : Date.now() >= deadline
+          ? `the server is overloaded: the request was read after its deadline (${timeoutMs} ms)`
+          : undefined;
+    judging = overloaded === undefined;
+    if (judging) state.inFlight++;
     const handle = endpoint === "imagereview" ? handleImageReview : endpoint === "validate" ? handleAdmissionReview : handleMutate;
-    const result = await handle(opts.handlers, body, deadline, caller);
+    const result = await handle(opts.handlers, body, { deadline, caller, ...(overloaded ? { overloaded } : {}) });
     // The engine records the decisions it makes; a request with nothing to review is counted here.
     if (!result.decision) opts.recorder.decision(endpoint, undefined);
     sendJson(res, 200, result.body);
@@ -170,6 +190,7 @@ async function route(
     opts.logger.warn({ endpoint, status: e.status, error: e.message }, "bad request");
     sendJson(res, e.status, status(e.status, e.message));
   } finally {
+    if (judging) state.inFlight--;
     opts.recorder.requestDuration(endpoint, Number(process.hrtime.bigint() - started) / 1e9);
   }
 }

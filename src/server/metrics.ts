@@ -41,6 +41,12 @@ export function createMetrics() {
       labelNames: ["endpoint"] as const,
       registers: [registry],
     }),
+    reviewsShed: new Counter({
+      name: "imprimatur_reviews_shed_total",
+      help: "Reviews answered with the failure policy's result without being judged, the server being overloaded.",
+      labelNames: ["endpoint"] as const,
+      registers: [registry],
+    }),
     digestResolutions: new Counter({
       name: "imprimatur_digest_resolutions_total",
       help: "Tags of digestMutate images resolved to digests (pinned, recorded) or not (failed).",
@@ -193,6 +199,7 @@ export function prometheusRecorder(m: Metrics): Recorder {
     signatureVerification: (outcome, seconds) => m.signatureVerifications.observe({ outcome }, seconds),
     policyReload: (result) => m.policyReloads.inc({ result }),
     badRequest: (endpoint) => m.badRequests.inc({ endpoint }),
+    reviewShed: (endpoint) => m.reviewsShed.inc({ endpoint }),
     callerRefused: (path) => m.callersRefused.inc({ path }),
     requestDuration: (endpoint, seconds) => m.duration.observe({ endpoint }, seconds),
   };

@@ -16,20 +16,24 @@ export interface HandlerContext {
   engine: Engine;
 }
 
+/** One request to answer: by when, from whom, and why it cannot be judged when the server is overloaded. */
+export interface ReviewRequest {
+  deadline: number;
+  caller: Caller;
+  overloaded?: string;
+}
+
 export interface Handled<Body> {
   body: Body;
   /** Undefined when the request held nothing to review. */
   decision: Decision | undefined;
 }
 
-export async function handleImageReview(ctx: HandlerContext, body: unknown, deadline: number, caller: Caller): Promise<Handled<ImageReview>> {
+export async function handleImageReview(ctx: HandlerContext, body: unknown, request: ReviewRequest): Promise<Handled<ImageReview>> {
   const parsed = parseImageReview(body);
   if (!parsed.ok) throw new HttpError(400, `invalid ImageReview: ${parsed.error}`);
   const { review } = parsed;
-  const { decision = allow() } = await ctx.engine.review(
-    { kind: "image-review", spec: review.spec },
-    { endpoint: "imagereview", deadline, dryRun: false, caller },
-  );
+  const { decision = allow() } = await ctx.engine.review({ kind: "image-review", spec: review.spec }, { endpoint: "imagereview", dryRun: false, ...request });
   const status: NonNullable<ImageReview["status"]> = { allowed: decision.allowed };
   if (!decision.allowed) status.reason = renderReason(decision.violations);
   // An ImageReview has no warnings: what the webhooks would return as warnings goes to the audit annotations.
@@ -43,17 +47,16 @@ export async function handleImageReview(ctx: HandlerContext, body: unknown, dead
 export async function handleAdmissionReview(
   ctx: HandlerContext,
   body: unknown,
-  deadline: number,
-  caller: Caller,
+  request: ReviewRequest,
   endpoint: "validate" | "mutate" = "validate",
 ): Promise<Handled<AdmissionResponseBody>> {
   const review = admissionReviewOf(body);
-  const { decision } = await ctx.engine.review({ kind: "admission", request: review.request }, callOf(review, endpoint, deadline, caller));
+  const { decision } = await ctx.engine.review({ kind: "admission", request: review.request }, callOf(review, endpoint, request));
   return { body: admissionResponse(review, decision ?? allow()), decision };
 }
 
-export function handleMutate(ctx: HandlerContext, body: unknown, deadline: number, caller: Caller): Promise<Handled<AdmissionResponseBody>> {
-  return handleAdmissionReview(ctx, body, deadline, caller, "mutate");
+export function handleMutate(ctx: HandlerContext, body: unknown, request: ReviewRequest): Promise<Handled<AdmissionResponseBody>> {
+  return handleAdmissionReview(ctx, body, request, "mutate");
 }
 
 /** The warnings as one JSON list, capped as every list of findings is. */
@@ -68,14 +71,13 @@ function admissionReviewOf(body: unknown): ParsedAdmissionReview {
   return parsed.review;
 }
 
-function callOf(review: ParsedAdmissionReview, endpoint: "validate" | "mutate", deadline: number, caller: Caller): AdmissionCall {
+function callOf(review: ParsedAdmissionReview, endpoint: "validate" | "mutate", request: ReviewRequest): AdmissionCall {
   const req = review.request;
   return {
     endpoint,
-    deadline,
     uid: req.uid,
     ...(req.userInfo?.username ? { user: req.userInfo.username } : {}),
     dryRun: req.dryRun === true,
-    caller,
+    ...request,
   };
 }

@@ -253,6 +253,7 @@ const KINDS: KindUnderTest[] = [
       backends: [{ name: "scanner", kubeconfig: "scanner.kubeconfig", timeout: "5s" }],
       auditLog: "audit.jsonl",
       maxRequestBytes: 8388608,
+      maxReviewsInFlight: 1000,
       namespacesFile: "namespaces.yaml",
       kubeconfig: "cluster.kubeconfig",
       podTemplates: [
@@ -279,6 +280,7 @@ const KINDS: KindUnderTest[] = [
       { at: ["backends", 0, "timeout"], values: [...DURATIONS, undefined] },
       { at: ["auditLog"], values: ["a.jsonl", "", 1, null, undefined] },
       { at: ["maxRequestBytes"], values: [1024, 1023, 8388608, 1024.5, "8388608", undefined] },
+      { at: ["maxReviewsInFlight"], values: [1, 0, -1, 1000, 1.5, "1000", undefined] },
       { at: ["namespacesFile"], values: ["n.yaml", "", false, undefined] },
       { at: ["kubeconfig"], values: ["k", "", 1, undefined] },
       { at: ["podTemplates"], values: [[], "x", {}, undefined] },

@@ -142,3 +142,54 @@ test("every backend must allow: a built-in denial wins over a remote allow, and 
   assert.equal(d2.allowed, false);
   assert.equal(calls, 1, "second review answered by the cache");
 });
+
+test("a backend answering 5xx on every attempt: 4 attempts, then the failure policy, naming the last answer", async () => {
+  script = [
+    [500, "oops"],
+    [503, "busy"],
+    [502, "bad gateway"],
+    [500, "still oops"],
+  ];
+  calls = 0;
+  const closed = await (await service(false)).review({ spec: spec("h:1") }, Date.now() + 5000);
+  assert.equal(calls, 4);
+  assert.equal(closed.allowed, false);
+  assert.match(closed.violations[0]!.message, /^image policy backend .*500.*; denying because the server fails closed$/);
+  script = Array.from({ length: 4 }, () => [500, "oops"] as [number, string]);
+  calls = 0;
+  const open = await (await service(true)).review({ spec: spec("h:2") }, Date.now() + 5000);
+  assert.equal(calls, 4);
+  assert.equal(open.allowed, true);
+  assert.equal(open.auditAnnotations["fail-open"], "true");
+  assert.equal(open.failOpen?.[0]?.backend, "scan");
+});
+
+test("a hanging backend failing closed: denied at the deadline, with the reason", async () => {
+  script = ["hang", "hang", "hang", "hang"];
+  const started = Date.now();
+  const d = await (await service(false, 10_000)).review({ spec: spec("i:1") }, Date.now() + 400);
+  assert.ok(Date.now() - started < 2000, "answered by the deadline");
+  assert.equal(d.allowed, false);
+  assert.match(d.violations[0]!.message, /^image policy backend .*; denying because the server fails closed$/);
+  script = [];
+});
+
+test("a backend whose certificate the kubeconfig's CA does not trust: never trusted, named as not reached, the failure policy decides", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "imprimatur-rs-"));
+  const other = await createCertificateAuthority("another CA");
+  await writeFile(join(dir, "other-ca.crt"), other.certPem);
+  const untrusted = join(dir, "kubeconfig");
+  await writeFile(untrusted, backendKubeconfig({ server: `https://127.0.0.1:${(server.address() as AddressInfo).port}/review`, caFile: "other-ca.crt" }));
+  const remote = await WebhookBackend.fromConfig({ name: "scan", kubeconfig: untrusted, timeoutMs: 2000 });
+  calls = 0;
+  const svc = (failOpen: boolean) =>
+    new ImageReviewService({ builtin: () => allow(), remotes: [remote], cache: new DecisionCache(), failOpen, retryBackoffMs: 5 });
+  const closed = await svc(false).review({ spec: spec("j:1") }, Date.now() + 5000);
+  assert.equal(calls, 0, "no request reached the backend over an untrusted connection");
+  assert.equal(closed.allowed, false);
+  assert.match(closed.violations[0]!.message, /^image policy backend could not be reached \(.*\); denying because the server fails closed$/);
+  const open = await svc(true).review({ spec: spec("j:2") }, Date.now() + 5000);
+  assert.equal(open.allowed, true);
+  assert.equal(open.auditAnnotations["fail-open"], "true");
+  await remote.close();
+});

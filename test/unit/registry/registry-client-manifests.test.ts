@@ -208,3 +208,16 @@ test("a body served as an index but declaring itself an image manifest is refuse
     /the Content-Type is application\/vnd\.oci\.image\.index\.v1\+json but the manifest says it is application\/vnd\.oci\.image\.manifest\.v1\+json/,
   );
 });
+
+test("a connection reset in the middle of a manifest is no answer ('unreachable', retryable), never a short manifest", async (t) => {
+  const body = imageManifest("reset");
+  const { client, ref } = await setup(t, (req, res) => {
+    if (!req.url?.endsWith("/manifests/reset")) return false;
+    res.writeHead(200, { "content-type": OCI_MANIFEST, "content-length": body.length });
+    res.write(body.subarray(0, Math.floor(body.length / 2)), () => res.socket?.destroy());
+    return true;
+  });
+  const reset = await rejection(client.getManifest(ref({ tag: "reset" })));
+  assert.equal(reset.code, "unreachable", reset.message);
+  assert.equal(reset.retryable, true);
+});

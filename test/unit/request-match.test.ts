@@ -339,6 +339,21 @@ test("pipeline: a failing condition denies with its reason when failing closed, 
   assert.match(unrecorded.violations[0]?.message ?? "", /could not be recorded in the audit log \(no audit log is configured\), so it is denied/);
 });
 
+test("pipeline: a condition cut at the review's deadline denies with the reason failing closed, and is a traced fail-open failing open", async () => {
+  const alice = { username: "alice", groups: ["developers"] };
+  const past: AdmissionCall = { ...call, deadline: Date.now() - 1 };
+  const closed = await validateSubject(await scopedEngine(false), podSubject({}, alice, true), past);
+  assert.equal(closed.allowed, false);
+  assert.match(closed.violations.map((v) => v.message).join("\n"), /matchCondition "not-kube-system" failed: .*past its deadline/);
+  const open = await validateSubject(await scopedEngine(true), podSubject({}, alice, true), past);
+  assert.equal(open.allowed, true);
+  assert.match(
+    open.warnings.join("\n"),
+    /PodRestriction no-privileged-for-developers was left out: matchCondition "not-kube-system" failed: .*past its deadline.*; the server fails open/,
+  );
+  assert.equal(open.auditAnnotations["fail-open"], "true");
+});
+
 test("pipeline: a namespace selector in matchConstraints without the namespace's labels denies, saying why", async () => {
   const text = `
 apiVersion: imprimatur.dev/v1alpha1

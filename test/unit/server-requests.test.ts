@@ -227,3 +227,31 @@ test("HttpError codes follow the status", () => {
   assert.equal(new HttpError(400, "x").code, "bad-request");
   assert.equal(new HttpError(400, "x").name, "HttpError");
 });
+
+test("unknown fields in a review, at every level, are ignored: the review is judged as without them", async () => {
+  const withUnknown = (review: ReturnType<typeof podReview>) => {
+    const r = structuredClone(review) as Record<string, any>;
+    r.somethingNew = { a: 1 };
+    r.request.futureField = [1, 2];
+    r.request.userInfo = { username: "u", groups: [], futureIdentity: "x" };
+    r.request.object.spec.futurePodField = true;
+    r.request.object.spec.containers[0].futureContainerField = "y";
+    return r;
+  };
+  for (const [images, allowed] of [
+    [["registry.example.com/app:1.0"], true],
+    [["nginx"], false],
+  ] as const) {
+    const plain = await postJson(`${base}/validate`, ca, podReview({ images: [...images], uid: "u-plain" }));
+    const unknown = await postJson(`${base}/validate`, ca, withUnknown(podReview({ images: [...images], uid: "u-unknown" })));
+    assert.equal(unknown.status, 200);
+    assert.equal(unknown.body.response.allowed, allowed);
+    assert.equal(unknown.body.response.uid, "u-unknown");
+    assert.deepEqual(unknown.body.response.status, plain.body.response.status);
+  }
+  const image = { ...imageReview(["nginx:latest"], "team-a"), futureTopLevel: 1 } as Record<string, any>;
+  image.spec.futureSpecField = { z: 1 };
+  const res = await postJson(`${base}/imagereview`, ca, image);
+  assert.equal(res.status, 200);
+  assert.equal(res.body.status.allowed, false);
+});

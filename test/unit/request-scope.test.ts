@@ -236,6 +236,48 @@ test("scope: an undecidable scope denies, naming the policy by its kind as its o
   assert.equal("kind" in violations[0]!, false, "a cluster ImagePolicy's denial carries no kind");
 });
 
+test("scope: failing open, each policy a failed condition left out is traced by its kind; a policy merely out of scope is not", () => {
+  const failing = "  matchConditions: [{name: team, expression: \"object.metadata.labels.team == 'a'\"}]\n";
+  const prepared = preparePolicies(
+    load(
+      imagePolicy("images", failing),
+      podRestriction("pods", failing),
+      imagePolicy("images", failing, "NamespacedImagePolicy", "team-a"),
+      podRestriction("pods", failing, "NamespacedPodRestriction", "team-a"),
+    ),
+  );
+  const open = scopeRequest(prepared, { request: podCreate() }, true);
+  assert.deepEqual(namesOf(open.prepared), []);
+  assert.deepEqual(open.violations, []);
+  assert.equal(open.failedOpen?.allowed, true);
+  assert.deepEqual(
+    open.failedOpen.failOpen?.map((f) => f.backend),
+    [
+      "matchConditions/ImagePolicy/images",
+      "matchConditions/NamespacedImagePolicy/team-a/images",
+      "matchConditions/PodRestriction/pods",
+      "matchConditions/NamespacedPodRestriction/team-a/pods",
+    ],
+  );
+  assert.deepEqual(
+    open.failedOpen.warnings.map((w) => w.slice(0, w.indexOf(" was left out: "))),
+    ["ImagePolicy images", "NamespacedImagePolicy team-a/images", "PodRestriction pods", "NamespacedPodRestriction team-a/pods"],
+  );
+  assert.equal(open.failedOpen.auditAnnotations["fail-open"], "true");
+
+  // Failing closed, the same failures are denials, and nothing was admitted by failing open.
+  const closed = scopeRequest(prepared, { request: podCreate() }, false);
+  assert.equal(closed.violations.length, 4);
+  assert.equal("failedOpen" in closed, false);
+  // A policy out of scope (its selector, a condition that is false) is left out without a trace, failing open too.
+  const outOfScope = preparePolicies(
+    load(imagePolicy("builds", selectedBy("build")), podRestriction("pods", "  matchConditions: [{name: never, expression: 'false'}]\n")),
+  );
+  const left = scopeRequest(outOfScope, labelled(), true);
+  assert.deepEqual(namesOf(left.prepared), []);
+  assert.deepEqual(left, { prepared: left.prepared, violations: [] });
+});
+
 test("webhook rules: a resource is kept when any rule of any policy of either kind may match it", () => {
   const set = load(
     imagePolicy(

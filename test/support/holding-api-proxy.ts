@@ -5,6 +5,8 @@
 // apiserver lets a test do otherwise. The client's own credentials (its bearer token) pass through unchanged;
 // only the hop to the apiserver is TLS, verified with the apiserver's CA.
 //
+// cut() drops every connection and refuses new ones: the apiserver unreachable for that client alone.
+//
 // Each request is recorded with its method, path, whether it was held, the apiserver's status and the request body.
 
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -29,6 +31,12 @@ export interface HoldingApiProxy {
   hold(): void;
   /** Sends the held requests on, in order, and stops holding. */
   release(): void;
+  /**
+   * The apiserver gone for this client: every open connection (watches included) is dropped, and every new one is
+   * closed as soon as it is made, until restore().
+   */
+  cut(): void;
+  restore(): void;
   stop(): Promise<void>;
 }
 
@@ -39,6 +47,7 @@ export async function startHoldingApiProxy(opts: { upstream: string; caPem: stri
   const upstream = new URL(opts.upstream);
   const agent = new Agent({ keepAlive: true, ca: opts.caPem });
   let holding = false;
+  let cutOff = false;
   let waiting: Array<() => void> = [];
   const requests: ProxiedApiRequest[] = [];
 
@@ -74,6 +83,9 @@ export async function startHoldingApiProxy(opts: { upstream: string; caPem: stri
       else send();
     });
   });
+  server.on("connection", (socket) => {
+    if (cutOff) socket.destroy();
+  });
   await new Promise<void>((resolve) => server.listen({ host: "127.0.0.1", port: 0 }, resolve));
   const port = (server.address() as AddressInfo).port;
   const release = () => {
@@ -89,6 +101,13 @@ export async function startHoldingApiProxy(opts: { upstream: string; caPem: stri
       holding = true;
     },
     release,
+    cut() {
+      cutOff = true;
+      server.closeAllConnections();
+    },
+    restore() {
+      cutOff = false;
+    },
     async stop() {
       release();
       server.closeAllConnections();

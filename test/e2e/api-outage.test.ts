@@ -1,0 +1,86 @@
+// The Kubernetes API gone while `serve --policy-crds` runs: the policy resources in force stay in force (the
+// last set read), reviews go on being answered with them, and once the API is back the watch catches up with
+// what changed meanwhile. A real etcd + kube-apiserver; serve reaches it through holding-api-proxy.ts, whose
+// cut() drops every connection of serve's (its watches included) and refuses new ones, which the apiserver cannot
+// be told to do for one client.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parse, stringify } from "yaml";
+import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
+import { startHoldingApiProxy, type HoldingApiProxy } from "../support/holding-api-proxy.ts";
+import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
+import { podReview } from "../support/admission.ts";
+import { getText, postJson } from "../support/https-client.ts";
+import { teardown } from "../support/teardown.ts";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+let cluster: KubeCluster;
+let proxy: HoldingApiProxy;
+let server: ImprimaturProcess;
+let dir: string;
+
+const BLOCKING = {
+  apiVersion: "imprimatur.dev/v1alpha1",
+  kind: "ImagePolicy",
+  metadata: { name: "no-blocked" },
+  spec: { rules: [{ action: "deny", images: ["registry.example.com/blocked/*"], message: "blocked" }], default: "allow" },
+};
+
+async function admits(image: string): Promise<boolean> {
+  const res = await postJson(`${server.baseUrl}/validate`, server.ca, podReview({ images: [image] }));
+  assert.equal(res.status, 200, res.text);
+  return res.body.response.allowed === true;
+}
+
+async function until(what: string, check: () => Promise<boolean>, seconds = 60): Promise<void> {
+  for (let i = 0; ; i++) {
+    if (await check()) return;
+    if (i > seconds * 5) throw new Error(`${what} did not happen; serve log:\n${(await server?.log())?.slice(-4000)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), "imprimatur-e2e-api-outage-"));
+  cluster = await startKubeCluster({});
+  assert.equal((await cluster.kubectl(["apply", "-k", join(ROOT, "deploy/crds")])).code, 0);
+  assert.equal((await cluster.kubectl(["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"])).code, 0);
+  // serve's kubeconfig names the proxy (plain HTTP on loopback, which client-node takes only with
+  // insecure-skip-tls-verify); the proxy verifies the apiserver with its CA.
+  const kubeconfig = parse(await readFile(cluster.kubeconfig, "utf8")) as {
+    clusters: Array<{ cluster: Record<string, unknown> }>;
+  };
+  const caPem = Buffer.from(String(kubeconfig.clusters[0]!.cluster["certificate-authority-data"]), "base64").toString("utf8");
+  proxy = await startHoldingApiProxy({ upstream: cluster.url, caPem });
+  for (const c of kubeconfig.clusters) c.cluster = { server: proxy.url, "insecure-skip-tls-verify": true };
+  await writeFile(join(dir, "proxied.kubeconfig"), stringify(kubeconfig));
+  assert.equal((await cluster.apply(stringify(BLOCKING))).code, 0);
+  server = await startImprimatur(["--kubeconfig", join(dir, "proxied.kubeconfig"), "--policy-crds"]);
+  await until("the policy resource in force", async () => !(await admits("registry.example.com/blocked/app:1")));
+});
+
+after(() => teardown([() => server?.stop(), () => proxy?.stop(), () => cluster?.stop(), () => (dir ? rm(dir, { recursive: true, force: true }) : undefined)]));
+
+test("the API gone: the policy resources in force stay in force and reviews are answered; back, the watch catches up", async () => {
+  proxy.cut();
+  // Meanwhile the policy is deleted: serve cannot see it, and keeps enforcing what it last read.
+  assert.equal((await cluster.kubectl(["delete", "imagepolicy", "no-blocked"])).code, 0);
+  const outageEnds = Date.now() + 12_000;
+  let reviews = 0;
+  while (Date.now() < outageEnds) {
+    assert.equal(await admits("registry.example.com/blocked/app:1"), false, "the policy in force before the outage still denies");
+    assert.equal(await admits("registry.example.com/fine/app:1"), true);
+    reviews++;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  assert.ok(reviews >= 10);
+  assert.equal((await getText(`${server.baseUrl}/readyz`, server.ca)).status, 200, "still ready: it answers with the set in force");
+  assert.match(await server.log(), /policy resources.*failed; restarting after backoff/);
+  proxy.restore();
+  // Back: the watch lists or resumes, and the deletion made during the outage takes effect.
+  await until("the deletion made during the outage takes effect", () => admits("registry.example.com/blocked/app:1"), 60);
+});

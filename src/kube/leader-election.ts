@@ -3,6 +3,7 @@
 // change to it for a whole lease duration (measured on its own clock, so clock skew between pods does not matter),
 // or when the holder released it. Every write carries the resourceVersion it read, so two candidates racing for
 // the same Lease cannot both win. Used for the replica that writes the TLS Secret and the webhooks' caBundle.
+import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
@@ -72,10 +73,14 @@ export function observeLease(previous: LeaseObservation | undefined, resourceVer
   return { resourceVersion, at: now };
 }
 
-/** The pod's name (POD_NAME from the downward API, else the hostname, which is the pod name in a pod). */
+/** The pod's name (POD_NAME from the downward API), else the hostname with a suffix of this process's. */
 export function defaultCandidateIdentity(): string {
-  return process.env.POD_NAME || hostname();
+  return process.env.POD_NAME || `${hostname()}_${PROCESS_SUFFIX}`;
 }
+
+// Outside a pod (no POD_NAME), two processes on one host share its name: as one identity, both would take the
+// Lease as theirs and lead at once. Each process is a candidate of its own, as client-go's hostname_uuid is.
+const PROCESS_SUFFIX = randomUUID().slice(0, 8);
 
 const SERVICE_ACCOUNT_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 

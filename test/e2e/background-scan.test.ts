@@ -85,10 +85,7 @@ before(async () => {
 
 after(() => teardown([() => first?.stop(), () => second?.stop(), () => cluster?.stop(), () => dir && rm(dir, { recursive: true, force: true })]));
 
-/**
- * A replica named as its pod would be (POD_NAME, its identity in the Lease): without it both replicas take the
- * hostname, and a candidate that finds its own name in the Lease renews it instead of waiting for the holder.
- */
+/** A replica named as its pod would be (POD_NAME, its identity in the Lease), so the test can name the holder. */
 async function startScanner(podName: string): Promise<ImprimaturProcess> {
   const saved = process.env.POD_NAME;
   process.env.POD_NAME = podName;

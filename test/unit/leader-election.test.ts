@@ -72,3 +72,33 @@ test("timings that would let two leaders act at once are refused", () => {
   assert.equal(elector.isLeader(), false);
   assert.equal(elector.identity, "a");
 });
+
+test("a candidate's identity: the pod's name, else the hostname with a suffix of this process's, so two processes on one host never share one", async () => {
+  const { defaultCandidateIdentity } = await import("../../src/kube/leader-election.ts");
+  const { hostname } = await import("node:os");
+  const { execFileSync } = await import("node:child_process");
+  const saved = process.env.POD_NAME;
+  try {
+    process.env.POD_NAME = "imprimatur-7d9f-abcde";
+    assert.equal(defaultCandidateIdentity(), "imprimatur-7d9f-abcde");
+    delete process.env.POD_NAME;
+    const mine = defaultCandidateIdentity();
+    assert.match(mine, new RegExp(`^${hostname().replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}_[0-9a-f]{8}$`));
+    assert.equal(defaultCandidateIdentity(), mine, "stable for the life of the process");
+    const module = new URL("../../src/kube/leader-election.ts", import.meta.url).href;
+    const env = { ...process.env };
+    delete env.POD_NAME;
+    const another = execFileSync(
+      process.execPath,
+      ["--input-type=module", "-e", `import { defaultCandidateIdentity } from ${JSON.stringify(module)}; process.stdout.write(defaultCandidateIdentity());`],
+      {
+        env,
+        encoding: "utf8",
+      },
+    );
+    assert.notEqual(another, mine, "another process on this host is another candidate");
+  } finally {
+    if (saved === undefined) delete process.env.POD_NAME;
+    else process.env.POD_NAME = saved;
+  }
+});

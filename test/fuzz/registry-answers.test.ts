@@ -15,6 +15,7 @@ import { nextPage, parseReferrersIndex, readReferrersAnswer, referrersTag } from
 import { challengeOf, readTokenResponse } from "../../src/registry/registry-auth.ts";
 import { cacheUntil } from "../../src/registry/token-cache.ts";
 import { checkProperty } from "../support/fuzz.ts";
+import { byteMutation, jsonMutation, jsonText, mutateBytes, mutateJson } from "../support/json-mutations.ts";
 
 const FILE = "test/fuzz/registry-answers.test.ts";
 const sha256 = (text: string) => `sha256:${createHash("sha256").update(text).digest("hex")}`;
@@ -35,115 +36,6 @@ function noThrow<T>(what: string, fn: () => T): T {
   } catch (e) {
     throw new Error(`${what} threw: ${String(e)}`, { cause: e });
   }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Mutations of JSON documents at a path the input chooses, and of bytes.
-
-const DELETE = Symbol("delete");
-const NEST = "\u0000nest\u0000";
-
-type JsonOp =
-  | { op: "delete" }
-  | { op: "replace"; value: unknown }
-  | { op: "truncate"; at: number }
-  | { op: "wrap" }
-  | { op: "nest" }
-  | { op: "huge"; size: number }
-  | { op: "retype" }
-  | { op: "unicode" }
-  | { op: "number"; value: number | string };
-
-interface JsonMutation {
-  path: number[];
-  change: JsonOp;
-}
-
-const jsonMutation: fc.Arbitrary<JsonMutation> = fc.record({
-  path: fc.array(fc.nat(), { maxLength: 6 }),
-  change: fc.oneof(
-    fc.constant({ op: "delete" as const }),
-    fc.record({ op: fc.constant("replace" as const), value: fc.jsonValue({ maxDepth: 3 }) }),
-    fc.record({ op: fc.constant("truncate" as const), at: fc.nat() }),
-    fc.constant({ op: "wrap" as const }),
-    fc.constant({ op: "nest" as const }),
-    fc.record({ op: fc.constant("huge" as const), size: fc.integer({ min: 10_000, max: 200_000 }) }),
-    fc.constant({ op: "retype" as const }),
-    fc.constant({ op: "unicode" as const }),
-    fc.record({ op: fc.constant("number" as const), value: fc.constantFrom(-1, 0, 1.5, 1e308, -1e308, 2 ** 53, "7", "", "NaN") }),
-  ),
-});
-
-function replacement(at: unknown, change: JsonOp): unknown {
-  switch (change.op) {
-    case "delete":
-      return DELETE;
-    case "replace":
-      return change.value;
-    case "truncate":
-      if (typeof at === "string" || Array.isArray(at)) return at.slice(0, at.length === 0 ? 0 : change.at % at.length);
-      return {};
-    case "wrap":
-      return [at];
-    case "nest":
-      return NEST;
-    case "huge":
-      return typeof at === "string" && at.length > 0 ? at.repeat(Math.ceil(change.size / at.length)).slice(0, change.size) : "x".repeat(change.size);
-    case "retype":
-      if (typeof at === "string") return Number.isFinite(Number(at)) ? Number(at) : at.length;
-      if (typeof at === "number") return String(at);
-      if (Array.isArray(at)) return Object.fromEntries(at.map((v, i) => [String(i), v]));
-      if (at && typeof at === "object") return Object.values(at);
-      return at === null ? false : null;
-    case "unicode":
-      return typeof at === "string" ? `${at}\u{1F600}\uD800\u202E` : "\u0130\u{1F600}";
-    case "number":
-      return change.value;
-  }
-}
-
-function mutateJson(doc: unknown, m: JsonMutation): unknown {
-  const copy = structuredClone(doc);
-  let parent: Record<string, unknown> | unknown[] | undefined;
-  let key: string | number | undefined;
-  let at: unknown = copy;
-  for (const step of m.path) {
-    if (typeof at !== "object" || at === null) break;
-    const keys: Array<string | number> = Array.isArray(at) ? at.map((_, i) => i) : Object.keys(at);
-    if (keys.length === 0) break;
-    parent = at as Record<string, unknown> | unknown[];
-    key = keys[step % keys.length]!;
-    at = (parent as Record<string | number, unknown>)[key];
-  }
-  const value = replacement(at, m.change);
-  if (parent === undefined || key === undefined) return value === DELETE ? undefined : value;
-  if (value === DELETE) {
-    if (Array.isArray(parent)) parent.splice(key as number, 1);
-    else delete parent[key as string];
-  } else (parent as Record<string | number, unknown>)[key] = value;
-  return copy;
-}
-
-function jsonText(doc: unknown): string {
-  return (JSON.stringify(doc) ?? "").split(JSON.stringify(NEST)).join(`${"[".repeat(5000)}${"]".repeat(5000)}`);
-}
-
-const byteMutation = fc.oneof(
-  fc.record({ op: fc.constant("flip" as const), at: fc.nat(), bit: fc.integer({ min: 0, max: 7 }) }),
-  fc.record({ op: fc.constant("truncate" as const), at: fc.nat() }),
-  fc.record({ op: fc.constant("insert" as const), at: fc.nat(), bytes: fc.uint8Array({ minLength: 1, maxLength: 8 }) }),
-);
-
-function mutateBytes(bytes: Buffer, m: { op: string; at: number; bit?: number; bytes?: Uint8Array }): Buffer {
-  if (bytes.length === 0) return Buffer.from(" ");
-  const at = m.at % bytes.length;
-  if (m.op === "flip") {
-    const copy = Buffer.from(bytes);
-    copy[at] = copy[at]! ^ (1 << m.bit!);
-    return copy;
-  }
-  if (m.op === "truncate") return bytes.subarray(0, at);
-  return Buffer.concat([bytes.subarray(0, at), m.bytes!, bytes.subarray(at)]);
 }
 
 /** Bodies near `doc`: mutated once or twice, its text's bytes changed, or anything at all. */

@@ -17,8 +17,8 @@ export function postJson(
   return send(url, ca, "POST", data, { "content-type": "application/json", ...opts.headers });
 }
 
-export function getText(url: string, ca: string): Promise<HttpResult> {
-  return send(url, ca, "GET", undefined, {});
+export function getText(url: string, ca: string, headers: Record<string, string> = {}): Promise<HttpResult> {
+  return send(url, ca, "GET", undefined, headers);
 }
 
 function send(url: string, ca: string, method: string, data: string | Buffer | undefined, headers: Record<string, string>): Promise<HttpResult> {

@@ -127,7 +127,16 @@ test("static keys in Kubernetes Secrets: namespace, name and key (cosign.pub by 
     true,
   ]);
   assert.deepEqual(named.type === "staticKey" && [named.label, named.trustRoot], ["key release", "private"]);
-  for (const bad of ["k8s://Signing/key", "k8s://signing/", "k8s://signing/key/", "k8s://signing/key/a/b", "k8s://-x/key", "k8s://signing/key-"])
+  for (const bad of [
+    "k8s://Signing/key",
+    "k8s://signing/",
+    "k8s://signing/key/",
+    "k8s://signing/key/a/b",
+    "k8s://-x/key",
+    "k8s://signing/key-",
+    // A second "k8s://" further on: no reference either, though its tail alone would be one.
+    "k8s://a_b/k8s://signing/key",
+  ])
     assert.deepEqual(issues([{ entries: [{ staticKey: { keyRef: bad } }] }]), [
       `spec.rules.0.attestors.0.entries.0.staticKey.keyRef: ${JSON.stringify(bad)} is not of the form k8s://NAMESPACE/SECRET[/KEY]`,
     ]);
@@ -152,6 +161,17 @@ test("static key mistakes: both or neither of key and keyRef, files without a po
     issues([{ entries: [{ staticKey: { keyRef: "garbage.pub" } }] }], () => "garbage"),
     ["spec.rules.0.attestors.0.entries.0.staticKey.keyRef: not a PEM public key (-----BEGIN PUBLIC KEY----- … -----END PUBLIC KEY-----)"],
   );
+});
+
+test("an entry that failed to load names no signer: two unusable keys or malformed Secret references in one set are their own errors only", () => {
+  assert.deepEqual(issues([{ entries: [{ staticKey: { key: "not a key" } }, { staticKey: { key: "nor this" } }] }]), [
+    "spec.rules.0.attestors.0.entries.0.staticKey.key: not a PEM public key (-----BEGIN PUBLIC KEY----- … -----END PUBLIC KEY-----)",
+    "spec.rules.0.attestors.0.entries.1.staticKey.key: not a PEM public key (-----BEGIN PUBLIC KEY----- … -----END PUBLIC KEY-----)",
+  ]);
+  assert.deepEqual(issues([{ entries: [{ staticKey: { keyRef: "k8s://Bad/" } }, { staticKey: { keyRef: "k8s://-x/key" } }] }]), [
+    'spec.rules.0.attestors.0.entries.0.staticKey.keyRef: "k8s://Bad/" is not of the form k8s://NAMESPACE/SECRET[/KEY]',
+    'spec.rules.0.attestors.0.entries.1.staticKey.keyRef: "k8s://-x/key" is not of the form k8s://NAMESPACE/SECRET[/KEY]',
+  ]);
 });
 
 test("keyless identities: exact, with * matching anything (line breaks too), or a regular expression", () => {

@@ -266,6 +266,23 @@ test("semantic mistakes are load errors naming the field", () => {
   assert.equal(compileDoc({ rules: [{ action: "allow" }] }).policy, undefined);
 });
 
+test("a deny rule with attestors, attestations or validate is refused for that alone: what they say is not compiled", () => {
+  assert.deepEqual(
+    issues({
+      rules: [
+        { action: "deny", images: ["a.example/*"], attestors: [{ entries: [{ staticKey: { key: "not a key" } }] }] },
+        { action: "deny", images: ["b.example/*"], attestations: [{ predicateType: "https://slsa.dev/provenance/v1" }] },
+        { action: "deny", images: ["c.example/*"], validate: { cel: "image.(" } },
+      ],
+    }),
+    [
+      '["spec","rules",0,"attestors"] attestors say who must have signed an image a rule allows; a deny rule cannot use them',
+      '["spec","rules",1,"attestations"] attestors say who must have signed an image a rule allows; a deny rule cannot use them',
+      '["spec","rules",2,"validate"] attestors say who must have signed an image a rule allows; a deny rule cannot use them',
+    ],
+  );
+});
+
 test("namespaceSelector: an unknown operator is the schema's error, a key that is no label key the compiler's, each at its field", () => {
   assert.deepEqual(issues({ rules: [], namespaceSelector: { matchExpressions: [{ key: "team", operator: "in", values: ["a"] }] } }), [
     '["spec","namespaceSelector","matchExpressions",0,"operator"] must be one of "In", "NotIn", "Exists", "DoesNotExist", got "in"',

@@ -86,6 +86,7 @@ export function applyBreakGlass(denied: Decision, input: BreakGlassInput): Decis
     return deny(violations, {
       warnings: denied.warnings,
       auditAnnotations: { ...denied.auditAnnotations, reason: renderReason(violations), "break-glass": "refused" },
+      ...kept(denied),
     });
   }
 
@@ -108,8 +109,13 @@ export function applyBreakGlass(denied: Decision, input: BreakGlassInput): Decis
       overridden: renderReason(overridden),
     },
     breakGlass: { reason, ticket, overridden },
-    ...(denied.passes ? { passes: denied.passes } : {}),
+    ...kept(denied),
   };
+}
+
+/** What the override neither sets aside nor adds: what passed, and failures that only warn or audit. */
+function kept(denied: Decision): Pick<Decision, "passes" | "advisories"> {
+  return { ...(denied.passes ? { passes: denied.passes } : {}), ...(denied.advisories ? { advisories: denied.advisories } : {}) };
 }
 
 /** A namespaced policy's violations name its kind. */

@@ -209,3 +209,20 @@ test("a ticket too long to check against its pattern is refused with the reason,
   assert.deepEqual(breakGlassViolations(d), [{ policy: "jira", rule: "breakGlass", message: `break-glass ticket cannot be checked: ${outcome.error}` }]);
   assert.match(outcome.error, new RegExp(`^a value of ${ticket.length} characters is too long to match against /`));
 });
+
+test("failures that only warn or audit (advisories) are kept whether the override is granted or refused; a refusal keeps the passes", () => {
+  const v = denial("trusted", "docker.io/evil:1");
+  const advisory: Violation = { policy: "audited", rule: "rules[0]", image: "docker.io/evil:1", message: "would be denied" };
+  const passes = [{ policy: "other", rule: "rules[0]", image: "registry.example.com/ok:1" }];
+  const denied = deny([v], { advisories: [advisory], passes });
+  const granted = applyBreakGlass(denied, input(GIVEN, [{ violation: v, policy: { name: "trusted", breakGlass: permissive } }]));
+  assert.equal(granted.allowed, true);
+  assert.deepEqual(granted.advisories, [advisory]);
+  const refused = applyBreakGlass(
+    denied,
+    input(GIVEN, [{ violation: v, policy: { name: "trusted", breakGlass: { allowed: false, requiredAnnotations: [REASON, TICKET] } } }]),
+  );
+  assert.equal(refused.allowed, false);
+  assert.deepEqual(refused.advisories, [advisory]);
+  assert.deepEqual(refused.passes, passes);
+});

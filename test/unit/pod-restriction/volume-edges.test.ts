@@ -180,3 +180,12 @@ describe("volumes and their types", () => {
     assert.equal(findings(p, { containers: [app], volumes: [{ name: "e", emptyDir: {} }] }).length, 1);
   });
 });
+
+describe("a volume no entry covers, named in the finding", () => {
+  it("a volume without a name (a manifest checked offline) is named unset", () => {
+    const p = policy([{ volumeType: { allowed: ["configMap"] } }, { volumeType: { allowed: ["secret"] } }]);
+    assert.deepEqual(fieldsOf(findings(p, { containers: [app], volumes: [{ emptyDir: {} }] })), [
+      'spec.volumes[0]: volume unset has type "emptyDir", which no volume restriction allows',
+    ]);
+  });
+});

@@ -5,7 +5,6 @@
 // real signatures from the offline test signer, mutated: fields deleted, replaced by any JSON, truncated, base64
 // corrupted, huge, deeply nested, of the wrong type; and arbitrary bytes.
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import { before, describe, test } from "node:test";
 import fc from "fast-check";
 import type { LeafAttestor } from "../../src/core/image-policy/attestors.ts";
@@ -26,16 +25,19 @@ import {
 import { generateSigningKey, signBytes, type SigningKey } from "../support/signer/keys.ts";
 import { createMockSigstore, type MockSigstore } from "../support/signer/mock-sigstore.ts";
 import { imageSignatureBundle, messageSignatureBundle } from "../support/signer/sigstore-bundles.ts";
-import { leafAttestorsWith, mockTrustRoot } from "../support/verification-fixtures.ts";
+import {
+  leafAttestorsWith,
+  mockTrustRoot,
+  KEYLESS_ISSUER as ISSUER,
+  KEYLESS_WORKFLOW as WORKFLOW,
+  SIGNED_IMAGE_NAME as NAME,
+  SIGNED_MANIFEST as MANIFEST,
+  SIGNED_MANIFEST_DIGEST as DIGEST,
+  SIGNED_MANIFEST_HEX as HEX,
+} from "../support/verification-fixtures.ts";
 
 const FILE = "test/fuzz/signatures.test.ts";
 const LOC = "r.example/app:sha256-ab.sig layer 0";
-const WORKFLOW = "https://github.com/acme/app/.github/workflows/release.yml@refs/tags/v1";
-const ISSUER = "https://token.actions.githubusercontent.com";
-const NAME = "registry.example.com/acme/app";
-const MANIFEST = Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: "application/vnd.oci.image.manifest.v1+json", layers: [] }));
-const HEX = createHash("sha256").update(MANIFEST).digest("hex");
-const DIGEST = `sha256:${HEX}`;
 const SLSA = "https://slsa.dev/provenance/v1";
 const SIG = "dev.cosignproject.cosign/signature";
 

@@ -4,12 +4,21 @@
 // image's cosign `.sig` and `.att` manifests and nothing else (the registry paths themselves are tested against
 // docker-registry in test/e2e).
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { leafAttestors, type LeafAttestor } from "../../src/core/image-policy/attestors.ts";
 import { parseTrustedRoot, type TrustRoot } from "../../src/core/trust-root/trust-root-kind.ts";
 import { parsePolicyText } from "../../src/policy/load-policies.ts";
 import { RegistryError } from "../../src/registry/registry-error.ts";
 import { attestationTag, ociManifestWithLayers, signatureTag, type SignatureLayer } from "./signer/cosign-signatures.ts";
 import type { MockSigstore } from "./signer/mock-sigstore.ts";
+
+/** A keyless signer's identity as GitHub Actions gives it, and the signed image of the verification tests. */
+export const KEYLESS_WORKFLOW = "https://github.com/acme/app/.github/workflows/release.yml@refs/tags/v1";
+export const KEYLESS_ISSUER = "https://token.actions.githubusercontent.com";
+export const SIGNED_IMAGE_NAME = "registry.example.com/acme/app";
+export const SIGNED_MANIFEST = Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: "application/vnd.oci.image.manifest.v1+json", layers: [] }));
+export const SIGNED_MANIFEST_HEX = createHash("sha256").update(SIGNED_MANIFEST).digest("hex");
+export const SIGNED_MANIFEST_DIGEST = `sha256:${SIGNED_MANIFEST_HEX}`;
 
 /** The loaded rule `{action: allow, images: ["*"], attestors: <attestors>}`, where `attestors` is YAML; fails the test on a load error. */
 export function allowRule(attestors: string) {

@@ -14,14 +14,17 @@ import { cosignSignatureLayer, simpleSigningPayload } from "../../support/signer
 import { generateSigningKey, signBytes, type KeyAlgorithm, type SignatureHash, type SigningKey } from "../../support/signer/keys.ts";
 import { createMockSigstore, type MockSigstore } from "../../support/signer/mock-sigstore.ts";
 import { imageSignatureBundle, messageSignatureBundle } from "../../support/signer/sigstore-bundles.ts";
-import { leafAttestorsWith, mockTrustRoot } from "../../support/verification-fixtures.ts";
+import {
+  leafAttestorsWith,
+  mockTrustRoot,
+  KEYLESS_ISSUER as ISSUER,
+  KEYLESS_WORKFLOW as WORKFLOW,
+  SIGNED_IMAGE_NAME as NAME,
+  SIGNED_MANIFEST as MANIFEST,
+  SIGNED_MANIFEST_DIGEST as DIGEST,
+  SIGNED_MANIFEST_HEX as HEX,
+} from "../../support/verification-fixtures.ts";
 
-const WORKFLOW = "https://github.com/acme/app/.github/workflows/release.yml@refs/tags/v1";
-const ISSUER = "https://token.actions.githubusercontent.com";
-const NAME = "registry.example.com/acme/app";
-const MANIFEST = Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: "application/vnd.oci.image.manifest.v1+json", layers: [] }));
-const HEX = createHash("sha256").update(MANIFEST).digest("hex");
-const DIGEST = `sha256:${HEX}`;
 const OTHER = `sha256:${createHash("sha256").update("other").digest("hex")}`;
 const SIGN_PREDICATE = "https://sigstore.dev/cosign/sign/v1";
 

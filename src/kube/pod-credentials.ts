@@ -10,6 +10,7 @@ import type { Logger } from "pino";
 import { ImprimaturError } from "../errors/imprimatur-error.ts";
 import type { CredentialLookup } from "../credentials/credential.ts";
 import { chainLookups } from "../credentials/keyring.ts";
+import { CLUSTER_UNREADABLE } from "../core/cluster-scope.ts";
 import type { PodPullSecretRefs, PullCredentials } from "./pull-secrets.ts";
 import { settingsForHost, type RegistrySettingsMap } from "../registry/registry-settings.ts";
 
@@ -24,8 +25,12 @@ export type PodLookup =
       /** For a namespaced policy's: the pod's secrets, then the server's own where the registries file lends them. */
       namespacedLookup: CredentialLookup;
     }
-  /** code: the error's code when it has one (a cluster the server cannot read: cluster-unreadable). */
-  | { error: string; code?: string };
+  /**
+   * The pull secrets could not be read. code: cluster-unreadable for a cluster the server cannot read (denied
+   * whatever the failure policy); any other failure (forbidden, timed out, given up at the deadline) is an outage of
+   * the API, never the registry's answer: unavailable, and the failure policy decides.
+   */
+  | { error: string; code: typeof CLUSTER_UNREADABLE | "unavailable" };
 
 /** The lookup for what `policy` asks: a namespaced policy (one with a namespace) gets namespacedLookup. */
 export function lookupForPolicy(creds: Extract<PodLookup, { lookup: CredentialLookup }>, policy: { namespace?: string | undefined }): CredentialLookup {
@@ -56,8 +61,8 @@ export class PodCredentials {
       if (pod.problems.length > 0) this.logger.info({ namespace: refs.namespace, problems: pod.problems }, "some pull secrets could not be used");
       return { lookup: chainLookups(pod.lookup, this.staticCredentials), namespacedLookup: chainLookups(pod.lookup, this.lentCredentials) };
     } catch (e) {
-      const code = e instanceof ImprimaturError ? { code: e.code } : {};
-      return { error: `the pod's pull secrets could not be read: ${(e as Error).message}`, ...code };
+      const code = e instanceof ImprimaturError && e.code === CLUSTER_UNREADABLE ? CLUSTER_UNREADABLE : "unavailable";
+      return { error: `the pod's pull secrets could not be read: ${(e as Error).message}`, code };
     }
   }
 }

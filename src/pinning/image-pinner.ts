@@ -3,7 +3,6 @@
 // through the shared DigestResolver, and the decision from src/core/image-policy/digest-pinning.ts. Used by /mutate (pin or
 // record) and /imagereview (record).
 import type { Logger } from "pino";
-import { CLUSTER_UNREADABLE } from "../core/cluster-scope.ts";
 import { imagesToPin, pinningDecision, type PinningMode, type PinningOutcome, type Resolution } from "../core/image-policy/digest-pinning.ts";
 import type { ImageAt, PodMetadataAt } from "../core/pod-locations.ts";
 import type { ImagePolicy } from "../core/image-policy/image-policy.ts";
@@ -61,10 +60,7 @@ export class ImagePinner {
     const resolutions: Resolution[] = await Promise.all(
       targets.map(async (t) => {
         const creds = lookups[t.pod] ?? (await this.opts.credentials.lookupFor(undefined, deadline));
-        // Pull secrets the Kubernetes API did not give (forbidden, timed out, given up at the deadline) are an
-        // outage of the API, never the registry's answer: the failure policy decides, as for signatures. Another
-        // cluster the server cannot read is denied whatever the failure policy.
-        if ("error" in creds) return { ok: false as const, error: creds.error, code: creds.code === CLUSTER_UNREADABLE ? CLUSTER_UNREADABLE : "unavailable" };
+        if ("error" in creds) return { ok: false as const, error: creds.error, code: creds.code };
         // A NamespacedImagePolicy's pin gets the server's own credentials only where the registries file lends them.
         return this.opts.resolver.resolve(t.ref, lookupForPolicy(creds, { namespace: t.policyNamespace }), deadline);
       }),

@@ -5,7 +5,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { pino } from "pino";
 import { CLUSTER_UNREADABLE } from "../../src/core/cluster-scope.ts";
-import type { PodCredentials } from "../../src/kube/pod-credentials.ts";
+import { ClusterUnreadableError } from "../../src/engine/cluster-reads.ts";
+import { KubeApiError } from "../../src/kube/api-requests.ts";
+import { PodCredentials } from "../../src/kube/pod-credentials.ts";
 import { ImagePinner } from "../../src/pinning/image-pinner.ts";
 import type { DigestResolver } from "../../src/registry/digest-resolver.ts";
 import { imagePolicies } from "../support/image-policies.ts";
@@ -18,9 +20,18 @@ spec:
   rules: [{action: allow, images: ["registry.example.com/*"], digestMutate: true}]
 `);
 
-function pinner(failOpen: boolean, failure: { error: string; code?: string }): { pinner: ImagePinner; resolved: () => number } {
+/** The pod's pull secrets, read through the real PodCredentials from a reader that fails with `failure`. */
+function pinner(failOpen: boolean, failure: Error): { pinner: ImagePinner; resolved: () => number } {
   let resolved = 0;
-  const credentials = { lookupFor: async () => failure } as unknown as PodCredentials;
+  const credentials = new PodCredentials({
+    pullSecrets: {
+      credentialsFor: async () => {
+        throw failure;
+      },
+    },
+    staticCredentials: () => [],
+    logger: pino({ level: "silent" }),
+  });
   const resolver = {
     resolve: async () => {
       resolved++;
@@ -45,8 +56,9 @@ const REQUEST = {
   pods: [{ metadata: undefined, pullSecrets: { namespace: "shop", names: ["regcred"] } }],
 };
 
-for (const code of ["forbidden", "unauthorized", "aborted", "timeout", undefined]) {
-  const failure = { error: `the pod's pull secrets could not be read: secrets "regcred" is ${code ?? "unreadable"}`, ...(code ? { code } : {}) };
+for (const code of ["forbidden", "unauthorized", "aborted", "timeout", undefined] as const) {
+  const message = `secrets "regcred" is ${code ?? "unreadable"}`;
+  const failure = code ? new KubeApiError(code, message) : new Error(message);
 
   test(`pull secrets the API does not give (${code ?? "no code"}): failing open admits unpinned with a warning, the registry unasked`, async () => {
     const { pinner: p, resolved } = pinner(true, failure);
@@ -67,10 +79,7 @@ for (const code of ["forbidden", "unauthorized", "aborted", "timeout", undefined
 }
 
 test("another cluster the server cannot read: denied even failing open", async () => {
-  const { pinner: p } = pinner(true, {
-    error: 'the pod\'s pull secrets could not be read: cluster "b" has no kubeconfig on this server',
-    code: CLUSTER_UNREADABLE,
-  });
+  const { pinner: p } = pinner(true, new ClusterUnreadableError(CLUSTER_UNREADABLE, 'cluster "b" has no kubeconfig on this server'));
   const outcome = await p.pin(REQUEST as never, Date.now() + 5_000);
   assert.equal(outcome?.decision.allowed, false);
   assert.match(outcome.decision.violations[0]?.message ?? "", /cluster-unreadable: .*denied whatever the failure policy/);

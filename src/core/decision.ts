@@ -80,6 +80,14 @@ export function allow(extra: Partial<Decision> = {}): Decision {
   return { allowed: true, violations: [], warnings: [], auditAnnotations: {}, ...extra };
 }
 
+/**
+ * Admitted because something gave no answer and the server fails open: a warning each, the fail-open audit
+ * annotation, and the entries the audit log and the fail-open metric are written from.
+ */
+export function admittedFailingOpen(warnings: string[], failOpen: NonNullable<Decision["failOpen"]>): Decision {
+  return allow({ warnings, auditAnnotations: { "fail-open": "true" }, failOpen });
+}
+
 export function deny(violations: Violation[], extra: Partial<Decision> = {}): Decision {
   return { allowed: false, violations, warnings: [], auditAnnotations: {}, ...extra };
 }

@@ -2,7 +2,7 @@
 // it picks policies before evaluation, so every kind, digest pinning and signature verification see the same
 // set: a policy out of scope neither denies, pins nor verifies. Policies whose scope cannot be decided, or whose
 // condition fails while the server fails closed, become denials that say why.
-import { allow, type Decision, type Violation } from "../decision.ts";
+import { admittedFailingOpen, type Decision, type Violation } from "../decision.ts";
 import { preparePolicies, type PolicySet, type PreparedPolicies } from "./policy-kinds.ts";
 import { matchRequest, ruleCovers, type MatchedRequest, type RequestMatch, type RuleResource } from "../request-match/request-match.ts";
 
@@ -42,7 +42,7 @@ export function scopeRequest(prepared: PreparedPolicies, req: MatchedRequest, fa
   const set = prepared.set;
   if (!isRequestScoped(set)) return { prepared, violations: [] };
   const violations: Violation[] = [];
-  const failedOpen: Array<{ policy: string; error: string }> = [];
+  const failedOpen: LeftOut[] = [];
   const left: string[] = [];
   const keep = <P extends Matchable>(kind: "ImagePolicy" | "PodRestriction", policies: readonly P[]): P[] =>
     policies.filter((p) => {
@@ -55,7 +55,7 @@ export function scopeRequest(prepared: PreparedPolicies, req: MatchedRequest, fa
       if ("undecided" in outcome) violations.push({ policy: p.name, ...kindField, rule: outcome.rule, message: outcome.undecided });
       // VAP's failurePolicy Ignore: a failed condition leaves the request out of this policy's scope.
       if ("conditionError" in outcome && !failOpen) violations.push({ policy: p.name, ...kindField, rule: outcome.rule, message: outcome.conditionError });
-      if ("conditionError" in outcome && failOpen) failedOpen.push({ policy: `${kindField.kind ?? kind}/${p.name}`, error: outcome.conditionError });
+      if ("conditionError" in outcome && failOpen) failedOpen.push({ kind: kindField.kind ?? kind, name: p.name, error: outcome.conditionError });
       return false;
     });
   const scoped: PolicySet = { ...set, ImagePolicy: keep("ImagePolicy", set.ImagePolicy), PodRestriction: keep("PodRestriction", set.PodRestriction) };
@@ -71,13 +71,18 @@ export function scopeRequest(prepared: PreparedPolicies, req: MatchedRequest, fa
   return { prepared: subset, violations, ...(failedOpen.length > 0 ? { failedOpen: leftOutFailingOpen(failedOpen) } : {}) };
 }
 
-function leftOutFailingOpen(left: ReadonlyArray<{ policy: string; error: string }>): Decision {
-  const decision = allow({
-    warnings: left.map(({ policy, error }) => `${policy.replace("/", " ")} was left out: ${error}; the server fails open`),
-    auditAnnotations: { "fail-open": "true" },
-  });
-  decision.failOpen = left.map(({ policy, error }) => ({ backend: `matchConditions/${policy}`, error }));
-  return decision;
+/** A policy left out because its condition failed while failing open. */
+interface LeftOut {
+  kind: string;
+  name: string;
+  error: string;
+}
+
+function leftOutFailingOpen(left: readonly LeftOut[]): Decision {
+  return admittedFailingOpen(
+    left.map(({ kind, name, error }) => `${kind} ${name} was left out: ${error}; the server fails open`),
+    left.map(({ kind, name, error }) => ({ backend: `matchConditions/${kind}/${name}`, error })),
+  );
 }
 
 /** A resource a webhook rule sends to Imprimatur, for any operation; "*" as the version stands for any. */

@@ -9,7 +9,7 @@ import { repairTornLastLine, type TornLineRepair } from "../fs/torn-line.ts";
 
 export interface AuditRecord {
   time: string;
-  event: "break-glass" | "policy-exception" | "fail-open";
+  event: "break-glass" | "break-glass-refused" | "policy-exception" | "fail-open";
   [key: string]: unknown;
 }
 

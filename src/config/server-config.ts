@@ -3,6 +3,7 @@
 // Flags given on the command line override it.
 import { dirname, resolve } from "node:path";
 import type { PinningMode } from "../core/image-policy/digest-pinning.ts";
+import type { BreakGlassAuthorization } from "../core/break-glass.ts";
 import { DEFAULT_MAX_BYTES_PER_IMAGE } from "../registry/download-budget.ts";
 import { checkTemplatePath, type TemplateKind } from "../core/workload-templates.ts";
 import { ConfigChecks, readConfigText, singleYamlDocument } from "./config-checks.ts";
@@ -38,6 +39,18 @@ export interface ServerConfig {
   digests: DigestConfig;
   /** What one image's signature verification may download. */
   verification: VerificationConfig;
+  /** Who may use break-glass overrides. */
+  breakGlass: BreakGlassConfig;
+}
+
+export interface BreakGlassConfig {
+  /**
+   * SubjectAccessReview: an override is honoured only for a user the cluster's authorizer lets use the verb
+   * break-glass on the policy (by name); None: on the annotations alone, for anyone who can create the pod.
+   */
+  authorization: BreakGlassAuthorization;
+  /** How long an authorizer's answer is reused. */
+  cacheTtlMs: number;
 }
 
 export interface VerificationConfig {
@@ -67,6 +80,7 @@ export const DEFAULT_SERVER_CONFIG: ServerConfig = {
   podTemplates: [],
   digests: { mode: "mutate", cacheTtlMs: 30_000, cacheMaxEntries: 10_000 },
   verification: { maxBytesPerImage: DEFAULT_MAX_BYTES_PER_IMAGE, maxArtifactsPerImage: 32 },
+  breakGlass: { authorization: "SubjectAccessReview", cacheTtlMs: 10_000 },
   // kube-apiserver caps request bodies at 3 MiB; an AdmissionReview carries object and oldObject.
   maxRequestBytes: 8 * 1024 * 1024,
   // Far above what one replica answers in an apiserver's timeout when the registries answer; reached when they do
@@ -90,6 +104,7 @@ const KNOWN_KEYS = [
   "authFile",
   "digests",
   "verification",
+  "breakGlass",
 ];
 const FILE_KEYS = ["auditLog", "namespacesFile", "kubeconfig", "registries", "authFile"] as const;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -112,6 +127,7 @@ export function parseServerConfig(raw: unknown, file: string, baseDir: string, l
     podTemplates: [],
     digests: { ...DEFAULT_SERVER_CONFIG.digests },
     verification: { ...DEFAULT_SERVER_CONFIG.verification },
+    breakGlass: { ...DEFAULT_SERVER_CONFIG.breakGlass },
   };
   const o = checks.mapping(raw, [], KNOWN_KEYS);
   if (o) {
@@ -169,6 +185,19 @@ function readFields(o: Record<string, unknown>, config: ServerConfig, checks: Co
     };
     inRange("maxBytesPerImage", MAX_BYTES_PER_IMAGE_RANGE, "must be an integer from 65536 (64 KiB) to 1073741824 (1 GiB): bytes");
     inRange("maxArtifactsPerImage", MAX_ARTIFACTS_PER_IMAGE_RANGE, "must be an integer from 1 to 1000");
+  }
+  const breakGlass = o.breakGlass === undefined ? undefined : checks.mapping(o.breakGlass, ["breakGlass"], ["authorization", "cacheTTL"]);
+  if (breakGlass) {
+    if (breakGlass.authorization !== undefined) {
+      if (breakGlass.authorization === "SubjectAccessReview" || breakGlass.authorization === "None") config.breakGlass.authorization = breakGlass.authorization;
+      else
+        checks.problem(
+          ["breakGlass", "authorization"],
+          `must be "SubjectAccessReview" (only users the cluster lets use the verb break-glass on the policy) or "None" (the annotations alone)`,
+        );
+    }
+    if (breakGlass.cacheTTL !== undefined)
+      config.breakGlass.cacheTtlMs = checks.duration(breakGlass.cacheTTL, ["breakGlass", "cacheTTL"]) ?? config.breakGlass.cacheTtlMs;
   }
   const podTemplates = o.podTemplates === undefined ? undefined : checks.list(o.podTemplates, ["podTemplates"]);
   for (const [i, raw] of (podTemplates ?? []).entries()) {

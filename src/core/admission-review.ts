@@ -15,7 +15,8 @@ export interface AdmissionRequest {
   name?: string;
   namespace?: string;
   operation?: string;
-  userInfo?: { username?: string; uid?: string; groups?: string[] };
+  /** The authenticated user (authentication/v1 UserInfo): what a SubjectAccessReview asks about, as the apiserver saw it. */
+  userInfo?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
   object?: Record<string, unknown> | null;
   oldObject?: Record<string, unknown> | null;
   dryRun?: boolean;
@@ -82,6 +83,9 @@ function requestFieldTypeError(request: Record<string, unknown>): string | undef
   }
   const groups = isObject(request.userInfo) ? request.userInfo.groups : undefined;
   if (!absentOr(groups, (g) => Array.isArray(g) && g.every(isString))) return "request.userInfo.groups must be a list of strings";
+  const extra = isObject(request.userInfo) ? request.userInfo.extra : undefined;
+  if (!absentOr(extra, (x) => isObject(x) && Object.values(x).every((v) => Array.isArray(v) && v.every(isString))))
+    return "request.userInfo.extra must map names to lists of strings";
   return undefined;
 }
 

@@ -17,8 +17,33 @@ export interface BreakGlassPolicy {
   ticketPattern?: LinearRegex;
 }
 
+/** How the server decides who may use break-glass (ServerConfig breakGlass.authorization). */
+export type BreakGlassAuthorization = "SubjectAccessReview" | "None";
+
+/**
+ * Whether the requesting user may use break-glass on a policy: the cluster's authorizer answered (a
+ * SubjectAccessReview for the verb `break-glass` on the policy's resource, by name), or why it could not be asked.
+ */
+export type BreakGlassGrant = { allowed: true } | { allowed: false; reason: string };
+
+/**
+ * Who may use the override, as the edge found out before the review. `checked: false` when no one is asked (the
+ * server's breakGlass.authorization is None, or `check` has no cluster to ask): the override is then honoured on
+ * the annotations alone, with a warning that says so. The engine always gives it when break-glass is requested.
+ */
+export type BreakGlassAccess =
+  | { checked: true; user: string; byPolicy: ReadonlyMap<string, BreakGlassGrant> }
+  | { checked: false; why: string };
+
+/** The key of a policy in BreakGlassAccess.byPolicy: "name" for an ImagePolicy, "namespace/name" for a namespaced one. */
+export function breakGlassPolicyKey(policy: { name: string; namespace?: string | undefined }): string {
+  return policy.namespace === undefined ? policy.name : `${policy.namespace}/${policy.name}`;
+}
+
 export interface BreakGlassInput {
   annotations: Record<string, string>;
+  /** Who may use it; absent: not asked and not warned of (the core's own callers in tests). */
+  access?: BreakGlassAccess | undefined;
   namespace: string;
   /** Violations that are not policy denials (invalid references, unknown namespace labels). */
   blocking: Violation[];
@@ -48,6 +73,23 @@ export function applyBreakGlass(denied: Decision, input: BreakGlassInput): Decis
       rule: "breakGlass",
       message: `break-glass was requested but this policy does not allow overrides in namespace ${JSON.stringify(input.namespace)}`,
     });
+  }
+  const access = input.access;
+  if (access?.checked) {
+    const asked = new Set<string>();
+    for (const { policy } of input.denials) {
+      const key = breakGlassPolicyKey(policy);
+      if (refusedBy.has(policy.name) || asked.has(key)) continue;
+      asked.add(key);
+      const grant = access.byPolicy.get(key) ?? { allowed: false, reason: "no one was asked whether the user may" };
+      if (grant.allowed) continue;
+      problems.push({
+        policy: policy.name,
+        ...kindOf(policy),
+        rule: "breakGlass",
+        message: `break-glass was requested by ${access.user ? JSON.stringify(access.user) : "a request that names no user"}, who may not use it on this policy: ${grant.reason}`,
+      });
+    }
   }
   const missing = [...required].filter((k) => !(input.annotations[k] ?? "").trim());
   if (missing.length > 0) {
@@ -99,6 +141,7 @@ export function applyBreakGlass(denied: Decision, input: BreakGlassInput): Decis
     warnings: [
       ...denied.warnings,
       `break-glass override (ticket ${ticket}): ${overridden.length} image denial(s) set aside; the admission is recorded in the audit log (a dry run, or imprimatur check, records nothing): ${renderReason(overridden)}`,
+      ...(access && !access.checked ? [`break-glass: who may use it was not checked (${access.why})`] : []),
     ],
     auditAnnotations: {
       ...denied.auditAnnotations,

@@ -3,6 +3,7 @@
 // semantics, reporting issues by field path), prepares the compiled set once per load (indexes), and
 // evaluates an AdmissionSubject. Kinds that only carry data for others (trust roots) evaluate nothing.
 import type { AdmissionSubject } from "./admission-subject.ts";
+import type { BreakGlassAccess } from "./break-glass.ts";
 import type { Decision } from "./decision.ts";
 import type { PolicyOrigin } from "./policy-origin.ts";
 import type { VerificationResults } from "./verification-results.ts";
@@ -37,6 +38,8 @@ export interface KindEvaluationContext {
   failOpen?: boolean;
   /** The admission's time (ms since the epoch): the core reads no clock, so conditions on age (time_since) get it here. */
   now?: number;
+  /** Who may use break-glass on which policy, asked by the edge when the subject requests it. */
+  breakGlassAccess?: BreakGlassAccess;
 }
 
 export interface PolicyKind<Compiled extends CompiledPolicy = CompiledPolicy, Prepared = unknown> {

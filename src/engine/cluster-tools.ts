@@ -13,6 +13,7 @@ import { fullName } from "../core/image-reference.ts";
 import { NO_NAMESPACE_LABELS, type NamespaceLabelSource } from "../core/namespace-labels.ts";
 import type { PreparedPolicies } from "../core/policy-set/policy-kinds.ts";
 import { ANONYMOUS, type CredentialLookup } from "../credentials/credential.ts";
+import { BreakGlassReviewer } from "../kube/break-glass-reviews.ts";
 import { EventRecorder } from "../kube/event-recorder.ts";
 import { KubeNamespacePods, type NamespacePods } from "../kube/namespace-pods.ts";
 import { PodCredentials } from "../kube/pod-credentials.ts";
@@ -55,6 +56,8 @@ export interface OnlineTools extends ToolsOfEveryMode {
   events: EventRecorder | undefined;
   /** Absent without API access: Pod Security Admission's namespace check then sees no pods. */
   pods: NamespacePods | undefined;
+  /** Who may use break-glass (SubjectAccessReviews); absent without API access, where overrides are then refused. */
+  breakGlass: BreakGlassReviewer | undefined;
 }
 
 export type ClusterTools = OfflineTools | OnlineTools;
@@ -136,6 +139,7 @@ export function onlineTools(services: OnlineServices): ToolsFactory {
       pinner,
       events: kube ? new EventRecorder(kube, logger) : undefined,
       pods: kube ? new KubeNamespacePods(kube, logger) : undefined,
+      breakGlass: kube ? new BreakGlassReviewer(kube, { ttlMs: config.breakGlass.cacheTtlMs }) : undefined,
     };
   };
 }

@@ -4,7 +4,8 @@
 //   1. the policies of the caller's cluster and of the subject's namespace, then those whose match/exclude it
 //      meets; the namespace's labels, fetched only when some policy needs them;
 //   2. at once, as they wait on the network: signature verification of images whose allow rule has attestors
-//      (src/engine/verify-images.ts), the remote ImageReview backends, and on /imagereview digest records;
+//      (src/engine/verify-images.ts), the remote ImageReview backends, on /imagereview digest records, and when
+//      a pod requests break-glass whether its user may (src/engine/break-glass-access.ts);
 //   3. every registered policy kind's verdict (src/core/policy-set/policy-kinds.ts) with the verification results, Pod
 //      Security Admission, the exceptions that apply;
 //   4. on /mutate instead of 2–3: tag→digest pinning, which also records the images it verified;
@@ -28,6 +29,7 @@ import type { DigestResolver } from "../registry/digest-resolver.ts";
 import type { ImageVerifier } from "../verification/image-verifier.ts";
 import type { AdmissionCall } from "./admission-call.ts";
 import { recordOverrides } from "./audit-overrides.ts";
+import { breakGlassAccessFor } from "./break-glass-access.ts";
 import type { ClusterTools } from "./cluster-tools.ts";
 import type { EngineParts } from "./engine-parts.ts";
 import { logDecision } from "./decision-log.ts";
@@ -114,20 +116,24 @@ export class Engine {
     const signatures = signaturesToVerify(tools, prepared.set.ImagePolicy, subject, namespaceLabels);
     // Most admissions have nothing to wait on (no signature to verify, no remote backend): they skip the
     // Promise.all and its microtasks.
-    const waits = (signatures !== undefined && signatures.needs.length > 0) || this.parts.remotes.length > 0 || recordDigests !== undefined;
-    const [verifications, remote, resolved] = waits
+    const breakGlassAccess = breakGlassAccessFor(subject, prepared.set.ImagePolicy, tools, config.breakGlass.authorization, call.deadline);
+    const waits =
+      (signatures !== undefined && signatures.needs.length > 0) || this.parts.remotes.length > 0 || recordDigests !== undefined || breakGlassAccess !== undefined;
+    const [verifications, remote, resolved, breakGlass] = waits
       ? await Promise.all([
           signatures && verifySignatures(signatures, subject, new Map(), call.deadline),
           this.parts.reviews.reviewPods(subject, call.deadline, clusterOf(call.caller)),
           recordDigests,
+          breakGlassAccess,
         ])
-      : [signatures && new Map<string, ImageVerification>(), [], undefined];
+      : [signatures && new Map<string, ImageVerification>(), [], undefined, undefined];
     const decisions = withEvaluationDeadline(
       () => Date.now() > call.deadline,
       () =>
         evaluateKinds(prepared, subject, {
           ...(namespaceLabels === undefined ? {} : { namespaceLabels }),
           ...(verifications ? { verifications } : {}),
+          ...(breakGlass ? { breakGlassAccess: breakGlass } : {}),
           failOpen: config.failOpen,
           now: Date.now(),
         }),

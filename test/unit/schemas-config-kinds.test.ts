@@ -263,6 +263,7 @@ const KINDS: KindUnderTest[] = [
       authFile: "auth.json",
       digests: { mode: "Mutate", cacheTTL: "30s", maxEntries: 10000 },
       verification: { maxBytesPerImage: 16777216, maxArtifactsPerImage: 32 },
+      breakGlass: { authorization: "SubjectAccessReview", cacheTTL: "10s" },
     }),
     load: (file) => loadServerConfig(file),
     cases: [
@@ -320,6 +321,9 @@ const KINDS: KindUnderTest[] = [
       { at: ["verification"], values: [{}, 1, undefined] },
       { at: ["verification", "maxBytesPerImage"], values: [65536, 65535, 1073741824, 1073741825, 100000.5, "65536", undefined] },
       { at: ["verification", "maxArtifactsPerImage"], values: [1, 0, 1000, 1001, 1.5, "32", undefined] },
+      { at: ["breakGlass"], values: [{}, "None", [], undefined] },
+      { at: ["breakGlass", "authorization"], values: ["SubjectAccessReview", "None", "none", "RBAC", true, undefined] },
+      { at: ["breakGlass", "cacheTTL"], values: ["10s", "0", "1m", "-1s", 10, undefined] },
     ],
   },
   {

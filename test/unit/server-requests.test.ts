@@ -145,25 +145,54 @@ for (const [name, input, status, message] of malformed) {
   });
 }
 
-test("break-glass admission is written to the audit log before the answer; dry runs are not", async () => {
+test("break-glass without a Kubernetes API to ask who may use it is refused, and the attempt is audited; dry runs are not", async () => {
   const annotations = { "break-glass.image-policy.k8s.io/reason": "prod down", "break-glass.image-policy.k8s.io/ticket": "INC-7" };
   const dry = await postJson(`${base}/validate`, ca, podReview({ images: ["nginx"], annotations, dryRun: true, uid: "dry" }));
-  assert.equal(dry.body.response.allowed, true);
+  assert.equal(dry.body.response.allowed, false);
   const res = await postJson(`${base}/validate`, ca, podReview({ images: ["nginx"], annotations, uid: "bg-1" }));
-  assert.equal(res.body.response.allowed, true);
-  assert.match(res.body.response.warnings[0], /break-glass override \(ticket INC-7\)/);
+  assert.equal(res.body.response.allowed, false);
+  assert.match(res.body.response.status.message, /break-glass was requested by "alice", who may not use it on this policy: the server has no Kubernetes API to ask/);
   const lines = (await readFile(join(dir, "audit.jsonl"), "utf8"))
     .trim()
     .split("\n")
     .map((l) => JSON.parse(l));
   assert.deepEqual(
-    lines.map((l) => l.uid),
-    ["bg-1"],
+    lines.map((l) => [l.uid, l.event]),
+    [["bg-1", "break-glass-refused"]],
   );
-  assert.equal(lines[0].event, "break-glass");
-  assert.equal(lines[0].ticket, "INC-7");
-  assert.equal(lines[0].user, "alice");
-  assert.equal(lines[0].overridden[0].image, "nginx");
+  assert.deepEqual([lines[0].ticket, lines[0].reason, lines[0].user], ["INC-7", "prod down", "alice"]);
+  assert.deepEqual(
+    lines[0].refusals.map((v: { rule: string }) => v.rule),
+    ["breakGlass"],
+  );
+  assert.equal(lines[0].denials[0].image, "nginx");
+});
+
+test("break-glass on the annotations alone (breakGlass.authorization: None) is written to the audit log before the answer, and warns that no one was asked", async () => {
+  const open = await startTestApp({ policies: EMBEDDED_POLICIES, config: { ...DEFAULT_SERVER_CONFIG, breakGlass: { authorization: "None", cacheTtlMs: 10_000 } } });
+  try {
+    const annotations = { "break-glass.image-policy.k8s.io/reason": "prod down", "break-glass.image-policy.k8s.io/ticket": "INC-7" };
+    const dry = await postJson(`${open.base}/validate`, open.ca, podReview({ images: ["nginx"], annotations, dryRun: true, uid: "dry" }));
+    assert.equal(dry.body.response.allowed, true);
+    const res = await postJson(`${open.base}/validate`, open.ca, podReview({ images: ["nginx"], annotations, uid: "bg-1" }));
+    assert.equal(res.body.response.allowed, true);
+    assert.match(res.body.response.warnings[0], /break-glass override \(ticket INC-7\)/);
+    assert.match(res.body.response.warnings[1], /who may use it was not checked \(the server's breakGlass.authorization is None\)/);
+    const lines = (await readFile(join(open.stateDir, "audit.jsonl"), "utf8"))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    assert.deepEqual(
+      lines.map((l) => l.uid),
+      ["bg-1"],
+    );
+    assert.equal(lines[0].event, "break-glass");
+    assert.equal(lines[0].ticket, "INC-7");
+    assert.equal(lines[0].user, "alice");
+    assert.equal(lines[0].overridden[0].image, "nginx");
+  } finally {
+    await open.close();
+  }
 });
 
 test("non-pod resources and updates that change no image are admitted without review", async () => {

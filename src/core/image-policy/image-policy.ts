@@ -4,7 +4,7 @@ import { denies } from "../validation-actions.ts";
 import type { ImagePattern } from "../image-pattern.ts";
 import { parseImageReferenceCached, type ImageReference } from "../image-reference.ts";
 import { describeLabelSelector, matchesLabelSelector, type LabelSelector } from "../label-selector.ts";
-import { applyBreakGlass, type BreakGlassPolicy } from "../break-glass.ts";
+import { applyBreakGlass, type BreakGlassAccess, type BreakGlassPolicy } from "../break-glass.ts";
 import type { PolicyOrigin } from "../policy-origin.ts";
 import type { ImagePath } from "../image-paths.ts";
 import type { RequestMatch } from "../request-match/request-match.ts";
@@ -98,6 +98,8 @@ export interface EvaluationContext {
   imageReview?: boolean;
   /** The admission's time (ms since the epoch), given by the edge: what attestation conditions such as time_since measure to. */
   now?: number;
+  /** Who may use break-glass on which policy (asked by the edge); absent: not asked. */
+  breakGlassAccess?: BreakGlassAccess;
 }
 
 type Applicability = { applies: boolean } | { unknown: Violation };
@@ -450,6 +452,7 @@ export function evaluateImagePolicies(policies: readonly ImagePolicy[], request:
     namespace: request.namespace,
     blocking,
     denials,
+    access: ctx.breakGlassAccess,
   });
 }
 

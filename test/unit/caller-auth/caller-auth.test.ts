@@ -10,6 +10,7 @@ import { ConfigError } from "../../../src/config/config-error.ts";
 import { loadCallerTokens, parseCallerTokens, tokenDigest } from "../../../src/caller-auth/caller-tokens.ts";
 import { podReview } from "../../support/admission.ts";
 import { createClientCa, randomToken, type ClientCa } from "../../support/caller-credentials.ts";
+import { DEFAULT_SERVER_CONFIG } from "../../../src/config/server-config.ts";
 import { startTestApp, type TestApp } from "../../support/in-process-app.ts";
 
 const POLICY = `apiVersion: imprimatur.dev/v1alpha1
@@ -158,8 +159,10 @@ describe("serve with a client CA and caller tokens", () => {
       tokensFile,
       `apiVersion: imprimatur.dev/v1alpha1\nkind: CallerTokens\ncallers:\n  - name: apiserver-t\n    cluster: cluster-t\n    tokenSha256: ${tokenDigest(token)}\n`,
     );
-    server = await startTestApp({ policies: dir, callers: { clientCaPem: clientCa.certPem, tokens: await loadCallerTokens(tokensFile) } });
-    openServer = await startTestApp({ policies: dir, callers: { clientCaPem: clientCa.certPem, allowUnauthenticated: true } });
+    // Break-glass on the annotations alone (no API to ask who may): its records are what these tests read.
+    const config = { ...DEFAULT_SERVER_CONFIG, breakGlass: { authorization: "None" as const, cacheTtlMs: 10_000 } };
+    server = await startTestApp({ policies: dir, config, callers: { clientCaPem: clientCa.certPem, tokens: await loadCallerTokens(tokensFile) } });
+    openServer = await startTestApp({ policies: dir, config, callers: { clientCaPem: clientCa.certPem, allowUnauthenticated: true } });
   });
 
   after(async () => {

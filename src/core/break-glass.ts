@@ -31,9 +31,7 @@ export type BreakGlassGrant = { allowed: true } | { allowed: false; reason: stri
  * server's breakGlass.authorization is None, or `check` has no cluster to ask): the override is then honoured on
  * the annotations alone, with a warning that says so. The engine always gives it when break-glass is requested.
  */
-export type BreakGlassAccess =
-  | { checked: true; user: string; byPolicy: ReadonlyMap<string, BreakGlassGrant> }
-  | { checked: false; why: string };
+export type BreakGlassAccess = { checked: true; user: string; byPolicy: ReadonlyMap<string, BreakGlassGrant> } | { checked: false; why: string };
 
 /** The key of a policy in BreakGlassAccess.byPolicy: "name" for an ImagePolicy, "namespace/name" for a namespaced one. */
 export function breakGlassPolicyKey(policy: { name: string; namespace?: string | undefined }): string {
@@ -87,7 +85,9 @@ export function applyBreakGlass(denied: Decision, input: BreakGlassInput): Decis
         policy: policy.name,
         ...kindOf(policy),
         rule: "breakGlass",
-        message: `break-glass was requested by ${access.user ? JSON.stringify(access.user) : "a request that names no user"}, who may not use it on this policy: ${grant.reason}`,
+        message: access.user
+          ? `break-glass was requested by ${JSON.stringify(access.user)}, who may not use it on this policy: ${grant.reason}`
+          : `break-glass was requested, but no one can be asked whether the requester may use it on this policy: ${grant.reason}`,
       });
     }
   }

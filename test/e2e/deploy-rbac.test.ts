@@ -86,6 +86,8 @@ const CLUSTER_WIDE = [
   ...expand("", ["pods"], ["list", "watch"]),
   ...expand("wgpolicyk8s.io", ["policyreports", "clusterpolicyreports"], ["get", "list", "create", "update", "delete"]),
   ...expand("openreports.io", ["reports", "clusterreports"], ["get", "list", "create", "update", "delete"]),
+  // Who may use break-glass.
+  ...expand("authorization.k8s.io", ["subjectaccessreviews"], ["create"]),
 ];
 const IN_OWN_NAMESPACE = [
   ...expand("", ["secrets"], ["create"]),

@@ -2,7 +2,8 @@
 // driven with kubectl against a real etcd + kube-apiserver v1.20.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { readFile } from "node:fs/promises";
+import { mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
@@ -16,7 +17,13 @@ let imprimatur: ImprimaturProcess;
 let cluster: KubeCluster;
 
 before(async () => {
-  imprimatur = await startImprimatur(["--policies", POLICIES]);
+  // An ImageReview names no user, so no one can be asked whether the user may break glass: over /imagereview an
+  // override is honoured only on the annotations alone, which the server must be told (else it refuses them all,
+  // test/unit/image-review.test.ts).
+  const configDir = await mkdtemp(join(tmpdir(), "imprimatur-ipw-"));
+  const config = join(configDir, "config.yaml");
+  await writeFile(config, "apiVersion: imprimatur.dev/v1alpha1\nkind: ServerConfig\nbreakGlass:\n  authorization: None\n");
+  imprimatur = await startImprimatur(["--policies", POLICIES, "--config", config]);
   // `serve` wrote the kubeconfig the ImagePolicyWebhook needs (server URL + our CA) into its state folder.
   const admissionConfigYaml = renderAdmissionConfiguration({
     kubeconfigPath: join(imprimatur.stateDir, "imagepolicy-kubeconfig.yaml"),

@@ -2,6 +2,7 @@
 // with a third-party ImageReview backend reached through a kubeconfig, fail-closed and fail-open servers,
 // break-glass and the decision cache. Audit annotations are read back from the apiserver's own audit log.
 import { test, before, after } from "node:test";
+import { stringify } from "yaml";
 import assert from "node:assert/strict";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -26,17 +27,19 @@ let auditLog: PodAuditLog;
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), "imprimatur-e2e-webhook-"));
   // The third-party backend: its own CA and serving certificate; imprimatur reaches it through a kubeconfig.
-  const configured = await startConfiguredTestBackend(dir, { token: TOKEN, timeout: "2s" });
+  // Who may break glass is asked of the cluster each second at most (the default keeps answers 10 s).
+  const configured = await startConfiguredTestBackend(dir, { token: TOKEN, timeout: "2s", config: { breakGlass: { cacheTTL: "1s" } } });
   backend = configured.backend;
   const config = configured.configPath;
-  closed = await startImprimatur(["--policies", POLICIES, "--config", config]);
-  open = await startImprimatur(["--policies", POLICIES, "--config", config, "--fail-open"]);
 
   auditLog = await podAuditLog(dir, "apiserver-audit.log");
   cluster = await startKubeCluster({
     enableAdmissionPlugins: ["ValidatingAdmissionWebhook", "MutatingAdmissionWebhook"],
     extraArgs: [...auditLog.apiserverArgs, "--feature-gates=EphemeralContainers=true"],
   });
+  // The servers read the cluster (namespace labels, and SubjectAccessReviews for break-glass) as its admin.
+  closed = await startImprimatur(["--policies", POLICIES, "--config", config, "--kubeconfig", cluster.kubeconfig]);
+  open = await startImprimatur(["--policies", POLICIES, "--config", config, "--fail-open", "--kubeconfig", cluster.kubeconfig]);
   const webhook = (name: string, server: ImprimaturProcess, mode: string) =>
     urlWebhook(name, `${server.baseUrl}/validate`, {
       caPem: server.ca,
@@ -164,6 +167,98 @@ test("break-glass admits with the right annotations only where allowed, and is a
   const refused = await cluster.apply(podYaml("glass", "e2e-locked", ["docker.io/library/nginx:1.25"], annotations));
   assert.notEqual(refused.code, 0);
   assert.match(refused.stderr, /does not allow overrides in namespace "e2e-locked"/);
+});
+
+test("break-glass is honoured only for a user RBAC lets use the verb break-glass on the denying policy, by name; refused attempts are audited", async () => {
+  const annotations = { "break-glass.image-policy.k8s.io/reason": "outage", "break-glass.image-policy.k8s.io/ticket": "INC-3003" };
+  const rbac = async (docs: object[]) => {
+    const applied = await cluster.apply(docs.map((d) => stringify(d)).join("---\n"));
+    assert.equal(applied.code, 0, applied.stderr);
+    return applied;
+  };
+  const rbacGroup = "rbac.authorization.k8s.io";
+  // alice may create pods in e2e-closed, and break glass on another policy only.
+  assert.equal(
+    (
+      await rbac([
+        {
+          apiVersion: `${rbacGroup}/v1`,
+          kind: "Role",
+          metadata: { name: "pods", namespace: "e2e-closed" },
+          rules: [{ apiGroups: [""], resources: ["pods"], verbs: ["create", "get"] }],
+        },
+        {
+          apiVersion: `${rbacGroup}/v1`,
+          kind: "RoleBinding",
+          metadata: { name: "alice-pods", namespace: "e2e-closed" },
+          roleRef: { apiGroup: rbacGroup, kind: "Role", name: "pods" },
+          subjects: [{ apiGroup: rbacGroup, kind: "User", name: "alice" }],
+        },
+        {
+          apiVersion: `${rbacGroup}/v1`,
+          kind: "ClusterRole",
+          metadata: { name: "break-glass-other" },
+          rules: [{ apiGroups: ["imprimatur.dev"], resources: ["imagepolicies"], verbs: ["break-glass"], resourceNames: ["locked-down"] }],
+        },
+        {
+          apiVersion: `${rbacGroup}/v1`,
+          kind: "ClusterRoleBinding",
+          metadata: { name: "alice-break-glass-other" },
+          roleRef: { apiGroup: rbacGroup, kind: "ClusterRole", name: "break-glass-other" },
+          subjects: [{ apiGroup: rbacGroup, kind: "User", name: "alice" }],
+        },
+      ])
+    ).code,
+    0,
+  );
+  const asAlice = (name: string, groups: string[] = []) =>
+    cluster.kubectl(["--as", "alice", ...groups.flatMap((g) => ["--as-group", g]), "apply", "-f", "-"], {
+      input: podYaml(name, "e2e-closed", ["docker.io/library/nginx:1.25"], annotations),
+    });
+  const refused = await asAlice("glass-alice");
+  assert.notEqual(refused.code, 0);
+  assert.match(
+    refused.stderr,
+    /policy trusted-registries breakGlass: break-glass was requested by "alice", who may not use it on this policy: no RBAC rule grants the verb break-glass on imagepolicies\.imprimatur\.dev "trusted-registries"/,
+  );
+  const records = async () =>
+    (await readFile(join(closed.stateDir, "audit.jsonl"), "utf8"))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+  const attempt = (await records()).find((r) => r.ticket === "INC-3003" && r.event === "break-glass-refused");
+  assert.ok(attempt, "the refused attempt is in the audit log");
+  assert.deepEqual([attempt.user, attempt.name, attempt.reason], ["alice", "glass-alice", "outage"]);
+  assert.match(attempt.refusals[0].message, /who may not use it on this policy/);
+
+  // The on-call group may break glass on trusted-registries, by name: alice, in that group, may now.
+  assert.equal(
+    (
+      await rbac([
+        {
+          apiVersion: `${rbacGroup}/v1`,
+          kind: "ClusterRole",
+          metadata: { name: "break-glass-trusted" },
+          rules: [{ apiGroups: ["imprimatur.dev"], resources: ["imagepolicies"], verbs: ["break-glass"], resourceNames: ["trusted-registries"] }],
+        },
+        {
+          apiVersion: `${rbacGroup}/v1`,
+          kind: "ClusterRoleBinding",
+          metadata: { name: "oncall-break-glass-trusted" },
+          roleRef: { apiGroup: rbacGroup, kind: "ClusterRole", name: "break-glass-trusted" },
+          subjects: [{ apiGroup: rbacGroup, kind: "Group", name: "oncall" }],
+        },
+      ])
+    ).code,
+    0,
+  );
+  assert.notEqual((await asAlice("glass-alice-2")).code, 0, "not in the group: still refused");
+  // RBAC takes effect at once in the apiserver; the server's answer for alice-in-oncall was never asked, so no cache stands in the way.
+  const granted = await asAlice("glass-alice-3", ["oncall"]);
+  assert.equal(granted.code, 0, granted.stderr);
+  assert.match(granted.stderr, /Warning: break-glass override \(ticket INC-3003\)/);
+  const used = (await records()).find((r) => r.ticket === "INC-3003" && r.event === "break-glass");
+  assert.deepEqual([used?.user, used?.name], ["alice", "glass-alice-3"]);
 });
 
 test("backend stopped: fail-closed denies, fail-open admits with the audit annotation", async () => {

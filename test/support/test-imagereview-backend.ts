@@ -68,7 +68,7 @@ export async function startTestBackend(tls: { cert: string; key: string }, token
  */
 export async function startConfiguredTestBackend(
   dir: string,
-  options: { token: string; timeout?: string },
+  options: { token: string; timeout?: string; /** More ServerConfig fields. */ config?: Record<string, unknown> },
 ): Promise<{ backend: TestBackend; configPath: string }> {
   const ca = await createCertificateAuthority("test backend CA");
   const serving = await issueCertificate(ca, { commonName: "backend", ipAddresses: ["127.0.0.1"] });
@@ -82,6 +82,7 @@ export async function startConfiguredTestBackend(
       apiVersion: "imprimatur.dev/v1alpha1",
       kind: "ServerConfig",
       backends: [{ name: "scanner", kubeconfig: "scanner.kubeconfig", ...(options.timeout ? { timeout: options.timeout } : {}) }],
+      ...options.config,
     }),
   );
   return { backend, configPath };

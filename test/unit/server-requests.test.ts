@@ -151,7 +151,10 @@ test("break-glass without a Kubernetes API to ask who may use it is refused, and
   assert.equal(dry.body.response.allowed, false);
   const res = await postJson(`${base}/validate`, ca, podReview({ images: ["nginx"], annotations, uid: "bg-1" }));
   assert.equal(res.body.response.allowed, false);
-  assert.match(res.body.response.status.message, /break-glass was requested by "alice", who may not use it on this policy: the server has no Kubernetes API to ask/);
+  assert.match(
+    res.body.response.status.message,
+    /break-glass was requested by "alice", who may not use it on this policy: the server has no Kubernetes API to ask/,
+  );
   const lines = (await readFile(join(dir, "audit.jsonl"), "utf8"))
     .trim()
     .split("\n")
@@ -168,8 +171,21 @@ test("break-glass without a Kubernetes API to ask who may use it is refused, and
   assert.equal(lines[0].denials[0].image, "nginx");
 });
 
+test("break-glass over /imagereview is refused by default: an ImageReview names no user to ask about", async () => {
+  const annotations = { "break-glass.image-policy.k8s.io/reason": "prod down", "break-glass.image-policy.k8s.io/ticket": "INC-8" };
+  const res = await postJson(`${base}/imagereview`, ca, imageReview(["nginx"], "default", annotations));
+  assert.equal(res.body.status.allowed, false);
+  assert.match(
+    res.body.status.reason,
+    /break-glass was requested, but no one can be asked whether the requester may use it on this policy: an ImageReview names no user to ask about/,
+  );
+});
+
 test("break-glass on the annotations alone (breakGlass.authorization: None) is written to the audit log before the answer, and warns that no one was asked", async () => {
-  const open = await startTestApp({ policies: EMBEDDED_POLICIES, config: { ...DEFAULT_SERVER_CONFIG, breakGlass: { authorization: "None", cacheTtlMs: 10_000 } } });
+  const open = await startTestApp({
+    policies: EMBEDDED_POLICIES,
+    config: { ...DEFAULT_SERVER_CONFIG, breakGlass: { authorization: "None", cacheTtlMs: 10_000 } },
+  });
   try {
     const annotations = { "break-glass.image-policy.k8s.io/reason": "prod down", "break-glass.image-policy.k8s.io/ticket": "INC-7" };
     const dry = await postJson(`${open.base}/validate`, open.ca, podReview({ images: ["nginx"], annotations, dryRun: true, uid: "dry" }));

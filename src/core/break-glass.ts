@@ -33,11 +33,6 @@ export type BreakGlassGrant = { allowed: true } | { allowed: false; reason: stri
  */
 export type BreakGlassAccess = { checked: true; user: string; byPolicy: ReadonlyMap<string, BreakGlassGrant> } | { checked: false; why: string };
 
-/** The key of a policy in BreakGlassAccess.byPolicy: "name" for an ImagePolicy, "namespace/name" for a namespaced one. */
-export function breakGlassPolicyKey(policy: { name: string; namespace?: string | undefined }): string {
-  return policy.namespace === undefined ? policy.name : `${policy.namespace}/${policy.name}`;
-}
-
 export interface BreakGlassInput {
   annotations: Record<string, string>;
   /** Who may use it; absent: not asked and not warned of (the core's own callers in tests). */
@@ -76,10 +71,9 @@ export function applyBreakGlass(denied: Decision, input: BreakGlassInput): Decis
   if (access?.checked) {
     const asked = new Set<string>();
     for (const { policy } of input.denials) {
-      const key = breakGlassPolicyKey(policy);
-      if (refusedBy.has(policy.name) || asked.has(key)) continue;
-      asked.add(key);
-      const grant = access.byPolicy.get(key) ?? { allowed: false, reason: "no one was asked whether the user may" };
+      if (refusedBy.has(policy.name) || asked.has(policy.name)) continue;
+      asked.add(policy.name);
+      const grant = access.byPolicy.get(policy.name) ?? { allowed: false, reason: "no one was asked whether the user may" };
       if (grant.allowed) continue;
       problems.push({
         policy: policy.name,

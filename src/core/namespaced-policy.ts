@@ -50,6 +50,11 @@ export function namespacedPolicyName(namespace: string, name: string): string {
   return `${namespace}/${name}`;
 }
 
+/** The object's own name (metadata.name) back from a namespaced policy's name. */
+export function namespacedObjectName(namespace: string, policyName: string): string {
+  return policyName.startsWith(`${namespace}/`) ? policyName.slice(namespace.length + 1) : policyName;
+}
+
 /** The fields that fix a namespaced policy's scope to its namespace, with the reason given when one is set. */
 export const SCOPE_IS_THE_NAMESPACE = "it applies only in its own namespace";
 

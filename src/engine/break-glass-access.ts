@@ -7,9 +7,10 @@
 // none), a server without a Kubernetes API, a cluster it cannot read, an authorizer that does not answer in time.
 // `breakGlass.authorization: None` in the server's configuration honours the annotations alone, as `check` does
 // (it has no cluster to ask); both then warn that no one was asked.
-import { breakGlassPolicyKey, breakGlassRequested, type BreakGlassAccess, type BreakGlassAuthorization, type BreakGlassGrant } from "../core/break-glass.ts";
+import { breakGlassRequested, type BreakGlassAccess, type BreakGlassAuthorization, type BreakGlassGrant } from "../core/break-glass.ts";
 import type { AdmissionSubject } from "../core/admission-subject.ts";
 import type { ImagePolicy } from "../core/image-policy/image-policy.ts";
+import { namespacedObjectName } from "../core/namespaced-policy.ts";
 import type { ClusterTools } from "./cluster-tools.ts";
 
 export const UNCHECKED_BY_CONFIGURATION = "the server's breakGlass.authorization is None";
@@ -37,7 +38,7 @@ async function ask(
   if (authorization === "None") return { checked: false, why: UNCHECKED_BY_CONFIGURATION };
   if (!tools.online) return { checked: false, why: UNCHECKED_OFFLINE };
   const overridable = new Map<string, ImagePolicy>();
-  for (const policy of policies) if (policy.breakGlass.allowed) overridable.set(breakGlassPolicyKey(policy), policy);
+  for (const policy of policies) if (policy.breakGlass.allowed) overridable.set(policy.name, policy);
   const user = subject.request.userInfo;
   const username = user?.username ?? "";
   const byPolicy = new Map<string, BreakGlassGrant>();
@@ -56,7 +57,10 @@ async function ask(
   if (!reviewer)
     return refuseAll("the server has no Kubernetes API to ask whether the user may (set breakGlass.authorization: None to honour the annotations alone)");
   await Promise.all(
-    [...overridable].map(async ([key, policy]) => byPolicy.set(key, await reviewer.may(user, { name: policy.name, namespace: policy.namespace }, deadline))),
+    [...overridable].map(async ([key, policy]) => {
+      const name = policy.namespace === undefined ? policy.name : namespacedObjectName(policy.namespace, policy.name);
+      byPolicy.set(key, await reviewer.may(user, { name, namespace: policy.namespace }, deadline));
+    }),
   );
   return { checked: true, user: username, byPolicy };
 }

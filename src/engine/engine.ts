@@ -118,7 +118,10 @@ export class Engine {
     // Promise.all and its microtasks.
     const breakGlassAccess = breakGlassAccessFor(subject, prepared.set.ImagePolicy, tools, config.breakGlass.authorization, call.deadline);
     const waits =
-      (signatures !== undefined && signatures.needs.length > 0) || this.parts.remotes.length > 0 || recordDigests !== undefined || breakGlassAccess !== undefined;
+      (signatures !== undefined && signatures.needs.length > 0) ||
+      this.parts.remotes.length > 0 ||
+      recordDigests !== undefined ||
+      breakGlassAccess !== undefined;
     const [verifications, remote, resolved, breakGlass] = waits
       ? await Promise.all([
           signatures && verifySignatures(signatures, subject, new Map(), call.deadline),

@@ -52,7 +52,10 @@ export class BreakGlassReviewer {
     const key = JSON.stringify(review.spec);
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<BreakGlassGrant>((resolve) => {
-      timer = setTimeout(() => resolve({ allowed: false, reason: "the authorizer did not answer before the review's deadline" }), Math.max(0, deadline - Date.now()));
+      timer = setTimeout(
+        () => resolve({ allowed: false, reason: "the authorizer did not answer before the review's deadline" }),
+        Math.max(0, deadline - Date.now()),
+      );
     });
     try {
       return await Promise.race([
@@ -73,7 +76,10 @@ export class BreakGlassReviewer {
     if (status?.allowed === true) return { allowed: true };
     const resource = `${review.spec.resourceAttributes!.resource}.${POLICY_GROUP}`;
     const why = status?.reason ? `: ${status.reason}` : status?.evaluationError ? ` (${status.evaluationError})` : "";
-    return { allowed: false, reason: `no RBAC rule grants the verb ${BREAK_GLASS_VERB} on ${resource} ${JSON.stringify(review.spec.resourceAttributes!.name)}${why}` };
+    return {
+      allowed: false,
+      reason: `no RBAC rule grants the verb ${BREAK_GLASS_VERB} on ${resource} ${JSON.stringify(review.spec.resourceAttributes!.name)}${why}`,
+    };
   }
 
   clear(): void {

@@ -84,3 +84,44 @@ test("the API gone: the policy resources in force stay in force and reviews are 
   // Back: the watch lists or resumes, and the deletion made during the outage takes effect.
   await until("the deletion made during the outage takes effect", () => admits("registry.example.com/blocked/app:1"), 60);
 });
+
+test("the API not answering: a break-glass request is refused by the review's deadline with the reason, not answered late", async () => {
+  const overridable = {
+    apiVersion: "imprimatur.dev/v1alpha1",
+    kind: "ImagePolicy",
+    metadata: { name: "overridable" },
+    spec: { rules: [{ action: "deny", images: ["registry.example.com/held/*"], message: "held" }], default: "allow", breakGlass: { allowed: true } },
+  };
+  assert.equal((await cluster.apply(stringify(overridable))).code, 0);
+  await until("the overridable policy in force", async () => !(await admits("registry.example.com/held/app:1")));
+  const annotations = { "break-glass.image-policy.k8s.io/reason": "outage", "break-glass.image-policy.k8s.io/ticket": "INC-9" };
+  // The admin (system:masters) may break glass: answered, the override is used.
+  const asAdmin = podReview({ images: ["registry.example.com/held/app:1"], annotations, userInfo: { username: "admin", groups: ["system:masters"] } });
+  const used = await postJson(`${server.baseUrl}/validate?timeout=3s`, server.ca, asAdmin);
+  assert.equal(used.body.response.allowed, true, used.text);
+
+  proxy.hold();
+  try {
+    // Another user, never asked about: the SubjectAccessReview waits at the proxy.
+    const started = Date.now();
+    const held = await postJson(
+      `${server.baseUrl}/validate?timeout=2s`,
+      server.ca,
+      podReview({ images: ["registry.example.com/held/app:1"], annotations, userInfo: { username: "bob", groups: ["system:authenticated"] } }),
+    );
+    const took = Date.now() - started;
+    assert.equal(held.status, 200);
+    assert.equal(held.body.response.allowed, false);
+    assert.match(
+      held.body.response.status.message,
+      /break-glass was requested by "bob", who may not use it on this policy: the authorizer did not answer before the review's deadline/,
+    );
+    assert.ok(took < 2_000, `answered within the request's timeout (took ${took} ms)`);
+    assert.ok(
+      proxy.requests.some((r) => r.held && r.path.includes("subjectaccessreviews")),
+      "the question was sent and held",
+    );
+  } finally {
+    proxy.release();
+  }
+});

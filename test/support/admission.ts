@@ -9,6 +9,8 @@ export function podReview(opts: {
   operation?: string;
   uid?: string;
   dryRun?: boolean;
+  /** Who sends it; default alice, an authenticated user. */
+  userInfo?: { username: string; groups?: string[] };
 }) {
   const namespace = opts.namespace ?? "default";
   return {
@@ -22,7 +24,7 @@ export function podReview(opts: {
       name: "p",
       namespace,
       operation: opts.operation ?? "CREATE",
-      userInfo: { username: "alice", groups: ["system:authenticated"] },
+      userInfo: opts.userInfo ?? { username: "alice", groups: ["system:authenticated"] },
       dryRun: opts.dryRun ?? false,
       object: {
         apiVersion: "v1",

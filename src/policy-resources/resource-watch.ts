@@ -232,6 +232,7 @@ export function policyResourceSource(
     status,
     close: async () => {
       await watch.close();
+      status.close();
       await status.flush();
     },
   };

@@ -1,7 +1,7 @@
 // Writes what became of each policy custom resource: its status subresource (a Ready condition and the record
 // of the generation in force, see status-conditions.ts) and, when the verdict changes, an Event
-// on the object. Off the
-// admission path and best effort: a write that fails is logged, and the next reload tries again.
+// on the object. Off the admission path: a write that fails is logged and tried again after a backoff (1 s,
+// doubling to 60 s) for as long as the object is the one judged; a newer generation brings its own write.
 //
 // Every replica writes. The patch is computed from the object as last watched and is skipped when the
 // status already says the same, and replicas running the same version reach the same verdict from the
@@ -35,46 +35,96 @@ export class PolicyStatusWriter implements PolicyStatusSink {
   /** One write at a time per object, in order. */
   private readonly queues = new Map<string, Promise<void>>();
   private readonly inFlight = pLimit(MAX_WRITES_IN_FLIGHT);
+  /** A failed write's next attempt, by object; replaced by any newer report of it. */
+  private readonly retries = new Map<string, { timer: NodeJS.Timeout; delayMs: number }>();
+  private readonly retryMinMs: number;
+  private readonly retryMaxMs: number;
+  private closed = false;
 
-  constructor(kube: KubeConfig, opts: { logger: Logger; latest: (kind: string, key: string) => PolicyResourceObject | undefined; now?: () => Date }) {
+  constructor(
+    kube: KubeConfig,
+    opts: {
+      logger: Logger;
+      latest: (kind: string, key: string) => PolicyResourceObject | undefined;
+      now?: () => Date;
+      /** Backoff of a failed write: first delay, doubled up to the last. Default 1 s to 60 s. */
+      retryMinMs?: number;
+      retryMaxMs?: number;
+    },
+  ) {
     this.objects = kube.makeApiClient(CustomObjectsApi);
     this.core = kube.makeApiClient(CoreV1Api);
     this.logger = opts.logger;
     this.latest = opts.latest;
     this.now = opts.now ?? (() => new Date());
+    this.retryMinMs = opts.retryMinMs ?? 1_000;
+    this.retryMaxMs = opts.retryMaxMs ?? 60_000;
   }
 
   report(resource: PolicyResourceObject, outcome: ResourceOutcome): void {
+    this.enqueue(resource, outcome, undefined);
+  }
+
+  /** Stops retrying; writes already queued still run (flush() waits for them). */
+  close(): void {
+    this.closed = true;
+    for (const { timer } of this.retries.values()) clearTimeout(timer);
+    this.retries.clear();
+  }
+
+  private enqueue(resource: PolicyResourceObject, outcome: ResourceOutcome, lastDelayMs: number | undefined): void {
     const key = resourceOrigin(resource);
-    const queued = (this.queues.get(key) ?? Promise.resolve()).then(() => this.inFlight(() => this.write(resource, outcome)));
+    const pending = this.retries.get(key);
+    if (pending) {
+      clearTimeout(pending.timer);
+      this.retries.delete(key);
+    }
+    const queued = (this.queues.get(key) ?? Promise.resolve()).then(() =>
+      this.inFlight(async () => {
+        if (!(await this.write(resource, outcome))) this.retryLater(key, resource, outcome, lastDelayMs);
+      }),
+    );
     this.queues.set(key, queued);
     void queued.finally(() => {
       if (this.queues.get(key) === queued) this.queues.delete(key);
     });
   }
 
-  /** Waits for the writes queued so far (tests, shutdown). */
+  /** Waits for the writes queued so far (tests, shutdown); retries not yet due are not waited for. */
   async flush(): Promise<void> {
     while (this.queues.size > 0) await Promise.all([...this.queues.values()]);
   }
 
-  private async write(resource: PolicyResourceObject, outcome: ResourceOutcome): Promise<void> {
+  /** The write again after the backoff, unless a newer report of the object comes first. */
+  private retryLater(key: string, resource: PolicyResourceObject, outcome: ResourceOutcome, lastDelayMs: number | undefined): void {
+    if (this.closed || this.retries.has(key)) return;
+    const delayMs = lastDelayMs === undefined ? this.retryMinMs : Math.min(lastDelayMs * 2, this.retryMaxMs);
+    const timer = setTimeout(() => {
+      this.retries.delete(key);
+      this.enqueue(resource, outcome, delayMs);
+    }, delayMs);
+    timer.unref();
+    this.retries.set(key, { timer, delayMs });
+  }
+
+  /** False when the status could not be written (worth another attempt); true when written or nothing to write. */
+  private async write(resource: PolicyResourceObject, outcome: ResourceOutcome): Promise<boolean> {
     const latest = this.latest(resource.kind, resourceKey(resource));
     // Deleted, replaced or changed since it was judged: nothing to write, or the reload that follows writes it.
-    if (!latest || latest.uid !== resource.uid || latest.generation !== resource.generation) return;
+    if (!latest || latest.uid !== resource.uid || latest.generation !== resource.generation) return true;
     const now = this.now();
     const patch = statusPatch(latest.object, outcome, now);
-    if (!patch) return;
+    if (!patch) return true;
     const plural = POLICY_RESOURCE_KINDS.find((k) => k.kind === resource.kind)?.plural;
-    if (!plural) return;
+    if (!plural) return true;
     try {
       const options = setHeaderOptions("Content-Type", PatchStrategy.MergePatch, withSignal(AbortSignal.timeout(WRITE_TIMEOUT_MS)));
       const where = { group: POLICY_GROUP, version: POLICY_VERSION, plural, name: resource.name, body: patch };
       if (resource.namespace === undefined) await this.objects.patchClusterCustomObjectStatus(where, options);
       else await this.objects.patchNamespacedCustomObjectStatus({ ...where, namespace: resource.namespace }, options);
     } catch (err) {
-      this.logger.warn({ err: describeApiError(err), object: resourceOrigin(resource) }, "could not write the status of a policy resource");
-      return;
+      this.logger.warn({ err: describeApiError(err), object: resourceOrigin(resource) }, "could not write the status of a policy resource; trying again");
+      return false;
     }
     const condition = readyCondition(outcome, now);
     const before = (latest.object.status as { conditions?: Array<{ type?: string; status?: string }> } | undefined)?.conditions?.find(
@@ -83,6 +133,7 @@ export class PolicyStatusWriter implements PolicyStatusSink {
     // An Event when the verdict is new: every new rejection, and recovering from one.
     if (condition.status === "False") await this.event(resource, "Warning", condition.reason, condition.message);
     else if (before?.status === "False") await this.event(resource, "Normal", condition.reason, `generation ${outcome.generation} ${condition.message}`);
+    return true;
   }
 
   private async event(resource: PolicyResourceObject, type: "Normal" | "Warning", reason: string, message: string): Promise<void> {

@@ -125,3 +125,31 @@ test("the API not answering: a break-glass request is refused by the review's de
     proxy.release();
   }
 });
+
+test("policy status writes refused: the policy is enforced at once, and its status is written once the API takes writes again", async () => {
+  const statusWrites = (r: { method: string; path: string }) => r.method === "PATCH" && r.path.endsWith("/imagepolicies/status-refused/status");
+  proxy.refuse(statusWrites, 500);
+  try {
+    const policy = {
+      apiVersion: "imprimatur.dev/v1alpha1",
+      kind: "ImagePolicy",
+      metadata: { name: "status-refused" },
+      spec: { rules: [{ action: "deny", images: ["registry.example.com/status-refused/*"], message: "refused" }], default: "allow" },
+    };
+    assert.equal((await cluster.apply(stringify(policy))).code, 0);
+    await until("the policy in force although its status cannot be written", async () => !(await admits("registry.example.com/status-refused/app:1")));
+    await until("a refused status write tried again", async () => proxy.requests.filter((r) => statusWrites(r) && r.status === 500).length >= 2, 30);
+    assert.match(await server.log(), /could not write the status of a policy resource; trying again/);
+    const ready = await cluster.kubectl(["get", "imagepolicy", "status-refused", "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status}']);
+    assert.equal(ready.stdout, "", "no status yet");
+  } finally {
+    proxy.refuse(undefined);
+  }
+  // Nothing else changes: the retry alone writes it (the backoff is at most a minute).
+  await until(
+    "the status written by a retry",
+    async () =>
+      (await cluster.kubectl(["get", "imagepolicy", "status-refused", "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'])).stdout === "True",
+    90,
+  );
+});

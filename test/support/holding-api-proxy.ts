@@ -37,6 +37,11 @@ export interface HoldingApiProxy {
    */
   cut(): void;
   restore(): void;
+  /**
+   * From now on, requests `which` picks are answered by the proxy with `status` and a Status body, as an apiserver
+   * that refuses them (a failing etcd, an admission plugin); refuse(undefined) stops.
+   */
+  refuse(which: ((r: { method: string; path: string }) => boolean) | undefined, status?: number): void;
   stop(): Promise<void>;
 }
 
@@ -49,6 +54,7 @@ export async function startHoldingApiProxy(opts: { upstream: string; caPem: stri
   let holding = false;
   let cutOff = false;
   let waiting: Array<() => void> = [];
+  let refusing: { which: (r: { method: string; path: string }) => boolean; status: number } | undefined;
   const requests: ProxiedApiRequest[] = [];
 
   const forward = (req: IncomingMessage, res: ServerResponse, body: Buffer, record: ProxiedApiRequest): void => {
@@ -78,6 +84,12 @@ export async function startHoldingApiProxy(opts: { upstream: string; caPem: stri
         body: body.toString("utf8"),
       };
       requests.push(record);
+      if (refusing?.which(record)) {
+        record.status = refusing.status;
+        const status = { kind: "Status", apiVersion: "v1", status: "Failure", message: "refused by holding-api-proxy", code: refusing.status };
+        res.writeHead(refusing.status, { "content-type": "application/json" }).end(JSON.stringify(status));
+        return;
+      }
       const send = () => forward(req, res, body, record);
       if (holding) waiting.push(send);
       else send();
@@ -107,6 +119,9 @@ export async function startHoldingApiProxy(opts: { upstream: string; caPem: stri
     },
     restore() {
       cutOff = false;
+    },
+    refuse(which, status = 500) {
+      refusing = which ? { which, status } : undefined;
     },
     async stop() {
       release();

@@ -56,3 +56,66 @@ test("a first load of many policies sends at most four status writes at once, an
     patched.join("\n"),
   );
 });
+
+test("a status write that fails is tried again with a backoff until it is written, and stops once the object changes or the writer closes", async (t) => {
+  // The same stand-in: it refuses the first PATCHes of each object with a 500, as an apiserver that is restarting.
+  const attempts = new Map<string, number>();
+  let refuseFirst = 2;
+  const server = createServer((req: IncomingMessage, res) => {
+    req.resume();
+    req.on("end", () => {
+      const url = req.url ?? "";
+      const n = (attempts.get(url) ?? 0) + 1;
+      attempts.set(url, n);
+      if (req.method === "PATCH" && n <= refuseFirst)
+        res.writeHead(500, { "content-type": "application/json" }).end('{"kind":"Status","message":"etcd leader changed"}');
+      else res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  t.after(() => server.close());
+  const kube = new KubeConfig();
+  kube.loadFromOptions({
+    clusters: [{ name: "c", server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
+    users: [{ name: "u" }],
+    contexts: [{ name: "x", cluster: "c", user: "u" }],
+    currentContext: "x",
+  });
+  const objects = new Map<string, PolicyResourceObject>();
+  const put = (name: string, generation: number) =>
+    objects.set(name, { kind: "ImagePolicy", name, uid: `uid-${name}`, generation, object: { metadata: { name, generation } } });
+  const statusUrl = (name: string) => `/apis/imprimatur.dev/v1alpha1/imagepolicies/${name}/status`;
+  const writer = new PolicyStatusWriter(kube, {
+    logger: pino({ level: "silent" }),
+    latest: (_kind, name) => objects.get(name),
+    retryMinMs: 20,
+    retryMaxMs: 40,
+  });
+  t.after(() => writer.close());
+
+  put("recovers", 1);
+  writer.report(objects.get("recovers")!, { state: "in-force", generation: 1 });
+  for (let i = 0; i < 200 && (attempts.get(statusUrl("recovers")) ?? 0) < 3; i++) await sleep(10);
+  await writer.flush();
+  assert.equal(attempts.get(statusUrl("recovers")), 3, "two refusals, then written");
+  await sleep(150);
+  assert.equal(attempts.get(statusUrl("recovers")), 3, "written: no more attempts");
+
+  // A newer generation replaces the failed write's object: the old write is not retried.
+  refuseFirst = 1_000;
+  put("superseded", 1);
+  writer.report(objects.get("superseded")!, { state: "in-force", generation: 1 });
+  for (let i = 0; i < 100 && (attempts.get(statusUrl("superseded")) ?? 0) < 1; i++) await sleep(10);
+  put("superseded", 2);
+  await sleep(150);
+  assert.equal(attempts.get(statusUrl("superseded")), 1, "the generation judged is gone: nothing to retry");
+
+  // Closed: the pending retry is dropped.
+  put("closed", 1);
+  writer.report(objects.get("closed")!, { state: "in-force", generation: 1 });
+  for (let i = 0; i < 100 && (attempts.get(statusUrl("closed")) ?? 0) < 1; i++) await sleep(10);
+  await writer.flush();
+  writer.close();
+  await sleep(150);
+  assert.equal(attempts.get(statusUrl("closed")), 1);
+});

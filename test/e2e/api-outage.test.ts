@@ -153,3 +153,25 @@ test("policy status writes refused: the policy is enforced at once, and its stat
     90,
   );
 });
+
+test("a slow LIST that does answer: a replica starting meanwhile waits for it, then enforces what it listed", async (t) => {
+  const policy = {
+    apiVersion: "imprimatur.dev/v1alpha1",
+    kind: "ImagePolicy",
+    metadata: { name: "slow-listed" },
+    spec: { rules: [{ action: "deny", images: ["registry.example.com/slow-listed/*"], message: "slow" }], default: "allow" },
+  };
+  assert.equal((await cluster.apply(stringify(policy))).code, 0);
+  // Every list of policy resources (not the watches) takes 2.5 s: well under the 10 s a first list may take.
+  const LIST_DELAY_MS = 2_500;
+  proxy.delay((r) => r.method === "GET" && r.url.startsWith("/apis/imprimatur.dev/") && !/[?&]watch=(true|1)/.test(r.url), LIST_DELAY_MS);
+  t.after(() => proxy.delay(undefined));
+  const started = Date.now();
+  const late = await startImprimatur(["--kubeconfig", join(dir, "proxied.kubeconfig"), "--policy-crds"]);
+  t.after(() => late.stop());
+  const tookMs = Date.now() - started;
+  assert.ok(tookMs >= LIST_DELAY_MS, `ready only once the lists answered (took ${tookMs} ms)`);
+  const res = await postJson(`${late.baseUrl}/validate`, late.ca, podReview({ images: ["registry.example.com/slow-listed/app:1"] }));
+  assert.equal(res.body.response.allowed, false, "the policy it listed is enforced");
+  assert.match(res.body.response.status.message, /denied by policy slow-listed/);
+});

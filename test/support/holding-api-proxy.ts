@@ -42,6 +42,8 @@ export interface HoldingApiProxy {
    * that refuses them (a failing etcd, an admission plugin); refuse(undefined) stops.
    */
   refuse(which: ((r: { method: string; path: string }) => boolean) | undefined, status?: number): void;
+  /** From now on, requests `which` picks (given their URL with its query) are sent on `ms` late; delay(undefined) stops. */
+  delay(which: ((r: { method: string; url: string }) => boolean) | undefined, ms?: number): void;
   stop(): Promise<void>;
 }
 
@@ -55,6 +57,7 @@ export async function startHoldingApiProxy(opts: { upstream: string; caPem: stri
   let cutOff = false;
   let waiting: Array<() => void> = [];
   let refusing: { which: (r: { method: string; path: string }) => boolean; status: number } | undefined;
+  let delaying: { which: (r: { method: string; url: string }) => boolean; ms: number } | undefined;
   const requests: ProxiedApiRequest[] = [];
 
   const forward = (req: IncomingMessage, res: ServerResponse, body: Buffer, record: ProxiedApiRequest): void => {
@@ -92,6 +95,7 @@ export async function startHoldingApiProxy(opts: { upstream: string; caPem: stri
       }
       const send = () => forward(req, res, body, record);
       if (holding) waiting.push(send);
+      else if (delaying?.which({ method: record.method, url: req.url ?? "/" })) setTimeout(send, delaying.ms);
       else send();
     });
   });
@@ -122,6 +126,9 @@ export async function startHoldingApiProxy(opts: { upstream: string; caPem: stri
     },
     refuse(which, status = 500) {
       refusing = which ? { which, status } : undefined;
+    },
+    delay(which, ms = 0) {
+      delaying = which ? { which, ms } : undefined;
     },
     async stop() {
       release();

@@ -14,7 +14,7 @@
 // (`--tls-timeline`, a JSON 6902 patch of the Deployment's args) so that CA rotations and renewals happen every
 // minute or so, all through the tests below. The apiserver calls the Imprimatur pods through the installed webhook
 // configurations (clientConfig.service): a denied pod is refused, an allowed one runs; a replica's pod deleted or
-// the certificate rotated during a stream of admissions fails none; the pods, running with the installed RBAC,
+// the certificate rotated or the Deployment restarted (rolling) during a stream of admissions fails none; the pods, running with the installed RBAC,
 // log no "forbidden"; with Imprimatur scaled to 0, kube-system still gets its pods while other namespaces' pod
 // creates fail closed.
 //
@@ -612,6 +612,39 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
       await gatherPodLogs();
       const logs = [...(podLogLines.get(replacement[0]!.metadata.name) ?? [])].join("\n");
       assert.doesNotMatch(logs, /self-managed TLS: created a CA/, "and it made no CA of its own");
+    });
+
+    test("a rolling restart of the installed Deployment during a stream of pod creates fails none of them", async (t) => {
+      const before = (await imprimaturPods()).map((p) => p.metadata.name);
+      const stream = streamAdmissions("rolling");
+      let streamed: Awaited<ReturnType<typeof stream.stop>>;
+      try {
+        await new Promise((r) => setTimeout(r, 2_000));
+        await kubectl("rollout", "restart", "deployment/imprimatur", "-n", "imprimatur");
+        const rollout = await cluster.kubectl(["rollout", "status", "deployment/imprimatur", "-n", "imprimatur", "--timeout=240s"], { timeoutMs: 250_000 });
+        assert.equal(rollout.code, 0, rollout.stderr);
+        // Until every old replica is gone (a terminating pod still drains its requests).
+        for (let i = 0; i < 300; i++) {
+          if (!(await imprimaturPods()).some((p) => before.includes(p.metadata.name))) break;
+          await new Promise((r) => setTimeout(r, 200));
+        }
+        await new Promise((r) => setTimeout(r, 2_000));
+      } finally {
+        streamed = await stream.stop();
+      }
+      t.diagnostic(`${streamed.admitted} admitted, ${streamed.refused} refused as the policy says, during the rolling restart`);
+      assert.deepEqual(
+        streamed.failures,
+        [],
+        `${streamed.failures.length} of ${streamed.failures.length + streamed.admitted + streamed.refused} admissions failed`,
+      );
+      assert.ok(streamed.admitted > 0 && streamed.refused > 0);
+      const after = (await imprimaturPods()).map((p) => p.metadata.name);
+      assert.equal(after.length, 2, `two replicas again: ${after.join(", ")}`);
+      assert.ok(
+        after.every((name) => !before.includes(name)),
+        `every replica was replaced: ${before.join(", ")} → ${after.join(", ")}`,
+      );
     });
 
     test(

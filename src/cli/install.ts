@@ -12,7 +12,9 @@ import { install, type BuiltAndPushed } from "../install/install.ts";
 import { Kubectl } from "../install/kubectl.ts";
 import { uninstall } from "../install/uninstall.ts";
 import { RegistryClient } from "../registry/registry-client.ts";
-import { parseCommandArgs, usageFailure, UsageError } from "./args.ts";
+import { signImage } from "../release/sign-image.ts";
+import { readSigningKey, type ReleaseKey } from "../release/signing-key.ts";
+import { errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 import { registryAccess } from "./serve.ts";
 
 const CLUSTER_FLAGS = `      --kubeconfig FILE    the kubeconfig kubectl reads (default: kubectl's own: $KUBECONFIG, ~/.kube/config)
@@ -28,6 +30,8 @@ export const INSTALL_USAGE = `Usage: imprimatur install --registry REPOSITORY [o
 Installs Imprimatur in the cluster of the current kubeconfig context, one line per step:
   image     builds the container image (as npm run image) and pushes it to REPOSITORY with Imprimatur's
             registry client; a refused push stops here and the cluster is not touched
+  sign      with --signing-key: signs the pushed image and attaches its SBOM and build provenance as OCI
+            referrers (as imprimatur sign-image does)
   render    the shipped install for the cluster's version (deploy/base; deploy/overlays/kube-1.20 before
             v1.21), or --kustomize DIR, with the image by digest
   crds      the CustomResourceDefinitions, applied and waited for until Established
@@ -45,6 +49,8 @@ Running install again upgrades: a new build rolls out without a refused admissio
       --authfile FILE      registry credentials (default: $REGISTRY_AUTH_FILE, else $DOCKER_CONFIG/config.json,
                            else ~/.docker/config.json, when present)
       --registries FILE    RegistryConfig: the registry's CA, insecure (plain HTTP), allowLocalAddresses
+      --signing-key FILE   sign the pushed image with this release key (an unencrypted ECDSA P-256 PEM), its SBOM
+                           and provenance attached, before anything is applied (docs/release-signing.md)
       --no-default-policies  do not create the default policies
       --probe-namespace NS   a namespace the webhooks cover, for the probe (default: default)
 ${CLUSTER_FLAGS}
@@ -93,7 +99,7 @@ function kubectlOf(values: { kubeconfig?: string; context?: string; kubectl?: st
 }
 
 /** The credentials file container tools use, in their order of precedence, when it exists. */
-function defaultAuthFile(): string | undefined {
+export function defaultAuthFile(): string | undefined {
   const candidates = [
     process.env.REGISTRY_AUTH_FILE,
     process.env.DOCKER_CONFIG ? join(process.env.DOCKER_CONFIG, "config.json") : undefined,
@@ -119,6 +125,7 @@ export async function runInstall(argv: string[]): Promise<number> {
   let repository: { registry: string; repository: string; name: string };
   let output: (typeof OUTPUTS)[number];
   let timeoutSeconds: number;
+  let signingKey: ReleaseKey | undefined;
   try {
     values = parseCommandArgs(argv, {
       ...clusterOptions,
@@ -126,6 +133,7 @@ export async function runInstall(argv: string[]): Promise<number> {
       tag: { type: "string" },
       authfile: { type: "string" },
       registries: { type: "string" },
+      "signing-key": { type: "string" },
       "no-default-policies": { type: "boolean" },
       "probe-namespace": { type: "string", default: "default" },
       "dry-run": { type: "boolean" },
@@ -148,6 +156,13 @@ export async function runInstall(argv: string[]): Promise<number> {
     if (e instanceof UsageError) return usageFailure("install", e.message);
     throw e;
   }
+  // The key is read before anything is built: a key that cannot sign stops install before it starts.
+  try {
+    if (values["signing-key"] !== undefined) signingKey = readSigningKey(values["signing-key"]);
+  } catch (e) {
+    process.stderr.write(`imprimatur install: ${errorText(e)}\n`);
+    return 2;
+  }
   const dryRun = values["dry-run"] === true;
   // With -o yaml|json the objects go to standard output; the step lines then go to standard error.
   const say = output === "text" ? report : (step: string, text: string) => process.stderr.write(`${step.padEnd(9)} ${text}\n`);
@@ -156,6 +171,7 @@ export async function runInstall(argv: string[]): Promise<number> {
     const workDir = mkdtempSync(join(tmpdir(), "imprimatur-install-"));
     try {
       const built = await buildImage({ outputDir: join(workDir, "image"), ...(values.tag !== undefined ? { tag: values.tag } : {}) });
+      const builtAt = new Date();
       say("image", `built imprimatur ${built.version} (revision ${built.revision}): ${built.digest}`);
       if (dryRun) return { image: `${repository.name}@${built.digest}` };
       const authFile = values.authfile ?? defaultAuthFile();
@@ -168,6 +184,18 @@ export async function runInstall(argv: string[]): Promise<number> {
       try {
         const pushed = await pushLayout(client, built.layoutDir, built.tag, repository, built.tag);
         say("image", `pushed ${repository.name}:${built.tag}@${pushed.digest} (${pushed.uploadedBlobs} blobs sent, ${pushed.reusedBlobs} already there)`);
+        if (signingKey) {
+          const signed = await signImage(client, {
+            image: { ...repository, digest: pushed.digest },
+            key: signingKey,
+            imprimaturVersion: built.version,
+            sourceRevision: built.revision,
+            buildCommand: "imprimatur install",
+            builtAt,
+          });
+          const where = signed.referrersIndex ? `listed in the referrers tag ${signed.referrersIndex.tag}` : "listed by the registry's Referrers API";
+          say("sign", `${signed.referrers.map((r) => `${r.part} ${r.digest}`).join(", ")} attached, signed by key ${signed.key}; ${where}`);
+        }
         return { image: `${repository.name}@${pushed.digest}` };
       } finally {
         await client.close();

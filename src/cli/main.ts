@@ -99,6 +99,15 @@ export const COMMANDS: readonly Command[] = [
     },
   },
   {
+    name: "sign-image",
+    args: "IMAGE@DIGEST --key FILE [options]",
+    summary: "sign a release image and attach its SBOM and build provenance, as OCI referrers (cosign v3 bundles)",
+    load: async () => {
+      const m = await import("./sign-image.ts");
+      return { usage: m.SIGN_IMAGE_USAGE, run: m.runSignImage };
+    },
+  },
+  {
     name: "profiles",
     args: "[NAME]",
     summary: "list the shipped PodRestriction profiles (Pod Security Standards)",

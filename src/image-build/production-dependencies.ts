@@ -9,8 +9,15 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ImageBuildError } from "./image-build-error.ts";
 
-interface LockPackage {
+export interface LockPackage {
+  /** The package's own name, where it differs from its folder's (an npm alias). */
+  name?: string;
   version?: string;
+  /** Subresource Integrity of the package's tarball ("sha512-<base64>"). */
+  integrity?: string;
+  /** Where it was downloaded from (absent with omit-lockfile-registry-resolved). */
+  resolved?: string;
+  license?: string;
   dev?: boolean;
   optional?: boolean;
   link?: boolean;

@@ -4,19 +4,23 @@
 //
 // Exists so tests can make real cosign signatures offline, signed with keys.ts keys or mock-sigstore.ts keyless
 // certificates, and logged/timestamped by a mock-sigstore.ts instance. `tamper` makes the broken variants negative
-// tests need; each is broken after the rest is built, so exactly one thing is wrong.
+// tests need; each is broken after the rest is built, so exactly one thing is wrong. In-toto statements and DSSE
+// envelopes are the release signer's (src/release/in-toto.ts), re-exported here.
 
 import { createHash } from "node:crypto";
-import { dsseHash, signBytes } from "./keys.ts";
+import { IN_TOTO_PAYLOAD_TYPE, signDsseEnvelope } from "../../../src/release/in-toto.ts";
+import { signBytes } from "./keys.ts";
 import type { SignatureHash, SigningKey } from "./keys.ts";
-import type { DsseEnvelopeJson, KeylessCertificate, MockSigstore, RekorLogEntry } from "./mock-sigstore.ts";
+import type { KeylessCertificate, MockSigstore, RekorLogEntry } from "./mock-sigstore.ts";
+
+export { IN_TOTO_STATEMENT_V1, inTotoStatement, preAuthEncoding, signDsseEnvelope } from "../../../src/release/in-toto.ts";
 
 export const MEDIA_TYPES = {
   manifest: "application/vnd.oci.image.manifest.v1+json",
   config: "application/vnd.oci.image.config.v1+json",
   simpleSigning: "application/vnd.dev.cosign.simplesigning.v1+json",
   dsseEnvelope: "application/vnd.dsse.envelope.v1+json",
-  inToto: "application/vnd.in-toto+json",
+  inToto: IN_TOTO_PAYLOAD_TYPE,
 } as const;
 
 export const ANNOTATIONS = {
@@ -27,8 +31,6 @@ export const ANNOTATIONS = {
   rfc3161Timestamp: "dev.sigstore.cosign/rfc3161timestamp",
   predicateType: "predicateType",
 } as const;
-
-export const IN_TOTO_STATEMENT_V1 = "https://in-toto.io/Statement/v1";
 
 export interface SignatureLayer {
   blob: Buffer;
@@ -102,36 +104,6 @@ export async function cosignSignatureLayer(opts: CosignLayerOptions & { payload:
   if (tamper.signature) annotations[ANNOTATIONS.signature] = flipBit(signature).toString("base64");
   const blob = tamper.payload ? tamperJson(opts.payload) : opts.payload;
   return { blob, mediaType: MEDIA_TYPES.simpleSigning, annotations, ...(rekorEntry ? { rekorEntry } : {}) };
-}
-
-/** An in-toto Statement v1 about one subject. */
-export function inTotoStatement(opts: { subjectName: string; digest: string; predicateType: string; predicate?: unknown }): Record<string, unknown> {
-  return {
-    _type: IN_TOTO_STATEMENT_V1,
-    subject: [{ name: opts.subjectName, digest: { [digestAlgorithm(opts.digest)]: digestHex(opts.digest) } }],
-    predicateType: opts.predicateType,
-    predicate: opts.predicate ?? {},
-  };
-}
-
-/** DSSE pre-authentication encoding (DSSE v1 protocol): what a DSSE signature covers. */
-export function preAuthEncoding(payloadType: string, payload: Buffer): Buffer {
-  const type = Buffer.from(payloadType, "utf8");
-  return Buffer.concat([Buffer.from(`DSSEv1 ${type.length} `), type, Buffer.from(` ${payload.length} `), payload]);
-}
-
-/** A single-signature DSSE envelope over `payload`; returns the signature too (for logging and timestamps). */
-export function signDsseEnvelope(
-  key: SigningKey,
-  payload: Buffer,
-  opts: { payloadType?: string; keyid?: string; hash?: SignatureHash | null } = {},
-): { envelope: DsseEnvelopeJson; signature: Buffer } {
-  const payloadType = opts.payloadType ?? MEDIA_TYPES.inToto;
-  const signature = signBytes(key, preAuthEncoding(payloadType, payload), opts.hash === undefined ? dsseHash(key) : opts.hash);
-  return {
-    envelope: { payloadType, payload: payload.toString("base64"), signatures: [{ keyid: opts.keyid ?? "", sig: signature.toString("base64") }] },
-    signature,
-  };
 }
 
 /**
@@ -252,13 +224,4 @@ function flipBit(bytes: Buffer): Buffer {
 /** Still valid JSON (parsers keep going), but different bytes: a trailing space. */
 function tamperJson(bytes: Buffer): Buffer {
   return Buffer.concat([bytes, Buffer.from(" ")]);
-}
-
-function digestAlgorithm(digest: string): string {
-  const colon = digest.indexOf(":");
-  return colon > 0 ? digest.slice(0, colon) : "sha256";
-}
-
-function digestHex(digest: string): string {
-  return digest.slice(digest.indexOf(":") + 1);
 }

@@ -6,15 +6,18 @@
 // checks DSSE signatures (and tlog SETs) with `crypto.verify(undefined, …)`, i.e. OpenSSL's default digest, which
 // is SHA-256 for every EC curve; so DSSE envelopes meant for it are signed with SHA-256 whatever the curve (see
 // dsseHash). cosign's legacy signer (LoadECDSASignerVerifier with crypto.SHA256) also hashes with SHA-256 for
-// any curve; pass `hash` to signBytes to produce that.
+// any curve; pass `hash` to signBytes to produce that. Signing itself (signBytes, dsseHash, the key hint) is the
+// release signer's, src/release/signing-key.ts: one copy for the product and the tests.
 
-import { createHash, generateKeyPairSync, sign } from "node:crypto";
+import { generateKeyPairSync } from "node:crypto";
 import type { KeyObject } from "node:crypto";
 import { PublicKeyDetails } from "@sigstore/protobuf-specs";
 import type { PublicKey } from "@sigstore/protobuf-specs";
+import { keyHint, type SignatureHash } from "../../../src/release/signing-key.ts";
+
+export { dsseHash, signBytes, type SignatureHash } from "../../../src/release/signing-key.ts";
 
 export type KeyAlgorithm = "ecdsa-p256" | "ecdsa-p384" | "ecdsa-p521" | "rsa-2048" | "ed25519";
-export type SignatureHash = "sha256" | "sha384" | "sha512";
 
 export interface SigningKey {
   algorithm: KeyAlgorithm;
@@ -75,19 +78,8 @@ function fromKeyPair(
     publicKeyDer,
     hash,
     keyDetails,
-    hint: createHash("sha256").update(publicKeyDer).digest("base64"),
+    hint: keyHint(publicKeyDer),
   };
-}
-
-/** Signs `bytes` (ECDSA signatures are DER, RSA is PKCS#1 v1.5). `hash` overrides the key's default digest. */
-export function signBytes(key: Pick<SigningKey, "privateKey" | "hash">, bytes: Buffer | Uint8Array, hash: SignatureHash | null = key.hash): Buffer {
-  const algorithm = key.privateKey.asymmetricKeyType === "ed25519" ? null : (hash ?? "sha256");
-  return sign(algorithm, bytes, key.privateKey);
-}
-
-/** The digest to sign DSSE envelopes with so that @sigstore/verify (which uses the key's default digest) accepts them. */
-export function dsseHash(key: Pick<SigningKey, "hash">): SignatureHash | null {
-  return key.hash === null ? null : "sha256";
 }
 
 /**

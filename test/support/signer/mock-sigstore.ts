@@ -22,6 +22,7 @@ const subtle = globalThis.crypto.subtle;
 
 import { generateSigningKey } from "./keys.ts";
 import type { SigningKey } from "./keys.ts";
+import type { DsseEnvelopeJson } from "../../../src/release/in-toto.ts";
 
 export const TRUSTED_ROOT_MEDIA_TYPE = "application/vnd.dev.sigstore.trustedroot+json;version=0.1";
 export const FULCIO_URL = "https://fulcio.sigstore.mock";
@@ -120,12 +121,8 @@ export interface MockSigstore {
   now(): Date;
 }
 
-export interface DsseEnvelopeJson {
-  payloadType: string;
-  /** base64 */
-  payload: string;
-  signatures: Array<{ keyid: string; sig: string }>;
-}
+/** A DSSE envelope in its JSON form: the release signer's (src/release/in-toto.ts). */
+export type { DsseEnvelopeJson } from "../../../src/release/in-toto.ts";
 
 export async function createMockSigstore(opts: { clock?: Date; name?: string } = {}): Promise<MockSigstore> {
   const now = () => (opts.clock ? new Date(opts.clock.getTime()) : new Date());

@@ -4,13 +4,18 @@
 //
 // Exists so tests can make real Sigstore bundles offline: @sigstore/bundle's toDSSEBundle/toMessageSignatureBundle
 // build the bundle, keys.ts or a mock-sigstore.ts keyless certificate sign it, and a mock instance's log and TSA
-// supply tlog entries and RFC 3161 timestamps.
+// supply tlog entries and RFC 3161 timestamps. The statements, the completion of a bundle's verification material
+// and the referrer manifests are the release signer's (src/release/), which attaches Imprimatur's own image's
+// bundles the same way; what is only for tests (other bundle versions, keyless, logs, timestamps, tampering) is here.
 
 import { createHash } from "node:crypto";
 import { bundleFromJSON, bundleToJSON, toDSSEBundle, toMessageSignatureBundle } from "@sigstore/bundle";
 import type { SerializedBundle } from "@sigstore/bundle";
-import { inTotoStatement, MEDIA_TYPES as COSIGN_MEDIA_TYPES, sha256Digest, signDsseEnvelope } from "./cosign-signatures.ts";
-import type { BuiltManifest, CosignSigner } from "./cosign-signatures.ts";
+import { imageSignatureStatement, inTotoStatement } from "../../../src/release/in-toto.ts";
+import { referrerManifest as releaseReferrerManifest, type BuiltReferrer } from "../../../src/release/referrer-manifests.ts";
+import { BUNDLE_MEDIA_TYPE, completeBundle } from "../../../src/release/sigstore-bundle.ts";
+import { MEDIA_TYPES as COSIGN_MEDIA_TYPES, signDsseEnvelope } from "./cosign-signatures.ts";
+import type { CosignSigner } from "./cosign-signatures.ts";
 import { signBytes } from "./keys.ts";
 import type { SigningKey } from "./keys.ts";
 import { rekorEntryToTlogEntry } from "./mock-sigstore.ts";
@@ -21,22 +26,14 @@ export type BundleVersion = "0.1" | "0.2" | "0.3";
 export const BUNDLE_MEDIA_TYPES: Record<BundleVersion, string> = {
   "0.1": "application/vnd.dev.sigstore.bundle+json;version=0.1",
   "0.2": "application/vnd.dev.sigstore.bundle+json;version=0.2",
-  "0.3": "application/vnd.dev.sigstore.bundle.v0.3+json",
+  "0.3": BUNDLE_MEDIA_TYPE,
 };
 
-export const COSIGN_SIGN_PREDICATE_TYPE = "https://sigstore.dev/cosign/sign/v1";
-export const OCI_EMPTY = {
-  mediaType: "application/vnd.oci.empty.v1+json",
-  digest: "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a",
-  size: 2,
-  blob: Buffer.from("{}"),
-} as const;
-export const OCI_INDEX_MEDIA_TYPE = "application/vnd.oci.image.index.v1+json";
-export const REFERRER_ANNOTATIONS = {
-  content: "dev.sigstore.bundle.content",
-  predicateType: "dev.sigstore.bundle.predicateType",
-  created: "org.opencontainers.image.created",
-} as const;
+export { COSIGN_SIGN_PREDICATE as COSIGN_SIGN_PREDICATE_TYPE, imageSignatureStatement } from "../../../src/release/in-toto.ts";
+export { OCI_EMPTY, REFERRER_ANNOTATIONS, referrersTagIndex } from "../../../src/release/referrer-manifests.ts";
+export type { BuiltReferrer, ReferrerDescriptor } from "../../../src/release/referrer-manifests.ts";
+export { OCI_IMAGE_INDEX as OCI_INDEX_MEDIA_TYPE } from "../../../src/registry/media-types.ts";
+export { referrersTag } from "../../../src/registry/referrers.ts";
 
 export interface BundleOptions extends CosignSigner {
   /** Default "0.3". v0.1 carries inclusion promises only; v0.2 and v0.3 inclusion proofs and promises. */
@@ -60,11 +57,6 @@ export interface BuiltBundle {
   mediaType: string;
   /** The Rekor entry, when the signature was logged. */
   rekorEntry?: RekorLogEntry;
-}
-
-/** cosign's image signature statement (cosign sign --new-bundle-format): predicate sign/v1, empty predicate. */
-export function imageSignatureStatement(opts: { name: string; digest: string }): Record<string, unknown> {
-  return inTotoStatement({ subjectName: opts.name, digest: opts.digest, predicateType: COSIGN_SIGN_PREDICATE_TYPE, predicate: {} });
 }
 
 /** A DSSE bundle of an in-toto statement (or of any payload with its payloadType). */
@@ -123,70 +115,9 @@ export async function messageSignatureBundle(opts: BundleOptions & { artifact: B
 // ---------------------------------------------------------------------------------------------
 // OCI referrers
 
-export interface ReferrerDescriptor {
-  mediaType: string;
-  digest: string;
-  size: number;
-  artifactType: string;
-  annotations: Record<string, string>;
-}
-
-export interface BuiltReferrer extends BuiltManifest {
-  /** The manifest's descriptor, as the Referrers API / referrers tag index lists it. */
-  descriptor: ReferrerDescriptor;
-}
-
-/** cosign v3's referrer manifest for one bundle: empty config, the bundle as the only layer, `subject` = the image. */
-export function referrerManifest(opts: {
-  bundleBytes: Buffer;
-  bundleMediaType?: string;
-  subject: { mediaType: string; digest: string; size: number };
-  predicateType: string;
-  content: "dsse-envelope" | "message-signature";
-  /** org.opencontainers.image.created; default a fixed time so the bytes are reproducible. */
-  created?: string;
-}): BuiltReferrer {
-  const artifactType = opts.bundleMediaType ?? BUNDLE_MEDIA_TYPES["0.3"];
-  const bundleDigest = sha256Digest(opts.bundleBytes);
-  const annotations = {
-    [REFERRER_ANNOTATIONS.content]: opts.content,
-    [REFERRER_ANNOTATIONS.predicateType]: opts.predicateType,
-    [REFERRER_ANNOTATIONS.created]: opts.created ?? "2025-01-01T00:00:00Z",
-  };
-  const manifest = Buffer.from(
-    JSON.stringify({
-      schemaVersion: 2,
-      mediaType: COSIGN_MEDIA_TYPES.manifest,
-      artifactType,
-      config: { mediaType: OCI_EMPTY.mediaType, digest: OCI_EMPTY.digest, size: OCI_EMPTY.size },
-      layers: [{ mediaType: artifactType, digest: bundleDigest, size: opts.bundleBytes.length }],
-      subject: { mediaType: opts.subject.mediaType, digest: opts.subject.digest, size: opts.subject.size },
-      annotations,
-    }),
-  );
-  const digest = sha256Digest(manifest);
-  const blobs = new Map<string, Buffer>([
-    [OCI_EMPTY.digest, OCI_EMPTY.blob],
-    [bundleDigest, opts.bundleBytes],
-  ]);
-  return {
-    manifest,
-    mediaType: COSIGN_MEDIA_TYPES.manifest,
-    digest,
-    blobs,
-    descriptor: { mediaType: COSIGN_MEDIA_TYPES.manifest, digest, size: manifest.length, artifactType, annotations },
-  };
-}
-
-/** The referrers tag schema's index (pushed at referrersTag(subject digest)) listing these referrers. */
-export function referrersTagIndex(descriptors: ReferrerDescriptor[]): BuiltManifest {
-  const manifest = Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: OCI_INDEX_MEDIA_TYPE, manifests: descriptors }));
-  return { manifest, mediaType: OCI_INDEX_MEDIA_TYPE, digest: sha256Digest(manifest), blobs: new Map() };
-}
-
-/** `sha256-<hex>`: the referrers tag schema's tag for a subject digest. */
-export function referrersTag(subjectDigest: string): string {
-  return subjectDigest.replace(":", "-");
+/** The release signer's referrer manifest (src/release/referrer-manifests.ts), created at a fixed time unless told. */
+export function referrerManifest(opts: Omit<Parameters<typeof releaseReferrerManifest>[0], "created"> & { created?: string }): BuiltReferrer {
+  return releaseReferrerManifest({ ...opts, created: opts.created ?? "2025-01-01T00:00:00Z" });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -218,26 +149,14 @@ async function finish(
   rekorEntry: RekorLogEntry | undefined,
 ): Promise<BuiltBundle> {
   const version = opts.version ?? "0.3";
-  // The JSON form is edited directly: @sigstore/bundle's builders leave tlog entries and timestamps empty.
-  const out = json as unknown as {
-    mediaType: string;
-    verificationMaterial: {
-      tlogEntries: TlogEntryJson[];
-      timestampVerificationData?: { rfc3161Timestamps: Array<{ signedTimestamp: string }> };
-      x509CertificateChain?: { certificates: Array<{ rawBytes: string }> };
-    };
-  };
-  out.mediaType = BUNDLE_MEDIA_TYPES[version];
-  // protobuf JSON drops empty lists; cosign's key-signed bundles show `"tlogEntries": []`, so keep it explicit.
-  out.verificationMaterial.tlogEntries = [];
-  if (rekorEntry) {
-    out.verificationMaterial.tlogEntries = [
-      rekorEntryToTlogEntry(rekorEntry, { inclusionPromise: opts.inclusionPromise ?? true, inclusionProof: opts.inclusionProof ?? version !== "0.1" }),
-    ];
-  }
-  // TSAs timestamp the signature bytes.
-  const timestamps = opts.timestamp ? [{ signedTimestamp: (await opts.timestamp.timestamp(signature)).toString("base64") }] : [];
-  out.verificationMaterial.timestampVerificationData = { rfc3161Timestamps: timestamps };
+  // @sigstore/bundle's builders leave tlog entries and timestamps empty: the log's entry and the TSA's timestamp
+  // (over the signature bytes) go in here.
+  const tlogEntries: TlogEntryJson[] = rekorEntry
+    ? [rekorEntryToTlogEntry(rekorEntry, { inclusionPromise: opts.inclusionPromise ?? true, inclusionProof: opts.inclusionProof ?? version !== "0.1" })]
+    : [];
+  const rfc3161Timestamps = opts.timestamp ? [await opts.timestamp.timestamp(signature)] : [];
+  completeBundle(json, { mediaType: BUNDLE_MEDIA_TYPES[version], tlogEntries, rfc3161Timestamps });
+  const out = json as unknown as { mediaType: string; verificationMaterial: { x509CertificateChain?: { certificates: Array<{ rawBytes: string }> } } };
   if (opts.includeChain && signer.keyless && out.verificationMaterial.x509CertificateChain) {
     for (const pem of signer.keyless.chainPem) out.verificationMaterial.x509CertificateChain.certificates.push({ rawBytes: pemToDer(pem).toString("base64") });
   }

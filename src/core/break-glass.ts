@@ -69,10 +69,9 @@ export function applyBreakGlass(denied: Decision, input: BreakGlassInput): Decis
   }
   const access = input.access;
   if (access?.checked) {
-    const asked = new Set<string>();
+    // A policy with many denials is refused once: dedupe() below keeps one of the same message.
     for (const { policy } of input.denials) {
-      if (refusedBy.has(policy.name) || asked.has(policy.name)) continue;
-      asked.add(policy.name);
+      if (refusedBy.has(policy.name)) continue;
       const grant = access.byPolicy.get(policy.name) ?? { allowed: false, reason: "no one was asked whether the user may" };
       if (grant.allowed) continue;
       problems.push({

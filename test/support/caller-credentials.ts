@@ -6,6 +6,7 @@ import { mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { recordPrivateKey, recordSecret } from "./secret-ledger.ts";
 
 const run = promisify(execFile);
 
@@ -33,6 +34,7 @@ export async function createClientCa(commonName = "imprimatur test client CA"): 
       certPath,
     ]),
   );
+  recordPrivateKey(await readFile(keyPath, "utf8"), "a client CA key");
   let n = 0;
   return {
     dir,
@@ -74,7 +76,9 @@ export async function createClientCa(commonName = "imprimatur test client CA"): 
         "-out",
         `${base}.crt`,
       ]);
-      return { certPem: await readFile(`${base}.crt`, "utf8"), keyPem: await readFile(`${base}.key`, "utf8"), certPath: `${base}.crt`, keyPath: `${base}.key` };
+      const keyPem = await readFile(`${base}.key`, "utf8");
+      recordPrivateKey(keyPem, "a client certificate's key");
+      return { certPem: await readFile(`${base}.crt`, "utf8"), keyPem, certPath: `${base}.crt`, keyPath: `${base}.key` };
     },
     remove: () => rm(dir, { recursive: true, force: true }),
   };
@@ -82,7 +86,9 @@ export async function createClientCa(commonName = "imprimatur test client CA"): 
 
 /** A random bearer token. */
 export function randomToken(): string {
-  return randomBytes(24).toString("base64url");
+  const token = randomBytes(24).toString("base64url");
+  recordSecret("a caller token", token);
+  return token;
 }
 
 /** A CallerTokens file whose callers, each with its token itself, speak for cluster prod. */

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { freePort } from "./ports.ts";
 import { getText } from "./https-client.ts";
 import { BIN } from "./cli-process.ts";
+import { scanOutputsBeforeRemoval } from "./secret-ledger.ts";
 
 export interface ImprimaturProcess {
   pid: number;
@@ -73,7 +74,10 @@ export async function startImprimatur(args: string[], opts: StartOptions = {}): 
       process.off("exit", kill);
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
       await exited;
-      out.end();
+      await new Promise<void>((resolve) => out.end(() => resolve()));
+      // Its log and audit log are scanned for the suite's secrets before they go (secret-ledger.ts).
+      const auditLog = args.includes("--audit-log") ? args[args.indexOf("--audit-log") + 1] : undefined;
+      scanOutputsBeforeRemoval([logPath, auditLog ?? join(stateDir, "audit.jsonl")], "imprimatur serve");
       if (!opts.stateDir) await rm(stateDir, { recursive: true, force: true });
     },
   };

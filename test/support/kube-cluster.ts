@@ -18,6 +18,7 @@ import { installExitHooks, liveChildren, liveDirs } from "./child-cleanup.ts";
 import { tailFile } from "./log-tail.ts";
 import { describeExit, followExit, terminate } from "./logged-process.ts";
 import { findCommand, isExecutable } from "./executables.ts";
+import { recordPrivateKey, recordSecret, scanOutputsBeforeRemoval } from "./secret-ledger.ts";
 
 export interface KubeToolPaths {
   etcd: string;
@@ -352,6 +353,7 @@ export async function startKubeCluster(opts: ClusterOptions = {}): Promise<KubeC
   try {
     // Credentials and configuration files.
     const token = randomBytes(24).toString("hex");
+    recordSecret("the apiserver admin token", token);
     const files: ApiserverFiles = {
       certDir: join(dir, "certs"),
       tokenFile: join(dir, "tokens.csv"),
@@ -361,6 +363,7 @@ export async function startKubeCluster(opts: ClusterOptions = {}): Promise<KubeC
     };
     mkdirSync(files.certDir, { mode: 0o700 });
     const nodeTokens = new Map((opts.nodes ?? []).map((name) => [name, randomBytes(24).toString("hex")]));
+    for (const t of nodeTokens.values()) recordSecret("an apiserver node token", t);
     const nodeLines = [...nodeTokens].map(([name, t]) => `${t},system:node:${name},node-${name}-uid,"system:nodes"\n`);
     writeFileSync(files.tokenFile, `${token},admin,admin-uid,"system:masters"\n${nodeLines.join("")}`, { mode: 0o600 });
     const { publicKey, privateKey } = generateKeyPairSync("rsa", {
@@ -369,6 +372,7 @@ export async function startKubeCluster(opts: ClusterOptions = {}): Promise<KubeC
       privateKeyEncoding: { type: "pkcs1", format: "pem" },
     });
     writeFileSync(files.saPublicKey, publicKey);
+    recordPrivateKey(privateKey, "the service-account signing key");
     writeFileSync(files.saPrivateKey, privateKey, { mode: 0o600 });
     if (files.admissionConfig !== undefined) writeFileSync(files.admissionConfig, opts.admissionConfigYaml ?? "");
     const kubeconfig = join(dir, "admin.kubeconfig");
@@ -453,6 +457,10 @@ function makeCluster(dir: string, url: string, kubeconfig: string, kubectlCache:
       stopping ??= (async () => {
         await terminate(apiserver, STOP_GRACE_MS);
         await terminate(etcd, STOP_GRACE_MS);
+        scanOutputsBeforeRemoval(
+          ["apiserver", "etcd"].flatMap((name) => [join(dir, `${name}.stdout.log`), join(dir, `${name}.stderr.log`)]),
+          "kube-cluster",
+        );
         liveDirs.delete(dir);
         rmSync(dir, { recursive: true, force: true });
       })();
@@ -546,6 +554,7 @@ export async function createPullSecret(
   registry: { host: string; username: string },
   password: string,
 ): Promise<void> {
+  recordSecret("a registry password", password);
   const r = await cluster.kubectl([
     "create",
     "secret",

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { liveChildren } from "./child-cleanup.ts";
 import { inNetns, nsenterPath } from "./netns.ts";
+import { scanOutputsBeforeRemoval } from "./secret-ledger.ts";
 
 export interface LoggedProcess {
   name: string;
@@ -47,12 +48,17 @@ export function spawnLogged(name: string, bin: string, args: string[], opts: Spa
   return followExit({ name, child, pid: child.pid, logPath, exit: null, exited: Promise.resolve() });
 }
 
-/** Sets `exit` and resolves `exited` when the child exits, and drops it from child-cleanup.ts's list then. */
+/**
+ * Sets `exit` and resolves `exited` when the child exits, and drops it from child-cleanup.ts's list then. A process
+ * with a `logPath` has its log scanned for the suite's secrets then (secret-ledger.ts), before anyone removes it.
+ */
 export function followExit<P extends Pick<LoggedProcess, "child" | "exit" | "exited">>(proc: P): P {
   proc.exited = new Promise<void>((resolve) => {
     proc.child.once("exit", (code, signal) => {
       proc.exit = { code, signal };
       liveChildren.delete(proc.child);
+      const logPath = (proc as { logPath?: unknown }).logPath;
+      if (typeof logPath === "string") scanOutputsBeforeRemoval([logPath], "a process log");
       resolve();
     });
   });

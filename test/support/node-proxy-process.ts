@@ -3,7 +3,7 @@
 // run the shipped unit: the unit's ExecStart, expanded with its EnvironmentFile, the bundle's own node and app
 // (systemd itself is not needed: the unit's other lines are systemd's business, and a unit test reads them).
 import { spawn, type ChildProcess } from "node:child_process";
-import { createWriteStream } from "node:fs";
+import { createWriteStream, readdirSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,6 +11,7 @@ import { LIST_ALL_IMAGES_REQUEST } from "../../src/cri/cri-messages.ts";
 import { RuntimeImageClient } from "../../src/cri/image-service-proxy.ts";
 import { liveChildren, installExitHooks } from "./child-cleanup.ts";
 import { freePort } from "./ports.ts";
+import { scanOutputsBeforeRemoval } from "./secret-ledger.ts";
 
 const BIN = fileURLToPath(new URL("../../bin/imprimatur.js", import.meta.url));
 
@@ -227,7 +228,10 @@ async function launch(o: NodeProxyStart, command: string, args: string[], env: N
   const end = async (signal: NodeJS.Signals) => {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     await exited;
-    out.end();
+    await new Promise<void>((resolve) => out.end(() => resolve()));
+    // Its log and its records are scanned for the suite's secrets (secret-ledger.ts): the test removes them later.
+    const records = ["pulled", "pulling"].flatMap((sub) => filesIn(join(o.stateDir, sub)));
+    scanOutputsBeforeRemoval([logPath, ...records], "node-proxy");
   };
   return {
     pid: child.pid!,
@@ -243,4 +247,12 @@ async function launch(o: NodeProxyStart, command: string, args: string[], env: N
     stop: () => end("SIGTERM"),
     kill9: () => end("SIGKILL"),
   };
+}
+
+function filesIn(dir: string): string[] {
+  try {
+    return readdirSync(dir).map((name) => join(dir, name));
+  } catch {
+    return [];
+  }
 }

@@ -28,6 +28,7 @@ import { runCommand, type CommandOutput } from "./command.ts";
 import { tailFile } from "./log-tail.ts";
 import { describeExit, followExit, terminate } from "./logged-process.ts";
 import { findCommand } from "./executables.ts";
+import { recordPrivateKey, recordSecret } from "./secret-ledger.ts";
 
 export type RegistryAuth = "none" | "htpasswd" | "token";
 
@@ -288,6 +289,10 @@ export async function startRegistry(opts: RegistryOptions): Promise<TestRegistry
   const users: RegistryUser[] =
     opts.users && opts.users.length > 0 ? opts.users.map((u) => ({ ...u })) : [{ username: "imprimatur-test", password: randomBytes(12).toString("hex") }];
   const first = users[0]!;
+  for (const user of users) {
+    recordSecret("a registry password", user.password);
+    recordSecret("a registry Basic credential", Buffer.from(`${user.username}:${user.password}`).toString("base64"));
+  }
   installExitHooks();
 
   const dir = mkdtempSync(join(tmpdir(), "imprimatur-registry-"));
@@ -307,6 +312,8 @@ export async function startRegistry(opts: RegistryOptions): Promise<TestRegistry
     const deadline = Date.now() + START_DEADLINE_MS;
     const ca = await createCertificateAuthority(`imprimatur-test-registry-ca@${process.pid}`);
     const serving = await issueCertificate(ca, { commonName: "imprimatur-test-registry", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1", "::1"] });
+    recordPrivateKey(ca.keyPem, "a registry's CA key");
+    recordPrivateKey(serving.keyPem, "a registry's TLS key");
     const files: RegistryFiles = {
       storage: join(dir, "storage"),
       tlsCert: join(dir, "tls.crt"),

@@ -23,6 +23,7 @@ import type { KubeCluster, KubectlResult } from "./kube-cluster.ts";
 import { kubeToolPaths, readCaBundle } from "./kube-cluster.ts";
 import { tailFile } from "./log-tail.ts";
 import { describeExit, spawnLogged, terminate, type LoggedProcess } from "./logged-process.ts";
+import { recordPrivateKey, recordSecret } from "./secret-ledger.ts";
 import { forwardIntoNetns, type NetnsForward } from "./netns-forward.ts";
 import { createNetnsWithBridge, deleteNetns, netnsExists, runInNetns } from "./netns.ts";
 import { nodeToolPaths, startNodeRuntime, type NodeRuntime, type NodeStopReport } from "./real-node.ts";
@@ -173,6 +174,7 @@ export async function startSmallCluster(opts: SmallClusterOptions = {}): Promise
   const kubectlCache = join(dir, "kubectl-cache");
   const kubeconfigs = Object.fromEntries(Object.keys(IDENTITIES).map((id) => [id, join(dir, `${id}.kubeconfig`)])) as Record<Identity, string>;
   const tokens = Object.fromEntries(Object.keys(IDENTITIES).map((id) => [id, randomBytes(24).toString("hex")])) as Record<Identity, string>;
+  for (const token of Object.values(tokens)) recordSecret("an apiserver token", token);
 
   const procs = new Map<string, LoggedProcess>();
   const forwards: NetnsForward[] = [];
@@ -298,6 +300,7 @@ export async function startSmallCluster(opts: SmallClusterOptions = {}): Promise
       privateKeyEncoding: { type: "pkcs1", format: "pem" },
     });
     writeFileSync(saPub, publicKey);
+    recordPrivateKey(privateKey, "the service-account signing key");
     writeFileSync(saKey, privateKey, { mode: 0o600 });
     const admissionConfig = opts.admissionConfigYaml === undefined ? undefined : join(dir, "admission-config.yaml");
     if (admissionConfig) writeFileSync(admissionConfig, opts.admissionConfigYaml ?? "");

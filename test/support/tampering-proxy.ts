@@ -19,6 +19,7 @@ import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerR
 import { Agent as HttpsAgent, createServer, request as httpsRequest } from "node:https";
 import type { AddressInfo } from "node:net";
 import { createCertificateAuthority, issueCertificate } from "../../src/tls/tls-bootstrap.ts";
+import { recordPrivateKey } from "./secret-ledger.ts";
 
 export type TamperMode = "pass" | "alter-body" | "alter-body-and-digest";
 
@@ -56,6 +57,8 @@ const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "tra
 export async function startTamperingProxy(opts: TamperingProxyOptions): Promise<TamperingProxy> {
   const ca = await createCertificateAuthority(`imprimatur-test-tampering-proxy-ca@${process.pid}`);
   const serving = await issueCertificate(ca, { commonName: "imprimatur-test-tampering-proxy", ipAddresses: ["127.0.0.1"] });
+  recordPrivateKey(ca.keyPem, "a tampering proxy's CA key");
+  recordPrivateKey(serving.keyPem, "a tampering proxy's TLS key");
   const upstream = new URL(opts.upstream);
   const secure = upstream.protocol === "https:";
   const agent = secure ? new HttpsAgent({ keepAlive: true, ...(opts.upstreamCa ? { ca: opts.upstreamCa } : {}) }) : new HttpAgent({ keepAlive: true });

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { stringify } from "yaml";
 import { createCertificateAuthority, issueCertificate } from "../../src/tls/tls-bootstrap.ts";
 import { backendKubeconfig } from "./backend-kubeconfig.ts";
+import { recordPrivateKey, recordSecret } from "./secret-ledger.ts";
 
 export interface TestBackend {
   port: number;
@@ -18,6 +19,7 @@ export interface TestBackend {
 }
 
 export async function startTestBackend(tls: { cert: string; key: string }, token: string, port = 0): Promise<TestBackend> {
+  recordSecret("an ImageReview backend token", token);
   const reviews: TestBackend["reviews"] = [];
   let server: Server | undefined;
   const listen = (p: number) =>
@@ -72,6 +74,8 @@ export async function startConfiguredTestBackend(
 ): Promise<{ backend: TestBackend; configPath: string }> {
   const ca = await createCertificateAuthority("test backend CA");
   const serving = await issueCertificate(ca, { commonName: "backend", ipAddresses: ["127.0.0.1"] });
+  recordPrivateKey(ca.keyPem, "an ImageReview backend's CA key");
+  recordPrivateKey(serving.keyPem, "an ImageReview backend's TLS key");
   const backend = await startTestBackend({ cert: serving.certPem, key: serving.keyPem }, options.token);
   await writeFile(join(dir, "backend-ca.crt"), ca.certPem);
   await writeFile(join(dir, "scanner.kubeconfig"), backendKubeconfig({ server: backend.url, caFile: "backend-ca.crt", user: { token: options.token } }));

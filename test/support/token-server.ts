@@ -16,6 +16,7 @@ import { createServer } from "node:https";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { issueCertificate } from "../../src/tls/tls-bootstrap.ts";
+import { recordPrivateKey, recordSecret } from "./secret-ledger.ts";
 
 export interface TokenServerUser {
   username: string;
@@ -94,6 +95,8 @@ export async function startTokenServer(opts: TokenServerOptions): Promise<TestTo
   });
   // The signing certificate needs no SAN: the registry only checks that it chains to its rootcertbundle.
   const signer = await issueCertificate(opts.ca, { commonName: "imprimatur-test-token-signer" });
+  recordPrivateKey(serving.keyPem, "the token server's TLS key");
+  recordPrivateKey(signer.keyPem, "the token server's signing key");
   const x5c = [signer.certPem, opts.ca.certPem].map((pem) => new X509Certificate(pem).raw.toString("base64"));
   const ttl = opts.tokenTtlSeconds ?? DEFAULT_TTL_SECONDS;
 
@@ -117,7 +120,9 @@ export async function startTokenServer(opts: TokenServerOptions): Promise<TestTo
     const signingInput = `${base64url(JSON.stringify(header))}.${base64url(JSON.stringify(claims))}`;
     // JOSE ES256 wants the raw r||s signature, not DER.
     const signature = sign("sha256", Buffer.from(signingInput), { key: signer.keyPem, dsaEncoding: "ieee-p1363" });
-    return `${signingInput}.${base64url(signature)}`;
+    const token = `${signingInput}.${base64url(signature)}`;
+    recordSecret("a registry bearer token", token);
+    return token;
   };
 
   const issue = (username: string | undefined, scopes: string[]) => {
@@ -205,6 +210,7 @@ export async function startTokenServer(opts: TokenServerOptions): Promise<TestTo
 
   const newRefreshToken = (username: string): string => {
     const token = randomBytes(24).toString("hex");
+    recordSecret("a registry refresh token", token);
     refreshTokens.set(token, username);
     counters.refreshTokensIssued++;
     return token;

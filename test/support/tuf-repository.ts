@@ -5,6 +5,7 @@ import { createHash, generateKeyPairSync, sign, type KeyObject } from "node:cryp
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Key, Metadata, MetaFile, Root, Signature, Snapshot, TargetFile, Targets, Timestamp } from "@tufjs/models";
+import { recordPrivateKey } from "./secret-ledger.ts";
 
 export interface TufRepository {
   /** http://127.0.0.1:PORT */
@@ -23,6 +24,7 @@ interface SigningKey {
 
 function ed25519Key(): SigningKey {
   const { publicKey, privateKey } = generateKeyPairSync("ed25519");
+  recordPrivateKey(privateKey, "a TUF signing key");
   const raw = publicKey.export({ type: "spki", format: "der" }).subarray(-32);
   const keyVal = { public: raw.toString("hex") };
   const keyID = createHash("sha256")

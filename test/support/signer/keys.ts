@@ -14,6 +14,7 @@ import type { KeyObject } from "node:crypto";
 import { PublicKeyDetails } from "@sigstore/protobuf-specs";
 import type { PublicKey } from "@sigstore/protobuf-specs";
 import { keyHint, type SignatureHash } from "../../../src/release/signing-key.ts";
+import { recordPrivateKey } from "../secret-ledger.ts";
 
 export { dsseHash, signBytes, type SignatureHash } from "../../../src/release/signing-key.ts";
 
@@ -69,6 +70,7 @@ function fromKeyPair(
   hash: SignatureHash | null,
   keyDetails: string,
 ): SigningKey {
+  recordPrivateKey(pair.privateKey, "a signing key");
   const publicKeyDer = pair.publicKey.export({ format: "der", type: "spki" });
   return {
     algorithm,

@@ -9,7 +9,7 @@
 // inclusion proof against a signed checkpoint of the tree of size i+1, and a SignedEntryTimestamp.
 // Two instances share nothing, so one's trust root rejects the other's signatures.
 
-import { createHash, generateKeyPairSync, randomInt, sign } from "node:crypto";
+import { createHash, generateKeyPairSync, KeyObject as NodeKeyObject, randomInt, sign } from "node:crypto";
 import type { KeyObject } from "node:crypto";
 import { json } from "@sigstore/core";
 import { initializeCTLog, initializeTSA } from "@sigstore/mock";
@@ -20,6 +20,7 @@ import * as x509 from "@peculiar/x509";
 x509.cryptoProvider.set(globalThis.crypto);
 const subtle = globalThis.crypto.subtle;
 
+import { recordPrivateKey } from "../secret-ledger.ts";
 import { generateSigningKey } from "./keys.ts";
 import type { SigningKey } from "./keys.ts";
 import type { DsseEnvelopeJson } from "../../../src/release/in-toto.ts";
@@ -132,12 +133,14 @@ export async function createMockSigstore(opts: { clock?: Date; name?: string } =
 
   const ca = await createCa(name, start);
   const ctKeys = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  recordPrivateKey(ctKeys.privateKey, "the mock CT log's key");
   const ctlog = await initializeCTLog(ctKeys, opts.clock);
   // @sigstore/mock's TSA certificates start at the real current time, so a clock in the past fails their validity.
   // The TSA reads its clock Date on every request; timestamp() sets it to a whole second first, because the mock
   // writes genTime's fraction DER-style (".12Z") and @sigstore/core only parses three fraction digits or none.
   const tsaClock = new Date(now().getTime());
   const tsaKeys = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  recordPrivateKey(tsaKeys.privateKey, "the mock TSA's key");
   const tsa = await initializeTSA(tsaKeys, tsaClock);
   const tsaChain = [
     Buffer.from(tsa.intCertificate.buffer, tsa.intCertificate.byteOffset, tsa.intCertificate.byteLength),
@@ -355,6 +358,8 @@ async function createCa(name: string, start: Date): Promise<Ca> {
   const algorithm = { name: "ECDSA", namedCurve: "P-384" };
   const rootKeys = (await subtle.generateKey(algorithm, true, ["sign", "verify"])) as CryptoKeyPair;
   const intermediateKeys = (await subtle.generateKey(algorithm, true, ["sign", "verify"])) as CryptoKeyPair;
+  recordPrivateKey(NodeKeyObject.from(rootKeys.privateKey), "the mock Fulcio root key");
+  recordPrivateKey(NodeKeyObject.from(intermediateKeys.privateKey), "the mock Fulcio intermediate key");
   const notAfter = new Date(start.getTime() + 10 * 365 * DAY_MS);
   const rootSubject = `CN=${name} root, O=sigstore.mock`;
   const intermediateSubject = `CN=${name} intermediate, O=sigstore.mock`;
@@ -489,6 +494,7 @@ interface Log {
 
 function createLog(url: string, now: () => Date): Log {
   const keys = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  recordPrivateKey(keys.privateKey, "the mock Rekor's key");
   const publicKeyDer = keys.publicKey.export({ format: "der", type: "spki" });
   const logId = createHash("sha256").update(publicKeyDer).digest();
   const origin = new URL(url).host;

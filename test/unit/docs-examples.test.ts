@@ -197,6 +197,13 @@ const SKIPPED_BY_DESIGN: Record<string, string> = {
     "names a user's bundle and artifact, not files of the repository (and keyless needs the public-good trust root)",
   "imprimatur verify-bundle --bundle artifact.sigstore.json --key release.pub --trusted-root corp-root.json artifact.tar.gz":
     "names a user's bundle, key, root and artifact, not files of the repository",
+  "openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out release.key": "makes a user's release key (test/unit/release/ reads such keys)",
+  "openssl pkey -in release.key -pubout -out release.pub": "reads the user's release key",
+  'imprimatur sign-image registry.example.com/platform/imprimatur@sha256:… --key release.key --source-revision "$(git rev-parse HEAD)"':
+    "pushes to a registry (test/e2e/release-signing.test.ts runs it against one)",
+  "kubectl kustomize my-self-verification > self-verification.yaml": "renders a user's overlay",
+  "imprimatur verify --policies self-verification.yaml registry.example.com/platform/imprimatur@sha256:…": "asks a registry",
+  "imprimatur audit --kubeconfig ~/.kube/config --policies self-verification.yaml -n imprimatur": "reads a cluster",
 };
 
 /** imprimatur commands that run offline on the repository's files; any other must be in SKIPPED_BY_DESIGN. */

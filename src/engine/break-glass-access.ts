@@ -46,13 +46,14 @@ async function ask(
     for (const key of overridable.keys()) byPolicy.set(key, { allowed: false, reason });
     return { checked: true as const, user: username, byPolicy };
   };
-  if (tools.unreadable !== undefined) return refuseAll(tools.unreadable);
+  // No user: no one can be asked about, whichever cluster it is.
   if (!user || username === "")
     return refuseAll(
       subject.origin === "imagereview"
         ? "an ImageReview names no user to ask about (set breakGlass.authorization: None to honour the annotations alone)"
         : "the request names no user to ask about",
     );
+  if (tools.unreadable !== undefined) return refuseAll(tools.unreadable);
   const reviewer = tools.breakGlass;
   if (!reviewer)
     return refuseAll("the server has no Kubernetes API to ask whether the user may (set breakGlass.authorization: None to honour the annotations alone)");

@@ -32,7 +32,7 @@ import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
 import { generateSigningKey, trustedPublicKeys, type SigningKey } from "../support/signer/keys.ts";
 import { fetchBlob, fetchManifest, type PushTarget } from "../support/signer/oci-push.ts";
-import { verifyBundle } from "../support/signer/reference-verify.ts";
+import { EMPTY_TRUSTED_ROOT, verifyBundle } from "../support/signer/reference-verify.ts";
 import { teardown } from "../support/teardown.ts";
 import { TestLayouts } from "../support/test-layouts.ts";
 
@@ -46,14 +46,6 @@ const SPDX = "https://spdx.dev/Document";
 const SLSA = "https://slsa.dev/provenance/v1";
 const OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json";
 const OCI_INDEX = "application/vnd.oci.image.index.v1+json";
-/** A trusted root with nothing in it: key-signed bundles without log entries need none of it. */
-const EMPTY_ROOT = {
-  mediaType: "application/vnd.dev.sigstore.trustedroot+json;version=0.1",
-  tlogs: [],
-  certificateAuthorities: [],
-  ctlogs: [],
-  timestampAuthorities: [],
-};
 const PLACEHOLDER_IMAGE = "registry.example.com/platform/imprimatur";
 const PLACEHOLDER_KEY = "-----BEGIN PUBLIC KEY-----\nREPLACE-WITH-THE-IMPRIMATUR-RELEASE-PUBLIC-KEY\n-----END PUBLIC KEY-----\n";
 
@@ -76,17 +68,15 @@ const fingerprint = () => releaseKey(key.privateKey).fingerprint;
 /** deploy/self-verification's policy with its two placeholders replaced, as a user edits it. */
 async function editedPolicy(): Promise<string> {
   const shipped = await readFile(join(SELF_VERIFICATION, "imagepolicy.yaml"), "utf8");
-  const indentedPlaceholder = PLACEHOLDER_KEY.trimEnd()
-    .split("\n")
-    .map((line) => `                  ${line}`)
-    .join("\n");
-  assert.ok(shipped.includes(indentedPlaceholder) && shipped.includes(`["${PLACEHOLDER_IMAGE}"]`), "the shipped policy has both placeholders");
-  const indentedKey = key.publicKeyPem
-    .trimEnd()
-    .split("\n")
-    .map((line) => `                  ${line}`)
-    .join("\n");
-  return shipped.replace(indentedPlaceholder, indentedKey).replace(`["${PLACEHOLDER_IMAGE}"]`, `["${registry.host}/${REPOSITORY}"]`);
+  // The key is the block scalar's text, indented as the file indents it.
+  const asKeyBlock = (pem: string) =>
+    pem
+      .trimEnd()
+      .split("\n")
+      .map((line) => `                  ${line}`)
+      .join("\n");
+  assert.ok(shipped.includes(asKeyBlock(PLACEHOLDER_KEY)) && shipped.includes(`["${PLACEHOLDER_IMAGE}"]`), "the shipped policy has both placeholders");
+  return shipped.replace(asKeyBlock(PLACEHOLDER_KEY), asKeyBlock(key.publicKeyPem)).replace(`["${PLACEHOLDER_IMAGE}"]`, `["${registry.host}/${REPOSITORY}"]`);
 }
 
 before(async () => {
@@ -226,10 +216,14 @@ test("the registry holds what cosign v3 leaves: referrers in the tag's index, ea
     assert.equal(manifest.layers[0].mediaType, BUNDLE_V03);
     const bundle = await fetchBlob(target(), REPOSITORY, manifest.layers[0].digest);
     // @sigstore/verify, with the key and no log entry or timestamp required.
-    const signer = verifyBundle(EMPTY_ROOT, bundle, { keys: trustedPublicKeys([key]), tlogThreshold: 0, timestampThreshold: 0 });
+    const signer = verifyBundle(EMPTY_TRUSTED_ROOT, bundle, { keys: trustedPublicKeys([key]), tlogThreshold: 0, timestampThreshold: 0 });
     assert.ok(signer.key);
     assert.throws(() =>
-      verifyBundle(EMPTY_ROOT, bundle, { keys: trustedPublicKeys([{ key: generateSigningKey(), hint: key.hint }]), tlogThreshold: 0, timestampThreshold: 0 }),
+      verifyBundle(EMPTY_TRUSTED_ROOT, bundle, {
+        keys: trustedPublicKeys([{ key: generateSigningKey(), hint: key.hint }]),
+        tlogThreshold: 0,
+        timestampThreshold: 0,
+      }),
     );
     const json = JSON.parse(bundle.toString());
     assert.deepEqual(json.verificationMaterial.tlogEntries, []);

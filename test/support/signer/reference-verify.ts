@@ -17,6 +17,15 @@ export interface VerifyOptions {
   artifact?: Buffer;
 }
 
+/** A trusted root with nothing in it: key-signed bundles without log entries or timestamps need none of it. */
+export const EMPTY_TRUSTED_ROOT: Record<string, unknown> = {
+  mediaType: "application/vnd.dev.sigstore.trustedroot+json;version=0.1",
+  tlogs: [],
+  certificateAuthorities: [],
+  ctlogs: [],
+  timestampAuthorities: [],
+};
+
 /** Parses a bundle (JSON text or object) and verifies it against trustedRoot; throws on failure. */
 export function verifyBundle(trustedRoot: Record<string, unknown>, bundle: Buffer | string | object, opts: VerifyOptions = {}): Signer {
   const json = Buffer.isBuffer(bundle) || typeof bundle === "string" ? JSON.parse(bundle.toString()) : bundle;

@@ -20,20 +20,12 @@ import { parseSigningKey, releaseKey } from "../../../src/release/signing-key.ts
 import { bundleToItem } from "../../../src/verification/signed-item.ts";
 import { attestationBinding, imageBinding, publicKeyFromPem, verifyItem } from "../../../src/verification/verify-entry.ts";
 import { generateSigningKey, trustedPublicKeys } from "../../support/signer/keys.ts";
-import { verifyBundle } from "../../support/signer/reference-verify.ts";
+import { EMPTY_TRUSTED_ROOT, verifyBundle } from "../../support/signer/reference-verify.ts";
 import { leafAttestorsWith } from "../../support/verification-fixtures.ts";
 
 const NAME = "registry.example.com/platform/imprimatur";
 const MANIFEST = Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: OCI_IMAGE_MANIFEST, config: {}, layers: [] }));
 const DIGEST = `sha256:${createHash("sha256").update(MANIFEST).digest("hex")}`;
-/** A trusted root with nothing in it: a key-signed bundle without a log entry needs none of it. */
-const EMPTY_ROOT = {
-  mediaType: "application/vnd.dev.sigstore.trustedroot+json;version=0.1",
-  tlogs: [],
-  certificateAuthorities: [],
-  ctlogs: [],
-  timestampAuthorities: [],
-};
 
 const p256 = () => generateKeyPairSync("ec", { namedCurve: "P-256" });
 const pkcs8 = (key = p256().privateKey) => key.export({ format: "pem", type: "pkcs8" }).toString();
@@ -95,9 +87,9 @@ describe("the bundles and their referrer manifests", () => {
       predicateType: COSIGN_SIGN_PREDICATE,
       predicate: {},
     });
-    verifyBundle(EMPTY_ROOT, bundle.bytes, { keys: trustedPublicKeys([signing]), tlogThreshold: 0, timestampThreshold: 0 });
+    verifyBundle(EMPTY_TRUSTED_ROOT, bundle.bytes, { keys: trustedPublicKeys([signing]), tlogThreshold: 0, timestampThreshold: 0 });
     assert.throws(() =>
-      verifyBundle(EMPTY_ROOT, bundle.bytes, {
+      verifyBundle(EMPTY_TRUSTED_ROOT, bundle.bytes, {
         keys: trustedPublicKeys([{ key: generateSigningKey(), hint: key.hint }]),
         tlogThreshold: 0,
         timestampThreshold: 0,

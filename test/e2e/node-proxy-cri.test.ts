@@ -239,6 +239,45 @@ describe("CRI runtime.v1, straight to the proxy", () => {
     const listed = await records(state());
     assert.ok(!listed.json.images.some((r: { imageRef: string }) => r.imageRef === ref), listed.stdout);
   });
+
+  test("containerd gone and back under the proxy: calls meanwhile fail at once with UNAVAILABLE, and the proxy serves again by itself", async () => {
+    await proxies.at(-1)!.stop();
+    const { p, client } = await proxy(state());
+    // Pod m shows credentials for the private image; another pod has not.
+    await pull(client, images.private, "m", good());
+    const before = await status(client, images.private, "m");
+    assert.ok(before, "the private image is there for pod m");
+    let downResult: grpc.ServiceError | undefined;
+    let downMs: number | undefined;
+    let restarted: Promise<void> | undefined;
+    try {
+      // Killed, as a crash leaves it; back after 3 s with the same root and state.
+      restarted = node.restartContainerd({ kill: true, downMs: 3_000 });
+      await new Promise((r) => setTimeout(r, 500));
+      const started = Date.now();
+      try {
+        await client.call("runtime.v1", "ImageStatus", imageStatusRequest(images.private, "m"), { deadline: Date.now() + 20_000 });
+      } catch (e) {
+        downResult = e as grpc.ServiceError;
+      }
+      downMs = Date.now() - started;
+    } finally {
+      await restarted;
+    }
+    assert.ok(downResult, "a call while containerd is down does not succeed");
+    assert.equal(downResult.code, grpc.status.UNAVAILABLE, downResult.details);
+    assert.ok(downMs !== undefined && downMs < 5_000, `answered without waiting for its deadline (${downMs} ms)`);
+    // Back: the proxy reconnects on its own (gRPC's backoff), no restart of it; its decisions are the same.
+    let answered: Awaited<ReturnType<typeof status>> | "failing" = "failing";
+    for (let i = 0; i < 60 && answered === "failing"; i++) {
+      answered = await status(client, images.private, "m").catch(() => "failing" as const);
+      if (answered === "failing") await new Promise((r) => setTimeout(r, 500));
+    }
+    assert.notEqual(answered, "failing", "the proxy serves again within 30 s of containerd's return");
+    assert.equal(answered === "failing" ? undefined : answered?.id, before.id, "the same image for pod m, from its record");
+    assert.equal(await status(client, images.private, "never-showed-credentials"), undefined, "and other pods still need credentials");
+    assert.doesNotThrow(() => process.kill(p.pid, 0), "the proxy never exited");
+  });
 });
 
 describe("verification policies, with images preloaded before the first start", () => {

@@ -81,6 +81,12 @@ export interface NodeRuntime {
   startKubelet(opts: KubeletOptions): Promise<{ nodeName: string; pid: number; readyMs: number }>;
   /** SIGTERM the kubelet (SIGKILL after a grace period); pods keep running in containerd. Idempotent. */
   stopKubelet(): Promise<void>;
+  /**
+   * containerd gone and back, as a node's containerd restarts (an upgrade, a crash): SIGKILL when `kill`, else
+   * SIGTERM; its socket is removed as a dead daemon leaves it absent or stale; after `downMs` it starts again with
+   * the same config, root and state, and this resolves once it answers. Its shims and containers keep running.
+   */
+  restartContainerd(opts?: { kill?: boolean; downMs?: number }): Promise<void>;
   /** Every process id this run has started or found (containerd, kubelets, shims, container processes). */
   pidsSeen(): number[];
   /** Processes alive now that belong to this run: by command line (the temp dir) or by cgroup. */
@@ -556,6 +562,35 @@ export async function startNodeRuntime(opts: NodeRuntimeOptions): Promise<NodeRu
 
   const ctr = (args: string[], o: { timeoutMs?: number } = {}) => run(tools.ctr, ["--address", socket, "--namespace", "k8s.io", ...args], o);
 
+  /** containerd, ready once ctr gets an answer. */
+  let containerdStarts = 0;
+  const startContainerd = async (configPath: string): Promise<void> => {
+    containerdStarts++;
+    const proc = spawnLogged(containerdStarts === 1 ? "containerd" : `containerd-${containerdStarts}`, tools.containerd, ["--config", configPath], dir, netns);
+    containerd = proc;
+    seen.add(proc.pid);
+    const deadline = Date.now() + START_DEADLINE_MS;
+    for (;;) {
+      if (proc.exit) throw new Error(`containerd exited during start; log tail:\n${tailFile(proc.logPath)}`);
+      if (existsSync(socket) && (await ctr(["version"], { timeoutMs: 5_000 })).code === 0) break;
+      if (Date.now() > deadline) throw new Error(`containerd not ready within ${START_DEADLINE_MS / 1000} s; log tail:\n${tailFile(proc.logPath)}`);
+      await sleep(50);
+    }
+  };
+
+  const restartContainerd = async (o: { kill?: boolean; downMs?: number } = {}): Promise<void> => {
+    if (stopping) throw new Error("the node runtime is stopped");
+    const current = containerd;
+    if (!current || current.exit) throw new Error("containerd is not running");
+    if (o.kill) {
+      signalPid(current.pid, "SIGKILL");
+      for (let i = 0; i < 100 && !current.exit; i++) await sleep(50);
+    } else await terminate(current);
+    rmSync(socket, { force: true });
+    await sleep(o.downMs ?? 0);
+    await startContainerd(join(dir, "containerd.toml"));
+  };
+
   /** Our cgroups, deepest first: those of this containerd's containers (others' runs have their own ids). */
   const ourCgroups = (): string[] => {
     collectIds();
@@ -725,16 +760,7 @@ export async function startNodeRuntime(opts: NodeRuntimeOptions): Promise<NodeRu
     const configPath = join(dir, "containerd.toml");
     writeFileSync(configPath, containerdConfig(dir, PAUSE_IMAGE));
 
-    // containerd, ready once ctr gets an answer.
-    containerd = spawnLogged("containerd", tools.containerd, ["--config", configPath], dir, netns);
-    seen.add(containerd.pid);
-    const deadline = Date.now() + START_DEADLINE_MS;
-    for (;;) {
-      if (containerd.exit) throw new Error(`containerd exited during start; log tail:\n${tailFile(containerd.logPath)}`);
-      if (existsSync(socket) && (await ctr(["version"], { timeoutMs: 5_000 })).code === 0) break;
-      if (Date.now() > deadline) throw new Error(`containerd not ready within ${START_DEADLINE_MS / 1000} s; log tail:\n${tailFile(containerd.logPath)}`);
-      await sleep(50);
-    }
+    await startContainerd(configPath);
     const imported = await ctr(["images", "import", pauseArchive], { timeoutMs: 60_000 });
     if (imported.code !== 0) throw new Error(`ctr images import of the pause image failed: ${imported.stderr}`);
     const listed = await ctr(["images", "list", "--quiet"]);
@@ -829,6 +855,7 @@ export async function startNodeRuntime(opts: NodeRuntimeOptions): Promise<NodeRu
     ctr,
     startKubelet,
     stopKubelet,
+    restartContainerd,
     pidsSeen: () => {
       if (!finished) for (const pid of liveProcesses()) seen.add(pid);
       return [...seen];

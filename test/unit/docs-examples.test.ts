@@ -158,6 +158,7 @@ const SKIPPED_BY_DESIGN: Record<string, string> = {
   'npm run image -- -o /tmp/img -t 0.1.0 --commit "$(git rev-parse HEAD)"': "builds the server's image (minutes; its own tests build one)",
   "skopeo copy --preserve-digests oci:build/image:0.1.0 docker://registry.example.com/imprimatur:0.1.0": "writes to a registry",
   "kubectl apply -k my-cluster": "writes to a cluster",
+  "kubectl create clusterrolebinding oncall-break-glass --clusterrole=imprimatur-break-glass --group=oncall": "writes to a cluster",
   "kubectl -n imprimatur rollout status deployment imprimatur": "reads a cluster",
   "kubectl get validatingwebhookconfiguration imprimatur -o jsonpath='{.webhooks[0].clientConfig.caBundle}' | head -c 40": "reads a cluster",
   "kubectl apply -k deploy/default-policies": "writes to a cluster",

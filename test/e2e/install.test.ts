@@ -22,7 +22,8 @@
 // takes the kubectl-applied install away webhooks first (CRDs and policies stay); install with credentials the
 // registry refuses stops before touching the cluster; install builds, pushes with Imprimatur's own registry client,
 // applies the webhooks at Ignore, waits for the rollout, /readyz and a dry-run admission Imprimatur denies, then
-// enforces; install again with a new build upgrades with no failed admission in a stream beside it; uninstall
+// enforces, signing what it pushed (its signature, SBOM and provenance verified by deploy/'s self-verification
+// policy); install again with a new build upgrades with no failed admission in a stream beside it; uninstall
 // --purge takes the CRDs too.
 //
 // Last, stop() leaves the machine as it found it.
@@ -33,6 +34,9 @@ import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import { createCertificateAuthority, issueCertificate } from "../../src/tls/tls-bootstrap.ts";
+import { releaseKey } from "../../src/release/signing-key.ts";
+import { imprimatur as imprimaturOnHost } from "../support/cli-process.ts";
+import { generateSigningKey } from "../support/signer/keys.ts";
 import { runCommand } from "../support/command.ts";
 import { createPullSecret, untilWebhookActive } from "../support/kube-cluster.ts";
 import { buildNodeImage, NODE_IMAGE_USER } from "../support/node-image.ts";
@@ -765,6 +769,10 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
     const IMAGE_REPOSITORY = "imprimatur/installed";
     let overlay: string;
     let registriesFile: string;
+    /** The release key install signs with (--signing-key), its public half and fingerprint. */
+    let signingKeyFile: string;
+    let releasePem: string;
+    let fingerprint: string;
     /** The CLI inside the cluster's network namespace, where both the apiserver and the registry are reached. */
     const imprimatur = async (args: string[], env: NodeJS.ProcessEnv = {}) => {
       const out = await runInNetns(
@@ -811,6 +819,8 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
       APP_NS,
       "--timeout",
       "240",
+      "--signing-key",
+      signingKeyFile,
     ];
     /** The namespace and pull secret a private registry needs, made before install as a user makes them. */
     const prepareNamespace = async () => {
@@ -821,6 +831,11 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
     before(() => {
       registriesFile = join(workDir, "registries.json");
       writeFileSync(registriesFile, registry.registryConfig());
+      const key = generateSigningKey("ecdsa-p256");
+      signingKeyFile = join(workDir, "release.key");
+      writeFileSync(signingKeyFile, key.privateKey.export({ format: "pem", type: "pkcs8" }), { mode: 0o600 });
+      releasePem = key.publicKeyPem;
+      fingerprint = releaseKey(key.privateKey).fingerprint;
       // The user's overlay: the shipped v1.20 install and the pull secret for the private registry. No image:
       // install sets the one it pushed.
       overlay = join(workDir, "install-overlay");
@@ -875,7 +890,7 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
       assert.equal(result.code, 0, `${result.stdout}${result.stderr}`);
       assert.deepEqual(
         steps(result.stdout),
-        ["image", "image", "render", "cluster", "crds", "policies", "apply", "rollout", "readyz", "probe", "enforce", "installed"],
+        ["image", "image", "sign", "render", "cluster", "crds", "policies", "apply", "rollout", "readyz", "probe", "enforce", "installed"],
         result.stdout,
       );
       assert.match(result.stdout, /apply .*webhooks at failurePolicy Ignore until Imprimatur answers/);
@@ -883,6 +898,47 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
       const pushed = /installed +\S+@(sha256:[0-9a-f]{64})/.exec(result.stdout)?.[1];
       assert.ok(pushed, result.stdout);
       assert.equal((await registry.inspectRaw(IMAGE_REPOSITORY, pushed)).digest, pushed, "the image is in the registry");
+
+      // Signed with the key given, with its SBOM and provenance, as cosign v3 referrers: deploy/'s own policy verifies it.
+      assert.match(
+        result.stdout,
+        new RegExp(
+          `^sign +signature sha256:[0-9a-f]{64}, sbom sha256:[0-9a-f]{64}, provenance sha256:[0-9a-f]{64} attached, signed by key ${fingerprint}; listed in the referrers tag sha256-${pushed.slice(7)}$`,
+          "m",
+        ),
+      );
+      const index = JSON.parse((await registry.inspectRaw(IMAGE_REPOSITORY, `sha256-${pushed.slice(7)}`)).raw.toString()) as {
+        manifests: Array<{ annotations: Record<string, string> }>;
+      };
+      assert.deepEqual(
+        index.manifests.map((d) => d.annotations["dev.sigstore.bundle.predicateType"]),
+        ["https://sigstore.dev/cosign/sign/v1", "https://spdx.dev/Document", "https://slsa.dev/provenance/v1"],
+      );
+      const indent = (pem: string) =>
+        pem
+          .trimEnd()
+          .split("\n")
+          .map((l) => `                  ${l}`)
+          .join("\n");
+      const shipped = readFileSync(join(PROJECT_DIR, "deploy/self-verification/imagepolicy.yaml"), "utf8");
+      const placeholder = indent("-----BEGIN PUBLIC KEY-----\nREPLACE-WITH-THE-IMPRIMATUR-RELEASE-PUBLIC-KEY\n-----END PUBLIC KEY-----");
+      assert.ok(shipped.includes(placeholder) && shipped.includes('["registry.example.com/platform/imprimatur"]'), "the shipped policy's placeholders");
+      const selfVerification = join(workDir, "self-verification.yaml");
+      writeFileSync(
+        selfVerification,
+        shipped.replace(placeholder, indent(releasePem)).replace('["registry.example.com/platform/imprimatur"]', `["${registry.host}/${IMAGE_REPOSITORY}"]`),
+      );
+      const verified = await imprimaturOnHost([
+        "verify",
+        "--policies",
+        selfVerification,
+        "--authfile",
+        registry.authFile,
+        "--registries",
+        registriesFile,
+        `${registry.host}/${IMAGE_REPOSITORY}@${pushed}`,
+      ]);
+      assert.equal(verified.code, 0, verified.stdout + verified.stderr);
       const image = (await kubectl("get", "deployment", "imprimatur", "-n", "imprimatur", "-o", "jsonpath={.spec.template.spec.containers[0].image}")).trim();
       assert.equal(image, `${registry.host}/${IMAGE_REPOSITORY}@${pushed}`);
       assert.deepEqual(await webhookFailurePolicies(), ["Fail", "Fail"]);

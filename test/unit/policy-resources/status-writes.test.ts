@@ -3,7 +3,7 @@
 // for a moment and counts those open together; what is written is checked on the real apiserver in
 // test/e2e/policy-crds.test.ts.
 import assert from "node:assert/strict";
-import { createServer, type IncomingMessage } from "node:http";
+import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -11,6 +11,18 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
 import { PolicyStatusWriter } from "../../../src/policy-resources/status-writer.ts";
 import type { PolicyResourceObject } from "../../../src/policy-resources/resource-documents.ts";
+
+/** A client of the stand-in server. */
+function kubeconfigFor(server: Server): KubeConfig {
+  const kube = new KubeConfig();
+  kube.loadFromOptions({
+    clusters: [{ name: "c", server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
+    users: [{ name: "u" }],
+    contexts: [{ name: "x", cluster: "c", user: "u" }],
+    currentContext: "x",
+  });
+  return kube;
+}
 
 test("a first load of many policies sends at most four status writes at once, and writes every one", async (t) => {
   let open = 0;
@@ -30,13 +42,7 @@ test("a first load of many policies sends at most four status writes at once, an
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   t.after(() => server.close());
-  const kube = new KubeConfig();
-  kube.loadFromOptions({
-    clusters: [{ name: "c", server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
-    users: [{ name: "u" }],
-    contexts: [{ name: "x", cluster: "c", user: "u" }],
-    currentContext: "x",
-  });
+  const kube = kubeconfigFor(server);
 
   const objects = new Map<string, PolicyResourceObject>();
   for (let i = 0; i < 30; i++) {
@@ -74,13 +80,7 @@ test("a status write that fails is tried again with a backoff until it is writte
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   t.after(() => server.close());
-  const kube = new KubeConfig();
-  kube.loadFromOptions({
-    clusters: [{ name: "c", server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
-    users: [{ name: "u" }],
-    contexts: [{ name: "x", cluster: "c", user: "u" }],
-    currentContext: "x",
-  });
+  const kube = kubeconfigFor(server);
   const objects = new Map<string, PolicyResourceObject>();
   const put = (name: string, generation: number) =>
     objects.set(name, { kind: "ImagePolicy", name, uid: `uid-${name}`, generation, object: { metadata: { name, generation } } });

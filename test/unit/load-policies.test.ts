@@ -93,7 +93,7 @@ test("a missing policy folder is a load error, not a crash", async () => {
   await assert.rejects(loadPolicies("/nonexistent/imprimatur"), PolicyLoadError);
 });
 
-test("a loaded set counts its policies of every kind, and needs namespace labels only when some policy selects namespaces by them", () => {
+test("a loaded set counts its policies of every kind but exceptions, and needs namespace labels only when some policy selects namespaces by them", () => {
   const image = (name: string, extra = "") =>
     `apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: {name: ${name}}\nspec:\n${extra}  rules: [{action: allow, images: ["*"]}]\n`;
   const pods = (name: string, extra = "") =>
@@ -104,9 +104,15 @@ test("a loaded set counts its policies of every kind, and needs namespace labels
     assert.deepEqual(parsed.errors.map(renderPolicyError), []);
     return preparePolicies(parsed.policies);
   };
+  const exception = `apiVersion: imprimatur.dev/v1alpha1\nkind: PolicyException\nmetadata: {name: e, namespace: ops}\nspec:\n  exceptions: [{policyName: a}]\n  match: {any: [{resources: {kinds: [Pod]}}]}\n`;
   const plain = prepared(image("a"), image("b"), pods("c"));
   assert.equal(policyCount(plain.set), 3);
   assert.equal(policyCount(prepared().set), 0);
+  // An exception only sets decisions aside: alone it puts nothing in force, and it adds nothing to a count.
+  const withException = prepared(image("a"), exception);
+  assert.equal(withException.set.PolicyException.length, 1);
+  assert.equal(policyCount(withException.set), 1);
+  assert.equal(policyCount(prepared(exception).set), 0);
   assert.equal(plain.usesNamespaceLabels, false);
   assert.equal(prepared(image("a"), image("b", "  namespaceSelector: {matchLabels: {env: prod}}\n")).usesNamespaceLabels, true, "spec.namespaceSelector");
   assert.equal(prepared(image("a"), image("b", bySelector)).usesNamespaceLabels, true, "one ImagePolicy's matchConstraints");

@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadPolicies, parsePolicyText } from "../../src/policy/load-policies.ts";
+import { namespacedObjectName, namespacedPolicyName } from "../../src/core/namespaced-policy.ts";
 import { PolicyLoadError, renderPolicyError } from "../../src/policy/policy-error.ts";
 import { evaluateImagePolicies } from "../../src/core/image-policy/image-policy.ts";
 import { renderReason } from "../../src/core/decision.ts";
@@ -54,6 +55,11 @@ describe("NamespacedImagePolicy: loading", () => {
     assert.equal(p!.name, "shop/corp-only");
     assert.equal(p!.namespace, "shop");
     assert.deepEqual(p!.namespaces, ["shop"]);
+  });
+
+  it("the object's own name comes back from a policy name of its namespace; any other name is kept as it is", () => {
+    assert.equal(namespacedObjectName("shop", namespacedPolicyName("shop", "corp-only")), "corp-only");
+    for (const other of ["corp-only", "shopping/corp-only", "other/corp-only", "shop"]) assert.equal(namespacedObjectName("shop", other), other);
   });
 
   it("needs metadata.namespace, a namespace name", () => {
@@ -289,6 +295,12 @@ describe("NamespacedPodRestriction", () => {
     assert.equal(p!.name, "shop/no-privileged");
     assert.equal(p!.mode, "Drop");
     assert.deepEqual(p!.namespaces, ["shop"]);
+  });
+
+  it("has only imprimatur.dev/v1alpha1, not the other apiVersion PodRestriction takes", () => {
+    assert.deepEqual(errorsOf(SHOP_NO_PRIVILEGED.replace("imprimatur.dev/v1alpha1", "policy/v1alpha1")), [
+      'p.yaml:1 (document 1, apiVersion): must be "imprimatur.dev/v1alpha1", got "policy/v1alpha1"',
+    ]);
   });
 
   it("refuses binding (and with it Accept), saying why", () => {

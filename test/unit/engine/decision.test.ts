@@ -1,9 +1,10 @@
 // The one decision shape every kind returns (src/core/decision.ts): how a violation reads, how the kinds'
 // decisions combine into the admission's (all must allow; nothing optional appears unless something filled it),
-// and how long lists are capped.
+// how long lists are capped, and the failure policy's answer to a review the server sheds (src/core/overload.ts).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { allow, capList, combineDecisions, deny, renderViolation, type Violation } from "../../../src/core/decision.ts";
+import { overloadDecision } from "../../../src/core/overload.ts";
 
 const violation = (extra: Partial<Violation> = {}): Violation => ({ policy: "trusted", rule: "rules[1]", message: "pin a version", ...extra });
 
@@ -48,4 +49,27 @@ test("a list is capped after its first entries, with the number left out; a shor
   assert.deepEqual(capList([1, 2, 3], 5), { listed: [1, 2, 3], more: 0 });
   assert.deepEqual(capList([1, 2, 3], 3), { listed: [1, 2, 3], more: 0 });
   assert.deepEqual(capList([1, 2, 3, 4, 5], 3), { listed: [1, 2, 3], more: 2 });
+});
+
+test("a shed review is denied with the reason failing closed, and admitted with the fail-open trace failing open", () => {
+  const reason = "the server is overloaded: 3 reviews in flight, the limit is 3";
+  assert.deepEqual(overloadDecision(reason, false), {
+    allowed: false,
+    violations: [
+      {
+        policy: "imprimatur",
+        rule: "overload",
+        message: "the server is overloaded: 3 reviews in flight, the limit is 3; not judged, and denied because the server fails closed",
+      },
+    ],
+    warnings: [],
+    auditAnnotations: { decision: "denied" },
+  });
+  assert.deepEqual(overloadDecision(reason, true), {
+    allowed: true,
+    violations: [],
+    warnings: ["admitted without being judged: the server is overloaded: 3 reviews in flight, the limit is 3; the server fails open"],
+    auditAnnotations: { "fail-open": "true" },
+    failOpen: [{ backend: "imprimatur/overload", error: reason }],
+  });
 });

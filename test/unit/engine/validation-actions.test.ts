@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { DEFAULT_SERVER_CONFIG } from "../../../src/config/server-config.ts";
 import { subjectOfObject, type AdmissionSubject } from "../../../src/core/admission-subject.ts";
-import { VALIDATION_FAILURES_ANNOTATION } from "../../../src/core/validation-actions.ts";
+import { compileValidationActions, VALIDATION_FAILURES_ANNOTATION } from "../../../src/core/validation-actions.ts";
 import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 import { profileSources, shippedProfiles } from "../../../src/policy/profiles.ts";
 import { Engine } from "../../../src/engine/engine.ts";
@@ -207,4 +207,13 @@ spec:
   spec: {securityContext: {hostNetwork: {require: true}}}
 `;
   assert.match((await loadErrors(accept)).join("\n"), /spec\.validationActions: applies to failures of Drop policies/);
+});
+
+test("compileValidationActions refuses what is not a non-empty list of known actions itself, whatever schema ran before", () => {
+  // The kinds' schemas refuse these first; the compiler does not rely on it.
+  for (const raw of [undefined, "Warn", {}, []])
+    assert.deepEqual(compileValidationActions(raw), { error: "must be a non-empty list of Deny, Warn, Audit" }, JSON.stringify(raw));
+  assert.deepEqual(compileValidationActions(["Audit", "Enforce"]), { error: 'must hold only Deny, Warn, Audit; got "Enforce"' });
+  assert.deepEqual(compileValidationActions(["Warn", null]), { error: "must hold only Deny, Warn, Audit; got null" });
+  assert.deepEqual(compileValidationActions(["Warn", "Audit"]), { actions: ["Warn", "Audit"] });
 });

@@ -35,10 +35,12 @@ test("every kustomization under deploy/ builds with kubectl v1.20's kustomize", 
   const base = await build(`${DEPLOY}base`);
   assert.deepEqual(kinds(base), [
     "ClusterRole/imprimatur",
+    "ClusterRole/imprimatur-break-glass",
     "ClusterRole/imprimatur-namespaced-policies-edit",
     "ClusterRole/imprimatur-namespaced-policies-view",
     "ClusterRole/imprimatur-self-managed-tls",
     "ClusterRoleBinding/imprimatur",
+    "ClusterRoleBinding/imprimatur-break-glass-controllers",
     "ClusterRoleBinding/imprimatur-self-managed-tls",
     "CustomResourceDefinition/clusterpolicyreports.wgpolicyk8s.io",
     "CustomResourceDefinition/clusterreports.openreports.io",

@@ -34,7 +34,10 @@ let agent: Agent;
 before(async () => {
   // The embedded policy denies `:latest` (explicit or implied) and allows the rest; the baseline profile, bound
   // cluster-wide, denies privileged pods: allowed and denied are both reachable from every base document.
-  server = await startTestApp({ policies: EMBEDDED_POLICIES, profiles: ["baseline"], config: { ...DEFAULT_SERVER_CONFIG, maxRequestBytes: MAX_BYTES } });
+  // Break-glass on the annotations alone: this server has no API to ask who may, and the bodies, not the
+  // authorizer, are what is fuzzed here (who may is test/unit/engine/break-glass-access.test.ts and the e2e tests).
+  const config = { ...DEFAULT_SERVER_CONFIG, maxRequestBytes: MAX_BYTES, breakGlass: { authorization: "None" as const, cacheTtlMs: 10_000 } };
+  server = await startTestApp({ policies: EMBEDDED_POLICIES, profiles: ["baseline"], config });
   agent = new Agent({ keepAlive: true, maxSockets: 2, ca: server.ca });
 });
 

@@ -36,7 +36,7 @@ export class PolicyStatusWriter implements PolicyStatusSink {
   private readonly queues = new Map<string, Promise<void>>();
   private readonly inFlight = pLimit(MAX_WRITES_IN_FLIGHT);
   /** A failed write's next attempt, by object; replaced by any newer report of it. */
-  private readonly retries = new Map<string, { timer: NodeJS.Timeout; delayMs: number }>();
+  private readonly retries = new Map<string, NodeJS.Timeout>();
   private readonly retryMinMs: number;
   private readonly retryMaxMs: number;
   private closed = false;
@@ -68,7 +68,7 @@ export class PolicyStatusWriter implements PolicyStatusSink {
   /** Stops retrying; writes already queued still run (flush() waits for them). */
   close(): void {
     this.closed = true;
-    for (const { timer } of this.retries.values()) clearTimeout(timer);
+    for (const timer of this.retries.values()) clearTimeout(timer);
     this.retries.clear();
   }
 
@@ -76,7 +76,7 @@ export class PolicyStatusWriter implements PolicyStatusSink {
     const key = resourceOrigin(resource);
     const pending = this.retries.get(key);
     if (pending) {
-      clearTimeout(pending.timer);
+      clearTimeout(pending);
       this.retries.delete(key);
     }
     const queued = (this.queues.get(key) ?? Promise.resolve()).then(() =>
@@ -104,7 +104,7 @@ export class PolicyStatusWriter implements PolicyStatusSink {
       this.enqueue(resource, outcome, delayMs);
     }, delayMs);
     timer.unref();
-    this.retries.set(key, { timer, delayMs });
+    this.retries.set(key, timer);
   }
 
   /** False when the status could not be written (worth another attempt); true when written or nothing to write. */

@@ -83,7 +83,11 @@ export class Engine {
     const judgedBy = this.parts.policies.forCaller(call.caller, call.ownCluster);
     // Where images are: an admission's by the policies it is judged by; a manifest's (check, the scan) by every policy's.
     const imagePaths = (input.kind === "admission" ? judgedBy : this.parts.policies.all).imagePaths;
-    const route = routeReview(input, call.endpoint, { templateKinds: this.parts.config.podTemplates, imagePaths });
+    // imagePaths are JMESPath a policy wrote: they end at the review's deadline like its other expressions.
+    const route = withEvaluationDeadline(
+      () => Date.now() > call.deadline,
+      () => routeReview(input, call.endpoint, { templateKinds: this.parts.config.podTemplates, imagePaths }),
+    );
     if (route.to === "nothing") return { decision: undefined, skipped: route.why };
     if (route.to === "namespace") {
       const { podSecurity } = this.parts;

@@ -243,6 +243,30 @@ describe("the engine with imagePaths", () => {
     assert.match(renderReason(d.violations), /^request denied by policy tasks imagePaths: imagePaths \(spec\.steps\[\*\]\.image\) selects the string/);
   });
 
+  it("a path that would double the object at every step ends at its cost limit and denies the Task with the reason", async () => {
+    const doubling = `{{ spec.steps[*] | ${Array.from({ length: 40 }, () => "[@, @][]").join(" | ")} }}`;
+    const parsed = parsePolicyText(POLICIES.replace("{{ spec.steps[*] }}", doubling), "inline.yaml", { profiles: profileSources(await shippedProfiles()) });
+    assert.deepEqual(parsed.errors, []);
+    const e = await buildEngine({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsed.policies, offline: true });
+    const { decision } = await e.review({ kind: "admission", request: request(task({ steps: [{ name: "a", image: "registry.example.com/a:1" }] })) }, call);
+    assert.equal(decision?.allowed, false);
+    assert.match(
+      renderReason(decision.violations),
+      /^request denied by policy tasks imagePaths: imagePaths \(spec\.steps\[\*\] \| \[@, @\]\[\] .*\): JMESPath ".*": operation cancelled: actual cost limit exceeded: one evaluation may cost at most 1000000$/,
+    );
+  });
+
+  it("paths are evaluated under the review's deadline: past it none runs, and the Task is denied with the reason", async () => {
+    const e = await engine();
+    const late: AdmissionCall = { ...call, deadline: Date.now() - 1 };
+    const { decision } = await e.review({ kind: "admission", request: request(task({ steps: [{ name: "a", image: "registry.example.com/a:1" }] })) }, late);
+    assert.equal(decision?.allowed, false);
+    assert.match(
+      renderReason(decision.violations),
+      /imagePaths \(spec\.steps\[\*\]\): JMESPath "spec\.steps\[\*\]": evaluation cancelled: the review ran past its deadline/,
+    );
+  });
+
   it("an update of an object whose paths could not be located is judged only on what it brings (a finalizer can go)", async () => {
     const parsed = parsePolicyText(POLICIES.replace("{{ spec.steps[*] }}", "{{ spec.steps[*].image }}"), "inline.yaml", {
       profiles: profileSources(await shippedProfiles()),

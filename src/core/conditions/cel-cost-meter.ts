@@ -1,7 +1,5 @@
-// The cost of a CEL evaluation, counted while it runs and ended when it passes a limit: one evaluation may cost
-// PER_CALL_COST_LIMIT, and the evaluations that share a budget (the matchConditions of one policy on one request)
-// what is left of it. Evaluation is synchronous, so the count has to happen inside it. @bufbuild/cel has no hook
-// for that; it has two seams, both used here:
+// How a CEL evaluation is counted on its CostMeter (cost-meter.ts) while it runs. Evaluation is synchronous, so
+// the count has to happen inside it. @bufbuild/cel has no hook for that; it has two seams, both used here:
 // - every function call goes through the environment's function resolver: a wrapping resolver counts each call
 //   with the sizes of its operands (cel-call-cost.ts) before making it;
 // - what is not a function call (reading a variable or a field, indexing, building a list or map, a macro's loop
@@ -13,65 +11,9 @@
 import type { CelEnv } from "@bufbuild/cel";
 import { isCelList, isCelMap } from "@bufbuild/cel";
 import { COSTED_BY_RESULT, callCost, type Measure } from "./cel-call-cost.ts";
-import { LIST_CREATE_BASE_COST, MAP_CREATE_BASE_COST, PER_CALL_COST_LIMIT, STRUCT_CREATE_BASE_COST } from "./cel-cost-limits.ts";
+import { LIST_CREATE_BASE_COST, MAP_CREATE_BASE_COST, STRUCT_CREATE_BASE_COST } from "./cel-cost-limits.ts";
+import type { CostMeter } from "./cost-meter.ts";
 import type { Expr } from "./cel-cost-estimate.ts";
-import { evaluationPastDeadline, PAST_DEADLINE_REASON } from "./evaluation-deadline.ts";
-
-/** What several evaluations may cost together: the matchConditions, or the conditions, of one policy on one request. */
-export class CelCostBudget {
-  readonly limit: number;
-  /** Whose budget, for the reason: "the matchConditions of one policy". */
-  readonly spentBy: string;
-  remaining: number;
-
-  constructor(limit: number, spentBy: string) {
-    this.limit = limit;
-    this.spentBy = spentBy;
-    this.remaining = limit;
-  }
-}
-
-/** The count of one evaluation; `exceeded` says why it was ended, when it was. */
-export class CostMeter {
-  spent = 0;
-  exceeded: string | undefined;
-  readonly #limit: number;
-  readonly #budget: CelCostBudget | undefined;
-  #nextDeadlineCheck = DEADLINE_CHECK_UNITS;
-
-  constructor(budget?: CelCostBudget) {
-    this.#budget = budget;
-    this.#limit = Math.min(PER_CALL_COST_LIMIT, budget?.remaining ?? PER_CALL_COST_LIMIT);
-  }
-
-  charge(units: number): void {
-    this.spent += units;
-    // The review's deadline is read every DEADLINE_CHECK_UNITS units: a clock read per step would cost more
-    // than the step, and that many units take well under a millisecond.
-    if (this.spent >= this.#nextDeadlineCheck) {
-      this.#nextDeadlineCheck = this.spent + DEADLINE_CHECK_UNITS;
-      if (evaluationPastDeadline()) {
-        this.exceeded = PAST_DEADLINE_REASON;
-        throw new CostLimitExceeded(this.exceeded);
-      }
-    }
-    if (this.spent <= this.#limit) return;
-    this.exceeded =
-      this.#budget && this.#budget.remaining < PER_CALL_COST_LIMIT
-        ? `running out of cost budget: ${this.#budget.spentBy} may cost at most ${this.#budget.limit} per request, and no further expression is evaluated`
-        : `operation cancelled: actual cost limit exceeded: one evaluation may cost at most ${PER_CALL_COST_LIMIT}`;
-    throw new CostLimitExceeded(this.exceeded);
-  }
-
-  /** Takes what this evaluation cost from the budget it shares. */
-  settle(): void {
-    if (this.#budget) this.#budget.remaining -= this.spent;
-  }
-}
-
-class CostLimitExceeded extends Error {}
-
-const DEADLINE_CHECK_UNITS = 4096;
 
 type FuncGroup = NonNullable<ReturnType<CelEnv["funcs"]["find"]>>;
 /** What the planner uses of a function group: it calls it, and names it in errors. */

@@ -4,7 +4,7 @@
 //
 // With kube-apiserver's limits: an expression whose estimated worst case passes STATIC_ESTIMATED_COST_LIMIT is a
 // load error (cel-cost-estimate.ts); an evaluation is ended when it passes PER_CALL_COST_LIMIT, or what is left of
-// the budget its caller shares among several (cel-cost-meter.ts), or the review's deadline passes
+// the budget its caller shares among several (cost-meter.ts, counted as cel-cost-meter.ts says), or the review's deadline passes
 // (evaluation-deadline.ts), and fails with the reason.
 import { CelScalar, celEnv, isCelError, parse, plan } from "@bufbuild/cel";
 import { strings } from "@bufbuild/cel/ext";
@@ -12,10 +12,11 @@ import { celRegexEngine, globalMatches } from "./cel-matches.ts";
 import { estimateCost } from "./cel-cost-estimate.ts";
 import { ConditionError } from "./condition-error.ts";
 import { STATIC_ESTIMATED_COST_LIMIT } from "./cel-cost-limits.ts";
-import { CostMeter, meteredEnv, metered, type CelCostBudget } from "./cel-cost-meter.ts";
+import { meteredEnv, metered } from "./cel-cost-meter.ts";
+import { CostMeter, type CostBudget } from "./cost-meter.ts";
 import { evaluationPastDeadline, PAST_DEADLINE_REASON } from "./evaluation-deadline.ts";
 
-export { CelCostBudget } from "./cel-cost-meter.ts";
+export { CostBudget } from "./cost-meter.ts";
 
 export interface CompiledCel {
   source: string;
@@ -72,7 +73,7 @@ function overBudget(cost: number): string {
 }
 
 /** undefined when the expression yields true; otherwise why not. */
-export function evaluateCel(cel: CompiledCel, bindings: Record<string, unknown>, budget?: CelCostBudget): string | undefined {
+export function evaluateCel(cel: CompiledCel, bindings: Record<string, unknown>, budget?: CostBudget): string | undefined {
   const truth = celTruth(cel, bindings, budget);
   if (truth === true) return undefined;
   if (truth === false) return `CEL ${JSON.stringify(cel.source)} is false`;
@@ -83,7 +84,7 @@ export function evaluateCel(cel: CompiledCel, bindings: Record<string, unknown>,
  * The boolean the expression yields, or why it yields none (an evaluation error, another type, the cost limit of
  * one evaluation or of the `budget` it shares with others: kube-apiserver's PerCallLimit and cost budgets).
  */
-export function celTruth(cel: CompiledCel, bindings: Record<string, unknown>, budget?: CelCostBudget): boolean | { error: string } {
+export function celTruth(cel: CompiledCel, bindings: Record<string, unknown>, budget?: CostBudget): boolean | { error: string } {
   // Past the review's deadline nothing more is evaluated, however cheap (evaluation-deadline.ts).
   if (evaluationPastDeadline()) return { error: `CEL ${JSON.stringify(cel.source)}: ${PAST_DEADLINE_REASON}` };
   const meter = new CostMeter(budget);

@@ -10,6 +10,10 @@ export type ConditionErrorCode =
   | "invalid-cel"
   /** A CEL expression whose estimated worst-case cost passes kube-apiserver's limit. */
   | "cost-limit"
+  /** A JMESPath evaluation ended when its cost passed the limit of one evaluation or its policy's budget. */
+  | "cost-limit-exceeded"
+  /** A JMESPath evaluation ended, or not started, past the review's deadline. */
+  | "past-deadline"
   /** A matches() pattern RE2 refuses. */
   | "invalid-regex"
   /** A function argument out of its range: a negative count or width, a pad of more than one character. */

@@ -4,7 +4,10 @@
 // is an input (the engine's admission time).
 import { compileOperand, evaluateOperand, type ExpressionEnvironment, type Operand } from "./jmespath-expression.ts";
 import { formatDuration } from "../primitives/duration.ts";
-import { compare, isOperator, OPERATORS, type Operator } from "./operators.ts";
+import { ConditionError } from "./condition-error.ts";
+import { compare, compareCost, isOperator, OPERATORS, type Operator } from "./operators.ts";
+import { CostMeter } from "./cost-meter.ts";
+import { DeepWeights } from "./json-weight.ts";
 
 export interface RawCondition {
   key: unknown;
@@ -97,14 +100,19 @@ export function evaluateConditions(conditions: CompiledConditions, data: unknown
   return undefined;
 }
 
+/** One condition is one evaluation on the meter: its two expressions and the comparison of what they found. */
 function check(c: Condition, data: unknown, env: ExpressionEnvironment): string | undefined {
+  const meter = new CostMeter(env.budget);
   let found: unknown;
   let expected: unknown;
   try {
-    found = evaluateOperand(c.key, data, env);
-    expected = evaluateOperand(c.value, data, env);
+    found = evaluateOperand(c.key, data, env, meter);
+    expected = evaluateOperand(c.value, data, env, meter);
+    meter.charge(compareCost(found, c.operator, expected, new DeepWeights(meter)));
   } catch (e) {
-    return `${c.path}: ${(e as Error).message}`;
+    return `${c.path}: ${meter.exceeded !== undefined && !(e instanceof ConditionError) ? `comparing what its expressions found: ${meter.exceeded}` : (e as Error).message}`;
+  } finally {
+    meter.settle();
   }
   const failure = compare(found, c.operator, expected);
   if (!failure) return undefined;

@@ -2,9 +2,15 @@
 // evaluated against the data (the attestation's predicate), any other value is a literal. Expressions are
 // compiled once at load time, so a syntax error is a load error. The design's examples also need
 // time_since(layout, from, to), registered here; its "now" is the evaluation's time, given by the caller.
-import { compile, isRegistered, registerFunction, TreeInterpreter, TYPE_NULL, TYPE_NUMBER, TYPE_STRING, type JSONValue } from "@jmespath-community/jmespath";
+//
+// An evaluation is counted on a CostMeter and ends past its limit, its budget or the review's deadline
+// (jmespath-cost.ts): a tenant's expression cannot stall the server others share.
+import { compile, isRegistered, registerFunction, TYPE_NULL, TYPE_NUMBER, TYPE_STRING } from "@jmespath-community/jmespath";
 import { formatDuration } from "../primitives/duration.ts";
 import { ConditionError } from "./condition-error.ts";
+import { CostMeter, type CostBudget } from "./cost-meter.ts";
+import { evaluationPastDeadline, PAST_DEADLINE_REASON } from "./evaluation-deadline.ts";
+import { meteredSearch } from "./jmespath-cost.ts";
 import { padLeft, padRight, replace } from "./jmespath-bounded-strings.ts";
 import { trim, trimLeft, trimRight } from "./jmespath-trim.ts";
 
@@ -29,24 +35,44 @@ export function compileOperand(value: unknown): Operand {
   }
 }
 
-/** What an evaluation knows besides the data: the admission's time (ms since the epoch), which time_since measures to. */
+/**
+ * What an evaluation knows besides the data: the admission's time (ms since the epoch), which time_since
+ * measures to, and the budget it shares with the policy's other expressions.
+ */
 export interface ExpressionEnvironment {
   now?: number;
+  budget?: CostBudget;
 }
 
-/** The operand's value; an expression that fails at run time (a function on the wrong type) throws with the reason. */
-export function evaluateOperand(operand: Operand, data: unknown, env: ExpressionEnvironment = {}): unknown {
+/**
+ * The operand's value. An expression that fails at run time (a function on the wrong type) throws with the
+ * reason; so does one that passes its cost limit or the review's deadline. It is counted on `meter` when given
+ * (the caller counts more work on it and settles it), else on its own meter, settled here into `env.budget`.
+ */
+export function evaluateOperand(operand: Operand, data: unknown, env: ExpressionEnvironment = {}, meter?: CostMeter): unknown {
   if ("literal" in operand) return operand.literal;
+  const counted = meter ?? new CostMeter(env.budget);
+  // Past the review's deadline nothing more is evaluated, however cheap.
+  if (evaluationPastDeadline()) throw endedBy(operand, PAST_DEADLINE_REASON);
   // The library's functions are registered globally and see only their arguments: the time is handed over
   // for this one synchronous search and taken back after it, so no evaluation sees another's.
   const outer = evaluationNow;
   evaluationNow = env.now;
   try {
-    const value = TreeInterpreter.search(operand.ast, data as JSONValue);
+    const value = meteredSearch(operand.ast, data, counted);
     return value === null ? undefined : value;
+  } catch (e) {
+    if (counted.exceeded !== undefined) throw endedBy(operand, counted.exceeded, e);
+    throw e;
   } finally {
     evaluationNow = outer;
+    if (!meter) counted.settle();
   }
+}
+
+function endedBy(operand: { expression: string }, reason: string, cause?: unknown): ConditionError {
+  const code = reason === PAST_DEADLINE_REASON ? "past-deadline" : "cost-limit-exceeded";
+  return new ConditionError(code, `JMESPath ${JSON.stringify(operand.expression)}: ${reason}`, cause === undefined ? undefined : { cause });
 }
 
 let evaluationNow: number | undefined;

@@ -2,6 +2,7 @@
 // A comparison either holds or says, in words, what was found: "3 is not Equals 0"; a missing field fails
 // every operator. Pure.
 import { parseDuration } from "../primitives/duration.ts";
+import type { DeepWeights } from "./json-weight.ts";
 import { parseQuantity } from "./values.ts";
 
 export const OPERATORS = [
@@ -33,6 +34,20 @@ export function compare(found: unknown, operator: Operator, expected: unknown): 
   const holds = evaluate(found, operator, expected);
   return holds ? undefined : `${show(found)} is not ${operator} ${show(expected)}`;
 }
+
+/**
+ * What compare() may cost, in a CostMeter's units, before it runs: both values read whole (deep equality, the
+ * message quoting them), and for the list operators each item of one list against every item of the other.
+ * The values come from expressions a tenant wrote, so this is counted like the expressions themselves.
+ */
+export function compareCost(found: unknown, operator: Operator, expected: unknown, weights: DeepWeights): number {
+  const foundWeight = weights.of(found);
+  const expectedWeight = weights.of(expected);
+  if (!LIST_OPERATORS.has(operator)) return foundWeight + expectedWeight;
+  return foundWeight * list(expected).length + expectedWeight * list(found).length;
+}
+
+const LIST_OPERATORS: ReadonlySet<Operator> = new Set(["In", "AnyIn", "AllIn", "NotIn", "AnyNotIn", "AllNotIn"]);
 
 function evaluate(found: unknown, operator: Operator, expected: unknown): boolean {
   switch (operator) {

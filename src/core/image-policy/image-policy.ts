@@ -12,7 +12,7 @@ import { judgeAttestors, leafAttestors, type AttestorSet, type EntryOutcome, typ
 import type { CompiledCel } from "../conditions/cel-expression.ts";
 import type { CompiledConditions } from "../conditions/conditions.ts";
 import { verificationKey, verifiedImagesRecord, type ImageVerification, type VerificationResults } from "../verification-results.ts";
-import { CelCostBudget, evaluateCel } from "../conditions/cel-expression.ts";
+import { CostBudget, evaluateCel } from "../conditions/cel-expression.ts";
 import { RUNTIME_COST_BUDGET } from "../conditions/cel-cost-limits.ts";
 import { evaluateConditions } from "../conditions/conditions.ts";
 import { UNKNOWN_NAMESPACE_LABELS_HINT } from "../namespace-labels.ts";
@@ -236,13 +236,13 @@ function digestRequiredMessage(rule: ImageRule, image: string, ctx: EvaluationCo
 /** Per admission's results map: verification key → why the attestation checks fail ("" when they pass). */
 const judgedInAdmission = new WeakMap<VerificationResults, Map<string, string>>();
 /** Per admission's results map: policy name → what its CEL may still cost (kube-apiserver's budget per policy). */
-const celBudgetsInAdmission = new WeakMap<VerificationResults, Map<string, CelCostBudget>>();
+const celBudgetsInAdmission = new WeakMap<VerificationResults, Map<string, CostBudget>>();
 
-function celBudget(results: VerificationResults, policy: string): CelCostBudget {
+function celBudget(results: VerificationResults, policy: string): CostBudget {
   let budgets = celBudgetsInAdmission.get(results);
   if (!budgets) celBudgetsInAdmission.set(results, (budgets = new Map()));
   let budget = budgets.get(policy);
-  if (!budget) budgets.set(policy, (budget = new CelCostBudget(RUNTIME_COST_BUDGET, "the conditions of one policy")));
+  if (!budget) budgets.set(policy, (budget = new CostBudget(RUNTIME_COST_BUDGET, "the conditions of one policy")));
   return budget;
 }
 
@@ -310,9 +310,10 @@ function attestationFailure(
   result: Extract<ImageVerification, { status: "verified" }>,
   ref: ImageReference,
   now: number | undefined,
-  budget: CelCostBudget,
+  budget: CostBudget,
 ): string | undefined {
-  const env = now === undefined ? {} : { now };
+  // JMESPath conditions and CEL of one policy share its budget.
+  const env = now === undefined ? { budget } : { now, budget };
   for (const check of rule.attestations ?? []) {
     const label = `attestations[${check.index}] (${check.predicateType})`;
     const found = result.attestations?.find((a) => a.index === check.index);
@@ -362,7 +363,7 @@ function validateFailure(
   rule: ImageRule,
   result: Extract<ImageVerification, { status: "verified" }>,
   ref: ImageReference,
-  budget: CelCostBudget,
+  budget: CostBudget,
 ): string | undefined {
   if (!rule.validate) return undefined;
   const attestations: Record<string, unknown[]> = {};

@@ -7,7 +7,7 @@
 // then the conditions; a condition that is false takes the request out of scope, and one that fails (an error,
 // a non-boolean) leaves the failure policy to decide, unless another condition is false.
 import type { AdmissionRequest } from "../admission-review.ts";
-import { CelCostBudget, celTruth, type CompiledCel } from "../conditions/cel-expression.ts";
+import { CostBudget, celTruth, type CompiledCel } from "../conditions/cel-expression.ts";
 import { MATCH_CONDITIONS_COST_BUDGET } from "../conditions/cel-cost-limits.ts";
 import { compileGlob, type GlobMatcher } from "../primitives/glob.ts";
 import { asObject, stringMap } from "../primitives/json-shapes.ts";
@@ -110,7 +110,7 @@ export function matchRequest(match: RequestMatch, req: MatchedRequest): MatchOut
 
   let error: { conditionError: string; rule: string } | undefined;
   // As kube-apiserver's: the conditions of one policy share one cost budget per request.
-  const budget = new CelCostBudget(MATCH_CONDITIONS_COST_BUDGET, "the matchConditions of one policy");
+  const budget = new CostBudget(MATCH_CONDITIONS_COST_BUDGET, "the matchConditions of one policy");
   for (const condition of match.matchConditions ?? []) {
     const outcome = runCondition(condition, req, budget);
     if (outcome === false) return { inScope: false };
@@ -144,7 +144,7 @@ export function conditionBindings(req: MatchedRequest): Record<string, unknown> 
 }
 
 /** true or false, or why the expression gave neither (an error, another type, the cost budget spent). */
-function runCondition(condition: MatchCondition, req: MatchedRequest, budget: CelCostBudget): boolean | string {
+function runCondition(condition: MatchCondition, req: MatchedRequest, budget: CostBudget): boolean | string {
   const truth = celTruth(condition.expression, conditionBindings(req), budget);
   return typeof truth === "boolean" ? truth : `matchCondition ${JSON.stringify(condition.name)} failed: ${truth.error}`;
 }

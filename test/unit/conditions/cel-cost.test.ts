@@ -10,7 +10,7 @@ import {
   PER_CALL_COST_LIMIT,
   STATIC_ESTIMATED_COST_LIMIT,
 } from "../../../src/core/conditions/cel-cost-limits.ts";
-import { CelCostBudget, celTruth, compileCel, evaluateCel } from "../../../src/core/conditions/cel-expression.ts";
+import { CostBudget, celTruth, compileCel, evaluateCel } from "../../../src/core/conditions/cel-expression.ts";
 import { PAST_DEADLINE_REASON, withEvaluationDeadline } from "../../../src/core/conditions/evaluation-deadline.ts";
 
 const VARS = ["object", "oldObject", "request", "namespaceObject"];
@@ -219,7 +219,7 @@ test("an evaluation is ended past one million units, with kube-apiserver's reaso
 
 test("a loop stops as soon as its count passes what the evaluation may spend, not at its end", () => {
   const all = compileCel("object.spec.containers.all(c, c.image.startsWith('registry.example/'))", VARS);
-  const budget = new CelCostBudget(1000, "the test's expressions");
+  const budget = new CostBudget(1000, "the test's expressions");
   assert.deepEqual(celTruth(all, { object: containers(10_000) }, budget), {
     error: `CEL ${JSON.stringify(all.source)}: running out of cost budget: the test's expressions may cost at most 1000 per request, and no further expression is evaluated`,
   });
@@ -229,7 +229,7 @@ test("a loop stops as soon as its count passes what the evaluation may spend, no
 
 test("each iteration of a loop is counted: the cost grows with the items, whatever the body", () => {
   const costOf = (source: string, n: number) => {
-    const budget = new CelCostBudget(PER_CALL_COST_LIMIT, "test");
+    const budget = new CostBudget(PER_CALL_COST_LIMIT, "test");
     celTruth(compileCel(source, VARS), { object: containers(n) }, budget);
     return PER_CALL_COST_LIMIT - budget.remaining;
   };
@@ -251,7 +251,7 @@ test("each iteration of a loop is counted: the cost grows with the items, whatev
 
 test("at run time, calls are priced by their operands' sizes: strings, bytes, lists and maps", () => {
   const costOf = (source: string, object: unknown) => {
-    const budget = new CelCostBudget(PER_CALL_COST_LIMIT, "test");
+    const budget = new CostBudget(PER_CALL_COST_LIMIT, "test");
     assert.equal(celTruth(compileCel(source, VARS), { object }, budget), true, source);
     return PER_CALL_COST_LIMIT - budget.remaining;
   };
@@ -277,7 +277,7 @@ test("at run time, calls are priced by their operands' sizes: strings, bytes, li
 
 test("at run time, a variable and each field or index after it cost 1, has() its operand, literals their base cost", () => {
   const costOf = (source: string, object: unknown) => {
-    const budget = new CelCostBudget(PER_CALL_COST_LIMIT, "test");
+    const budget = new CostBudget(PER_CALL_COST_LIMIT, "test");
     assert.equal(celTruth(compileCel(source, VARS), { object }, budget), true, source);
     return PER_CALL_COST_LIMIT - budget.remaining;
   };
@@ -297,8 +297,8 @@ test("the reason names the limit that was passed: one evaluation's, or what is l
   const contains = compileCel("object.s.contains('x')", VARS);
   const object = { s: "a".repeat(20_000_000) };
   // A budget with a whole million left: the evaluation's own limit is the one passed.
-  assert.match((celTruth(contains, { object }, new CelCostBudget(PER_CALL_COST_LIMIT, "test")) as { error: string }).error, /actual cost limit exceeded/);
-  assert.match((celTruth(contains, { object }, new CelCostBudget(PER_CALL_COST_LIMIT - 1, "test")) as { error: string }).error, /running out of cost budget/);
+  assert.match((celTruth(contains, { object }, new CostBudget(PER_CALL_COST_LIMIT, "test")) as { error: string }).error, /actual cost limit exceeded/);
+  assert.match((celTruth(contains, { object }, new CostBudget(PER_CALL_COST_LIMIT - 1, "test")) as { error: string }).error, /running out of cost budget/);
 });
 
 test("past the review's deadline an evaluation ends at its next check (every 4096 units), and none starts", () => {
@@ -316,7 +316,7 @@ test("past the review's deadline an evaluation ends at its next check (every 409
   assert.equal(reads, 1 + Math.floor(30_003 / 4096));
   // Past after the first read: ended at 4096 units.
   reads = 0;
-  const budget = new CelCostBudget(PER_CALL_COST_LIMIT, "test");
+  const budget = new CostBudget(PER_CALL_COST_LIMIT, "test");
   const ended = withEvaluationDeadline(
     () => reads++ > 0,
     () => celTruth(all, { object }, budget),
@@ -338,14 +338,14 @@ test("past the review's deadline an evaluation ends at its next check (every 409
 test("an evaluation may cost exactly its limit, not one unit more", () => {
   // 'x'.size() == 1: the size call and the comparison.
   const two = compileCel("'x'.size() == 1", VARS);
-  assert.equal(celTruth(two, {}, new CelCostBudget(2, "test")), true);
-  assert.match((celTruth(two, {}, new CelCostBudget(1, "test")) as { error: string }).error, /running out of cost budget: test may cost at most 1 per request/);
+  assert.equal(celTruth(two, {}, new CostBudget(2, "test")), true);
+  assert.match((celTruth(two, {}, new CostBudget(1, "test")) as { error: string }).error, /running out of cost budget: test may cost at most 1 per request/);
 });
 
 test("evaluations that share a budget stop when it runs out, and every later one fails at once", () => {
   const spend = compileCel("object.spec.containers.all(c, c.image.startsWith('registry.example/'))", VARS);
   const cheap = compileCel("object.spec.containers.size() > 0", VARS);
-  const budget = new CelCostBudget(2500, "the matchConditions of one policy");
+  const budget = new CostBudget(2500, "the matchConditions of one policy");
   // About 700 units each: three pass, the fourth passes the 400 left.
   const object = containers(100);
   for (let i = 0; i < 3; i++) assert.equal(celTruth(spend, { object }, budget), true, `evaluation ${i + 1}`);
@@ -355,7 +355,7 @@ test("evaluations that share a budget stop when it runs out, and every later one
   // Without a shared budget, each evaluation has its own million.
   assert.equal(celTruth(spend, { object }), true);
   // With a budget larger than a million, one evaluation still stops at a million (the per-call limit).
-  const large = new CelCostBudget(MATCH_CONDITIONS_COST_BUDGET, "the matchConditions of one policy");
+  const large = new CostBudget(MATCH_CONDITIONS_COST_BUDGET, "the matchConditions of one policy");
   assert.match(
     (celTruth(compileCel("object.s.contains('x')", VARS), { object: { s: "a".repeat(20_000_000) } }, large) as { error: string }).error,
     /actual cost limit exceeded/,
@@ -393,7 +393,7 @@ test("on data within the request's size, an evaluation costs no more than ten ti
   const object = { spec: { containers: containers(2000).spec.containers.map((c) => ({ ...c, securityContext: { privileged: false } })) } };
   for (const [source] of TABLE.filter(([, accepted]) => accepted)) {
     const compiled = compileCel(source, VARS);
-    const budget = new CelCostBudget(PER_CALL_COST_LIMIT, "test");
+    const budget = new CostBudget(PER_CALL_COST_LIMIT, "test");
     celTruth(compiled, { object, oldObject: object, request: { userInfo: { groups: ["a", "b"] }, dryRun: false }, namespaceObject: null }, budget);
     const spent = PER_CALL_COST_LIMIT - budget.remaining;
     const perItem = Math.max(1, spent / 2000);

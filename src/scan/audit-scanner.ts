@@ -297,8 +297,10 @@ export class AuditScanner {
       for (const outcome of outcomes ?? []) if (outcome.squatter) this.squatted(pod, outcome);
     } catch (err) {
       this.opts.recorder?.reportWriteFailed();
-      // Judged again at the next change or rescan, which retries the write.
+      // Judged again, and the report written, after --scan-error-retry (or at the pod's next change, if sooner):
+      // an API that refused one write must not leave the pod unreported until the next rescan.
       this.judgedAs.delete(uid);
+      this.retry(uid);
       this.opts.logger.warn({ err: (err as Error).message, uid }, "background scan: policy report not written");
     }
   }

@@ -1,6 +1,7 @@
 // The Kubernetes API gone while `serve --policy-crds` runs: the policy resources in force stay in force (the
 // last set read), reviews go on being answered with them, and once the API is back the watch catches up with
-// what changed meanwhile. A real etcd + kube-apiserver; serve reaches it through holding-api-proxy.ts, whose
+// what changed meanwhile. Writes refused (a policy's status, its Events, the background scan's reports) cost
+// nothing but the write: each is logged, and retried where the documentation says so. A real etcd + kube-apiserver; serve reaches it through holding-api-proxy.ts, whose
 // cut() drops every connection of serve's (its watches included) and refuses new ones, which the apiserver cannot
 // be told to do for one client.
 import { test, before, after } from "node:test";
@@ -174,4 +175,117 @@ test("a slow LIST that does answer: a replica starting meanwhile waits for it, t
   const res = await postJson(`${late.baseUrl}/validate`, late.ca, podReview({ images: ["registry.example.com/slow-listed/app:1"] }));
   assert.equal(res.body.response.allowed, false, "the policy it listed is enforced");
   assert.match(res.body.response.status.message, /denied by policy slow-listed/);
+});
+
+/** The Events written about the cluster-scoped ImagePolicy `name` (they go to the default namespace). */
+async function eventsAbout(name: string): Promise<Array<{ reason: string; message: string }>> {
+  const got = await cluster.kubectl(["get", "events", "-n", "default", "--field-selector", `involvedObject.name=${name}`, "-o", "json"]);
+  assert.equal(got.code, 0, got.stderr);
+  return (JSON.parse(got.stdout) as { items: Array<{ reason: string; message: string }> }).items;
+}
+
+test("Event writes refused: the Warning Event is dropped with a log line, the policy's status says why all the same, reviews go on", async () => {
+  const eventWrites = (r: { method: string; path: string }) => r.method === "POST" && r.path.startsWith("/api/v1/namespaces/default/events");
+  const broken = (pattern: string) => ({
+    apiVersion: "imprimatur.dev/v1alpha1",
+    kind: "ImagePolicy",
+    metadata: { name: "event-refused" },
+    spec: { rules: [{ action: "deny", images: [pattern] }], default: "allow" },
+  });
+  proxy.refuse(eventWrites, 500);
+  try {
+    assert.equal((await cluster.apply(stringify(broken("[registry.example.com/app")))).code, 0);
+    await until(
+      "the status says the policy is invalid",
+      async () =>
+        (await cluster.kubectl(["get", "imagepolicy", "event-refused", "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].reason}'])).stdout ===
+        "InvalidPolicy",
+    );
+    await until("the refused Event logged", async () => /could not write a Kubernetes Event/.test(await server.log()), 30);
+    assert.ok(
+      proxy.requests.some((r) => eventWrites(r) && r.status === 500),
+      "the Event was sent and refused",
+    );
+    assert.equal(await admits("registry.example.com/fine/app:1"), true, "reviews are answered meanwhile");
+  } finally {
+    proxy.refuse(undefined);
+  }
+  // Best effort: the dropped Event is not written later; the next generation's is.
+  await new Promise((r) => setTimeout(r, 2_000));
+  assert.deepEqual(await eventsAbout("event-refused"), [], "a dropped Event is not tried again");
+  assert.equal((await cluster.apply(stringify(broken("[registry.example.com/other")))).code, 0);
+  await until("the next generation's Event written", async () => (await eventsAbout("event-refused")).length === 1, 30);
+  const [event] = await eventsAbout("event-refused");
+  assert.equal(event!.reason, "InvalidPolicy");
+  assert.match(event!.message, /other/);
+  assert.equal((await cluster.kubectl(["delete", "imagepolicy", "event-refused"])).code, 0);
+});
+
+test("PolicyReport writes refused: logged, counted, and written by a retry once the API takes writes; a pod watch dropped meanwhile catches up", async (t) => {
+  const NS = "scan-outage";
+  assert.equal((await cluster.kubectl(["apply", "-k", join(ROOT, "deploy/crds/reports")])).code, 0);
+  assert.equal((await cluster.kubectl(["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"])).code, 0);
+  assert.equal((await cluster.kubectl(["create", "namespace", NS])).code, 0);
+  const uids = new Map<string, string>();
+  const createPod = async (name: string) => {
+    const pod = {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name, namespace: NS },
+      spec: { containers: [{ name: "app", image: "registry.example.com/retired/app:1" }] },
+    };
+    const created = await cluster.kubectl(["create", "-o", "json", "-f", "-"], { input: JSON.stringify(pod) });
+    assert.equal(created.code, 0, created.stderr);
+    uids.set(name, (JSON.parse(created.stdout) as { metadata: { uid: string } }).metadata.uid);
+  };
+  const reported = async (pod: string) => {
+    const got = await cluster.kubectl(["get", "policyreports", "-n", NS, "-o", "json"]);
+    assert.equal(got.code, 0, got.stderr);
+    return (JSON.parse(got.stdout) as { items: Array<{ metadata: { name: string } }> }).items.some((r) => r.metadata.name === uids.get(pod));
+  };
+  await writeFile(
+    join(dir, "scan-policies.yaml"),
+    stringify({
+      apiVersion: "imprimatur.dev/v1alpha1",
+      kind: "ImagePolicy",
+      metadata: { name: "retired" },
+      spec: { rules: [{ action: "deny", images: ["registry.example.com/retired/*"], message: "retired" }], default: "allow" },
+    }),
+  );
+  await createPod("first");
+  const reportWrites = (r: { method: string; path: string }) => r.method !== "GET" && r.path.startsWith("/apis/wgpolicyk8s.io/");
+  proxy.refuse(reportWrites, 500);
+  const scanner = await startImprimatur([
+    "--policies",
+    join(dir, "scan-policies.yaml"),
+    "--kubeconfig",
+    join(dir, "proxied.kubeconfig"),
+    "--background-scan",
+    "--scan-rate",
+    "100",
+    "--scan-error-retry",
+    "1s",
+    "--scan-lease",
+    `${NS}/imprimatur-scan`,
+  ]);
+  t.after(() => scanner.stop());
+  try {
+    await until("a refused report write logged", async () => /background scan: policy report not written/.test(await scanner.log()), 60);
+    const metrics = (await getText(`${scanner.baseUrl}/metrics`, scanner.ca)).text;
+    const failures = Number(/^imprimatur_scan_report_write_failures_total (\d+)/m.exec(metrics)?.[1] ?? "0");
+    assert.ok(failures >= 1, `counted: ${failures}`);
+    // Tried again after --scan-error-retry, not at the next rescan an hour later.
+    await until("the write tried again", async () => proxy.requests.filter((r) => reportWrites(r) && r.status === 500).length >= 2, 30);
+    assert.equal(await reported("first"), false);
+  } finally {
+    proxy.refuse(undefined);
+  }
+  await until("the report written by a retry, the pod unchanged", () => reported("first"), 30);
+
+  // The pod watch dropped (every connection of serve's cut): a pod created meanwhile is judged once it resumes.
+  proxy.cut();
+  await createPod("second");
+  await until("the dropped pod watch logged", async () => /pods: watch failed; restarting after backoff/.test(await scanner.log()), 30);
+  proxy.restore();
+  await until("the pod created while the watch was down reported", () => reported("second"), 60);
 });

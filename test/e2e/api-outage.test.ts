@@ -45,6 +45,21 @@ async function until(what: string, check: () => Promise<boolean>, seconds = 60):
   }
 }
 
+/**
+ * A holding proxy in front of the cluster, and a kubeconfig in `dir` that names it (plain HTTP on loopback, which
+ * client-node takes only with insecure-skip-tls-verify); the proxy verifies the apiserver with its CA.
+ */
+async function proxied(file: string): Promise<HoldingApiProxy> {
+  const kubeconfig = parse(await readFile(cluster.kubeconfig, "utf8")) as {
+    clusters: Array<{ cluster: Record<string, unknown> }>;
+  };
+  const caPem = Buffer.from(String(kubeconfig.clusters[0]!.cluster["certificate-authority-data"]), "base64").toString("utf8");
+  const started = await startHoldingApiProxy({ upstream: cluster.url, caPem });
+  for (const c of kubeconfig.clusters) c.cluster = { server: started.url, "insecure-skip-tls-verify": true };
+  await writeFile(join(dir, file), stringify(kubeconfig));
+  return started;
+}
+
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), "imprimatur-e2e-api-outage-"));
   cluster = await startKubeCluster({});
@@ -52,13 +67,7 @@ before(async () => {
   assert.equal((await cluster.kubectl(["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"])).code, 0);
   // serve's kubeconfig names the proxy (plain HTTP on loopback, which client-node takes only with
   // insecure-skip-tls-verify); the proxy verifies the apiserver with its CA.
-  const kubeconfig = parse(await readFile(cluster.kubeconfig, "utf8")) as {
-    clusters: Array<{ cluster: Record<string, unknown> }>;
-  };
-  const caPem = Buffer.from(String(kubeconfig.clusters[0]!.cluster["certificate-authority-data"]), "base64").toString("utf8");
-  proxy = await startHoldingApiProxy({ upstream: cluster.url, caPem });
-  for (const c of kubeconfig.clusters) c.cluster = { server: proxy.url, "insecure-skip-tls-verify": true };
-  await writeFile(join(dir, "proxied.kubeconfig"), stringify(kubeconfig));
+  proxy = await proxied("proxied.kubeconfig");
   assert.equal((await cluster.apply(stringify(BLOCKING))).code, 0);
   server = await startImprimatur(["--kubeconfig", join(dir, "proxied.kubeconfig"), "--policy-crds"]);
   await until("the policy resource in force", async () => !(await admits("registry.example.com/blocked/app:1")));
@@ -288,4 +297,47 @@ test("PolicyReport writes refused: logged, counted, and written by a retry once 
   await until("the dropped pod watch logged", async () => /pods: watch failed; restarting after backoff/.test(await scanner.log()), 30);
   proxy.restore();
   await until("the pod created while the watch was down reported", () => reported("second"), 60);
+});
+
+test("kill -9 during a status write: the write never lands, the restarted server writes it, and rewrites no status that already says the same", async (t) => {
+  // The victim reaches the API through a proxy of its own, which holds its status write until the victim is dead.
+  const victimProxy = await proxied("victim.kubeconfig");
+  t.after(() => victimProxy.stop());
+  const args = ["--kubeconfig", join(dir, "victim.kubeconfig"), "--policy-crds"];
+  // Its own state folder, kept for the restart (as a pod's volume outlives its container).
+  const stateDir = await mkdtemp(join(dir, "victim-"));
+  const victim = await startImprimatur(args, { stateDir });
+  const statusPath = "/apis/imprimatur.dev/v1alpha1/imagepolicies/killed-mid-write/status";
+  const statusWrite = (r: { method: string; path: string }) => r.method === "PATCH" && r.path === statusPath;
+  victimProxy.delay((r) => r.method === "PATCH" && r.url.startsWith(statusPath), 3_000);
+  // Every replica writes the status: the file's own server is refused it for the test, so that only the
+  // victim's write could land.
+  proxy.refuse(statusWrite, 500);
+  t.after(() => proxy.refuse(undefined));
+  const policy = {
+    apiVersion: "imprimatur.dev/v1alpha1",
+    kind: "ImagePolicy",
+    metadata: { name: "killed-mid-write" },
+    spec: { rules: [{ action: "deny", images: ["registry.example.com/killed/*"], message: "killed" }], default: "allow" },
+  };
+  assert.equal((await cluster.apply(stringify(policy))).code, 0);
+  await until("the victim's status write in flight", async () => victimProxy.requests.some((r) => statusWrite(r) && r.status === 0), 30);
+  process.kill(victim.pid, "SIGKILL");
+  await victim.stop();
+  await until("the write dropped: its writer is dead", async () => victimProxy.requests.some((r) => statusWrite(r) && r.dropped === true), 10);
+  victimProxy.delay(undefined);
+  const ready = async () =>
+    (await cluster.kubectl(["get", "imagepolicy", "killed-mid-write", "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'])).stdout;
+  assert.equal(await ready(), "", "nothing landed");
+
+  const before = victimProxy.requests.length;
+  const restarted = await startImprimatur(args, { stateDir });
+  t.after(() => restarted.stop());
+  await until("the restarted server writes the status", async () => (await ready()) === "True", 60);
+  // Every other policy's status already says what the restarted server would write: none is written again.
+  const rewritten = victimProxy.requests.slice(before).filter((r) => r.method === "PATCH" && r.path.endsWith("/status") && r.path !== statusPath);
+  assert.deepEqual(
+    rewritten.map((r) => r.path),
+    [],
+  );
 });

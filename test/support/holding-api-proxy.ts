@@ -18,8 +18,10 @@ export interface ProxiedApiRequest {
   path: string;
   /** It arrived while the proxy was holding. */
   held: boolean;
-  /** The apiserver's answer (0 until it came, or when the hop failed). */
+  /** The apiserver's answer (0 until it came, or when the hop failed, or when it was dropped). */
   status: number;
+  /** A delayed request whose client was gone when it was due: never sent, as a write cut off by its writer's death. */
+  dropped?: boolean;
   body: string;
 }
 
@@ -42,7 +44,10 @@ export interface HoldingApiProxy {
    * that refuses them (a failing etcd, an admission plugin); refuse(undefined) stops.
    */
   refuse(which: ((r: { method: string; path: string }) => boolean) | undefined, status?: number): void;
-  /** From now on, requests `which` picks (given their URL with its query) are sent on `ms` late; delay(undefined) stops. */
+  /**
+   * From now on, requests `which` picks (given their URL with its query) are sent on `ms` late, unless their client
+   * is gone by then (killed): those are dropped, never reaching the apiserver. delay(undefined) stops.
+   */
   delay(which: ((r: { method: string; url: string }) => boolean) | undefined, ms?: number): void;
   stop(): Promise<void>;
 }
@@ -95,7 +100,11 @@ export async function startHoldingApiProxy(opts: { upstream: string; caPem: stri
       }
       const send = () => forward(req, res, body, record);
       if (holding) waiting.push(send);
-      else if (delaying?.which({ method: record.method, url: req.url ?? "/" })) setTimeout(send, delaying.ms);
+      else if (delaying?.which({ method: record.method, url: req.url ?? "/" }))
+        setTimeout(() => {
+          if (req.socket.destroyed) record.dropped = true;
+          else send();
+        }, delaying.ms);
       else send();
     });
   });

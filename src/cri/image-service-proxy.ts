@@ -46,7 +46,10 @@ export class RuntimeImageClient {
     this.client = new grpc.Client(endpoint, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
   }
 
-  /** Rejects with the runtime's grpc.ServiceError (code, details, metadata) when it answers with an error. */
+  /**
+   * Rejects with the runtime's grpc.ServiceError (code, details, metadata) when it answers with an error. Cancelled
+   * by an ImageCall's `signal`, it rejects with the status that ended the caller's call (CANCELLED or DEADLINE_EXCEEDED).
+   */
   call(
     pkg: CriPackage,
     method: ImageMethod,
@@ -64,7 +67,7 @@ export class RuntimeImageClient {
         callOptions,
         (err: grpc.ServiceError | null, response?: Buffer) => {
           opts.signal?.removeEventListener("abort", cancel);
-          if (err) reject(err);
+          if (err) reject(err.code === grpc.status.CANCELLED && opts.signal?.aborted ? endedBy(opts.signal.reason, err) : err);
           else resolve(response ?? Buffer.alloc(0));
         },
       );
@@ -111,8 +114,8 @@ export async function startImageServiceProxy(listen: string, runtime: RuntimeIma
     for (const method of IMAGE_METHODS) {
       implementation[method] = ((call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
         const abort = new AbortController();
-        call.on("cancelled", () => abort.abort());
         const deadline = call.getDeadline();
+        call.on("cancelled", () => abort.abort(endOfCall(deadline)));
         const imageCall: ImageCall = {
           pkg,
           method,
@@ -160,6 +163,39 @@ export async function startImageServiceProxy(listen: string, runtime: RuntimeIma
       for (const socket of sockets) socket.destroy();
     },
   };
+}
+
+/** The reason an ImageCall's signal is aborted with: the status that ended the caller's call. */
+class CallerGone extends Error {
+  readonly status: { code: grpc.status; details: string };
+
+  constructor(status: { code: grpc.status; details: string }) {
+    super(status.details);
+    this.status = status;
+  }
+}
+
+/**
+ * Why a caller's call ended before its answer: grpc-js reports a deadline that passed as a cancel too. A cancel that
+ * comes within DEADLINE_SLACK_MS of the deadline is the deadline (the caller's timer and the server's run apart by
+ * the time the call took to arrive).
+ */
+function endOfCall(deadline: grpc.Deadline): CallerGone {
+  const at = deadline instanceof Date ? deadline.getTime() : deadline;
+  return new CallerGone(
+    Date.now() >= at - DEADLINE_SLACK_MS
+      ? { code: grpc.status.DEADLINE_EXCEEDED, details: "Deadline exceeded" }
+      : { code: grpc.status.CANCELLED, details: "Cancelled by the caller" },
+  );
+}
+
+const DEADLINE_SLACK_MS = 100;
+
+/** The status that ended the caller's call, as the error of the runtime call its end cancelled. */
+function endedBy(reason: unknown, err: grpc.ServiceError): grpc.ServiceError {
+  if (!(reason instanceof CallerGone)) return err;
+  const { code, details } = reason.status;
+  return Object.assign(new Error(`${code} ${grpc.status[code]}: ${details}`), { code, details, metadata: err.metadata });
 }
 
 /** The runtime's error as it was (code, details, metadata); anything else becomes INTERNAL with its message. */

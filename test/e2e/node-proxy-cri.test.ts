@@ -2,12 +2,15 @@
 // in front of a real containerd 1.6 pulling from a real docker-registry with htpasswd auth (private) and one
 // without auth (public). The kubelet's calls are reproduced as it makes them: ImageStatus with the pod's
 // annotations (kubernetes.io/config.source and config.seen), PullImage with the AuthConfig and the sandbox.
-// The full path through a real kubelet is test/e2e/node-proxy-kubelet.test.ts.
+// The full path through a real kubelet is test/e2e/node-proxy-kubelet.test.ts. Pulls in flight (containerd killed
+// under one, a caller's deadline or cancel, a slow registry) go through a relay in front of the public registry
+// that holds chosen blobs (test/support/tampering-proxy.ts).
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
 import * as grpc from "@grpc/grpc-js";
 import { pullIntent } from "../../src/core/pull-verification/pull-records.ts";
 import {
@@ -26,6 +29,7 @@ import { startNodeProxy, type NodeProxyProcess } from "../support/node-proxy-pro
 import { startNodeRuntime, type NodeRuntime } from "../support/real-node.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
 import { buildRunnableImage } from "../support/runnable-image.ts";
+import { startTamperingProxy, type TamperingProxy } from "../support/tampering-proxy.ts";
 import { teardown } from "../support/teardown.ts";
 
 let dir: string;
@@ -36,6 +40,13 @@ let containerd: RuntimeImageClient;
 const proxies: NodeProxyProcess[] = [];
 const clients: RuntimeImageClient[] = [];
 let images: { private: string; private2: string; public: string };
+/** The public registry through the relay, which holds blobs the tests name. */
+let relay: TamperingProxy;
+/** Images pulled only through the relay, each once (their blobs are nowhere else), and each one's layer digest. */
+const SLOW_TAGS = ["killed", "killed-direct", "deadline", "long"] as const;
+let slow: Record<(typeof SLOW_TAGS)[number], { image: string; layer: string }>;
+/** Layer digest → what its GET through the relay waits for before it is forwarded. */
+const holds = new Map<string, () => Promise<void>>();
 
 async function status(client: RuntimeImageClient, image: string, pod?: string, pkg: CriPackage = "runtime.v1") {
   return decodeImageStatusResponse(await client.call(pkg, "ImageStatus", imageStatusRequest(image, pod)));
@@ -76,15 +87,24 @@ before(async () => {
   const built = buildRunnableImage({ tag: "v1", seed: "node-proxy-private-1" });
   buildRunnableImage({ tag: "v2", seed: "node-proxy-private-2", dir: built.layoutDir });
   buildRunnableImage({ tag: "tool", seed: "node-proxy-public-1", dir: built.layoutDir });
+  const layers = SLOW_TAGS.map((tag) => buildRunnableImage({ tag, seed: `node-proxy-slow-${tag}`, dir: built.layoutDir }).layerDigest);
   try {
     await priv.push(built.layoutDir, "v1", "private/app", "v1");
     await priv.push(built.layoutDir, "v2", "private/app", "v2");
     await pub.push(built.layoutDir, "tool", "public/tool", "v1");
+    for (const tag of SLOW_TAGS) await pub.push(built.layoutDir, tag, "public/slow", tag);
   } finally {
     await rm(built.layoutDir, { recursive: true, force: true });
   }
   images = { private: `${priv.host}/private/app:v1`, private2: `${priv.host}/private/app:v2`, public: `${pub.host}/public/tool:v1` };
-  node = await startNodeRuntime({ registries: [priv, pub].map((r) => ({ host: r.host, caFile: r.caFile })) });
+  relay = await startTamperingProxy({ upstream: pub.url, upstreamCa: pub.caPem });
+  relay.hold = ({ method, path }) => (method === "GET" ? holds.get(path.slice(path.lastIndexOf("/") + 1))?.() : undefined);
+  const relayCa = join(dir, "relay-ca.crt");
+  await writeFile(relayCa, relay.caPem);
+  slow = Object.fromEntries(SLOW_TAGS.map((tag, i) => [tag, { image: `${relay.host}/public/slow:${tag}`, layer: layers[i]! }])) as typeof slow;
+  node = await startNodeRuntime({
+    registries: [...[priv, pub].map((r) => ({ host: r.host, caFile: r.caFile })), { host: relay.host, caFile: relayCa }],
+  });
   containerd = new RuntimeImageClient(node.containerdEndpoint);
 });
 
@@ -94,6 +114,7 @@ after(() =>
     () => containerd?.close(),
     ...proxies.map((p) => () => p.stop()),
     () => node?.stop(),
+    () => relay?.stop(),
     () => priv?.stop(),
     () => pub?.stop(),
     () => dir && rm(dir, { recursive: true, force: true }),
@@ -316,6 +337,142 @@ describe("verification policies, with images preloaded before the first start", 
     assert.match(allow.stderr, /applies only with --verification-policy NeverVerifyAllowlistedImages/);
   });
 });
+
+describe("pulls in flight: containerd killed under one, the caller's deadline or cancel, a slow registry", () => {
+  const state = () => join(dir, "state-in-flight");
+  const pulling = () => readdir(join(state(), "pulling"));
+  const failed = (p: NodeProxyProcess) => p.metric('imprimatur_node_pulls_total{result="forwarded-failed"}');
+  const pullCalls = (p: NodeProxyProcess, code: string) => p.metric(`imprimatur_node_cri_calls_total{method="PullImage",code="${code}"}`);
+  /** The relay's requests for a layer since `from`: held there, and whether the client (containerd) hung up. */
+  const layerRequests = (layer: string, from: number) => relay.requests.slice(from).filter((r) => r.path.endsWith(`/blobs/${layer}`));
+
+  async function fresh(): Promise<{ p: NodeProxyProcess; client: RuntimeImageClient }> {
+    for (const p of proxies) await p.stop();
+    return proxy(state());
+  }
+
+  test("containerd killed under a pull in flight: UNAVAILABLE back at once as a direct caller gets it, the intent removed, and the same pull succeeds once containerd is back, the proxy not restarted", async () => {
+    const { p, client } = await fresh();
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    for (const s of [slow.killed, slow["killed-direct"]]) holds.set(s.layer, () => released);
+    const from = relay.requests.length;
+    const request = (s: { image: string }) => pullImageRequest(s.image, "in-flight");
+    const failure = (call: Promise<Buffer>) =>
+      call.then(
+        () => assert.fail("the pull succeeded"),
+        (e: grpc.ServiceError) => e,
+      );
+    // The same pull through the proxy, and another straight to containerd, both waiting on their layer.
+    const through = failure(client.call("runtime.v1", "PullImage", request(slow.killed), { deadline: Date.now() + 60_000 }));
+    const direct = failure(containerd.call("runtime.v1", "PullImage", request(slow["killed-direct"]), { deadline: Date.now() + 60_000 }));
+    let restarted: Promise<void> | undefined;
+    let back = false;
+    try {
+      await until("both pulls wait on their layer at the relay", () =>
+        [slow.killed, slow["killed-direct"]].every((s) => layerRequests(s.layer, from).length > 0),
+      );
+      assert.equal(await p.metric("imprimatur_node_pull_intents"), 1, "the pull's intent is written while it is in flight");
+      assert.deepEqual(await pulling(), [recordFileName(slow.killed.image)]);
+      // Killed, as a crash leaves it; back after 3 s with the same root and state.
+      restarted = node.restartContainerd({ kill: true, downMs: 3_000 }).then(() => void (back = true));
+      const [err, directErr] = await Promise.all([through, direct]);
+      assert.equal(back, false, "the caller is answered while containerd is still down, not at its deadline");
+      assert.equal(err.code, grpc.status.UNAVAILABLE, err.details);
+      assert.equal(err.code, directErr.code);
+      assert.equal(err.details, directErr.details, "the error a direct caller of containerd gets");
+    } finally {
+      release();
+      await restarted;
+      holds.clear();
+    }
+    assert.ok(
+      [slow.killed, slow["killed-direct"]].every((s) => layerRequests(s.layer, from).every((r) => r.closedEarly)),
+      "containerd's fetches died with it",
+    );
+    assert.deepEqual(await pulling(), [], "no intent left");
+    assert.equal(await p.metric("imprimatur_node_pull_intents"), 0);
+    assert.equal(await failed(p), 1);
+    assert.equal(await pullCalls(p, "UNAVAILABLE"), 1);
+
+    // Containerd is back: the kubelet's retry of the same pull succeeds through the same proxy (once its channel
+    // has reconnected, gRPC's backoff: meanwhile the retry fails at once with UNAVAILABLE, as above).
+    let ref: string | undefined;
+    for (let i = 0; i < 60 && ref === undefined; i++) {
+      ref = await pull(client, slow.killed.image, "in-flight").catch((e: grpc.ServiceError) => {
+        if (e.code !== grpc.status.UNAVAILABLE) throw e;
+        return undefined;
+      });
+      if (ref === undefined) await sleep(500);
+    }
+    assert.ok(ref, "the pull succeeds within 30 s of containerd's return");
+    assert.equal((await status(containerd, slow.killed.image))?.id, ref);
+    await until("the pull's intent is removed once its record is written", async () => (await pulling()).length === 0);
+    assert.equal((await status(client, slow.killed.image, "anyone"))?.id, ref, "recorded: pulled anonymously, every pod may use it");
+    assert.doesNotThrow(() => process.kill(p.pid, 0), "the proxy never exited");
+  });
+
+  test("a slow PullImage: forwarded with the caller's deadline and cancellation, which reach containerd; the proxy adds no timeout of its own", async () => {
+    const { p, client } = await fresh();
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    holds.set(slow.deadline.layer, () => released);
+    try {
+      // A caller's deadline 3 s away; the layer never comes.
+      let from = relay.requests.length;
+      const deadline = Date.now() + 3_000;
+      const late = await client.call("runtime.v1", "PullImage", pullImageRequest(slow.deadline.image, "slow"), { deadline }).then(
+        () => assert.fail("the pull succeeded"),
+        (e: grpc.ServiceError) => e,
+      );
+      const answeredAt = Date.now();
+      assert.equal(late.code, grpc.status.DEADLINE_EXCEEDED, late.details);
+      assert.ok(answeredAt - deadline < 1_000, `answered at its deadline, not later (${answeredAt - deadline} ms after it)`);
+      assert.ok(layerRequests(slow.deadline.layer, from).length > 0, "the pull was fetching its layer when the deadline came");
+      await until("containerd gives up the fetch: the deadline reached it", () => layerRequests(slow.deadline.layer, from).every((r) => r.closedEarly));
+      assert.equal(await pullCalls(p, "DEADLINE_EXCEEDED"), 1, "counted as the caller saw it");
+
+      // A caller that cancels (the kubelet's pod deleted meanwhile), with no deadline near.
+      from = relay.requests.length;
+      const cancel = new AbortController();
+      const cancelled = client
+        .call("runtime.v1", "PullImage", pullImageRequest(slow.deadline.image, "slow"), { deadline: Date.now() + 60_000, signal: cancel.signal })
+        .then(
+          () => assert.fail("the pull succeeded"),
+          (e: grpc.ServiceError) => e,
+        );
+      await until("the pull waits on its layer", () => layerRequests(slow.deadline.layer, from).length > 0);
+      cancel.abort();
+      assert.equal((await cancelled).code, grpc.status.CANCELLED);
+      await until("containerd gives up the fetch: the cancel reached it", () => layerRequests(slow.deadline.layer, from).every((r) => r.closedEarly));
+      assert.equal(await pullCalls(p, "CANCELLED"), 1);
+    } finally {
+      release();
+    }
+    assert.equal(await status(containerd, slow.deadline.image), undefined, "containerd has no image from the pulls that ended");
+    assert.deepEqual(await pulling(), [], "no intent left");
+    assert.equal(await p.metric("imprimatur_node_pull_intents"), 0);
+    assert.equal(await failed(p), 2);
+
+    // A pull slower than any timeout of the proxy's own (30 s, for its own calls to containerd), within the caller's.
+    holds.set(slow.long.layer, () => sleep(31_000));
+    try {
+      const started = Date.now();
+      const ref = await pull(client, slow.long.image, "slow");
+      assert.ok(Date.now() - started > 30_000, "the pull took longer than 30 s");
+      assert.equal((await status(containerd, slow.long.image))?.id, ref);
+    } finally {
+      holds.clear();
+    }
+    assert.equal(await p.metric('imprimatur_node_pulls_total{result="forwarded-ok"}'), 1);
+    await until("the pull's intent is removed once its record is written", async () => (await pulling()).length === 0);
+  });
+});
+
+/** Polls `condition` every 100 ms; fails naming `what` when it does not hold within 20 s. */
+async function until(what: string, condition: () => boolean | Promise<boolean>): Promise<void> {
+  for (const end = Date.now() + 20_000; !(await condition()); await sleep(100)) if (Date.now() > end) assert.fail(`${what}: not within 20 s`);
+}
 
 /** The entries of a message made only of field 1, length-delimited (ListImagesResponse.images), as hex. */
 function repeatedField1(message: Buffer): string[] {

@@ -12,6 +12,9 @@
 //   alter-body-and-digest  — the same, and Docker-Content-Digest becomes the digest of the altered body, so the
 //                            response is self-consistent and only a digest the client asked for can expose it.
 // It records each request (method, path, whether it carried an Authorization header — never its value).
+// A test may also make it a slow or stalled registry: `hold` keeps chosen requests waiting before they are forwarded
+// (a blob that takes long to come, or never comes), and each record says whether the client hung up before its
+// answer was complete (a pull cancelled, or a client that died).
 
 import { createHash } from "node:crypto";
 import { Agent as HttpAgent, request as httpRequest } from "node:http";
@@ -30,7 +33,14 @@ export interface ProxiedRequest {
   /** Whether the client sent an Authorization header (its value is never kept). */
   authorization: boolean;
   tampered: boolean;
+  /** Whether the request waited on `hold` before it was forwarded. */
+  held: boolean;
+  /** Whether the client closed the connection before the answer was complete (while held, or mid-body). */
+  closedEarly: boolean;
 }
+
+/** Which requests wait, and for what: a promise delays the request until it settles; undefined forwards it at once. */
+export type RequestHold = (request: { method: string; path: string }) => Promise<void> | undefined;
 
 export interface TamperingProxy {
   /** "127.0.0.1:PORT", as image references name it. */
@@ -39,6 +49,8 @@ export interface TamperingProxy {
   caPem: string;
   /** What the proxy does to manifests from now on. */
   mode: TamperMode;
+  /** Requests to keep waiting before they are forwarded (none by default). A client gone meanwhile is not forwarded. */
+  hold: RequestHold | undefined;
   requests: ProxiedRequest[];
   stop(): Promise<void>;
 }
@@ -63,7 +75,7 @@ export async function startTamperingProxy(opts: TamperingProxyOptions): Promise<
   const secure = upstream.protocol === "https:";
   const agent = secure ? new HttpsAgent({ keepAlive: true, ...(opts.upstreamCa ? { ca: opts.upstreamCa } : {}) }) : new HttpAgent({ keepAlive: true });
 
-  const proxy: TamperingProxy = { host: "", caPem: ca.certPem, mode: "pass", requests: [], stop: async () => {} };
+  const proxy: TamperingProxy = { host: "", caPem: ca.certPem, mode: "pass", hold: undefined, requests: [], stop: async () => {} };
 
   const forward = (req: IncomingMessage, res: ServerResponse): void => {
     const path = req.url ?? "/";
@@ -73,8 +85,29 @@ export async function startTamperingProxy(opts: TamperingProxyOptions): Promise<
       status: 0,
       authorization: req.headers.authorization !== undefined,
       tampered: false,
+      held: false,
+      closedEarly: false,
     };
     proxy.requests.push(record);
+    res.once("close", () => {
+      if (!res.writableFinished) record.closedEarly = true;
+    });
+    const held = proxy.hold?.({ method: record.method, path: record.path });
+    if (!held) {
+      relay(req, res, record);
+      return;
+    }
+    record.held = true;
+    void held.then(
+      () => {
+        if (!record.closedEarly) relay(req, res, record);
+      },
+      () => res.destroy(),
+    );
+  };
+
+  const relay = (req: IncomingMessage, res: ServerResponse, record: ProxiedRequest): void => {
+    const path = req.url ?? "/";
     const send = secure ? httpsRequest : httpRequest;
     const upstreamReq = send(
       {
@@ -110,6 +143,10 @@ export async function startTamperingProxy(opts: TamperingProxyOptions): Promise<
         });
       },
     );
+    // A client gone mid-answer stops the upstream request too.
+    res.once("close", () => {
+      if (!res.writableFinished) upstreamReq.destroy();
+    });
     upstreamReq.on("error", (err) => {
       record.status = 502;
       if (!res.headersSent) res.writeHead(502, { "content-type": "text/plain" });

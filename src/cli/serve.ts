@@ -28,6 +28,7 @@ import { watchCallerFiles, type WatchedCallerFiles } from "../caller-auth/caller
 import { connectClusters, type ConnectedClusters } from "../server/cluster-flags.ts";
 import { watchCertificateFiles, type ServingPair } from "../tls/certificate-files.ts";
 import type { WatchedFiles } from "../fs/file-reload.ts";
+import { removeLeftTemporaries } from "../fs/write-file-atomic.ts";
 import type { PolicySet } from "../core/policy-set/policy-kinds.ts";
 import { EMBEDDED_POLICIES, errorText, usageFailure } from "./args.ts";
 import { layConfigFlags, readServeFlags, ServeFlagError, type CallerFlags, type ServeOptions } from "./serve-flags.ts";
@@ -162,6 +163,9 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
     process.stderr.write(`imprimatur serve: ${errorText(e)}\n`);
     return 2;
   }
+  // A kill -9 mid-write (a reload rewriting the webhook files, a certificate renewal) leaves a temporary file.
+  const left = await removeLeftTemporaries(options.stateDir).catch(() => []);
+  if (left.length > 0) process.stderr.write(`imprimatur serve: removed ${left.length} unfinished file(s) left in ${options.stateDir} by a previous run\n`);
   const webhookFiles = new WebhookConfigurationFiles(
     options.stateDir,
     webhookRules(settings.config, { policyCrds: options.policyCrds, podSecurity: settings.podSecurity !== undefined }),

@@ -341,3 +341,61 @@ test("kill -9 during a status write: the write never lands, the restarted server
     [],
   );
 });
+
+test("kill -9 during a PolicyReport write: the write never lands, and the restarted scanner writes the one report", async (t) => {
+  const NS = "scan-kill";
+  assert.equal((await cluster.kubectl(["apply", "-k", join(ROOT, "deploy/crds/reports")])).code, 0);
+  assert.equal((await cluster.kubectl(["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"])).code, 0);
+  assert.equal((await cluster.kubectl(["create", "namespace", NS])).code, 0);
+  const pod = {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "retired", namespace: NS },
+    spec: { containers: [{ name: "app", image: "registry.example.com/retired/app:1" }] },
+  };
+  const created = await cluster.kubectl(["create", "-o", "json", "-f", "-"], { input: JSON.stringify(pod) });
+  assert.equal(created.code, 0, created.stderr);
+  const uid = (JSON.parse(created.stdout) as { metadata: { uid: string } }).metadata.uid;
+  const reports = async () => {
+    const got = await cluster.kubectl(["get", "policyreports", "-n", NS, "-o", "json"]);
+    assert.equal(got.code, 0, got.stderr);
+    return (JSON.parse(got.stdout) as { items: Array<{ metadata: { name: string } }> }).items.map((r) => r.metadata.name);
+  };
+  await writeFile(
+    join(dir, "kill-policies.yaml"),
+    stringify({
+      apiVersion: "imprimatur.dev/v1alpha1",
+      kind: "ImagePolicy",
+      metadata: { name: "retired" },
+      spec: { rules: [{ action: "deny", images: ["registry.example.com/retired/*"], message: "retired" }], default: "allow" },
+    }),
+  );
+  const victimProxy = await proxied("scan-victim.kubeconfig");
+  t.after(() => victimProxy.stop());
+  const reportWrite = (r: { method: string; path: string }) => r.method !== "GET" && r.path.startsWith(`/apis/wgpolicyk8s.io/v1alpha2/namespaces/${NS}/`);
+  victimProxy.delay((r) => reportWrite({ method: r.method, path: r.url.split("?")[0]! }), 3_000);
+  const args = [
+    "--policies",
+    join(dir, "kill-policies.yaml"),
+    "--kubeconfig",
+    join(dir, "scan-victim.kubeconfig"),
+    "--background-scan",
+    "--scan-rate",
+    "100",
+    "--scan-lease",
+    `${NS}/imprimatur-scan`,
+  ];
+  const stateDir = await mkdtemp(join(dir, "scan-victim-"));
+  const victim = await startImprimatur(args, { stateDir });
+  await until("the victim's report write in flight", async () => victimProxy.requests.some((r) => reportWrite(r) && r.status === 0), 60);
+  process.kill(victim.pid, "SIGKILL");
+  await victim.stop();
+  await until("the write dropped: its writer is dead", async () => victimProxy.requests.some((r) => reportWrite(r) && r.dropped === true), 10);
+  victimProxy.delay(undefined);
+  assert.deepEqual(await reports(), [], "nothing landed");
+  // The restart takes the scan Lease once the dead holder's expires, judges every pod, and writes its report.
+  const restarted = await startImprimatur(args, { stateDir });
+  t.after(() => restarted.stop());
+  await until("the restarted scanner writes the report", async () => (await reports()).length > 0, 90);
+  assert.deepEqual(await reports(), [uid], "one report, named for the pod");
+});

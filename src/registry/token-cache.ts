@@ -32,6 +32,11 @@ export interface TokenKey {
 
 /** Token lifetime when the token server gives no expires_in (the Docker token spec's default). */
 const DEFAULT_TOKEN_LIFETIME_S = 60;
+/**
+ * The longest a token is kept, whatever expires_in says: a token service answering 1e308 (or a year) would
+ * otherwise have one token used until the server restarts, however the registry's mind changed meanwhile.
+ */
+const MAX_CACHED_LIFETIME_S = 3600;
 /** A token is dropped this long before it expires, so that it does not expire in flight. */
 const EXPIRY_MARGIN_MS = 10_000;
 const DEFAULT_MAX_ENTRIES = 1000;
@@ -46,11 +51,11 @@ export interface TokenGrant {
 
 /**
  * When a token stops being served from the cache: issued_at (or receipt, whichever is earlier, so a token
- * server with a fast clock cannot stretch the lifetime) plus expires_in, minus a margin. Tokens whose whole
+ * server with a fast clock cannot stretch the lifetime) plus expires_in (an hour at most), minus a margin. Tokens whose whole
  * lifetime is within the margin are not cached at all.
  */
 export function cacheUntil(grant: TokenGrant, receivedAtMs: number): number {
-  const lifetimeMs = (grant.expiresInS ?? DEFAULT_TOKEN_LIFETIME_S) * 1000;
+  const lifetimeMs = Math.min(grant.expiresInS ?? DEFAULT_TOKEN_LIFETIME_S, MAX_CACHED_LIFETIME_S) * 1000;
   const issuedAt = grant.issuedAtMs !== undefined && grant.issuedAtMs < receivedAtMs ? grant.issuedAtMs : receivedAtMs;
   return issuedAt + lifetimeMs - Math.min(EXPIRY_MARGIN_MS, lifetimeMs / 2);
 }

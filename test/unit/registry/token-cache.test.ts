@@ -38,6 +38,10 @@ test("the default lifetime is 60 s; issued_at counts from when the token service
   assert.equal(cacheUntil({ token: "t", expiresInS: 60, issuedAtMs: 120_000 }, 0), 50_000);
   // A lifetime within the margin keeps half of it.
   assert.equal(cacheUntil({ token: "t", expiresInS: 4 }, 0), 2_000);
+  // An hour at most, however long the token service says: 1e308 s is not "forever".
+  assert.equal(cacheUntil({ token: "t", expiresInS: 3600 }, 0), 3_590_000);
+  assert.equal(cacheUntil({ token: "t", expiresInS: 1e308 }, 0), 3_590_000);
+  assert.equal(cacheUntil({ token: "t", expiresInS: 86_400 * 365 }, 0), 3_590_000);
 });
 
 test("a token already expired on arrival is not cached", () => {

@@ -230,30 +230,14 @@ test("Event writes refused: the Warning Event is dropped with a log line, the po
   assert.equal((await cluster.kubectl(["delete", "imagepolicy", "event-refused"])).code, 0);
 });
 
-test("PolicyReport writes refused: logged, counted, and written by a retry once the API takes writes; a pod watch dropped meanwhile catches up", async (t) => {
-  const NS = "scan-outage";
+/** A namespace for the background scan, with the report CRDs, and the policy file the scanners judge it by. */
+async function scanNamespace(namespace: string): Promise<{ policies: string }> {
   assert.equal((await cluster.kubectl(["apply", "-k", join(ROOT, "deploy/crds/reports")])).code, 0);
   assert.equal((await cluster.kubectl(["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"])).code, 0);
-  assert.equal((await cluster.kubectl(["create", "namespace", NS])).code, 0);
-  const uids = new Map<string, string>();
-  const createPod = async (name: string) => {
-    const pod = {
-      apiVersion: "v1",
-      kind: "Pod",
-      metadata: { name, namespace: NS },
-      spec: { containers: [{ name: "app", image: "registry.example.com/retired/app:1" }] },
-    };
-    const created = await cluster.kubectl(["create", "-o", "json", "-f", "-"], { input: JSON.stringify(pod) });
-    assert.equal(created.code, 0, created.stderr);
-    uids.set(name, (JSON.parse(created.stdout) as { metadata: { uid: string } }).metadata.uid);
-  };
-  const reported = async (pod: string) => {
-    const got = await cluster.kubectl(["get", "policyreports", "-n", NS, "-o", "json"]);
-    assert.equal(got.code, 0, got.stderr);
-    return (JSON.parse(got.stdout) as { items: Array<{ metadata: { name: string } }> }).items.some((r) => r.metadata.name === uids.get(pod));
-  };
+  assert.equal((await cluster.kubectl(["create", "namespace", namespace])).code, 0);
+  const policies = join(dir, `${namespace}-policies.yaml`);
   await writeFile(
-    join(dir, "scan-policies.yaml"),
+    policies,
     stringify({
       apiVersion: "imprimatur.dev/v1alpha1",
       kind: "ImagePolicy",
@@ -261,12 +245,41 @@ test("PolicyReport writes refused: logged, counted, and written by a retry once 
       spec: { rules: [{ action: "deny", images: ["registry.example.com/retired/*"], message: "retired" }], default: "allow" },
     }),
   );
+  return { policies };
+}
+
+/** A pod the scan reports (its image is retired); its uid, which names its report. */
+async function createRetiredPod(namespace: string, name: string): Promise<string> {
+  const pod = {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace },
+    spec: { containers: [{ name: "app", image: "registry.example.com/retired/app:1" }] },
+  };
+  const created = await cluster.kubectl(["create", "-o", "json", "-f", "-"], { input: JSON.stringify(pod) });
+  assert.equal(created.code, 0, created.stderr);
+  return (JSON.parse(created.stdout) as { metadata: { uid: string } }).metadata.uid;
+}
+
+/** The names of the PolicyReports in `namespace` (each a pod's uid). */
+async function reportNames(namespace: string): Promise<string[]> {
+  const got = await cluster.kubectl(["get", "policyreports", "-n", namespace, "-o", "json"]);
+  assert.equal(got.code, 0, got.stderr);
+  return (JSON.parse(got.stdout) as { items: Array<{ metadata: { name: string } }> }).items.map((r) => r.metadata.name);
+}
+
+test("PolicyReport writes refused: logged, counted, and written by a retry once the API takes writes; a pod watch dropped meanwhile catches up", async (t) => {
+  const NS = "scan-outage";
+  const { policies } = await scanNamespace(NS);
+  const uids = new Map<string, string>();
+  const createPod = async (name: string) => uids.set(name, await createRetiredPod(NS, name));
+  const reported = async (pod: string) => (await reportNames(NS)).includes(uids.get(pod)!);
   await createPod("first");
   const reportWrites = (r: { method: string; path: string }) => r.method !== "GET" && r.path.startsWith("/apis/wgpolicyk8s.io/");
   proxy.refuse(reportWrites, 500);
   const scanner = await startImprimatur([
     "--policies",
-    join(dir, "scan-policies.yaml"),
+    policies,
     "--kubeconfig",
     join(dir, "proxied.kubeconfig"),
     "--background-scan",
@@ -344,39 +357,16 @@ test("kill -9 during a status write: the write never lands, the restarted server
 
 test("kill -9 during a PolicyReport write: the write never lands, and the restarted scanner writes the one report", async (t) => {
   const NS = "scan-kill";
-  assert.equal((await cluster.kubectl(["apply", "-k", join(ROOT, "deploy/crds/reports")])).code, 0);
-  assert.equal((await cluster.kubectl(["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"])).code, 0);
-  assert.equal((await cluster.kubectl(["create", "namespace", NS])).code, 0);
-  const pod = {
-    apiVersion: "v1",
-    kind: "Pod",
-    metadata: { name: "retired", namespace: NS },
-    spec: { containers: [{ name: "app", image: "registry.example.com/retired/app:1" }] },
-  };
-  const created = await cluster.kubectl(["create", "-o", "json", "-f", "-"], { input: JSON.stringify(pod) });
-  assert.equal(created.code, 0, created.stderr);
-  const uid = (JSON.parse(created.stdout) as { metadata: { uid: string } }).metadata.uid;
-  const reports = async () => {
-    const got = await cluster.kubectl(["get", "policyreports", "-n", NS, "-o", "json"]);
-    assert.equal(got.code, 0, got.stderr);
-    return (JSON.parse(got.stdout) as { items: Array<{ metadata: { name: string } }> }).items.map((r) => r.metadata.name);
-  };
-  await writeFile(
-    join(dir, "kill-policies.yaml"),
-    stringify({
-      apiVersion: "imprimatur.dev/v1alpha1",
-      kind: "ImagePolicy",
-      metadata: { name: "retired" },
-      spec: { rules: [{ action: "deny", images: ["registry.example.com/retired/*"], message: "retired" }], default: "allow" },
-    }),
-  );
+  const { policies } = await scanNamespace(NS);
+  const uid = await createRetiredPod(NS, "retired");
+  const reports = () => reportNames(NS);
   const victimProxy = await proxied("scan-victim.kubeconfig");
   t.after(() => victimProxy.stop());
   const reportWrite = (r: { method: string; path: string }) => r.method !== "GET" && r.path.startsWith(`/apis/wgpolicyk8s.io/v1alpha2/namespaces/${NS}/`);
   victimProxy.delay((r) => reportWrite({ method: r.method, path: r.url.split("?")[0]! }), 3_000);
   const args = [
     "--policies",
-    join(dir, "kill-policies.yaml"),
+    policies,
     "--kubeconfig",
     join(dir, "scan-victim.kubeconfig"),
     "--background-scan",

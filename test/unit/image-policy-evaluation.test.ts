@@ -396,6 +396,35 @@ test("a namespaced policy: only a keyRef names a Secret; a keyRef that is no str
   );
 });
 
+/**
+ * Twelve images of one pod, each verified with one statement of type "t" (signed by the rule's first entry), and
+ * judged by policy `p`: only the first eleven fit in the policy's budget when each costs 900 000 units.
+ */
+function judgedOnOneBudget(p: ImagePolicy, statement: Record<string, unknown>) {
+  const signedByTheEntry = { entry: "attestors[0].entries[0]", attestor: "k", signer: "s", format: "sigstore-bundle" };
+  const images = Array.from({ length: 12 }, (_, i) => `registry.example.com/app${i}@${DIGEST}`);
+  const verifications = new Map(
+    images.map((image) => [
+      verificationKey(p.name, 0, image),
+      {
+        status: "verified",
+        digest: DIGEST,
+        evidence: [],
+        attestations: [{ index: 0, predicateType: "t", statements: [{ statement, signers: [signedByTheEntry] }], failures: [] }],
+      } satisfies ImageVerification,
+    ]),
+  );
+  const d = evaluateImagePolicies([p], req(images), { verifications });
+  assert.equal(d.allowed, false);
+  assert.deepEqual(
+    d.violations.map((v) => v.image),
+    images.slice(11),
+  );
+  // Another admission has its own budget.
+  assert.equal(evaluateImagePolicies([p], req(images.slice(0, 2)), { verifications }).allowed, true);
+  return d.violations[0]!.message;
+}
+
 test("JMESPath conditions draw on the same budget of one policy per admission: past it, the image is denied with the reason", () => {
   // starts_with counts a tenth of the predicate's 9 million characters: 900 000 units per image, under the
   // million one evaluation may cost; the twelfth image of the pod finds the budget spent.
@@ -413,37 +442,15 @@ test("JMESPath conditions draw on the same budget of one policy per admission: p
     },
     "costly",
   );
-  const statement = { predicate: { text: "a".repeat(9_000_000) } };
-  const signedByTheEntry = { entry: "attestors[0].entries[0]", attestor: "k", signer: "s", format: "sigstore-bundle" };
-  const images = Array.from({ length: 12 }, (_, i) => `registry.example.com/app${i}@${DIGEST}`);
-  const verifications = new Map(
-    images.map((image) => [
-      verificationKey("costly", 0, image),
-      {
-        status: "verified",
-        digest: DIGEST,
-        evidence: [],
-        attestations: [{ index: 0, predicateType: "t", statements: [{ statement, signers: [signedByTheEntry] }], failures: [] }],
-      } satisfies ImageVerification,
-    ]),
-  );
-  const d = evaluateImagePolicies([p], req(images), { verifications });
-  assert.equal(d.allowed, false);
-  assert.deepEqual(
-    d.violations.map((v) => v.image),
-    images.slice(11),
-  );
   assert.match(
-    d.violations[0]!.message,
+    judgedOnOneBudget(p, { predicate: { text: "a".repeat(9_000_000) } }),
     /^attestations\[0\] \(t\): conditions\[0\]\.all\[0\]: JMESPath "starts_with\(text, 'a'\)": running out of cost budget: the conditions of one policy may cost at most 10000000 per request/,
   );
-  // Another admission has its own budget.
-  assert.equal(evaluateImagePolicies([p], req(images.slice(0, 2)), { verifications }).allowed, true);
 });
 
 test("the CEL of one policy shares 10 million units per admission: past it, the image is denied with the reason", () => {
   // validate.cel costs a tenth of the statement's text (contains): 900 000 for 9 million characters, under the
-  // million one evaluation may cost; the eleventh and later images of the pod find the budget spent.
+  // million one evaluation may cost; the twelfth image of the pod finds the budget spent.
   const p = policy(
     {
       rules: [
@@ -452,26 +459,8 @@ test("the CEL of one policy shares 10 million units per admission: past it, the 
     },
     "costly",
   );
-  const statement = { predicate: { text: "a".repeat(9_000_000) + "x" } };
-  const images = Array.from({ length: 12 }, (_, i) => `registry.example.com/app${i}@${DIGEST}`);
-  const verifications = new Map(
-    images.map((image) => [
-      verificationKey("costly", 0, image),
-      {
-        status: "verified",
-        digest: DIGEST,
-        evidence: [],
-        attestations: [{ index: 0, predicateType: "t", statements: [{ statement, signers: [] }], failures: [] }],
-      } satisfies ImageVerification,
-    ]),
+  assert.match(
+    judgedOnOneBudget(p, { predicate: { text: "a".repeat(9_000_000) + "x" } }),
+    /^validate: CEL ".*": running out of cost budget: the conditions of one policy may cost at most 10000000 per request/,
   );
-  const d = evaluateImagePolicies([p], req(images), { verifications });
-  assert.equal(d.allowed, false);
-  assert.deepEqual(
-    d.violations.map((v) => v.image),
-    images.slice(11),
-  );
-  assert.match(d.violations[0]!.message, /^validate: CEL ".*": running out of cost budget: the conditions of one policy may cost at most 10000000 per request/);
-  // Another admission has its own budget.
-  assert.equal(evaluateImagePolicies([p], req(images.slice(0, 2)), { verifications }).allowed, true);
 });

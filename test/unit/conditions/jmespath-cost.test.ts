@@ -14,6 +14,8 @@ import { compileConditions, evaluateConditions } from "../../../src/core/conditi
 import { CostBudget, CostMeter } from "../../../src/core/conditions/cost-meter.ts";
 import { PAST_DEADLINE_REASON, withEvaluationDeadline } from "../../../src/core/conditions/evaluation-deadline.ts";
 import { compileOperand, evaluateOperand } from "../../../src/core/conditions/jmespath-expression.ts";
+import { DeepWeights } from "../../../src/core/conditions/json-weight.ts";
+import { compareCost } from "../../../src/core/conditions/operators.ts";
 import { checkProperty, fuzzRuns } from "../../support/fuzz.ts";
 
 const FILE = "test/unit/conditions/jmespath-cost.test.ts";
@@ -180,6 +182,39 @@ test("a node costs 1, and what a step builds or reads without descending costs i
   assert.equal(cost("a == b", { a: "x".repeat(100), b: "x".repeat(100) }), 5 + 2 * (1 + 10));
   // A `let` scope is counted like the rest: the let, its binding, the field, the variable.
   assert.equal(cost("let $x = a in $x", { a: 1 }), 4);
+});
+
+test("the edges of the count: what each step reads, and no more", () => {
+  const text = "x".repeat(100); // a tenth: 10 units
+  // == and != read both sides; < does not (numbers only); sides of different types are unequal at once.
+  assert.equal(cost("a != b", { a: text, b: text }), 5 + 2 * (1 + 10));
+  assert.equal(cost("a < b", { a: text, b: text }), 5);
+  assert.equal(cost("a == b", { a: text, b: 1 }), 5);
+  // Two objects: each weighs 1 and its entry (1 + the value's 1), and learning each weight walks its one entry.
+  assert.equal(cost("a == b", { a: { x: 1 }, b: { x: 1 } }), 5 + 2 * 3 + 2);
+  assert.equal(cost("a == a", { a: { x: 1 } }), 5, "one value compared with itself is not walked");
+  // to_string of a string writes nothing new; join writes out every string of its list.
+  assert.equal(cost("to_string(a)", { a: text }), 3 + 10 + 10);
+  assert.equal(cost("join('', a)", { a: [text, text] }), 3 + 2 + (1 + 2 * 11 + 2) + 2 + 20);
+  // Only an object's truth needs its keys listed: not an array's.
+  assert.equal(cost("!a", { a: [1, 2, 3] }), 3);
+  assert.equal(cost("a ? b : c", { a: { x: 1, y: 2 }, b: 1 }), 4 + 2);
+  // A let body sees the document's root as its own.
+  assert.equal(evaluateOperand(operand("let $x = a in $.b"), { a: 1, b: 2 }), 2);
+  // Without a meter of the caller's, the evaluation settles its cost into the budget it was given.
+  const budget = new CostBudget(1000, "test");
+  evaluateOperand(operand("items[*].v"), items(2), { budget });
+  assert.equal(budget.remaining, 1000 - (2 + 2 * 2));
+});
+
+test("a condition's operator costs both values whole, and a list operator each item of one against the other", () => {
+  const weights = new DeepWeights(new CostMeter());
+  const found = ["a", "b", "c"]; // weight 1 + 3 × 2
+  const expected = ["x".repeat(21)]; // weight 1 + (1 + 3)
+  assert.equal(compareCost(found, "AnyIn", expected, weights), 7 * 1 + 5 * 3);
+  assert.equal(compareCost(expected, "AllNotIn", found, weights), 5 * 3 + 7 * 1);
+  assert.equal(compareCost(found, "Equals", expected, weights), 7 + 5);
+  assert.equal(compareCost(3, "GreaterThan", "2", weights), 1 + (1 + 1));
 });
 
 test("a shared value is weighed as often as it appears: writing out [@, @] repeated costs what the text would", () => {

@@ -1,8 +1,9 @@
 // `imprimatur node-proxy` on a real node: kubelet v1.20.2 (CRI v1alpha2) with --image-service-endpoint on the
 // proxy, containerd 1.6 behind it, a private docker-registry (htpasswd) and a public one (no auth), registered with
 // a real kube-apiserver. The hole test/e2e/real-node.test.ts shows on an unprotected node (a pod without the
-// secret runs a private image already present) is closed, and everything else keeps working. One cluster, one
-// node, one pair of registries for the file.
+// secret runs a private image already present) is closed, and everything else keeps working; with the proxy
+// stopped, no new pod runs and running ones are not affected. One cluster, one node, one pair of registries for the
+// file.
 // The proxy runs as it does on a node: from the bundle `npm run node-bundle` builds, by the shipped systemd unit's
 // ExecStart with an environment file (systemd itself is not needed). Its first start comes before containerd is up
 // (the runtime endpoint is a link that does not exist yet): it fails, and the next start still records the images
@@ -19,6 +20,7 @@ import { RuntimeImageClient } from "../../src/cri/image-service-proxy.ts";
 import { imprimatur, REPO_ROOT } from "../support/cli-process.ts";
 import { startNodeProxyFromUnit, type NodeProxyProcess } from "../support/node-proxy-process.ts";
 import {
+  observePod,
   podManifest,
   podRunning,
   startNodeRuntime,
@@ -246,6 +248,50 @@ describe("node-proxy in front of containerd, with a real kubelet", () => {
     await run("never-verify", { image: images.private, imagePullPolicy: "IfNotPresent" });
     await proxy.stop();
     await startProxy();
+  });
+
+  test("the proxy down: new pods do not run (the kubelet cannot even inspect their image: ImageInspectError), running ones keep running; back, the pod starts", async () => {
+    const running = await run("running-before-down", { image: images.public, imagePullPolicy: "IfNotPresent" });
+    const container = (o: PodObservation) => o.pod.status.containerStatuses[0];
+    buildRunnableImage({ tag: "down", seed: "kubelet-proxy-down", dir: layoutDir });
+    await pub.push(layoutDir, "down", "public/tool", "down");
+    const fresh = `${pub.host}/public/tool:down`;
+    await proxy.stop();
+    // One pod may use its image (public, not on the node yet); the other may not (private, on the node, no secret).
+    const downPods = { "while-down": fresh, "while-down-no-secret": images.private };
+    for (const [name, image] of Object.entries(downPods)) {
+      const r = await cluster.kubectl(["create", "-f", "-"], { input: pod({ name, image, imagePullPolicy: "IfNotPresent" }) });
+      assert.equal(r.code, 0, r.stderr);
+    }
+    for (const name of Object.keys(downPods)) {
+      const inspectFailed = (o: PodObservation) =>
+        o.events.find((e) => e.reason === "InspectFailed" && /Failed to inspect image .*code = Unavailable/.test(e.message));
+      const seen = await waitForPod(
+        cluster,
+        NS,
+        name,
+        (o) => o.waitingReasons.includes("ImageInspectError") && inspectFailed(o) !== undefined,
+        45_000,
+        context,
+      );
+      assert.notEqual(seen.phase, "Running", name);
+    }
+    const listed = await node.ctr(["images", "ls", "-q"]);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.ok(!listed.stdout.split("\n").includes(fresh), "nothing was pulled");
+    const still = await observePod(cluster, NS, "running-before-down");
+    assert.ok(podRunning(still), "the running pod keeps running");
+    assert.deepEqual(
+      [container(still).containerID, container(still).state.running.startedAt, container(still).restartCount],
+      [container(running).containerID, container(running).state.running.startedAt, 0],
+      "the same container, never restarted",
+    );
+
+    await startProxy();
+    // The kubelet retries the pod (every ~10 s) and reconnects to the socket: the pull goes through the proxy.
+    await waitForPod(cluster, NS, "while-down", podRunning, 45_000, context);
+    assert.equal(await proxy.metric('imprimatur_node_pulls_total{result="forwarded-ok"}'), 1);
+    assert.notEqual((await observePod(cluster, NS, "while-down-no-secret")).phase, "Running");
   });
 });
 

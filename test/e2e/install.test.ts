@@ -12,8 +12,13 @@
 // `kubectl apply -k` through an overlay of the kind a user writes — the image name and digest (kustomize
 // `images:`), the registry's pull secret on the ServiceAccount, and a shortened certificate timeline
 // (`--tls-timeline`, a JSON 6902 patch of the Deployment's args) so that CA rotations and renewals happen every
-// minute or so, all through the tests below. The apiserver calls the Imprimatur pods through the installed webhook
-// configurations (clientConfig.service): a denied pod is refused, an allowed one runs; a replica's pod deleted or
+// minute or so, all through the tests below. The apiserver authenticates to the replicas as deploy/caller-auth
+// says: its AdmissionConfiguration gives the webhook admission plugins a kubeconfig whose user, named for the
+// Service's host, carries a token, and the overlay applies deploy/caller-auth's patch (serve --caller-tokens from
+// the Secret imprimatur-callers, --cluster-name). The apiserver calls the Imprimatur pods through the installed webhook
+// configurations (clientConfig.service): a denied pod is refused, an allowed one runs; a break-glass attempt by a
+// user who may not is audited naming the authenticated caller and its cluster, and a caller without the token is
+// refused 401; a replica's pod deleted or
 // the certificate rotated or the Deployment restarted (rolling) during a stream of admissions fails none; the pods, running with the installed RBAC,
 // log no "forbidden"; with Imprimatur scaled to 0, kube-system still gets its pods while other namespaces' pod
 // creates fail closed.
@@ -21,23 +26,28 @@
 // Then `imprimatur install` / `uninstall` as a newcomer runs them, from inside the cluster's network: uninstall
 // takes the kubectl-applied install away webhooks first (CRDs and policies stay); install with credentials the
 // registry refuses stops before touching the cluster; install builds, pushes with Imprimatur's own registry client,
-// applies the webhooks at Ignore, waits for the rollout, /readyz and a dry-run admission Imprimatur denies, then
+// applies the webhooks at Ignore, waits for the rollout, /readyz and a dry-run admission Imprimatur denies (its
+// overlay applies deploy/caller-auth's client-certificate patch: the apiserver's user also carries a certificate,
+// so the dry run is answered only because the apiserver authenticates, and the decision names it), then
 // enforces, signing what it pushed (its signature, SBOM and provenance verified by deploy/'s self-verification
 // policy); install again with a new build upgrades with no failed admission in a stream beside it; uninstall
 // --purge takes the CRDs too.
 //
 // Last, stop() leaves the machine as it found it.
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
+import { parse, stringify } from "yaml";
+import { tokenDigest } from "../../src/caller-auth/caller-tokens.ts";
 import { createCertificateAuthority, issueCertificate } from "../../src/tls/tls-bootstrap.ts";
 import { releaseKey } from "../../src/release/signing-key.ts";
 import { imprimatur as imprimaturOnHost } from "../support/cli-process.ts";
 import { generateSigningKey } from "../support/signer/keys.ts";
 import { runCommand } from "../support/command.ts";
+import { createClientCa, randomToken, type ClientCa } from "../support/caller-credentials.ts";
 import { createPullSecret, untilWebhookActive } from "../support/kube-cluster.ts";
 import { buildNodeImage, NODE_IMAGE_USER } from "../support/node-image.ts";
 import { netnsExists, runInNetns } from "../support/netns.ts";
@@ -78,6 +88,43 @@ const TLS_TIMELINE = "ca=90s/40s,cert=50s/30s,propagation=5s";
 const TLS_SYNC_INTERVAL = "1s";
 const TLS: TlsTarget = { secret: "imprimatur/imprimatur-tls", configuration: "imprimatur" };
 const SERVICE_NAME = "imprimatur.imprimatur.svc";
+/** What a user copies from (deploy/caller-auth/README.md): the Deployment patches and the control plane's files. */
+const CALLER_AUTH = join(PROJECT_DIR, "deploy", "caller-auth");
+const CALLERS_SECRET = "imprimatur-callers";
+/** The shipped kubeconfig's path, as the shipped AdmissionConfiguration names it: here, a file of the test's own. */
+const SHIPPED_WEBHOOK_KUBECONFIG = "/etc/kubernetes/imprimatur/webhook-kubeconfig.yaml";
+/** The audit log of a replica: its --state-dir's audit.jsonl, read with the image's node (it has no shell). */
+const READ_AUDIT_LOG = `const f = "/var/lib/imprimatur/audit.jsonl"; const fs = require("fs"); process.stdout.write(fs.existsSync(f) ? fs.readFileSync(f, "utf8") : "");`;
+/**
+ * Inside the cluster's network, as anything in the cluster could: each review endpoint of a replica's HTTPS port
+ * called with no token and with a wrong one, the probes' paths, /metrics there and on the plain metrics port.
+ * Prints one JSON array of { target, status, body }. The server's certificate is not what is checked here.
+ */
+const UNCREDENTIALED_CALLS = `
+const https = require("https"), http = require("http");
+const call = (mod, url, opts, body) => new Promise((resolve) => {
+  const req = mod.request(url, { ...opts, rejectUnauthorized: false, timeout: 10000 }, (res) => {
+    let text = ""; res.setEncoding("utf8"); res.on("data", (c) => (text += c));
+    res.on("end", () => resolve({ status: res.statusCode, body: text }));
+  });
+  req.on("timeout", () => req.destroy(new Error("timed out")));
+  req.on("error", (e) => resolve({ status: 0, body: e.message }));
+  req.end(body);
+});
+const ip = process.argv[1];
+const review = JSON.stringify({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: { uid: "u" } });
+const post = (headers) => ({ method: "POST", headers: { "content-type": "application/json", ...headers } });
+(async () => {
+  const out = [];
+  for (const path of ["/validate", "/mutate", "/imagereview"]) {
+    out.push({ target: "none " + path, ...(await call(https, "https://" + ip + ":8443" + path, post({}), review)) });
+    out.push({ target: "wrong " + path, ...(await call(https, "https://" + ip + ":8443" + path, post({ authorization: "Bearer not-the-callers-token-0123456789" }), review)) });
+  }
+  for (const path of ["/healthz", "/readyz", "/metrics"]) out.push({ target: "https " + path, ...(await call(https, "https://" + ip + ":8443" + path, {})) });
+  out.push({ target: "http :9090/metrics", ...(await call(http, "http://" + ip + ":9090/metrics", {})) });
+  console.log(JSON.stringify(out));
+})();
+`;
 
 const cgroupParents = (): string[] => readdirSync("/sys/fs/cgroup").filter((h) => existsSync(join("/sys/fs/cgroup", h, CGROUP_PARENT)));
 
@@ -90,6 +137,11 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
   let probeImage: string;
   let allowedImage: string;
   let blockedImage: string;
+  /** deploy/caller-auth/caller-tokens.yaml with the digest of the token the apiserver presents, its caller and cluster. */
+  let callerTokens: string;
+  let caller: { name: string; cluster: string };
+  /** The CA of the apiserver's client certificate, for the client-certificate patch (imprimatur install below). */
+  let clientCa: ClientCa;
   // The machine as it was before the cluster started; the last test compares.
   let sysctlsBefore: Record<string, string | null>;
   let cgroupParentsBefore: string[];
@@ -203,10 +255,62 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
       else blockedImage = ref;
     }
 
-    cluster = await startSmallCluster({ registries: [{ host: registry.host, caFile: registry.caFile }] });
+    // The apiserver's credentials for Imprimatur, as deploy/caller-auth ships them: a token whose digest goes into
+    // the shipped CallerTokens file, and the shipped AdmissionConfiguration and kubeconfig, whose user is named for
+    // the webhooks' Service. The user also carries a client certificate (CN the caller, O its cluster): a replica
+    // with --client-ca asks for it (the client-certificate patch, imprimatur install below), one without does not.
+    const token = randomToken();
+    callerTokens = readFileSync(join(CALLER_AUTH, "caller-tokens.yaml"), "utf8").replace("REPLACE-WITH-THE-SHA256-OF-THE-TOKEN", tokenDigest(token));
+    const [entry] = (parse(callerTokens) as { callers: Array<{ name: string; cluster: string }> }).callers;
+    caller = { name: entry!.name, cluster: entry!.cluster };
+    clientCa = await createClientCa();
+    const certificate = await clientCa.issue(`/CN=${caller.name}/O=${caller.cluster}`);
+    const kubeconfig = parse(readFileSync(join(CALLER_AUTH, "control-plane", "webhook-kubeconfig.yaml"), "utf8")) as {
+      users: Array<{ name: string; user: Record<string, string> }>;
+    };
+    assert.deepEqual(
+      kubeconfig.users.map((u) => [u.name, u.user]),
+      [[SERVICE_NAME, { token: "REPLACE-WITH-THE-TOKEN" }]],
+    );
+    kubeconfig.users[0]!.user = {
+      token,
+      "client-certificate-data": Buffer.from(certificate.certPem).toString("base64"),
+      "client-key-data": Buffer.from(certificate.keyPem).toString("base64"),
+    };
+    const kubeconfigFile = join(workDir, "webhook-kubeconfig.yaml");
+    writeFileSync(kubeconfigFile, stringify(kubeconfig), { mode: 0o600 });
+    const admissionConfiguration = readFileSync(join(CALLER_AUTH, "control-plane", "admission-configuration.yaml"), "utf8");
+    assert.equal(admissionConfiguration.split(SHIPPED_WEBHOOK_KUBECONFIG).length, 3, "the two plugins name the shipped kubeconfig");
+
+    cluster = await startSmallCluster({
+      registries: [{ host: registry.host, caFile: registry.caFile }],
+      admissionConfigYaml: admissionConfiguration.replaceAll(SHIPPED_WEBHOOK_KUBECONFIG, kubeconfigFile),
+    });
   });
 
-  after(() => teardown([() => cluster?.stop(), () => registry?.stop(), () => workDir && rmSync(workDir, { recursive: true, force: true })]));
+  after(() =>
+    teardown([() => cluster?.stop(), () => registry?.stop(), () => clientCa?.remove(), () => workDir && rmSync(workDir, { recursive: true, force: true })]),
+  );
+
+  /** The Secret deploy/caller-auth's patches mount: the callers' file or CA, and the cluster they speak for. */
+  const createCallersSecret = async (data: Record<string, string>) => {
+    const created = await cluster.apply(
+      JSON.stringify({ apiVersion: "v1", kind: "Secret", metadata: { name: CALLERS_SECRET, namespace: "imprimatur" }, stringData: data }),
+    );
+    assert.equal(created.code, 0, `the Secret ${CALLERS_SECRET}: ${created.stderr}`);
+  };
+  /** Every line the current Imprimatur pods have logged (a pod still starting has none). */
+  const imprimaturLogLines = async () => {
+    const pods = JSON.parse((await cluster.kubectl(["get", "pods", "-n", "imprimatur", "-l", IMPRIMATUR_LABEL, "-o", "json"])).stdout) as {
+      items: Array<{ metadata: { name: string } }>;
+    };
+    const lines: string[] = [];
+    for (const p of pods.items) {
+      const r = await cluster.kubectl(["logs", "-n", "imprimatur", p.metadata.name, "--tail=-1"], { timeoutMs: 60_000 });
+      if (r.code === 0) lines.push(...r.stdout.split("\n").filter((l) => l.trim() !== ""));
+    }
+    return lines;
+  };
 
   describe("the harness", () => {
     before(async () => {
@@ -431,7 +535,8 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
       apiVersion: "imprimatur.dev/v1alpha1",
       kind: "ImagePolicy",
       metadata: { name: "no-blocked-repository" },
-      spec: { rules: [{ action: "deny", images: [`${registry.host}/blocked/*`], message: DENY_MESSAGE }], default: "allow" },
+      // On-call people may set it aside (docs/break-glass.md); the user of the break-glass test below may not.
+      spec: { rules: [{ action: "deny", images: [`${registry.host}/blocked/*`], message: DENY_MESSAGE }], default: "allow", breakGlass: { allowed: true } },
     });
 
     /**
@@ -457,8 +562,11 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
       for (const ns of ["imprimatur", "kube-system"]) await createPullSecret(cluster, ns, PULL_SECRET, registry, registry.password);
       await cluster.createNamespace(APP_NS);
       await createPullSecret(cluster, APP_NS, PULL_SECRET, registry, registry.password);
+      // The apiserver's token (its digest) and the cluster it speaks for, before the pods start (they mount it).
+      await createCallersSecret({ "caller-tokens.yaml": callerTokens, "cluster-name": caller.cluster });
 
-      // The user's overlay: where the image is, the pull secret for it, and a certificate timeline of minutes.
+      // The user's overlay: where the image is, the pull secret for it, a certificate timeline of minutes, and
+      // deploy/caller-auth's patch copied in as it is (kustomize reads patches only from the overlay's folder).
       const overlay = join(workDir, "overlay");
       mkdirSync(overlay);
       writeFileSync(
@@ -483,10 +591,18 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
           "      name: imprimatur",
           "      namespace: imprimatur",
           "    path: tls-timeline.yaml",
+          "  - target:",
+          "      group: apps",
+          "      version: v1",
+          "      kind: Deployment",
+          "      name: imprimatur",
+          "      namespace: imprimatur",
+          "    path: deployment-caller-tokens.yaml",
           "",
         ].join("\n"),
       );
       writeFileSync(join(overlay, "service-account-pull-secret.yaml"), SERVICE_ACCOUNT_PULL_SECRET);
+      copyFileSync(join(CALLER_AUTH, "deployment-caller-tokens.yaml"), join(overlay, "deployment-caller-tokens.yaml"));
       // Appended to serve's arguments (JSON strings are YAML scalars).
       writeFileSync(
         join(overlay, "tls-timeline.yaml"),
@@ -517,6 +633,101 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
       assert.equal(allowed.code, 0, allowed.stderr);
       await waitForPod(cluster, APP_NS, "allowed", podRunning, 60_000, () => cluster.componentLogs("kubelet", 20));
       await gatherPodLogs();
+    });
+
+    test("a break-glass attempt by a user who may not is refused, and the replica's audit record names the authenticated caller and its cluster", async () => {
+      // mallory may create pods in the namespace, but holds no break-glass grant (docs/break-glass.md).
+      await apply(
+        {
+          apiVersion: "rbac.authorization.k8s.io/v1",
+          kind: "Role",
+          metadata: { name: "create-pods", namespace: APP_NS },
+          rules: [{ apiGroups: [""], resources: ["pods"], verbs: ["create"] }],
+        },
+        {
+          apiVersion: "rbac.authorization.k8s.io/v1",
+          kind: "RoleBinding",
+          metadata: { name: "mallory-creates-pods", namespace: APP_NS },
+          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "create-pods" },
+          subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: "mallory" }],
+        },
+      );
+      const ticket = "INC-3636";
+      const glass = JSON.parse(pod("glass", APP_NS, blockedImage));
+      glass.metadata.annotations = { "break-glass.image-policy.k8s.io/reason": "outage", "break-glass.image-policy.k8s.io/ticket": ticket };
+      // Not a dry run: a dry run leaves no audit record (sideEffects: NoneOnDryRun).
+      const refused = await cluster.kubectl(["--as=mallory", "create", "-f", "-"], { input: JSON.stringify(glass) });
+      assert.notEqual(refused.code, 0, "the override is refused");
+      assert.match(refused.stderr, /admission webhook "images\.imprimatur\.dev" denied the request/);
+      assert.ok(refused.stderr.includes('break-glass was requested by "mallory", who may not use it on this policy'), refused.stderr);
+
+      // The record is written before the answer, by the replica that was asked.
+      const records: Array<Record<string, unknown>> = [];
+      for (const p of await imprimaturPods()) {
+        const read = await cluster.kubectl([
+          "exec",
+          "-n",
+          "imprimatur",
+          p.metadata.name,
+          "-c",
+          "imprimatur",
+          "--",
+          "/usr/local/bin/node",
+          "-e",
+          READ_AUDIT_LOG,
+        ]);
+        assert.equal(read.code, 0, `reading ${p.metadata.name}'s audit log: ${read.stderr}`);
+        for (const line of read.stdout.split("\n")) if (line.trim() !== "") records.push({ pod: p.metadata.name, ...JSON.parse(line) });
+      }
+      const attempts = records.filter((r) => r.ticket === ticket);
+      assert.equal(attempts.length, 1, `one record of the attempt: ${JSON.stringify(records)}`);
+      const record = attempts[0]!;
+      assert.equal(record.event, "break-glass-refused");
+      assert.deepEqual([record.endpoint, record.namespace, record.kind, record.name, record.user], ["validate", APP_NS, "Pod", "glass", "mallory"]);
+      assert.deepEqual(record.caller, { authenticated: true, authentication: "token", name: caller.name, cluster: caller.cluster });
+      assert.deepEqual(record.images, [blockedImage]);
+      const [refusal] = record.refusals as Array<{ policy: string; rule: string; message: string }>;
+      assert.deepEqual([refusal?.policy, refusal?.rule], ["no-blocked-repository", "breakGlass"]);
+      assert.ok(
+        refusal!.message.includes('no RBAC rule grants the verb break-glass on imagepolicies.imprimatur.dev "no-blocked-repository"'),
+        refusal!.message,
+      );
+      assert.equal((await observePod(cluster, APP_NS, "glass")).phase, "Absent");
+      await gatherPodLogs();
+    });
+
+    test("a caller without the token is refused 401 on every review endpoint of a replica; the probes and the metrics port stay open", async () => {
+      const pods = (await imprimaturPods()).filter((p) => p.status.podIP && !p.metadata.deletionTimestamp);
+      assert.equal(pods.length, 2);
+      for (const p of pods) {
+        const out = await cluster.exec(process.execPath, ["-e", UNCREDENTIALED_CALLS, p.status.podIP!], { timeoutMs: 60_000 });
+        assert.equal(out.code, 0, out.stderr);
+        const calls = new Map((JSON.parse(out.stdout) as Array<{ target: string; status: number; body: string }>).map((c) => [c.target, c]));
+        for (const path of ["/validate", "/mutate", "/imagereview"]) {
+          const none = calls.get(`none ${path}`)!;
+          assert.equal(none.status, 401, `${p.metadata.name} ${path} without a token: ${none.body}`);
+          assert.equal(JSON.parse(none.body).message, "unauthorized: no credentials: present a bearer token");
+          const wrong = calls.get(`wrong ${path}`)!;
+          assert.equal(wrong.status, 401, `${p.metadata.name} ${path} with a wrong token: ${wrong.body}`);
+          assert.equal(JSON.parse(wrong.body).message, "unauthorized: the bearer token is not one of the caller tokens");
+        }
+        // The kubelet's probes need no credentials; /metrics is served on the metrics port (--metrics-port), to
+        // Prometheus without credentials, and not on the webhooks' port.
+        assert.deepEqual(
+          ["https /healthz", "https /readyz", "https /metrics", "http :9090/metrics"].map((t) => [t, calls.get(t)!.status]),
+          [
+            ["https /healthz", 200],
+            ["https /readyz", 200],
+            ["https /metrics", 404],
+            ["http :9090/metrics", 200],
+          ],
+        );
+        const refusedCount = /^imprimatur_callers_refused_total\{path="\/validate"\} (\d+)$/m.exec(calls.get("http :9090/metrics")!.body)?.[1];
+        assert.ok(Number(refusedCount) >= 2, `the refusals are counted: ${refusedCount}`);
+      }
+      await gatherPodLogs();
+      const refusals = [...podLogLines.values()].flatMap((lines) => [...lines]).filter((l) => l.includes('"msg":"caller refused"'));
+      assert.ok(refusals.length >= 12, `each refusal is logged: ${refusals.length}`);
     });
 
     test("an invalid policy applied with kubectl shows its error in its status and an Event; the previous generation stays in force", async () => {
@@ -822,10 +1033,14 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
       "--signing-key",
       signingKeyFile,
     ];
-    /** The namespace and pull secret a private registry needs, made before install as a user makes them. */
+    /**
+     * The namespace and pull secret a private registry needs, and the Secret of the client-certificate patch (the
+     * CA of the apiserver's certificate, its CN, the cluster its O names), made before install as a user makes them.
+     */
     const prepareNamespace = async () => {
       await cluster.createNamespace("imprimatur", { "kubernetes.io/metadata.name": "imprimatur" });
       await createPullSecret(cluster, "imprimatur", PULL_SECRET, registry, registry.password);
+      await createCallersSecret({ "client-ca.crt": clientCa.certPem, "client-ca-allowed-names": caller.name, "cluster-name": caller.cluster });
     };
 
     before(() => {
@@ -836,8 +1051,9 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
       writeFileSync(signingKeyFile, key.privateKey.export({ format: "pem", type: "pkcs8" }), { mode: 0o600 });
       releasePem = key.publicKeyPem;
       fingerprint = releaseKey(key.privateKey).fingerprint;
-      // The user's overlay: the shipped v1.20 install and the pull secret for the private registry. No image:
-      // install sets the one it pushed.
+      // The user's overlay: the shipped v1.20 install, the pull secret for the private registry, and callers
+      // authenticated by client certificate (deploy/caller-auth's other patch). No image: install sets the one it
+      // pushed.
       overlay = join(workDir, "install-overlay");
       mkdirSync(overlay);
       writeFileSync(
@@ -849,10 +1065,14 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
           `  - ${relative(overlay, INSTALL)}`,
           "patchesStrategicMerge:",
           "  - pull-secret.yaml",
+          "patchesJson6902:",
+          "  - target: { group: apps, version: v1, kind: Deployment, name: imprimatur, namespace: imprimatur }",
+          "    path: deployment-client-ca.yaml",
           "",
         ].join("\n"),
       );
       writeFileSync(join(overlay, "pull-secret.yaml"), SERVICE_ACCOUNT_PULL_SECRET);
+      copyFileSync(join(CALLER_AUTH, "deployment-client-ca.yaml"), join(overlay, "deployment-client-ca.yaml"));
     });
 
     test("uninstall removes the webhook configurations first, then the rest; the CRDs and policies stay; pods are admitted again", async () => {
@@ -894,6 +1114,8 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
         result.stdout,
       );
       assert.match(result.stdout, /apply .*webhooks at failurePolicy Ignore until Imprimatur answers/);
+      // Denied, not admitted: the apiserver's call was answered, so it presented the certificate (without it, a 401,
+      // and at Ignore a failed call admits).
       assert.match(result.stdout, /probe .*denied by (images|pins)\.imprimatur\.dev/);
       const pushed = /installed +\S+@(sha256:[0-9a-f]{64})/.exec(result.stdout)?.[1];
       assert.ok(pushed, result.stdout);
@@ -947,6 +1169,18 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
       const denied = await cluster.kubectl(["create", "-f", "-"], { input: pod("install-denied", APP_NS, blockedImage) });
       assert.notEqual(denied.code, 0);
       assert.ok(denied.stderr.includes(DENY_MESSAGE), denied.stderr);
+      // The decision's log line names the caller its certificate names (denials are written out within a second).
+      let decisions: Array<{ msg?: string; name?: string; caller?: unknown }> = [];
+      for (let i = 0; decisions.length === 0; i++) {
+        assert.ok(i < 30, "the denial is logged");
+        if (i > 0) await new Promise((r) => setTimeout(r, 500));
+        decisions = (await imprimaturLogLines())
+          .filter((l) => l.startsWith("{"))
+          .map((l) => JSON.parse(l) as { msg?: string; name?: string; caller?: unknown })
+          .filter((d) => d.msg === "denied" && d.name === "install-denied");
+      }
+      for (const d of decisions)
+        assert.deepEqual(d.caller, { authenticated: true, authentication: "client-certificate", name: caller.name, cluster: caller.cluster });
       const allowed = await cluster.kubectl(["create", "-f", "-"], { input: pod("install-allowed", APP_NS, allowedImage) });
       assert.equal(allowed.code, 0, allowed.stderr);
       await waitForPod(cluster, APP_NS, "install-allowed", podRunning, 60_000, () => cluster.componentLogs("kubelet", 20));

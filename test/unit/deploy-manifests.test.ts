@@ -6,6 +6,8 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parse, parseAllDocuments } from "yaml";
+import { parseCallerTokens, tokenDigest } from "../../src/caller-auth/caller-tokens.ts";
+import { ConfigError } from "../../src/config/config-error.ts";
 import {
   renderAdmissionConfiguration,
   renderImagePolicyKubeconfig,
@@ -212,6 +214,128 @@ test("ImagePolicyWebhook overlay: the node files are what serve renders, at the 
   const f = flags(patch.spec.template.spec.containers[0].args);
   assert.deepEqual(f.get("--tls-san"), [...flags(container.args).get("--tls-san")!, address]);
   for (const [flag, values] of flags(container.args)) if (flag !== "--tls-san") assert.deepEqual(f.get(flag), values, flag);
+});
+
+/** JSON 6902 `add` operations applied to a copy of `target`, as kustomize applies them: at an index, or at the end (`-`). */
+function applyAdds(target: Doc, ops: Doc[]): Doc {
+  const copy = structuredClone(target);
+  for (const op of ops) {
+    assert.equal(op.op, "add", JSON.stringify(op));
+    const keys = op.path.split("/").slice(1) as string[];
+    const list = keys.slice(0, -1).reduce((at: Doc, key: string) => at[key], copy);
+    assert.ok(Array.isArray(list), `${op.path} is in a list of the Deployment`);
+    const at = keys.at(-1)!;
+    list.splice(at === "-" ? list.length : Number(at), 0, structuredClone(op.value));
+  }
+  return copy;
+}
+
+/** A patch of deploy/caller-auth, read as kustomize reads it (YAML 1.1: defaultMode 0440 is octal). */
+function callerAuthPatch(path: string): Doc[] {
+  return parse(readFileSync(DEPLOY + path, "utf8"), { version: "1.1" }) as Doc[];
+}
+
+/** Where deploy/caller-auth's patches leave serve: its flags, the Secret's keys it reads, and the mount. */
+function callerAuthPatched(path: string) {
+  const patched = applyAdds(deployment, callerAuthPatch(path));
+  const pod = patched.spec.template.spec;
+  const c = pod.containers[0];
+  const volume = pod.volumes.find((v: Doc) => v.secret);
+  const mount = c.volumeMounts.find((m: Doc) => m.name === volume.name);
+  // Kubernetes expands $(NAME) in args from the container's environment.
+  const fromSecret = new Map<string, string>(
+    c.env.filter((e: Doc) => e.valueFrom?.secretKeyRef).map((e: Doc) => [`$(${e.name})`, `${e.valueFrom.secretKeyRef.name}/${e.valueFrom.secretKeyRef.key}`]),
+  );
+  return { patched, f: flags(c.args), volume, mount, fromSecret, secretName: volume.secret.secretName as string };
+}
+
+test("caller-auth token patch: --caller-tokens from the mounted Secret, --cluster-name from its cluster-name; every other flag as in the base", () => {
+  const { patched, f, volume, mount, fromSecret, secretName } = callerAuthPatched("caller-auth/deployment-caller-tokens.yaml");
+  assert.equal(secretName, "imprimatur-callers");
+  assert.deepEqual(volume.secret, { secretName, defaultMode: 0o440 }, "readable by the pod's group (fsGroup) only");
+  assert.deepEqual(mount, { name: volume.name, mountPath: "/etc/imprimatur/callers", readOnly: true });
+  assert.deepEqual(f.get("--caller-tokens"), [`${mount.mountPath}/caller-tokens.yaml`]);
+  assert.deepEqual(
+    f.get("--cluster-name")!.map((v) => fromSecret.get(v)),
+    [`${secretName}/cluster-name`],
+  );
+  for (const [flag, values] of flags(container.args)) assert.deepEqual(f.get(flag), values, flag);
+  assert.equal(f.get("--allow-unauthenticated"), undefined, "callers without the token are refused");
+  // Only the Secret is added: the emptyDir volumes and the rest of the pod are the base's.
+  assert.deepEqual(patched.spec.template.spec.volumes.slice(1), deployment.spec.template.spec.volumes);
+  assert.deepEqual(patched.spec.template.spec.containers[0].securityContext, container.securityContext);
+});
+
+test("caller-auth client-certificate patch: --client-ca, its allowed names and --cluster-name from the same Secret", () => {
+  const { f, mount, fromSecret, secretName } = callerAuthPatched("caller-auth/deployment-client-ca.yaml");
+  assert.equal(secretName, "imprimatur-callers");
+  assert.deepEqual(f.get("--client-ca"), [`${mount.mountPath}/client-ca.crt`]);
+  assert.deepEqual(
+    f.get("--client-ca-allowed-names")!.map((v) => fromSecret.get(v)),
+    [`${secretName}/client-ca-allowed-names`],
+  );
+  assert.deepEqual(
+    f.get("--cluster-name")!.map((v) => fromSecret.get(v)),
+    [`${secretName}/cluster-name`],
+  );
+  assert.equal(f.get("--client-ca-any-name"), undefined, "only the named callers of the CA");
+  for (const [flag, values] of flags(container.args)) assert.deepEqual(f.get(flag), values, flag);
+});
+
+for (const path of ["caller-auth/deployment-caller-tokens.yaml", "caller-auth/deployment-client-ca.yaml"]) {
+  test(`${path}: applied before or after a patch that appends to the same lists, the same Deployment (kustomize v2.0 applies both orders)`, () => {
+    const ops = callerAuthPatch(path);
+    // Arguments right after `serve`, everything else first in its list: never at an end another patch appends to.
+    for (const op of ops)
+      assert.match(op.path, /^\/spec\/template\/spec\/(containers\/0\/args\/[1-9]\d*|containers\/0\/(env|volumeMounts)\/0|volumes\/0)$/, op.path);
+    const appending: Doc[] = [
+      { op: "add", path: "/spec/template/spec/containers/0/args/-", value: "--tls-sync-interval" },
+      { op: "add", path: "/spec/template/spec/containers/0/env/-", value: { name: "X", value: "x" } },
+      { op: "add", path: "/spec/template/spec/containers/0/volumeMounts/-", value: { name: "y", mountPath: "/y" } },
+      { op: "add", path: "/spec/template/spec/volumes/-", value: { name: "y", emptyDir: {} } },
+    ];
+    assert.deepEqual(applyAdds(applyAdds(deployment, ops), appending), applyAdds(applyAdds(deployment, appending), ops));
+  });
+}
+
+test("caller-auth CallerTokens example: refused until its placeholder is the token's SHA-256, then one caller", () => {
+  const text = readFileSync(DEPLOY + "caller-auth/caller-tokens.yaml", "utf8");
+  assert.throws(
+    () => parseCallerTokens(text, "caller-tokens.yaml"),
+    (e: unknown) => e instanceof ConfigError && e.problems.length === 1 && e.problems[0]!.path === "callers[0].tokenSha256",
+  );
+  const digest = tokenDigest("a-token-of-the-apiserver-0123456789");
+  const tokens = parseCallerTokens(text.replace("REPLACE-WITH-THE-SHA256-OF-THE-TOKEN", digest), "caller-tokens.yaml");
+  assert.deepEqual([...tokens], [[digest, { name: "kube-apiserver", cluster: "my-cluster" }]]);
+});
+
+test("caller-auth control-plane files: both webhook plugins read one kubeconfig, whose user is named for the webhooks' Service", () => {
+  const admission = parse(readFileSync(DEPLOY + "caller-auth/control-plane/admission-configuration.yaml", "utf8")) as Doc;
+  assert.equal(admission.kind, "AdmissionConfiguration");
+  assert.deepEqual(
+    admission.plugins.map((p: Doc) => [p.name, p.configuration.apiVersion, p.configuration.kind]),
+    [
+      ["ValidatingAdmissionWebhook", "apiserver.config.k8s.io/v1", "WebhookAdmissionConfiguration"],
+      ["MutatingAdmissionWebhook", "apiserver.config.k8s.io/v1", "WebhookAdmissionConfiguration"],
+    ],
+  );
+  const [file, ...others] = new Set(admission.plugins.map((p: Doc) => p.configuration.kubeConfigFile as string));
+  assert.deepEqual(others, []);
+  assert.equal(file, "/etc/kubernetes/imprimatur/webhook-kubeconfig.yaml", "an absolute path, as kube-apiserver needs");
+  const kubeconfig = parse(readFileSync(DEPLOY + "caller-auth/control-plane/webhook-kubeconfig.yaml", "utf8")) as Doc;
+  // kube-apiserver looks a service webhook up as NAME.NAMESPACE.svc:PORT, and for port 443 also without the port.
+  const hosts = new Set<string>();
+  for (const kind of ["ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"])
+    for (const w of one("base/core/webhooks.yaml", kind, "imprimatur").webhooks) {
+      const { name, namespace, port } = w.clientConfig.service;
+      hosts.add(port === 443 ? `${name}.${namespace}.svc` : `${name}.${namespace}.svc:${port}`);
+    }
+  assert.deepEqual(
+    kubeconfig.users.map((u: Doc) => u.name),
+    [...hosts],
+  );
+  assert.deepEqual([...hosts], [`${service.metadata.name}.${service.metadata.namespace}.svc`]);
+  assert.deepEqual(kubeconfig.users[0].user, { token: "REPLACE-WITH-THE-TOKEN" });
 });
 
 test("deploy/default-policies ships the embedded default policies as they are, every file of them", () => {

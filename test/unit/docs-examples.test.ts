@@ -205,6 +205,11 @@ const SKIPPED_BY_DESIGN: Record<string, string> = {
   "kubectl kustomize my-self-verification > self-verification.yaml": "renders a user's overlay",
   "imprimatur verify --policies self-verification.yaml registry.example.com/platform/imprimatur@sha256:…": "asks a registry",
   "imprimatur audit --kubeconfig ~/.kube/config --policies self-verification.yaml -n imprimatur": "reads a cluster",
+  'TOKEN="$(openssl rand -hex 32)"': "makes a user's caller token (test/e2e/install.test.ts makes one and installs with it)",
+  'printf %s "$TOKEN" | sha256sum': "the digest of the user's token, made by the command above",
+  "kubectl create namespace imprimatur": "writes to a cluster",
+  "kubectl -n imprimatur create secret generic imprimatur-callers --from-file=caller-tokens.yaml --from-literal=cluster-name=my-cluster":
+    "writes to a cluster (test/e2e/install.test.ts creates this Secret)",
 };
 
 /** imprimatur commands that run offline on the repository's files; any other must be in SKIPPED_BY_DESIGN. */

@@ -502,6 +502,64 @@ test("serve --tls-secret as a command: waits for the Lease, serves the Secret's 
   assert.equal(await leaseHolder(), "", "the Lease was handed back");
 });
 
+test("kill -9 of the leading serve process during a CA rotation: the other takes the Lease once it expires, keeps every CA in the caBundle, and finishes the rotation", async () => {
+  for (const r of [...replicas.values()]) await r.stop();
+  const extra = ["--drain", "0", "--tls-timeline", "ca=60s/35s,cert=30s/12s,propagation=3s", "--tls-sync-interval", "500ms"];
+  const stateDir = await mkdtemp(join(tmpdir(), "imprimatur-tls-kill-"));
+  const processes = new Map<string, ReturnType<typeof spawnServe> & { port: number }>();
+  for (const podName of ["serve-a", "serve-b"]) {
+    const port = await freePort();
+    const running = spawnServe({ port, stateDir: join(stateDir, podName), kubeconfig: cluster.kubeconfig, secret: SECRET, lease: LEASE, podName, extra });
+    processes.set(podName, { ...running, port });
+  }
+  const outputs = () => [...processes].map(([name, p]) => `${name}:\n${p.output().slice(-3000)}`).join("\n");
+  try {
+    const holder = await until("a leader among the two processes", async () => {
+      const name = await leaseHolder();
+      return name !== undefined && processes.has(name) ? name : undefined;
+    }).catch((e: Error) => assert.fail(`${e.message}\n${outputs()}`));
+    // The moment: a CA the Secret did not hold joins it (the leader has begun a rotation; with this timeline one
+    // begins every 25 s), and the leader is killed before it can hand anything over.
+    const casAtStart = bundleFingerprints((await readSecret()).data["ca.crt"]!);
+    await until(
+      "a CA rotation begun",
+      async () => (bundleFingerprints((await readSecret()).data["ca.crt"]!).some((f) => !casAtStart.includes(f)) ? true : undefined),
+      60_000,
+    ).catch((e: Error) => assert.fail(`${e.message}\n${outputs()}`));
+    const leading = processes.get(holder)!;
+    leading.child.kill("SIGKILL");
+    await leading.exited;
+    const killedAt = Date.now();
+    const secretAtKill = parseCertificateBundle((await readSecret()).data["ca.crt"]!);
+    const survivor = [...processes.keys()].find((name) => name !== holder)!;
+    await until("the survivor takes the Lease", async () => ((await leaseHolder()) === survivor ? true : undefined), 40_000).catch((e: Error) =>
+      assert.fail(`${e.message}\n${outputs()}`),
+    );
+    // The Lease lasts 15 s and is not handed back by a killed holder; the survivor reads it every sync interval.
+    const tookMs = Date.now() - killedAt;
+    assert.ok(tookMs <= 15_000 + 5_000, `taken over ${tookMs} ms after the kill: within the Lease's 15 s and a few sync intervals`);
+    // Nothing the dead leader published is lost: every CA of the Secret at the kill that has not expired is in every webhook's caBundle.
+    for (const bundle of await webhookBundles())
+      for (const ca of secretAtKill) if (ca.notAfter > Date.now()) assert.ok(bundle.includes(ca.fingerprint), `the caBundle keeps ${ca.fingerprint}`);
+    // The new leader carries the rotation on: the Secret's certificate is served by the survivor, under a CA the caBundles hold.
+    const { port } = processes.get(survivor)!;
+    await until(
+      "the survivor serves the Secret's certificate, trusted by every caBundle",
+      async () => {
+        const { data } = await readSecret();
+        if (!(await servedCertificate(port)).equals(der(data["tls.crt"]!))) return undefined;
+        const issuer = parseCertificateBundle(data["ca.crt"]!).find((ca) => new X509Certificate(data["tls.crt"]!).checkIssued(new X509Certificate(ca.pem)));
+        return issuer && (await webhookBundles()).every((b) => b.includes(issuer.fingerprint)) ? true : undefined;
+      },
+      60_000,
+    ).catch((e: Error) => assert.fail(`${e.message}\n${outputs()}`));
+  } finally {
+    for (const p of processes.values()) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGTERM");
+    await Promise.all([...processes.values()].map((p) => p.exited));
+    await rm(stateDir, { recursive: true, force: true });
+  }
+});
+
 test("serve --tls-secret stopped while it waits for a certificate that cannot come hands the Lease back and exits 0", async () => {
   // An identity that may hold the Lease but not read or create the Secret: as leader it can never write the
   // certificate, so start-up waits; SIGTERM then must not leave the Lease held until it expires.

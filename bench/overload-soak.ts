@@ -12,10 +12,13 @@
 //            would have come: judged and shed answers (a shed answer says "the server is overloaded"; the
 //            server's `imprimatur_reviews_shed_total` must count the same), their p99, and no answer after the
 //            request's `?timeout=`.
-//   soak     the embedded default policy (no registry): the most /validate req/s for 10 s, then 80% of it held
-//            open-loop for --soak-seconds, sampled every 10 s: the server's RSS and heap (after a full GC, by
-//            bench/support/memory-probe.ts), p50/p99 and req/s per interval. Memory within 10% (mean RSS of the
-//            last minute against the second minute) and p99 steady (max interval p99 ÷ median interval p99).
+//   soak     the embedded default policy (no registry): the most /validate req/s for 60 s, then 80% of it held
+//            open-loop for --soak-seconds, sampled every 10 s: the server's RSS (from /proc), p50/p99 and req/s
+//            per interval; its heap after a full GC (bench/support/memory-probe.ts) before the hold, at the end of
+//            the second minute and after it, and not more often (the forced GC pauses the server). Memory within 10%
+//            (the heap after a full GC at the second minute's end against after the hold; mean RSS reported) and
+//            p99 steady (the p99 of the last minute against the second minute's; the spread between intervals,
+//            the one after the forced GC left out, is reported).
 //
 //   node bench/overload-soak.ts [--part all|latency|shed|soak] [--seconds 10] [--soak-seconds 600] [--json] ...
 //
@@ -81,7 +84,7 @@ const USAGE = `Usage: node bench/overload-soak.ts [options]
   --sample-seconds S    soak: the sampling interval (default 10)
   --soak-concurrency N  soak: requests in flight while the maximum is measured, and connections while held
                         (default 32)
-  --max-seconds S       soak: how long the maximum is measured (default 10)
+  --max-seconds S       soak: how long the maximum is measured (default 60: a rate one core sustains, not a burst)
   --max-requests N      hard cap on requests per step (default 10000000)
   --pin MODE            on (default): the server on CPU 0, this generator, the registry and the proxies on CPU 1;
                         off: no pinning
@@ -137,7 +140,7 @@ function parseOptions(argv: string[]): Options {
       "soak-fraction": { type: "string", default: "0.8" },
       "sample-seconds": { type: "string", default: "10" },
       "soak-concurrency": { type: "string", default: "32" },
-      "max-seconds": { type: "string", default: "10" },
+      "max-seconds": { type: "string", default: "60" },
       "max-requests": { type: "string", default: "10000000" },
       pin: { type: "string", default: "on" },
       json: { type: "boolean", default: false },
@@ -252,6 +255,18 @@ async function probeMemory(pid: number, file: string): Promise<MemorySample> {
     };
   }
   throw new Error(`the memory probe of the server (pid ${pid}) did not answer`);
+}
+
+/**
+ * The resident memory of `pid` now, from /proc, without touching the process: the probe's full GC stops the
+ * server for as long as it takes (tens of milliseconds on a heap of this size), which would show in the p99 of
+ * the interval it falls in, so it runs only twice during a soak.
+ */
+async function residentMiB(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, "utf8");
+  const kB = /^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1];
+  if (kB === undefined) throw new Error(`no VmRSS in /proc/${pid}/status`);
+  return Number(kB) / 1024;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1053,11 +1068,12 @@ interface Interval {
   p50Ms: number;
   p99Ms: number;
   maxMs: number;
+  /** Resident memory at the interval's end, read from /proc (garbage included: no GC is forced for it). */
   rssMiB: number;
-  heapUsedMiB: number;
-  heapTotalMiB: number;
-  externalMiB: number;
-  rssBeforeGcMiB: number;
+  /** The probe's full GC, when one ran at the interval's end (at the end of the early memory window). */
+  gcProbe?: MemorySample;
+  /** The interval after a GC probe: it holds the probe's pause, and is left out of the p99 steadiness. */
+  afterGcProbe: boolean;
   serverCpuPercent: number | undefined;
   /** Sends skipped because SOAK_MAX_OUTSTANDING answers were outstanding. */
   skipped: number;
@@ -1175,34 +1191,56 @@ async function soakPart(rig: Rig, opts: Options, failures: string[]) {
         sent++;
       }
     }, 1);
+    // Memory: mean RSS of the last minute against the second minute (after warm-up); a run shorter than three
+    // minutes compares its last quarter with its second quarter instead, and says so. A full GC is forced at the
+    // end of the early window and after the hold, for the heap figures.
+    const long = opts.soakSeconds >= 180;
+    const earlyRange = long ? [60, 120] : [opts.soakSeconds / 4, opts.soakSeconds / 2];
+    const lateRange = long ? [opts.soakSeconds - 60, opts.soakSeconds] : [(opts.soakSeconds * 3) / 4, opts.soakSeconds];
+    const earlyProbeAt = Math.ceil(earlyRange[1]! / opts.sampleSeconds) * opts.sampleSeconds;
+    // Every latency of the two windows, for the drift of p99 between them (what a soak is for: does the server
+    // get slower as it runs?), apart from the spread between single intervals (which a shared machine's
+    // jitter alone can make wide).
+    const earlyLatencies: number[] = [];
+    const lateLatencies: number[] = [];
     try {
       let cpu = cpuWindow(pid);
+      let probedBefore = false;
       for (let k = 1; k * opts.sampleSeconds <= opts.soakSeconds && !stop; k++) {
         await sleep(Math.max(0, t0 + k * opts.sampleSeconds * 1000 - performance.now()));
         const answers = bucket;
         bucket = [];
+        const end = k * opts.sampleSeconds;
+        // (A loop: an interval holds up to 10^5 answers, more than a spread call takes.)
+        if (end > earlyRange[0]! && end <= earlyRange[1]! && !probedBefore) for (const ms of answers) earlyLatencies.push(ms);
+        if (end > lateRange[0]! && end <= lateRange[1]!) for (const ms of answers) lateLatencies.push(ms);
         const lag = latencySummary(lags);
         lags = [];
         const usage = cpu();
         cpu = cpuWindow(pid);
         const lat = latencySummary(answers);
-        const memory = await probeMemory(pid, memoryFile);
+        const t = k * opts.sampleSeconds;
+        const rssMiB = await residentMiB(pid);
+        const gcProbe = t === earlyProbeAt && t < opts.soakSeconds ? await probeMemory(pid, memoryFile) : undefined;
         intervals.push({
-          t: k * opts.sampleSeconds,
+          t,
           answers: answers.length,
           requestsPerSecond: answers.length / opts.sampleSeconds,
           p50Ms: lat.p50,
           p99Ms: lat.p99,
           maxMs: lat.max,
-          ...memory,
+          rssMiB,
+          ...(gcProbe ? { gcProbe } : {}),
+          afterGcProbe: probedBefore,
           serverCpuPercent: usage.serverCpuPercent,
           skipped,
           sendLagP99Ms: lag.p99,
         });
+        probedBefore = gcProbe !== undefined;
         skipped = 0;
         if (hasExited(server)) break;
         say(
-          `    ${k * opts.sampleSeconds} s: ${(answers.length / opts.sampleSeconds).toFixed(0)} req/s, p99 ${fmt(lat.p99, 1)} ms, RSS ${memory.rssMiB.toFixed(1)} MiB`,
+          `    ${t} s: ${(answers.length / opts.sampleSeconds).toFixed(0)} req/s, p99 ${fmt(lat.p99, 1)} ms, RSS ${rssMiB.toFixed(1)} MiB${gcProbe ? " (full GC forced)" : ""}`,
         );
       }
     } finally {
@@ -1210,23 +1248,30 @@ async function soakPart(rig: Rig, opts: Options, failures: string[]) {
     }
     // Let the last answers in before the pool closes.
     for (const deadline = Date.now() + opts.timeoutSeconds * 1000 + 5_000; outstanding > 0 && Date.now() < deadline;) await sleep(20);
+    const endMemory = await probeMemory(pid, memoryFile);
+    const earlyMemory = intervals.find((s) => s.gcProbe)?.gcProbe;
 
-    // Memory: mean RSS of the last minute against the second minute (after warm-up); a run shorter than three
-    // minutes compares its last quarter with its second quarter instead, and says so.
-    const long = opts.soakSeconds >= 180;
-    const earlyRange = long ? [60, 120] : [opts.soakSeconds / 4, opts.soakSeconds / 2];
-    const lateRange = long ? [opts.soakSeconds - 60, opts.soakSeconds] : [(opts.soakSeconds * 3) / 4, opts.soakSeconds];
     const inRange = ([from, to]: number[]) => intervals.filter((s) => s.t > from! && s.t <= to!);
     const early = inRange(earlyRange);
     const lateSamples = inRange(lateRange);
     const earlyRss = mean(early.map((s) => s.rssMiB));
     const lateRss = mean(lateSamples.map((s) => s.rssMiB));
-    const memoryRatio = lateRss / earlyRss;
-    const p99s = intervals.map((s) => s.p99Ms).filter((x) => Number.isFinite(x));
+    const rssRatio = lateRss / earlyRss;
+    // The verdict: what the server keeps (the heap after a full GC) at the early window's end against after the
+    // hold. RSS follows when V8 collects and what the allocator gives back: it swings by a third between two
+    // samples of a flat heap, so it is reported, not judged.
+    const memoryRatio = (endMemory.heapUsedMiB ?? NaN) / (earlyMemory?.heapUsedMiB ?? NaN);
+    const p99s = intervals
+      .filter((s) => !s.afterGcProbe)
+      .map((s) => s.p99Ms)
+      .filter((x) => Number.isFinite(x));
     const p99Median = percentile(sortedOf(p99s), 50);
     const p99Max = p99s.length ? Math.max(...p99s) : NaN;
     const p99Ratio = p99Max / p99Median;
     const heldRps = mean(intervals.map((s) => s.requestsPerSecond));
+    const earlyP99 = earlyLatencies.length > 0 ? percentile(sortedOf(earlyLatencies), 99) : NaN;
+    const lateP99 = lateLatencies.length > 0 ? percentile(sortedOf(lateLatencies), 99) : NaN;
+    const driftRatio = lateP99 / earlyP99;
     if (intervals.length < 2) problems.add("fewer than two intervals were sampled");
     return {
       concurrency: opts.soakConcurrency,
@@ -1238,6 +1283,8 @@ async function soakPart(rig: Rig, opts: Options, failures: string[]) {
       soakSeconds: opts.soakSeconds,
       sampleSeconds: opts.sampleSeconds,
       startMemory,
+      earlyMemory,
+      endMemory,
       intervals,
       memory: {
         windows: long ? "second minute vs last minute" : "second quarter vs last quarter (a run shorter than 3 minutes)",
@@ -1245,6 +1292,9 @@ async function soakPart(rig: Rig, opts: Options, failures: string[]) {
         lateRange,
         earlyMeanRssMiB: earlyRss,
         lateMeanRssMiB: lateRss,
+        rssRatio,
+        earlyHeapAfterGcMiB: earlyMemory?.heapUsedMiB,
+        endHeapAfterGcMiB: endMemory.heapUsedMiB,
         ratio: memoryRatio,
         limit: MEMORY_GROWTH_LIMIT,
         verdict: !Number.isFinite(memoryRatio) ? "n/a" : memoryRatio <= MEMORY_GROWTH_LIMIT ? "WITHIN 10%" : "GREW",
@@ -1254,7 +1304,15 @@ async function soakPart(rig: Rig, opts: Options, failures: string[]) {
         maxMs: p99Max,
         ratio: p99Ratio,
         limit: P99_STEADY_LIMIT,
-        verdict: !Number.isFinite(p99Ratio) ? "n/a" : p99Ratio <= P99_STEADY_LIMIT ? "STEADY" : "UNSTEADY",
+        verdict: !Number.isFinite(p99Ratio) ? "n/a" : p99Ratio <= P99_STEADY_LIMIT ? "EVEN" : "UNEVEN",
+      },
+      p99Drift: {
+        windows: long ? "second minute vs last minute" : "second quarter vs last quarter (a run shorter than 3 minutes)",
+        earlyMs: earlyP99,
+        lateMs: lateP99,
+        ratio: driftRatio,
+        limit: P99_STEADY_LIMIT,
+        verdict: !Number.isFinite(driftRatio) ? "n/a" : driftRatio <= P99_STEADY_LIMIT ? "STEADY" : "DRIFTED",
       },
     };
   } finally {
@@ -1266,19 +1324,16 @@ async function soakPart(rig: Rig, opts: Options, failures: string[]) {
 
 function soakText(s: Awaited<ReturnType<typeof soakPart>>): string[] {
   const rows = [
-    ["t (s)", "req/s", "p50 ms", "p99 ms", "max ms", "send lag p99", "RSS MiB", "heap MiB", "heap total", "external", "RSS before GC", "server CPU", "skipped"],
+    ["t (s)", "req/s", "p50 ms", "p99 ms", "max ms", "send lag p99", "RSS MiB", "heap after GC", "server CPU", "skipped"],
     ...s.intervals.map((i) => [
-      String(i.t),
+      `${i.t}${i.afterGcProbe ? "*" : ""}`,
       fmt(i.requestsPerSecond, 0),
       fmt(i.p50Ms, 2),
       fmt(i.p99Ms, 2),
       fmt(i.maxMs, 1),
       fmt(i.sendLagP99Ms, 2),
       fmt(i.rssMiB, 1),
-      fmt(i.heapUsedMiB, 1),
-      fmt(i.heapTotalMiB, 1),
-      fmt(i.externalMiB, 1),
-      fmt(i.rssBeforeGcMiB, 1),
+      i.gcProbe ? fmt(i.gcProbe.heapUsedMiB, 1) : "",
       i.serverCpuPercent === undefined ? "n/a" : `${fmt(i.serverCpuPercent, 0)}%`,
       String(i.skipped),
     ]),
@@ -1289,8 +1344,13 @@ function soakText(s: Awaited<ReturnType<typeof soakPart>>): string[] {
     `held ${fmt(s.fraction * 100, 0)}% = ${fmt(s.targetRequestsPerSecond, 0)} req/s open-loop for ${s.soakSeconds} s (answered ${fmt(s.heldRequestsPerSecond, 0)} req/s on average); ` +
       `RSS before the hold ${fmt(s.startMemory.rssMiB, 1)} MiB, heap ${fmt(s.startMemory.heapUsedMiB, 1)} MiB`,
     renderTable(rows),
-    `memory (${s.memory.windows}): mean RSS ${fmt(s.memory.earlyMeanRssMiB, 1)} → ${fmt(s.memory.lateMeanRssMiB, 1)} MiB = ${fmt(s.memory.ratio, 3)}× (limit ${s.memory.limit}×)  ${s.memory.verdict}`,
-    `p99 over intervals: median ${fmt(s.p99.medianMs, 2)} ms, max ${fmt(s.p99.maxMs, 2)} ms = ${fmt(s.p99.ratio, 2)}× (limit ${s.p99.limit}×)  ${s.p99.verdict}`,
+    `* the interval after the forced full GC at ${s.intervals.find((i) => i.gcProbe)?.t ?? "—"} s: left out of the p99 spread. ` +
+      `Heap after a full GC: ${fmt(s.startMemory.heapUsedMiB, 1)} MiB before the hold, ${fmt(s.earlyMemory?.heapUsedMiB ?? NaN, 1)} at the early window's end, ${fmt(s.endMemory.heapUsedMiB, 1)} after the hold ` +
+      `(RSS after it ${fmt(s.startMemory.rssMiB, 1)}, ${fmt(s.earlyMemory?.rssMiB ?? NaN, 1)}, ${fmt(s.endMemory.rssMiB, 1)} MiB)`,
+    `memory: heap after a full GC ${fmt(s.memory.earlyHeapAfterGcMiB ?? NaN, 1)} MiB at the early window's end → ${fmt(s.memory.endHeapAfterGcMiB, 1)} MiB after the hold = ${fmt(s.memory.ratio, 3)}× (limit ${s.memory.limit}×)  ${s.memory.verdict}; ` +
+      `mean RSS (${s.memory.windows}) ${fmt(s.memory.earlyMeanRssMiB, 1)} → ${fmt(s.memory.lateMeanRssMiB, 1)} MiB = ${fmt(s.memory.rssRatio, 3)}×`,
+    `p99 spread over 10 s intervals (the machine's jitter as much as the server's): median ${fmt(s.p99.medianMs, 2)} ms, max ${fmt(s.p99.maxMs, 2)} ms = ${fmt(s.p99.ratio, 2)}×  ${s.p99.verdict}`,
+    `p99 drift (${s.p99Drift.windows}): ${fmt(s.p99Drift.earlyMs, 2)} → ${fmt(s.p99Drift.lateMs, 2)} ms = ${fmt(s.p99Drift.ratio, 2)}× (limit ${s.p99Drift.limit}×)  ${s.p99Drift.verdict}`,
   ];
 }
 

@@ -156,6 +156,17 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
     const result = await cluster.apply(objects.map((o) => JSON.stringify(o)).join("\n"));
     assert.equal(result.code, 0, `kubectl apply failed: ${result.stderr}`);
   };
+  /** A Role allowing `verbs` on pods in `namespace`, bound to `subject`: the objects, to apply. */
+  const podsRole = (namespace: string, name: string, verbs: string[], subject: Record<string, string>) => [
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name, namespace }, rules: [{ apiGroups: [""], resources: ["pods"], verbs }] },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: `${name}-binding`, namespace },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
+      subjects: [subject],
+    },
+  ];
   const clusterContext = () =>
     `controller-manager:\n${cluster.componentLogs("controller-manager", 15)}\nscheduler:\n${cluster.componentLogs("scheduler", 10)}\n` +
     `kubelet:\n${cluster.componentLogs("kubelet", 25)}`;
@@ -388,31 +399,16 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
     });
 
     test("a pod reaches the apiserver through the kubernetes Service with its service-account token, verifying it with the mounted CA", async () => {
-      await apply(
-        {
-          apiVersion: "rbac.authorization.k8s.io/v1",
-          kind: "Role",
-          metadata: { name: "read-pods", namespace: SMOKE_APP_NS },
-          rules: [{ apiGroups: [""], resources: ["pods"], verbs: ["get"] }],
+      await apply(...podsRole(SMOKE_APP_NS, "read-pods", ["get"], { kind: "ServiceAccount", name: "default", namespace: SMOKE_APP_NS }), {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "whoami", namespace: SMOKE_APP_NS },
+        spec: {
+          restartPolicy: "Never",
+          imagePullSecrets: [{ name: PULL_SECRET }],
+          containers: [{ name: "main", image: probeImage, args: ["whoami"] }],
         },
-        {
-          apiVersion: "rbac.authorization.k8s.io/v1",
-          kind: "RoleBinding",
-          metadata: { name: "default-reads-pods", namespace: SMOKE_APP_NS },
-          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "read-pods" },
-          subjects: [{ kind: "ServiceAccount", name: "default", namespace: SMOKE_APP_NS }],
-        },
-        {
-          apiVersion: "v1",
-          kind: "Pod",
-          metadata: { name: "whoami", namespace: SMOKE_APP_NS },
-          spec: {
-            restartPolicy: "Never",
-            imagePullSecrets: [{ name: PULL_SECRET }],
-            containers: [{ name: "main", image: probeImage, args: ["whoami"] }],
-          },
-        },
-      );
+      });
       let phase = "";
       for (let i = 0; i < 300 && phase !== "Succeeded" && phase !== "Failed"; i++) {
         phase = (await kubectl("get", "pod", "whoami", "-n", SMOKE_APP_NS, "-o", "jsonpath={.status.phase}")).trim();
@@ -637,21 +633,7 @@ describe("a small cluster in its own network namespace, and Imprimatur installed
 
     test("a break-glass attempt by a user who may not is refused, and the replica's audit record names the authenticated caller and its cluster", async () => {
       // mallory may create pods in the namespace, but holds no break-glass grant (docs/break-glass.md).
-      await apply(
-        {
-          apiVersion: "rbac.authorization.k8s.io/v1",
-          kind: "Role",
-          metadata: { name: "create-pods", namespace: APP_NS },
-          rules: [{ apiGroups: [""], resources: ["pods"], verbs: ["create"] }],
-        },
-        {
-          apiVersion: "rbac.authorization.k8s.io/v1",
-          kind: "RoleBinding",
-          metadata: { name: "mallory-creates-pods", namespace: APP_NS },
-          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "create-pods" },
-          subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: "mallory" }],
-        },
-      );
+      await apply(...podsRole(APP_NS, "create-pods", ["create"], { apiGroup: "rbac.authorization.k8s.io", kind: "User", name: "mallory" }));
       const ticket = "INC-3636";
       const glass = JSON.parse(pod("glass", APP_NS, blockedImage));
       glass.metadata.annotations = { "break-glass.image-policy.k8s.io/reason": "outage", "break-glass.image-policy.k8s.io/ticket": ticket };

@@ -25,7 +25,8 @@ import { selfManagedTlsFromFlags } from "../tls/tls-secret-flags.ts";
 import type { RunningSelfManagedTls } from "../tls/tls-secret-manager.ts";
 import type { CallerAuthOptions } from "../caller-auth/caller-auth.ts";
 import { watchCallerFiles, type WatchedCallerFiles } from "../caller-auth/caller-files.ts";
-import { connectClusters, type ConnectedClusters } from "../server/cluster-flags.ts";
+import { connectClusters, unreadableCallerClusters, type ConnectedClusters } from "../server/cluster-flags.ts";
+import type { CallerTokens } from "../caller-auth/caller-tokens.ts";
 import { watchCertificateFiles, type ServingPair } from "../tls/certificate-files.ts";
 import type { WatchedFiles } from "../fs/file-reload.ts";
 import { removeLeftTemporaries } from "../fs/write-file-atomic.ts";
@@ -235,7 +236,7 @@ async function startServing(
   if (signals.stopRequested) throw new StartupStopped(signals.stopRequested);
   const { kube, namespaces } = await connectToOwnCluster(options, settings, signals, opened);
   const otherClusters = await connectToOtherClusters(options, signals, opened);
-  const callers = await watchCallers(options.callers, opened);
+  const callers = await watchCallers(options.callers, options.clusters, opened);
   const certificate = await startServingCertificate(options, kube, signals, opened);
   const appOptions: AppOptions = {
     policies: options.policies ?? EMBEDDED_POLICIES,
@@ -321,9 +322,21 @@ async function connectToOtherClusters(options: ServeOptions, signals: ServeSigna
 }
 
 /** Who may call: the client CA's and the tokens' files, watched, and what the flags say about them. */
-async function watchCallers(flags: CallerFlags, opened: OpenedForServing): Promise<CallerAuthOptions> {
+async function watchCallers(flags: CallerFlags, clusters: ServeOptions["clusters"], opened: OpenedForServing): Promise<CallerAuthOptions> {
   const callerFiles = await watchCallerFiles({ clientCa: flags.clientCa, tokens: flags.tokens }, startupLogger());
   opened.callerFiles = callerFiles;
+  const warnUnreadable = (tokens: CallerTokens | undefined) => {
+    const unknown = unreadableCallerClusters(tokens?.values() ?? [], clusters.home, clusters.files);
+    if (unknown.length > 0)
+      startupLogger().warn(
+        { clusters: unknown, clusterName: clusters.home ?? null },
+        "caller tokens: these callers' clusters are neither --cluster-name nor a --cluster-kubeconfig, so their reviews that read the cluster (namespace labels, pull secrets, break-glass) are refused",
+      );
+  };
+  warnUnreadable(callerFiles.initial.tokens);
+  callerFiles.updates.subscribe((next) => {
+    if (next.tokens) warnUnreadable(next.tokens);
+  });
   return {
     ...callerFiles.initial,
     updates: callerFiles.updates,

@@ -30,6 +30,19 @@ export function clusterKubeconfigs(flags: ClusterFlags): { home: string | undefi
   return { home, files };
 }
 
+/**
+ * The clusters token callers speak for that serve has no way to read: neither its own (--cluster-name) nor one
+ * of --cluster-kubeconfig. A review from such a caller that needs its cluster (namespace labels, pull secrets,
+ * break-glass's SubjectAccessReview) is refused; said at start, and at each reread of the file, so that a
+ * misspelt `cluster` is not first met as a refused pod. (Certificate callers name their cluster in their
+ * certificate, which serve sees only when they call.)
+ */
+export function unreadableCallerClusters(tokens: Iterable<{ cluster: string }>, home: string | undefined, others: ReadonlyMap<string, unknown>): string[] {
+  const unknown = new Set<string>();
+  for (const { cluster } of tokens) if (cluster !== home && !others.has(cluster)) unknown.add(cluster);
+  return [...unknown].sort();
+}
+
 export interface ConnectedClusters {
   connections: ClusterConnections;
   close(): Promise<void>;

@@ -1,5 +1,6 @@
 // AdmissionReview (admission.k8s.io/v1, and v1beta1 answered in kind): validation of the incoming review and
 // the response. What the request holds is extracted in admission-subject.ts.
+import { quotedValue } from "./primitives/quoted-value.ts";
 import { capList, moreText, renderReason, type Decision } from "./decision.ts";
 import { isObject } from "./primitives/json-shapes.ts";
 
@@ -33,15 +34,15 @@ export function parseAdmissionReview(body: unknown): AdmissionParseResult {
   if (!isObject(body)) return { ok: false, error: "body must be a JSON object (an AdmissionReview)" };
   const apiVersion = ADMISSION_API_VERSIONS.find((v) => v === body.apiVersion);
   if (!apiVersion) {
-    return { ok: false, error: `apiVersion must be one of ${ADMISSION_API_VERSIONS.join(", ")}, got ${JSON.stringify(body.apiVersion ?? null)}` };
+    return { ok: false, error: `apiVersion must be one of ${ADMISSION_API_VERSIONS.join(", ")}, got ${quotedValue(body.apiVersion ?? null)}` };
   }
-  if (body.kind !== "AdmissionReview") return { ok: false, error: `kind must be "AdmissionReview", got ${JSON.stringify(body.kind ?? null)}` };
+  if (body.kind !== "AdmissionReview") return { ok: false, error: `kind must be "AdmissionReview", got ${quotedValue(body.kind ?? null)}` };
   const request = body.request;
   if (!isObject(request)) return { ok: false, error: "request must be an object" };
   if (typeof request.uid !== "string" || request.uid === "") return { ok: false, error: "request.uid must be a non-empty string" };
   // A request that does not say what it does cannot be judged; "allowed" would let it pass as a no-op.
   if (!ADMISSION_OPERATIONS.some((op) => op === request.operation)) {
-    return { ok: false, error: `request.operation must be one of ${ADMISSION_OPERATIONS.join(", ")}, got ${JSON.stringify(request.operation ?? null)}` };
+    return { ok: false, error: `request.operation must be one of ${ADMISSION_OPERATIONS.join(", ")}, got ${quotedValue(request.operation ?? null)}` };
   }
   const wrongType = requestFieldTypeError(request);
   if (wrongType) return { ok: false, error: wrongType };

@@ -1,4 +1,5 @@
 // The ImageReview wire format of kube-apiserver's ImagePolicyWebhook (imagepolicy.k8s.io/v1alpha1).
+import { quotedValue } from "./primitives/quoted-value.ts";
 import { isObject } from "./primitives/json-shapes.ts";
 
 export const IMAGE_REVIEW_API_VERSION = "imagepolicy.k8s.io/v1alpha1";
@@ -51,10 +52,10 @@ export type ParsedImageReview = { ok: true; review: ImageReview } | { ok: false;
 export function parseImageReview(body: unknown): ParsedImageReview {
   if (!isObject(body)) return { ok: false, error: "body must be a JSON object (an ImageReview)" };
   if (body.apiVersion !== IMAGE_REVIEW_API_VERSION) {
-    return { ok: false, error: `apiVersion must be ${JSON.stringify(IMAGE_REVIEW_API_VERSION)}, got ${JSON.stringify(body.apiVersion ?? null)}` };
+    return { ok: false, error: `apiVersion must be ${JSON.stringify(IMAGE_REVIEW_API_VERSION)}, got ${quotedValue(body.apiVersion ?? null)}` };
   }
   if (body.kind !== IMAGE_REVIEW_KIND) {
-    return { ok: false, error: `kind must be "ImageReview", got ${JSON.stringify(body.kind ?? null)}` };
+    return { ok: false, error: `kind must be "ImageReview", got ${quotedValue(body.kind ?? null)}` };
   }
   const spec = body.spec;
   if (!isObject(spec)) return { ok: false, error: "spec must be an object" };

@@ -136,6 +136,19 @@ test("a body that is no AdmissionReview is refused with what is wrong", () => {
   assert.equal(refusal({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: [] }), "request must be an object");
 });
 
+test("a value quoted in a refusal is shortened: the answer and the log do not carry a sender's megabytes back", () => {
+  const huge = "v".repeat(100_000);
+  assert.equal(
+    refusal({ apiVersion: huge, kind: "AdmissionReview", request: { uid: "u", operation: "CREATE", object: {} } }),
+    `apiVersion must be one of admission.k8s.io/v1, admission.k8s.io/v1beta1, got "${"v".repeat(79)}… (100002 characters)`,
+  );
+  const kind = refusal({ apiVersion: "admission.k8s.io/v1", kind: { nested: huge }, request: { uid: "u" } });
+  assert.ok(kind.length < 160, kind);
+  assert.match(kind, /^kind must be "AdmissionReview", got \{"nested":"v+… \(100013 characters\)$/);
+  const operation = refusal({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: { uid: "u", operation: huge, object: {} } });
+  assert.ok(operation.length < 200, operation);
+});
+
 test("the request must carry a uid to answer with", () => {
   for (const uid of [undefined, "", 7, null]) {
     const request = uid === undefined ? { operation: "CREATE", object: {} } : { uid, operation: "CREATE", object: {} };

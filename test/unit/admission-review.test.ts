@@ -149,6 +149,46 @@ test("a value quoted in a refusal is shortened: the answer and the log do not ca
   assert.ok(operation.length < 200, operation);
 });
 
+test("the request's fields the engine reads must have their types; absent or null is fine", () => {
+  const base = { uid: "u", operation: "CREATE", object: {} };
+  const review = (request: Record<string, unknown>) => ({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: { ...base, ...request } });
+  const WRONG: Array<[Record<string, unknown>, string]> = [
+    [{ name: 7 }, "request.name must be a string"],
+    [{ namespace: ["shop"] }, "request.namespace must be a string"],
+    [{ subResource: {} }, "request.subResource must be a string"],
+    [{ dryRun: "true" }, "request.dryRun must be true or false"],
+    [{ kind: "Pod" }, "request.kind must be an object"],
+    [{ kind: { group: "", version: "v1", kind: 1 } }, "request.kind.kind must be a string"],
+    [{ kind: { group: 0 } }, "request.kind.group must be a string"],
+    [{ resource: [] }, "request.resource must be an object"],
+    [{ resource: { version: true } }, "request.resource.version must be a string"],
+    [{ resource: { resource: 5 } }, "request.resource.resource must be a string"],
+    [{ userInfo: "alice" }, "request.userInfo must be an object"],
+    [{ userInfo: { username: 1 } }, "request.userInfo.username must be a string"],
+    [{ userInfo: { uid: {} } }, "request.userInfo.uid must be a string"],
+    [{ userInfo: { groups: "system:masters" } }, "request.userInfo.groups must be a list of strings"],
+    [{ userInfo: { groups: ["a", 1] } }, "request.userInfo.groups must be a list of strings"],
+    [{ userInfo: { groups: [1, "a"] } }, "request.userInfo.groups must be a list of strings"],
+    [{ userInfo: { extra: ["x"] } }, "request.userInfo.extra must map names to lists of strings"],
+    [{ userInfo: { extra: { scopes: "x" } } }, "request.userInfo.extra must map names to lists of strings"],
+    [{ userInfo: { extra: { scopes: ["x", 2] } } }, "request.userInfo.extra must map names to lists of strings"],
+    [{ userInfo: { extra: { a: ["x"], scopes: [2, "x"] } } }, "request.userInfo.extra must map names to lists of strings"],
+    [{ object: "pod" }, "request.object must be an object"],
+    [{ oldObject: [] }, "request.oldObject must be an object"],
+  ];
+  for (const [request, error] of WRONG) assert.equal(refusal(review(request)), error, JSON.stringify(request));
+  const FINE: Array<Record<string, unknown>> = [
+    { name: null, namespace: null, subResource: null, dryRun: null, kind: null, resource: null, userInfo: null, oldObject: null },
+    { name: "p", namespace: "shop", subResource: "", dryRun: false },
+    { kind: { group: "", version: "v1", kind: "Pod" }, resource: { group: "", version: "v1", resource: "pods" } },
+    { kind: { group: null }, resource: {} },
+    { userInfo: { username: "alice", uid: "1", groups: ["a", "b"], extra: { scopes: ["x"], none: [] } } },
+    { userInfo: { username: null, uid: null, groups: null, extra: null } },
+    { userInfo: { groups: [], extra: {} } },
+  ];
+  for (const request of FINE) assert.equal(parseAdmissionReview(review(request)).ok, true, JSON.stringify(request));
+});
+
 test("the request must carry a uid to answer with", () => {
   for (const uid of [undefined, "", 7, null]) {
     const request = uid === undefined ? { operation: "CREATE", object: {} } : { uid, operation: "CREATE", object: {} };

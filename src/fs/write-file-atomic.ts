@@ -6,7 +6,7 @@ import { join } from "node:path";
 
 /** Write to a temporary file beside `file` (same mode, fsynced), then rename it over `file`. */
 export async function writeFileAtomic(file: string, data: string, mode: number): Promise<void> {
-  const tmp = `${file}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`; // as TEMPORARY below matches
+  const tmp = `${file}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`; // the name TEMPORARY below recognises
   try {
     const handle = await open(tmp, "wx", mode);
     try {

@@ -24,12 +24,17 @@ let proxy: HoldingApiProxy;
 let server: ImprimaturProcess;
 let dir: string;
 
-const BLOCKING = {
-  apiVersion: "imprimatur.dev/v1alpha1",
-  kind: "ImagePolicy",
-  metadata: { name: "no-blocked" },
-  spec: { rules: [{ action: "deny", images: ["registry.example.com/blocked/*"], message: "blocked" }], default: "allow" },
-};
+/** An ImagePolicy `name` that denies the images under registry.example.com/`prefix`/ with `message`, and allows the rest. */
+function denying(name: string, prefix: string, message: string, extra: Record<string, unknown> = {}) {
+  return {
+    apiVersion: "imprimatur.dev/v1alpha1",
+    kind: "ImagePolicy",
+    metadata: { name },
+    spec: { rules: [{ action: "deny", images: [`registry.example.com/${prefix}/*`], message }], default: "allow", ...extra },
+  };
+}
+
+const BLOCKING = denying("no-blocked", "blocked", "blocked");
 
 async function admits(image: string): Promise<boolean> {
   const res = await postJson(`${server.baseUrl}/validate`, server.ca, podReview({ images: [image] }));
@@ -96,12 +101,7 @@ test("the API gone: the policy resources in force stay in force and reviews are 
 });
 
 test("the API not answering: a break-glass request is refused by the review's deadline with the reason, not answered late", async () => {
-  const overridable = {
-    apiVersion: "imprimatur.dev/v1alpha1",
-    kind: "ImagePolicy",
-    metadata: { name: "overridable" },
-    spec: { rules: [{ action: "deny", images: ["registry.example.com/held/*"], message: "held" }], default: "allow", breakGlass: { allowed: true } },
-  };
+  const overridable = denying("overridable", "held", "held", { breakGlass: { allowed: true } });
   assert.equal((await cluster.apply(stringify(overridable))).code, 0);
   await until("the overridable policy in force", async () => !(await admits("registry.example.com/held/app:1")));
   const annotations = { "break-glass.image-policy.k8s.io/reason": "outage", "break-glass.image-policy.k8s.io/ticket": "INC-9" };
@@ -140,12 +140,7 @@ test("policy status writes refused: the policy is enforced at once, and its stat
   const statusWrites = (r: { method: string; path: string }) => r.method === "PATCH" && r.path.endsWith("/imagepolicies/status-refused/status");
   proxy.refuse(statusWrites, 500);
   try {
-    const policy = {
-      apiVersion: "imprimatur.dev/v1alpha1",
-      kind: "ImagePolicy",
-      metadata: { name: "status-refused" },
-      spec: { rules: [{ action: "deny", images: ["registry.example.com/status-refused/*"], message: "refused" }], default: "allow" },
-    };
+    const policy = denying("status-refused", "status-refused", "refused");
     assert.equal((await cluster.apply(stringify(policy))).code, 0);
     await until("the policy in force although its status cannot be written", async () => !(await admits("registry.example.com/status-refused/app:1")));
     await until("a refused status write tried again", async () => proxy.requests.filter((r) => statusWrites(r) && r.status === 500).length >= 2, 30);
@@ -165,12 +160,7 @@ test("policy status writes refused: the policy is enforced at once, and its stat
 });
 
 test("a slow LIST that does answer: a replica starting meanwhile waits for it, then enforces what it listed", async (t) => {
-  const policy = {
-    apiVersion: "imprimatur.dev/v1alpha1",
-    kind: "ImagePolicy",
-    metadata: { name: "slow-listed" },
-    spec: { rules: [{ action: "deny", images: ["registry.example.com/slow-listed/*"], message: "slow" }], default: "allow" },
-  };
+  const policy = denying("slow-listed", "slow-listed", "slow");
   assert.equal((await cluster.apply(stringify(policy))).code, 0);
   // Every list of policy resources (not the watches) takes 2.5 s: well under the 10 s a first list may take.
   const LIST_DELAY_MS = 2_500;
@@ -236,15 +226,7 @@ async function scanNamespace(namespace: string): Promise<{ policies: string }> {
   assert.equal((await cluster.kubectl(["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"])).code, 0);
   assert.equal((await cluster.kubectl(["create", "namespace", namespace])).code, 0);
   const policies = join(dir, `${namespace}-policies.yaml`);
-  await writeFile(
-    policies,
-    stringify({
-      apiVersion: "imprimatur.dev/v1alpha1",
-      kind: "ImagePolicy",
-      metadata: { name: "retired" },
-      spec: { rules: [{ action: "deny", images: ["registry.example.com/retired/*"], message: "retired" }], default: "allow" },
-    }),
-  );
+  await writeFile(policies, stringify(denying("retired", "retired", "retired")));
   return { policies };
 }
 
@@ -327,12 +309,7 @@ test("kill -9 during a status write: the write never lands, the restarted server
   // victim's write could land.
   proxy.refuse(statusWrite, 500);
   t.after(() => proxy.refuse(undefined));
-  const policy = {
-    apiVersion: "imprimatur.dev/v1alpha1",
-    kind: "ImagePolicy",
-    metadata: { name: "killed-mid-write" },
-    spec: { rules: [{ action: "deny", images: ["registry.example.com/killed/*"], message: "killed" }], default: "allow" },
-  };
+  const policy = denying("killed-mid-write", "killed", "killed");
   assert.equal((await cluster.apply(stringify(policy))).code, 0);
   await until("the victim's status write in flight", async () => victimProxy.requests.some((r) => statusWrite(r) && r.status === 0), 30);
   process.kill(victim.pid, "SIGKILL");

@@ -1,6 +1,7 @@
 // One call into the engine: which endpoint asked, by when it must answer, and who sent it. Its own file so that
 // the engine's helpers (audit-overrides.ts) can name it without importing the engine.
 import type { Caller } from "../audit/caller.ts";
+import type { CredentialLookup } from "../credentials/credential.ts";
 import type { Endpoint } from "./recorder.ts";
 
 /** Who asks, for how long, and whether the request leaves traces (dry runs and `check` do not). */
@@ -26,4 +27,10 @@ export interface AdmissionCall {
    * before it was read): it is answered with the failure policy's result, as a review whose backends do not answer.
    */
   overloaded?: string;
+  /**
+   * Registry credentials the caller presented with the request (a node's pull: the kubelet's AuthConfig, bound to
+   * the image's registry): used for the review's registry reads instead of the pod's pull secrets, which a node
+   * does not read.
+   */
+  presentedCredentials?: CredentialLookup;
 }

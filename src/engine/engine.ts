@@ -128,7 +128,7 @@ export class Engine {
       breakGlassAccess !== undefined;
     const [verifications, remote, resolved, breakGlass] = waits
       ? await Promise.all([
-          signatures && verifySignatures(signatures, subject, new Map(), call.deadline),
+          signatures && verifySignatures(signatures, subject, new Map(), call.deadline, call.presentedCredentials),
           this.parts.reviews.reviewPods(subject, call.deadline, clusterOf(call.caller)),
           recordDigests,
           breakGlassAccess,

@@ -2,7 +2,7 @@
 // callbacks. The Prometheus implementation is in src/server/metrics.ts; the CLI records nothing.
 import type { Decision } from "../core/decision.ts";
 
-export type Endpoint = "imagereview" | "validate" | "mutate" | "check" | "audit";
+export type Endpoint = "imagereview" | "validate" | "mutate" | "check" | "audit" | "pull";
 
 export interface Recorder {
   /** A decision, or `undefined` when the request held nothing to review. */

@@ -8,6 +8,7 @@ import { verificationsNeeded, verifiedImagesPatches, type VerificationNeed } fro
 import { verificationKey, type ImageVerification } from "../core/verification-results.ts";
 import { CLUSTER_UNREADABLE } from "../core/cluster-scope.ts";
 import type { PreparedPolicies } from "../core/policy-set/policy-kinds.ts";
+import type { CredentialLookup } from "../credentials/credential.ts";
 import { lookupForPolicy, type PodLookup } from "../kube/pod-credentials.ts";
 import type { ClusterTools, OnlineTools } from "./cluster-tools.ts";
 import { pinPod, pinRequest } from "./pin-request.ts";
@@ -36,12 +37,16 @@ export function signaturesToVerify(
   return { tools, needs: looked };
 }
 
-/** Each need verified with its pod's credentials; `digests` (field → digest) are digests already pinned. */
+/**
+ * Each need verified with its pod's credentials, or with the credentials the caller presented (a node's pull);
+ * `digests` (field → digest) are digests already pinned.
+ */
 export async function verifySignatures(
   work: SignatureWork,
   subject: AdmissionSubject,
   digests: ReadonlyMap<string, string>,
   deadline: number,
+  presented?: CredentialLookup,
 ): Promise<Map<string, ImageVerification>> {
   const { tools, needs } = work;
   const results = new Map<string, ImageVerification>();
@@ -50,7 +55,13 @@ export async function verifySignatures(
   const lookupOf = (pod: number) => {
     let lookup = lookups.get(pod);
     const at = subject.pods[pod];
-    if (!lookup) lookups.set(pod, (lookup = tools.credentials.lookupFor(at ? pinPod(subject, at).pullSecrets : undefined, deadline)));
+    if (!lookup)
+      lookups.set(
+        pod,
+        (lookup = presented
+          ? Promise.resolve(tools.credentials.lookupPresented(presented))
+          : tools.credentials.lookupFor(at ? pinPod(subject, at).pullSecrets : undefined, deadline)),
+      );
     return lookup;
   };
   await Promise.all(

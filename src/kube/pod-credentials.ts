@@ -53,6 +53,11 @@ export class PodCredentials {
     this.logger = opts.logger;
   }
 
+  /** Credentials the caller presented (a node's pull), then the server's own (for namespaced policies, only where lent). */
+  lookupPresented(presented: CredentialLookup): PodLookup {
+    return { lookup: chainLookups(presented, this.staticCredentials), namespacedLookup: chainLookups(presented, this.lentCredentials) };
+  }
+
   /** Without refs (an ImageReview names no pod) or API access: the server's own credentials only (for namespaced policies, only where lent). */
   async lookupFor(refs: PodPullSecretRefs | undefined, deadline: number): Promise<PodLookup> {
     if (!refs || !this.pullSecrets) return { lookup: chainLookups(this.staticCredentials), namespacedLookup: chainLookups(this.lentCredentials) };

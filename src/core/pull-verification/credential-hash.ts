@@ -19,13 +19,16 @@ export function isAnonymous(a: RegistryAuth | undefined): boolean {
   return !a || (!a.username && !a.password && !a.auth && !a.identityToken && !a.registryToken);
 }
 
+/** The user name and password of an AuthConfig: its own fields, else its `auth` (base64 "username:password", as docker config files keep it). */
+export function usernameAndPassword(a: RegistryAuth): { username: string; password: string } {
+  if (a.username || a.password || !a.auth) return { username: a.username, password: a.password };
+  const decoded = Buffer.from(a.auth, "base64").toString("utf8");
+  const colon = decoded.indexOf(":");
+  return colon < 0 ? { username: decoded, password: "" } : { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+}
+
 export function credentialHash(key: Buffer, a: RegistryAuth): string {
-  let { username, password } = a;
-  if (!username && !password && a.auth) {
-    const decoded = Buffer.from(a.auth, "base64").toString("utf8");
-    const colon = decoded.indexOf(":");
-    [username, password] = colon < 0 ? [decoded, ""] : [decoded.slice(0, colon), decoded.slice(colon + 1)];
-  }
+  const { username, password } = usernameAndPassword(a);
   // The server address is left out: the record is already per repository, and kubelets spell it variously.
   const canonical = JSON.stringify([username, password, a.identityToken, a.registryToken]);
   return `hmac-sha256:${createHmac("sha256", hmacKey(key)).update(canonical).digest("hex")}`;

@@ -36,7 +36,7 @@ export interface SandboxMetadata {
 export interface PullImageRequest {
   image: ImageSpec;
   auth: RegistryAuth | undefined;
-  sandbox: { metadata: SandboxMetadata | undefined; annotations: Record<string, string> } | undefined;
+  sandbox: { metadata: SandboxMetadata | undefined; labels: Record<string, string>; annotations: Record<string, string> } | undefined;
 }
 
 export interface CriImage {
@@ -81,7 +81,7 @@ export function decodePullImageRequest(bytes: Uint8Array): PullImageRequest {
   const raw = decode<{
     image?: ImageSpec;
     auth?: RegistryAuth | null;
-    sandboxConfig?: { metadata?: SandboxMetadata | null; annotations?: Record<string, string> } | null;
+    sandboxConfig?: { metadata?: SandboxMetadata | null; labels?: Record<string, string>; annotations?: Record<string, string> } | null;
   }>(PullImageRequest, bytes, "PullImageRequest");
   return {
     image: imageSpec(raw.image),
@@ -91,10 +91,71 @@ export function decodePullImageRequest(bytes: Uint8Array): PullImageRequest {
           metadata: raw.sandboxConfig.metadata
             ? { name: raw.sandboxConfig.metadata.name, uid: raw.sandboxConfig.metadata.uid, namespace: raw.sandboxConfig.metadata.namespace }
             : undefined,
+          labels: raw.sandboxConfig.labels ?? {},
           annotations: raw.sandboxConfig.annotations ?? {},
         }
       : undefined,
   };
+}
+
+/**
+ * The same PullImageRequest naming another image: only ImageSpec.image is replaced. Every other field, of the
+ * request and of its ImageSpec, is copied as the bytes received, including fields this project does not declare
+ * (the sandbox's Linux settings, the kubelet's user_specified_image and runtime_handler).
+ */
+export function pullImageRequestFor(bytes: Uint8Array, image: string): Buffer {
+  try {
+    const fields = fieldsOf(bytes);
+    const spec = fields.find((f) => f.number === IMAGE_SPEC_FIELD);
+    const specBytes = spec ? bytes.subarray(spec.valueStart, spec.end) : new Uint8Array(0);
+    const keptOfSpec = fieldsOf(specBytes)
+      .filter((f) => f.number !== IMAGE_NAME_FIELD)
+      .map((f) => specBytes.subarray(f.start, f.end));
+    const newSpec = Buffer.concat([lengthDelimited(IMAGE_NAME_FIELD, Buffer.from(image, "utf8")), ...keptOfSpec]);
+    const rest = fields.filter((f) => f.number !== IMAGE_SPEC_FIELD).map((f) => bytes.subarray(f.start, f.end));
+    return Buffer.concat([lengthDelimited(IMAGE_SPEC_FIELD, newSpec), ...rest]);
+  } catch (e) {
+    throw new CriMessageError("PullImageRequest", e);
+  }
+}
+
+/** PullImageRequest.image and ImageSpec.image. */
+const IMAGE_SPEC_FIELD = 1;
+const IMAGE_NAME_FIELD = 1;
+const LENGTH_DELIMITED = 2;
+
+/** A top-level field of an encoded message: its number, where it starts (tag included), its value and its end. */
+interface WireField {
+  number: number;
+  start: number;
+  valueStart: number;
+  end: number;
+}
+
+// protobufjs drops fields a message type does not declare when it decodes; walking the wire format keeps them.
+function fieldsOf(bytes: Uint8Array): WireField[] {
+  const reader = protobuf.Reader.create(bytes);
+  const fields: WireField[] = [];
+  while (reader.pos < reader.len) {
+    const start = reader.pos;
+    const tag = reader.uint32();
+    const number = tag >>> 3;
+    const wireType = tag & 7;
+    let valueStart = reader.pos;
+    if (wireType === LENGTH_DELIMITED) {
+      const length = reader.uint32();
+      valueStart = reader.pos;
+      reader.skip(length);
+    } else reader.skipType(wireType);
+    fields.push({ number, start, valueStart, end: reader.pos });
+  }
+  return fields;
+}
+
+function lengthDelimited(field: number, value: Uint8Array): Buffer {
+  const writer = protobuf.Writer.create();
+  writer.uint32((field << 3) | LENGTH_DELIMITED).bytes(value);
+  return Buffer.from(writer.finish());
 }
 
 export function decodePullImageResponse(bytes: Uint8Array): { imageRef: string } {
@@ -129,7 +190,7 @@ export function encodePullImageRequest(req: {
   image: string;
   annotations?: Record<string, string>;
   auth?: Partial<RegistryAuth>;
-  sandbox?: { name: string; namespace: string; uid: string; annotations?: Record<string, string> };
+  sandbox?: { name: string; namespace: string; uid: string; labels?: Record<string, string>; annotations?: Record<string, string> };
 }): Buffer {
   return Buffer.from(
     PullImageRequest.encode(
@@ -140,6 +201,7 @@ export function encodePullImageRequest(req: {
           ? {
               sandboxConfig: {
                 metadata: { name: req.sandbox.name, namespace: req.sandbox.namespace, uid: req.sandbox.uid },
+                labels: req.sandbox.labels ?? {},
                 annotations: req.sandbox.annotations ?? {},
               },
             }

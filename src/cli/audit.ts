@@ -15,7 +15,7 @@ import { PodInformer } from "../kube/pod-informer.ts";
 import { loadPolicySet, policySetSource } from "../policy/policy-set.ts";
 import { auditPod, type PodAudit } from "../scan/pod-audit.ts";
 import { errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
-import { registryAccess } from "./serve.ts";
+import { registryAccess } from "./registry-access.ts";
 import { pino } from "pino";
 
 export const AUDIT_USAGE = `Usage: imprimatur audit [--kubeconfig FILE] [--policies DIR] [--profile NAME] [options]

@@ -15,7 +15,7 @@ import { RegistryClient } from "../registry/registry-client.ts";
 import { signImage } from "../release/sign-image.ts";
 import { readSigningKey, type ReleaseKey } from "../release/signing-key.ts";
 import { errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
-import { registryAccess } from "./serve.ts";
+import { registryAccess } from "./registry-access.ts";
 
 const CLUSTER_FLAGS = `      --kubeconfig FILE    the kubeconfig kubectl reads (default: kubectl's own: $KUBECONFIG, ~/.kube/config)
       --context NAME       the kubeconfig context (default: the current one)

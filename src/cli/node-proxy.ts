@@ -16,6 +16,16 @@ import { PodPullSecrets } from "../node/pod-pull-secrets.ts";
 import { loadKubeConfig } from "../kube/kube-config.ts";
 import { RecordStore } from "../node/record-store.ts";
 import { createServerLogger } from "../server/logger.ts";
+import type { KubeConfig } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import { buildNodeEngine } from "../node/node-engine.ts";
+import { NodePolicies } from "../node/node-policies.ts";
+import { PullGate } from "../node/pull-gate.ts";
+import { VERIFY_PRESENT_MODES, type PullVerification, type VerifyPresent } from "../node/node-image-proxy.ts";
+import { PolicyFolder } from "../policy/policy-source.ts";
+import { PolicyLoadError } from "../policy/policy-error.ts";
+import { policyResourceSource } from "../policy-resources/resource-watch.ts";
+import { registryAccess } from "./registry-access.ts";
 import { errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 import { DEFAULT_NODE_STATE_DIR } from "./node-records.ts";
 
@@ -43,6 +53,21 @@ the runtime. Serves CRI runtime.v1alpha2 and runtime.v1.
                                     pulling that image Always (without it, every such pull goes to the registry)
   --node-name NAME                  this node's name in the API
 
+Verification at pull time (the same policies the webhook loads, for pulls admission never sees: static pods,
+pods admitted while the webhook failed open, tags that moved, images preloaded on the node):
+  --policies DIR                    judge every PullImage by the policies in DIR (a folder or a file, as serve reads
+                                    them): the tag is resolved with the pull's own credentials, the pod in the
+                                    pull's sandbox judged with the image at that digest, and the runtime pulls the
+                                    digest; a refused pull fails with the reason (the pod shows ErrImagePull)
+  --policy-crds                     with --kubeconfig: judge pulls by the policy custom resources too (read only)
+  --failure-policy POLICY           Fail (default: a registry that gives no answer refuses the pull) or Ignore
+                                    (the pull goes on unverified, logged)
+  --verify-present MODE             IfNotVerified (default): an image on the node that the asking pod has not had
+                                    verified under the policies in force is reported absent, so the kubelet pulls it
+                                    and the pull is judged; Never: images on the node are used as they are
+  --registries FILE                 RegistryConfig: per-registry CA, client certificate, mirrors (as serve's)
+  --authfile FILE                   the node's own registry credentials, tried after the pull's
+
 Images on the node when the proxy first runs count as preloaded: the first start that completes lists them
 (preloaded-images.json); a start that fails before that (the runtime not up yet at boot) leaves the next one
 first. Logs are JSON lines on standard output (IMPRIMATUR_LOG_LEVEL=debug for every decision). "imprimatur
@@ -58,6 +83,15 @@ interface NodeProxyArgs {
   allowlist: AllowlistPattern[];
   metricsAddress?: { host: string; port: number };
   api?: { kubeconfig: string; nodeName: string };
+  /** Verification at pull time: where the policies come from, and how it behaves. */
+  verify?: {
+    policies?: string;
+    policyCrds: boolean;
+    failOpen: boolean;
+    verifyPresent: VerifyPresent;
+    registries?: string;
+    authFile?: string;
+  };
 }
 
 function parseNodeProxyArgs(argv: string[]): NodeProxyArgs {
@@ -70,6 +104,12 @@ function parseNodeProxyArgs(argv: string[]): NodeProxyArgs {
     "metrics-address": { type: "string" },
     kubeconfig: { type: "string" },
     "node-name": { type: "string" },
+    policies: { type: "string" },
+    "policy-crds": { type: "boolean" },
+    "failure-policy": { type: "string" },
+    "verify-present": { type: "string" },
+    registries: { type: "string" },
+    authfile: { type: "string" },
   });
   for (const flag of ["listen", "runtime-endpoint"] as const) if (!values[flag]) throw new UsageError(`--${flag} is required`);
   for (const flag of ["listen", "runtime-endpoint"] as const) {
@@ -92,6 +132,16 @@ function parseNodeProxyArgs(argv: string[]): NodeProxyArgs {
     if (!m || Number(m[2]) > 65535) throw new UsageError(`--metrics-address must be HOST:PORT, got ${values["metrics-address"]}`);
     metricsAddress = { host: m[1]!.replace(/^\[(.*)\]$/, "$1"), port: Number(m[2]) };
   }
+  const verifying = values.policies !== undefined || values["policy-crds"] === true;
+  if (!verifying)
+    for (const flag of ["failure-policy", "verify-present", "registries", "authfile"] as const)
+      if (values[flag] !== undefined) throw new UsageError(`--${flag} applies only with --policies or --policy-crds`);
+  if (values["policy-crds"] && !values.kubeconfig) throw new UsageError("--policy-crds needs --kubeconfig (and --node-name)");
+  const failurePolicy = values["failure-policy"] ?? "Fail";
+  if (failurePolicy !== "Fail" && failurePolicy !== "Ignore") throw new UsageError(`--failure-policy must be Fail or Ignore, got ${failurePolicy}`);
+  const verifyPresent = values["verify-present"] ?? "IfNotVerified";
+  if (!(VERIFY_PRESENT_MODES as readonly string[]).includes(verifyPresent))
+    throw new UsageError(`--verify-present must be one of ${VERIFY_PRESENT_MODES.join(", ")}, got ${verifyPresent}`);
   return {
     listen: values.listen!,
     runtime: values["runtime-endpoint"]!,
@@ -100,6 +150,18 @@ function parseNodeProxyArgs(argv: string[]): NodeProxyArgs {
     allowlist,
     ...(metricsAddress ? { metricsAddress } : {}),
     ...(values.kubeconfig ? { api: { kubeconfig: values.kubeconfig, nodeName: values["node-name"]! } } : {}),
+    ...(verifying
+      ? {
+          verify: {
+            ...(values.policies !== undefined ? { policies: values.policies } : {}),
+            policyCrds: values["policy-crds"] === true,
+            failOpen: failurePolicy === "Ignore",
+            verifyPresent: verifyPresent as VerifyPresent,
+            ...(values.registries !== undefined ? { registries: values.registries } : {}),
+            ...(values.authfile !== undefined ? { authFile: values.authfile } : {}),
+          },
+        }
+      : {}),
   };
 }
 
@@ -118,16 +180,32 @@ export async function runNodeProxy(argv: string[]): Promise<number> {
   let proxy: NodeImageProxy;
   let server: Awaited<ReturnType<typeof startImageServiceProxy>>;
   let metricsServer: Server | undefined;
+  let verifying: StartedVerification | undefined;
   try {
     store = await RecordStore.open(args.stateDir);
-    const podSecrets = args.api
-      ? new PodPullSecrets({ kube: loadKubeConfig(args.api.kubeconfig), nodeName: args.api.nodeName, key: store.key, logger })
-      : undefined;
-    proxy = new NodeImageProxy({ store, runtime, policy: args.policy, allowlist: args.allowlist, logger, metrics, ...(podSecrets ? { podSecrets } : {}) });
+    const kube = args.api ? loadKubeConfig(args.api.kubeconfig) : undefined;
+    const podSecrets = args.api && kube ? new PodPullSecrets({ kube, nodeName: args.api.nodeName, key: store.key, logger }) : undefined;
+    if (args.verify) verifying = await startVerification(args.verify, kube, logger);
+    proxy = new NodeImageProxy({
+      store,
+      runtime,
+      policy: args.policy,
+      allowlist: args.allowlist,
+      logger,
+      metrics,
+      ...(podSecrets ? { podSecrets } : {}),
+      ...(verifying ? { verification: verifying.verification } : {}),
+    });
     await proxy.start();
     server = await startImageServiceProxy(args.listen, runtime, proxy.handle);
     if (args.metricsAddress) metricsServer = await serveMetrics(args.metricsAddress, () => metrics.registry.metrics(), metrics.registry.contentType);
   } catch (e) {
+    await verifying?.close();
+    if (e instanceof PolicyLoadError) {
+      process.stderr.write(`imprimatur node-proxy: refusing to start: ${e.message}\n`);
+      runtime.close();
+      return 2;
+    }
     process.stderr.write(`imprimatur node-proxy: ${startProblem(e, args.runtime)}\n`);
     if (store?.snapshot === "due")
       process.stderr.write("imprimatur node-proxy: no start has completed yet: the next start records the images then on the node as preloaded\n");
@@ -135,7 +213,21 @@ export async function runNodeProxy(argv: string[]): Promise<number> {
     return 2;
   }
   logger.info(
-    { listen: args.listen, runtime: args.runtime, stateDir: args.stateDir, verificationPolicy: args.policy, records: store.counts().pulled },
+    {
+      listen: args.listen,
+      runtime: args.runtime,
+      stateDir: args.stateDir,
+      verificationPolicy: args.policy,
+      records: store.counts().pulled,
+      ...(verifying
+        ? {
+            pullsVerified: true,
+            policyGeneration: verifying.verification.policies().generation,
+            failurePolicy: args.verify!.failOpen ? "Ignore" : "Fail",
+            verifyPresent: args.verify!.verifyPresent,
+          }
+        : {}),
+    },
     "node proxy serving",
   );
   await new Promise<void>((resolve) => {
@@ -144,11 +236,55 @@ export async function runNodeProxy(argv: string[]): Promise<number> {
   });
   await server.close();
   await proxy.stop();
+  await verifying?.close();
   metricsServer?.close();
   runtime.close();
   logger.info("node proxy stopped");
   flush();
   return 0;
+}
+
+interface StartedVerification {
+  verification: PullVerification;
+  close(): Promise<void>;
+}
+
+/** The policies loaded (and watched), the engine built from them, and the gate that judges pulls with it. */
+async function startVerification(opts: NonNullable<NodeProxyArgs["verify"]>, kube: KubeConfig | undefined, logger: Logger): Promise<StartedVerification> {
+  const folder = opts.policies !== undefined ? new PolicyFolder(opts.policies) : undefined;
+  const resources = opts.policyCrds && kube ? policyResourceSource(kube, { logger, writeStatus: false, ...(folder ? { folder } : {}) }) : undefined;
+  const source = resources?.source ?? folder!;
+  const policies = new NodePolicies(source, logger);
+  try {
+    const first = await policies.first(opts.policyCrds);
+    const engine = await buildNodeEngine({
+      policies: first.set,
+      failOpen: opts.failOpen,
+      logger,
+      ...(await registryAccess({ ...(opts.registries ? { registries: opts.registries } : {}), ...(opts.authFile ? { authFile: opts.authFile } : {}) })),
+    });
+    policies.watch((next) => engine.setPolicies(next.set));
+    const gate = new PullGate({ engine, failOpen: opts.failOpen, logger });
+    return {
+      verification: {
+        gate,
+        verifyPresent: opts.verifyPresent,
+        policies: () => {
+          const { generation, everyPod } = policies.current();
+          return { generation, everyPod };
+        },
+      },
+      close: async () => {
+        policies.close();
+        await engine.close();
+        await resources?.close();
+      },
+    };
+  } catch (e) {
+    policies.close();
+    await resources?.close();
+    throw e;
+  }
 }
 
 /** Why the start failed, in one sentence: a runtime that cannot be reached is named with the reason, not gRPC's status text. */

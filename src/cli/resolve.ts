@@ -5,7 +5,7 @@ import { pinnedReference } from "../core/image-policy/digest-pinning.ts";
 import { RegistryClient } from "../registry/registry-client.ts";
 import { RegistryError } from "../registry/registry-error.ts";
 import { errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
-import { registryAccess } from "./serve.ts";
+import { registryAccess } from "./registry-access.ts";
 
 export const RESOLVE_USAGE = `Usage: imprimatur resolve [options] IMAGE...
 

@@ -5,16 +5,11 @@ import { pino } from "pino";
 import { DEFAULT_SERVER_CONFIG, loadServerConfig, type ServerConfig } from "../config/server-config.ts";
 import { loadNamespacesFile } from "../config/namespaces-file.ts";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
-import { loadRegistriesFile } from "../config/registries-file.ts";
-import type { CredentialLookup } from "../credentials/credential.ts";
-import { loadAuthFile } from "../credentials/docker-config.ts";
-import { CredentialKeyring } from "../credentials/keyring.ts";
 import { loadKubeConfig } from "../kube/kube-config.ts";
 import { podNamespace } from "../kube/leader-election.ts";
 import { backgroundScanOptions, SCAN_FLAG_USAGE, type BackgroundScanOptions } from "../scan/scan-flags.ts";
 import { podSecurityContext } from "../policy/pod-security-context.ts";
 import type { PodSecurityContext } from "../core/pod-security/psa-evaluate.ts";
-import type { RegistrySettingsMap } from "../registry/registry-settings.ts";
 import { NamespaceLabelCache } from "../kube/namespace-label-cache.ts";
 import { policyResourceSource } from "../policy-resources/resource-watch.ts";
 import { PolicyFolder } from "../policy/policy-source.ts";
@@ -32,6 +27,7 @@ import type { WatchedFiles } from "../fs/file-reload.ts";
 import { removeLeftTemporaries } from "../fs/write-file-atomic.ts";
 import type { PolicySet } from "../core/policy-set/policy-kinds.ts";
 import { EMBEDDED_POLICIES, errorText, usageFailure } from "./args.ts";
+import { registryAccess } from "./registry-access.ts";
 import { layConfigFlags, readServeFlags, ServeFlagError, type CallerFlags, type ServeOptions } from "./serve-flags.ts";
 import { catchServeSignals, StartupStopped, type ServeSignals } from "./serve-signals.ts";
 import { WebhookConfigurationFiles, webhookRules } from "./serve-webhook-files.ts";
@@ -400,21 +396,6 @@ async function serveUntilStopped(app: App, drainMs: number, signals: ServeSignal
   app.logger.info({ signal: await signals.stopped() }, "shutting down");
   // Not ready at once; keep answering while endpoints stop routing here, then close the listener.
   await app.close(drainMs);
-}
-
-/** Registry settings and the server's own credentials, from the files named in the config or flags. */
-export async function registryAccess(opts: {
-  registries?: string;
-  authFile?: string;
-}): Promise<{ registries?: RegistrySettingsMap; staticCredentials?: CredentialLookup }> {
-  const registries = opts.registries ? await loadRegistriesFile(opts.registries) : undefined;
-  let staticCredentials: CredentialLookup | undefined;
-  if (opts.authFile) {
-    const parsed = await loadAuthFile(opts.authFile);
-    for (const problem of parsed.problems) process.stderr.write(`imprimatur: ${problem}\n`);
-    staticCredentials = CredentialKeyring.of(parsed.entries).lookup;
-  }
-  return { ...(registries ? { registries } : {}), ...(staticCredentials ? { staticCredentials } : {}) };
 }
 
 function startupLogger() {

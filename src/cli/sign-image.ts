@@ -9,7 +9,7 @@ import { signImage, type SignedImage } from "../release/sign-image.ts";
 import { RegistryClient } from "../registry/registry-client.ts";
 import { errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 import { defaultAuthFile } from "./install.ts";
-import { registryAccess } from "./serve.ts";
+import { registryAccess } from "./registry-access.ts";
 
 export const SIGN_IMAGE_USAGE = `Usage: imprimatur sign-image REGISTRY/REPOSITORY@sha256:DIGEST --key FILE [options]
 

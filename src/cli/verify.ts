@@ -15,7 +15,7 @@ import { policyFolders } from "../policy/policy-source.ts";
 import { EMBEDDED_POLICIES, errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 import { structuredViolation } from "./check-report.ts";
 import { NAMESPACE_LABELS_SYNTAX, parseNamespaceLabels, withLabels, type NamespaceLabels } from "./namespace-labels-flag.ts";
-import { registryAccess } from "./serve.ts";
+import { registryAccess } from "./registry-access.ts";
 export const VERIFY_USAGE = `Usage: imprimatur verify [--policies DIR] [options] IMAGE...
 
 Judges each image as the webhooks would for a pod in --namespace (a tag that a rule pins is resolved to its

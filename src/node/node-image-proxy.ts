@@ -13,6 +13,11 @@
 //     credential's keyed hash and the pod. An intent is written before forwarding and removed after the record,
 //     so a crash in between leaves an image nobody is recorded for (verify), never one everybody may use.
 //   RemoveImage and a periodic ListImages prune the records of images that are gone.
+//   With verification at pull time (node-proxy --policies, src/node/pull-gate.ts), every PullImage is judged first:
+//     refused, it fails with the reason; allowed, the runtime pulls the verified digest. ImageStatus of a pod's pull
+//     decision reports absent an image this pod has not had verified under the policies in force (unless their
+//     verdicts hold for every pod and the image's record says so), so the kubelet pulls and the pull is judged; a tag
+//     pulled by its digest is found under the tag it was verified as.
 //   With API access (optional), a pod the records do not cover is first matched by its own pull secrets, which is
 //   the only way a pod with imagePullPolicy: Never (it never pulls) can show credentials: as ImageStatus names no
 //   pod, the secrets of every pod on the node naming the image must hold a recorded credential.
@@ -35,11 +40,14 @@ import {
   encodeImageStatusRequest,
   encodePullImageResponse,
   IMAGE_ABSENT_RESPONSE,
+  pullImageRequestFor,
   LIST_ALL_IMAGES_REQUEST,
   type CriImage,
 } from "../cri/cri-messages.ts";
 import { CRI_PACKAGES, type CriPackage, type ImageCall, type RuntimeImageClient } from "../cri/image-service-proxy.ts";
+import { verifiedForEveryPod } from "../core/pull-verification/verified-records.ts";
 import type { ImageCheckResult, NodeMetrics } from "./node-metrics.ts";
+import type { PullGate, PullVerdict } from "./pull-gate.ts";
 import { NodeProxyError } from "./node-proxy-error.ts";
 import type { NodePodView } from "./pod-pull-secrets.ts";
 import type { RecordStore } from "./record-store.ts";
@@ -55,6 +63,23 @@ export interface NodeImageProxyOptions {
   reconcileEveryMs?: number;
   /** The API's view of the node's pods: pods the records do not cover yet are matched by their Secrets. */
   podSecrets?: NodePodView;
+  /** Verification at pull time: every pull judged by the policies, and images present used once verified. */
+  verification?: PullVerification;
+}
+
+/** How images present are treated when pulls are verified (node-proxy --verify-present). */
+export type VerifyPresent = "IfNotVerified" | "Never";
+export const VERIFY_PRESENT_MODES: readonly VerifyPresent[] = ["IfNotVerified", "Never"];
+
+export interface PullVerification {
+  gate: PullGate;
+  /**
+   * IfNotVerified: an image on the node that the asking pod has not had verified under the policies in force is
+   * reported absent, so the kubelet pulls it and the pull is judged. Never: what is on the node is used as it is.
+   */
+  verifyPresent: VerifyPresent;
+  /** The generation of the policies in force, and whether their verdicts hold for every pod (verified-records.ts). */
+  policies(): { generation: string; everyPod: boolean };
 }
 
 /** An image reported absent to a pod, awaiting that pod's pull. */
@@ -65,6 +90,8 @@ interface Hidden {
 
 /** How long a report of absence waits for the pod's pull: the kubelet pulls at once, or backs off and asks again. */
 const HIDDEN_TTL_MS = 10 * 60_000;
+/** How long a pull's judgement may take (the kubelet's own deadline, 2 minutes by default, ends it sooner). */
+const PULL_JUDGEMENT_MS = 60_000;
 /** How long an ImageStatus may wait on the API for a pod's pull secrets. */
 const SECRETS_DEADLINE_MS = 5_000;
 
@@ -74,6 +101,8 @@ export class NodeImageProxy {
   private readonly hidden = new LRUCache<string, Hidden>({ max: 50_000, ttl: HIDDEN_TTL_MS });
   /** imageRef + repository → fingerprints of pods that showed a recorded credential (or pulled it themselves). */
   private readonly verifiedPods = new LRUCache<string, Set<string>>({ max: 20_000 });
+  /** imageRef + pod fingerprint → the policy generation the pod's pull of the image was verified under. */
+  private readonly podVerifications = new LRUCache<string, string>({ max: 50_000 });
   /** The CRI package the runtime answered the proxy's own calls in. */
   private ownPackage: CriPackage = "runtime.v1";
   private timer: NodeJS.Timeout | undefined;
@@ -162,9 +191,21 @@ export class NodeImageProxy {
   private async imageStatus(call: ImageCall, arrival: number | undefined): Promise<Buffer> {
     const req = decodeImageStatusRequest(call.request);
     const fingerprint = podFingerprint(req.image.annotations);
-    const response = await call.forward();
+    let response = await call.forward();
     if (!fingerprint) return this.answered("not-a-pod", response);
-    const image = decodeImageStatusResponse(response);
+    let image = decodeImageStatusResponse(response);
+    const verification = this.opts.verification;
+    if (verification) {
+      const { generation } = verification.policies();
+      if (!image) {
+        const found = await this.verifiedUnderTag(call, req.image.image, generation);
+        if (found) ({ response, image } = found);
+      }
+      if (image && verification.verifyPresent === "IfNotVerified" && !this.verifiedFor(image.id, fingerprint, generation)) {
+        this.opts.logger.debug({ image: req.image.image, imageRef: image.id }, "image reported absent: not verified for this pod under the policies in force");
+        return this.answered("not-verified", IMAGE_ABSENT_RESPONSE);
+      }
+    }
     if (!image) return this.answered("absent", response);
     const parsed = parseImageReference(req.image.image);
     const repository = parsed.ok ? repositoryName(parsed.ref) : undefined;
@@ -181,6 +222,21 @@ export class NodeImageProxy {
     if (repository) this.hidden.set(hiddenKey(fingerprint, req.image.image), { imageRef: image.id, repository });
     this.opts.logger.debug({ image: req.image.image, imageRef: image.id, result }, "image reported absent: the pod has not shown credentials for it");
     return this.answered(result, IMAGE_ABSENT_RESPONSE);
+  }
+
+  /** A tag the proxy pulled by its verified digest: the runtime has the digest, not the tag. Its status, if present. */
+  private async verifiedUnderTag(call: ImageCall, name: string, generation: string): Promise<{ response: Buffer; image: CriImage } | undefined> {
+    const imageRef = this.opts.store.verifiedAs(name);
+    if (!imageRef || this.opts.store.verification(imageRef)?.policyGeneration !== generation) return undefined;
+    const response = await call.forward(encodeImageStatusRequest(imageRef));
+    const image = decodeImageStatusResponse(response);
+    return image ? { response, image } : undefined;
+  }
+
+  /** Whether the pod may use the image without a pull being judged: it had it verified, or the verdict holds for every pod. */
+  private verifiedFor(imageRef: string, fingerprint: string, generation: string): boolean {
+    if (this.podVerifications.get(podVerificationKey(imageRef, fingerprint)) === generation) return true;
+    return verifiedForEveryPod(this.opts.store.verification(imageRef), generation);
   }
 
   private check(imageRef: string, repository: string | undefined, fingerprint: string): ImageCheckResult {
@@ -220,6 +276,11 @@ export class NodeImageProxy {
     const hash = isAnonymous(req.auth) ? undefined : credentialHash(store.key, req.auth!);
     const hidden = fingerprint ? this.hidden.get(hiddenKey(fingerprint, image)) : undefined;
     if (fingerprint) this.hidden.delete(hiddenKey(fingerprint, image));
+    const judged = await this.judgePull(req, pod);
+    const request = judged && judged.verdict.pullAs !== image ? pullImageRequestFor(call.request, judged.verdict.pullAs) : call.request;
+    const afterPull = (imageRef: string) => {
+      if (judged) this.verified(judged, image, imageRef, fingerprint);
+    };
 
     if (hidden && hash && repository === hidden.repository) {
       const read = store.get(hidden.imageRef);
@@ -227,8 +288,10 @@ export class NodeImageProxy {
         read.state === "ok" &&
         credentialRecorded(read.record, repository, hash) &&
         (await this.mayAnswerFromRecords(arrival, pod, image)) &&
-        (await this.statusOf(hidden.imageRef))
+        // Verified: the image on the node must be the digest judged, not what the tag named before.
+        (await this.statusOf(judged ? judged.verdict.pullAs : hidden.imageRef))?.id === hidden.imageRef
       ) {
+        afterPull(hidden.imageRef);
         // Only who presented the credential changes: written after the answer.
         this.afterAnswer(async () => {
           await store.update(hidden.imageRef, (current) =>
@@ -245,7 +308,7 @@ export class NodeImageProxy {
     const intent = store.writeIntent(image);
     let response: Buffer;
     try {
-      response = await call.forward();
+      response = await call.forward(request);
     } catch (e) {
       metrics.pull("forwarded-failed");
       if (hidden) {
@@ -268,6 +331,7 @@ export class NodeImageProxy {
     }
     metrics.pull("forwarded-ok");
     const { imageRef } = decodePullImageResponse(response);
+    if (imageRef) afterPull(imageRef);
     if (repository && imageRef) this.cover(imageRef, repository, fingerprint);
     // The record is written, then the intent removed, after the answer: the kubelet does not wait for two more
     // fsyncs. A crash before the record is durable leaves the intent, which the next start turns into a record
@@ -292,6 +356,45 @@ export class NodeImageProxy {
       await store.removeIntent(image);
     });
     return response;
+  }
+
+  /**
+   * With verification at pull time: the pull judged, with the policy generation it was judged under. A refusal is
+   * thrown as the gRPC status the kubelet shows in the pod's events; undefined without verification.
+   */
+  private async judgePull(
+    req: ReturnType<typeof decodePullImageRequest>,
+    pod: PodRef,
+  ): Promise<{ verdict: Exclude<PullVerdict, { outcome: "refused" }>; generation: string; everyPod: boolean } | undefined> {
+    const verification = this.opts.verification;
+    if (!verification) return undefined;
+    const { generation, everyPod } = verification.policies();
+    const verdict = await verification.gate.judge(
+      { image: req.image.image, auth: req.auth, pod: { ...pod, labels: req.sandbox?.labels ?? {} } },
+      Date.now() + PULL_JUDGEMENT_MS,
+    );
+    this.opts.metrics.pullVerdict(verdict.outcome);
+    if (verdict.outcome === "refused") {
+      this.opts.logger.info({ pod, image: req.image.image, digest: verdict.digest, reason: verdict.message }, "pull refused");
+      throw { code: grpc.status.PERMISSION_DENIED, details: verdict.message };
+    }
+    if (verdict.outcome === "verified") this.opts.logger.info({ pod, image: req.image.image, digest: verdict.digest, generation }, "pull verified");
+    return { verdict, generation, everyPod };
+  }
+
+  /** A pull judged and done: this pod may use the image under that generation; the record is written after the answer. */
+  private verified(
+    judged: NonNullable<Awaited<ReturnType<NodeImageProxy["judgePull"]>>>,
+    image: string,
+    imageRef: string,
+    fingerprint: string | undefined,
+  ): void {
+    const { verdict, generation, everyPod } = judged;
+    if (verdict.outcome !== "verified") return; // failed open: never recorded as verified
+    if (fingerprint) this.podVerifications.set(podVerificationKey(imageRef, fingerprint), generation);
+    this.afterAnswer(async () => {
+      await this.opts.store.recordVerified({ imageRef, digest: verdict.digest, policyGeneration: generation, everyPod, name: image });
+    });
   }
 
   /**
@@ -402,6 +505,10 @@ function repositoriesOf(image: CriImage): string[] {
 
 function hiddenKey(fingerprint: string, image: string): string {
   return `${fingerprint}\u0000${image}`;
+}
+
+function podVerificationKey(imageRef: string, fingerprint: string): string {
+  return `${imageRef}\u0000${fingerprint}`;
 }
 
 function coverageKey(imageRef: string, repository: string): string {

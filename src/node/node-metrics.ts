@@ -21,7 +21,9 @@ export type ImageCheckResult =
   /** Reported absent so the kubelet pulls with the pod's credentials. */
   | "must-pull"
   /** The record could not be read: reported absent (fail safe). */
-  | "unreadable-record";
+  | "unreadable-record"
+  /** Pulls are verified and this pod has not had the image verified under the policies in force: reported absent. */
+  | "not-verified";
 
 export type PullResult = "answered-from-records" | "forwarded-ok" | "forwarded-failed";
 
@@ -30,6 +32,8 @@ export interface NodeMetrics {
   imageCheck(result: ImageCheckResult): void;
   pull(result: PullResult): void;
   reuseDenied(): void;
+  /** A pull judged at the node (verification at pull time). */
+  pullVerdict(outcome: "verified" | "failed-open" | "refused"): void;
   criCall(method: string, code: string): void;
 }
 
@@ -45,6 +49,12 @@ export function createNodeMetrics(store: () => RecordStore | undefined): NodeMet
   const denied = new Counter({
     name: "imprimatur_node_reuse_denied_total",
     help: "Pods refused an image already on the node because the registry refused their credentials",
+    registers: [registry],
+  });
+  const verdicts = new Counter({
+    name: "imprimatur_node_pull_verifications_total",
+    help: "Pulls judged by the policies at the node, by outcome (verified, failed-open, refused)",
+    labelNames: ["outcome"],
     registers: [registry],
   });
   const calls = new Counter({
@@ -77,6 +87,7 @@ export function createNodeMetrics(store: () => RecordStore | undefined): NodeMet
     imageCheck: (result) => checks.inc({ result }),
     pull: (result) => pulls.inc({ result }),
     reuseDenied: () => denied.inc(),
+    pullVerdict: (outcome) => verdicts.inc({ outcome }),
     criCall: (method, code) => calls.inc({ method, code }),
   };
 }

@@ -21,6 +21,7 @@ import {
   type ImagePulledRecord,
   type ImagePullIntent,
 } from "../core/pull-verification/pull-records.ts";
+import { decodeVerifiedRecord, recordVerification, type ImageVerifiedRecord, type Verification } from "../core/pull-verification/verified-records.ts";
 import { makeDirectory } from "../fs/make-directory.ts";
 import { NodeProxyError } from "./node-proxy-error.ts";
 
@@ -45,7 +46,11 @@ export type SnapshotState = "due" | "taken" | "missing";
 
 /** Points between the writes of the store, where a test may stop the process (kill -9) to check what survives. */
 export type StoreStep =
-  "intent-in-place" | "intent-durable" | "intent-removed" | `${"record" | "preloaded"}-${"temporary-written" | "renamed" | "durable"}` | "record-pruned";
+  | "intent-in-place"
+  | "intent-durable"
+  | "intent-removed"
+  | `${"record" | "preloaded" | "verified"}-${"temporary-written" | "renamed" | "durable"}`
+  | "record-pruned";
 
 export interface RecordStoreOptions {
   /** Called after each step of a write (tests only). */
@@ -56,6 +61,7 @@ const KEY_FILE = "credential-hash.key";
 const PRELOADED_FILE = "preloaded-images.json";
 const PULLING = "pulling";
 const PULLED = "pulled";
+const VERIFIED = "verified";
 
 const fsyncFd = promisify(fsync);
 const closeFd = promisify(close);
@@ -68,6 +74,10 @@ export class RecordStore {
   /** The HMAC key for credential hashes. */
   readonly key: Buffer;
   private readonly pulled = new Map<string, RecordRead & { state: "ok" | "unreadable" }>();
+  /** Records of verification at pull time, by file name; an unreadable one is left out (the image is verified again). */
+  private readonly verified = new Map<string, ImageVerifiedRecord>();
+  /** A name pulled through the proxy → the image it was last verified as (the newest record naming it). */
+  private readonly verifiedNames = new Map<string, string>();
   /** imageRef → the repositories it was preloaded under. */
   private preloaded: ReadonlyMap<string, ReadonlySet<string>>;
   private preloadedReadable: boolean;
@@ -101,19 +111,23 @@ export class RecordStore {
     await makeDirectory(dir, 0o700);
     await makeDirectory(join(dir, PULLING), 0o700);
     await makeDirectory(join(dir, PULLED), 0o700);
+    await makeDirectory(join(dir, VERIFIED), 0o700);
     // The key may be left by a start that failed before its snapshot: that start is not over, and the key is reused.
     const key = await loadOrCreateKey(join(dir, KEY_FILE));
     const preloaded = await readPreloaded(join(dir, PRELOADED_FILE));
     const store = new RecordStore(dir, key, preloaded, opts.onStep);
     // Temporary files of writes a crash interrupted are dropped; the target kept its old content (or, for the
     // snapshot, stays absent: still due).
-    for (const sub of ["", PULLING, PULLED]) {
+    for (const sub of ["", PULLING, PULLED, VERIFIED]) {
       for (const name of await readdir(join(dir, sub))) if (name.startsWith(".") && name.endsWith(".tmp")) await rm(join(dir, sub, name), { force: true });
     }
     for (const name of await readdir(join(dir, PULLED))) {
       if (!isRecordName(name)) continue;
       store.pulled.set(name, await readPulledFile(join(dir, PULLED), name));
     }
+    const verified = await readVerifiedFolder(join(dir, VERIFIED));
+    // Oldest first, so that a name verified as two images points at the newer.
+    for (const record of verified.sort((a, b) => Date.parse(a.verifiedTime) - Date.parse(b.verifiedTime))) store.keepVerified(record);
     store.snapshotState = snapshotState(preloaded.present, store.pulled.size > 0 || (await readdir(join(dir, PULLING))).some(isRecordName));
     return store;
   }
@@ -170,7 +184,43 @@ export class RecordStore {
       await rm(join(this.dir, PULLED, file), { force: true });
       this.pulled.delete(file);
       this.lastWrite.delete(file);
+      await this.dropVerified(file);
     });
+  }
+
+  /** The record of the image's verification at pull time, if one was written and reads back whole. */
+  verification(imageRef: string): ImageVerifiedRecord | undefined {
+    return this.verified.get(recordFileName(imageRef));
+  }
+
+  /** The image a name was last verified and pulled as (the runtime's image id), or undefined. */
+  verifiedAs(name: string): string | undefined {
+    return this.verifiedNames.get(name);
+  }
+
+  /** Records a verified pull; on disk when this resolves. A failed write leaves the image to be verified again. */
+  async recordVerified(v: Verification): Promise<ImageVerifiedRecord> {
+    return this.locked(async () => {
+      const file = recordFileName(v.imageRef);
+      const next = recordVerification(this.verified.get(file), v, new Date());
+      this.lastWrite.set(`${VERIFIED}/${file}`, ++this.writes);
+      await writeAtomically(join(this.dir, VERIFIED, file), JSON.stringify(next, null, 2), this.step("verified"));
+      this.keepVerified(next);
+      return next;
+    });
+  }
+
+  private keepVerified(record: ImageVerifiedRecord): void {
+    this.verified.set(recordFileName(record.imageRef), record);
+    for (const name of record.names) this.verifiedNames.set(name, record.imageRef);
+  }
+
+  private async dropVerified(file: string): Promise<void> {
+    const record = this.verified.get(file);
+    await rm(join(this.dir, VERIFIED, file), { force: true });
+    this.verified.delete(file);
+    this.lastWrite.delete(`${VERIFIED}/${file}`);
+    if (record) for (const name of record.names) if (this.verifiedNames.get(name) === record.imageRef) this.verifiedNames.delete(name);
   }
 
   /** Taken before the runtime's image list that a prune uses: records written after it are not pruned by that list. */
@@ -194,6 +244,11 @@ export class RecordStore {
         this.pulled.delete(file);
         this.lastWrite.delete(file);
         gone.push(read.state === "ok" ? read.record.imageRef : file);
+      }
+      for (const [file, record] of [...this.verified]) {
+        if (presentFiles.has(file) || (this.lastWrite.get(`${VERIFIED}/${file}`) ?? 0) > listedAt) continue;
+        await this.dropVerified(file);
+        if (!gone.includes(record.imageRef)) gone.push(record.imageRef);
       }
       const keptPreloaded = [...this.preloaded].filter(([imageRef]) => present.has(imageRef));
       if (this.preloadedReadable && keptPreloaded.length < this.preloaded.size) {
@@ -261,10 +316,10 @@ export class RecordStore {
     return [...this.pulled].map(([file, read]) => ({ file, ...read }));
   }
 
-  counts(): { pulled: number; unreadable: number; intentsInFlight: number } {
+  counts(): { pulled: number; unreadable: number; intentsInFlight: number; verified: number } {
     let unreadable = 0;
     for (const r of this.pulled.values()) if (r.state === "unreadable") unreadable++;
-    return { pulled: this.pulled.size - unreadable, unreadable, intentsInFlight: this.intentsInFlight };
+    return { pulled: this.pulled.size - unreadable, unreadable, intentsInFlight: this.intentsInFlight, verified: this.verified.size };
   }
 
   private locked<T>(work: () => Promise<T>): Promise<T> {
@@ -273,7 +328,7 @@ export class RecordStore {
     return next;
   }
 
-  private step(kind: "record" | "preloaded"): ((done: "temporary-written" | "renamed" | "durable") => void) | undefined {
+  private step(kind: "record" | "preloaded" | "verified"): ((done: "temporary-written" | "renamed" | "durable") => void) | undefined {
     const onStep = this.onStep;
     return onStep ? (done) => onStep(`${kind}-${done}`) : undefined;
   }
@@ -329,6 +384,21 @@ async function readPulledFile(folder: string, name: string): Promise<RecordRead 
   // A record found under another image's name was moved or forged: as good as unreadable.
   if (recordFileName(record.imageRef) !== name) return { state: "unreadable", reason: `the file name is not that of its imageRef ${record.imageRef}` };
   return { state: "ok", record };
+}
+
+/** The readable verification records of the folder; one that does not read back whole, or under another image's name, is left out. */
+async function readVerifiedFolder(folder: string): Promise<ImageVerifiedRecord[]> {
+  const out: ImageVerifiedRecord[] = [];
+  for (const name of await readdir(folder)) {
+    if (!isRecordName(name)) continue;
+    try {
+      const record = decodeVerifiedRecord(await readFile(join(folder, name), "utf8"));
+      if (recordFileName(record.imageRef) === name) out.push(record);
+    } catch {
+      // unreadable: as if never verified, so the image is verified again before a pod uses it
+    }
+  }
+  return out;
 }
 
 /** An intent's or a record's file (temporary files start with a dot). */

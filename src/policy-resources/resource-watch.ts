@@ -216,13 +216,21 @@ export class PolicyResourceWatch implements PolicyResourceStore {
  */
 export function policyResourceSource(
   kube: KubeConfig,
-  opts: { logger: Logger; folder?: PolicySource; startTimeoutMs?: number; exceptionNamespaces?: readonly string[] },
-): { source: ResourcePolicySource; watch: PolicyResourceWatch; status: PolicyStatusWriter; close(): Promise<void> } {
+  opts: {
+    logger: Logger;
+    folder?: PolicySource;
+    startTimeoutMs?: number;
+    exceptionNamespaces?: readonly string[];
+    /** false: read the resources without writing their status (a node reads what the server reports on). */
+    writeStatus?: boolean;
+  },
+): { source: ResourcePolicySource; watch: PolicyResourceWatch; status: PolicyStatusWriter | undefined; close(): Promise<void> } {
   const watch = new PolicyResourceWatch(kube, { logger: opts.logger, ...(opts.startTimeoutMs !== undefined ? { startTimeoutMs: opts.startTimeoutMs } : {}) });
-  const status = new PolicyStatusWriter(kube, { logger: opts.logger, latest: (kind, key) => watch.current(kind, key) });
+  const status =
+    opts.writeStatus === false ? undefined : new PolicyStatusWriter(kube, { logger: opts.logger, latest: (kind, key) => watch.current(kind, key) });
   const source = new ResourcePolicySource({
     store: watch,
-    status,
+    ...(status ? { status } : {}),
     ...(opts.folder ? { folder: opts.folder } : {}),
     ...(opts.exceptionNamespaces ? { exceptionNamespaces: opts.exceptionNamespaces } : {}),
   });
@@ -232,8 +240,8 @@ export function policyResourceSource(
     status,
     close: async () => {
       await watch.close();
-      status.close();
-      await status.flush();
+      status?.close();
+      await status?.flush();
     },
   };
 }

@@ -10,7 +10,7 @@ import { Writable } from "node:stream";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
-import { registryAccess } from "../../src/cli/serve.ts";
+import { registryAccess } from "../../src/cli/registry-access.ts";
 import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
 import { tokenDigest } from "../../src/caller-auth/caller-tokens.ts";
 import { registrySettingsMap } from "../../src/registry/registry-settings.ts";

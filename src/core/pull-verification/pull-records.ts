@@ -6,9 +6,10 @@
 // a keyed hash (HMAC-SHA256 with a node-local key, so a leaked record cannot be checked against guesses), with
 // the last pods that presented it, instead of a Secret's coordinates.
 
-import { ImprimaturError } from "../../errors/imprimatur-error.ts";
+import { exactKeys, header, nonEmptyString, object, parse, RECORD_API_VERSION, RecordFormatError, string, timestamp } from "./record-fields.ts";
 
-export const RECORD_API_VERSION = "imprimatur.dev/v1alpha1";
+export { RECORD_API_VERSION, RecordFormatError } from "./record-fields.ts";
+
 /** How many pods are remembered per credential, for `node-records` (the most recent). */
 export const MAX_PODS_PER_CREDENTIAL = 10;
 
@@ -71,13 +72,6 @@ export interface PreloadedImage {
 export interface PresentedCredential {
   hash: string;
   pod: PodRef;
-}
-
-/** A record file that is not exactly what the proxy writes: treated as "verify", never as "allow". */
-export class RecordFormatError extends ImprimaturError<"corrupt-record"> {
-  constructor(message: string) {
-    super("corrupt-record", message);
-  }
 }
 
 /** A new record, or `record` with this pull added. Returns a new object; the input is not changed. */
@@ -204,44 +198,4 @@ function credentialList(raw: unknown, at: string): RecordedCredential[] {
     });
     return { credentialHash, presentedBy };
   });
-}
-
-function parse(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (e) {
-    throw new RecordFormatError(`not JSON: ${(e as Error).message}`);
-  }
-}
-
-function header(o: Record<string, unknown>, kind: string): void {
-  if (o.apiVersion !== RECORD_API_VERSION) throw new RecordFormatError(`apiVersion must be ${RECORD_API_VERSION}, got ${JSON.stringify(o.apiVersion)}`);
-  if (o.kind !== kind) throw new RecordFormatError(`kind must be ${kind}, got ${JSON.stringify(o.kind)}`);
-}
-
-function object(v: unknown, at: string): Record<string, unknown> {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new RecordFormatError(`${at} must be an object`);
-  return v as Record<string, unknown>;
-}
-
-function exactKeys(o: Record<string, unknown>, allowed: readonly string[], at: string, optional = false): void {
-  for (const k of Object.keys(o)) if (!allowed.includes(k)) throw new RecordFormatError(`${at}: unknown field ${JSON.stringify(k)}`);
-  if (!optional) for (const k of allowed) if (!(k in o)) throw new RecordFormatError(`${at}: missing field ${JSON.stringify(k)}`);
-}
-
-function string(v: unknown, at: string): string {
-  if (typeof v !== "string") throw new RecordFormatError(`${at} must be a string`);
-  return v;
-}
-
-function nonEmptyString(v: unknown, at: string): string {
-  const s = string(v, at);
-  if (s === "") throw new RecordFormatError(`${at} must not be empty`);
-  return s;
-}
-
-function timestamp(v: unknown, at: string): string {
-  const s = nonEmptyString(v, at);
-  if (Number.isNaN(Date.parse(s))) throw new RecordFormatError(`${at} is not an RFC 3339 time`);
-  return s;
 }

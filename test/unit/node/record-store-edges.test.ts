@@ -32,7 +32,7 @@ describe("RecordStore, files it did not write or that went away", () => {
     for (const file of others) await writeFile(file, "not the proxy's");
     await writeFile(join(dir, "pulled", `.${recordFileName("sha256:aa")}.1.abcd.tmp`), "half");
     await RecordStore.open(dir);
-    assert.deepEqual((await readdir(dir)).sort(), [".keep", "backup.tmp", "credential-hash.key", "pulled", "pulling"]);
+    assert.deepEqual((await readdir(dir)).sort(), [".keep", "backup.tmp", "credential-hash.key", "pulled", "pulling", "verified"]);
     assert.deepEqual(await readdir(join(dir, "pulled")), [".notes"]);
     assert.deepEqual(await readdir(join(dir, "pulling")), ["copy.tmp"]);
   });

@@ -79,7 +79,7 @@ describe("RecordStore", () => {
     const moved = reopened.get("sha256:cc");
     assert.equal(moved.state, "unreadable");
     assert.match(moved.state === "unreadable" ? moved.reason : "", /file name is not that of its imageRef sha256:bb/);
-    assert.deepEqual(reopened.counts(), { pulled: 0, unreadable: 2, intentsInFlight: 0 });
+    assert.deepEqual(reopened.counts(), { pulled: 0, unreadable: 2, intentsInFlight: 0, verified: 0 });
     const listed = await readRecordsFolder(dir);
     assert.deepEqual(
       listed.records.map((r) => r.state),

@@ -165,6 +165,15 @@ export const COMMANDS: readonly Command[] = [
     },
   },
   {
+    name: "containerd-verifier",
+    args: "--policies DIR -name NAME -digest DIGEST -stdin-media-type TYPE",
+    summary: "judge a pull for containerd 2.x's bindir image-verifier plugin by the same policies",
+    load: async () => {
+      const m = await import("./containerd-verifier.ts");
+      return { usage: m.CONTAINERD_VERIFIER_USAGE, run: m.runContainerdVerifier };
+    },
+  },
+  {
     name: "node-records",
     args: "[--state-dir DIR]",
     summary: "list the node proxy's records: who may use which image on this node",

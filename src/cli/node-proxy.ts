@@ -25,6 +25,7 @@ import { VERIFY_PRESENT_MODES, type PullVerification, type VerifyPresent } from 
 import { PolicyFolder } from "../policy/policy-source.ts";
 import { PolicyLoadError } from "../policy/policy-error.ts";
 import { policyResourceSource } from "../policy-resources/resource-watch.ts";
+import { NamespaceLabelCache } from "../kube/namespace-label-cache.ts";
 import { registryAccess } from "./registry-access.ts";
 import { errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 import { DEFAULT_NODE_STATE_DIR } from "./node-records.ts";
@@ -255,12 +256,16 @@ async function startVerification(opts: NonNullable<NodeProxyArgs["verify"]>, kub
   const resources = opts.policyCrds && kube ? policyResourceSource(kube, { logger, writeStatus: false, ...(folder ? { folder } : {}) }) : undefined;
   const source = resources?.source ?? folder!;
   const policies = new NodePolicies(source, logger);
+  // With API access, namespace labels for policies with a namespaceSelector (without, such policies cannot decide).
+  const namespaces = kube ? new NamespaceLabelCache(kube, { logger }) : undefined;
   try {
+    await namespaces?.start();
     const first = await policies.first(opts.policyCrds);
     const engine = await buildNodeEngine({
       policies: first.set,
       failOpen: opts.failOpen,
       logger,
+      ...(namespaces ? { namespaces } : {}),
       ...(await registryAccess({ ...(opts.registries ? { registries: opts.registries } : {}), ...(opts.authFile ? { authFile: opts.authFile } : {}) })),
     });
     policies.watch((next) => engine.setPolicies(next.set));
@@ -278,11 +283,13 @@ async function startVerification(opts: NonNullable<NodeProxyArgs["verify"]>, kub
         policies.close();
         await engine.close();
         await resources?.close();
+        await namespaces?.close();
       },
     };
   } catch (e) {
     policies.close();
     await resources?.close();
+    await namespaces?.close();
     throw e;
   }
 }

@@ -31,7 +31,13 @@ export interface PullRequest {
   /** The image as the kubelet asks for it (the pod spec's reference). */
   image: string;
   auth: RegistryAuth | undefined;
-  pod: PullingPod;
+  /**
+   * The pod in the pull's sandbox. Absent when the caller names none (containerd's image verifier): the image is
+   * then judged as an ImageReview without a namespace is, so no namespaced policy and no pod-scoped match applies.
+   */
+  pod: PullingPod | undefined;
+  /** The digest the runtime already resolved the name to (containerd's image verifier); else the gate resolves it. */
+  digest?: string;
 }
 
 export interface PullGateOptions {
@@ -42,10 +48,9 @@ export interface PullGateOptions {
   logger: Logger;
   /** How long one pull's judgement may take (default 30 s); the kubelet's own deadline ends it sooner. */
   judgementMs?: number;
+  /** Who refuses, at the start of every refusal so the pod's events say it (default "imprimatur node-proxy"). */
+  refuser?: string;
 }
-
-/** The prefix of every refusal, so the pod's events say who refused the pull. */
-export const REFUSAL_PREFIX = "imprimatur node-proxy refused the pull";
 
 export class PullGate {
   private readonly opts: PullGateOptions;
@@ -59,26 +64,28 @@ export class PullGate {
     const { engine, logger } = this.opts;
     const until = Math.min(deadline, Date.now() + (this.opts.judgementMs ?? 30_000));
     const parsed = parseImageReference(pull.image);
-    if (!parsed.ok) return refused(`${JSON.stringify(pull.image)} is not an image reference: ${parsed.error}`);
+    if (!parsed.ok) return this.refused(`${JSON.stringify(pull.image)} is not an image reference: ${parsed.error}`);
     const ref = parsed.ref;
     const presented = presentedCredentials(pull.auth, ref.registry);
-    let digest = ref.digest;
+    let digest = pull.digest ?? ref.digest;
     if (!digest) {
       const resolver = engine.resolver;
-      if (!resolver) return refused("the node cannot resolve tags (no registry access)");
+      if (!resolver) return this.refused("the node cannot resolve tags (no registry access)");
       const resolved = await resolver.resolve(ref, presented, until);
       if (!resolved.ok) return this.unresolved(pull, ref, resolved.error, resolved.code);
       digest = resolved.digest;
     }
     const judged = imageAtDigest(ref, digest);
     const reviewed = await engine.review(
-      { kind: "object", object: podOfPull(pull.pod, judged), namespace: pull.pod.namespace },
-      { endpoint: "pull", deadline: until, dryRun: false, ownCluster: true, presentedCredentials: presented, ...(pull.pod.uid ? { uid: pull.pod.uid } : {}) },
+      pull.pod
+        ? { kind: "object", object: podOfPull(pull.pod, judged), namespace: pull.pod.namespace }
+        : { kind: "image-review", spec: { containers: [{ image: judged }] } },
+      { endpoint: "pull", deadline: until, dryRun: false, ownCluster: true, presentedCredentials: presented, ...(pull.pod?.uid ? { uid: pull.pod.uid } : {}) },
     );
     const decision = reviewed.decision;
     const pullAs = pullByDigest(ref, digest);
     if (!decision) return { outcome: "verified", pullAs, digest, decision: { allowed: true, violations: [], warnings: [], auditAnnotations: {} } };
-    if (!decision.allowed) return refused(renderReason(withoutFields(decision.violations)), digest, decision);
+    if (!decision.allowed) return this.refused(renderReason(withoutFields(decision.violations)), digest, decision);
     if (decision.failOpen && decision.failOpen.length > 0) {
       const reason = decision.failOpen.map((f) => f.error).join("; ");
       logger.warn({ image: pull.image, digest, pod: pull.pod, reason }, "pull allowed unverified: a registry gave no answer and the node fails open");
@@ -96,7 +103,7 @@ export class PullGate {
   /** A tag that did not resolve: the registry's answer refuses; no answer is the failure policy's to decide. */
   private unresolved(pull: PullRequest, ref: ImageReference, error: string, code: string | undefined): PullVerdict {
     if (registryAnswered(code))
-      return refused(
+      return this.refused(
         `the tag of ${JSON.stringify(pull.image)} could not be resolved to a digest (${code}: ${error}); that is the registry's answer, not an outage, so it is refused whatever the failure policy`,
       );
     if (this.opts.failOpen) {
@@ -104,18 +111,23 @@ export class PullGate {
       this.opts.logger.warn({ image: pull.image, pod: pull.pod, registry: ref.registry, reason }, "pull allowed unverified");
       return { outcome: "failed-open", pullAs: pull.image, reason };
     }
-    return refused(
+    return this.refused(
       `the tag of ${JSON.stringify(pull.image)} could not be resolved to a digest (${error}); refused because the node fails closed. ` +
         `Fix the registry settings, or set --failure-policy Ignore`,
     );
+  }
+
+  private refused(reason: string, digest?: string, decision?: Decision): PullVerdict {
+    return {
+      outcome: "refused",
+      message: `${this.opts.refuser ?? "imprimatur node-proxy"} refused the pull: ${reason}`,
+      ...(digest ? { digest } : {}),
+      ...(decision ? { decision } : {}),
+    };
   }
 }
 
 /** The judged manifest's field paths mean nothing to the pod: a pull names no container. */
 function withoutFields(violations: readonly Violation[]): Violation[] {
   return violations.map(({ field: _field, ...rest }) => rest);
-}
-
-function refused(reason: string, digest?: string, decision?: Decision): PullVerdict {
-  return { outcome: "refused", message: `${REFUSAL_PREFIX}: ${reason}`, ...(digest ? { digest } : {}), ...(decision ? { decision } : {}) };
 }

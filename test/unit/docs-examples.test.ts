@@ -173,6 +173,8 @@ const SKIPPED_BY_DESIGN: Record<string, string> = {
   "kubectl delete -k my-cluster": "writes to a cluster",
   "imprimatur node-proxy --listen unix:///run/imprimatur/image.sock --runtime-endpoint unix:///run/containerd/containerd.sock --state-dir /var/lib/imprimatur/node-proxy --metrics-address 127.0.0.1:9465":
     "a long-running proxy in front of a node's container runtime",
+  "imprimatur node-proxy --listen unix:///run/imprimatur/image.sock --runtime-endpoint unix:///run/containerd/containerd.sock --state-dir /var/lib/imprimatur/node-proxy --policies /etc/imprimatur/policies --registries /etc/imprimatur/registries.yaml":
+    "a long-running proxy in front of a node's container runtime, verifying its pulls",
   "imprimatur node-records --state-dir /var/lib/imprimatur/node-proxy": "reads a node's proxy records",
   "tar -xzf imprimatur-node-proxy-0.1.0-linux-x64.tar.gz -C /opt": "installs on a node (a release archive into /opt)",
   "ln -sfn /opt/imprimatur-node-proxy-0.1.0-linux-x64 /opt/imprimatur": "installs on a node",

@@ -189,6 +189,31 @@ test("never throws, even on input that is not a string", () => {
   }
 });
 
+test("familiarName keeps docker.io/ when the short form would read as another registry", () => {
+  // The grammar reads a first component with "." or ":", or "localhost", as a registry: "a.b/c" is on host
+  // a.b. Docker Hub images under such a namespace must stay on Docker Hub when their short form is parsed.
+  for (const input of ["docker.io/a.b/c:1", "docker.io/localhost/x", "index.docker.io/my.org/app@" + SHA256]) {
+    const ref = parse(input);
+    assert.equal(ref.registry, DOCKER_HUB, input);
+    // The short form names the same image, with the implicit tag made explicit as in the full name.
+    assert.deepEqual(parse(familiarName(ref)), parse(fullName(ref)), `${input} familiar round trip`);
+  }
+});
+
+test("a value that is not a string is quoted by its type, not by its string form", () => {
+  const refused = (shown: string) => ({ ok: false, error: `invalid image reference ${JSON.stringify(shown)}: must be a string` });
+  assert.deepEqual(parseImageReference(null as unknown as string), refused("null"));
+  assert.deepEqual(parseImageReference(undefined as unknown as string), refused("undefined"));
+  // String() of an array would show "nginx", which reads like a valid reference.
+  assert.deepEqual(parseImageReference(["nginx"] as unknown as string), refused("[object Array]"));
+  // An object without a prototype has no string form: String() of it throws.
+  assert.deepEqual(parseImageReference(Object.create(null) as string), refused("[object Object]"));
+  // String() of a deeply nested array recurses through every level and overflows the stack.
+  let deep: unknown[] = [];
+  for (let i = 0; i < 100_000; i++) deep = [deep];
+  assert.deepEqual(parseImageReference(deep as unknown as string), refused("[object Array]"));
+});
+
 test("Docker Hub's three names: docker.io in references, index.docker.io as its legacy alias, registry-1.docker.io for its API", () => {
   assert.equal(canonicalRegistryHost("Index.Docker.IO"), DOCKER_HUB);
   assert.equal(canonicalRegistryHost("Registry.Example.com:5000"), "registry.example.com:5000");

@@ -127,6 +127,23 @@ test("mutate: existing annotations get one escaped key, earlier pins are kept, a
   );
 });
 
+test('mutate: an earlier pin of an image named "undefined" is kept like any other', () => {
+  // "undefined" is a valid image (docker.io/library/undefined): a record keyed by it is an earlier pin, not an
+  // absent value, and pinning another container must not drop it.
+  const t = target("registry.example.com/app:2", "spec.containers[0].image");
+  const earlier = JSON.stringify({ undefined: `undefined@${D2}` });
+  const { decision } = pinningDecision(
+    [t],
+    [{ ok: true, digest: D1, credentialSource: "anonymous" }],
+    [{ value: { annotations: { [PINNED_IMAGES_ANNOTATION]: earlier } }, field: "metadata" }],
+    { mode: "mutate", failOpen: false },
+  );
+  assert.deepEqual(JSON.parse(decision.patches!.at(-1)!.value as string), {
+    undefined: `undefined@${D2}`,
+    "registry.example.com/app:2": `registry.example.com/app:2@${D1}`,
+  });
+});
+
 test("record mode resolves and records, and never patches", () => {
   const t = target("registry.example.com/app:1.0", "spec.containers[0].image");
   const { decision } = pinningDecision([t], [{ ok: true, digest: D1, credentialSource: "authfile" }], [{ value: {}, field: "metadata" }], {

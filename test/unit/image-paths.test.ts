@@ -416,4 +416,12 @@ describe("image path edges", () => {
       `imagePaths (spec.steps[*]) finds the object ${JSON.stringify({ r: "d".repeat(72) })} at spec.steps[3].image, not an image reference`,
     ]);
   });
+
+  it("an image volume source whose reference is null is denied as null, not as an object", () => {
+    // The holder's value is the source object, so the null is only met at image.reference: it is shown as what it is.
+    const obj = task({ volumes: [{ name: "model", image: { reference: null } }] });
+    assert.deepEqual(imagesAtPaths(obj, [path({ path: "{{ spec.volumes[*] }}" })]).errors, [
+      { policy: "p", message: "imagePaths (spec.volumes[*]) finds the null null at spec.volumes[0].image.reference, not an image reference" },
+    ]);
+  });
 });

@@ -17,6 +17,12 @@ test("the manifest digest of an imageID, as containerd and dockershim report it;
   assert.equal(digestOfImageId(""), undefined);
 });
 
+test("a scheme is removed only at the start of an imageID: text like one after the @ leaves no digest", () => {
+  // What follows the last "@" must be a digest as it stands; nothing inside it is dropped to make it one.
+  assert.equal(digestOfImageId(`docker.io/library/nginx@sha256:x://${"1".repeat(64)}`), undefined);
+  assert.equal(digestOfImageId(`docker-pullable://docker.io/library/nginx@${D1}`), D1);
+});
+
 const pod = (status: object, annotations: Record<string, string> = {}) => ({
   apiVersion: "v1",
   kind: "Pod",

@@ -28,7 +28,6 @@
 // Exit 0 when every call was answered as expected (present / absent / the right image ref, and the proxy's own
 // counters and the apiserver's count of pod lists agree), whatever the timings; 1 on a wrong answer or a failed
 // run; 2 on a usage error. Loopback only; the run stops by itself, and a watchdog ends it after 6 minutes.
-import { spawn } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -45,13 +44,7 @@ import protobuf from "protobufjs";
 import { CoreV1Api, KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import { credentialHash, type RegistryAuth } from "../src/core/pull-verification/credential-hash.ts";
 import { recordPull } from "../src/core/pull-verification/pull-records.ts";
-import {
-  decodeImageStatusResponse,
-  decodePullImageResponse,
-  encodeImageStatusRequestFor,
-  encodePullImageRequest,
-  LIST_ALL_IMAGES_REQUEST,
-} from "../src/cri/cri-messages.ts";
+import { decodeImageStatusResponse, decodePullImageResponse, encodeImageStatusRequestFor, encodePullImageRequest } from "../src/cri/cri-messages.ts";
 import { RuntimeImageClient, type CriPackage } from "../src/cri/image-service-proxy.ts";
 import { recordFileName, RecordStore } from "../src/node/record-store.ts";
 import { startNodeProxy, type NodeProxyProcess } from "../test/support/node-proxy-process.ts";
@@ -59,6 +52,7 @@ import { createPullSecret, startKubeCluster, type KubeCluster } from "../test/su
 import { podManifest, startNodeRuntime, type NodeRuntime } from "../test/support/real-node.ts";
 import { startRegistry, type TestRegistry } from "../test/support/registry.ts";
 import { buildRunnableImage } from "../test/support/runnable-image.ts";
+import { startForwarder, type Forwarder } from "./support/forwarder-process.ts";
 import { findTaskset, pin } from "./support/pinning.ts";
 import { percentile, renderTable } from "./support/report.ts";
 import { guardRun } from "./support/run-guard.ts";
@@ -92,7 +86,6 @@ const CREATE_CONCURRENCY = 4;
 const MEMORY_PROBE = fileURLToPath(new URL("./support/memory-probe.ts", import.meta.url));
 /** How long the memory measurement waits after the proxy answers before reading its memory. */
 const SETTLE_MS = 1_000;
-const FORWARDER = fileURLToPath(new URL("./support/grpc-forwarder.ts", import.meta.url));
 
 const USAGE = `Usage: node bench/node-proxy.ts [options]
 
@@ -607,44 +600,6 @@ function pinProcesses(opts: Options, servers: Array<{ name: string; pid: number 
   if (!taskset) return { pinned: false, description: "not pinned: taskset is not installed" };
   const done = [...servers.map((s) => pin(taskset, s.pid, SERVER_CPU, s.name)), pin(taskset, process.pid, GENERATOR_CPU, "load generator")];
   return { pinned: done.every((d) => / on CPU \d+$/.test(d)), description: done.join(", ") };
-}
-
-interface Forwarder {
-  pid: number;
-  endpoint: string;
-  stop(): Promise<void>;
-}
-
-/** bench/support/grpc-forwarder.ts as a child process, ready once a ListImages through it is answered. */
-async function startForwarder(socket: string, runtimeEndpoint: string): Promise<Forwarder> {
-  const endpoint = `unix://${socket}`;
-  const child = spawn(process.execPath, [FORWARDER, "--listen", endpoint, "--runtime-endpoint", runtimeEndpoint], { stdio: ["ignore", "ignore", "pipe"] });
-  let stderr = "";
-  child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-    await exited;
-  };
-  const probe = new RuntimeImageClient(endpoint);
-  try {
-    for (const deadline = Date.now() + 20_000; ;) {
-      if (child.exitCode !== null) throw new Error(`grpc-forwarder exited with ${child.exitCode}: ${stderr}`);
-      try {
-        await probe.call(PKG, "ListImages", LIST_ALL_IMAGES_REQUEST, { deadline: Date.now() + 1_000 });
-        break;
-      } catch {
-        if (Date.now() > deadline) throw new Error(`grpc-forwarder did not answer: ${stderr}`);
-        await sleep(50);
-      }
-    }
-  } catch (e) {
-    await stop();
-    throw e;
-  } finally {
-    probe.close();
-  }
-  return { pid: child.pid!, endpoint, stop };
 }
 
 /** LISTs of pods the apiserver has served (its apiserver_request_total): only the proxy lists pods here. */

@@ -9,7 +9,8 @@ import { repairTornLastLine, type TornLineRepair } from "../fs/torn-line.ts";
 
 export interface AuditRecord {
   time: string;
-  event: "break-glass" | "break-glass-refused" | "policy-exception" | "fail-open";
+  /** Admission overrides; and at the node, every pull judged (pull-verified, pull-refused, pull-failed-open). */
+  event: "break-glass" | "break-glass-refused" | "policy-exception" | "fail-open" | "pull-verified" | "pull-refused" | "pull-failed-open";
   [key: string]: unknown;
 }
 

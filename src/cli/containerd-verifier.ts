@@ -6,6 +6,7 @@
 // adds this command's own flags (deploy/containerd-verifier/), since containerd passes none.
 import { pino } from "pino";
 import { parseImageReference } from "../core/image-reference.ts";
+import { AuditLog } from "../audit/audit-log.ts";
 import { buildNodeEngine } from "../node/node-engine.ts";
 import { PullGate } from "../node/pull-gate.ts";
 import { PolicyLoadError } from "../policy/policy-error.ts";
@@ -29,6 +30,10 @@ deploy/containerd-verifier/.
   --failure-policy POLICY    Fail (default: a registry that gives no answer blocks the pull) or Ignore
   --timeout DURATION         how long a judgement may take, e.g. 8s (default 8s; containerd's
                              per_verifier_timeout is 10s by default)
+  --audit-log FILE           every judgement, one JSON line each, fsynced before the exit status; an allowed
+                             pull that cannot be recorded is blocked. Without it, judgements go to standard
+                             error only (containerd's debug log), and a pull allowed by failing open is blocked:
+                             that override must be recorded
 
 containerd's arguments, single or double dash, "-flag value" or "-flag=value" as Go's flag package reads them:
   -name NAME                 the image reference being pulled
@@ -51,12 +56,13 @@ interface VerifierArgs {
   authFile?: string;
   failOpen: boolean;
   timeoutMs: number;
+  auditLog?: string;
   name: string;
   digest: string;
   mediaType: string;
 }
 
-const VALUE_FLAGS = ["policies", "registries", "authfile", "failure-policy", "timeout", "name", "digest", "stdin-media-type"] as const;
+const VALUE_FLAGS = ["policies", "registries", "authfile", "failure-policy", "timeout", "audit-log", "name", "digest", "stdin-media-type"] as const;
 type ValueFlag = (typeof VALUE_FLAGS)[number];
 
 /** Go flag syntax (what containerd writes) and ours alike: -flag value, --flag value, -flag=value. */
@@ -81,10 +87,12 @@ export function parseVerifierArgs(argv: string[]): VerifierArgs {
   if (!t || Number(t[1]) === 0) throw new UsageError(`--timeout must be a duration like 8s or 500ms, got ${timeout}`);
   const registries = values.get("registries");
   const authFile = values.get("authfile");
+  const auditLog = values.get("audit-log");
   return {
     policies: values.get("policies")!,
     ...(registries ? { registries } : {}),
     ...(authFile ? { authFile } : {}),
+    ...(auditLog ? { auditLog } : {}),
     failOpen: failurePolicy === "Ignore",
     timeoutMs: Number(t[1]) * (t[2] === "s" ? 1000 : 1),
     name: values.get("name")!,
@@ -157,14 +165,23 @@ export async function runContainerdVerifier(argv: string[]): Promise<number> {
       return 1;
     }
     const { policies } = await loadPolicySet(new PolicyFolder(args.policies), { profiles: [], allowEmpty: false });
+    const audit = args.auditLog ? new AuditLog(args.auditLog) : undefined;
     const engine = await buildNodeEngine({
       policies,
       failOpen: args.failOpen,
       logger,
+      ...(audit ? { auditLog: audit } : {}),
       ...(await registryAccess({ ...(args.registries ? { registries: args.registries } : {}), ...(args.authFile ? { authFile: args.authFile } : {}) })),
     });
     try {
-      const gate = new PullGate({ engine, failOpen: args.failOpen, logger, judgementMs: args.timeoutMs, refuser: "imprimatur containerd-verifier" });
+      const gate = new PullGate({
+        engine,
+        failOpen: args.failOpen,
+        logger,
+        judgementMs: args.timeoutMs,
+        refuser: "imprimatur containerd-verifier",
+        ...(audit ? { audit } : {}),
+      });
       const verdict = await gate.judge({ image: args.name, auth: undefined, pod: undefined, digest: args.digest }, Date.now() + args.timeoutMs);
       if (verdict.outcome === "refused") {
         say(verdict.message);
@@ -178,6 +195,7 @@ export async function runContainerdVerifier(argv: string[]): Promise<number> {
       return 0;
     } finally {
       await engine.close();
+      await audit?.close();
     }
   } catch (e) {
     // A verifier that cannot judge blocks: containerd allows only on 0.

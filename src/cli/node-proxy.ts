@@ -26,6 +26,8 @@ import { PolicyFolder } from "../policy/policy-source.ts";
 import { PolicyLoadError } from "../policy/policy-error.ts";
 import { policyResourceSource } from "../policy-resources/resource-watch.ts";
 import { NamespaceLabelCache } from "../kube/namespace-label-cache.ts";
+import { AuditLog } from "../audit/audit-log.ts";
+import { join } from "node:path";
 import { registryAccess } from "./registry-access.ts";
 import { errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 import { DEFAULT_NODE_STATE_DIR } from "./node-records.ts";
@@ -68,6 +70,8 @@ pods admitted while the webhook failed open, tags that moved, images preloaded o
                                     and the pull is judged; Never: images on the node are used as they are
   --registries FILE                 RegistryConfig: per-registry CA, client certificate, mirrors (as serve's)
   --authfile FILE                   the node's own registry credentials, tried after the pull's
+  --audit-log FILE                  every pull judged, one JSON line each, fsynced before the pull goes on (default
+                                    audit.log in --state-dir); a pull that cannot be recorded is refused
 
 Images on the node when the proxy first runs count as preloaded: the first start that completes lists them
 (preloaded-images.json); a start that fails before that (the runtime not up yet at boot) leaves the next one
@@ -92,6 +96,7 @@ interface NodeProxyArgs {
     verifyPresent: VerifyPresent;
     registries?: string;
     authFile?: string;
+    auditLog: string;
   };
 }
 
@@ -111,6 +116,7 @@ function parseNodeProxyArgs(argv: string[]): NodeProxyArgs {
     "verify-present": { type: "string" },
     registries: { type: "string" },
     authfile: { type: "string" },
+    "audit-log": { type: "string" },
   });
   for (const flag of ["listen", "runtime-endpoint"] as const) if (!values[flag]) throw new UsageError(`--${flag} is required`);
   for (const flag of ["listen", "runtime-endpoint"] as const) {
@@ -135,7 +141,7 @@ function parseNodeProxyArgs(argv: string[]): NodeProxyArgs {
   }
   const verifying = values.policies !== undefined || values["policy-crds"] === true;
   if (!verifying)
-    for (const flag of ["failure-policy", "verify-present", "registries", "authfile"] as const)
+    for (const flag of ["failure-policy", "verify-present", "registries", "authfile", "audit-log"] as const)
       if (values[flag] !== undefined) throw new UsageError(`--${flag} applies only with --policies or --policy-crds`);
   if (values["policy-crds"] && !values.kubeconfig) throw new UsageError("--policy-crds needs --kubeconfig (and --node-name)");
   const failurePolicy = values["failure-policy"] ?? "Fail";
@@ -160,6 +166,7 @@ function parseNodeProxyArgs(argv: string[]): NodeProxyArgs {
             verifyPresent: verifyPresent as VerifyPresent,
             ...(values.registries !== undefined ? { registries: values.registries } : {}),
             ...(values.authfile !== undefined ? { authFile: values.authfile } : {}),
+            auditLog: values["audit-log"] ?? join(values["state-dir"]!, "audit.log"),
           },
         }
       : {}),
@@ -256,6 +263,10 @@ async function startVerification(opts: NonNullable<NodeProxyArgs["verify"]>, kub
   const resources = opts.policyCrds && kube ? policyResourceSource(kube, { logger, writeStatus: false, ...(folder ? { folder } : {}) }) : undefined;
   const source = resources?.source ?? folder!;
   const policies = new NodePolicies(source, logger);
+  const audit = new AuditLog(opts.auditLog, {
+    onTornLine: (repair) =>
+      logger.warn({ auditLog: opts.auditLog, ...repair }, "the audit log ended in an unfinished record (a crash while writing it); moved aside"),
+  });
   // With API access, namespace labels for policies with a namespaceSelector (without, such policies cannot decide).
   const namespaces = kube ? new NamespaceLabelCache(kube, { logger }) : undefined;
   try {
@@ -265,11 +276,12 @@ async function startVerification(opts: NonNullable<NodeProxyArgs["verify"]>, kub
       policies: first.set,
       failOpen: opts.failOpen,
       logger,
+      auditLog: audit,
       ...(namespaces ? { namespaces } : {}),
       ...(await registryAccess({ ...(opts.registries ? { registries: opts.registries } : {}), ...(opts.authFile ? { authFile: opts.authFile } : {}) })),
     });
     policies.watch((next) => engine.setPolicies(next.set));
-    const gate = new PullGate({ engine, failOpen: opts.failOpen, logger });
+    const gate = new PullGate({ engine, failOpen: opts.failOpen, logger, audit });
     return {
       verification: {
         gate,
@@ -284,12 +296,14 @@ async function startVerification(opts: NonNullable<NodeProxyArgs["verify"]>, kub
         await engine.close();
         await resources?.close();
         await namespaces?.close();
+        await audit.close();
       },
     };
   } catch (e) {
     policies.close();
     await resources?.close();
     await namespaces?.close();
+    await audit.close();
     throw e;
   }
 }

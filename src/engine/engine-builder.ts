@@ -30,6 +30,8 @@ interface EngineOptionsOfEveryMode {
   recorder?: Recorder;
   /** The append-only audit log; without one, an override that must be recorded is refused. */
   auditLogPath?: string;
+  /** The audit log itself, when the caller writes to it too (the node records every pull); instead of auditLogPath. */
+  auditLog?: AuditLog;
   /** Honour the namespaces' pod-security.kubernetes.io labels as Pod Security Admission does (src/core/pod-security/). */
   podSecurity?: PodSecurityContext;
   /** Deny every review while no policy is in force (`serve --require-policies`), instead of admitting everything. */
@@ -101,12 +103,14 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
     remotes,
     cache,
     resolver: online?.resolver,
-    audit: opts.auditLogPath
-      ? new AuditLog(opts.auditLogPath, {
-          onTornLine: (repair) =>
-            logger.warn({ auditLog: opts.auditLogPath, ...repair }, "the audit log ended in an unfinished record (a crash while writing it); moved aside"),
-        })
-      : undefined,
+    audit:
+      opts.auditLog ??
+      (opts.auditLogPath
+        ? new AuditLog(opts.auditLogPath, {
+            onTornLine: (repair) =>
+              logger.warn({ auditLog: opts.auditLogPath, ...repair }, "the audit log ended in an unfinished record (a crash while writing it); moved aside"),
+          })
+        : undefined),
     close: async () => {
       await Promise.all(remotes.map((r) => r.close()));
       await online?.registry.close();

@@ -2,6 +2,7 @@
 // what a pull cannot show. A pull carries an image and the pod's namespace, name and labels, not its spec, so
 // PodRestrictions (and Pod Security) stay the webhook's; image policies, trust roots and exceptions apply as they do there.
 import type { Logger } from "pino";
+import type { AuditLog } from "../audit/audit-log.ts";
 import { DEFAULT_SERVER_CONFIG, type ServerConfig } from "../config/server-config.ts";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
 import type { PolicySet } from "../core/policy-set/policy-kinds.ts";
@@ -25,8 +26,8 @@ export interface NodeEngineOptions {
   /** Namespace labels, for policies with a namespaceSelector (from the API with --kubeconfig); without: such policies cannot decide. */
   namespaces?: NamespaceLabelSource;
   logger: Logger;
-  /** Durable records of pulls allowed by failing open. */
-  auditLogPath?: string;
+  /** The node's audit log: every pull judged, and the overrides (fail-open) the engine records. */
+  auditLog?: AuditLog;
 }
 
 export function nodeServerConfig(failOpen: boolean): ServerConfig {
@@ -46,6 +47,6 @@ export function buildNodeEngine(opts: NodeEngineOptions): Promise<Engine> {
     ...(opts.registries ? { registries: opts.registries } : {}),
     ...(opts.staticCredentials ? { staticCredentials: opts.staticCredentials } : {}),
     ...(opts.namespaces ? { namespaces: opts.namespaces } : {}),
-    ...(opts.auditLogPath ? { auditLogPath: opts.auditLogPath } : {}),
+    ...(opts.auditLog ? { auditLog: opts.auditLog } : {}),
   });
 }

@@ -12,6 +12,7 @@ import { registryAnswered } from "../core/image-policy/digest-pinning.ts";
 import { parseImageReference, type ImageReference } from "../core/image-reference.ts";
 import type { RegistryAuth } from "../core/pull-verification/credential-hash.ts";
 import { imageAtDigest, podOfPull, pullByDigest, type PullingPod } from "../core/pull-verification/pull-subject.ts";
+import type { AuditLog, AuditRecord } from "../audit/audit-log.ts";
 import type { Engine } from "../engine/engine.ts";
 import { presentedCredentials } from "./presented-credentials.ts";
 
@@ -50,6 +51,11 @@ export interface PullGateOptions {
   judgementMs?: number;
   /** Who refuses, at the start of every refusal so the pod's events say it (default "imprimatur node-proxy"). */
   refuser?: string;
+  /**
+   * The node's audit log: every pull judged is a record there, durably, before the pull goes on. A verdict that
+   * allows a pull and cannot be recorded refuses it instead: no pull leaves no trace.
+   */
+  audit?: AuditLog;
 }
 
 export class PullGate {
@@ -59,8 +65,13 @@ export class PullGate {
     this.opts = opts;
   }
 
-  /** Judges one pull; `deadline` is the caller's (epoch ms), shortened to the gate's own bound. Never throws. */
+  /** Judges one pull and records the verdict; `deadline` is the caller's (epoch ms), shortened to the gate's own bound. Never throws. */
   async judge(pull: PullRequest, deadline: number): Promise<PullVerdict> {
+    const verdict = await this.verdict(pull, deadline);
+    return this.recorded(pull, verdict);
+  }
+
+  private async verdict(pull: PullRequest, deadline: number): Promise<PullVerdict> {
     const { engine, logger } = this.opts;
     const until = Math.min(deadline, Date.now() + (this.opts.judgementMs ?? 30_000));
     const parsed = parseImageReference(pull.image);
@@ -115,6 +126,31 @@ export class PullGate {
       `the tag of ${JSON.stringify(pull.image)} could not be resolved to a digest (${error}); refused because the node fails closed. ` +
         `Fix the registry settings, or set --failure-policy Ignore`,
     );
+  }
+
+  /** The verdict's audit record, written before the pull goes on; an allowing verdict that cannot be recorded refuses. */
+  private async recorded(pull: PullRequest, verdict: PullVerdict): Promise<PullVerdict> {
+    const { audit, logger } = this.opts;
+    if (!audit) return verdict;
+    const record: AuditRecord = {
+      time: new Date().toISOString(),
+      event: `pull-${verdict.outcome}`,
+      image: pull.image,
+      ...(verdict.digest ? { digest: verdict.digest } : {}),
+      ...(pull.pod ? { namespace: pull.pod.namespace, name: pull.pod.name, uid: pull.pod.uid } : {}),
+      ...(verdict.outcome === "refused" ? { reason: verdict.message } : {}),
+      ...(verdict.outcome === "failed-open" ? { reason: verdict.reason } : {}),
+      ...(verdict.decision?.passes ? { passes: verdict.decision.passes } : {}),
+      ...(verdict.decision?.advisories?.length ? { advisories: withoutFields(verdict.decision.advisories) } : {}),
+    };
+    try {
+      await audit.append(record);
+      return verdict;
+    } catch (e) {
+      logger.error({ err: e, image: pull.image, outcome: verdict.outcome }, "the pull could not be recorded in the node's audit log");
+      if (verdict.outcome === "refused") return verdict;
+      return this.refused(`the pull could not be recorded in the node's audit log (${(e as Error).message}), so it is refused`, verdict.digest);
+    }
   }
 
   private refused(reason: string, digest?: string, decision?: Decision): PullVerdict {

@@ -144,7 +144,10 @@ before(async () => {
   ] as const) {
     await mkdir(join(dir, folder));
     const envFile = join(dir, `${folder}.env`);
-    await writeFile(envFile, `IMPRIMATUR_VERIFIER_ARGS="--policies ${policies} --registries ${registries} --failure-policy ${failurePolicy} --timeout 8s"\n`);
+    await writeFile(
+      envFile,
+      `IMPRIMATUR_VERIFIER_ARGS="--policies ${policies} --registries ${registries} --failure-policy ${failurePolicy} --timeout 8s --audit-log ${join(dir, `${folder}-audit.log`)}"\n`,
+    );
     const file = await installWrapper(join(dir, folder), envFile);
     if (failurePolicy === "Fail") verifier = file;
     else failOpenVerifier = file;
@@ -232,5 +235,33 @@ describe("containerd-verifier by containerd's bindir protocol", () => {
     const open = await runAsContainerd(failOpenVerifier, `${SILENT}/app:1.0`, descriptor);
     assert.equal(open.exitCode, 0, open.reason);
     assert.match(open.reason, /^imprimatur: allowed unverified \(the node fails open\)/);
+    // The override is in the audit log twice over: the engine's fail-open record and the pull's own.
+    const records = (await readFile(join(dir, "bin-open-audit.log"), "utf8"))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { event: string; image?: string });
+    assert.deepEqual(
+      records.map((r) => r.event),
+      ["fail-open", "pull-failed-open"],
+    );
+  });
+
+  test("every judgement is a line in the audit log, written before the exit status", async () => {
+    const log = join(dir, "bin-audit.log");
+    const before = (await readFile(log, "utf8").catch(() => "")).split("\n").filter(Boolean).length;
+    await runAsContainerd(verifier, images["public/unsigned"]!.name, descriptorOf("public/unsigned"));
+    await runAsContainerd(verifier, images["public/signed"]!.name, descriptorOf("public/signed"));
+    const lines = (await readFile(log, "utf8"))
+      .split("\n")
+      .filter(Boolean)
+      .slice(before)
+      .map((l) => JSON.parse(l) as { event: string; digest?: string });
+    assert.deepEqual(
+      lines.map((r) => [r.event, r.digest]),
+      [
+        ["pull-refused", images["public/unsigned"]!.digest],
+        ["pull-verified", images["public/signed"]!.digest],
+      ],
+    );
   });
 });

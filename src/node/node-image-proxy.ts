@@ -392,9 +392,9 @@ export class NodeImageProxy {
     const { verdict, generation, everyPod } = judged;
     if (verdict.outcome !== "verified") return; // failed open: never recorded as verified
     if (fingerprint) this.podVerifications.set(podVerificationKey(imageRef, fingerprint), generation);
-    this.afterAnswer(async () => {
-      await this.opts.store.recordVerified({ imageRef, digest: verdict.digest, policyGeneration: generation, everyPod, name: image });
-    });
+    // In memory before the answer (the kubelet may look for the tag at once), on disk after it.
+    const written = this.opts.store.recordVerified({ imageRef, digest: verdict.digest, policyGeneration: generation, everyPod, name: image });
+    this.afterAnswer(() => written.then(() => undefined));
   }
 
   /**

@@ -46,10 +46,13 @@ class GenerationOfReads implements PolicySource {
   }
 }
 
-/** The generation of a set of documents: their origins and texts, sorted, hashed. */
+/**
+ * The generation of a set of documents: their texts, sorted, hashed. Where they are (a folder moved, a file renamed)
+ * does not change what they say; the files a policy names beside it (a trust root) are among the texts.
+ */
 export function generationOf(texts: readonly PolicyText[]): string {
   const hash = createHash("sha256");
-  for (const t of [...texts].sort((a, b) => (a.origin < b.origin ? -1 : a.origin > b.origin ? 1 : 0))) hash.update(JSON.stringify([t.origin, t.text]));
+  for (const text of texts.map((t) => t.text).sort()) hash.update(`${Buffer.byteLength(text)}:${text}`);
   return `sha256:${hash.digest("hex")}`;
 }
 

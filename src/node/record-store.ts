@@ -198,14 +198,17 @@ export class RecordStore {
     return this.verifiedNames.get(name);
   }
 
-  /** Records a verified pull; on disk when this resolves. A failed write leaves the image to be verified again. */
+  /**
+   * Records a verified pull: in memory at once (the kubelet may ask for the image right after the pull), on disk
+   * when this resolves. A write that fails or a crash before it leaves the image to be verified again after a restart.
+   */
   async recordVerified(v: Verification): Promise<ImageVerifiedRecord> {
+    const file = recordFileName(v.imageRef);
+    const next = recordVerification(this.verified.get(file), v, new Date());
+    this.keepVerified(next);
     return this.locked(async () => {
-      const file = recordFileName(v.imageRef);
-      const next = recordVerification(this.verified.get(file), v, new Date());
       this.lastWrite.set(`${VERIFIED}/${file}`, ++this.writes);
-      await writeAtomically(join(this.dir, VERIFIED, file), JSON.stringify(next, null, 2), this.step("verified"));
-      this.keepVerified(next);
+      await writeAtomically(join(this.dir, VERIFIED, file), JSON.stringify(this.verified.get(file) ?? next, null, 2), this.step("verified"));
       return next;
     });
   }

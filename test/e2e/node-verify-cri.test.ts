@@ -72,8 +72,13 @@ async function policyFolder(name: string, extra: Record<string, unknown>[] = [])
   return folder;
 }
 
+/**
+ * A verifying proxy. The credential check of KEP-2535 is off (NeverVerify) unless `args` set it: images here are
+ * pulled with a credential, and that check would make every other pod pull too, which is not what is tested here.
+ */
 async function proxy(stateDir: string, args: string[]): Promise<{ p: NodeProxyProcess; client: RuntimeImageClient }> {
-  const p = await startNodeProxy({ dir: await mkdtemp(join(dir, "proxy-")), stateDir, runtimeEndpoint: node.containerdEndpoint, args });
+  const withPolicy = args.includes("--verification-policy") ? args : [...args, "--verification-policy", "NeverVerify"];
+  const p = await startNodeProxy({ dir: await mkdtemp(join(dir, "proxy-")), stateDir, runtimeEndpoint: node.containerdEndpoint, args: withPolicy });
   proxies.push(p);
   const client = new RuntimeImageClient(p.endpoint);
   clients.push(client);
@@ -137,8 +142,8 @@ describe("node-proxy --policies", () => {
     // The kubelet's next look for the tag (a container restart, another pod) finds the verified image.
     assert.equal((await status(client, image, "web"))?.id, imageRef);
     assert.equal((await status(client, image, "other"))?.id, imageRef, "nothing in the policies depends on the pod: the verdict holds for every pod");
+    assert.equal(await p.metric('imprimatur_node_image_checks_total{result="not-verified"}'), 0);
     assert.equal(await p.metric('imprimatur_node_pull_verifications_total{outcome="verified"}'), 1);
-    assert.match(await p.log(), new RegExp(`"msg":"pull verified".*"digest":"${digest}"`));
   });
 
   test("an unsigned image is refused with the reason, and nothing is pulled", async () => {
@@ -196,7 +201,7 @@ describe("node-proxy --policies", () => {
     const imageRef = await pull(before.client, image, "web");
     await stop(before.p);
     // The same policies after a restart: the record stands, for the tag too.
-    const same = await proxy(stateDir, ["--policies", await policyFolder("change-2"), "--registries", registriesFile]);
+    const same = await proxy(stateDir, ["--policies", await policyFolder("change-2"), "--registries", registriesFile]); // the same documents elsewhere
     assert.equal((await status(same.client, image, "fresh"))?.id, imageRef);
     await stop(same.p);
     const changed = await proxy(stateDir, [
@@ -238,6 +243,26 @@ describe("node-proxy --policies", () => {
     // The verdict depended on the pod: another pod of "team" is not given the image "other" had verified.
     assert.equal(await status(client, image, "web"), undefined);
     assert.equal((await status(client, image, "api"))?.id, imageRef);
+  });
+
+  test("beside the credential check: a pod that has not shown credentials is told to pull, and its pull is judged", async () => {
+    await push("apps/private", "v1", true);
+    const image = `${registry.host}/apps/private:v1`;
+    const { p, client } = await proxy(join(dir, "state-both"), [
+      "--policies",
+      await policyFolder("both"),
+      "--registries",
+      registriesFile,
+      "--verification-policy",
+      "AlwaysVerify",
+    ]);
+    const imageRef = await pull(client, image, "web");
+    // Verified for every pod, but "other" has not shown a credential: the KEP-2535 check hides the image.
+    assert.equal(await status(client, image, "other"), undefined);
+    assert.equal(await p.metric('imprimatur_node_image_checks_total{result="must-pull"}'), 1);
+    assert.equal(await p.metric('imprimatur_node_image_checks_total{result="not-verified"}'), 0);
+    assert.equal(await pull(client, image, "other"), imageRef);
+    assert.equal(await p.metric('imprimatur_node_pull_verifications_total{outcome="verified"}'), 2);
   });
 
   test("policies that do not load stop the start, with file, line and reason", async () => {

@@ -130,7 +130,14 @@ test("a policy set's generation follows its documents, in any order, and changes
   const b = { origin: "b.yaml", text: "y" };
   assert.equal(generationOf([a, b]), generationOf([b, a]));
   assert.notEqual(generationOf([a, b]), generationOf([a, { ...b, text: "y2" }]));
-  assert.notEqual(generationOf([a]), generationOf([{ ...a, origin: "c.yaml" }]));
+  assert.equal(generationOf([a]), generationOf([{ ...a, origin: "moved/a.yaml" }]), "where a document is does not change what it says");
+  assert.notEqual(
+    generationOf([{ origin: "a", text: "xy" }]),
+    generationOf([
+      { origin: "a", text: "x" },
+      { origin: "b", text: "y" },
+    ]),
+  );
   const dir = await mkdtemp(join(tmpdir(), "imprimatur-node-policies-"));
   dirs.push(dir);
   await writeFile(join(dir, "p.yaml"), imagePolicy("  rules: [{action: allow, images: ['*']}]\n"));

@@ -1,4 +1,4 @@
-// Child process of record-store-crash.test.ts: one pull's writes (intent, record, intent removed) and a prune,
+// Child process of record-store-crash.test.ts: one pull's writes (intent, record, its verification, intent removed) and a prune,
 // through a RecordStore whose step hook kills this process (SIGKILL, no clean-up) at the step named in argv; or,
 // with "first-start" after the step, the first start's snapshot alone.
 import { recordPull } from "../../../src/core/pull-verification/pull-records.ts";
@@ -22,6 +22,7 @@ await store.writeIntent(pulled.image).durable;
 await store.update(pulled.imageRef, (c) =>
   recordPull(c.state === "ok" ? c.record : undefined, pulled.imageRef, pulled.repository, { hash: pulled.hash, pod: pulled.pod }, new Date()),
 );
+await store.recordVerified({ imageRef: pulled.imageRef, ...CRASH.verified, everyPod: true, name: pulled.image });
 await store.removeIntent(pulled.image);
 const listedAt = store.writeTicket();
 const removed = await store.prune(new Set(CRASH.present), listedAt);

@@ -22,4 +22,6 @@ export const CRASH = {
     pod: { namespace: "team", name: "puller", uid: "uid-puller" },
   },
   present: [ref("a"), ref("b"), ref("f")],
+  /** What the child's pull was verified as (verification at pull time), and the record kept from before. */
+  verified: { digest: `sha256:${"9".repeat(64)}`, policyGeneration: "sha256:generation" },
 };

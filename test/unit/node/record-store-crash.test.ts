@@ -21,6 +21,9 @@ const STEPS: StoreStep[] = [
   "record-temporary-written",
   "record-renamed",
   "record-durable",
+  "verified-temporary-written",
+  "verified-renamed",
+  "verified-durable",
   "intent-removed",
   "record-pruned",
   "preloaded-temporary-written",
@@ -42,6 +45,7 @@ before(async () => {
   for (const r of [CRASH.kept, CRASH.gone]) {
     await store.update(r.imageRef, () => recordPull(undefined, r.imageRef, r.repository, { hash: r.hash, pod: r.pod }, new Date()));
   }
+  await store.recordVerified({ imageRef: CRASH.kept.imageRef, ...CRASH.verified, everyPod: true, name: `${CRASH.kept.repository}:v1` });
 });
 
 after(async () => {
@@ -75,6 +79,15 @@ describe("kill -9 of a process writing records", () => {
       const recorded = pulled.state === "ok" && credentialRecorded(pulled.record, CRASH.pulled.repository, CRASH.pulled.hash);
       assert.ok(recorded || intents.some((i) => i.intent?.image === CRASH.pulled.image), "the pull is recorded or its intent is there");
       assert.ok(!(await readdir(join(dir, "pulled"))).some((n) => n.endsWith(".tmp")), "temporary files are gone");
+      assert.ok(!(await readdir(join(dir, "verified"))).some((n) => n.endsWith(".tmp")), "temporary verification files are gone");
+      assert.equal(store.verification(CRASH.kept.imageRef)?.digest, CRASH.verified.digest, "the earlier verification is intact");
+      // The pull's verification is whole or absent (then the image is verified again): never a torn record.
+      const verification = store.verification(CRASH.pulled.imageRef);
+      assert.ok(verification === undefined || verification.names.includes(CRASH.pulled.image));
+      const verifiedFiles = (await readdir(join(dir, "verified"))).filter((n) => n.startsWith("sha256-"));
+      assert.equal(store.counts().verified, verifiedFiles.length, "every verification file reads back whole");
+      if (["verified-renamed", "verified-durable", "intent-removed", "record-pruned", "never"].includes(step))
+        assert.ok(verification, "renamed into place: kept");
 
       // The next start of the proxy finishes it: no intent left, the pulled image recorded (for nobody if its
       // record was not written), the earlier record untouched.

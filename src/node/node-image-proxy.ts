@@ -197,7 +197,9 @@ export class NodeImageProxy {
     const verification = this.opts.verification;
     if (verification) {
       const { generation } = verification.policies();
-      if (!image) {
+      // A name the proxy pulled by its verified digest: the runtime has the digest but not the name, or the name
+      // still on an image pulled before (the tag moved): the image verified is the one to use.
+      if (!image || !this.verifiedFor(image.id, fingerprint, generation)) {
         const found = await this.verifiedUnderTag(call, req.image.image, generation);
         if (found) ({ response, image } = found);
       }

@@ -168,6 +168,12 @@ describe("node-proxy --policies", () => {
     const moved = await push("apps/moving", "v1", false);
     assert.notEqual(moved, first);
     assert.equal((await status(client, image, "web"))?.id, imageRef, "IfNotPresent: the verified digest, not what the tag names now");
+    // Someone pulls the moved tag straight from containerd (crictl pull): the tag now names the unsigned build there.
+    await containerd.call("runtime.v1", "PullImage", pullImageRequest(image, "crictl", { username: registry.username, password: registry.password }), {
+      deadline: Date.now() + 60_000,
+    });
+    assert.notEqual((await status(containerd, image))?.id, imageRef);
+    assert.equal((await status(client, image, "web"))?.id, imageRef, "still the image verified under this name");
     const e = await refusal(client, image, "web");
     assert.match(e.details, new RegExp(`apps/moving:v1@${moved}" denied`));
   });

@@ -72,7 +72,8 @@ export type VerifyPresent = "IfNotVerified" | "Never";
 export const VERIFY_PRESENT_MODES: readonly VerifyPresent[] = ["IfNotVerified", "Never"];
 
 export interface PullVerification {
-  gate: PullGate;
+  /** What judges each pull (a PullGate). */
+  gate: Pick<PullGate, "judge">;
   /**
    * IfNotVerified: an image on the node that the asking pod has not had verified under the policies in force is
    * reported absent, so the kubelet pulls it and the pull is judged. Never: what is on the node is used as it is.

@@ -184,4 +184,17 @@ describe("node-proxy --policy-crds with a real kubelet", () => {
     await observe(NS, "moving-2", refusedAtNode);
     assert.equal((await observe(NS, "moving-1", podRunning)).phase, "Running");
   });
+
+  // Last: it stops the registry.
+  test("a registry that cannot be reached refuses new pulls (the node fails closed) and stops no container that runs", async () => {
+    await registry.stop();
+    await createPod(NS, "after-outage", `${registry.host}/apps/signed:v1`, "Always");
+    const refused = await observe(NS, "after-outage", refusedAtNode);
+    assert.ok(refused.events.some((e) => /could not be resolved to a digest .*refused because the node fails closed/.test(e.message)));
+    for (const name of ["signed", "moving-1", "others-there"]) {
+      const namespace = name === "others-there" ? OTHER : NS;
+      const running = await observe(namespace, name, podRunning);
+      assert.equal(running.pod.status.containerStatuses[0].restartCount, 0, `${name} kept running`);
+    }
+  });
 });

@@ -116,6 +116,13 @@ test("each way a Rekor bundle annotation can be malformed is named", () => {
     );
 });
 
+test("a Rekor bundle annotation that is JSON but not an object is malformed, said so, not a TypeError", () => {
+  // null has no fields to read (a TypeError unless refused first); a number, a string or a list would only be
+  // said to lack the fields, which hides what is wrong.
+  for (const raw of ["null", "7", '"text"', "[]"])
+    malformed(() => cosignLayerToItem(payload, { [SIG]: signature, [REKOR]: raw }, LOC), `${LOC}: ${REKOR} is not a JSON object`);
+});
+
 test("an RFC 3161 timestamp annotation is the bundle's signed timestamp; anything else is malformed", () => {
   const token = Buffer.from("a timestamp token");
   const item = cosignLayerToItem(payload, { [SIG]: signature, [TSA]: JSON.stringify({ SignedRFC3161Timestamp: token.toString("base64") }) }, LOC);

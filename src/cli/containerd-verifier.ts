@@ -12,10 +12,10 @@ import { PullGate } from "../node/pull-gate.ts";
 import { PolicyLoadError } from "../policy/policy-error.ts";
 import { loadPolicySet } from "../policy/policy-set.ts";
 import { PolicyFolder } from "../policy/policy-source.ts";
-import { errorText, usageFailure, UsageError } from "./args.ts";
+import { errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 import { registryAccess } from "./registry-access.ts";
 
-export const CONTAINERD_VERIFIER_USAGE = `Usage: imprimatur containerd-verifier --policies DIR [options] -name NAME -digest DIGEST -stdin-media-type TYPE
+export const CONTAINERD_VERIFIER_USAGE = `Usage: imprimatur containerd-verifier --policies DIR [options] --name NAME --digest DIGEST --stdin-media-type TYPE
 
 An image verifier for containerd 2.x (plugin io.containerd.image-verifier.v1.bindir): judges the image containerd
 is about to pull by the policies in DIR, as the webhook and node-proxy --policies judge it, at the digest
@@ -35,10 +35,11 @@ deploy/containerd-verifier/.
                              error only (containerd's debug log), and a pull allowed by failing open is blocked:
                              that override must be recorded
 
-containerd's arguments, single or double dash, "-flag value" or "-flag=value" as Go's flag package reads them:
-  -name NAME                 the image reference being pulled
-  -digest DIGEST             the digest it resolved to
-  -stdin-media-type TYPE     the media type of standard input (application/vnd.oci.descriptor.v1+json)
+containerd's arguments (it writes -name, -digest, -stdin-media-type: one dash or two, "-flag value" or
+"-flag=value", mean the same, as Go's flag package reads them):
+  --name NAME                the image reference being pulled
+  --digest DIGEST            the digest it resolved to
+  --stdin-media-type TYPE    the media type of standard input (application/vnd.oci.descriptor.v1+json)
 
 Standard output: one line, the reason (at most 4 KiB). Exit status: 0 allowed, 1 refused, 2 usage or start-up
 errors (which block the pull too: containerd allows only on 0).
@@ -62,42 +63,43 @@ interface VerifierArgs {
   mediaType: string;
 }
 
-const VALUE_FLAGS = ["policies", "registries", "authfile", "failure-policy", "timeout", "audit-log", "name", "digest", "stdin-media-type"] as const;
-type ValueFlag = (typeof VALUE_FLAGS)[number];
+const FLAGS = {
+  policies: { type: "string" },
+  registries: { type: "string" },
+  authfile: { type: "string" },
+  "failure-policy": { type: "string" },
+  timeout: { type: "string" },
+  "audit-log": { type: "string" },
+  name: { type: "string" },
+  digest: { type: "string" },
+  "stdin-media-type": { type: "string" },
+} as const;
 
-/** Go flag syntax (what containerd writes) and ours alike: -flag value, --flag value, -flag=value. */
+/**
+ * containerd writes Go's flag syntax (-name value, -name=value), which node's parser reads as short options: a
+ * single-dash long flag is given its second dash first, so both spellings mean the same, as in Go.
+ */
 export function parseVerifierArgs(argv: string[]): VerifierArgs {
-  const values = new Map<ValueFlag, string>();
-  for (let i = 0; i < argv.length; i++) {
-    const token = argv[i]!;
-    const m = /^--?([a-z-]+)(?:=(.*))?$/s.exec(token);
-    if (!m) throw new UsageError(`unexpected argument ${JSON.stringify(token)}`);
-    const flag = m[1] as ValueFlag;
-    if (!VALUE_FLAGS.includes(flag)) throw new UsageError(`unknown flag ${token}`);
-    const value = m[2] ?? argv[++i];
-    if (value === undefined) throw new UsageError(`${token} needs a value`);
-    if (values.has(flag)) throw new UsageError(`-${flag} given twice`);
-    values.set(flag, value);
-  }
-  for (const flag of ["policies", "name", "digest", "stdin-media-type"] as const) if (!values.get(flag)) throw new UsageError(`-${flag} is required`);
-  const failurePolicy = values.get("failure-policy") ?? "Fail";
+  const { values } = parseCommandArgs(
+    argv.map((token) => (/^-[a-z][a-z-]+(=.*)?$/s.test(token) ? `-${token}` : token)),
+    FLAGS,
+  );
+  for (const flag of ["policies", "name", "digest", "stdin-media-type"] as const) if (!values[flag]) throw new UsageError(`--${flag} is required`);
+  const failurePolicy = values["failure-policy"] ?? "Fail";
   if (failurePolicy !== "Fail" && failurePolicy !== "Ignore") throw new UsageError(`--failure-policy must be Fail or Ignore, got ${failurePolicy}`);
-  const timeout = values.get("timeout") ?? "8s";
+  const timeout = values.timeout ?? "8s";
   const t = /^(\d+)(ms|s)$/.exec(timeout);
   if (!t || Number(t[1]) === 0) throw new UsageError(`--timeout must be a duration like 8s or 500ms, got ${timeout}`);
-  const registries = values.get("registries");
-  const authFile = values.get("authfile");
-  const auditLog = values.get("audit-log");
   return {
-    policies: values.get("policies")!,
-    ...(registries ? { registries } : {}),
-    ...(authFile ? { authFile } : {}),
-    ...(auditLog ? { auditLog } : {}),
+    policies: values.policies!,
+    ...(values.registries ? { registries: values.registries } : {}),
+    ...(values.authfile ? { authFile: values.authfile } : {}),
+    ...(values["audit-log"] ? { auditLog: values["audit-log"] } : {}),
     failOpen: failurePolicy === "Ignore",
     timeoutMs: Number(t[1]) * (t[2] === "s" ? 1000 : 1),
-    name: values.get("name")!,
-    digest: values.get("digest")!,
-    mediaType: values.get("stdin-media-type")!,
+    name: values.name!,
+    digest: values.digest!,
+    mediaType: values["stdin-media-type"]!,
   };
 }
 

@@ -166,7 +166,7 @@ export const COMMANDS: readonly Command[] = [
   },
   {
     name: "containerd-verifier",
-    args: "--policies DIR -name NAME -digest DIGEST -stdin-media-type TYPE",
+    args: "--policies DIR --name NAME --digest DIGEST --stdin-media-type TYPE",
     summary: "judge a pull for containerd 2.x's bindir image-verifier plugin by the same policies",
     load: async () => {
       const m = await import("./containerd-verifier.ts");

@@ -8,6 +8,7 @@
 //   app/                      bin/, src/, policies/, package.json and the production dependencies only
 //   build.env                 IMPRIMATUR_COMMIT, for `imprimatur version`
 //   systemd/                  the unit, the environment file to copy to /etc/imprimatur, the kubelet setting
+//   containerd-verifier/      for containerd 2.x: the image verifier for its bindir plugin, its flags, the stanza
 //
 // The dependencies are copied from this clone's node_modules (what `npm ci` installed), pruned to the packages
 // `npm ls --omit=dev` lists, without the `node` package (its binary is the runtime above): no registry is asked.
@@ -139,6 +140,12 @@ export async function buildNodeBundle(o: Options): Promise<{ folder: string; arc
   for (const file of ["imprimatur-node-proxy.service", "node-proxy.env", "kubelet-config.yaml"]) {
     copyFileSync(join(ROOT, "deploy/node-proxy/host", file), join(folder, "systemd", file));
   }
+  // For containerd 2.x nodes: the verifier its image-verifier plugin runs, its flags, the containerd stanza.
+  mkdirSync(join(folder, "containerd-verifier"));
+  for (const file of ["imprimatur-verifier", "containerd-verifier.env", "containerd-config.toml"]) {
+    copyFileSync(join(ROOT, "deploy/containerd-verifier", file), join(folder, "containerd-verifier", file));
+  }
+  chmodSync(join(folder, "containerd-verifier", "imprimatur-verifier"), 0o755);
   if (!o.archive) return { folder };
 
   return { folder, ...(await archiveFolder(folder)) };

@@ -372,8 +372,9 @@ export class NodeImageProxy {
     const verification = this.opts.verification;
     if (!verification) return undefined;
     const { generation, everyPod } = verification.policies();
+    // A pull without a sandbox (crictl pull, a runtime's own tooling) names no pod: judged as no pod's.
     const verdict = await verification.gate.judge(
-      { image: req.image.image, auth: req.auth, pod: { ...pod, labels: req.sandbox?.labels ?? {} } },
+      { image: req.image.image, auth: req.auth, pod: req.sandbox?.metadata ? { ...pod, labels: req.sandbox.labels } : undefined },
       Date.now() + PULL_JUDGEMENT_MS,
     );
     this.opts.metrics.pullVerdict(verdict.outcome);

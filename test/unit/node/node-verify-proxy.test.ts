@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, test } from "node:test";
 import * as grpc from "@grpc/grpc-js";
-import { decodeImageStatusResponse, decodePullImageResponse } from "../../../src/cri/cri-messages.ts";
+import { decodeImageStatusResponse, decodePullImageResponse, encodePullImageRequest } from "../../../src/cri/cri-messages.ts";
 import { createNodeMetrics, type NodeMetrics } from "../../../src/node/node-metrics.ts";
 import { NodeImageProxy, type PullVerification, type VerifyPresent } from "../../../src/node/node-image-proxy.ts";
 import type { PullRequest, PullVerdict } from "../../../src/node/pull-gate.ts";
@@ -124,6 +124,15 @@ test("a verdict that depends on the pod stands for that pod only; a policy chang
   assert.equal(await status(TAG, "web"), undefined, "verified under the policies before: not under these");
   assert.equal(await status(BY_DIGEST), IMAGE_ID, "other callers see what the runtime has");
   assert.equal(await status(TAG), undefined);
+});
+
+test("a pull without a sandbox (crictl pull) is judged as no pod's", async () => {
+  await start();
+  await proxy.handle(fake.call("PullImage", encodePullImageRequest({ image: TAG })));
+  assert.deepEqual(
+    judge.asked.map((a) => [a.image, a.pod]),
+    [[TAG, undefined]],
+  );
 });
 
 test("a pull that failed open is sent on as judged but never counts as verified", async () => {

@@ -8,7 +8,8 @@
 //      a pod requests break-glass whether its user may (src/engine/break-glass-access.ts);
 //   3. every registered policy kind's verdict (src/core/policy-set/policy-kinds.ts) with the verification results, Pod
 //      Security Admission, the exceptions that apply;
-//   4. on /mutate instead of 2–3: tag→digest pinning, which also records the images it verified;
+//   4. on /mutate instead of 2–3: tag→digest pinning, which also records the images it verified
+//      (src/engine/pin-subject.ts);
 //   5. durable audit records of overrides (break-glass, fail-open, exceptions) before the answer;
 //   6. one decision log line and the metrics.
 // What the engine is built from, online or offline, is src/engine/engine-builder.ts.
@@ -35,13 +36,10 @@ import type { EngineParts } from "./engine-parts.ts";
 import { logDecision } from "./decision-log.ts";
 import { checkNamespace, isCheckedNamespaceChange } from "./namespace-check.ts";
 import { pinRequest } from "./pin-request.ts";
-import { recordPinningEvent } from "./pinning-events.ts";
+import { pinSubject } from "./pin-subject.ts";
 import { routeReview, type Reviewable } from "./review-routing.ts";
-import { signaturesToVerify, verifiedImagePatches, verifySignatures } from "./verify-images.ts";
-
-/** The denial of every review while `--require-policies` finds nothing in force. */
-export const NO_POLICY_IN_FORCE =
-  "no policy is in force yet, and the server requires one (serve --require-policies): every request is refused until a policy is loaded";
+import { NO_POLICY_IN_FORCE, refusal } from "./refusals.ts";
+import { signaturesToVerify, verifySignatures } from "./verify-images.ts";
 
 /** What review() answers. */
 export interface Reviewed {
@@ -84,10 +82,7 @@ export class Engine {
     // Where images are: an admission's by the policies it is judged by; a manifest's (check, the scan) by every policy's.
     const imagePaths = (input.kind === "admission" ? judgedBy : this.parts.policies.all).imagePaths;
     // imagePaths are JMESPath a policy wrote: they end at the review's deadline like its other expressions.
-    const route = withEvaluationDeadline(
-      () => Date.now() > call.deadline,
-      () => routeReview(input, call.endpoint, { templateKinds: this.parts.config.podTemplates, imagePaths }),
-    );
+    const route = untilDeadline(call, () => routeReview(input, call.endpoint, { templateKinds: this.parts.config.podTemplates, imagePaths }));
     if (route.to === "nothing") return { decision: undefined, skipped: route.why };
     if (route.to === "namespace") {
       const { podSecurity } = this.parts;
@@ -134,16 +129,14 @@ export class Engine {
           breakGlassAccess,
         ])
       : [signatures && new Map<string, ImageVerification>(), [], undefined, undefined];
-    const decisions = withEvaluationDeadline(
-      () => Date.now() > call.deadline,
-      () =>
-        evaluateKinds(prepared, subject, {
-          ...(namespaceLabels === undefined ? {} : { namespaceLabels }),
-          ...(verifications ? { verifications } : {}),
-          ...(breakGlass ? { breakGlassAccess: breakGlass } : {}),
-          failOpen: config.failOpen,
-          now: Date.now(),
-        }),
+    const decisions = untilDeadline(call, () =>
+      evaluateKinds(prepared, subject, {
+        ...(namespaceLabels === undefined ? {} : { namespaceLabels }),
+        ...(verifications ? { verifications } : {}),
+        ...(breakGlass ? { breakGlassAccess: breakGlass } : {}),
+        failOpen: config.failOpen,
+        now: Date.now(),
+      }),
     );
     const psa = podSecurity && podSecurityDecision(subject, namespaceLabels, podSecurity);
     if (psa) decisions.push(psa);
@@ -166,19 +159,8 @@ export class Engine {
   /** Pin (or record) the digests of the subject's digestMutate images; no decision when none asks for it. */
   private async mutate(subject: AdmissionSubject, call: AdmissionCall, tools: ClusterTools, scope: Scoped): Promise<Reviewed> {
     // Offline nothing is pinned. Policies whose scope cannot be decided pin nothing here; /validate denies with the reason.
-    if (!tools.online) return { decision: undefined, subject };
-    const { prepared, namespaceLabels } = scope;
-    const pinner = tools.pinner;
-    const outcome = subject.images.length > 0 ? await pinner.pin(pinRequest(subject, prepared), call.deadline) : undefined;
-    const verified = pinner.mode === "mutate" ? await verifiedImagePatches(tools, prepared, namespaceLabels, subject, outcome, call.deadline) : [];
-    if (!outcome && verified.length === 0) return { decision: undefined, subject };
-    // A pin that failed under a rule an exception sets aside does not deny: the image goes through unpinned.
-    const base = outcome ? applyExceptions(outcome.decision, subject, prepared.byKind.PolicyException, this.parts.honouredExceptions) : allow();
-    if (base.allowed && verified.length > 0) base.patches = [...(base.patches ?? []), ...verified];
-    const failed = outcome?.failed.map((f) => f.target.image) ?? [];
-    const decision = await recordOverrides(this.parts.audit, this.parts.logger, base, subject, call, failed);
-    if (!call.dryRun && outcome && tools.events) recordPinningEvent(tools.events, pinner.mode, subject, outcome);
-    return this.finish(subject, call, decision);
+    const decision = tools.online ? await pinSubject(this.parts, subject, call, tools, scope) : undefined;
+    return decision ? this.finish(subject, call, decision) : { decision: undefined, subject };
   }
 
   /**
@@ -195,10 +177,7 @@ export class Engine {
     if (needsLabels) await tools.namespaces.prepare?.(subject.namespace, call.deadline);
     const namespaceLabels = needsLabels ? tools.namespaces.labels(subject.namespace) : undefined;
     const request = { request: subject.request, ...(namespaceLabels ? { namespaceLabels } : {}) };
-    const scope = withEvaluationDeadline(
-      () => Date.now() > call.deadline,
-      () => scopeRequest(ofNamespace, request, this.parts.config.failOpen),
-    );
+    const scope = untilDeadline(call, () => scopeRequest(ofNamespace, request, this.parts.config.failOpen));
     return { ...scope, ...(namespaceLabels ? { namespaceLabels } : {}) };
   }
 
@@ -261,7 +240,7 @@ export class Engine {
   }
 }
 
-/** Denied whatever the failure policy: no policy in force under --require-policies, or a read of a cluster the server cannot read. */
-function refusal(rule: "noPolicy" | "clusterAccess", message: string): Decision {
-  return deny([{ policy: "imprimatur", rule, message }], { auditAnnotations: { decision: "denied" } });
+/** Policy text (conditions, imagePaths, selectors) runs until the review's deadline, and no further. */
+function untilDeadline<T>(call: AdmissionCall, evaluate: () => T): T {
+  return withEvaluationDeadline(() => Date.now() > call.deadline, evaluate);
 }

@@ -5,12 +5,11 @@
 // a child process with a policy that verifies every image. See bench/node-verify.md.
 //
 //   node bench/node-verify.ts [--pulls N] [--cold N] [--status-calls N] [--rounds N] [--pin on|off] [--json]
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
-import { stringify } from "yaml";
 import { decodeImageStatusResponse, decodePullImageResponse, encodeImageStatusRequestFor, encodePullImageRequest } from "../src/cri/cri-messages.ts";
 import { RuntimeImageClient } from "../src/cri/image-service-proxy.ts";
 import { startNodeProxy, type NodeProxyProcess } from "../test/support/node-proxy-process.ts";
@@ -20,6 +19,7 @@ import { buildRunnableImage } from "../test/support/runnable-image.ts";
 import { generateSigningKey } from "../test/support/signer/keys.ts";
 import { createMockSigstore } from "../test/support/signer/mock-sigstore.ts";
 import { pushCosignSignatures } from "../test/support/signer/registry-signatures.ts";
+import { writeSignedOnlyFolder } from "../test/support/node-signing-policies.ts";
 import { startForwarder, type Forwarder } from "./support/forwarder-process.ts";
 import { numberOption } from "./support/options.ts";
 import { findTaskset, pin } from "./support/pinning.ts";
@@ -142,32 +142,7 @@ async function main(): Promise<number> {
     const cached = await push("bench/app", "bench-node-verify-app");
     const cold: Record<Side, string[]> = { verifying: [], forwarder: [] };
     for (const side of SIDES) for (let i = 0; i < opts.cold; i++) cold[side].push(await push(`bench/cold-${side}-${i}`, `bench-node-verify-${side}-${i}`));
-    const policies = join(dir, "policies");
-    await mkdir(policies);
-    await writeFile(join(policies, "root.json"), JSON.stringify(sigstore.trustedRoot));
-    await writeFile(
-      join(policies, "policies.yaml"),
-      [
-        { apiVersion: "imprimatur.dev/v1alpha1", kind: "TrustRoot", metadata: { name: "bench" }, spec: { path: "root.json" } },
-        {
-          apiVersion: "imprimatur.dev/v1alpha1",
-          kind: "ImagePolicy",
-          metadata: { name: "signed" },
-          spec: {
-            rules: [
-              {
-                action: "allow",
-                images: [`${registry.host}/*`],
-                attestors: [{ entries: [{ staticKey: { name: "bench.pub", key: key.publicKeyPem, trustRoot: "bench" } }] }],
-              },
-            ],
-            default: "deny",
-          },
-        },
-      ]
-        .map((d) => stringify(d))
-        .join("---\n"),
-    );
+    const policies = await writeSignedOnlyFolder(join(dir, "policies"), { sigstore, key, images: [`${registry.host}/*`] });
     const registriesFile = join(dir, "registries.yaml");
     await writeFile(registriesFile, registry.registryConfig());
     node = await startNodeRuntime({ registries: [{ host: registry.host, caFile: registry.caFile }] });

@@ -13,11 +13,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
-import { stringify } from "yaml";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
 import { generateSigningKey, type SigningKey } from "../support/signer/keys.ts";
 import { createMockSigstore, type MockSigstore } from "../support/signer/mock-sigstore.ts";
 import { pushCosignSignatures } from "../support/signer/registry-signatures.ts";
+import { writeSignedOnlyFolder } from "../support/node-signing-policies.ts";
 import { teardown } from "../support/teardown.ts";
 import { TestLayouts } from "../support/test-layouts.ts";
 
@@ -97,38 +97,19 @@ before(async () => {
   await push("public/signed", true);
   await push("public/unsigned", false);
   await push("public/tenant-denied", true);
-  const policies = join(dir, "policies");
-  await mkdir(policies);
-  await writeFile(join(policies, "root.json"), JSON.stringify(sigstore.trustedRoot));
-  await writeFile(
-    join(policies, "policies.yaml"),
-    [
-      { apiVersion: "imprimatur.dev/v1alpha1", kind: "TrustRoot", metadata: { name: "node" }, spec: { path: "root.json" } },
-      {
-        apiVersion: "imprimatur.dev/v1alpha1",
-        kind: "ImagePolicy",
-        metadata: { name: "signed-at-the-node" },
-        spec: {
-          rules: [
-            {
-              action: "allow",
-              images: [`${registry.host}/*`, `${SILENT}/*`],
-              attestors: [{ entries: [{ staticKey: { name: "release.pub", key: key.publicKeyPem, trustRoot: "node" } }] }],
-            },
-          ],
-          default: "deny",
-        },
-      },
+  const policies = await writeSignedOnlyFolder(join(dir, "policies"), {
+    sigstore,
+    key,
+    images: [`${registry.host}/*`, `${SILENT}/*`],
+    extra: [
       {
         apiVersion: "imprimatur.dev/v1alpha1",
         kind: "NamespacedImagePolicy",
         metadata: { name: "not-here", namespace: "team-a" },
         spec: { rules: [{ action: "deny", images: [`${registry.host}/public/tenant-denied*`] }], default: "allow" },
       },
-    ]
-      .map((d) => stringify(d))
-      .join("---\n"),
-  );
+    ],
+  });
   const registries = join(dir, "registries.yaml");
   await writeFile(
     registries,

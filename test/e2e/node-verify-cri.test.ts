@@ -9,7 +9,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import * as grpc from "@grpc/grpc-js";
-import { stringify } from "yaml";
 import { decodeImageStatusResponse, decodePullImageResponse, encodePullImageRequest } from "../../src/cri/cri-messages.ts";
 import { RuntimeImageClient } from "../../src/cri/image-service-proxy.ts";
 import { imprimatur as runCli } from "../support/cli-process.ts";
@@ -21,6 +20,7 @@ import { buildRunnableImage } from "../support/runnable-image.ts";
 import { generateSigningKey, type SigningKey } from "../support/signer/keys.ts";
 import { createMockSigstore, type MockSigstore } from "../support/signer/mock-sigstore.ts";
 import { pushCosignSignatures } from "../support/signer/registry-signatures.ts";
+import { writeSignedOnlyFolder } from "../support/node-signing-policies.ts";
 import { teardown } from "../support/teardown.ts";
 
 let dir: string;
@@ -45,31 +45,8 @@ async function push(repository: string, tag: string, signed: boolean): Promise<s
 }
 
 /** A policy folder: the mock's trust root, and images of the registry allowed when signed by `key`. */
-async function policyFolder(name: string, extra: Record<string, unknown>[] = []): Promise<string> {
-  const folder = join(dir, name);
-  await mkdir(folder);
-  await writeFile(join(folder, "root.json"), JSON.stringify(sigstore.trustedRoot));
-  const documents = [
-    { apiVersion: "imprimatur.dev/v1alpha1", kind: "TrustRoot", metadata: { name: "node" }, spec: { path: "root.json" } },
-    {
-      apiVersion: "imprimatur.dev/v1alpha1",
-      kind: "ImagePolicy",
-      metadata: { name: "signed-at-the-node" },
-      spec: {
-        rules: [
-          {
-            action: "allow",
-            images: [`${registry.host}/*`],
-            attestors: [{ entries: [{ staticKey: { name: "release.pub", key: key.publicKeyPem, trustRoot: "node" } }] }],
-          },
-        ],
-        default: "deny",
-      },
-    },
-    ...extra,
-  ];
-  await writeFile(join(folder, "policies.yaml"), documents.map((d) => stringify(d)).join("---\n"));
-  return folder;
+function policyFolder(name: string, extra: Record<string, unknown>[] = []): Promise<string> {
+  return writeSignedOnlyFolder(join(dir, name), { sigstore, key, images: [`${registry.host}/*`], extra });
 }
 
 /**

@@ -10,7 +10,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
-import { stringify } from "yaml";
 import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
 import { startNodeProxy, type NodeProxyProcess } from "../support/node-proxy-process.ts";
 import { installPolicyCrds } from "../support/policy-crds.ts";
@@ -20,6 +19,7 @@ import { buildRunnableImage } from "../support/runnable-image.ts";
 import { generateSigningKey, type SigningKey } from "../support/signer/keys.ts";
 import { createMockSigstore, type MockSigstore } from "../support/signer/mock-sigstore.ts";
 import { pushCosignSignatures } from "../support/signer/registry-signatures.ts";
+import { nodeTrustRoot, signedOnlyPolicy, yamlDocuments } from "../support/node-signing-policies.ts";
 import { teardown } from "../support/teardown.ts";
 
 const NODE = "node1";
@@ -90,22 +90,8 @@ before(async () => {
   await kubectl(["apply", "-f", NODE_RBAC]);
   for (const ns of [NS, OTHER]) await kubectl(["create", "namespace", ns]);
   const policies = [
-    { apiVersion: "imprimatur.dev/v1alpha1", kind: "TrustRoot", metadata: { name: "node" }, spec: { trustedRoot: sigstore.trustedRoot } },
-    {
-      apiVersion: "imprimatur.dev/v1alpha1",
-      kind: "ImagePolicy",
-      metadata: { name: "signed-at-the-node" },
-      spec: {
-        rules: [
-          {
-            action: "allow",
-            images: [`${registry.host}/*`],
-            attestors: [{ entries: [{ staticKey: { name: "release.pub", key: key.publicKeyPem, trustRoot: "node" } }] }],
-          },
-        ],
-        default: "deny",
-      },
-    },
+    nodeTrustRoot(sigstore, "resource"),
+    signedOnlyPolicy([`${registry.host}/*`], key),
     {
       apiVersion: "imprimatur.dev/v1alpha1",
       kind: "NamespacedImagePolicy",
@@ -113,7 +99,7 @@ before(async () => {
       spec: { rules: [{ action: "deny", images: [`${registry.host}/apps/others*`], message: "not in this namespace" }], default: "allow" },
     },
   ];
-  await kubectl(["apply", "-f", "-"], policies.map((p) => stringify(p)).join("---\n"));
+  await kubectl(["apply", "-f", "-"], yamlDocuments(policies));
   node = await startNodeRuntime({ registries: [{ host: registry.host, caFile: registry.caFile }] });
   const registries = join(dir, "registries.yaml");
   await writeFile(registries, registry.registryConfig());

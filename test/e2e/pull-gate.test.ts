@@ -3,12 +3,11 @@
 // resolved with the pull's own credentials, the image judged at that digest by the same policy files the webhook
 // loads, for the pod in the pull's sandbox. The CRI path through the proxy and a kubelet is test/e2e/node-verify-*.
 import assert from "node:assert/strict";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { pino } from "pino";
-import { stringify } from "yaml";
 import type { RegistryAuth } from "../../src/core/pull-verification/credential-hash.ts";
 import type { PullingPod } from "../../src/core/pull-verification/pull-subject.ts";
 import type { Engine } from "../../src/engine/engine.ts";
@@ -21,6 +20,7 @@ import { startRegistry, type TestRegistry } from "../support/registry.ts";
 import { generateSigningKey, type SigningKey } from "../support/signer/keys.ts";
 import { createMockSigstore, type MockSigstore } from "../support/signer/mock-sigstore.ts";
 import { pushCosignSignatures } from "../support/signer/registry-signatures.ts";
+import { writeSignedOnlyFolder } from "../support/node-signing-policies.ts";
 import { teardown } from "../support/teardown.ts";
 import { TestLayouts } from "../support/test-layouts.ts";
 
@@ -77,26 +77,11 @@ before(async () => {
   digests.teamB = await pushSigned("public/team-b-only", "1.0", true);
   digests.audited = await pushSigned("public/audited", "1.0", true);
   const host = registry.host;
-  await writeFile(join(dir, "root.json"), JSON.stringify(sigstore.trustedRoot));
-  await writeFile(
-    join(dir, "policies.yaml"),
-    [
-      { apiVersion: "imprimatur.dev/v1alpha1", kind: "TrustRoot", metadata: { name: "node" }, spec: { path: "root.json" } },
-      {
-        apiVersion: "imprimatur.dev/v1alpha1",
-        kind: "ImagePolicy",
-        metadata: { name: "node-signed" },
-        spec: {
-          rules: [
-            {
-              action: "allow",
-              images: [`${host}/*`, `${SILENT}/*`],
-              attestors: [{ entries: [{ staticKey: { name: "release.pub", key: key.publicKeyPem, trustRoot: "node" } }] }],
-            },
-          ],
-          default: "deny",
-        },
-      },
+  await writeSignedOnlyFolder(dir, {
+    sigstore,
+    key,
+    images: [`${host}/*`, `${SILENT}/*`],
+    extra: [
       // Written by team-a's owners: it decides for team-a's pods only.
       {
         apiVersion: "imprimatur.dev/v1alpha1",
@@ -115,10 +100,8 @@ before(async () => {
           default: "allow",
         },
       },
-    ]
-      .map((d) => stringify(d))
-      .join("---\n"),
-  );
+    ],
+  });
 });
 
 after(() =>
@@ -140,7 +123,7 @@ describe("a pull judged at the node", () => {
     assert.match(
       verdict.outcome === "refused" ? verdict.message : "",
       new RegExp(
-        `^imprimatur node-proxy refused the pull: image ".*/public/unsigned:1\\.0@${digests.unsigned}" denied by policy node-signed rules\\[0\\]: .*release\\.pub`,
+        `^imprimatur node-proxy refused the pull: image ".*/public/unsigned:1\\.0@${digests.unsigned}" denied by policy signed-at-the-node rules\\[0\\]: .*release\\.pub`,
       ),
     );
   });

@@ -13,18 +13,11 @@ import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import * as grpc from "@grpc/grpc-js";
 import { pullIntent } from "../../src/core/pull-verification/pull-records.ts";
-import {
-  decodeImageStatusResponse,
-  decodePullImageResponse,
-  encodeImageStatusRequestFor,
-  encodePullImageRequest,
-  encodeRemoveImageRequest,
-  LIST_ALL_IMAGES_REQUEST,
-} from "../../src/cri/cri-messages.ts";
-import { RuntimeImageClient, type CriPackage } from "../../src/cri/image-service-proxy.ts";
+import { encodeImageStatusRequestFor, encodePullImageRequest, encodeRemoveImageRequest, LIST_ALL_IMAGES_REQUEST } from "../../src/cri/cri-messages.ts";
+import { RuntimeImageClient } from "../../src/cri/image-service-proxy.ts";
 import { recordFileName } from "../../src/node/record-store.ts";
 import { imprimatur as runCli } from "../support/cli-process.ts";
-import { imageStatusRequest, kubeletSandbox, pullImageRequest, type KubeletAuth } from "../support/kubelet-cri.ts";
+import { criPull, criPullError, criStatus, imageStatusRequest, kubeletSandbox, pullImageRequest, type KubeletAuth } from "../support/kubelet-cri.ts";
 import { startNodeProxy, type NodeProxyProcess } from "../support/node-proxy-process.ts";
 import { startNodeRuntime, type NodeRuntime } from "../support/real-node.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
@@ -48,22 +41,9 @@ let slow: Record<(typeof SLOW_TAGS)[number], { image: string; layer: string }>;
 /** Layer digest → what its GET through the relay waits for before it is forwarded. */
 const holds = new Map<string, () => Promise<void>>();
 
-async function status(client: RuntimeImageClient, image: string, pod?: string, pkg: CriPackage = "runtime.v1") {
-  return decodeImageStatusResponse(await client.call(pkg, "ImageStatus", imageStatusRequest(image, pod)));
-}
-
-async function pull(client: RuntimeImageClient, image: string, pod: string, auth?: KubeletAuth, pkg: CriPackage = "runtime.v1"): Promise<string> {
-  return decodePullImageResponse(await client.call(pkg, "PullImage", pullImageRequest(image, pod, auth), { deadline: Date.now() + 60_000 })).imageRef;
-}
-
-async function pullError(client: RuntimeImageClient, image: string, pod: string, auth?: KubeletAuth): Promise<grpc.ServiceError> {
-  try {
-    await pull(client, image, pod, auth);
-  } catch (e) {
-    return e as grpc.ServiceError;
-  }
-  assert.fail(`the pull of ${image} by ${pod} succeeded`);
-}
+const status = criStatus;
+const pull = criPull;
+const pullError = criPullError;
 
 async function proxy(stateDir: string, args: string[] = []): Promise<{ p: NodeProxyProcess; client: RuntimeImageClient }> {
   const p = await startNodeProxy({ dir, stateDir, runtimeEndpoint: node.containerdEndpoint, args });

@@ -9,10 +9,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import * as grpc from "@grpc/grpc-js";
-import { decodeImageStatusResponse, decodePullImageResponse, encodePullImageRequest } from "../../src/cri/cri-messages.ts";
+import { decodePullImageResponse, encodePullImageRequest } from "../../src/cri/cri-messages.ts";
 import { RuntimeImageClient } from "../../src/cri/image-service-proxy.ts";
 import { imprimatur as runCli } from "../support/cli-process.ts";
-import { imageStatusRequest, kubeletAnnotations, kubeletSandbox, pullImageRequest } from "../support/kubelet-cri.ts";
+import { criPull, criPullError, criStatus, kubeletAnnotations, kubeletSandbox, pullImageRequest } from "../support/kubelet-cri.ts";
 import { startNodeProxy, type NodeProxyProcess } from "../support/node-proxy-process.ts";
 import { startNodeRuntime, type NodeRuntime } from "../support/real-node.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
@@ -66,21 +66,12 @@ async function stop(p: NodeProxyProcess): Promise<void> {
   await p.stop();
 }
 
-const status = async (client: RuntimeImageClient, image: string, pod?: string) =>
-  decodeImageStatusResponse(await client.call("runtime.v1", "ImageStatus", imageStatusRequest(image, pod)));
-
-async function pull(client: RuntimeImageClient, image: string, pod: string): Promise<string> {
-  const auth = { username: registry.username, password: registry.password };
-  return decodePullImageResponse(await client.call("runtime.v1", "PullImage", pullImageRequest(image, pod, auth), { deadline: Date.now() + 60_000 })).imageRef;
-}
+const status = criStatus;
+const pull = (client: RuntimeImageClient, image: string, pod: string) =>
+  criPull(client, image, pod, { username: registry.username, password: registry.password });
 
 async function refusal(client: RuntimeImageClient, image: string, pod: string): Promise<grpc.ServiceError> {
-  try {
-    await pull(client, image, pod);
-  } catch (e) {
-    return e as grpc.ServiceError;
-  }
-  assert.fail(`the pull of ${image} by ${pod} was not refused`);
+  return criPullError(client, image, pod, { username: registry.username, password: registry.password });
 }
 
 before(async () => {

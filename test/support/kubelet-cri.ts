@@ -1,8 +1,18 @@
 // The CRI image-service requests a kubelet sends for a pod, for tests that play the kubelet in front of the node
 // proxy (in process, or over its socket): ImageStatus with the pod's annotations, and PullImage with those, the
-// pod's pull secret's credential and its sandbox. Every pod here is in namespace "team" with uid `uid-<name>`.
+// pod's pull secret's credential and its sandbox, and the calls made with them. Every pod here is in namespace
+// "team" with uid `uid-<name>`.
 import type { PodRef } from "../../src/core/pull-verification/pull-records.ts";
-import { encodeImageStatusRequestFor, encodePullImageRequest } from "../../src/cri/cri-messages.ts";
+import assert from "node:assert/strict";
+import type * as grpc from "@grpc/grpc-js";
+import {
+  decodeImageStatusResponse,
+  decodePullImageResponse,
+  encodeImageStatusRequestFor,
+  encodePullImageRequest,
+  type CriImage,
+} from "../../src/cri/cri-messages.ts";
+import type { CriPackage, RuntimeImageClient } from "../../src/cri/image-service-proxy.ts";
 
 /** A registry credential as a pull secret gives it to the kubelet (CRI AuthConfig). */
 export interface KubeletAuth {
@@ -31,4 +41,24 @@ export function imageStatusRequest(image: string, pod?: string): Buffer {
 /** PullImage as the kubelet sends it for `pod`, with the credential of its pull secret when it has one. */
 export function pullImageRequest(image: string, pod: string, auth?: KubeletAuth): Buffer {
   return encodePullImageRequest({ image, annotations: kubeletAnnotations(pod), ...(auth ? { auth } : {}), sandbox: kubeletSandbox(pod) });
+}
+
+/** The runtime's (or the proxy's) answer to `pod`'s pull decision for `image`; without a pod, as crictl asks. */
+export async function criStatus(client: RuntimeImageClient, image: string, pod?: string, pkg: CriPackage = "runtime.v1"): Promise<CriImage | undefined> {
+  return decodeImageStatusResponse(await client.call(pkg, "ImageStatus", imageStatusRequest(image, pod)));
+}
+
+/** `pod`'s pull of `image`, as the kubelet sends it: the image_ref answered. */
+export async function criPull(client: RuntimeImageClient, image: string, pod: string, auth?: KubeletAuth, pkg: CriPackage = "runtime.v1"): Promise<string> {
+  return decodePullImageResponse(await client.call(pkg, "PullImage", pullImageRequest(image, pod, auth), { deadline: Date.now() + 60_000 })).imageRef;
+}
+
+/** The error of a pull that must fail; the test fails if it succeeds. */
+export async function criPullError(client: RuntimeImageClient, image: string, pod: string, auth?: KubeletAuth): Promise<grpc.ServiceError> {
+  try {
+    await criPull(client, image, pod, auth);
+  } catch (e) {
+    return e as grpc.ServiceError;
+  }
+  assert.fail(`the pull of ${image} by ${pod} succeeded`);
 }

@@ -268,9 +268,16 @@ async function startVerification(opts: NonNullable<NodeProxyArgs["verify"]>, kub
       logger.warn({ auditLog: opts.auditLog, ...repair }, "the audit log ended in an unfinished record (a crash while writing it); moved aside"),
   });
   // With API access, namespace labels for policies with a namespaceSelector (without, such policies cannot decide).
-  const namespaces = kube ? new NamespaceLabelCache(kube, { logger }) : undefined;
+  let namespaces = kube ? new NamespaceLabelCache(kube, { logger }) : undefined;
   try {
-    await namespaces?.start();
+    try {
+      await namespaces?.start();
+    } catch (err) {
+      // A node whose identity may not list namespaces (deploy/node-proxy/rbac.yaml not applied) still verifies.
+      logger.warn({ err }, "namespace labels cannot be read: policies with a namespaceSelector refuse every pull they would judge");
+      await namespaces?.close();
+      namespaces = undefined;
+    }
     const first = await policies.first(opts.policyCrds);
     const engine = await buildNodeEngine({
       policies: first.set,

@@ -70,6 +70,8 @@ pods admitted while the webhook failed open, tags that moved, images preloaded o
                                     and the pull is judged; Never: images on the node are used as they are
   --registries FILE                 RegistryConfig: per-registry CA, client certificate, mirrors (as serve's)
   --authfile FILE                   the node's own registry credentials, tried after the pull's
+  --cluster-name NAME               this node's cluster, for policies scoped with spec.clusters (as serve's);
+                                    without it, only policies scoped to no cluster apply
   --audit-log FILE                  every pull judged, one JSON line each, fsynced before the pull goes on (default
                                     audit.log in --state-dir); a pull that cannot be recorded is refused
 
@@ -97,6 +99,7 @@ interface NodeProxyArgs {
     registries?: string;
     authFile?: string;
     auditLog: string;
+    clusterName?: string;
   };
 }
 
@@ -117,6 +120,7 @@ function parseNodeProxyArgs(argv: string[]): NodeProxyArgs {
     registries: { type: "string" },
     authfile: { type: "string" },
     "audit-log": { type: "string" },
+    "cluster-name": { type: "string" },
   });
   for (const flag of ["listen", "runtime-endpoint"] as const) if (!values[flag]) throw new UsageError(`--${flag} is required`);
   for (const flag of ["listen", "runtime-endpoint"] as const) {
@@ -141,7 +145,7 @@ function parseNodeProxyArgs(argv: string[]): NodeProxyArgs {
   }
   const verifying = values.policies !== undefined || values["policy-crds"] === true;
   if (!verifying)
-    for (const flag of ["failure-policy", "verify-present", "registries", "authfile", "audit-log"] as const)
+    for (const flag of ["failure-policy", "verify-present", "registries", "authfile", "audit-log", "cluster-name"] as const)
       if (values[flag] !== undefined) throw new UsageError(`--${flag} applies only with --policies or --policy-crds`);
   if (values["policy-crds"] && !values.kubeconfig) throw new UsageError("--policy-crds needs --kubeconfig (and --node-name)");
   const failurePolicy = values["failure-policy"] ?? "Fail";
@@ -167,6 +171,7 @@ function parseNodeProxyArgs(argv: string[]): NodeProxyArgs {
             ...(values.registries !== undefined ? { registries: values.registries } : {}),
             ...(values.authfile !== undefined ? { authFile: values.authfile } : {}),
             auditLog: values["audit-log"] ?? join(values["state-dir"]!, "audit.log"),
+            ...(values["cluster-name"] !== undefined ? { clusterName: values["cluster-name"] } : {}),
           },
         }
       : {}),
@@ -284,6 +289,7 @@ async function startVerification(opts: NonNullable<NodeProxyArgs["verify"]>, kub
       failOpen: opts.failOpen,
       logger,
       auditLog: audit,
+      ...(opts.clusterName ? { clusterName: opts.clusterName } : {}),
       ...(namespaces ? { namespaces } : {}),
       ...(await registryAccess({ ...(opts.registries ? { registries: opts.registries } : {}), ...(opts.authFile ? { authFile: opts.authFile } : {}) })),
     });

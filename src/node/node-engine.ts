@@ -28,6 +28,8 @@ export interface NodeEngineOptions {
   logger: Logger;
   /** The node's audit log: every pull judged, and the overrides (fail-open) the engine records. */
   auditLog?: AuditLog;
+  /** The node's cluster, for policies scoped with spec.clusters (as serve --cluster-name); unnamed: those scoped to none. */
+  clusterName?: string;
 }
 
 export function nodeServerConfig(failOpen: boolean): ServerConfig {
@@ -48,5 +50,6 @@ export function buildNodeEngine(opts: NodeEngineOptions): Promise<Engine> {
     ...(opts.staticCredentials ? { staticCredentials: opts.staticCredentials } : {}),
     ...(opts.namespaces ? { namespaces: opts.namespaces } : {}),
     ...(opts.auditLog ? { auditLog: opts.auditLog } : {}),
+    ...(opts.clusterName ? { clusters: { home: opts.clusterName, others: new Map() } } : {}),
   });
 }

@@ -45,6 +45,14 @@ spec:
 ---
 apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy
+metadata: {name: prod-only}
+spec:
+  clusters: [prod]
+  rules: [{action: deny, images: ["registry.example.com/staging/*"], message: not in prod}]
+  default: allow
+---
+apiVersion: imprimatur.dev/v1alpha1
+kind: ImagePolicy
 metadata: {name: kubelet-labels}
 spec:
   matchConstraints: {objectSelector: {matchExpressions: [{key: io.kubernetes.pod.namespace, operator: Exists}]}}
@@ -63,7 +71,7 @@ after(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function gate(o: { failOpen?: boolean; audit?: AuditLog; refuser?: string } = {}): Promise<PullGate> {
+async function gate(o: { failOpen?: boolean; audit?: AuditLog; refuser?: string; clusterName?: string } = {}): Promise<PullGate> {
   const { policies, errors } = parsePolicyText(POLICIES, "node.yaml");
   assert.deepEqual(errors, []);
   const logger = pino({ level: "silent" });
@@ -73,6 +81,7 @@ async function gate(o: { failOpen?: boolean; audit?: AuditLog; refuser?: string 
     logger,
     registries: registrySettingsMap([{ host: SILENT, allowLocalAddresses: true }]),
     ...(o.audit ? { auditLog: o.audit } : {}),
+    ...(o.clusterName ? { clusterName: o.clusterName } : {}),
   });
   engines.push(engine);
   return new PullGate({
@@ -146,6 +155,13 @@ test("a tag on a registry that gives no answer: refused failing closed, pulled a
   assert.equal(open.outcome, "failed-open");
   assert.deepEqual(open.outcome === "failed-open" && [open.pullAs, open.digest], [image, undefined]);
   assert.match(open.outcome === "failed-open" ? open.reason : "", /could not be resolved to a digest .*the node fails open/);
+});
+
+test("policies scoped with spec.clusters apply at a node of that cluster (--cluster-name), and at no other", async () => {
+  const image = `registry.example.com/staging/app@${DIGEST}`;
+  assert.match(message(await judge(await gate({ clusterName: "prod" }), image)), /denied by policy prod-only rules\[0\]: not in prod$/);
+  assert.equal((await judge(await gate({ clusterName: "dev" }), image)).outcome, "verified");
+  assert.equal((await judge(await gate(), image)).outcome, "verified");
 });
 
 test("what is not an image reference is refused with the reason", async () => {

@@ -168,13 +168,8 @@ export async function runContainerdVerifier(argv: string[]): Promise<number> {
     }
     const { policies } = await loadPolicySet(new PolicyFolder(args.policies), { profiles: [], allowEmpty: false });
     const audit = args.auditLog ? new AuditLog(args.auditLog) : undefined;
-    const engine = await buildNodeEngine({
-      policies,
-      failOpen: args.failOpen,
-      logger,
-      ...(audit ? { auditLog: audit } : {}),
-      ...(await registryAccess({ ...(args.registries ? { registries: args.registries } : {}), ...(args.authFile ? { authFile: args.authFile } : {}) })),
-    });
+    const access = await registryAccess({ ...(args.registries ? { registries: args.registries } : {}), ...(args.authFile ? { authFile: args.authFile } : {}) });
+    const engine = await buildNodeEngine({ policies, failOpen: args.failOpen, logger, ...(audit ? { auditLog: audit } : {}), ...access });
     try {
       const gate = new PullGate({
         engine,
@@ -183,6 +178,7 @@ export async function runContainerdVerifier(argv: string[]): Promise<number> {
         judgementMs: args.timeoutMs,
         refuser: "imprimatur containerd-verifier",
         ...(audit ? { audit } : {}),
+        ...(access.staticCredentials ? { staticCredentials: access.staticCredentials } : {}),
       });
       const verdict = await gate.judge({ image: args.name, auth: undefined, pod: undefined, digest: args.digest }, Date.now() + args.timeoutMs);
       if (verdict.outcome === "refused") {

@@ -284,6 +284,7 @@ async function startVerification(opts: NonNullable<NodeProxyArgs["verify"]>, kub
       namespaces = undefined;
     }
     const first = await policies.first(opts.policyCrds);
+    const access = await registryAccess({ ...(opts.registries ? { registries: opts.registries } : {}), ...(opts.authFile ? { authFile: opts.authFile } : {}) });
     const engine = await buildNodeEngine({
       policies: first.set,
       failOpen: opts.failOpen,
@@ -291,10 +292,16 @@ async function startVerification(opts: NonNullable<NodeProxyArgs["verify"]>, kub
       auditLog: audit,
       ...(opts.clusterName ? { clusterName: opts.clusterName } : {}),
       ...(namespaces ? { namespaces } : {}),
-      ...(await registryAccess({ ...(opts.registries ? { registries: opts.registries } : {}), ...(opts.authFile ? { authFile: opts.authFile } : {}) })),
+      ...access,
     });
     policies.watch((next) => engine.setPolicies(next.set));
-    const gate = new PullGate({ engine, failOpen: opts.failOpen, logger, audit });
+    const gate = new PullGate({
+      engine,
+      failOpen: opts.failOpen,
+      logger,
+      audit,
+      ...(access.staticCredentials ? { staticCredentials: access.staticCredentials } : {}),
+    });
     return {
       verification: {
         gate,

@@ -13,6 +13,8 @@ import { parseImageReference, type ImageReference } from "../core/image-referenc
 import type { RegistryAuth } from "../core/pull-verification/credential-hash.ts";
 import { imageAtDigest, podOfPull, pullByDigest, type PullingPod } from "../core/pull-verification/pull-subject.ts";
 import type { AuditLog, AuditRecord } from "../audit/audit-log.ts";
+import type { CredentialLookup } from "../credentials/credential.ts";
+import { chainLookups } from "../credentials/keyring.ts";
 import type { Engine } from "../engine/engine.ts";
 import { presentedCredentials } from "./presented-credentials.ts";
 
@@ -56,6 +58,8 @@ export interface PullGateOptions {
    * allows a pull and cannot be recorded refuses it instead: no pull leaves no trace.
    */
   audit?: AuditLog;
+  /** The node's own registry credentials (--authfile), tried after the pull's when its tag is resolved. */
+  staticCredentials?: CredentialLookup;
 }
 
 export class PullGate {
@@ -82,7 +86,8 @@ export class PullGate {
     if (!digest) {
       const resolver = engine.resolver;
       if (!resolver) return this.refused("the node cannot resolve tags (no registry access)");
-      const resolved = await resolver.resolve(ref, presented, until);
+      const lookup = this.opts.staticCredentials ? chainLookups(presented, this.opts.staticCredentials) : presented;
+      const resolved = await resolver.resolve(ref, lookup, until);
       if (!resolved.ok) return this.unresolved(pull, ref, resolved.error, resolved.code);
       digest = resolved.digest;
     }

@@ -10,6 +10,7 @@ import { after, before, describe, test } from "node:test";
 import { pino } from "pino";
 import type { RegistryAuth } from "../../src/core/pull-verification/credential-hash.ts";
 import type { PullingPod } from "../../src/core/pull-verification/pull-subject.ts";
+import type { CredentialLookup } from "../../src/credentials/credential.ts";
 import type { Engine } from "../../src/engine/engine.ts";
 import { buildNodeEngine } from "../../src/node/node-engine.ts";
 import { PullGate, type PullVerdict } from "../../src/node/pull-gate.ts";
@@ -43,13 +44,13 @@ async function pushSigned(repository: string, tag: string, signed: boolean): Pro
   return digest;
 }
 
-async function gate(failOpen = false): Promise<PullGate> {
+async function gate(failOpen = false, staticCredentials?: CredentialLookup): Promise<PullGate> {
   const { policies } = await loadPolicySet(new PolicyFolder(dir), { profiles: [], allowEmpty: false });
   const logger = pino({ level: "silent" });
   const registries = registrySettingsMap([...registry.settings(), { host: SILENT, allowLocalAddresses: true }]);
-  const engine = await buildNodeEngine({ policies, failOpen, registries, logger });
+  const engine = await buildNodeEngine({ policies, failOpen, registries, logger, ...(staticCredentials ? { staticCredentials } : {}) });
   engines.push(engine);
-  return new PullGate({ engine, failOpen, logger, judgementMs: 15_000 });
+  return new PullGate({ engine, failOpen, logger, judgementMs: 15_000, ...(staticCredentials ? { staticCredentials } : {}) });
 }
 
 const pod = (namespace: string, labels: Record<string, string> = {}): PullingPod => ({
@@ -136,6 +137,10 @@ describe("a pull judged at the node", () => {
     const without = await judge(g, `${registry.host}/private/app:1.0`);
     assert.equal(without.outcome, "refused");
     assert.match(without.outcome === "refused" ? without.message : "", /could not be resolved to a digest .*registry's answer, not an outage/);
+    // The node's own credentials (--authfile) come after the pull's: a pull without any is resolved with them.
+    const authfile: CredentialLookup = (host) => (host === registry.host ? [{ source: "authfile", ...PULLER }] : []);
+    const withNodeCredentials = await judge(await gate(false, authfile), `${registry.host}/private/app:1.0`);
+    assert.equal(withNodeCredentials.outcome, "verified", JSON.stringify(withNodeCredentials));
   });
 
   test("a tag moved to an unsigned build is judged at its new digest on the next pull, and refused", async () => {

@@ -206,6 +206,42 @@ test("an expression over the estimate's limit is a load error with the estimate 
   );
 });
 
+test("the estimate's limit and the reason's wording hold at their exact boundaries, as kube-apiserver's", () => {
+  // A loop over a literal list of n items costs 11 + n × (3 + its body), `1 == 1` costs 1 and && adds its
+  // operands: so expressions of exact costs can be written, checked here against the estimate.
+  const zeros = (n: number) => `[${Array(n).fill(0).join(",")}]`;
+  const costing = (cost: number, source: string) => {
+    assert.equal(estimate(source), cost, source);
+    return source;
+  };
+  // Exactly the limit loads (kube-apiserver refuses only an estimate above it); one unit more is refused.
+  const atLimit = costing(
+    10_000_000,
+    `object.spec.containers.all(x, 1 == 1 && 1 == 1 && 1 == 1) && ${zeros(21)}.all(e, ${zeros(33)}.all(d, ${zeros(29)}.all(c, ${zeros(34)}.all(b, 1 == 1 && 1 == 1)) && 1 == 1))`,
+  );
+  assert.equal(compileCel(atLimit, VARS).estimatedCost, STATIC_ESTIMATED_COST_LIMIT);
+  assert.throws(() => compileCel(`${atLimit} && 1 == 1`, VARS), /estimated cost 10000001 exceeds budget by factor of 1\.000000x:/);
+  // A factor of exactly 1.5 is written with one decimal, and exactly 100 as a factor, not "more than 100x".
+  const oneAndAHalf = costing(
+    15_000_000,
+    `object.spec.containers.all(x, 1 == 1 && 1 == 1 && 1 == 1) && ${zeros(38)}.all(e, ${zeros(29)}.all(d, ${zeros(29)}.all(c, ${zeros(43)}.all(b, 1 == 1 && 1 == 1 && 1 == 1)))) && 1 == 1`,
+  );
+  assert.throws(() => compileCel(oneAndAHalf, VARS), /estimated cost 15000000 exceeds budget by factor of 1\.5x:/);
+  const hundred = costing(
+    1_000_000_000,
+    `object.spec.containers.all(x, ${zeros(3)}.all(d, ${zeros(13)}.all(c, ${zeros(3)}.all(b, true)))) && ${zeros(18)}.all(e, ${zeros(20)}.all(d, ${zeros(16)}.all(c, ${zeros(27)}.all(b, 1 == 1))))`,
+  );
+  assert.throws(() => compileCel(hundred, VARS), /estimated cost 1000000000 exceeds budget by factor of 100\.0x:/);
+  // From 10^15 on, the estimate is written with an exponent.
+  const exponent = costing(
+    1e15,
+    `object.spec.containers.all(x, object.spec.containers.all(y, ${zeros(5)}.all(e, ${zeros(5)}.all(d, ${zeros(6)}.all(c, true) && 1 == 1))) && ` +
+      `${zeros(14)}.all(e, ${zeros(13)}.all(d, ${zeros(18)}.all(c, ${zeros(24)}.all(b, 1 == 1 && 1 == 1 && 1 == 1)) && 1 == 1))) && ` +
+      `${zeros(18)}.all(e, ${zeros(26)}.all(d, ${zeros(17)}.all(c, ${zeros(26)}.all(b, 1 == 1))))`,
+  );
+  assert.throws(() => compileCel(exponent, VARS), /estimated cost 1\.0e\+15 exceeds budget by factor of more than 100x:/);
+});
+
 const containers = (n: number, image = "registry.example/app:1") => ({ spec: { containers: Array.from({ length: n }, (_, i) => ({ name: `c${i}`, image })) } });
 
 test("an evaluation is ended past one million units, with kube-apiserver's reason, before the call that would pass it", () => {

@@ -86,3 +86,13 @@ test("an expression keeps its literal patterns and the 16 computed patterns met 
   assert.equal(engine.compile("^lit$"), literal);
   assert.equal(literal.test("lit"), true);
 });
+
+test("a computed pattern RE2 refuses is refused by the engine with the code of an invalid pattern", () => {
+  const source = "object.name.matches(object.pattern)";
+  const engine = celRegexEngine(parse(source), source);
+  assert.throws(() => engine.compile("(?!a)"), {
+    name: "ConditionError",
+    code: "invalid-regex",
+    message: /^matches\("\(\?!a\)"\): invalid regular expression \(RE2 syntax\)/,
+  });
+});

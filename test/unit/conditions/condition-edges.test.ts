@@ -7,7 +7,9 @@ import { hasErrorCode } from "../../../src/errors/imprimatur-error.ts";
 import { compileCel, evaluateCel } from "../../../src/core/conditions/cel-expression.ts";
 import { compileConditions, evaluateConditions } from "../../../src/core/conditions/conditions.ts";
 import { compileOperand, evaluateOperand } from "../../../src/core/conditions/jmespath-expression.ts";
-import { compare, isOperator, show } from "../../../src/core/conditions/operators.ts";
+import { CostMeter } from "../../../src/core/conditions/cost-meter.ts";
+import { DeepWeights } from "../../../src/core/conditions/json-weight.ts";
+import { compare, compareCost, isOperator, OPERATORS, show } from "../../../src/core/conditions/operators.ts";
 import { parseQuantity } from "../../../src/core/conditions/values.ts";
 
 const holds = (found: unknown, operator: Parameters<typeof compare>[1], expected: unknown) => compare(found, operator, expected) === undefined;
@@ -236,4 +238,15 @@ test("CEL over an input that fails while it is read is a failure with the reason
     },
   };
   assert.equal(evaluateCel(compileCel("p.a == 1.0", ["p"]), { p: input }), 'CEL "p.a == 1.0": unreadable');
+});
+
+test("every list operator costs each item of one value against every item of the other; the others both values once", () => {
+  // As docs/jmespath-cost-limits.md lists them.
+  const listOperators = ["In", "AnyIn", "AllIn", "NotIn", "AnyNotIn", "AllNotIn"];
+  const weights = new DeepWeights(new CostMeter());
+  const found = ["a", "b", "c"]; // weight 1 + 3 × (1 + 1)
+  const expected = ["x", "y"]; // weight 1 + 2 × (1 + 1)
+  for (const operator of OPERATORS) {
+    assert.equal(compareCost(found, operator, expected, weights), listOperators.includes(operator) ? 7 * 2 + 5 * 3 : 7 + 5, operator);
+  }
 });

@@ -2,6 +2,7 @@
 // quantities compared as such, all/any blocks, explained failures, load-time errors; and CEL as the alternative.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { search } from "@jmespath-community/jmespath";
 import { compileCel, evaluateCel } from "../../../src/core/conditions/cel-expression.ts";
 import { compileConditions, evaluateConditions, type RawConditionBlock } from "../../../src/core/conditions/conditions.ts";
 import { compare } from "../../../src/core/conditions/operators.ts";
@@ -174,4 +175,18 @@ test('a literal that is both a duration and a quantity ("500m") is refused at lo
   assert.deepEqual(errors("0.5"), []);
   assert.deepEqual(errors("500Mi"), []);
   assert.deepEqual(errors("{{ '500m' }}"), [], "expressions are the data's business");
+});
+
+test("an expression that fails at run time (a function on the wrong type) fails its condition with the library's reason", () => {
+  const c = compiled([{ all: [{ key: "{{ abs(name) }}", operator: "Equals", value: 1 }] }]);
+  let reason = "";
+  try {
+    search({ name: "x" }, "abs(name)");
+  } catch (e) {
+    reason = (e as Error).message;
+  }
+  assert.match(reason, /^Invalid type: abs\(\)/);
+  // Not a cost limit: the message is the library's own, not "comparing what its expressions found".
+  assert.equal(evaluateConditions(c, { name: "x" }), `conditions[0].all[0]: ${reason}`);
+  assert.equal(evaluateConditions(c, { name: -1 }), undefined);
 });

@@ -125,3 +125,14 @@ test("a count or width of zero is allowed, a negative one is the library's error
     message: "invalid-value: expecting a non-negative integer.",
   });
 });
+
+test("with a count, each step's result is bounded too: 12 Mi characters are allowed, one more is refused, by name", { timeout: 30_000 }, () => {
+  const long = "x".repeat(MAX_BUILT_STRING_LENGTH);
+  // One step, within the work allowed: only the length bound can refuse it.
+  assert.equal(replace("a", "a", long, 1).length, MAX_BUILT_STRING_LENGTH);
+  assert.throws(() => replace("ab", "a", long, 1), {
+    name: "ConditionError",
+    code: "result-too-long",
+    message: "replace: the result would be longer than 12582912 characters",
+  });
+});

@@ -318,3 +318,85 @@ test("the conditions of one policy share its budget: once spent, every later con
   // Another request has its own budget, and the same conditions hold.
   assert.equal(evaluateConditions(conditions.conditions, data, { budget: new CostBudget(1e7, "the conditions of one policy") }), undefined);
 });
+
+test("only an object tested for truth lists its keys: a string, a number or null so tested costs nothing more", () => {
+  const text = "x".repeat(100); // read whole, 10 units: not needed to know it is not empty
+  // A filter tests each item (the test, the field, the item) and builds the ten that pass: their names are strings.
+  assert.equal(cost("items[?name]", items(10)), 2 + 3 * 10 + 10);
+  assert.equal(cost("!a", { a: text }), 3);
+  assert.equal(cost("a || b", { a: text }), 3);
+  assert.equal(cost("a ? b : c", { a: 7, b: 1 }), 4);
+  assert.equal(cost("!a", {}), 3, "null");
+});
+
+test("== and != walk strings, and arrays and objects that are not one value; a number, a boolean or null is no walk", () => {
+  // The comparator, its two fields, and the two values handed back to the library's comparison: 5.
+  assert.equal(cost("a == b", { a: 1, b: 2 }), 5);
+  assert.equal(cost("a != b", { a: true, b: false }), 5);
+  // null against an object, either way round: unequal at once, nothing walked.
+  assert.equal(cost("a == b", { b: { x: 1 } }), 5);
+  assert.equal(cost("a == b", { a: { x: 1 } }), 5);
+  assert.equal(cost("a != b", { b: [1, 2] }), 5);
+  assert.equal(cost("a == b", {}), 5, "null and null are one value");
+});
+
+test("a value projection and a multi-select hash build values: the items and entries they build are counted", () => {
+  const three = { a: { v: 1 }, b: { v: 2 }, c: { v: 3 } };
+  // The projection, the object it projects (@), each value's field, and the three values it builds.
+  assert.equal(cost("*.v", three), 2 + 3 + 3);
+  // The hash, its two fields, and its two entries.
+  assert.equal(cost("{x: a, y: b}", { a: 1, b: 2 }), 3 + 2);
+  // The list, for comparison, counts the same way.
+  assert.equal(cost("[a, b]", { a: 1, b: 2 }), 3 + 2);
+});
+
+test("a weight is learnt once per object: a shared part is weighed each time it appears and walked once", () => {
+  const meter = new CostMeter();
+  const weights = new DeepWeights(meter);
+  const shared = [1, 2, 3]; // weight 1 + 3
+  const doubled = [shared, shared]; // weight 1 + 2 × 4
+  assert.equal(weights.of(doubled), 9);
+  // Learning it walked the outer list's two items and the shared list's three, once.
+  assert.equal(meter.spent, 2 + 3);
+  assert.equal(weights.of(doubled), 9);
+  assert.equal(weights.of(shared), 4);
+  assert.equal(meter.spent, 2 + 3, "known weights cost nothing to read again");
+});
+
+test("the review's deadline is read when a meter has counted 4096 units, and every 4096 after", () => {
+  let reads = 0;
+  const meter = new CostMeter();
+  withEvaluationDeadline(
+    () => reads++ >= 0,
+    () => {
+      meter.charge(4095);
+      assert.equal(reads, 0);
+      assert.throws(() => meter.charge(1), { message: PAST_DEADLINE_REASON });
+    },
+  );
+  assert.equal(reads, 1);
+  assert.equal(meter.exceeded, PAST_DEADLINE_REASON);
+  // A deadline not yet past is read again 4096 units after the last read.
+  let later = 0;
+  const counted = new CostMeter();
+  withEvaluationDeadline(
+    () => later++ > 0,
+    () => {
+      counted.charge(4100);
+      counted.charge(4095);
+      assert.equal(later, 1);
+      assert.throws(() => counted.charge(1), { message: PAST_DEADLINE_REASON });
+    },
+  );
+  assert.equal(later, 2);
+});
+
+test("an evaluation the meter ends keeps the meter's throw as its cause; one that never starts has none", () => {
+  const ended = ending("items[*].v", items(500_000));
+  assert.equal(ended.code, "cost-limit-exceeded");
+  assert.ok(ended.cause instanceof Error, String(ended.cause));
+  assert.equal(ended.cause.message, `operation cancelled: actual cost limit exceeded: one evaluation may cost at most ${PER_CALL_COST_LIMIT}`);
+  const unstarted = ending("a", { a: 1 }, (evaluate) => withEvaluationDeadline(() => true, evaluate));
+  assert.equal(unstarted.code, "past-deadline");
+  assert.equal(Object.hasOwn(unstarted, "cause"), false);
+});

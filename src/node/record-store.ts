@@ -206,8 +206,9 @@ export class RecordStore {
     const file = recordFileName(v.imageRef);
     const next = recordVerification(this.verified.get(file), v, new Date());
     this.keepVerified(next);
+    // Counted as written now: a prune by an image list taken before this pull ended spares it.
+    this.lastWrite.set(`${VERIFIED}/${file}`, ++this.writes);
     return this.locked(async () => {
-      this.lastWrite.set(`${VERIFIED}/${file}`, ++this.writes);
       await writeAtomically(join(this.dir, VERIFIED, file), JSON.stringify(this.verified.get(file) ?? next, null, 2), this.step("verified"));
       return next;
     });

@@ -83,3 +83,17 @@ test("a policy set's generation follows its documents, in any order, and changes
   assert.ok(await loaded.reload(() => assert.fail("a set that does not load changes nothing")));
   assert.equal(loaded.current().generation, seen[0]);
 });
+
+test("a prune by an image list taken before a verified pull ended spares its record", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "imprimatur-verified-prune-"));
+  dirs.push(dir);
+  const store = await RecordStore.open(dir);
+  const listedAt = store.writeTicket(); // the runtime's list is taken, then the pull ends
+  const pruning = store.prune(new Set(), listedAt); // a prune already waiting for the store's lock
+  const written = store.recordVerified(v({ imageRef: "sha256:just-pulled" }));
+  const gone = await pruning;
+  await written;
+  assert.ok(!gone.includes("sha256:just-pulled"));
+  assert.equal(store.verification("sha256:just-pulled")?.digest, D1);
+  assert.equal((await RecordStore.open(dir)).verification("sha256:just-pulled")?.digest, D1);
+});

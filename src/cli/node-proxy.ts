@@ -72,6 +72,8 @@ pods admitted while the webhook failed open, tags that moved, images preloaded o
   --authfile FILE                   the node's own registry credentials, tried after the pull's
   --cluster-name NAME               this node's cluster, for policies scoped with spec.clusters (as serve's);
                                     without it, only policies scoped to no cluster apply
+  --exceptions-namespace NS         honour the PolicyExceptions of this namespace (repeatable; as serve's): none
+                                    by default, since whoever may write one there may exempt any pull
   --audit-log FILE                  every pull judged, one JSON line each, fsynced before the pull goes on (default
                                     audit.log in --state-dir); a pull that cannot be recorded is refused
 
@@ -100,6 +102,7 @@ interface NodeProxyArgs {
     authFile?: string;
     auditLog: string;
     clusterName?: string;
+    exceptionNamespaces: string[];
   };
 }
 
@@ -121,6 +124,7 @@ function parseNodeProxyArgs(argv: string[]): NodeProxyArgs {
     authfile: { type: "string" },
     "audit-log": { type: "string" },
     "cluster-name": { type: "string" },
+    "exceptions-namespace": { type: "string", multiple: true },
   });
   for (const flag of ["listen", "runtime-endpoint"] as const) if (!values[flag]) throw new UsageError(`--${flag} is required`);
   for (const flag of ["listen", "runtime-endpoint"] as const) {
@@ -145,7 +149,7 @@ function parseNodeProxyArgs(argv: string[]): NodeProxyArgs {
   }
   const verifying = values.policies !== undefined || values["policy-crds"] === true;
   if (!verifying)
-    for (const flag of ["failure-policy", "verify-present", "registries", "authfile", "audit-log", "cluster-name"] as const)
+    for (const flag of ["failure-policy", "verify-present", "registries", "authfile", "audit-log", "cluster-name", "exceptions-namespace"] as const)
       if (values[flag] !== undefined) throw new UsageError(`--${flag} applies only with --policies or --policy-crds`);
   if (values["policy-crds"] && !values.kubeconfig) throw new UsageError("--policy-crds needs --kubeconfig (and --node-name)");
   const failurePolicy = values["failure-policy"] ?? "Fail";
@@ -172,6 +176,7 @@ function parseNodeProxyArgs(argv: string[]): NodeProxyArgs {
             ...(values.authfile !== undefined ? { authFile: values.authfile } : {}),
             auditLog: values["audit-log"] ?? join(values["state-dir"]!, "audit.log"),
             ...(values["cluster-name"] !== undefined ? { clusterName: values["cluster-name"] } : {}),
+            exceptionNamespaces: values["exceptions-namespace"] ?? [],
           },
         }
       : {}),
@@ -265,7 +270,10 @@ interface StartedVerification {
 /** The policies loaded (and watched), the engine built from them, and the gate that judges pulls with it. */
 async function startVerification(opts: NonNullable<NodeProxyArgs["verify"]>, kube: KubeConfig | undefined, logger: Logger): Promise<StartedVerification> {
   const folder = opts.policies !== undefined ? new PolicyFolder(opts.policies) : undefined;
-  const resources = opts.policyCrds && kube ? policyResourceSource(kube, { logger, writeStatus: false, ...(folder ? { folder } : {}) }) : undefined;
+  const resources =
+    opts.policyCrds && kube
+      ? policyResourceSource(kube, { logger, writeStatus: false, exceptionNamespaces: opts.exceptionNamespaces, ...(folder ? { folder } : {}) })
+      : undefined;
   const source = resources?.source ?? folder!;
   const policies = new NodePolicies(source, logger);
   const audit = new AuditLog(opts.auditLog, {
@@ -291,6 +299,7 @@ async function startVerification(opts: NonNullable<NodeProxyArgs["verify"]>, kub
       logger,
       auditLog: audit,
       ...(opts.clusterName ? { clusterName: opts.clusterName } : {}),
+      exceptionNamespaces: opts.exceptionNamespaces,
       ...(namespaces ? { namespaces } : {}),
       ...access,
     });

@@ -30,6 +30,8 @@ export interface NodeEngineOptions {
   auditLog?: AuditLog;
   /** The node's cluster, for policies scoped with spec.clusters (as serve --cluster-name); unnamed: those scoped to none. */
   clusterName?: string;
+  /** The namespaces whose PolicyExceptions are honoured (as serve --exceptions-namespace); none by default. */
+  exceptionNamespaces?: readonly string[];
 }
 
 export function nodeServerConfig(failOpen: boolean): ServerConfig {
@@ -51,5 +53,6 @@ export function buildNodeEngine(opts: NodeEngineOptions): Promise<Engine> {
     ...(opts.namespaces ? { namespaces: opts.namespaces } : {}),
     ...(opts.auditLog ? { auditLog: opts.auditLog } : {}),
     ...(opts.clusterName ? { clusters: { home: opts.clusterName, others: new Map() } } : {}),
+    ...(opts.exceptionNamespaces ? { exceptionNamespaces: opts.exceptionNamespaces } : {}),
   });
 }

@@ -44,6 +44,14 @@ spec:
   default: allow
 ---
 apiVersion: imprimatur.dev/v1alpha1
+kind: PolicyException
+metadata: {name: legacy-batch, namespace: policy-exceptions}
+spec:
+  exceptions: [{policyName: trusted}]
+  match:
+    any: [{resources: {kinds: [Pod], namespaces: [batch], selector: {matchLabels: {app: legacy}}}}]
+---
+apiVersion: imprimatur.dev/v1alpha1
 kind: ImagePolicy
 metadata: {name: prod-only}
 spec:
@@ -71,7 +79,9 @@ after(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function gate(o: { failOpen?: boolean; audit?: AuditLog; refuser?: string; clusterName?: string } = {}): Promise<PullGate> {
+async function gate(
+  o: { failOpen?: boolean; audit?: AuditLog; refuser?: string; clusterName?: string; exceptionNamespaces?: string[] } = {},
+): Promise<PullGate> {
   const { policies, errors } = parsePolicyText(POLICIES, "node.yaml");
   assert.deepEqual(errors, []);
   const logger = pino({ level: "silent" });
@@ -82,6 +92,7 @@ async function gate(o: { failOpen?: boolean; audit?: AuditLog; refuser?: string;
     registries: registrySettingsMap([{ host: SILENT, allowLocalAddresses: true }]),
     ...(o.audit ? { auditLog: o.audit } : {}),
     ...(o.clusterName ? { clusterName: o.clusterName } : {}),
+    ...(o.exceptionNamespaces ? { exceptionNamespaces: o.exceptionNamespaces } : {}),
   });
   engines.push(engine);
   return new PullGate({
@@ -162,6 +173,25 @@ test("policies scoped with spec.clusters apply at a node of that cluster (--clus
   assert.match(message(await judge(await gate({ clusterName: "prod" }), image)), /denied by policy prod-only rules\[0\]: not in prod$/);
   assert.equal((await judge(await gate({ clusterName: "dev" }), image)).outcome, "verified");
   assert.equal((await judge(await gate(), image)).outcome, "verified");
+});
+
+test("a PolicyException exempts a pod's pull only where the node honours its namespace (--exceptions-namespace)", async () => {
+  const image = `docker.io/library/nginx@${DIGEST}`;
+  const legacy = pod("batch", { app: "legacy" });
+  assert.match(message(await judge(await gate(), image, legacy)), /denied by policy trusted default/);
+  // An exemption is an override: the node records it in its audit log before the pull goes on.
+  const audit = new AuditLog(join(dir, "exceptions.log"));
+  const honouring = await gate({ exceptionNamespaces: ["policy-exceptions"], audit });
+  const honoured = await judge(honouring, image, legacy);
+  assert.equal(honoured.outcome, "verified");
+  assert.deepEqual(honoured.outcome === "verified" && honoured.decision.exemptions?.map((x) => x.exception), ["policy-exceptions/legacy-batch"]);
+  assert.match(message(await judge(honouring, image, pod("batch", { app: "web" }))), /denied by policy trusted/);
+  await audit.close();
+  const events = (await readFile(join(dir, "exceptions.log"), "utf8"))
+    .trim()
+    .split("\n")
+    .map((l) => (JSON.parse(l) as { event: string }).event);
+  assert.deepEqual(events, ["policy-exception", "pull-verified", "pull-refused"]);
 });
 
 test("what is not an image reference is refused with the reason", async () => {

@@ -13,6 +13,7 @@ import {
   decodeImageStatusResponse,
   decodeListImagesResponse,
   decodePullImageRequest,
+  pullImageRequestFor,
   decodePullImageResponse,
   decodeRemoveImageRequest,
   encodeImageStatusRequest,
@@ -116,7 +117,7 @@ const pullRequest = plain(
       image: text,
       annotations,
       auth: fc.record({ username: text, password: text, auth: text, serverAddress: text, identityToken: text, registryToken: text }),
-      sandbox: fc.record({ name: text, namespace: text, uid: text, annotations }),
+      sandbox: fc.record({ name: text, namespace: text, uid: text, labels: annotations, annotations }, { requiredKeys: ["name", "namespace", "uid"] }),
     },
     { requiredKeys: ["image"] },
   ),
@@ -260,10 +261,20 @@ describe("CRI messages", () => {
         // An empty credential encodes as nothing, so it decodes as none: the same anonymous pull.
         if (req.auth && Object.values(req.auth).some((v) => v !== "")) assert.deepEqual(decoded.auth, req.auth);
         if (req.sandbox) {
-          const { annotations: sandboxAnnotations, ...metadata } = req.sandbox;
+          const { annotations: sandboxAnnotations, labels, ...metadata } = req.sandbox;
           // The metadata is a message: present, even with every field empty, once it is written.
-          assert.deepEqual(decoded.sandbox, { metadata, annotations: sandboxAnnotations ?? {} });
+          assert.deepEqual(decoded.sandbox, { metadata, labels: labels ?? {}, annotations: sandboxAnnotations ?? {} });
         }
+      }),
+      { file: FILE },
+    );
+  });
+
+  test("a PullImageRequest sent on for another image differs from the one received in its image only", async () => {
+    await checkProperty(
+      fc.property(pullRequest, text, (req, image) => {
+        const rewritten = decodePullImageRequest(pullImageRequestFor(encodePullImageRequest(req), image));
+        assert.deepEqual(rewritten, decodePullImageRequest(encodePullImageRequest({ ...req, image })));
       }),
       { file: FILE },
     );

@@ -56,7 +56,7 @@ import { startForwarder, type Forwarder } from "./support/forwarder-process.ts";
 import { findTaskset, pin } from "./support/pinning.ts";
 import { percentile, renderTable } from "./support/report.ts";
 import { guardRun } from "./support/run-guard.ts";
-import { numberOption } from "./support/options.ts";
+import { multiplesOfRounds, numberOption } from "./support/options.ts";
 
 const TARGET_ADDED_P99_MS = 1;
 const TARGET_PULL_RATIO = 1.05;
@@ -158,14 +158,12 @@ function parseOptions(argv: string[]): Options {
     cpuProf: values["cpu-prof"] ? resolve(values["cpu-prof"]) : undefined,
     forwarder: values.forwarder === "on",
   };
-  for (const [flag, n] of [
+  multiplesOfRounds(rounds, [
     ["status-calls", opts.statusCalls],
     ["pulls", opts.pulls],
     ["new-pods", opts.newPods],
     ["concurrent-calls", opts.concurrentCalls],
-  ] as const) {
-    if (n % rounds !== 0) throw new Error(`--${flag} (${n}) must be a multiple of --rounds (${rounds})`);
-  }
+  ]);
   return opts;
 }
 

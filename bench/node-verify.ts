@@ -21,7 +21,7 @@ import { createMockSigstore } from "../test/support/signer/mock-sigstore.ts";
 import { pushCosignSignatures } from "../test/support/signer/registry-signatures.ts";
 import { writeSignedOnlyFolder } from "../test/support/node-signing-policies.ts";
 import { startForwarder, type Forwarder } from "./support/forwarder-process.ts";
-import { numberOption } from "./support/options.ts";
+import { multiplesOfRounds, numberOption } from "./support/options.ts";
 import { findTaskset, pin } from "./support/pinning.ts";
 import { percentile, renderTable } from "./support/report.ts";
 import { guardRun } from "./support/run-guard.ts";
@@ -77,12 +77,11 @@ function parseOptions(argv: string[]): Options {
     pin: values.pin,
     json: values.json,
   };
-  for (const [flag, n] of [
+  multiplesOfRounds(opts.rounds, [
     ["pulls", opts.pulls],
     ["cold", opts.cold],
     ["status-calls", opts.statusCalls],
-  ] as const)
-    if (n % opts.rounds !== 0) throw new Error(`--${flag} (${n}) must be a multiple of --rounds (${opts.rounds})`);
+  ]);
   return opts;
 }
 
@@ -114,8 +113,7 @@ async function alternate(rounds: number, measure: (side: Side, round: number) =>
   for (let r = 0; r < rounds; r++) for (const side of r % 2 === 0 ? SIDES : [...SIDES].reverse()) await measure(side, r);
 }
 
-async function main(): Promise<number> {
-  const opts = parseOptions(process.argv.slice(2));
+async function main(opts: Options): Promise<number> {
   const dir = await mkdtemp(join(tmpdir(), "imprimatur-bench-node-verify-"));
   let registry: TestRegistry | undefined;
   let node: NodeRuntime | undefined;
@@ -291,7 +289,14 @@ function render(s: {
   return `node-verify ${s.date}, pinning: ${s.pinned}\n${renderTable(rows)}\n${s.failures.length === 0 ? "every answer as expected" : `WRONG ANSWERS:\n${s.failures.slice(0, 20).join("\n")}`}\n`;
 }
 
-main().then(
+let options: Options;
+try {
+  options = parseOptions(process.argv.slice(2));
+} catch (e) {
+  process.stderr.write(`node-verify: ${(e as Error).message}\n${USAGE}`);
+  process.exit(2);
+}
+main(options).then(
   (code) => process.exit(code),
   (e: unknown) => {
     process.stderr.write(`node-verify: ${(e as Error).stack ?? String(e)}\n`);

@@ -8,3 +8,8 @@ export function numberOption(flag: string, raw: string, min: number, max: number
   }
   return n;
 }
+
+/** Counts split evenly over the rounds a benchmark alternates its sides in: each must be a multiple of `rounds`. */
+export function multiplesOfRounds(rounds: number, counts: ReadonlyArray<readonly [flag: string, count: number]>): void {
+  for (const [flag, n] of counts) if (n % rounds !== 0) throw new Error(`--${flag} (${n}) must be a multiple of --rounds (${rounds})`);
+}

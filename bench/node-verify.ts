@@ -230,12 +230,16 @@ async function main(opts: Options): Promise<number> {
   }
 }
 
+function percentileOf(ms: readonly number[], p: number): number {
+  return percentile(Float64Array.from(ms).sort(), p);
+}
+
 function ratio(series: Record<Side, number[]>, p: number): number {
-  return percentile(Float64Array.from(series.verifying).sort(), p) / percentile(Float64Array.from(series.forwarder).sort(), p);
+  return percentileOf(series.verifying, p) / percentileOf(series.forwarder, p);
 }
 
 function added(series: Record<Side, number[]>, p: number): number {
-  return percentile(Float64Array.from(series.verifying).sort(), p) - percentile(Float64Array.from(series.forwarder).sort(), p);
+  return percentileOf(series.verifying, p) - percentileOf(series.forwarder, p);
 }
 
 /** The servers on SERVER_CPU, this process (the load generator) on GENERATOR_CPU; both sides end in the same containerd. */

@@ -7,7 +7,7 @@
 // answer is the failure policy's to decide, worded as the webhook words it; it never touches a container that
 // already runs, because only pulls pass through here.
 import type { Logger } from "pino";
-import { renderReason, type Decision, type Violation } from "../core/decision.ts";
+import { allow, renderReason, type Decision, type Violation } from "../core/decision.ts";
 import { registryAnswered } from "../core/image-policy/digest-pinning.ts";
 import { parseImageReference, type ImageReference } from "../core/image-reference.ts";
 import type { RegistryAuth } from "../core/pull-verification/credential-hash.ts";
@@ -100,7 +100,7 @@ export class PullGate {
     );
     const decision = reviewed.decision;
     const pullAs = pullByDigest(ref, digest);
-    if (!decision) return { outcome: "verified", pullAs, digest, decision: { allowed: true, violations: [], warnings: [], auditAnnotations: {} } };
+    if (!decision) return { outcome: "verified", pullAs, digest, decision: allow() };
     if (!decision.allowed) return this.refused(renderReason(withoutFields(decision.violations)), digest, decision);
     if (decision.failOpen && decision.failOpen.length > 0) {
       const reason = decision.failOpen.map((f) => f.error).join("; ");

@@ -538,9 +538,20 @@ test("kill -9 of the leading serve process during a CA rotation: the other takes
     // The Lease lasts 15 s and is not handed back by a killed holder; the survivor reads it every sync interval.
     const tookMs = Date.now() - killedAt;
     assert.ok(tookMs <= 15_000 + 5_000, `taken over ${tookMs} ms after the kill: within the Lease's 15 s and a few sync intervals`);
-    // Nothing the dead leader published is lost: every CA of the Secret at the kill that has not expired is in every webhook's caBundle.
-    for (const bundle of await webhookBundles())
-      for (const ca of secretAtKill) if (ca.notAfter > Date.now()) assert.ok(bundle.includes(ca.fingerprint), `the caBundle keeps ${ca.fingerprint}`);
+    // Nothing the dead leader published is lost: every CA of the Secret at the kill that has not expired is in every
+    // webhook's caBundle. The leader writes a new CA to the Secret before it publishes the caBundle (a serving
+    // certificate waits for the caBundle, so that order is safe); killed between the two, it leaves the caBundle to
+    // the survivor, which publishes it in the round it takes the Lease in, a moment after the Lease reads as taken.
+    let missing: string[] = [];
+    await until(
+      "every CA of the Secret at the kill in every caBundle",
+      async () => {
+        const bundles = await webhookBundles();
+        missing = secretAtKill.filter((ca) => ca.notAfter > Date.now() && !bundles.every((b) => b.includes(ca.fingerprint))).map((ca) => ca.fingerprint);
+        return missing.length === 0 ? true : undefined;
+      },
+      3 * 500 + 2_000,
+    ).catch(() => assert.fail(`the caBundle lost ${missing.join(", ")} after the survivor took the Lease\n${outputs()}`));
     // The new leader carries the rotation on: the Secret's certificate is served by the survivor, under a CA the caBundles hold.
     const { port } = processes.get(survivor)!;
     await until(

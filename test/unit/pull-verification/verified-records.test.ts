@@ -57,7 +57,6 @@ test("records are read strictly: anything not exactly what is written is unreada
   const good = recordVerification(undefined, v(), NOW);
   assert.deepEqual(decodeVerifiedRecord(JSON.stringify(good)), good);
   const bad: Array<[unknown, RegExp]> = [
-    [{ ...good, extra: 1 }, /unknown field "extra"/],
     [{ ...good, kind: "ImagePulledRecord" }, /kind must be ImageVerifiedRecord/],
     [{ ...good, digest: "sha256:abc" }, /digest is not/],
     [{ ...good, everyPod: "yes" }, /everyPod must be true or false/],
@@ -66,8 +65,27 @@ test("records are read strictly: anything not exactly what is written is unreada
     [{ ...good, policyGeneration: "" }, /policyGeneration must not be empty/],
     [{ ...good, verifiedTime: "yesterday" }, /verifiedTime is not an RFC 3339 time/],
   ];
-  for (const [record, message] of bad) assert.throws(() => decodeVerifiedRecord(JSON.stringify(record)), message);
+  const hex = (n: number, c = "a") => c.repeat(n);
+  const { digest: _digest, ...noDigest } = good;
+  bad.push(
+    [{ ...good, extra: 1 }, /^RecordFormatError: record: unknown field "extra"$/],
+    [noDigest, /^RecordFormatError: record: missing field "digest"$/],
+    [{ ...good, digest: "" }, /^RecordFormatError: digest must not be empty$/],
+    [{ ...good, imageRef: "" }, /^RecordFormatError: imageRef must not be empty$/],
+    // The digest's pattern is anchored at both ends and exact in length and alphabet, for both algorithms.
+    [{ ...good, digest: `x${D1}` }, /digest is not/],
+    [{ ...good, digest: `${D1}0` }, /digest is not/],
+    [{ ...good, digest: `sha512:${hex(127)}` }, /digest is not/],
+    [{ ...good, digest: `sha512:${hex(127)}g` }, /digest is not/],
+  );
+  for (const [record, message] of bad)
+    assert.throws(
+      () => decodeVerifiedRecord(JSON.stringify(record)),
+      (e: Error) => message.test(`${e.name}: ${e.message}`),
+    );
+  assert.equal(decodeVerifiedRecord(JSON.stringify({ ...good, digest: `sha512:${hex(128)}` })).digest, `sha512:${hex(128)}`);
   assert.throws(() => decodeVerifiedRecord("{"), /not JSON/);
+  assert.throws(() => decodeVerifiedRecord("[]"), /^RecordFormatError: record must be an object$/);
 });
 
 const policies = (text: string) => {
@@ -87,4 +105,17 @@ test("a verdict holds for every pod only when nothing in the policies depends on
     "apiVersion: imprimatur.dev/v1alpha1\nkind: NamespacedImagePolicy\nmetadata: {name: tenant, namespace: team}\nspec:\n  rules: [{action: allow, images: ['*']}]\n",
   ];
   for (const text of dependent) assert.equal(verdictHoldsForEveryPod(policies(text)), false, text);
+  // Every policy and every rule counts, not just one of them.
+  const independent = imagePolicy("  rules: [{action: allow, images: ['*']}]\n");
+  for (const text of dependent) assert.equal(verdictHoldsForEveryPod(policies(`${independent}\n---\n${text}`)), false, text);
+  assert.equal(
+    verdictHoldsForEveryPod(
+      policies(imagePolicy("  rules:\n  - {action: allow, images: ['a/*']}\n  - {action: allow, images: ['*'], validate: {cel: 'true'}}\n")),
+    ),
+    false,
+  );
+  // An exception may exempt one pod and not another.
+  const exception =
+    "apiVersion: imprimatur.dev/v1alpha1\nkind: PolicyException\nmetadata: {name: e, namespace: policy-exceptions}\nspec:\n  exceptions: [{policyName: p}]\n  match: {any: [{resources: {kinds: [Pod], namespaces: [team]}}]}\n";
+  assert.equal(verdictHoldsForEveryPod(policies(`${independent}\n---\n${exception}`)), false);
 });

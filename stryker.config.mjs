@@ -52,6 +52,7 @@ export const areas = {
       "test/unit/compile-attestors.test.ts",
       "test/unit/verification/attestor-policy.test.ts",
       "test/unit/verification/evaluation.test.ts",
+      "test/unit/verification/verified-judgements.test.ts",
       "test/unit/namespaced-policies.test.ts",
       // schema-issues.ts words every schema error of every kind.
       "test/unit/schema-issues.test.ts",

@@ -9,6 +9,7 @@ import { verificationKey, type ImageVerification } from "../core/verification-re
 import { CLUSTER_UNREADABLE } from "../core/cluster-scope.ts";
 import type { PreparedPolicies } from "../core/policy-set/policy-kinds.ts";
 import type { CredentialLookup } from "../credentials/credential.ts";
+import type { VerificationResult } from "../verification/image-verifier.ts";
 import { lookupForPolicy, type PodLookup } from "../kube/pod-credentials.ts";
 import type { ClusterTools, OnlineTools } from "./cluster-tools.ts";
 import { pinPod, pinRequest } from "./pin-request.ts";
@@ -103,8 +104,15 @@ async function verifyOne(tools: OnlineTools, need: VerificationNeed, creds: PodL
     },
     deadline,
   );
-  return { ...result, digest };
+  // The same object for as long as the verifier caches the result: what was judged of it is kept with it
+  // (src/core/image-policy/verified-judgements.ts).
+  let verification = withDigest.get(result);
+  if (verification?.digest !== digest) withDigest.set(result, (verification = { ...result, digest }));
+  return verification;
 }
+
+/** Each verifier result with the digest it was verified at (one per result: the verifier's key holds the digest). */
+const withDigest = new WeakMap<VerificationResult, ImageVerification>();
 
 /**
  * /mutate records what it verified on the object (`imprimatur.dev/verified-images`), at the digests it just

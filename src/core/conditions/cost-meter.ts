@@ -11,6 +11,8 @@ export class CostBudget {
   /** Whose budget, for the reason: "the matchConditions of one policy". */
   readonly spentBy: string;
   remaining: number;
+  /** Evaluations on this budget ended by a limit or the deadline: what they gave depends on this request, not only on their inputs. */
+  endings = 0;
 
   constructor(limit: number, spentBy: string) {
     this.limit = limit;
@@ -40,6 +42,7 @@ export class CostMeter {
       this.#nextDeadlineCheck = this.spent + DEADLINE_CHECK_UNITS;
       if (evaluationPastDeadline()) {
         this.exceeded = PAST_DEADLINE_REASON;
+        if (this.#budget) this.#budget.endings++;
         throw new CostLimitExceeded(this.exceeded);
       }
     }
@@ -48,6 +51,7 @@ export class CostMeter {
       this.#budget && this.#budget.remaining < PER_CALL_COST_LIMIT
         ? `running out of cost budget: ${this.#budget.spentBy} may cost at most ${this.#budget.limit} per request, and no further expression is evaluated`
         : `operation cancelled: actual cost limit exceeded: one evaluation may cost at most ${PER_CALL_COST_LIMIT}`;
+    if (this.#budget) this.#budget.endings++;
     throw new CostLimitExceeded(this.exceeded);
   }
 

@@ -76,6 +76,15 @@ function endedBy(operand: { expression: string }, reason: string, cause?: unknow
 }
 
 let evaluationNow: number | undefined;
+let evaluationTimeReads = 0;
+
+/**
+ * How many times an evaluation has read the evaluation's time so far (time_since to now): a judgement that read it
+ * holds only for that moment (src/core/image-policy/verified-judgements.ts).
+ */
+export function timeReads(): number {
+  return evaluationTimeReads;
+}
 let registered = false;
 const TRIM_SIGNATURE = [{ types: [TYPE_STRING] }, { types: [TYPE_STRING], optional: true }];
 const REPLACE_SIGNATURE = [{ types: [TYPE_STRING] }, { types: [TYPE_STRING] }, { types: [TYPE_STRING] }, { types: [TYPE_NUMBER], optional: true }];
@@ -118,6 +127,7 @@ function registerFunctions(): void {
       if (from === null) throw new ConditionError("value-not-found", "time_since: the start time is not found");
       const start = Date.parse(String(from));
       const untilNow = to === "" || to === null || to === undefined;
+      if (untilNow) evaluationTimeReads++;
       if (untilNow && evaluationNow === undefined)
         throw new ConditionError("no-evaluation-time", "time_since: the current time was not given to the evaluation");
       const end = untilNow ? evaluationNow! : Date.parse(String(to));

@@ -15,6 +15,7 @@ import { verificationKey, verifiedImagesRecord, type ImageVerification, type Ver
 import { CostBudget, evaluateCel } from "../conditions/cel-expression.ts";
 import { RUNTIME_COST_BUDGET } from "../conditions/cel-cost-limits.ts";
 import { evaluateConditions } from "../conditions/conditions.ts";
+import { judgeVerified } from "./verified-judgements.ts";
 import { UNKNOWN_NAMESPACE_LABELS_HINT } from "../namespace-labels.ts";
 
 export type ImageAction = "allow" | "deny";
@@ -269,15 +270,24 @@ function attestorVerdict(
   if (!result) return violation("its signatures were not verified");
   switch (result.status) {
     case "verified": {
-      // Conditions run on every admission, on statements the verifier may have cached: never skipped. Within one
-      // admission (one results map) an image in several containers is judged once.
+      if (!rule.attestations && !rule.validate) return { rule: at };
+      // Within one admission (one results map) an image in several containers is judged once; across admissions
+      // a judgement is kept with the cached verification result while it holds (verified-judgements.ts).
       let judged = judgedInAdmission.get(ctx.verifications);
       if (!judged) judgedInAdmission.set(ctx.verifications, (judged = new Map()));
       const key = verificationKey(policy.name, rule.index, image);
       let failure = judged.get(key);
       if (failure === undefined) {
         const budget = celBudget(ctx.verifications, policy.name);
-        judged.set(key, (failure = attestationFailure(rule, result, ref, ctx.now, budget) ?? validateFailure(rule, result, ref, budget) ?? ""));
+        failure = judgeVerified(
+          result,
+          rule,
+          image,
+          ctx.now,
+          budget,
+          () => attestationFailure(rule, result, ref, ctx.now, budget) ?? validateFailure(rule, result, ref, budget),
+        );
+        judged.set(key, failure);
       }
       return failure ? violation(failure) : { rule: at };
     }

@@ -335,6 +335,13 @@ test("the reason names the limit that was passed: one evaluation's, or what is l
   // A budget with a whole million left: the evaluation's own limit is the one passed.
   assert.match((celTruth(contains, { object }, new CostBudget(PER_CALL_COST_LIMIT, "test")) as { error: string }).error, /actual cost limit exceeded/);
   assert.match((celTruth(contains, { object }, new CostBudget(PER_CALL_COST_LIMIT - 1, "test")) as { error: string }).error, /running out of cost budget/);
+  // The budget counts the evaluations a limit ended: what they gave depends on the request, not only on their inputs.
+  const budget = new CostBudget(PER_CALL_COST_LIMIT * 3, "test");
+  assert.equal(celTruth(compileCel("object.s.size() > 0", VARS), { object }, budget), true);
+  assert.equal(budget.endings, 0);
+  celTruth(contains, { object }, budget);
+  celTruth(contains, { object }, budget);
+  assert.equal(budget.endings, 2);
 });
 
 test("past the review's deadline an evaluation ends at its next check (every 4096 units), and none starts", () => {
@@ -361,6 +368,7 @@ test("past the review's deadline an evaluation ends at its next check (every 409
   // The reason says what ended it, and who decides then.
   assert.match((ended as { error: string }).error, /evaluation cancelled: the review ran past its deadline .*; the failure policy decides$/);
   assert.ok(PER_CALL_COST_LIMIT - budget.remaining < 4096 + 3, String(PER_CALL_COST_LIMIT - budget.remaining));
+  assert.equal(budget.endings, 1, "an evaluation ended by the deadline is counted as ended");
   // Past already: nothing is evaluated.
   assert.deepEqual(
     withEvaluationDeadline(

@@ -5,6 +5,7 @@ import { test } from "node:test";
 import { search } from "@jmespath-community/jmespath";
 import { compileCel, evaluateCel } from "../../../src/core/conditions/cel-expression.ts";
 import { compileConditions, evaluateConditions, type RawConditionBlock } from "../../../src/core/conditions/conditions.ts";
+import { timeReads } from "../../../src/core/conditions/jmespath-expression.ts";
 import { compare } from "../../../src/core/conditions/operators.ts";
 import { parseQuantity } from "../../../src/core/conditions/values.ts";
 import { formatDuration, parseDuration } from "../../../src/core/primitives/duration.ts";
@@ -51,6 +52,14 @@ test("time_since measures to the evaluation's time, never the machine's clock; w
   assert.equal(evaluateConditions(c, finished), "conditions[0].all[0]: time_since: the current time was not given to the evaluation");
   const between = compiled([{ all: [{ key: "{{ time_since('', metadata.scanFinishedOn, '2025-06-01T13:00:00Z') }}", operator: "Equals", value: "1h" }] }]);
   assert.equal(evaluateConditions(between, finished), undefined, "an explicit end needs no current time");
+  // Reads of the evaluation's time are counted (a judgement that read it holds only for that moment); an explicit end reads none.
+  const reads = timeReads();
+  evaluateConditions(between, finished, { now: NOW });
+  assert.equal(timeReads(), reads);
+  evaluateConditions(since, finished, { now: NOW });
+  assert.equal(timeReads(), reads + 1);
+  evaluateConditions(c, finished);
+  assert.equal(timeReads(), reads + 2, "a read that found no time counts too");
 });
 
 test("any: at least one holds; every block must hold; a missing field is 'not found', not a crash", () => {

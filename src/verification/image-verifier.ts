@@ -93,7 +93,8 @@ export class ImageVerifier {
     const generation = this.generation;
     const at = request.signatureRepository ?? request.image;
     const checks = request.attestations ?? [];
-    const keys = await this.keysOf([...request.attestors, ...checks.flatMap((c) => c.attestors)], AbortSignal.timeout(Math.max(1, deadline - Date.now())));
+    const asked = this.keysOf([...request.attestors, ...checks.flatMap((c) => c.attestors)], deadline);
+    const keys = asked instanceof Promise ? await asked : asked;
     // A key that cannot be read (its Secret deleted, no API access) leaves the rule unable to verify: it denies
     // whatever the other entries say, naming the key, until the key can be read again.
     const read = new Map<LeafAttestor, ReadKey>();
@@ -195,15 +196,19 @@ export class ImageVerifier {
    * read). By entry, not by path: an attestation's own attestors have the same paths as the rule's
    * ("attestors[0].entries[0]"), and one entry's key must never stand in for another's.
    */
-  private async keysOf(sets: readonly AttestorSet[], signal: AbortSignal): Promise<Map<LeafAttestor, ReadKey | { error: string }>> {
-    const keys = new Map<LeafAttestor, ReadKey | { error: string }>();
-    await Promise.all(
-      leafAttestors(sets).map(async (leaf) => {
-        if (leaf.type !== "staticKey") return;
-        if ("pem" in leaf.key) {
-          keys.set(leaf, { key: parsedKey(leaf.key.pem), id: leaf.key.pem });
-          return;
-        }
+  private keysOf(sets: readonly AttestorSet[], deadline: number): Map<LeafAttestor, KeyOf> | Promise<Map<LeafAttestor, KeyOf>> {
+    const keys = new Map<LeafAttestor, KeyOf>();
+    const inSecrets: Array<LeafAttestor & { type: "staticKey"; key: { secretRef: SecretKeyRef } }> = [];
+    for (const leaf of leafAttestors(sets)) {
+      if (leaf.type !== "staticKey") continue;
+      if ("pem" in leaf.key) keys.set(leaf, { key: parsedKey(leaf.key.pem), id: leaf.key.pem });
+      else inSecrets.push(leaf as (typeof inSecrets)[number]);
+    }
+    // Keys written in the policy are at hand: no timer, no await (this runs on every admission, cache hits included).
+    if (inSecrets.length === 0) return keys;
+    const signal = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
+    return Promise.all(
+      inSecrets.map(async (leaf) => {
         const ref = leaf.key.secretRef;
         const reader = this.opts.secretKeys;
         if (!reader) {
@@ -224,8 +229,7 @@ export class ImageVerifier {
           keys.set(leaf, { error: `key k8s://${ref.namespace}/${ref.secret}/${ref.key}: ${(e as Error).message}` });
         }
       }),
-    );
-    return keys;
+    ).then(() => keys);
   }
 }
 
@@ -234,6 +238,7 @@ const SECRET_KEY_TTL_MS = 10_000;
 
 /** A static key entry's key, and its PEM, which tells one key read from a Secret from the next. */
 type ReadKey = { key: KeyObject; id: string };
+type KeyOf = ReadKey | { error: string };
 
 const parsedKeys = new Map<string, KeyObject>();
 function parsedKey(pem: string): KeyObject {

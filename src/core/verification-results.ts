@@ -59,16 +59,35 @@ export function verifiedImagesRecord(results: VerificationResults): Record<strin
       continue;
     }
     if (!before) listed++;
-    const entry: VerifiedImageRecord = before ?? { digest: result.digest, signers: [] };
-    entry.signers = [...new Set([...entry.signers, ...signerNames(result.evidence)])];
-    for (const a of result.attestations ?? []) {
-      const signers = a.statements.flatMap((s) => s.signers.map(describeSigner));
-      if (signers.length === 0) continue;
-      entry.attestations = { ...entry.attestations, [a.predicateType]: [...new Set([...(entry.attestations?.[a.predicateType] ?? []), ...signers])] };
-    }
-    record[image] = entry;
+    record[image] = before ? merged(before, entryOf(result)) : entryOf(result);
   }
   return more > 0 ? { ...record, "…": `${more} more` } : record;
+}
+
+// A cache hit hands out the same result object on every admission of an image: its entry is worked out once, and
+// shared (read only) until another result for the same image is merged into a copy.
+const entries = new WeakMap<ImageVerification, VerifiedImageRecord>();
+
+function entryOf(result: Extract<ImageVerification, { status: "verified" }>): VerifiedImageRecord {
+  let entry = entries.get(result);
+  if (entry) return entry;
+  entry = { digest: result.digest, signers: [...new Set(signerNames(result.evidence))] };
+  for (const a of result.attestations ?? []) {
+    const signers = a.statements.flatMap((s) => s.signers.map(describeSigner));
+    if (signers.length === 0) continue;
+    entry.attestations = { ...entry.attestations, [a.predicateType]: [...new Set([...(entry.attestations?.[a.predicateType] ?? []), ...signers])] };
+  }
+  entries.set(result, entry);
+  return entry;
+}
+
+/** The image's entry with another result's signers added (two policies verified it); a new object, never a shared one. */
+function merged(before: VerifiedImageRecord, more: VerifiedImageRecord): VerifiedImageRecord {
+  const out: VerifiedImageRecord = { digest: before.digest, signers: [...new Set([...before.signers, ...more.signers])] };
+  const types = new Set([...Object.keys(before.attestations ?? {}), ...Object.keys(more.attestations ?? {})]);
+  for (const type of types)
+    out.attestations = { ...out.attestations, [type]: [...new Set([...(before.attestations?.[type] ?? []), ...(more.attestations?.[type] ?? [])])] };
+  return out;
 }
 
 /** Per verified image: its digest, who signed it, and who signed the attestations its rule asked for, by predicate type. */

@@ -184,4 +184,29 @@ test("the verified-images record names who signed the attestations, by predicate
   } as ImageVerification;
   const record = verifiedImagesRecord(new Map([[verificationKey("built", 0, IMAGE), result]]));
   assert.deepEqual(record[IMAGE], { digest: `sha256:${"b".repeat(64)}`, signers: [], attestations: { [slsa]: ["key sha256:cd (log index 7)"] } });
+  // A second policy's result for the same image adds its signers and types; the first result's own entry, kept
+  // with it for later admissions, is left as it was.
+  const vuln = "https://cosign.sigstore.dev/attestation/vuln/v1";
+  const other = { ...signer, signer: "key sha256:ef", tlogIndex: 8 };
+  const second = {
+    status: "verified",
+    digest: `sha256:${"b".repeat(64)}`,
+    evidence: [other],
+    attestations: [
+      { index: 0, predicateType: vuln, statements: [{ statement: {}, signers: [other] }], failures: [] },
+      { index: 1, predicateType: slsa, statements: [{ statement: {}, signers: [other, signer] }], failures: [] },
+    ],
+  } as ImageVerification;
+  const both = verifiedImagesRecord(
+    new Map([
+      [verificationKey("built", 0, IMAGE), result],
+      [verificationKey("scanned", 0, IMAGE), second],
+    ]),
+  );
+  assert.deepEqual(both[IMAGE], {
+    digest: `sha256:${"b".repeat(64)}`,
+    signers: ["key sha256:ef (log index 8)"],
+    attestations: { [slsa]: ["key sha256:cd (log index 7)", "key sha256:ef (log index 8)"], [vuln]: ["key sha256:ef (log index 8)"] },
+  });
+  assert.deepEqual(verifiedImagesRecord(new Map([[verificationKey("built", 0, IMAGE), result]])), record);
 });

@@ -53,6 +53,9 @@ const USAGE = `Usage: node bench/admission-throughput.ts [options]
   --keep-state        keep the temporary state folder (CA, certificates, decision log) and print its path
   --image REF         the image of every container (default registry.example.com/app:1.0); it must be allowed
   --serve-arg=ARG     one more argument for imprimatur serve (repeatable): --serve-arg=--policies --serve-arg=DIR
+  --baseline-serve-arg=ARG
+                      make the baseline a second imprimatur serve with these arguments (repeatable) instead of
+                      the echo server: what one policy costs against another, in the same interleaved rounds
 `;
 
 /** --image is read before the request body is built once at load time. */
@@ -73,6 +76,8 @@ interface Options {
   cpuProfDir: string | undefined;
   keepState: boolean;
   serveArgs: string[];
+  /** The baseline is a second imprimatur serve with these arguments; undefined: the echo server. */
+  baselineServeArgs: string[] | undefined;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -90,6 +95,7 @@ function parseOptions(argv: string[]): Options {
       "keep-state": { type: "boolean", default: false },
       image: { type: "string" },
       "serve-arg": { type: "string", multiple: true, default: [] },
+      "baseline-serve-arg": { type: "string", multiple: true },
       help: { type: "boolean", short: "h", default: false },
     },
     strict: true,
@@ -110,6 +116,7 @@ function parseOptions(argv: string[]): Options {
     cpuProfDir: values["cpu-prof"] === undefined ? undefined : resolve(values["cpu-prof"]),
     keepState: values["keep-state"],
     serveArgs: values["serve-arg"],
+    baselineServeArgs: values["baseline-serve-arg"],
   };
 }
 
@@ -526,7 +533,9 @@ async function main(): Promise<number> {
     imprimatur = await startServer("imprimatur", imprimaturServeArgs(stateDir, opts.serveArgs), caFile, logFd, cpuProfFlags("imprimatur", opts));
     // The baseline serves the certificate imprimatur generated, so both handshakes cost the same.
     say(opts, "Starting the baseline server ...");
-    baseline = await startServer("baseline", baselineServerArgs(stateDir), caFile, "ignore", cpuProfFlags("baseline", opts));
+    baseline = opts.baselineServeArgs
+      ? await startServer("baseline", imprimaturServeArgs(stateDir, opts.baselineServeArgs), caFile, logFd, cpuProfFlags("baseline", opts))
+      : await startServer("baseline", baselineServerArgs(stateDir), caFile, "ignore", cpuProfFlags("baseline", opts));
     const ca = readFileSync(caFile, "utf8");
     const pinning = pinProcesses(opts, [baseline, imprimatur]);
     say(opts, `Pinning: ${pinning.description}`);
@@ -583,6 +592,7 @@ async function main(): Promise<number> {
       pinned: pinning.pinned,
       pinning: pinning.description,
       generatorSaturated,
+      baselineServer: opts.baselineServeArgs ? `imprimatur serve ${opts.baselineServeArgs.join(" ")}` : "echo (bench/baseline-server.ts)",
       baseline: base,
       imprimatur: imp,
       imprimaturDecisionsCounted: decisionsCounted,
@@ -605,6 +615,7 @@ async function main(): Promise<number> {
         `POST ${VALIDATE_PATH}: Pod CREATE, ${CONTAINERS} containers ${IMAGE} (allowed), ${BODY_BYTES} bytes; ` +
           `concurrency ${opts.concurrency}, warm-up ${opts.warmup} s, measured ${opts.seconds} s per server in ${opts.rounds} alternating rounds`,
         `pinning: ${pinning.description}`,
+        `baseline: ${report.baselineServer}`,
         "",
         resultTable(results),
         "",

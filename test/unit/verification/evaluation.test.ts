@@ -187,7 +187,7 @@ test("the verified-images record names who signed the attestations, by predicate
   // A second policy's result for the same image adds its signers and types; the first result's own entry, kept
   // with it for later admissions, is left as it was.
   const vuln = "https://cosign.sigstore.dev/attestation/vuln/v1";
-  const other = { ...signer, signer: "key sha256:ef", tlogIndex: 8 };
+  const other = { ...signer, signer: "key sha256:ef", tlogIndex: "8" };
   const second = {
     status: "verified",
     digest: `sha256:${"b".repeat(64)}`,

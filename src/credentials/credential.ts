@@ -14,7 +14,8 @@ export interface RegistryCredential {
 
 /**
  * The credentials to try, in order, for one repository on one registry host (as the client will contact it:
- * the upstream registry or a mirror). An empty list means: go anonymous.
+ * the upstream registry or a mirror). An empty list means: go anonymous. A lookup's answers depend only on its
+ * arguments: credentials that change (a reloaded file, a Secret read again) come as a new lookup.
  */
 export type CredentialLookup = (host: string, repository: string) => RegistryCredential[];
 

@@ -43,6 +43,8 @@ export class PodCredentials {
   /** The server's credentials for hosts that lend them to namespaced policies. */
   private readonly lentCredentials: CredentialLookup;
   private readonly logger: Logger;
+  /** The server's own credentials as a pod without pull secrets gets them: one lookup, so its identity is hashed once. */
+  private readonly ownOnly: PodLookup;
 
   constructor(opts: { pullSecrets?: PullSecretSource; staticCredentials: CredentialLookup; registries?: RegistrySettingsMap; logger: Logger }) {
     this.pullSecrets = opts.pullSecrets;
@@ -51,6 +53,7 @@ export class PodCredentials {
     this.lentCredentials = (host, repository) =>
       settingsForHost(registries, host)?.serverCredentialsForNamespacedPolicies === true ? opts.staticCredentials(host, repository) : [];
     this.logger = opts.logger;
+    this.ownOnly = { lookup: chainLookups(this.staticCredentials), namespacedLookup: chainLookups(this.lentCredentials) };
   }
 
   /** Credentials the caller presented (a node's pull), then the server's own (for namespaced policies, only where lent). */
@@ -60,7 +63,7 @@ export class PodCredentials {
 
   /** Without refs (an ImageReview names no pod) or API access: the server's own credentials only (for namespaced policies, only where lent). */
   async lookupFor(refs: PodPullSecretRefs | undefined, deadline: number): Promise<PodLookup> {
-    if (!refs || !this.pullSecrets) return { lookup: chainLookups(this.staticCredentials), namespacedLookup: chainLookups(this.lentCredentials) };
+    if (!refs || !this.pullSecrets) return this.ownOnly;
     try {
       const pod = await this.pullSecrets.credentialsFor(refs, AbortSignal.timeout(Math.max(1, deadline - Date.now())));
       if (pod.problems.length > 0) this.logger.info({ namespace: refs.namespace, problems: pod.problems }, "some pull secrets could not be used");

@@ -201,7 +201,7 @@ export class ImageVerifier {
     const inSecrets: Array<LeafAttestor & { type: "staticKey"; key: { secretRef: SecretKeyRef } }> = [];
     for (const leaf of leafAttestors(sets)) {
       if (leaf.type !== "staticKey") continue;
-      if ("pem" in leaf.key) keys.set(leaf, { key: parsedKey(leaf.key.pem), id: leaf.key.pem });
+      if ("pem" in leaf.key) keys.set(leaf, { key: parsedKey(leaf.key.pem), id: keyId(leaf.key.pem) });
       else inSecrets.push(leaf as (typeof inSecrets)[number]);
     }
     // Keys written in the policy are at hand: no timer, no await (this runs on every admission, cache hits included).
@@ -220,7 +220,7 @@ export class ImageVerifier {
             `${ref.namespace}/${ref.secret}/${ref.key}`,
             async () => {
               const pem = await reader(ref, signal);
-              return { key: publicKeyFromPem(pem), id: pem };
+              return { key: publicKeyFromPem(pem), id: keyId(pem) };
             },
             signal,
           );
@@ -236,8 +236,21 @@ export class ImageVerifier {
 /** How long a key read from a Secret is used before it is read again. */
 const SECRET_KEY_TTL_MS = 10_000;
 
-/** A static key entry's key, and its PEM, which tells one key read from a Secret from the next. */
+/** A static key entry's key, and the id of its PEM, which tells one key read from a Secret from the next. */
 type ReadKey = { key: KeyObject; id: string };
+
+// A PEM stands in the cache key by a short id: the same PEM gets the same id while it is known, and an id is never
+// given to another PEM (the counter only grows), so forgetting PEMs costs a cache miss, never a wrong hit.
+const keyIds = new Map<string, string>();
+let keyIdsGiven = 0;
+function keyId(pem: string): string {
+  let id = keyIds.get(pem);
+  if (id === undefined) {
+    if (keyIds.size >= 1_000) keyIds.clear();
+    keyIds.set(pem, (id = `key${keyIdsGiven++}`));
+  }
+  return id;
+}
 type KeyOf = ReadKey | { error: string };
 
 const parsedKeys = new Map<string, KeyObject>();

@@ -13,7 +13,7 @@ import { randomUUID } from "node:crypto";
 import { readFileSync, rmSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { cpus } from "node:os";
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { Pool } from "undici";
@@ -602,7 +602,13 @@ async function main(): Promise<number> {
       verdict,
       ok,
       failures,
-      ...(opts.cpuProfDir ? { cpuProfiles: opts.cpuProfDir } : {}),
+      ...(opts.cpuProfDir
+        ? {
+            cpuProfiles: opts.cpuProfDir,
+            // As node --cpu-prof-name names them (cpuProfFlags), written when the servers exit.
+            cpuProfileFiles: Object.fromEntries([baseline, imprimatur].map((p) => [p.name, join(opts.cpuProfDir!, `${p.name}-${p.child.pid}.cpuprofile`)])),
+          }
+        : {}),
       ...(opts.keepState ? { stateDir } : {}),
     };
 

@@ -48,6 +48,7 @@ import { createMockSigstore, type MockSigstore } from "../test/support/signer/mo
 import { pushArtifact } from "../test/support/signer/oci-push.ts";
 import { imageSignatureBundle } from "../test/support/signer/sigstore-bundles.ts";
 import { percentile, renderTable } from "./support/report.ts";
+import { samplesThrough, type FrameShare } from "./support/profile-frames.ts";
 import { guardRun } from "./support/run-guard.ts";
 import { numberOption } from "./support/options.ts";
 
@@ -58,6 +59,11 @@ const TARGET_ATTESTATION_THROUGHPUT = 0.85;
 const SLSA = "https://slsa.dev/provenance/v1";
 const VULN = "https://cosign.sigstore.dev/attestation/vuln/v1";
 const CONCURRENT = 100;
+/** Code a cached admission's review must not run: signature checks, JMESPath conditions, CEL. */
+const JUDGING_CODE =
+  /src\/core\/conditions\/(?!evaluation-deadline)|@bufbuild\/cel|jmespath|src\/verification\/(verify-entry|signature-discovery|signed-item|prehashed-signature)\.ts|@sigstore\//;
+/** The engine's review of an admission, where a judgement runs when it is not cached. */
+const REVIEW_CODE = /src\/engine\//;
 const WATCHDOG_MS = 240_000;
 const PUSHER = { username: "pusher", password: "pusher-secret-1" };
 
@@ -350,10 +356,12 @@ async function main(): Promise<number> {
           baselineMicrosPerRequest: number | undefined;
           pinning: string;
           generatorSaturated: string[];
+          imprimaturProfile: string | undefined;
         }
       | undefined;
     let reference: typeof throughput;
     let attestations: typeof throughput;
+    let hitProfile: FrameShare | undefined;
     if (opts.seconds > 0) {
       await writeFile(join(dir, "bench-root.json"), JSON.stringify(sigstore.trustedRoot));
       await writeFile(join(dir, "signed.yaml"), `${TRUST_ROOT_DOC}---\n${imagePolicyDoc(s)}`);
@@ -387,6 +395,7 @@ async function main(): Promise<number> {
           baseline: { requestsPerSecond: number; serverCpuMicrosPerRequest?: number };
           pinning: string;
           generatorSaturated: string[];
+          cpuProfileFiles?: Record<string, string>;
         };
         if (!parsed.ok) failures.push(...parsed.failures.map((f) => `throughput: ${f}`));
         return {
@@ -398,6 +407,7 @@ async function main(): Promise<number> {
           baselineMicrosPerRequest: parsed.baseline.serverCpuMicrosPerRequest,
           pinning: parsed.pinning,
           generatorSaturated: parsed.generatorSaturated,
+          imprimaturProfile: parsed.cpuProfileFiles?.imprimatur,
         };
       };
       throughput = await measure(["--image", image, ...serveWith("signed.yaml"), ...againstPlain]);
@@ -406,6 +416,9 @@ async function main(): Promise<number> {
       await writeFile(join(dir, "attested.yaml"), `${TRUST_ROOT_DOC}---\n${attestationPolicyDoc(s)}`);
       say("Admission throughput with an attestation policy ...");
       attestations = await measure(["--image", `${registry.host}/bench/attested:v1@${attestedDigest}`, ...serveWith("attested.yaml"), ...againstPlain]);
+      // With --cpu-prof: what of the attestation server's time went through verification, JMESPath or CEL code.
+      // Only the first admission verifies and judges; every later one is a cache hit.
+      if (attestations.imprimaturProfile) hitProfile = await samplesThrough(attestations.imprimaturProfile, REVIEW_CODE, JUDGING_CODE);
       // The plain policy against the echo server: the edge and the policy step, for reference.
       say("Admission throughput with the plain policy, against the echo server ...");
       reference = await measure(["--image", image, ...serveWith("plain.yaml")]);
@@ -438,6 +451,7 @@ async function main(): Promise<number> {
       ...(throughput ? { throughput: { ...throughput, target: TARGET_THROUGHPUT } } : {}),
       ...(reference ? { plainAgainstEcho: reference } : {}),
       ...(attestations ? { throughputWithAttestations: { ...attestations, target: TARGET_ATTESTATION_THROUGHPUT } } : {}),
+      ...(hitProfile ? { attestationServerProfile: hitProfile } : {}),
       verdicts: {
         roundTrips: maxLater <= TARGET_ROUND_TRIPS ? "PASS" : "BELOW TARGET",
         cacheHit: hitMedian <= TARGET_HIT_MS ? "PASS" : "BELOW TARGET",
@@ -502,6 +516,12 @@ async function main(): Promise<number> {
               : []),
           ]),
           ...(throughput ? [`throughput pinning: ${throughput.pinning}`] : []),
+          ...(hitProfile
+            ? [
+                `attestation server's CPU profile: ${hitProfile.matching} of ${hitProfile.samples} samples in reviews ran signature checks, JMESPath or CEL` +
+                  (hitProfile.functions.length > 0 ? ` (${hitProfile.functions.join(", ")})` : ""),
+              ]
+            : []),
           ...[throughput, attestations, reference].flatMap((t) =>
             t && t.generatorSaturated.length > 0 ? [`note: the load generator was near a full core while driving ${t.generatorSaturated.join(" and ")}`] : [],
           ),

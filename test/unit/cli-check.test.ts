@@ -2,11 +2,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { generateKeyPairSync } from "node:crypto";
 import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { freshKeyPolicy } from "../support/image-policies.ts";
 
 const BIN = fileURLToPath(new URL("../../bin/imprimatur.js", import.meta.url));
 const POLICIES = fileURLToPath(new URL("../fixtures/e2e-policies/", import.meta.url));
@@ -333,30 +333,8 @@ test("check, test and serve build one policy set from the same flags: --profile 
 
 /** An ImagePolicy whose allow rule needs a signature by a fresh key: offline, nothing can verify it. */
 async function signedPolicy(dir: string): Promise<string> {
-  const { publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
-  const pem = (publicKey.export({ type: "spki", format: "pem" }) as string)
-    .trim()
-    .split("\n")
-    .map((l) => `                  ${l}`)
-    .join("\n");
   const file = join(dir, "signed.yaml");
-  await writeFile(
-    file,
-    `apiVersion: imprimatur.dev/v1alpha1
-kind: ImagePolicy
-metadata: {name: signed}
-spec:
-  rules:
-    - action: allow
-      images: ["registry.example.com/*"]
-      attestors:
-        - entries:
-            - staticKey:
-                key: |
-${pem}
-  default: deny
-`,
-  );
+  await writeFile(file, freshKeyPolicy("signed", "registry.example.com/*"));
   return file;
 }
 

@@ -3,7 +3,6 @@
 // signature lookups, and namespace labels for policies with a namespaceSelector. The registry is in-process
 // (test/unit/registry/fake-registry.ts); test/e2e/pull-gate.test.ts judges pulls against a real one.
 import assert from "node:assert/strict";
-import { generateKeyPairSync } from "node:crypto";
 import { test, type TestContext } from "node:test";
 import { pino } from "pino";
 import { DEFAULT_SERVER_CONFIG } from "../../../src/config/server-config.ts";
@@ -15,6 +14,7 @@ import { PullGate, type PullVerdict } from "../../../src/node/pull-gate.ts";
 import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 import { registrySettingsMap } from "../../../src/registry/registry-settings.ts";
 import { FakeRegistry, imageManifest } from "../registry/fake-registry.ts";
+import { freshKeyPolicy } from "../../support/image-policies.ts";
 
 const NODE_CREDENTIALS: CredentialLookup = () => [{ source: "authfile", username: "node", password: "node-secret" }];
 const NODE_AUTHORIZATION = `Basic ${Buffer.from("node:node-secret").toString("base64")}`;
@@ -102,31 +102,7 @@ spec:
 test("signatures are looked up with the node's own credentials (--authfile) when the pull presents none", async (t) => {
   const registry = await fakeRegistry(t, "basic");
   const digest = registry.putManifest("signed/app", undefined, imageManifest("one"));
-  const { publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
-  const pem = (publicKey.export({ type: "spki", format: "pem" }) as string)
-    .trim()
-    .split("\n")
-    .map((l) => `                  ${l}`)
-    .join("\n");
-  const g = await nodeGate(
-    t,
-    registry,
-    `apiVersion: imprimatur.dev/v1alpha1
-kind: ImagePolicy
-metadata: {name: signed}
-spec:
-  rules:
-    - action: allow
-      images: ["${registry.host}/*"]
-      attestors:
-        - entries:
-            - staticKey:
-                key: |
-${pem}
-  default: deny
-`,
-    { staticCredentials: NODE_CREDENTIALS },
-  );
+  const g = await nodeGate(t, registry, freshKeyPolicy("signed", `${registry.host}/*`), { staticCredentials: NODE_CREDENTIALS });
   const image = `${registry.host}/signed/app@${digest}`;
   // The registry let the node look, and there is no signature: that, not "unauthorized", is why the pull is refused.
   assert.match(

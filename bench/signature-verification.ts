@@ -411,7 +411,7 @@ async function main(): Promise<number> {
         };
       };
       throughput = await measure(["--image", image, ...serveWith("signed.yaml"), ...againstPlain]);
-      // 6. An attestation policy: statements verified once and cached, their conditions run on every admission.
+      // 6. An attestation policy: statements verified once and cached, and what their checks concluded kept with them.
       const attestedDigest = await pushAttested(s, "bench/attested", "v1");
       await writeFile(join(dir, "attested.yaml"), `${TRUST_ROOT_DOC}---\n${attestationPolicyDoc(s)}`);
       say("Admission throughput with an attestation policy ...");

@@ -71,7 +71,7 @@ const entries = new WeakMap<ImageVerification, VerifiedImageRecord>();
 function entryOf(result: Extract<ImageVerification, { status: "verified" }>): VerifiedImageRecord {
   let entry = entries.get(result);
   if (entry) return entry;
-  entry = { digest: result.digest, signers: [...new Set(signerNames(result.evidence))] };
+  entry = { digest: result.digest, signers: [...new Set(result.evidence.map(describeSigner))] };
   for (const a of result.attestations ?? []) {
     const signers = a.statements.flatMap((s) => s.signers.map(describeSigner));
     if (signers.length === 0) continue;
@@ -95,15 +95,6 @@ export interface VerifiedImageRecord {
   digest: string;
   signers: string[];
   attestations?: Record<string, string[]>;
-}
-
-// A cache hit hands out the same evidence array on every admission of an image: its names are worked out once.
-const signerNamesOf = new WeakMap<readonly SignerEvidence[], string[]>();
-
-function signerNames(evidence: readonly SignerEvidence[]): string[] {
-  let names = signerNamesOf.get(evidence);
-  if (!names) signerNamesOf.set(evidence, (names = evidence.map(describeSigner)));
-  return names;
 }
 
 function describeSigner(e: SignerEvidence): string {

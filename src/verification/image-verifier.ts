@@ -198,32 +198,24 @@ export class ImageVerifier {
    */
   private keysOf(sets: readonly AttestorSet[], deadline: number): Map<LeafAttestor, KeyOf> | Promise<Map<LeafAttestor, KeyOf>> {
     const keys = new Map<LeafAttestor, KeyOf>();
-    const inSecrets: Array<LeafAttestor & { type: "staticKey"; key: { secretRef: SecretKeyRef } }> = [];
+    const inSecrets: Array<{ leaf: LeafAttestor; ref: SecretKeyRef }> = [];
     for (const leaf of leafAttestors(sets)) {
       if (leaf.type !== "staticKey") continue;
-      if ("pem" in leaf.key) keys.set(leaf, { key: parsedKey(leaf.key.pem), id: keyId(leaf.key.pem) });
-      else inSecrets.push(leaf as (typeof inSecrets)[number]);
+      if ("pem" in leaf.key) keys.set(leaf, readKeyOf(leaf.key.pem));
+      else inSecrets.push({ leaf, ref: leaf.key.secretRef });
     }
     // Keys written in the policy are at hand: no timer, no await (this runs on every admission, cache hits included).
     if (inSecrets.length === 0) return keys;
     const signal = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
     return Promise.all(
-      inSecrets.map(async (leaf) => {
-        const ref = leaf.key.secretRef;
+      inSecrets.map(async ({ leaf, ref }) => {
         const reader = this.opts.secretKeys;
         if (!reader) {
           keys.set(leaf, { error: `k8s://${ref.namespace}/${ref.secret} cannot be read: the server has no Kubernetes API access` });
           return;
         }
         try {
-          const read = await this.secretKeys.run(
-            `${ref.namespace}/${ref.secret}/${ref.key}`,
-            async () => {
-              const pem = await reader(ref, signal);
-              return { key: publicKeyFromPem(pem), id: keyId(pem) };
-            },
-            signal,
-          );
+          const read = await this.secretKeys.run(`${ref.namespace}/${ref.secret}/${ref.key}`, async () => readKeyOf(await reader(ref, signal)), signal);
           keys.set(leaf, read);
         } catch (e) {
           keys.set(leaf, { error: `key k8s://${ref.namespace}/${ref.secret}/${ref.key}: ${(e as Error).message}` });
@@ -238,30 +230,21 @@ const SECRET_KEY_TTL_MS = 10_000;
 
 /** A static key entry's key, and the id of its PEM, which tells one key read from a Secret from the next. */
 type ReadKey = { key: KeyObject; id: string };
-
-// A PEM stands in the cache key by a short id: the same PEM gets the same id while it is known, and an id is never
-// given to another PEM (the counter only grows), so forgetting PEMs costs a cache miss, never a wrong hit.
-const keyIds = new Map<string, string>();
-let keyIdsGiven = 0;
-function keyId(pem: string): string {
-  let id = keyIds.get(pem);
-  if (id === undefined) {
-    if (keyIds.size >= 1_000) keyIds.clear();
-    keyIds.set(pem, (id = `key${keyIdsGiven++}`));
-  }
-  return id;
-}
 type KeyOf = ReadKey | { error: string };
 
-const parsedKeys = new Map<string, KeyObject>();
-function parsedKey(pem: string): KeyObject {
-  let key = parsedKeys.get(pem);
-  if (!key) {
-    key = publicKeyFromPem(pem);
-    if (parsedKeys.size > 1_000) parsedKeys.clear();
-    parsedKeys.set(pem, key);
+// Each PEM is parsed once, and stands in the cache key by a short id: the same PEM gets the same id while it is
+// known, and an id is never given to another PEM (the counter only grows), so forgetting PEMs (past 1,000) costs
+// a parse and a cache miss, never a wrong hit.
+const readKeys = new Map<string, ReadKey>();
+let keyIdsGiven = 0;
+function readKeyOf(pem: string): ReadKey {
+  let read = readKeys.get(pem);
+  if (!read) {
+    read = { key: publicKeyFromPem(pem), id: `key${keyIdsGiven++}` };
+    if (readKeys.size >= 1_000) readKeys.clear();
+    readKeys.set(pem, read);
   }
-  return key;
+  return read;
 }
 
 /**

@@ -56,6 +56,9 @@ const USAGE = `Usage: node bench/admission-throughput.ts [options]
   --baseline-serve-arg=ARG
                       make the baseline a second imprimatur serve with these arguments (repeatable) instead of
                       the echo server: what one policy costs against another, in the same interleaved rounds
+  --baseline-after-turn
+                      the echo server answers after the event loop's turn has read every request of the turn, as
+                      imprimatur serve does (src/server/turn-batch.ts): the floor of that technique
 `;
 
 /** --image is read before the request body is built once at load time. */
@@ -78,6 +81,8 @@ interface Options {
   serveArgs: string[];
   /** The baseline is a second imprimatur serve with these arguments; undefined: the echo server. */
   baselineServeArgs: string[] | undefined;
+  /** The echo server answers after the turn's reads, as imprimatur does. */
+  baselineAfterTurn: boolean;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -96,6 +101,7 @@ function parseOptions(argv: string[]): Options {
       image: { type: "string" },
       "serve-arg": { type: "string", multiple: true, default: [] },
       "baseline-serve-arg": { type: "string", multiple: true },
+      "baseline-after-turn": { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
     strict: true,
@@ -117,6 +123,7 @@ function parseOptions(argv: string[]): Options {
     keepState: values["keep-state"],
     serveArgs: values["serve-arg"],
     baselineServeArgs: values["baseline-serve-arg"],
+    baselineAfterTurn: values["baseline-after-turn"],
   };
 }
 
@@ -535,7 +542,13 @@ async function main(): Promise<number> {
     say(opts, "Starting the baseline server ...");
     baseline = opts.baselineServeArgs
       ? await startServer("baseline", imprimaturServeArgs(stateDir, opts.baselineServeArgs), caFile, logFd, cpuProfFlags("baseline", opts))
-      : await startServer("baseline", baselineServerArgs(stateDir), caFile, "ignore", cpuProfFlags("baseline", opts));
+      : await startServer(
+          "baseline",
+          baselineServerArgs(stateDir, opts.baselineAfterTurn ? ["--after-turn"] : []),
+          caFile,
+          "ignore",
+          cpuProfFlags("baseline", opts),
+        );
     const ca = readFileSync(caFile, "utf8");
     const pinning = pinProcesses(opts, [baseline, imprimatur]);
     say(opts, `Pinning: ${pinning.description}`);
@@ -592,7 +605,11 @@ async function main(): Promise<number> {
       pinned: pinning.pinned,
       pinning: pinning.description,
       generatorSaturated,
-      baselineServer: opts.baselineServeArgs ? `imprimatur serve ${opts.baselineServeArgs.join(" ")}` : "echo (bench/baseline-server.ts)",
+      baselineServer: opts.baselineServeArgs
+        ? `imprimatur serve ${opts.baselineServeArgs.join(" ")}`
+        : opts.baselineAfterTurn
+          ? "echo answering after the turn's reads (bench/baseline-server.ts --after-turn)"
+          : "echo (bench/baseline-server.ts)",
       baseline: base,
       imprimatur: imp,
       imprimaturDecisionsCounted: decisionsCounted,

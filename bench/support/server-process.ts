@@ -27,7 +27,7 @@ export function imprimaturServeArgs(stateDir: string, extra: string[] = []): (po
 }
 
 /** bench/baseline-server.ts with the certificate imprimatur generated in `stateDir`, so both handshakes cost the same. */
-export function baselineServerArgs(stateDir: string): (port: number) => string[] {
+export function baselineServerArgs(stateDir: string, extra: string[] = []): (port: number) => string[] {
   return (port) => [
     "bench/baseline-server.ts",
     "--host",
@@ -38,6 +38,7 @@ export function baselineServerArgs(stateDir: string): (port: number) => string[]
     join(stateDir, "tls.crt"),
     "--key",
     join(stateDir, "tls.key"),
+    ...extra,
   ];
 }
 

@@ -10,6 +10,7 @@ import type { CallerAuthenticator } from "../caller-auth/caller-auth.ts";
 import { CallerConnections } from "../caller-auth/caller-connections.ts";
 import { HttpError, parseTimeoutParam, readJsonBody } from "./http-body.ts";
 import { handleAdmissionReview, handleImageReview, handleMutate, type HandlerContext } from "./review-handlers.ts";
+import { afterThisTurnsReads } from "./turn-batch.ts";
 
 export interface ServerOptions {
   host: string;
@@ -178,7 +179,10 @@ async function route(
           ? `the server is overloaded: the request was read after its deadline (${timeoutMs} ms)`
           : undefined;
     judging = overloaded === undefined;
-    if (judging) state.inFlight++;
+    if (judging) {
+      state.inFlight++;
+      await afterThisTurnsReads();
+    }
     const handle = endpoint === "imagereview" ? handleImageReview : endpoint === "validate" ? handleAdmissionReview : handleMutate;
     const result = await handle(opts.handlers, body, { deadline, caller, ...(overloaded ? { overloaded } : {}) });
     // The engine records the decisions it makes; a request with nothing to review is counted here.

@@ -33,7 +33,7 @@ export const MAX_JSON_DEPTH = 64;
 const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 export async function readJsonBody(req: IncomingMessage, maxBytes: number, maxDepth = MAX_JSON_DEPTH): Promise<unknown> {
-  const declared = Number(req.headers["content-length"]);
+  const declared = declaredLength(req.rawHeaders);
   if (Number.isFinite(declared) && declared > maxBytes) {
     req.resume(); // drain so the connection can be reused or closed cleanly
     throw new HttpError(413, `request body is ${declared} bytes; the limit is ${maxBytes}`);
@@ -64,6 +64,20 @@ export async function readJsonBody(req: IncomingMessage, maxBytes: number, maxDe
   } catch (e) {
     throw new HttpError(400, `request body is not valid JSON: ${(e as Error).message}`);
   }
+}
+
+/**
+ * The Content-Length header's value as a number (NaN when absent). Read from the raw header list: the first read of
+ * `req.headers` builds an object of every header (about 2 µs an admission in the admission-throughput profile), and
+ * nothing else on the path needs it. Node's HTTP parser already refuses a request with two Content-Length values
+ * that differ.
+ */
+export function declaredLength(rawHeaders: readonly string[]): number {
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    if (name.length === 14 && name.toLowerCase() === "content-length") return Number(rawHeaders[i + 1]);
+  }
+  return NaN;
 }
 
 /**

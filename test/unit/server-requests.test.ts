@@ -7,7 +7,7 @@ import { Readable } from "node:stream";
 import { join } from "node:path";
 import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
 import { EMBEDDED_POLICIES } from "../../src/cli/args.ts";
-import { HttpError, MAX_JSON_DEPTH, nestsDeeperThan, readJsonBody } from "../../src/server/http-body.ts";
+import { declaredLength, HttpError, MAX_JSON_DEPTH, nestsDeeperThan, readJsonBody } from "../../src/server/http-body.ts";
 import { getText, postJson } from "../support/https-client.ts";
 import { startTestApp, type TestApp } from "../support/in-process-app.ts";
 import { imageReview, podReview } from "../support/admission.ts";
@@ -226,8 +226,22 @@ test("non-pod resources and updates that change no image are admitted without re
 
 // readJsonBody on its own, fed a stream of chunks.
 function body(chunks: Array<string | Buffer>, headers: Record<string, string> = {}): IncomingMessage {
-  return Object.assign(Readable.from(chunks.map((c) => (typeof c === "string" ? Buffer.from(c) : c))), { headers }) as unknown as IncomingMessage;
+  const rawHeaders = Object.entries(headers).flat();
+  return Object.assign(Readable.from(chunks.map((c) => (typeof c === "string" ? Buffer.from(c) : c))), { headers, rawHeaders }) as unknown as IncomingMessage;
 }
+
+test("declaredLength: Content-Length from the raw header list, whatever its case; NaN when absent", async () => {
+  assert.equal(declaredLength(["Host", "x", "Content-Length", "12"]), 12);
+  assert.equal(declaredLength(["content-length", "0", "Content-Type", "application/json"]), 0);
+  assert.equal(declaredLength(["CONTENT-LENGTH", "70000"]), 70_000);
+  assert.ok(Number.isNaN(declaredLength(["Host", "x", "Content-Lengthy", "5", "X-Content-Length", "5"])));
+  assert.ok(Number.isNaN(declaredLength([])));
+  // A declared length over the limit is refused before any of the body is read.
+  await assert.rejects(readJsonBody(body(["{}"], { "Content-Length": "70000" }), 65_536), {
+    status: 413,
+    message: "request body is 70000 bytes; the limit is 65536",
+  });
+});
 const LARGE = 16 * 1024 * 1024;
 
 test("readJsonBody: UTF-8 split across chunks decodes; malformed UTF-8 is a 400, never U+FFFD", async () => {

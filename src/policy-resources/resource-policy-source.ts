@@ -19,6 +19,7 @@
 //     as they do without custom resources, and the server keeps its last good set.
 // Statuses are written once the app reports the load's outcome (`loaded`), so Ready=True (and the record of
 // what is in force) is never written for a set that did not come into force.
+import { coalesceChanges } from "../async/change-coalescer.ts";
 import { loadPolicies, parsePolicyText } from "../policy/load-policies.ts";
 import type { ParsedPolicies } from "../policy/parsed-policies.ts";
 import { PolicyLoadError, type PolicyError, type PolicyWarning } from "../policy/policy-error.ts";
@@ -84,7 +85,10 @@ interface CompiledRecord {
   compiled: { text: string; parsed: ParsedPolicies } | { errors: PolicyError[] };
 }
 
-const DEBOUNCE_MS = 200;
+/** A reload follows the first change after a quiet spell by this much: the objects of one `kubectl apply` come within it. */
+const SETTLE_MS = 20;
+/** While changes keep coming (thousands of objects applied), a reload at most this often, each taking what came since the last. */
+const MIN_RELOAD_INTERVAL_MS = 200;
 
 export class ResourcePolicySource implements PolicySource {
   readonly description: string;
@@ -236,16 +240,12 @@ export class ResourcePolicySource implements PolicySource {
   }
 
   watch(changed: () => void, failed: (err: unknown) => void): { close(): void } {
-    let timer: NodeJS.Timeout | undefined;
-    const debounced = () => {
-      clearTimeout(timer);
-      timer = setTimeout(changed, DEBOUNCE_MS);
-    };
-    const resources = this.store.subscribe(debounced, failed);
+    const reloads = coalesceChanges(changed, SETTLE_MS, MIN_RELOAD_INTERVAL_MS);
+    const resources = this.store.subscribe(() => reloads.changed(), failed);
     const folder = this.folder?.watch?.(changed, failed);
     return {
       close: () => {
-        clearTimeout(timer);
+        reloads.close();
         resources.close();
         folder?.close();
       },

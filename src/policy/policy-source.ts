@@ -25,7 +25,7 @@ export interface PolicySource {
   readonly description: string;
   /** Every document's text; problems reading are errors, not exceptions. */
   read(): Promise<{ texts: PolicyText[]; errors: PolicyError[] }>;
-  /** Calls `changed` (debounced) when the source may have changed; returns a way to stop. */
+  /** Calls `changed` (coalesced: not once per object) when the source may have changed; returns a way to stop. */
   watch?(changed: () => void, failed: (err: unknown) => void): { close(): void };
   /** Told the outcome of each load that followed a read (its errors; none when the set is in force), e.g. to write status. */
   loaded?(outcome: { errors: readonly PolicyError[] }): void;

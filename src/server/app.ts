@@ -266,7 +266,22 @@ function followCertificateRenewals(parts: ServerParts): (() => void) | undefined
 /** Reloads the policies into the engine; keeps the last good set and returns the error when the new set fails to load. */
 function policyReloader(parts: ServerParts, engine: Engine, scan: () => RunningBackgroundScan | undefined): () => Promise<PolicyLoadError | undefined> {
   const { opts, logger, recorder, source } = parts;
-  return async () => {
+  // One reload at a time: a slow load (thousands of objects) overtaken by a later one must not put an older set in
+  // force after it. A reload asked for while one runs waits for it and then loads once for all who asked.
+  let running: Promise<PolicyLoadError | undefined> | undefined;
+  let next: Promise<PolicyLoadError | undefined> | undefined;
+  const serialized = (): Promise<PolicyLoadError | undefined> => {
+    if (!running) {
+      running = reloadOnce().finally(() => (running = undefined));
+      return running;
+    }
+    next ??= running.then(
+      () => ((next = undefined), serialized()),
+      () => ((next = undefined), serialized()),
+    );
+    return next;
+  };
+  const reloadOnce = async (): Promise<PolicyLoadError | undefined> => {
     try {
       const set = await parts.load();
       engine.setPolicies(set);
@@ -284,6 +299,7 @@ function policyReloader(parts: ServerParts, engine: Engine, scan: () => RunningB
       return e;
     }
   };
+  return serialized;
 }
 
 /** Reloads on every change of the policy source, unless told not to watch. */

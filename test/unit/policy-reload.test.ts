@@ -5,6 +5,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PolicyLoadError } from "../../src/policy/policy-error.ts";
+import type { PolicySource } from "../../src/policy/policy-source.ts";
 import { postJson } from "../support/https-client.ts";
 import { startTestApp } from "../support/in-process-app.ts";
 import { imageReview } from "../support/admission.ts";
@@ -40,5 +41,44 @@ test("reload applies a good change and keeps the last good set on a bad one", as
   } finally {
     await close();
     await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test("reloads run one at a time: those asked for during a slow one wait for it and load once, the newest set last", async () => {
+  let text = policy("allow");
+  let reading = 0;
+  let mostAtOnce = 0;
+  let reads = 0;
+  let gate: Promise<void> | undefined;
+  const source: PolicySource = {
+    description: "a slow source",
+    async read() {
+      const snapshot = text; // what this read sees is the text when it began
+      reads++;
+      mostAtOnce = Math.max(mostAtOnce, ++reading);
+      try {
+        await gate;
+        return { texts: [{ origin: "p.yaml", text: snapshot }], errors: [] };
+      } finally {
+        reading--;
+      }
+    },
+  };
+  const { app, close } = await startTestApp({ policies: "(a slow source)", policySource: source });
+  try {
+    assert.equal(app.policies()[0]?.rules[0]?.action, "allow");
+    let open!: () => void;
+    gate = new Promise((resolve) => (open = resolve));
+    const first = app.reload(); // reads the old text, slowly
+    await new Promise((resolve) => setImmediate(resolve));
+    text = policy("deny");
+    const [second, third] = [app.reload(), app.reload()];
+    open();
+    assert.deepEqual(await Promise.all([first, second, third]), [undefined, undefined, undefined]);
+    assert.equal(mostAtOnce, 1, "no two loads at once");
+    assert.equal(reads, 3, "start-up, the slow reload, and one for the two asked during it");
+    assert.equal(app.policies()[0]?.rules[0]?.action, "deny", "the newest set is the one in force");
+  } finally {
+    await close();
   }
 });

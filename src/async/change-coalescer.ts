@@ -1,28 +1,33 @@
 /**
- * Runs `run` soon after a change, and at most once per `minIntervalMs` while changes keep coming. The first change
- * after a quiet spell runs after `settleMs` (the objects of one `kubectl apply` arrive within it), so one edit takes
- * effect at once; in a stream of changes (thousands of objects applied) a run comes every `minIntervalMs`, each
- * taking what arrived since the last, and one after the last change. A run reads the state as it is when it runs:
- * every change before it is in it, and a change during or after it schedules the next.
+ * Runs `run` once changes stop coming. A change after a quiet spell runs after `settleMs` (the objects of one
+ * `kubectl apply` of a few arrive within it), so one edit takes effect at once; a change that comes while a run
+ * is pending makes it a stream, and the run waits until `quietMs` have passed without a change (thousands of
+ * objects applied are one reload, not one each: a reload of a large set costs a good part of a second). A run
+ * reads the state as it is when it runs, so every change before it is in it.
  */
 export interface ChangeCoalescer {
   changed(): void;
   close(): void;
 }
 
-export function coalesceChanges(run: () => void, settleMs: number, minIntervalMs: number, now: () => number = Date.now): ChangeCoalescer {
+export function coalesceChanges(run: () => void, settleMs: number, quietMs: number, now: () => number = Date.now): ChangeCoalescer {
   let timer: NodeJS.Timeout | undefined;
-  let lastRun = -Infinity;
+  let lastChange = -Infinity;
   let closed = false;
   return {
     changed() {
-      if (closed || timer !== undefined) return; // the run already scheduled will see this change
-      const wait = Math.max(settleMs, lastRun + minIntervalMs - now());
-      timer = setTimeout(() => {
-        timer = undefined;
-        lastRun = now();
-        run();
-      }, wait);
+      if (closed) return;
+      const at = now();
+      const inStream = timer !== undefined || at - lastChange < quietMs;
+      lastChange = at;
+      clearTimeout(timer);
+      timer = setTimeout(
+        () => {
+          timer = undefined;
+          run();
+        },
+        inStream ? quietMs : settleMs,
+      );
     },
     close() {
       closed = true;

@@ -85,10 +85,10 @@ interface CompiledRecord {
   compiled: { text: string; parsed: ParsedPolicies } | { errors: PolicyError[] };
 }
 
-/** A reload follows the first change after a quiet spell by this much: the objects of one `kubectl apply` come within it. */
+/** A reload follows a change after a quiet spell by this much: the objects of one small `kubectl apply` come within it. */
 const SETTLE_MS = 20;
-/** While changes keep coming (thousands of objects applied), a reload at most this often, each taking what came since the last. */
-const MIN_RELOAD_INTERVAL_MS = 200;
+/** While changes keep coming (thousands of objects applied), the reload waits until none came for this long. */
+const QUIET_MS = 200;
 
 export class ResourcePolicySource implements PolicySource {
   readonly description: string;
@@ -240,7 +240,7 @@ export class ResourcePolicySource implements PolicySource {
   }
 
   watch(changed: () => void, failed: (err: unknown) => void): { close(): void } {
-    const reloads = coalesceChanges(changed, SETTLE_MS, MIN_RELOAD_INTERVAL_MS);
+    const reloads = coalesceChanges(changed, SETTLE_MS, QUIET_MS);
     const resources = this.store.subscribe(() => reloads.changed(), failed);
     const folder = this.folder?.watch?.(changed, failed);
     return {

@@ -9,7 +9,7 @@
 // writes one twice (reports are named by the pod's UID).
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import type { ScanResult } from "../core/policy-reports/resource-scan.ts";
+import type { ResourceScan, ScanResult } from "../core/policy-reports/resource-scan.ts";
 import { asObject } from "../core/primitives/json-shapes.ts";
 import type { Engine } from "../engine/engine.ts";
 import type { LeaderElector } from "../kube/leader-election.ts";
@@ -19,6 +19,7 @@ import type { EventSink } from "../kube/event-recorder.ts";
 import type { ReportFormat } from "../core/policy-reports/report-formats.ts";
 import { describeSquatter } from "../core/policy-reports/report-ownership.ts";
 import { auditPod, scanOf } from "./pod-audit.ts";
+import { ScanPacer } from "./scan-pacer.ts";
 
 /** What the scanner reports to Prometheus (src/server/metrics.ts). */
 export interface ScanRecorder {
@@ -69,6 +70,8 @@ export class AuditScanner {
   private rescanTimer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
   private closed = false;
+  /** Each pod's latest report write, while one is on its way. */
+  private readonly writing = new Map<string, Promise<void>>();
   /** Pods to judge again because their last judgment had an error result, by the timer that will queue them. */
   private readonly retries = new Map<string, NodeJS.Timeout>();
   /** When the running full scan began (its first list or its rescan), until the queue drains. */
@@ -211,8 +214,10 @@ export class AuditScanner {
     this.queue.delete(uid);
     clearTimeout(this.retries.get(uid));
     this.retries.delete(uid);
-    // The garbage collector removes a deleted pod's report (it owns it); clearing keeps the writer's index right.
+    // The garbage collector removes a deleted pod's report (it owns it); clearing keeps the writer's index right,
+    // after a write of its report that is still on its way.
     const namespace = asObject(pod?.metadata)?.namespace;
+    await this.writing.get(uid);
     try {
       await this.opts.reports?.clear({ uid, ...(typeof namespace === "string" ? { namespace } : {}) });
     } catch (err) {
@@ -221,11 +226,12 @@ export class AuditScanner {
   }
 
   /**
-   * Judges queued pods, a few at a time (a judgment mostly waits on the apiserver or a registry), starting at most
-   * podsPerSecond of them per second. A pod is never judged twice at once, so its report is written in order.
+   * Judges queued pods, a few at a time (a judgment may wait on a registry or the apiserver), starting at most
+   * podsPerSecond of them per second. A pod is never judged twice at once, and its reports are written in order.
+   * A full scan is complete when every pod is judged and every report written.
    */
   private async work(): Promise<void> {
-    const spacingMs = 1000 / (this.opts.podsPerSecond ?? 20);
+    const pacer = new ScanPacer(this.opts.podsPerSecond ?? 20);
     const inFlight = new Map<string, Promise<void>>();
     while (this.informer && !this.closed) {
       let uid: string | undefined;
@@ -237,6 +243,12 @@ export class AuditScanner {
       if (uid === undefined || inFlight.size >= MAX_JUDGMENTS_IN_FLIGHT) {
         if (inFlight.size > 0) {
           await Promise.race([...inFlight.values(), new Promise<void>((resolve) => (this.wake = resolve))]);
+          this.wake = undefined;
+          continue;
+        }
+        // A scan is complete when its reports are written too (a write wakes the worker when it ends).
+        if (this.writing.size > 0) {
+          await new Promise<void>((resolve) => (this.wake = resolve));
           this.wake = undefined;
           continue;
         }
@@ -252,15 +264,15 @@ export class AuditScanner {
       this.queue.delete(uid);
       const pod = this.pods.get(uid);
       if (!pod) continue;
-      const started = Date.now();
       const judging = this.judge(uid, pod)
         .catch((err: unknown) => this.opts.logger.warn({ err: (err as Error).message, uid }, "background scan: pod not judged"))
         .finally(() => inFlight.delete(uid));
       inFlight.set(uid, judging);
-      const wait = spacingMs - (Date.now() - started);
+      const wait = pacer.started();
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     }
     await Promise.all(inFlight.values());
+    await Promise.all(this.writing.values());
   }
 
   private retry(uid: string): void {
@@ -292,17 +304,33 @@ export class AuditScanner {
       const meta = asObject(pod.metadata);
       this.opts.logger.debug({ namespace: meta?.namespace, pod: meta?.name, results: audit.results.length }, "background scan: pod breaks policy");
     }
-    try {
-      const outcomes = await this.opts.reports?.write(scanOf(audit));
-      for (const outcome of outcomes ?? []) if (outcome.squatter) this.squatted(pod, outcome);
-    } catch (err) {
-      this.opts.recorder?.reportWriteFailed();
-      // Judged again, and the report written, after --scan-error-retry (or at the pod's next change, if sooner):
-      // an API that refused one write must not leave the pod unreported until the next rescan.
-      this.judgedAs.delete(uid);
-      this.retry(uid);
-      this.opts.logger.warn({ err: (err as Error).message, uid }, "background scan: policy report not written");
-    }
+    if (this.opts.reports) this.writeReport(uid, pod, scanOf(audit), this.opts.reports);
+  }
+
+  /**
+   * The pod's report is written apart from its judging: the next pods are judged while it is on its way (the
+   * writer bounds the requests in flight). A pod's writes go in order, each after the one before it.
+   */
+  private writeReport(uid: string, pod: PodObject, scan: ResourceScan, reports: PolicyReportSink): void {
+    const before = this.writing.get(uid);
+    const write = (async () => {
+      await before;
+      try {
+        const outcomes = await reports.write(scan);
+        for (const outcome of outcomes) if (outcome.squatter) this.squatted(pod, outcome);
+      } catch (err) {
+        this.opts.recorder?.reportWriteFailed();
+        // Judged again, and the report written, after --scan-error-retry (or at the pod's next change, if sooner):
+        // an API that refused one write must not leave the pod unreported until the next rescan.
+        if (this.pods.get(uid) === pod) this.judgedAs.delete(uid);
+        this.retry(uid);
+        this.opts.logger.warn({ err: (err as Error).message, uid }, "background scan: policy report not written");
+      }
+    })().finally(() => {
+      if (this.writing.get(uid) === write) this.writing.delete(uid);
+      this.wake?.();
+    });
+    this.writing.set(uid, write);
   }
 
   /**
@@ -332,7 +360,7 @@ export class AuditScanner {
   }
 }
 
-/** Pods judged at once: enough to overlap report writes and registry lookups, few enough to spare the apiserver. */
+/** Pods judged at once: enough to overlap registry lookups, few enough to spare them (report writes go apart). */
 const MAX_JUDGMENTS_IN_FLIGHT = 4;
 
 function uidOf(pod: PodObject): string {

@@ -2,13 +2,15 @@
 // else the pod's service account. Nothing else is guessed (no ~/.kube/config, no localhost:8080),
 // so a misconfigured server fails loudly instead of talking to the wrong cluster.
 import { existsSync } from "node:fs";
-import { KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { KubeError } from "./kube-error.ts";
+import { PooledKubeConfig } from "./pooled-kube-config.ts";
 
 const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
 
+/** Its requests share connections (PooledKubeConfig). */
 export function loadKubeConfig(path?: string): KubeConfig {
-  const kc = new KubeConfig();
+  const kc = new PooledKubeConfig();
   if (path !== undefined && path !== "") {
     try {
       kc.loadFromFile(path);

@@ -43,7 +43,7 @@ const CHECK_PODS = 1000;
 
 const USAGE = `Usage: node bench/background-scan.ts [options]
 
-  --pods N     pods created as objects (default 5000)
+  --pods N     pods created as objects (default 5000, at most 50000)
   --json       print only the JSON report
   -h, --help   show this help
 `;
@@ -152,8 +152,8 @@ async function main(): Promise<number> {
     return 0;
   }
   const pods = Number(values.pods);
-  if (!Number.isInteger(pods) || pods < 100 || pods > 20_000) {
-    process.stderr.write(`--pods must be a whole number from 100 to 20000, got ${values.pods}\n\n${USAGE}`);
+  if (!Number.isInteger(pods) || pods < 100 || pods > 50_000) {
+    process.stderr.write(`--pods must be a whole number from 100 to 50000, got ${values.pods}\n\n${USAGE}`);
     return 2;
   }
   const say = (s: string) => void (values.json ? undefined : process.stderr.write(`${s}\n`));

@@ -19,6 +19,7 @@ import type { EventSink } from "../kube/event-recorder.ts";
 import type { ReportFormat } from "../core/policy-reports/report-formats.ts";
 import { describeSquatter } from "../core/policy-reports/report-ownership.ts";
 import { auditPod, scanOf } from "./pod-audit.ts";
+import { ReportQueue } from "./report-queue.ts";
 import { ScanPacer } from "./scan-pacer.ts";
 
 /** What the scanner reports to Prometheus (src/server/metrics.ts). */
@@ -70,8 +71,8 @@ export class AuditScanner {
   private rescanTimer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
   private closed = false;
-  /** Each pod's latest report write, while one is on its way. */
-  private readonly writing = new Map<string, Promise<void>>();
+  /** Report writes on their way; a write's end wakes the worker (a scan is complete once they are done). */
+  private readonly writes = new ReportQueue(() => this.wake?.());
   /** Pods to judge again because their last judgment had an error result, by the timer that will queue them. */
   private readonly retries = new Map<string, NodeJS.Timeout>();
   /** When the running full scan began (its first list or its rescan), until the queue drains. */
@@ -217,7 +218,7 @@ export class AuditScanner {
     // The garbage collector removes a deleted pod's report (it owns it); clearing keeps the writer's index right,
     // after a write of its report that is still on its way.
     const namespace = asObject(pod?.metadata)?.namespace;
-    await this.writing.get(uid);
+    await this.writes.settled(uid);
     try {
       await this.opts.reports?.clear({ uid, ...(typeof namespace === "string" ? { namespace } : {}) });
     } catch (err) {
@@ -247,7 +248,7 @@ export class AuditScanner {
           continue;
         }
         // A scan is complete when its reports are written too (a write wakes the worker when it ends).
-        if (this.writing.size > 0) {
+        if (this.writes.size > 0) {
           await new Promise<void>((resolve) => (this.wake = resolve));
           this.wake = undefined;
           continue;
@@ -272,7 +273,7 @@ export class AuditScanner {
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     }
     await Promise.all(inFlight.values());
-    await Promise.all(this.writing.values());
+    await this.writes.all();
   }
 
   private retry(uid: string): void {
@@ -307,14 +308,9 @@ export class AuditScanner {
     if (this.opts.reports) this.writeReport(uid, pod, scanOf(audit), this.opts.reports);
   }
 
-  /**
-   * The pod's report is written apart from its judging: the next pods are judged while it is on its way (the
-   * writer bounds the requests in flight). A pod's writes go in order, each after the one before it.
-   */
+  /** The pod's report, written beside the judging (ReportQueue); a failed write has the pod judged again soon. */
   private writeReport(uid: string, pod: PodObject, scan: ResourceScan, reports: PolicyReportSink): void {
-    const before = this.writing.get(uid);
-    const write = (async () => {
-      await before;
+    this.writes.add(uid, async () => {
       try {
         const outcomes = await reports.write(scan);
         for (const outcome of outcomes) if (outcome.squatter) this.squatted(pod, outcome);
@@ -326,11 +322,7 @@ export class AuditScanner {
         this.retry(uid);
         this.opts.logger.warn({ err: (err as Error).message, uid }, "background scan: policy report not written");
       }
-    })().finally(() => {
-      if (this.writing.get(uid) === write) this.writing.delete(uid);
-      this.wake?.();
     });
-    this.writing.set(uid, write);
   }
 
   /**

@@ -62,7 +62,21 @@ const USAGE = `Usage: node bench/pod-create-latency.ts [options]
                    generator on CPU 1; off: no pinning
   --json           print the results as JSON only
   --keep-state     keep imprimatur's state folder (CA, certificates, webhook configuration, log)
+  --image REF      every container's image (default: three registry.example.com images the embedded policy
+                   allows); signature-verification uses it for a signed image under a verifying policy
+  --serve-arg=ARG  one more argument for imprimatur serve (repeatable): --serve-arg=--policies --serve-arg=FILE
 `;
+
+/** --image is read before the pod is serialized once at load time. */
+function imageOption(argv: string[]): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--image") return argv[i + 1];
+    if (arg.startsWith("--image=")) return arg.slice("--image=".length);
+  }
+  return undefined;
+}
+const IMAGE = imageOption(process.argv.slice(2));
 
 interface Options {
   creates: number;
@@ -72,6 +86,8 @@ interface Options {
   pin: "shared" | "split" | "off";
   json: boolean;
   keepState: boolean;
+  /** More arguments for imprimatur serve (a verifying policy, its registries file). */
+  serveArgs: string[];
 }
 
 function parseOptions(argv: string[]): Options {
@@ -85,6 +101,8 @@ function parseOptions(argv: string[]): Options {
       pin: { type: "string", default: "shared" },
       json: { type: "boolean", default: false },
       "keep-state": { type: "boolean", default: false },
+      image: { type: "string" },
+      "serve-arg": { type: "string", multiple: true, default: [] },
       help: { type: "boolean", short: "h", default: false },
     },
     strict: true,
@@ -109,6 +127,7 @@ function parseOptions(argv: string[]): Options {
     pin: values.pin as Options["pin"],
     json: values.json,
     keepState: values["keep-state"],
+    serveArgs: values["serve-arg"],
   };
   if (opts.creates % opts.batch !== 0) throw new Error(`--creates (${opts.creates}) must be a multiple of --batch (${opts.batch})`);
   return opts;
@@ -141,9 +160,9 @@ function podManifest(name: string) {
     spec: {
       securityContext: { runAsNonRoot: true, runAsUser: 10001, seccompProfile: { type: "RuntimeDefault" } },
       containers: [
-        container("api", "registry.example.com/shop/api:1.4.2", 8080),
-        container("sidecar", "registry.example.com/shop/proxy:2.0.1", 9090),
-        container("metrics", "registry.example.com/shop/exporter:0.9.0", 9100),
+        container("api", IMAGE ?? "registry.example.com/shop/api:1.4.2", 8080),
+        container("sidecar", IMAGE ?? "registry.example.com/shop/proxy:2.0.1", 9090),
+        container("metrics", IMAGE ?? "registry.example.com/shop/exporter:0.9.0", 9100),
       ],
       volumes: [{ name: "tmp", emptyDir: {} }],
       terminationGracePeriodSeconds: 30,
@@ -320,7 +339,7 @@ async function main(): Promise<number> {
     servers.imprimatur = await startServer(
       "imprimatur",
       // --drain 0: no traffic to drain when the bench stops it, so it exits at once on SIGTERM.
-      imprimaturServeArgs(stateDir, ["--profile", "restricted", "--drain", "0"]),
+      imprimaturServeArgs(stateDir, ["--profile", "restricted", "--drain", "0", ...opts.serveArgs]),
       caFile,
       logFd,
     );
@@ -653,6 +672,8 @@ async function main(): Promise<number> {
       cpuModel: cpus()[0]?.model ?? "unknown",
       kubeApiserver: apiserverVersion,
       podBytes: Buffer.byteLength(POD_HEAD + "p0" + POD_TAIL),
+      image: IMAGE ?? "registry.example.com/shop/{api,proxy,exporter}",
+      serveArgs: opts.serveArgs,
       createsPerPath: opts.creates,
       batch: opts.batch,
       warmupPerPath: opts.warmup,

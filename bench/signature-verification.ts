@@ -10,9 +10,12 @@
 //      the signed image, one policy for imprimatur and the other for its baseline, in interleaved rounds;
 //   6. the same with an attestation policy (a signature, SLSA provenance and a vulnerability scan, checked with
 //      conditions and CEL, judged once per cached verification) (target ≥ 0.85×);
-//   7. the plain policy against the echo baseline: what the edge and the policy step cost, for reference.
+//   7. the plain policy against the echo baseline: what the edge and the policy step cost, for reference;
+//   8. with --pod-create: pod create latency through a real kube-apiserver with the verifying policy served from
+//      the cache, against the do-nothing webhook (bench/pod-create-latency.ts with the signed image; target p99
+//      ≤ 1.15×). It needs the Kubernetes binaries (scripts/provision-kube.sh).
 //
-//   node bench/signature-verification.ts [--images 10] [--hits 20000] [--keyless 300] [--seconds 6] [--json]
+//   node bench/signature-verification.ts [--images 10] [--hits 20000] [--keyless 300] [--seconds 6] [--pod-create] [--json]
 //
 // Exit 0 when every count is as expected and every verification verified (whatever the timings), 1 otherwise
 // or when the run fails, 2 on usage. Loopback only; the run stops by itself.
@@ -56,6 +59,8 @@ const TARGET_ROUND_TRIPS = 3;
 const TARGET_HIT_MS = 0.1;
 const TARGET_THROUGHPUT = 0.9;
 const TARGET_ATTESTATION_THROUGHPUT = 0.85;
+/** Pod create p99 with the cached verifying policy, over the do-nothing webhook's on the same apiserver (issue 38). */
+const TARGET_POD_CREATE_P99 = 1.15;
 const SLSA = "https://slsa.dev/provenance/v1";
 const VULN = "https://cosign.sigstore.dev/attestation/vuln/v1";
 const CONCURRENT = 100;
@@ -65,6 +70,7 @@ const JUDGING_CODE =
 /** The engine's review of an admission, where a judgement runs when it is not cached. */
 const REVIEW_CODE = /src\/engine\//;
 const WATCHDOG_MS = 240_000;
+const POD_CREATE_WATCHDOG_MS = 15 * 60_000;
 const PUSHER = { username: "pusher", password: "pusher-secret-1" };
 
 const USAGE = `Usage: node bench/signature-verification.ts [options]
@@ -75,6 +81,8 @@ const USAGE = `Usage: node bench/signature-verification.ts [options]
   --seconds S    measured seconds per server of the throughput comparison (default 6; 0 skips it)
   --json         print the results as JSON only
   --cpu-prof DIR CPU profiles of both servers of the throughput comparison (admission-throughput --cpu-prof)
+  --pod-create   also pod create latency through kube-apiserver with the verifying policy, against the do-nothing
+                 webhook (bench/pod-create-latency.ts; needs scripts/provision-kube.sh; about 5 more minutes)
 `;
 
 interface Options {
@@ -84,6 +92,7 @@ interface Options {
   seconds: number;
   json: boolean;
   cpuProf: string | undefined;
+  podCreate: boolean;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -96,6 +105,7 @@ function parseOptions(argv: string[]): Options {
       seconds: { type: "string", default: "6" },
       json: { type: "boolean", default: false },
       "cpu-prof": { type: "string" },
+      "pod-create": { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
     strict: true,
@@ -111,6 +121,7 @@ function parseOptions(argv: string[]): Options {
     seconds: numberOption("seconds", values.seconds, 0, 120),
     json: values.json,
     cpuProf: values["cpu-prof"],
+    podCreate: values["pod-create"],
   };
 }
 
@@ -250,7 +261,7 @@ async function main(): Promise<number> {
   };
   let registry: TestRegistry | undefined;
   const children: Array<ReturnType<typeof spawn>> = [];
-  const unguard = guardRun("signature-verification", WATCHDOG_MS, (signal) => {
+  const unguard = guardRun("signature-verification", WATCHDOG_MS + (opts.podCreate ? POD_CREATE_WATCHDOG_MS : 0), (signal) => {
     for (const c of children) c.kill(signal);
     void registry?.stop();
   });
@@ -362,7 +373,15 @@ async function main(): Promise<number> {
     let reference: typeof throughput;
     let attestations: typeof throughput;
     let hitProfile: FrameShare | undefined;
-    if (opts.seconds > 0) {
+    let podCreate: PodCreateResult | undefined;
+    const image = `${registry.host}/bench/app:v${opts.images + 1}@${digests[opts.images + 1]}`;
+    const serveWith = (policies: string, as = "serve-arg") => [
+      `--${as}=--policies`,
+      `--${as}=${join(dir, policies)}`,
+      `--${as}=--registries`,
+      `--${as}=${join(dir, "registries.yaml")}`,
+    ];
+    if (opts.seconds > 0 || opts.podCreate) {
       await writeFile(join(dir, "bench-root.json"), JSON.stringify(sigstore.trustedRoot));
       await writeFile(join(dir, "signed.yaml"), `${TRUST_ROOT_DOC}---\n${imagePolicyDoc(s)}`);
       await writeFile(join(dir, "plain.yaml"), plainPolicyDoc(s));
@@ -371,14 +390,9 @@ async function main(): Promise<number> {
         // The registry and its token server listen on loopback, which serve reaches only when the registries file allows it.
         stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "RegistryConfig", registries: registry.configEntries() }),
       );
-      const image = `${registry.host}/bench/app:v${opts.images + 1}@${digests[opts.images + 1]}`;
+    }
+    if (opts.seconds > 0) {
       say(`Admission throughput with a verifying policy (${image}) ...`);
-      const serveWith = (policies: string, as = "serve-arg") => [
-        `--${as}=--policies`,
-        `--${as}=${join(dir, policies)}`,
-        `--${as}=--registries`,
-        `--${as}=${join(dir, "registries.yaml")}`,
-      ];
       // The plain policy as the baseline: the same pod, the same rule, no attestors.
       const againstPlain = serveWith("plain.yaml", "baseline-serve-arg");
       const measure = async (extra: string[]) => {
@@ -423,6 +437,13 @@ async function main(): Promise<number> {
       say("Admission throughput with the plain policy, against the echo server ...");
       reference = await measure(["--image", image, ...serveWith("plain.yaml")]);
     }
+    // 8. Pod create through kube-apiserver with the verifying policy (every admission after the first a cache hit),
+    // against the do-nothing webhook on the same apiserver.
+    if (opts.podCreate) {
+      say(`Pod create latency with the verifying policy (${image}) ...`);
+      podCreate = podCreateResult(await runChild(["bench/pod-create-latency.ts", "--json", "--image", image, ...serveWith("signed.yaml")], children));
+      if (!podCreate.ok) failures.push(...podCreate.failures.map((f) => `pod create: ${f}`));
+    }
 
     const summary = {
       benchmark: "signature-verification",
@@ -452,12 +473,14 @@ async function main(): Promise<number> {
       ...(reference ? { plainAgainstEcho: reference } : {}),
       ...(attestations ? { throughputWithAttestations: { ...attestations, target: TARGET_ATTESTATION_THROUGHPUT } } : {}),
       ...(hitProfile ? { attestationServerProfile: hitProfile } : {}),
+      ...(podCreate ? { podCreate: { ...podCreate, targetP99: TARGET_POD_CREATE_P99 } } : {}),
       verdicts: {
         roundTrips: maxLater <= TARGET_ROUND_TRIPS ? "PASS" : "BELOW TARGET",
         cacheHit: hitMedian <= TARGET_HIT_MS ? "PASS" : "BELOW TARGET",
         concurrent: concurrentVerifications === 1 ? "PASS" : "FAILED",
         ...(throughput ? { throughput: throughput.ratio >= TARGET_THROUGHPUT ? "PASS" : "BELOW TARGET" } : {}),
         ...(attestations ? { attestationThroughput: attestations.ratio >= TARGET_ATTESTATION_THROUGHPUT ? "PASS" : "BELOW TARGET" } : {}),
+        ...(podCreate ? { podCreate: podCreate.p99Ratio <= TARGET_POD_CREATE_P99 ? "PASS" : "BELOW TARGET" } : {}),
       },
       ok: failures.length === 0,
       failures,
@@ -514,6 +537,16 @@ async function main(): Promise<number> {
                   ],
                 ]
               : []),
+            ...(podCreate
+              ? [
+                  [
+                    "pod create, cached verifying policy / do-nothing webhook",
+                    `p50 ${podCreate.p50Ratio.toFixed(2)}x, p99 ${podCreate.p99Ratio.toFixed(2)}x (p99 ${podCreate.imprimatur.p99.toFixed(2)} / ${podCreate.minimal.p99.toFixed(2)} ms; no webhook ${podCreate.none.p99.toFixed(2)} ms; ${podCreate.creates} creates each)`,
+                    `p99 <= ${TARGET_POD_CREATE_P99}x`,
+                    summary.verdicts.podCreate!,
+                  ],
+                ]
+              : []),
           ]),
           ...(throughput ? [`throughput pinning: ${throughput.pinning}`] : []),
           ...(hitProfile
@@ -537,6 +570,41 @@ async function main(): Promise<number> {
     await registry?.stop();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+interface PodCreateResult {
+  /** Latency of a pod create, ms: with imprimatur's verifying policy, with the do-nothing webhook, with no webhook. */
+  imprimatur: { p50: number; p99: number };
+  minimal: { p50: number; p99: number };
+  none: { p50: number; p99: number };
+  /** imprimatur over the do-nothing webhook. */
+  p50Ratio: number;
+  p99Ratio: number;
+  creates: number;
+  ok: boolean;
+  failures: string[];
+}
+
+/** What bench/pod-create-latency.ts --json reported, as imprimatur against the do-nothing webhook. */
+function podCreateResult(json: string): PodCreateResult {
+  const report = JSON.parse(json) as {
+    ok: boolean;
+    failures: string[];
+    createsPerPath: number;
+    paths: Record<"none" | "minimal" | "imprimatur", { latencyMs: { p50: number; p99: number } }>;
+  };
+  const at = (path: "none" | "minimal" | "imprimatur") => ({ p50: report.paths[path].latencyMs.p50, p99: report.paths[path].latencyMs.p99 });
+  const [imprimatur, minimal] = [at("imprimatur"), at("minimal")];
+  return {
+    imprimatur,
+    minimal,
+    none: at("none"),
+    p50Ratio: imprimatur.p50 / minimal.p50,
+    p99Ratio: imprimatur.p99 / minimal.p99,
+    creates: report.createsPerPath,
+    ok: report.ok,
+    failures: report.failures,
+  };
 }
 
 /** Server CPU per admission of both servers, as admission-throughput measured it. */

@@ -24,7 +24,7 @@ import { guardRun } from "./support/run-guard.ts";
 import { createServeState } from "./support/serve-state.ts";
 import { baselineServerArgs, hasExited, imprimaturServeArgs, READY_TIMEOUT_MS, signalServers, startServer, stopServer } from "./support/server-process.ts";
 import type { ServerProcess } from "./support/server-process.ts";
-import { numberOption } from "./support/options.ts";
+import { earlyOption, numberOption } from "./support/options.ts";
 
 const TARGET_RATIO = 0.8;
 /** Above this share of its core the generator, not the server, may be what limits the baseline. */
@@ -33,7 +33,7 @@ const GENERATOR_SATURATED_PERCENT = 90;
 const SERVER_CPU = 0;
 const GENERATOR_CPU = 1;
 /** Every container's image; --image replaces it (e.g. a signed image, for cached-verification throughput). */
-const IMAGE = imageOption(process.argv.slice(2)) ?? "registry.example.com/app:1.0";
+const IMAGE = earlyOption(process.argv.slice(2), "image") ?? "registry.example.com/app:1.0";
 const CONTAINERS = 3;
 const UID_PLACEHOLDER = "@@UID@@";
 /** As kube-apiserver calls a webhook with timeoutSeconds: 10. */
@@ -60,13 +60,6 @@ const USAGE = `Usage: node bench/admission-throughput.ts [options]
                       the echo server answers after the event loop's turn has read every request of the turn, as
                       imprimatur serve does (src/server/turn-batch.ts): the floor of that technique
 `;
-
-/** --image is read before the request body is built once at load time. */
-function imageOption(argv: string[]): string | undefined {
-  const i = argv.findIndex((a) => a === "--image" || a.startsWith("--image="));
-  if (i < 0) return undefined;
-  return argv[i]!.startsWith("--image=") ? argv[i]!.slice("--image=".length) : argv[i + 1];
-}
 
 interface Options {
   concurrency: number;

@@ -37,7 +37,7 @@ import { guardRun } from "./support/run-guard.ts";
 import { createServeState } from "./support/serve-state.ts";
 import { baselineServerArgs, hasExited, imprimaturServeArgs, READY_TIMEOUT_MS, signalServers, startServer, stopServer } from "./support/server-process.ts";
 import type { ServerProcess } from "./support/server-process.ts";
-import { numberOption } from "./support/options.ts";
+import { earlyOption, numberOption } from "./support/options.ts";
 
 const TARGET = { p50: 1.1, p99: 1.25 };
 const PATHS = ["none", "minimal", "imprimatur"] as const;
@@ -68,15 +68,7 @@ const USAGE = `Usage: node bench/pod-create-latency.ts [options]
 `;
 
 /** --image is read before the pod is serialized once at load time. */
-function imageOption(argv: string[]): string | undefined {
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === "--image") return argv[i + 1];
-    if (arg.startsWith("--image=")) return arg.slice("--image=".length);
-  }
-  return undefined;
-}
-const IMAGE = imageOption(process.argv.slice(2));
+const IMAGE = earlyOption(process.argv.slice(2), "image");
 
 interface Options {
   creates: number;

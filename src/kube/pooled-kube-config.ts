@@ -36,13 +36,6 @@ export class PooledKubeConfig extends KubeConfig {
     void previous?.close(); // waits for its requests (a watch runs until it ends) before closing their connections
   }
 
-  /** Closes the shared Agent's connections once their requests end. */
-  async closeConnections(): Promise<void> {
-    const pooled = this.pooled;
-    this.pooled = undefined;
-    await pooled?.dispatcher.close();
-  }
-
   /** What the library's Agent for this request is made of, hashed; undefined when not all of it is in the kubeconfig. */
   private tlsIdentity(): string | undefined {
     const cluster = this.getCurrentCluster();

@@ -89,7 +89,7 @@ test("loadKubeConfig's requests share connections; the library's own KubeConfig 
   const first = connections;
   await readNamespaces(pooled, 10);
   assert.equal(connections, first, "ten more requests, no new connection");
-  await (pooled as PooledKubeConfig).closeConnections();
+  server.closeAllConnections();
 
   // Why the class exists: @kubernetes/client-node 2.x makes a new Agent, hence a new connection, per request.
   const plain = new KubeConfig();
@@ -102,7 +102,7 @@ test("loadKubeConfig's requests share connections; the library's own KubeConfig 
 
 test("a CA file that changes gets a new connection pool; the old one is closed", async () => {
   const file = await kubeconfigFile();
-  const kc = loadKubeConfig(file) as PooledKubeConfig;
+  const kc = loadKubeConfig(file);
   await readNamespaces(kc, 3);
   const openBefore = open;
   connections = 0;
@@ -115,7 +115,7 @@ test("a CA file that changes gets a new connection pool; the old one is closed",
   // The previous pool closes its idle connections.
   for (let i = 0; i < 50 && open > afterRotation; i++) await new Promise((resolve) => setTimeout(resolve, 10));
   assert.ok(open <= afterRotation && openBefore >= 1, `${open} open: the old pool's connections are closed`);
-  await kc.closeConnections();
+  server.closeAllConnections();
   await writeFile(caFile, caPem);
 });
 

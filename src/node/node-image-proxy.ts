@@ -121,7 +121,7 @@ export class NodeImageProxy {
         case "ImageStatus":
           return await this.imageStatus(call, this.opts.podSecrets?.arrival());
         case "PullImage":
-          return await this.pullImage(call, this.opts.podSecrets?.arrival());
+          return await this.pullImage(call);
         case "RemoveImage":
           return await this.removeImage(call);
         default:
@@ -269,7 +269,7 @@ export class NodeImageProxy {
     return true;
   }
 
-  private async pullImage(call: ImageCall, arrival: number | undefined): Promise<Buffer> {
+  private async pullImage(call: ImageCall): Promise<Buffer> {
     const { store, metrics, logger } = this.opts;
     const req = decodePullImageRequest(call.request);
     const image = req.image.image;
@@ -290,7 +290,7 @@ export class NodeImageProxy {
       if (
         read.state === "ok" &&
         credentialRecorded(read.record, repository, hash) &&
-        (await this.mayAnswerFromRecords(arrival, pod, image)) &&
+        (await this.mayAnswerFromRecords(pod, image)) &&
         // Verified: the image on the node must be the digest judged, not what the tag named before.
         (await this.statusOf(judged ? judged.verdict.pullAs : hidden.imageRef))?.id === hidden.imageRef
       ) {
@@ -403,13 +403,14 @@ export class NodeImageProxy {
 
   /**
    * Whether the pod's pull may be answered from the records: only when the API's view shows the pod, and none of
-   * its containers or image volumes naming the image pulls it Always. Without the view it cannot be told.
+   * its containers or image volumes naming the image pulls it Always (the pod read now, after the call arrived).
+   * Without the view it cannot be told.
    */
-  private async mayAnswerFromRecords(arrival: number | undefined, pod: PodRef, image: string): Promise<boolean> {
+  private async mayAnswerFromRecords(pod: PodRef, image: string): Promise<boolean> {
     const { podSecrets, logger } = this.opts;
     const parsed = parseImageReference(image);
-    if (!podSecrets || arrival === undefined || !parsed.ok || !pod.uid) return false;
-    const policy = await podSecrets.pullPolicy(arrival, pod, parsed.ref, Date.now() + SECRETS_DEADLINE_MS);
+    if (!podSecrets || !parsed.ok || !pod.uid) return false;
+    const policy = await podSecrets.pullPolicy(pod, parsed.ref, Date.now() + SECRETS_DEADLINE_MS);
     if (policy === "IfNotPresent" || policy === "Never") return true;
     logger.debug({ pod, image, policy: policy ?? "unknown" }, "pull forwarded to the registry: the pod's pull policy is Always or unknown");
     return false;

@@ -58,7 +58,7 @@ class FakeView implements NodePodView {
     this.timeLeft.push(deadline - Date.now());
     return this.candidates?.map((c) => ({ pod: c.pod, hashes: c.credential ? [hashOf(this.key(), c.credential)] : [] }));
   }
-  async pullPolicy(_arrival: number, pod: PodRef, _ref: ImageReference, deadline: number): Promise<PullPolicy | undefined> {
+  async pullPolicy(pod: PodRef, _ref: ImageReference, deadline: number): Promise<PullPolicy | undefined> {
     this.timeLeft.push(deadline - Date.now());
     return this.policies.get(pod.uid);
   }
@@ -293,7 +293,7 @@ describe("the API view: pods matched by their pull secrets", () => {
     assert.equal(await status(PRIVATE, "g"), undefined, "no candidate at all");
   });
 
-  test("the view is asked with the ticket taken when the call arrived", async () => {
+  test("an ImageStatus asks the view with the ticket taken when it arrived; a pull takes none", async () => {
     await start({ withView: true });
     await pull(PRIVATE, "a", GOOD);
     const ticket = view.tickets;
@@ -301,6 +301,7 @@ describe("the API view: pods matched by their pull secrets", () => {
     assert.deepEqual(view.asked.at(-1), { arrival: ticket + 1, image: PRIVATE });
     view.policies.set("uid-b", "IfNotPresent");
     await pull(PRIVATE, "b", SAME);
+    assert.equal(view.tickets, ticket + 1, "a pull reads its pod when it asks: no ticket");
     assert.equal(view.timeLeft.length, 2);
     for (const left of view.timeLeft) assert.ok(left > 4_000 && left <= 5_000, `the API may take up to 5 s, not ${left} ms`);
   });

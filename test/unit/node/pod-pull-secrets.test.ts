@@ -35,6 +35,10 @@ let server: Server;
 let url: string;
 let pods: FakePod[] = [];
 let podLists = 0;
+/** GETs of one pod (a pull's). */
+let podGets = 0;
+/** GETs of one pod the fake API refuses (403) before it answers again. */
+let refusedGets = 0;
 let listDelayMs = 0;
 /** Pod lists and Secret reads the fake API refuses (403) before it answers again. */
 let refusedLists = 0;
@@ -63,6 +67,27 @@ before(async () => {
   server = createServer((req, res) => {
     const u = new URL(req.url ?? "/", "http://x");
     const json = (status: number, body: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+    // Every read of pods is consistent: a resourceVersion would let the apiserver answer from its cache.
+    if (u.pathname.includes("/pods")) assert.equal(u.searchParams.get("resourceVersion"), null);
+    const onePod = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)$/.exec(u.pathname);
+    if (onePod) {
+      podGets++;
+      if (refusedGets > 0) {
+        refusedGets--;
+        return json(403, { kind: "Status", apiVersion: "v1", status: "Failure", reason: "Forbidden", code: 403 });
+      }
+      const p = pods.find((q) => q.namespace === onePod[1] && q.name === onePod[2]);
+      const body = p
+        ? {
+            apiVersion: "v1",
+            kind: "Pod",
+            metadata: { namespace: p.namespace, name: p.name, uid: p.uid ?? `uid-${p.name}` },
+            spec: { nodeName: "node1", ...p.spec },
+          }
+        : { kind: "Status", apiVersion: "v1", status: "Failure", reason: "NotFound", code: 404 };
+      setTimeout(() => json(p ? 200 : 404, body), listDelayMs);
+      return;
+    }
     if (u.pathname === "/api/v1/pods") {
       assert.equal(u.searchParams.get("fieldSelector"), "spec.nodeName=node1");
       podLists++;
@@ -105,6 +130,8 @@ after(() => server.close());
 beforeEach(() => {
   pods = [];
   podLists = 0;
+  podGets = 0;
+  refusedGets = 0;
   listDelayMs = 0;
   refusedLists = 0;
   refusedSecrets.clear();
@@ -450,7 +477,7 @@ describe("a pod's pull policy for an image, by namespace, name and UID", () => {
     ];
     pods = [{ namespace: "a", name: "p", uid: "u1", spec: { containers } }];
     const v = view();
-    const policy = (image: string) => v.pullPolicy(v.arrival(), { namespace: "a", name: "p", uid: "u1" }, ref(image), Date.now() + 5_000);
+    const policy = (image: string) => v.pullPolicy({ namespace: "a", name: "p", uid: "u1" }, ref(image), Date.now() + 5_000);
     assert.equal(await policy(`${REGISTRY}/app:v1`), "Always");
     assert.equal(await policy(`${REGISTRY}/latest:latest`), "IfNotPresent");
     assert.equal(await policy(`${REGISTRY}/never:v1`), "Never");
@@ -463,7 +490,7 @@ describe("a pod's pull policy for an image, by namespace, name and UID", () => {
     pods = [{ namespace: "a", name: "p", uid: "u1", spec: container(`${REGISTRY}/app:v1`) }];
     listDelayMs = 500;
     const v = view();
-    assert.equal(await v.pullPolicy(v.arrival(), { namespace: "a", name: "p", uid: "u1" }, ref(`${REGISTRY}/app:v1`), Date.now() + 50), undefined);
+    assert.equal(await v.pullPolicy({ namespace: "a", name: "p", uid: "u1" }, ref(`${REGISTRY}/app:v1`), Date.now() + 50), undefined);
   });
 
   test("the policy of the containers that name the image, Always when any does; volumes count; unknown pods give undefined", async () => {
@@ -486,7 +513,7 @@ describe("a pod's pull policy for an image, by namespace, name and UID", () => {
       },
     ];
     const v = view();
-    const policy = (image: string, uid = "u1") => v.pullPolicy(v.arrival(), { namespace: "a", name: "p", uid }, ref(image), Date.now() + 5_000);
+    const policy = (image: string, uid = "u1") => v.pullPolicy({ namespace: "a", name: "p", uid }, ref(image), Date.now() + 5_000);
     assert.equal(await policy(`${REGISTRY}/app:v1`), "IfNotPresent");
     assert.equal(await policy(`${REGISTRY}/other:v1`), "Always");
     assert.equal(await policy(`${REGISTRY}/init:latest`), "Always", "the kubelet's :latest is the untagged init container");
@@ -554,11 +581,33 @@ describe("a pod's pull secrets, hashed as the kubelet sends them", () => {
 });
 
 describe("the pod of a pull, by namespace, name and UID together", () => {
+  test("a pull reads its own pod, when asked: one GET each time, no list of the node's pods", async () => {
+    pods = [{ namespace: "a", name: "p", uid: "u1", spec: container(`${REGISTRY}/app:v1`, "IfNotPresent") }];
+    const v = view();
+    const policy = () => v.pullPolicy({ namespace: "a", name: "p", uid: "u1" }, ref(`${REGISTRY}/app:v1`), Date.now() + 5_000);
+    assert.equal(await policy(), "IfNotPresent");
+    // The container's image changed since: the next pull sees the pod as it is now.
+    pods = [{ namespace: "a", name: "p", uid: "u1", spec: container(`${REGISTRY}/other:v1`, "IfNotPresent") }];
+    assert.equal(await policy(), undefined);
+    assert.deepEqual([podGets, podLists], [2, 0]);
+  });
+
+  test("a pod the API does not have, or will not show: undefined; a refusal is logged with the pod", async () => {
+    const v = view();
+    assert.equal(await v.pullPolicy({ namespace: "a", name: "gone", uid: "u1" }, ref(`${REGISTRY}/app:v1`), Date.now() + 5_000), undefined);
+    assert.deepEqual(warnings, [], "a pod not found is no failure");
+    pods = [{ namespace: "a", name: "p", uid: "u1", spec: container(`${REGISTRY}/app:v1`, "Never") }];
+    refusedGets = 1;
+    assert.equal(await v.pullPolicy({ namespace: "a", name: "p", uid: "u1" }, ref(`${REGISTRY}/app:v1`), Date.now() + 5_000), undefined);
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0]!, /^cannot read the pod; deciding without it: /);
+    assert.equal(await v.pullPolicy({ namespace: "a", name: "p", uid: "u1" }, ref(`${REGISTRY}/app:v1`), Date.now() + 5_000), "Never");
+  });
+
   test("a pod whose UID is the call's but whose namespace or name is not is not the call's pod", async () => {
     pods = [{ namespace: "a", name: "p", uid: "u1", spec: container(`${REGISTRY}/app:v1`, "Never") }];
     const v = view();
-    const policy = (namespace: string, name: string) =>
-      v.pullPolicy(v.arrival(), { namespace, name, uid: "u1" }, ref(`${REGISTRY}/app:v1`), Date.now() + 5_000);
+    const policy = (namespace: string, name: string) => v.pullPolicy({ namespace, name, uid: "u1" }, ref(`${REGISTRY}/app:v1`), Date.now() + 5_000);
     assert.equal(await policy("a", "p"), "Never");
     assert.equal(await policy("b", "p"), undefined, "another namespace");
     assert.equal(await policy("a", "q"), undefined, "another name");

@@ -90,7 +90,11 @@ export function onlineTools(services: OnlineServices): ToolsFactory {
     const { kube, unreadable } = access;
     // A cluster the server cannot read refuses every read with the reason; never another cluster's answer.
     const refuse = (): Promise<never> => Promise.reject(new ClusterUnreadableError(CLUSTER_UNREADABLE, unreadable ?? ""));
-    const pullSecrets = kube ? new PullSecretReader(kube, { logger }) : unreadable !== undefined ? { credentialsFor: refuse } : undefined;
+    const pullSecrets = kube
+      ? new PullSecretReader(kube, { logger })
+      : unreadable !== undefined
+        ? { credentialsFor: refuse, credentialsKnown: () => undefined }
+        : undefined;
     const credentials = new PodCredentials({
       ...(pullSecrets ? { pullSecrets } : {}),
       staticCredentials: services.staticCredentials ?? ANONYMOUS,

@@ -18,7 +18,6 @@ import type { DecisionCache } from "../backends/decision-cache.ts";
 import type { AdmissionSubject } from "../core/admission-subject.ts";
 import { allow, combineDecisions, deny, type Decision } from "../core/decision.ts";
 import { withEvaluationDeadline } from "../core/conditions/evaluation-deadline.ts";
-import type { ImageVerification } from "../core/verification-results.ts";
 import { namespaceOfRequest, preparedForNamespace } from "../core/policy-set/namespace-scope.ts";
 import { podSecurityDecision } from "../core/pod-security/psa-decision.ts";
 import { applyExceptions } from "../core/policy-exception/apply-exceptions.ts";
@@ -39,7 +38,7 @@ import { pinRequest } from "./pin-request.ts";
 import { pinSubject } from "./pin-subject.ts";
 import { routeReview, type Reviewable } from "./review-routing.ts";
 import { NO_POLICY_IN_FORCE, refusal } from "./refusals.ts";
-import { signaturesToVerify, verifySignatures } from "./verify-images.ts";
+import { cachedVerifications, signaturesToVerify, verifySignatures } from "./verify-images.ts";
 
 /** What review() answers. */
 export interface Reviewed {
@@ -113,22 +112,21 @@ export class Engine {
     const recordDigests =
       call.endpoint === "imagereview" && tools.online ? tools.pinner.pin(pinRequest(subject, prepared), call.deadline, "record") : undefined;
     const signatures = signaturesToVerify(tools, prepared.set.ImagePolicy, subject, namespaceLabels);
+    // Verified images whose results are cached (a rollout's pods, a repeat admission) are answered without an await.
+    const known = signatures && cachedVerifications(signatures, subject, NO_PINNED_DIGESTS, call.presentedCredentials);
     // Most admissions have nothing to wait on (no signature to verify, no remote backend): they skip the
     // Promise.all and its microtasks.
     const breakGlassAccess = breakGlassAccessFor(subject, prepared.set.ImagePolicy, tools, config.breakGlass.authorization, call.deadline);
     const waits =
-      (signatures !== undefined && signatures.needs.length > 0) ||
-      this.parts.remotes.length > 0 ||
-      recordDigests !== undefined ||
-      breakGlassAccess !== undefined;
+      (signatures !== undefined && known === undefined) || this.parts.remotes.length > 0 || recordDigests !== undefined || breakGlassAccess !== undefined;
     const [verifications, remote, resolved, breakGlass] = waits
       ? await Promise.all([
-          signatures && verifySignatures(signatures, subject, new Map(), call.deadline, call.presentedCredentials),
+          known ?? (signatures && verifySignatures(signatures, subject, NO_PINNED_DIGESTS, call.deadline, call.presentedCredentials)),
           this.parts.reviews.reviewPods(subject, call.deadline, clusterOf(call.caller)),
           recordDigests,
           breakGlassAccess,
         ])
-      : [signatures && new Map<string, ImageVerification>(), [], undefined, undefined];
+      : [known, [], undefined, undefined];
     const decisions = untilDeadline(call, () =>
       evaluateKinds(prepared, subject, {
         ...(namespaceLabels === undefined ? {} : { namespaceLabels }),
@@ -239,6 +237,9 @@ export class Engine {
     await this.parts.audit?.close();
   }
 }
+
+/** /validate pins nothing: its images are verified at the digests they name. */
+const NO_PINNED_DIGESTS: ReadonlyMap<string, string> = new Map();
 
 /** Policy text (conditions, imagePaths, selectors) runs until the review's deadline, and no further. */
 function untilDeadline<T>(call: AdmissionCall, evaluate: () => T): T {

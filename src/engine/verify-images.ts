@@ -9,7 +9,7 @@ import { verificationKey, type ImageVerification } from "../core/verification-re
 import { CLUSTER_UNREADABLE } from "../core/cluster-scope.ts";
 import type { PreparedPolicies } from "../core/policy-set/policy-kinds.ts";
 import type { CredentialLookup } from "../credentials/credential.ts";
-import type { VerificationResult } from "../verification/image-verifier.ts";
+import type { VerificationRequest, VerificationResult } from "../verification/image-verifier.ts";
 import { lookupForPolicy, type PodLookup } from "../kube/pod-credentials.ts";
 import type { ClusterTools, OnlineTools } from "./cluster-tools.ts";
 import { pinPod, pinRequest } from "./pin-request.ts";
@@ -75,6 +75,39 @@ export async function verifySignatures(
   return results;
 }
 
+/**
+ * verifySignatures' answer without an await, when it is at hand: every need has a digest, its pod's credentials are
+ * known (read within their TTL, or presented) and the verifier has its result cached. Undefined otherwise (then
+ * verifySignatures answers). A repeat admission of verified images is answered here, with no promise and no timer.
+ */
+export function cachedVerifications(
+  work: SignatureWork,
+  subject: AdmissionSubject,
+  digests: ReadonlyMap<string, string>,
+  presented?: CredentialLookup,
+): Map<string, ImageVerification> | undefined {
+  const { tools, needs } = work;
+  const lookups = new Map<number, PodLookup | undefined>();
+  const requests: VerificationRequest[] = [];
+  for (const need of needs) {
+    const digest = digests.get(need.field) ?? need.ref.digest;
+    if (!digest) return undefined;
+    let creds = lookups.get(need.pod);
+    if (!lookups.has(need.pod)) {
+      const at = subject.pods[need.pod];
+      creds = presented ? tools.credentials.lookupPresented(presented) : tools.credentials.lookupKnown(at ? pinPod(subject, at).pullSecrets : undefined);
+      lookups.set(need.pod, creds);
+    }
+    if (!creds || "error" in creds) return undefined;
+    requests.push(verificationRequest(need, digest, lookupForPolicy(creds, need.policy)));
+  }
+  const found = tools.verifier.peekAll(requests);
+  if (!found) return undefined;
+  const results = new Map<string, ImageVerification>();
+  needs.forEach((need, i) => results.set(verificationKey(need.policy.name, need.rule.index, need.image), withDigestOf(found[i]!, requests[i]!.image.digest)));
+  return results;
+}
+
 async function verifyOne(tools: OnlineTools, need: VerificationNeed, creds: PodLookup, deadline: number): Promise<ImageVerification> {
   // Another cluster's secrets never stand in for the pod's: a cluster the server cannot read is a denial.
   if ("error" in creds && creds.code === CLUSTER_UNREADABLE) return { status: "denied", reason: creds.error };
@@ -90,22 +123,38 @@ async function verifyOne(tools: OnlineTools, need: VerificationNeed, creds: PodL
     }
     digest = resolved.digest;
   }
-  const result = await tools.verifier.verify(
-    {
-      image: { ...need.ref, digest },
-      policy: need.policy.name,
-      rule: need.rule.index,
-      attestors: need.rule.attestors ?? [],
-      ...(need.rule.attestations
-        ? { attestations: need.rule.attestations.map((a) => ({ index: a.index, predicateType: a.predicateType, attestors: a.attestors })) }
-        : {}),
-      ...(need.rule.signatureRepository ? { signatureRepository: need.rule.signatureRepository } : {}),
-      lookup,
-    },
-    deadline,
-  );
-  // The same object for as long as the verifier caches the result: what was judged of it is kept with it
-  // (src/core/image-policy/verified-judgements.ts).
+  return withDigestOf(await tools.verifier.verify(verificationRequest(need, digest, lookup), deadline), digest);
+}
+
+/** What the verifier is asked for one need, at `digest`, with the pod's credentials for the need's policy. */
+function verificationRequest(need: VerificationNeed, digest: string, lookup: CredentialLookup): VerificationRequest {
+  return { image: { ...need.ref, digest }, policy: need.policy.name, rule: need.rule.index, ...askOf(need.rule), lookup };
+}
+
+/** What a rule asks the verifier, worked out once per rule (rules are replaced, not changed, on reload). */
+function askOf(rule: VerificationNeed["rule"]): Pick<VerificationRequest, "attestors" | "attestations" | "signatureRepository"> {
+  let ask = asks.get(rule);
+  if (!ask)
+    asks.set(
+      rule,
+      (ask = {
+        attestors: rule.attestors ?? [],
+        ...(rule.attestations
+          ? { attestations: rule.attestations.map((a) => ({ index: a.index, predicateType: a.predicateType, attestors: a.attestors })) }
+          : {}),
+        ...(rule.signatureRepository ? { signatureRepository: rule.signatureRepository } : {}),
+      }),
+    );
+  return ask;
+}
+
+const asks = new WeakMap<VerificationNeed["rule"], Pick<VerificationRequest, "attestors" | "attestations" | "signatureRepository">>();
+
+/**
+ * The same object for as long as the verifier caches the result: what was judged of it is kept with it
+ * (src/core/image-policy/verified-judgements.ts).
+ */
+function withDigestOf(result: VerificationResult, digest: string): ImageVerification {
   let verification = withDigest.get(result);
   if (verification?.digest !== digest) withDigest.set(result, (verification = { ...result, digest }));
   return verification;

@@ -16,6 +16,8 @@ import { settingsForHost, type RegistrySettingsMap } from "../registry/registry-
 
 export interface PullSecretSource {
   credentialsFor(refs: PodPullSecretRefs, signal?: AbortSignal): Promise<PullCredentials>;
+  /** credentialsFor's answer when every read it needs is at hand; undefined otherwise. */
+  credentialsKnown(refs: PodPullSecretRefs): PullCredentials | undefined;
 }
 
 export type PodLookup =
@@ -45,6 +47,8 @@ export class PodCredentials {
   private readonly logger: Logger;
   /** The server's own credentials as a pod without pull secrets gets them: one lookup, so its identity is hashed once. */
   private readonly ownOnly: PodLookup;
+  /** Each pod's credentials chained with the server's once, so the same credentials give the same lookups. */
+  private readonly chained = new WeakMap<PullCredentials, PodLookup>();
 
   constructor(opts: { pullSecrets?: PullSecretSource; staticCredentials: CredentialLookup; registries?: RegistrySettingsMap; logger: Logger }) {
     this.pullSecrets = opts.pullSecrets;
@@ -65,12 +69,31 @@ export class PodCredentials {
   async lookupFor(refs: PodPullSecretRefs | undefined, deadline: number): Promise<PodLookup> {
     if (!refs || !this.pullSecrets) return this.ownOnly;
     try {
-      const pod = await this.pullSecrets.credentialsFor(refs, AbortSignal.timeout(Math.max(1, deadline - Date.now())));
-      if (pod.problems.length > 0) this.logger.info({ namespace: refs.namespace, problems: pod.problems }, "some pull secrets could not be used");
-      return { lookup: chainLookups(pod.lookup, this.staticCredentials), namespacedLookup: chainLookups(pod.lookup, this.lentCredentials) };
+      return this.podLookup(refs, await this.pullSecrets.credentialsFor(refs, AbortSignal.timeout(Math.max(1, deadline - Date.now()))));
     } catch (e) {
       const code = e instanceof ImprimaturError && e.code === CLUSTER_UNREADABLE ? CLUSTER_UNREADABLE : "unavailable";
       return { error: `the pod's pull secrets could not be read: ${(e as Error).message}`, code };
     }
+  }
+
+  /**
+   * lookupFor's answer when the pod's pull secrets are at hand (read within their TTL), without a timer or an await;
+   * undefined when they are not (the caller then takes lookupFor, which reads them).
+   */
+  lookupKnown(refs: PodPullSecretRefs | undefined): PodLookup | undefined {
+    if (!refs || !this.pullSecrets) return this.ownOnly;
+    const pod = this.pullSecrets.credentialsKnown(refs);
+    return pod && this.podLookup(refs, pod);
+  }
+
+  private podLookup(refs: PodPullSecretRefs, pod: PullCredentials): PodLookup {
+    if (pod.problems.length > 0) this.logger.info({ namespace: refs.namespace, problems: pod.problems }, "some pull secrets could not be used");
+    let chained = this.chained.get(pod);
+    if (!chained)
+      this.chained.set(
+        pod,
+        (chained = { lookup: chainLookups(pod.lookup, this.staticCredentials), namespacedLookup: chainLookups(pod.lookup, this.lentCredentials) }),
+      );
+    return chained;
   }
 }

@@ -74,6 +74,8 @@ export class PullSecretReader {
   // Reads (found or not) are kept for the TTL and shared while pending; failures are not kept.
   private readonly secrets: InFlight<SecretRead>;
   private readonly serviceAccounts: InFlight<ServiceAccountRead>;
+  /** The last credentials assembled per pod's references, with the reads they came from. */
+  private readonly assembledByRefs = new Map<string, { reads: readonly object[]; credentials: PullCredentials }>();
 
   constructor(kubeConfig: KubeConfig, opts: PullSecretReaderOptions = {}) {
     this.api = kubeConfig.makeApiClient(CoreV1Api);
@@ -91,41 +93,58 @@ export class PullSecretReader {
    * may not read service accounts).
    */
   async credentialsFor(refs: PodPullSecretRefs, signal?: AbortSignal, opts: { podOnly?: boolean } = {}): Promise<PullCredentials> {
-    const namespace = refs.namespace;
-    const podSecretNames = unique((refs.imagePullSecrets ?? []).map((ref) => ref.name ?? ""));
-    const serviceAccountName = refs.serviceAccountName || DEFAULT_SERVICE_ACCOUNT;
-
+    const wanted = wantedReads(refs, opts);
+    const { namespace } = wanted;
     const [podSecrets, serviceAccount] = await Promise.all([
-      Promise.all(podSecretNames.map((name) => this.readSecret(namespace, name, signal))),
-      opts.podOnly ? { found: true, pullSecretNames: [] } : this.readServiceAccount(namespace, serviceAccountName, signal),
+      Promise.all(wanted.podSecretNames.map((name) => this.readSecret(namespace, name, signal))),
+      opts.podOnly ? POD_ONLY : this.readServiceAccount(namespace, wanted.serviceAccountName, signal),
     ]);
-    // A secret named by both is the pod's: read once, used once.
-    const accountSecretNames = serviceAccount.pullSecretNames.filter((name) => !podSecretNames.includes(name));
+    const accountSecretNames = accountSecretsOf(wanted, serviceAccount);
     const accountSecrets = await Promise.all(accountSecretNames.map((name) => this.readSecret(namespace, name, signal)));
+    return this.assembled(wanted, serviceAccount, podSecrets, accountSecretNames, accountSecrets);
+  }
 
-    const problems: string[] = [];
-    if (!serviceAccount.found) problems.push(`service account ${namespace}/${serviceAccountName} not found`);
-    const sources: string[] = [];
-    const keyringOf = (names: string[], reads: SecretRead[]): CredentialKeyring => {
-      const entries: DockerConfigEntry[] = [];
-      reads.forEach((read, i) => {
-        problems.push(...read.problems);
-        if (read.entries.length > 0) sources.push(secretSource(namespace, names[i]!));
-        entries.push(...read.entries);
-      });
-      const keyring = CredentialKeyring.of(entries);
-      for (const ignored of keyring.ignoredKeys) problems.push(`${ignored}: not a registry location; ignored`);
-      return keyring;
-    };
-    const podKeyring = keyringOf(podSecretNames, podSecrets);
-    const accountKeyring = keyringOf(accountSecretNames, accountSecrets);
-    return { lookup: chainLookups(podKeyring.lookup, accountKeyring.lookup), sources, problems };
+  /**
+   * What credentialsFor would answer, when every read it needs is kept (read within the TTL): no GET, no await.
+   * Undefined when any is not (never read, expired, or in flight): the caller then takes credentialsFor.
+   */
+  credentialsKnown(refs: PodPullSecretRefs, opts: { podOnly?: boolean } = {}): PullCredentials | undefined {
+    const wanted = wantedReads(refs, opts);
+    const { namespace } = wanted;
+    const serviceAccount = opts.podOnly ? POD_ONLY : this.serviceAccounts.peek(serviceAccountKey(namespace, wanted.serviceAccountName));
+    if (!serviceAccount) return undefined;
+    const podSecrets = keptAll(this.secrets, namespace, wanted.podSecretNames);
+    const accountSecretNames = accountSecretsOf(wanted, serviceAccount);
+    const accountSecrets = keptAll(this.secrets, namespace, accountSecretNames);
+    if (!podSecrets || !accountSecrets) return undefined;
+    return this.assembled(wanted, serviceAccount, podSecrets, accountSecretNames, accountSecrets);
+  }
+
+  /**
+   * The credentials of these reads. The same reads (the same kept objects) give the same answer object, so its
+   * lookup is one function for as long as they are kept: what is derived from a lookup (the verifier's credential
+   * identity, src/credentials/credential-identity.ts) is then worked out once, not on every admission.
+   */
+  private assembled(
+    wanted: WantedReads,
+    serviceAccount: ServiceAccountRead,
+    podSecrets: readonly SecretRead[],
+    accountSecretNames: readonly string[],
+    accountSecrets: readonly SecretRead[],
+  ): PullCredentials {
+    const reads: readonly object[] = [serviceAccount, ...podSecrets, ...accountSecrets];
+    const kept = this.assembledByRefs.get(wanted.key);
+    if (kept && kept.reads.length === reads.length && kept.reads.every((r, i) => r === reads[i])) return kept.credentials;
+    const credentials = assemble(wanted, serviceAccount, podSecrets, accountSecretNames, accountSecrets);
+    if (this.assembledByRefs.size >= MAX_ASSEMBLED) this.assembledByRefs.clear();
+    this.assembledByRefs.set(wanted.key, { reads, credentials });
+    return credentials;
   }
 
   // -------------------------------------------------------------------------------------------
 
   private readSecret(namespace: string, name: string, signal: AbortSignal | undefined): Promise<SecretRead> {
-    return this.cached(this.secrets, `secret ${namespace}/${name}`, signal, async (requestSignal) => {
+    return this.cached(this.secrets, secretKey(namespace, name), signal, async (requestSignal) => {
       let secret: V1Secret;
       try {
         secret = await this.api.readNamespacedSecret({ namespace, name }, withSignal(requestSignal));
@@ -138,7 +157,7 @@ export class PullSecretReader {
   }
 
   private readServiceAccount(namespace: string, name: string, signal: AbortSignal | undefined): Promise<ServiceAccountRead> {
-    return this.cached(this.serviceAccounts, `service account ${namespace}/${name}`, signal, async (requestSignal) => {
+    return this.cached(this.serviceAccounts, serviceAccountKey(namespace, name), signal, async (requestSignal) => {
       try {
         const account = await this.api.readNamespacedServiceAccount({ namespace, name }, withSignal(requestSignal));
         return { found: true, pullSecretNames: unique((account.imagePullSecrets ?? []).map((ref) => ref.name ?? "")) };
@@ -179,6 +198,80 @@ export class PullSecretReader {
     }
     return new KubeApiError("unavailable", `${prefix}: ${describeApiError(err)}`, { cause: err });
   }
+}
+
+/** What a pod's references ask to read. */
+interface WantedReads {
+  namespace: string;
+  /** Non-empty, first occurrence kept. */
+  podSecretNames: string[];
+  serviceAccountName: string;
+  /** All of the above (and podOnly) as one string. */
+  key: string;
+}
+
+/** A pod-only read needs no service account: the pod already carries its service account's secrets. */
+const POD_ONLY: ServiceAccountRead = { found: true, pullSecretNames: [] };
+/** Pods' credentials remembered with their reads; past this many, forgotten (and assembled again) all at once. */
+const MAX_ASSEMBLED = 1_000;
+
+function wantedReads(refs: PodPullSecretRefs, opts: { podOnly?: boolean }): WantedReads {
+  const podSecretNames = unique((refs.imagePullSecrets ?? []).map((ref) => ref.name ?? ""));
+  const serviceAccountName = refs.serviceAccountName || DEFAULT_SERVICE_ACCOUNT;
+  const key = JSON.stringify([refs.namespace, opts.podOnly === true ? "" : serviceAccountName, podSecretNames]);
+  return { namespace: refs.namespace, podSecretNames, serviceAccountName, key };
+}
+
+/** The service account's secrets, without those the pod names itself (a secret named by both is the pod's: read once, used once). */
+function accountSecretsOf(wanted: WantedReads, serviceAccount: ServiceAccountRead): string[] {
+  return serviceAccount.pullSecretNames.filter((name) => !wanted.podSecretNames.includes(name));
+}
+
+/** Every one of the named secrets' kept reads, or undefined when any is not kept. */
+function keptAll(secrets: InFlight<SecretRead>, namespace: string, names: readonly string[]): SecretRead[] | undefined {
+  const reads: SecretRead[] = [];
+  for (const name of names) {
+    const read = secrets.peek(secretKey(namespace, name));
+    if (!read) return undefined;
+    reads.push(read);
+  }
+  return reads;
+}
+
+/** The pod's secrets' keyring chained before its service account's, with where they came from and what was wrong. */
+function assemble(
+  wanted: WantedReads,
+  serviceAccount: ServiceAccountRead,
+  podSecrets: readonly SecretRead[],
+  accountSecretNames: readonly string[],
+  accountSecrets: readonly SecretRead[],
+): PullCredentials {
+  const { namespace } = wanted;
+  const problems: string[] = [];
+  if (!serviceAccount.found) problems.push(`service account ${namespace}/${wanted.serviceAccountName} not found`);
+  const sources: string[] = [];
+  const keyringOf = (names: readonly string[], reads: readonly SecretRead[]): CredentialKeyring => {
+    const entries: DockerConfigEntry[] = [];
+    reads.forEach((read, i) => {
+      problems.push(...read.problems);
+      if (read.entries.length > 0) sources.push(secretSource(namespace, names[i]!));
+      entries.push(...read.entries);
+    });
+    const keyring = CredentialKeyring.of(entries);
+    for (const ignored of keyring.ignoredKeys) problems.push(`${ignored}: not a registry location; ignored`);
+    return keyring;
+  };
+  const podKeyring = keyringOf(wanted.podSecretNames, podSecrets);
+  const accountKeyring = keyringOf(accountSecretNames, accountSecrets);
+  return { lookup: chainLookups(podKeyring.lookup, accountKeyring.lookup), sources, problems };
+}
+
+function secretKey(namespace: string, name: string): string {
+  return `secret ${namespace}/${name}`;
+}
+
+function serviceAccountKey(namespace: string, name: string): string {
+  return `service account ${namespace}/${name}`;
 }
 
 /** The pull credentials a secret holds; anything that keeps it from being a pull secret is a problem. */

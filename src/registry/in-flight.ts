@@ -20,6 +20,8 @@ interface Entry<T> {
   value: Promise<T>;
   /** Set when the result arrives (TTL only); until then the entry is pending. */
   expiresAt: number | undefined;
+  /** The result once it arrived (TTL only), for peek(). */
+  settled?: { value: T };
 }
 
 export class InFlight<T> {
@@ -52,6 +54,16 @@ export class InFlight<T> {
     return signal ? untilAborted(entry.value, signal, aborted) : entry.value;
   }
 
+  /**
+   * The kept result for `key` when it has arrived and not expired, without starting anything: for callers that can
+   * answer at once when everything they need is at hand, and take run()'s path otherwise.
+   */
+  peek(key: string): T | undefined {
+    const entry = this.#entries.get(key);
+    if (entry?.settled === undefined || entry.expiresAt === undefined || entry.expiresAt <= this.#now()) return undefined;
+    return entry.settled.value;
+  }
+
   #start(key: string, task: () => Promise<T>): Entry<T> {
     const entry: Entry<T> = { value: Promise.resolve() as Promise<T>, expiresAt: undefined };
     const forget = (): void => {
@@ -59,8 +71,10 @@ export class InFlight<T> {
     };
     entry.value = task().then(
       (value) => {
-        if (this.#ttlMs > 0) entry.expiresAt = this.#now() + this.#ttlMs;
-        else forget();
+        if (this.#ttlMs > 0) {
+          entry.expiresAt = this.#now() + this.#ttlMs;
+          entry.settled = { value };
+        } else forget();
         return value;
       },
       (error: unknown) => {

@@ -88,12 +88,35 @@ export class ImageVerifier {
     this.cache.clear();
   }
 
+  /**
+   * The cached result of every request, when each has one and every key they name is at hand (written in the
+   * policy, or read from its Secret within SECRET_KEY_TTL_MS): no timer, no await. A repeat admission of verified
+   * images is answered from here; when any request is not (a miss, a key to read, a key that cannot be read), none
+   * is, and verify() answers each.
+   */
+  peekAll(requests: readonly VerificationRequest[]): VerificationResult[] | undefined {
+    const found: VerificationResult[] = [];
+    for (const request of requests) {
+      const { keys, unread } = this.keysAtHand(leavesOf(request));
+      if (unread.length > 0) return undefined;
+      const read = new Map<LeafAttestor, ReadKey>();
+      for (const [leaf, k] of keys) {
+        if ("error" in k) return undefined;
+        read.set(leaf, k);
+      }
+      const cached = this.cache.get(this.cacheKey(this.generation, request, read));
+      if (!cached) return undefined;
+      found.push(cached);
+    }
+    this.hits += found.length;
+    return found;
+  }
+
   async verify(request: VerificationRequest, deadline: number): Promise<VerificationResult> {
     // The policy generation this verification was asked under, before anything is awaited (a reload may follow).
     const generation = this.generation;
     const at = request.signatureRepository ?? request.image;
-    const checks = request.attestations ?? [];
-    const asked = this.keysOf([...request.attestors, ...checks.flatMap((c) => c.attestors)], deadline);
+    const asked = this.keysOf(leavesOf(request), deadline);
     const keys = asked instanceof Promise ? await asked : asked;
     // A key that cannot be read (its Secret deleted, no API access) leaves the rule unable to verify: it denies
     // whatever the other entries say, naming the key, until the key can be read again.
@@ -107,18 +130,7 @@ export class ImageVerifier {
       this.opts.onVerification?.(request, denied, 0);
       return denied;
     }
-    const key = [
-      generation,
-      request.policy,
-      request.rule,
-      // By digest, not tag: two tags of one digest are one image to verify (a scan of many pods of few images
-      // verifies each image once). Without a digest (never asked of the verifier in practice), the name as given.
-      request.image.digest ? `${repositoryName(request.image)}@${request.image.digest}` : fullName(request.image),
-      `${at.registry}/${at.repository}`,
-      credentialIdentity(at, request.lookup),
-      // The keys, as a Secret's may change without a reload: a result is never reused for another key.
-      ...[...read.values()].map((k) => k.id),
-    ].join("\u0000");
+    const key = this.cacheKey(generation, request, read);
     const cached = this.cache.get(key);
     if (cached) {
       this.hits++;
@@ -192,30 +204,45 @@ export class ImageVerifier {
   }
 
   /**
+   * What a result is cached under: by digest + policy rule + policy generation + the credentials offered + the keys
+   * read from Secrets.
+   */
+  private cacheKey(generation: number, request: VerificationRequest, read: ReadonlyMap<LeafAttestor, ReadKey>): string {
+    const at = request.signatureRepository ?? request.image;
+    return [
+      generation,
+      request.policy,
+      request.rule,
+      // By digest, not tag: two tags of one digest are one image to verify (a scan of many pods of few images
+      // verifies each image once). Without a digest (never asked of the verifier in practice), the name as given.
+      request.image.digest ? `${repositoryName(request.image)}@${request.image.digest}` : fullName(request.image),
+      `${at.registry}/${at.repository}`,
+      credentialIdentity(at, request.lookup),
+      // The keys, as a Secret's may change without a reload: a result is never reused for another key.
+      ...[...read.values()].map((k) => k.id),
+    ].join("\u0000");
+  }
+
+  /**
    * Each static key entry's key: parsed from the policy, or read from its Kubernetes Secret (with an id of what was
    * read). By entry, not by path: an attestation's own attestors have the same paths as the rule's
    * ("attestors[0].entries[0]"), and one entry's key must never stand in for another's.
    */
-  private keysOf(sets: readonly AttestorSet[], deadline: number): Map<LeafAttestor, KeyOf> | Promise<Map<LeafAttestor, KeyOf>> {
-    const keys = new Map<LeafAttestor, KeyOf>();
-    const inSecrets: Array<{ leaf: LeafAttestor; ref: SecretKeyRef }> = [];
-    for (const leaf of leafAttestors(sets)) {
-      if (leaf.type !== "staticKey") continue;
-      if ("pem" in leaf.key) keys.set(leaf, readKeyOf(leaf.key.pem));
-      else inSecrets.push({ leaf, ref: leaf.key.secretRef });
-    }
-    // Keys written in the policy are at hand: no timer, no await (this runs on every admission, cache hits included).
-    if (inSecrets.length === 0) return keys;
+  private keysOf(leaves: readonly LeafAttestor[], deadline: number): Map<LeafAttestor, KeyOf> | Promise<Map<LeafAttestor, KeyOf>> {
+    const { keys, unread } = this.keysAtHand(leaves);
+    // Keys written in the policy, or read within the TTL, are at hand: no timer, no await (this runs on every
+    // admission that peek() did not answer).
+    if (unread.length === 0) return keys;
     const signal = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
     return Promise.all(
-      inSecrets.map(async ({ leaf, ref }) => {
+      unread.map(async ({ leaf, ref }) => {
         const reader = this.opts.secretKeys;
         if (!reader) {
           keys.set(leaf, { error: `k8s://${ref.namespace}/${ref.secret} cannot be read: the server has no Kubernetes API access` });
           return;
         }
         try {
-          const read = await this.secretKeys.run(`${ref.namespace}/${ref.secret}/${ref.key}`, async () => readKeyOf(await reader(ref, signal)), signal);
+          const read = await this.secretKeys.run(secretKeyName(ref), async () => readKeyOf(await reader(ref, signal)), signal);
           keys.set(leaf, read);
         } catch (e) {
           keys.set(leaf, { error: `key k8s://${ref.namespace}/${ref.secret}/${ref.key}: ${(e as Error).message}` });
@@ -223,6 +250,43 @@ export class ImageVerifier {
       }),
     ).then(() => keys);
   }
+
+  /** The static keys at hand (written in the policy, or kept from a Secret read), and the Secrets still to read. */
+  private keysAtHand(leaves: readonly LeafAttestor[]): { keys: Map<LeafAttestor, KeyOf>; unread: Array<{ leaf: LeafAttestor; ref: SecretKeyRef }> } {
+    const keys = new Map<LeafAttestor, KeyOf>();
+    const unread: Array<{ leaf: LeafAttestor; ref: SecretKeyRef }> = [];
+    for (const leaf of leaves) {
+      if (leaf.type !== "staticKey") continue;
+      if ("pem" in leaf.key) {
+        keys.set(leaf, readKeyOf(leaf.key.pem));
+        continue;
+      }
+      const ref = leaf.key.secretRef;
+      const kept = this.secretKeys.peek(secretKeyName(ref));
+      if (kept) keys.set(leaf, kept);
+      else unread.push({ leaf, ref });
+    }
+    return { keys, unread };
+  }
+}
+
+/** Every attestor entry of the rule and of its attestation checks. */
+function leavesOf(request: VerificationRequest): readonly LeafAttestor[] {
+  const ofRule = leavesOfSets(request.attestors);
+  return request.attestations ? [...ofRule, ...request.attestations.flatMap((c) => leavesOfSets(c.attestors))] : ofRule;
+}
+
+/** leafAttestors, once per policy's attestor list (policies are replaced, not changed, on reload). */
+function leavesOfSets(sets: readonly AttestorSet[]): readonly LeafAttestor[] {
+  let leaves = leavesBySets.get(sets);
+  if (!leaves) leavesBySets.set(sets, (leaves = leafAttestors(sets)));
+  return leaves;
+}
+
+const leavesBySets = new WeakMap<readonly AttestorSet[], readonly LeafAttestor[]>();
+
+function secretKeyName(ref: SecretKeyRef): string {
+  return `${ref.namespace}/${ref.secret}/${ref.key}`;
 }
 
 /** How long a key read from a Secret is used before it is read again. */

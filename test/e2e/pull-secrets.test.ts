@@ -215,9 +215,21 @@ describe("pull secrets from the Kubernetes API", () => {
     const refs = { namespace: NS, imagePullSecrets: [{ name: "cached" }], serviceAccountName: "builder" };
     const users = (c: { lookup: (h: string, r: string) => Array<{ username?: string }> }) => c.lookup("registry.example.com", "app").map((x) => x.username);
 
+    assert.equal(cachedReader.credentialsKnown(refs), undefined, "nothing read yet: not known without a read");
     const concurrent = await Promise.all(Array.from({ length: 5 }, () => cachedReader.credentialsFor(refs)));
     // One GET per object: the account, "cached", and the account's four secrets (pod-json among them).
     assert.equal(cachedReader.apiReads, 6, "five concurrent callers share one read per object");
+    // The same reads give the same answer, known without a read: one lookup function, whose identity is hashed once.
+    assert.ok(concurrent.every((c) => c === concurrent[0]));
+    assert.equal(cachedReader.credentialsKnown(refs), concurrent[0]);
+    assert.equal(
+      cachedReader.credentialsKnown({ ...refs, imagePullSecrets: [{ name: "cached" }, { name: "never-read" }] }),
+      undefined,
+      "a secret not read yet",
+    );
+    const known = cachedReader.credentialsKnown({ ...refs, imagePullSecrets: [{ name: "pod-json" }] });
+    assert.ok(known && known !== concurrent[0], "every read at hand (the account's secret), and its own answer");
+    assert.deepEqual(users(known)[0], "pod-user");
     // The account's keyring holds "registry.example.com" from three secrets (in the account's order), then "*.example.com".
     for (const c of concurrent) assert.deepEqual(users(c), ["cache-user", "legacy-user", "sa-user", "pod-user", "wild-user"]);
 
@@ -227,7 +239,9 @@ describe("pull secrets from the Kubernetes API", () => {
     assert.equal(cachedReader.apiReads, 6, "within the TTL nothing is read again");
     assert.deepEqual(users(cached)[0], "cache-user", "the deleted secret is still served from the cache");
 
+    assert.equal(cachedReader.credentialsKnown(refs), cached);
     clock += 1;
+    assert.equal(cachedReader.credentialsKnown(refs), undefined, "past the TTL the reads are not at hand: the deleted secret is not served");
     const expired = await cachedReader.credentialsFor(refs);
     assert.equal(cachedReader.apiReads, 12, "after the TTL every object is read again");
     assert.ok(expired.problems.includes(`secret ${NS}/cached not found`), JSON.stringify(expired.problems));
@@ -236,6 +250,8 @@ describe("pull secrets from the Kubernetes API", () => {
     // A not-found answer is cached too.
     await cachedReader.credentialsFor(refs);
     assert.equal(cachedReader.apiReads, 12);
+    assert.equal(cachedReader.credentialsKnown(refs), expired, "known again once read, with what the reads say now");
+    assert.notEqual(expired, cached);
   });
 
   test("an identity without RBAC gets an error naming the permission it lacks", async () => {

@@ -28,6 +28,7 @@ function pinner(failOpen: boolean, failure: Error): { pinner: ImagePinner; resol
       credentialsFor: async () => {
         throw failure;
       },
+      credentialsKnown: () => undefined,
     },
     staticCredentials: () => [],
     logger: pino({ level: "silent" }),

@@ -174,7 +174,14 @@ export interface ImageVerdict {
 }
 
 /** First matching rule wins; no match falls to the policy's default. Returns the deciding rule, and a violation when denied. */
-export function decideImage(policy: ImagePolicy, ref: ImageReference, image: string, field?: string, ctx: EvaluationContext = {}): ImageVerdict {
+function decideImage(
+  policy: ImagePolicy,
+  ref: ImageReference,
+  image: string,
+  field: string | undefined,
+  ctx: EvaluationContext,
+  judgements: EvaluationJudgements,
+): ImageVerdict {
   const match = matchingRule(policy, ref);
   if (match) {
     const { rule, pattern: hit } = match;
@@ -197,7 +204,7 @@ export function decideImage(policy: ImagePolicy, ref: ImageReference, image: str
           },
         };
       }
-      if (verifies(rule)) return attestorVerdict(policy, rule, ref, image, field, ctx);
+      if (verifies(rule)) return attestorVerdict(policy, rule, ref, image, field, ctx, judgements);
       return { rule: `rules[${rule.index}]` };
     }
     return {
@@ -234,17 +241,29 @@ function digestRequiredMessage(rule: ImageRule, image: string, ctx: EvaluationCo
   return `${why}, and the image has only a tag: ${pin}${rule.digestMutate ? ", or install the mutating webhook (/mutate), which pins it on admission" : ""}`;
 }
 
-/** Per admission's results map: verification key → why the attestation checks fail ("" when they pass). */
-const judgedInAdmission = new WeakMap<VerificationResults, Map<string, string>>();
-/** Per admission's results map: policy name → what its CEL may still cost (kube-apiserver's budget per policy). */
-const celBudgetsInAdmission = new WeakMap<VerificationResults, Map<string, CostBudget>>();
+/**
+ * What one evaluation has judged of verified data: an image in several containers is judged once (verification key
+ * → why the attestation checks fail, "" when they pass), and each policy's CEL shares one budget (kube-apiserver's
+ * budget per policy). Made when first needed: most admissions judge no verified data.
+ */
+class EvaluationJudgements {
+  private judged: Map<string, string> | undefined;
+  private budgets: Map<string, CostBudget> | undefined;
 
-function celBudget(results: VerificationResults, policy: string): CostBudget {
-  let budgets = celBudgetsInAdmission.get(results);
-  if (!budgets) celBudgetsInAdmission.set(results, (budgets = new Map()));
-  let budget = budgets.get(policy);
-  if (!budget) budgets.set(policy, (budget = new CostBudget(RUNTIME_COST_BUDGET, "the conditions of one policy")));
-  return budget;
+  failure(key: string): string | undefined {
+    return this.judged?.get(key);
+  }
+
+  record(key: string, failure: string): void {
+    (this.judged ??= new Map()).set(key, failure);
+  }
+
+  budget(policy: string): CostBudget {
+    this.budgets ??= new Map();
+    let budget = this.budgets.get(policy);
+    if (!budget) this.budgets.set(policy, (budget = new CostBudget(RUNTIME_COST_BUDGET, "the conditions of one policy")));
+    return budget;
+  }
 }
 
 /** An allow rule with attestors admits the image only if the edge verified its signatures. */
@@ -255,6 +274,7 @@ function attestorVerdict(
   image: string,
   field: string | undefined,
   ctx: EvaluationContext,
+  judgements: EvaluationJudgements,
 ): ImageVerdict {
   const at = `rules[${rule.index}]`;
   if (!ctx.verifications)
@@ -271,14 +291,12 @@ function attestorVerdict(
   switch (result.status) {
     case "verified": {
       if (!rule.attestations && !rule.validate) return { rule: at };
-      // Within one admission (one results map) an image in several containers is judged once; across admissions
-      // a judgement is kept with the cached verification result while it holds (verified-judgements.ts).
-      let judged = judgedInAdmission.get(ctx.verifications);
-      if (!judged) judgedInAdmission.set(ctx.verifications, (judged = new Map()));
+      // Within one evaluation an image in several containers is judged once; across admissions a judgement is kept
+      // with the cached verification result while it holds (verified-judgements.ts).
       const key = verificationKey(policy.name, rule.index, image);
-      let failure = judged.get(key);
+      let failure = judgements.failure(key);
       if (failure === undefined) {
-        const budget = celBudget(ctx.verifications, policy.name);
+        const budget = judgements.budget(policy.name);
         failure = judgeVerified(
           result,
           rule,
@@ -287,7 +305,7 @@ function attestorVerdict(
           budget,
           () => attestationFailure(rule, result, ref, ctx.now, budget) ?? validateFailure(rule, result, ref, budget),
         );
-        judged.set(key, failure);
+        judgements.record(key, failure);
       }
       return failure ? violation(failure) : { rule: at };
     }
@@ -407,6 +425,7 @@ export function evaluateImagePolicies(policies: readonly ImagePolicy[], request:
   const passes: Pass[] = [];
   const warningSet = new Set<string>(); // one image in many containers warns once
   const failOpen: Array<{ backend: string; error: string }> = [];
+  const judgements = new EvaluationJudgements();
   for (const { image, field } of request.images) {
     const parsed = parseImageReferenceCached(image);
     if (!parsed.ok) {
@@ -414,7 +433,7 @@ export function evaluateImagePolicies(policies: readonly ImagePolicy[], request:
       continue;
     }
     for (const policy of applicable) {
-      const verdict = decideImage(policy, parsed.ref, image, field, ctx);
+      const verdict = decideImage(policy, parsed.ref, image, field, ctx, judgements);
       if (verdict.warning) warningSet.add(verdict.warning);
       if (verdict.failOpen) failOpen.push(verdict.failOpen);
       if (verdict.violation) {

@@ -31,7 +31,7 @@ test("without a pod: a cluster policy gets the server's credentials everywhere, 
 });
 
 test("with a pod: both get the pod's secrets first; without registry settings nothing is lent", async () => {
-  const pullSecrets = { credentialsFor: async () => ({ lookup: () => [pod], sources: [], problems: [] }) };
+  const pullSecrets = { credentialsFor: async () => ({ lookup: () => [pod], sources: [], problems: [] }), credentialsKnown: () => undefined };
   const refs = { namespace: "team-a", imagePullSecrets: [], serviceAccountName: "default" };
   const withSettings = await new PodCredentials({ pullSecrets, staticCredentials: serverCredentials, registries, logger }).lookupFor(refs, Date.now() + 1000);
   assert.ok(!("error" in withSettings));

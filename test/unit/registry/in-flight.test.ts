@@ -90,3 +90,27 @@ test("sweeping expired results (once many are kept) keeps the live ones", async 
   assert.equal(await cache.run("k0", task, undefined, gaveUp), 2);
   assert.equal(await cache.run("k999", task, undefined, gaveUp), 1_001);
 });
+
+test("peek gives a kept result until its TTL has passed, never a pending or failed one, and starts nothing", async () => {
+  let clock = 1_000;
+  const cache = new InFlight<string>({ ttlMs: 100, now: () => clock });
+  assert.equal(cache.peek("k"), undefined);
+  const pending = deferred<string>();
+  const first = cache.run("k", () => pending.promise);
+  assert.equal(cache.peek("k"), undefined, "still pending");
+  pending.resolve("read");
+  await first;
+  assert.equal(cache.peek("k"), "read");
+  clock += 99;
+  assert.equal(cache.peek("k"), "read");
+  clock += 1;
+  assert.equal(cache.peek("k"), undefined, "expired");
+  await assert.rejects(
+    cache.run("f", () => Promise.reject(new Error("refused"))),
+    /refused/,
+  );
+  assert.equal(cache.peek("f"), undefined, "a failure is never kept");
+  const untimed = new InFlight<string>();
+  await untimed.run("k", () => Promise.resolve("once"));
+  assert.equal(untimed.peek("k"), undefined, "without a TTL nothing is kept");
+});

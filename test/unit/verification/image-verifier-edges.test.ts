@@ -134,6 +134,29 @@ test("keys of two Secrets that cannot be read are both named; a Secret read slow
   assert.equal((await slow.verify(request(fromSecret), soon())).status, "verified");
 });
 
+test("peekAll answers a Secret key's cached result only while the key's read is kept, and never reads the Secret", async () => {
+  let now = 1_000;
+  const reads: number[] = [];
+  const v = new ImageVerifier({
+    client: store({ app: { sig: [await signatureBy(release)] } }).client,
+    trustRoots: () => new Map(),
+    now: () => now,
+    secretKeys: async () => {
+      reads.push(now);
+      return release.publicKeyPem;
+    },
+  });
+  const fromSecret = attestorsWith(`{staticKey: {ignoreTlog: true, keyRef: "k8s://sig/keys"}}`);
+  assert.equal(v.peekAll([request(fromSecret)]), undefined, "the key was never read");
+  assert.deepEqual(reads, [], "peekAll reads nothing");
+  const verified = await v.verify(request(fromSecret), soon());
+  assert.equal(v.peekAll([request(fromSecret)])?.[0], verified);
+  now += 10_001;
+  // The key's read is older than its TTL: a deleted Secret must count, so the cached result is not answered here.
+  assert.equal(v.peekAll([request(fromSecret)]), undefined);
+  assert.deepEqual(reads, [1_000]);
+});
+
 test("a deleted Secret's key stops verifying once its read is 10 s old, cached results included; restored, it verifies again", async () => {
   let now = 1_000;
   let secret: string | undefined = release.publicKeyPem;

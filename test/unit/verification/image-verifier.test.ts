@@ -219,3 +219,40 @@ test("attestations: a lookup that timed out makes the result unavailable even wh
   const complete = await new ImageVerifier({ client, trustRoots: () => new Map() }).verify(req, soon());
   assert.equal(complete.status, "verified", complete.status === "verified" ? "" : complete.reason);
 });
+
+test("peekAll answers from the cache without an await only when every request is cached, and counts hits only then", async () => {
+  const s = store({ signed: true });
+  const v = new ImageVerifier({ client: s.client, trustRoots: () => new Map() });
+  assert.equal(v.peekAll([request()]), undefined, "nothing verified yet");
+  const verified = await v.verify(request(), soon());
+  const found = v.peekAll([request(), request()]);
+  assert.ok(found);
+  assert.equal(found.length, 2);
+  assert.ok(
+    found.every((r) => r === verified),
+    "the cached result object itself",
+  );
+  assert.equal(v.hits, 2);
+  // One request not cached (another rule, another pod's credentials): none is answered, and no hit is counted.
+  assert.equal(v.peekAll([request(), request(anonymous, 1)]), undefined);
+  assert.equal(v.peekAll([request(), request(withSecret)]), undefined);
+  assert.equal(v.hits, 2);
+  assert.equal(v.verifications, 1, "peekAll never verifies");
+  // A policy reload: the cached result is gone for peekAll too.
+  v.clear();
+  assert.equal(v.peekAll([request()]), undefined);
+  assert.deepEqual(v.peekAll([]), [], "nothing asked: nothing to wait for");
+});
+
+test("peekAll does not answer a denial past its TTL, nor an outage", async () => {
+  let now = 1_000;
+  const v = new ImageVerifier({ client: store({ signed: false }).client, trustRoots: () => new Map(), deniedTtlMs: 1_000, now: () => now });
+  const denied = await v.verify(request(), soon());
+  assert.equal(denied.status, "denied");
+  assert.equal(v.peekAll([request()])?.[0], denied);
+  now = 2_001;
+  assert.equal(v.peekAll([request()]), undefined);
+  const down = new ImageVerifier({ client: store({ fail: "unreachable" }).client, trustRoots: () => new Map() });
+  assert.equal((await down.verify(request(), soon())).status, "unavailable");
+  assert.equal(down.peekAll([request()]), undefined);
+});

@@ -1,7 +1,10 @@
-// The node proxy's view of the node's pods, against a fake kube-apiserver on loopback (plain HTTP, the two
-// endpoints the view reads, and service accounts, which it must not read): which pods a call may be for, and their
-// pull secrets' credential hashes; and, through the proxy (NodeImageProxy over a fake runtime), that a pod whose
-// annotations in the API differ from the kubelet's call cannot leave another pod's secrets to speak for it.
+// The node proxy's view of the node's pods, against a fake kube-apiserver on loopback (plain HTTP, the endpoints
+// the view reads — the list of the node's pods, one pod, Secrets — and service accounts, which it must not read; a
+// fake because a test must make the API refuse, stall and answer with chosen pods on cue; the reads against a real
+// apiserver are test/e2e/node-proxy-api-reads.test.ts): which pods a call may be for, and their pull secrets'
+// credential hashes; a pull's policy from its own pod; and, through the proxy (NodeImageProxy over a fake runtime),
+// that a pod whose annotations in the API differ from the kubelet's call cannot leave another pod's secrets to speak
+// for it.
 import assert from "node:assert/strict";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";

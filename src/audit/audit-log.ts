@@ -15,6 +15,11 @@ export interface AuditRecord {
 }
 
 export interface AuditLogOptions {
+  /**
+   * Whether opening mends an unfinished last line (default true). False where other processes append to the same log
+   * (serve --workers): the primary mends it before they start, and a worker must never cut another's record.
+   */
+  mendTornLine?: boolean;
   /** Called when opening the log cut an unfinished last line (a crash mid-write); the server logs it. */
   onTornLine?: (repair: TornLineRepair) => void;
 }
@@ -53,7 +58,7 @@ export class AuditLog {
   private file(): Promise<FileHandle> {
     this.handle ??= (async () => {
       await makeDirectory(dirname(this.path), 0o700);
-      const repair = await repairTornLastLine(this.path);
+      const repair = this.opts.mendTornLine === false ? undefined : await repairTornLastLine(this.path);
       if (repair) this.opts.onTornLine?.(repair);
       return open(this.path, "a", 0o600);
     })();

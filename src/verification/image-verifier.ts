@@ -4,7 +4,7 @@
 // result is never reused for another policy, after a reload, for a pod that could not have read the signatures,
 // or once a Secret's key changed or went; denials are cached briefly, registry outages not at all. Concurrent
 // admissions of the same image share one verification.
-import type { KeyObject } from "node:crypto";
+import { createHash, type KeyObject } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import { judgeAttestors, leafAttestors, type AttestorSet, type EntryOutcome, type LeafAttestor, type SecretKeyRef } from "../core/image-policy/attestors.ts";
 import { fullName, repositoryName, type ImageReference } from "../core/image-reference.ts";
@@ -20,6 +20,7 @@ import { attestationBinding, imageBinding, inTotoStatement, publicKeyFromPem, ve
 import type { SignedItem } from "./signed-item.ts";
 import type { SignerEvidence } from "../core/image-policy/attestors.ts";
 import type { VerifiedAttestation } from "../core/verification-results.ts";
+import type { SharedVerifications } from "./verification-sharing.ts";
 
 export type VerificationResult =
   | { status: "verified"; evidence: SignerEvidence[]; attestations?: VerifiedAttestation[] }
@@ -59,6 +60,10 @@ export interface ImageVerifierOptions {
   now?: () => number;
   /** Observability: each verification that ran (not cache hits), with its duration. */
   onVerification?: (request: VerificationRequest, result: VerificationResult, seconds: number) => void;
+  /** Asked on a miss of this cache before verifying: other processes' results (serve --workers). */
+  shared?: SharedVerifications;
+  /** Whose verifier this is (a cluster's name): results shared with other processes are named with it. */
+  scope?: string;
 }
 
 export class ImageVerifier {
@@ -71,9 +76,10 @@ export class ImageVerifier {
    */
   private readonly secretKeys: InFlight<ReadKey>;
   private generation = 0;
-  /** Verifications that ran (cache misses not joined to one in flight); hits served from the cache. */
+  /** Verifications that ran (cache misses not joined to one in flight); hits served from the cache; results another process verified. */
   verifications = 0;
   hits = 0;
+  sharedResults = 0;
 
   constructor(options: ImageVerifierOptions) {
     this.opts = options;
@@ -82,9 +88,12 @@ export class ImageVerifier {
     this.cache = new LRUCache({ max: options.maxEntries ?? 10_000, ttl: options.verifiedTtlMs ?? 300_000, perf: { now }, ttlResolution: 0 });
   }
 
-  /** Policies or trust roots changed: no earlier result may be used. */
-  clear(): void {
-    this.generation++;
+  /**
+   * Policies or trust roots changed: no earlier result may be used. `generation`: the policy set's number as the
+   * primary of serve --workers gave it, so that every worker names one set's results alike; else one more than before.
+   */
+  clear(generation?: number): void {
+    this.generation = generation ?? this.generation + 1;
     this.cache.clear();
   }
 
@@ -137,12 +146,23 @@ export class ImageVerifier {
       return cached;
     }
     const run = async (): Promise<VerificationResult> => {
+      const claim = await this.opts.shared?.claim(key, deadline);
+      if (claim && "result" in claim) {
+        this.sharedResults++;
+        this.keep(generation, key, claim.result);
+        return claim.result;
+      }
       this.verifications++;
       const started = performance.now();
-      const result = await this.run(request, deadline, read);
+      let result: VerificationResult;
+      try {
+        result = await this.run(request, deadline, read);
+      } catch (e) {
+        claim?.verify(undefined);
+        throw e;
+      }
       this.opts.onVerification?.(request, result, (performance.now() - started) / 1000);
-      if (generation === this.generation && result.status !== "unavailable")
-        this.cache.set(key, result, result.status === "denied" ? { ttl: this.opts.deniedTtlMs ?? 10_000 } : {});
+      claim?.verify(result, this.keep(generation, key, result));
       return result;
     };
     try {
@@ -204,6 +224,18 @@ export class ImageVerifier {
   }
 
   /**
+   * Caches a result as long as its kind is kept (an outage: not at all), unless the policies changed meanwhile;
+   * returns how long, for others to keep it as long.
+   */
+  private keep(generation: number, key: string, result: VerificationResult): number | undefined {
+    if (result.status === "unavailable") return undefined;
+    const ttl = result.status === "denied" ? (this.opts.deniedTtlMs ?? 10_000) : (this.opts.verifiedTtlMs ?? 300_000);
+    if (generation !== this.generation) return undefined;
+    this.cache.set(key, result, { ttl });
+    return ttl;
+  }
+
+  /**
    * What a result is cached under: by digest + policy rule + policy generation + the credentials offered + the keys
    * read from Secrets.
    */
@@ -211,6 +243,7 @@ export class ImageVerifier {
     const at = request.signatureRepository ?? request.image;
     return [
       generation,
+      this.opts.scope ?? "",
       request.policy,
       request.rule,
       // By digest, not tag: two tags of one digest are one image to verify (a scan of many pods of few images
@@ -296,15 +329,14 @@ const SECRET_KEY_TTL_MS = 10_000;
 type ReadKey = { key: KeyObject; id: string };
 type KeyOf = ReadKey | { error: string };
 
-// Each PEM is parsed once, and stands in the cache key by a short id: the same PEM gets the same id while it is
-// known, and an id is never given to another PEM (the counter only grows), so forgetting PEMs (past 1,000) costs
-// a parse and a cache miss, never a wrong hit.
+// Each PEM is parsed once, and stands in the cache key by a short id: its hash, so that the same PEM has the same
+// id in every process sharing results (serve --workers) and another PEM never has it; forgetting PEMs (past 1,000)
+// costs a parse, never a wrong hit.
 const readKeys = new Map<string, ReadKey>();
-let keyIdsGiven = 0;
 function readKeyOf(pem: string): ReadKey {
   let read = readKeys.get(pem);
   if (!read) {
-    read = { key: publicKeyFromPem(pem), id: `key${keyIdsGiven++}` };
+    read = { key: publicKeyFromPem(pem), id: createHash("sha256").update(pem).digest("base64url") };
     if (readKeys.size >= 1_000) readKeys.clear();
     readKeys.set(pem, read);
   }

@@ -206,11 +206,13 @@ async function serveAsWorker(options: ServeOptions, signals: ServeSignals): Prom
   } catch (e) {
     primary.failed(errorText(e));
     await opened.close();
+    primary.close();
     return e instanceof StartupStopped ? 0 : 2;
   }
   const drainMs = await Promise.race([new Promise<number>((resolve) => primary.onDrain(resolve)), signals.stopped().then(() => options.drainMs)]);
   await app.close(drainMs);
   await opened.close();
+  primary.close();
   return 0;
 }
 

@@ -12,6 +12,8 @@ export interface ChannelEnds {
   send(message: ToPrimary): void;
   onMessage(listener: (message: unknown) => void): void;
   onDisconnect(listener: () => void): void;
+  /** Closes the channel (an open one keeps the process running). */
+  disconnect(): void;
 }
 
 export function processChannel(): ChannelEnds {
@@ -21,6 +23,9 @@ export function processChannel(): ChannelEnds {
     },
     onMessage: (listener) => void process.on("message", listener),
     onDisconnect: (listener) => void process.on("disconnect", listener),
+    disconnect: () => {
+      if (process.connected) process.disconnect?.();
+    },
   };
 }
 
@@ -38,6 +43,7 @@ export class PrimaryChannel implements SharedVerifications, TlsUpdates {
   private drainListener: ((drainMs: number) => void) | undefined;
   private ownMetrics: (() => Promise<unknown[]>) | undefined;
   private disconnected = false;
+  private closing = false;
 
   constructor(ends: ChannelEnds, onPrimaryGone: () => void) {
     this.ends = ends;
@@ -53,7 +59,7 @@ export class PrimaryChannel implements SharedVerifications, TlsUpdates {
       this.claims.clear();
       for (const answer of this.metricsAsked.values()) answer("# the primary process is gone\n");
       this.metricsAsked.clear();
-      onPrimaryGone();
+      if (!this.closing) onPrimaryGone();
     });
   }
 
@@ -82,6 +88,12 @@ export class PrimaryChannel implements SharedVerifications, TlsUpdates {
   /** Where the primary's requests for this worker's own metrics are answered from (its registry's JSON). */
   answerMetricsFrom(ownMetrics: () => Promise<unknown[]>): void {
     this.ownMetrics = ownMetrics;
+  }
+
+  /** The worker has stopped serving: the channel closes, so that the process can exit. */
+  close(): void {
+    this.closing = true;
+    this.ends.disconnect();
   }
 
   serving(port: number): void {

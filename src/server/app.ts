@@ -129,7 +129,8 @@ export class ServerStartError extends ImprimaturError<"needs-kubernetes-api"> {}
 export async function startApp(opts: AppOptions): Promise<App> {
   const owned = opts.logger ? undefined : createServerLogger();
   const parts = serverParts(opts, opts.logger ?? owned!.logger, await serveMode(opts));
-  const readiness = new Readiness({ requirePolicies: opts.requirePolicies === true, certificate: opts.tlsUpdates });
+  // A worker's certificate comes from its primary, which says when one is in place.
+  const readiness = new Readiness({ requirePolicies: opts.requirePolicies === true, certificate: opts.primary ?? opts.tlsUpdates });
   const opened = new OpenedByApp();
   let started: Started;
   try {

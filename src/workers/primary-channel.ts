@@ -1,6 +1,7 @@
 // A worker's side of `serve --workers`: what it learns from the primary (the policies, the certificate, when to
 // stop) and asks of it (verification claims, every process's metrics), over node:cluster's IPC channel. A worker
 // whose primary is gone (the channel closed) stops: it must not go on serving with a set nobody updates.
+import { X509Certificate } from "node:crypto";
 import type { TlsUpdates } from "../server/https-server.ts";
 import type { VerificationResult } from "../verification/image-verifier.ts";
 import type { Claim, SharedVerifications } from "../verification/verification-sharing.ts";
@@ -44,6 +45,8 @@ export class PrimaryChannel implements SharedVerifications, TlsUpdates {
   private ownMetrics: (() => Promise<unknown[]>) | undefined;
   private disconnected = false;
   private closing = false;
+  /** The certificate's expiry (ms), read once per certificate. */
+  private notAfter: number | undefined;
 
   constructor(ends: ChannelEnds, onPrimaryGone: () => void) {
     this.ends = ends;
@@ -73,6 +76,13 @@ export class PrimaryChannel implements SharedVerifications, TlsUpdates {
   /** The certificate the primary gave (undefined when it gave none: the worker then uses its own, from files). */
   certificate(): TlsPair | undefined {
     return this.tls;
+  }
+
+  /** Why the certificate cannot be served: none from the primary yet, or expired (then this worker takes no traffic). */
+  notReady(): string | undefined {
+    if (!this.tls) return "waiting for the serving certificate from the primary process";
+    this.notAfter ??= new X509Certificate(this.tls.cert).validToDate.getTime();
+    return this.notAfter <= Date.now() ? "the serving certificate has expired" : undefined;
   }
 
   subscribe(listener: (tls: TlsPair) => void): () => void {
@@ -144,6 +154,7 @@ export class PrimaryChannel implements SharedVerifications, TlsUpdates {
         return;
       case "tls":
         this.tls = message.tls;
+        this.notAfter = undefined;
         for (const listener of this.tlsListeners) listener(message.tls);
         return;
       case "claimed":

@@ -143,6 +143,8 @@ export class PodPullSecrets implements NodePodView {
       return undefined;
     }
     if (found?.metadata?.uid !== pod.uid || found.metadata.namespace !== pod.namespace || found.metadata.name !== pod.name) return undefined;
+    // Only this node's pods answer for its pulls, as when they came from the list of its pods.
+    if (found.spec?.nodeName !== this.nodeName) return undefined;
     const wanted = fullName(ref);
     let policy: PullPolicy | undefined;
     for (const named of podImages(found.spec)) {

@@ -177,4 +177,19 @@ describe("node-proxy with the API's view of the node's pods, with a real kubelet
     assert.ok(podRunning(await observePod(cluster, VICTIM_NS, "owned-victim")), "the victim is unaffected");
     await forceDelete(ATTACKER_NS, "changed-source");
   });
+
+  test("beside a pod without credentials, a pod with the recorded one is answered from the records, once a GET of its pod (the kubelet's UID) shows it pulls IfNotPresent", async () => {
+    // The victim pulled images.latest with victim-pull; tenant-pull holds the same credential.
+    await create({ namespace: ATTACKER_NS, name: "no-secret", image: images.latest, imagePullPolicy: "IfNotPresent" });
+    await refused(ATTACKER_NS, "no-secret");
+    const fromRecords = () => proxy.metric('imprimatur_node_pulls_total{result="answered-from-records"}');
+    const before = await fromRecords();
+    // "no-secret" is a candidate of every ImageStatus for the image: absent, so the kubelet pulls with tenant-pull,
+    // and that pull is answered from the records (the record holds the credential; the pod's policy is IfNotPresent).
+    await create({ namespace: TENANT_NS, name: "reuser", image: images.latest, imagePullPolicy: "IfNotPresent", imagePullSecrets: ["tenant-pull"] });
+    await running(TENANT_NS, "reuser");
+    assert.equal(await fromRecords(), before + 1);
+    await forceDelete(ATTACKER_NS, "no-secret");
+    await forceDelete(TENANT_NS, "reuser");
+  });
 });

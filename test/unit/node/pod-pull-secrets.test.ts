@@ -607,6 +607,15 @@ describe("the pod of a pull, by namespace, name and UID together", () => {
     assert.equal(await v.pullPolicy({ namespace: "a", name: "p", uid: "u1" }, ref(`${REGISTRY}/app:v1`), Date.now() + 5_000), "Never");
   });
 
+  test("a pod bound to another node is not this node's pull, whatever its UID", async () => {
+    // The list the view read before held only the node's pods; the GET of one pod must keep to them too.
+    pods = [{ namespace: "a", name: "p", uid: "u1", spec: { ...container(`${REGISTRY}/app:v1`, "Never"), nodeName: "node2" } }];
+    const v = view();
+    assert.equal(await v.pullPolicy({ namespace: "a", name: "p", uid: "u1" }, ref(`${REGISTRY}/app:v1`), Date.now() + 5_000), undefined);
+    pods = [{ namespace: "a", name: "p", uid: "u1", spec: container(`${REGISTRY}/app:v1`, "Never") }];
+    assert.equal(await v.pullPolicy({ namespace: "a", name: "p", uid: "u1" }, ref(`${REGISTRY}/app:v1`), Date.now() + 5_000), "Never");
+  });
+
   test("a pod whose UID is the call's but whose namespace or name is not is not the call's pod", async () => {
     pods = [{ namespace: "a", name: "p", uid: "u1", spec: container(`${REGISTRY}/app:v1`, "Never") }];
     const v = view();

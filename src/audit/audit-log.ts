@@ -24,6 +24,14 @@ export interface AuditLogOptions {
   onTornLine?: (repair: TornLineRepair) => void;
 }
 
+/**
+ * Moves an unfinished last line aside, as opening the log does by default: for a log several processes will append
+ * to (serve --workers), mended once before they start. The repair made, if any.
+ */
+export function mendAuditLog(path: string): Promise<TornLineRepair | undefined> {
+  return repairTornLastLine(path);
+}
+
 export class AuditLog {
   readonly path: string;
   private readonly opts: AuditLogOptions;

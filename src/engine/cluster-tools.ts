@@ -23,8 +23,7 @@ import { ImagePinner } from "../pinning/image-pinner.ts";
 import type { DigestResolver } from "../registry/digest-resolver.ts";
 import type { RegistryClient } from "../registry/registry-client.ts";
 import type { RegistrySettingsMap } from "../registry/registry-settings.ts";
-import { ImageVerifier } from "../verification/image-verifier.ts";
-import type { SharedVerifications } from "../verification/verification-sharing.ts";
+import { ImageVerifier, type SharedVerifications } from "../verification/image-verifier.ts";
 import { ClusterUnreadableError, clusterToRead, type ClusterConnections } from "./cluster-reads.ts";
 import type { Recorder } from "./recorder.ts";
 

@@ -5,7 +5,7 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import { pino, type Logger } from "pino";
 import { AuditLog } from "../audit/audit-log.ts";
-import type { SharedVerifications } from "../verification/verification-sharing.ts";
+import type { SharedVerifications } from "../verification/image-verifier.ts";
 import { DecisionCache } from "../backends/decision-cache.ts";
 import { ImageReviewService } from "../backends/review-service.ts";
 import { WebhookBackend } from "../backends/webhook-backend.ts";

@@ -3,9 +3,9 @@
 // HTTPS transport (with its TLS material). Used by `imprimatur serve`, and by tests and benchmarks that
 // want a server in-process.
 import { join } from "node:path";
-import { repairTornLastLine } from "../fs/torn-line.ts";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
+import { mendAuditLog } from "../audit/audit-log.ts";
 import type { DecisionCache } from "../backends/decision-cache.ts";
 import type { ServerConfig } from "../config/server-config.ts";
 import type { ImagePolicy } from "../core/image-policy/image-policy.ts";
@@ -237,7 +237,7 @@ async function startInOrder(parts: ServerParts, readiness: Readiness, opened: Op
   opened.metricsServer = await openMetricsPort(parts, readiness);
   const initial = await loadFirstPolicies(parts);
   // The audit log is mended once, by the primary, before any worker appends to it.
-  if (parts.mode.kind === "primary") await mendAuditLog(parts);
+  if (parts.mode.kind === "primary") await mendSharedAuditLog(parts);
   const engine = await serverEngine(parts, initial);
   opened.engine = engine;
   // A worker names its verification results with the primary's number for this set, as every other worker does.
@@ -275,9 +275,9 @@ async function startWorkers(parts: ServerParts, mode: Extract<ServeMode, { kind:
 }
 
 /** A last line left unfinished by a crash, moved aside before several processes append to the log. */
-async function mendAuditLog({ opts, logger }: ServerParts): Promise<void> {
+async function mendSharedAuditLog({ opts, logger }: ServerParts): Promise<void> {
   const path = opts.config.auditLog ?? join(opts.stateDir, "audit.jsonl");
-  const repair = await repairTornLastLine(path).catch((e: unknown) => {
+  const repair = await mendAuditLog(path).catch((e: unknown) => {
     logger.warn({ auditLog: path, err: (e as Error).message }, "cannot check the audit log for an unfinished record");
     return undefined;
   });

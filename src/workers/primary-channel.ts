@@ -2,9 +2,7 @@
 // stop) and asks of it (verification claims, every process's metrics), over node:cluster's IPC channel. A worker
 // whose primary is gone (the channel closed) stops: it must not go on serving with a set nobody updates.
 import { X509Certificate } from "node:crypto";
-import type { TlsUpdates } from "../server/https-server.ts";
-import type { VerificationResult } from "../verification/image-verifier.ts";
-import type { Claim, SharedVerifications } from "../verification/verification-sharing.ts";
+import type { Claim, SharedVerifications, VerificationResult } from "../verification/image-verifier.ts";
 import { SnapshotPolicySource, type PolicySnapshot } from "./policy-snapshot.ts";
 import { isToWorker, type TlsPair, type ToPrimary, type ToWorker } from "./worker-messages.ts";
 
@@ -30,7 +28,8 @@ export function processChannel(): ChannelEnds {
   };
 }
 
-export class PrimaryChannel implements SharedVerifications, TlsUpdates {
+/** Also what the HTTPS server takes as its certificate's updates (subscribe, notReady: src/server/https-server.ts's TlsUpdates). */
+export class PrimaryChannel implements SharedVerifications {
   private readonly ends: ChannelEnds;
   private source: SnapshotPolicySource | undefined;
   private tls: TlsPair | undefined;

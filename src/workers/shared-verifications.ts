@@ -6,8 +6,7 @@
 // policy set version, the credentials offered, the keys read), so a result is never used beyond what the asking
 // worker's own cache would have used it for.
 import { LRUCache } from "lru-cache";
-import type { VerificationResult } from "../verification/image-verifier.ts";
-import type { Claim, SharedVerifications } from "../verification/verification-sharing.ts";
+import type { Claim, SharedVerifications, VerificationResult } from "../verification/image-verifier.ts";
 
 /** A verification claimed and not settled is given to the next waiter after this long (its worker hung or died). */
 const CLAIM_TIMEOUT_MS = 60_000;

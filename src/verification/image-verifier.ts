@@ -177,7 +177,9 @@ export class ImageVerifier {
         throw e;
       }
       this.opts.onVerification?.(request, result, (performance.now() - started) / 1000);
-      claim?.verify(result, this.keep(generation, key, result));
+      // Kept here first: `claim?.verify(...)` would skip its arguments, and so the keeping, without a claim.
+      const keptMs = this.keep(generation, key, result);
+      claim?.verify(result, keptMs);
       return result;
     };
     try {
@@ -256,19 +258,13 @@ export class ImageVerifier {
    */
   private cacheKey(generation: number, request: VerificationRequest, read: ReadonlyMap<LeafAttestor, ReadKey>): string {
     const at = request.signatureRepository ?? request.image;
-    return [
-      generation,
-      this.opts.scope ?? "",
-      request.policy,
-      request.rule,
-      // By digest, not tag: two tags of one digest are one image to verify (a scan of many pods of few images
-      // verifies each image once). Without a digest (never asked of the verifier in practice), the name as given.
-      request.image.digest ? `${repositoryName(request.image)}@${request.image.digest}` : fullName(request.image),
-      `${at.registry}/${at.repository}`,
-      credentialIdentity(at, request.lookup),
-      // The keys, as a Secret's may change without a reload: a result is never reused for another key.
-      ...[...read.values()].map((k) => k.id),
-    ].join("\u0000");
+    // By digest, not tag: two tags of one digest are one image to verify (a scan of many pods of few images
+    // verifies each image once). Without a digest (never asked of the verifier in practice), the name as given.
+    const image = request.image.digest ? `${repositoryName(request.image)}@${request.image.digest}` : fullName(request.image);
+    let key = `${generation}\u0000${this.opts.scope ?? ""}\u0000${request.policy}\u0000${request.rule}\u0000${image}\u0000${at.registry}/${at.repository}\u0000${credentialIdentity(at, request.lookup)}`;
+    // The keys, as a Secret's may change without a reload: a result is never reused for another key.
+    for (const k of read.values()) key += `\u0000${k.id}`;
+    return key;
   }
 
   /**
@@ -321,8 +317,15 @@ export class ImageVerifier {
 /** Every attestor entry of the rule and of its attestation checks. */
 function leavesOf(request: VerificationRequest): readonly LeafAttestor[] {
   const ofRule = leavesOfSets(request.attestors);
-  return request.attestations ? [...ofRule, ...request.attestations.flatMap((c) => leavesOfSets(c.attestors))] : ofRule;
+  const checks = request.attestations;
+  if (!checks) return ofRule;
+  // Once per rule too: a rule's attestation checks are one array for as long as the rule is in force.
+  let all = leavesWithChecks.get(checks);
+  if (all?.ofRule !== ofRule) leavesWithChecks.set(checks, (all = { ofRule, leaves: [...ofRule, ...checks.flatMap((c) => leavesOfSets(c.attestors))] }));
+  return all.leaves;
 }
+
+const leavesWithChecks = new WeakMap<NonNullable<VerificationRequest["attestations"]>, { ofRule: readonly LeafAttestor[]; leaves: readonly LeafAttestor[] }>();
 
 /** leafAttestors, once per policy's attestor list (policies are replaced, not changed, on reload). */
 function leavesOfSets(sets: readonly AttestorSet[]): readonly LeafAttestor[] {

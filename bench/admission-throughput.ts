@@ -18,7 +18,8 @@ import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { Pool } from "undici";
 import { fetchMetrics, parseMetrics, sumOf } from "./support/metrics.ts";
-import { findTaskset, pin } from "./support/pinning.ts";
+import { findTaskset, pin, pinTree } from "./support/pinning.ts";
+import { processTreeCpuMs } from "./support/process-cpu.ts";
 import { percentile, renderTable } from "./support/report.ts";
 import { guardRun } from "./support/run-guard.ts";
 import { createServeState } from "./support/serve-state.ts";
@@ -229,19 +230,6 @@ async function allowedDecisions(origin: string, ca: string): Promise<number> {
   return sumOf(parseMetrics(await fetchMetrics(origin, ca)), "imprimatur_decisions_total", { endpoint: "validate", outcome: "allowed" });
 }
 
-/** CPU time (user + system, all threads) of a process in ms, from /proc; undefined where there is no /proc. */
-function processCpuMs(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    // After "(comm)": state is field 3, utime 14 and stime 15 (1-based), in clock ticks (USER_HZ, 100 on Linux).
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return undefined;
-  }
-}
-
 // ---------------------------------------------------------------------------------------------------------
 // Load generation. Each server gets its own undici Pool: one keep-alive TLS connection per worker, `concurrency`
 // workers each sending a request as soon as the previous answer is in. Both servers are warmed up first, then
@@ -323,7 +311,7 @@ function post(pool: Pool, body: string): Promise<{ status: number; text: string 
 
 /** Drives `target` for `ms` at full concurrency; when `measure`, records the answers completed inside the slice. */
 async function drive(target: Target, ms: number, measure: boolean, opts: Options): Promise<void> {
-  const serverCpuBefore = processCpuMs(target.proc.child.pid);
+  const serverCpuBefore = processTreeCpuMs(target.proc.child.pid);
   const generatorBefore = process.cpuUsage();
   const start = performance.now();
   const end = start + ms;
@@ -381,7 +369,7 @@ async function drive(target: Target, ms: number, measure: boolean, opts: Options
 
   // Every request of the slice has been answered now, so the CPU between the two readings is exactly theirs.
   const finished = performance.now();
-  const serverCpuAfter = processCpuMs(target.proc.child.pid);
+  const serverCpuAfter = processTreeCpuMs(target.proc.child.pid);
   const generatorAfter = process.cpuUsage();
   // A slice cut short (cap reached, failure) counts only up to its last answer.
   const sliceMs = Math.min(ms, finished - start);
@@ -472,7 +460,7 @@ function pinProcesses(opts: Options, servers: ServerProcess[]): { pinned: boolea
   if (cpus().length < 2) return { pinned: false, description: `not pinned: ${cpus().length} CPU` };
   const taskset = findTaskset();
   if (!taskset) return { pinned: false, description: "not pinned: taskset is not installed" };
-  const done = [...servers.map((s) => pin(taskset, s.child.pid, SERVER_CPU, s.name)), pin(taskset, process.pid, GENERATOR_CPU, "load generator")];
+  const done = [...servers.map((s) => pinTree(taskset, s.child.pid, SERVER_CPU, s.name)), pin(taskset, process.pid, GENERATOR_CPU, "load generator")];
   return { pinned: done.every((d) => / on CPU \d+$/.test(d)), description: done.join(", ") };
 }
 

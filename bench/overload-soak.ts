@@ -42,6 +42,7 @@ import { startDelayProxy, type DelayProxyProcess } from "./support/delay-proxy.t
 import { fetchMetrics, parseMetrics, sumOf } from "./support/metrics.ts";
 import { numberOption } from "./support/options.ts";
 import { findTaskset, pin } from "./support/pinning.ts";
+import { processTreeCpuMs } from "./support/process-cpu.ts";
 import { percentile, renderTable } from "./support/report.ts";
 import { guardRun } from "./support/run-guard.ts";
 import { createServeState, type ServeState } from "./support/serve-state.ts";
@@ -200,26 +201,14 @@ const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 
 const fmt = (n: number | undefined, digits: number) => (n === undefined || !Number.isFinite(n) ? "n/a" : n.toFixed(digits));
 const MiB = 2 ** 20;
 
-/** CPU time (user + system, all threads) of a process in ms, from /proc; undefined where there is none. */
-function processCpuMs(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime, in USER_HZ (100) ticks
-  } catch {
-    return undefined;
-  }
-}
-
 /** A window of CPU use of the server and of this process, as % of one core. */
 function cpuWindow(pid: number | undefined) {
-  const server = processCpuMs(pid);
+  const server = processTreeCpuMs(pid);
   const generator = process.cpuUsage();
   const started = performance.now();
   return () => {
     const wall = performance.now() - started;
-    const serverAfter = processCpuMs(pid);
+    const serverAfter = processTreeCpuMs(pid);
     const g = process.cpuUsage(generator);
     return {
       serverCpuPercent: server === undefined || serverAfter === undefined || wall <= 0 ? undefined : ((serverAfter - server) / wall) * 100,

@@ -15,8 +15,21 @@ export interface AuditRecord {
 }
 
 export interface AuditLogOptions {
+  /**
+   * Whether opening mends an unfinished last line (default true). False where other processes append to the same log
+   * (serve --workers): the primary mends it before they start, and a worker must never cut another's record.
+   */
+  mendTornLine?: boolean;
   /** Called when opening the log cut an unfinished last line (a crash mid-write); the server logs it. */
   onTornLine?: (repair: TornLineRepair) => void;
+}
+
+/**
+ * Moves an unfinished last line aside, as opening the log does by default: for a log several processes will append
+ * to (serve --workers), mended once before they start. The repair made, if any.
+ */
+export function mendAuditLog(path: string): Promise<TornLineRepair | undefined> {
+  return repairTornLastLine(path);
 }
 
 export class AuditLog {
@@ -53,7 +66,7 @@ export class AuditLog {
   private file(): Promise<FileHandle> {
     this.handle ??= (async () => {
       await makeDirectory(dirname(this.path), 0o700);
-      const repair = await repairTornLastLine(this.path);
+      const repair = this.opts.mendTornLine === false ? undefined : await repairTornLastLine(this.path);
       if (repair) this.opts.onTornLine?.(repair);
       return open(this.path, "a", 0o600);
     })();

@@ -1,5 +1,6 @@
 // `imprimatur serve`'s flags, read and checked in one place into ServeOptions, as the background scan's
 // (src/scan/scan-flags.ts) and --tls-secret's (src/tls/tls-secret-flags.ts) are. The help is SERVE_USAGE in serve.ts.
+import { availableParallelism } from "node:os";
 import { resolve } from "node:path";
 import type { ServerConfig } from "../config/server-config.ts";
 import { parseDuration } from "../core/primitives/duration.ts";
@@ -26,6 +27,8 @@ export interface ServeOptions {
   host: string;
   port: number;
   metricsPort: number | undefined;
+  /** --workers: processes serving the port (1: this one alone). */
+  workers: number;
   /** Absolute. */
   stateDir: string;
   /** For the printed configuration; absent: https://127.0.0.1:PORT. */
@@ -104,6 +107,7 @@ const SERVE_FLAGS = {
   "allow-empty-policies": { type: "boolean" },
   "policy-crds": { type: "boolean" },
   drain: { type: "string" },
+  workers: { type: "string" },
   "client-ca": { type: "string" },
   "client-ca-allowed-names": { type: "string", multiple: true },
   "client-ca-any-name": { type: "boolean" },
@@ -161,6 +165,7 @@ type ServeFlagValuesWithDefaults = ReturnType<typeof withDefaults>;
 interface ServingFlags {
   port: number;
   metricsPort: number | undefined;
+  workers: number;
   drainMs: number;
   digestMode: "mutate" | "record" | undefined;
 }
@@ -176,10 +181,26 @@ function servingFlags(flags: ServeFlagValuesWithDefaults): ServingFlags | { prob
   const metricsFlag = flags["metrics-port"];
   const metricsPort = metricsFlag === undefined ? undefined : portNumber(metricsFlag);
   if (metricsFlag !== undefined && metricsPort === undefined) return { problem: `--metrics-port must be a port number, got ${metricsFlag}` };
+  const workers = workerCount(flags.workers);
+  if (workers === undefined) return { problem: `--workers must be a number of processes from 1 to ${MAX_WORKERS}, or auto, got ${flags.workers}` };
+  // Another cluster's own policy resources are read by its own loader, which the workers' snapshots do not carry yet.
+  if (workers > 1 && flags["policy-crds"] && (flags["cluster-kubeconfig"] ?? []).length > 0)
+    return { problem: "--workers above 1 cannot be combined with --policy-crds and --cluster-kubeconfig yet" };
   if (Boolean(flags["tls-cert"]) !== Boolean(flags["tls-key"])) return { problem: "--tls-cert and --tls-key go together" };
   const tlsSecretProblem = tlsSecretFlagProblem(flags, Boolean(flags["tls-cert"]));
   if (tlsSecretProblem !== undefined) return { problem: tlsSecretProblem };
-  return { port, metricsPort, drainMs, digestMode };
+  return { port, metricsPort, workers, drainMs, digestMode };
+}
+
+/** More processes than this is a typo, not a machine. */
+const MAX_WORKERS = 64;
+
+/** --workers: a count, or auto (one per CPU the process may use); absent: 1. */
+function workerCount(text: string | undefined): number | undefined {
+  if (text === undefined) return 1;
+  if (text === "auto") return Math.min(MAX_WORKERS, availableParallelism());
+  const n = /^\d+$/.test(text) ? Number(text) : NaN;
+  return n >= 1 && n <= MAX_WORKERS ? n : undefined;
 }
 
 function serveOptions(
@@ -199,6 +220,7 @@ function serveOptions(
     host: flags.host,
     port: serving.port,
     metricsPort: serving.metricsPort,
+    workers: serving.workers,
     stateDir: resolve(flags["state-dir"]),
     url: flags.url,
     drainMs: serving.drainMs,

@@ -1,5 +1,6 @@
 // `imprimatur serve`: the HTTPS ImageReview backend (/imagereview), validating webhook (/validate) and
 // tag→digest pinning webhook (/mutate).
+import cluster from "node:cluster";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
 import { DEFAULT_SERVER_CONFIG, loadServerConfig, type ServerConfig } from "../config/server-config.ts";
@@ -31,6 +32,7 @@ import { registryAccess } from "./registry-access.ts";
 import { layConfigFlags, readServeFlags, ServeFlagError, type CallerFlags, type ServeOptions } from "./serve-flags.ts";
 import { catchServeSignals, StartupStopped, type ServeSignals } from "./serve-signals.ts";
 import { WebhookConfigurationFiles, webhookRules } from "./serve-webhook-files.ts";
+import { PrimaryChannel, processChannel } from "../workers/primary-channel.ts";
 
 export const SERVE_USAGE = `Usage: imprimatur serve [options]
 
@@ -129,7 +131,10 @@ export const SERVE_USAGE = `Usage: imprimatur serve [options]
                        Pod Security Admission's PodSecurityConfiguration (defaults for unlabelled
                        namespaces, exemptions), or an AdmissionConfiguration holding one; implies
                        --pod-security
-${SCAN_FLAG_USAGE}  --drain DUR          on SIGTERM, answer /readyz with 503 and keep serving for this long before closing
+${SCAN_FLAG_USAGE}  --workers N          processes serving the port (default 1; auto: one per CPU). The first process keeps the
+                       policy source, the certificate, the background scan and the metrics port, and gives
+                       the workers the policies and certificate it holds; an image is verified once across them
+  --drain DUR          on SIGTERM, answer /readyz with 503 and keep serving for this long before closing
                        the listener, so endpoints stop routing here first (default 5s; 0 to stop at once)
   -h, --help           show this help
 
@@ -153,6 +158,8 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
   const flags = readServeFlags(argv);
   if ("problem" in flags) return usageFailure("serve", flags.problem);
   const { options } = flags;
+  // serve --workers: node:cluster starts each worker as this command with the same flags.
+  if (cluster.isWorker) return serveAsWorker(options, signals);
   let settings: ServerSettings;
   try {
     settings = await loadServerSettings(options);
@@ -170,7 +177,7 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
   const opened = new OpenedForServing();
   let app: App;
   try {
-    app = await startServing(options, settings, signals, opened, (set) => webhookFiles.policiesReloaded(set));
+    app = await startServing(options, settings, signals, opened, { onPoliciesReloaded: (set) => webhookFiles.policiesReloaded(set) });
   } catch (e) {
     await opened.close();
     return startupFailure(e);
@@ -178,6 +185,34 @@ async function serve(argv: string[], signals: ServeSignals): Promise<number> {
   if (app.caPem) await writeWebhookConfiguration(app, app.caPem, options, webhookFiles);
   await serveUntilStopped(app, options.drainMs, signals);
   await opened.close();
+  return 0;
+}
+
+/**
+ * A worker of serve --workers: the same start-up as a server's, except what the primary does once for all (the policy
+ * source, the certificate, the background scan, the webhook files, the metrics port); serves until the primary says
+ * to drain (or a stop signal reaches the worker itself), and stops when the primary is gone.
+ */
+async function serveAsWorker(options: ServeOptions, signals: ServeSignals): Promise<number> {
+  const primary = new PrimaryChannel(processChannel(), () => {
+    process.stderr.write("imprimatur serve: worker: the primary process is gone; stopping\n");
+    process.exit(1);
+  });
+  const opened = new OpenedForServing();
+  let app: App;
+  try {
+    const settings = await loadServerSettings(options);
+    app = await startServing(options, { ...settings, backgroundScan: undefined }, signals, opened, { primary });
+  } catch (e) {
+    primary.failed(errorText(e));
+    await opened.close();
+    primary.close();
+    return e instanceof StartupStopped ? 0 : 2;
+  }
+  const drainMs = await Promise.race([new Promise<number>((resolve) => primary.onDrain(resolve)), signals.stopped().then(() => options.drainMs)]);
+  await app.close(drainMs);
+  await opened.close();
+  primary.close();
   return 0;
 }
 
@@ -227,13 +262,15 @@ async function startServing(
   settings: ServerSettings,
   signals: ServeSignals,
   opened: OpenedForServing,
-  onPoliciesReloaded: (set: PolicySet) => Promise<void> | undefined,
+  role: { onPoliciesReloaded: (set: PolicySet) => Promise<void> | undefined } | { primary: PrimaryChannel },
 ): Promise<App> {
   if (signals.stopRequested) throw new StartupStopped(signals.stopRequested);
-  const { kube, namespaces } = await connectToOwnCluster(options, settings, signals, opened);
-  const otherClusters = await connectToOtherClusters(options, signals, opened);
+  // A worker reads no policy resources and keeps no certificate: its primary gives it both.
+  const worker = "primary" in role;
+  const { kube, namespaces } = await connectToOwnCluster({ ...options, policyCrds: options.policyCrds && !worker }, settings, signals, opened);
+  const otherClusters = await connectToOtherClusters({ ...options, policyCrds: options.policyCrds && !worker }, signals, opened);
   const callers = await watchCallers(options.callers, options.clusters, opened);
-  const certificate = await startServingCertificate(options, kube, signals, opened);
+  const certificate = worker ? {} : await startServingCertificate(options, kube, signals, opened);
   const appOptions: AppOptions = {
     policies: options.policies ?? EMBEDDED_POLICIES,
     // The source `check` and `test` read from the same --policies (src/policy/policy-set.ts).
@@ -258,7 +295,7 @@ async function startServing(
     ...(await registryAccess(settings.config)),
     callers,
     ...(options.metricsPort !== undefined ? { metricsPort: options.metricsPort } : {}),
-    onPoliciesReloaded,
+    ...("primary" in role ? { primary: role.primary } : { onPoliciesReloaded: role.onPoliciesReloaded, workers: options.workers }),
     ...(settings.backgroundScan ? { backgroundScan: settings.backgroundScan } : {}),
     ...(settings.podSecurity ? { podSecurity: settings.podSecurity } : {}),
   };

@@ -52,7 +52,7 @@ export function verifiedImagesRecord(results: VerificationResults): Record<strin
   let more = 0;
   for (const [key, result] of results) {
     if (result.status !== "verified") continue;
-    const image = key.split("\u0000")[2]!;
+    const image = key.slice(key.lastIndexOf("\u0000") + 1);
     const before = record[image];
     if (!before && listed >= MAX_LISTED_VIOLATIONS) {
       more++;

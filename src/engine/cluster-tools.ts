@@ -23,7 +23,7 @@ import { ImagePinner } from "../pinning/image-pinner.ts";
 import type { DigestResolver } from "../registry/digest-resolver.ts";
 import type { RegistryClient } from "../registry/registry-client.ts";
 import type { RegistrySettingsMap } from "../registry/registry-settings.ts";
-import { ImageVerifier } from "../verification/image-verifier.ts";
+import { ImageVerifier, type SharedVerifications } from "../verification/image-verifier.ts";
 import { ClusterUnreadableError, clusterToRead, type ClusterConnections } from "./cluster-reads.ts";
 import type { Recorder } from "./recorder.ts";
 
@@ -34,6 +34,8 @@ export interface ClusterAccess {
   namespaces: NamespaceLabelSource;
   /** A caller's cluster the server has no kubeconfig for: why a review that needs a read of it is refused. */
   unreadable?: string | undefined;
+  /** The cluster's name ("" for the server's own): what its verifications are named with where they are shared. */
+  name?: string;
 }
 
 interface ToolsOfEveryMode {
@@ -82,6 +84,8 @@ export interface OnlineServices {
   imagePolicies: () => readonly ImagePolicy[];
   logger: Logger;
   recorder: Recorder;
+  /** Verification results shared with other processes (serve --workers). */
+  sharedVerifications?: SharedVerifications | undefined;
 }
 
 export function onlineTools(services: OnlineServices): ToolsFactory {
@@ -107,6 +111,7 @@ export function onlineTools(services: OnlineServices): ToolsFactory {
       client: registry,
       trustRoots,
       ...(readKey ? { secretKeys: readKey } : {}),
+      ...(services.sharedVerifications ? { shared: services.sharedVerifications, scope: access.name ?? "" } : {}),
       // A deleted signature should stop admitting new pods within minutes, whatever the backends' allow TTL.
       verifiedTtlMs: Math.min(config.allowTtlMs, 300_000),
       deniedTtlMs: config.denyTtlMs,
@@ -170,7 +175,7 @@ export class ClusterToolbox {
     this.clusters = opts.clusters;
     this.make = opts.make;
     this.trustRootsOf = opts.trustRootsOf;
-    this.home = opts.make(opts.home, opts.homeTrustRoots);
+    this.home = opts.make({ ...opts.home, name: "" }, opts.homeTrustRoots);
   }
 
   /** The tools that read the caller's cluster: never another cluster's. */
@@ -180,7 +185,7 @@ export class ClusterToolbox {
     let tools = this.others.get(target.cluster);
     if (!tools) {
       const access: ClusterAccess = target.kind === "other" ? target.connection : { namespaces: NO_NAMESPACE_LABELS, unreadable: target.reason };
-      tools = this.make(access, this.trustRootsOf(target.cluster));
+      tools = this.make({ ...access, name: target.cluster }, this.trustRootsOf(target.cluster));
       this.others.set(target.cluster, tools);
     }
     return tools;

@@ -5,6 +5,7 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import { pino, type Logger } from "pino";
 import { AuditLog } from "../audit/audit-log.ts";
+import type { SharedVerifications } from "../verification/image-verifier.ts";
 import { DecisionCache } from "../backends/decision-cache.ts";
 import { ImageReviewService } from "../backends/review-service.ts";
 import { WebhookBackend } from "../backends/webhook-backend.ts";
@@ -32,6 +33,8 @@ interface EngineOptionsOfEveryMode {
   auditLogPath?: string;
   /** The audit log itself, when the caller writes to it too (the node records every pull); instead of auditLogPath. */
   auditLog?: AuditLog;
+  /** Another process opened the audit log first and mended an unfinished last line (serve --workers): appended to as it is. */
+  auditLogMended?: boolean;
   /** Honour the namespaces' pod-security.kubernetes.io labels as Pod Security Admission does (src/core/pod-security/). */
   podSecurity?: PodSecurityContext;
   /** Deny every review while no policy is in force (`serve --require-policies`), instead of admitting everything. */
@@ -56,6 +59,8 @@ export interface OnlineEngineOptions extends EngineOptionsOfEveryMode {
   staticCredentials?: CredentialLookup;
   /** Called for every registry HTTP exchange (benchmarks count round trips). */
   onRegistryRoundTrip?: (trip: RoundTrip) => void;
+  /** Verification results shared with other processes (serve --workers). */
+  sharedVerifications?: SharedVerifications;
 }
 
 export type EngineOptions = OfflineEngineOptions | OnlineEngineOptions;
@@ -86,6 +91,7 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
         imagePolicies: () => policies.all.set.ImagePolicy,
         logger,
         recorder,
+        sharedVerifications: !opts.offline ? opts.sharedVerifications : undefined,
       })
     : offlineTools;
   const tools = new ClusterToolbox({
@@ -107,6 +113,7 @@ export async function buildEngine(opts: EngineOptions): Promise<Engine> {
       opts.auditLog ??
       (opts.auditLogPath
         ? new AuditLog(opts.auditLogPath, {
+            mendTornLine: opts.auditLogMended !== true,
             onTornLine: (repair) =>
               logger.warn({ auditLog: opts.auditLogPath, ...repair }, "the audit log ended in an unfinished record (a crash while writing it); moved aside"),
           })

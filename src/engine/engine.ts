@@ -209,10 +209,13 @@ export class Engine {
     return this.parts.remotes.map((r) => r.name);
   }
 
-  /** Swaps the policy set atomically; cached remote answers and resolutions may depend on it, so they go. */
-  setPolicies(set: PolicySet): void {
+  /**
+   * Swaps the policy set atomically; cached remote answers and resolutions may depend on it, so they go. `generation`:
+   * the set's number where verification results are shared between processes (serve --workers).
+   */
+  setPolicies(set: PolicySet, generation?: number): void {
     this.parts.policies.replace(set);
-    this.forgetPolicyResults();
+    this.forgetPolicyResults(generation);
   }
 
   /**
@@ -225,10 +228,10 @@ export class Engine {
   }
 
   /** After a policy change: cached answers, resolutions and verifications may depend on it. */
-  private forgetPolicyResults(): void {
+  private forgetPolicyResults(generation?: number): void {
     this.parts.cache.clear();
     this.parts.resolver?.clear();
-    for (const tools of this.parts.tools.all()) if (tools.online) tools.verifier.clear();
+    for (const tools of this.parts.tools.all()) if (tools.online) tools.verifier.clear(generation);
   }
 
   async close(): Promise<void> {

@@ -101,7 +101,7 @@ export class PullSecretReader {
     ]);
     const accountSecretNames = accountSecretsOf(wanted, serviceAccount);
     const accountSecrets = await Promise.all(accountSecretNames.map((name) => this.readSecret(namespace, name, signal)));
-    return this.assembled(wanted, serviceAccount, podSecrets, accountSecretNames, accountSecrets);
+    return this.assembled(wanted, { serviceAccount, podSecrets, accountSecretNames, accountSecrets });
   }
 
   /**
@@ -117,7 +117,7 @@ export class PullSecretReader {
     const accountSecretNames = accountSecretsOf(wanted, serviceAccount);
     const accountSecrets = keptAll(this.secrets, namespace, accountSecretNames);
     if (!podSecrets || !accountSecrets) return undefined;
-    return this.assembled(wanted, serviceAccount, podSecrets, accountSecretNames, accountSecrets);
+    return this.assembled(wanted, { serviceAccount, podSecrets, accountSecretNames, accountSecrets });
   }
 
   /**
@@ -125,17 +125,11 @@ export class PullSecretReader {
    * lookup is one function for as long as they are kept: what is derived from a lookup (the verifier's credential
    * identity, src/credentials/credential-identity.ts) is then worked out once, not on every admission.
    */
-  private assembled(
-    wanted: WantedReads,
-    serviceAccount: ServiceAccountRead,
-    podSecrets: readonly SecretRead[],
-    accountSecretNames: readonly string[],
-    accountSecrets: readonly SecretRead[],
-  ): PullCredentials {
-    const reads: readonly object[] = [serviceAccount, ...podSecrets, ...accountSecrets];
+  private assembled(wanted: WantedReads, read: PodReads): PullCredentials {
+    const reads: readonly object[] = [read.serviceAccount, ...read.podSecrets, ...read.accountSecrets];
     const kept = this.assembledByRefs.get(wanted.key);
     if (kept && kept.reads.length === reads.length && kept.reads.every((r, i) => r === reads[i])) return kept.credentials;
-    const credentials = assemble(wanted, serviceAccount, podSecrets, accountSecretNames, accountSecrets);
+    const credentials = assemble(wanted, read);
     if (this.assembledByRefs.size >= MAX_ASSEMBLED) this.assembledByRefs.clear();
     this.assembledByRefs.set(wanted.key, { reads, credentials });
     return credentials;
@@ -238,14 +232,16 @@ function keptAll(secrets: InFlight<SecretRead>, namespace: string, names: readon
   return reads;
 }
 
+/** What was read for a pod: its service account, its own secrets, and the account's secrets it does not name itself. */
+interface PodReads {
+  serviceAccount: ServiceAccountRead;
+  podSecrets: readonly SecretRead[];
+  accountSecretNames: readonly string[];
+  accountSecrets: readonly SecretRead[];
+}
+
 /** The pod's secrets' keyring chained before its service account's, with where they came from and what was wrong. */
-function assemble(
-  wanted: WantedReads,
-  serviceAccount: ServiceAccountRead,
-  podSecrets: readonly SecretRead[],
-  accountSecretNames: readonly string[],
-  accountSecrets: readonly SecretRead[],
-): PullCredentials {
+function assemble(wanted: WantedReads, { serviceAccount, podSecrets, accountSecretNames, accountSecrets }: PodReads): PullCredentials {
   const { namespace } = wanted;
   const problems: string[] = [];
   if (!serviceAccount.found) problems.push(`service account ${namespace}/${wanted.serviceAccountName} not found`);

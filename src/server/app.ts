@@ -5,6 +5,7 @@
 import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
+import { mendAuditLog } from "../audit/audit-log.ts";
 import type { DecisionCache } from "../backends/decision-cache.ts";
 import type { ServerConfig } from "../config/server-config.ts";
 import type { ImagePolicy } from "../core/image-policy/image-policy.ts";
@@ -37,6 +38,11 @@ import { defaultCandidateIdentity, LeaderElector } from "../kube/leader-election
 import { PolicyReportWriter } from "../kube/policy-report-writer.ts";
 import { EventRecorder } from "../kube/event-recorder.ts";
 import { AuditScanner } from "../scan/audit-scanner.ts";
+import { RecordingPolicySource, type SnapshotPolicySource } from "../workers/policy-snapshot.ts";
+import type { PrimaryChannel } from "../workers/primary-channel.ts";
+import { VerificationBroker } from "../workers/shared-verifications.ts";
+import { WorkerPool } from "../workers/worker-pool.ts";
+import { everyProcessMetrics } from "../workers/process-metrics.ts";
 
 export interface AppOptions {
   policies: string;
@@ -85,6 +91,13 @@ export interface AppOptions {
   podSecurity?: PodSecurityContext;
   /** The post-creation audit of running pods (needs `kube`): src/scan/audit-scanner.ts. */
   backgroundScan?: BackgroundScanOptions;
+  /**
+   * serve --workers N (N > 1): this process is the primary, and N worker processes serve its port (src/workers/). It
+   * keeps the policy source, the scan, the certificate, the audit log's mending and every process's metrics.
+   */
+  workers?: number;
+  /** This process is a worker of serve --workers: its policies, certificate and shared verifications come from here. */
+  primary?: PrimaryChannel;
 }
 
 export interface App {
@@ -115,8 +128,9 @@ export class ServerStartError extends ImprimaturError<"needs-kubernetes-api"> {}
 
 export async function startApp(opts: AppOptions): Promise<App> {
   const owned = opts.logger ? undefined : createServerLogger();
-  const parts = serverParts(opts, opts.logger ?? owned!.logger);
-  const readiness = new Readiness({ requirePolicies: opts.requirePolicies === true, certificate: opts.tlsUpdates });
+  const parts = serverParts(opts, opts.logger ?? owned!.logger, await serveMode(opts));
+  // A worker's certificate comes from its primary, which says when one is in place.
+  const readiness = new Readiness({ requirePolicies: opts.requirePolicies === true, certificate: opts.primary ?? opts.tlsUpdates });
   const opened = new OpenedByApp();
   let started: Started;
   try {
@@ -127,7 +141,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
     owned?.close();
     throw e;
   }
-  logServing(parts, started.engine, started.server.port, opened.metricsServer);
+  logServing(parts, started.engine, started.port, opened.metricsServer);
   // Written out at once, not with the next batch: a fresh pod's log shows it serving.
   owned?.flush();
   return runningApp(parts, started, opened, async (drainMs) => {
@@ -146,15 +160,43 @@ interface ServerParts {
   source: PolicySource;
   load: PolicyLoad;
   callers: CallerAuthenticator;
+  mode: ServeMode;
+  /** /metrics: this process's, or every process's under serve --workers. */
+  metricsText: () => Promise<string>;
 }
 
-function serverParts(opts: AppOptions, logger: Logger): ServerParts {
+/**
+ * How this process serves: alone; as the primary of workers that serve its port (it reads the policies, recording
+ * what it read for them, and holds the verification results they share); or as one of those workers.
+ */
+type ServeMode =
+  | { kind: "alone" }
+  | { kind: "primary"; workers: number; recording: RecordingPolicySource; broker: VerificationBroker; version: number; pool?: WorkerPool }
+  | { kind: "worker"; primary: PrimaryChannel; source: SnapshotPolicySource };
+
+async function serveMode(opts: AppOptions): Promise<ServeMode> {
+  if (opts.primary) return { kind: "worker", primary: opts.primary, source: await opts.primary.policySource() };
+  if (opts.workers !== undefined && opts.workers > 1) {
+    const recording = new RecordingPolicySource(opts.policySource ?? new PolicyFolder(opts.policies));
+    return { kind: "primary", workers: opts.workers, recording, broker: new VerificationBroker(), version: 0 };
+  }
+  return { kind: "alone" };
+}
+
+function serverParts(opts: AppOptions, logger: Logger, mode: ServeMode): ServerParts {
   const metrics = createMetrics();
   const recorder = prometheusRecorder(metrics);
-  const source: PolicySource = opts.policySource ?? new PolicyFolder(opts.policies);
+  const source: PolicySource =
+    mode.kind === "primary" ? mode.recording : mode.kind === "worker" ? mode.source : (opts.policySource ?? new PolicyFolder(opts.policies));
   // The one policy-set loader `check` and `test` use too; reloads accept an empty set (with a warning, below).
   const load = serializedPolicyLoader(source, { profiles: opts.profiles ?? [], logger });
-  return { opts, logger, metrics, recorder, source, load, callers: new CallerAuthenticator(opts.callers) };
+  const metricsText =
+    mode.kind === "primary"
+      ? everyProcessMetrics(metrics.registry, () => mode.pool?.workerMetrics() ?? Promise.resolve([]))
+      : mode.kind === "worker"
+        ? () => mode.primary.metricsText()
+        : () => metrics.registry.metrics();
+  return { opts, logger, metrics, recorder, source, load, callers: new CallerAuthenticator(opts.callers), mode, metricsText };
 }
 
 /** What the app opened, closed in this order when a later start-up step fails or the app stops. */
@@ -163,6 +205,7 @@ class OpenedByApp {
   engine: Engine | undefined;
   clusterPolicies: RunningClusterPolicies | undefined;
   server: RunningServer | undefined;
+  workers: WorkerPool | undefined;
   stopCertificateMetric: (() => void) | undefined;
   scan: RunningBackgroundScan | undefined;
   watcher: { close(): void } | undefined;
@@ -173,6 +216,7 @@ class OpenedByApp {
     this.clusterPolicies?.close();
     await this.scan?.close();
     await this.server?.close(drainMs);
+    await this.workers?.stop(drainMs);
     await this.engine?.close();
     await this.metricsServer?.close();
   }
@@ -181,7 +225,8 @@ class OpenedByApp {
 /** What start-up hands the running app besides what it opened. */
 interface Started {
   engine: Engine;
-  server: RunningServer;
+  /** The HTTPS port served (by this process, or by its workers). */
+  port: number;
   tls: ServingTls;
   reload: () => Promise<PolicyLoadError | undefined>;
 }
@@ -190,25 +235,61 @@ interface Started {
 async function startInOrder(parts: ServerParts, readiness: Readiness, opened: OpenedByApp): Promise<Started> {
   // The metrics port opens first, so its /readyz can say what the server is still waiting for.
   opened.metricsServer = await openMetricsPort(parts, readiness);
-  const engine = await serverEngine(parts, await loadFirstPolicies(parts));
+  const initial = await loadFirstPolicies(parts);
+  // The audit log is mended once, by the primary, before any worker appends to it.
+  if (parts.mode.kind === "primary") await mendSharedAuditLog(parts);
+  const engine = await serverEngine(parts, initial);
   opened.engine = engine;
+  // A worker names its verification results with the primary's number for this set, as every other worker does.
+  if (parts.mode.kind === "worker") engine.setPolicies(initial, parts.mode.source.lastReadVersion);
   opened.clusterPolicies = await startOtherClustersPolicies(parts, engine);
   readiness.policiesLoaded(() => engine.policiesInForce());
   const tls = await servingCertificate(parts, readiness);
-  const server = await startHttps(parts, tls, engine, readiness, opened.metricsServer);
-  opened.server = server;
-  opened.stopCertificateMetric = followCertificateRenewals(parts);
-  const reload = policyReloader(parts, engine, () => opened.scan);
+  let port: number;
+  if (parts.mode.kind === "primary") {
+    opened.workers = await startWorkers(parts, parts.mode, tls);
+    port = opened.workers.port ?? parts.opts.port;
+  } else {
+    opened.server = await startHttps(parts, tls, engine, readiness, opened.metricsServer);
+    port = opened.server.port;
+    if (parts.mode.kind === "worker") parts.mode.primary.serving(port);
+  }
+  opened.stopCertificateMetric = followCertificateRenewals(parts, opened.workers);
+  const reload = policyReloader(parts, engine, () => opened.scan, opened.workers);
   if (parts.opts.backgroundScan) opened.scan = startBackgroundScan(parts, parts.opts.backgroundScan, engine);
   opened.watcher = watchPolicies(parts, reload);
-  return { engine, server, tls, reload };
+  return { engine, port, tls, reload };
+}
+
+/** The workers of serve --workers, given the first policies and the certificate; resolves once every one serves. */
+async function startWorkers(parts: ServerParts, mode: Extract<ServeMode, { kind: "primary" }>, tls: ServingTls): Promise<WorkerPool> {
+  const snapshot = mode.recording.snapshot(mode.version);
+  if (!snapshot) throw new ImprimaturError("internal", "the primary started workers before it read any policy");
+  const pool = new WorkerPool(
+    { count: mode.workers, broker: mode.broker, metricsText: parts.metricsText, logger: parts.logger },
+    { policies: snapshot, tls: tls.material },
+  );
+  mode.pool = pool;
+  await pool.start();
+  return pool;
+}
+
+/** A last line left unfinished by a crash, moved aside before several processes append to the log. */
+async function mendSharedAuditLog({ opts, logger }: ServerParts): Promise<void> {
+  const path = opts.config.auditLog ?? join(opts.stateDir, "audit.jsonl");
+  const repair = await mendAuditLog(path).catch((e: unknown) => {
+    logger.warn({ auditLog: path, err: (e as Error).message }, "cannot check the audit log for an unfinished record");
+    return undefined;
+  });
+  if (repair) logger.warn({ auditLog: path, ...repair }, "the audit log ended in an unfinished record (a crash while writing it); moved aside");
 }
 
 /** The plain-HTTP port for /metrics, /healthz and /readyz (--metrics-port), when there is one. */
 async function openMetricsPort(parts: ServerParts, readiness: Readiness): Promise<RunningMetricsServer | undefined> {
   const { opts, metrics } = parts;
-  if (opts.metricsPort === undefined) return undefined;
-  return startMetricsServer({ host: opts.host, port: opts.metricsPort, metrics, notReady: () => readiness.notReady() });
+  // Under serve --workers the primary alone opens it, and serves every process's metrics there.
+  if (opts.metricsPort === undefined || parts.mode.kind === "worker") return undefined;
+  return startMetricsServer({ host: opts.host, port: opts.metricsPort, metrics, text: parts.metricsText, notReady: () => readiness.notReady() });
 }
 
 /** The first policy set, with a warning when it holds nothing in force or exceptions that are not honoured. */
@@ -232,7 +313,7 @@ async function startOtherClustersPolicies(parts: ServerParts, engine: Engine): P
 
 /** The serving certificate, in place: its expiry in the metrics, and readiness told. */
 async function servingCertificate(parts: ServerParts, readiness: Readiness): Promise<ServingTls> {
-  const tls = await servingTls(parts.opts);
+  const tls = parts.mode.kind === "worker" ? primaryCertificate(parts.mode.primary) : await servingTls(parts.opts);
   parts.metrics.setServingCertificate(tls.material.cert);
   readiness.certificateReady();
   return tls;
@@ -240,7 +321,11 @@ async function servingCertificate(parts: ServerParts, readiness: Readiness): Pro
 
 /** The HTTPS listener: the review handlers, and /metrics too unless the metrics port serves it. */
 function startHttps(parts: ServerParts, tls: ServingTls, engine: Engine, readiness: Readiness, metricsServer: RunningMetricsServer | undefined) {
-  const { opts, logger, recorder, metrics, callers } = parts;
+  const { opts, logger, recorder, metrics, callers, mode } = parts;
+  // A worker's /metrics are every process's, from the primary; its certificate renewals come from there too.
+  const primary = mode.kind === "worker" ? mode.primary : undefined;
+  primary?.answerMetricsFrom(() => metrics.registry.getMetricsAsJSON());
+  const tlsUpdates = primary ?? opts.tlsUpdates;
   return startHttpsServer({
     host: opts.host,
     port: opts.port,
@@ -248,24 +333,33 @@ function startHttps(parts: ServerParts, tls: ServingTls, engine: Engine, readine
     handlers: { engine },
     logger,
     recorder,
-    metrics: metricsServer ? undefined : { text: () => metrics.registry.metrics(), contentType: metrics.registry.contentType },
+    // With --metrics-port, /metrics is served there (by the primary, under serve --workers), not here.
+    metrics: metricsServer || opts.metricsPort !== undefined ? undefined : { text: parts.metricsText, contentType: metrics.registry.contentType },
     callers,
     maxBodyBytes: opts.config.maxRequestBytes,
     maxReviewsInFlight: opts.config.maxReviewsInFlight,
     defaultTimeoutMs: 10_000,
-    ...(opts.tlsUpdates ? { tlsUpdates: opts.tlsUpdates } : {}),
+    ...(tlsUpdates ? { tlsUpdates } : {}),
     notReady: () => readiness.notReady(),
   });
 }
 
-/** A renewed certificate moves the expiry the alert watches; returns the unsubscribe. */
-function followCertificateRenewals(parts: ServerParts): (() => void) | undefined {
-  return parts.opts.tlsUpdates?.subscribe((next) => parts.metrics.setServingCertificate(next.cert));
+/** A renewed certificate moves the expiry the alert watches, and goes to the workers; returns the unsubscribe. */
+function followCertificateRenewals(parts: ServerParts, workers: WorkerPool | undefined): (() => void) | undefined {
+  return parts.opts.tlsUpdates?.subscribe((next) => {
+    parts.metrics.setServingCertificate(next.cert);
+    workers?.certificateChanged({ cert: next.cert, key: next.key });
+  });
 }
 
 /** Reloads the policies into the engine; keeps the last good set and returns the error when the new set fails to load. */
-function policyReloader(parts: ServerParts, engine: Engine, scan: () => RunningBackgroundScan | undefined): () => Promise<PolicyLoadError | undefined> {
-  const { opts, logger, recorder, source } = parts;
+function policyReloader(
+  parts: ServerParts,
+  engine: Engine,
+  scan: () => RunningBackgroundScan | undefined,
+  workers: WorkerPool | undefined,
+): () => Promise<PolicyLoadError | undefined> {
+  const { opts, logger, recorder, source, mode } = parts;
   // One reload at a time: a slow load (thousands of objects) overtaken by a later one must not put an older set in
   // force after it. A reload asked for while one runs waits for it and then loads once for all who asked.
   let running: Promise<PolicyLoadError | undefined> | undefined;
@@ -284,8 +378,16 @@ function policyReloader(parts: ServerParts, engine: Engine, scan: () => RunningB
   const reloadOnce = async (): Promise<PolicyLoadError | undefined> => {
     try {
       const set = await parts.load();
-      engine.setPolicies(set);
-      recorder.policyReload("success");
+      if (mode.kind === "primary") {
+        // Numbered, and sent to every worker as read: they judge by this set from now on, and name its results alike.
+        mode.version++;
+        engine.setPolicies(set, mode.version);
+        mode.broker.clear();
+        const snapshot = mode.recording.snapshot(mode.version);
+        if (snapshot) workers?.policiesChanged(snapshot);
+      } else engine.setPolicies(set, mode.kind === "worker" ? mode.source.lastReadVersion : undefined);
+      // The primary counts the reloads of serve --workers; its workers' would count each one again.
+      if (mode.kind !== "worker") recorder.policyReload("success");
       logger.info({ policies: set.ImagePolicy.map((p) => p.name), podRestrictions: set.PodRestriction.map((p) => p.name) }, "policies reloaded");
       if (policyCount(set) === 0) logger.warn({ policies: source.description }, nothingInForce(opts));
       warnUnhonouredExceptions(set, opts, logger);
@@ -335,9 +437,9 @@ function logServing(parts: ServerParts, engine: Engine, port: number, metricsSer
 
 /** The running app as its users see it; `close` stops it. */
 function runningApp(parts: ServerParts, started: Started, opened: OpenedByApp, close: (drainMs: number) => Promise<void>): App {
-  const { engine, server, tls, reload } = started;
+  const { engine, port, tls, reload } = started;
   return {
-    port: server.port,
+    port,
     metricsPort: opened.metricsServer?.port,
     caPem: tls.caPem,
     generatedCertificate: tls.generated,
@@ -410,6 +512,13 @@ async function servingTls(opts: AppOptions): Promise<ServingTls> {
   return { material: { cert: m.certPem, key: m.keyPem }, caPem: m.caCertPem, generated: m.created };
 }
 
+/** A worker's certificate: the primary's, which it sends before the first policies. */
+function primaryCertificate(primary: PrimaryChannel): ServingTls {
+  const material = primary.certificate();
+  if (!material) throw new ImprimaturError("internal", "the primary sent no serving certificate");
+  return { material, caPem: undefined, generated: false };
+}
+
 /** What an empty policy set means for requests, as the warning says it. */
 function nothingInForce(opts: AppOptions): string {
   return opts.requirePolicies && !opts.podSecurity
@@ -424,7 +533,9 @@ function warnUnhonouredExceptions(set: PolicySet, opts: AppOptions, logger: Logg
 }
 
 /** The engine `serve` judges with: online, its own cluster and the others, the audit log in the state folder. */
-function serverEngine({ opts, logger, recorder }: ServerParts, policies: PolicySet): Promise<Engine> {
+function serverEngine({ opts, logger, recorder, mode }: ServerParts, policies: PolicySet): Promise<Engine> {
+  // serve --workers: one verification per image across the processes; the audit log mended by the primary alone.
+  const shared = mode.kind === "primary" ? mode.broker.local() : mode.kind === "worker" ? mode.primary : undefined;
   return buildEngine({
     config: opts.config,
     policies,
@@ -440,5 +551,6 @@ function serverEngine({ opts, logger, recorder }: ServerParts, policies: PolicyS
     ...(opts.podSecurity ? { podSecurity: opts.podSecurity } : {}),
     ...(opts.requirePolicies ? { requirePolicies: true } : {}),
     ...(opts.exceptionNamespaces ? { exceptionNamespaces: opts.exceptionNamespaces } : {}),
+    ...(shared ? { sharedVerifications: shared, auditLogMended: true } : {}),
   });
 }

@@ -138,6 +138,8 @@ export function createMetrics() {
       name: "imprimatur_serving_certificate_expiration_timestamp_seconds",
       help: "When the serving certificate in use expires (its notAfter), in seconds since the Unix epoch.",
       registers: [registry],
+      // serve --workers: every process serves the one certificate; the exposition names it once, not summed.
+      aggregator: "max",
     }),
     /** Reports on every scrape whether this replica holds the Lease `name`. */
     watchLease(name: string, holds: () => boolean): void {
@@ -209,6 +211,8 @@ export interface MetricsServerOptions {
   host: string;
   port: number;
   metrics: Metrics;
+  /** The exposition served; by default the registry's (serve --workers: every process's). */
+  text?: () => Promise<string>;
   /** Why the server is not ready (policies not loaded, no certificate yet, draining), or undefined when it is. */
   notReady(): string | undefined;
 }
@@ -236,7 +240,7 @@ export async function startMetricsServer(opts: MetricsServerOptions): Promise<Ru
       return why === undefined ? reply(200, "ok") : reply(503, why);
     }
     if (path !== "/metrics") return reply(404, `no route for ${path}\n`);
-    opts.metrics.registry.metrics().then(
+    (opts.text ?? (() => opts.metrics.registry.metrics()))().then(
       (text) => reply(200, text, opts.metrics.registry.contentType),
       (e: unknown) => reply(500, `metrics unavailable: ${(e as Error).message}\n`),
     );

@@ -4,7 +4,7 @@
 // result is never reused for another policy, after a reload, for a pod that could not have read the signatures,
 // or once a Secret's key changed or went; denials are cached briefly, registry outages not at all. Concurrent
 // admissions of the same image share one verification.
-import type { KeyObject } from "node:crypto";
+import { createHash, type KeyObject } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import { judgeAttestors, leafAttestors, type AttestorSet, type EntryOutcome, type LeafAttestor, type SecretKeyRef } from "../core/image-policy/attestors.ts";
 import { fullName, repositoryName, type ImageReference } from "../core/image-reference.ts";
@@ -42,6 +42,22 @@ export interface VerificationRequest {
   lookup: CredentialLookup;
 }
 
+/**
+ * How a verifier shares its work with other processes (serve --workers: src/workers/shared-verifications.ts): on a
+ * miss of its own cache it claims the key, and either gets a result another process verified or verifies it itself
+ * and settles the claim, so that one image is verified once across them.
+ */
+export interface SharedVerifications {
+  claim(key: string, deadline: number): Promise<Claim>;
+}
+
+/** What a verifier is told when it claims a key it does not have. */
+export type Claim =
+  /** Another process's result (or one kept from it). */
+  | { result: VerificationResult }
+  /** Verify it here, then settle: with the result and how long it may be kept (undefined: not kept), or undefined when giving up. */
+  | { verify: (result: VerificationResult | undefined, keepMs?: number) => void };
+
 export interface ImageVerifierOptions {
   client: Parameters<typeof discoverSignatures>[0];
   /** The TrustRoots of the current policy set. */
@@ -59,6 +75,10 @@ export interface ImageVerifierOptions {
   now?: () => number;
   /** Observability: each verification that ran (not cache hits), with its duration. */
   onVerification?: (request: VerificationRequest, result: VerificationResult, seconds: number) => void;
+  /** Asked on a miss of this cache before verifying: other processes' results (serve --workers). */
+  shared?: SharedVerifications;
+  /** Whose verifier this is (a cluster's name): results shared with other processes are named with it. */
+  scope?: string;
 }
 
 export class ImageVerifier {
@@ -71,9 +91,10 @@ export class ImageVerifier {
    */
   private readonly secretKeys: InFlight<ReadKey>;
   private generation = 0;
-  /** Verifications that ran (cache misses not joined to one in flight); hits served from the cache. */
+  /** Verifications that ran (cache misses not joined to one in flight); hits served from the cache; results another process verified. */
   verifications = 0;
   hits = 0;
+  sharedResults = 0;
 
   constructor(options: ImageVerifierOptions) {
     this.opts = options;
@@ -82,9 +103,12 @@ export class ImageVerifier {
     this.cache = new LRUCache({ max: options.maxEntries ?? 10_000, ttl: options.verifiedTtlMs ?? 300_000, perf: { now }, ttlResolution: 0 });
   }
 
-  /** Policies or trust roots changed: no earlier result may be used. */
-  clear(): void {
-    this.generation++;
+  /**
+   * Policies or trust roots changed: no earlier result may be used. `generation`: the policy set's number as the
+   * primary of serve --workers gave it, so that every worker names one set's results alike; else one more than before.
+   */
+  clear(generation?: number): void {
+    this.generation = generation ?? this.generation + 1;
     this.cache.clear();
   }
 
@@ -137,12 +161,25 @@ export class ImageVerifier {
       return cached;
     }
     const run = async (): Promise<VerificationResult> => {
+      const claim = await this.opts.shared?.claim(key, deadline);
+      if (claim && "result" in claim) {
+        this.sharedResults++;
+        this.keep(generation, key, claim.result);
+        return claim.result;
+      }
       this.verifications++;
       const started = performance.now();
-      const result = await this.run(request, deadline, read);
+      let result: VerificationResult;
+      try {
+        result = await this.run(request, deadline, read);
+      } catch (e) {
+        claim?.verify(undefined);
+        throw e;
+      }
       this.opts.onVerification?.(request, result, (performance.now() - started) / 1000);
-      if (generation === this.generation && result.status !== "unavailable")
-        this.cache.set(key, result, result.status === "denied" ? { ttl: this.opts.deniedTtlMs ?? 10_000 } : {});
+      // Kept here first: `claim?.verify(...)` would skip its arguments, and so the keeping, without a claim.
+      const keptMs = this.keep(generation, key, result);
+      claim?.verify(result, keptMs);
       return result;
     };
     try {
@@ -204,23 +241,30 @@ export class ImageVerifier {
   }
 
   /**
+   * Caches a result as long as its kind is kept (an outage: not at all), unless the policies changed meanwhile;
+   * returns how long, for others to keep it as long.
+   */
+  private keep(generation: number, key: string, result: VerificationResult): number | undefined {
+    if (result.status === "unavailable") return undefined;
+    const ttl = result.status === "denied" ? (this.opts.deniedTtlMs ?? 10_000) : (this.opts.verifiedTtlMs ?? 300_000);
+    if (generation !== this.generation) return undefined;
+    this.cache.set(key, result, { ttl });
+    return ttl;
+  }
+
+  /**
    * What a result is cached under: by digest + policy rule + policy generation + the credentials offered + the keys
    * read from Secrets.
    */
   private cacheKey(generation: number, request: VerificationRequest, read: ReadonlyMap<LeafAttestor, ReadKey>): string {
     const at = request.signatureRepository ?? request.image;
-    return [
-      generation,
-      request.policy,
-      request.rule,
-      // By digest, not tag: two tags of one digest are one image to verify (a scan of many pods of few images
-      // verifies each image once). Without a digest (never asked of the verifier in practice), the name as given.
-      request.image.digest ? `${repositoryName(request.image)}@${request.image.digest}` : fullName(request.image),
-      `${at.registry}/${at.repository}`,
-      credentialIdentity(at, request.lookup),
-      // The keys, as a Secret's may change without a reload: a result is never reused for another key.
-      ...[...read.values()].map((k) => k.id),
-    ].join("\u0000");
+    // By digest, not tag: two tags of one digest are one image to verify (a scan of many pods of few images
+    // verifies each image once). Without a digest (never asked of the verifier in practice), the name as given.
+    const image = request.image.digest ? `${repositoryName(request.image)}@${request.image.digest}` : fullName(request.image);
+    let key = `${generation}\u0000${this.opts.scope ?? ""}\u0000${request.policy}\u0000${request.rule}\u0000${image}\u0000${at.registry}/${at.repository}\u0000${credentialIdentity(at, request.lookup)}`;
+    // The keys, as a Secret's may change without a reload: a result is never reused for another key.
+    for (const k of read.values()) key += `\u0000${k.id}`;
+    return key;
   }
 
   /**
@@ -273,8 +317,15 @@ export class ImageVerifier {
 /** Every attestor entry of the rule and of its attestation checks. */
 function leavesOf(request: VerificationRequest): readonly LeafAttestor[] {
   const ofRule = leavesOfSets(request.attestors);
-  return request.attestations ? [...ofRule, ...request.attestations.flatMap((c) => leavesOfSets(c.attestors))] : ofRule;
+  const checks = request.attestations;
+  if (!checks) return ofRule;
+  // Once per rule too: a rule's attestation checks are one array for as long as the rule is in force.
+  let all = leavesWithChecks.get(checks);
+  if (all?.ofRule !== ofRule) leavesWithChecks.set(checks, (all = { ofRule, leaves: [...ofRule, ...checks.flatMap((c) => leavesOfSets(c.attestors))] }));
+  return all.leaves;
 }
+
+const leavesWithChecks = new WeakMap<NonNullable<VerificationRequest["attestations"]>, { ofRule: readonly LeafAttestor[]; leaves: readonly LeafAttestor[] }>();
 
 /** leafAttestors, once per policy's attestor list (policies are replaced, not changed, on reload). */
 function leavesOfSets(sets: readonly AttestorSet[]): readonly LeafAttestor[] {
@@ -296,15 +347,14 @@ const SECRET_KEY_TTL_MS = 10_000;
 type ReadKey = { key: KeyObject; id: string };
 type KeyOf = ReadKey | { error: string };
 
-// Each PEM is parsed once, and stands in the cache key by a short id: the same PEM gets the same id while it is
-// known, and an id is never given to another PEM (the counter only grows), so forgetting PEMs (past 1,000) costs
-// a parse and a cache miss, never a wrong hit.
+// Each PEM is parsed once, and stands in the cache key by a short id: its hash, so that the same PEM has the same
+// id in every process sharing results (serve --workers) and another PEM never has it; forgetting PEMs (past 1,000)
+// costs a parse, never a wrong hit.
 const readKeys = new Map<string, ReadKey>();
-let keyIdsGiven = 0;
 function readKeyOf(pem: string): ReadKey {
   let read = readKeys.get(pem);
   if (!read) {
-    read = { key: publicKeyFromPem(pem), id: `key${keyIdsGiven++}` };
+    read = { key: publicKeyFromPem(pem), id: createHash("sha256").update(pem).digest("base64url") };
     if (readKeys.size >= 1_000) readKeys.clear();
     readKeys.set(pem, read);
   }

@@ -1,5 +1,6 @@
 // serve's flags read into ServeOptions: the defaults, a full set of flags, the first problem of a bad set with
 // the same words serve prints, and the flags laid over the server's configuration.
+import { availableParallelism } from "node:os";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { resolve } from "node:path";
@@ -23,6 +24,7 @@ test("no flags: the defaults serve has always had", () => {
   assert.equal(o.host, "0.0.0.0");
   assert.equal(o.port, 8443);
   assert.equal(o.metricsPort, undefined);
+  assert.equal(o.workers, 1, "one process, as before --workers");
   assert.equal(o.stateDir, resolve(".state"));
   assert.equal(o.drainMs, 5000);
   assert.equal(o.policies, undefined);
@@ -69,6 +71,8 @@ test("a full set of flags: each where serve's steps read it", () => {
   assert.equal(o.host, "127.0.0.1");
   assert.equal(o.port, 9443);
   assert.equal(o.metricsPort, 9090);
+  assert.equal(options(["--workers", "3"]).workers, 3);
+  assert.equal(options(["--workers", "auto"]).workers, Math.min(64, availableParallelism()));
   assert.equal(o.stateDir, resolve("st"));
   assert.equal(o.drainMs, 0);
   assert.equal(o.url, "https://imprimatur.example:9443");
@@ -116,6 +120,12 @@ test("a bad set of flags: the first problem, in the words serve has always used"
   assert.equal(problem(["--port", "65536"]), "--port must be a port number, got 65536");
   assert.equal(problem(["--port=-1"]), "--port must be a port number, got -1");
   assert.equal(problem(["--metrics-port", "http"]), "--metrics-port must be a port number, got http");
+  assert.equal(problem(["--workers", "0"]), "--workers must be a number of processes from 1 to 64, or auto, got 0");
+  assert.equal(problem(["--workers", "two"]), "--workers must be a number of processes from 1 to 64, or auto, got two");
+  assert.equal(
+    problem(["--workers", "2", "--policy-crds", "--cluster-kubeconfig", "east=e.yaml"]),
+    "--workers above 1 cannot be combined with --policy-crds and --cluster-kubeconfig yet",
+  );
   assert.equal(problem(["--tls-cert", "c.pem"]), "--tls-cert and --tls-key go together");
   assert.equal(problem(["--tls-secret", "ns/tls", "--tls-cert", "c.pem", "--tls-key", "k.pem"]), "--tls-secret and --tls-cert/--tls-key are alternatives");
   assert.equal(problem(["--leader-election-id", "x"]), "--leader-election-id needs --tls-secret");

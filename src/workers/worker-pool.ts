@@ -25,7 +25,7 @@ export interface WorkerPoolOptions {
 export class WorkerStartError extends ImprimaturError<"worker-failed" | "worker-timeout"> {}
 
 const MAX_RESTART_PAUSE_MS = 30_000;
-/** A worker that served this long before exiting restarts at once (its exit was not a start-up failure loop). */
+/** A worker that served this long before exiting restarts after the shortest pause again (it was no start-up failure loop). */
 const HEALTHY_RUN_MS = 60_000;
 
 export class WorkerPool {
@@ -36,8 +36,6 @@ export class WorkerPool {
   private stopping = false;
   private restartPauseMs = 500;
   private nextRequest = 1;
-  /** Workers started, restarts included; for logs and tests. */
-  started = 0;
   /** The port the workers serve (the first to serve says which: a port of 0 is chosen once for all). */
   port: number | undefined;
 
@@ -102,11 +100,6 @@ export class WorkerPool {
     return (await Promise.all(asked)).filter((m): m is unknown[] => m !== undefined);
   }
 
-  /** Process ids of the workers now running (tests send them signals). */
-  pids(): number[] {
-    return [...this.workers.values()].flatMap(({ worker }) => (worker.process.pid === undefined ? [] : [worker.process.pid]));
-  }
-
   /** Drains every worker (each answers for `drainMs`, then exits); resolves when all have exited. */
   async stop(drainMs: number): Promise<void> {
     this.stopping = true;
@@ -127,7 +120,6 @@ export class WorkerPool {
   /** Starts one worker and hands it the policies and certificate; resolves when it serves, rejects when it fails first. */
   private fork(): Promise<void> {
     const worker = cluster.fork();
-    this.started++;
     this.workers.set(worker.id, { worker, startedAt: Date.now() });
     const claimant = `worker-${worker.id}`;
     return new Promise((resolve, reject) => {

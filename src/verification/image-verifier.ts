@@ -53,10 +53,12 @@ export interface SharedVerifications {
 
 /** What a verifier is told when it claims a key it does not have. */
 export type Claim =
-  /** Another process's result (or one kept from it). */
-  | { result: VerificationResult }
+  /** Another process's result (or one kept from it), and how long it may still be kept (undefined: not at all). */
+  | SharedResult
   /** Verify it here, then settle: with the result and how long it may be kept (undefined: not kept), or undefined when giving up. */
   | { verify: (result: VerificationResult | undefined, keepMs?: number) => void };
+
+export type SharedResult = { result: VerificationResult; keepMs: number | undefined };
 
 export interface ImageVerifierOptions {
   client: Parameters<typeof discoverSignatures>[0];
@@ -164,7 +166,8 @@ export class ImageVerifier {
       const claim = await this.opts.shared?.claim(key, deadline);
       if (claim && "result" in claim) {
         this.sharedResults++;
-        this.keep(generation, key, claim.result);
+        // No longer than the process that verified it keeps it: a result is not kept afresh by each one it reaches.
+        if (claim.keepMs !== undefined) this.keep(generation, key, claim.result, claim.keepMs);
         return claim.result;
       }
       this.verifications++;
@@ -244,9 +247,9 @@ export class ImageVerifier {
    * Caches a result as long as its kind is kept (an outage: not at all), unless the policies changed meanwhile;
    * returns how long, for others to keep it as long.
    */
-  private keep(generation: number, key: string, result: VerificationResult): number | undefined {
+  private keep(generation: number, key: string, result: VerificationResult, atMostMs = Infinity): number | undefined {
     if (result.status === "unavailable") return undefined;
-    const ttl = result.status === "denied" ? (this.opts.deniedTtlMs ?? 10_000) : (this.opts.verifiedTtlMs ?? 300_000);
+    const ttl = Math.min(atMostMs, result.status === "denied" ? (this.opts.deniedTtlMs ?? 10_000) : (this.opts.verifiedTtlMs ?? 300_000));
     if (generation !== this.generation) return undefined;
     this.cache.set(key, result, { ttl });
     return ttl;

@@ -2,7 +2,7 @@
 // stop) and asks of it (verification claims, every process's metrics), over node:cluster's IPC channel. A worker
 // whose primary is gone (the channel closed) stops: it must not go on serving with a set nobody updates.
 import { X509Certificate } from "node:crypto";
-import type { Claim, SharedVerifications, VerificationResult } from "../verification/image-verifier.ts";
+import type { Claim, SharedResult, SharedVerifications, VerificationResult } from "../verification/image-verifier.ts";
 import { SnapshotPolicySource, type PolicySnapshot } from "./policy-snapshot.ts";
 import { isToWorker, type TlsPair, type ToPrimary, type ToWorker } from "./worker-messages.ts";
 
@@ -38,7 +38,7 @@ export class PrimaryChannel implements SharedVerifications {
   /** The newest snapshot received before the source was made. */
   private latest: PolicySnapshot | undefined;
   private nextId = 1;
-  private readonly claims = new Map<number, (answer: { result: VerificationResult } | { verify: true }) => void>();
+  private readonly claims = new Map<number, (answer: SharedResult | { verify: true }) => void>();
   private readonly metricsAsked = new Map<number, (text: string) => void>();
   private drainListener: ((drainMs: number) => void) | undefined;
   private ownMetrics: (() => Promise<unknown[]>) | undefined;
@@ -116,7 +116,7 @@ export class PrimaryChannel implements SharedVerifications {
   claim(key: string): Promise<Claim> {
     if (this.disconnected) return Promise.resolve({ verify: () => undefined });
     const id = this.nextId++;
-    return new Promise<{ result: VerificationResult } | { verify: true }>((resolve) => {
+    return new Promise<SharedResult | { verify: true }>((resolve) => {
       this.claims.set(id, resolve);
       this.ends.send({ imprimatur: "claim", id, key });
     }).then((answer) => {

@@ -6,13 +6,13 @@
 // policy set version, the credentials offered, the keys read), so a result is never used beyond what the asking
 // worker's own cache would have used it for.
 import { LRUCache } from "lru-cache";
-import type { Claim, SharedVerifications, VerificationResult } from "../verification/image-verifier.ts";
+import type { Claim, SharedResult, SharedVerifications, VerificationResult } from "../verification/image-verifier.ts";
 
 /** A verification claimed and not settled is given to the next waiter after this long (its worker hung or died). */
 const CLAIM_TIMEOUT_MS = 60_000;
 
 /** What a waiter learns: the owner's result, or that the claim is now its own. */
-type Turn = { result: VerificationResult } | "yours";
+type Turn = SharedResult | "yours";
 
 interface Pending {
   owner: string;
@@ -36,11 +36,12 @@ export class VerificationBroker {
   }
 
   /** A claim by `claimant`: resolves with a result, or with the go-ahead (then `settle` or `giveUp` it). */
-  claim(key: string, claimant: string): Promise<{ result: VerificationResult } | { verify: true }> {
+  claim(key: string, claimant: string): Promise<SharedResult | { verify: true }> {
     const kept = this.results.get(key);
     if (kept) {
       this.resultsShared++;
-      return Promise.resolve({ result: kept });
+      // What is left of its time, not the whole of it again.
+      return Promise.resolve({ result: kept, keepMs: Math.max(0, this.results.getRemainingTTL(key)) });
     }
     const pending = this.pending.get(key);
     if (!pending) {
@@ -66,7 +67,7 @@ export class VerificationBroker {
     if (!pending || pending.owner !== claimant) return;
     this.release(key, pending);
     if (keepMs !== undefined && keepMs > 0) this.results.set(key, result, { ttl: keepMs });
-    for (const waiter of pending.waiters) waiter({ result });
+    for (const waiter of pending.waiters) waiter({ result, keepMs });
   }
 
   /** The claimant gave up (its deadline, an error): the next waiter verifies instead. */
@@ -92,7 +93,7 @@ export class VerificationBroker {
   }
 
   /** A broker answer as a verifier's Claim, settling back here. */
-  asClaim(key: string, claimant: string, answer: { result: VerificationResult } | { verify: true }): Claim {
+  asClaim(key: string, claimant: string, answer: SharedResult | { verify: true }): Claim {
     if ("result" in answer) return answer;
     let settled = false;
     return {

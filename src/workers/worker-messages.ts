@@ -1,7 +1,7 @@
 // What the primary of `serve --workers` and its workers tell each other over node:cluster's IPC channel. Every
 // message is plain data (structured clone); each carries `imprimatur` so that messages of other libraries on the
 // same channel (prom-client's metrics requests) are told apart.
-import type { VerificationResult } from "../verification/image-verifier.ts";
+import type { SharedResult, VerificationResult } from "../verification/image-verifier.ts";
 import type { PolicySnapshot } from "./policy-snapshot.ts";
 
 export type TlsPair = { cert: string; key: string };
@@ -13,7 +13,7 @@ export type ToWorker =
   /** The serving certificate: given with the first policies, and each renewal (--tls-secret). */
   | { imprimatur: "tls"; tls: TlsPair }
   /** The answer to a verification claim. */
-  | { imprimatur: "claimed"; id: number; answer: { result: VerificationResult } | { verify: true } }
+  | { imprimatur: "claimed"; id: number; answer: SharedResult | { verify: true } }
   /** The metrics of every process, for a GET /metrics the worker answers. */
   | { imprimatur: "metrics"; id: number; text: string }
   /** The worker's own metrics, asked for to aggregate every process's. */

@@ -33,15 +33,16 @@ test("the first claimant verifies; a later one gets its result; concurrent ones 
   assert.deepEqual(await broker.claim("k", "w1"), { verify: true });
   const waiting = [broker.claim("k", "w2"), broker.claim("k", "w3")];
   broker.settle("k", "w1", verified, 1_000);
-  for (const answer of await Promise.all(waiting)) assert.deepEqual(answer, { result: verified });
-  assert.deepEqual(await broker.claim("k", "w4"), { result: verified }, "kept for its TTL");
+  for (const answer of await Promise.all(waiting)) assert.deepEqual(answer, { result: verified, keepMs: 1_000 });
+  const later = await broker.claim("k", "w4");
+  assert.ok("result" in later && later.result === verified, "kept for its TTL");
   assert.equal(broker.claimsGranted, 1);
   // Only the claimant settles its claim.
   assert.deepEqual(await broker.claim("other", "w1"), { verify: true });
   broker.settle("other", "w2", verified, 1_000);
   const stillPending = broker.claim("other", "w3");
   broker.settle("other", "w1", verified, 1_000);
-  assert.deepEqual(await stillPending, { result: verified });
+  assert.deepEqual(await stillPending, { result: verified, keepMs: 1_000 });
 });
 
 test("an outage is handed to those who waited for it, and kept for nobody after", async () => {
@@ -50,18 +51,18 @@ test("an outage is handed to those who waited for it, and kept for nobody after"
   await broker.claim("k", "w1");
   const waiter = broker.claim("k", "w2");
   broker.settle("k", "w1", outage, undefined);
-  assert.deepEqual(await waiter, { result: outage });
+  assert.deepEqual(await waiter, { result: outage, keepMs: undefined });
   assert.deepEqual(await broker.claim("k", "w3"), { verify: true }, "asked again: verified again");
 });
 
-test("a result is kept no longer than the verifier keeps it", async () => {
+test("a result is kept no longer than the verifier keeps it, and handed on with what is left of its time", async () => {
   let now = 1_000;
   const broker = new VerificationBroker({ now: () => now });
   await broker.claim("k", "w1");
   broker.settle("k", "w1", verified, 500);
-  now += 499;
-  assert.deepEqual(await broker.claim("k", "w2"), { result: verified });
-  now += 2;
+  now += 400;
+  assert.deepEqual(await broker.claim("k", "w2"), { result: verified, keepMs: 100 }, "not 500 again: a deleted signature must stop counting in time");
+  now += 101;
   assert.deepEqual(await broker.claim("k", "w2"), { verify: true });
 });
 
@@ -75,7 +76,7 @@ test("a claimant that gives up or exits hands the claim to the next waiter; the 
   broker.claimantGone("w2");
   assert.deepEqual(await third, { verify: true }, "w2 exited: w3 verifies");
   broker.settle("k", "w3", verified, 1_000);
-  assert.deepEqual(await broker.claim("k", "w1"), { result: verified });
+  assert.ok("result" in (await broker.claim("k", "w1")));
 });
 
 test("a new policy set: results of the old one are not kept", async () => {
@@ -109,6 +110,23 @@ test("two verifiers sharing a broker (two workers): one verification, one regist
   // Another rule is another key: verified on its own.
   await three.verify(request(1), soon());
   assert.equal(three.verifications, 1);
+});
+
+test("a verifier keeps a shared result only as long as it is left to be kept", async () => {
+  let now = 1_000;
+  const registry = signatureRegistry(digest, { anyRepository: { sig: [signature] } });
+  const broker = new VerificationBroker({ now: () => now });
+  const worker = (id: string) =>
+    new ImageVerifier({ client: registry.client, trustRoots: () => new Map(), shared: broker.local(id), scope: "", now: () => now, verifiedTtlMs: 1_000 });
+  await worker("w1").verify(request(), soon());
+  now += 900;
+  const late = worker("w2");
+  await late.verify(request(), soon());
+  assert.equal(late.sharedResults, 1);
+  now += 101;
+  // 1 000 ms after the verification: gone from the broker and from w2's cache alike, so verified again.
+  await late.verify(request(), soon());
+  assert.equal(late.verifications, 1);
 });
 
 test("verifiers of different clusters or policy sets never share a result", async () => {

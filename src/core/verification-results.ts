@@ -64,6 +64,36 @@ export function verifiedImagesRecord(results: VerificationResults): Record<strin
   return more > 0 ? { ...record, "…": `${more} more` } : record;
 }
 
+/**
+ * verifiedImagesRecord as JSON (the audit annotation and the object annotation), or undefined when nothing was
+ * verified. One verified image (most admissions) gives the same text for as long as its result is cached: made once.
+ */
+export function verifiedImagesText(results: VerificationResults): string | undefined {
+  let only: [key: string, result: Extract<ImageVerification, { status: "verified" }>] | undefined;
+  for (const [key, result] of results) {
+    if (result.status !== "verified") continue;
+    // Two verified results (two images, or one image two policies verified): the record merges them.
+    if (only) return JSON.stringify(verifiedImagesRecord(results));
+    only = [key, result];
+  }
+  if (!only) return undefined;
+  const image = only[0].slice(only[0].lastIndexOf("\u0000") + 1);
+  const entry = entryOf(only[1]);
+  let texts = singleTexts.get(entry);
+  if (!texts) singleTexts.set(entry, (texts = new Map()));
+  let text = texts.get(image);
+  if (text === undefined) {
+    text = JSON.stringify({ [image]: entry });
+    // Bounded: an image admitted under many names (tags of one digest) makes a text per name.
+    if (texts.size >= 16) texts.clear();
+    texts.set(image, text);
+  }
+  return text;
+}
+
+/** The JSON of a one-image record, per kept entry and image name. */
+const singleTexts = new WeakMap<VerifiedImageRecord, Map<string, string>>();
+
 // A cache hit hands out the same result object on every admission of an image: its entry is worked out once, and
 // shared (read only) until another result for the same image is merged into a copy.
 const entries = new WeakMap<ImageVerification, VerifiedImageRecord>();

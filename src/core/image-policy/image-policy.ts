@@ -11,7 +11,7 @@ import type { RequestMatch } from "../request-match/request-match.ts";
 import { judgeAttestors, leafAttestors, type AttestorSet, type EntryOutcome, type SignerEvidence } from "./attestors.ts";
 import type { CompiledCel } from "../conditions/cel-expression.ts";
 import type { CompiledConditions } from "../conditions/conditions.ts";
-import { verificationKey, verifiedImagesRecord, type ImageVerification, type VerificationResults } from "../verification-results.ts";
+import { verificationKey, verifiedImagesText, type ImageVerification, type VerificationResults } from "../verification-results.ts";
 import { CostBudget, evaluateCel } from "../conditions/cel-expression.ts";
 import { RUNTIME_COST_BUDGET } from "../conditions/cel-cost-limits.ts";
 import { evaluateConditions } from "../conditions/conditions.ts";
@@ -454,8 +454,8 @@ export function evaluateImagePolicies(policies: readonly ImagePolicy[], request:
   const { listed, more } = capList([...warningSet]);
   const warnings = more > 0 ? [...listed, moreText(more, "more warnings")] : listed;
   const policyNames = applicable.map((p) => p.name).join(",") || "none";
-  const verified = ctx.verifications ? verifiedImagesRecord(ctx.verifications) : {};
-  const evidence: Record<string, string> = Object.keys(verified).length > 0 ? { "verified-images": JSON.stringify(verified) } : {};
+  const verified = ctx.verifications && verifiedImagesText(ctx.verifications);
+  const evidence: Record<string, string> = verified !== undefined ? { "verified-images": verified } : {};
   const advised = advisories.length > 0 ? { advisories } : {};
   if (blocking.length === 0 && denials.length === 0) {
     const allowed = allow({

@@ -7,7 +7,7 @@ import type { JsonPatchOperation } from "../decision.ts";
 import { parseImageReferenceCached, type ImageReference } from "../image-reference.ts";
 import { setAnnotationPatch, type ImageAt, type PodMetadataAt } from "../pod-locations.ts";
 import { matchingRule, policyApplies, verifies, type EvaluationContext, type ImagePolicy, type ImageRule } from "./image-policy.ts";
-import { verificationKey, verifiedImagesRecord, type ImageVerification, type VerificationResults } from "../verification-results.ts";
+import { verificationKey, verifiedImagesText, type ImageVerification, type VerificationResults } from "../verification-results.ts";
 
 export interface VerificationNeed extends ImageAt {
   ref: ImageReference;
@@ -84,6 +84,7 @@ export function verifiedImagesPatches(
     perMetadata.set(at.field, group);
   }
   return [...perMetadata.values()].map(({ at, results: verified }) =>
-    setAnnotationPatch(at, VERIFIED_IMAGES_ANNOTATION, JSON.stringify(verifiedImagesRecord(verified)), pinnedAt.has(at.field)),
+    // Each group holds at least one verified result, so there is a text.
+    setAnnotationPatch(at, VERIFIED_IMAGES_ANNOTATION, verifiedImagesText(verified) ?? "{}", pinnedAt.has(at.field)),
   );
 }

@@ -7,7 +7,7 @@ import { subjectOfObject } from "../../../src/core/admission-subject.ts";
 import { DEFAULT_SERVER_CONFIG } from "../../../src/config/server-config.ts";
 import { evaluateImagePolicies } from "../../../src/core/image-policy/image-policy.ts";
 import { VERIFIED_IMAGES_ANNOTATION, verificationsNeeded, verifiedImagesPatches } from "../../../src/core/image-policy/image-verification.ts";
-import { verificationKey, verifiedImagesRecord, type ImageVerification } from "../../../src/core/verification-results.ts";
+import { verificationKey, verifiedImagesRecord, verifiedImagesText, type ImageVerification } from "../../../src/core/verification-results.ts";
 import { buildEngine } from "../../../src/engine/engine-builder.ts";
 import { parsePolicyText } from "../../../src/policy/load-policies.ts";
 import { validateSubject } from "../../support/engine-review.ts";
@@ -209,4 +209,26 @@ test("the verified-images record names who signed the attestations, by predicate
     attestations: { [slsa]: ["key sha256:cd (log index 7)", "key sha256:ef (log index 8)"], [vuln]: ["key sha256:ef (log index 8)"] },
   });
   assert.deepEqual(verifiedImagesRecord(new Map([[verificationKey("built", 0, IMAGE), result]])), record);
+});
+
+test("the verified-images text is the record's JSON: one image's the same text while its result is kept, several merged", () => {
+  const other = `registry.example.com/other@sha256:${"c".repeat(64)}`;
+  const one = new Map([[verificationKey("signed", 0, IMAGE), verified]]);
+  const text = verifiedImagesText(one);
+  assert.equal(text, JSON.stringify(verifiedImagesRecord(one)));
+  assert.equal(verifiedImagesText(new Map(one)), text, "another admission of the same kept result");
+  // A denial beside it adds nothing; nothing verified: no text at all.
+  const withDenial = new Map<string, ImageVerification>([...one, [verificationKey("signed", 0, other), { status: "denied", reason: "x" }]]);
+  assert.equal(verifiedImagesText(withDenial), text);
+  assert.equal(verifiedImagesText(new Map([[verificationKey("signed", 0, other), { status: "denied", reason: "x" } as ImageVerification]])), undefined);
+  // Two images, or one image verified by two policies: the record merges them, as verifiedImagesRecord does.
+  const two = new Map<string, ImageVerification>([...one, [verificationKey("signed", 0, other), verified]]);
+  assert.equal(verifiedImagesText(two), JSON.stringify(verifiedImagesRecord(two)));
+  const signer = { entry: "attestors[0].entries[0]", attestor: "key", signer: "key sha256:ef", format: "cosign-signature" };
+  const samePolicyTwice = new Map<string, ImageVerification>([
+    ...one,
+    [verificationKey("scanned", 0, IMAGE), { ...verified, evidence: [signer] } as ImageVerification],
+  ]);
+  assert.equal(verifiedImagesText(samePolicyTwice), JSON.stringify(verifiedImagesRecord(samePolicyTwice)));
+  assert.notEqual(verifiedImagesText(samePolicyTwice), text);
 });

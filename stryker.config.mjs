@@ -184,7 +184,8 @@ export const areas = {
   },
   verification: {
     mutate: ["src/verification/*.ts", "!src/verification/verify-entry.ts"],
-    testFiles: ["test/unit/verification/*.test.ts"],
+    // The verifier's sharing with other processes (serve --workers) is tested with the broker it shares through.
+    testFiles: ["test/unit/verification/*.test.ts", "test/unit/workers/shared-verifications.test.ts", "test/unit/engine/cached-verifications.test.ts"],
   },
   node: {
     mutate: ["src/node/*.ts", "!src/node/node-image-proxy.ts"],

@@ -209,11 +209,12 @@ async function serveAsWorker(options: ServeOptions, signals: ServeSignals): Prom
     primary.close();
     return e instanceof StartupStopped ? 0 : 2;
   }
-  const drainMs = await Promise.race([new Promise<number>((resolve) => primary.onDrain(resolve)), signals.stopped().then(() => options.drainMs)]);
-  await app.close(drainMs);
+  const stop = await Promise.race([new Promise<number | "diverged">((resolve) => primary.onDrain(resolve)), signals.stopped().then(() => options.drainMs)]);
+  await app.close(stop === "diverged" ? options.drainMs : stop);
   await opened.close();
   primary.close();
-  return 0;
+  // A worker that diverged ends with an error: its primary starts another in its place.
+  return stop === "diverged" ? 1 : 0;
 }
 
 /** The server's configuration (its file, with the flags laid over it) and what the flags turn on beside it. */

@@ -397,6 +397,13 @@ function policyReloader(
     } catch (e) {
       if (!(e instanceof PolicyLoadError)) throw e;
       recorder.policyReload("failure");
+      // A worker that cannot load what its primary loaded would judge by another set than the others: it stops, and
+      // the primary starts another with the set in force.
+      if (mode.kind === "worker") {
+        logger.error({ errors: e.errors }, "this worker cannot load the policies its primary put in force; stopping it");
+        mode.primary.diverged(e.message);
+        return e;
+      }
       logger.error({ errors: e.errors }, "policy reload failed; keeping the last good policies");
       return e;
     }

@@ -40,7 +40,7 @@ export class PrimaryChannel implements SharedVerifications {
   private nextId = 1;
   private readonly claims = new Map<number, (answer: SharedResult | { verify: true }) => void>();
   private readonly metricsAsked = new Map<number, (text: string) => void>();
-  private drainListener: ((drainMs: number) => void) | undefined;
+  private drainListener: ((drainMs: number | "diverged") => void) | undefined;
   private ownMetrics: (() => Promise<unknown[]>) | undefined;
   private disconnected = false;
   private closing = false;
@@ -89,9 +89,19 @@ export class PrimaryChannel implements SharedVerifications {
     return () => this.tlsListeners.delete(listener);
   }
 
-  /** Called once when the primary says to stop, with how long to keep answering. */
-  onDrain(listener: (drainMs: number) => void): void {
+  /**
+   * Called once when the worker is to stop: with how long to keep answering when the primary says so, or
+   * "diverged" when the worker could not load the primary's policies (diverged()).
+   */
+  onDrain(listener: (drainMs: number | "diverged") => void): void {
     this.drainListener = listener;
+  }
+
+  /** This worker could not load the set the primary put in force: the primary is told, and the worker stops. */
+  diverged(reason: string): void {
+    this.ends.send({ imprimatur: "diverged", reason });
+    this.drainListener?.("diverged");
+    this.drainListener = undefined;
   }
 
   /** Where the primary's requests for this worker's own metrics are answered from (its registry's JSON). */

@@ -34,7 +34,9 @@ export type ToPrimary =
   /** The worker's own metrics (prom-client's getMetricsAsJSON). */
   | { imprimatur: "own-metrics"; id: number; metrics: unknown[] }
   /** The worker could not start: why (the primary logs it and stops). */
-  | { imprimatur: "failed"; reason: string };
+  | { imprimatur: "failed"; reason: string }
+  /** The worker could not load a set the primary put in force: it stops (the primary starts another). */
+  | { imprimatur: "diverged"; reason: string };
 
 export function isToWorker(message: unknown): message is ToWorker {
   return typeof message === "object" && message !== null && typeof (message as { imprimatur?: unknown }).imprimatur === "string";

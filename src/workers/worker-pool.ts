@@ -136,6 +136,8 @@ export class WorkerPool {
           this.port ??= message.port;
           resolve();
         } else if (message.imprimatur === "failed") reject(new WorkerStartError("worker-failed", `a worker could not start: ${message.reason}`));
+        else if (message.imprimatur === "diverged")
+          this.opts.logger.error({ worker: worker.id, reason: message.reason }, "a worker could not load the policies in force; it stops and another starts");
         else void this.answer(worker, claimant, message);
       });
       worker.on("exit", (code, signal) => {

@@ -147,6 +147,8 @@ test("every worker answers on the one port, and the image is verified once acros
     answers.every((a) => a.allowed),
     JSON.stringify(answers.find((a) => !a.allowed)),
   );
+  // Routine log lines are written within a second, not at once.
+  await until(async () => (await loggedBy("signatures verified")).size > 0 && (await loggedBy("admitted")).size === 2, 5_000);
   const judgedBy = await loggedBy("signatures verified");
   assert.equal(
     [...judgedBy.values()].reduce((a, b) => a + b, 0),

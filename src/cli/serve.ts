@@ -131,7 +131,8 @@ export const SERVE_USAGE = `Usage: imprimatur serve [options]
                        Pod Security Admission's PodSecurityConfiguration (defaults for unlabelled
                        namespaces, exemptions), or an AdmissionConfiguration holding one; implies
                        --pod-security
-${SCAN_FLAG_USAGE}  --workers N          processes serving the port (default 1; auto: one per CPU). The first process keeps the
+${SCAN_FLAG_USAGE}  --workers N          processes serving the port (default 1; auto: one per CPU the process may run on, which
+                       in a pod is not its CPU limit: give the limit as N). The first process keeps the
                        policy source, the certificate, the background scan and the metrics port, and gives
                        the workers the policies and certificate it holds; an image is verified once across them
   --drain DUR          on SIGTERM, answer /readyz with 503 and keep serving for this long before closing

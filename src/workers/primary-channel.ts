@@ -68,11 +68,15 @@ export class PrimaryChannel implements SharedVerifications {
   /** The policies the primary put in force, as a source the worker's app loads (and reloads when they change). */
   async policySource(): Promise<SnapshotPolicySource> {
     await this.firstPolicies;
-    this.source ??= new SnapshotPolicySource(this.latest!);
+    if (!this.source) {
+      // firstPolicies resolves only once a snapshot has arrived.
+      if (!this.latest) throw new Error("no policies from the primary");
+      this.source = new SnapshotPolicySource(this.latest);
+    }
     return this.source;
   }
 
-  /** The certificate the primary gave (undefined when it gave none: the worker then uses its own, from files). */
+  /** The certificate the primary gave; it sends one before the first policies (undefined until then). */
   certificate(): TlsPair | undefined {
     return this.tls;
   }

@@ -211,12 +211,14 @@ class OpenedByApp {
   watcher: { close(): void } | undefined;
 
   async close(drainMs: number): Promise<void> {
+    // The workers are told first: each turns not ready and drains while the rest closes here (the scan may take a while).
+    const workersStopped = this.workers?.stop(drainMs);
     this.stopCertificateMetric?.();
     this.watcher?.close();
     this.clusterPolicies?.close();
     await this.scan?.close();
     await this.server?.close(drainMs);
-    await this.workers?.stop(drainMs);
+    await workersStopped;
     await this.engine?.close();
     await this.metricsServer?.close();
   }

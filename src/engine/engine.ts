@@ -227,6 +227,14 @@ export class Engine {
     this.forgetPolicyResults();
   }
 
+  /**
+   * Names verification results with `generation` from now on, the set unchanged: a worker of serve --workers, whose
+   * first set is its primary's set of that number.
+   */
+  nameResultsWith(generation: number): void {
+    for (const tools of this.parts.tools.all()) if (tools.online) tools.verifier.clear(generation);
+  }
+
   /** After a policy change: cached answers, resolutions and verifications may depend on it. */
   private forgetPolicyResults(generation?: number): void {
     this.parts.cache.clear();

@@ -243,7 +243,7 @@ async function startInOrder(parts: ServerParts, readiness: Readiness, opened: Op
   const engine = await serverEngine(parts, initial);
   opened.engine = engine;
   // A worker names its verification results with the primary's number for this set, as every other worker does.
-  if (parts.mode.kind === "worker") engine.setPolicies(initial, parts.mode.source.lastReadVersion);
+  if (parts.mode.kind === "worker") engine.nameResultsWith(parts.mode.source.lastReadVersion);
   opened.clusterPolicies = await startOtherClustersPolicies(parts, engine);
   readiness.policiesLoaded(() => engine.policiesInForce());
   const tls = await servingCertificate(parts, readiness);

@@ -125,11 +125,8 @@ export class ImageVerifier {
     for (const request of requests) {
       const { keys, unread } = this.keysAtHand(leavesOf(request));
       if (unread.length > 0) return undefined;
-      const read = new Map<LeafAttestor, ReadKey>();
-      for (const [leaf, k] of keys) {
-        if ("error" in k) return undefined;
-        read.set(leaf, k);
-      }
+      const { read, unreadable } = splitKeys(keys);
+      if (unreadable.length > 0) return undefined;
       const cached = this.cache.get(this.cacheKey(this.generation, request, read));
       if (!cached) return undefined;
       found.push(cached);
@@ -146,11 +143,7 @@ export class ImageVerifier {
     const keys = asked instanceof Promise ? await asked : asked;
     // A key that cannot be read (its Secret deleted, no API access) leaves the rule unable to verify: it denies
     // whatever the other entries say, naming the key, until the key can be read again.
-    const read = new Map<LeafAttestor, ReadKey>();
-    const unreadable: string[] = [];
-    for (const [leaf, k] of keys)
-      if ("error" in k) unreadable.push(k.error);
-      else read.set(leaf, k);
+    const { read, unreadable } = splitKeys(keys);
     if (unreadable.length > 0) {
       const denied: VerificationResult = { status: "denied", reason: `${unreadable.join("; ")}: this rule denies every image it matches until it can be read` };
       this.opts.onVerification?.(request, denied, 0);
@@ -315,6 +308,16 @@ export class ImageVerifier {
     }
     return { keys, unread };
   }
+}
+
+/** The keys read, and why the others could not be. */
+function splitKeys(keys: ReadonlyMap<LeafAttestor, KeyOf>): { read: Map<LeafAttestor, ReadKey>; unreadable: string[] } {
+  const read = new Map<LeafAttestor, ReadKey>();
+  const unreadable: string[] = [];
+  for (const [leaf, k] of keys)
+    if ("error" in k) unreadable.push(k.error);
+    else read.set(leaf, k);
+  return { read, unreadable };
 }
 
 /** Every attestor entry of the rule and of its attestation checks. */

@@ -4,7 +4,7 @@
 import { X509Certificate } from "node:crypto";
 import type { Claim, SharedResult, SharedVerifications, VerificationResult } from "../verification/image-verifier.ts";
 import { SnapshotPolicySource, type PolicySnapshot } from "./policy-snapshot.ts";
-import { isToWorker, type TlsPair, type ToPrimary, type ToWorker } from "./worker-messages.ts";
+import { isImprimaturMessage, type TlsPair, type ToPrimary, type ToWorker } from "./worker-messages.ts";
 
 /** The process's channel to its primary (node:cluster's, on `process`). */
 export interface ChannelEnds {
@@ -52,7 +52,7 @@ export class PrimaryChannel implements SharedVerifications {
     let first!: () => void;
     this.firstPolicies = new Promise((resolve) => (first = resolve));
     ends.onMessage((message) => {
-      if (isToWorker(message)) this.received(message, first);
+      if (isImprimaturMessage<ToWorker>(message)) this.received(message, first);
     });
     ends.onDisconnect(() => {
       this.disconnected = true;

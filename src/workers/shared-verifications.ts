@@ -93,7 +93,7 @@ export class VerificationBroker {
   }
 
   /** A broker answer as a verifier's Claim, settling back here. */
-  asClaim(key: string, claimant: string, answer: SharedResult | { verify: true }): Claim {
+  private asClaim(key: string, claimant: string, answer: SharedResult | { verify: true }): Claim {
     if ("result" in answer) return answer;
     let settled = false;
     return {

@@ -38,10 +38,7 @@ export type ToPrimary =
   /** The worker could not load a set the primary put in force: it stops (the primary starts another). */
   | { imprimatur: "diverged"; reason: string };
 
-export function isToWorker(message: unknown): message is ToWorker {
-  return typeof message === "object" && message !== null && typeof (message as { imprimatur?: unknown }).imprimatur === "string";
-}
-
-export function isToPrimary(message: unknown): message is ToPrimary {
+/** One of ours (either way: each end receives only the other's kind), not another library's message on the channel. */
+export function isImprimaturMessage<M extends ToWorker | ToPrimary>(message: unknown): message is M {
   return typeof message === "object" && message !== null && typeof (message as { imprimatur?: unknown }).imprimatur === "string";
 }

@@ -9,7 +9,7 @@ import type { Logger } from "pino";
 import { ImprimaturError } from "../errors/imprimatur-error.ts";
 import type { PolicySnapshot } from "./policy-snapshot.ts";
 import type { VerificationBroker } from "./shared-verifications.ts";
-import { isToPrimary, type TlsPair, type ToPrimary, type ToWorker } from "./worker-messages.ts";
+import { isImprimaturMessage, type TlsPair, type ToPrimary, type ToWorker } from "./worker-messages.ts";
 
 export interface WorkerPoolOptions {
   count: number;
@@ -91,7 +91,7 @@ export class WorkerPool {
             resolve(metrics);
           };
           const listener = (message: unknown) => {
-            if (isToPrimary(message) && message.imprimatur === "own-metrics" && message.id === id) done(message.metrics);
+            if (isImprimaturMessage<ToPrimary>(message) && message.imprimatur === "own-metrics" && message.id === id) done(message.metrics);
           };
           worker.on("message", listener);
           send(worker, { imprimatur: "own-metrics?", id });
@@ -130,7 +130,7 @@ export class WorkerPool {
         send(worker, { imprimatur: "policies", snapshot: this.policies });
       });
       worker.on("message", (message: unknown) => {
-        if (!isToPrimary(message)) return;
+        if (!isImprimaturMessage<ToPrimary>(message)) return;
         if (message.imprimatur === "serving") {
           serving = true;
           this.port ??= message.port;

@@ -54,6 +54,8 @@ const USAGE = `Usage: node bench/admission-throughput.ts [options]
   --keep-state        keep the temporary state folder (CA, certificates, decision log) and print its path
   --image REF         the image of every container (default registry.example.com/app:1.0); it must be allowed
   --serve-arg=ARG     one more argument for imprimatur serve (repeatable): --serve-arg=--policies --serve-arg=DIR
+  --node-arg=FLAG     a Node.js flag for imprimatur's server only (repeatable): --node-arg=--max-semi-space-size=1
+                      runs it with the young generation Node.js gives itself in a 512Mi container
   --baseline-serve-arg=ARG
                       make the baseline a second imprimatur serve with these arguments (repeatable) instead of
                       the echo server: what one policy costs against another, in the same interleaved rounds
@@ -73,6 +75,8 @@ interface Options {
   cpuProfDir: string | undefined;
   keepState: boolean;
   serveArgs: string[];
+  /** Node.js flags for imprimatur's server (not the baseline's). */
+  nodeArgs: string[];
   /** The baseline is a second imprimatur serve with these arguments; undefined: the echo server. */
   baselineServeArgs: string[] | undefined;
   /** The echo server answers after the turn's reads, as imprimatur does. */
@@ -94,6 +98,7 @@ function parseOptions(argv: string[]): Options {
       "keep-state": { type: "boolean", default: false },
       image: { type: "string" },
       "serve-arg": { type: "string", multiple: true, default: [] },
+      "node-arg": { type: "string", multiple: true, default: [] },
       "baseline-serve-arg": { type: "string", multiple: true },
       "baseline-after-turn": { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
@@ -116,6 +121,7 @@ function parseOptions(argv: string[]): Options {
     cpuProfDir: values["cpu-prof"] === undefined ? undefined : resolve(values["cpu-prof"]),
     keepState: values["keep-state"],
     serveArgs: values["serve-arg"],
+    nodeArgs: values["node-arg"],
     baselineServeArgs: values["baseline-serve-arg"],
     baselineAfterTurn: values["baseline-after-turn"],
   };
@@ -518,7 +524,10 @@ async function main(): Promise<number> {
 
   try {
     say(opts, `Starting imprimatur serve (state ${stateDir}) ...`);
-    imprimatur = await startServer("imprimatur", imprimaturServeArgs(stateDir, opts.serveArgs), caFile, logFd, cpuProfFlags("imprimatur", opts));
+    imprimatur = await startServer("imprimatur", imprimaturServeArgs(stateDir, opts.serveArgs), caFile, logFd, [
+      ...opts.nodeArgs,
+      ...cpuProfFlags("imprimatur", opts),
+    ]);
     // The baseline serves the certificate imprimatur generated, so both handshakes cost the same.
     say(opts, "Starting the baseline server ...");
     baseline = opts.baselineServeArgs
@@ -586,6 +595,7 @@ async function main(): Promise<number> {
       pinned: pinning.pinned,
       pinning: pinning.description,
       generatorSaturated,
+      imprimaturServer: `${["node", ...opts.nodeArgs].join(" ")} bin/imprimatur.js serve ${opts.serveArgs.join(" ")}`.trim(),
       baselineServer: opts.baselineServeArgs
         ? `imprimatur serve ${opts.baselineServeArgs.join(" ")}`
         : opts.baselineAfterTurn
@@ -619,6 +629,7 @@ async function main(): Promise<number> {
         `POST ${VALIDATE_PATH}: Pod CREATE, ${CONTAINERS} containers ${IMAGE} (allowed), ${BODY_BYTES} bytes; ` +
           `concurrency ${opts.concurrency}, warm-up ${opts.warmup} s, measured ${opts.seconds} s per server in ${opts.rounds} alternating rounds`,
         `pinning: ${pinning.description}`,
+        `imprimatur: ${report.imprimaturServer}`,
         `baseline: ${report.baselineServer}`,
         "",
         resultTable(results),

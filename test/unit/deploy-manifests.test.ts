@@ -156,7 +156,13 @@ test("two replicas spread over nodes, probes over HTTPS, the pod's name and name
     assert.deepEqual(container[probe!].httpGet, { path, port: "https", scheme: "HTTPS" }, probe);
   }
   const env = Object.fromEntries(container.env.map((e: Doc) => [e.name, e.valueFrom?.fieldRef?.fieldPath ?? e.value]));
-  assert.deepEqual(env, { POD_NAME: "metadata.name", POD_NAMESPACE: "metadata.namespace", HOME: "/tmp" });
+  assert.deepEqual(env, {
+    POD_NAME: "metadata.name",
+    POD_NAMESPACE: "metadata.namespace",
+    HOME: "/tmp",
+    // What it does inside the memory limit: test/e2e/deployment-heap.test.ts.
+    NODE_OPTIONS: "--max-semi-space-size=32 --max-old-space-size-percentage=75",
+  });
   // The drain (5 s by default) fits in the grace period.
   assert.ok(deployment.spec.template.spec.terminationGracePeriodSeconds >= 10);
 });

@@ -7,6 +7,7 @@
 // Only the leader scans (a Lease): replicas would write the same reports. A new leader lists and judges
 // everything again; the report writer compares before it writes, so a leader change neither loses a result nor
 // writes one twice (reports are named by the pod's UID).
+import { createHash } from "node:crypto";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { ResourceScan, ScanResult } from "../core/policy-reports/resource-scan.ts";
@@ -58,10 +59,21 @@ export interface AuditScannerOptions {
 /** The counts `/metrics` shows as gauges: current violations by policy and result. */
 export type ViolationCounts = Map<string, { policy: string; result: ScanResult["result"]; count: number }>;
 
+/**
+ * A pod in view, kept as its JSON text until it is judged: the text is about a third of the memory of the parsed
+ * object (whose repeated strings, such as toleration keys, are each a string of their own), and a pod in view is
+ * parsed only when it is judged (its changes, the policies' changes, a rescan). Each version is an object of its
+ * own, so "the same version" is identity.
+ */
+interface PodInView {
+  readonly json: string;
+  readonly namespace: string | undefined;
+}
+
 export class AuditScanner {
   private readonly opts: AuditScannerOptions;
-  private readonly pods = new Map<string, PodObject>();
-  /** What each pod was last judged as (its content key), so a status heartbeat does not judge it again. */
+  private readonly pods = new Map<string, PodInView>();
+  /** What each pod was last judged as (its content key's hash), so a status heartbeat does not judge it again. */
   private readonly judgedAs = new Map<string, string>();
   private readonly results = new Map<string, readonly ScanResult[]>();
   private readonly queue = new Set<string>();
@@ -182,7 +194,8 @@ export class AuditScanner {
   private seen(pod: PodObject): void {
     const uid = uidOf(pod);
     if (!uid || this.opts.excludeNamespaces?.includes(pod.metadata?.namespace ?? "")) return;
-    this.pods.set(uid, pod);
+    const namespace = pod.metadata?.namespace;
+    this.pods.set(uid, { json: JSON.stringify(pod), namespace: typeof namespace === "string" ? namespace : undefined });
     if (this.judgedAs.get(uid) !== contentKey(pod)) {
       this.queue.add(uid);
       this.wake?.();
@@ -208,7 +221,7 @@ export class AuditScanner {
 
   private async gone(uid: string): Promise<void> {
     if (!uid) return;
-    const pod = this.pods.get(uid);
+    const namespace = this.pods.get(uid)?.namespace;
     this.pods.delete(uid);
     this.judgedAs.delete(uid);
     this.results.delete(uid);
@@ -217,10 +230,9 @@ export class AuditScanner {
     this.retries.delete(uid);
     // The garbage collector removes a deleted pod's report (it owns it); clearing keeps the writer's index right,
     // after a write of its report that is still on its way.
-    const namespace = asObject(pod?.metadata)?.namespace;
     await this.writes.settled(uid);
     try {
-      await this.opts.reports?.clear({ uid, ...(typeof namespace === "string" ? { namespace } : {}) });
+      await this.opts.reports?.clear({ uid, ...(namespace !== undefined ? { namespace } : {}) });
     } catch (err) {
       this.opts.logger.debug({ err: (err as Error).message, uid }, "background scan: report of a deleted pod not cleared (the garbage collector removes it)");
     }
@@ -289,12 +301,13 @@ export class AuditScanner {
     this.retries.set(uid, timer);
   }
 
-  private async judge(uid: string, pod: PodObject): Promise<void> {
+  private async judge(uid: string, inView: PodInView): Promise<void> {
+    const pod = JSON.parse(inView.json) as PodObject;
     const key = contentKey(pod);
     // The pods are the server's own cluster's: judged by the policies spec.clusters gives it (serve --cluster-name).
     const audit = await auditPod(this.opts.engine, pod, undefined, { ownCluster: true });
     // The pod may have changed or gone while it was judged: a newer version is in the queue, or it is gone.
-    if (this.pods.get(uid) !== pod) return;
+    if (this.pods.get(uid) !== inView) return;
     this.judgedAs.set(uid, key);
     this.results.set(uid, audit.results);
     const outcome = audit.results.some((r) => r.result === "fail") ? "fail" : audit.results.some((r) => r.result === "error") ? "error" : "pass";
@@ -305,11 +318,11 @@ export class AuditScanner {
       const meta = asObject(pod.metadata);
       this.opts.logger.debug({ namespace: meta?.namespace, pod: meta?.name, results: audit.results.length }, "background scan: pod breaks policy");
     }
-    if (this.opts.reports) this.writeReport(uid, pod, scanOf(audit), this.opts.reports);
+    if (this.opts.reports) this.writeReport(uid, inView, podNamed(pod), scanOf(audit), this.opts.reports);
   }
 
   /** The pod's report, written beside the judging (ReportQueue); a failed write has the pod judged again soon. */
-  private writeReport(uid: string, pod: PodObject, scan: ResourceScan, reports: PolicyReportSink): void {
+  private writeReport(uid: string, inView: PodInView, pod: PodName, scan: ResourceScan, reports: PolicyReportSink): void {
     this.writes.add(uid, async () => {
       try {
         const outcomes = await reports.write(scan);
@@ -318,7 +331,7 @@ export class AuditScanner {
         this.opts.recorder?.reportWriteFailed();
         // Judged again, and the report written, after --scan-error-retry (or at the pod's next change, if sooner):
         // an API that refused one write must not leave the pod unreported until the next rescan.
-        if (this.pods.get(uid) === pod) this.judgedAs.delete(uid);
+        if (this.pods.get(uid) === inView) this.judgedAs.delete(uid);
         this.retry(uid);
         this.opts.logger.warn({ err: (err as Error).message, uid }, "background scan: policy report not written");
       }
@@ -329,10 +342,7 @@ export class AuditScanner {
    * Someone else's report sat at the pod's report name (a tenant's "all passed", or another tool's writing the same
    * API): reported on the pod, counted and logged, whether it was overwritten or left because RBAC forbids it.
    */
-  private squatted(pod: PodObject, outcome: ReportWriteOutcome): void {
-    const meta = asObject(pod.metadata) ?? {};
-    const text = (v: unknown): string => (typeof v === "string" ? v : "");
-    const [name, namespace, uid] = [text(meta.name), text(meta.namespace), text(meta.uid)];
+  private squatted({ name, namespace, uid }: PodName, outcome: ReportWriteOutcome): void {
     const overwritten = outcome.action === "reclaimed";
     const report = `${outcome.kind} ${outcome.namespace ? `${outcome.namespace}/` : ""}${outcome.name}`;
     const message =
@@ -352,6 +362,19 @@ export class AuditScanner {
   }
 }
 
+/** What a report write keeps of its pod (not the whole pod: writes may queue behind one another). */
+interface PodName {
+  name: string;
+  namespace: string;
+  uid: string;
+}
+
+function podNamed(pod: PodObject): PodName {
+  const meta = asObject(pod.metadata) ?? {};
+  const text = (v: unknown): string => (typeof v === "string" ? v : "");
+  return { name: text(meta.name), namespace: text(meta.namespace), uid: text(meta.uid) };
+}
+
 /** Pods judged at once: enough to overlap registry lookups, few enough to spare them (report writes go apart). */
 const MAX_JUDGMENTS_IN_FLIGHT = 4;
 
@@ -363,6 +386,7 @@ function uidOf(pod: PodObject): string {
 /**
  * What a pod is judged on: its spec, its labels and annotations, and the images its status reports. Not its
  * resourceVersion: the kubelet updates status (conditions, restarts) often, which changes nothing to judge.
+ * Kept as a SHA-256 of that text (the text is most of the pod again).
  */
 function contentKey(pod: PodObject): string {
   const meta = asObject(pod.metadata) ?? {};
@@ -370,5 +394,7 @@ function contentKey(pod: PodObject): string {
   const imageIds = ["containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"].map((k) =>
     (Array.isArray(status[k]) ? (status[k] as unknown[]) : []).map((s) => [asObject(s)?.name, asObject(s)?.imageID]),
   );
-  return JSON.stringify([pod.spec, meta.labels, meta.annotations, imageIds]);
+  return createHash("sha256")
+    .update(JSON.stringify([pod.spec, meta.labels, meta.annotations, imageIds]))
+    .digest("base64url");
 }

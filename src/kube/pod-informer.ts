@@ -2,9 +2,11 @@
 // API for the background audit: a paged list, then a watch from the list's resource version with bookmarks; a
 // watch that ends is resumed, one the server refuses with 410 Gone lists again (ListWatch). Each change is
 // handed on as an event; a list hands on the whole set, so that pods deleted while no watch ran are seen gone.
-import { CoreV1Api, Watch, type KubeConfig } from "@kubernetes/client-node";
+import { Watch, type KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { KubeApiError, withSignal } from "./api-requests.ts";
+import { asObject } from "../core/primitives/json-shapes.ts";
+import { KubeApiError } from "./api-requests.ts";
+import { getJson } from "./json-get.ts";
 import { ListWatch, type ListPage } from "./list-watch-loop.ts";
 
 /** A pod as the API serialises it (plain JSON: what policies and CEL see at admission). */
@@ -34,7 +36,7 @@ export interface PodInformerOptions {
 const LIST_TIMEOUT_MS = 60_000;
 
 export class PodInformer {
-  private readonly api: CoreV1Api;
+  private readonly kube: KubeConfig;
   private readonly lifetime = new AbortController();
   private readonly listWatch: ListWatch;
   private readonly events: PodEvents;
@@ -43,7 +45,7 @@ export class PodInformer {
   constructor(kube: KubeConfig, events: PodEvents, opts: PodInformerOptions) {
     this.events = events;
     this.opts = opts;
-    this.api = kube.makeApiClient(CoreV1Api);
+    this.kube = kube;
     this.listWatch = new ListWatch(
       new Watch(kube),
       {
@@ -82,33 +84,35 @@ export class PodInformer {
     return (await this.listWatch.list()) as PodObject[];
   }
 
+  /**
+   * One page, read as plain JSON (getJson): the pods as the API serialises them, which is what policies and CEL see
+   * at admission. (The generated client's typed models hold Dates where the API sends strings, and took longer to
+   * build than the request, and as much again to turn back into JSON.)
+   */
   private async listPage(continueToken: string | undefined): Promise<ListPage> {
-    const page = await this.withTimeout(LIST_TIMEOUT_MS, (options) => {
-      const query = {
-        limit: this.opts.pageSize ?? 500,
-        ...(continueToken ? { _continue: continueToken } : {}),
-        ...(this.opts.labelSelector ? { labelSelector: this.opts.labelSelector } : {}),
-      };
-      return this.opts.namespace
-        ? this.api.listNamespacedPod({ namespace: this.opts.namespace, ...query }, options)
-        : this.api.listPodForAllNamespaces(query, options);
-    });
-    return {
-      // The typed models hold Dates where the API sends strings: back to the JSON policies see at admission.
-      // List items carry no apiVersion and kind; a pod judged as an object needs them, as watch events have them.
-      items: page.items.map((item) => ({ apiVersion: "v1", kind: "Pod", ...(JSON.parse(JSON.stringify(item)) as PodObject) })),
-      resourceVersion: page.metadata?.resourceVersion ?? "",
-      continueToken: page.metadata?._continue || undefined,
+    const path = this.opts.namespace ? `/api/v1/namespaces/${encodeURIComponent(this.opts.namespace)}/pods` : "/api/v1/pods";
+    const query: Record<string, string> = {
+      limit: String(this.opts.pageSize ?? 500),
+      ...(continueToken ? { continue: continueToken } : {}),
+      ...(this.opts.labelSelector ? { labelSelector: this.opts.labelSelector } : {}),
     };
-  }
-
-  private async withTimeout<T>(ms: number, call: (options: ReturnType<typeof withSignal>) => Promise<T>): Promise<T> {
-    const signal = AbortSignal.any([this.lifetime.signal, AbortSignal.timeout(ms)]);
+    const signal = AbortSignal.any([this.lifetime.signal, AbortSignal.timeout(LIST_TIMEOUT_MS)]);
+    let page: unknown;
     try {
-      return await call(withSignal(signal));
+      page = await getJson(this.kube, path, query, signal);
     } catch (e) {
-      if (signal.aborted && !this.lifetime.signal.aborted) throw new KubeApiError("timeout", `listing pods timed out after ${ms / 1000} s`, { cause: e });
+      if (signal.aborted && !this.lifetime.signal.aborted)
+        throw new KubeApiError("timeout", `listing pods timed out after ${LIST_TIMEOUT_MS / 1000} s`, { cause: e });
       throw e;
     }
+    const list = asObject(page);
+    const metadata = asObject(list?.metadata);
+    if (!list || !Array.isArray(list.items)) throw new KubeApiError("unavailable", `GET ${path}: the answer is not a list of pods`);
+    return {
+      // List items carry no apiVersion and kind; a pod judged as an object needs them, as watch events have them.
+      items: list.items.map((item) => ({ apiVersion: "v1", kind: "Pod", ...(asObject(item) ?? {}) })),
+      resourceVersion: typeof metadata?.resourceVersion === "string" ? metadata.resourceVersion : "",
+      continueToken: typeof metadata?.continue === "string" && metadata.continue !== "" ? metadata.continue : undefined,
+    };
   }
 }

@@ -9,7 +9,9 @@
 //   baseline    the floor: a paged list of every pod through the same client library (@kubernetes/client-node),
 //               doing nothing with them, in this process
 //   full scan   serve started with --background-scan: from its start until it logs that every pod was judged;
-//               apiserver requests during it (apiserver_request_total, by verb), serve's RSS after it and its peak
+//               apiserver requests during it (apiserver_request_total, by verb), serve's RSS after it and its peak,
+//               and its V8 heap (used, held, the young generation) as its /metrics says; serve runs with the Node.js
+//               flags the installed Deployment gives it (its NODE_OPTIONS)
 //   changes     100 label changes per second for 10 s on failing pods: how long after the last change every one
 //               was judged, and the requests the scan sent for them (a report whose results did not change is not
 //               rewritten)
@@ -32,7 +34,7 @@ import { loadKubeConfig } from "../src/kube/kube-config.ts";
 import { renderTable } from "./support/report.ts";
 import { guardRun } from "./support/run-guard.ts";
 import { createServeState } from "./support/serve-state.ts";
-import { imprimaturServeArgs, signalServers, startServer, stopServer, type ServerProcess } from "./support/server-process.ts";
+import { deployedNodeFlags, imprimaturServeArgs, signalServers, startServer, stopServer, type ServerProcess } from "./support/server-process.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const NAMESPACES = 10;
@@ -113,14 +115,29 @@ function fullScans(logFile: string): Array<{ pods: number; seconds: number }> {
 }
 
 async function scannedPods(server: ServerProcess, ca: string): Promise<number> {
+  const text = await metricsText(server, ca);
+  let n = 0;
+  for (const m of text.matchAll(/^imprimatur_scan_pods_total\{outcome="[a-z]+"\} (\d+)$/gm)) n += Number(m[1]);
+  return n;
+}
+
+/** Where serve's memory is, as its /metrics says (prom-client's process metrics): V8's heap, used and held. */
+async function heapMiB(server: ServerProcess, ca: string): Promise<{ used: number; total: number; youngGeneration: number }> {
+  const text = await metricsText(server, ca);
+  const value = (re: RegExp) => Number(re.exec(text)?.[1] ?? NaN) / 2 ** 20;
+  return {
+    used: value(/^nodejs_heap_size_used_bytes (\d+)$/m),
+    total: value(/^nodejs_heap_size_total_bytes (\d+)$/m),
+    youngGeneration: value(/^nodejs_heap_space_size_total_bytes\{space="new"\} (\d+)$/m),
+  };
+}
+
+async function metricsText(server: ServerProcess, ca: string): Promise<string> {
   const { Agent } = await import("undici");
   const agent = new Agent({ connect: { ca } });
   try {
     const res = await agent.request({ origin: server.origin, path: "/metrics", method: "GET" });
-    const text = await res.body.text();
-    let n = 0;
-    for (const m of text.matchAll(/^imprimatur_scan_pods_total\{outcome="[a-z]+"\} (\d+)$/gm)) n += Number(m[1]);
-    return n;
+    return await res.body.text();
   } finally {
     await agent.close();
   }
@@ -214,6 +231,8 @@ async function main(): Promise<number> {
       ]),
       state.caFile,
       state.logFd,
+      // As installed: the memory measured is the installed server's.
+      deployedNodeFlags(),
     );
     execFileSync("taskset", ["-cp", "0", String(server.child.pid)], { stdio: "ignore" });
     await until("the first full scan", () => fullScans(state.logFile).some((s) => s.pods === pods), 30 * 60_000);
@@ -221,6 +240,7 @@ async function main(): Promise<number> {
     const scanLogged = fullScans(state.logFile).find((s) => s.pods === pods)!;
     const scanRequests = difference(await requestsByVerb(cluster), before);
     const memory = memoryMiB(server.child.pid!);
+    const heap = await heapMiB(server, readFileSync(state.caFile, "utf8"));
     const reports = JSON.parse(await kubectlOk(cluster, ["get", "policyreports", "-A", "-o", "json"])) as { items: unknown[] };
     const ca = readFileSync(state.caFile, "utf8");
 
@@ -289,6 +309,9 @@ async function main(): Promise<number> {
         apiserverRequests: scanRequests,
         rssMiB: memory.rss,
         peakRssMiB: memory.peak,
+        heapUsedMiB: heap.used,
+        heapTotalMiB: heap.total,
+        youngGenerationMiB: heap.youngGeneration,
         reports: reports.items.length,
       },
       changes: { count: changes, pods: changedPods, perSecond: CHANGES_PER_SECOND, lagAfterLastMs: lagMs, apiserverRequests: changeRequests },
@@ -310,6 +333,7 @@ async function main(): Promise<number> {
           ],
           ["  apiserver requests", reqs(scanRequests)],
           ["  serve memory", `RSS ${memory.rss.toFixed(0)} MiB, peak ${memory.peak.toFixed(0)} MiB`],
+          ["  V8 heap", `${heap.used.toFixed(0)} MiB used of ${heap.total.toFixed(0)} MiB held (young generation ${heap.youngGeneration.toFixed(0)} MiB)`],
           ["  policy reports written", String(reports.items.length)],
           [`${changes} changes at ${CHANGES_PER_SECOND}/s`, `all judged ${lagMs.toFixed(0)} ms after the last`],
           ["  apiserver requests", reqs(changeRequests)],

@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Agent } from "undici";
+import { parseAllDocuments } from "yaml";
 import { freePort } from "../../test/support/ports.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -24,6 +25,25 @@ export interface ServerProcess {
 /** `imprimatur serve` on 127.0.0.1, its CA, certificate and webhook configuration in `stateDir`. */
 export function imprimaturServeArgs(stateDir: string, extra: string[] = []): (port: number) => string[] {
   return (port) => ["bin/imprimatur.js", "serve", "--host", "127.0.0.1", "--port", String(port), "--state-dir", stateDir, ...extra];
+}
+
+/**
+ * The Node.js flags the installed Deployment gives serve (its container's NODE_OPTIONS, deploy/base/core), so that a
+ * benchmark of memory measures the heap the installed server has.
+ */
+export function deployedNodeFlags(): string[] {
+  const text = readFileSync(join(ROOT, "deploy/base/core/deployment.yaml"), "utf8");
+  for (const doc of parseAllDocuments(text)) {
+    const deployment = doc.toJS() as {
+      kind?: string;
+      spec?: { template?: { spec?: { containers?: Array<{ name?: string; env?: Array<{ name?: string; value?: string }> }> } } };
+    };
+    if (deployment?.kind !== "Deployment") continue;
+    const container = deployment.spec?.template?.spec?.containers?.find((c) => c.name === "imprimatur");
+    const options = container?.env?.find((e) => e.name === "NODE_OPTIONS")?.value;
+    if (options) return options.split(/\s+/).filter(Boolean);
+  }
+  throw new Error("deploy/base/core/deployment.yaml: the imprimatur container sets no NODE_OPTIONS");
 }
 
 /** bench/baseline-server.ts with the certificate imprimatur generated in `stateDir`, so both handshakes cost the same. */

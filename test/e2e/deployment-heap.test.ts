@@ -1,6 +1,6 @@
 // The installed Deployment's NODE_OPTIONS, as Node.js takes them inside the memory limit the same Deployment sets.
 // Node.js sizes V8's heap from the memory its cgroup allows: in a 512Mi container it keeps a 2 MiB young
-// generation (bench/admission-throughput.md: 0.78x the throughput of the young generation the benchmarks run with)
+// generation (bench/admission-throughput.md: 0.78x the throughput of the larger one the benchmarks run with)
 // and stops at a heap of about half the limit. A real memory cgroup (v1 or v2, whichever this machine's kernel
 // has, as containerd would make for the container) holds a `node` started with the manifest's environment, which
 // allocates short-lived garbage and reports what V8 made of it. The same without NODE_OPTIONS shows that the limit
@@ -97,7 +97,7 @@ describe("the Deployment's NODE_OPTIONS inside its memory limit", () => {
 
   const { nodeOptions, memoryLimitBytes } = imprimaturContainer();
 
-  test("give serve the young generation the benchmarks measure and three quarters of the limit for its heap", async () => {
+  test("give serve a 64 MiB young generation and three quarters of the limit for its heap", async () => {
     assert.ok(nodeOptions, "the imprimatur container sets NODE_OPTIONS");
     const seen = await probeUnderLimit(memoryLimitBytes, nodeOptions);
     assert.equal(seen.constrainedMemory, memoryLimitBytes, "node sees the container's limit");

@@ -80,13 +80,22 @@ export function hashOf(algorithm: NotationAlgorithm): "sha256" | "sha384" | "sha
  * The algorithm a leaf key implies (the specification ties one to each key, so a signature cannot choose a weaker
  * one): RSA 2048/3072/4096 bits → PS256/384/512, EC P-256/384/521 → ES256/384/512. Undefined: no allowed algorithm.
  */
-export function algorithmForKey(key: { asymmetricKeyType?: string; asymmetricKeyDetails?: { modulusLength?: number; namedCurve?: string } }): NotationAlgorithm | undefined {
+export function algorithmForKey(key: {
+  asymmetricKeyType?: string;
+  asymmetricKeyDetails?: { modulusLength?: number; namedCurve?: string };
+}): NotationAlgorithm | undefined {
   const details = key.asymmetricKeyDetails ?? {};
   if (key.asymmetricKeyType === "rsa" || key.asymmetricKeyType === "rsa-pss") {
     return details.modulusLength === 2048 ? "PS256" : details.modulusLength === 3072 ? "PS384" : details.modulusLength === 4096 ? "PS512" : undefined;
   }
   if (key.asymmetricKeyType === "ec") {
-    return details.namedCurve === "prime256v1" ? "ES256" : details.namedCurve === "secp384r1" ? "ES384" : details.namedCurve === "secp521r1" ? "ES512" : undefined;
+    return details.namedCurve === "prime256v1"
+      ? "ES256"
+      : details.namedCurve === "secp384r1"
+        ? "ES384"
+        : details.namedCurve === "secp521r1"
+          ? "ES512"
+          : undefined;
   }
   return undefined;
 }

@@ -65,7 +65,10 @@ function extensionsOf(opts: CertificateOptions, isCa: boolean): x509.Extension[]
   const bc = opts.basicConstraints ?? { ca: isCa, critical: true };
   if (bc !== "absent") out.push(new x509.BasicConstraintsExtension(bc.ca, bc.pathLength, bc.critical ?? true));
   const ku =
-    opts.keyUsage ?? (isCa ? { flags: x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, critical: true } : { flags: x509.KeyUsageFlags.digitalSignature, critical: true });
+    opts.keyUsage ??
+    (isCa
+      ? { flags: x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, critical: true }
+      : { flags: x509.KeyUsageFlags.digitalSignature, critical: true });
   if (ku !== "absent") out.push(new x509.KeyUsagesExtension(ku.flags, ku.critical ?? true));
   const eku = opts.extendedKeyUsage ?? (isCa ? "absent" : { usages: [CODE_SIGNING], critical: false });
   if (eku !== "absent") out.push(new x509.ExtendedKeyUsageExtension(eku.usages, eku.critical ?? false));
@@ -113,12 +116,18 @@ export async function issue(issuer: TestCertificate, opts: CertificateOptions & 
 /** Root → intermediate → code-signing leaf, all defaults; the chain as an envelope carries it (leaf first). */
 export async function codeSigningChain(leafSubject = "C=US, ST=WA, L=Seattle, O=Example, CN=Builder", keyType: TestKeyType = "ec-p256") {
   const root = await createRoot({ subject: "C=US, ST=WA, O=Example, CN=Example Root" });
-  const intermediate = await issue(root, { subject: "C=US, ST=WA, O=Example, CN=Example Signing CA", isCa: true, basicConstraints: { ca: true, pathLength: 0 } });
+  const intermediate = await issue(root, {
+    subject: "C=US, ST=WA, O=Example, CN=Example Signing CA",
+    isCa: true,
+    basicConstraints: { ca: true, pathLength: 0 },
+  });
   const leaf = await issue(intermediate, { subject: leafSubject, keyType });
   return { root, intermediate, leaf, chain: [leaf.der, intermediate.der, root.der] };
 }
 
 /** A PEM private key as node:crypto reads it (for signers that take PEM). */
 export function privateKeyPem(cert: TestCertificate): string {
-  return createPrivateKey(cert.privateKey.export({ type: "pkcs8", format: "pem" })).export({ type: "pkcs8", format: "pem" }).toString();
+  return createPrivateKey(cert.privateKey.export({ type: "pkcs8", format: "pem" }))
+    .export({ type: "pkcs8", format: "pem" })
+    .toString();
 }

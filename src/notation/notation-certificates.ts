@@ -66,7 +66,7 @@ export function readChain(der: readonly Uint8Array[]): ReadChain {
   der.forEach((d, i) => {
     try {
       node.push(new NodeCertificate(d));
-      parsed.push(new x509.X509Certificate(d));
+      parsed.push(new x509.X509Certificate(new Uint8Array(d)));
     } catch (e) {
       throw new NotationCertificateError("chain", `certificate ${i} of the chain cannot be read: ${(e as Error).message}`);
     }

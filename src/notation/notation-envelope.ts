@@ -85,7 +85,8 @@ export function algorithmForKey(key: {
   asymmetricKeyDetails?: { modulusLength?: number; namedCurve?: string };
 }): NotationAlgorithm | undefined {
   const details = key.asymmetricKeyDetails ?? {};
-  if (key.asymmetricKeyType === "rsa" || key.asymmetricKeyType === "rsa-pss") {
+  // Only plain RSA keys: an RSASSA-PSS key may carry parameters of its own that the fixed salt length would not meet.
+  if (key.asymmetricKeyType === "rsa") {
     return details.modulusLength === 2048 ? "PS256" : details.modulusLength === 3072 ? "PS384" : details.modulusLength === 4096 ? "PS512" : undefined;
   }
   if (key.asymmetricKeyType === "ec") {
@@ -116,7 +117,10 @@ export function checkSignedAttributes(attrs: {
 }): SigningScheme {
   const { scheme, critical } = attrs;
   if (scheme !== "notary.x509" && scheme !== "notary.x509.signingAuthority")
-    throw new NotationEnvelopeError("missing-header", `${SIGNING_SCHEME} must be notary.x509 or notary.x509.signingAuthority, got ${JSON.stringify(scheme)}`);
+    throw new NotationEnvelopeError(
+      "missing-header",
+      `${SIGNING_SCHEME} must be notary.x509 or notary.x509.signingAuthority, got ${typeof scheme === "string" ? JSON.stringify(scheme) : typeof scheme}`,
+    );
   const mustBeCritical = [SIGNING_SCHEME, ...(attrs.expiry ? [EXPIRY] : []), ...(scheme === "notary.x509.signingAuthority" ? [AUTHENTIC_SIGNING_TIME] : [])];
   for (const name of mustBeCritical) if (!critical.includes(name)) throw new NotationEnvelopeError("critical-header", `${name} must be marked critical`);
   if (scheme === "notary.x509") {

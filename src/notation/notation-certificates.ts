@@ -8,6 +8,7 @@ import { X509Certificate as NodeCertificate } from "node:crypto";
 // @peculiar/x509 resolves its algorithms through tsyringe, which needs the Reflect metadata polyfill loaded first.
 import "reflect-metadata";
 import * as x509 from "@peculiar/x509";
+import { attributeName, type TrustedIdentity } from "../core/image-policy/notary-identities.ts";
 import { ImprimaturError } from "../errors/imprimatur-error.ts";
 
 export type NotationCertificateErrorCode =
@@ -192,56 +193,7 @@ export function checkValidity(chain: ReadChain, from: Date, to: Date, what: stri
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Trusted identities: "x509.subject: C=US, ST=WA, O=Example" (RFC 4514), as notation's trust policy writes them.
-
-/** The attribute types notation names, by their names (its Go library's) and OIDs. */
-const NAME_OIDS: Record<string, string> = {
-  C: "2.5.4.6",
-  ST: "2.5.4.8",
-  L: "2.5.4.7",
-  O: "2.5.4.10",
-  OU: "2.5.4.11",
-  CN: "2.5.4.3",
-  SERIALNUMBER: "2.5.4.5",
-  STREET: "2.5.4.9",
-  POSTALCODE: "2.5.4.17",
-};
-const OID_NAMES = Object.fromEntries(Object.entries(NAME_OIDS).map(([name, oid]) => [oid, name]));
-
-/** An identity: attribute type (notation's name) → value, every one of which the leaf's subject must have. */
-export type TrustedIdentity = ReadonlyMap<string, string>;
-
-export const X509_SUBJECT_PREFIX = "x509.subject:";
-
-/**
- * Parses one trustedIdentities entry ("x509.subject: C=US, ST=WA, O=Example, CN=Builder"): C, ST and O are
- * required, each attribute once, one value per RDN. Throws NotationCertificateError("identity") with the reason.
- */
-export function parseTrustedIdentity(text: string): TrustedIdentity {
-  if (!text.startsWith(X509_SUBJECT_PREFIX))
-    throw new NotationCertificateError("identity", `a trusted identity starts with "${X509_SUBJECT_PREFIX}", got ${JSON.stringify(text)}`);
-  const dn = text.slice(X509_SUBJECT_PREFIX.length).trim();
-  let name: x509.Name;
-  try {
-    name = new x509.Name(dn, { SERIALNUMBER: NAME_OIDS.SERIALNUMBER!, STREET: NAME_OIDS.STREET!, POSTALCODE: NAME_OIDS.POSTALCODE! });
-  } catch (e) {
-    throw new NotationCertificateError("identity", `${JSON.stringify(dn)} is not a distinguished name: ${(e as Error).message}`);
-  }
-  const out = new Map<string, string>();
-  for (const rdn of name.toJSON()) {
-    const entries = Object.entries(rdn);
-    if (entries.length !== 1 || entries[0]![1].length !== 1)
-      throw new NotationCertificateError("identity", `${JSON.stringify(dn)}: multi-valued RDNs are not allowed`);
-    const [type, [value]] = entries[0]! as [string, string[]];
-    const attribute = attributeName(type);
-    if (!attribute) throw new NotationCertificateError("identity", `${JSON.stringify(dn)}: unsupported attribute ${type}`);
-    if (out.has(attribute)) throw new NotationCertificateError("identity", `${JSON.stringify(dn)}: ${attribute} appears twice`);
-    out.set(attribute, value!);
-  }
-  for (const required of ["C", "ST", "O"])
-    if (!out.has(required)) throw new NotationCertificateError("identity", `${JSON.stringify(dn)}: ${required} is required`);
-  return out;
-}
+// Trusted identities (parsed with the policy: src/core/image-policy/notary-identities.ts) against the leaf.
 
 /** Whether the leaf's subject has every attribute of the identity, with the same value (order does not matter). */
 export function identityMatches(identity: TrustedIdentity, leaf: x509.X509Certificate): boolean {
@@ -261,9 +213,4 @@ export function describeSubject(leaf: x509.X509Certificate): string {
     .toJSON()
     .flatMap((rdn) => Object.entries(rdn).map(([type, values]) => `${attributeName(type) ?? type}=${values.join("+")}`))
     .join(", ");
-}
-
-function attributeName(type: string): string | undefined {
-  if (NAME_OIDS[type]) return type;
-  return OID_NAMES[type];
 }

@@ -11,10 +11,10 @@ import {
   checkValidity,
   describeSubject,
   identityMatches,
-  parseTrustedIdentity,
   readChain,
   type CertificatePurpose,
 } from "../../../src/notation/notation-certificates.ts";
+import { parseTrustedIdentity as parseIdentity } from "../../../src/core/image-policy/notary-identities.ts";
 import { codeSigningChain, createRoot, issue, SERVER_AUTH, TIME_STAMPING, CODE_SIGNING, type TestCertificate } from "../../support/notation/test-pki.ts";
 
 const KU = x509.KeyUsageFlags;
@@ -151,6 +151,12 @@ describe("validity", () => {
   });
 });
 
+function parseTrustedIdentity(text: string) {
+  const parsed = parseIdentity(text);
+  if ("error" in parsed) throw new Error(parsed.error);
+  return parsed.identity;
+}
+
 describe("trusted identities", () => {
   test("the leaf's subject matches an identity of some of its attributes, in any order", () => {
     const leaf = readChain(pki.chain).parsed[0]!;
@@ -171,9 +177,18 @@ describe("trusted identities", () => {
     ["x509.subject: C=US+ST=WA, O=A", /multi-valued/],
     ["x509.subject: C=US, ST=WA, O=A, E=a@example.com", /unsupported attribute/],
   ] as const)
-    test(`${JSON.stringify(text)} is refused`, () =>
-      assert.throws(
-        () => parseTrustedIdentity(text),
-        (e: unknown) => hasErrorCode(e, "identity") && reason.test((e as Error).message),
-      ));
+    test(`${JSON.stringify(text)} is refused with its reason`, () => {
+      const parsed = parseIdentity(text);
+      assert.ok("error" in parsed, "refused");
+      assert.match(parsed.error, reason);
+    });
+});
+
+test("an identity whose attributes are a subset of another's overlaps it (Notation refuses the list)", async () => {
+  const { overlappingIdentities } = await import("../../../src/core/image-policy/notary-identities.ts");
+  const broad = parseTrustedIdentity("x509.subject: C=US, ST=WA, O=Acme");
+  const narrow = parseTrustedIdentity("x509.subject: C=US, ST=WA, O=Acme, OU=Builds");
+  const other = parseTrustedIdentity("x509.subject: C=US, ST=WA, O=Other");
+  assert.deepEqual(overlappingIdentities([narrow, other, broad]), [2, 0]);
+  assert.equal(overlappingIdentities([narrow, other]), undefined);
 });

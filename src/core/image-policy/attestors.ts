@@ -5,6 +5,7 @@
 // Cryptography and registry lookups happen at the edge (src/verification/); this file holds the compiled
 // form and the pure judgement of per-entry outcomes, with denials that say which signer was missing.
 import type { SignerEvidence } from "../verification-results.ts";
+import type { SecretRef } from "./secret-refs.ts";
 
 /** Who signed, as the results of a verification name them (src/core/verification-results.ts). */
 export type { SignerEvidence };
@@ -18,11 +19,7 @@ export interface StaticKey {
 }
 
 /** `k8s://NAMESPACE/SECRET[/KEY]`: read from the Kubernetes API when first needed. */
-export interface SecretKeyRef {
-  namespace: string;
-  secret: string;
-  key: string;
-}
+export type SecretKeyRef = SecretRef;
 
 /** A string as a policy writes it: exact, `*` glob, or a regular expression. */
 export interface IdentityMatcher {

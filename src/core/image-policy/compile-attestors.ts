@@ -5,6 +5,7 @@ import { createHash, createPublicKey, type KeyObject } from "node:crypto";
 import type { AttestorEntry, AttestorSet, IdentityMatcher, StaticKey } from "./attestors.ts";
 import { compileGlob, hasWildcard } from "../primitives/glob.ts";
 import { compileLinearRegex } from "../primitives/linear-regex.ts";
+import { parseSecretRef } from "./secret-refs.ts";
 
 export const DEFAULT_TRUST_ROOT = "sigstore-public-good";
 /** cosign's default key name in a Kubernetes Secret (`cosign generate-key-pair k8s://…`). */
@@ -127,7 +128,7 @@ function compileEntry(raw: RawAttestorEntry, at: FieldPath, path: string, errors
       return { type: "staticKey", path, label: sk.name ?? "key", key: { pem: "", fingerprint: "" }, ignoreTlog: sk.ignoreTlog ?? false, trustRoot };
     }
     if (sk.keyRef?.startsWith("k8s://")) {
-      const ref = parseSecretRef(sk.keyRef);
+      const ref = parseSecretRef(sk.keyRef, DEFAULT_SECRET_KEY);
       if (!ref) errors.push({ path: [...here, "keyRef"], message: `${JSON.stringify(sk.keyRef)} is not of the form k8s://NAMESPACE/SECRET[/KEY]` });
       return {
         type: "staticKey",
@@ -225,10 +226,4 @@ export function parsePublicKey(pem: string): { key: StaticKey } | { error: strin
       fingerprint: `sha256:${createHash("sha256").update(der).digest("hex")}`,
     },
   };
-}
-
-function parseSecretRef(ref: string): { namespace: string; secret: string; key: string } | undefined {
-  const m = /^k8s:\/\/([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-a-z0-9.]*[a-z0-9])?)(?:\/([-._a-zA-Z0-9]+))?$/.exec(ref);
-  if (!m) return undefined;
-  return { namespace: m[1]!, secret: m[3]!, key: m[5] ?? DEFAULT_SECRET_KEY };
 }

@@ -1,7 +1,7 @@
 // Finds an image's signatures in the registry, in every layout users sign with (see the image-verification
 // design and cosign's specs): cosign's `sha256-<hex>.sig` tag, whose layers are signatures, and Sigstore
-// bundles attached as OCI 1.1 referrers (the Referrers API, or the referrers tag schema where a registry has
-// no API, e.g. docker-registry 2.8). Reads go through the registry client with the pod's credentials, bounded
+// bundles and Notary Project signatures attached as OCI 1.1 referrers (the Referrers API, or the referrers tag
+// schema where a registry has no API, e.g. docker-registry 2.8). Reads go through the registry client with the pod's credentials, bounded
 // in count and size; a malformed artifact is reported and skipped, never fatal to the others.
 //
 // What is fetched is chosen before it is fetched: referrers by artifact type and predicate-type annotation,
@@ -10,6 +10,7 @@
 // call's download budget is requested.
 import type { RegistryClient, CallOptions } from "../registry/registry-client.ts";
 import { hasErrorCode } from "../errors/imprimatur-error.ts";
+import { COSE_ENVELOPE_MEDIA_TYPE, JWS_ENVELOPE_MEDIA_TYPE, NOTATION_SIGNATURE_ARTIFACT_TYPE } from "../notation/notation-envelope.ts";
 import { RegistryError } from "../registry/registry-error.ts";
 import {
   BUNDLE_MEDIA_TYPES,
@@ -43,9 +44,20 @@ export interface SignatureLocation {
   digest: string;
 }
 
+/** A Notary Project signature envelope as found: read by src/notation/ once an entry asks for it. */
+export interface NotationEnvelope {
+  /** application/jose+json or application/cose: the signature manifest's layer's media type. */
+  mediaType: string;
+  envelope: Buffer;
+  /** "referrer registry/repo@sha256:…", for messages. */
+  location: string;
+}
+
 export interface Discovery {
   /** Image signatures. */
   items: SignedItem[];
+  /** Notary Project signatures, when asked for. */
+  notation: NotationEnvelope[];
   /** In-toto attestations (cosign `.att` layers, bundles of other predicate types), when asked for. */
   attestations: SignedItem[];
   /** Artifacts that could not be read or parsed, one line each. */
@@ -63,6 +75,8 @@ type DiscoveryClient = Pick<RegistryClient, "getManifest" | "getBlob" | "listRef
 export interface Wanted {
   /** Predicate types of the attestations to read; none: attestations are not read. */
   predicateTypes?: readonly string[];
+  /** Read Notary Project signatures too (a rule has a notary entry). */
+  notation?: boolean;
   /** Signatures, and separately attestations, read per layout; default MAX_SIGNATURES. */
   maxArtifacts?: number;
 }
@@ -79,13 +93,14 @@ export async function discoverSignatures(
   options: CallOptions,
   wanted: Wanted = {},
 ): Promise<Discovery> {
-  const found: Discovery = { items: [], attestations: [], problems: [], unanswered: [], looked: [] };
+  const found: Discovery = { items: [], notation: [], attestations: [], problems: [], unanswered: [], looked: [] };
   const predicateTypes = new Set(wanted.predicateTypes ?? []);
   const max = wanted.maxArtifacts ?? MAX_SIGNATURES;
+  const picking: Picking = { max, predicateTypes, notation: wanted.notation ?? false };
   await Promise.all([
-    cosignLayers(client, at, options, found, COSIGN_SIGNATURES, { max, predicateTypes }),
-    ...(predicateTypes.size > 0 ? [cosignLayers(client, at, options, found, COSIGN_ATTESTATIONS, { max, predicateTypes })] : []),
-    referrerBundles(client, image, at, options, found, { max, predicateTypes }),
+    cosignLayers(client, at, options, found, COSIGN_SIGNATURES, picking),
+    ...(predicateTypes.size > 0 ? [cosignLayers(client, at, options, found, COSIGN_ATTESTATIONS, picking)] : []),
+    referrerArtifacts(client, image, at, options, found, picking),
   ]);
   return found;
 }
@@ -93,6 +108,7 @@ export async function discoverSignatures(
 interface Picking {
   max: number;
   predicateTypes: ReadonlySet<string>;
+  notation: boolean;
 }
 
 /** cosign's tag layouts: one tag per digest, one signature or attestation per layer. */
@@ -166,7 +182,8 @@ async function cosignLayers(
   );
 }
 
-async function referrerBundles(
+/** The image's referrers, listed once: Sigstore bundles, and Notary Project signatures when asked for. */
+async function referrerArtifacts(
   client: DiscoveryClient,
   image: SignatureLocation,
   at: SignatureLocation,
@@ -176,12 +193,31 @@ async function referrerBundles(
 ): Promise<void> {
   const where = `${at.registry}/${at.repository}`;
   found.looked.push(`Sigstore bundles referring to ${at.digest} in ${where}`);
+  if (picking.notation) found.looked.push(`Notary Project signatures referring to ${at.digest} in ${where}`);
   let referrers;
   try {
     referrers = await client.listReferrers(at, at.digest, options);
   } catch (e) {
     return noteFailure(e, `referrers of ${at.digest} in ${where}`, found);
   }
+  await Promise.all([
+    referrerBundles(client, image, at, options, found, picking, referrers.descriptors),
+    ...(picking.notation ? [notationSignatures(client, at, options, found, picking, referrers.descriptors)] : []),
+  ]);
+}
+
+type Referrer = Awaited<ReturnType<DiscoveryClient["listReferrers"]>>["descriptors"][number];
+
+async function referrerBundles(
+  client: DiscoveryClient,
+  image: SignatureLocation,
+  at: SignatureLocation,
+  options: CallOptions,
+  found: Discovery,
+  picking: Picking,
+  descriptors: readonly Referrer[],
+): Promise<void> {
+  const where = `${at.registry}/${at.repository}`;
   // Signatures and attestations are told apart by the predicate type the descriptor announces, and capped each
   // on their own; attestations are fetched only for the predicate types asked for.
   const predicateTypeOf = (d: { annotations?: Record<string, string> }) => d.annotations?.[PREDICATE_TYPE_ANNOTATION];
@@ -189,7 +225,7 @@ async function referrerBundles(
     const predicateType = predicateTypeOf(d);
     return predicateType !== undefined && predicateType !== COSIGN_SIGN_PREDICATE;
   };
-  const bundles = referrers.descriptors.filter((d) => d.artifactType !== undefined && BUNDLE_MEDIA_TYPES.has(d.artifactType));
+  const bundles = descriptors.filter((d) => d.artifactType !== undefined && BUNDLE_MEDIA_TYPES.has(d.artifactType));
   const signatures = bundles.filter((d) => !isAttestation(d));
   const attestations = bundles.filter((d) => isAttestation(d) && picking.predicateTypes.has(predicateTypeOf(d)!));
   for (const [list, what] of [
@@ -224,6 +260,49 @@ async function referrerBundles(
         const blob = await client.getBlob(at, layer.digest, { ...options, maxBytes });
         const messageSigned = d.annotations?.["dev.sigstore.bundle.content"] === "message-signature" || /"messageSignature"/.test(blob.body.toString("utf8"));
         found[attestation ? "attestations" : "items"].push(bundleToItem(blob.body, location, messageSigned ? await imageManifest() : undefined));
+      } catch (e) {
+        noteFailure(e, location, found);
+      }
+    }),
+  );
+}
+
+/** Envelopes of Notary Project signatures: as small as cosign's signatures, a certificate chain and a timestamp more. */
+export const MAX_NOTATION_ENVELOPE_BYTES = MAX_SIGNATURE_BLOB_BYTES;
+const NOTATION_ENVELOPES = new Set([JWS_ENVELOPE_MEDIA_TYPE, COSE_ENVELOPE_MEDIA_TYPE]);
+
+/**
+ * Notary Project signatures: referrers of artifact type application/vnd.cncf.notary.signature (a manifest that
+ * declares none has it from its config's media type, as notation 1.x pushes it), each a manifest with exactly one
+ * layer, the JWS or COSE envelope. Capped as bundles are, each envelope read within its size limit.
+ */
+async function notationSignatures(
+  client: DiscoveryClient,
+  at: SignatureLocation,
+  options: CallOptions,
+  found: Discovery,
+  picking: Picking,
+  descriptors: readonly Referrer[],
+): Promise<void> {
+  const where = `${at.registry}/${at.repository}`;
+  const signatures = descriptors.filter((d) => d.artifactType === NOTATION_SIGNATURE_ARTIFACT_TYPE);
+  if (signatures.length > picking.max)
+    found.problems.push(`${where}: ${signatures.length} Notary Project signatures refer to ${at.digest}; only the first ${picking.max} are read`);
+  await Promise.all(
+    signatures.slice(0, picking.max).map(async (d) => {
+      const location = `referrer ${where}@${d.digest}`;
+      try {
+        checkDeclaredSize(d.size, Number.MAX_SAFE_INTEGER, location, options, at);
+        const artifact = await client.getManifest({ registry: at.registry, repository: at.repository, digest: d.digest }, options);
+        const layers = layersOf(artifact.body);
+        if (!layers || layers.length !== 1 || !NOTATION_ENVELOPES.has(layers[0]!.mediaType)) {
+          found.problems.push(`${location}: not a Notary Project signature (one layer, a JWS or COSE envelope)`);
+          return;
+        }
+        const layer = layers[0]!;
+        checkDeclaredSize(layer.size, MAX_NOTATION_ENVELOPE_BYTES, `${location} layer`, options, at);
+        const blob = await client.getBlob(at, layer.digest, { ...options, maxBytes: MAX_NOTATION_ENVELOPE_BYTES });
+        found.notation.push({ mediaType: layer.mediaType, envelope: blob.body, location });
       } catch (e) {
         noteFailure(e, location, found);
       }

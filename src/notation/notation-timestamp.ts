@@ -1,16 +1,19 @@
 // The RFC 3161 countersignature of a notary.x509 signature: a time-stamping authority (TSA) signed, at genTime, the
 // hash of the signature's bytes. It is what lets a signature outlive its certificate: the chain must have been valid
 // throughout [genTime - accuracy, genTime + accuracy] instead of now. The token (CMS SignedData over a TSTInfo) is read
-// with @peculiar/asn1-cms and @peculiar/asn1-tsp (the project's ASN.1 family), but for two things they do not give,
-// which a small BER walk at the end of this file reads: the signed attributes' bytes as received, and the TSTInfo when
-// its OCTET STRING is in BER's constructed form. Its signature is checked with node:crypto. @sigstore/core's RFC 3161
-// reader is not used: it reads a TimeStampResp rather than a bare token, and knows only ECDSA signatures, while the
-// TSAs Notation users rely on sign with RSA.
+// once with asn1js, the BER parser under the project's ASN.1 family, which keeps each element's bytes as received: the
+// signed attributes (which the signature covers), the TSTInfo in either form of its OCTET STRING, and the certificates
+// the token carries. Its parts are then read with @peculiar/asn1-cms and @peculiar/asn1-tsp, which give neither the
+// attributes' bytes (asn1-schema 2.11 leaves SignerInfo.signedAttrsRaw unset) nor the TSTInfo of a constructed OCTET
+// STRING. Its signature is checked with node:crypto. @sigstore/core's RFC 3161 reader is not used: it reads a
+// TimeStampResp rather than a bare token, and knows only ECDSA signatures, while the TSAs Notation users rely on sign
+// with RSA.
 import { constants, createHash, verify as verifySignature, type KeyObject } from "node:crypto";
-import { AsnConvert, OctetString } from "@peculiar/asn1-schema";
-import { ContentInfo, SignedData, id_signedData, type SignerInfo } from "@peculiar/asn1-cms";
+import * as asn1js from "asn1js";
+import { AsnConvert, AsnParser, OctetString } from "@peculiar/asn1-schema";
+import { Attribute, ContentInfo, SignedData, id_signedData, type SignerInfo } from "@peculiar/asn1-cms";
 import { TSTInfo, id_ct_tstInfo } from "@peculiar/asn1-tsp";
-import { Certificate, SubjectKeyIdentifier } from "@peculiar/asn1-x509";
+import { AlgorithmIdentifier, Certificate, GeneralNames, SubjectKeyIdentifier } from "@peculiar/asn1-x509";
 import { ImprimaturError } from "../errors/imprimatur-error.ts";
 import { checkChainProfile, checkTrusted, checkValidity, readChain, type ReadChain } from "./notation-certificates.ts";
 
@@ -19,7 +22,10 @@ export type NotationTimestampErrorCode =
   | "malformed"
   /** It time-stamps other bytes than the signature's. */
   | "imprint"
-  /** The TSA's signature over it does not verify, or names no certificate the token or the store holds. */
+  /**
+   * The TSA's signature over it does not verify, names no certificate the token or the store holds, or its signed
+   * attributes do not name the TSTInfo and (ESS signing-certificate attribute) the certificate that signed.
+   */
   | "signature";
 
 export class NotationTimestampError extends ImprimaturError<NotationTimestampErrorCode> {}
@@ -33,16 +39,25 @@ export interface VerifiedTimestamp {
   tsaChain: ReadChain;
 }
 
+const SHA256 = "2.16.840.1.101.3.4.2.1";
 const HASHES: Record<string, "sha256" | "sha384" | "sha512"> = {
-  "2.16.840.1.101.3.4.2.1": "sha256",
+  [SHA256]: "sha256",
   "2.16.840.1.101.3.4.2.2": "sha384",
   "2.16.840.1.101.3.4.2.3": "sha512",
 };
 const MESSAGE_DIGEST = "1.2.840.113549.1.9.4";
 const CONTENT_TYPE = "1.2.840.113549.1.9.3";
+/** ESS signingCertificateV2 (RFC 5035), which RFC 5816 lets a TSA use, and its SHA-1 predecessor (RFC 2634). */
+const SIGNING_CERTIFICATE_V2 = "1.2.840.113549.1.9.16.2.47";
+const SIGNING_CERTIFICATE = "1.2.840.113549.1.9.16.2.12";
 /** ETSI EN 319 422's baseline time-stamp policy: an accuracy of one second when the token states none. */
 const ETSI_BASELINE_POLICY = "0.4.0.2023.1.1";
 const MAX_CHAIN = 8;
+/**
+ * What asn1js reads of a token: a TSA's token is a few KiB (the envelope around it at most MAX_ENVELOPE_BYTES), some
+ * hundred elements a dozen deep. OCTET STRINGs are not read into (asn1js's parseEmbedded): the TSTInfo is read on its own.
+ */
+const BER_LIMITS: asn1js.FromBerOptions = { maxDepth: 32, maxNodes: 10_000, parseEmbedded: false };
 
 /**
  * Verifies `token` as a time stamp of `signature` by a TSA whose chain (from the token's certificates and the store's)
@@ -50,20 +65,15 @@ const MAX_CHAIN = 8;
  * genTime. Throws NotationTimestampError, or NotationCertificateError for the TSA's chain.
  */
 export function verifyTimestamp(token: Uint8Array, signature: Uint8Array, tsaStore: readonly Uint8Array[], storeName: string): VerifiedTimestamp {
-  let signedData: SignedData;
-  let content: Uint8Array;
+  let read: TokenParts;
   let tstInfo: TSTInfo;
   try {
-    const info = AsnConvert.parse(token, ContentInfo);
-    if (info.contentType !== id_signedData) throw new Error(`content type ${info.contentType}, not signed data`);
-    signedData = AsnConvert.parse(info.content, SignedData);
-    const encap = signedData.encapContentInfo;
-    if (encap.eContentType !== id_ct_tstInfo) throw new Error(`encapsulated content ${encap.eContentType}, not a TSTInfo`);
-    content = encapsulatedContent(signedData);
-    tstInfo = AsnConvert.parse(content, TSTInfo);
+    read = readToken(token);
+    tstInfo = AsnParser.fromASN(readBer(read.content), TSTInfo);
   } catch (e) {
     throw new NotationTimestampError("malformed", `the timestamp is not an RFC 3161 time-stamp token: ${(e as Error).message}`);
   }
+  const { signedData } = read;
   if (tstInfo.version !== 1) throw new NotationTimestampError("malformed", `TSTInfo version ${tstInfo.version}, not 1`);
 
   const imprintHash = HASHES[tstInfo.messageImprint.hashAlgorithm.algorithm];
@@ -78,14 +88,11 @@ export function verifyTimestamp(token: Uint8Array, signature: Uint8Array, tsaSto
 
   if (signedData.signerInfos.length !== 1) throw new NotationTimestampError("malformed", `the token has ${signedData.signerInfos.length} signers, not one`);
   const signer = signedData.signerInfos[0]!;
-  const candidates = [
-    ...(signedData.certificates ?? []).flatMap((c) => (c.certificate ? [new Uint8Array(AsnConvert.serialize(c.certificate))] : [])),
-    ...tsaStore,
-  ];
+  const candidates = [...read.certificates, ...tsaStore];
   const leaf = candidates.find((der) => isSigner(signer, der));
   if (!leaf) throw new NotationTimestampError("signature", "the token names a signing certificate that neither it nor the tsa trust store holds");
   const tsaChain = readChain(chainFrom(leaf, candidates));
-  checkSignerInfo(signer, signedAttributesOf(token), content, tsaChain.node[0]!.publicKey);
+  checkSignerInfo(signer, read.signedAttrs, read.content, leaf, tsaChain.node[0]!.publicKey);
   checkChainProfile(tsaChain, "timeStamping");
   checkTrusted(tsaChain, tsaStore, storeName);
   const genTime = tstInfo.genTime;
@@ -141,24 +148,29 @@ function chainFrom(leaf: Uint8Array, candidates: readonly Uint8Array[]): Uint8Ar
 }
 
 /**
- * The signed attributes name a TSTInfo and the digest of `content` (the TSTInfo's bytes), and the TSA's key signed
- * them (`raw`: their encoding as received, [0] tag included).
+ * The signed attributes name a TSTInfo, the digest of `content` (the TSTInfo's bytes) and, by its hash, the TSA's
+ * certificate `leaf`; and the TSA's key signed them.
  */
-function checkSignerInfo(signer: SignerInfo, raw: Uint8Array | undefined, content: Uint8Array, key: KeyObject): void {
+function checkSignerInfo(signer: SignerInfo, signedAttrs: SignedAttributes | undefined, content: Uint8Array, leaf: Uint8Array, key: KeyObject): void {
   const digest = HASHES[signer.digestAlgorithm.algorithm];
   if (!digest) throw new NotationTimestampError("signature", `the token's digest algorithm ${signer.digestAlgorithm.algorithm} is not SHA-256, -384 or -512`);
-  if (!signer.signedAttrs || !raw) throw new NotationTimestampError("signature", "the token has no signed attributes (or they cannot be read)");
-  const attribute = (type: string) => signer.signedAttrs!.find((a) => a.attrType === type)?.attrValues[0];
-  const contentType = attribute(CONTENT_TYPE);
+  if (!signedAttrs) throw new NotationTimestampError("signature", "the token has no signed attributes");
+  const attribute = (type: string, name: string) => attributeValue(signedAttrs.attributes, type, name);
+  const contentType = attribute(CONTENT_TYPE, "content-type");
   if (!contentType || !Buffer.from(contentType).equals(TSTINFO_OID_DER))
     throw new NotationTimestampError("signature", "the signed content-type attribute is not id-ct-TSTInfo");
-  const messageDigest = attribute(MESSAGE_DIGEST);
+  const messageDigest = attribute(MESSAGE_DIGEST, "message-digest");
   if (!messageDigest) throw new NotationTimestampError("signature", "the token has no message-digest attribute");
   const stated = Buffer.from(AsnConvert.parse(messageDigest, OctetString).buffer);
   if (!stated.equals(createHash(digest).update(content).digest()))
     throw new NotationTimestampError("signature", "the signed message digest is not the TSTInfo's");
+  const v2 = attribute(SIGNING_CERTIFICATE_V2, "signingCertificateV2");
+  const v1 = v2 ? undefined : attribute(SIGNING_CERTIFICATE, "signingCertificate");
+  if (!v2 && !v1)
+    throw new NotationTimestampError("signature", "the token has no signing-certificate attribute (ESS signingCertificateV2) naming the TSA's certificate");
+  checkSigningCertificate(v2 ?? v1!, v2 !== undefined, leaf);
   // The signature covers the DER of the attributes as a SET OF (RFC 5652 section 5.4), not as the [0] they are sent as.
-  const signedBytes = Buffer.from(raw);
+  const signedBytes = Buffer.from(signedAttrs.raw);
   signedBytes[0] = 0x31;
   const algorithm = signer.signatureAlgorithm.algorithm;
   const options =
@@ -169,93 +181,170 @@ function checkSignerInfo(signer: SignerInfo, raw: Uint8Array | undefined, conten
     throw new NotationTimestampError("signature", "the TSA's signature over the token does not verify");
 }
 
-const RSASSA_PSS = "1.2.840.113549.1.1.10";
-/** The DER of OBJECT IDENTIFIER id-ct-TSTInfo (1.2.840.113549.1.9.16.1.4): the content-type attribute's value. */
-const TSTINFO_OID_DER = Buffer.from("060b2a864886f70d0109100104", "hex");
-
-// ---------------------------------------------------------------------------------------------------------------
-// A minimal BER walk, for what asn1-schema (2.11) does not give. It leaves SignerInfo.signedAttrsRaw unset (its `raw`
-// option is not applied to a repeated field), and it reads an eContent OCTET STRING in BER's constructed form (which
-// CMS allows outside the signed attributes: RFC 5652 section 2) as the choice's `any`, the whole encoding.
-
-interface Tlv {
-  tag: number;
-  start: number;
-  contentStart: number;
-  /** Excludes an indefinite length's end-of-contents octets. */
-  contentEnd: number;
-  end: number;
-}
-
-const MAX_DEPTH = 32;
-
-/** The element at `offset`, within `limit` (low tag numbers only: all CMS uses). */
-function readTlv(der: Uint8Array, offset: number, limit: number, depth = 0): Tlv {
-  if (depth > MAX_DEPTH) throw new Error("nested too deep");
-  if (offset + 2 > limit) throw new Error("truncated");
-  const tag = der[offset]!;
-  if ((tag & 0x1f) === 0x1f) throw new Error(`unexpected high tag number at ${offset}`);
-  const first = der[offset + 1]!;
-  let pos = offset + 2;
-  if (first === 0x80) {
-    if (!(tag & 0x20)) throw new Error(`indefinite length of a primitive at ${offset}`);
-    for (;;) {
-      if (pos + 2 > limit) throw new Error("truncated");
-      if (der[pos] === 0 && der[pos + 1] === 0) return { tag, start: offset, contentStart: offset + 2, contentEnd: pos, end: pos + 2 };
-      pos = readTlv(der, pos, limit, depth + 1).end;
-    }
-  }
-  let length = first;
-  if (first > 0x80) {
-    const n = first & 0x7f;
-    if (n > 4 || pos + n > limit) throw new Error(`bad length at ${offset}`);
-    length = 0;
-    for (let i = 0; i < n; i++) length = length * 256 + der[pos++]!;
-  }
-  if (pos + length > limit) throw new Error("truncated");
-  return { tag, start: offset, contentStart: pos, contentEnd: pos + length, end: pos + length };
-}
-
-function childrenOf(der: Uint8Array, parent: Tlv, depth = 0): Tlv[] {
-  const out: Tlv[] = [];
-  for (let pos = parent.contentStart; pos < parent.contentEnd;) {
-    const child = readTlv(der, pos, parent.contentEnd, depth + 1);
-    out.push(child);
-    pos = child.end;
-  }
-  return out;
-}
-
-/** An OCTET STRING's value: its contents, or in the constructed form its pieces' values, concatenated. */
-function octetStringValue(der: Uint8Array, tlv: Tlv, depth = 0): Uint8Array {
-  if (tlv.tag === 0x04) return der.subarray(tlv.contentStart, tlv.contentEnd);
-  if (tlv.tag === 0x24 && depth < MAX_DEPTH) return Buffer.concat(childrenOf(der, tlv, depth).map((piece) => octetStringValue(der, piece, depth + 1)));
-  throw new Error("the encapsulated content is not an OCTET STRING");
-}
-
-/** The TSTInfo's bytes: the eContent OCTET STRING's value, in either form. */
-function encapsulatedContent(signedData: SignedData): Uint8Array {
-  const eContent = signedData.encapContentInfo.eContent;
-  if (eContent?.single) return new Uint8Array(eContent.single.buffer);
-  if (!eContent?.any) throw new Error("no TSTInfo");
-  const der = new Uint8Array(eContent.any);
-  return octetStringValue(der, readTlv(der, 0, der.length));
+/** The one value of the one attribute of `type`; undefined when there is none (RFC 5652 section 11 allows no more). */
+function attributeValue(attributes: readonly Attribute[], type: string, name: string): ArrayBuffer | undefined {
+  const found = attributes.filter((a) => a.attrType === type);
+  if (found.length === 0) return undefined;
+  if (found.length > 1 || found[0]!.attrValues.length !== 1)
+    throw new NotationTimestampError("signature", `the token's signed ${name} attribute is not one attribute with one value`);
+  return found[0]!.attrValues[0];
 }
 
 /**
- * The one signer's signed attributes as the token encodes them, [0] tag and all: ContentInfo → [0] → SignedData, whose
- * last field is signerInfos → the first SignerInfo, whose fourth field they are when present. Undefined when absent.
+ * The ESS signing-certificate attribute (`value`, of signingCertificateV2 when `v2`, else of signingCertificate) names
+ * the certificate whose key signed, so that no other certificate for that key can stand in for it: its first
+ * ESSCertID(v2) must be the hash of `leaf` as received (by its hashAlgorithm, SHA-256 by default; SHA-1 in v1), and
+ * its issuerSerial, when present, `leaf`'s issuer and serial number (RFC 5035 section 5.4, RFC 2634 section 5.4).
  */
-function signedAttributesOf(token: Uint8Array): Uint8Array | undefined {
+function checkSigningCertificate(value: ArrayBuffer, v2: boolean, leaf: Uint8Array): void {
+  const name = v2 ? "signingCertificateV2" : "signingCertificate";
+  let certId: EssCertId;
   try {
-    const contentInfo = readTlv(token, 0, token.length);
-    const explicit = childrenOf(token, contentInfo)[1];
-    const signedData = explicit && childrenOf(token, explicit)[0];
-    const signerInfos = signedData && childrenOf(token, signedData).at(-1);
-    const signer = signerInfos?.tag === 0x31 ? childrenOf(token, signerInfos)[0] : undefined;
-    const attributes = signer && childrenOf(token, signer)[3];
-    return attributes?.tag === 0xa0 ? token.subarray(attributes.start, attributes.end) : undefined;
-  } catch {
-    return undefined;
+    certId = readEssCertId(value, v2);
+  } catch (e) {
+    throw new NotationTimestampError("signature", `the token's ${name} attribute cannot be read: ${(e as Error).message}`);
   }
+  const hash = v2 ? HASHES[certId.hashAlgorithm ?? SHA256] : "sha1";
+  if (!hash) throw new NotationTimestampError("signature", `the ${name} attribute's hash algorithm ${certId.hashAlgorithm} is not SHA-256, -384 or -512`);
+  if (!createHash(hash).update(leaf).digest().equals(certId.certHash))
+    throw new NotationTimestampError("signature", `the ${name} attribute names another certificate than the one that signed the token`);
+  if (!certId.issuerSerial) return;
+  const cert = AsnConvert.parse(leaf, Certificate).tbsCertificate;
+  const issuer = Buffer.from(AsnConvert.serialize(cert.issuer));
+  const { issuerNames, serialNumber } = certId.issuerSerial;
+  const issuerNamed = issuerNames.some((n) => n.directoryName && issuer.equals(Buffer.from(AsnConvert.serialize(n.directoryName))));
+  if (!issuerNamed || !Buffer.from(cert.serialNumber).equals(serialNumber))
+    throw new NotationTimestampError("signature", `the ${name} attribute names another issuer and serial number than the signing certificate's`);
 }
+
+/** The first ESSCertID(v2) of a SigningCertificate(V2). */
+interface EssCertId {
+  /** v2's hashAlgorithm OID, when not left to its DEFAULT. */
+  hashAlgorithm?: string;
+  certHash: Uint8Array;
+  issuerSerial?: { issuerNames: GeneralNames; serialNumber: Uint8Array };
+}
+
+function readEssCertId(value: ArrayBuffer, v2: boolean): EssCertId {
+  // SigningCertificate(V2) ::= SEQUENCE { certs SEQUENCE OF ESSCertID(v2), policies ... OPTIONAL }, read up to the first
+  // of certs, the signer's (RFC 5035 section 5.4): ESSCertIDv2 ::= SEQUENCE { hashAlgorithm AlgorithmIdentifier
+  // DEFAULT id-sha256, certHash OCTET STRING, issuerSerial SEQUENCE { issuer GeneralNames, serialNumber INTEGER }
+  // OPTIONAL }; ESSCertID has no hashAlgorithm.
+  const schema = new asn1js.Sequence({
+    value: [
+      new asn1js.Sequence({
+        value: [
+          new asn1js.Sequence({
+            value: [
+              ...(v2 ? [new asn1js.Sequence({ name: "hashAlgorithm", optional: true })] : []),
+              new asn1js.OctetString({ name: "certHash" }),
+              new asn1js.Sequence({
+                optional: true,
+                value: [new asn1js.Sequence({ name: "issuer" }), new asn1js.Integer({ name: "serialNumber" })],
+              }),
+            ],
+          }),
+        ],
+      }),
+    ],
+  });
+  // As asn1js's own verifySchema does, the element read is the root the schema's named parts are set on.
+  const element = readBer(new Uint8Array(value));
+  const compared = asn1js.compareSchema(element, element, schema);
+  if (!compared.verified) throw new Error("it is not a SigningCertificate with an ESSCertID");
+  const found = compared.result as unknown as {
+    hashAlgorithm?: asn1js.Sequence;
+    certHash: asn1js.OctetString;
+    issuer?: asn1js.Sequence;
+    serialNumber?: asn1js.Integer;
+  };
+  return {
+    ...(found.hashAlgorithm ? { hashAlgorithm: AsnParser.fromASN(found.hashAlgorithm, AlgorithmIdentifier).algorithm } : {}),
+    certHash: found.certHash.valueBlock.valueHexView,
+    ...(found.issuer && found.serialNumber
+      ? { issuerSerial: { issuerNames: AsnParser.fromASN(found.issuer, GeneralNames), serialNumber: found.serialNumber.valueBlock.valueHexView } }
+      : {}),
+  };
+}
+
+/** What readToken takes from the token, its parts' bytes as received. */
+interface TokenParts {
+  signedData: SignedData;
+  /** The TSTInfo's bytes: the eContent OCTET STRING's value, in either form. */
+  content: Uint8Array;
+  /** The certificates of SignedData.certificates (other kinds of CertificateChoices left out). */
+  certificates: Uint8Array[];
+  /** The first signer's signed attributes; undefined when absent. */
+  signedAttrs?: SignedAttributes;
+}
+
+interface SignedAttributes {
+  /** Their encoding as received, [0] tag and all. */
+  raw: Uint8Array;
+  attributes: Attribute[];
+}
+
+/** `bytes` as one BER element, within BER_LIMITS, with nothing after it. */
+function readBer(bytes: Uint8Array): asn1js.AsnType {
+  const { offset, result } = asn1js.fromBER(bytes, BER_LIMITS);
+  if (offset === -1 || result.error) throw new Error(result.error || "not BER");
+  if (offset !== bytes.length) throw new Error(`${bytes.length - offset} bytes after its end`);
+  return result;
+}
+
+/** The elements of a SEQUENCE, SET or constructed context-specific [n]; none of anything else. */
+function elementsOf(element: asn1js.AsnType | undefined): asn1js.AsnType[] {
+  return element instanceof asn1js.Constructed ? (element.valueBlock.value as asn1js.AsnType[]) : [];
+}
+
+function isTagged(element: asn1js.AsnType | undefined, tagClass: number, tagNumber: number, constructed: boolean): boolean {
+  return element?.idBlock.tagClass === tagClass && element.idBlock.tagNumber === tagNumber && element.idBlock.isConstructed === constructed;
+}
+
+const UNIVERSAL = 1;
+const CONTEXT = 3;
+
+/** An OCTET STRING's value: its contents or, in BER's constructed form, its pieces' values (nested or not) in turn. */
+function octetsOf(element: asn1js.OctetString): Uint8Array {
+  if (!element.idBlock.isConstructed) return element.valueBlock.valueHexView;
+  // asn1js has checked that each piece is an OCTET STRING; OctetString.getValue() reads one level of them only.
+  return Buffer.concat((element.valueBlock.value as asn1js.OctetString[]).map(octetsOf));
+}
+
+function readToken(token: Uint8Array): TokenParts {
+  const contentInfo = readBer(token);
+  const info = AsnParser.fromASN(contentInfo, ContentInfo);
+  if (info.contentType !== id_signedData) throw new Error(`content type ${info.contentType}, not signed data`);
+  // ContentInfo ::= SEQUENCE { contentType, content [0] EXPLICIT ANY }, which asn1-cms has just checked.
+  const signedDataElement = elementsOf(elementsOf(contentInfo)[1])[0];
+  if (!signedDataElement) throw new Error("no signed data");
+  const signedData = AsnParser.fromASN(signedDataElement, SignedData);
+  const encap = signedData.encapContentInfo;
+  if (encap.eContentType !== id_ct_tstInfo) throw new Error(`encapsulated content ${encap.eContentType}, not a TSTInfo`);
+  // SignedData ::= SEQUENCE { version, digestAlgorithms, encapContentInfo, certificates [0] IMPLICIT OPTIONAL,
+  // crls [1] IMPLICIT OPTIONAL, signerInfos SET OF SignerInfo }; EncapsulatedContentInfo ::= SEQUENCE { eContentType,
+  // eContent [0] EXPLICIT OCTET STRING OPTIONAL }.
+  const fields = elementsOf(signedDataElement);
+  const eContent = elementsOf(elementsOf(fields[2])[1])[0];
+  if (!(eContent instanceof asn1js.OctetString)) throw new Error("no TSTInfo");
+  // CertificateChoices: a Certificate is a SEQUENCE, the other kinds are tagged [0] to [3].
+  const certificateSet = fields.slice(3, -1).find((f) => isTagged(f, CONTEXT, 0, true));
+  const certificates = elementsOf(certificateSet).filter((c) => isTagged(c, UNIVERSAL, 16, true));
+  // One that cannot be read makes the token malformed here, not a candidate the TSA's chain stumbles on.
+  for (const c of certificates) AsnParser.fromASN(c, Certificate);
+  // SignerInfo ::= SEQUENCE { version, sid, digestAlgorithm, signedAttrs [0] IMPLICIT SET OF Attribute OPTIONAL, ... }
+  const signedAttrsElement = elementsOf(elementsOf(fields.at(-1))[0])[3];
+  const signedAttrs = isTagged(signedAttrsElement, CONTEXT, 0, true)
+    ? { raw: signedAttrsElement!.valueBeforeDecodeView.slice(), attributes: elementsOf(signedAttrsElement).map((a) => AsnParser.fromASN(a, Attribute)) }
+    : undefined;
+  return {
+    signedData,
+    content: octetsOf(eContent),
+    certificates: certificates.map((c) => c.valueBeforeDecodeView.slice()),
+    ...(signedAttrs ? { signedAttrs } : {}),
+  };
+}
+
+const RSASSA_PSS = "1.2.840.113549.1.1.10";
+/** The DER of OBJECT IDENTIFIER id-ct-TSTInfo (1.2.840.113549.1.9.16.1.4): the content-type attribute's value. */
+const TSTINFO_OID_DER = Buffer.from("060b2a864886f70d0109100104", "hex");

@@ -36,14 +36,31 @@ export interface TimestampOptions {
   omitContentTypeAttribute?: boolean;
   /** Tamper: a message-digest attribute that is not the TSTInfo's digest. */
   wrongMessageDigest?: boolean;
-  /** Leave the ESS signingCertificateV2 attribute out. */
-  omitSigningCertificateAttribute?: boolean;
+  /**
+   * The ESS signing-certificate attributes to sign, in order: [] for none. Default one signingCertificateV2 naming the
+   * TSA leaf by its SHA-256 hash, issuer and serial number.
+   */
+  signingCertificate?: SigningCertificateAttribute[];
   /**
    * Encode the TSTInfo's OCTET STRING in BER's constructed form, in `berChunk`-byte pieces (as pkijs does on its own):
    * CMS allows BER outside the signed attributes. Default: DER's primitive form.
    */
   berContent?: boolean;
   berChunk?: number;
+  /** With berContent: the pieces after the first wrapped in one more constructed OCTET STRING, as BER also allows. */
+  berNested?: boolean;
+}
+
+/** An ESS signing-certificate attribute with one ESSCertID(v2). */
+export interface SigningCertificateAttribute {
+  /** signingCertificateV2 (RFC 5035) or the v1 signingCertificate (RFC 2634), whose certHash is SHA-1. */
+  version: 1 | 2;
+  /** v2's hashAlgorithm, written out; default SHA-256, left to the DEFAULT. */
+  hash?: TimestampHash;
+  /** Tamper: the certHash is of this certificate's DER instead of the TSA leaf's. */
+  hashOf?: Uint8Array;
+  /** Tamper: the issuerSerial names this certificate's issuer and serial number instead of the leaf's; null: none. */
+  issuerSerialOf?: Uint8Array | null;
 }
 
 export interface TestTsaOptions {
@@ -76,6 +93,7 @@ const OID = {
   contentType: "1.2.840.113549.1.9.3",
   messageDigest: "1.2.840.113549.1.9.4",
   signingCertificateV2: "1.2.840.113549.1.9.16.2.47",
+  signingCertificate: "1.2.840.113549.1.9.16.2.12",
   subjectKeyIdentifier: "2.5.29.14",
   sha256: "2.16.840.1.101.3.4.2.1",
   sha384: "2.16.840.1.101.3.4.2.2",
@@ -136,22 +154,41 @@ function attribute(type: string, value: asn1js.AsnType): pkijs.Attribute {
 }
 
 /**
- * ESS signingCertificateV2 (RFC 5035): SigningCertificateV2 ::= SEQUENCE { certs SEQUENCE OF ESSCertIDv2 }, the one
- * ESSCertIDv2 with hashAlgorithm left at its DEFAULT (SHA-256), the certificate's hash, and its issuer and serial.
+ * ESS signingCertificateV2 (RFC 5035) or signingCertificate (RFC 2634): SigningCertificate(V2) ::= SEQUENCE { certs
+ * SEQUENCE OF ESSCertID(v2) }, the one ESSCertIDv2 with its hashAlgorithm left at its DEFAULT (SHA-256) unless another
+ * is asked for (ESSCertID has none: SHA-1), the certificate's hash, and its issuer and serial number.
  */
-function signingCertificateV2(leaf: pkijs.Certificate, leafDer: Uint8Array): asn1js.Sequence {
-  const issuerSerial = new asn1js.Sequence({
-    value: [new pkijs.GeneralNames({ names: [new pkijs.GeneralName({ type: 4, value: leaf.issuer })] }).toSchema(), leaf.serialNumber],
+function signingCertificateAttribute(spec: SigningCertificateAttribute, leafDer: Uint8Array): pkijs.Attribute {
+  const hash = spec.version === 1 ? "sha1" : (spec.hash ?? "sha256");
+  const issuerSerialOf = spec.issuerSerialOf === undefined ? leafDer : spec.issuerSerialOf;
+  const named = issuerSerialOf && certificateOf(issuerSerialOf);
+  const issuerSerial = named
+    ? [
+        new asn1js.Sequence({
+          value: [new pkijs.GeneralNames({ names: [new pkijs.GeneralName({ type: 4, value: named.issuer })] }).toSchema(), named.serialNumber],
+        }),
+      ]
+    : [];
+  const hashAlgorithm = spec.version === 2 && spec.hash ? [new pkijs.AlgorithmIdentifier({ algorithmId: OID[spec.hash] }).toSchema()] : [];
+  const certHash = new asn1js.OctetString({
+    valueHex: createHash(hash)
+      .update(spec.hashOf ?? leafDer)
+      .digest(),
   });
-  const certId = new asn1js.Sequence({ value: [new asn1js.OctetString({ valueHex: createHash("sha256").update(leafDer).digest() }), issuerSerial] });
-  return new asn1js.Sequence({ value: [new asn1js.Sequence({ value: [certId] })] });
+  const certId = new asn1js.Sequence({ value: [...hashAlgorithm, certHash, ...issuerSerial] });
+  const value = new asn1js.Sequence({ value: [new asn1js.Sequence({ value: [certId] })] });
+  return attribute(spec.version === 2 ? OID.signingCertificateV2 : OID.signingCertificate, value);
 }
 
-/** An OCTET STRING in BER's constructed form: primitive OCTET STRINGs of `chunk` bytes, concatenated. */
-function constructedOctetString(bytes: Uint8Array, chunk: number): asn1js.OctetString {
+/**
+ * An OCTET STRING in BER's constructed form: primitive OCTET STRINGs of `chunk` bytes, concatenated; when `nested`,
+ * all but the first in a constructed OCTET STRING of their own.
+ */
+function constructedOctetString(bytes: Uint8Array, chunk: number, nested = false): asn1js.OctetString {
   const pieces: asn1js.OctetString[] = [];
   for (let i = 0; i < bytes.length; i += chunk) pieces.push(new asn1js.OctetString({ valueHex: bytes.slice(i, i + chunk) }));
-  return new asn1js.OctetString({ idBlock: { isConstructed: true }, isConstructed: true, value: pieces });
+  const constructed = (value: asn1js.OctetString[]) => new asn1js.OctetString({ idBlock: { isConstructed: true }, isConstructed: true, value });
+  return constructed(nested ? [pieces[0]!, constructed(pieces.slice(1))] : pieces);
 }
 
 async function timestamp(root: TestCertificate, leaf: TestCertificate, bytes: Uint8Array, opts: TimestampOptions): Promise<Uint8Array> {
@@ -178,7 +215,7 @@ async function timestamp(root: TestCertificate, leaf: TestCertificate, bytes: Ui
   const attributes = [
     ...(opts.omitContentTypeAttribute ? [] : [attribute(OID.contentType, new asn1js.ObjectIdentifier({ value: OID.tstInfo }))]),
     attribute(OID.messageDigest, new asn1js.OctetString({ valueHex: createHash(hash).update(digested).digest() })),
-    ...(opts.omitSigningCertificateAttribute ? [] : [attribute(OID.signingCertificateV2, signingCertificateV2(leafCert, leaf.der))]),
+    ...(opts.signingCertificate ?? [{ version: 2 }]).map((spec) => signingCertificateAttribute(spec, leaf.der)),
   ];
 
   const bySki = opts.sid === "subjectKeyIdentifier";
@@ -204,7 +241,9 @@ async function timestamp(root: TestCertificate, leaf: TestCertificate, bytes: Ui
     ...(opts.includeCertificates === false ? {} : { certificates: [leafCert, certificateOf(root.der)] }),
   });
   // Set after construction: EncapsulatedContentInfo's constructor turns an OCTET STRING into BER's constructed form.
-  signedData.encapContentInfo.eContent = opts.berContent ? constructedOctetString(tstDer, opts.berChunk ?? 32) : new asn1js.OctetString({ valueHex: tstDer });
+  signedData.encapContentInfo.eContent = opts.berContent
+    ? constructedOctetString(tstDer, opts.berChunk ?? 32, opts.berNested)
+    : new asn1js.OctetString({ valueHex: tstDer });
   // With signed attributes, pkijs signs their DER as a SET OF (RFC 5652 section 5.4).
   await signedData.sign(await signingKey(leaf.privateKey, leaf.keyType, WEB_HASH[hash]), 0, WEB_HASH[hash]);
   if (opts.corruptSignature) {

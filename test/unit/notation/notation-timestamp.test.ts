@@ -1,7 +1,7 @@
 // The RFC 3161 countersignature of a notary.x509 signature (src/notation/notation-timestamp.ts): tokens from the test
 // TSA (written with pkijs, not with the reader under test) verify with the TSA's time window, and each broken rule
-// (other bytes, a bad signature or signed attribute, the TSA's certificate profile, trust and validity) is refused
-// with its code.
+// (other bytes, a bad signature or signed attribute, an ESS signing-certificate attribute missing or naming another
+// certificate, the TSA's certificate profile, trust and validity) is refused with its code.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { before, describe, test } from "node:test";
@@ -95,8 +95,23 @@ describe("valid time-stamp tokens", () => {
     }
   });
 
-  test("without the ESS signingCertificateV2 attribute (not checked)", async () => {
-    assertWindow(verify(ec, await ec.timestamp(SIGNATURE, { genTime: GEN_TIME, omitSigningCertificateAttribute: true })), GEN_TIME, 0);
+  test("a TSTInfo in a constructed OCTET STRING whose pieces nest another", async () => {
+    const token = await ec.timestamp(SIGNATURE, { genTime: GEN_TIME, accuracy: { seconds: 1 }, berContent: true, berChunk: 16, berNested: true });
+    assertWindow(verify(ec, token), GEN_TIME, 1000);
+  });
+
+  test("an ESS signingCertificateV2 without issuerSerial, or with a SHA-384 certHash", async () => {
+    for (const spec of [
+      { version: 2, issuerSerialOf: null },
+      { version: 2, hash: "sha384" },
+    ] as const)
+      assertWindow(verify(rsa, await rsa.timestamp(SIGNATURE, { genTime: GEN_TIME, signingCertificate: [spec] })), GEN_TIME, 0);
+  });
+
+  test("only the v1 ESS signingCertificate (a SHA-1 certHash), with or without issuerSerial", async () => {
+    for (const tsa of [ec, rsa])
+      for (const spec of [{ version: 1 }, { version: 1, issuerSerialOf: null }] as const)
+        assertWindow(verify(tsa, await tsa.timestamp(SIGNATURE, { genTime: GEN_TIME, signingCertificate: [spec] })), GEN_TIME, 0);
   });
 });
 
@@ -105,6 +120,11 @@ describe("refused time-stamp tokens", () => {
     refused(() => verify(ec, new TextEncoder().encode("not a time-stamp token")), NotationTimestampError, "malformed");
     refused(() => verify(ec, new Uint8Array()), NotationTimestampError, "malformed");
     refused(() => verify(ec, ec.root.der), NotationTimestampError, "malformed");
+  });
+
+  test("a token with bytes after its end", async () => {
+    const token = await ec.timestamp(SIGNATURE, { genTime: GEN_TIME });
+    refused(() => verify(ec, Uint8Array.of(...token, 0)), NotationTimestampError, "malformed", /after its end/);
   });
 
   test("a token over other bytes", async () => {
@@ -129,6 +149,38 @@ describe("refused time-stamp tokens", () => {
   test("no content-type attribute", async () => {
     const token = await ec.timestamp(SIGNATURE, { genTime: GEN_TIME, omitContentTypeAttribute: true });
     refused(() => verify(ec, token), NotationTimestampError, "signature", /content-type/);
+  });
+
+  test("without an ESS signing-certificate attribute", async () => {
+    const token = await ec.timestamp(SIGNATURE, { genTime: GEN_TIME, signingCertificate: [] });
+    refused(() => verify(ec, token), NotationTimestampError, "signature", /no signing-certificate attribute/);
+  });
+
+  test("an ESS signingCertificateV2 whose certHash names another certificate", async () => {
+    for (const other of [ec.root.der, rsa.leaf.der]) {
+      const token = await ec.timestamp(SIGNATURE, { genTime: GEN_TIME, signingCertificate: [{ version: 2, hashOf: other }] });
+      refused(() => verify(ec, token), NotationTimestampError, "signature", /names another certificate/);
+    }
+  });
+
+  test("an ESS signingCertificateV2 whose issuerSerial names another certificate", async () => {
+    const token = await ec.timestamp(SIGNATURE, { genTime: GEN_TIME, signingCertificate: [{ version: 2, issuerSerialOf: ec.root.der }] });
+    refused(() => verify(ec, token), NotationTimestampError, "signature", /issuer and serial number/);
+  });
+
+  test("a v1 ESS signingCertificate whose certHash names another certificate", async () => {
+    const token = await rsa.timestamp(SIGNATURE, { genTime: GEN_TIME, signingCertificate: [{ version: 1, hashOf: rsa.root.der }] });
+    refused(() => verify(rsa, token), NotationTimestampError, "signature", /signingCertificate attribute names another certificate/);
+  });
+
+  test("a wrong signingCertificateV2 beside a right v1 signingCertificate: v1 stands in only for a missing v2", async () => {
+    const token = await ec.timestamp(SIGNATURE, { genTime: GEN_TIME, signingCertificate: [{ version: 1 }, { version: 2, hashOf: ec.root.der }] });
+    refused(() => verify(ec, token), NotationTimestampError, "signature", /signingCertificateV2 attribute names another certificate/);
+  });
+
+  test("two signingCertificateV2 attributes", async () => {
+    const token = await ec.timestamp(SIGNATURE, { genTime: GEN_TIME, signingCertificate: [{ version: 2 }, { version: 2 }] });
+    refused(() => verify(ec, token), NotationTimestampError, "signature", /not one attribute with one value/);
   });
 
   test("a TSA leaf whose extendedKeyUsage is codeSigning", async () => {

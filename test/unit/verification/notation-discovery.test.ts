@@ -29,7 +29,7 @@ function client(manifests: Map<string, Buffer | RegistryError>, referrers: Array
     fetched,
     client: {
       async getManifest(ref: { tag?: string; digest?: string }) {
-        const answer = (ref.digest && manifests.get(ref.digest)) ?? new RegistryError("not-found", "manifest unknown");
+        const answer = (ref.digest ? manifests.get(ref.digest) : undefined) ?? new RegistryError("not-found", "manifest unknown");
         if (answer instanceof RegistryError) throw answer;
         fetched.push(ref.digest!);
         return {

@@ -16,6 +16,8 @@ export interface SignerEvidence {
   tlogIndex?: string;
   /** The trusted signing time (ISO 8601), from a log entry or a timestamp authority. */
   signedAt?: string;
+  /** Checks a Notary Project signature failed that its entry's level only logs ("authenticity: …" under audit). */
+  logged?: string[];
 }
 
 /** Per attestation check of a rule: the statements that verified for its attestors, or why none did. */

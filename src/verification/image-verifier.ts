@@ -6,7 +6,15 @@
 // admissions of the same image share one verification.
 import { createHash, type KeyObject } from "node:crypto";
 import { LRUCache } from "lru-cache";
-import { judgeAttestors, leafAttestors, type AttestorSet, type EntryOutcome, type LeafAttestor, type SecretKeyRef } from "../core/image-policy/attestors.ts";
+import {
+  judgeAttestors,
+  leafAttestors,
+  type AttestorSet,
+  type EntryOutcome,
+  type LeafAttestor,
+  type SecretKeyRef,
+  type SigstoreAttestor,
+} from "../core/image-policy/attestors.ts";
 import { fullName, repositoryName, type ImageReference } from "../core/image-reference.ts";
 import type { TrustRoot } from "../core/trust-root/trust-root-kind.ts";
 import { credentialIdentity } from "../credentials/credential-identity.ts";
@@ -16,6 +24,7 @@ import { InFlight } from "../registry/in-flight.ts";
 import { DEFAULT_MAX_BYTES_PER_IMAGE, DownloadBudget } from "../registry/download-budget.ts";
 import { discoverSignatures, MAX_SIGNATURES, type Discovery, type SignatureLocation } from "./signature-discovery.ts";
 import { trustRootNamed } from "./trust-roots.ts";
+import { judgeNotaryEntry } from "./verify-notary-entry.ts";
 import { attestationBinding, imageBinding, inTotoStatement, publicKeyFromPem, verifyItem, type EntryContext, type ItemOutcome } from "./verify-entry.ts";
 import type { SignedItem } from "./signed-item.ts";
 import type { SignerEvidence } from "../core/image-policy/attestors.ts";
@@ -191,17 +200,32 @@ export class ImageVerifier {
     const at: SignatureLocation = request.signatureRepository ? { ...request.signatureRepository, digest: request.image.digest } : image;
     const checks = request.attestations ?? [];
     const budget = new DownloadBudget(this.opts.maxBytesPerImage ?? DEFAULT_MAX_BYTES_PER_IMAGE);
-    const wanted = { predicateTypes: checks.map((c) => c.predicateType), maxArtifacts: this.opts.maxArtifactsPerImage ?? MAX_SIGNATURES };
-    const discovery = await discoverSignatures(this.opts.client, image, at, { signal, credentials: request.lookup, budget }, wanted);
+    const leaves = leafAttestors(request.attestors);
+    const wanted = {
+      predicateTypes: checks.map((c) => c.predicateType),
+      maxArtifacts: this.opts.maxArtifactsPerImage ?? MAX_SIGNATURES,
+      notation: leaves.some((leaf) => leaf.type === "notary"),
+    };
+    const options = { signal, credentials: request.lookup, budget };
+    const discovery = await discoverSignatures(this.opts.client, image, at, options, wanted);
     const trustRoots = this.opts.trustRoots();
-    const contextOf = (leaf: LeafAttestor, binding: (item: SignedItem) => string | undefined): EntryContext => {
+    const contextOf = (leaf: SigstoreAttestor, binding: (item: SignedItem) => string | undefined): EntryContext => {
       const key = keys.get(leaf);
       return { binding, trustRoot: trustRootNamed(trustRoots, leaf.trustRoot), ...(key ? { key: key.key } : {}) };
     };
+    // A Notary Project signature names the manifest's media type and size as well as its digest: read once, when a
+    // notary entry has a signature to compare.
+    let manifest: Promise<{ digest: string; mediaType: string; size: number }> | undefined;
+    const manifestOf = () =>
+      (manifest ??= this.opts.client.getManifest({ registry: image.registry, repository: image.repository, digest: image.digest }, options).then((m) => ({
+        digest: image.digest,
+        mediaType: m.mediaType,
+        size: m.body.length,
+      })));
     const outcomes = new Map<string, EntryOutcome>();
-    for (const leaf of leafAttestors(request.attestors)) {
-      const cx = contextOf(leaf, imageBinding(request.image.digest));
-      outcomes.set(leaf.path, judgeLeaf(leaf, discovery, cx));
+    for (const leaf of leaves) {
+      if (leaf.type === "notary") outcomes.set(leaf.path, await judgeNotaryEntry(leaf, discovery, manifestOf));
+      else outcomes.set(leaf.path, judgeLeaf(leaf, discovery, contextOf(leaf, imageBinding(request.image.digest))));
     }
     const judgement = judgeAttestors(request.attestors, outcomes);
     if (judgement.satisfied) {
@@ -232,7 +256,7 @@ export class ImageVerifier {
       };
     // Nothing read and something unreadable (refused, unauthorized, malformed): nothing can be said to be missing.
     const lead = discovery.problems.length > 0 ? "no signature could be read" : "no signatures found";
-    const none = discovery.items.length === 0 ? `${lead} (looked for ${discovery.looked.join(" and ")}); ` : "";
+    const none = discovery.items.length === 0 && discovery.notation.length === 0 ? `${lead} (looked for ${discovery.looked.join(" and ")}); ` : "";
     return { status: "denied", reason: `${none}${judgement.explanation}${problems}` };
   }
 
@@ -377,7 +401,7 @@ function verifyAttestations(
   check: { index: number; predicateType: string; attestors: readonly AttestorSet[] },
   discovery: Discovery,
   digest: string,
-  contextOf: (leaf: LeafAttestor, binding: (item: SignedItem) => string | undefined) => EntryContext,
+  contextOf: (leaf: SigstoreAttestor, binding: (item: SignedItem) => string | undefined) => EntryContext,
 ): VerifiedAttestation {
   const verified: VerifiedAttestation = { index: check.index, predicateType: check.predicateType, statements: [], failures: [] };
   const binding = attestationBinding(digest, check.predicateType);
@@ -387,6 +411,8 @@ function verifyAttestations(
     const signers: SignerEvidence[] = [];
     const outcomes = new Map<string, EntryOutcome>();
     for (const leaf of leafAttestors(check.attestors)) {
+      // Refused when the policy loads (compile-image-policy.ts): attestations are Sigstore-signed.
+      if (leaf.type === "notary") continue;
       const outcome = verifyItem(item, leaf, contextOf(leaf, binding));
       if (outcome.ok) signers.push(outcome.evidence);
       outcomes.set(leaf.path, outcome.ok ? { ok: true, signers: [outcome.evidence] } : { ok: false, reason: outcome.reason });
@@ -403,7 +429,7 @@ function verifyAttestations(
  * needs all the candidates); otherwise the most telling reason why none did. A key entry has one possible
  * signer, its key: the first signature that satisfies it is enough.
  */
-function judgeLeaf(leaf: LeafAttestor, discovery: Discovery, cx: Parameters<typeof verifyItem>[2]): EntryOutcome {
+function judgeLeaf(leaf: SigstoreAttestor, discovery: Discovery, cx: Parameters<typeof verifyItem>[2]): EntryOutcome {
   if (discovery.items.length === 0) return { ok: false, reason: "no signature found" };
   const failures: Array<Extract<ItemOutcome, { ok: false }>> = [];
   const signers = new Map<string, SignerEvidence>();

@@ -34,6 +34,8 @@ const IN_TOTO_STATEMENTS = new Set(["https://in-toto.io/Statement/v0.1", "https:
 const SIMPLE_SIGNING_TYPE = "cosign container image signature";
 
 export function verifyItem(item: SignedItem, entry: LeafAttestor, cx: EntryContext): ItemOutcome {
+  // A notary entry is met by Notary Project signatures (verify-notary-entry.ts), never by a Sigstore one.
+  if (entry.type === "notary") return { ok: false, reason: "a notary entry is met by Notary Project signatures only", notThisSigner: true };
   if (!cx.trustRoot && (entry.type === "keyless" || !entry.ignoreTlog))
     return { ok: false, reason: `trust root ${JSON.stringify(entry.trustRoot)} is not loaded` };
   let bundle = item.bundle;

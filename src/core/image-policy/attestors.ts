@@ -5,10 +5,12 @@
 // Cryptography and registry lookups happen at the edge (src/verification/); this file holds the compiled
 // form and the pure judgement of per-entry outcomes, with denials that say which signer was missing.
 import type { SignerEvidence } from "../verification-results.ts";
+import type { NotaryAttestor } from "./compile-notary.ts";
 import type { SecretRef } from "./secret-refs.ts";
 
 /** Who signed, as the results of a verification name them (src/core/verification-results.ts). */
 export type { SignerEvidence };
+export type { NotaryAttestor };
 
 /** A public key as written in a policy, parsed at load time. */
 export interface StaticKey {
@@ -60,8 +62,10 @@ export interface NestedAttestor {
   sets: AttestorSet[];
 }
 
-export type AttestorEntry = StaticKeyAttestor | KeylessAttestor | NestedAttestor;
-export type LeafAttestor = StaticKeyAttestor | KeylessAttestor;
+export type AttestorEntry = StaticKeyAttestor | KeylessAttestor | NotaryAttestor | NestedAttestor;
+export type LeafAttestor = StaticKeyAttestor | KeylessAttestor | NotaryAttestor;
+/** Sigstore's kinds (cosign signatures and Sigstore bundles), verified with a trust root. */
+export type SigstoreAttestor = StaticKeyAttestor | KeylessAttestor;
 
 export interface AttestorSet {
   /** "attestors[0]" */

@@ -5,6 +5,7 @@ import { createHash, createPublicKey, type KeyObject } from "node:crypto";
 import type { AttestorEntry, AttestorSet, IdentityMatcher, StaticKey } from "./attestors.ts";
 import { compileGlob, hasWildcard } from "../primitives/glob.ts";
 import { compileLinearRegex } from "../primitives/linear-regex.ts";
+import { compileNotaryEntry, type RawNotaryEntry } from "./compile-notary.ts";
 import { parseSecretRef } from "./secret-refs.ts";
 
 export const DEFAULT_TRUST_ROOT = "sigstore-public-good";
@@ -27,6 +28,7 @@ export interface RawAttestorEntry {
     trustRoot?: string;
     ignoreTlog?: boolean;
   };
+  notary?: RawNotaryEntry;
   attestors?: RawAttestorSet[];
 }
 
@@ -119,6 +121,7 @@ function compileEntry(raw: RawAttestorEntry, at: FieldPath, path: string, errors
     const nested = raw.attestors.map((s, k) => compileSet(s, [...at, "attestors", k], `${path}.attestors[${k}]`, errors, related));
     return { type: "nested", path, label: `nested set ${path}`, sets: nested };
   }
+  if (raw.notary) return compileNotaryEntry(raw.notary, [...at, "notary"], path, errors, related);
   if (raw.staticKey) {
     const sk = raw.staticKey;
     const here = [...at, "staticKey"];

@@ -12,6 +12,7 @@ export const ATTESTATION_CEL_VARIABLES = ["predicate", "statement", "image"] as 
 /** What `validate.cel` sees: the image, its verified signers, and verified statements by predicate type. */
 export const VALIDATE_CEL_VARIABLES = ["image", "signers", "attestations"] as const;
 import { compileAttestorSets, type RawAttestorSet, type RelatedFileReader } from "./compile-attestors.ts";
+import { leafAttestors } from "./attestors.ts";
 import { parseImageReference } from "../image-reference.ts";
 import { compileImagePath, type ImagePath, type RawImagePath } from "../image-paths.ts";
 import { compileLabelSelector, type LabelSelector } from "../label-selector.ts";
@@ -129,6 +130,13 @@ export function compileImagePolicy(
           errors.push(...own.errors);
           attestors = own.sets;
         } else if (!rule.attestors) errors.push({ path: at, message: "an attestation needs attestors: its own, or the rule's" });
+        if (leafAttestors(attestors).some((leaf) => leaf.type === "notary"))
+          errors.push({
+            path: a.attestors ? [...at, "attestors"] : at,
+            message:
+              "attestations are verified with Sigstore signatures (keys, keyless); a notary entry verifies the image's Notary Project signatures only" +
+              (a.attestors ? "" : ": give this attestation attestors of its own"),
+          });
         const check: AttestationCheck = { index: j, predicateType: a.predicateType, attestors, statementsMustPass: a.statementsMustPass ?? "all" };
         if (a.conditions) {
           const compiled = compileConditions(a.conditions, [...at, "conditions"]);

@@ -69,7 +69,7 @@ function withShadowedRootsDenied(policy: ImagePolicy, shadowed: ReadonlySet<stri
 /** The trust roots a rule's attestor entries name, its attestations' included. */
 function rootsOf(rule: ImageRule): string[] {
   const sets: AttestorSet[] = [...(rule.attestors ?? []), ...(rule.attestations ?? []).flatMap((a) => a.attestors)];
-  return leafAttestors(sets).map((leaf) => leaf.trustRoot);
+  return leafAttestors(sets).flatMap((leaf) => (leaf.type === "notary" ? [] : [leaf.trustRoot]));
 }
 
 /** Whether any policy of the set is scoped to clusters (when none is, every cluster sees the whole set). */

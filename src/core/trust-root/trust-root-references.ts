@@ -66,7 +66,8 @@ function missingRoots(rule: ImageRule, available: ReadonlySet<string>): Array<{ 
   const missing: Array<{ trustRoot: string; path: string }> = [];
   const check = (sets: readonly AttestorSet[], at: string) => {
     for (const leaf of leafAttestors(sets))
-      if (!available.has(leaf.trustRoot)) missing.push({ trustRoot: leaf.trustRoot, path: `${at}.${leaf.path}.${leaf.type}.trustRoot` });
+      if (leaf.type !== "notary" && !available.has(leaf.trustRoot))
+        missing.push({ trustRoot: leaf.trustRoot, path: `${at}.${leaf.path}.${leaf.type}.trustRoot` });
   };
   const at = `spec.rules[${rule.index}]`;
   if (rule.attestors) check(rule.attestors, at);

@@ -34,21 +34,21 @@ describe("a notary entry", () => {
     assert.equal(entry.verifyTimestamp, "always");
     assert.equal(entry.label, "notary C=US, ST=WA, O=Example, CN=Example Root");
   });
-  test("with identities, a level, a name, and a file or a Secret for its stores", () => {
+  test("with identities, a level, a name, and files for its stores", () => {
     const { entry, errors } = compile(
       {
         certsRef: "roots.pem",
-        signingAuthorityCertsRef: "k8s://security/notation-roots",
+        signingAuthorityCertsRef: "authority.pem",
         trustedIdentities: ["x509.subject: C=US, ST=WA, O=Example", "x509.subject: C=US, ST=WA, O=Other, CN=Release"],
         level: "permissive",
         verifyTimestamp: "afterCertExpiry",
         name: "release signing",
       },
-      { "roots.pem": pki.root.pem + pki.intermediate.pem },
+      { "roots.pem": pki.root.pem + pki.intermediate.pem, "authority.pem": tsaRoot.pem },
     );
     assert.deepEqual(errors, []);
     assert.equal("der" in entry.ca ? entry.ca.der.length : -1, 2, "both CA certificates of the file");
-    assert.deepEqual(entry.signingAuthority, { secretRef: { namespace: "security", secret: "notation-roots", key: "ca.crt" } });
+    assert.equal("der" in entry.signingAuthority ? entry.signingAuthority.der.length : -1, 1);
     assert.equal(Array.isArray(entry.identities) ? entry.identities.length : -1, 2);
     assert.equal(entry.level, "permissive");
     assert.equal(entry.verifyTimestamp, "afterCertExpiry");
@@ -60,6 +60,7 @@ describe("a notary entry", () => {
     ["a file that cannot be read", { certsRef: "missing.pem" }, {}, /certsRef: cannot read "missing\.pem": ENOENT/],
     ["text that holds no certificate", { certs: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----" }, {}, /certs: no PEM certificate/],
     ["a Secret reference of another form", { certsRef: "k8s://Security/roots" }, {}, /is not of the form k8s:\/\/NAMESPACE\/SECRET/],
+    ["certificates in a Secret (not supported yet)", { certsRef: "k8s://security/roots" }, {}, /certsRef: certificates from a Kubernetes Secret are not supported yet/],
     ["a malformed identity", { certs: "ROOT", trustedIdentities: ["x509.subject: C=US, ST=WA"] }, {}, /trustedIdentities\.0: .*O is required/],
     ["* among other identities", { certs: "ROOT", trustedIdentities: ["*", "x509.subject: C=US, ST=WA, O=A"] }, {}, /must be the only identity/],
     [

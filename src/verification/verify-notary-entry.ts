@@ -1,0 +1,60 @@
+// Whether a `notary` attestor entry is satisfied for one image: each Notary Project signature discovery found is
+// verified against the entry (src/notation/notation-verification.ts) and the manifest the registry serves for the
+// digest; every distinct signer that passes counts (N of M counts signers), with what the level only logged kept
+// in its evidence. Otherwise the most telling reason why none did.
+import type { EntryOutcome, NotaryAttestor, SignerEvidence } from "../core/image-policy/attestors.ts";
+import { JWS_ENVELOPE_MEDIA_TYPE } from "../notation/notation-envelope.ts";
+import type { TargetManifest } from "../notation/notation-payload.ts";
+import { verifyNotationSignature, type NotationTrust } from "../notation/notation-verification.ts";
+import type { Discovery } from "./signature-discovery.ts";
+
+export async function judgeNotaryEntry(
+  leaf: NotaryAttestor,
+  discovery: Discovery,
+  manifest: () => Promise<TargetManifest>,
+  now = new Date(),
+): Promise<EntryOutcome> {
+  if (discovery.notation.length === 0) return { ok: false, reason: "no Notary Project signature found" };
+  let target: TargetManifest;
+  try {
+    target = await manifest();
+  } catch (e) {
+    return { ok: false, reason: `the image's manifest could not be read to compare with the signatures: ${(e as Error).message}` };
+  }
+  const trust = trustOf(leaf);
+  const signers = new Map<string, SignerEvidence>();
+  const reasons: string[] = [];
+  for (const found of discovery.notation) {
+    const outcome = await verifyNotationSignature(found.envelope, found.mediaType, target, trust, now);
+    if (!outcome.ok) {
+      reasons.push(`${found.location}: ${outcome.reason}`);
+      continue;
+    }
+    if (signers.has(outcome.signer)) continue;
+    signers.set(outcome.signer, {
+      entry: leaf.path,
+      attestor: leaf.label,
+      signer: outcome.signer,
+      format: found.mediaType === JWS_ENVELOPE_MEDIA_TYPE ? "notation-jws" : "notation-cose",
+      ...(outcome.signedAt ? { signedAt: outcome.signedAt.toISOString() } : {}),
+      ...(outcome.logged.length > 0 ? { logged: outcome.logged } : {}),
+    });
+  }
+  if (signers.size > 0) return { ok: true, signers: [...signers.values()] };
+  const n = discovery.notation.length;
+  return { ok: false, reason: n === 1 ? reasons[0]! : `none of ${n} Notary Project signatures: ${reasons.slice(0, 3).join("; ")}${n > 3 ? "; …" : ""}` };
+}
+
+function trustOf(leaf: NotaryAttestor): NotationTrust {
+  // Stores from Secrets are refused when the policy loads (compile-notary.ts), so every store here holds its certificates.
+  const der = (store: NotaryAttestor["ca"]) => ("der" in store ? store.der : []);
+  return {
+    ca: der(leaf.ca),
+    signingAuthority: der(leaf.signingAuthority),
+    tsa: der(leaf.tsa),
+    storeName: `the certificates of ${leaf.label}`,
+    identities: leaf.identities,
+    level: leaf.level,
+    verifyTimestamp: leaf.verifyTimestamp,
+  };
+}

@@ -60,7 +60,12 @@ describe("a notary entry", () => {
     ["a file that cannot be read", { certsRef: "missing.pem" }, {}, /certsRef: cannot read "missing\.pem": ENOENT/],
     ["text that holds no certificate", { certs: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----" }, {}, /certs: no PEM certificate/],
     ["a Secret reference of another form", { certsRef: "k8s://Security/roots" }, {}, /is not of the form k8s:\/\/NAMESPACE\/SECRET/],
-    ["certificates in a Secret (not supported yet)", { certsRef: "k8s://security/roots" }, {}, /certsRef: certificates from a Kubernetes Secret are not supported yet/],
+    [
+      "certificates in a Secret (not supported yet)",
+      { certsRef: "k8s://security/roots" },
+      {},
+      /certsRef: certificates from a Kubernetes Secret are not supported yet/,
+    ],
     ["a malformed identity", { certs: "ROOT", trustedIdentities: ["x509.subject: C=US, ST=WA"] }, {}, /trustedIdentities\.0: .*O is required/],
     ["* among other identities", { certs: "ROOT", trustedIdentities: ["*", "x509.subject: C=US, ST=WA, O=A"] }, {}, /must be the only identity/],
     [

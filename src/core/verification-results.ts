@@ -18,6 +18,8 @@ export interface SignerEvidence {
   signedAt?: string;
   /** Checks a Notary Project signature failed that its entry's level only logs ("authenticity: …" under audit). */
   logged?: string[];
+  /** The signature artifact that satisfied the entry, for Notary Project signatures: "referrer registry/repo@sha256:…". */
+  envelope?: string;
 }
 
 /** Per attestation check of a rule: the statements that verified for its attestors, or why none did. */
@@ -130,5 +132,8 @@ export interface VerifiedImageRecord {
 }
 
 function describeSigner(e: SignerEvidence): string {
-  return `${e.signer}${e.tlogIndex !== undefined ? ` (log index ${e.tlogIndex})` : e.signedAt ? ` (signed ${e.signedAt})` : ""}`;
+  const when = e.tlogIndex !== undefined ? ` (log index ${e.tlogIndex})` : e.signedAt ? ` (signed ${e.signedAt})` : "";
+  // A Notary Project signature: which entry, certificate (subject and fingerprint) and envelope satisfied it.
+  if (e.envelope) return `${e.attestor}: ${e.signer}${when}, ${e.format === "notation-cose" ? "COSE" : "JWS"} envelope of ${e.envelope}`;
+  return `${e.signer}${when}`;
 }

@@ -36,6 +36,7 @@ export async function judgeNotaryEntry(
       attestor: leaf.label,
       signer: outcome.signer,
       format: found.mediaType === JWS_ENVELOPE_MEDIA_TYPE ? "notation-jws" : "notation-cose",
+      envelope: found.location,
       ...(outcome.signedAt ? { signedAt: outcome.signedAt.toISOString() } : {}),
       ...(outcome.logged.length > 0 ? { logged: outcome.logged } : {}),
     });

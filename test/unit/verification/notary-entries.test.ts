@@ -170,3 +170,18 @@ test("no signature of any kind: the denial says where it looked, Notary Project 
   assert.equal(r.status, "denied");
   if (r.status === "denied") assert.match(r.reason, /no signatures found \(looked for .*Notary Project signatures referring to/);
 });
+
+test("the verified-images record names the entry, the certificate and the envelope of a Notation signature", async () => {
+  const { verifiedImagesRecord, verificationKey } = await import("../../../src/core/verification-results.ts");
+  const v = new ImageVerifier({ client: registry({ envelopes: [cose()] }), trustRoots: () => new Map() });
+  const result = await v.verify(request(notaryEntry()), soon());
+  assert.equal(result.status, "verified");
+  if (result.status !== "verified") return;
+  const record = verifiedImagesRecord(new Map([[verificationKey("p", 0, "r.example/app"), { ...result, digest }]]));
+  const signers = (record["r.example/app"] as { signers: string[] }).signers;
+  assert.equal(signers.length, 1);
+  assert.match(
+    signers[0]!,
+    /^notary release: x509 C=US, ST=WA, O=Acme, CN=Release \(sha256:[0-9a-f]{64}\), COSE envelope of referrer r\.example\/app@sha256:[0-9a-f]{64}$/,
+  );
+});

@@ -70,6 +70,8 @@ export interface TestTsaOptions {
   rootKeyType?: TestKeyType;
   rootSubject?: string;
   leafSubject?: string;
+  /** When the root and the leaf become valid (default an hour ago): earlier, to time-stamp in the past. */
+  notBefore?: Date;
   /** Overrides of the TSA leaf's profile (extendedKeyUsage, keyUsage, validity...). */
   leaf?: Partial<CertificateOptions>;
 }
@@ -105,12 +107,17 @@ const WEB_HASH: Record<TimestampHash, string> = { sha256: "SHA-256", sha384: "SH
 /** A root and a TSA leaf (extendedKeyUsage id-kp-timeStamping alone and critical, keyUsage digitalSignature). */
 export async function createTestTsa(opts: TestTsaOptions = {}): Promise<TestTsa> {
   const keyType = opts.keyType ?? "ec-p256";
-  const root = await createRoot({ subject: opts.rootSubject ?? "C=US, ST=WA, O=Example TSA, CN=Example TSA Root", keyType: opts.rootKeyType ?? keyType });
+  const root = await createRoot({
+    subject: opts.rootSubject ?? "C=US, ST=WA, O=Example TSA, CN=Example TSA Root",
+    keyType: opts.rootKeyType ?? keyType,
+    ...(opts.notBefore ? { notBefore: opts.notBefore } : {}),
+  });
   const issued = await issue(root, {
     subject: opts.leafSubject ?? "C=US, ST=WA, O=Example TSA, CN=Example Time Stamping Authority",
     keyType,
     extendedKeyUsage: { usages: [TIME_STAMPING], critical: true },
     keyUsage: { flags: x509.KeyUsageFlags.digitalSignature, critical: true },
+    ...(opts.notBefore ? { notBefore: opts.notBefore } : {}),
     ...opts.leaf,
   });
   const leaf = await withSubjectKeyIdentifier(issued, root);

@@ -7,7 +7,8 @@ import { identityFields, isJson, listOf, pemBlocks, type FindingLog, type Json }
 const PUBLIC_REKOR = "https://rekor.sigstore.dev";
 
 /** The sets converted; entries that cannot be carried over are left out with a finding (weaker: fewer to satisfy). */
-export function convertKyvernoAttestorSets(raw: unknown, path: string, log: FindingLog): Json[] {
+/** `notary`: the verifyImages entry is of type Notary, whose attestors are certificates (Notation's trust store). */
+export function convertKyvernoAttestorSets(raw: unknown, path: string, log: FindingLog, kind: { notary?: boolean } = {}): Json[] {
   const sets: Json[] = [];
   listOf(raw).forEach((set, i) => {
     const at = `${path}[${i}]`;
@@ -18,7 +19,7 @@ export function convertKyvernoAttestorSets(raw: unknown, path: string, log: Find
     const dropped: Array<[string, string]> = [];
     const drop = (path: string, message: string) => void dropped.push([path, message]);
     listOf(set.entries).forEach((entry, j) => {
-      const converted = convertEntry(entry, `${at}.entries[${j}]`, log, drop);
+      const converted = convertEntry(entry, `${at}.entries[${j}]`, log, drop, kind);
       if (converted) entries.push(converted);
     });
     const counted = typeof set.count === "number" && set.count > 0 ? set.count : undefined;
@@ -37,11 +38,12 @@ export function convertKyvernoAttestorSets(raw: unknown, path: string, log: Find
 
 type Drop = (path: string, message: string) => void;
 
-function convertEntry(entry: unknown, at: string, log: FindingLog, drop: Drop): Json | undefined {
+function convertEntry(entry: unknown, at: string, log: FindingLog, drop: Drop, kind: { notary?: boolean }): Json | undefined {
   if (!isJson(entry)) {
     drop(at, "not an attestor entry: left out");
     return undefined;
   }
+  if (kind.notary) return notaryEntry(entry, at, log, drop);
   if (entry.repository !== undefined) log.note(`${at}.repository`, "a signature repository per entry is not carried over: give it on the rule (repository)");
   if (isJson(entry.keys)) return keysEntry(entry.keys, `${at}.keys`, log, drop);
   if (isJson(entry.keyless)) return keylessEntry(entry.keyless, `${at}.keyless`, log);
@@ -51,13 +53,34 @@ function convertEntry(entry: unknown, at: string, log: FindingLog, drop: Drop): 
   }
   if (entry.attestor !== undefined) {
     // A nested attestor: one set, or a list of them.
-    const nested = convertKyvernoAttestorSets(Array.isArray(entry.attestor) ? entry.attestor : [entry.attestor], `${at}.attestor`, log);
+    const nested = convertKyvernoAttestorSets(Array.isArray(entry.attestor) ? entry.attestor : [entry.attestor], `${at}.attestor`, log, kind);
     if (nested.length > 0) return { attestors: nested };
     drop(`${at}.attestor`, "the nested attestor could not be carried over: the entry is left out");
     return undefined;
   }
   drop(at, "an attestor entry of an unknown kind: left out");
   return undefined;
+}
+
+/**
+ * A Notary verifyImages entry's attestor: `certificates.cert` (and `certChain`) are the certificates Kyverno's
+ * Notation verifier trusts, any signing identity under them: a notary entry with them as its `ca` store.
+ */
+function notaryEntry(entry: Json, at: string, log: FindingLog, drop: Drop): Json | undefined {
+  if (entry.attestor !== undefined) {
+    drop(`${at}.attestor`, "a nested attestor under a Notary entry is not carried over: the entry is left out");
+    return undefined;
+  }
+  const certificates = isJson(entry.certificates) ? entry.certificates : undefined;
+  const pem = [certificates?.cert, certificates?.certChain].filter((c): c is string => typeof c === "string" && c.trim() !== "").join("\n");
+  if (pem === "") {
+    drop(at, "a Notary attestor without certificates.cert: left out");
+    return undefined;
+  }
+  if (certificates?.rekor !== undefined || certificates?.ctlog !== undefined)
+    log.note(`${at}.certificates`, "rekor and ctlog do not apply to Notary Project signatures: not carried over");
+  log.note(`${at}.certificates`, "a notary entry trusting these certificates, any signing identity under them, at Notation's strict level");
+  return { notary: { certs: pem } };
 }
 
 function keysEntry(keys: Json, at: string, log: FindingLog, drop: Drop): Json | undefined {

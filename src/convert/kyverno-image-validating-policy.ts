@@ -79,7 +79,13 @@ export function convertImageValidatingPolicy(object: Json, file: string): Conver
     for (const ref of names) {
       const n = /^attestors\.(\w+)$/.exec(ref)?.[1];
       const converted = n === undefined ? undefined : attestors.get(n);
-      if (converted) entries.push(...converted);
+      // Attestations keep Sigstore signers: a Notation-signed attestation is not verified by Imprimatur.
+      if (converted && attestation && converted.some((e) => e.notary !== undefined))
+        log.note(
+          `${at}.expression`,
+          `${ref}: attestations signed with Notation are not verified by Imprimatur; one fewer attestor that can satisfy this check (stricter)`,
+        );
+      else if (converted) entries.push(...converted);
       else log.note(`${at}.expression`, `${ref}: not an attestor that could be carried over; one fewer that can satisfy this check (stricter)`);
     }
     if (entries.length === 0) return log.weaker(`${at}.expression`, "none of the attestors it names could be carried over: this check is left out");
@@ -131,12 +137,32 @@ export function convertImageValidatingPolicy(object: Json, file: string): Conver
   };
 }
 
-/** One named attestor's entries (any of them satisfies it); undefined when none can be carried over. */
-function attestorEntries(attestor: Json, at: string, log: FindingLog): Json[] | undefined {
-  if (attestor.notary !== undefined) {
-    log.note(`${at}.notary`, "Notation signatures are not verified by Imprimatur yet: a check that names this attestor has one fewer way to pass");
+/**
+ * A notary attestor: `certs` (the certificates signatures must chain to) and `tsaCerts` (the time-stamping
+ * authorities' roots), each a value or a CEL expression; any signing identity, at Notation's strict level, as
+ * Kyverno verifies them.
+ */
+function notaryEntries(notary: unknown, at: string, log: FindingLog): Json[] | undefined {
+  const spec = isJson(notary) ? notary : {};
+  const value = (field: "certs" | "tsaCerts"): string | undefined => {
+    const given = spec[field];
+    if (typeof given === "string") return given;
+    if (!isJson(given)) return undefined;
+    if (given.expression !== undefined) log.note(`${at}.${field}.expression`, "certificates from a CEL expression are not read by Imprimatur");
+    return typeof given.value === "string" ? given.value : undefined;
+  };
+  const certs = value("certs");
+  if (certs === undefined || certs.trim() === "") {
+    log.note(`${at}.certs`, "no certificates given as a value: a check that names this attestor has one fewer way to pass");
     return undefined;
   }
+  const tsaCerts = value("tsaCerts");
+  return [{ notary: { certs, ...(tsaCerts !== undefined && tsaCerts.trim() !== "" ? { tsaCerts } : {}) } }];
+}
+
+/** One named attestor's entries (any of them satisfies it); undefined when none can be carried over. */
+function attestorEntries(attestor: Json, at: string, log: FindingLog): Json[] | undefined {
+  if (attestor.notary !== undefined) return notaryEntries(attestor.notary, `${at}.notary`, log);
   const cosign = isJson(attestor.cosign) ? attestor.cosign : undefined;
   if (!cosign) return undefined;
   const ctlog = isJson(cosign.ctlog) ? cosign.ctlog : {};

@@ -76,7 +76,7 @@ export function convertKyvernoPolicy(object: Json, file: string): ConversionResu
 /** One verifyImages entry as an ImagePolicy's spec (without its scope); undefined when it cannot be converted. */
 function convertVerifyImages(entry: Json, at: string, log: FindingLog, action: "Enforce" | "Audit"): Json | undefined {
   const type = typeof entry.type === "string" ? entry.type : "Cosign";
-  if (type !== "Cosign" && type !== "SigstoreBundle") {
+  if (type !== "Cosign" && type !== "SigstoreBundle" && type !== "Notary") {
     log.weaker(`${at}.type`, `${type} signatures are not verified by Imprimatur yet: this entry is not converted, so the images it names are not verified`);
     return undefined;
   }
@@ -90,12 +90,14 @@ function convertVerifyImages(entry: Json, at: string, log: FindingLog, action: "
   if (entry.required === false) log.note(`${at}.required`, "false is not carried over: every image this rule names must be verified (stricter)");
   if (entry.validate !== undefined) log.weaker(`${at}.validate`, "deny conditions over the verified data are not carried over");
   const rule: Json = { action: "allow", images };
-  const attestors = entry.attestors === undefined ? [] : convertKyvernoAttestorSets(entry.attestors, `${at}.attestors`, log);
+  const notary = type === "Notary";
+  const attestors = entry.attestors === undefined ? [] : convertKyvernoAttestorSets(entry.attestors, `${at}.attestors`, log, { notary });
   if (attestors.length > 0) rule.attestors = attestors;
   const attestations: Json[] = [];
   listOf(entry.attestations).forEach((a, k) => {
     const aAt = `${at}.attestations[${k}]`;
     if (!isJson(a)) return;
+    if (notary) return log.weaker(aAt, "attestations signed with Notation are not verified by Imprimatur: this attestation check is not converted");
     const predicateType = typeof a.predicateType === "string" ? a.predicateType : typeof a.type === "string" ? a.type : undefined;
     if (predicateType === undefined) return log.weaker(aAt, "no predicateType: this attestation check is not converted");
     const check: Json = { predicateType };

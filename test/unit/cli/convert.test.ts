@@ -11,10 +11,14 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { parseAllDocuments } from "yaml";
 import { imprimatur } from "../../support/cli-process.ts";
+import { createRoot } from "../../support/notation/test-pki.ts";
 
 let dir: string;
+/** A CA certificate, as a Kyverno Notary attestor names it. */
+let notaryCa: string;
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), "imprimatur-convert-"));
+  notaryCa = (await createRoot({ subject: "C=US, ST=WA, O=Example, CN=Example Notation CA" })).pem.trim();
 });
 after(() => rm(dir, { recursive: true, force: true }));
 
@@ -189,7 +193,12 @@ spec:
                 - certificates: {cert: "-----BEGIN CERTIFICATE-----"}
         - type: Notary
           imageReferences: ["registry.example.com/b/*"]
-          attestors: [{entries: [{certificates: {cert: x}}]}]
+          attestors:
+            - entries:
+                - certificates:
+                    cert: |-
+                      ${indented(notaryCa, 22)}
+          attestations: [{type: "sbom/cyclone-dx", attestors: [{entries: [{certificates: {cert: x}}]}]}]
     - name: any-of-them
       match: {any: [{resources: {kinds: [Pod]}}]}
       verifyImages:
@@ -208,15 +217,18 @@ spec:
   const source = `${join(dir, `input-${files - 2}.yaml`)} ClusterPolicy/mixed`;
   assert.deepEqual(lines.slice(0, -1), [
     `${source} spec.rules[0].verifyImages[0].attestors[0].entries[1].certificates: weaker: certificate attestors are not verified by Imprimatur: the entry is left out, and this set needs all of its entries: one requirement fewer`,
-    `${source} spec.rules[0].verifyImages[1].type: weaker: Notary signatures are not verified by Imprimatur yet: this entry is not converted, so the images it names are not verified`,
+    `${source} spec.rules[0].verifyImages[1].attestors[0].entries[0].certificates: note: a notary entry trusting these certificates, any signing identity under them, at Notation's strict level`,
+    `${source} spec.rules[0].verifyImages[1].attestations[0]: weaker: attestations signed with Notation are not verified by Imprimatur: this attestation check is not converted`,
     `${source} spec.rules[1].verifyImages[0].attestors[0].entries[0].keys.kms: note: KMS keys are not read by Imprimatur: the entry is left out (export the public key, and give it as publicKeys); the set still needs 1 of the entries left (stricter)`,
     `${source} spec.rules[2]: note: rule not-images does not verify images: not converted (keep it in Kyverno, or write a PodRestriction)`,
   ]);
-  assert.equal(lines.at(-1), "1 object: 2 policies written; 2 weaker, 2 notes");
+  assert.equal(lines.at(-1), "1 object: 3 policies written; 2 weaker, 3 notes");
   assert.deepEqual(
     r.documents.map((d) => d.metadata.name),
-    ["mixed-all-of-them-0", "mixed-any-of-them"],
+    ["mixed-all-of-them-0", "mixed-all-of-them-1", "mixed-any-of-them"],
   );
+  // The Notary entry: its certificate as the notary entry's trust store.
+  assert.deepEqual(r.documents[1]!.spec.rules.at(-1).attestors, [{ entries: [{ notary: { certs: notaryCa } }] }]);
   // Each document says where it came from and what was left out, in comments above it.
   assert.match(r.stdout, /^# Converted by imprimatur convert from ClusterPolicy\/mixed \(kyverno\.io\/v1\)\.\n# WEAKER: spec\.rules\[0\]\.verifyImages\[0\]/m);
 });
@@ -360,4 +372,39 @@ spec:
   const judged = await judge(r.converted, { release: `registry.example.com/release/app@${DIGEST}`, other: "docker.io/library/nginx:1.25" });
   assert.equal(judged.other, "allowed");
   assert.notEqual(judged.release, "denied", "Audit does not deny");
+});
+
+test("Kyverno ImageValidatingPolicy: a notary attestor is a notary entry (certs, tsaCerts); a Notation-signed attestation is said, not converted", async () => {
+  const r = await convert(`apiVersion: policies.kyverno.io/v1alpha1
+kind: ImageValidatingPolicy
+metadata: {name: verify-notation}
+spec:
+  matchImageReferences:
+    - glob: "registry.example.com/release/*"
+  attestors:
+    - name: notary
+      notary:
+        certs:
+          value: |-
+            ${indented(notaryCa, 12)}
+        tsaCerts:
+          value: |-
+            ${indented(notaryCa, 12)}
+    - name: releaseKey
+      cosign:
+        key:
+          data: |
+            ${indented(KEY, 12)}
+  attestations:
+    - name: sbom
+      referrer: {type: sbom/cyclone-dx}
+  validations:
+    - expression: images.containers.map(image, verifyImageSignatures(image, [attestors.notary])).all(e, e > 0)
+    - expression: images.containers.map(image, verifyAttestationSignatures(image, attestations.sbom, [attestors.notary, attestors.releaseKey])).all(e, e > 0)
+`);
+  assert.equal(r.code, 0, r.stderr);
+  const rule = r.documents[0]!.spec.rules[0];
+  assert.deepEqual(rule.attestors, [{ count: 1, entries: [{ notary: { certs: notaryCa, tsaCerts: notaryCa } }] }]);
+  assert.deepEqual(rule.attestations[0].attestors, [{ count: 1, entries: [{ staticKey: { key: `${KEY}\n` } }] }]);
+  assert.match(r.stderr, /spec\.validations\[1\]\.expression: note: attestors\.notary: attestations signed with Notation are not verified by Imprimatur/);
 });

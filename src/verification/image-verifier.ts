@@ -22,6 +22,8 @@ import type { CredentialLookup } from "../credentials/credential.ts";
 import { withDeadline } from "../registry/deadline.ts";
 import { InFlight } from "../registry/in-flight.ts";
 import { DEFAULT_MAX_BYTES_PER_IMAGE, DownloadBudget } from "../registry/download-budget.ts";
+import { hasErrorCode } from "../errors/imprimatur-error.ts";
+import type { RegistryError } from "../registry/registry-error.ts";
 import { discoverSignatures, MAX_SIGNATURES, type Discovery, type SignatureLocation } from "./signature-discovery.ts";
 import { trustRootNamed } from "./trust-roots.ts";
 import { judgeNotaryEntry } from "./verify-notary-entry.ts";
@@ -217,11 +219,14 @@ export class ImageVerifier {
     // notary entry has a signature to compare.
     let manifest: Promise<{ digest: string; mediaType: string; size: number }> | undefined;
     const manifestOf = () =>
-      (manifest ??= this.opts.client.getManifest({ registry: image.registry, repository: image.repository, digest: image.digest }, options).then((m) => ({
-        digest: image.digest,
-        mediaType: m.mediaType,
-        size: m.body.length,
-      })));
+      (manifest ??= this.opts.client.getManifest({ registry: image.registry, repository: image.repository, digest: image.digest }, options).then(
+        (m) => ({ digest: image.digest, mediaType: m.mediaType, size: m.body.length }),
+        (e: unknown) => {
+          // No answer is an outage (the failure policy decides), as for the signatures' own lookups.
+          if (hasErrorCode(e, "unreachable", "timeout", "unavailable")) discovery.unanswered.push(e as RegistryError);
+          throw e;
+        },
+      ));
     const outcomes = new Map<string, EntryOutcome>();
     for (const leaf of leaves) {
       if (leaf.type === "notary") outcomes.set(leaf.path, await judgeNotaryEntry(leaf, discovery, manifestOf));

@@ -185,3 +185,17 @@ test("the verified-images record names the entry, the certificate and the envelo
     /^notary release: x509 C=US, ST=WA, O=Acme, CN=Release \(sha256:[0-9a-f]{64}\), COSE envelope of referrer r\.example\/app@sha256:[0-9a-f]{64}$/,
   );
 });
+
+test("the image's manifest unanswered while Notation signatures wait to be compared: an outage for the failure policy, not a denial", async () => {
+  const client = registry({ envelopes: [jws()] });
+  const failing = {
+    ...client,
+    async getManifest(ref: { tag?: string; digest?: string }) {
+      if (ref.digest === digest) throw new RegistryError("unreachable", "connect ECONNREFUSED");
+      return client.getManifest(ref);
+    },
+  };
+  const r = await new ImageVerifier({ client: failing, trustRoots: () => new Map() }).verify(request(notaryEntry()), soon());
+  assert.equal(r.status, "unavailable", JSON.stringify(r));
+  if (r.status === "unavailable") assert.match(r.reason, /did not answer every signature lookup \(connect ECONNREFUSED\)/);
+});

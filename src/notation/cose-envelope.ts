@@ -120,7 +120,7 @@ export function readCoseEnvelope(bytes: Uint8Array): VerifiedEnvelope {
     throw new NotationEnvelopeError("signature", "the signature does not verify with the leaf certificate's key");
 
   const scheme = protectedHeader.get(SIGNING_SCHEME);
-  // checkSignedAttributes quotes a wrong scheme with JSON.stringify, which throws on a bigint: refuse non-text here.
+  // A scheme that is not text (an integer decodes as a bigint) is named here for what it is.
   if (scheme !== undefined && typeof scheme !== "string")
     throw new NotationEnvelopeError("missing-header", `${SIGNING_SCHEME} must be text, got ${describe(scheme)}`);
   const signingScheme = checkSignedAttributes({

@@ -60,11 +60,14 @@ export async function readJwsEnvelope(bytes: Uint8Array): Promise<VerifiedEnvelo
     throw new NotationEnvelopeError("critical-header", "crit must be a non-empty list of header names");
   for (const name of crit)
     if (REGISTERED.has(name)) throw new NotationEnvelopeError("critical-header", `crit must not list the registered header ${JSON.stringify(name)}`);
+  const signingTime = timeAttribute(protectedHeader, SIGNING_TIME);
+  const authenticSigningTime = timeAttribute(protectedHeader, AUTHENTIC_SIGNING_TIME);
+  const expiry = timeAttribute(protectedHeader, EXPIRY);
   const scheme = checkSignedAttributes({
     scheme: protectedHeader[SIGNING_SCHEME],
-    signingTime: timeAttribute(protectedHeader, SIGNING_TIME),
-    authenticSigningTime: timeAttribute(protectedHeader, AUTHENTIC_SIGNING_TIME),
-    expiry: timeAttribute(protectedHeader, EXPIRY),
+    signingTime,
+    authenticSigningTime,
+    expiry,
     critical: crit as string[],
     present: (name) => Object.hasOwn(protectedHeader, name),
   });
@@ -91,9 +94,6 @@ export async function readJwsEnvelope(bytes: Uint8Array): Promise<VerifiedEnvelo
   const timestamp = unprotected[TIMESTAMP_SIGNATURE];
   if (timestamp !== undefined && typeof timestamp !== "string") throw new NotationEnvelopeError("malformed", `${TIMESTAMP_SIGNATURE} must be a base64 string`);
   const signingAgent = unprotected[SIGNING_AGENT];
-  const signingTime = timeAttribute(protectedHeader, SIGNING_TIME);
-  const authenticSigningTime = timeAttribute(protectedHeader, AUTHENTIC_SIGNING_TIME);
-  const expiry = timeAttribute(protectedHeader, EXPIRY);
   return {
     mediaType: JWS_ENVELOPE_MEDIA_TYPE,
     payload,
@@ -145,7 +145,7 @@ function strictBase64(text: string, what: string): Uint8Array {
   return new Uint8Array(Buffer.from(text, "base64"));
 }
 
-export function parseCertificate(der: Uint8Array, index: number): X509Certificate {
+function parseCertificate(der: Uint8Array, index: number): X509Certificate {
   try {
     return new X509Certificate(der);
   } catch (e) {

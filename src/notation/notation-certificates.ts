@@ -106,7 +106,7 @@ export function checkChainProfile(chain: ReadChain, purpose: CertificatePurpose)
  * signature. (node:crypto's checkIssued also demands keyCertSign of the issuer, which a self-signed leaf lacks: the
  * profile checks key usage itself, with a message that says so.)
  */
-function issuedBy(chain: ReadChain, i: number, by: number): boolean {
+export function issuedBy(chain: ReadChain, i: number, by: number): boolean {
   const issuerName = Buffer.from(chain.parsed[i]!.issuerName.toArrayBuffer());
   const subjectName = Buffer.from(chain.parsed[by]!.subjectName.toArrayBuffer());
   return issuerName.equals(subjectName) && chain.node[i]!.verify(chain.node[by]!.publicKey);

@@ -15,7 +15,7 @@ import { Attribute, ContentInfo, SignedData, id_signedData, type SignerInfo } fr
 import { TSTInfo, id_ct_tstInfo } from "@peculiar/asn1-tsp";
 import { AlgorithmIdentifier, Certificate, GeneralNames, SubjectKeyIdentifier } from "@peculiar/asn1-x509";
 import { ImprimaturError } from "../errors/imprimatur-error.ts";
-import { checkChainProfile, checkTrusted, checkValidity, readChain, type ReadChain } from "./notation-certificates.ts";
+import { checkChainProfile, checkTrusted, checkValidity, issuedBy, readChain, type ReadChain } from "./notation-certificates.ts";
 
 export type NotationTimestampErrorCode =
   /** The token is not a time-stamp token. */
@@ -132,19 +132,19 @@ function isSigner(signer: SignerInfo, der: Uint8Array): boolean {
 
 /** From the TSA's certificate up to a self-signed one, through the certificates at hand, by issuer and signature. */
 function chainFrom(leaf: Uint8Array, candidates: readonly Uint8Array[]): Uint8Array[] {
-  const chain = [leaf];
-  for (let i = 0; i < MAX_CHAIN; i++) {
-    const current = readChain([chain.at(-1)!]);
-    const node = current.node[0]!;
-    if (node.checkIssued(node) && node.verify(node.publicKey)) return chain;
-    const next = candidates.find((der) => {
-      const issuer = readChain([der]).node[0]!;
-      return node.issuer === issuer.subject && node.verify(issuer.publicKey) && !chain.some((c) => Buffer.from(c).equals(Buffer.from(der)));
-    });
-    if (!next) return chain; // incomplete: the profile check says so
+  // Every certificate at hand read once; issuers found as the chain's own links are checked (issuedBy).
+  const pool = readChain(candidates);
+  const chain = [candidates.indexOf(leaf)];
+  let at = chain[0]!;
+  while (chain.length <= MAX_CHAIN && !issuedBy(pool, at, at)) {
+    // A certificate the chain already holds (the token and the store may both carry it) is not taken again.
+    const inChain = (j: number) => chain.some((c) => Buffer.from(pool.der[c]!).equals(Buffer.from(pool.der[j]!)));
+    const next = pool.node.findIndex((_, j) => !inChain(j) && issuedBy(pool, at, j));
+    if (next < 0) break; // incomplete: the profile check says so
     chain.push(next);
+    at = next;
   }
-  return chain;
+  return chain.map((j) => candidates[j]!);
 }
 
 /**

@@ -12,9 +12,12 @@ import {
   type AttestorSet,
   type EntryOutcome,
   type LeafAttestor,
-  type SecretKeyRef,
+  type NotaryAttestor,
   type SigstoreAttestor,
+  type StaticKeyAttestor,
 } from "../core/image-policy/attestors.ts";
+import { readStoreCertificates } from "../core/image-policy/compile-notary.ts";
+import type { SecretRef } from "../core/image-policy/secret-refs.ts";
 import { fullName, repositoryName, type ImageReference } from "../core/image-reference.ts";
 import type { TrustRoot } from "../core/trust-root/trust-root-kind.ts";
 import { credentialIdentity } from "../credentials/credential-identity.ts";
@@ -26,7 +29,7 @@ import { hasErrorCode } from "../errors/imprimatur-error.ts";
 import type { RegistryError } from "../registry/registry-error.ts";
 import { discoverSignatures, MAX_SIGNATURES, type Discovery, type SignatureLocation } from "./signature-discovery.ts";
 import { trustRootNamed } from "./trust-roots.ts";
-import { judgeNotaryEntry } from "./verify-notary-entry.ts";
+import { judgeNotaryEntry, type NotaryStores } from "./verify-notary-entry.ts";
 import { attestationBinding, imageBinding, inTotoStatement, publicKeyFromPem, verifyItem, type EntryContext, type ItemOutcome } from "./verify-entry.ts";
 import type { SignedItem } from "./signed-item.ts";
 import type { SignerEvidence } from "../core/image-policy/attestors.ts";
@@ -75,8 +78,8 @@ export interface ImageVerifierOptions {
   client: Parameters<typeof discoverSignatures>[0];
   /** The TrustRoots of the current policy set. */
   trustRoots: () => ReadonlyMap<string, TrustRoot>;
-  /** Reads a `k8s://` key; absent when the server has no API access. */
-  secretKeys?: (ref: SecretKeyRef, signal: AbortSignal) => Promise<string>;
+  /** Reads a `k8s://` Secret's key (a PEM public key or certificates); absent when the server has no API access. */
+  secretKeys?: (ref: SecretRef, signal: AbortSignal) => Promise<string>;
   verifiedTtlMs?: number;
   deniedTtlMs?: number;
   maxEntries?: number;
@@ -99,10 +102,10 @@ export class ImageVerifier {
   private readonly cache: LRUCache<string, VerificationResult>;
   private readonly inFlight = new InFlight<VerificationResult>();
   /**
-   * Keys read from Secrets, kept briefly: every verification asks for its keys first, so a deleted or replaced
-   * Secret counts within this time, cached results included (their key names the key read).
+   * Texts read from Secrets (keys, certificates), kept briefly: every verification asks for its material first, so a
+   * deleted or replaced Secret counts within this time, cached results included (their key names what was read).
    */
-  private readonly secretKeys: InFlight<ReadKey>;
+  private readonly secretTexts: InFlight<string>;
   private generation = 0;
   /** Verifications that ran (cache misses not joined to one in flight); hits served from the cache; results another process verified. */
   verifications = 0;
@@ -112,7 +115,7 @@ export class ImageVerifier {
   constructor(options: ImageVerifierOptions) {
     this.opts = options;
     const now = options.now ?? (() => performance.now());
-    this.secretKeys = new InFlight({ ttlMs: SECRET_KEY_TTL_MS, now });
+    this.secretTexts = new InFlight({ ttlMs: SECRET_TTL_MS, now });
     this.cache = new LRUCache({ max: options.maxEntries ?? 10_000, ttl: options.verifiedTtlMs ?? 300_000, perf: { now }, ttlResolution: 0 });
   }
 
@@ -134,9 +137,9 @@ export class ImageVerifier {
   peekAll(requests: readonly VerificationRequest[]): VerificationResult[] | undefined {
     const found: VerificationResult[] = [];
     for (const request of requests) {
-      const { keys, unread } = this.keysAtHand(leavesOf(request));
-      if (unread.length > 0) return undefined;
-      const { read, unreadable } = splitKeys(keys);
+      const { materials, unread } = this.materialsAtHand(leavesOf(request));
+      if (unread.size > 0) return undefined;
+      const { read, unreadable } = splitMaterials(materials);
       if (unreadable.length > 0) return undefined;
       const cached = this.cache.get(this.cacheKey(this.generation, request, read));
       if (!cached) return undefined;
@@ -150,11 +153,11 @@ export class ImageVerifier {
     // The policy generation this verification was asked under, before anything is awaited (a reload may follow).
     const generation = this.generation;
     const at = request.signatureRepository ?? request.image;
-    const asked = this.keysOf(leavesOf(request), deadline);
-    const keys = asked instanceof Promise ? await asked : asked;
+    const asked = this.materialsOf(leavesOf(request), deadline);
+    const materials = asked instanceof Promise ? await asked : asked;
     // A key that cannot be read (its Secret deleted, no API access) leaves the rule unable to verify: it denies
     // whatever the other entries say, naming the key, until the key can be read again.
-    const { read, unreadable } = splitKeys(keys);
+    const { read, unreadable } = splitMaterials(materials);
     if (unreadable.length > 0) {
       const denied: VerificationResult = { status: "denied", reason: `${unreadable.join("; ")}: this rule denies every image it matches until it can be read` };
       this.opts.onVerification?.(request, denied, 0);
@@ -196,7 +199,7 @@ export class ImageVerifier {
     }
   }
 
-  private async run(request: VerificationRequest, deadline: number, keys: ReadonlyMap<LeafAttestor, ReadKey>): Promise<VerificationResult> {
+  private async run(request: VerificationRequest, deadline: number, materials: ReadonlyMap<LeafAttestor, Material>): Promise<VerificationResult> {
     const signal = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
     const image: SignatureLocation = { registry: request.image.registry, repository: request.image.repository, digest: request.image.digest };
     const at: SignatureLocation = request.signatureRepository ? { ...request.signatureRepository, digest: request.image.digest } : image;
@@ -212,8 +215,8 @@ export class ImageVerifier {
     const discovery = await discoverSignatures(this.opts.client, image, at, options, wanted);
     const trustRoots = this.opts.trustRoots();
     const contextOf = (leaf: SigstoreAttestor, binding: (item: SignedItem) => string | undefined): EntryContext => {
-      const key = keys.get(leaf);
-      return { binding, trustRoot: trustRootNamed(trustRoots, leaf.trustRoot), ...(key ? { key: key.key } : {}) };
+      const material = materials.get(leaf);
+      return { binding, trustRoot: trustRootNamed(trustRoots, leaf.trustRoot), ...(material && "key" in material ? { key: material.key } : {}) };
     };
     // A Notary Project signature names the manifest's media type and size as well as its digest: read once, when a
     // notary entry has a signature to compare.
@@ -229,8 +232,10 @@ export class ImageVerifier {
       ));
     const outcomes = new Map<string, EntryOutcome>();
     for (const leaf of leaves) {
-      if (leaf.type === "notary") outcomes.set(leaf.path, await judgeNotaryEntry(leaf, discovery, manifestOf));
-      else outcomes.set(leaf.path, judgeLeaf(leaf, discovery, contextOf(leaf, imageBinding(request.image.digest))));
+      if (leaf.type === "notary") {
+        const material = materials.get(leaf);
+        outcomes.set(leaf.path, await judgeNotaryEntry(leaf, discovery, manifestOf, material && "stores" in material ? material.stores : undefined));
+      } else outcomes.set(leaf.path, judgeLeaf(leaf, discovery, contextOf(leaf, imageBinding(request.image.digest))));
     }
     const judgement = judgeAttestors(request.attestors, outcomes);
     if (judgement.satisfied) {
@@ -281,69 +286,124 @@ export class ImageVerifier {
    * What a result is cached under: by digest + policy rule + policy generation + the credentials offered + the keys
    * read from Secrets.
    */
-  private cacheKey(generation: number, request: VerificationRequest, read: ReadonlyMap<LeafAttestor, ReadKey>): string {
+  private cacheKey(generation: number, request: VerificationRequest, read: ReadonlyMap<LeafAttestor, Material>): string {
     const at = request.signatureRepository ?? request.image;
     // By digest, not tag: two tags of one digest are one image to verify (a scan of many pods of few images
     // verifies each image once). Without a digest (never asked of the verifier in practice), the name as given.
     const image = request.image.digest ? `${repositoryName(request.image)}@${request.image.digest}` : fullName(request.image);
     let key = `${generation}\u0000${this.opts.scope ?? ""}\u0000${request.policy}\u0000${request.rule}\u0000${image}\u0000${at.registry}/${at.repository}\u0000${credentialIdentity(at, request.lookup)}`;
-    // The keys, as a Secret's may change without a reload: a result is never reused for another key.
+    // The keys and certificates, as a Secret's may change without a reload: a result is never reused for other ones.
     for (const k of read.values()) key += `\u0000${k.id}`;
     return key;
   }
 
   /**
-   * Each static key entry's key: parsed from the policy, or read from its Kubernetes Secret (with an id of what was
-   * read). By entry, not by path: an attestation's own attestors have the same paths as the rule's
-   * ("attestors[0].entries[0]"), and one entry's key must never stand in for another's.
+   * What each entry takes from the policy or from Kubernetes Secrets: a static key entry's key, a notary entry's
+   * certificate stores when any is in a Secret (with an id of what was read). By entry, not by path: an attestation's
+   * own attestors have the same paths as the rule's ("attestors[0].entries[0]"), and one entry's key must never stand
+   * in for another's.
    */
-  private keysOf(leaves: readonly LeafAttestor[], deadline: number): Map<LeafAttestor, KeyOf> | Promise<Map<LeafAttestor, KeyOf>> {
-    const { keys, unread } = this.keysAtHand(leaves);
-    // Keys written in the policy, or read within the TTL, are at hand: no timer, no await (this runs on every
+  private materialsOf(leaves: readonly LeafAttestor[], deadline: number): Map<LeafAttestor, MaterialOf> | Promise<Map<LeafAttestor, MaterialOf>> {
+    const { materials, unread } = this.materialsAtHand(leaves);
+    // Material written in the policy, or read within the TTL, is at hand: no timer, no await (this runs on every
     // admission that peek() did not answer).
-    if (unread.length === 0) return keys;
+    if (unread.size === 0) return materials;
+    const reader = this.opts.secretKeys;
+    if (!reader) {
+      for (const [leaf, refs] of unread) {
+        const noApi = `k8s://${refs[0]!.namespace}/${refs[0]!.secret} cannot be read: the server has no Kubernetes API access`;
+        materials.set(leaf, { error: leaf.type === "staticKey" ? noApi : `${leaf.label}: ${noApi}` });
+      }
+      return materials;
+    }
     const signal = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
+    const refs = new Map([...unread.values()].flat().map((ref) => [secretRefName(ref), ref]));
+    const texts = new Map<string, { text: string } | { error: string }>();
     return Promise.all(
-      unread.map(async ({ leaf, ref }) => {
-        const reader = this.opts.secretKeys;
-        if (!reader) {
-          keys.set(leaf, { error: `k8s://${ref.namespace}/${ref.secret} cannot be read: the server has no Kubernetes API access` });
-          return;
-        }
+      [...refs].map(async ([name, ref]) => {
         try {
-          const read = await this.secretKeys.run(secretKeyName(ref), async () => readKeyOf(await reader(ref, signal)), signal);
-          keys.set(leaf, read);
+          texts.set(name, { text: await this.secretTexts.run(name, () => reader(ref, signal), signal) });
         } catch (e) {
-          keys.set(leaf, { error: `key k8s://${ref.namespace}/${ref.secret}/${ref.key}: ${(e as Error).message}` });
+          texts.set(name, { error: (e as Error).message });
         }
       }),
-    ).then(() => keys);
+    ).then(() => {
+      for (const [leaf, refs] of unread) {
+        const failed = refs.map((ref) => [ref, texts.get(secretRefName(ref))!] as const).find(([, read]) => "error" in read);
+        if (failed) {
+          const what = leaf.type === "staticKey" ? "key" : `${leaf.label}: certificates`;
+          materials.set(leaf, { error: `${what} k8s://${secretRefName(failed[0])}: ${(failed[1] as { error: string }).error}` });
+        } else
+          materials.set(
+            leaf,
+            materialOf(leaf, (ref) => (texts.get(secretRefName(ref)) as { text: string }).text),
+          );
+      }
+      return materials;
+    });
   }
 
-  /** The static keys at hand (written in the policy, or kept from a Secret read), and the Secrets still to read. */
-  private keysAtHand(leaves: readonly LeafAttestor[]): { keys: Map<LeafAttestor, KeyOf>; unread: Array<{ leaf: LeafAttestor; ref: SecretKeyRef }> } {
-    const keys = new Map<LeafAttestor, KeyOf>();
-    const unread: Array<{ leaf: LeafAttestor; ref: SecretKeyRef }> = [];
+  /** The material at hand (written in the policy, or kept from a Secret read), and per entry the Secrets still to read. */
+  private materialsAtHand(leaves: readonly LeafAttestor[]): {
+    materials: Map<LeafAttestor, MaterialOf>;
+    unread: Map<StaticKeyAttestor | NotaryAttestor, SecretRef[]>;
+  } {
+    const materials = new Map<LeafAttestor, MaterialOf>();
+    const unread = new Map<StaticKeyAttestor | NotaryAttestor, SecretRef[]>();
     for (const leaf of leaves) {
-      if (leaf.type !== "staticKey") continue;
-      if ("pem" in leaf.key) {
-        keys.set(leaf, readKeyOf(leaf.key.pem));
-        continue;
-      }
-      const ref = leaf.key.secretRef;
-      const kept = this.secretKeys.peek(secretKeyName(ref));
-      if (kept) keys.set(leaf, kept);
-      else unread.push({ leaf, ref });
+      if (leaf.type !== "staticKey" && leaf.type !== "notary") continue;
+      const refs = secretRefsOf(leaf);
+      if (refs.length === 0 && leaf.type === "notary") continue; // its stores are in the compiled policy
+      const texts = refs.map((ref) => this.secretTexts.peek(secretRefName(ref)));
+      // Every Secret of the entry is read (or taken as kept) again when one is not at hand.
+      if (texts.includes(undefined)) unread.set(leaf, refs);
+      else
+        materials.set(
+          leaf,
+          materialOf(leaf, (ref) => texts[refs.indexOf(ref)]!),
+        );
     }
-    return { keys, unread };
+    return { materials, unread };
   }
 }
 
-/** The keys read, and why the others could not be. */
-function splitKeys(keys: ReadonlyMap<LeafAttestor, KeyOf>): { read: Map<LeafAttestor, ReadKey>; unreadable: string[] } {
-  const read = new Map<LeafAttestor, ReadKey>();
+/** The Secrets an entry's key or certificate stores are in. */
+function secretRefsOf(leaf: StaticKeyAttestor | NotaryAttestor): SecretRef[] {
+  if (leaf.type === "staticKey") return "secretRef" in leaf.key ? [leaf.key.secretRef] : [];
+  return [leaf.ca, leaf.signingAuthority, leaf.tsa].flatMap((store) => ("secretRef" in store ? [store.secretRef] : []));
+}
+
+/** An entry's material from the policy and the Secrets' texts (each at hand: read within the TTL). */
+function materialOf(leaf: StaticKeyAttestor | NotaryAttestor, textOf: (ref: SecretRef) => string): MaterialOf {
+  if (leaf.type === "staticKey") {
+    const key = leaf.key;
+    try {
+      return readKeyOf("pem" in key ? key.pem : textOf(key.secretRef));
+    } catch (e) {
+      return { error: `key ${"secretRef" in key ? `k8s://${secretRefName(key.secretRef)}` : leaf.label}: ${(e as Error).message}` };
+    }
+  }
+  const ids: string[] = [];
+  const stores: Partial<Record<"ca" | "signingAuthority" | "tsa", readonly Uint8Array[]>> = {};
+  for (const name of ["ca", "signingAuthority", "tsa"] as const) {
+    const store = leaf[name];
+    if ("der" in store) {
+      stores[name] = store.der;
+      continue;
+    }
+    const read = readStoreOf(textOf(store.secretRef), name === "tsa" ? "tsa" : "trust");
+    if ("error" in read) return { error: `${leaf.label}: certificates k8s://${secretRefName(store.secretRef)}: ${read.error}` };
+    stores[name] = read.der;
+    ids.push(read.id);
+  }
+  return { stores: stores as NotaryStores, id: ids.join("+") };
+}
+
+/** The material read, and why the rest could not be. */
+function splitMaterials(materials: ReadonlyMap<LeafAttestor, MaterialOf>): { read: Map<LeafAttestor, Material>; unreadable: string[] } {
+  const read = new Map<LeafAttestor, Material>();
   const unreadable: string[] = [];
-  for (const [leaf, k] of keys)
+  for (const [leaf, k] of materials)
     if ("error" in k) unreadable.push(k.error);
     else read.set(leaf, k);
   return { read, unreadable };
@@ -371,16 +431,19 @@ function leavesOfSets(sets: readonly AttestorSet[]): readonly LeafAttestor[] {
 
 const leavesBySets = new WeakMap<readonly AttestorSet[], readonly LeafAttestor[]>();
 
-function secretKeyName(ref: SecretKeyRef): string {
+function secretRefName(ref: SecretRef): string {
   return `${ref.namespace}/${ref.secret}/${ref.key}`;
 }
 
-/** How long a key read from a Secret is used before it is read again. */
-const SECRET_KEY_TTL_MS = 10_000;
+/** How long a key or certificates read from a Secret are used before they are read again. */
+const SECRET_TTL_MS = 10_000;
 
 /** A static key entry's key, and the id of its PEM, which tells one key read from a Secret from the next. */
 type ReadKey = { key: KeyObject; id: string };
-type KeyOf = ReadKey | { error: string };
+/** A notary entry's certificate stores when one is in a Secret, and the ids of the PEMs read. */
+type ReadStores = { stores: NotaryStores; id: string };
+type Material = ReadKey | ReadStores;
+type MaterialOf = Material | { error: string };
 
 // Each PEM is parsed once, and stands in the cache key by a short id: its hash, so that the same PEM has the same
 // id in every process sharing results (serve --workers) and another PEM never has it; forgetting PEMs (past 1,000)
@@ -392,6 +455,20 @@ function readKeyOf(pem: string): ReadKey {
     read = { key: publicKeyFromPem(pem), id: createHash("sha256").update(pem).digest("base64url") };
     if (readKeys.size >= 1_000) readKeys.clear();
     readKeys.set(pem, read);
+  }
+  return read;
+}
+
+// A store's PEM is read once in the same way (a Secret's text, as Notation reads a trust store's files).
+const readStores = new Map<string, { der: Uint8Array[]; id: string } | { error: string }>();
+function readStoreOf(pem: string, purpose: "trust" | "tsa"): { der: Uint8Array[]; id: string } | { error: string } {
+  const name = `${purpose}\u0000${pem}`;
+  let read = readStores.get(name);
+  if (!read) {
+    const certificates = readStoreCertificates(pem, purpose);
+    read = "error" in certificates ? certificates : { der: certificates.der, id: createHash("sha256").update(pem).digest("base64url") };
+    if (readStores.size >= 1_000) readStores.clear();
+    readStores.set(name, read);
   }
   return read;
 }

@@ -12,6 +12,7 @@ export async function judgeNotaryEntry(
   leaf: NotaryAttestor,
   discovery: Discovery,
   manifest: () => Promise<TargetManifest>,
+  fromSecrets?: NotaryStores,
   now = new Date(),
 ): Promise<EntryOutcome> {
   if (discovery.notation.length === 0) return { ok: false, reason: "no Notary Project signature found" };
@@ -21,7 +22,7 @@ export async function judgeNotaryEntry(
   } catch (e) {
     return { ok: false, reason: `the image's manifest could not be read to compare with the signatures: ${(e as Error).message}` };
   }
-  const trust = trustOf(leaf);
+  const trust = trustOf(leaf, fromSecrets);
   const signers = new Map<string, SignerEvidence>();
   const reasons: string[] = [];
   for (const found of discovery.notation) {
@@ -46,13 +47,19 @@ export async function judgeNotaryEntry(
   return { ok: false, reason: n === 1 ? reasons[0]! : `none of ${n} Notary Project signatures: ${reasons.slice(0, 3).join("; ")}${n > 3 ? "; …" : ""}` };
 }
 
-function trustOf(leaf: NotaryAttestor): NotationTrust {
-  // Stores from Secrets are refused when the policy loads (compile-notary.ts), so every store here holds its certificates.
-  const der = (store: NotaryAttestor["ca"]) => ("der" in store ? store.der : []);
+/** An entry's certificate stores, each as written in the policy or as read from its Secret. */
+export type NotaryStores = Record<"ca" | "signingAuthority" | "tsa", readonly Uint8Array[]>;
+
+function trustOf(leaf: NotaryAttestor, fromSecrets: NotaryStores | undefined): NotationTrust {
+  // The image verifier reads the stores kept in Secrets before it judges, and passes them all (src/verification/image-verifier.ts).
+  const der = (name: keyof NotaryStores) => {
+    const store = leaf[name];
+    return "der" in store ? store.der : (fromSecrets?.[name] ?? []);
+  };
   return {
-    ca: der(leaf.ca),
-    signingAuthority: der(leaf.signingAuthority),
-    tsa: der(leaf.tsa),
+    ca: der("ca"),
+    signingAuthority: der("signingAuthority"),
+    tsa: der("tsa"),
     storeName: `the certificates of ${leaf.label}`,
     identities: leaf.identities,
     level: leaf.level,

@@ -117,6 +117,25 @@ describe("NamespacedImagePolicy: loading", () => {
     assert.deepEqual(errorsOf(withKey("k8s://shop/signing")), []);
   });
 
+  it("refuses Notation certificates in another namespace's Secret (each store), takes its own namespace's", () => {
+    const withStore = (field: string, ref: string) =>
+      SHOP_CORP_ONLY.replace(
+        '- {action: allow, images: ["registry.example.com/*"]}',
+        `- {action: allow, images: ["registry.example.com/*"], attestors: [{entries: [{notary: {${field === "certsRef" ? "" : 'certsRef: "k8s://shop/roots", '}${field}: "${ref}"}}]}]}`,
+      );
+    for (const field of ["certsRef", "signingAuthorityCertsRef", "tsaCertsRef"]) {
+      const errors = errorsOf(withStore(field, "k8s://kube-system/roots"));
+      assert.equal(errors.length, 1, errors.join("\n"));
+      assert.match(
+        errors[0]!,
+        new RegExp(
+          `spec\\.rules\\[0\\]\\.attestors\\[0\\]\\.entries\\[0\\]\\.notary\\.${field}\\): names a Secret in namespace "kube-system"; a NamespacedImagePolicy may only use Secrets of its own namespace`,
+        ),
+      );
+      assert.deepEqual(errorsOf(withStore(field, "k8s://shop/roots")), []);
+    }
+  });
+
   it("takes validationActions unchanged: Warn admits, with the failure as an advisory under its kind", () => {
     const { ImagePolicy } = load(SHOP_CORP_ONLY.replace("spec:\n", "spec:\n  validationActions: [Warn]\n"));
     assert.deepEqual(ImagePolicy[0]!.validationActions, ["Warn"]);

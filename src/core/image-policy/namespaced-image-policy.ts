@@ -27,15 +27,19 @@ export function compileNamespacedImagePolicy(document: Record<string, unknown>, 
   return { policy, issues };
 }
 
+/** The fields through which a policy names a Secret: a static key's, and a notary entry's certificate stores. */
+const SECRET_REF_FIELDS = new Set(["keyRef", "certsRef", "signingAuthorityCertsRef", "tsaCertsRef"]);
+
 /**
- * Keys in Kubernetes Secrets (`keyRef: k8s://NAMESPACE/SECRET`) must be in the policy's own namespace: the server
- * reads them with its own identity, and a namespace owner must not make it read another namespace's Secrets.
+ * Keys and certificates in Kubernetes Secrets (`keyRef: k8s://NAMESPACE/SECRET`, `certsRef: …`) must be in the
+ * policy's own namespace: the server reads them with its own identity, and a namespace owner must not make it read
+ * another namespace's Secrets.
  */
 function foreignSecretRefs(value: unknown, path: Array<string | number>, namespace: string): FieldIssue[] {
   if (Array.isArray(value)) return value.flatMap((v, i) => foreignSecretRefs(v, [...path, i], namespace));
   if (!isObject(value)) return [];
   return Object.entries(value).flatMap(([key, v]) => {
-    if (key === "keyRef" && typeof v === "string" && v.startsWith("k8s://")) {
+    if (SECRET_REF_FIELDS.has(key) && typeof v === "string" && v.startsWith("k8s://")) {
       const refNamespace = /^k8s:\/\/([^/]*)/.exec(v)![1];
       return refNamespace === namespace
         ? []

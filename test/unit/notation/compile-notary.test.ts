@@ -54,18 +54,20 @@ describe("a notary entry", () => {
     assert.equal(entry.verifyTimestamp, "afterCertExpiry");
     assert.equal(entry.label, "notary release signing");
   });
+  test("with its stores in Secrets: named, read when a verification needs them (ca.crt unless the reference names a key)", () => {
+    const { entry, errors } = compile({ certsRef: "k8s://security/roots", tsaCertsRef: "k8s://security/tsa/roots.pem", name: "release" });
+    assert.deepEqual(errors, []);
+    assert.deepEqual(entry.ca, { secretRef: { namespace: "security", secret: "roots", key: "ca.crt" } });
+    assert.deepEqual(entry.tsa, { secretRef: { namespace: "security", secret: "tsa", key: "roots.pem" } });
+    assert.deepEqual(entry.signingAuthority, { der: [] });
+    assert.equal(entry.label, "notary release");
+  });
   for (const [what, raw, files, message] of [
     ["no certificates at all", { tsaCerts: "" }, {}, /give the certificates signatures must chain to/],
     ["both certs and certsRef", { certs: "x", certsRef: "y" }, {}, /certsRef: give certs or certsRef, not both/],
     ["a file that cannot be read", { certsRef: "missing.pem" }, {}, /certsRef: cannot read "missing\.pem": ENOENT/],
     ["text that holds no certificate", { certs: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----" }, {}, /certs: no PEM certificate/],
     ["a Secret reference of another form", { certsRef: "k8s://Security/roots" }, {}, /is not of the form k8s:\/\/NAMESPACE\/SECRET/],
-    [
-      "certificates in a Secret (not supported yet)",
-      { certsRef: "k8s://security/roots" },
-      {},
-      /certsRef: certificates from a Kubernetes Secret are not supported yet/,
-    ],
     ["a malformed identity", { certs: "ROOT", trustedIdentities: ["x509.subject: C=US, ST=WA"] }, {}, /trustedIdentities\.0: .*O is required/],
     ["* among other identities", { certs: "ROOT", trustedIdentities: ["*", "x509.subject: C=US, ST=WA, O=A"] }, {}, /must be the only identity/],
     [

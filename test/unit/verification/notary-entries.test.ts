@@ -199,3 +199,55 @@ test("the image's manifest unanswered while Notation signatures wait to be compa
   assert.equal(r.status, "unavailable", JSON.stringify(r));
   if (r.status === "unavailable") assert.match(r.reason, /did not answer every signature lookup \(connect ECONNREFUSED\)/);
 });
+
+test("certificates kept in Kubernetes Secrets: read when needed, once per TTL, and a changed Secret is not served the old result", async () => {
+  const stranger = await codeSigningChain("C=US, ST=WA, O=Acme, CN=Release");
+  const secrets = new Map([["security/roots/ca.crt", pki.root.pem]]);
+  const reads: string[] = [];
+  let clock = 0;
+  const v = new ImageVerifier({
+    client: registry({ envelopes: [jws()] }),
+    trustRoots: () => new Map(),
+    now: () => clock,
+    secretKeys: async (ref) => {
+      const name = `${ref.namespace}/${ref.secret}/${ref.key}`;
+      reads.push(name);
+      const text = secrets.get(name);
+      if (text === undefined) throw new Error(`cannot read secret ${ref.namespace}/${ref.secret}: HTTP 404: secrets "${ref.secret}" not found`);
+      return text;
+    },
+  });
+  const fromSecret = `{notary: {name: release, certsRef: "k8s://security/roots", trustedIdentities: ["x509.subject: C=US, ST=WA, O=Acme"]}}`;
+  const first = await v.verify(request(fromSecret), soon());
+  assert.equal(first.status, "verified", JSON.stringify(first));
+  assert.deepEqual(reads, ["security/roots/ca.crt"]);
+  // Within the TTL the result is answered at once, without reading the Secret again.
+  assert.equal(v.peekAll([request(fromSecret)])?.[0]?.status, "verified");
+  assert.deepEqual(reads, ["security/roots/ca.crt"]);
+
+  // The Secret now holds another root: once the kept text expires, the signature no longer chains to it.
+  secrets.set("security/roots/ca.crt", stranger.root.pem);
+  clock += 60_000;
+  assert.equal(v.peekAll([request(fromSecret)]), undefined, "the Secret must be read again first");
+  const after = await v.verify(request(fromSecret), soon());
+  assert.equal(after.status, "denied");
+  if (after.status === "denied") assert.match(after.reason, /no certificate of the chain is in the certificates of notary release/);
+  assert.deepEqual(reads, ["security/roots/ca.crt", "security/roots/ca.crt"]);
+
+  // A Secret that is gone, or holds no certificate, denies naming the entry and the Secret.
+  secrets.delete("security/roots/ca.crt");
+  clock += 60_000;
+  const gone = await v.verify(request(fromSecret), soon());
+  assert.equal(gone.status, "denied");
+  if (gone.status === "denied")
+    assert.match(gone.reason, /^notary release: certificates k8s:\/\/security\/roots\/ca\.crt: cannot read secret security\/roots: HTTP 404.*this rule denies/);
+  secrets.set("security/roots/ca.crt", "not a certificate");
+  clock += 60_000;
+  const unreadable = await v.verify(request(fromSecret), soon());
+  assert.equal(unreadable.status, "denied");
+  if (unreadable.status === "denied") assert.match(unreadable.reason, /^notary release: certificates k8s:\/\/security\/roots\/ca\.crt: no PEM certificate/);
+
+  const noApi = await new ImageVerifier({ client: registry({ envelopes: [jws()] }), trustRoots: () => new Map() }).verify(request(fromSecret), soon());
+  assert.equal(noApi.status, "denied");
+  if (noApi.status === "denied") assert.match(noApi.reason, /^notary release: k8s:\/\/security\/roots cannot be read: the server has no Kubernetes API access/);
+});

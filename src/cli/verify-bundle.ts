@@ -5,7 +5,7 @@ import { readFile } from "node:fs/promises";
 import { bundleFromJSON } from "@sigstore/bundle";
 import type { KeylessAttestor, StaticKeyAttestor } from "../core/image-policy/attestors.ts";
 import { parsePublicKey } from "../core/image-policy/compile-attestors.ts";
-import { parseTrustedRoot, type TrustRoot } from "../core/trust-root/trust-root-kind.ts";
+import { parseTrustedRoot, type SigstoreTrust } from "../core/trust-root/trust-root-kind.ts";
 import { fileProblem } from "../fs/file-problem.ts";
 import { bundleToItem, type SignedItem } from "../verification/signed-item.ts";
 import { publicGoodTrustRoot } from "../verification/trust-roots.ts";
@@ -66,12 +66,12 @@ export async function runVerifyBundle(argv: string[]): Promise<number> {
     return 1;
   };
 
-  let trustRoot: TrustRoot;
+  let trustRoot: SigstoreTrust;
   let item: SignedItem;
   let artifact: { digest: Buffer; bytes?: Buffer };
   let key: ReturnType<typeof publicKeyFromPem> | undefined;
   try {
-    trustRoot = values["trusted-root"] ? await readTrustRoot(values["trusted-root"]) : publicGoodTrustRoot();
+    trustRoot = values["trusted-root"] ? await readTrustRoot(values["trusted-root"]) : publicGoodTrustRoot().sigstore!;
     artifact = await readArtifact(artifactArg);
     item = await readBundle(values.bundle!, artifact.bytes);
     if (values.key !== undefined) {
@@ -136,10 +136,10 @@ function parseJson(bytes: Buffer, path: string, kind: string): unknown {
   }
 }
 
-async function readTrustRoot(path: string): Promise<TrustRoot> {
+async function readTrustRoot(path: string): Promise<SigstoreTrust> {
   const parsed = parseTrustedRoot(parseJson(await readInput(path, "the trusted root"), path, "a trusted root (trusted_root.json)"));
   if ("error" in parsed) throw new InputError(`${path} is not a usable trusted root: ${parsed.error}`);
-  return { name: "given", source: { origin: path }, ...parsed };
+  return parsed;
 }
 
 async function readBundle(path: string, artifact: Buffer | undefined): Promise<SignedItem> {

@@ -216,7 +216,7 @@ export class ImageVerifier {
     const trustRoots = this.opts.trustRoots();
     const contextOf = (leaf: SigstoreAttestor, binding: (item: SignedItem) => string | undefined): EntryContext => {
       const material = materials.get(leaf);
-      return { binding, trustRoot: trustRootNamed(trustRoots, leaf.trustRoot), ...(material && "key" in material ? { key: material.key } : {}) };
+      return { binding, trustRoot: trustRootNamed(trustRoots, leaf.trustRoot)?.sigstore, ...(material && "key" in material ? { key: material.key } : {}) };
     };
     // A Notary Project signature names the manifest's media type and size as well as its digest: read once, when a
     // notary entry has a signature to compare.
@@ -234,7 +234,10 @@ export class ImageVerifier {
     for (const leaf of leaves) {
       if (leaf.type === "notary") {
         const material = materials.get(leaf);
-        outcomes.set(leaf.path, await judgeNotaryEntry(leaf, discovery, manifestOf, material && "stores" in material ? material.stores : undefined));
+        // A TrustRoot's Notation stores, or those read from Secrets; else the entry's own (verify-notary-entry.ts).
+        const stores =
+          leaf.trustRoot !== undefined ? notationStoresOf(trustRoots, leaf.trustRoot) : material && "stores" in material ? material.stores : undefined;
+        outcomes.set(leaf.path, await judgeNotaryEntry(leaf, discovery, manifestOf, stores));
       } else outcomes.set(leaf.path, judgeLeaf(leaf, discovery, contextOf(leaf, imageBinding(request.image.digest))));
     }
     const judgement = judgeAttestors(request.attestors, outcomes);
@@ -365,6 +368,14 @@ export class ImageVerifier {
     }
     return { materials, unread };
   }
+}
+
+/**
+ * The Notation stores of the TrustRoot an entry names. A rule naming a root without them denies before it verifies
+ * (trust-root-references.ts); should the root go between that and now, empty stores trust nothing.
+ */
+function notationStoresOf(trustRoots: ReadonlyMap<string, TrustRoot>, name: string): NotaryStores {
+  return trustRoots.get(name)?.notation ?? { ca: [], signingAuthority: [], tsa: [] };
 }
 
 /** The Secrets an entry's key or certificate stores are in. */

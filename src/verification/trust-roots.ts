@@ -31,7 +31,7 @@ export function publicGoodTrustRoot(): TrustRoot {
   if (!embedded) {
     const parsed = parseTrustedRoot(embeddedTrustedRootJson());
     if ("error" in parsed) throw new EmbeddedTrustRootError("unusable-root", `the embedded Sigstore trusted root is unusable: ${parsed.error}`);
-    embedded = { name: DEFAULT_TRUST_ROOT, source: { origin: "embedded (@sigstore/tuf seeds)" }, ...parsed };
+    embedded = { name: DEFAULT_TRUST_ROOT, source: { origin: "embedded (@sigstore/tuf seeds)" }, sigstore: parsed };
   }
   return embedded;
 }

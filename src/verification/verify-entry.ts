@@ -9,7 +9,7 @@ import { verify as verifySignatureBytes } from "node:crypto";
 import { toSignedEntity, Verifier, type SignedEntity, type Signer, type TrustMaterial } from "@sigstore/verify";
 import type { KeylessAttestor, LeafAttestor, SignerEvidence } from "../core/image-policy/attestors.ts";
 import { matchOutcome } from "../core/primitives/linear-regex.ts";
-import type { TrustRoot } from "../core/trust-root/trust-root-kind.ts";
+import type { SigstoreTrust } from "../core/trust-root/trust-root-kind.ts";
 import { verifyPrehashed } from "./prehashed-signature.ts";
 import { COSIGN_SIGN_PREDICATE, type SignedItem } from "./signed-item.ts";
 
@@ -19,7 +19,8 @@ export type ItemOutcome = { ok: true; evidence: SignerEvidence } | { ok: false; 
 export interface EntryContext {
   /** What the signed content must say (e.g. the admitted digest): a reason when it does not. */
   binding: (item: SignedItem) => string | undefined;
-  trustRoot: TrustRoot | undefined;
+  /** The Sigstore trusted root the entry names (undefined: none loaded by that name, or it holds no Sigstore root). */
+  trustRoot: SigstoreTrust | undefined;
   /** The entry's public key (static keys), already resolved. */
   key?: KeyObject;
   /**
@@ -63,7 +64,7 @@ export function verifyItem(item: SignedItem, entry: LeafAttestor, cx: EntryConte
     if (bundle.verificationMaterial?.content?.$case === "publicKey") return { ok: false, reason: "signed with a key, not a certificate", notThisSigner: true };
     const attempt = runVerifier(
       keyMaterial(cx.trustRoot, undefined),
-      { tlogThreshold: entry.ignoreTlog ? 0 : 1, ctlogThreshold: cx.trustRoot!.hasCtLogs ? 1 : 0, timestampThreshold: 1 },
+      { tlogThreshold: entry.ignoreTlog ? 0 : 1, ctlogThreshold: cx.trustRoot?.hasCtLogs ? 1 : 0, timestampThreshold: 1 },
       bundle,
       signed,
     );
@@ -289,7 +290,7 @@ function safeVerify(hash: string | null, data: Buffer, key: KeyObject, signature
   }
 }
 
-function keyMaterial(root: TrustRoot | undefined, key: KeyObject | undefined): TrustMaterial {
+function keyMaterial(root: SigstoreTrust | undefined, key: KeyObject | undefined): TrustMaterial {
   const base: Omit<TrustMaterial, "publicKey"> = root?.material ?? { certificateAuthorities: [], timestampAuthorities: [], tlogs: [], ctlogs: [] };
   return {
     ...base,

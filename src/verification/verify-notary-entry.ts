@@ -12,7 +12,7 @@ export async function judgeNotaryEntry(
   leaf: NotaryAttestor,
   discovery: Discovery,
   manifest: () => Promise<TargetManifest>,
-  fromSecrets?: NotaryStores,
+  stores?: NotaryStores,
   now = new Date(),
 ): Promise<EntryOutcome> {
   if (discovery.notation.length === 0) return { ok: false, reason: "no Notary Project signature found" };
@@ -22,7 +22,7 @@ export async function judgeNotaryEntry(
   } catch (e) {
     return { ok: false, reason: `the image's manifest could not be read to compare with the signatures: ${(e as Error).message}` };
   }
-  const trust = trustOf(leaf, fromSecrets);
+  const trust = trustOf(leaf, stores);
   const signers = new Map<string, SignerEvidence>();
   const reasons: string[] = [];
   for (const found of discovery.notation) {
@@ -50,17 +50,18 @@ export async function judgeNotaryEntry(
 /** An entry's certificate stores, each as written in the policy or as read from its Secret. */
 export type NotaryStores = Record<"ca" | "signingAuthority" | "tsa", readonly Uint8Array[]>;
 
-function trustOf(leaf: NotaryAttestor, fromSecrets: NotaryStores | undefined): NotationTrust {
-  // The image verifier reads the stores kept in Secrets before it judges, and passes them all (src/verification/image-verifier.ts).
+/** `stores`: the entry's TrustRoot's, or its own with those in Secrets read (src/verification/image-verifier.ts). */
+function trustOf(leaf: NotaryAttestor, stores: NotaryStores | undefined): NotationTrust {
   const der = (name: keyof NotaryStores) => {
+    if (stores) return stores[name];
     const store = leaf[name];
-    return "der" in store ? store.der : (fromSecrets?.[name] ?? []);
+    return "der" in store ? store.der : [];
   };
   return {
     ca: der("ca"),
     signingAuthority: der("signingAuthority"),
     tsa: der("tsa"),
-    storeName: `the certificates of ${leaf.label}`,
+    storeName: leaf.trustRoot !== undefined ? `the certificates of trust root ${leaf.trustRoot}` : `the certificates of ${leaf.label}`,
     identities: leaf.identities,
     level: leaf.level,
     verifyTimestamp: leaf.verifyTimestamp,

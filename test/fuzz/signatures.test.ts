@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { before, describe, test } from "node:test";
 import fc from "fast-check";
 import type { LeafAttestor } from "../../src/core/image-policy/attestors.ts";
-import { parseTrustedRoot, trustRootKind, type TrustRoot } from "../../src/core/trust-root/trust-root-kind.ts";
+import { parseTrustedRoot, trustRootKind, type SigstoreTrust } from "../../src/core/trust-root/trust-root-kind.ts";
 import { ImprimaturError } from "../../src/errors/imprimatur-error.ts";
 import { bundleToItem, cosignAttestationToItem, cosignLayerToItem, SignatureFormatError, type SignedItem } from "../../src/verification/signed-item.ts";
 import { attestationBinding, imageBinding, publicKeyFromPem, verifyItem, type EntryContext, type ItemOutcome } from "../../src/verification/verify-entry.ts";
@@ -136,7 +136,7 @@ interface Fixture {
 }
 
 let sigstore: MockSigstore;
-let root: TrustRoot;
+let root: SigstoreTrust;
 let key: SigningKey;
 const fixtures: Fixture[] = [];
 
@@ -163,7 +163,7 @@ const pick = <T extends { name: string }>(list: T[]): fc.Arbitrary<T> =>
 
 before(async () => {
   sigstore = await createMockSigstore({ name: "mock" });
-  root = mockTrustRoot(sigstore, "mock");
+  root = mockTrustRoot(sigstore, "mock").sigstore!;
   key = generateSigningKey("ecdsa-p256");
   const cert = await sigstore.issueKeylessCertificate({ subjectAltName: WORKFLOW, issuer: ISSUER });
   const payload = simpleSigningPayload({ dockerReference: NAME, digest: DIGEST });
@@ -533,7 +533,7 @@ describe("trust roots from mutated trusted_root.json", () => {
           counts.parsed++;
           assert.equal(typeof parsed.hasCtLogs, "boolean");
           if (compiled.policy === undefined) assert.ok(compiled.issues.length > 0);
-          verify(item(), keylessEntry(), { binding: imageBinding(DIGEST), trustRoot: { name: "mock", ...parsed } });
+          verify(item(), keylessEntry(), { binding: imageBinding(DIGEST), trustRoot: parsed });
           counts.verified++;
         },
       ),

@@ -52,7 +52,7 @@ export function leafAttestorsWith(entries: string): LeafAttestor[] {
 export function mockTrustRoot(sigstore: MockSigstore, name: string): TrustRoot {
   const parsed = parseTrustedRoot(sigstore.trustedRoot);
   assert.ok(!("error" in parsed), "error" in parsed ? parsed.error : "");
-  return { name, ...parsed };
+  return { name, sigstore: parsed };
 }
 
 /** An image's signature manifests: the `.sig` and `.att` layers (an absent list: no manifest at that tag). */

@@ -22,18 +22,16 @@ export interface NotaryAttestor {
   signingAuthority: CertificateStore;
   /** Roots of the time-stamping authorities whose countersignatures count; empty: none are verified. */
   tsa: CertificateStore;
+  /** A TrustRoot named instead of the three stores above (then empty): its Notation stores are used. */
+  trustRoot?: string;
   identities: readonly TrustedIdentity[] | "*";
   level: "strict" | "permissive" | "audit";
   verifyTimestamp: "always" | "afterCertExpiry";
 }
 
-export interface RawNotaryEntry {
-  certs?: string;
-  certsRef?: string;
-  signingAuthorityCerts?: string;
-  signingAuthorityCertsRef?: string;
-  tsaCerts?: string;
-  tsaCertsRef?: string;
+export interface RawNotaryEntry extends RawNotaryStores {
+  /** A TrustRoot whose `notation` stores the entry uses instead of its own. */
+  trustRoot?: string;
   trustedIdentities?: string[];
   level?: "strict" | "permissive" | "audit";
   verifyTimestamp?: "always" | "afterCertExpiry";
@@ -48,7 +46,32 @@ type RelatedFileReader = (relativePath: string) => string;
 const DEFAULT_SECRET_KEY = "ca.crt";
 const EMPTY: CertificateStore = { der: [] };
 
-export function compileNotaryEntry(raw: RawNotaryEntry, at: FieldPath, path: string, errors: FieldError[], related?: RelatedFileReader): NotaryAttestor {
+/** A notary entry's, or a TrustRoot's, certificate store fields. */
+export interface RawNotaryStores {
+  certs?: string;
+  certsRef?: string;
+  signingAuthorityCerts?: string;
+  signingAuthorityCertsRef?: string;
+  tsaCerts?: string;
+  tsaCertsRef?: string;
+}
+
+export interface NotaryStoreSet {
+  ca: CertificateStore;
+  signingAuthority: CertificateStore;
+  tsa: CertificateStore;
+}
+
+/**
+ * The three stores from their fields: inline PEM, a file next to the policy, or (where `secrets` allows) a `k8s://`
+ * Secret read when needed. One of certs and signingAuthorityCerts (or their files) is required.
+ */
+export function compileNotaryStores(
+  raw: RawNotaryStores,
+  at: FieldPath,
+  errors: FieldError[],
+  opts: { related?: RelatedFileReader; secrets: boolean; requirement: string },
+): NotaryStoreSet {
   const store = (inline: "certs" | "signingAuthorityCerts" | "tsaCerts", purpose: "trust" | "tsa"): CertificateStore => {
     const ref = `${inline}Ref` as const;
     const text = raw[inline];
@@ -58,6 +81,13 @@ export function compileNotaryEntry(raw: RawNotaryEntry, at: FieldPath, path: str
       return EMPTY;
     }
     if (refValue?.startsWith("k8s://")) {
+      if (!opts.secrets) {
+        errors.push({
+          path: [...at, ref],
+          message: "give the certificates inline or in a file next to this policy; Secrets are named by a policy's notary entry",
+        });
+        return EMPTY;
+      }
       const secretRef = parseSecretRef(refValue, DEFAULT_SECRET_KEY);
       // Read when a verification needs them, as keys are (src/verification/image-verifier.ts).
       if (!secretRef) errors.push({ path: [...at, ref], message: `${JSON.stringify(refValue)} is not of the form k8s://NAMESPACE/SECRET[/KEY]` });
@@ -67,12 +97,12 @@ export function compileNotaryEntry(raw: RawNotaryEntry, at: FieldPath, path: str
     let field: FieldPath = [...at, inline];
     if (refValue !== undefined) {
       field = [...at, ref];
-      if (!related) {
+      if (!opts.related) {
         errors.push({ path: field, message: "certificate files can only be named by policies loaded from files" });
         return EMPTY;
       }
       try {
-        pem = related(refValue);
+        pem = opts.related(refValue);
       } catch (e) {
         errors.push({ path: field, message: `cannot read ${JSON.stringify(refValue)}: ${(e as Error).message}` });
         return EMPTY;
@@ -86,27 +116,37 @@ export function compileNotaryEntry(raw: RawNotaryEntry, at: FieldPath, path: str
     }
     return { der: read.der };
   };
-
-  const ca = store("certs", "trust");
-  const signingAuthority = store("signingAuthorityCerts", "trust");
-  const tsa = store("tsaCerts", "tsa");
-  const given = (s: keyof RawNotaryEntry) => raw[s] !== undefined;
+  const stores = { ca: store("certs", "trust"), signingAuthority: store("signingAuthorityCerts", "trust"), tsa: store("tsaCerts", "tsa") };
+  const given = (s: keyof RawNotaryStores) => raw[s] !== undefined;
   if (!given("certs") && !given("certsRef") && !given("signingAuthorityCerts") && !given("signingAuthorityCertsRef"))
-    errors.push({
-      path: at,
-      message: "give the certificates signatures must chain to: certs (or certsRef), or signingAuthorityCerts (or signingAuthorityCertsRef)",
+    errors.push({ path: at, message: opts.requirement });
+  return stores;
+}
+
+export function compileNotaryEntry(raw: RawNotaryEntry, at: FieldPath, path: string, errors: FieldError[], related?: RelatedFileReader): NotaryAttestor {
+  const storeFields = ["certs", "certsRef", "signingAuthorityCerts", "signingAuthorityCertsRef", "tsaCerts", "tsaCertsRef"] as const;
+  let stores: NotaryStoreSet = { ca: EMPTY, signingAuthority: EMPTY, tsa: EMPTY };
+  if (raw.trustRoot !== undefined) {
+    // One place for an entry's certificates: its own fields, or a TrustRoot that holds Notation stores.
+    const both = storeFields.find((f) => raw[f] !== undefined);
+    if (both) errors.push({ path: [...at, both], message: `give trustRoot or ${both}, not both: the entry's certificates come from one place` });
+  } else
+    stores = compileNotaryStores(raw, at, errors, {
+      related,
+      secrets: true,
+      requirement:
+        "give the certificates signatures must chain to: certs (or certsRef), signingAuthorityCerts (or signingAuthorityCertsRef), or a trustRoot holding them",
     });
 
   const identities = compileIdentities(raw.trustedIdentities ?? ["*"], [...at, "trustedIdentities"], errors);
-  const first = [ca, signingAuthority].flatMap((s) => ("der" in s ? s.der : []))[0];
-  const label = `notary ${raw.name ?? (first ? subjectOf(first) : (raw.certsRef ?? raw.signingAuthorityCertsRef ?? path))}`;
+  const first = [stores.ca, stores.signingAuthority].flatMap((s) => ("der" in s ? s.der : []))[0];
+  const label = `notary ${raw.name ?? (first ? subjectOf(first) : (raw.certsRef ?? raw.signingAuthorityCertsRef ?? (raw.trustRoot ? `trust root ${raw.trustRoot}` : path)))}`;
   return {
     type: "notary",
     path,
     label,
-    ca,
-    signingAuthority,
-    tsa,
+    ...stores,
+    ...(raw.trustRoot !== undefined ? { trustRoot: raw.trustRoot } : {}),
     identities,
     level: raw.level ?? "strict",
     verifyTimestamp: raw.verifyTimestamp ?? "always",

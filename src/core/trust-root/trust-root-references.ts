@@ -31,7 +31,12 @@ export function withUnresolvedTrustRoots(
   imagePolicies: readonly ImagePolicy[],
   trustRoots: readonly TrustRoot[],
 ): { policies: ImagePolicy[]; unresolved: UnresolvedTrustRoot[] } {
-  const available = new Set([DEFAULT_TRUST_ROOT, ...trustRoots.map((r) => r.name)]);
+  // A key or keyless entry needs a root's Sigstore part, a notary entry its Notation stores.
+  const available: Available = {
+    sigstore: new Set([DEFAULT_TRUST_ROOT, ...trustRoots.filter((r) => r.sigstore).map((r) => r.name)]),
+    notation: new Set(trustRoots.filter((r) => r.notation).map((r) => r.name)),
+    loaded: new Set(trustRoots.map((r) => r.name)),
+  };
   const loaded = trustRoots.length > 0 ? `TrustRoots loaded: ${trustRoots.map((r) => r.name).join(", ")}` : "no TrustRoot is loaded";
   const known = `${loaded}; ${DEFAULT_TRUST_ROOT} is embedded`;
   const unresolved: UnresolvedTrustRoot[] = [];
@@ -49,25 +54,45 @@ export function withUnresolvedTrustRoots(
           trustRoot: m.trustRoot,
           path: m.path,
           message:
-            `ImagePolicy ${JSON.stringify(policy.name)}: trust root ${JSON.stringify(m.trustRoot)} is not loaded (${known}); ` +
-            `rules[${rule.index}] denies every image it matches until it is`,
+            `ImagePolicy ${JSON.stringify(policy.name)}: trust root ${JSON.stringify(m.trustRoot)} ${m.lacking ?? "is not loaded"} (${known}); ` +
+            `rules[${rule.index}] denies every image it matches until it ${m.lacking ? "does" : "is"}`,
         });
-      const names = [...new Set(missing.map((m) => JSON.stringify(m.trustRoot)))];
-      const roots = names.length === 1 ? `trust root ${names[0]} is` : `trust roots ${names.join(", ")} are`;
-      return { ...rule, unverifiable: `${roots} not loaded (${known}): this rule cannot verify signatures, so it denies every image it matches` };
+      const names = [...new Set(missing.filter((m) => !m.lacking).map((m) => JSON.stringify(m.trustRoot)))];
+      const why = [...new Set(missing.filter((m) => m.lacking).map((m) => `trust root ${JSON.stringify(m.trustRoot)} ${m.lacking}`))];
+      if (names.length > 0) why.unshift(names.length === 1 ? `trust root ${names[0]} is not loaded` : `trust roots ${names.join(", ")} are not loaded`);
+      return { ...rule, unverifiable: `${why.join("; ")} (${known}): this rule cannot verify signatures, so it denies every image it matches` };
     });
     return changed ? { ...policy, rules } : policy;
   });
   return { policies, unresolved };
 }
 
-/** The rule's attestor entries (its own, and its attestations') whose trust root is not available, with their field. */
-function missingRoots(rule: ImageRule, available: ReadonlySet<string>): Array<{ trustRoot: string; path: string }> {
-  const missing: Array<{ trustRoot: string; path: string }> = [];
+interface Available {
+  /** Roots with a Sigstore trusted root, the embedded one included. */
+  sigstore: ReadonlySet<string>;
+  /** Roots with Notation stores. */
+  notation: ReadonlySet<string>;
+  loaded: ReadonlySet<string>;
+}
+
+/**
+ * The rule's attestor entries (its own, and its attestations') whose trust root is not available, with their field,
+ * and what the root lacks when it is loaded without the part the entry needs.
+ */
+function missingRoots(rule: ImageRule, available: Available): Array<{ trustRoot: string; path: string; lacking?: string }> {
+  const missing: Array<{ trustRoot: string; path: string; lacking?: string }> = [];
   const check = (sets: readonly AttestorSet[], at: string) => {
-    for (const leaf of leafAttestors(sets))
-      if (leaf.type !== "notary" && !available.has(leaf.trustRoot))
-        missing.push({ trustRoot: leaf.trustRoot, path: `${at}.${leaf.path}.${leaf.type}.trustRoot` });
+    for (const leaf of leafAttestors(sets)) {
+      if (leaf.trustRoot === undefined) continue; // a notary entry with its own stores
+      const part = leaf.type === "notary" ? available.notation : available.sigstore;
+      if (part.has(leaf.trustRoot)) continue;
+      const lacking = available.loaded.has(leaf.trustRoot)
+        ? leaf.type === "notary"
+          ? "holds no Notation certificates (spec.notation)"
+          : "holds no Sigstore trusted root (spec.trustedRoot or spec.path)"
+        : undefined;
+      missing.push({ trustRoot: leaf.trustRoot, path: `${at}.${leaf.path}.${leaf.type}.trustRoot`, ...(lacking ? { lacking } : {}) });
+    }
   };
   const at = `spec.rules[${rule.index}]`;
   if (rule.attestors) check(rule.attestors, at);

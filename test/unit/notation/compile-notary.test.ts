@@ -62,6 +62,16 @@ describe("a notary entry", () => {
     assert.deepEqual(entry.signingAuthority, { der: [] });
     assert.equal(entry.label, "notary release");
   });
+  test("with a TrustRoot instead of its own stores: named, and its own stores empty; both at once is refused", () => {
+    const { entry, errors } = compile({ trustRoot: "acme-notation" });
+    assert.deepEqual(errors, []);
+    assert.equal(entry.trustRoot, "acme-notation");
+    assert.deepEqual([entry.ca, entry.signingAuthority, entry.tsa], [{ der: [] }, { der: [] }, { der: [] }]);
+    assert.equal(entry.label, "notary trust root acme-notation");
+    assert.deepEqual(compile({ trustRoot: "acme-notation", tsaCerts: tsaRoot.pem }).errors, [
+      "spec.rules.0.attestors.0.entries.0.notary.tsaCerts: give trustRoot or tsaCerts, not both: the entry's certificates come from one place",
+    ]);
+  });
   for (const [what, raw, files, message] of [
     ["no certificates at all", { tsaCerts: "" }, {}, /give the certificates signatures must chain to/],
     ["both certs and certsRef", { certs: "x", certsRef: "y" }, {}, /certsRef: give certs or certsRef, not both/],

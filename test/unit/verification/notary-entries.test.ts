@@ -251,3 +251,18 @@ test("certificates kept in Kubernetes Secrets: read when needed, once per TTL, a
   assert.equal(noApi.status, "denied");
   if (noApi.status === "denied") assert.match(noApi.reason, /^notary release: k8s:\/\/security\/roots cannot be read: the server has no Kubernetes API access/);
 });
+
+test("a notary entry naming a TrustRoot verifies against that root's Notation stores, as loaded now", async () => {
+  const stranger = await codeSigningChain("C=US, ST=WA, O=Acme, CN=Release");
+  const roots = new Map([["acme-notation", { name: "acme-notation", notation: { ca: [pki.root.der], signingAuthority: [], tsa: [] } }]]);
+  const v = new ImageVerifier({ client: registry({ envelopes: [jws()] }), trustRoots: () => roots });
+  const entry = `{notary: {name: release, trustRoot: acme-notation, trustedIdentities: ["x509.subject: C=US, ST=WA, O=Acme"]}}`;
+  const verified = await v.verify(request(entry), soon());
+  assert.equal(verified.status, "verified", JSON.stringify(verified));
+  // TrustRoots change with a policy reload, which clears the verifier's results (clear()).
+  roots.set("acme-notation", { name: "acme-notation", notation: { ca: [stranger.root.der], signingAuthority: [], tsa: [] } });
+  v.clear();
+  const denied = await v.verify(request(entry), soon());
+  assert.equal(denied.status, "denied");
+  if (denied.status === "denied") assert.match(denied.reason, /no certificate of the chain is in the certificates of trust root acme-notation/);
+});

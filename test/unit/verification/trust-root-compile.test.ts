@@ -2,9 +2,10 @@
 // refuses, with the field and the exact reason, and the roots it accepts (inline, as text, from a file; with only
 // logs or only timestamp authorities).
 import assert from "node:assert/strict";
-import { test } from "node:test";
-import { parseTrustedRoot, trustRootKind, type TrustRoot } from "../../../src/core/trust-root/trust-root-kind.ts";
+import { before, describe, test } from "node:test";
+import { parseTrustedRoot, trustRootKind, type SigstoreTrust } from "../../../src/core/trust-root/trust-root-kind.ts";
 import { embeddedTrustedRootJson } from "../../../src/verification/trust-roots.ts";
+import { codeSigningChain, createRoot } from "../../support/notation/test-pki.ts";
 
 type RootJson = Record<string, unknown> & { tlogs: Array<Record<string, unknown>> };
 const rootJson = () => structuredClone(embeddedTrustedRootJson()) as RootJson;
@@ -27,7 +28,7 @@ test("a trust root given inline, as JSON text, or in a file next to the policy l
     assert.deepEqual(found, []);
     assert.equal(policy?.name, "corp");
     assert.deepEqual(policy?.source, source);
-    assert.equal(policy?.hasCtLogs, true);
+    assert.equal(policy?.sigstore?.hasCtLogs, true);
   }
 });
 
@@ -68,11 +69,13 @@ test("an unknown field that is a slip of a known one names it", () => {
     ]);
 });
 
-test("spec must be an object with exactly one of trustedRoot and path", () => {
-  const missing = 'spec: missing required field "spec" with trustedRoot (the trusted_root.json content) or path (a file next to this policy)';
-  for (const spec of [undefined, null, [], "x"]) assert.deepEqual(issues({ metadata: { name: "corp" }, spec }), [missing], JSON.stringify(spec));
-  const exactlyOne = "spec: give exactly one of trustedRoot (the trusted_root.json content) and path (a file next to this policy)";
-  assert.deepEqual(issues({ metadata: { name: "corp" }, spec: { trustedRoot: rootJson(), path: "root.json" } }), [exactlyOne]);
+test("spec must be an object with trustedRoot or path, notation, or both", () => {
+  const needed = "trustedRoot (the trusted_root.json content) or path (a file next to this policy), notation (Notary Project certificates), or both";
+  for (const spec of [undefined, null, [], "x"])
+    assert.deepEqual(issues({ metadata: { name: "corp" }, spec }), [`spec: missing required field "spec" with ${needed}`], JSON.stringify(spec));
+  assert.deepEqual(issues({ metadata: { name: "corp" }, spec: {} }), [`spec: give ${needed}`]);
+  const notBoth = "spec: give trustedRoot (the trusted_root.json content) or path (a file next to this policy), not both";
+  assert.deepEqual(issues({ metadata: { name: "corp" }, spec: { trustedRoot: rootJson(), path: "root.json" } }), [notBoth]);
 });
 
 test("a path must name a readable JSON file, and only policies loaded from files may name one", () => {
@@ -109,7 +112,7 @@ test("a trusted root document: an object of a known media type, with something t
   for (const list of ["tlogs", "certificateAuthorities", "timestampAuthorities"]) {
     const parsed = only(list);
     assert.ok(!("error" in parsed), `${list} alone is something to verify against`);
-    assert.equal((parsed as Omit<TrustRoot, "name">).hasCtLogs, false, "no CT logs listed");
+    assert.equal((parsed as SigstoreTrust).hasCtLogs, false, "no CT logs listed");
   }
 });
 
@@ -129,4 +132,51 @@ test("loaded roots are found by name; a trust root never needs namespace labels"
   assert.equal(prepared.get("b"), b);
   assert.equal(trustRootKind.usesNamespaceLabels(prepared), false);
   assert.equal(trustRootKind.kind, "TrustRoot", "the kind policies are written with");
+});
+
+describe("spec.notation: Notary Project trust stores", () => {
+  let pki: Awaited<ReturnType<typeof codeSigningChain>>;
+  let tsaRoot: Awaited<ReturnType<typeof createRoot>>;
+  before(async () => {
+    pki = await codeSigningChain();
+    tsaRoot = await createRoot({ subject: "C=US, ST=WA, O=Example, CN=Example TSA Root" });
+  });
+  const named = (notation: unknown) => ({ metadata: { name: "acme" }, spec: { notation } });
+
+  test("inline or from files, alone or beside a Sigstore root: each store's certificates", () => {
+    const inline = compile(named({ certs: pki.root.pem, tsaCerts: tsaRoot.pem }));
+    assert.deepEqual(inline.issues, []);
+    assert.equal(inline.policy?.sigstore, undefined);
+    assert.deepEqual(
+      inline.policy?.notation?.ca.map((d) => Buffer.from(d).equals(Buffer.from(pki.root.der))),
+      [true],
+    );
+    assert.equal(inline.policy?.notation?.tsa.length, 1);
+    assert.equal(inline.policy?.notation?.signingAuthority.length, 0);
+    const files = { "roots.pem": pki.root.pem };
+    const fromFile = compile({ metadata: { name: "acme" }, spec: { trustedRoot: rootJson(), notation: { signingAuthorityCertsRef: "roots.pem" } } }, (p) => {
+      if (!(p in files)) throw new Error("ENOENT");
+      return files[p as keyof typeof files];
+    });
+    assert.deepEqual(fromFile.issues, []);
+    assert.equal(fromFile.policy?.sigstore?.hasCtLogs, true);
+    assert.equal(fromFile.policy?.notation?.signingAuthority.length, 1);
+  });
+
+  test("every mistake is refused with its field: not a mapping, unknown or empty fields, no trust store, Secrets, a store that is not a CA", () => {
+    assert.deepEqual(issues(named("PEM")), ["spec.notation: must be a mapping of certs, signingAuthorityCerts and tsaCerts (PEM), or their *Ref files"]);
+    assert.deepEqual(issues(named({ certs: pki.root.pem, cert: "x" })), ['spec.notation.cert: unknown field "cert"; did you mean "certs"?']);
+    assert.deepEqual(issues(named({ certs: "" })), ["spec.notation.certs: must be a non-empty string"]);
+    assert.deepEqual(issues(named({ tsaCerts: tsaRoot.pem })), [
+      "spec.notation: give the certificates signatures must chain to: certs (or certsRef), or signingAuthorityCerts (or signingAuthorityCertsRef)",
+    ]);
+    assert.deepEqual(issues(named({ certsRef: "k8s://security/roots" })), [
+      "spec.notation.certsRef: give the certificates inline or in a file next to this policy; Secrets are named by a policy's notary entry",
+    ]);
+    assert.match(issues(named({ certs: pki.leaf.pem })).join("\n"), /^spec\.notation\.certs: certificate 0 \(.*\) is neither a CA nor self-signed/);
+    assert.match(
+      issues(named({ certs: pki.root.pem, tsaCerts: pki.intermediate.pem })).join("\n"),
+      /^spec\.notation\.tsaCerts: certificate 0 .* is not a self-signed root/,
+    );
+  });
 });

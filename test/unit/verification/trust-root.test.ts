@@ -12,13 +12,14 @@ import { verificationsNeeded } from "../../../src/core/image-policy/image-verifi
 import { withUnresolvedTrustRoots } from "../../../src/core/trust-root/trust-root-references.ts";
 import { parseTrustedRoot } from "../../../src/core/trust-root/trust-root-kind.ts";
 import { embeddedTrustedRootJson, publicGoodTrustRoot, trustRootNamed } from "../../../src/verification/trust-roots.ts";
+import { codeSigningChain } from "../../support/notation/test-pki.ts";
 
 test("the public-good root ships embedded: Fulcio CAs, Rekor and CT logs, usable offline", () => {
   const root = publicGoodTrustRoot();
   assert.equal(root.name, "sigstore-public-good");
-  assert.ok(root.material.certificateAuthorities.length >= 1);
-  assert.ok(root.material.tlogs.some((t) => t.baseURL === "https://rekor.sigstore.dev"));
-  assert.equal(root.hasCtLogs, true);
+  assert.ok(root.sigstore!.material.certificateAuthorities.length >= 1);
+  assert.ok(root.sigstore!.material.tlogs.some((t) => t.baseURL === "https://rekor.sigstore.dev"));
+  assert.equal(root.sigstore?.hasCtLogs, true);
   assert.equal(trustRootNamed(new Map(), "sigstore-public-good"), root);
   assert.equal(trustRootNamed(new Map(), "corp"), undefined);
 });
@@ -36,7 +37,7 @@ test("a TrustRoot loads inline and replaces the embedded root under its name", (
 
 test("malformed trust roots are load errors naming file, line and field", () => {
   const cases: Array<[string, RegExp]> = [
-    ["spec: {}", /^root\.yaml:4 spec: give exactly one of trustedRoot/],
+    ["spec: {}", /^root\.yaml:4 spec: give trustedRoot .* notation \(Notary Project certificates\), or both/],
     ["spec: {trustedRoot: {mediaType: nope}}", /^root\.yaml:4 spec\.trustedRoot: mediaType must be one of/],
     [
       'spec: {trustedRoot: {mediaType: "application/vnd.dev.sigstore.trustedroot+json;version=0.1"}}',
@@ -226,6 +227,41 @@ test("marking rules that need a missing root leaves the compiled policies as the
   assert.notEqual(marked.policies[0], needs);
   assert.equal(marked.policies[0]!.rules[1], needs!.rules[1], "a rule that needs no root is the same object");
   assert.equal(marked.policies[1], plain, "a policy that needs no root is the same object");
-  const withCorp = withUnresolvedTrustRoots(policies.ImagePolicy, [{ name: "corp", material: publicGoodTrustRoot().material, hasCtLogs: true }]);
+  const withCorp = withUnresolvedTrustRoots(policies.ImagePolicy, [{ name: "corp", sigstore: publicGoodTrustRoot().sigstore! }]);
   assert.deepEqual(withCorp, { policies: [needs, plain], unresolved: [] });
+});
+
+test("a TrustRoot's parts answer only the entries that need them: notary entries its Notation stores, key and keyless entries its Sigstore root", async () => {
+  const pki = await codeSigningChain();
+  const notationOnly = { name: "acme-notation", notation: { ca: [pki.root.der], signingAuthority: [], tsa: [] } };
+  const sigstoreOnly = { name: "corp", sigstore: publicGoodTrustRoot().sigstore! };
+  const { policies } = parsePolicyText(
+    [
+      "apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: {name: p}\nspec:\n  rules:",
+      '    - {action: allow, images: ["a.example/*"], attestors: [{entries: [{notary: {trustRoot: acme-notation}}]}]}',
+      '    - {action: allow, images: ["b.example/*"], attestors: [{entries: [{notary: {trustRoot: corp}}]}]}',
+      '    - {action: allow, images: ["c.example/*"], attestors: [{entries: [{keyless: {subject: "*", issuer: "*", trustRoot: acme-notation}}]}]}',
+      '    - {action: allow, images: ["d.example/*"], attestors: [{entries: [{notary: {trustRoot: gone}}]}]}',
+      '    - {action: allow, images: ["e.example/*"], attestors: [{entries: [{notary: {certs: "PEM"}}]}]}',
+      "",
+    ]
+      .join("\n")
+      .replace('"PEM"', JSON.stringify(pki.root.pem)),
+    "p.yaml",
+  );
+  const marked = withUnresolvedTrustRoots(policies.ImagePolicy, [notationOnly, sigstoreOnly]);
+  const rules = marked.policies[0]!.rules;
+  assert.equal(rules[0]!.unverifiable, undefined);
+  assert.match(rules[1]!.unverifiable ?? "", /^trust root "corp" holds no Notation certificates \(spec\.notation\) \(TrustRoots loaded: acme-notation, corp;/);
+  assert.match(rules[2]!.unverifiable ?? "", /^trust root "acme-notation" holds no Sigstore trusted root \(spec\.trustedRoot or spec\.path\)/);
+  assert.match(rules[3]!.unverifiable ?? "", /^trust root "gone" is not loaded/);
+  assert.equal(rules[4]!.unverifiable, undefined, "a notary entry with its own certificates needs no TrustRoot");
+  assert.deepEqual(
+    marked.unresolved.map((u) => u.path),
+    [
+      "spec.rules[1].attestors[0].entries[0].notary.trustRoot",
+      "spec.rules[2].attestors[0].entries[0].keyless.trustRoot",
+      "spec.rules[3].attestors[0].entries[0].notary.trustRoot",
+    ],
+  );
 });

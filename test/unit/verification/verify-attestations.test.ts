@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { before, test } from "node:test";
-import type { TrustRoot } from "../../../src/core/trust-root/trust-root-kind.ts";
+import type { SigstoreTrust } from "../../../src/core/trust-root/trust-root-kind.ts";
 import { bundleToItem, cosignAttestationToItem, SignatureFormatError } from "../../../src/verification/signed-item.ts";
 import { attestationBinding, imageBinding, inTotoStatement, publicKeyFromPem, verifyItem } from "../../../src/verification/verify-entry.ts";
 import { cosignAttestationLayer, inTotoStatement as statementFor, signDsseEnvelope } from "../../support/signer/cosign-signatures.ts";
@@ -18,12 +18,12 @@ const WORKFLOW = "https://github.com/acme/app/.github/workflows/release.yml@refs
 const DIGEST = `sha256:${createHash("sha256").update("image").digest("hex")}`;
 const OTHER = `sha256:${createHash("sha256").update("other").digest("hex")}`;
 let sigstore: MockSigstore;
-let root: TrustRoot;
+let root: SigstoreTrust;
 let key: SigningKey;
 
 before(async () => {
   sigstore = await createMockSigstore({ name: "att" });
-  root = mockTrustRoot(sigstore, "att");
+  root = mockTrustRoot(sigstore, "att").sigstore!;
   key = generateSigningKey("ecdsa-p256");
 });
 

@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import { before, describe, test } from "node:test";
 import type { Bundle } from "@sigstore/bundle";
 import { HashAlgorithm } from "@sigstore/protobuf-specs";
-import type { TrustRoot } from "../../../src/core/trust-root/trust-root-kind.ts";
+import type { SigstoreTrust } from "../../../src/core/trust-root/trust-root-kind.ts";
 import { bundleToItem, cosignLayerToItem, type SignedItem } from "../../../src/verification/signed-item.ts";
 import { attestationBinding, imageBinding, inTotoStatement, publicKeyFromPem, verifyItem } from "../../../src/verification/verify-entry.ts";
 import { cosignSignatureLayer, simpleSigningPayload } from "../../support/signer/cosign-signatures.ts";
@@ -282,13 +282,13 @@ describe("a message signature given only the artifact's sha256", () => {
 describe("with a Sigstore instance", () => {
   let sigstore: MockSigstore;
   let stranger: MockSigstore;
-  let root: TrustRoot;
+  let root: SigstoreTrust;
   let key: SigningKey;
 
   before(async () => {
     sigstore = await createMockSigstore({ name: "mock" });
     stranger = await createMockSigstore({ name: "stranger" });
-    root = mockTrustRoot(sigstore, "mock");
+    root = mockTrustRoot(sigstore, "mock").sigstore!;
     key = generateSigningKey("ecdsa-p256");
   });
 

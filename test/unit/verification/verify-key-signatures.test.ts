@@ -102,7 +102,7 @@ test("a tampered payload fails the signature check", () => {
 test("without ignoreTlog, a key signature with no log entry is refused, saying so", () => {
   const outcome = verifyItem(signedLayer("p256", payloadFor(digest)), entryFor("p256", false), {
     binding: imageBinding(digest),
-    trustRoot: publicGoodTrustRoot(),
+    trustRoot: publicGoodTrustRoot().sigstore,
     key: publicKeyFromPem(pem("p256")),
   });
   assert.deepEqual(outcome, { ok: false, reason: "signed by this key, but without a transparency-log entry (ignoreTlog: true accepts that)" });

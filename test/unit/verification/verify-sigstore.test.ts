@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { before, describe, test } from "node:test";
-import type { TrustRoot } from "../../../src/core/trust-root/trust-root-kind.ts";
+import type { SigstoreTrust } from "../../../src/core/trust-root/trust-root-kind.ts";
 import { bundleToItem, cosignLayerToItem } from "../../../src/verification/signed-item.ts";
 import { imageBinding, publicKeyFromPem, verifyItem } from "../../../src/verification/verify-entry.ts";
 import { cosignSignatureLayer, simpleSigningPayload } from "../../support/signer/cosign-signatures.ts";
@@ -22,8 +22,8 @@ const OTHER = `sha256:${createHash("sha256").update("other").digest("hex")}`;
 
 let sigstore: MockSigstore;
 let stranger: MockSigstore;
-let root: TrustRoot;
-let strangerRoot: TrustRoot;
+let root: SigstoreTrust;
+let strangerRoot: SigstoreTrust;
 let key: SigningKey;
 
 const keyless = (subject = "https://github.com/acme/app/*", extra = "") =>
@@ -32,8 +32,8 @@ const keyless = (subject = "https://github.com/acme/app/*", extra = "") =>
 before(async () => {
   sigstore = await createMockSigstore({ name: "mock" });
   stranger = await createMockSigstore({ name: "stranger" });
-  root = mockTrustRoot(sigstore, "mock");
-  strangerRoot = mockTrustRoot(stranger, "mock");
+  root = mockTrustRoot(sigstore, "mock").sigstore!;
+  strangerRoot = mockTrustRoot(stranger, "mock").sigstore!;
   key = generateSigningKey("ecdsa-p256");
 });
 

@@ -1,10 +1,12 @@
 // Verification at pull time through `imprimatur node-proxy --policies`, spoken to over CRI as the kubelet speaks
 // (test/support/kubelet-cri.ts), in front of a real containerd pulling from a real docker-registry (TLS, htpasswd)
-// that holds images signed by the project's test signer. What the node enforces that admission cannot: a pull is
-// judged at the digest it resolves to and the runtime pulls that digest; an image already on the node is used only
-// once verified under the policies in force. The path through a real kubelet is test/e2e/node-verify-kubelet.test.ts.
+// that holds images signed by the project's test signers: cosign signatures, and Notary Project (Notation) JWS and
+// COSE signatures over a test PKI (test/support/notation/), found through the referrers tag schema. What the node
+// enforces that admission cannot: a pull is judged at the digest it resolves to and the runtime pulls that digest;
+// an image already on the node is used only once verified under the policies in force. The path through a real
+// kubelet is test/e2e/node-verify-kubelet.test.ts.
 import assert from "node:assert/strict";
-import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -16,7 +18,12 @@ import { criPull, criPullError, criStatus, kubeletAnnotations, kubeletSandbox, p
 import { startNodeProxy, type NodeProxyProcess } from "../support/node-proxy-process.ts";
 import { startNodeRuntime, type NodeRuntime } from "../support/real-node.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
-import { buildRunnableImage } from "../support/runnable-image.ts";
+import { signCoseEnvelope } from "../support/notation/cose-signer.ts";
+import { notationPayload, signJwsEnvelope } from "../support/notation/jws-signer.ts";
+import { NODE_NOTATION_POLICY, writeNotationFolder } from "../support/notation/node-notation-policy.ts";
+import { pushNotationSignatures } from "../support/notation/notation-push.ts";
+import { codeSigningChain } from "../support/notation/test-pki.ts";
+import { buildRunnableImage, type RunnableImage } from "../support/runnable-image.ts";
 import { generateSigningKey, type SigningKey } from "../support/signer/keys.ts";
 import { createMockSigstore, type MockSigstore } from "../support/signer/mock-sigstore.ts";
 import { pushCosignSignatures } from "../support/signer/registry-signatures.ts";
@@ -35,12 +42,22 @@ const layouts: string[] = [];
 let registriesFile: string;
 let seeds = 0;
 
-/** Builds a runnable image, pushes it as repository:tag, signs it when asked; its manifest digest. */
-async function push(repository: string, tag: string, signed: boolean): Promise<string> {
+/** Builds a runnable image and pushes it as repository:tag. */
+async function pushImage(repository: string, tag: string): Promise<RunnableImage> {
   const built = buildRunnableImage({ tag, seed: `node-verify-${repository}-${tag}-${seeds++}` });
   layouts.push(built.layoutDir);
   await registry.push(built.layoutDir, tag, repository, tag);
-  if (signed) await pushCosignSignatures({ registry, repository, digest: built.digest, signers: [{ key, rekor: sigstore, hash: "sha256" }] });
+  return built;
+}
+
+/** Signs an image pushed to `repository` with `key` (cosign, logged in the mock's Rekor). */
+const cosignSign = (repository: string, digest: string) =>
+  pushCosignSignatures({ registry, repository, digest, signers: [{ key, rekor: sigstore, hash: "sha256" }] });
+
+/** Builds a runnable image, pushes it as repository:tag, signs it when asked; its manifest digest. */
+async function push(repository: string, tag: string, signed: boolean): Promise<string> {
+  const built = await pushImage(repository, tag);
+  if (signed) await cosignSign(repository, built.digest);
   return built.digest;
 }
 
@@ -259,5 +276,125 @@ describe("node-proxy --policies", () => {
     ]);
     assert.equal(r.code, 2, r.stderr);
     assert.match(r.stderr, /refusing to start: policies failed to load:\n\s+.*bad\.yaml:5.*action/);
+  });
+});
+
+describe("node-proxy --policies with a notary entry (Notary Project signatures)", () => {
+  const identity = "x509.subject: C=US, ST=WA, O=Acme";
+  let notation: { p: NodeProxyProcess; client: RuntimeImageClient };
+  let stateDir: string;
+  const digests = new Map<string, string>();
+  const image = (repository: string) => `${registry.host}/${repository}:v1`;
+
+  /** The node's audit record of the pull of `repository`'s image (one JSON line of audit.log in the state folder). */
+  async function audited(repository: string): Promise<{ event: string; digest?: string; reason?: string; passes?: Array<{ policy: string; rule: string }> }> {
+    const lines = (await readFile(join(stateDir, "audit.log"), "utf8")).split("\n").filter((l) => l !== "");
+    const records = lines.map((l) => JSON.parse(l) as { image: string; event: string }).filter((r) => r.image === image(repository));
+    assert.equal(records.length, 1, lines.join("\n"));
+    return records[0]!;
+  }
+
+  before(async () => {
+    const pki = await codeSigningChain("C=US, ST=WA, L=Seattle, O=Acme, CN=Release");
+    // Another CA's certificate with the very subject the policy trusts: only the trust store tells them apart.
+    const stranger = await codeSigningChain("C=US, ST=WA, L=Seattle, O=Acme, CN=Release");
+    const target = { url: registry.url, caPem: registry.caPem, username: registry.username, password: registry.password };
+    /** Pushes an image, signs it as asked; its digest is kept under its repository. */
+    const signed = async (repository: string, o: { envelope?: "jws" | "cose"; chain?: typeof pki; cosign?: boolean }) => {
+      const built = await pushImage(repository, "v1");
+      digests.set(repository, built.digest);
+      if (o.cosign) await cosignSign(repository, built.digest);
+      if (!o.envelope) return;
+      const manifest = await readFile(join(built.layoutDir, "blobs", "sha256", built.digest.slice("sha256:".length)));
+      const subject = { mediaType: (JSON.parse(manifest.toString()) as { mediaType: string }).mediaType, digest: built.digest, size: manifest.length };
+      const by = o.chain ?? pki;
+      const payload = notationPayload(subject);
+      const envelope =
+        o.envelope === "jws"
+          ? { mediaType: "application/jose+json", body: signJwsEnvelope({ payload, signer: by.leaf, chain: by.chain }), chain: by.chain }
+          : {
+              mediaType: "application/cose",
+              body: signCoseEnvelope({ payload: new TextEncoder().encode(payload), signer: by.leaf, chain: by.chain }),
+              chain: by.chain,
+            };
+      await pushNotationSignatures(target, repository, subject, [envelope]);
+    };
+    const folder = await writeNotationFolder(join(dir, "notation"), {
+      sigstore,
+      key,
+      notary: { name: "release", certs: pki.root.pem, trustedIdentities: [identity] },
+      both: [`${registry.host}/notation-two/*`],
+      notaryOnly: [`${registry.host}/notation/*`],
+    });
+    stateDir = join(dir, "state-notation");
+    // One proxy for this block's tests, started while the images are pushed: nothing is judged before a test pulls.
+    [notation] = await Promise.all([
+      proxy(stateDir, ["--policies", folder, "--registries", registriesFile]),
+      signed("notation/jws", { envelope: "jws" }),
+      signed("notation/unsigned", {}),
+      signed("notation/untrusted", { envelope: "jws", chain: stranger }),
+      signed("notation-two/both", { envelope: "cose", cosign: true }),
+      signed("notation-two/cosign-only", { cosign: true }),
+    ]);
+  });
+
+  test("an image with a Notation JWS signature the notary entry trusts is verified and pulled by its digest", async () => {
+    const digest = digests.get("notation/jws")!;
+    const imageRef = await pull(notation.client, image("notation/jws"), "web");
+    assert.equal((await status(containerd, `${registry.host}/notation/jws@${digest}`))?.id, imageRef);
+    assert.equal(await status(containerd, image("notation/jws")), undefined, "containerd was asked for the digest, not the tag");
+    assert.equal((await status(notation.client, image("notation/jws"), "web"))?.id, imageRef);
+    const record = await audited("notation/jws");
+    assert.equal(record.event, "pull-verified");
+    assert.equal(record.digest, digest);
+    assert.deepEqual(
+      record.passes?.map((p) => `${p.policy} ${p.rule}`),
+      [`${NODE_NOTATION_POLICY} rules[1]`],
+    );
+  });
+
+  test("the same policy refuses an image without a Notation signature, and one signed by an untrusted chain, saying why; nothing is pulled", async () => {
+    for (const [repository, why] of [
+      ["notation/unsigned", "notary release: no Notary Project signature found"],
+      ["notation/untrusted", "no certificate of the chain is in the certificates of notary release"],
+    ] as const) {
+      const digest = digests.get(repository)!;
+      const e = await refusal(notation.client, image(repository), "web");
+      assert.equal(e.code, grpc.status.PERMISSION_DENIED, e.details);
+      assert.match(
+        e.details,
+        new RegExp(
+          `^imprimatur node-proxy refused the pull: image ".*/${repository}:v1@${digest}" denied by policy ${NODE_NOTATION_POLICY} rules\\[1\\]: .*${why}`,
+        ),
+      );
+      assert.equal(await status(containerd, `${registry.host}/${repository}@${digest}`), undefined);
+      assert.equal(await status(containerd, image(repository)), undefined);
+      const record = await audited(repository);
+      assert.equal(record.event, "pull-refused");
+      assert.match(record.reason ?? "", new RegExp(why));
+    }
+  });
+
+  test("count: 2 over a cosign key and a notary entry: a cosign and a COSE signature together are pulled; the cosign one alone is refused", async () => {
+    const counted = (outcome: string) => notation.p.metric(`imprimatur_node_pull_verifications_total{outcome="${outcome}"}`);
+    const [verified, refused] = [await counted("verified"), await counted("refused")];
+    const both = digests.get("notation-two/both")!;
+    const imageRef = await pull(notation.client, image("notation-two/both"), "web");
+    assert.equal((await status(containerd, `${registry.host}/notation-two/both@${both}`))?.id, imageRef);
+    assert.deepEqual(
+      (await audited("notation-two/both")).passes?.map((p) => `${p.policy} ${p.rule}`),
+      [`${NODE_NOTATION_POLICY} rules[0]`],
+    );
+    const alone = digests.get("notation-two/cosign-only")!;
+    const e = await refusal(notation.client, image("notation-two/cosign-only"), "web");
+    assert.match(
+      e.details,
+      new RegExp(
+        `"[^"]*/notation-two/cosign-only:v1@${alone}" denied by policy ${NODE_NOTATION_POLICY} rules\\[0\\]: .*needs all 2: key release\\.pub verified; notary release: no Notary Project signature found`,
+      ),
+    );
+    assert.equal(await status(containerd, `${registry.host}/notation-two/cosign-only@${alone}`), undefined);
+    assert.equal(await counted("verified"), verified + 1);
+    assert.equal(await counted("refused"), refused + 1);
   });
 });

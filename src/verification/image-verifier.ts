@@ -210,26 +210,30 @@ export class ImageVerifier {
       predicateTypes: checks.map((c) => c.predicateType),
       maxArtifacts: this.opts.maxArtifactsPerImage ?? MAX_SIGNATURES,
       notation: leaves.some((leaf) => leaf.type === "notary"),
+      sigstore: leaves.some((leaf) => leaf.type !== "notary"),
     };
     const options = { signal, credentials: request.lookup, budget };
+    // A Notary Project signature names the manifest's media type and size as well as its digest: read beside the
+    // signatures (not after them) when a notary entry may need it, and its failure judged only if one does.
+    const manifestRead = wanted.notation
+      ? this.opts.client
+          .getManifest({ registry: image.registry, repository: image.repository, digest: image.digest }, options)
+          .then((m) => ({ digest: image.digest, mediaType: m.mediaType, size: m.body.length }))
+      : undefined;
+    manifestRead?.catch(() => {});
     const discovery = await discoverSignatures(this.opts.client, image, at, options, wanted);
     const trustRoots = this.opts.trustRoots();
     const contextOf = (leaf: SigstoreAttestor, binding: (item: SignedItem) => string | undefined): EntryContext => {
       const material = materials.get(leaf);
       return { binding, trustRoot: trustRootNamed(trustRoots, leaf.trustRoot)?.sigstore, ...(material && "key" in material ? { key: material.key } : {}) };
     };
-    // A Notary Project signature names the manifest's media type and size as well as its digest: read once, when a
-    // notary entry has a signature to compare.
     let manifest: Promise<{ digest: string; mediaType: string; size: number }> | undefined;
     const manifestOf = () =>
-      (manifest ??= this.opts.client.getManifest({ registry: image.registry, repository: image.repository, digest: image.digest }, options).then(
-        (m) => ({ digest: image.digest, mediaType: m.mediaType, size: m.body.length }),
-        (e: unknown) => {
-          // No answer is an outage (the failure policy decides), as for the signatures' own lookups.
-          if (hasErrorCode(e, "unreachable", "timeout", "unavailable")) discovery.unanswered.push(e as RegistryError);
-          throw e;
-        },
-      ));
+      (manifest ??= manifestRead!.catch((e: unknown) => {
+        // No answer is an outage (the failure policy decides), as for the signatures' own lookups.
+        if (hasErrorCode(e, "unreachable", "timeout", "unavailable")) discovery.unanswered.push(e as RegistryError);
+        throw e;
+      }));
     const outcomes = new Map<string, EntryOutcome>();
     for (const leaf of leaves) {
       if (leaf.type === "notary") {

@@ -77,6 +77,8 @@ export interface Wanted {
   predicateTypes?: readonly string[];
   /** Read Notary Project signatures too (a rule has a notary entry). */
   notation?: boolean;
+  /** Read cosign signatures and Sigstore signature bundles (a rule has a key or keyless entry); default true. */
+  sigstore?: boolean;
   /** Signatures, and separately attestations, read per layout; default MAX_SIGNATURES. */
   maxArtifacts?: number;
 }
@@ -96,9 +98,10 @@ export async function discoverSignatures(
   const found: Discovery = { items: [], notation: [], attestations: [], problems: [], unanswered: [], looked: [] };
   const predicateTypes = new Set(wanted.predicateTypes ?? []);
   const max = wanted.maxArtifacts ?? MAX_SIGNATURES;
-  const picking: Picking = { max, predicateTypes, notation: wanted.notation ?? false };
+  const picking: Picking = { max, predicateTypes, notation: wanted.notation ?? false, sigstore: wanted.sigstore ?? true };
   await Promise.all([
-    cosignLayers(client, at, options, found, COSIGN_SIGNATURES, picking),
+    // A rule whose entries are all notary entries looks for no cosign signature: a round trip less per image.
+    ...(picking.sigstore ? [cosignLayers(client, at, options, found, COSIGN_SIGNATURES, picking)] : []),
     ...(predicateTypes.size > 0 ? [cosignLayers(client, at, options, found, COSIGN_ATTESTATIONS, picking)] : []),
     referrerArtifacts(client, image, at, options, found, picking),
   ]);
@@ -109,6 +112,7 @@ interface Picking {
   max: number;
   predicateTypes: ReadonlySet<string>;
   notation: boolean;
+  sigstore: boolean;
 }
 
 /** cosign's tag layouts: one tag per digest, one signature or attestation per layer. */
@@ -192,7 +196,7 @@ async function referrerArtifacts(
   picking: Picking,
 ): Promise<void> {
   const where = `${at.registry}/${at.repository}`;
-  found.looked.push(`Sigstore bundles referring to ${at.digest} in ${where}`);
+  if (picking.sigstore || picking.predicateTypes.size > 0) found.looked.push(`Sigstore bundles referring to ${at.digest} in ${where}`);
   if (picking.notation) found.looked.push(`Notary Project signatures referring to ${at.digest} in ${where}`);
   let referrers;
   try {
@@ -226,7 +230,7 @@ async function referrerBundles(
     return predicateType !== undefined && predicateType !== COSIGN_SIGN_PREDICATE;
   };
   const bundles = descriptors.filter((d) => d.artifactType !== undefined && BUNDLE_MEDIA_TYPES.has(d.artifactType));
-  const signatures = bundles.filter((d) => !isAttestation(d));
+  const signatures = picking.sigstore ? bundles.filter((d) => !isAttestation(d)) : [];
   const attestations = bundles.filter((d) => isAttestation(d) && picking.predicateTypes.has(predicateTypeOf(d)!));
   for (const [list, what] of [
     [signatures, "signature bundles"],

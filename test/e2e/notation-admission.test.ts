@@ -294,7 +294,7 @@ test("webhook: unsigned, an untrusted chain and a certificate outside trustedIde
   assert.match(
     unsigned.trim(),
     new RegExp(
-      `denied by policy ${POLICY} rules\\[3\\]: no signatures found \\(looked for .* and Notary Project signatures referring to ${images["public/unsigned"]!.digest} in ${escape(host)}/public/unsigned\\); attestors\\[0\\] needs its entry: notary release: no Notary Project signature found$`,
+      `denied by policy ${POLICY} rules\\[3\\]: no signatures found \\(looked for Notary Project signatures referring to ${images["public/unsigned"]!.digest} in ${escape(host)}/public/unsigned\\); attestors\\[0\\] needs its entry: notary release: no Notary Project signature found$`,
     ),
   );
 
@@ -433,7 +433,7 @@ test("background scan: a running pod whose image is not Notation-signed by a tru
   assert.equal(image, `${ref("public/unsigned")}@${images["public/unsigned"]!.digest}`, "judged at the digest its status reports");
   assert.match(
     message,
-    /^no signatures found \(looked for .* and Notary Project signatures referring to sha256:[0-9a-f]{64} in .*\/public\/unsigned\); attestors\[0\] needs its entry: notary release: no Notary Project signature found$/,
+    /^no signatures found \(looked for Notary Project signatures referring to sha256:[0-9a-f]{64} in .*\/public\/unsigned\); attestors\[0\] needs its entry: notary release: no Notary Project signature found$/,
   );
 
   const untrusted = resultsOf("scan-untrusted");

@@ -168,7 +168,8 @@ test("a Notation signature of another manifest, by an untrusted chain or another
 test("no signature of any kind: the denial says where it looked, Notary Project signatures included", async () => {
   const r = await new ImageVerifier({ client: registry({}), trustRoots: () => new Map() }).verify(request(notaryEntry()), soon());
   assert.equal(r.status, "denied");
-  if (r.status === "denied") assert.match(r.reason, /no signatures found \(looked for .*Notary Project signatures referring to/);
+  if (r.status === "denied")
+    assert.match(r.reason, /^no signatures found \(looked for Notary Project signatures referring to sha256:[0-9a-f]{64} in r\.example\/app\); /);
 });
 
 test("the verified-images record names the entry, the certificate and the envelope of a Notation signature", async () => {
@@ -265,4 +266,25 @@ test("a notary entry naming a TrustRoot verifies against that root's Notation st
   const denied = await v.verify(request(entry), soon());
   assert.equal(denied.status, "denied");
   if (denied.status === "denied") assert.match(denied.reason, /no certificate of the chain is in the certificates of trust root acme-notation/);
+});
+
+test("a rule of notary entries only looks for no cosign signature, and reads the image's manifest beside the signatures", async () => {
+  const client = registry({ cosign: true, envelopes: [jws()] });
+  const asked: string[] = [];
+  const counting = {
+    ...client,
+    async getManifest(ref: { tag?: string; digest?: string }) {
+      asked.push(ref.tag ?? ref.digest!);
+      return client.getManifest(ref);
+    },
+  };
+  const r = await new ImageVerifier({ client: counting, trustRoots: () => new Map() }).verify(request(notaryEntry()), soon());
+  assert.equal(r.status, "verified", JSON.stringify(r));
+  assert.equal(asked.filter((a) => a.endsWith(".sig")).length, 0, asked.join(", "));
+  assert.equal(asked[0], digest, "the image's manifest is asked for first, before the signatures are listed");
+
+  asked.length = 0;
+  const mixed = await new ImageVerifier({ client: counting, trustRoots: () => new Map() }).verify(request(`${keyEntry}, ${notaryEntry()}`, 2), soon());
+  assert.equal(mixed.status, "verified", JSON.stringify(mixed));
+  assert.equal(asked.filter((a) => a.endsWith(".sig")).length, 1, "a key entry beside it: the cosign tag is read");
 });

@@ -2,6 +2,7 @@
 // never shared between clusters (src/engine/cluster-reads.ts says which cluster a caller's review reads).
 // Offline (`check`, `imprimatur test`) a cluster is its namespace labels only: no registry, no API. The two are
 // variants of one type, so a step that needs the registry says so in its types instead of asserting it.
+import { HttpRevocationFetcher } from "../verification/revocation-fetcher.ts";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { Caller } from "../audit/caller.ts";
@@ -90,6 +91,8 @@ export interface OnlineServices {
 
 export function onlineTools(services: OnlineServices): ToolsFactory {
   const { registry, resolver, config, logger, recorder } = services;
+  // One for every cluster: OCSP answers and CRLs are about certificates, not clusters.
+  const revocation = new HttpRevocationFetcher(services.registries ? { registries: services.registries } : {});
   return (access, trustRoots) => {
     const { kube, unreadable } = access;
     // A cluster the server cannot read refuses every read with the reason; never another cluster's answer.
@@ -110,6 +113,7 @@ export function onlineTools(services: OnlineServices): ToolsFactory {
     const verifier = new ImageVerifier({
       client: registry,
       trustRoots,
+      revocation,
       ...(readKey ? { secretKeys: readKey } : {}),
       ...(services.sharedVerifications ? { shared: services.sharedVerifications, scope: access.name ?? "" } : {}),
       // A deleted signature should stop admitting new pods within minutes, whatever the backends' allow TTL.

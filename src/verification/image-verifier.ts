@@ -30,6 +30,7 @@ import type { RegistryError } from "../registry/registry-error.ts";
 import { discoverSignatures, MAX_SIGNATURES, type Discovery, type SignatureLocation } from "./signature-discovery.ts";
 import { trustRootNamed } from "./trust-roots.ts";
 import { judgeNotaryEntry, type NotaryStores } from "./verify-notary-entry.ts";
+import type { RevocationFetcher } from "../notation/notation-revocation.ts";
 import { attestationBinding, imageBinding, inTotoStatement, publicKeyFromPem, verifyItem, type EntryContext, type ItemOutcome } from "./verify-entry.ts";
 import type { SignedItem } from "./signed-item.ts";
 import type { SignerEvidence } from "../core/image-policy/attestors.ts";
@@ -78,6 +79,8 @@ export interface ImageVerifierOptions {
   client: Parameters<typeof discoverSignatures>[0];
   /** The TrustRoots of the current policy set. */
   trustRoots: () => ReadonlyMap<string, TrustRoot>;
+  /** Fetches OCSP responses and CRLs for notary entries that check revocation; absent: such entries cannot tell. */
+  revocation?: RevocationFetcher;
   /** Reads a `k8s://` Secret's key (a PEM public key or certificates); absent when the server has no API access. */
   secretKeys?: (ref: SecretRef, signal: AbortSignal) => Promise<string>;
   verifiedTtlMs?: number;
@@ -241,7 +244,7 @@ export class ImageVerifier {
         // A TrustRoot's Notation stores, or those read from Secrets; else the entry's own (verify-notary-entry.ts).
         const stores =
           leaf.trustRoot !== undefined ? notationStoresOf(trustRoots, leaf.trustRoot) : material && "stores" in material ? material.stores : undefined;
-        outcomes.set(leaf.path, await judgeNotaryEntry(leaf, discovery, manifestOf, stores));
+        outcomes.set(leaf.path, await judgeNotaryEntry(leaf, discovery, manifestOf, stores, this.opts.revocation));
       } else outcomes.set(leaf.path, judgeLeaf(leaf, discovery, contextOf(leaf, imageBinding(request.image.digest))));
     }
     const judgement = judgeAttestors(request.attestors, outcomes);

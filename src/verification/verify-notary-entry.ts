@@ -5,6 +5,7 @@
 import type { EntryOutcome, NotaryAttestor, SignerEvidence } from "../core/image-policy/attestors.ts";
 import { JWS_ENVELOPE_MEDIA_TYPE } from "../notation/notation-envelope.ts";
 import type { TargetManifest } from "../notation/notation-payload.ts";
+import type { RevocationFetcher } from "../notation/notation-revocation.ts";
 import { verifyNotationSignature, type NotationTrust } from "../notation/notation-verification.ts";
 import type { Discovery } from "./signature-discovery.ts";
 
@@ -13,6 +14,7 @@ export async function judgeNotaryEntry(
   discovery: Discovery,
   manifest: () => Promise<TargetManifest>,
   stores?: NotaryStores,
+  revocation?: RevocationFetcher,
   now = new Date(),
 ): Promise<EntryOutcome> {
   if (discovery.notation.length === 0) return { ok: false, reason: "no Notary Project signature found" };
@@ -26,7 +28,7 @@ export async function judgeNotaryEntry(
   const signers = new Map<string, SignerEvidence>();
   const reasons: string[] = [];
   for (const found of discovery.notation) {
-    const outcome = await verifyNotationSignature(found.envelope, found.mediaType, target, trust, now);
+    const outcome = await verifyNotationSignature(found.envelope, found.mediaType, target, trust, now, revocation);
     if (!outcome.ok) {
       reasons.push(`${found.location}: ${outcome.reason}`);
       continue;
@@ -65,5 +67,6 @@ function trustOf(leaf: NotaryAttestor, stores: NotaryStores | undefined): Notati
     identities: leaf.identities,
     level: leaf.level,
     verifyTimestamp: leaf.verifyTimestamp,
+    revocation: leaf.revocation,
   };
 }

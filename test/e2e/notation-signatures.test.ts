@@ -4,6 +4,9 @@
 // test/support/notation/); the policies are the YAML users write. A JWS and a COSE signature each satisfy a notary
 // entry; count: 2 over a cosign key and a Notation certificate needs both; an untrusted chain, another identity and a
 // signature of another image are denied naming why; an expired certificate counts only with a verified timestamp.
+// With `revocation: enforce`, a leaf that OpenSSL's OCSP responder reports revoked is denied naming the responder,
+// and one it reports good is admitted (test/support/notation/revocation-services.ts, reached over loopback as the
+// registries file allows).
 import assert from "node:assert/strict";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -16,6 +19,7 @@ import { notationPayload, signJwsEnvelope } from "../support/notation/jws-signer
 import { pushNotationSignatures } from "../support/notation/notation-push.ts";
 import { codeSigningChain, createRoot, issue, type TestCertificate } from "../support/notation/test-pki.ts";
 import { createTestTsa } from "../support/notation/test-tsa.ts";
+import { startRevocationServices, type RevocationServices } from "../support/notation/revocation-services.ts";
 import { buildOciLayout } from "../support/oci-layout.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
 import { generateSigningKey, type SigningKey } from "../support/signer/keys.ts";
@@ -29,8 +33,20 @@ let cosignKey: SigningKey;
 let pki: Awaited<ReturnType<typeof codeSigningChain>>;
 let tsa: Awaited<ReturnType<typeof createTestTsa>>;
 let oldRoot: TestCertificate;
+let revocation: RevocationServices | undefined;
 
-const REPOSITORIES = ["jws", "cose", "mixed-both", "mixed-cosign-only", "untrusted", "other-image", "expired-timestamped", "expired-bare"] as const;
+const REPOSITORIES = [
+  "jws",
+  "cose",
+  "mixed-both",
+  "mixed-cosign-only",
+  "untrusted",
+  "other-image",
+  "expired-timestamped",
+  "expired-bare",
+  "revoked",
+  "revocation-good",
+] as const;
 
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), "imprimatur-e2e-notation-"));
@@ -89,6 +105,19 @@ before(async () => {
   await pushNotationSignatures(target, "expired-timestamped", subject, [{ mediaType: "application/jose+json", body: Buffer.from(JSON.stringify(withToken)) }]);
   await pushNotationSignatures(target, "expired-bare", subject, [{ mediaType: "application/jose+json", body: stamped }]);
 
+  // Leaves that name the intermediate's OCSP responder and CRL: one good, one revoked for key compromise.
+  revocation = await startRevocationServices(pki.intermediate);
+  const named = (cn: string) =>
+    issue(pki.intermediate, { subject: `C=US, ST=WA, L=Seattle, O=Acme, CN=${cn}`, ocspUrls: [revocation!.ocspUrl], crlUrls: [revocation!.crlUrl] });
+  const [good, revoked] = [await named("Release"), await named("Release 2")];
+  await revocation.register(good, revoked);
+  await revocation.revoke(revoked, { reason: 1 });
+  for (const [repository, leaf] of [
+    ["revocation-good", good],
+    ["revoked", revoked],
+  ] as const)
+    await pushNotationSignatures(target, repository, subject, [jws({ signer: leaf, chain: [leaf.der, pki.intermediate.der, pki.root.der] })]);
+
   const notary = (extra: Record<string, unknown> = {}) => ({
     notary: { name: "release", certs: pki.root.pem, trustedIdentities: ["x509.subject: C=US, ST=WA, O=Acme"], ...extra },
   });
@@ -96,6 +125,7 @@ before(async () => {
   const rules = [
     ...["jws", "cose", "untrusted", "other-image"].map((r) => rule(r, [{ entries: [notary()] }])),
     rule("expired-bare", [{ entries: [notary({ certs: oldRoot.pem })] }]),
+    ...["revoked", "revocation-good"].map((r) => rule(r, [{ entries: [notary({ revocation: "enforce" })] }])),
     rule("expired-timestamped", [{ entries: [notary({ certs: oldRoot.pem, tsaCerts: tsa.root.pem })] }]),
     ...["mixed-both", "mixed-cosign-only"].map((r) =>
       rule(r, [{ count: 2, entries: [{ staticKey: { name: "build", key: cosignKey.publicKeyPem, ignoreTlog: true } }, notary()] }]),
@@ -105,11 +135,19 @@ before(async () => {
     join(dir, "policies.yaml"),
     stringify({ apiVersion: "imprimatur.dev/v1alpha1", kind: "ImagePolicy", metadata: { name: "notation" }, spec: { rules, default: "deny" } }),
   );
-  await writeFile(join(dir, "registries.yaml"), registry.registryConfig());
+  // The revocation services are on loopback: the registries file lets the server reach them there.
+  const registries = JSON.parse(registry.registryConfig()) as { registries: Array<Record<string, unknown>> };
+  for (const url of [revocation.ocspUrl, revocation.crlUrl]) registries.registries.push({ host: new URL(url).host, allowLocalAddresses: true });
+  await writeFile(join(dir, "registries.yaml"), JSON.stringify(registries));
 });
 
 after(() =>
-  teardown([() => registry?.stop(), () => layout && rm(layout, { recursive: true, force: true }), () => dir && rm(dir, { recursive: true, force: true })]),
+  teardown([
+    () => revocation?.stop(),
+    () => registry?.stop(),
+    () => layout && rm(layout, { recursive: true, force: true }),
+    () => dir && rm(dir, { recursive: true, force: true }),
+  ]),
 );
 
 interface Judged {
@@ -160,4 +198,12 @@ test("imprimatur verify judges Notary Project signatures found through the refer
   assert.match(outcome("expired-bare").reason, /certificate 0 .* not at the present/);
   assert.equal(outcome("expired-timestamped").allowed, true, outcome("expired-timestamped").reason);
   assert.match(outcome("expired-timestamped").signers.join(""), /\(signed \d{4}-\d{2}-\d{2}T/);
+  assert.equal(outcome("revocation-good").allowed, true, outcome("revocation-good").reason);
+  assert.equal(outcome("revoked").allowed, false);
+  assert.match(
+    outcome("revoked").reason,
+    new RegExp(
+      `notary release: referrer .*: certificate 0 \\(C=US, ST=WA, L=Seattle, O=Acme, CN=Release 2\\) is revoked since [^,]+, reason keyCompromise \\(OCSP ${revocation!.ocspUrl.replace(/[.]/g, "\\.")}\\)`,
+    ),
+  );
 });

@@ -27,6 +27,8 @@ export interface NotaryAttestor {
   identities: readonly TrustedIdentity[] | "*";
   level: "strict" | "permissive" | "audit";
   verifyTimestamp: "always" | "afterCertExpiry";
+  /** OCSP and CRL checks of the signing chain: enforced, logged, or not made (skip, the default). */
+  revocation: "skip" | "log" | "enforce";
 }
 
 export interface RawNotaryEntry extends RawNotaryStores {
@@ -35,6 +37,7 @@ export interface RawNotaryEntry extends RawNotaryStores {
   trustedIdentities?: string[];
   level?: "strict" | "permissive" | "audit";
   verifyTimestamp?: "always" | "afterCertExpiry";
+  revocation?: "skip" | "log" | "enforce";
   name?: string;
 }
 
@@ -150,6 +153,7 @@ export function compileNotaryEntry(raw: RawNotaryEntry, at: FieldPath, path: str
     identities,
     level: raw.level ?? "strict",
     verifyTimestamp: raw.verifyTimestamp ?? "always",
+    revocation: raw.revocation ?? "skip",
   };
 }
 

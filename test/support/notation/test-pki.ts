@@ -1,7 +1,7 @@
 // Certificates for Notary Project signatures in tests: a root CA, an intermediate, and code-signing or time-stamping
 // leaves as the specification's certificate profile describes them, each overridable so that a test can break one
 // rule at a time (a missing EKU, a leaf that is a CA, an expired certificate, a 1024-bit key).
-import { createPrivateKey, generateKeyPairSync, type KeyObject } from "node:crypto";
+import { createPrivateKey, generateKeyPairSync, randomBytes, type KeyObject } from "node:crypto";
 // @peculiar/x509 resolves its algorithms through tsyringe, which needs the Reflect metadata polyfill loaded first.
 import "reflect-metadata";
 import * as x509 from "@peculiar/x509";
@@ -32,12 +32,44 @@ export interface CertificateOptions {
   keyUsage?: { flags: number; critical?: boolean } | "absent";
   /** extendedKeyUsage OIDs; "absent": none. */
   extendedKeyUsage?: { usages: string[]; critical?: boolean } | "absent";
+  /**
+   * OCSP responder URLs: an Authority Information Access extension (non-critical) with one id-ad-ocsp access
+   * description per URL, in order. Default: no extension.
+   */
+  ocspUrls?: string[];
+  /**
+   * CRL locations: a CRL Distribution Points extension (non-critical) with one distribution point per URL, each a
+   * fullName of one URI, in order. Default: no extension.
+   */
+  crlUrls?: string[];
+  /** The id-pkix-ocsp-nocheck extension (non-critical, NULL value), as a delegated OCSP responder's certificate has. */
+  ocspNoCheck?: boolean;
 }
 
 const HOUR = 3_600_000;
 export const CODE_SIGNING = "1.3.6.1.5.5.7.3.3";
 export const TIME_STAMPING = "1.3.6.1.5.5.7.3.8";
 export const SERVER_AUTH = "1.3.6.1.5.5.7.3.1";
+/** id-kp-OCSPSigning: the EKU of a delegated OCSP responder's certificate (RFC 6960 section 4.2.2.2). */
+export const OCSP_SIGNING = "1.3.6.1.5.5.7.3.9";
+/** id-pkix-ocsp-nocheck (RFC 6960 section 4.2.2.2.1). */
+export const OCSP_NOCHECK = "1.3.6.1.5.5.7.48.1.5";
+
+// Serial numbers: 16 random bytes whose first is 0x01-0x7f, so every serial is positive, DER needs no leading zero
+// byte, and all have 32 hex digits; those already given out in this process are never given again (OCSP and CRLs
+// name a certificate by its issuer and serial, so two certificates of one issuer must not share one).
+const usedSerials = new Set<string>();
+function newSerialNumber(): string {
+  for (;;) {
+    const bytes = randomBytes(16);
+    bytes[0] = (bytes[0]! % 0x7f) + 1;
+    const hex = bytes.toString("hex");
+    if (!usedSerials.has(hex)) {
+      usedSerials.add(hex);
+      return hex;
+    }
+  }
+}
 
 function generate(keyType: TestKeyType): { privateKey: KeyObject; publicKey: KeyObject } {
   if (keyType.startsWith("rsa-")) return generateKeyPairSync("rsa", { modulusLength: Number(keyType.slice(4)) });
@@ -46,12 +78,12 @@ function generate(keyType: TestKeyType): { privateKey: KeyObject; publicKey: Key
 }
 
 /** WebCrypto parameters for signing with a key of this type (the certificate's own signature). */
-function signingAlgorithmOf(keyType: TestKeyType): Algorithm {
+export function signingAlgorithmOf(keyType: TestKeyType): Algorithm {
   if (keyType.startsWith("rsa-")) return { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" } as Algorithm;
   return { name: "ECDSA", hash: keyType === "ec-p256" ? "SHA-256" : keyType === "ec-p384" ? "SHA-384" : "SHA-512" } as Algorithm;
 }
 
-async function toWebCrypto(key: KeyObject, keyType: TestKeyType, usage: "sign" | "verify"): Promise<CryptoKey> {
+export async function toWebCrypto(key: KeyObject, keyType: TestKeyType, usage: "sign" | "verify"): Promise<CryptoKey> {
   const rsa = keyType.startsWith("rsa-");
   const params = rsa
     ? { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" }
@@ -72,6 +104,10 @@ function extensionsOf(opts: CertificateOptions, isCa: boolean): x509.Extension[]
   if (ku !== "absent") out.push(new x509.KeyUsagesExtension(ku.flags, ku.critical ?? true));
   const eku = opts.extendedKeyUsage ?? (isCa ? "absent" : { usages: [CODE_SIGNING], critical: false });
   if (eku !== "absent") out.push(new x509.ExtendedKeyUsageExtension(eku.usages, eku.critical ?? false));
+  if (opts.ocspUrls !== undefined && opts.ocspUrls.length > 0) out.push(new x509.AuthorityInfoAccessExtension({ ocsp: opts.ocspUrls }, false));
+  if (opts.crlUrls !== undefined && opts.crlUrls.length > 0) out.push(new x509.CRLDistributionPointsExtension(opts.crlUrls, false));
+  // The extension's value is an ASN.1 NULL (05 00).
+  if (opts.ocspNoCheck === true) out.push(new x509.Extension(OCSP_NOCHECK, false, new Uint8Array([0x05, 0x00])));
   return out;
 }
 
@@ -85,6 +121,7 @@ export async function createRoot(opts: CertificateOptions & { isCa?: boolean }):
   const pair = generate(keyType);
   const now = Date.now();
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: newSerialNumber(),
     name: opts.subject,
     keys: { privateKey: await toWebCrypto(pair.privateKey, keyType, "sign"), publicKey: await toWebCrypto(pair.publicKey, keyType, "verify") },
     notBefore: opts.notBefore ?? new Date(now - HOUR),
@@ -101,6 +138,7 @@ export async function issue(issuer: TestCertificate, opts: CertificateOptions & 
   const pair = generate(keyType);
   const now = Date.now();
   const cert = await x509.X509CertificateGenerator.create({
+    serialNumber: newSerialNumber(),
     subject: opts.subject,
     issuer: issuer.cert.subjectName,
     publicKey: await toWebCrypto(pair.publicKey, keyType, "verify"),

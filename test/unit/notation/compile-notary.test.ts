@@ -32,7 +32,9 @@ describe("a notary entry", () => {
     assert.equal(entry.identities, "*");
     assert.equal(entry.level, "strict");
     assert.equal(entry.verifyTimestamp, "always");
+    assert.equal(entry.revocation, "skip", "revocation is not checked unless asked");
     assert.equal(entry.label, "notary C=US, ST=WA, O=Example, CN=Example Root");
+    assert.equal(compile({ certs: pki.root.pem, revocation: "enforce" }).entry.revocation, "enforce");
   });
   test("with identities, a level, a name, and files for its stores", () => {
     const { entry, errors } = compile(

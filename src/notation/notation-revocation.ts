@@ -96,15 +96,19 @@ async function certificateStatus(chain: ReadChain, i: number, fetcher: Revocatio
   return { status: "unknown", why: problems.join("; ") };
 }
 
-/** The HTTP(S) URLs of a certificate's OCSP responders and CRL distribution points, in the order it lists them. */
+/** The HTTP(S) URLs of a certificate's OCSP responders and CRL distribution points, in the order it lists them (3 of each at most). */
 export function revocationUrls(cert: x509.X509Certificate): { ocsp: string[]; crl: string[] } {
   const http = (url: string | undefined): url is string => url !== undefined && /^https?:\/\//i.test(url);
   const aia = cert.getExtension(x509.AuthorityInfoAccessExtension);
   const ocsp = (aia?.ocsp ?? []).filter((name) => name.type === "url").map((name) => name.value);
   const cdp = cert.getExtension(x509.CRLDistributionPointsExtension);
   const crl = (cdp?.distributionPoints ?? []).flatMap((point) => (point.distributionPoint?.fullName ?? []).map((name) => name.uniformResourceIdentifier));
-  return { ocsp: ocsp.filter(http), crl: crl.filter(http) };
+  // A certificate names a few; more would only multiply the requests one verification makes.
+  return { ocsp: ocsp.filter(http).slice(0, MAX_URLS), crl: crl.filter(http).slice(0, MAX_URLS) };
 }
+
+/** Responders, and separately CRLs, asked per certificate. */
+const MAX_URLS = 3;
 
 const SHA1 = "1.3.14.3.2.26";
 

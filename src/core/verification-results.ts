@@ -20,6 +20,8 @@ export interface SignerEvidence {
   logged?: string[];
   /** The signature artifact that satisfied the entry, for Notary Project signatures: "referrer registry/repo@sha256:…". */
   envelope?: string;
+  /** The trusted identity a Notary Project signer matched: "x509.subject: C=US, ST=WA, O=Acme", or "*". */
+  identity?: string;
 }
 
 /** Per attestation check of a rule: the statements that verified for its attestors, or why none did. */
@@ -133,7 +135,10 @@ export interface VerifiedImageRecord {
 
 function describeSigner(e: SignerEvidence): string {
   const when = e.tlogIndex !== undefined ? ` (log index ${e.tlogIndex})` : e.signedAt ? ` (signed ${e.signedAt})` : "";
-  // A Notary Project signature: which entry, certificate (subject and fingerprint) and envelope satisfied it.
-  if (e.envelope) return `${e.attestor}: ${e.signer}${when}, ${e.format === "notation-cose" ? "COSE" : "JWS"} envelope of ${e.envelope}`;
+  // A Notary Project signature: which entry, certificate (subject and fingerprint), trusted identity and envelope satisfied it.
+  if (e.envelope) {
+    const identity = e.identity ? `, identity ${JSON.stringify(e.identity)}` : "";
+    return `${e.attestor}: ${e.signer}${when}${identity}, ${e.format === "notation-cose" ? "COSE" : "JWS"} envelope of ${e.envelope}`;
+  }
   return `${e.signer}${when}`;
 }

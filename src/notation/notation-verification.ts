@@ -21,7 +21,7 @@ import {
   readChain,
   type ReadChain,
 } from "./notation-certificates.ts";
-import type { TrustedIdentity } from "../core/image-policy/notary-identities.ts";
+import { formatTrustedIdentity, type TrustedIdentity } from "../core/image-policy/notary-identities.ts";
 import { COSE_ENVELOPE_MEDIA_TYPE, JWS_ENVELOPE_MEDIA_TYPE, type VerifiedEnvelope } from "./notation-envelope.ts";
 import { checkTarget, readPayload, type TargetManifest } from "./notation-payload.ts";
 import { checkChainRevocation, type ChainRevocation, type RevocationFetcher } from "./notation-revocation.ts";
@@ -62,6 +62,8 @@ export type NotationOutcome =
       signedAt?: Date;
       /** Checks that failed but that the level only logs ("authenticity: …" under audit). */
       logged: string[];
+      /** The trusted identity the leaf matched, as a policy writes it ("x509.subject: C=US, ST=WA, O=Acme"), or "*". */
+      identity?: string;
     }
   | { ok: false; reason: string };
 
@@ -107,10 +109,12 @@ export async function verifyNotationSignature(
   const leaf = chain.parsed[0]!;
   const subject = describeSubject(leaf);
   let trusted = true;
+  let identity: string | undefined;
   try {
     checkTrusted(chain, envelope.signingScheme === "notary.x509" ? trust.ca : trust.signingAuthority, trustStoreName(trust, envelope));
-    if (trust.identities !== "*" && !trust.identities.some((identity) => identityMatches(identity, leaf)))
-      throw new NotationCertificateError("identity", `the signing certificate's subject ${subject} is none of the trusted identities`);
+    const matched = trust.identities === "*" ? "*" : trust.identities.find((candidate) => identityMatches(candidate, leaf));
+    if (matched === undefined) throw new NotationCertificateError("identity", `the signing certificate's subject ${subject} is none of the trusted identities`);
+    identity = matched === "*" ? "*" : formatTrustedIdentity(matched);
   } catch (e) {
     trusted = false;
     const refusal = failed("authenticity", reasonOf(e));
@@ -144,7 +148,14 @@ export async function verifyNotationSignature(
     }
   }
 
-  return { ok: true, signer: `x509 ${subject} (${fingerprint(envelope.certificateChain[0]!)})`, envelope, ...(signedAt ? { signedAt } : {}), logged };
+  return {
+    ok: true,
+    signer: `x509 ${subject} (${fingerprint(envelope.certificateChain[0]!)})`,
+    envelope,
+    ...(signedAt ? { signedAt } : {}),
+    logged,
+    ...(identity ? { identity } : {}),
+  };
 }
 
 /**

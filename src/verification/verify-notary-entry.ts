@@ -40,6 +40,7 @@ export async function judgeNotaryEntry(
       signer: outcome.signer,
       format: found.mediaType === JWS_ENVELOPE_MEDIA_TYPE ? "notation-jws" : "notation-cose",
       envelope: found.location,
+      ...(outcome.identity ? { identity: outcome.identity } : {}),
       ...(outcome.signedAt ? { signedAt: outcome.signedAt.toISOString() } : {}),
       ...(outcome.logged.length > 0 ? { logged: outcome.logged } : {}),
     });

@@ -99,7 +99,7 @@ function verifiedRecord(pod: Record<string, any>, repository: string): { digest:
 
 /** How the verified-images record and ImageReview name a Notation signer of `repository` (the release certificate). */
 function notarySigner(repository: string, envelope: "JWS" | "COSE"): string {
-  return `notary release: x509 ${RELEASE_SUBJECT} (${certificateFingerprint(release.leaf)}), ${envelope} envelope of referrer ${registry.host}/${repository}@${images[repository]!.referrer}`;
+  return `notary release: x509 ${RELEASE_SUBJECT} (${certificateFingerprint(release.leaf)}), identity "x509.subject: C=US, ST=WA, O=Acme", ${envelope} envelope of referrer ${registry.host}/${repository}@${images[repository]!.referrer}`;
 }
 
 async function pushImage(repository: string): Promise<string> {
@@ -466,7 +466,10 @@ test("certificates from a Secret of the namespace are read when needed: denied w
   const pod = await admitted("from-secret", "public/from-secret");
   const record = verifiedRecord(pod, "public/from-secret");
   assert.equal(record.digest, images["public/from-secret"]!.digest);
-  assert.match(record.signers[0]!, /^notary from-secret: x509 C=US, ST=WA, L=Seattle, O=Acme, CN=Release \(sha256:[0-9a-f]{64}\), JWS envelope of referrer /);
+  assert.match(
+    record.signers[0]!,
+    /^notary from-secret: x509 C=US, ST=WA, L=Seattle, O=Acme, CN=Release \(sha256:[0-9a-f]{64}\), identity "\*", JWS envelope of referrer /,
+  );
 
   const fromRoot = await admitted("from-trustroot", "public/from-trustroot");
   assert.match(

@@ -182,7 +182,7 @@ test("imprimatur verify judges Notary Project signatures found through the refer
     assert.match(
       outcome(repository).signers.join("\n"),
       new RegExp(
-        `^notary release: x509 C=US, ST=WA, L=Seattle, O=Acme, CN=Release \\(sha256:[0-9a-f]{64}\\), ${format} envelope of referrer ${registry.host}/${repository}@sha256:[0-9a-f]{64}$`,
+        `^notary release: x509 C=US, ST=WA, L=Seattle, O=Acme, CN=Release \\(sha256:[0-9a-f]{64}\\), identity "x509\\.subject: C=US, ST=WA, O=Acme", ${format} envelope of referrer ${registry.host}/${repository}@sha256:[0-9a-f]{64}$`,
       ),
     );
   }

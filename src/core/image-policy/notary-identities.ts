@@ -32,6 +32,16 @@ export function attributeName(type: string): string | undefined {
   return OID_NAMES[type];
 }
 
+/** An identity as a policy writes it (RFC 4514 escapes where a value needs them): "x509.subject: C=US, ST=WA, O=Acme". */
+export function formatTrustedIdentity(identity: TrustedIdentity): string {
+  const escape = (value: string) =>
+    value
+      .replace(/[\\,+"<>;=]/g, (c) => `\\${c}`)
+      .replace(/^[ #]/, (c) => `\\${c}`)
+      .replace(/ $/, "\\ ");
+  return `${X509_SUBJECT_PREFIX} ${[...identity].map(([type, value]) => `${type}=${escape(value)}`).join(", ")}`;
+}
+
 /** Parses one "x509.subject: …" entry; the reason when it is not one. */
 export function parseTrustedIdentity(text: string): { identity: TrustedIdentity } | { error: string } {
   if (!text.startsWith(X509_SUBJECT_PREFIX)) return { error: `a trusted identity is "*" or starts with "${X509_SUBJECT_PREFIX}", got ${JSON.stringify(text)}` };

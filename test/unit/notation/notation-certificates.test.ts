@@ -14,7 +14,7 @@ import {
   readChain,
   type CertificatePurpose,
 } from "../../../src/notation/notation-certificates.ts";
-import { parseTrustedIdentity as parseIdentity } from "../../../src/core/image-policy/notary-identities.ts";
+import { formatTrustedIdentity, parseTrustedIdentity as parseIdentity } from "../../../src/core/image-policy/notary-identities.ts";
 import { codeSigningChain, createRoot, issue, SERVER_AUTH, TIME_STAMPING, CODE_SIGNING, type TestCertificate } from "../../support/notation/test-pki.ts";
 
 const KU = x509.KeyUsageFlags;
@@ -163,6 +163,16 @@ describe("trusted identities", () => {
     assert.equal(identityMatches(parseTrustedIdentity("x509.subject: O=Acme\\, Inc., ST=WA, C=US"), leaf), true);
     assert.equal(identityMatches(parseTrustedIdentity("x509.subject:C=US, ST=WA, O=Acme\\, Inc., OU=Builds, CN=Builder"), leaf), true);
     assert.equal(describeSubject(leaf), "C=US, ST=WA, L=Seattle, O=Acme, Inc., OU=Builds, CN=Builder");
+  });
+  test("an identity is written back as a policy writes it, escapes included, and reads back the same", () => {
+    for (const [text, written] of [
+      ["x509.subject: O=Acme\\, Inc., ST=WA, C=US", "x509.subject: O=Acme\\, Inc., ST=WA, C=US"],
+      ["x509.subject:C=US,ST=WA,O=A\\+B \\; C,CN=\\ lead\\=x", "x509.subject: C=US, ST=WA, O=A\\+B \\; C, CN=\\ lead\\=x"],
+    ] as const) {
+      const identity = parseTrustedIdentity(text);
+      assert.equal(formatTrustedIdentity(identity), written);
+      assert.deepEqual([...parseTrustedIdentity(formatTrustedIdentity(identity))], [...identity]);
+    }
   });
   test("a different value, a differently cased one or an attribute the leaf lacks does not match", () => {
     const leaf = readChain(pki.chain).parsed[0]!;

@@ -183,7 +183,7 @@ test("the verified-images record names the entry, the certificate and the envelo
   assert.equal(signers.length, 1);
   assert.match(
     signers[0]!,
-    /^notary release: x509 C=US, ST=WA, O=Acme, CN=Release \(sha256:[0-9a-f]{64}\), COSE envelope of referrer r\.example\/app@sha256:[0-9a-f]{64}$/,
+    /^notary release: x509 C=US, ST=WA, O=Acme, CN=Release \(sha256:[0-9a-f]{64}\), identity "x509\.subject: C=US, ST=WA, O=Acme", COSE envelope of referrer r\.example\/app@sha256:[0-9a-f]{64}$/,
   );
 });
 

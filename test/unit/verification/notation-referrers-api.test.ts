@@ -12,11 +12,11 @@ import { registrySettingsMap } from "../../../src/registry/registry-settings.ts"
 import { ImageVerifier, type VerificationRequest } from "../../../src/verification/image-verifier.ts";
 import { signCoseEnvelope } from "../../support/notation/cose-signer.ts";
 import { notationPayload, signJwsEnvelope } from "../../support/notation/jws-signer.ts";
+import { notationSignatureManifest } from "../../support/notation/notation-push.ts";
 import { codeSigningChain } from "../../support/notation/test-pki.ts";
 import { FakeRegistry, imageManifest, json, OCI_INDEX, OCI_MANIFEST, sha256, testTls } from "../registry/fake-registry.ts";
 
 const REPO = "team/app";
-const NOTARY = "application/vnd.cncf.notary.signature";
 
 let pki: Awaited<ReturnType<typeof codeSigningChain>>;
 before(async () => {
@@ -30,7 +30,7 @@ async function registryWith(
   opts: { pageSize?: number } = {},
 ) {
   const image = imageManifest("notation-referrers-api");
-  const referrers: Array<Record<string, unknown>> = [];
+  const referrers: Array<{ mediaType: string; digest: string; size: number; artifactType?: string }> = [];
   const registry = await FakeRegistry.start({
     https: true,
     intercept: (req, res) => {
@@ -50,21 +50,12 @@ async function registryWith(
   });
   const digest = registry.putManifest(REPO, "1.0", image);
   const subject = { mediaType: OCI_MANIFEST, digest, size: image.length };
-  const config = Buffer.from("{}");
-  registry.putBlob(config);
   for (const envelope of envelopesFor(notationPayload(subject))) {
-    const body = Buffer.from(envelope.body);
-    registry.putBlob(body);
-    const manifest = Buffer.from(
-      JSON.stringify({
-        schemaVersion: 2,
-        mediaType: OCI_MANIFEST,
-        config: { mediaType: NOTARY, digest: sha256(config), size: config.length },
-        layers: [{ mediaType: envelope.mediaType, digest: sha256(body), size: body.length }],
-        subject,
-      }),
-    );
-    referrers.push({ mediaType: OCI_MANIFEST, digest: registry.putManifest(REPO, undefined, manifest), size: manifest.length, artifactType: NOTARY });
+    // The signature manifest as notation pushes it (test/support/notation/notation-push.ts), stored in the registry.
+    const { artifact, signature } = notationSignatureManifest(envelope, subject);
+    for (const blob of artifact.blobs.values()) registry.putBlob(blob);
+    registry.putManifest(REPO, undefined, artifact.manifest);
+    referrers.push(signature.descriptor);
   }
   // Another kind of referrer: never fetched for a notary entry.
   const sbom = Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: OCI_MANIFEST, artifactType: "application/spdx+json", layers: [], subject }));

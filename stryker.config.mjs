@@ -202,6 +202,49 @@ export const areas = {
     ],
     testFiles: ["test/unit/registry/*.test.ts", "test/unit/verification/download-limits.test.ts"],
   },
+  // Notary Project (Notation) signatures, in four areas: each is tested by the unit tests of its own files and by
+  // those that verify whole signatures through it (notation-verification.test.ts, the published vectors).
+  // revocation-services.test.ts tests the OCSP/CRL test services only and reaches no file here; the revocation
+  // tests, which start those services, run only in the area that mutates revocation.
+  "notation-envelopes": {
+    mutate: ["src/notation/jws-envelope.ts", "src/notation/cose-envelope.ts", "src/notation/notation-envelope.ts", "src/notation/notation-payload.ts"],
+    testFiles: [
+      "test/unit/notation/jws-envelope.test.ts",
+      "test/unit/notation/cose-envelope.test.ts",
+      "test/unit/notation/notation-payload.test.ts",
+      "test/unit/notation/notation-verification.test.ts",
+      "test/unit/notation/published-vectors.test.ts",
+      "test/unit/notation/notation-envelopes-mutants.test.ts",
+    ],
+  },
+  "notation-certificates": {
+    mutate: ["src/notation/notation-certificates.ts"],
+    testFiles: [
+      "test/unit/notation/notation-certificates.test.ts",
+      "test/unit/notation/notation-timestamp.test.ts",
+      "test/unit/notation/notation-verification.test.ts",
+      "test/unit/notation/published-vectors.test.ts",
+      "test/unit/notation/notation-certificates-mutants.test.ts",
+    ],
+  },
+  "notation-timestamp": {
+    mutate: ["src/notation/notation-timestamp.ts"],
+    testFiles: [
+      "test/unit/notation/notation-timestamp.test.ts",
+      "test/unit/notation/notation-verification.test.ts",
+      "test/unit/notation/published-vectors.test.ts",
+      "test/unit/notation/notation-timestamp-mutants.test.ts",
+    ],
+  },
+  "notation-verification": {
+    mutate: ["src/notation/notation-verification.ts", "src/notation/notation-revocation.ts"],
+    testFiles: [
+      "test/unit/notation/notation-verification.test.ts",
+      "test/unit/notation/notation-revocation.test.ts",
+      "test/unit/notation/published-vectors.test.ts",
+      "test/unit/notation/notation-verification-mutants.test.ts",
+    ],
+  },
 };
 
 const areaName = process.env.STRYKER_AREA ?? "break-glass";

@@ -259,6 +259,9 @@ export async function judgeCrl(
   if (!(await crl.verify({ publicKey: issuer.parsed.publicKey }, globalThis.crypto)))
     return { status: "unknown", why: "the CRL's signature does not verify with the issuer's key" };
   if (crl.getExtension(DELTA_CRL_INDICATOR)) return { status: "unknown", why: "it is a delta CRL, not a complete one" };
+  // RFC 5280 requires a next update; @peculiar/asn1-x509 also reads no revoked entry from a CRL without one, so such a
+  // CRL would say every certificate is good.
+  if (!crl.nextUpdate) return { status: "unknown", why: "the CRL has no next update (RFC 5280 requires one)" };
   if (crl.thisUpdate.getTime() > now.getTime() + SKEW_MS) return { status: "unknown", why: `the CRL is from the future (${crl.thisUpdate.toISOString()})` };
   if (crl.nextUpdate && crl.nextUpdate.getTime() < now.getTime() - SKEW_MS)
     return { status: "unknown", why: `the CRL is out of date (next update ${crl.nextUpdate.toISOString()})` };

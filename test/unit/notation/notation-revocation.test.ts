@@ -16,7 +16,8 @@ import { registrySettingsMap } from "../../../src/registry/registry-settings.ts"
 import { HttpRevocationFetcher } from "../../../src/verification/revocation-fetcher.ts";
 import { notationPayload, signJwsEnvelope } from "../../support/notation/jws-signer.ts";
 import { startRevocationServices, type RevocationServices } from "../../support/notation/revocation-services.ts";
-import { createRoot, issue, type TestCertificate } from "../../support/notation/test-pki.ts";
+import { createRoot, issue, signingAlgorithmOf, toWebCrypto, type TestCertificate } from "../../support/notation/test-pki.ts";
+import * as x509 from "@peculiar/x509";
 
 let root: TestCertificate;
 let ca: TestCertificate;
@@ -220,6 +221,24 @@ describe("answers that do not count", () => {
     const status = await checkChainRevocation(chainOf(leaf), loopbackFetcher(), later);
     assert.equal(status.status, "unknown");
     assert.match((status as { reason: string }).reason, /OCSP [^ ]+: the response is out of date \(next update [^)]+\); CRL [^ ]+: the CRL is out of date/);
+  });
+
+  test("a CRL without a next update is not used, even one that lists the certificate (it would read as listing none)", async () => {
+    const leaf = await leafNaming({ crl: [services] });
+    const crl = await x509.X509CrlGenerator.create({
+      issuer: ca.cert.subjectName,
+      thisUpdate: new Date(Date.now() - 60_000),
+      signingAlgorithm: signingAlgorithmOf(ca.keyType),
+      signingKey: await toWebCrypto(ca.privateKey, ca.keyType, "sign"),
+      entries: [{ serialNumber: leaf.cert.serialNumber, revocationDate: new Date(Date.now() - 60_000), reason: x509.X509CrlReason.keyCompromise }],
+    });
+    const status = await checkChainRevocation(
+      chainOf(leaf),
+      { ocsp: (url, body) => fetcher.ocsp(url, body), crl: async () => new Uint8Array(crl.rawData) },
+      now(),
+    );
+    assert.equal(status.status, "unknown", JSON.stringify(status));
+    assert.match((status as { reason: string }).reason, /CRL [^ ]+: the CRL has no next update \(RFC 5280 requires one\)$/);
   });
 
   test("a CRL signed by another CA is not used", async () => {

@@ -237,6 +237,11 @@ interface Started {
 async function startInOrder(parts: ServerParts, readiness: Readiness, opened: OpenedByApp): Promise<Started> {
   // The metrics port opens first, so its /readyz can say what the server is still waiting for.
   opened.metricsServer = await openMetricsPort(parts, readiness);
+  // The source is watched from before the first load: a change while the server starts (its workers can take
+  // seconds) is reloaded once it serves, instead of waiting for the next change (a policy applied during a rollout).
+  let changedWhileStarting = false;
+  let changed = (): void => void (changedWhileStarting = true);
+  opened.watcher = watchPolicies(parts, () => changed());
   const initial = await loadFirstPolicies(parts);
   // The audit log is mended once, by the primary, before any worker appends to it.
   if (parts.mode.kind === "primary") await mendSharedAuditLog(parts);
@@ -259,7 +264,8 @@ async function startInOrder(parts: ServerParts, readiness: Readiness, opened: Op
   opened.stopCertificateMetric = followCertificateRenewals(parts, opened.workers);
   const reload = policyReloader(parts, engine, () => opened.scan, opened.workers);
   if (parts.opts.backgroundScan) opened.scan = startBackgroundScan(parts, parts.opts.backgroundScan, engine);
-  opened.watcher = watchPolicies(parts, reload);
+  changed = () => void reload();
+  if (changedWhileStarting) changed();
   return { engine, port, tls, reload };
 }
 
@@ -413,11 +419,11 @@ function policyReloader(
   return serialized;
 }
 
-/** Reloads on every change of the policy source, unless told not to watch. */
-function watchPolicies(parts: ServerParts, reload: () => Promise<PolicyLoadError | undefined>): { close(): void } | undefined {
+/** Calls `changed` on every change of the policy source, unless told not to watch. */
+function watchPolicies(parts: ServerParts, changed: () => void): { close(): void } | undefined {
   if (parts.opts.watchPolicies === false) return undefined;
   return parts.source.watch?.(
-    () => void reload(),
+    changed,
     (err) => parts.logger.warn({ err }, "cannot watch the policy folder; reload with SIGHUP"),
   );
 }

@@ -82,3 +82,37 @@ test("reloads run one at a time: those asked for during a slow one wait for it a
     await close();
   }
 });
+
+test("a change while the server starts (after its first load, before it serves) is reloaded, not lost until the next change", async () => {
+  // A source that changes right after its first read, as a policy applied while a new replica starts does (its
+  // workers can take seconds to start). A source of its own because no real one can be made to change at that instant.
+  let text = policy("allow");
+  let reads = 0;
+  const listeners = new Set<() => void>();
+  const source: PolicySource = {
+    description: "a source that changes during start",
+    async read() {
+      reads++;
+      const texts = [{ origin: "p.yaml", text }];
+      if (reads === 1)
+        setImmediate(() => {
+          text = policy("deny");
+          for (const changed of listeners) changed();
+        });
+      return { texts, errors: [] };
+    },
+    watch(changed) {
+      listeners.add(changed);
+      return { close: () => void listeners.delete(changed) };
+    },
+  };
+  const { app, ca, close } = await startTestApp({ policies: "(a changing source)", policySource: source, watchPolicies: true });
+  try {
+    const ask = async () => (await postJson(`https://127.0.0.1:${app.port}/imagereview`, ca, imageReview(["nginx:1.25"]))).body.status.allowed;
+    for (let i = 0; i < 100 && (await ask()) !== false; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal(await ask(), false, "the change made while the server started is in force");
+    assert.equal(reads, 2);
+  } finally {
+    await close();
+  }
+});

@@ -89,6 +89,9 @@ export class NodePolicies {
       () => void this.reload(onChange),
       (err) => this.logger.warn({ err }, "cannot watch the policies; restart the proxy to reload them"),
     );
+    // A change between first() and now (the proxy builds its engine in between) came before the watch: read once
+    // more. The same documents are the same generation, and change nothing.
+    void this.reload(onChange);
   }
 
   async reload(onChange: (policies: NodePolicySet) => void): Promise<PolicyLoadError | undefined> {

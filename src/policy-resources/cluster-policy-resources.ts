@@ -28,13 +28,6 @@ export async function startClusterPolicies(
     const logger = opts.logger.child({ cluster });
     // A cluster's own policies bind no --profile: those are the server's, bound in front of its own set.
     const load = serializedPolicyLoader(source, { profiles: [], logger });
-    try {
-      opts.engine.setClusterPolicies(cluster, await load());
-    } catch (e) {
-      throw new ClusterPoliciesError("load-failed", `--cluster-kubeconfig ${cluster}: its policy resources (--policy-crds): ${(e as Error).message}`, {
-        cause: e,
-      });
-    }
     const reload = async () => {
       try {
         const set = await load();
@@ -47,13 +40,26 @@ export async function startClusterPolicies(
         else logger.error({ err: e }, "cluster's policy reload failed; keeping its last good policies");
       }
     };
+    // Watched from before the first load, as the server's own set is (src/server/app.ts): a change meanwhile is
+    // reloaded once the first set is in, not lost until the next change.
+    let loaded = false;
+    let changedMeanwhile = false;
     if (opts.watch) {
       const watcher = source.watch?.(
-        () => void reload(),
+        () => (loaded ? void reload() : (changedMeanwhile = true)),
         (err) => logger.warn({ err }, "cannot watch the cluster's policy resources"),
       );
       if (watcher) watchers.push(watcher);
     }
+    try {
+      opts.engine.setClusterPolicies(cluster, await load());
+    } catch (e) {
+      throw new ClusterPoliciesError("load-failed", `--cluster-kubeconfig ${cluster}: its policy resources (--policy-crds): ${(e as Error).message}`, {
+        cause: e,
+      });
+    }
+    loaded = true;
+    if (changedMeanwhile) void reload();
   });
   const close = () => {
     for (const w of watchers) w.close();

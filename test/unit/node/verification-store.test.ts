@@ -320,3 +320,26 @@ test("a source that cannot be watched: watch() and close() are no error, and the
   policies.close();
   assert.equal(policies.current(), first);
 });
+
+test("a change between the first load and the watch (while the proxy builds its engine) is read when the watch starts; no change, no reload", async () => {
+  const source = new MemorySource();
+  source.texts = [{ origin: "p", text: imagePolicy("  rules: [{action: allow, images: ['*']}]\n") }];
+  const policies = new NodePolicies(source, pino({ level: "silent" }));
+  const first = await policies.first(false);
+  source.texts = [{ origin: "p", text: imagePolicy("  rules: [{action: deny, images: ['*']}]\n") }];
+  const seen: string[] = [];
+  policies.watch((next) => seen.push(next.generation));
+  for (let i = 0; i < 100 && seen.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.equal(seen.length, 1);
+  assert.notEqual(seen[0], first.generation);
+  assert.equal(policies.current().set.ImagePolicy[0]!.rules[0]!.action, "deny");
+  policies.close();
+
+  const unchanged = new NodePolicies(source, pino({ level: "silent" }));
+  await unchanged.first(false);
+  const calls: string[] = [];
+  unchanged.watch((next) => calls.push(next.generation));
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.deepEqual(calls, [], "the same documents are the same generation");
+  unchanged.close();
+});

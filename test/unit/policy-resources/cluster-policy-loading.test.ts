@@ -126,3 +126,25 @@ test("each cluster loads and reloads its own set; one that fails to load keeps i
   assert.deepEqual(await denied(engine, "r.example/third:1", "cluster-b"), [], "closed: no more reloads");
   await engine.close();
 });
+
+test("a change while a cluster's first set loads is reloaded once it is in, not lost until the next change", async () => {
+  const engine = await engineWith();
+  const source = new ScriptedSource(denying("*/first*"));
+  // The change comes while the first read is under way: after it read the first text, before it was compiled.
+  const read = source.read.bind(source);
+  let reads = 0;
+  source.read = async () => {
+    const answer = await read();
+    if (++reads === 1) {
+      source.text = denying("*/second*");
+      source.fire();
+    }
+    return answer;
+  };
+  const running = await startClusterPolicies(new Map([["b", source]]), { ...quiet, engine });
+  await until(async () => (await denied(engine, "registry.example/second:1", "b")).length === 1);
+  assert.deepEqual(await denied(engine, "registry.example/first:1", "b"), []);
+  assert.equal(reads, 2);
+  running.close();
+  await engine.close();
+});

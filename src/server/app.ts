@@ -422,10 +422,7 @@ function policyReloader(
 /** Calls `changed` on every change of the policy source, unless told not to watch. */
 function watchPolicies(parts: ServerParts, changed: () => void): { close(): void } | undefined {
   if (parts.opts.watchPolicies === false) return undefined;
-  return parts.source.watch?.(
-    changed,
-    (err) => parts.logger.warn({ err }, "cannot watch the policy folder; reload with SIGHUP"),
-  );
+  return parts.source.watch?.(changed, (err) => parts.logger.warn({ err }, "cannot watch the policy folder; reload with SIGHUP"));
 }
 
 /** The start-up line: what is served, by which policies and backends, to which callers. */

@@ -1,26 +1,19 @@
-// Unknown fields in a Pod or pod template (`contianers:`), found with the field lists of
-// @kubernetes/client-node's generated models (each model class declares its JSON fields and their types),
-// so the list of known fields follows the Kubernetes API the library was generated from instead of being
-// written by hand here.
-import * as models from "@kubernetes/client-node";
+// Unknown fields in a Pod or pod template (`contianers:`), found with the field lists of the Kubernetes API types
+// a Pod is made of (pod-fields.generated.json, written by scripts/generate-pod-fields.ts from the models the
+// Kubernetes OpenAPI generates), so the list of known fields follows the Kubernetes API instead of being written by
+// hand here.
+import { readFileSync } from "node:fs";
 import { isObject } from "../core/primitives/json-shapes.ts";
 import type { SubjectPod } from "../core/admission-subject.ts";
 
-interface Attribute {
-  baseName: string;
-  type: string;
-}
-
-type ModelClass = { getAttributeTypeMap(): Attribute[] };
-
-const byName = models as unknown as Record<string, ModelClass | undefined>;
+const FIELD_TYPES = JSON.parse(readFileSync(new URL("./pod-fields.generated.json", import.meta.url), "utf8")) as Record<string, Record<string, string>>;
 const fieldsCache = new Map<string, Map<string, string> | undefined>();
 
-/** JSON field → type name for a model ("V1PodSpec"), or undefined when the library has no such model. */
+/** JSON field → type name for a model ("V1PodSpec"), or undefined for scalars, quantities and free-form objects. */
 function fieldsOf(model: string): Map<string, string> | undefined {
   if (!fieldsCache.has(model)) {
-    const cls = byName[model];
-    fieldsCache.set(model, typeof cls?.getAttributeTypeMap === "function" ? new Map(cls.getAttributeTypeMap().map((a) => [a.baseName, a.type])) : undefined);
+    const fields = Object.hasOwn(FIELD_TYPES, model) ? FIELD_TYPES[model] : undefined;
+    fieldsCache.set(model, fields ? new Map(Object.entries(fields)) : undefined);
   }
   return fieldsCache.get(model);
 }

@@ -1,13 +1,13 @@
 // The loop that keeps a local copy of a kind of Kubernetes object current: list, then watch from the list's
 // resource version; a watch that ends is resumed from the last version seen, one the server refuses with
 // 410 Gone starts over with a list, and every failure is retried after an exponential backoff. Written here
-// rather than taken from @kubernetes/client-node's informer, which stops for good after one failed list.
+// rather than taken from a client library's informer (@kubernetes/client-node's stopped for good after one failed list).
 // ListWatch is the one wiring of it: the namespace label cache, the pod informer and the policy custom resources
 // each give it their list page and their table, nothing else.
-import type { Watch } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { sleepUnlessAborted } from "../async/sleep-unless-aborted.ts";
 import { describeApiError, hasStatus } from "./api-requests.ts";
+import type { KubeClient, QueryValue } from "./kube-client.ts";
 
 /** How one watch ended. */
 export interface WatchEnd {
@@ -104,10 +104,10 @@ export interface WatchRequest {
  * One watch request from `query.resourceVersion`; resolves (never rejects) when it ends, as runListWatch expects:
  * an ERROR event or a refusal with 410 Gone asks for a list, another ERROR event is the end's error.
  */
-export function watchOnce(watch: Watch, path: string, query: Record<string, string | number | boolean | undefined>, request: WatchRequest): Promise<WatchEnd> {
+export function watchOnce(client: KubeClient, path: string, query: Record<string, QueryValue>, request: WatchRequest): Promise<WatchEnd> {
   return new Promise<WatchEnd>((resolve) => {
     let settled = false;
-    let controller: AbortController | undefined;
+    const controller = new AbortController();
     const end: WatchEnd = { error: null, gone: false, delivered: false };
     const finish = (error: unknown) => {
       if (settled) return;
@@ -118,9 +118,14 @@ export function watchOnce(watch: Watch, path: string, query: Record<string, stri
       resolve(end);
     };
     request.running(() => {
-      controller?.abort();
+      controller.abort(new Error("watch stopped"));
       finish(null);
     });
+    if (request.isClosed()) {
+      controller.abort(new Error("watch stopped"));
+      finish(null);
+      return;
+    }
     const onEvent = (type: string, object: unknown) => {
       if (settled) return;
       if (type === "ERROR") {
@@ -135,13 +140,10 @@ export function watchOnce(watch: Watch, path: string, query: Record<string, stri
       end.delivered = true;
       if (object && type !== "BOOKMARK") request.object(type, object);
     };
-    watch
-      .watch(path, query, onEvent, (err: unknown) => finish(err ?? end.error))
-      .then((started) => {
-        if (settled || request.isClosed()) started.abort();
-        else controller = started;
-      })
-      .catch((err: unknown) => finish(err));
+    client.watch(path, query, onEvent, controller.signal).then(
+      () => finish(end.error),
+      (err: unknown) => finish(controller.signal.aborted ? null : err),
+    );
   });
 }
 
@@ -181,13 +183,13 @@ export interface ListWatchTable {
   failed?(err: unknown): void;
 }
 
-// The library aborts a watch silent for 30 s. Asking the server to end it sooner, with a bookmark just before
+// The client takes a watch silent for 60 s as dead. Asking the server to end it sooner, with a bookmark just before
 // (carrying a fresh resource version), makes quiet periods a routine reconnect.
 const WATCH_TIMEOUT_SECONDS = 25;
 
 /** One kind kept current in its owner's table, until close(). */
 export class ListWatch {
-  private readonly watch: Watch;
+  private readonly client: KubeClient;
   private readonly source: ListWatchSource;
   private readonly table: ListWatchTable;
   /** Aborted by close(): ends the backoff sleeps. */
@@ -199,8 +201,8 @@ export class ListWatch {
   private closed = false;
   private loop: Promise<void> | undefined;
 
-  constructor(watch: Watch, source: ListWatchSource, table: ListWatchTable) {
-    this.watch = watch;
+  constructor(client: KubeClient, source: ListWatchSource, table: ListWatchTable) {
+    this.client = client;
     this.source = source;
     this.table = table;
   }
@@ -249,7 +251,7 @@ export class ListWatch {
 
   private watchOnce(): Promise<WatchEnd> {
     const query = { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: WATCH_TIMEOUT_SECONDS, ...this.source.watchQuery };
-    return watchOnce(this.watch, this.source.path, query, {
+    return watchOnce(this.client, this.source.path, query, {
       object: (type, object) => this.table.apply(type, object),
       resourceVersion: (version) => (this.resourceVersion = version),
       running: (stop) => (this.stopWatch = stop),

@@ -6,8 +6,8 @@
 // images created as objects in 10 namespaces (nothing runs them); one ImagePolicy that fails 1 image in 5, so a
 // fifth of the pods get a PolicyReport. Phases:
 //
-//   baseline    the floor: a paged list of every pod through the same client library (@kubernetes/client-node),
-//               doing nothing with them, in this process
+//   baseline    the floor: a paged list of every pod through the same client (src/kube/kube-client.ts), doing
+//               nothing with them, in this process
 //   full scan   serve started with --background-scan: from its start until it logs that every pod was judged;
 //               apiserver requests during it (apiserver_request_total, by verb), serve's RSS after it and its peak,
 //               and its V8 heap (used, held, the young generation) as its /metrics says; serve runs with the Node.js
@@ -28,9 +28,8 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { CoreV1Api, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { startKubeCluster, type KubeCluster } from "../test/support/kube-cluster.ts";
-import { loadKubeConfig } from "../src/kube/kube-config.ts";
+import { loadKubeClient } from "../src/kube/kube-connection.ts";
 import { renderTable } from "./support/report.ts";
 import { guardRun } from "./support/run-guard.ts";
 import { createServeState } from "./support/serve-state.ts";
@@ -190,8 +189,7 @@ async function main(): Promise<number> {
       const items = Array.from({ length: Math.min(500, pods - start) }, (_, k) => pod(start + k));
       await kubectlOk(cluster, ["create", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "List", items }));
     }
-    const kube = loadKubeConfig(cluster.kubeconfig);
-    const api = kube.makeApiClient(CoreV1Api);
+    const kube = loadKubeClient(cluster.kubeconfig);
 
     // Baseline: a paged list of every pod, the least a scan must do.
     const listRuns: number[] = [];
@@ -200,9 +198,12 @@ async function main(): Promise<number> {
       let token: string | undefined;
       let listed = 0;
       do {
-        const page = await api.listPodForAllNamespaces({ limit: 500, ...(token ? { _continue: token } : {}) });
+        const page = (await kube.request("GET", "/api/v1/pods", { query: { limit: 500, continue: token } })) as {
+          items: unknown[];
+          metadata?: { continue?: string };
+        };
         listed += page.items.length;
-        token = page.metadata?._continue || undefined;
+        token = page.metadata?.continue || undefined;
       } while (token);
       if (listed !== pods) throw new Error(`listed ${listed} pods, created ${pods}`);
       listRuns.push(performance.now() - started);
@@ -257,10 +258,10 @@ async function main(): Promise<number> {
       const wait = due - performance.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       patches.push(
-        api.patchNamespacedPod(
-          { name: `pod-${i}`, namespace: `scan-${i % NAMESPACES}`, body: { metadata: { labels: { change: String(k) } } } },
-          setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-        ),
+        kube.request("PATCH", `/api/v1/namespaces/scan-${i % NAMESPACES}/pods/pod-${i}`, {
+          body: { metadata: { labels: { change: String(k) } } },
+          contentType: "application/merge-patch+json",
+        }),
       );
     }
     const settled = await Promise.allSettled(patches);

@@ -44,13 +44,11 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import * as grpc from "@grpc/grpc-js";
 import protobuf from "protobufjs";
-import { CoreV1Api, KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import { credentialHash, type RegistryAuth } from "../src/core/pull-verification/credential-hash.ts";
 import { recordPull } from "../src/core/pull-verification/pull-records.ts";
 import { decodeImageStatusResponse, decodePullImageResponse, encodeImageStatusRequestFor, encodePullImageRequest } from "../src/cri/cri-messages.ts";
 import { RuntimeImageClient, type CriPackage } from "../src/cri/image-service-proxy.ts";
-import { getJson } from "../src/kube/json-get.ts";
-import { PooledKubeConfig } from "../src/kube/pooled-kube-config.ts";
+import { loadKubeClient } from "../src/kube/kube-connection.ts";
 import { recordFileName, RecordStore } from "../src/node/record-store.ts";
 import { startNodeProxy, type NodeProxyProcess } from "../test/support/node-proxy-process.ts";
 import { createPullSecret, startKubeCluster, type KubeCluster } from "../test/support/kube-cluster.ts";
@@ -834,13 +832,10 @@ async function main(): Promise<number> {
     //   (ii) without a pull secret, the kubelet's credential coming from the node's own keyring: ImageStatus is
     //       answered "absent" (must-pull), and PullImage with the recorded credential is answered from the records
     //       once a GET of its pod shows the pod pulls the image IfNotPresent.
-    const admin = new KubeConfig();
-    admin.loadFromFile(cluster.kubeconfig);
-    const api = admin.makeApiClient(CoreV1Api);
+    const admin = loadKubeClient(cluster.kubeconfig);
     // The reads the proxy sends, sent by the bench as the proxy sends them, with the node's identity: what the API
     // alone costs per call.
-    const asNode = new PooledKubeConfig();
-    asNode.loadFromFile(cluster.nodeKubeconfig(NODE_NAME));
+    const asNode = loadKubeClient(cluster.nodeKubeconfig(NODE_NAME));
     const listAlone: number[] = [];
     const getAlone: number[] = [];
     interface PodName {
@@ -848,7 +843,7 @@ async function main(): Promise<number> {
     }
     const readAlone = async (path: string, query: Record<string, string>, into: number[]) => {
       const t = performance.now();
-      if ((await getJson(asNode, path, query, AbortSignal.timeout(10_000))) === undefined) throw new Error(`GET ${path}: not found`);
+      if ((await asNode.read(path, { query, signal: AbortSignal.timeout(10_000) })) === undefined) throw new Error(`GET ${path}: not found`);
       into.push(performance.now() - t);
     };
     interface NewPod extends PodName {
@@ -871,9 +866,10 @@ async function main(): Promise<number> {
               annotations: { [APP_ANNOTATION]: name },
               ...(withSecret ? { imagePullSecrets: [PULL_SECRET] } : {}),
             }),
-          ) as V1Pod;
-          body.metadata!.labels = { [BATCH_LABEL]: batch };
-          const uid = (await api.createNamespacedPod({ namespace: NAMESPACE, body })).metadata?.uid;
+          ) as { metadata: { labels?: Record<string, string> } };
+          body.metadata.labels = { [BATCH_LABEL]: batch };
+          const created = (await admin.request("POST", `/api/v1/namespaces/${NAMESPACE}/pods`, { body })) as { metadata?: { uid?: string } };
+          const uid = created.metadata?.uid;
           if (!uid) throw new Error(`the apiserver gave pod ${name} no UID`);
           pods[i] = { name, status: encodeImageStatusRequestFor(image, podAnnotations(name)), pull: pullRequest(image, name, good, uid) };
         }
@@ -882,7 +878,7 @@ async function main(): Promise<number> {
       return pods;
     };
     const deletePods = async (batch: string) => {
-      await api.deleteCollectionNamespacedPod({ namespace: NAMESPACE, labelSelector: `${BATCH_LABEL}=${batch}`, gracePeriodSeconds: 0 });
+      await admin.request("DELETE", `/api/v1/namespaces/${NAMESPACE}/pods`, { query: { labelSelector: `${BATCH_LABEL}=${batch}`, gracePeriodSeconds: 0 } });
     };
     const newPods = async (withSecret: boolean) => {
       const kind = withSecret ? "secret" : "node";

@@ -7,10 +7,11 @@
 
 import { X509Certificate, createPrivateKey } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import { dirname, isAbsolute, join, resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import { Agent } from "undici";
-import { readKubeYaml } from "../config/kube-yaml.ts";
 import { ImprimaturError } from "../errors/imprimatur-error.ts";
+import { KubeError } from "../kube/kube-error.ts";
+import { parseKubeconfig, type KubeconfigFile } from "../kube/kubeconfig-document.ts";
 
 export type KubeconfigErrorCode =
   /** The kubeconfig, or a file it references, cannot be read. */
@@ -56,73 +57,61 @@ export async function loadWebhookKubeconfig(file: string): Promise<WebhookTarget
     return fail(`cannot read the file: ${describe(err)}`, "unreadable", err);
   }
 
-  // Parsed here first for two reasons: a YAML error gets a line number, and `token-file` is taken out
-  // before @kubernetes/client-node sees it — that library reads it synchronously, relative to the process's
-  // working directory rather than the kubeconfig's folder, and throws a bare ENOENT when it is not there.
-  // Read as client-go reads a kubeconfig (sigs.k8s.io/yaml: YAML 1.1, merge keys); one document.
-  const parsed = readKubeYaml(text);
-  const yamlError = parsed.errors[0];
-  if (yamlError) return fail(`not valid YAML${yamlError.line !== undefined ? ` (line ${yamlError.line})` : ""}: ${yamlError.message}`);
-  const doc: unknown = parsed.documents[0]?.value;
-  if (!isRecord(doc)) return fail("is empty or not a YAML mapping");
-  const tokenFiles = new Map<string, string>();
-  const sanitized: Record<string, unknown> = { ...doc };
-  if (Array.isArray(doc["users"])) {
-    sanitized["users"] = doc["users"].map((entry: unknown) => {
-      if (!isRecord(entry) || !isRecord(entry["user"]) || entry["user"]["token-file"] === undefined) return entry;
-      const { "token-file": tokenFile, ...user } = entry["user"];
-      if (typeof tokenFile !== "string" || tokenFile === "") fail(`users "${String(entry["name"])}": token-file must be a path`);
-      tokenFiles.set(String(entry["name"]), tokenFile as string);
-      return { ...entry, user };
-    });
-  }
-
-  // Loaded lazily: the package is large and only webhook backends need it.
-  const { KubeConfig } = await import("@kubernetes/client-node");
-  const kc = new KubeConfig();
+  // Read as client-go reads a kubeconfig (sigs.k8s.io/yaml: YAML 1.1, merge keys), relative paths resolved against
+  // the kubeconfig's folder.
+  let config: KubeconfigFile;
   try {
-    // JSON is YAML, and leaves no room for the two YAML parsers to read a scalar differently.
-    kc.loadFromString(JSON.stringify(sanitized));
+    config = parseKubeconfig(text, file, baseDir);
   } catch (err) {
-    return fail(describe(err), "invalid", err);
+    if (err instanceof KubeError) throw new KubeconfigError("invalid", err.message, { cause: err });
+    throw err;
   }
+  if (config.clusters.size === 0) {
+    if (config.users.size === 0 && config.contexts.size === 0 && config.currentContext === undefined) return fail("is empty or not a YAML mapping");
+    return fail("defines no clusters");
+  }
+  for (const [name, cluster] of config.clusters) if (!cluster.server) fail(`clusters "${name}": server is missing`);
+  for (const [name, context] of config.contexts) if (!context.cluster) fail(`contexts "${name}": cluster is missing`);
 
-  if (kc.getClusters().length === 0) return fail("defines no clusters");
-  const contexts = kc.getContexts();
-  const currentName = kc.getCurrentContext();
-  let context;
-  if (currentName) {
-    context = kc.getContextObject(currentName) ?? fail(`current-context "${currentName}" is not among its contexts`);
-  } else if (contexts.length === 1) {
-    context = contexts[0]!;
-  } else if (contexts.length === 0) {
+  // Without a current-context, a lone context is the one meant.
+  let contextName: string;
+  if (config.currentContext) {
+    contextName = config.currentContext;
+    if (!config.contexts.has(contextName)) fail(`current-context "${contextName}" is not among its contexts`);
+  } else if (config.contexts.size === 1) {
+    contextName = [...config.contexts.keys()][0]!;
+  } else if (config.contexts.size === 0) {
     return fail("defines no contexts (a context names the cluster and user to use)");
   } else {
-    return fail(`has ${contexts.length} contexts and no current-context; set current-context`);
+    return fail(`has ${config.contexts.size} contexts and no current-context; set current-context`);
   }
-  const cluster = kc.getCluster(context.cluster) ?? fail(`context "${context.name}" refers to cluster "${context.cluster}", which is not defined`);
-  const user = context.user ? (kc.getUser(context.user) ?? fail(`context "${context.name}" refers to user "${context.user}", which is not defined`)) : null;
+  const context = config.contexts.get(contextName)!;
+  const clusterName = context.cluster;
+  const cluster = config.clusters.get(clusterName) ?? fail(`context "${contextName}" refers to cluster "${clusterName}", which is not defined`);
+  const userName = context.user;
+  const user = userName ? (config.users.get(userName) ?? fail(`context "${contextName}" refers to user "${userName}", which is not defined`)) : undefined;
 
+  // client-go drops one trailing slash from `server` when it builds the request path.
+  const server = cluster.server.replace(/\/$/, "");
   let url: URL;
   try {
-    url = new URL(cluster.server);
+    url = new URL(server);
   } catch {
-    return fail(`cluster "${cluster.name}": server ${JSON.stringify(cluster.server)} is not a URL`);
+    return fail(`cluster "${clusterName}": server ${JSON.stringify(server)} is not a URL`);
   }
-  if (url.protocol !== "https:" && url.protocol !== "http:") return fail(`cluster "${cluster.name}": server must be an https:// URL, got ${url.protocol}`);
-  if (cluster.proxyUrl) return fail(`cluster "${cluster.name}": proxy-url is not supported for webhook backends`, "unsupported");
+  if (url.protocol !== "https:" && url.protocol !== "http:") return fail(`cluster "${clusterName}": server must be an https:// URL, got ${url.protocol}`);
+  if (cluster.proxyUrl) return fail(`cluster "${clusterName}": proxy-url is not supported for webhook backends`, "unsupported");
   if (user) {
-    if (user.exec) fail(`user "${user.name}": exec credentials are not supported for webhook backends`, "unsupported");
-    if (user.authProvider) fail(`user "${user.name}": auth-provider is not supported for webhook backends`, "unsupported");
-    if (user.username || user.password) fail(`user "${user.name}": username/password is not supported for webhook backends`, "unsupported");
+    if (user.exec) fail(`user "${userName}": exec credentials are not supported for webhook backends`, "unsupported");
+    if (user.hasAuthProvider) fail(`user "${userName}": auth-provider is not supported for webhook backends`, "unsupported");
+    if (user.username || user.password) fail(`user "${userName}": username/password is not supported for webhook backends`, "unsupported");
   }
 
   const readReferenced = async (what: string, path: string): Promise<string> => {
-    const full = isAbsolute(path) ? path : join(baseDir, path);
     try {
-      return await readFile(full, "utf8");
+      return await readFile(path, "utf8");
     } catch (err) {
-      return fail(`cannot read ${what} ${full}: ${describe(err)}`, "unreadable", err);
+      return fail(`cannot read ${what} ${path}: ${describe(err)}`, "unreadable", err);
     }
   };
   const decodeData = (what: string, data: string): string => {
@@ -131,48 +120,45 @@ export async function loadWebhookKubeconfig(file: string): Promise<WebhookTarget
     return decoded;
   };
 
-  // client-node drops one trailing slash from `server`; so does client-go when it builds the request path.
-  const target: WebhookTarget = { url: cluster.server, insecureSkipTLSVerify: cluster.skipTLSVerify };
+  const target: WebhookTarget = { url: server, insecureSkipTLSVerify: cluster.insecureSkipTlsVerify };
   // As in client-go, the *-data fields take precedence over the file fields.
-  if (cluster.caData) target.ca = decodeData(`cluster "${cluster.name}": certificate-authority-data`, cluster.caData);
-  else if (cluster.caFile) target.ca = await readReferenced(`cluster "${cluster.name}": certificate-authority`, cluster.caFile);
+  if (cluster.certificateAuthorityData) target.ca = decodeData(`cluster "${clusterName}": certificate-authority-data`, cluster.certificateAuthorityData);
+  else if (cluster.certificateAuthority) target.ca = await readReferenced(`cluster "${clusterName}": certificate-authority`, cluster.certificateAuthority);
   if (cluster.tlsServerName) target.serverName = cluster.tlsServerName;
   if (target.ca !== undefined) {
-    if (target.insecureSkipTLSVerify) fail(`cluster "${cluster.name}": insecure-skip-tls-verify cannot be combined with a certificate authority`);
+    if (target.insecureSkipTLSVerify) fail(`cluster "${clusterName}": insecure-skip-tls-verify cannot be combined with a certificate authority`);
     try {
       new X509Certificate(target.ca);
     } catch (err) {
-      fail(`cluster "${cluster.name}": the certificate authority is not a PEM certificate (${describe(err)})`);
+      fail(`cluster "${clusterName}": the certificate authority is not a PEM certificate (${describe(err)})`);
     }
   }
 
   if (user) {
-    if (user.certData) target.cert = decodeData(`user "${user.name}": client-certificate-data`, user.certData);
-    else if (user.certFile) target.cert = await readReferenced(`user "${user.name}": client-certificate`, user.certFile);
-    if (user.keyData) target.key = decodeData(`user "${user.name}": client-key-data`, user.keyData);
-    else if (user.keyFile) target.key = await readReferenced(`user "${user.name}": client-key`, user.keyFile);
+    if (user.clientCertificateData) target.cert = decodeData(`user "${userName}": client-certificate-data`, user.clientCertificateData);
+    else if (user.clientCertificate) target.cert = await readReferenced(`user "${userName}": client-certificate`, user.clientCertificate);
+    if (user.clientKeyData) target.key = decodeData(`user "${userName}": client-key-data`, user.clientKeyData);
+    else if (user.clientKey) target.key = await readReferenced(`user "${userName}": client-key`, user.clientKey);
     if ((target.cert === undefined) !== (target.key === undefined)) {
-      fail(`user "${user.name}": a client certificate needs both a certificate and a key`);
+      fail(`user "${userName}": a client certificate needs both a certificate and a key`);
     }
     if (target.cert !== undefined && target.key !== undefined) {
       let matches: boolean;
       try {
         matches = new X509Certificate(target.cert).checkPrivateKey(createPrivateKey(target.key));
       } catch (err) {
-        return fail(`user "${user.name}": unreadable client certificate or key (${describe(err)})`);
+        return fail(`user "${userName}": unreadable client certificate or key (${describe(err)})`);
       }
-      if (!matches) fail(`user "${user.name}": the client key does not belong to the client certificate`);
+      if (!matches) fail(`user "${userName}": the client key does not belong to the client certificate`);
     }
 
+    // As documented for kubeconfig, token wins over token-file (which is then not read).
     if (user.token) {
       target.token = user.token;
-    } else {
-      const tokenFile = tokenFiles.get(user.name);
-      if (tokenFile !== undefined) {
-        const token = (await readReferenced(`user "${user.name}": token-file`, tokenFile)).trim();
-        if (token === "") fail(`user "${user.name}": token-file ${tokenFile} is empty`);
-        target.token = token;
-      }
+    } else if (user.tokenFile !== undefined) {
+      const token = (await readReferenced(`user "${userName}": token-file`, user.tokenFile)).trim();
+      if (token === "") fail(`user "${userName}": token-file ${user.tokenFile} is empty`);
+      target.token = token;
     }
   }
   return target;
@@ -198,10 +184,6 @@ export function webhookDispatcher(target: WebhookTarget, opts: { connections?: n
     keepAliveTimeout: 4_000,
     keepAliveMaxTimeout: 600_000,
   });
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function describe(err: unknown): string {

@@ -9,7 +9,8 @@ import type { ScanResult } from "../core/policy-reports/resource-scan.ts";
 import { Engine } from "../engine/engine.ts";
 import { buildEngine } from "../engine/engine-builder.ts";
 import { describeApiError, KubeApiError, kubeApiErrorCode } from "../kube/api-requests.ts";
-import { loadKubeConfig } from "../kube/kube-config.ts";
+import type { KubeClient } from "../kube/kube-client.ts";
+import { loadKubeClient } from "../kube/kube-connection.ts";
 import { NamespaceLabelCache } from "../kube/namespace-label-cache.ts";
 import { PodInformer } from "../kube/pod-informer.ts";
 import { loadPolicySet, policySetSource } from "../policy/policy-set.ts";
@@ -76,6 +77,7 @@ export async function runAudit(argv: string[]): Promise<number> {
   const logger = pino({ level: "silent" });
   let engine: Engine | undefined;
   let namespaces: NamespaceLabelCache | undefined;
+  let kube: KubeClient | undefined;
   try {
     const config = values.config ? await loadServerConfig(values.config) : structuredClone(DEFAULT_SERVER_CONFIG);
     if (values.registries) config.registries = values.registries;
@@ -83,7 +85,7 @@ export async function runAudit(argv: string[]): Promise<number> {
     // As kubectl: --kubeconfig, else $KUBECONFIG (its first file), else the pod's service account.
     const kubeconfig = values.kubeconfig ?? config.kubeconfig ?? process.env.KUBECONFIG?.split(":")[0];
     if (!kubeconfig && !process.env.KUBERNETES_SERVICE_HOST) return usageFailure("audit", "no cluster: give --kubeconfig FILE (or set KUBECONFIG)");
-    const kube = loadKubeConfig(kubeconfig);
+    kube = loadKubeClient(kubeconfig);
     const { policies } = await loadPolicySet(policySetSource(values.policies === undefined ? undefined : [values.policies]), {
       profiles: values.profile!,
       allowEmpty: values["allow-empty"]!,
@@ -126,6 +128,7 @@ export async function runAudit(argv: string[]): Promise<number> {
   } finally {
     await engine?.close();
     await namespaces?.close();
+    await kube?.close();
   }
 }
 

@@ -13,10 +13,10 @@ import { RuntimeImageClient, startImageServiceProxy } from "../cri/image-service
 import { createNodeMetrics } from "../node/node-metrics.ts";
 import { NodeImageProxy } from "../node/node-image-proxy.ts";
 import { PodPullSecrets } from "../node/pod-pull-secrets.ts";
-import { loadKubeConfig } from "../kube/kube-config.ts";
+import { loadKubeClient } from "../kube/kube-connection.ts";
 import { RecordStore } from "../node/record-store.ts";
 import { createServerLogger } from "../server/logger.ts";
-import type { KubeConfig } from "@kubernetes/client-node";
+import type { KubeClient } from "../kube/kube-client.ts";
 import type { Logger } from "pino";
 import { buildNodeEngine } from "../node/node-engine.ts";
 import { NodePolicies } from "../node/node-policies.ts";
@@ -201,7 +201,7 @@ export async function runNodeProxy(argv: string[]): Promise<number> {
   let verifying: StartedVerification | undefined;
   try {
     store = await RecordStore.open(args.stateDir);
-    const kube = args.api ? loadKubeConfig(args.api.kubeconfig) : undefined;
+    const kube = args.api ? loadKubeClient(args.api.kubeconfig) : undefined;
     const podSecrets = args.api && kube ? new PodPullSecrets({ kube, nodeName: args.api.nodeName, key: store.key, logger }) : undefined;
     if (args.verify) verifying = await startVerification(args.verify, kube, logger);
     proxy = new NodeImageProxy({
@@ -268,7 +268,7 @@ interface StartedVerification {
 }
 
 /** The policies loaded (and watched), the engine built from them, and the gate that judges pulls with it. */
-async function startVerification(opts: NonNullable<NodeProxyArgs["verify"]>, kube: KubeConfig | undefined, logger: Logger): Promise<StartedVerification> {
+async function startVerification(opts: NonNullable<NodeProxyArgs["verify"]>, kube: KubeClient | undefined, logger: Logger): Promise<StartedVerification> {
   const folder = opts.policies !== undefined ? new PolicyFolder(opts.policies) : undefined;
   const resources =
     opts.policyCrds && kube

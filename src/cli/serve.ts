@@ -1,12 +1,12 @@
 // `imprimatur serve`: the HTTPS ImageReview backend (/imagereview), validating webhook (/validate) and
 // tag→digest pinning webhook (/mutate).
 import cluster from "node:cluster";
-import type { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
 import { DEFAULT_SERVER_CONFIG, loadServerConfig, type ServerConfig } from "../config/server-config.ts";
 import { loadNamespacesFile } from "../config/namespaces-file.ts";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
-import { loadKubeConfig } from "../kube/kube-config.ts";
+import type { KubeClient } from "../kube/kube-client.ts";
+import { loadKubeClient } from "../kube/kube-connection.ts";
 import { podNamespace } from "../kube/leader-election.ts";
 import { backgroundScanOptions, SCAN_FLAG_USAGE, type BackgroundScanOptions } from "../scan/scan-flags.ts";
 import { podSecurityContext } from "../policy/pod-security-context.ts";
@@ -310,10 +310,10 @@ async function connectToOwnCluster(
   settings: ServerSettings,
   signals: ServeSignals,
   opened: OpenedForServing,
-): Promise<{ kube: KubeConfig | undefined; namespaces: NamespaceLabelSource | undefined }> {
+): Promise<{ kube: KubeClient | undefined; namespaces: NamespaceLabelSource | undefined }> {
   const namespacesFile = options.namespacesFile ?? settings.config.namespacesFile;
   const kubeconfig = options.kubeconfig ?? settings.config.kubeconfig;
-  const kube = kubeconfig || process.env.KUBERNETES_SERVICE_HOST ? loadKubeConfig(kubeconfig) : undefined;
+  const kube = kubeconfig || process.env.KUBERNETES_SERVICE_HOST ? loadKubeClient(kubeconfig) : undefined;
   if (options.policyCrds) {
     if (!kube) throw new ServeFlagError("needs-kubernetes-api", "--policy-crds needs the Kubernetes API: give --kubeconfig, or run in a pod");
     const folder = options.policies ? new PolicyFolder(options.policies) : undefined;
@@ -383,7 +383,7 @@ async function watchCallers(flags: CallerFlags, clusters: ServeOptions["clusters
 /** The serving certificate from the shared Secret (--tls-secret) or from files (--tls-cert); neither: the app uses the state folder's. */
 async function startServingCertificate(
   options: ServeOptions,
-  kube: KubeConfig | undefined,
+  kube: KubeClient | undefined,
   signals: ServeSignals,
   opened: OpenedForServing,
 ): Promise<Pick<AppOptions, "tls" | "tlsUpdates">> {

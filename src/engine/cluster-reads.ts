@@ -5,7 +5,7 @@
 //   - another cluster's kubeconfig (--cluster-kubeconfig NAME=FILE): for that cluster's callers;
 //   - none: a caller whose cluster has neither. What needs a read is then refused with the reason, never answered
 //     from another cluster.
-import type { KubeConfig } from "@kubernetes/client-node";
+import type { KubeClient } from "../kube/kube-client.ts";
 import { clusterOf, type Caller } from "../audit/caller.ts";
 import { CLUSTER_UNREADABLE, unreadableClusterReason } from "../core/cluster-scope.ts";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
@@ -16,7 +16,7 @@ export class ClusterUnreadableError extends ImprimaturError<typeof CLUSTER_UNREA
 
 /** What the server reads of one cluster: its API (absent: no API access) and its namespaces' labels. */
 export interface ClusterConnection {
-  kube?: KubeConfig;
+  kube?: KubeClient;
   namespaces: NamespaceLabelSource;
 }
 

@@ -3,7 +3,7 @@
 // Offline (`check`, `imprimatur test`) a cluster is its namespace labels only: no registry, no API. The two are
 // variants of one type, so a step that needs the registry says so in its types instead of asserting it.
 import { HttpRevocationFetcher } from "../verification/revocation-fetcher.ts";
-import type { KubeConfig } from "@kubernetes/client-node";
+import type { KubeClient } from "../kube/kube-client.ts";
 import type { Logger } from "pino";
 import type { Caller } from "../audit/caller.ts";
 import type { ServerConfig } from "../config/server-config.ts";
@@ -31,7 +31,7 @@ import type { Recorder } from "./recorder.ts";
 /** What is known of one cluster before its tools are made. */
 export interface ClusterAccess {
   /** Its API; absent: nothing is read through the API. */
-  kube?: KubeConfig | undefined;
+  kube?: KubeClient | undefined;
   namespaces: NamespaceLabelSource;
   /** A caller's cluster the server has no kubeconfig for: why a review that needs a read of it is refused. */
   unreadable?: string | undefined;

@@ -2,7 +2,7 @@
 // ImageReview backends and their cache, the audit log and, online, one registry client and tag resolver that
 // every cluster's tools share. Offline (`check`, `imprimatur test`) there is no registry, no backend and no API:
 // the tools are the offline variant (src/engine/cluster-tools.ts), so nothing needs to be asserted present.
-import type { KubeConfig } from "@kubernetes/client-node";
+import type { KubeClient } from "../kube/kube-client.ts";
 import { pino, type Logger } from "pino";
 import { AuditLog } from "../audit/audit-log.ts";
 import type { SharedVerifications } from "../verification/image-verifier.ts";
@@ -53,7 +53,7 @@ export interface OfflineEngineOptions extends EngineOptionsOfEveryMode {
 export interface OnlineEngineOptions extends EngineOptionsOfEveryMode {
   offline?: false;
   /** The server's own cluster's API: pods' pull secrets, k8s:// keys, pods and Events (with `namespaces`: its labels). */
-  kube?: KubeConfig;
+  kube?: KubeClient;
   registries?: RegistrySettingsMap;
   /** The server's own registry credentials (--authfile), tried after a pod's. */
   staticCredentials?: CredentialLookup;

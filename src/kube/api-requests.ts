@@ -15,6 +15,13 @@ export type KubeApiErrorCode =
   /** The caller stopped waiting (its signal aborted); the request may go on for others. */
   | "aborted";
 
+/** A Status body's `details`: what the failure is about ("pods", "namespaces" or a custom resource's plural in kind). */
+export interface KubeStatusDetails {
+  kind?: string;
+  name?: string;
+  group?: string;
+}
+
 /** A request to the Kubernetes API that gave no usable answer. */
 export class KubeApiError extends ImprimaturError<KubeApiErrorCode> {
   /** The HTTP status the API answered with; undefined when there was no answer. */
@@ -22,10 +29,14 @@ export class KubeApiError extends ImprimaturError<KubeApiErrorCode> {
   /** The Status body's reason ("NotFound", "AlreadyExists", "Conflict", "Expired"), when the API gave one. */
   readonly reason: string | undefined;
 
-  constructor(code: KubeApiErrorCode, message: string, options?: { cause?: unknown; httpStatus?: number; reason?: string }) {
+  /** The Status body's details: the kind and name of the object a 404 or 409 is about. */
+  readonly details: KubeStatusDetails | undefined;
+
+  constructor(code: KubeApiErrorCode, message: string, options?: { cause?: unknown; httpStatus?: number; reason?: string; details?: KubeStatusDetails }) {
     super(code, message, options);
     this.httpStatus = options?.httpStatus;
     this.reason = options?.reason;
+    this.details = options?.details;
   }
 }
 

@@ -4,11 +4,12 @@
 // break-glass imagepolicies/NAME --as USER` asks. RBAC grants it with a rule such as
 //   {apiGroups: [imprimatur.dev], resources: [imagepolicies], verbs: [break-glass], resourceNames: [NAME]}.
 // Answers are kept briefly (a revoked grant stops working within the TTL); failures are not kept.
-import { AuthorizationV1Api, type KubeConfig, type V1SubjectAccessReview } from "@kubernetes/client-node";
 import { LRUCache } from "lru-cache";
 import type { BreakGlassGrant } from "../core/break-glass.ts";
 import type { RequestUser } from "../core/admission-subject.ts";
-import { describeApiError, withSignal } from "./api-requests.ts";
+import { asObject } from "../core/primitives/json-shapes.ts";
+import { describeApiError } from "./api-requests.ts";
+import type { KubeClient } from "./kube-client.ts";
 
 export const BREAK_GLASS_VERB = "break-glass";
 export const POLICY_GROUP = "imprimatur.dev";
@@ -17,6 +18,19 @@ export const POLICY_GROUP = "imprimatur.dev";
 export interface OverriddenPolicy {
   name: string;
   namespace?: string | undefined;
+}
+
+/** An authorization.k8s.io/v1 SubjectAccessReview, as far as this asks it. */
+export interface SubjectAccessReview {
+  apiVersion: "authorization.k8s.io/v1";
+  kind: "SubjectAccessReview";
+  spec: {
+    user?: string;
+    uid?: string;
+    groups?: string[];
+    extra?: Record<string, string[]>;
+    resourceAttributes: { group: string; resource: string; verb: string; name: string; namespace?: string };
+  };
 }
 
 export interface BreakGlassReviewerOptions {
@@ -29,12 +43,12 @@ export interface BreakGlassReviewerOptions {
 }
 
 export class BreakGlassReviewer {
-  private readonly api: AuthorizationV1Api;
+  private readonly kube: KubeClient;
   private readonly requestTimeoutMs: number;
-  private readonly answers: LRUCache<string, BreakGlassGrant, V1SubjectAccessReview>;
+  private readonly answers: LRUCache<string, BreakGlassGrant, SubjectAccessReview>;
 
-  constructor(kube: KubeConfig, options: BreakGlassReviewerOptions = {}) {
-    this.api = kube.makeApiClient(AuthorizationV1Api);
+  constructor(kube: KubeClient, options: BreakGlassReviewerOptions = {}) {
+    this.kube = kube;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 5_000;
     this.answers = new LRUCache({
       max: options.maxEntries ?? 10_000,
@@ -70,15 +84,20 @@ export class BreakGlassReviewer {
     }
   }
 
-  private async ask(review: V1SubjectAccessReview): Promise<BreakGlassGrant> {
-    const answer = await this.api.createSubjectAccessReview({ body: review }, withSignal(AbortSignal.timeout(this.requestTimeoutMs)));
-    const status = answer.status;
+  private async ask(review: SubjectAccessReview): Promise<BreakGlassGrant> {
+    const answer = await this.kube.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", {
+      body: review,
+      signal: AbortSignal.timeout(this.requestTimeoutMs),
+    });
+    const status = asObject(asObject(answer)?.status);
     if (status?.allowed === true) return { allowed: true };
-    const resource = `${review.spec.resourceAttributes!.resource}.${POLICY_GROUP}`;
-    const why = status?.reason ? `: ${status.reason}` : status?.evaluationError ? ` (${status.evaluationError})` : "";
+    const resource = `${review.spec.resourceAttributes.resource}.${POLICY_GROUP}`;
+    const reason = typeof status?.reason === "string" ? status.reason : "";
+    const evaluationError = typeof status?.evaluationError === "string" ? status.evaluationError : "";
+    const why = reason ? `: ${reason}` : evaluationError ? ` (${evaluationError})` : "";
     return {
       allowed: false,
-      reason: `no RBAC rule grants the verb ${BREAK_GLASS_VERB} on ${resource} ${JSON.stringify(review.spec.resourceAttributes!.name)}${why}`,
+      reason: `no RBAC rule grants the verb ${BREAK_GLASS_VERB} on ${resource} ${JSON.stringify(review.spec.resourceAttributes.name)}${why}`,
     };
   }
 
@@ -88,7 +107,7 @@ export class BreakGlassReviewer {
 }
 
 /** The SubjectAccessReview that asks whether `user` may break glass on `policy`. */
-export function accessReview(user: RequestUser, policy: OverriddenPolicy): V1SubjectAccessReview {
+export function accessReview(user: RequestUser, policy: OverriddenPolicy): SubjectAccessReview {
   return {
     apiVersion: "authorization.k8s.io/v1",
     kind: "SubjectAccessReview",

@@ -1,8 +1,8 @@
 // Kubernetes Events for what the webhooks did to an object (images pinned, tags that could not be
 // resolved). Best effort and off the answer path: an Event that cannot be written is logged, never awaited.
 import { randomBytes } from "node:crypto";
-import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
+import type { KubeClient } from "./kube-client.ts";
 
 export interface EventInput {
   /** uid: when known, so `kubectl describe` (which selects the object's Events by UID too) lists the Event. */
@@ -45,20 +45,20 @@ export function eventBody(
 }
 
 export class EventRecorder implements EventSink {
-  private readonly api: CoreV1Api;
+  private readonly kube: KubeClient;
   private readonly logger: Logger;
   private readonly pending = new Set<Promise<void>>();
 
-  constructor(kubeConfig: KubeConfig, logger: Logger) {
-    this.api = kubeConfig.makeApiClient(CoreV1Api);
+  constructor(kubeConfig: KubeClient, logger: Logger) {
+    this.kube = kubeConfig;
     this.logger = logger;
   }
 
   record(e: EventInput): void {
     const namespace = e.involvedObject.namespace || "default";
     const body = eventBody({ ...e, involvedObject: { ...e.involvedObject, namespace } }, namespace, new Date());
-    const write = this.api
-      .createNamespacedEvent({ namespace, body })
+    const write = this.kube
+      .request("POST", `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, { body })
       .then(() => undefined)
       .catch((err: unknown) =>
         this.logger.warn({ err: (err as Error).message, reason: e.reason, object: e.involvedObject }, "could not write a Kubernetes Event"),

@@ -3,12 +3,20 @@
 // the request (never interactive: a server has no terminal), and its ExecCredential's token or client certificate
 // is kept until its expirationTimestamp, or until the API answers 401 (then the plugin runs again).
 import { execFile } from "node:child_process";
+import { accessSync, constants as fsConstants, statSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { delimiter, isAbsolute, join } from "node:path";
 import type { KubeconfigCluster, KubeconfigExec } from "./kubeconfig-document.ts";
 import { KubeApiError } from "./api-requests.ts";
 
 const SUPPORTED_VERSIONS = ["client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1"];
 const PLUGIN_TIMEOUT_MS = 60_000;
 const MAX_OUTPUT_BYTES = 1 << 20;
+
+/** Whether this client runs plugins of `apiVersion` (client-go's v1alpha1 is gone from kubectl since 1.24). */
+export function isSupportedExecApiVersion(apiVersion: string): boolean {
+  return SUPPORTED_VERSIONS.includes(apiVersion);
+}
 
 export interface ExecCredential {
   token?: string;
@@ -27,7 +35,7 @@ export class ExecCredentialSource {
 
   /** `cluster` is handed to the plugin when the kubeconfig asks for it (provideClusterInfo). */
   constructor(exec: KubeconfigExec, cluster: KubeconfigCluster | undefined, where: string) {
-    if (!SUPPORTED_VERSIONS.includes(exec.apiVersion)) {
+    if (!isSupportedExecApiVersion(exec.apiVersion)) {
       throw new KubeApiError(
         "unauthorized",
         `${where}: exec plugin apiVersion ${JSON.stringify(exec.apiVersion)} is not one of ${SUPPORTED_VERSIONS.join(", ")}`,
@@ -59,11 +67,14 @@ export class ExecCredentialSource {
   private async run(): Promise<ExecCredential> {
     const spec: Record<string, unknown> = { interactive: false };
     if (this.cluster) {
+      // A CA given as a file is handed over as data, as client-go does.
+      const caData =
+        this.cluster.certificateAuthorityData ?? (this.cluster.certificateAuthority ? await this.caFileData(this.cluster.certificateAuthority) : "");
       spec["cluster"] = {
         server: this.cluster.server,
         ...(this.cluster.tlsServerName ? { "tls-server-name": this.cluster.tlsServerName } : {}),
         ...(this.cluster.insecureSkipTlsVerify ? { "insecure-skip-tls-verify": true } : {}),
-        ...(this.cluster.certificateAuthorityData ? { "certificate-authority-data": this.cluster.certificateAuthorityData } : {}),
+        ...(caData ? { "certificate-authority-data": caData } : {}),
         ...(this.cluster.proxyUrl ? { "proxy-url": this.cluster.proxyUrl } : {}),
       };
     }
@@ -71,8 +82,14 @@ export class ExecCredentialSource {
     for (const variable of this.exec.env) env[variable.name] = variable.value;
     env["KUBERNETES_EXEC_INFO"] = JSON.stringify({ apiVersion: this.exec.apiVersion, kind: "ExecCredential", spec });
 
+    // A command without a path is looked up in our PATH, as client-go does, not in a PATH the kubeconfig's env sets.
+    const command = lookPath(this.exec.command, process.env.PATH ?? "");
+    if (command === undefined) {
+      const hint = this.exec.installHint ? `; ${this.exec.installHint}` : "";
+      throw new KubeApiError("unauthorized", `${this.where}: exec plugin ${this.exec.command} failed: no executable ${this.exec.command} in PATH${hint}`);
+    }
     const stdout = await new Promise<string>((resolve, reject) => {
-      execFile(this.exec.command, this.exec.args, { env, timeout: PLUGIN_TIMEOUT_MS, maxBuffer: MAX_OUTPUT_BYTES, encoding: "utf8" }, (err, out, errOut) => {
+      execFile(command, this.exec.args, { env, timeout: PLUGIN_TIMEOUT_MS, maxBuffer: MAX_OUTPUT_BYTES, encoding: "utf8" }, (err, out, errOut) => {
         if (!err) return resolve(out);
         const hint = (err as NodeJS.ErrnoException).code === "ENOENT" && this.exec.installHint ? `; ${this.exec.installHint}` : "";
         const detail = errOut.trim().split("\n").slice(-3).join(" ").slice(0, 500);
@@ -88,6 +105,16 @@ export class ExecCredentialSource {
     const credential = this.read(stdout);
     this.current = credential;
     return credential;
+  }
+
+  private async caFileData(file: string): Promise<string> {
+    try {
+      return (await readFile(file)).toString("base64");
+    } catch (e) {
+      throw new KubeApiError("unauthorized", `${this.where}: cannot read the certificate-authority ${file} for the exec plugin: ${(e as Error).message}`, {
+        cause: e,
+      });
+    }
   }
 
   private read(stdout: string): ExecCredential {
@@ -132,4 +159,21 @@ export class ExecCredentialSource {
     }
     return credential;
   }
+}
+
+/** `command` as found in `path` (the first executable file of that name), unless it names a path; undefined when not found. */
+function lookPath(command: string, path: string): string | undefined {
+  if (command.includes("/")) return command;
+  for (const dir of path.split(delimiter)) {
+    // Go's exec.LookPath no longer runs programs found through relative PATH entries (".", "").
+    if (!isAbsolute(dir)) continue;
+    const candidate = join(dir, command);
+    try {
+      accessSync(candidate, fsConstants.X_OK);
+      if (statSync(candidate).isFile()) return candidate;
+    } catch {
+      // not there, or not executable: the next entry
+    }
+  }
+  return undefined;
 }

@@ -6,7 +6,7 @@
 // took longer to build than the request. Everything here reads and writes plain JSON, as the API serialises it.
 import { readFile } from "node:fs/promises";
 import { Agent, ProxyAgent, request, type Dispatcher } from "undici";
-import { codeForHttpStatus, KubeApiError } from "./api-requests.ts";
+import { codeForHttpStatus, KubeApiError, type KubeStatusDetails } from "./api-requests.ts";
 import type { ExecCredential, ExecCredentialSource } from "./exec-credentials.ts";
 
 /** PEM text, given inline or in a file that is read again when it may have been rotated. */
@@ -65,14 +65,17 @@ interface TlsIdentity {
 export class KubeClient {
   readonly connection: KubeConnection;
   private readonly userAgent: string;
+  private readonly rereadMs: number;
   private identity: TlsIdentity | undefined;
   private tlsCheckedAt = 0;
   private fileToken: { token: string; readAt: number } | undefined;
   private closed = false;
 
-  constructor(connection: KubeConnection, options: { userAgent?: string } = {}) {
+  /** `fileRereadMs`: how long a token file, CA or client certificate read from disk is used before it is read again (tests). */
+  constructor(connection: KubeConnection, options: { userAgent?: string; fileRereadMs?: number } = {}) {
     this.connection = connection;
     this.userAgent = options.userAgent ?? "imprimatur";
+    this.rereadMs = options.fileRereadMs ?? REREAD_MS;
   }
 
   /** The namespace of the kubeconfig's context or of the pod, else "default". */
@@ -84,7 +87,7 @@ export class KubeClient {
   async request(method: string, path: string, options: KubeRequestOptions = {}): Promise<unknown> {
     const answer = await this.send(method, path, options, "application/json");
     const text = await readText(answer, method, path, options.signal);
-    if (answer.statusCode < 200 || answer.statusCode > 299) throw failedAnswer(method, path, answer.statusCode, text);
+    if (answer.statusCode < 200 || answer.statusCode > 299) throw failedAnswer(answer.statusCode, text);
     if (text === "") return undefined;
     try {
       return JSON.parse(text) as unknown;
@@ -113,7 +116,7 @@ export class KubeClient {
     if (signal) options.signal = signal;
     const answer = await this.send("GET", path, options, "application/json", WATCH_IDLE_MS);
     if (answer.statusCode < 200 || answer.statusCode > 299) {
-      throw failedAnswer("WATCH", path, answer.statusCode, await readText(answer, "WATCH", path, signal));
+      throw failedAnswer(answer.statusCode, await readText(answer, "WATCH", path, signal));
     }
     const decoder = new TextDecoder();
     let pending = "";
@@ -141,7 +144,7 @@ export class KubeClient {
       }
       deliver(pending + decoder.decode());
     } catch (e) {
-      answer.body.destroy();
+      discard(answer);
       if (e instanceof KubeApiError) throw e;
       throw transportError("WATCH", path, e, signal);
     }
@@ -178,7 +181,7 @@ export class KubeClient {
         headers["content-type"] = options.contentType ?? "application/json";
       }
       const dispatcher = await this.dispatcher(execCredential);
-      answer = await request(url, {
+      const sent = request(url, {
         method: method as Dispatcher.HttpMethod,
         headers,
         dispatcher,
@@ -187,13 +190,14 @@ export class KubeClient {
         headersTimeout: idleMs ?? DEFAULT_HEADERS_TIMEOUT_MS,
         ...(idleMs !== undefined ? { bodyTimeout: idleMs } : {}),
       });
+      answer = signal ? await untilAborted(sent, signal) : await sent;
     } catch (e) {
       if (e instanceof KubeApiError) throw e;
       throw transportError(method, path, e, signal);
     }
     // An exec plugin's credential the API refuses is fetched anew once, as client-go does.
     if (answer.statusCode === 401 && execCredential && !retried) {
-      answer.body.destroy();
+      discard(answer);
       this.connection.exec!.invalidate(execCredential);
       return this.send(method, path, options, accept, idleMs, true);
     }
@@ -212,7 +216,7 @@ export class KubeClient {
 
   private async tokenFromFile(file: string): Promise<string> {
     const now = Date.now();
-    if (this.fileToken && now - this.fileToken.readAt < REREAD_MS) return this.fileToken.token;
+    if (this.fileToken && now - this.fileToken.readAt < this.rereadMs) return this.fileToken.token;
     let token: string;
     try {
       token = (await readFile(file, "utf8")).trim();
@@ -233,7 +237,7 @@ export class KubeClient {
   private async dispatcher(execCredential: ExecCredential | undefined): Promise<Dispatcher> {
     const now = Date.now();
     const fromFiles = this.hasTlsFiles();
-    if (this.identity && !execCredential?.clientCertificateData && (!fromFiles || now - this.tlsCheckedAt < REREAD_MS)) return this.identity.dispatcher;
+    if (this.identity && !execCredential?.clientCertificateData && (!fromFiles || now - this.tlsCheckedAt < this.rereadMs)) return this.identity.dispatcher;
     const c = this.connection;
     const [ca, fileCert, fileKey] = await Promise.all([pemOf(c.ca), pemOf(c.clientCert), pemOf(c.clientKey)]);
     this.tlsCheckedAt = now;
@@ -274,6 +278,15 @@ async function pemOf(source: PemSource | undefined): Promise<string | undefined>
   }
 }
 
+/**
+ * Drops an answer's body unread. undici reports a body destroyed before its end as an "aborted" error event; with
+ * nobody listening that would be an uncaught exception, so it is listened to (and ignored) first.
+ */
+function discard(answer: Dispatcher.ResponseData): void {
+  answer.body.on("error", () => undefined);
+  answer.body.destroy();
+}
+
 async function readText(answer: Dispatcher.ResponseData, method: string, path: string, signal: AbortSignal | undefined): Promise<string> {
   try {
     return await answer.body.text();
@@ -283,19 +296,59 @@ async function readText(answer: Dispatcher.ResponseData, method: string, path: s
 }
 
 /** A non-success answer: its Status body's message names what was wrong (a missing RBAC rule, a conflict). */
-function failedAnswer(method: string, path: string, status: number, text: string): KubeApiError {
+function failedAnswer(status: number, text: string): KubeApiError {
   let message = "";
   let reason: string | undefined;
+  let details: KubeStatusDetails | undefined;
   try {
-    const body = JSON.parse(text) as { message?: unknown; reason?: unknown };
+    const body = JSON.parse(text) as { message?: unknown; reason?: unknown; details?: unknown };
     if (typeof body.message === "string") message = body.message;
     if (typeof body.reason === "string" && body.reason !== "") reason = body.reason;
+    if (typeof body.details === "object" && body.details !== null) {
+      details = {};
+      for (const key of ["kind", "name", "group"] as const) {
+        const value = (body.details as Record<string, unknown>)[key];
+        if (typeof value === "string" && value !== "") details[key] = value;
+      }
+    }
   } catch {
     message = text.slice(0, 200).trim();
   }
-  return new KubeApiError(codeForHttpStatus(status), `${method} ${path}: HTTP ${status}${message ? `: ${message}` : ""}`, {
+  // The caller's message says what was asked (the secret, the lease); the answer's is the Status message.
+  return new KubeApiError(codeForHttpStatus(status), `HTTP ${status}${message ? `: ${message}` : ""}`, {
     httpStatus: status,
     ...(reason !== undefined ? { reason } : {}),
+    ...(details !== undefined ? { details } : {}),
+  });
+}
+
+/**
+ * `sent`, or a rejection as soon as `signal` aborts: undici heeds a signal only once the connection is open, so a
+ * stalled TLS handshake would otherwise hold the caller until the connect timeout (10 s). An answer that arrives
+ * after the abort is discarded.
+ */
+function untilAborted(sent: Promise<Dispatcher.ResponseData>, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
+  if (signal.aborted) {
+    void sent.then(discard, () => undefined);
+    return Promise.reject(signal.reason as Error);
+  }
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      void sent.then(discard, () => undefined);
+      reject(signal.reason as Error);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    sent.then(
+      (answer) => {
+        signal.removeEventListener("abort", onAbort);
+        if (signal.aborted) discard(answer);
+        else resolve(answer);
+      },
+      (e: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e as Error);
+      },
+    );
   });
 }
 

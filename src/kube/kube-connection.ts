@@ -3,7 +3,7 @@
 // loudly instead of talking to the wrong cluster. The I/O edge of kubeconfig-document.ts: it reads the files.
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { ExecCredentialSource } from "./exec-credentials.ts";
+import { ExecCredentialSource, isSupportedExecApiVersion } from "./exec-credentials.ts";
 import { KubeClient, type KubeConnection, type PemSource } from "./kube-client.ts";
 import { KubeError } from "./kube-error.ts";
 import { mergeKubeconfigs, parseKubeconfig, selectKubeconfigContext, type KubeconfigFile, type SelectedKubeconfig } from "./kubeconfig-document.ts";
@@ -63,7 +63,11 @@ export function connectionOf(selected: SelectedKubeconfig): KubeConnection {
     throw new KubeError("unreadable-kubeconfig", `${origin}: ${problem}`);
   };
   if (user.hasAuthProvider) fail(`user "${selected.userName}": auth-provider is not supported (kubectl removed it too); use an exec plugin`);
-  if (cluster.proxyUrl?.startsWith("socks5")) fail(`cluster "${selected.clusterName}": a socks5 proxy-url is not supported`);
+  if (user.exec && !isSupportedExecApiVersion(user.exec.apiVersion))
+    fail(
+      `user "${selected.userName}": exec plugin apiVersion ${JSON.stringify(user.exec.apiVersion)} is not supported (client.authentication.k8s.io/v1 or v1beta1)`,
+    );
+  if (cluster.proxyUrl !== undefined && /^socks5:/i.test(cluster.proxyUrl)) fail(`cluster "${selected.clusterName}": a socks5 proxy-url is not supported`);
   const ca = pemSource(cluster.certificateAuthorityData, cluster.certificateAuthority, `cluster "${selected.clusterName}": certificate-authority`, fail);
   const clientCert = pemSource(user.clientCertificateData, user.clientCertificate, `user "${selected.userName}": client-certificate`, fail);
   const clientKey = pemSource(user.clientKeyData, user.clientKey, `user "${selected.userName}": client-key`, fail);

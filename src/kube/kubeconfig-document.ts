@@ -159,11 +159,12 @@ function parseExec(value: unknown, where: string, dir: string, fail: (problem: s
   if (envValue !== undefined && envValue !== null) {
     if (!Array.isArray(envValue)) fail(`${where}: exec.env must be a list of {name, value}`);
     for (const item of envValue as unknown[]) {
-      if (!isRecord(item) || typeof item["name"] !== "string" || (item["value"] !== undefined && typeof item["value"] !== "string")) {
+      // A missing name is left for selectKubeconfigContext to refuse, as client-go does: only when this user is used.
+      if (!isRecord(item) || !isOptionalString(item["name"]) || !isOptionalString(item["value"])) {
         fail(`${where}: exec.env must be a list of {name, value}`);
       }
-      const variable = item as { name: string; value?: string };
-      env.push({ name: variable.name, value: variable.value ?? "" });
+      const variable = item as { name?: string | null; value?: string | null };
+      env.push({ name: variable.name ?? "", value: variable.value ?? "" });
     }
   }
   const out: KubeconfigExec = {
@@ -267,6 +268,8 @@ function namedEntries(
     if (typeof name !== "string" || name === "") fail(`${listKey}[${index}] has no name`);
     const body = entry[itemKey] ?? {};
     if (!isRecord(body)) fail(`${listKey} "${name as string}": ${itemKey} must be a mapping`);
+    // client-go refuses a file that names two entries alike (it cannot tell which is meant).
+    if (out.some(([seen]) => seen === name)) fail(`${listKey}: duplicate name "${name as string}"`);
     out.push([name as string, body as Record<string, unknown>]);
   });
   return out;
@@ -286,6 +289,10 @@ function optionalBoolean(value: unknown, what: string, fail: (problem: string) =
 
 function setIfPresent<T extends object, K extends keyof T>(target: T, key: K, value: T[K] | undefined): void {
   if (value !== undefined && value !== "") target[key] = value;
+}
+
+function isOptionalString(value: unknown): boolean {
+  return value === undefined || value === null || typeof value === "string";
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

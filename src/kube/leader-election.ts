@@ -6,13 +6,13 @@
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
-import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { describeApiError, hasStatus } from "./api-requests.ts";
+import type { KubeClient } from "./kube-client.ts";
 import { KubeError } from "./kube-error.ts";
 
 export interface LeaderElectionOptions {
-  kube: KubeConfig;
+  kube: KubeClient;
   namespace: string;
   /** The Lease's name. */
   name: string;
@@ -97,8 +97,25 @@ export function podNamespace(): string | undefined {
 
 type LeadershipListener = (leading: boolean) => void;
 
+/** A coordination.k8s.io/v1 Lease as read; written back whole, with its spec changed. */
+interface Lease {
+  metadata?: { resourceVersion?: string } & Record<string, unknown>;
+  spec?: {
+    holderIdentity?: string;
+    leaseDurationSeconds?: number;
+    acquireTime?: string;
+    renewTime?: string;
+    leaseTransitions?: number;
+  } & Record<string, unknown>;
+}
+
+/** A MicroTime as the API takes it: RFC 3339 with six fractional digits. */
+export function microTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/Z$/, "000Z");
+}
+
 export class LeaderElector {
-  private readonly api: CoordinationV1Api;
+  private readonly kube: KubeClient;
   private readonly opts: Required<Omit<LeaderElectionOptions, "kube" | "logger" | "now">> & { logger: Logger; now: () => number };
   private observation: LeaseObservation | undefined;
   private leading = false;
@@ -115,7 +132,7 @@ export class LeaderElector {
     const retryPeriodMs = options.retryPeriodMs ?? Math.round(leaseDurationMs / 3);
     if (!(leaseDurationMs > renewDeadlineMs && renewDeadlineMs > retryPeriodMs && retryPeriodMs > 0))
       throw new KubeError("invalid-lease-timing", "leader election needs lease duration > renew deadline > retry period > 0");
-    this.api = options.kube.makeApiClient(CoordinationV1Api);
+    this.kube = options.kube;
     this.opts = {
       namespace: options.namespace,
       name: options.name,
@@ -181,12 +198,7 @@ export class LeaderElector {
 
   private async tryAcquireOrRenew(): Promise<void> {
     const { namespace, name, identity } = this.opts;
-    let lease: V1Lease | undefined;
-    try {
-      lease = await this.api.readNamespacedLease({ namespace, name });
-    } catch (err) {
-      if (!hasStatus(err, 404)) throw err;
-    }
+    const lease = (await this.kube.read(this.leasePath())) as Lease | undefined;
     const now = this.opts.now();
     const record = lease
       ? { holderIdentity: lease.spec?.holderIdentity, leaseDurationSeconds: lease.spec?.leaseDurationSeconds, resourceVersion: lease.metadata?.resourceVersion }
@@ -199,11 +211,10 @@ export class LeaderElector {
       return;
     }
     const seconds = Math.max(1, Math.round(this.opts.leaseDurationMs / 1000));
-    const stamp = new V1MicroTime(now);
+    const stamp = microTime(now);
     try {
       if (step.action === "create") {
-        await this.api.createNamespacedLease({
-          namespace,
+        await this.kube.request("POST", this.leasesPath(), {
           body: {
             apiVersion: "coordination.k8s.io/v1",
             kind: "Lease",
@@ -214,9 +225,7 @@ export class LeaderElector {
       } else {
         const spec = lease!.spec ?? {};
         const takingOver = step.action === "take-over";
-        await this.api.replaceNamespacedLease({
-          namespace,
-          name,
+        await this.kube.request("PUT", this.leasePath(), {
           body: {
             ...lease!,
             spec: {
@@ -243,15 +252,13 @@ export class LeaderElector {
   }
 
   private async release(): Promise<void> {
-    const { namespace, name, identity } = this.opts;
+    const { identity } = this.opts;
     try {
-      const lease = await this.api.readNamespacedLease({ namespace, name });
+      // A GET, not read(): a Lease gone is a release that could not be made, and logged as one.
+      const lease = (await this.kube.request("GET", this.leasePath())) as Lease;
       if (lease.spec?.holderIdentity !== identity) return;
-      const now = new V1MicroTime(this.opts.now());
-      await this.api.replaceNamespacedLease({
-        namespace,
-        name,
-        body: { ...lease, spec: { ...lease.spec, holderIdentity: "", leaseDurationSeconds: 1, renewTime: now } },
+      await this.kube.request("PUT", this.leasePath(), {
+        body: { ...lease, spec: { ...lease.spec, holderIdentity: "", leaseDurationSeconds: 1, renewTime: microTime(this.opts.now()) } },
       });
       this.opts.logger.info({ lease: this.leaseName() }, "leader election: released the Lease");
     } catch (err) {
@@ -269,5 +276,13 @@ export class LeaderElector {
 
   private leaseName(): string {
     return `${this.opts.namespace}/${this.opts.name}`;
+  }
+
+  private leasesPath(): string {
+    return `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(this.opts.namespace)}/leases`;
+  }
+
+  private leasePath(): string {
+    return `${this.leasesPath()}/${encodeURIComponent(this.opts.name)}`;
   }
 }

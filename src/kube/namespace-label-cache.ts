@@ -2,16 +2,15 @@
 // re-watching (and re-listing when the server has forgotten our resource version) for as long as the
 // process runs. A cache miss can be filled on demand with one GET (prepare).
 //
-// Kept by the project's one list-then-watch (ListWatch, list-watch-loop.ts) rather than @kubernetes/client-node's
-// informer, because the informer stops for good after a failed list or watch error, has no timeout on its list,
-// and backs off on its own fixed schedule; here every failure is retried, bounded and logged.
-import { CoreV1Api, Watch } from "@kubernetes/client-node";
-import type { KubeConfig, V1Namespace } from "@kubernetes/client-node";
+// Kept by the project's one list-then-watch (ListWatch, list-watch-loop.ts): every failure is retried, bounded and
+// logged, and every list has a timeout.
 import { ListWatch, type ListPage } from "./list-watch-loop.ts";
-import { describeApiError, hasStatus, KubeApiError, kubeApiErrorCode, withSignal } from "./api-requests.ts";
+import { describeApiError, KubeApiError, kubeApiErrorCode } from "./api-requests.ts";
+import type { KubeClient } from "./kube-client.ts";
 import { KubeError } from "./kube-error.ts";
 import type { Logger } from "pino";
 import type { NamespaceLabelSource } from "../core/namespace-labels.ts";
+import { asObject, stringMap } from "../core/primitives/json-shapes.ts";
 
 export interface NamespaceLabelCacheOptions {
   logger: Logger;
@@ -26,6 +25,11 @@ export interface NamespaceLabelCacheOptions {
 }
 
 type Labels = Readonly<Record<string, string>>;
+
+/** A Namespace as far as its labels go. */
+interface NamespaceObject {
+  metadata?: { name?: string; labels?: Record<string, string> };
+}
 
 interface PendingGet {
   done: Promise<void>;
@@ -46,7 +50,7 @@ const MAX_GET_MS = 10_000;
 export class NamespaceLabelCache implements NamespaceLabelSource {
   private readonly log: Logger;
   private readonly server: string;
-  private readonly api: CoreV1Api;
+  private readonly kube: KubeClient;
   private readonly listWatch: ListWatch;
   private readonly startTimeoutMs: number;
   private readonly notFoundTtlMs: number;
@@ -64,14 +68,14 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
   private closing: Promise<void> | undefined;
   private lastError: unknown;
 
-  constructor(kubeConfig: KubeConfig, options: NamespaceLabelCacheOptions) {
+  constructor(kubeConfig: KubeClient, options: NamespaceLabelCacheOptions) {
     this.log = options.logger;
-    this.server = kubeConfig.getCurrentCluster()?.server ?? "(no current cluster)";
-    this.api = kubeConfig.makeApiClient(CoreV1Api);
+    this.server = kubeConfig.connection.server;
+    this.kube = kubeConfig;
     this.startTimeoutMs = options.startTimeoutMs ?? 10_000;
     this.notFoundTtlMs = options.notFoundTtlMs ?? 1_000;
     this.listWatch = new ListWatch(
-      new Watch(kubeConfig),
+      kubeConfig,
       {
         what: "namespace labels",
         logFields: { server: this.server },
@@ -82,8 +86,8 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
         listPage: (continueToken) => this.listPage(continueToken),
       },
       {
-        replaceAll: (items) => this.replaceAll(items as V1Namespace[]),
-        apply: (type, object) => this.apply(type, object as V1Namespace),
+        replaceAll: (items) => this.replaceAll(items as NamespaceObject[]),
+        apply: (type, object) => this.apply(type, object as NamespaceObject),
         listed: () => {
           if (this.listed) return;
           this.listed = true;
@@ -177,8 +181,6 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
     this.closed = true;
     this.lifetime.abort(new Error("namespace label cache closed"));
     for (const pending of this.pending.values()) pending.abort.abort(new Error("namespace label cache closed"));
-    // A watch request still connecting cannot be aborted before the library hands back its controller;
-    // it is aborted then (see watchOnce in list-watch-loop.ts), and undici gives up on a silent connect after 10 s anyway.
     await Promise.all([this.listWatch.close(), ...[...this.pending.values()].map((p) => p.done)]);
   }
 
@@ -187,14 +189,22 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
 
   /** One page of the list of namespaces. */
   private async listPage(continueToken: string | undefined): Promise<ListPage> {
-    const page = await this.withTimeout(LIST_TIMEOUT_MS, "listing namespaces", (options) =>
-      this.api.listNamespace({ limit: LIST_PAGE_SIZE, ...(continueToken ? { _continue: continueToken } : {}) }, options),
+    const page = asObject(
+      await this.withTimeout(LIST_TIMEOUT_MS, "listing namespaces", (signal) =>
+        this.kube.request("GET", NAMESPACES_PATH, { query: { limit: LIST_PAGE_SIZE, continue: continueToken }, signal }),
+      ),
     );
-    return { items: page.items, resourceVersion: page.metadata?.resourceVersion ?? "", continueToken: page.metadata?._continue || undefined };
+    if (!Array.isArray(page?.items)) throw new KubeApiError("unavailable", `GET ${NAMESPACES_PATH}: the answer is not a list of namespaces`);
+    const metadata = asObject(page.metadata);
+    return {
+      items: page.items,
+      resourceVersion: typeof metadata?.resourceVersion === "string" ? metadata.resourceVersion : "",
+      continueToken: typeof metadata?.continue === "string" && metadata.continue !== "" ? metadata.continue : undefined,
+    };
   }
 
   /** After a full list: the table is every namespace listed. */
-  private replaceAll(items: readonly V1Namespace[]): void {
+  private replaceAll(items: readonly NamespaceObject[]): void {
     this.table.clear();
     for (const ns of items) this.store(ns);
     // Names GET is fetching now may be older than this list.
@@ -202,7 +212,7 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
   }
 
   /** A watch event. */
-  private apply(type: string, ns: V1Namespace): void {
+  private apply(type: string, ns: NamespaceObject): void {
     const name = ns.metadata?.name;
     if (!name) return;
     if (type === "ADDED" || type === "MODIFIED") this.store(ns);
@@ -212,12 +222,12 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
     if (pending) pending.superseded = true;
   }
 
-  private store(ns: V1Namespace): void {
+  private store(ns: NamespaceObject): void {
     const name = ns.metadata?.name;
-    if (!name) return;
+    if (typeof name !== "string" || name === "") return;
     // Kubernetes ≥ 1.21 sets this label on every namespace; older servers do not, and selectors
     // written against it must match the same way everywhere.
-    this.table.set(name, Object.freeze({ "kubernetes.io/metadata.name": name, ...ns.metadata?.labels }));
+    this.table.set(name, Object.freeze({ "kubernetes.io/metadata.name": name, ...stringMap(ns.metadata?.labels) }));
     this.notFoundUntil.delete(name);
   }
 
@@ -250,15 +260,16 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
   private async get(namespace: string, pending: PendingGet): Promise<void> {
     const signal = AbortSignal.any([pending.abort.signal, this.lifetime.signal]);
     try {
-      const ns = await this.api.readNamespace({ name: namespace }, withSignal(signal));
-      // The watch or a list said something newer meanwhile; it wins.
-      if (!this.closed && !pending.superseded && !this.table.has(namespace)) this.store(ns);
-    } catch (err) {
+      const ns = await this.kube.read(`${NAMESPACES_PATH}/${encodeURIComponent(namespace)}`, { signal });
       if (this.closed) return;
-      if (hasStatus(err, 404)) {
+      if (ns === undefined) {
         this.rememberNotFound(namespace);
         return;
       }
+      // The watch or a list said something newer meanwhile; it wins.
+      if (!pending.superseded && !this.table.has(namespace)) this.store(ns as NamespaceObject);
+    } catch (err) {
+      if (this.closed) return;
       this.log.warn({ err: describeApiError(signal.aborted ? signal.reason : err), namespace }, "namespace labels: GET namespace failed");
     }
   }
@@ -273,12 +284,12 @@ export class NamespaceLabelCache implements NamespaceLabelSource {
 
   // -------------------------------------------------------------------------------------------
 
-  private async withTimeout<T>(ms: number, what: string, call: (options: ReturnType<typeof withSignal>) => Promise<T>): Promise<T> {
+  private async withTimeout<T>(ms: number, what: string, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const timeout = new AbortController();
     const timer = setTimeout(() => timeout.abort(new Error(`${what}: no answer within ${ms / 1000} s`)), ms);
     const signal = AbortSignal.any([timeout.signal, this.lifetime.signal]);
     try {
-      return await call(withSignal(signal));
+      return await call(signal);
     } catch (err) {
       throw signal.aborted ? signal.reason : err;
     } finally {

@@ -2,11 +2,10 @@
 // API for the background audit: a paged list, then a watch from the list's resource version with bookmarks; a
 // watch that ends is resumed, one the server refuses with 410 Gone lists again (ListWatch). Each change is
 // handed on as an event; a list hands on the whole set, so that pods deleted while no watch ran are seen gone.
-import { Watch, type KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { asObject } from "../core/primitives/json-shapes.ts";
 import { KubeApiError } from "./api-requests.ts";
-import { getJson } from "./json-get.ts";
+import type { KubeClient, QueryValue } from "./kube-client.ts";
 import { ListWatch, type ListPage } from "./list-watch-loop.ts";
 
 /** A pod as the API serialises it (plain JSON: what policies and CEL see at admission). */
@@ -36,18 +35,18 @@ export interface PodInformerOptions {
 const LIST_TIMEOUT_MS = 60_000;
 
 export class PodInformer {
-  private readonly kube: KubeConfig;
+  private readonly kube: KubeClient;
   private readonly lifetime = new AbortController();
   private readonly listWatch: ListWatch;
   private readonly events: PodEvents;
   private readonly opts: PodInformerOptions;
 
-  constructor(kube: KubeConfig, events: PodEvents, opts: PodInformerOptions) {
+  constructor(kube: KubeClient, events: PodEvents, opts: PodInformerOptions) {
     this.events = events;
     this.opts = opts;
     this.kube = kube;
     this.listWatch = new ListWatch(
-      new Watch(kube),
+      kube,
       {
         what: "pods",
         logFields: {
@@ -84,22 +83,18 @@ export class PodInformer {
     return (await this.listWatch.list()) as PodObject[];
   }
 
-  /**
-   * One page, read as plain JSON (getJson): the pods as the API serialises them, which is what policies and CEL see
-   * at admission. (The generated client's typed models hold Dates where the API sends strings, and took longer to
-   * build than the request, and as much again to turn back into JSON.)
-   */
+  /** One page: the pods as the API serialises them, which is what policies and CEL see at admission. */
   private async listPage(continueToken: string | undefined): Promise<ListPage> {
     const path = this.opts.namespace ? `/api/v1/namespaces/${encodeURIComponent(this.opts.namespace)}/pods` : "/api/v1/pods";
-    const query: Record<string, string> = {
-      limit: String(this.opts.pageSize ?? 500),
+    const query: Record<string, QueryValue> = {
+      limit: this.opts.pageSize ?? 500,
       ...(continueToken ? { continue: continueToken } : {}),
       ...(this.opts.labelSelector ? { labelSelector: this.opts.labelSelector } : {}),
     };
     const signal = AbortSignal.any([this.lifetime.signal, AbortSignal.timeout(LIST_TIMEOUT_MS)]);
     let page: unknown;
     try {
-      page = await getJson(this.kube, path, query, signal);
+      page = await this.kube.read(path, { query, signal });
     } catch (e) {
       if (signal.aborted && !this.lifetime.signal.aborted)
         throw new KubeApiError("timeout", `listing pods timed out after ${LIST_TIMEOUT_MS / 1000} s`, { cause: e });

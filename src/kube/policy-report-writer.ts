@@ -17,9 +17,9 @@
 // own writes: a rescan of unchanged or clean resources then costs no request at all. Another writer's change is
 // seen at the next refreshIndex() (the scanner calls it when a full scan starts) or at the 409 a stale write gets.
 // With `index: false` it reads each report before writing it instead, and deletes without knowing.
-import { ApiException, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import pLimit from "p-limit";
-import { describeApiError, withSignal } from "./api-requests.ts";
+import { describeApiError, KubeApiError } from "./api-requests.ts";
+import type { KubeClient, KubeRequestOptions } from "./kube-client.ts";
 import { PolicyReportError } from "../core/policy-reports/policy-report-error.ts";
 import { hasErrorCode } from "../errors/imprimatur-error.ts";
 import { buildPolicyReport } from "../core/policy-reports/policy-report-objects.ts";
@@ -95,7 +95,7 @@ const MANAGED_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY}`;
 
 export class PolicyReportWriter implements PolicyReportSink {
   readonly formats: readonly ReportFormat[];
-  private readonly api: CustomObjectsApi;
+  private readonly kube: KubeClient;
   private readonly inFlight: ReturnType<typeof pLimit>;
   private readonly requestTimeoutMs: number;
   /** One operation at a time per resource (by UID), in the order asked, so a clear never overtakes a write. */
@@ -108,11 +108,11 @@ export class PolicyReportWriter implements PolicyReportSink {
   /** Own writes made while a list runs: the list may predate them, so they are applied again after it. */
   private writtenDuringList: Array<{ where: Where; report: StoredReport | undefined }> | undefined;
 
-  constructor(kube: KubeConfig, opts: PolicyReportWriterOptions = {}) {
+  constructor(kube: KubeClient, opts: PolicyReportWriterOptions = {}) {
     const formats = opts.formats ?? DEFAULT_REPORT_FORMATS;
     if (formats.length === 0) throw new PolicyReportError("invalid-format", "no report format chosen");
     this.formats = [...new Set(formats)];
-    this.api = kube.makeApiClient(CustomObjectsApi);
+    this.kube = kube;
     this.inFlight = pLimit(opts.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT);
     this.requestTimeoutMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.useIndex = opts.index ?? true;
@@ -181,16 +181,8 @@ export class PolicyReportWriter implements PolicyReportSink {
       if (plan.action === "unchanged") return outcome("unchanged");
       try {
         const written = (await (plan.action === "create"
-          ? this.request("create", where, (options) =>
-              where.namespace === undefined
-                ? this.api.createClusterCustomObject({ ...coordinates(api), body: plan.body }, options)
-                : this.api.createNamespacedCustomObject({ ...coordinates(api), namespace: where.namespace, body: plan.body }, options),
-            )
-          : this.request(plan.action, where, (options) =>
-              where.namespace === undefined
-                ? this.api.replaceClusterCustomObject({ ...coordinates(api), name: where.name, body: plan.body }, options)
-                : this.api.replaceNamespacedCustomObject({ ...coordinates(api), namespace: where.namespace, name: where.name, body: plan.body }, options),
-            ))) as StoredReport;
+          ? this.request("create", where, "POST", reportPath(api, where.namespace), { body: plan.body })
+          : this.request(plan.action, where, "PUT", reportPath(api, where.namespace, where.name), { body: plan.body }))) as StoredReport;
         this.remember(where, written);
         if (plan.action === "reclaim") return { ...outcome("reclaimed"), squatter: plan.squatter };
         return outcome(plan.action === "create" ? "created" : "replaced");
@@ -221,11 +213,7 @@ export class PolicyReportWriter implements PolicyReportSink {
     // Known not to be there: nothing to ask (a clean resource costs no request).
     if (this.useIndex && (await this.indexed(where)) === undefined) return outcome("absent");
     try {
-      await this.request("delete", where, (options) =>
-        where.namespace === undefined
-          ? this.api.deleteClusterCustomObject({ ...coordinates(api), name: where.name }, options)
-          : this.api.deleteNamespacedCustomObject({ ...coordinates(api), namespace: where.namespace, name: where.name }, options),
-      );
+      await this.request("delete", where, "DELETE", reportPath(api, where.namespace, where.name));
       this.remember(where, undefined);
       return outcome("deleted");
     } catch (err) {
@@ -279,14 +267,11 @@ export class PolicyReportWriter implements PolicyReportSink {
     const items: StoredReport[] = [];
     let continueToken: string | undefined;
     do {
-      const page = { labelSelector: MANAGED_SELECTOR, limit: this.listPageSize, ...(continueToken ? { _continue: continueToken } : {}) };
-      let list: { items?: StoredReport[]; metadata?: { _continue?: string; continue?: string } };
+      const query = { labelSelector: MANAGED_SELECTOR, limit: this.listPageSize, continue: continueToken };
+      let list: { items?: StoredReport[]; metadata?: { continue?: string } };
       try {
-        list = (await this.request("list", where, (options) =>
-          api.namespaced
-            ? this.api.listCustomObjectForAllNamespaces({ group: api.group, version: api.version, resourcePlural: api.plural, ...page }, options)
-            : this.api.listClusterCustomObject({ ...coordinates(api), ...page }, options),
-        )) as typeof list;
+        // A namespaced kind's path without a namespace lists it in every namespace.
+        list = (await this.request("list", where, "GET", reportPath(api, undefined), { query })) as typeof list;
       } catch (err) {
         // 410: the continue token expired (a long list); start over.
         if (err instanceof Expired) {
@@ -297,7 +282,7 @@ export class PolicyReportWriter implements PolicyReportSink {
         throw err;
       }
       items.push(...(list.items ?? []));
-      continueToken = list.metadata?.continue ?? list.metadata?._continue;
+      continueToken = list.metadata?.continue || undefined;
     } while (continueToken);
     return items;
   }
@@ -305,11 +290,7 @@ export class PolicyReportWriter implements PolicyReportSink {
   /** The stored report, or undefined when there is none. */
   private async read(where: Where): Promise<StoredReport | undefined> {
     try {
-      return (await this.request("read", where, (options) =>
-        where.namespace === undefined
-          ? this.api.getClusterCustomObject({ ...coordinates(where.api), name: where.name }, options)
-          : this.api.getNamespacedCustomObject({ ...coordinates(where.api), namespace: where.namespace, name: where.name }, options),
-      )) as StoredReport;
+      return (await this.request("read", where, "GET", reportPath(where.api, where.namespace, where.name))) as StoredReport;
     } catch (err) {
       if (err instanceof NotThere) return undefined;
       throw err;
@@ -320,11 +301,11 @@ export class PolicyReportWriter implements PolicyReportSink {
    * One API request under the concurrency limit and the timeout. Failures become PolicyReportErrors, except the
    * answers the caller decides on: the report or its namespace is not there (NotThere), or it changed (Changed).
    */
-  private async request<T>(verb: Verb, where: Where, call: (options: ReturnType<typeof withSignal>) => Promise<T>): Promise<T> {
+  private async request(verb: Verb, where: Where, method: string, path: string, options: Omit<KubeRequestOptions, "signal"> = {}): Promise<unknown> {
     return this.inFlight(async () => {
       const signal = AbortSignal.timeout(this.requestTimeoutMs);
       try {
-        return await call(withSignal(signal));
+        return await this.kube.request(method, path, { ...options, signal });
       } catch (err) {
         if (signal.aborted) {
           throw new PolicyReportError("unavailable", `${verb} ${describe(where)}: no answer within ${this.requestTimeoutMs / 1000} s`, { cause: err });
@@ -362,38 +343,27 @@ function indexKey(namespace: string | undefined, name: string): string {
   return `${namespace ?? ""}/${name}`;
 }
 
-function coordinates(api: ReportApi): { group: string; version: string; plural: string } {
-  return { group: api.group, version: api.version, plural: api.plural };
+/** The reports of `api` in `namespace` (in every namespace, or cluster-scoped, without one), or the one named `name`. */
+function reportPath(api: ReportApi, namespace: string | undefined, name?: string): string {
+  const scope = namespace === undefined ? "" : `/namespaces/${encodeURIComponent(namespace)}`;
+  return `/apis/${api.group}/${api.version}${scope}/${api.plural}${name === undefined ? "" : `/${encodeURIComponent(name)}`}`;
 }
 
 function describe(where: Where): string {
   return `${where.api.kind} ${where.namespace === undefined ? "" : `${where.namespace}/`}${where.name}`;
 }
 
-/** The Status an ApiException carries, when it carries one. */
-function statusBody(err: ApiException<unknown>): { reason?: string; details?: { kind?: string; name?: string } } | undefined {
-  let body: unknown = err.body;
-  if (typeof body === "string") {
-    try {
-      body = JSON.parse(body);
-    } catch {
-      return undefined; // not a Status: e.g. "404 page not found" for an API group the apiserver does not serve
-    }
-  }
-  return typeof body === "object" && body !== null && (body as { kind?: unknown }).kind === "Status" ? (body as { reason?: string }) : undefined;
-}
-
 function classify(verb: Verb, where: Where, err: unknown): Error {
   const what = `${verb} ${describe(where)}`;
-  if (!(err instanceof ApiException)) return new PolicyReportError("unavailable", `${what}: ${describeApiError(err)}`, { cause: err });
-  const status = statusBody(err);
-  switch (err.code) {
+  if (!(err instanceof KubeApiError)) return new PolicyReportError("unavailable", `${what}: ${describeApiError(err)}`, { cause: err });
+  switch (err.httpStatus) {
     case 404: {
-      // The report's own NotFound names its resource (the plural); a missing namespace names "namespaces" (the
-      // resource's namespace is gone, and the resource with it); anything else is an API the apiserver does not
-      // serve: the CRD is not installed.
-      if (status?.details?.kind === where.api.plural) return new NotThere(what, false);
-      if (status?.details?.kind === "namespaces") return new NotThere(what, true);
+      // The report itself, or its namespace (the resource's namespace is gone, and the resource with it); anything
+      // else is an API the apiserver does not serve: the CRD is not installed.
+      // The Status names the missing resource in details.kind (its plural); "404 page not found" has no Status.
+      const missing = err.reason === "NotFound" ? err.details?.kind : undefined;
+      if (missing === where.api.plural) return new NotThere(what, false);
+      if (missing === "namespaces") return new NotThere(what, true);
       return new PolicyReportError(
         "crd-missing",
         `${what}: the apiserver does not serve ${where.api.plural}.${where.api.group}/${where.api.version}: kubectl apply -k deploy/crds/reports`,

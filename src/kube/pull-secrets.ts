@@ -12,9 +12,8 @@
 // credentials the node will use always come first, and the service account's follow as a fallback.
 //
 // Secret data never reaches a log or a message: only namespace/name, types and registry keys do.
-import { CoreV1Api } from "@kubernetes/client-node";
-import type { KubeConfig, V1Secret } from "@kubernetes/client-node";
-import { describeApiError, hasStatus, KubeApiError, withSignal } from "./api-requests.ts";
+import { describeApiError, hasStatus, KubeApiError } from "./api-requests.ts";
+import type { KubeClient } from "./kube-client.ts";
 import type { Logger } from "pino";
 import { InFlight } from "../registry/in-flight.ts";
 import type { CredentialLookup } from "../credentials/credential.ts";
@@ -52,6 +51,16 @@ interface SecretRead {
   problems: string[];
 }
 
+/** A Secret as far as pulling goes. */
+interface SecretObject {
+  type?: string;
+  data?: Record<string, string>;
+}
+
+interface ServiceAccountObject {
+  imagePullSecrets?: Array<{ name?: string }>;
+}
+
 interface ServiceAccountRead {
   found: boolean;
   pullSecretNames: string[];
@@ -67,7 +76,7 @@ export class PullSecretReader {
   /** GETs sent to the API (cache misses not joined to a read in flight); for tests and metrics. */
   apiReads = 0;
 
-  private readonly api: CoreV1Api;
+  private readonly kube: KubeClient;
   private readonly server: string;
   private readonly requestTimeoutMs: number;
   private readonly log: Logger | undefined;
@@ -77,9 +86,9 @@ export class PullSecretReader {
   /** The last credentials assembled per pod's references, with the reads they came from. */
   private readonly assembledByRefs = new Map<string, { reads: readonly object[]; credentials: PullCredentials }>();
 
-  constructor(kubeConfig: KubeConfig, opts: PullSecretReaderOptions = {}) {
-    this.api = kubeConfig.makeApiClient(CoreV1Api);
-    this.server = kubeConfig.getCurrentCluster()?.server ?? "(no current cluster)";
+  constructor(kubeConfig: KubeClient, opts: PullSecretReaderOptions = {}) {
+    this.kube = kubeConfig;
+    this.server = kubeConfig.connection.server;
     this.requestTimeoutMs = opts.requestTimeoutMs ?? 10_000;
     this.log = opts.logger;
     const cache = { ttlMs: opts.ttlMs ?? 10_000, now: opts.now };
@@ -139,26 +148,29 @@ export class PullSecretReader {
 
   private readSecret(namespace: string, name: string, signal: AbortSignal | undefined): Promise<SecretRead> {
     return this.cached(this.secrets, secretKey(namespace, name), signal, async (requestSignal) => {
-      let secret: V1Secret;
+      let secret: SecretObject | undefined;
       try {
-        secret = await this.api.readNamespacedSecret({ namespace, name }, withSignal(requestSignal));
+        secret = (await this.kube.read(`${namespacePath(namespace)}/secrets/${encodeURIComponent(name)}`, { signal: requestSignal })) as
+          SecretObject | undefined;
       } catch (err) {
-        if (hasStatus(err, 404)) return { entries: [], problems: [`${secretSource(namespace, name)} not found`] };
         throw this.apiError(`secret ${namespace}/${name}`, `"get" on secrets in namespace ${namespace}`, err, requestSignal);
       }
+      if (secret === undefined) return { entries: [], problems: [`${secretSource(namespace, name)} not found`] };
       return pullSecretContents(namespace, name, secret);
     });
   }
 
   private readServiceAccount(namespace: string, name: string, signal: AbortSignal | undefined): Promise<ServiceAccountRead> {
     return this.cached(this.serviceAccounts, serviceAccountKey(namespace, name), signal, async (requestSignal) => {
+      let account: ServiceAccountObject | undefined;
       try {
-        const account = await this.api.readNamespacedServiceAccount({ namespace, name }, withSignal(requestSignal));
-        return { found: true, pullSecretNames: unique((account.imagePullSecrets ?? []).map((ref) => ref.name ?? "")) };
+        account = (await this.kube.read(`${namespacePath(namespace)}/serviceaccounts/${encodeURIComponent(name)}`, { signal: requestSignal })) as
+          ServiceAccountObject | undefined;
       } catch (err) {
-        if (hasStatus(err, 404)) return { found: false, pullSecretNames: [] };
         throw this.apiError(`service account ${namespace}/${name}`, `"get" on serviceaccounts in namespace ${namespace}`, err, requestSignal);
       }
+      if (account === undefined) return { found: false, pullSecretNames: [] };
+      return { found: true, pullSecretNames: unique((account.imagePullSecrets ?? []).map((ref) => ref.name ?? "")) };
     });
   }
 
@@ -271,7 +283,7 @@ function serviceAccountKey(namespace: string, name: string): string {
 }
 
 /** The pull credentials a secret holds; anything that keeps it from being a pull secret is a problem. */
-function pullSecretContents(namespace: string, name: string, secret: V1Secret): SecretRead {
+function pullSecretContents(namespace: string, name: string, secret: SecretObject): SecretRead {
   const source = secretSource(namespace, name);
   const type = secret.type || "Opaque";
   const kind = PULL_SECRET_TYPES.get(type);
@@ -283,6 +295,10 @@ function pullSecretContents(namespace: string, name: string, secret: V1Secret): 
   } catch (err) {
     return { entries: [], problems: [(err as Error).message] };
   }
+}
+
+function namespacePath(namespace: string): string {
+  return `/api/v1/namespaces/${encodeURIComponent(namespace)}`;
 }
 
 function secretSource(namespace: string, name: string): string {

@@ -2,13 +2,7 @@
 // one name. Read to see which CAs kube-apiserver trusts for the webhooks; written, for every webhook in them, when
 // the CA bundle changes. A configuration that does not exist is skipped (not installed, or only one of the two).
 // Writes carry the resourceVersion read, so an edit made meanwhile (kubectl apply) is not overwritten blindly.
-import {
-  AdmissionregistrationV1Api,
-  type KubeConfig,
-  type V1MutatingWebhookConfiguration,
-  type V1ValidatingWebhookConfiguration,
-} from "@kubernetes/client-node";
-import { hasStatus } from "./api-requests.ts";
+import type { KubeClient } from "./kube-client.ts";
 
 export type WebhookConfigurationKind = "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration";
 
@@ -19,14 +13,17 @@ export interface WebhookCaBundles {
   bundles: string[];
 }
 
-type AnyConfiguration = V1ValidatingWebhookConfiguration | V1MutatingWebhookConfiguration;
+/** A webhook configuration as read: written back whole, with only the caBundles changed. */
+interface WebhookConfiguration {
+  webhooks?: Array<{ clientConfig?: { caBundle?: string } }>;
+}
 
 export class WebhookCaBundleClient {
-  private readonly api: AdmissionregistrationV1Api;
+  private readonly kube: KubeClient;
   private readonly name: string;
 
-  constructor(kube: KubeConfig, configurationName: string) {
-    this.api = kube.makeApiClient(AdmissionregistrationV1Api);
+  constructor(kube: KubeClient, configurationName: string) {
+    this.kube = kube;
     this.name = configurationName;
   }
 
@@ -41,7 +38,7 @@ export class WebhookCaBundleClient {
       const config = await this.get(kind);
       if (config === undefined) continue;
       found.push(kind);
-      for (const webhook of config.webhooks ?? []) bundles.push(Buffer.from(webhook.clientConfig.caBundle ?? "", "base64").toString("utf8"));
+      for (const webhook of config.webhooks ?? []) bundles.push(Buffer.from(webhook.clientConfig?.caBundle ?? "", "base64").toString("utf8"));
     }
     return { found, bundles };
   }
@@ -54,13 +51,13 @@ export class WebhookCaBundleClient {
    */
   async write(bundlePem: string, opts: { stillCurrent?: () => Promise<boolean> } = {}): Promise<WebhookConfigurationKind[] | "stale"> {
     const encoded = Buffer.from(bundlePem, "utf8").toString("base64");
-    const toWrite: Array<[WebhookConfigurationKind, AnyConfiguration]> = [];
+    const toWrite: Array<[WebhookConfigurationKind, WebhookConfiguration]> = [];
     for (const kind of KINDS) {
       const config = await this.get(kind);
       if (config === undefined) continue;
       const webhooks = config.webhooks ?? [];
-      if (webhooks.every((w) => w.clientConfig.caBundle === encoded)) continue;
-      for (const webhook of webhooks) webhook.clientConfig.caBundle = encoded;
+      if (webhooks.every((w) => w.clientConfig?.caBundle === encoded)) continue;
+      for (const webhook of webhooks) (webhook.clientConfig ??= {}).caBundle = encoded;
       toWrite.push([kind, config]);
     }
     if (toWrite.length === 0) return [];
@@ -69,21 +66,17 @@ export class WebhookCaBundleClient {
     return toWrite.map(([kind]) => kind);
   }
 
-  private async get(kind: WebhookConfigurationKind): Promise<AnyConfiguration | undefined> {
-    try {
-      return kind === "ValidatingWebhookConfiguration"
-        ? await this.api.readValidatingWebhookConfiguration({ name: this.name })
-        : await this.api.readMutatingWebhookConfiguration({ name: this.name });
-    } catch (err) {
-      if (hasStatus(err, 404)) return undefined;
-      throw err;
-    }
+  private async get(kind: WebhookConfigurationKind): Promise<WebhookConfiguration | undefined> {
+    return (await this.kube.read(this.path(kind))) as WebhookConfiguration | undefined;
   }
 
-  private async replace(kind: WebhookConfigurationKind, config: AnyConfiguration): Promise<void> {
-    if (kind === "ValidatingWebhookConfiguration")
-      await this.api.replaceValidatingWebhookConfiguration({ name: this.name, body: config as V1ValidatingWebhookConfiguration });
-    else await this.api.replaceMutatingWebhookConfiguration({ name: this.name, body: config as V1MutatingWebhookConfiguration });
+  private async replace(kind: WebhookConfigurationKind, config: WebhookConfiguration): Promise<void> {
+    await this.kube.request("PUT", this.path(kind), { body: config });
+  }
+
+  private path(kind: WebhookConfigurationKind): string {
+    const plural = kind === "ValidatingWebhookConfiguration" ? "validatingwebhookconfigurations" : "mutatingwebhookconfigurations";
+    return `/apis/admissionregistration.k8s.io/v1/${plural}/${encodeURIComponent(this.name)}`;
   }
 }
 

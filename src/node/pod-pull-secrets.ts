@@ -38,15 +38,14 @@
 // - A proof by equality (a list of only the pods' metadata: each UID and resourceVersion the view must hold, the
 //   content then taken from the view) cost what the full list costs: 2.6 ms at p50 for 30 pods for both, as each
 //   item's managedFields is about as large as a small pod's spec.
-// So the read stays, made cheap: parsed as plain JSON (src/kube/json-get.ts; the typed client took 4.0 ms where
-// this takes 2.6), and for a pull one pod instead of a list.
-import type { KubeConfig } from "@kubernetes/client-node";
+// So the read stays, made cheap: parsed as plain JSON (a typed client took 4.0 ms where this takes 2.6), and for a
+// pull one pod instead of a list.
 import type { Logger } from "pino";
 import { credentialHash } from "../core/pull-verification/credential-hash.ts";
 import { effectiveTag, fullName, parseImageReferenceCached, type ImageReference } from "../core/image-reference.ts";
 import type { PodRef } from "../core/pull-verification/pull-records.ts";
 import { podImages } from "../core/pod-images.ts";
-import { getJson } from "../kube/json-get.ts";
+import type { KubeClient } from "../kube/kube-client.ts";
 import { PullSecretReader } from "../kube/pull-secrets.ts";
 
 /**
@@ -75,7 +74,7 @@ export interface NodePodView {
 }
 
 export class PodPullSecrets implements NodePodView {
-  private readonly kube: KubeConfig;
+  private readonly kube: KubeClient;
   private readonly secrets: PullSecretReader;
   private readonly nodeName: string;
   private readonly key: Buffer;
@@ -85,7 +84,7 @@ export class PodPullSecrets implements NodePodView {
   private latestList: { number: number; pods: Promise<PodJson[]>; settled: boolean } | undefined;
   private queuedList: Promise<PodJson[]> | undefined;
 
-  constructor(opts: { kube: KubeConfig; nodeName: string; key: Buffer; logger: Logger }) {
+  constructor(opts: { kube: KubeClient; nodeName: string; key: Buffer; logger: Logger }) {
     this.kube = opts.kube;
     this.secrets = new PullSecretReader(opts.kube, { logger: opts.logger });
     this.nodeName = opts.nodeName;
@@ -136,7 +135,7 @@ export class PodPullSecrets implements NodePodView {
     let found: PodJson | undefined;
     try {
       // No resourceVersion: read from etcd, not from the apiserver's cache.
-      found = (await getJson(this.kube, `/api/v1/namespaces/${encodeURIComponent(pod.namespace)}/pods/${encodeURIComponent(pod.name)}`, {}, signal)) as
+      found = (await this.kube.read(`/api/v1/namespaces/${encodeURIComponent(pod.namespace)}/pods/${encodeURIComponent(pod.name)}`, { signal })) as
         PodJson | undefined;
     } catch (e) {
       this.logger.warn({ pod, err: (e as Error).message }, "cannot read the pod; deciding without it");
@@ -197,13 +196,13 @@ export class PodPullSecrets implements NodePodView {
   /** A consistent list (no resourceVersion: read from etcd, not from the apiserver's cache). */
   private startList(): Promise<PodJson[]> {
     const number = ++this.listsStarted;
-    const pods = getJson(this.kube, "/api/v1/pods", { fieldSelector: `spec.nodeName=${this.nodeName}` }, AbortSignal.timeout(POD_READ_TIMEOUT_MS)).then(
-      (list) => {
+    const pods = this.kube
+      .read("/api/v1/pods", { query: { fieldSelector: `spec.nodeName=${this.nodeName}` }, signal: AbortSignal.timeout(POD_READ_TIMEOUT_MS) })
+      .then((list) => {
         const items = (list as { items?: unknown } | undefined)?.items;
         if (!Array.isArray(items)) throw new Error("the list of the node's pods has no items");
         return items as PodJson[];
-      },
-    );
+      });
     const list = { number, pods, settled: false };
     this.latestList = list;
     pods.then(

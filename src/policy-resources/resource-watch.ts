@@ -4,10 +4,10 @@
 // a watch that ends is resumed from the last version seen (bookmarks keep it fresh), and one the server
 // refuses with 410 Gone starts over with a list. Every failure is logged and retried with a backoff, as
 // the namespace label cache does: both are kept by the one ListWatch (src/kube/list-watch-loop.ts).
-import { CustomObjectsApi, Watch, type KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { ListWatch, type ListPage } from "../kube/list-watch-loop.ts";
-import { describeApiError, hasStatus, KubeApiError, kubeApiErrorCode, withSignal } from "../kube/api-requests.ts";
+import { describeApiError, hasStatus, KubeApiError, kubeApiErrorCode } from "../kube/api-requests.ts";
+import type { KubeClient } from "../kube/kube-client.ts";
 import { POLICY_GROUP, POLICY_RESOURCE_KINDS, POLICY_VERSION, type PolicyResourceKind } from "./policy-crds.ts";
 import { contentKey, policyResourceOf, resourceKey, type PolicyResourceObject } from "./resource-documents.ts";
 import { ResourcePolicySource, type PolicyResourceStore } from "./resource-policy-source.ts";
@@ -39,7 +39,7 @@ class KindWatch {
     this.kind = kind;
     this.owner = owner;
     this.listWatch = new ListWatch(
-      owner.watch,
+      owner.kube,
       {
         what: "policy resources",
         logFields: { kind: kind.kind },
@@ -72,19 +72,13 @@ class KindWatch {
   }
 
   private async listPage(continueToken: string | undefined): Promise<ListPage> {
-    const page = (await this.owner.withTimeout(LIST_TIMEOUT_MS, (options) =>
-      this.owner.api.listClusterCustomObject(
-        {
-          group: POLICY_GROUP,
-          version: POLICY_VERSION,
-          plural: this.kind.plural,
-          limit: LIST_PAGE_SIZE,
-          ...(continueToken ? { _continue: continueToken } : {}),
-        },
-        options,
-      ),
-    )) as { items?: unknown[]; metadata?: { resourceVersion?: string; continue?: string } };
-    return { items: page.items ?? [], resourceVersion: page.metadata?.resourceVersion ?? "", continueToken: page.metadata?.continue || undefined };
+    const page = (await this.owner.withTimeout(LIST_TIMEOUT_MS, (signal) =>
+      this.owner.kube.request("GET", `/apis/${POLICY_GROUP}/${POLICY_VERSION}/${this.kind.plural}`, {
+        query: { limit: LIST_PAGE_SIZE, continue: continueToken || undefined },
+        signal,
+      }),
+    )) as { items?: unknown[]; metadata?: { resourceVersion?: string; continue?: string } } | undefined;
+    return { items: page?.items ?? [], resourceVersion: page?.metadata?.resourceVersion ?? "", continueToken: page?.metadata?.continue || undefined };
   }
 
   /** After a full list: the table is every object listed; a reload only when some content changed. */
@@ -117,8 +111,7 @@ class KindWatch {
 /** Every policy custom resource, kept current; the store behind ResourcePolicySource. */
 export class PolicyResourceWatch implements PolicyResourceStore {
   readonly log: Logger;
-  readonly api: CustomObjectsApi;
-  readonly watch: Watch;
+  readonly kube: KubeClient;
   readonly minBackoffMs: number;
   readonly maxBackoffMs: number;
   closed = false;
@@ -130,11 +123,10 @@ export class PolicyResourceWatch implements PolicyResourceStore {
   private readonly listeners = new Set<() => void>();
   private starting: Promise<void> | undefined;
 
-  constructor(kubeConfig: KubeConfig, options: PolicyResourceWatchOptions) {
+  constructor(kube: KubeClient, options: PolicyResourceWatchOptions) {
     this.log = options.logger;
-    this.server = kubeConfig.getCurrentCluster()?.server ?? "(no current cluster)";
-    this.api = kubeConfig.makeApiClient(CustomObjectsApi);
-    this.watch = new Watch(kubeConfig);
+    this.server = kube.connection.server;
+    this.kube = kube;
     this.startTimeoutMs = options.startTimeoutMs ?? 10_000;
     this.minBackoffMs = options.minBackoffMs ?? 200;
     this.maxBackoffMs = options.maxBackoffMs ?? 10_000;
@@ -179,9 +171,8 @@ export class PolicyResourceWatch implements PolicyResourceStore {
     for (const l of this.listeners) l();
   }
 
-  async withTimeout<T>(ms: number, call: (options: ReturnType<typeof withSignal>) => Promise<T>): Promise<T> {
-    const signal = AbortSignal.any([this.lifetime.signal, AbortSignal.timeout(ms)]);
-    return await call(withSignal(signal));
+  async withTimeout<T>(ms: number, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    return await call(AbortSignal.any([this.lifetime.signal, AbortSignal.timeout(ms)]));
   }
 
   private async startAndWait(): Promise<void> {
@@ -215,7 +206,7 @@ export class PolicyResourceWatch implements PolicyResourceStore {
  * status and Events written back: what `serve --policy-crds` reads. close() stops the watch.
  */
 export function policyResourceSource(
-  kube: KubeConfig,
+  kube: KubeClient,
   opts: {
     logger: Logger;
     folder?: PolicySource;

@@ -6,11 +6,11 @@
 // Every replica writes. The patch is computed from the object as last watched and is skipped when the
 // status already says the same, and replicas running the same version reach the same verdict from the
 // same objects, so their writes agree and the status does not flap (no leader is needed for that).
-import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
 import pLimit from "p-limit";
 import type { Logger } from "pino";
-import { describeApiError, withSignal } from "../kube/api-requests.ts";
+import { describeApiError } from "../kube/api-requests.ts";
 import { eventBody } from "../kube/event-recorder.ts";
+import type { KubeClient } from "../kube/kube-client.ts";
 import { POLICY_GROUP, POLICY_RESOURCE_KINDS, POLICY_VERSION } from "./policy-crds.ts";
 import { resourceOrigin, resourceKey, type PolicyResourceObject } from "./resource-documents.ts";
 import { readyCondition, statusPatch, type ResourceOutcome } from "./status-conditions.ts";
@@ -26,8 +26,7 @@ const MAX_WRITES_IN_FLIGHT = 4;
 const EVENT_NAMESPACE = "default";
 
 export class PolicyStatusWriter implements PolicyStatusSink {
-  private readonly objects: CustomObjectsApi;
-  private readonly core: CoreV1Api;
+  private readonly kube: KubeClient;
   private readonly logger: Logger;
   /** The object as last watched, by kind and resourceKey (name, or namespace/name). */
   private readonly latest: (kind: string, key: string) => PolicyResourceObject | undefined;
@@ -42,7 +41,7 @@ export class PolicyStatusWriter implements PolicyStatusSink {
   private closed = false;
 
   constructor(
-    kube: KubeConfig,
+    kube: KubeClient,
     opts: {
       logger: Logger;
       latest: (kind: string, key: string) => PolicyResourceObject | undefined;
@@ -52,8 +51,7 @@ export class PolicyStatusWriter implements PolicyStatusSink {
       retryMaxMs?: number;
     },
   ) {
-    this.objects = kube.makeApiClient(CustomObjectsApi);
-    this.core = kube.makeApiClient(CoreV1Api);
+    this.kube = kube;
     this.logger = opts.logger;
     this.latest = opts.latest;
     this.now = opts.now ?? (() => new Date());
@@ -118,10 +116,12 @@ export class PolicyStatusWriter implements PolicyStatusSink {
     const plural = POLICY_RESOURCE_KINDS.find((k) => k.kind === resource.kind)?.plural;
     if (!plural) return true;
     try {
-      const options = setHeaderOptions("Content-Type", PatchStrategy.MergePatch, withSignal(AbortSignal.timeout(WRITE_TIMEOUT_MS)));
-      const where = { group: POLICY_GROUP, version: POLICY_VERSION, plural, name: resource.name, body: patch };
-      if (resource.namespace === undefined) await this.objects.patchClusterCustomObjectStatus(where, options);
-      else await this.objects.patchNamespacedCustomObjectStatus({ ...where, namespace: resource.namespace }, options);
+      const namespaced = resource.namespace === undefined ? "" : `/namespaces/${encodeURIComponent(resource.namespace)}`;
+      await this.kube.request("PATCH", `/apis/${POLICY_GROUP}/${POLICY_VERSION}${namespaced}/${plural}/${encodeURIComponent(resource.name)}/status`, {
+        body: patch,
+        contentType: "application/merge-patch+json",
+        signal: AbortSignal.timeout(WRITE_TIMEOUT_MS),
+      });
     } catch (err) {
       this.logger.warn({ err: describeApiError(err), object: resourceOrigin(resource) }, "could not write the status of a policy resource; trying again");
       return false;
@@ -148,7 +148,7 @@ export class PolicyStatusWriter implements PolicyStatusSink {
     };
     const body = eventBody({ involvedObject, type, reason, message }, namespace, new Date());
     try {
-      await this.core.createNamespacedEvent({ namespace, body }, withSignal(AbortSignal.timeout(WRITE_TIMEOUT_MS)));
+      await this.kube.request("POST", `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, { body, signal: AbortSignal.timeout(WRITE_TIMEOUT_MS) });
     } catch (err) {
       this.logger.warn({ err: describeApiError(err), reason, object: resourceOrigin(resource) }, "could not write a Kubernetes Event");
     }

@@ -8,7 +8,7 @@
 // everything again; the report writer compares before it writes, so a leader change neither loses a result nor
 // writes one twice (reports are named by the pod's UID).
 import { createHash } from "node:crypto";
-import type { KubeConfig } from "@kubernetes/client-node";
+import type { KubeClient } from "../kube/kube-client.ts";
 import type { Logger } from "pino";
 import type { ResourceScan, ScanResult } from "../core/policy-reports/resource-scan.ts";
 import { asObject } from "../core/primitives/json-shapes.ts";
@@ -35,7 +35,7 @@ export interface ScanRecorder {
 
 export interface AuditScannerOptions {
   engine: Engine;
-  kube: KubeConfig;
+  kube: KubeClient;
   logger: Logger;
   /** Where reports go; undefined: none are written (metrics and logs only). */
   reports?: PolicyReportSink;

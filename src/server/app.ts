@@ -3,7 +3,7 @@
 // HTTPS transport (with its TLS material). Used by `imprimatur serve`, and by tests and benchmarks that
 // want a server in-process.
 import { join } from "node:path";
-import type { KubeConfig } from "@kubernetes/client-node";
+import type { KubeClient } from "../kube/kube-client.ts";
 import type { Logger } from "pino";
 import { mendAuditLog } from "../audit/audit-log.ts";
 import type { DecisionCache } from "../backends/decision-cache.ts";
@@ -72,7 +72,7 @@ export interface AppOptions {
   /** Called with each policy set that replaces the running one (not with the first). */
   onPoliciesReloaded?: (set: PolicySet) => void | Promise<void>;
   /** The server's own cluster's API: namespace labels (with `namespaces`), pods' pull secrets, k8s:// keys, pods and Events. */
-  kube?: KubeConfig;
+  kube?: KubeClient;
   /** Other clusters' kubeconfigs and the server's own cluster's name (serve --cluster-kubeconfig, --cluster-name). */
   clusters?: ClusterConnections;
   /** Other clusters' own policy resources, by cluster (serve --policy-crds with --cluster-kubeconfig). */

@@ -4,7 +4,7 @@
 // Each other cluster's namespace labels are listed and watched from the start, as the server's own cluster's are.
 import type { Logger } from "pino";
 import type { ClusterConnection, ClusterConnections } from "../engine/cluster-reads.ts";
-import { loadKubeConfig } from "../kube/kube-config.ts";
+import { loadKubeClient } from "../kube/kube-connection.ts";
 import { NamespaceLabelCache } from "../kube/namespace-label-cache.ts";
 import { CALLER_NAME } from "../caller-auth/caller-tokens.ts";
 
@@ -58,7 +58,7 @@ export async function connectClusters(home: string | undefined, files: ReadonlyM
     for (const [name, file] of files) {
       let kube;
       try {
-        kube = loadKubeConfig(file);
+        kube = loadKubeClient(file);
       } catch (e) {
         throw named(name, e);
       }

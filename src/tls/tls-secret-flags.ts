@@ -1,6 +1,6 @@
 // `serve --tls-secret` and its companions, from flags to a SelfManagedTlsSetup: where the Secret, the webhook
 // configurations and the Lease are, who this replica is, and (hidden, for tests) a shortened rotation timeline.
-import type { KubeConfig } from "@kubernetes/client-node";
+import type { KubeClient } from "../kube/kube-client.ts";
 import type { Logger } from "pino";
 import { parseDuration } from "../core/primitives/duration.ts";
 import { defaultCandidateIdentity, podNamespace } from "../kube/leader-election.ts";
@@ -47,7 +47,7 @@ export function tlsSecretFlagProblem(flags: TlsSecretFlags, hasCertificateFiles:
 }
 
 /** The setup for startSelfManagedTls; call after tlsSecretFlagProblem found nothing. */
-export function selfManagedTlsSetup(flags: TlsSecretFlags & { "tls-secret": string }, kube: KubeConfig, hosts: string[], logger: Logger): SelfManagedTlsSetup {
+export function selfManagedTlsSetup(flags: TlsSecretFlags & { "tls-secret": string }, kube: KubeClient, hosts: string[], logger: Logger): SelfManagedTlsSetup {
   const secret = parseSecretName(flags["tls-secret"]);
   const sync = flags["tls-sync-interval"];
   return {
@@ -70,7 +70,7 @@ export function selfManagedTlsSetup(flags: TlsSecretFlags & { "tls-secret": stri
 /** Starts self-managed TLS for `serve --tls-secret` and waits for the first certificate. */
 export async function selfManagedTlsFromFlags(
   flags: TlsSecretFlags,
-  kube: KubeConfig | undefined,
+  kube: KubeClient | undefined,
   hosts: string[],
   logger: Logger,
   stop?: AbortSignal,

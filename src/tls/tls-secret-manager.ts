@@ -6,9 +6,9 @@
 // orders them. Every write carries the resourceVersion read, and the caBundle is written only while the Secret it
 // came from is unchanged, so a stale leader loses the race instead of putting back an older bundle.
 import { X509Certificate } from "node:crypto";
-import { CoreV1Api, type KubeConfig, type V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { describeApiError, hasStatus } from "../kube/api-requests.ts";
+import type { KubeClient } from "../kube/kube-client.ts";
 import { LeaderElector } from "../kube/leader-election.ts";
 import { WebhookCaBundleClient, type WebhookCaBundles } from "../kube/webhook-ca-bundle.ts";
 import { normalizeHosts } from "./tls-bootstrap.ts";
@@ -38,6 +38,13 @@ export interface SecretName {
   name: string;
 }
 
+/** The Secret as the API sends it, as far as it is read here; written back whole (a PUT keeps what it does not name). */
+interface SecretJson {
+  metadata?: { resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string>; [field: string]: unknown };
+  data?: Record<string, string>;
+  [field: string]: unknown;
+}
+
 /** The certificate this replica serves, and the CAs that verify it. */
 export interface ServingTls {
   cert: string;
@@ -46,7 +53,7 @@ export interface ServingTls {
 }
 
 export interface SelfManagedTlsOptions {
-  kube: KubeConfig;
+  kube: KubeClient;
   secret: SecretName;
   webhooks: WebhookCaBundleClient;
   /** DNS names and IPs the serving certificate covers (localhost, 127.0.0.1 and ::1 are always added). */
@@ -73,7 +80,7 @@ export function parseSecretName(text: string): SecretName {
 }
 
 export class SelfManagedTls {
-  private readonly api: CoreV1Api;
+  private readonly kube: KubeClient;
   private readonly opts: SelfManagedTlsOptions & { rotation: TlsRotationSettings; syncIntervalMs: number; now: () => number };
   private serving: ServingTls | undefined;
   private servingNotAfter = 0;
@@ -99,7 +106,7 @@ export class SelfManagedTls {
     const problem = rotationSettingsProblem(rotation);
     if (problem !== undefined) throw new TlsError("invalid-rotation-settings", `TLS rotation settings: ${problem}`);
     normalizeHosts(options.hosts); // throws on a name that cannot be in a certificate
-    this.api = options.kube.makeApiClient(CoreV1Api);
+    this.kube = options.kube;
     this.opts = { ...options, rotation, syncIntervalMs: options.syncIntervalMs ?? 5_000, now: options.now ?? Date.now };
     let resolve!: (tls: ServingTls) => void;
     const promise = new Promise<ServingTls>((r) => (resolve = r));
@@ -179,7 +186,7 @@ export class SelfManagedTls {
     }, delay);
   }
 
-  private async reconcile(initial: V1Secret | undefined): Promise<V1Secret | undefined> {
+  private async reconcile(initial: SecretJson | undefined): Promise<SecretJson | undefined> {
     let secret = initial;
     if (secret !== undefined && isForeign(secret)) {
       if (!this.warnedForeign)
@@ -215,12 +222,12 @@ export class SelfManagedTls {
   /** Does one step; returns the Secret as written (or as it stands), or "conflict" when someone else wrote first. */
   private async apply(
     step: Exclude<TlsStep, { action: "wait" }>,
-    secret: V1Secret | undefined,
+    secret: SecretJson | undefined,
     data: Record<string, string>,
     view: TlsSecretView | undefined,
     now: number,
     webhooks: WebhookCaBundles,
-  ): Promise<V1Secret | "conflict"> {
+  ): Promise<SecretJson | "conflict"> {
     const result = await contentsAfterStep(step, { data, trustedSince: view?.trustedSince ?? {} }, view, {
       now,
       settings: this.opts.rotation,
@@ -257,40 +264,34 @@ export class SelfManagedTls {
   }
 
   private async writeSecret(
-    existing: V1Secret | undefined,
+    existing: SecretJson | undefined,
     data: Record<string, string>,
     trustedSince: Record<string, number>,
-  ): Promise<V1Secret | "conflict"> {
+  ): Promise<SecretJson | "conflict"> {
     const { namespace, name } = this.opts.secret;
+    const secrets = `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`;
     const encoded = Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, "utf8").toString("base64")]));
     const annotations = { ...(existing?.metadata?.annotations ?? {}), [TRUSTED_SINCE_ANNOTATION]: formatTrustedSince(trustedSince) };
     const labels = { ...(existing?.metadata?.labels ?? {}), [MANAGED_BY_LABEL]: MANAGED_BY };
     try {
       if (existing === undefined) {
-        return await this.api.createNamespacedSecret({
-          namespace,
+        return (await this.kube.request("POST", secrets, {
           body: { apiVersion: "v1", kind: "Secret", type: "kubernetes.io/tls", metadata: { name, namespace, labels, annotations }, data: encoded },
-        });
+        })) as SecretJson;
       }
       // The type is immutable: an Opaque Secret created ahead (so RBAC can name it) stays Opaque.
-      return await this.api.replaceNamespacedSecret({
-        namespace,
-        name,
+      return (await this.kube.request("PUT", `${secrets}/${encodeURIComponent(name)}`, {
         body: { ...existing, metadata: { ...existing.metadata, labels, annotations }, data: encoded },
-      });
+      })) as SecretJson;
     } catch (err) {
       if (hasStatus(err, 409)) return "conflict";
       throw err;
     }
   }
 
-  private async readSecret(): Promise<V1Secret | undefined> {
-    try {
-      return await this.api.readNamespacedSecret(this.opts.secret);
-    } catch (err) {
-      if (hasStatus(err, 404)) return undefined;
-      throw err;
-    }
+  private async readSecret(): Promise<SecretJson | undefined> {
+    const { namespace, name } = this.opts.secret;
+    return (await this.kube.read(`/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(name)}`)) as SecretJson | undefined;
   }
 
   /** Takes in what the webhooks' caBundle holds, as read back from the API. */
@@ -317,7 +318,7 @@ export class SelfManagedTls {
    * Serves the Secret's certificate when it differs from the one served, is usable, and every webhook's caBundle
    * (as last read) trusts it — for long enough, while the one served still works.
    */
-  private load(secret: V1Secret): void {
+  private load(secret: SecretJson): void {
     const data = decodeData(secret);
     const cert = data[SECRET_KEYS.cert];
     const key = data[SECRET_KEYS.key];
@@ -366,20 +367,20 @@ export class SelfManagedTls {
   }
 }
 
-function decodeData(secret: V1Secret | undefined): Record<string, string> {
+function decodeData(secret: SecretJson | undefined): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(secret?.data ?? {})) out[k] = Buffer.from(v, "base64").toString("utf8");
   return out;
 }
 
 /** A Secret with data that Imprimatur did not write (e.g. one cert-manager manages) is never overwritten. */
-function isForeign(secret: V1Secret): boolean {
+function isForeign(secret: SecretJson): boolean {
   const hasData = Object.keys(secret.data ?? {}).length > 0;
   return hasData && secret.metadata?.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY;
 }
 
 export interface SelfManagedTlsSetup {
-  kube: KubeConfig;
+  kube: KubeClient;
   secret: SecretName;
   /** Name of the Validating- and MutatingWebhookConfiguration whose caBundle is written. */
   webhookConfiguration: string;

@@ -13,13 +13,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CoreV1Api } from "@kubernetes/client-node";
 import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 import { getText } from "../support/https-client.ts";
 import { imprimatur } from "../support/cli-process.ts";
 import { teardown } from "../support/teardown.ts";
-import { loadKubeConfig } from "../../src/kube/kube-config.ts";
+import { loadKubeClient } from "../../src/kube/kube-connection.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const NS = "scan-e2e";
@@ -125,14 +124,16 @@ async function createPod(name: string, image: string, annotations: Record<string
 
 /** What the kubelet writes once the container runs: the image and the digest it runs (pods/status). */
 async function setImageId(name: string, repository: string, digest: string): Promise<void> {
-  const api = loadKubeConfig(cluster.kubeconfig).makeApiClient(CoreV1Api);
-  const pod = await api.readNamespacedPodStatus({ name, namespace: NS });
-  const image = pod.spec!.containers[0]!.image!;
+  const kube = loadKubeClient(cluster.kubeconfig);
+  const path = `/api/v1/namespaces/${NS}/pods/${name}/status`;
+  const pod = (await kube.request("GET", path)) as { spec: { containers: Array<{ image: string }> }; status?: Record<string, unknown> };
+  const image = pod.spec.containers[0]!.image;
   pod.status = {
     ...pod.status,
     containerStatuses: [{ name: "app", image, imageID: `${repository}@${digest}`, ready: true, restartCount: 0, state: { running: {} } }],
   };
-  await api.replaceNamespacedPodStatus({ name, namespace: NS, body: pod });
+  await kube.request("PUT", path, { body: pod });
+  await kube.close();
 }
 
 interface Report {

@@ -10,7 +10,7 @@ import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { pino } from "pino";
 import type { Logger } from "pino";
-import { loadKubeConfig } from "../../src/kube/kube-config.ts";
+import { loadKubeClient } from "../../src/kube/kube-connection.ts";
 import { NamespaceLabelCache } from "../../src/kube/namespace-label-cache.ts";
 import { startKubeCluster } from "../support/kube-cluster.ts";
 import type { ClusterOptions, KubeCluster } from "../support/kube-cluster.ts";
@@ -157,7 +157,7 @@ class Fixture {
   }
 
   newCache(kubeconfig: string, logger: Logger = pino({ level: "silent" }), startTimeoutMs?: number): NamespaceLabelCache {
-    const cache = new NamespaceLabelCache(loadKubeConfig(kubeconfig), { logger, ...(startTimeoutMs ? { startTimeoutMs } : {}) });
+    const cache = new NamespaceLabelCache(loadKubeClient(kubeconfig), { logger, ...(startTimeoutMs ? { startTimeoutMs } : {}) });
     this.caches.push(cache);
     return cache;
   }
@@ -283,7 +283,7 @@ describe("namespace labels from the Kubernetes API", () => {
     await cache.close();
     await waiting;
     assert.ok(Date.now() - closeStartedAt < 1_000, "close() ends a pending prepare() and does not wait for a stalled connection");
-    // The second GET waited on the pool's connection attempt (src/kube/pooled-kube-config.ts) rather than opening
+    // The second GET waited on the pool's connection attempt (src/kube/kube-client.ts) rather than opening
     // one of its own, as client-go's requests share a connection.
     assert.equal(proxy.connections, 1);
     await waitFor(
@@ -349,15 +349,15 @@ describe("namespace labels from the Kubernetes API", () => {
     assert.equal(cache.ready(), false);
   });
 
-  test("loadKubeConfig() reads a kubeconfig file, and says how to give one when there is none", async () => {
-    const kc = loadKubeConfig(fx.cluster.kubeconfig);
-    assert.equal(kc.getCurrentCluster()?.server, fx.cluster.url);
-    assert.throws(() => loadKubeConfig(join(fx.cluster.dir, "missing.kubeconfig")), /kubeconfig .*missing\.kubeconfig: .*ENOENT/);
+  test("loadKubeClient() reads a kubeconfig file, and says how to give one when there is none", async () => {
+    const kc = loadKubeClient(fx.cluster.kubeconfig);
+    assert.equal(kc.connection.server, fx.cluster.url);
+    assert.throws(() => loadKubeClient(join(fx.cluster.dir, "missing.kubeconfig")), /kubeconfig .*missing\.kubeconfig: .*ENOENT/);
 
     const saved = process.env.KUBERNETES_SERVICE_HOST;
     delete process.env.KUBERNETES_SERVICE_HOST;
     try {
-      assert.throws(() => loadKubeConfig(), /give a kubeconfig file .*or run in a pod with a service account/);
+      assert.throws(() => loadKubeClient(), /give a kubeconfig file .*or run in a pod with a service account/);
     } finally {
       if (saved !== undefined) process.env.KUBERNETES_SERVICE_HOST = saved;
     }

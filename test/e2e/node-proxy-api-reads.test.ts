@@ -12,7 +12,7 @@ import { after, before, beforeEach, describe, test } from "node:test";
 import pino from "pino";
 import { parse } from "yaml";
 import { parseImageReference, type ImageReference } from "../../src/core/image-reference.ts";
-import { PooledKubeConfig } from "../../src/kube/pooled-kube-config.ts";
+import { KubeClient } from "../../src/kube/kube-client.ts";
 import { PodPullSecrets } from "../../src/node/pod-pull-secrets.ts";
 import { startHoldingApiProxy, type HoldingApiProxy } from "../support/holding-api-proxy.ts";
 import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
@@ -53,8 +53,8 @@ before(async () => {
   dir = await mkdtemp(join(tmpdir(), "imprimatur-e2e-node-api-reads-"));
   cluster = await startKubeCluster({ nodes: [NODE] });
   await kubectl(["create", "namespace", NS]);
-  // The node's own kubeconfig, naming the recording proxy (plain HTTP on loopback, which client-node takes only with
-  // insecure-skip-tls-verify); the proxy verifies the apiserver with its CA.
+  // The node's own credentials, sent to the recording proxy (plain HTTP on loopback); the proxy verifies the
+  // apiserver with its CA.
   const nodeConfig = parse(await readFile(cluster.nodeKubeconfig(NODE), "utf8")) as {
     clusters: Array<{ name: string; cluster: Record<string, unknown> }>;
     users: Array<{ name: string; user: { token: string } }>;
@@ -66,12 +66,12 @@ before(async () => {
     reads.push(r.url);
     return false;
   });
-  const kube = new PooledKubeConfig();
-  kube.loadFromOptions({
-    clusters: [{ name: "c", server: proxy.url, skipTLSVerify: true }],
-    users: [{ name: "node", token: nodeConfig.users[0]!.user.token }],
-    contexts: [{ name: "x", cluster: "c", user: "node" }],
-    currentContext: "x",
+  const kube = new KubeClient({
+    server: proxy.url,
+    insecureSkipTlsVerify: false,
+    namespace: "default",
+    origin: "test",
+    token: nodeConfig.users[0]!.user.token,
   });
   view = new PodPullSecrets({ kube, nodeName: NODE, key: Buffer.alloc(32, 7), logger: pino({ level: "silent" }) });
 });

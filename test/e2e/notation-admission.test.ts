@@ -23,9 +23,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CoreV1Api } from "@kubernetes/client-node";
 import { stringify } from "yaml";
-import { loadKubeConfig } from "../../src/kube/kube-config.ts";
+import { loadKubeClient } from "../../src/kube/kube-connection.ts";
 import { imageReview } from "../support/admission.ts";
 import { getText, postJson } from "../support/https-client.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
@@ -119,8 +118,9 @@ async function createScannedPod(name: string, repository: string, extra: Record<
   assert.equal(created.code, 0, created.stderr);
   uids.set(name, (JSON.parse(created.stdout) as { metadata: { uid: string } }).metadata.uid);
   // What the kubelet writes once the container runs: the image and the digest it runs (pods/status).
-  const api = loadKubeConfig(cluster.kubeconfig).makeApiClient(CoreV1Api);
-  const pod = await api.readNamespacedPodStatus({ name, namespace: SCAN_NS });
+  const kube = loadKubeClient(cluster.kubeconfig);
+  const path = `/api/v1/namespaces/${SCAN_NS}/pods/${name}/status`;
+  const pod = (await kube.request("GET", path)) as { status?: Record<string, unknown> };
   pod.status = {
     ...pod.status,
     containerStatuses: [
@@ -134,7 +134,8 @@ async function createScannedPod(name: string, repository: string, extra: Record<
       },
     ],
   };
-  await api.replaceNamespacedPodStatus({ name, namespace: SCAN_NS, body: pod });
+  await kube.request("PUT", path, { body: pod });
+  await kube.close();
 }
 
 before(async () => {

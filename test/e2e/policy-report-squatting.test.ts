@@ -7,7 +7,7 @@
 // report stays, reported once per judgment, and the server carries on.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -16,7 +16,7 @@ import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
 import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-process.ts";
 import { getText } from "../support/https-client.ts";
 import { teardown } from "../support/teardown.ts";
-import { loadKubeConfig } from "../../src/kube/kube-config.ts";
+import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 /** Scanned by a server whose RBAC allows updating reports. */
@@ -237,11 +237,16 @@ test("where Imprimatur's RBAC forbids updating reports, a squatted report is rep
   await squat(LOCKED, pod, {});
   const before = await reportAt(LOCKED, pod.uid);
 
-  const limited = loadKubeConfig(cluster.kubeconfig);
-  const user = limited.getCurrentUser()!.name;
-  limited.users = limited.users.map((u) => (u.name === user ? { ...u, impersonateUser: LIMITED_SERVER } : u));
+  // The harness's kubeconfig, its current user impersonating LIMITED_SERVER (`as:`).
+  const limited = parseYaml(await readFile(cluster.kubeconfig, "utf8")) as {
+    "current-context": string;
+    contexts: Array<{ name: string; context: { user: string } }>;
+    users: Array<{ name: string; user: Record<string, unknown> }>;
+  };
+  const user = limited.contexts.find((c) => c.name === limited["current-context"])!.context.user;
+  for (const u of limited.users) if (u.name === user) u.user.as = LIMITED_SERVER;
   const kubeconfig = join(dir, "limited.kubeconfig");
-  await writeFile(kubeconfig, limited.exportConfig());
+  await writeFile(kubeconfig, stringifyYaml(limited), { mode: 0o600 });
   const server = await startScanner(kubeconfig, LOCKED);
 
   await until("a PolicyReportSquatted Event on the pod", async () => (await squatEvents(LOCKED, pod.name)).length > 0, server);

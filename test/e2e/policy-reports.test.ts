@@ -14,7 +14,7 @@ import { startKubeCluster, type KubeCluster } from "../support/kube-cluster.ts";
 import { smallClusterToolPaths } from "../support/small-cluster.ts";
 import { spawnLogged, terminate, type LoggedProcess } from "../support/logged-process.ts";
 import { tailFile } from "../support/log-tail.ts";
-import { loadKubeConfig } from "../../src/kube/kube-config.ts";
+import { loadKubeClient } from "../../src/kube/kube-connection.ts";
 import { PolicyReportWriter, type ReportWriteOutcome } from "../../src/kube/policy-report-writer.ts";
 import { buildPolicyReport } from "../../src/core/policy-reports/policy-report-objects.ts";
 import type { ReportedResource, ResourceScan, ScanResult } from "../../src/core/policy-reports/resource-scan.ts";
@@ -30,7 +30,7 @@ let gc: LoggedProcess | undefined;
 before(async () => {
   cluster = await startKubeCluster({ nodes: [NODE] });
   // Before the CRDs are installed, a write says so, with the command that installs them.
-  const early = new PolicyReportWriter(loadKubeConfig(cluster.kubeconfig), { formats: ["wgpolicyk8s", "openreports"] });
+  const early = new PolicyReportWriter(loadKubeClient(cluster.kubeconfig), { formats: ["wgpolicyk8s", "openreports"] });
   await assert.rejects(
     early.write(scan({ apiVersion: "v1", kind: "Pod", name: "x", namespace: "default", uid: "00000000-0000-4000-8000-000000000000" }, [finding()])),
     (e: unknown) => hasErrorCode(e, "crd-missing") && /kubectl apply -k deploy\/crds\/reports/.test(e.message),
@@ -93,7 +93,7 @@ async function createPod(name: string): Promise<ReportedResource> {
   return { apiVersion: "v1", kind: "Pod", name, namespace: NS, uid };
 }
 
-const writer = () => new PolicyReportWriter(loadKubeConfig(cluster.kubeconfig), { formats: ["wgpolicyk8s", "openreports"] });
+const writer = () => new PolicyReportWriter(loadKubeClient(cluster.kubeconfig), { formats: ["wgpolicyk8s", "openreports"] });
 const actions = (outcomes: ReportWriteOutcome[]) => outcomes.map((o) => `${o.kind}:${o.action}`);
 
 type Stored = Record<string, unknown> & {
@@ -217,7 +217,7 @@ test("two writers racing on one resource (a leader change mid-scan) leave one re
   const report = await kubectlJson<{ results: unknown[] }>(["get", "policyreports", "-n", NS, pod.uid]);
   assert.equal(report.results.length, 2);
   // A new writer (the next leader) finds the reports written so far through its paged list: nothing to write.
-  const paged = new PolicyReportWriter(loadKubeConfig(cluster.kubeconfig), { formats: ["wgpolicyk8s", "openreports"], listPageSize: 1 });
+  const paged = new PolicyReportWriter(loadKubeClient(cluster.kubeconfig), { formats: ["wgpolicyk8s", "openreports"], listPageSize: 1 });
   assert.deepEqual(actions(await paged.write(scan(pod, results))), ["PolicyReport:unchanged", "Report:unchanged"]);
 });
 
@@ -235,7 +235,7 @@ test("the index sees another writer's change at the next refresh; without the in
   const fixed = await kubectlJson<{ summary: { pass: number } }>(["get", "policyreports", "-n", NS, pod.uid]);
   assert.equal(fixed.summary.pass, 0);
 
-  const direct = new PolicyReportWriter(loadKubeConfig(cluster.kubeconfig), { formats: ["wgpolicyk8s", "openreports"], index: false });
+  const direct = new PolicyReportWriter(loadKubeClient(cluster.kubeconfig), { formats: ["wgpolicyk8s", "openreports"], index: false });
   const again = await cluster.kubectl(["patch", "reports.openreports.io", "-n", NS, pod.uid, "--type=merge", "-p", JSON.stringify({ summary: { skip: 3 } })]);
   assert.equal(again.code, 0, again.stderr);
   assert.deepEqual(actions(await direct.write(scan(pod, results))), ["PolicyReport:unchanged", "Report:replaced"]);
@@ -319,7 +319,7 @@ test("a report at the resource's name that Imprimatur did not write is reclaimed
   };
   const created = await cluster.kubectl(["create", "-f", "-"], { input: JSON.stringify(theirs) });
   assert.equal(created.code, 0, created.stderr);
-  const w = new PolicyReportWriter(loadKubeConfig(cluster.kubeconfig), { formats: ["wgpolicyk8s"] });
+  const w = new PolicyReportWriter(loadKubeClient(cluster.kubeconfig), { formats: ["wgpolicyk8s"] });
   const [outcome] = await w.write(scan(pod, [finding()]));
   assert.deepEqual(outcome, {
     format: "wgpolicyk8s",
@@ -342,6 +342,6 @@ test("a report at the resource's name that Imprimatur did not write is reclaimed
 
 test("an identity without RBAC for the report groups gets forbidden, naming the missing permission", async () => {
   const pod = await createPod("web-7");
-  const w = new PolicyReportWriter(loadKubeConfig(cluster.nodeKubeconfig(NODE)), { formats: ["openreports"] });
+  const w = new PolicyReportWriter(loadKubeClient(cluster.nodeKubeconfig(NODE)), { formats: ["openreports"] });
   await assert.rejects(w.write(scan(pod, [finding()])), (e: unknown) => hasErrorCode(e, "forbidden") && /reports.*openreports\.io/.test(e.message));
 });

@@ -8,7 +8,7 @@ import { Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import { pino } from "pino";
 import type { Logger } from "pino";
-import { loadKubeConfig } from "../../src/kube/kube-config.ts";
+import { loadKubeClient } from "../../src/kube/kube-connection.ts";
 import { PullSecretReader } from "../../src/kube/pull-secrets.ts";
 import type { PullSecretReaderOptions } from "../../src/kube/pull-secrets.ts";
 import { startKubeCluster } from "../support/kube-cluster.ts";
@@ -58,7 +58,7 @@ describe("pull secrets from the Kubernetes API", () => {
   }
 
   function reader(opts: PullSecretReaderOptions = {}, kubeconfig = cluster.kubeconfig): PullSecretReader {
-    return new PullSecretReader(loadKubeConfig(kubeconfig), opts);
+    return new PullSecretReader(loadKubeClient(kubeconfig), opts);
   }
 
   /** A kubeconfig for a new service account `name` in NS (a token from the TokenRequest API): no RBAC rights at all. */

@@ -13,11 +13,12 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { connect } from "node:tls";
 import { fileURLToPath } from "node:url";
-import { AdmissionregistrationV1Api, CoordinationV1Api, CoreV1Api, V1MicroTime, type KubeConfig } from "@kubernetes/client-node";
+import { AdmissionregistrationV1Api, CoordinationV1Api, CoreV1Api, KubeConfig, V1MicroTime } from "@kubernetes/client-node";
 import { pino, type Logger } from "pino";
 import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
 import { hasStatus } from "../../src/kube/api-requests.ts";
-import { loadKubeConfig } from "../../src/kube/kube-config.ts";
+import { KubeClient } from "../../src/kube/kube-client.ts";
+import { loadKubeClient, loadKubeConnection } from "../../src/kube/kube-connection.ts";
 import { startApp, type App } from "../../src/server/app.ts";
 import { bundleFingerprints, parseCertificateBundle, parseRotationTimeline } from "../../src/tls/tls-rotation-plan.ts";
 import { createCertificateAuthority, issueCertificate } from "../../src/tls/tls-bootstrap.ts";
@@ -52,7 +53,8 @@ interface Replica {
 }
 
 let cluster: KubeCluster;
-let kube: KubeConfig;
+/** The replicas' client; the test's own reads and writes go through the generated clients below. */
+let kube: KubeClient;
 let core: CoreV1Api;
 let admission: AdmissionregistrationV1Api;
 let coordination: CoordinationV1Api;
@@ -63,7 +65,7 @@ function logger(lines: string[]): Logger {
 }
 
 /** startSelfManagedTls in NAMESPACE with this file's timeline, sync interval and Lease duration. */
-function startTls(o: { kube: KubeConfig; secret: string; configuration: string; lease: string; identity: string; logger: Logger }) {
+function startTls(o: { kube: KubeClient; secret: string; configuration: string; lease: string; identity: string; logger: Logger }) {
   return startSelfManagedTls({
     kube: o.kube,
     secret: { namespace: NAMESPACE, name: o.secret },
@@ -194,10 +196,12 @@ function admissionStream(): { completed: number[]; stop(): Promise<{ failures: s
 
 before(async () => {
   cluster = await startKubeCluster({ enableAdmissionPlugins: ["ValidatingAdmissionWebhook"] });
-  kube = loadKubeConfig(cluster.kubeconfig);
-  core = kube.makeApiClient(CoreV1Api);
-  admission = kube.makeApiClient(AdmissionregistrationV1Api);
-  coordination = kube.makeApiClient(CoordinationV1Api);
+  kube = loadKubeClient(cluster.kubeconfig);
+  const admin = new KubeConfig();
+  admin.loadFromFile(cluster.kubeconfig);
+  core = admin.makeApiClient(CoreV1Api);
+  admission = admin.makeApiClient(AdmissionregistrationV1Api);
+  coordination = admin.makeApiClient(CoordinationV1Api);
   for (const ns of [NAMESPACE, "e2e-tls"]) {
     const created = await cluster.apply(JSON.stringify({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns } }));
     assert.equal(created.code, 0, created.stderr);
@@ -416,11 +420,17 @@ async function grant(name: string, account: string, rules: { namespaced: object[
 }
 
 /** The admin credentials, impersonating `account` (which then has only what it was granted). */
-function impersonating(account: string): KubeConfig {
-  const limited = loadKubeConfig(cluster.kubeconfig);
+function impersonating(account: string): KubeClient {
+  return new KubeClient({ ...loadKubeConnection(cluster.kubeconfig), impersonate: account });
+}
+
+/** The same, as a kubeconfig file's text (`as: account`). */
+function impersonatingKubeconfig(account: string): string {
+  const limited = new KubeConfig();
+  limited.loadFromFile(cluster.kubeconfig);
   const user = limited.getCurrentUser()!.name;
   limited.users = limited.users.map((u) => (u.name === user ? { ...u, impersonateUser: account } : u));
-  return limited;
+  return limited.exportConfig();
 }
 
 /** `imprimatur serve --tls-secret NAMESPACE/secret` as a command, as pod `podName`, with its output collected. */
@@ -586,7 +596,7 @@ test("serve --tls-secret stopped while it waits for a certificate that cannot co
   });
   const stateDir = await mkdtemp(join(tmpdir(), "imprimatur-tls-stuck-"));
   const kubeconfig = join(stateDir, "lease-only.kubeconfig");
-  await writeFile(kubeconfig, impersonating(account).exportConfig());
+  await writeFile(kubeconfig, impersonatingKubeconfig(account));
   const holder = async () => (await coordination.readNamespacedLease({ namespace: NAMESPACE, name: lease })).spec?.holderIdentity;
   const { child, exited, output } = spawnServe({ port: await freePort(), stateDir, kubeconfig, secret: "out-of-reach-tls", lease, podName: "serve-stuck" });
   try {
@@ -657,7 +667,7 @@ test("the documented RBAC is enough: a replica whose identity has only those ver
     );
     assert.doesNotMatch(logs.join(""), /forbidden|HTTP 403/i, "no request was refused");
     // The identity really is limited: the other Secret is out of its reach.
-    await assert.rejects(limited.makeApiClient(CoreV1Api).readNamespacedSecret({ namespace: NAMESPACE, name: SECRET }), (e: unknown) => hasStatus(e, 403));
+    await assert.rejects(limited.read(`/api/v1/namespaces/${NAMESPACE}/secrets/${SECRET}`), (e: unknown) => hasStatus(e, 403));
   } finally {
     await running.close();
   }
@@ -670,12 +680,11 @@ test("a stalled leader that lost the Lease cannot write the caBundle it planned 
   const config = "imprimatur-stall";
   const secret = "stall-tls";
   const lease = "stall-lease";
-  const current = kube.getCurrentCluster()!;
-  const proxy = await startHoldingApiProxy({ upstream: current.server, caPem: Buffer.from(current.caData!, "base64").toString("utf8") });
-  const proxied = loadKubeConfig(cluster.kubeconfig);
-  // The hop to the proxy is plain HTTP on loopback (client-node takes an http server only with skipTLSVerify); the
-  // proxy verifies the apiserver.
-  proxied.clusters = proxied.clusters.map(({ caData: _ca, ...c }) => ({ ...c, server: proxy.url, skipTLSVerify: true }));
+  const { ca, ...current } = loadKubeConnection(cluster.kubeconfig);
+  assert.ok(ca && "pem" in ca, "the admin kubeconfig holds its CA inline");
+  const proxy = await startHoldingApiProxy({ upstream: current.server, caPem: ca.pem });
+  // The hop to the proxy is plain HTTP on loopback; the proxy verifies the apiserver.
+  const proxied = new KubeClient({ ...current, server: proxy.url });
   // A webhook nothing calls (no namespace has the label): only its caBundle matters here.
   const stall = urlWebhook("stall.imprimatur.dev", "https://127.0.0.1:1/validate", {
     rules: [webhookRule("pods")],
@@ -699,8 +708,7 @@ test("a stalled leader that lost the Lease cannot write the caBundle it planned 
       },
     },
   );
-  const setup = (kubeConfig: KubeConfig, identity: string, log: Logger) =>
-    startTls({ kube: kubeConfig, secret, configuration: config, lease, identity, logger: log });
+  const setup = (client: KubeClient, identity: string, log: Logger) => startTls({ kube: client, secret, configuration: config, lease, identity, logger: log });
   const nextLogs: string[] = [];
   let stalled: RunningSelfManagedTls | undefined;
   let next: RunningSelfManagedTls | undefined;

@@ -3,8 +3,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { pino } from "pino";
-import { KubeConfig } from "@kubernetes/client-node";
-import { LeaderElector, observeLease, planLeaseStep, type LeaseObservation, type LeaseRecord } from "../../src/kube/leader-election.ts";
+import { KubeClient } from "../../src/kube/kube-client.ts";
+import { LeaderElector, microTime, observeLease, planLeaseStep, type LeaseObservation, type LeaseRecord } from "../../src/kube/leader-election.ts";
 
 const DEFAULT_MS = 15_000;
 const lease = (holder: string | undefined, seconds: number | undefined = 15, rv = "7"): LeaseRecord => ({
@@ -50,13 +50,7 @@ test("a renewal (new resourceVersion) restarts the observation clock; the same v
 });
 
 test("timings that would let two leaders act at once are refused", () => {
-  const kube = new KubeConfig();
-  kube.loadFromOptions({
-    clusters: [{ name: "c", server: "https://127.0.0.1:1" }],
-    users: [{ name: "u" }],
-    contexts: [{ name: "x", cluster: "c", user: "u" }],
-    currentContext: "x",
-  });
+  const kube = new KubeClient({ server: "https://127.0.0.1:1", insecureSkipTlsVerify: false, namespace: "default", origin: "test" });
   const base = { kube, namespace: "ns", name: "l", identity: "a", logger: pino({ level: "silent" }) };
   assert.throws(() => new LeaderElector({ ...base, leaseDurationMs: 10_000, renewDeadlineMs: 10_000 }), {
     name: "KubeError",
@@ -71,6 +65,11 @@ test("timings that would let two leaders act at once are refused", () => {
   const elector = new LeaderElector({ ...base, leaseDurationMs: 3000 });
   assert.equal(elector.isLeader(), false);
   assert.equal(elector.identity, "a");
+});
+
+test("Lease times are written as MicroTime: RFC 3339 with six fractional digits", () => {
+  assert.equal(microTime(Date.UTC(2026, 10, 30, 10, 0, 0, 123)), "2026-11-30T10:00:00.123000Z");
+  assert.equal(microTime(Date.UTC(2026, 0, 1)), "2026-01-01T00:00:00.000000Z");
 });
 
 test("a candidate's identity: the pod's name, else the hostname with a suffix of this process's, so two processes on one host never share one", async () => {

@@ -12,11 +12,11 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, afterEach, before, beforeEach, describe, test } from "node:test";
-import { KubeConfig } from "@kubernetes/client-node";
 import pino from "pino";
 import { parseImageReference, type ImageReference } from "../../../src/core/image-reference.ts";
 import { credentialHash } from "../../../src/core/pull-verification/credential-hash.ts";
 import { decodeImageStatusResponse, decodePullImageResponse, encodeImageStatusRequestFor, encodePullImageRequest } from "../../../src/cri/cri-messages.ts";
+import { KubeClient } from "../../../src/kube/kube-client.ts";
 import type { NodeImageProxy } from "../../../src/node/node-image-proxy.ts";
 import { PodPullSecrets } from "../../../src/node/pod-pull-secrets.ts";
 import { RecordStore } from "../../../src/node/record-store.ts";
@@ -150,13 +150,7 @@ let warnings: string[] = [];
 let debugLines: string[] = [];
 
 function view(level: "warn" | "debug" = "warn", key: Buffer = KEY): PodPullSecrets {
-  const kube = new KubeConfig();
-  kube.loadFromOptions({
-    clusters: [{ name: "c", server: url, skipTLSVerify: true }],
-    users: [{ name: "u", token: "t" }],
-    contexts: [{ name: "x", cluster: "c", user: "u" }],
-    currentContext: "x",
-  });
+  const kube = new KubeClient({ server: url, insecureSkipTlsVerify: false, namespace: "default", origin: "test", token: "t" });
   warnings = [];
   debugLines = [];
   const logger = pino(

@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:net";
-import { KubeConfig } from "@kubernetes/client-node";
+import { KubeClient } from "../../../src/kube/kube-client.ts";
 import { PolicyReportWriter } from "../../../src/kube/policy-report-writer.ts";
 import { hasErrorCode } from "../../../src/errors/imprimatur-error.ts";
 
@@ -17,15 +17,8 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-async function kubeConfigTo(port: number): Promise<KubeConfig> {
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: "c", server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
-    users: [{ name: "u", token: "t" }],
-    contexts: [{ name: "x", cluster: "c", user: "u" }],
-    currentContext: "x",
-  });
-  return kc;
+async function kubeConfigTo(port: number): Promise<KubeClient> {
+  return new KubeClient({ server: `http://127.0.0.1:${port}`, insecureSkipTlsVerify: true, namespace: "default", origin: "test", token: "t" });
 }
 
 const POD = { apiVersion: "v1", kind: "Pod", name: "web-0", namespace: "shop", uid: "4f1c2a8e-1d2b-4c3d-9e8f-0a1b2c3d4e5f" };

@@ -7,33 +7,35 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
+import { KubeClient } from "../../../src/kube/kube-client.ts";
 import { PolicyStatusWriter } from "../../../src/policy-resources/status-writer.ts";
 import type { PolicyResourceObject } from "../../../src/policy-resources/resource-documents.ts";
 
 /** A client of the stand-in server. */
-function kubeconfigFor(server: Server): KubeConfig {
-  const kube = new KubeConfig();
-  kube.loadFromOptions({
-    clusters: [{ name: "c", server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
-    users: [{ name: "u" }],
-    contexts: [{ name: "x", cluster: "c", user: "u" }],
-    currentContext: "x",
+function kubeconfigFor(server: Server): KubeClient {
+  return new KubeClient({
+    server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    insecureSkipTlsVerify: false,
+    namespace: "default",
+    origin: "test",
   });
-  return kube;
 }
 
 test("a first load of many policies sends at most four status writes at once, and writes every one", async (t) => {
   let open = 0;
   let mostOpen = 0;
   const patched: string[] = [];
+  const patchTypes = new Set<string | undefined>();
   const server = createServer((req: IncomingMessage, res) => {
     open++;
     mostOpen = Math.max(mostOpen, open);
     req.resume();
     req.on("end", () => {
-      if (req.method === "PATCH") patched.push(req.url ?? "");
+      if (req.method === "PATCH") {
+        patched.push(req.url ?? "");
+        patchTypes.add(req.headers["content-type"]);
+      }
       setTimeout(() => {
         open--;
         res.writeHead(200, { "content-type": "application/json" }).end("{}");
@@ -55,6 +57,7 @@ test("a first load of many policies sends at most four status writes at once, an
   await writer.flush();
 
   assert.equal(patched.length, 30, "every policy's status is written");
+  assert.deepEqual([...patchTypes], ["application/merge-patch+json"]);
   assert.ok(mostOpen <= 4, `at most four writes in flight, saw ${mostOpen}`);
   assert.ok(mostOpen >= 2, `writes still run side by side, saw ${mostOpen}`);
   assert.ok(

@@ -8,9 +8,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "node:tls";
 import { fileURLToPath } from "node:url";
-import { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
 import { DEFAULT_SERVER_CONFIG } from "../../../src/config/server-config.ts";
+import { KubeClient } from "../../../src/kube/kube-client.ts";
 import { startApp } from "../../../src/server/app.ts";
 import { createCertificateAuthority, issueCertificate } from "../../../src/tls/tls-bootstrap.ts";
 import { DEFAULT_TLS_ROTATION } from "../../../src/tls/tls-rotation-plan.ts";
@@ -20,6 +20,9 @@ import type { WebhookCaBundleClient } from "../../../src/kube/webhook-ca-bundle.
 import { runServe } from "../../../src/cli/serve.ts";
 
 const POLICIES = fileURLToPath(new URL("../../fixtures/e2e-policies", import.meta.url));
+
+/** A client no request is made with. */
+const unusedKube = () => new KubeClient({ server: "https://127.0.0.1:1", insecureSkipTlsVerify: false, namespace: "default", origin: "test" });
 
 test("--tls-secret is NAMESPACE/NAME", () => {
   assert.deepEqual(parseSecretName("imprimatur/imprimatur-tls"), { namespace: "imprimatur", name: "imprimatur-tls" });
@@ -44,7 +47,7 @@ test("flag combinations refused before the cluster is asked", () => {
 
 test("self-managed TLS needs --tls-secret, the Kubernetes API and rotation settings that fit together", async () => {
   const logger = pino({ level: "silent" });
-  await assert.rejects(selfManagedTlsFromFlags({}, new KubeConfig(), [], logger), {
+  await assert.rejects(selfManagedTlsFromFlags({}, unusedKube(), [], logger), {
     name: "TlsError",
     code: "missing-secret",
     message: "--tls-secret is not given",
@@ -57,7 +60,7 @@ test("self-managed TLS needs --tls-secret, the Kubernetes API and rotation setti
   assert.throws(
     () =>
       new SelfManagedTls({
-        kube: new KubeConfig(),
+        kube: unusedKube(),
         secret: { namespace: "ns", name: "tls" },
         webhooks: {} as WebhookCaBundleClient,
         hosts: [],
@@ -85,7 +88,7 @@ test("serve refuses bad --tls-secret flags with exit code 2, one line each and w
 });
 
 test("defaults: webhook configuration and Lease named imprimatur, in the pod's namespace, held by the pod's name", () => {
-  const kube = new KubeConfig();
+  const kube = unusedKube();
   const logger = pino({ level: "silent" });
   const saved = { POD_NAME: process.env.POD_NAME, POD_NAMESPACE: process.env.POD_NAMESPACE };
   try {

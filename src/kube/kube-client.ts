@@ -54,7 +54,7 @@ export type WatchEventHandler = (type: string, object: unknown) => void;
 const REREAD_MS = 60_000;
 /** A watch quiet for this long is taken as a dead connection (ListWatch asks the server to end them after 25 s). */
 const WATCH_IDLE_MS = 60_000;
-/** A request not answered in this long fails, when its caller gave no signal. */
+/** A request whose answer has not begun in this long fails (a caller's signal may end it sooner). */
 const DEFAULT_HEADERS_TIMEOUT_MS = 60_000;
 
 interface TlsIdentity {

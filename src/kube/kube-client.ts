@@ -66,6 +66,8 @@ export class KubeClient {
   readonly connection: KubeConnection;
   private readonly userAgent: string;
   private readonly rereadMs: number;
+  /** Whether a CA, certificate or key comes from a file (then read again each rereadMs). */
+  private readonly hasTlsFiles: boolean;
   private identity: TlsIdentity | undefined;
   private tlsCheckedAt = 0;
   private fileToken: { token: string; readAt: number } | undefined;
@@ -76,6 +78,7 @@ export class KubeClient {
     this.connection = connection;
     this.userAgent = options.userAgent ?? "imprimatur";
     this.rereadMs = options.fileRereadMs ?? REREAD_MS;
+    this.hasTlsFiles = [connection.ca, connection.clientCert, connection.clientKey].some((source) => source !== undefined && "file" in source);
   }
 
   /** The namespace of the kubeconfig's context or of the pod, else "default". */
@@ -236,7 +239,7 @@ export class KubeClient {
    */
   private async dispatcher(execCredential: ExecCredential | undefined): Promise<Dispatcher> {
     const now = Date.now();
-    const fromFiles = this.hasTlsFiles();
+    const fromFiles = this.hasTlsFiles;
     if (this.identity && !execCredential?.clientCertificateData && (!fromFiles || now - this.tlsCheckedAt < this.rereadMs)) return this.identity.dispatcher;
     const c = this.connection;
     const [ca, fileCert, fileKey] = await Promise.all([pemOf(c.ca), pemOf(c.clientCert), pemOf(c.clientKey)]);
@@ -260,11 +263,6 @@ export class KubeClient {
     this.identity = { key: identityKey, dispatcher: pool };
     void previous?.close().catch(() => undefined);
     return pool;
-  }
-
-  private hasTlsFiles(): boolean {
-    const c = this.connection;
-    return [c.ca, c.clientCert, c.clientKey].some((source) => source !== undefined && "file" in source);
   }
 }
 

@@ -56,7 +56,7 @@ export class PodInformer {
         log: opts.logger,
         minBackoffMs: opts.minBackoffMs ?? 500,
         maxBackoffMs: opts.maxBackoffMs ?? 30_000,
-        path: opts.namespace ? `/api/v1/namespaces/${encodeURIComponent(opts.namespace)}/pods` : "/api/v1/pods",
+        path: podsPath(opts.namespace),
         ...(opts.labelSelector ? { watchQuery: { labelSelector: opts.labelSelector } } : {}),
         listPage: (continueToken) => this.listPage(continueToken),
       },
@@ -85,7 +85,7 @@ export class PodInformer {
 
   /** One page: the pods as the API serialises them, which is what policies and CEL see at admission. */
   private async listPage(continueToken: string | undefined): Promise<ListPage> {
-    const path = this.opts.namespace ? `/api/v1/namespaces/${encodeURIComponent(this.opts.namespace)}/pods` : "/api/v1/pods";
+    const path = podsPath(this.opts.namespace);
     const query: Record<string, QueryValue> = {
       limit: this.opts.pageSize ?? 500,
       ...(continueToken ? { continue: continueToken } : {}),
@@ -110,4 +110,9 @@ export class PodInformer {
       continueToken: typeof metadata?.continue === "string" && metadata.continue !== "" ? metadata.continue : undefined,
     };
   }
+}
+
+/** Where the pods of `namespace` (of every namespace, without one) are listed and watched. */
+function podsPath(namespace: string | undefined): string {
+  return namespace ? `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods` : "/api/v1/pods";
 }

@@ -9,7 +9,7 @@
 // So each iteration of a loop counts its condition and its step, and a loop stops as soon as the count passes
 // the limit: the counter throws, and nothing in the interpreter catches a throw short of the top of the plan.
 import type { CelEnv } from "@bufbuild/cel";
-import { isCelList, isCelMap } from "@bufbuild/cel";
+import { celLibrary } from "./cel-library.ts";
 import { COSTED_BY_RESULT, callCost, type Measure } from "./cel-call-cost.ts";
 import { LIST_CREATE_BASE_COST, MAP_CREATE_BASE_COST, STRUCT_CREATE_BASE_COST } from "./cel-cost-limits.ts";
 import type { CostMeter } from "./cost-meter.ts";
@@ -64,6 +64,7 @@ function countedCalls(group: FuncGroup, charge: (units: number) => void): Callab
 function measure(v: unknown): Measure {
   if (typeof v === "string") return { text: v.length };
   if (v instanceof Uint8Array) return { text: v.length };
+  const { isCelList, isCelMap } = celLibrary();
   if (isCelList(v)) return { items: v.size };
   if (isCelMap(v)) return { entries: v.size };
   return {};

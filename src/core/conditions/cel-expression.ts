@@ -6,8 +6,7 @@
 // load error (cel-cost-estimate.ts); an evaluation is ended when it passes PER_CALL_COST_LIMIT, or what is left of
 // the budget its caller shares among several (cost-meter.ts, counted as cel-cost-meter.ts says), or the review's deadline passes
 // (evaluation-deadline.ts), and fails with the reason.
-import { CelScalar, celEnv, isCelError, parse, plan } from "@bufbuild/cel";
-import { strings } from "@bufbuild/cel/ext";
+import { celLibrary } from "./cel-library.ts";
 import { celRegexEngine, globalMatches } from "./cel-matches.ts";
 import { estimateCost } from "./cel-cost-estimate.ts";
 import { ConditionError } from "./condition-error.ts";
@@ -28,6 +27,7 @@ export interface CompiledCel {
 
 /** Throws with the parser's reason, or the estimated cost over the limit. `variables` are the names the expression may use (any type). */
 export function compileCel(source: string, variables: readonly string[]): CompiledCel {
+  const { CelScalar, celEnv, parse, plan, strings } = celLibrary();
   let parsed;
   try {
     parsed = parse(source);
@@ -95,7 +95,7 @@ export function celTruth(cel: CompiledCel, bindings: Record<string, unknown>, bu
     return { error: `CEL ${JSON.stringify(cel.source)}: ${(e as Error).message}` };
   }
   if (meter.exceeded !== undefined) return { error: `CEL ${JSON.stringify(cel.source)}: ${meter.exceeded}` };
-  if (isCelError(result)) return { error: `CEL ${JSON.stringify(cel.source)}: ${result.message}` };
+  if (celLibrary().isCelError(result)) return { error: `CEL ${JSON.stringify(cel.source)}: ${result.message}` };
   if (typeof result === "boolean") return result;
   return { error: `CEL ${JSON.stringify(cel.source)} gave ${typeof result}, not a boolean` };
 }

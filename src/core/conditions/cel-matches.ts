@@ -3,7 +3,8 @@
 // literal is compiled once, when the expression loads, so one RE2 refuses is a load error with the reason, as
 // kube-apiserver refuses it when a policy is created; a pattern computed at run time is compiled when it is met
 // (a few recent ones kept), and one RE2 refuses is an evaluation error.
-import { CelScalar, celFunc, type CelFunc } from "@bufbuild/cel";
+import type { CelFunc } from "@bufbuild/cel";
+import { celLibrary } from "./cel-library.ts";
 import { compileLinearRegex, type LinearRegex } from "../primitives/linear-regex.ts";
 import { ConditionError } from "./condition-error.ts";
 
@@ -41,6 +42,7 @@ export function celRegexEngine(expr: unknown, source: string): CelRegexEngine {
  * accepts; @bufbuild/cel has only the method, so a policy written the other way would fail at every evaluation.
  */
 export function globalMatches(engine: CelRegexEngine): CelFunc {
+  const { celFunc, CelScalar } = celLibrary();
   return celFunc("matches", [CelScalar.STRING, CelScalar.STRING], CelScalar.BOOL, (text, pattern) => engine.compile(pattern).test(text));
 }
 

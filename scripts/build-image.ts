@@ -17,7 +17,7 @@ Builds the container image of imprimatur as an OCI image layout (no Docker neede
   -o, --output DIR     layout folder (default build/image); an existing layout gains the tag
   -t, --tag TAG        tag in the layout (default: the package version)
       --commit SHA     revision label and IMPRIMATUR_COMMIT (default: $IMPRIMATUR_COMMIT, else git HEAD)
-      --no-cache       compress every layer again instead of reusing the cached ones
+      --no-cache       compile and compress everything again instead of reusing the cached output
   -h, --help           show this help
 
 Push it: skopeo copy --preserve-digests oci:DIR:TAG docker://HOST/REPOSITORY:TAG

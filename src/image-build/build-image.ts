@@ -5,10 +5,12 @@
 //                 dynamic loader, /etc/passwd and /etc/group with the user nonroot (65532), /tmp, and the state
 //                 folder /var/lib/imprimatur owned by that user. No shell, no package manager.
 //   dependencies  /app/node_modules: the production dependencies only (production-dependencies.ts)
-//   app           /app/package.json, bin/, src/, policies/
+//   app           /app/package.json, bin/, src/, policies/, with src/ as JavaScript compiled from its TypeScript
+//                 (compiled-source.ts: Node.js's type stripping would cost the server memory) and no .ts files
 // The entrypoint runs node on bin/imprimatur.js directly, so `serve` is PID 1 and gets SIGTERM itself (it installs
 // its own handler, which is what makes PID 1 act on the signal). Every timestamp is the epoch and owners are
-// numeric, so the same inputs give the same digest; gzip output is cached by the layer's uncompressed digest.
+// numeric, so the same inputs give the same digest; gzip output is cached by the layer's uncompressed digest, and
+// the compiled JavaScript by its source (in the same cache folder).
 //
 // Pushed by push-layout.ts (`imprimatur install`), or with skopeo: skopeo copy --preserve-digests oci:LAYOUT:TAG docker://HOST/REPOSITORY:TAG
 import { execFileSync } from "node:child_process";
@@ -20,6 +22,7 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { fileURLToPath } from "node:url";
 import { createGzip } from "node:zlib";
+import { compiledSourceEntries, projectCompiler } from "./compiled-source.ts";
 import { ImageBuildError } from "./image-build-error.ts";
 import { lockedVersion, productionPackages, readLockfile } from "./production-dependencies.ts";
 import { ociArchitecture, readRuntimeFile, sharedLibraries } from "./runtime-files.ts";
@@ -53,7 +56,7 @@ export interface ImageBuildOptions {
   projectDir?: string;
   /** org.opencontainers.image.revision and IMPRIMATUR_COMMIT. Default: $IMPRIMATUR_COMMIT, else git HEAD. */
   commit?: string;
-  /** Folder caching compressed layers by uncompressed digest; false for none. Default: the imprimatur cache. */
+  /** Folder caching compressed layers by uncompressed digest, and the compiled JavaScript; false for none. Default: the imprimatur cache. */
   layerCache?: string | false;
   /** The Node.js binary. Default: the `node` package's, node_modules/node/bin/node. */
   nodeBinary?: string;
@@ -97,7 +100,7 @@ export async function buildImage(opts: ImageBuildOptions): Promise<BuiltImage> {
   const layerEntries: Array<{ name: string; entries: TarEntry[] }> = [
     { name: "runtime", entries: runtimeEntries(opts.nodeBinary ?? join(projectDir, "node_modules", "node", "bin", "node")) },
     { name: "dependencies", entries: dependencyEntries(projectDir) },
-    { name: "app", entries: appEntries(projectDir) },
+    { name: "app", entries: appEntries(projectDir, cacheDir) },
   ];
   const layers: LayerInfo[] = [];
   const layerBlobs: Buffer[] = [];
@@ -193,9 +196,13 @@ function dependencyEntries(projectDir: string): TarEntry[] {
   return withParents(entries);
 }
 
-function appEntries(projectDir: string): TarEntry[] {
+function appEntries(projectDir: string, cacheDir: string | undefined): TarEntry[] {
+  const compiler = projectCompiler(projectDir, cacheDir === undefined ? undefined : join(cacheDir, "compiled-source"));
   const entries: TarEntry[] = [];
-  for (const path of APP_PATHS) entries.push(...treeEntries(join(projectDir, path), `app/${path}`, { skipTopLevel: [] }));
+  for (const path of APP_PATHS) {
+    const tree = treeEntries(join(projectDir, path), `app/${path}`, { skipTopLevel: [] });
+    entries.push(...(path === "src" ? compiledSourceEntries(tree, compiler) : tree));
+  }
   return withParents(entries);
 }
 

@@ -8,7 +8,7 @@ export type ImageBuildErrorCode =
   | "node-modules"
   /** The Node.js runtime or a library it loads cannot be found or read. */
   | "runtime"
-  /** A file of the app cannot go into the image (a symlink leaving its package, an unreadable file). */
+  /** A file of the app cannot go into the image (a symlink leaving its package, an unreadable file, TypeScript that does not parse). */
   | "input"
   /** The output folder holds something that is not an OCI image layout. */
   | "layout";

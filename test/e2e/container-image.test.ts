@@ -1,8 +1,9 @@
 // `npm run image` (scripts/build-image.ts) end to end: the same inputs give the same digest; the image pushed to a
 // real docker-registry with skopeo and pulled back holds a minimal root filesystem (no shell, production
-// dependencies only, the state folder owned by 65532) whose node runs `imprimatur version`; and `serve` from it
-// runs the way a container runtime starts it: PID 1 of its own PID namespace, user 65532, a read-only root with
-// only the state folder and /tmp writable, no shell anywhere, and on SIGTERM it drains (/readyz 503) and exits 0.
+// dependencies only, the state folder owned by 65532, src as JavaScript compiled from the TypeScript and no .ts)
+// whose node runs `imprimatur version`; and `serve` from it runs the way a container runtime starts it: PID 1 of
+// its own PID namespace, user 65532, a read-only root with only the state folder and /tmp writable, no shell
+// anywhere, and on SIGTERM it drains (/readyz 503) and exits 0; with --workers 2 its workers start too.
 //
 // The project is snapshotted first (node_modules linked), so files edited meanwhile cannot change the inputs
 // between the builds compared.
@@ -111,9 +112,28 @@ test("pushed with skopeo and pulled back: the same digest, a root filesystem wit
   for (const absent of ["bin/sh", "usr/bin", "bin", "sbin", "app/node_modules/node", "app/node_modules/typescript", "app/node_modules/eslint", "app/test"]) {
     assert.equal(existsSync(join(rootfs, absent)), false, `${absent} is not in the image`);
   }
-  for (const present of ["app/node_modules/pino/package.json", "app/src/cli/main.ts", "app/policies/default", "etc/passwd", "tmp"]) {
+  for (const present of [
+    "app/node_modules/pino/package.json",
+    "app/src/cli/main.js",
+    "app/src/kube/pod-fields.generated.json",
+    "app/package.json",
+    "app/policies/default",
+    "etc/passwd",
+    "tmp",
+  ]) {
     assert.ok(existsSync(join(rootfs, present)), `${present} is in the image`);
   }
+  // src holds JavaScript compiled from the TypeScript, laid out as the checkout's, and no TypeScript at all.
+  const source = readdirSync(join(rootfs, "app/src"), { recursive: true, encoding: "utf8" });
+  assert.deepEqual(
+    source.filter((name) => /\.(?:[cm]?ts|tsx|map)$/.test(name)),
+    [],
+  );
+  const typescript = readdirSync(join(snapshot, "src"), { recursive: true, encoding: "utf8" }).filter((name) => name.endsWith(".ts"));
+  assert.deepEqual(
+    typescript.map((name) => name.replace(/\.ts$/, ".js")).filter((name) => !source.includes(name)),
+    [],
+  );
   const state = statSync(join(rootfs, STATE_DIR));
   assert.deepEqual([state.uid, state.gid], [NONROOT_UID, NONROOT_UID]);
   assert.match(readFileSync(join(rootfs, "etc/passwd"), "utf8"), new RegExp(`^nonroot:x:${NONROOT_UID}:${NONROOT_UID}:`, "m"));
@@ -140,8 +160,50 @@ test("pushed with skopeo and pulled back: the same digest, a root filesystem wit
 });
 
 test("serve from the image as PID 1, user 65532, read-only root: ready, then SIGTERM drains and it exits 0", async () => {
-  assert.ok(rootfs, "the previous test unpacked the image");
-  const state = join(dir, "state");
+  await serveFromImage("state", [], async ({ pid, probe }) => {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    assert.match(status, /^NSpid:\s+\d+\s+1$/m, "PID 1 in its namespace");
+    assert.match(status, new RegExp(`^Uid:\\s+${NONROOT_UID}\\s+${NONROOT_UID}\\s+${NONROOT_UID}\\s+${NONROOT_UID}$`, "m"));
+    assert.equal(readlinkSync(`/proc/${pid}/root`), rootfs);
+    assert.equal(readlinkSync(`/proc/${pid}/exe`), join(rootfs, NODE_PATH));
+
+    // A PID 1 without its own handler would not even notice SIGTERM; serve drains: not ready, still answering.
+    process.kill(pid, "SIGTERM");
+    let draining = false;
+    for (let i = 0; i < 20 && !draining; i++) {
+      draining = (await probe()) === 503;
+      if (!draining) await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok(draining, "/readyz answered 503 during the drain");
+  });
+});
+
+test("serve --workers 2 from the image: the workers, started by node:cluster from the same entry point, run the compiled JavaScript", async () => {
+  await serveFromImage("state-workers", ["--workers", "2"], async ({ pid }) => {
+    // Ready means every worker serves; each is a child of the primary, the image's node in the image's root.
+    const workers = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).map(Number);
+    assert.equal(workers.length, 2, `two workers: ${workers.join(" ")}`);
+    for (const worker of workers) {
+      assert.equal(readlinkSync(`/proc/${worker}/exe`), join(rootfs, NODE_PATH));
+      assert.equal(readlinkSync(`/proc/${worker}/root`), rootfs);
+      assert.equal(readFileSync(`/proc/${worker}/cmdline`, "utf8").split("\0")[1], "/app/bin/imprimatur.js");
+    }
+    process.kill(pid, "SIGTERM");
+  });
+});
+
+/**
+ * Runs `serve` from the unpacked image as a container runtime starts it (PID 1 of its own PID namespace, the config's
+ * user and environment, a read-only root with only the state folder and /tmp writable), waits until /readyz
+ * answers 200, hands the server's PID to `during`, which sends SIGTERM, then expects exit 0 after a drain.
+ */
+async function serveFromImage(
+  stateName: string,
+  extraArgs: string[],
+  during: (server: { pid: number; probe: () => Promise<number> }) => Promise<void>,
+): Promise<void> {
+  assert.ok(rootfs, "an earlier test unpacked the image");
+  const state = join(dir, stateName);
   mkdirSync(state, { mode: 0o700 });
   chownSync(state, NONROOT_UID, NONROOT_UID);
   const port = await freePort();
@@ -156,7 +218,7 @@ test("serve from the image as PID 1, user 65532, read-only root: ready, then SIG
     `mount -t tmpfs -o mode=1777,size=16m tmpfs "$ROOTFS/tmp"`,
     `exec env -i ${(config.Env as string[]).map((e) => `'${e}'`).join(" ")} "$(command -v chroot)" --userspec=${config.User} "$ROOTFS" "$@"`,
   ].join("\n");
-  const args = [...config.Entrypoint, "serve", "--host", "127.0.0.1", "--port", String(port), "--state-dir", STATE_DIR, "--drain", "2s"];
+  const args = [...config.Entrypoint, "serve", "--host", "127.0.0.1", "--port", String(port), "--state-dir", STATE_DIR, "--drain", "2s", ...extraArgs];
   const child = spawn("unshare", ["--pid", "--fork", "--mount", "--propagation", "private", "sh", "-c", script, "sh", ...args], {
     env: { ...process.env, ROOTFS: rootfs, STATE: state },
     stdio: ["ignore", "pipe", "pipe"],
@@ -167,6 +229,7 @@ test("serve from the image as PID 1, user 65532, read-only root: ready, then SIG
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   try {
     let ca = "";
+    const probe = async () => (await getText(`https://127.0.0.1:${port}/readyz`, ca).catch(() => ({ status: 0 }))).status;
     const deadline = Date.now() + 60_000;
     for (;;) {
       assert.equal(child.exitCode, null, `serve exited early:\n${output}`);
@@ -180,32 +243,22 @@ test("serve from the image as PID 1, user 65532, read-only root: ready, then SIG
       await new Promise((r) => setTimeout(r, 200));
     }
 
-    // unshare's one child is the namespace's PID 1: node itself, exec'd through env and chroot, running as 65532.
+    // unshare's one child is the namespace's PID 1: node itself, exec'd through env and chroot.
     const [pid] = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, "utf8").trim().split(/\s+/).map(Number);
-    const status = readFileSync(`/proc/${pid}/status`, "utf8");
-    assert.match(status, /^NSpid:\s+\d+\s+1$/m, "PID 1 in its namespace");
-    assert.match(status, new RegExp(`^Uid:\\s+${NONROOT_UID}\\s+${NONROOT_UID}\\s+${NONROOT_UID}\\s+${NONROOT_UID}$`, "m"));
-    assert.equal(readlinkSync(`/proc/${pid}/root`), rootfs);
-    assert.equal(readlinkSync(`/proc/${pid}/exe`), join(rootfs, NODE_PATH));
-
-    // A PID 1 without its own handler would not even notice SIGTERM; serve drains: not ready, still answering.
-    process.kill(pid!, "SIGTERM");
-    let draining = false;
-    for (let i = 0; i < 20 && !draining; i++) {
-      draining = (await getText(`https://127.0.0.1:${port}/readyz`, ca).catch(() => ({ status: 0 }))).status === 503;
-      if (!draining) await new Promise((r) => setTimeout(r, 50));
-    }
-    assert.ok(draining, `/readyz answered 503 during the drain:\n${output}`);
+    await during({ pid: pid!, probe });
     // Bounded: a PID 1 that ignored the signal would never exit.
     const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r("still running 30 s after SIGTERM"), 30_000).unref())]);
     assert.equal(code, 0, output);
     assert.match(output, /"signal":"SIGTERM".*shutting down|shutting down.*"signal":"SIGTERM"/);
     assert.ok(readdirSync(state).length > 0, "the state folder was written");
+  } catch (e) {
+    if (e instanceof assert.AssertionError && !e.message.includes(output)) e.message += `\n${output}`;
+    throw e;
   } finally {
     if (child.exitCode === null) child.kill("SIGKILL");
     await exited;
   }
-});
+}
 
 /** The image's dynamic loader and the folders holding its libraries (those ldd listed at build time). */
 function imageLoader(root: string): { loader: string; libraryPath: string } {

@@ -59,6 +59,9 @@ const USAGE = `Usage: node bench/admission-throughput.ts [options]
   --baseline-serve-arg=ARG
                       make the baseline a second imprimatur serve with these arguments (repeatable) instead of
                       the echo server: what one policy costs against another, in the same interleaved rounds
+  --baseline-node-arg=FLAG
+                      a Node.js flag for that second imprimatur serve (repeatable): one young generation against
+                      another, --node-arg=--max-semi-space-size=16 --baseline-node-arg=--max-semi-space-size=32
   --baseline-after-turn
                       the echo server answers after the event loop's turn has read every request of the turn, as
                       imprimatur serve does (src/server/turn-batch.ts): the floor of that technique
@@ -79,6 +82,7 @@ interface Options {
   nodeArgs: string[];
   /** The baseline is a second imprimatur serve with these arguments; undefined: the echo server. */
   baselineServeArgs: string[] | undefined;
+  baselineNodeArgs: string[];
   /** The echo server answers after the turn's reads, as imprimatur does. */
   baselineAfterTurn: boolean;
 }
@@ -100,6 +104,7 @@ function parseOptions(argv: string[]): Options {
       "serve-arg": { type: "string", multiple: true, default: [] },
       "node-arg": { type: "string", multiple: true, default: [] },
       "baseline-serve-arg": { type: "string", multiple: true },
+      "baseline-node-arg": { type: "string", multiple: true, default: [] },
       "baseline-after-turn": { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
@@ -109,6 +114,8 @@ function parseOptions(argv: string[]): Options {
     process.stdout.write(USAGE);
     process.exit(0);
   }
+  if (values["baseline-node-arg"].length > 0 && values["baseline-serve-arg"] === undefined)
+    throw new Error("--baseline-node-arg needs --baseline-serve-arg (the echo server is not imprimatur)");
   if (values.pin !== "on" && values.pin !== "off") throw new Error(`--pin must be on or off, got ${values.pin}`);
   return {
     concurrency: numberOption("concurrency", values.concurrency, 1, 1024),
@@ -123,6 +130,7 @@ function parseOptions(argv: string[]): Options {
     serveArgs: values["serve-arg"],
     nodeArgs: values["node-arg"],
     baselineServeArgs: values["baseline-serve-arg"],
+    baselineNodeArgs: values["baseline-node-arg"],
     baselineAfterTurn: values["baseline-after-turn"],
   };
 }
@@ -531,7 +539,10 @@ async function main(): Promise<number> {
     // The baseline serves the certificate imprimatur generated, so both handshakes cost the same.
     say(opts, "Starting the baseline server ...");
     baseline = opts.baselineServeArgs
-      ? await startServer("baseline", imprimaturServeArgs(stateDir, opts.baselineServeArgs), caFile, logFd, cpuProfFlags("baseline", opts))
+      ? await startServer("baseline", imprimaturServeArgs(stateDir, opts.baselineServeArgs), caFile, logFd, [
+          ...opts.baselineNodeArgs,
+          ...cpuProfFlags("baseline", opts),
+        ])
       : await startServer(
           "baseline",
           baselineServerArgs(stateDir, opts.baselineAfterTurn ? ["--after-turn"] : []),
@@ -597,7 +608,7 @@ async function main(): Promise<number> {
       generatorSaturated,
       imprimaturServer: `${["node", ...opts.nodeArgs].join(" ")} bin/imprimatur.js serve ${opts.serveArgs.join(" ")}`.trim(),
       baselineServer: opts.baselineServeArgs
-        ? `imprimatur serve ${opts.baselineServeArgs.join(" ")}`
+        ? `${["node", ...opts.baselineNodeArgs].join(" ")} bin/imprimatur.js serve ${opts.baselineServeArgs.join(" ")}`.trim()
         : opts.baselineAfterTurn
           ? "echo answering after the turn's reads (bench/baseline-server.ts --after-turn)"
           : "echo (bench/baseline-server.ts)",

@@ -10,8 +10,9 @@
 //               nothing with them, in this process
 //   full scan   serve started with --background-scan: from its start until it logs that every pod was judged;
 //               apiserver requests during it (apiserver_request_total, by verb), serve's RSS after it and its peak,
-//               and its V8 heap (used, held, the young generation) as its /metrics says; serve runs with the Node.js
-//               flags the installed Deployment gives it (its NODE_OPTIONS)
+//               and its V8 heap (used, held, the young generation) as its /metrics says; serve runs as installed:
+//               from the image's app files (src/ compiled to JavaScript, bench/support/installed-app.ts), with the
+//               Node.js flags the installed Deployment gives it (its NODE_OPTIONS)
 //   changes     100 label changes per second for 10 s on failing pods: how long after the last change every one
 //               was judged, and the requests the scan sent for them (a report whose results did not change is not
 //               rewritten)
@@ -20,7 +21,7 @@
 // serve runs on CPU 0 and this process (the lister, the patcher) on CPU 1 (taskset), so the baseline is not
 // flattered; etcd and the apiserver share the machine with both.
 //
-//   node bench/background-scan.ts [--pods 5000] [--json]
+//   node bench/background-scan.ts [--pods 5000] [--from image|checkout] [--node-arg=FLAG …] [--json]
 //
 // Exit 0 when every phase completed, 1 when one did not (or the run overran its budget), 2 on a usage error.
 import { execFileSync, spawnSync } from "node:child_process";
@@ -30,6 +31,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { startKubeCluster, type KubeCluster } from "../test/support/kube-cluster.ts";
 import { loadKubeClient } from "../src/kube/kube-connection.ts";
+import { installedApp, type InstalledApp } from "./support/installed-app.ts";
 import { renderTable } from "./support/report.ts";
 import { guardRun } from "./support/run-guard.ts";
 import { createServeState } from "./support/serve-state.ts";
@@ -44,9 +46,13 @@ const CHECK_PODS = 1000;
 
 const USAGE = `Usage: node bench/background-scan.ts [options]
 
-  --pods N     pods created as objects (default 5000, at most 50000)
-  --json       print only the JSON report
-  -h, --help   show this help
+  --pods N          pods created as objects (default 5000, at most 50000)
+  --from WHERE      image: serve runs from the image's files, src/ compiled to JavaScript (default, as installed);
+                    checkout: from the TypeScript of this checkout, types stripped at start
+  --node-arg=FLAG   a Node.js flag for serve after the Deployment's NODE_OPTIONS (repeatable):
+                    --node-arg=--max-semi-space-size=16
+  --json            print only the JSON report
+  -h, --help        show this help
 `;
 
 const POLICY = `apiVersion: imprimatur.dev/v1alpha1
@@ -158,7 +164,15 @@ function pinSelf(cpu: number): void {
 async function main(): Promise<number> {
   let values;
   try {
-    ({ values } = parseArgs({ options: { pods: { type: "string", default: "5000" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } } }));
+    ({ values } = parseArgs({
+      options: {
+        pods: { type: "string", default: "5000" },
+        from: { type: "string", default: "image" },
+        "node-arg": { type: "string", multiple: true, default: [] },
+        json: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    }));
   } catch (e) {
     process.stderr.write(`${(e as Error).message}\n\n${USAGE}`);
     return 2;
@@ -172,14 +186,23 @@ async function main(): Promise<number> {
     process.stderr.write(`--pods must be a whole number from 100 to 50000, got ${values.pods}\n\n${USAGE}`);
     return 2;
   }
+  if (values.from !== "image" && values.from !== "checkout") {
+    process.stderr.write(`--from must be image or checkout, got ${values.from}\n\n${USAGE}`);
+    return 2;
+  }
   const say = (s: string) => void (values.json ? undefined : process.stderr.write(`${s}\n`));
   pinSelf(1);
 
   const state = await createServeState("imprimatur-bench-scan-", "serve.log");
   let cluster: KubeCluster | undefined;
   let server: ServerProcess | undefined;
-  const unguard = guardRun("background-scan", 45 * 60_000, (signal) => signalServers([server], signal));
+  let installed: InstalledApp | undefined;
+  const unguard = guardRun("background-scan", 45 * 60_000, (signal) => {
+    signalServers([server], signal);
+    installed?.remove();
+  });
   try {
+    if (values.from === "image") installed = installedApp();
     cluster = await startKubeCluster();
     await kubectlOk(cluster, ["apply", "-k", join(ROOT, "deploy/crds/reports")]);
     await kubectlOk(cluster, ["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"]);
@@ -217,23 +240,27 @@ async function main(): Promise<number> {
     const started = performance.now();
     server = await startServer(
       "imprimatur",
-      imprimaturServeArgs(state.stateDir, [
-        "--policies",
-        policyFile,
-        "--kubeconfig",
-        cluster.kubeconfig,
-        "--background-scan",
-        "--scan-rate",
-        "10000",
-        "--scan-lease",
-        "default/imprimatur-scan",
-        "--drain",
-        "0",
-      ]),
+      imprimaturServeArgs(
+        state.stateDir,
+        [
+          "--policies",
+          policyFile,
+          "--kubeconfig",
+          cluster.kubeconfig,
+          "--background-scan",
+          "--scan-rate",
+          "10000",
+          "--scan-lease",
+          "default/imprimatur-scan",
+          "--drain",
+          "0",
+        ],
+        installed?.entry,
+      ),
       state.caFile,
       state.logFd,
       // As installed: the memory measured is the installed server's.
-      deployedNodeFlags(),
+      [...deployedNodeFlags(), ...values["node-arg"]],
     );
     execFileSync("taskset", ["-cp", "0", String(server.child.pid)], { stdio: "ignore" });
     await until("the first full scan", () => fullScans(state.logFile).some((s) => s.pods === pods), 30 * 60_000);
@@ -301,6 +328,8 @@ async function main(): Promise<number> {
 
     const report = {
       pods,
+      servedFrom: values.from,
+      nodeFlags: [...deployedNodeFlags(), ...values["node-arg"]],
       images: IMAGES,
       baseline: { listMs },
       fullScan: {
@@ -327,6 +356,7 @@ async function main(): Promise<number> {
       process.stdout.write(
         `${renderTable([
           ["phase", "result"],
+          ["serve", `from the ${values.from === "image" ? "image's compiled JavaScript" : "checkout's TypeScript"}, node ${report.nodeFlags.join(" ")}`],
           ["baseline: paged list of every pod", `${listMs.toFixed(0)} ms`],
           [
             `full scan of ${pods} pods (${IMAGES} images)`,
@@ -352,6 +382,7 @@ async function main(): Promise<number> {
   } finally {
     unguard();
     await stopServer(server);
+    installed?.remove();
     state.closeLog();
     await cluster?.stop();
   }

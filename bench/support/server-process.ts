@@ -22,9 +22,12 @@ export interface ServerProcess {
   stderr(): string;
 }
 
-/** `imprimatur serve` on 127.0.0.1, its CA, certificate and webhook configuration in `stateDir`. */
-export function imprimaturServeArgs(stateDir: string, extra: string[] = []): (port: number) => string[] {
-  return (port) => ["bin/imprimatur.js", "serve", "--host", "127.0.0.1", "--port", String(port), "--state-dir", stateDir, ...extra];
+/**
+ * `imprimatur serve` on 127.0.0.1, its CA, certificate and webhook configuration in `stateDir`; `entry` is the
+ * command's bin/imprimatur.js (default: the checkout's; installed-app.ts gives the image's).
+ */
+export function imprimaturServeArgs(stateDir: string, extra: string[] = [], entry = "bin/imprimatur.js"): (port: number) => string[] {
+  return (port) => [entry, "serve", "--host", "127.0.0.1", "--port", String(port), "--state-dir", stateDir, ...extra];
 }
 
 /**

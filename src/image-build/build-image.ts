@@ -85,6 +85,11 @@ export interface BuiltImage {
   architecture: string;
 }
 
+/** Where compressed layers and compiled JavaScript are kept between builds: $IMPRIMATUR_CACHE or ~/.cache/imprimatur. */
+export function defaultLayerCache(): string {
+  return join(process.env.IMPRIMATUR_CACHE || join(homedir(), ".cache", "imprimatur"), "image-layers");
+}
+
 /** Builds the image and writes it into the layout; see ImageBuildOptions. */
 export async function buildImage(opts: ImageBuildOptions): Promise<BuiltImage> {
   const projectDir = resolve(opts.projectDir ?? PROJECT_DIR);
@@ -94,8 +99,7 @@ export async function buildImage(opts: ImageBuildOptions): Promise<BuiltImage> {
   const tag = opts.tag ?? version;
   const revision = opts.commit ?? (process.env.IMPRIMATUR_COMMIT?.trim() || gitRevision(projectDir));
   const architecture = ociArchitecture();
-  const cacheDir =
-    opts.layerCache === false ? undefined : (opts.layerCache ?? join(process.env.IMPRIMATUR_CACHE || join(homedir(), ".cache", "imprimatur"), "image-layers"));
+  const cacheDir = opts.layerCache === false ? undefined : (opts.layerCache ?? defaultLayerCache());
 
   const layerEntries: Array<{ name: string; entries: TarEntry[] }> = [
     { name: "runtime", entries: runtimeEntries(opts.nodeBinary ?? join(projectDir, "node_modules", "node", "bin", "node")) },
@@ -196,7 +200,8 @@ function dependencyEntries(projectDir: string): TarEntry[] {
   return withParents(entries);
 }
 
-function appEntries(projectDir: string, cacheDir: string | undefined): TarEntry[] {
+/** The app layer's entries (app/package.json, app/bin, app/src compiled, app/policies); the benchmarks run serve from them. */
+export function appEntries(projectDir: string, cacheDir: string | undefined): TarEntry[] {
   const compiler = projectCompiler(projectDir, cacheDir === undefined ? undefined : join(cacheDir, "compiled-source"));
   const entries: TarEntry[] = [];
   for (const path of APP_PATHS) {

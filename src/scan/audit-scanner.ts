@@ -253,7 +253,8 @@ export class AuditScanner {
           uid = queued;
           break;
         }
-      if (uid === undefined || inFlight.size >= MAX_JUDGMENTS_IN_FLIGHT) {
+      // Judging waits for the report writes when too many are waiting (MAX_REPORT_WRITES_WAITING).
+      if (uid === undefined || inFlight.size >= MAX_JUDGMENTS_IN_FLIGHT || this.writes.size >= MAX_REPORT_WRITES_WAITING) {
         if (inFlight.size > 0) {
           await Promise.race([...inFlight.values(), new Promise<void>((resolve) => (this.wake = resolve))]);
           this.wake = undefined;
@@ -376,7 +377,14 @@ function podNamed(pod: PodObject): PodName {
 }
 
 /** Pods judged at once: enough to overlap registry lookups, few enough to spare them (report writes go apart). */
-const MAX_JUDGMENTS_IN_FLIGHT = 4;
+export const MAX_JUDGMENTS_IN_FLIGHT = 4;
+/**
+ * Pods judged whose reports wait to be written, at most; past it the judging waits for a write to end. Judging
+ * outruns the writes (the apiserver takes about 250 reports a second), and each waiting write holds its pod's
+ * results: unbounded, a full scan held every failing pod's (13 MiB more at 5,000 pods, bench/background-scan.md)
+ * and a slow apiserver let the queue grow with the cluster. Four times the writer's requests in flight keeps it busy.
+ */
+export const MAX_REPORT_WRITES_WAITING = 16;
 
 function uidOf(pod: PodObject): string {
   const uid = pod.metadata?.uid;

@@ -18,7 +18,13 @@ import { startImprimatur, type ImprimaturProcess } from "../support/imprimatur-p
 import { getText } from "../support/https-client.ts";
 import { imprimatur } from "../support/cli-process.ts";
 import { teardown } from "../support/teardown.ts";
+import { pino } from "pino";
+import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
+import { buildEngine } from "../../src/engine/engine-builder.ts";
 import { loadKubeClient } from "../../src/kube/kube-connection.ts";
+import type { PolicyReportSink } from "../../src/kube/policy-report-writer.ts";
+import { parsePolicyText } from "../../src/policy/load-policies.ts";
+import { AuditScanner, MAX_JUDGMENTS_IN_FLIGHT, MAX_REPORT_WRITES_WAITING } from "../../src/scan/audit-scanner.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const NS = "scan-e2e";
@@ -274,4 +280,66 @@ test("a leader change: the other replica takes the scan over and writes no repor
   assert.deepEqual([...after.keys()].sort(), [...before.keys()].sort(), "the same reports, one per pod");
   for (const [name, report] of after)
     assert.equal(report.metadata.resourceVersion, before.get(name)!.metadata.resourceVersion, `report ${name} was not rewritten: nothing changed`);
+});
+
+test("judging waits for the report writes: a held writer holds the scan at its bound, and every pod is reported once it lets go", async () => {
+  // The scanner itself, on the pods of its own namespace in this apiserver, with a report writer the test holds
+  // (the real writer's requests are the tests above): what is bounded is the scanner's queue, not the API.
+  const ns = "scan-backpressure";
+  const pods = MAX_REPORT_WRITES_WAITING * 3;
+  assert.equal((await cluster.kubectl(["create", "namespace", ns])).code, 0);
+  const items = Array.from({ length: pods }, (_, i) => ({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: `held-${i}`, namespace: ns },
+    spec: { containers: [{ name: "app", image: "docker.io/library/nginx:1.25" }] },
+  }));
+  const created = await cluster.kubectl(["create", "-f", "-"], { input: JSON.stringify({ apiVersion: "v1", kind: "List", items }) });
+  assert.equal(created.code, 0, created.stderr);
+
+  const parsed = parsePolicyText(POLICY(""), "policies.yaml");
+  assert.deepEqual(parsed.errors, []);
+  const engine = await buildEngine({ config: structuredClone(DEFAULT_SERVER_CONFIG), policies: parsed.policies, offline: true });
+  let judged = 0;
+  let held: Array<() => void> | undefined = [];
+  const written = new Map<string, number>();
+  const reports: PolicyReportSink = {
+    async write(scan) {
+      if (held) await new Promise<void>((resolve) => held!.push(resolve));
+      written.set(scan.resource.name, (written.get(scan.resource.name) ?? 0) + 1);
+      return [];
+    },
+    clear: async () => [],
+    refreshIndex: async () => {},
+  };
+  const scanner = new AuditScanner({
+    engine,
+    kube: loadKubeClient(cluster.kubeconfig),
+    logger: pino({ level: "silent" }),
+    reports,
+    namespace: ns,
+    podsPerSecond: 10_000,
+    recorder: { podScanned: () => void judged++, fullScan() {}, watchRestarted() {}, reportWriteFailed() {}, reportSquatted() {} },
+  });
+  try {
+    scanner.start();
+    await until("the writer holding as many writes as the scanner lets wait", async () => held!.length >= MAX_REPORT_WRITES_WAITING);
+    await sleep(500);
+    // Judgments already under way when the bound was reached may each add one more.
+    assert.ok(held!.length <= MAX_REPORT_WRITES_WAITING + MAX_JUDGMENTS_IN_FLIGHT, `${held!.length} writes waiting`);
+    assert.ok(judged <= MAX_REPORT_WRITES_WAITING + MAX_JUDGMENTS_IN_FLIGHT, `${judged} of ${pods} pods judged while the writes waited`);
+    const waiting = held!;
+    held = undefined;
+    for (const release of waiting) release();
+    await until("every pod judged and reported", async () => written.size === pods && scanner.pending === 0);
+    assert.equal(judged, pods);
+    assert.deepEqual([...new Set(written.values())], [1], "each pod's report written once");
+  } finally {
+    // A scanner closes once its writes end: let go of any still held.
+    const waiting = held ?? [];
+    held = undefined;
+    for (const release of waiting) release();
+    await scanner.close();
+    await engine.close();
+  }
 });

@@ -1,5 +1,6 @@
-// @bufbuild/cel, loaded when the first expression is compiled rather than when a process starts: with the
-// protobuf runtime it brings, it holds about 16 MiB of a process's memory, and most policy sets have no CEL.
+// @bufbuild/cel, loaded when the first expression is compiled rather than when a process starts: most policy sets
+// have no CEL, and with the protobuf runtime it brings it is 16 MiB of a bare Node.js process (2 to 3 MiB of a
+// server's, which shares much of that with its other libraries) and about 70 ms of its start.
 // Node.js 24 loads an ES module with require() synchronously, so compiling stays synchronous; the ES module files
 // are required by path, so this is the same module instance an `import` of the package gets (not its CommonJS copy).
 import { createRequire } from "node:module";

@@ -25,7 +25,7 @@
 //
 // Exit 0 when every phase completed, 1 when one did not (or the run overran its budget), 2 on a usage error.
 import { execFileSync, spawnSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -197,6 +197,7 @@ async function main(): Promise<number> {
   let cluster: KubeCluster | undefined;
   let server: ServerProcess | undefined;
   let installed: InstalledApp | undefined;
+  let completed = false;
   const unguard = guardRun("background-scan", 45 * 60_000, (signal) => {
     signalServers([server], signal);
     installed?.remove();
@@ -375,6 +376,7 @@ async function main(): Promise<number> {
         ])}\n`,
       );
     }
+    completed = true;
     return 0;
   } catch (e) {
     process.stderr.write(`background-scan: ${(e as Error).stack ?? e}\n`);
@@ -385,6 +387,9 @@ async function main(): Promise<number> {
     installed?.remove();
     state.closeLog();
     await cluster?.stop();
+    // serve's state and log: kept when the run failed, to read what went wrong.
+    if (completed) rmSync(state.stateDir, { recursive: true, force: true });
+    else process.stderr.write(`background-scan: serve's state and log kept in ${state.stateDir}\n`);
   }
 }
 

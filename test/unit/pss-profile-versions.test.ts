@@ -14,11 +14,11 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { before, describe, it } from "node:test";
+import { after, before, describe, it } from "node:test";
 import { Ajv } from "ajv";
 import { parse } from "yaml";
 import { decidePodRestrictions } from "../../src/core/pod-restriction/pod-restriction-decision.ts";
@@ -372,6 +372,14 @@ before(async () => {
   for (const level of LEVELS) for (const minor of MINORS) bound.set(`${level}@v1.${minor}`, new PodRestrictionIndex([policyAt(level, minor)]));
 });
 
+// The folders the tests write profiles and pods to, removed when the file's tests are done.
+const temporaryDirs: string[] = [];
+async function temporaryDir(prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  temporaryDirs.push(dir);
+  return dir;
+}
+after(() => Promise.all(temporaryDirs.map((dir) => rm(dir, { recursive: true, force: true }))));
 describe("policy versions: names", () => {
   it("parses versions as Pod Security Admission's labels do", () => {
     const cases: Array<[string, number | "latest" | undefined]> = [
@@ -588,7 +596,7 @@ describe("policy versions: a broken version table is a load error naming it", ()
   ];
   for (const [name, table, message] of cases) {
     it(name, async () => {
-      const dir = await mkdtemp(join(tmpdir(), "imprimatur-profile-table-"));
+      const dir = await temporaryDir("imprimatur-profile-table-");
       await writeFile(join(dir, "mini.yaml"), profileWith(table));
       await assert.rejects(loadProfiles(dir), (e: Error) => {
         assert.match(e.message, /mini\.yaml.*metadata\.annotations\[imprimatur\.dev\/policy-versions\]/);
@@ -599,7 +607,7 @@ describe("policy versions: a broken version table is a load error naming it", ()
   }
 
   it("a valid table loads, and a check first listed after v1.0 is absent before it", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "imprimatur-profile-table-"));
+    const dir = await temporaryDir("imprimatur-profile-table-");
     await writeFile(join(dir, "mini.yaml"), profileWith("privileged:\n  - from: v1.3\n    description: early\n  - from: v1.7"));
     const mini = (await loadProfiles(dir)).get("mini")!;
     const checksAt = (minor: number) => (profileDocumentAt(mini, minor) as { spec: { checks: Array<{ description?: string }> } }).spec.checks;
@@ -618,7 +626,7 @@ describe("policy versions: check --profile", () => {
   };
 
   it("judges with the profile at the named version, and refuses an invalid version with exit 2", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "imprimatur-profile-versions-"));
+    const dir = await temporaryDir("imprimatur-profile-versions-");
     const file = join(dir, "root.yaml");
     const pod = basePod(false);
     sc(pod).runAsUser = 0;

@@ -15,13 +15,14 @@
 // Pushed by push-layout.ts (`imprimatur install`), or with skopeo: skopeo copy --preserve-digests oci:LAYOUT:TAG docker://HOST/REPOSITORY:TAG
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, posix, relative, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { fileURLToPath } from "node:url";
 import { createGzip } from "node:zlib";
+import { keepCached, readCached } from "./build-cache.ts";
 import { compiledSourceEntries, projectCompiler } from "./compiled-source.ts";
 import { ImageBuildError } from "./image-build-error.ts";
 import { lockedVersion, productionPackages, readLockfile } from "./production-dependencies.ts";
@@ -268,20 +269,14 @@ async function compressLayer(name: string, entries: TarEntry[], cacheDir: string
   const diffId = `sha256:${hash.digest("hex")}`;
   // The compressed bytes depend on the tar and on zlib; both are in the cache key.
   const cached = cacheDir === undefined ? undefined : join(cacheDir, `${diffId.slice(7)}.zlib-${process.versions.zlib}-${GZIP_LEVEL}.gz`);
-  let bytes: Buffer | undefined;
-  if (cached !== undefined && existsSync(cached)) bytes = readFileSync(cached);
+  let bytes = cached === undefined ? undefined : readCached(cached);
   if (bytes === undefined) {
     const out: Buffer[] = [];
     await pipeline(Readable.from(chunks), createGzip({ level: GZIP_LEVEL }), async (source: AsyncIterable<Buffer>) => {
       for await (const chunk of source) out.push(chunk);
     });
     bytes = Buffer.concat(out);
-    if (cached !== undefined) {
-      mkdirSync(dirname(cached), { recursive: true });
-      const partial = `${cached}.${process.pid}.partial`;
-      writeFileSync(partial, bytes);
-      renameSync(partial, cached);
-    }
+    if (cached !== undefined) keepCached(cached, bytes);
   }
   return { info: { name, digest: sha256(bytes), diffId, size: bytes.length, entries: entries.length }, bytes };
 }

@@ -17,18 +17,17 @@
 // cached by that (a digest of the TypeScript version, the options, the file's path and its text), one file each,
 // so a build after a small change compiles that file only.
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import type TypeScript from "typescript";
+import { keepCached, readCached } from "./build-cache.ts";
 import { ImageBuildError } from "./image-build-error.ts";
 import { lockedVersion, readLockfile } from "./production-dependencies.ts";
 import type { TarEntry } from "./reproducible-tar.ts";
 
 /** Compiles one TypeScript file (its text, its path for messages) to JavaScript. */
 export interface SourceCompiler {
-  /** The TypeScript version that compiles. */
-  readonly version: string;
   compile(text: string, path: string): string;
 }
 
@@ -69,19 +68,16 @@ export function projectCompiler(projectDir: string, cacheDir?: string): SourceCo
     }
     return output.outputText;
   };
-  if (cacheDir === undefined) return { version: ts.version, compile };
+  if (cacheDir === undefined) return { compile };
   const settings = JSON.stringify([ts.version, compilerOptions]);
   return {
-    version: ts.version,
     compile(text, path) {
       const key = createHash("sha256").update(settings).update("\0").update(path).update("\0").update(text).digest("hex");
       const cached = join(cacheDir, `${key}.js`);
-      if (existsSync(cached)) return readFileSync(cached, "utf8");
+      const kept = readCached(cached);
+      if (kept !== undefined) return kept.toString("utf8");
       const js = compile(text, path);
-      mkdirSync(cacheDir, { recursive: true });
-      const partial = `${cached}.${process.pid}.partial`;
-      writeFileSync(partial, js);
-      renameSync(partial, cached);
+      keepCached(cached, js);
       return js;
     },
   };

@@ -180,7 +180,7 @@ test("serve from the image as PID 1, user 65532, read-only root: ready, then SIG
 
 test("serve --workers 2 from the image: the workers, started by node:cluster from the same entry point, run the compiled JavaScript", async () => {
   await serveFromImage("state-workers", ["--workers", "2"], async ({ pid }) => {
-    // Ready means every worker serves; each is a child of the primary, the image's node in the image's root.
+    // The primary serves once every worker does; each is a child of the primary, the image's node in the image's root.
     const workers = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).map(Number);
     assert.equal(workers.length, 2, `two workers: ${workers.join(" ")}`);
     for (const worker of workers) {
@@ -195,7 +195,7 @@ test("serve --workers 2 from the image: the workers, started by node:cluster fro
 /**
  * Runs `serve` from the unpacked image as a container runtime starts it (PID 1 of its own PID namespace, the config's
  * user and environment, a read-only root with only the state folder and /tmp writable), waits until /readyz
- * answers 200, hands the server's PID to `during`, which sends SIGTERM, then expects exit 0 after a drain.
+ * answers 200 and PID 1 logs that it serves, hands the server's PID to `during`, which sends SIGTERM, then expects exit 0 after a drain.
  */
 async function serveFromImage(
   stateName: string,
@@ -235,7 +235,9 @@ async function serveFromImage(
       assert.equal(child.exitCode, null, `serve exited early:\n${output}`);
       try {
         ca ||= readFileSync(join(state, "ca.crt"), "utf8");
-        if ((await getText(`https://127.0.0.1:${port}/readyz`, ca)).status === 200) break;
+        // Ready, and PID 1 says it serves: under --workers the first worker to listen answers /readyz while the
+        // primary still waits for the others, and a SIGTERM then stops a start-up rather than draining a server.
+        if ((await getText(`https://127.0.0.1:${port}/readyz`, ca)).status === 200 && /"pid":1,[^\n]*"msg":"serving"/.test(output)) break;
       } catch {
         // not up yet
       }

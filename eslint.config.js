@@ -40,6 +40,22 @@ export default tseslint.config(
     },
   },
   {
+    // An ES module import of node:http makes Node.js 24 read every export of it, WebSocket among them, which loads
+    // its own copy of undici: 1.5 MiB of every server. The server takes the module with process.getBuiltinModule.
+    files: ["src/**/*.ts", "bin/**/*.js"],
+    rules: {
+      "@typescript-eslint/no-restricted-imports": [
+        "error",
+        {
+          paths: [
+            { name: "node:http", allowTypeImports: true, message: 'use process.getBuiltinModule("node:http"): an import loads Node.js\'s undici' },
+            { name: "http", allowTypeImports: true, message: 'use process.getBuiltinModule("node:http"): an import loads Node.js\'s undici' },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Tests poke at malformed input, which needs `any` now and then.
     files: ["test/**/*.ts", "bench/**/*.ts"],
     rules: { "@typescript-eslint/no-explicit-any": "off" },

@@ -17,6 +17,7 @@ import { DEFAULT_SERVER_CONFIG } from "../src/config/server-config.ts";
 import { subjectOfObject } from "../src/core/admission-subject.ts";
 import { Engine } from "../src/engine/engine.ts";
 import { buildEngine } from "../src/engine/engine-builder.ts";
+import type { DeferredImageVerifier } from "../src/verification/deferred-verifier.ts";
 import { parsePolicyText } from "../src/policy/load-policies.ts";
 import { renderTable } from "./support/report.ts";
 
@@ -98,7 +99,7 @@ async function engineFor(kind: "jmespath" | "cel" | "none"): Promise<Engine> {
   // A running server's first admission of the image verifies it and caches the result; here the verification
   // itself (registry, signatures) is replaced by its result, and the verifier's own code caches it, so the key
   // is the one every later admission looks up. Stubbed once: a second verification fails the run.
-  const verifier = engine.verifier as unknown as { run: () => Promise<unknown>; verifications: number; hits: number };
+  const verifier = (await (engine.verifier as DeferredImageVerifier).loaded()) as unknown as { run: () => Promise<unknown> };
   let runs = 0;
   verifier.run = async () => {
     if (++runs > 1) throw new Error("the verifier's cache missed: an admission verified again");
@@ -108,9 +109,9 @@ async function engineFor(kind: "jmespath" | "cel" | "none"): Promise<Engine> {
 }
 
 /** After the warm-up every engine has verified once and answers from its cache. */
-function assertCached(engines: Record<string, Engine>): void {
+async function assertCached(engines: Record<string, Engine>): Promise<void> {
   for (const [kind, engine] of Object.entries(engines)) {
-    const counts = engine.verifier as unknown as { verifications: number; hits: number };
+    const counts = await (engine.verifier as DeferredImageVerifier).loaded();
     if (counts.verifications !== 1 || counts.hits === 0)
       throw new Error(`${kind}: ${counts.verifications} verifications and ${counts.hits} cache hits after the warm-up; want 1 and more than 0`);
   }
@@ -150,7 +151,7 @@ async function main(): Promise<number> {
     if ((await engines[v.kind].review(v.keep ? kept : anew[i % TAGS]!, call)).decision?.allowed !== true) denied++;
   };
   for (const v of variants) for (let i = 0; i < 2000; i++) await admit(v, i); // warm-up
-  assertCached(engines);
+  await assertCached(engines);
   for (let r = 0; r < rounds; r++) {
     for (const v of r % 2 === 0 ? variants : [...variants].reverse()) {
       const t0 = performance.now();

@@ -1,6 +1,6 @@
 // `imprimatur node-proxy`: the node-side CRI image-service proxy (KEP-2535) the kubelet is pointed at with
 // --image-service-endpoint, in front of the container runtime's image service.
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
 import * as grpc from "@grpc/grpc-js";
 import {
   DEFAULT_VERIFICATION_POLICY,
@@ -31,6 +31,9 @@ import { join } from "node:path";
 import { registryAccess } from "./registry-access.ts";
 import { errorText, parseCommandArgs, usageFailure, UsageError } from "./args.ts";
 import { DEFAULT_NODE_STATE_DIR } from "./node-records.ts";
+
+// Taken, not imported: an import of node:http loads Node.js's own undici (eslint.config.js).
+const { createServer } = process.getBuiltinModule("node:http");
 
 export const NODE_PROXY_USAGE = `Usage: imprimatur node-proxy --listen unix://PATH --runtime-endpoint unix://SOCKET [--state-dir DIR] [options]
 

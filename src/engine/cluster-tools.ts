@@ -24,7 +24,8 @@ import { ImagePinner } from "../pinning/image-pinner.ts";
 import type { DigestResolver } from "../registry/digest-resolver.ts";
 import type { RegistryClient } from "../registry/registry-client.ts";
 import type { RegistrySettingsMap } from "../registry/registry-settings.ts";
-import { ImageVerifier, type SharedVerifications } from "../verification/image-verifier.ts";
+import { DeferredImageVerifier, type Verifier } from "../verification/deferred-verifier.ts";
+import type { SharedVerifications } from "../verification/image-verifier.ts";
 import { ClusterUnreadableError, clusterToRead, type ClusterConnections } from "./cluster-reads.ts";
 import type { Recorder } from "./recorder.ts";
 
@@ -53,7 +54,7 @@ export interface OnlineTools extends ToolsOfEveryMode {
   online: true;
   credentials: PodCredentials;
   resolver: DigestResolver;
-  verifier: ImageVerifier;
+  verifier: Verifier;
   pinner: ImagePinner;
   /** Absent without API access. */
   events: EventRecorder | undefined;
@@ -110,7 +111,7 @@ export function onlineTools(services: OnlineServices): ToolsFactory {
     });
     const secretKeys = kube ? new SecretKeyReader(kube) : undefined;
     const readKey = secretKeys ? (ref: SecretKeyRef, signal: AbortSignal) => secretKeys.read(ref, signal) : unreadable !== undefined ? refuse : undefined;
-    const verifier = new ImageVerifier({
+    const verifier = new DeferredImageVerifier({
       client: registry,
       trustRoots,
       revocation,

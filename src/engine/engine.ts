@@ -21,12 +21,13 @@ import { withEvaluationDeadline } from "../core/conditions/evaluation-deadline.t
 import { namespaceOfRequest, preparedForNamespace } from "../core/policy-set/namespace-scope.ts";
 import { podSecurityDecision } from "../core/pod-security/psa-decision.ts";
 import { applyExceptions } from "../core/policy-exception/apply-exceptions.ts";
+import { policiesVerify } from "../core/image-policy/image-policy.ts";
 import { evaluateKinds, policyCount, type PolicySet, type PreparedPolicies } from "../core/policy-set/policy-kinds.ts";
 import { scopeRequest, type RequestScope } from "../core/policy-set/request-scope.ts";
 import { overloadDecision } from "../core/overload.ts";
 import { withActionEffects } from "../core/validation-actions.ts";
 import type { DigestResolver } from "../registry/digest-resolver.ts";
-import type { ImageVerifier } from "../verification/image-verifier.ts";
+import { loadVerifierCode, type Verifier } from "../verification/deferred-verifier.ts";
 import type { AdmissionCall } from "./admission-call.ts";
 import { recordOverrides } from "./audit-overrides.ts";
 import { breakGlassAccessFor } from "./break-glass-access.ts";
@@ -59,6 +60,7 @@ export class Engine {
 
   constructor(parts: EngineParts) {
     this.parts = parts;
+    this.loadVerifierFor(parts.policies.all.set);
   }
 
   get cache(): DecisionCache {
@@ -71,7 +73,7 @@ export class Engine {
   }
 
   /** Signature verification of the server's own cluster's reviews; absent offline (signatures then go unchecked, with a warning). */
-  get verifier(): ImageVerifier | undefined {
+  get verifier(): Verifier | undefined {
     return this.parts.tools.home.online ? this.parts.tools.home.verifier : undefined;
   }
 
@@ -216,6 +218,7 @@ export class Engine {
   setPolicies(set: PolicySet, generation?: number): void {
     this.parts.policies.replace(set);
     this.forgetPolicyResults(generation);
+    this.loadVerifierFor(set);
   }
 
   /**
@@ -225,6 +228,13 @@ export class Engine {
   setClusterPolicies(cluster: string, set: PolicySet): void {
     this.parts.policies.replaceClusterOwn(cluster, set);
     this.forgetPolicyResults();
+    this.loadVerifierFor(set);
+  }
+
+  /** A set with a rule that verifies: the verifier's code loads now, not with the first admission that needs it. */
+  private loadVerifierFor(set: PolicySet): void {
+    // A failed load is reported by each verification that needs it (a denial naming it), not here.
+    if (this.parts.tools.home.online && policiesVerify(set.ImagePolicy)) loadVerifierCode().catch(() => undefined);
   }
 
   /**

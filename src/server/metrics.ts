@@ -1,11 +1,14 @@
 // Prometheus metrics, on a registry of our own so tests can run several servers in one process; and the
 // plain-HTTP listener of `serve --metrics-port`, for Prometheus and probes that need no client credentials.
 import { X509Certificate } from "node:crypto";
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { ScanRecorder, ViolationCounts } from "../scan/audit-scanner.ts";
 import type { Recorder } from "../engine/recorder.ts";
+
+// Taken, not imported: an import of node:http loads Node.js's own undici (eslint.config.js).
+const { createServer } = process.getBuiltinModule("node:http");
 
 export function createMetrics() {
   const registry = new Registry();

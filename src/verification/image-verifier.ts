@@ -152,9 +152,10 @@ export class ImageVerifier {
     return found;
   }
 
-  async verify(request: VerificationRequest, deadline: number): Promise<VerificationResult> {
+  /** `askedUnder`: the generation the request was made under, when that was before this call (DeferredImageVerifier). */
+  async verify(request: VerificationRequest, deadline: number, askedUnder?: number): Promise<VerificationResult> {
     // The policy generation this verification was asked under, before anything is awaited (a reload may follow).
-    const generation = this.generation;
+    const generation = askedUnder ?? this.generation;
     const at = request.signatureRepository ?? request.image;
     const asked = this.materialsOf(leavesOf(request), deadline);
     const materials = asked instanceof Promise ? await asked : asked;

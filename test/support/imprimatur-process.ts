@@ -31,6 +31,8 @@ export interface StartOptions {
   stateDir?: string;
   /** What start-up waits for: /readyz answering 200 (default), or only /healthz (a server that may stay unready). */
   until?: "ready" | "healthy";
+  /** Options for Node.js itself, before the command (a module hook, say). */
+  nodeArgs?: readonly string[];
 }
 
 export async function startImprimatur(args: string[], opts: StartOptions = {}): Promise<ImprimaturProcess> {
@@ -38,7 +40,9 @@ export async function startImprimatur(args: string[], opts: StartOptions = {}): 
   const port = await freePort();
   const logPath = join(stateDir, "serve.log");
   const out = createWriteStream(logPath, { flags: "a" });
-  const child: ChildProcess = spawn(process.execPath, serveCommandLine(port, stateDir, args), { stdio: ["ignore", "pipe", "pipe"] });
+  const child: ChildProcess = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...serveCommandLine(port, stateDir, args)], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   child.stdout!.pipe(out);
   child.stderr!.pipe(out);
   const kill = () => child.kill("SIGKILL");

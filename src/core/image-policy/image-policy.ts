@@ -136,6 +136,11 @@ export function verifies(rule: ImageRule): boolean {
   return rule.attestors !== undefined || rule.attestations !== undefined || rule.validate !== undefined;
 }
 
+/** Whether any rule of these policies verifies (signatures, attestations, checks of verified data). */
+export function policiesVerify(policies: readonly ImagePolicy[]): boolean {
+  return policies.some((p) => p.rules.some(verifies));
+}
+
 /**
  * Whether the mutating webhook (/mutate) can change anything under these policies: a rule pins tags
  * (digestMutate) or verifies, and a verified image's digest is recorded on its pod. Without such a rule

@@ -4,8 +4,8 @@
 // and certificates kept once for many policies. The public-good root ships embedded (src/verification/trust-roots.ts);
 // a TrustRoot named `sigstore-public-good` replaces it (e.g. one written by `imprimatur trust-root update`).
 // It carries data only: it judges nothing by itself.
-import { TrustedRoot } from "@sigstore/protobuf-specs";
-import { toTrustMaterial, type TrustMaterial } from "@sigstore/verify";
+import type { TrustMaterial } from "@sigstore/verify";
+import { deferredModule } from "../primitives/deferred-module.ts";
 import { POLICY_API_VERSION, type FieldIssue, type PolicyKind } from "../policy-kind.ts";
 import type { PolicyOrigin } from "../policy-origin.ts";
 import { unknownFieldMessage } from "../primitives/unknown-field.ts";
@@ -128,6 +128,10 @@ function compileNotationStores(notation: unknown, related: ((path: string) => st
   return { ca: der(stores.ca), signingAuthority: der(stores.signingAuthority), tsa: der(stores.tsa) };
 }
 
+// Loaded with the first trusted root read: a policy set without TrustRoots never needs them.
+const sigstoreSpecs = deferredModule<typeof import("@sigstore/protobuf-specs")>(import.meta.resolve("@sigstore/protobuf-specs"));
+const sigstoreVerify = deferredModule<typeof import("@sigstore/verify")>(import.meta.resolve("@sigstore/verify"));
+
 /** A trusted_root.json document to verification material; every problem is one clear line. */
 export function parseTrustedRoot(json: unknown): SigstoreTrust | { error: string } {
   if (typeof json !== "object" || json === null || Array.isArray(json)) return { error: "a trusted root must be a JSON object (trusted_root.json)" };
@@ -137,10 +141,10 @@ export function parseTrustedRoot(json: unknown): SigstoreTrust | { error: string
   const undated = firstMissingStart(json as Record<string, unknown>);
   if (undated) return { error: `${undated} is missing: every key and CA in a trusted root must say from when it is valid` };
   try {
-    const root = TrustedRoot.fromJSON(json);
+    const root = sigstoreSpecs().TrustedRoot.fromJSON(json);
     if (root.certificateAuthorities.length === 0 && root.tlogs.length === 0 && root.timestampAuthorities.length === 0)
       return { error: "it lists no certificate authority, transparency log or timestamp authority: nothing could be verified against it" };
-    const material = toTrustMaterial(root, () => {
+    const material = sigstoreVerify().toTrustMaterial(root, () => {
       // Unreachable: verification replaces the key finder with its own (verify-entry.ts keyMaterial).
       throw new Error("no key finder");
     });

@@ -103,7 +103,7 @@ export async function runAudit(argv: string[]): Promise<number> {
     });
     const informer = new PodInformer(
       kube,
-      { upsert: () => {}, remove: () => {}, listed: () => {} },
+      { upsert: () => {}, remove: () => {}, keep: (pod) => pod, listed: () => {} },
       {
         logger,
         ...(values.namespace ? { namespace: values.namespace } : {}),

@@ -11,13 +11,18 @@ import { ListWatch, type ListPage } from "./list-watch-loop.ts";
 /** A pod as the API serialises it (plain JSON: what policies and CEL see at admission). */
 export type PodObject = Record<string, unknown> & { metadata?: { uid?: string; name?: string; namespace?: string; resourceVersion?: string } };
 
-export interface PodEvents {
+export interface PodEvents<Kept> {
   /** A pod created or changed. */
   upsert(pod: PodObject): void;
   /** A pod deleted. */
   remove(pod: PodObject): void;
-  /** After each complete list: every pod that exists now (the ones not in it are gone). */
-  listed(pods: readonly PodObject[]): void;
+  /**
+   * What is kept of each listed pod until the list is complete, made as its page arrives (the pod itself, or less:
+   * the background scan keeps its JSON text, so a list of 5,000 pods never holds 5,000 parsed pods at once).
+   */
+  keep(pod: PodObject): Kept;
+  /** After each complete list: what was kept of every pod that exists now (the ones not in it are gone). */
+  listed(pods: readonly Kept[]): void;
   /** A watch or list failed and is retried (metrics count restarts). */
   restarted?(err: unknown): void;
 }
@@ -34,14 +39,14 @@ export interface PodInformerOptions {
 
 const LIST_TIMEOUT_MS = 60_000;
 
-export class PodInformer {
+export class PodInformer<Kept = PodObject> {
   private readonly kube: KubeClient;
   private readonly lifetime = new AbortController();
   private readonly listWatch: ListWatch;
-  private readonly events: PodEvents;
+  private readonly events: PodEvents<Kept>;
   private readonly opts: PodInformerOptions;
 
-  constructor(kube: KubeClient, events: PodEvents, opts: PodInformerOptions) {
+  constructor(kube: KubeClient, events: PodEvents<Kept>, opts: PodInformerOptions) {
     this.events = events;
     this.opts = opts;
     this.kube = kube;
@@ -61,7 +66,8 @@ export class PodInformer {
         listPage: (continueToken) => this.listPage(continueToken),
       },
       {
-        replaceAll: (pods) => this.events.listed(pods as PodObject[]),
+        keep: (pod) => this.events.keep(pod as PodObject),
+        replaceAll: (pods) => this.events.listed(pods as Kept[]),
         apply: (type, object) => (type === "DELETED" ? this.events.remove(object as PodObject) : this.events.upsert(object as PodObject)),
         failed: (err) => this.events.restarted?.(err),
       },
@@ -78,9 +84,9 @@ export class PodInformer {
     await this.listWatch.close();
   }
 
-  /** Every pod, page by page (the list is consistent: later pages come from the first page's snapshot). */
-  async list(): Promise<PodObject[]> {
-    return (await this.listWatch.list()) as PodObject[];
+  /** What is kept of every pod, page by page (the list is consistent: later pages come from the first page's snapshot). */
+  async list(): Promise<Kept[]> {
+    return (await this.listWatch.list()) as Kept[];
   }
 
   /** One page: the pods as the API serialises them, which is what policies and CEL see at admission. */

@@ -77,7 +77,7 @@ export class AuditScanner {
   private readonly judgedAs = new Map<string, string>();
   private readonly results = new Map<string, readonly ScanResult[]>();
   private readonly queue = new Set<string>();
-  private informer: PodInformer | undefined;
+  private informer: PodInformer<PodListed | undefined> | undefined;
   private worker: Promise<void> | undefined;
   private wake: (() => void) | undefined;
   private rescanTimer: NodeJS.Timeout | undefined;
@@ -139,8 +139,9 @@ export class AuditScanner {
     this.informer = new PodInformer(
       this.opts.kube,
       {
-        upsert: (pod) => this.seen(pod),
+        upsert: (pod) => this.seen(listedPod(pod, this.opts.excludeNamespaces)),
         remove: (pod) => void this.gone(uidOf(pod)),
+        keep: (pod) => listedPod(pod, this.opts.excludeNamespaces),
         listed: (pods) => this.listed(pods),
         restarted: (err) => {
           this.opts.recorder?.watchRestarted();
@@ -191,24 +192,19 @@ export class AuditScanner {
     this.wake?.();
   }
 
-  private seen(pod: PodObject): void {
-    const uid = uidOf(pod);
-    if (!uid || this.opts.excludeNamespaces?.includes(pod.metadata?.namespace ?? "")) return;
-    const namespace = pod.metadata?.namespace;
-    this.pods.set(uid, { json: JSON.stringify(pod), namespace: typeof namespace === "string" ? namespace : undefined });
-    if (this.judgedAs.get(uid) !== contentKey(pod)) {
-      this.queue.add(uid);
+  private seen(pod: PodListed | undefined): void {
+    if (!pod) return;
+    this.pods.set(pod.uid, pod.inView);
+    if (this.judgedAs.get(pod.uid) !== pod.key) {
+      this.queue.add(pod.uid);
       this.wake?.();
     }
   }
 
-  private listed(pods: readonly PodObject[]): void {
+  private listed(pods: readonly (PodListed | undefined)[]): void {
     this.listedOnce = true;
     const now = new Set<string>();
-    for (const pod of pods) {
-      const uid = uidOf(pod);
-      if (uid) now.add(uid);
-    }
+    for (const pod of pods) if (pod) now.add(pod.uid);
     for (const uid of [...this.pods.keys()]) if (!now.has(uid)) void this.gone(uid);
     this.fullScanStarted ??= Date.now();
     void this.opts.reports
@@ -385,6 +381,20 @@ export const MAX_JUDGMENTS_IN_FLIGHT = 4;
  * and a slow apiserver let the queue grow with the cluster. Four times the writer's requests in flight keeps it busy.
  */
 export const MAX_REPORT_WRITES_WAITING = 16;
+
+/** A pod as the scanner takes it in: in view, and what it is judged on; undefined for one without a uid or excluded. */
+interface PodListed {
+  uid: string;
+  inView: PodInView;
+  key: string;
+}
+
+function listedPod(pod: PodObject, excludeNamespaces: readonly string[] | undefined): PodListed | undefined {
+  const uid = uidOf(pod);
+  if (!uid || excludeNamespaces?.includes(pod.metadata?.namespace ?? "")) return undefined;
+  const namespace = pod.metadata?.namespace;
+  return { uid, inView: { json: JSON.stringify(pod), namespace: typeof namespace === "string" ? namespace : undefined }, key: contentKey(pod) };
+}
 
 function uidOf(pod: PodObject): string {
   const uid = pod.metadata?.uid;

@@ -24,6 +24,7 @@ import { buildEngine } from "../../src/engine/engine-builder.ts";
 import { loadKubeClient } from "../../src/kube/kube-connection.ts";
 import type { PolicyReportSink } from "../../src/kube/policy-report-writer.ts";
 import { parsePolicyText } from "../../src/policy/load-policies.ts";
+import { PodInformer } from "../../src/kube/pod-informer.ts";
 import { AuditScanner, MAX_JUDGMENTS_IN_FLIGHT, MAX_REPORT_WRITES_WAITING } from "../../src/scan/audit-scanner.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -341,5 +342,38 @@ test("judging waits for the report writes: a held writer holds the scan at its b
     for (const release of waiting) release();
     await scanner.close();
     await engine.close();
+  }
+});
+
+test("a list of several pages is kept as the scanner keeps pods, each page before the next is asked for: a large cluster's list never holds every parsed pod at once", async () => {
+  const kube = loadKubeClient(cluster.kubeconfig);
+  const events: string[] = [];
+  // The real client, its page reads counted: each is one page of the list.
+  const counted = new Proxy(kube, {
+    get(target, name, receiver) {
+      if (name !== "read") return Reflect.get(target, name, receiver);
+      return (path: string, options?: Parameters<typeof kube.read>[1]) => {
+        if (path.endsWith("/pods")) events.push("page");
+        return target.read(path, options);
+      };
+    },
+  });
+  let listed: readonly string[] | undefined;
+  const informer = new PodInformer<string>(
+    counted,
+    { upsert() {}, remove() {}, keep: (pod) => (events.push("kept"), `${pod.metadata?.name}`), listed: (pods) => (listed = pods) },
+    { logger: pino({ level: "silent" }), namespace: NS, pageSize: 2 },
+  );
+  try {
+    const names = await informer.list();
+    assert.ok(names.length >= 4, `${names.length} pods in ${NS}`);
+    assert.deepEqual(listed, names, "the table gets what it kept of every pod");
+    const pages = events.join(" ").split("page ").filter(Boolean);
+    assert.equal(pages.length, Math.ceil(names.length / 2), events.join(" "));
+    // Each page's pods are kept before the next page is read.
+    for (const [i, page] of pages.entries()) assert.equal(page.trim(), i < pages.length - 1 || names.length % 2 === 0 ? "kept kept" : "kept", events.join(" "));
+  } finally {
+    await informer.close();
+    await kube.close();
   }
 });

@@ -1,12 +1,12 @@
 import { test } from "node:test";
+import { tempFolder } from "../support/temp-folders.ts";
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, stat, writeFile, chmod } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, stat, writeFile, chmod } from "node:fs/promises";
 import { join } from "node:path";
 import { AuditLog } from "../../src/audit/audit-log.ts";
 
 test("records are appended in order as JSON lines, across reopenings", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "imprimatur-audit-"));
+  const dir = await tempFolder("imprimatur-audit-");
   const path = join(dir, "sub", "audit.jsonl");
   const log = new AuditLog(path);
   await Promise.all(Array.from({ length: 50 }, (_, i) => log.append({ time: "t", event: "break-glass", i })));
@@ -26,7 +26,7 @@ test("records are appended in order as JSON lines, across reopenings", async () 
 });
 
 test("a record that cannot be written rejects, and later records still go through once possible", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "imprimatur-audit-"));
+  const dir = await tempFolder("imprimatur-audit-");
   const blocker = join(dir, "blocked");
   await writeFile(blocker, "a file where a folder should be");
   const bad = new AuditLog(join(blocker, "audit.jsonl"));

@@ -1,9 +1,9 @@
 // `imprimatur check` as a CI pipeline runs it: a real child process, its output and exit code.
 import { test } from "node:test";
+import { tempFolder } from "../support/temp-folders.ts";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freshKeyPolicy } from "../support/image-policies.ts";
@@ -17,7 +17,7 @@ function run(args: string[], cwd?: string) {
 }
 
 async function manifests() {
-  const dir = await mkdtemp(join(tmpdir(), "imprimatur-check-"));
+  const dir = await tempFolder("imprimatur-check-");
   await writeFile(
     join(dir, "app.yaml"),
     `apiVersion: apps/v1
@@ -98,7 +98,7 @@ test("exit 2 on usage errors, policy-load errors and unreadable manifests", asyn
   assert.equal(usage.code, 2);
   assert.equal(usage.stderr, "imprimatur check: at least one -f FILE|DIR|- is required\nsee 'imprimatur check --help'\n");
   assert.equal(run(["check", "-f", "x.yaml", "--output", "xml"]).code, 2);
-  const dir = await mkdtemp(join(tmpdir(), "imprimatur-badpolicy-"));
+  const dir = await tempFolder("imprimatur-badpolicy-");
   await writeFile(
     join(dir, "p.yaml"),
     "apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: {name: x}\nspec: {rules: [{action: maybe, images: [a]}]}\n",
@@ -113,7 +113,7 @@ test("exit 2 on usage errors, policy-load errors and unreadable manifests", asyn
 });
 
 test("serve refuses to start on an invalid policy, naming file and line", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "imprimatur-badserve-"));
+  const dir = await tempFolder("imprimatur-badserve-");
   await writeFile(join(dir, "p.yaml"), "apiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: {name: x}\nspec:\n  rules: []\n  surprise: 1\n");
   const r = run(["serve", "--policies", dir, "--port", "0", "--state-dir", join(dir, "state")]);
   assert.equal(r.code, 2);
@@ -128,7 +128,7 @@ test("help and unknown commands", () => {
 });
 
 test("check --profile binds a shipped Pod Security Standards profile without a policy", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "imprimatur-check-profile-"));
+  const dir = await tempFolder("imprimatur-check-profile-");
   await writeFile(
     join(dir, "pods.yaml"),
     `apiVersion: v1
@@ -194,7 +194,7 @@ test("profiles lists the shipped profiles and prints one as YAML", () => {
 });
 
 test("unknown fields in pods and templates: warnings by default, errors (exit 2) with --strict", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "imprimatur-check-unknown-"));
+  const dir = await tempFolder("imprimatur-check-unknown-");
   const file = join(dir, "typo.yaml");
   await writeFile(
     file,
@@ -236,7 +236,7 @@ test("stdin, junit and yaml output; only objects Imprimatur does not review is a
   });
   assert.equal(cm.status, 0, cm.stderr);
   assert.match(cm.stdout, /^3 objects: 0 allowed, 0 denied, 3 skipped \(2 ConfigMap, Service\)$/m);
-  const dir = await mkdtemp(join(tmpdir(), "imprimatur-check-empty-"));
+  const dir = await tempFolder("imprimatur-check-empty-");
   await writeFile(join(dir, "empty.yaml"), "# nothing yet\n");
   for (const args of [
     ["-f", join(dir, "empty.yaml")],
@@ -256,7 +256,7 @@ test("stdin, junit and yaml output; only objects Imprimatur does not review is a
 });
 
 test("--config registers custom resources, so their pod templates are checked offline like the webhook does", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "imprimatur-check-crd-"));
+  const dir = await tempFolder("imprimatur-check-crd-");
   await writeFile(
     join(dir, "config.yaml"),
     'apiVersion: imprimatur.dev/v1alpha1\nkind: ServerConfig\npodTemplates:\n  - {apiVersion: ci.example.com/v1, kind: BuildRun, resource: buildruns, templates: ["spec.steps[*].template"]}\n',
@@ -289,7 +289,7 @@ spec:
 const EMPTY_SET = "no policy was found (an empty set admits everything); add policies, or pass --allow-empty if that is what you mean";
 
 test("check, test and serve build one policy set from the same flags: --profile adds to the embedded default; an empty folder is refused by all three alike", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "imprimatur-check-set-"));
+  const dir = await tempFolder("imprimatur-check-set-");
   const pods = join(dir, "pods.yaml");
   await writeFile(pods, HARDENED);
   // As `serve --profile restricted`: the embedded default policy still judges (nginx has no pinned version).
@@ -341,7 +341,7 @@ async function signedPolicy(dir: string): Promise<string> {
 const DIGEST = `sha256:${"0123456789abcdef".repeat(4)}`;
 
 test("offline, an image allowed only with verified signatures is unverified: reported with the reason, counted, exit 1 unless --allow-unverified", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "imprimatur-check-unverified-"));
+  const dir = await tempFolder("imprimatur-check-unverified-");
   const policy = await signedPolicy(dir);
   const pods = join(dir, "pods.yaml");
   await writeFile(
@@ -437,7 +437,7 @@ results:
 });
 
 test("-n names the namespace of objects that name none, and --namespace-labels labels it, so namespaceSelector policies are judged offline", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "imprimatur-check-namespace-"));
+  const dir = await tempFolder("imprimatur-check-namespace-");
   await writeFile(
     join(dir, "prod-only.yaml"),
     `apiVersion: imprimatur.dev/v1alpha1
@@ -531,7 +531,7 @@ test("a break-glass override offline: allowed as the server would admit it, sayi
 });
 
 test("text output names each object's namespace: Pod/hub of two namespaces are two objects (NAMESPACE/KIND/NAME)", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "imprimatur-check-namespaces-"));
+  const dir = await tempFolder("imprimatur-check-namespaces-");
   const pod = (namespace: string) =>
     `apiVersion: v1\nkind: Pod\nmetadata: {name: hub, namespace: ${namespace}}\nspec:\n  containers: [{name: c, image: "nginx:latest"}]\n`;
   await writeFile(join(dir, "pods.yaml"), [pod("shop"), pod("dev")].join("---\n"));
@@ -552,7 +552,7 @@ test("check FILE without -f says to name files with -f", () => {
 });
 
 test('a file whose only document is not valid YAML: its errors with line, exit 2, and no "no object in" after them', async () => {
-  const dir = await mkdtemp(join(tmpdir(), "imprimatur-check-bad-"));
+  const dir = await tempFolder("imprimatur-check-bad-");
   const file = join(dir, "bad.yaml");
   await writeFile(file, "apiVersion: v1\nkind: Pod\nmetadata: {name: x\nspec: [\n");
   const r = run(["check", "-f", file]);

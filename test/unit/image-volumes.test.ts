@@ -3,9 +3,9 @@
 // PodRestrictions and `check`. Each test builds a pod whose containers are allowed and whose image volume alone
 // is not: before image volumes were extracted, every one of them admitted it.
 import { test } from "node:test";
+import { tempFolder } from "../support/temp-folders.ts";
 import assert from "node:assert/strict";
-import { mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { DEFAULT_SERVER_CONFIG } from "../../src/config/server-config.ts";
 import { subjectOfObject, type AdmissionSubject } from "../../src/core/admission-subject.ts";
@@ -142,7 +142,7 @@ test("/mutate's pinning rewrites an image volume's reference in place and record
 });
 
 test("check denies a manifest whose image volume is disallowed, with the field", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "imprimatur-image-volumes-"));
+  const dir = await tempFolder("imprimatur-image-volumes-");
   await writeFile(join(dir, "policies.yaml"), POLICIES);
   await writeFile(join(dir, "pod.json"), JSON.stringify(pod([modelVolume("docker.io/evil/miner:1")])));
   const r = await imprimatur(["check", "--policies", join(dir, "policies.yaml"), "-f", join(dir, "pod.json")]);

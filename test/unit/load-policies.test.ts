@@ -1,7 +1,7 @@
 import { test } from "node:test";
+import { tempFolder } from "../support/temp-folders.ts";
 import assert from "node:assert/strict";
-import { mkdtemp, writeFile, mkdir } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { policyCount, preparePolicies } from "../../src/core/policy-set/policy-kinds.ts";
 import { loadPolicies, parsePolicyText } from "../../src/policy/load-policies.ts";
@@ -76,7 +76,7 @@ test("YAML syntax errors, wrong apiVersion and unknown kinds are reported", () =
 });
 
 test("empty documents are ignored; duplicate names across files are an error", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "imprimatur-policies-"));
+  const dir = await tempFolder("imprimatur-policies-");
   const doc = (name: string) => `---\n---\napiVersion: imprimatur.dev/v1alpha1\nkind: ImagePolicy\nmetadata: {name: ${name}}\nspec: {rules: []}\n`;
   await writeFile(join(dir, "a.yaml"), doc("same"));
   await mkdir(join(dir, "sub"));

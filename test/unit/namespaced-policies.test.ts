@@ -3,10 +3,10 @@
 // beyond it is refused at load; and they only add restrictions: a cluster policy's denial stands whatever they
 // say (default allow, break-glass), and a cluster Accept PodRestriction does not exempt a pod from them.
 import { describe, it } from "node:test";
+import { tempFolder } from "../support/temp-folders.ts";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadPolicies, parsePolicyText } from "../../src/policy/load-policies.ts";
@@ -158,7 +158,7 @@ describe("NamespacedImagePolicy: loading", () => {
   });
 
   it("the same name twice in one namespace is an error naming the kind", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "imprimatur-namespaced-"));
+    const dir = await tempFolder("imprimatur-namespaced-");
     await writeFile(join(dir, "a.yaml"), SHOP_CORP_ONLY);
     await writeFile(join(dir, "b.yaml"), SHOP_CORP_ONLY);
     await assert.rejects(loadPolicies(dir), (e: unknown) => {
@@ -166,7 +166,7 @@ describe("NamespacedImagePolicy: loading", () => {
       assert.match(e.message, /NamespacedImagePolicy "shop\/corp-only" is already defined in/);
       return true;
     });
-    const pods = await mkdtemp(join(tmpdir(), "imprimatur-namespaced-"));
+    const pods = await tempFolder("imprimatur-namespaced-");
     await writeFile(join(pods, "a.yaml"), SHOP_NO_PRIVILEGED);
     await writeFile(join(pods, "b.yaml"), SHOP_NO_PRIVILEGED);
     await assert.rejects(loadPolicies(pods), /\): NamespacedPodRestriction "shop\/no-privileged" is already defined in/);
@@ -364,7 +364,7 @@ spec: {}
 
 describe("check loads namespaced policies from files", () => {
   it("denies in the policy's namespace only, naming the namespaced policy", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "imprimatur-namespaced-check-"));
+    const dir = await tempFolder("imprimatur-namespaced-check-");
     await writeFile(join(dir, "policies.yaml"), [CLUSTER_DENIES_HUB, SHOP_CORP_ONLY].join("---\n"));
     const podIn = (namespace: string) => `apiVersion: v1
 kind: Pod
@@ -446,7 +446,7 @@ describe("namespaced policies as custom resources", () => {
 
 describe("imprimatur test with namespaced policies", () => {
   it("a PolicyTest names a namespaced policy as namespace/name", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "imprimatur-namespaced-test-"));
+    const dir = await tempFolder("imprimatur-namespaced-test-");
     await writeFile(join(dir, "policies.yaml"), [CLUSTER_DENIES_HUB, SHOP_CORP_ONLY].join("---\n"));
     await writeFile(
       join(dir, "pods.yaml"),

@@ -1,10 +1,10 @@
 // The review service with a real WebhookBackend over HTTPS: retries, failure policy, cache, combination.
 import { test, before, after } from "node:test";
+import { tempFolder } from "../support/temp-folders.ts";
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
-import { mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ImageReviewService } from "../../src/backends/review-service.ts";
 import { DecisionCache } from "../../src/backends/decision-cache.ts";
@@ -32,7 +32,7 @@ before(async () => {
     });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  const dir = await mkdtemp(join(tmpdir(), "imprimatur-rs-"));
+  const dir = await tempFolder("imprimatur-rs-");
   await writeFile(join(dir, "ca.crt"), ca.certPem);
   kubeconfig = join(dir, "kubeconfig");
   await writeFile(kubeconfig, backendKubeconfig({ server: `https://127.0.0.1:${(server.address() as AddressInfo).port}/review`, caFile: "ca.crt" }));
@@ -97,7 +97,7 @@ test("a backend that cannot be reached is tried 4 times in all, then named as no
   await new Promise<void>((r) => refusing.listen(0, "127.0.0.1", () => r()));
   const port = (refusing.address() as AddressInfo).port;
   await new Promise<void>((r) => refusing.close(() => r()));
-  const dir = await mkdtemp(join(tmpdir(), "imprimatur-rs-"));
+  const dir = await tempFolder("imprimatur-rs-");
   const unreachable = join(dir, "kubeconfig");
   await writeFile(unreachable, backendKubeconfig({ server: `https://127.0.0.1:${port}/review`, insecure: true }));
   const remote = await WebhookBackend.fromConfig({ name: "scan", kubeconfig: unreachable, timeoutMs: 2000 });
@@ -175,7 +175,7 @@ test("a hanging backend failing closed: denied at the deadline, with the reason"
 });
 
 test("a backend whose certificate the kubeconfig's CA does not trust: never trusted, named as not reached, the failure policy decides", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "imprimatur-rs-"));
+  const dir = await tempFolder("imprimatur-rs-");
   const other = await createCertificateAuthority("another CA");
   await writeFile(join(dir, "other-ca.crt"), other.certPem);
   const untrusted = join(dir, "kubeconfig");

@@ -4,10 +4,8 @@
 // judging by another set than the other workers. The primary's side is a stand-in channel here (the messages
 // themselves); the processes over node:cluster's IPC are tested in test/e2e/serve-workers.test.ts.
 import assert from "node:assert/strict";
-import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { test } from "node:test";
+import { tempFolder } from "../../support/temp-folders.ts";
 import { ensureServingCertificate } from "../../../src/tls/tls-bootstrap.ts";
 import type { PolicySnapshot } from "../../../src/workers/policy-snapshot.ts";
 import { PrimaryChannel, type ChannelEnds } from "../../../src/workers/primary-channel.ts";
@@ -50,7 +48,7 @@ async function until(check: () => Promise<boolean> | boolean, ms = 5_000): Promi
 }
 
 test("a worker serves with the primary's certificate and policies, follows each newer set, and stops when it cannot load one", async () => {
-  const stateDir = await mkdtemp(join(tmpdir(), "imprimatur-worker-app-"));
+  const stateDir = await tempFolder("imprimatur-worker-app-");
   const tls = await ensureServingCertificate(stateDir, ["127.0.0.1"]);
   const primary = primaryStandIn();
   const stops: Array<number | "diverged"> = [];

@@ -287,7 +287,8 @@ function attestorVerdict(
       rule: at,
       warning: `image ${JSON.stringify(image)}: ${rule.attestations || rule.validate ? "signatures and attestations" : "signatures"} required by policy ${policy.name} ${at} were not checked (offline)`,
     };
-  const result = ctx.verifications.get(verificationKey(policy.name, rule.index, image));
+  const key = verificationKey(policy.name, rule.index, image);
+  const result = ctx.verifications.get(key);
   const violation = (message: string): ImageVerdict => ({
     rule: at,
     violation: { policy: policy.name, rule: at, image, ...(field ? { field } : {}), message },
@@ -298,7 +299,6 @@ function attestorVerdict(
       if (!rule.attestations && !rule.validate) return { rule: at };
       // Within one evaluation an image in several containers is judged once; across admissions a judgement is kept
       // with the cached verification result while it holds (verified-judgements.ts).
-      const key = verificationKey(policy.name, rule.index, image);
       let failure = judgements.failure(key);
       if (failure === undefined) {
         const budget = judgements.budget(policy.name);

@@ -2,25 +2,17 @@
 // without CEL never loads @bufbuild/cel, the same command on a policy with a matchCondition does and judges with it.
 // The child process records every module it loads through a Node.js module hook.
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { pathToFileURL } from "node:url";
 import { run, BIN } from "../../support/cli-process.ts";
+import { recordModuleLoads } from "../../support/module-loads.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "imprimatur-cel-library-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-const LOADED = join(dir, "loaded.txt");
-const HOOK = join(dir, "record-loads.mjs");
-writeFileSync(
-  HOOK,
-  `import { registerHooks } from "node:module";
-import { appendFileSync } from "node:fs";
-registerHooks({ load(url, context, next) { appendFileSync(${JSON.stringify(LOADED)}, url + "\\n"); return next(url, context); } });
-`,
-);
+const loads = recordModuleLoads(join(dir, "loaded.txt"));
 const POD = join(dir, "pod.yaml");
 writeFileSync(
   POD,
@@ -35,9 +27,9 @@ spec: { containers: [{ name: web, image: registry.example.com/web:1 }] }
 async function check(policy: string): Promise<{ code: number | null; stdout: string; celLoaded: boolean }> {
   const file = join(dir, "policy.yaml");
   writeFileSync(file, policy);
-  writeFileSync(LOADED, "");
-  const r = await run(process.execPath, ["--import", pathToFileURL(HOOK).href, BIN, "check", "--policies", file, "-f", POD]);
-  return { code: r.code, stdout: r.stdout + r.stderr, celLoaded: readFileSync(LOADED, "utf8").includes("/@bufbuild/cel/") };
+  loads.reset();
+  const r = await run(process.execPath, [...loads.nodeArgs, BIN, "check", "--policies", file, "-f", POD]);
+  return { code: r.code, stdout: r.stdout + r.stderr, celLoaded: loads.loaded().includes("/@bufbuild/cel/") };
 }
 
 const policy = (matchConditions: string) => `apiVersion: imprimatur.dev/v1alpha1

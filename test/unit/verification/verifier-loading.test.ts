@@ -3,29 +3,16 @@
 // with a rule that has attestors loads it while it starts, not with its first admission. The child process records
 // every module it loads through a Node.js module hook.
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { pathToFileURL } from "node:url";
 import { startImprimatur } from "../../support/imprimatur-process.ts";
+import { recordModuleLoads } from "../../support/module-loads.ts";
 import { generateSigningKey } from "../../support/signer/keys.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "imprimatur-verifier-loading-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
-
-/** A module hook that appends each module's URL to `log`. */
-function recordingHook(log: string): string {
-  const hook = `${log}.mjs`;
-  writeFileSync(
-    hook,
-    `import { registerHooks } from "node:module";
-import { appendFileSync } from "node:fs";
-registerHooks({ load(url, context, next) { appendFileSync(${JSON.stringify(log)}, url + "\\n"); return next(url, context); } });
-`,
-  );
-  return pathToFileURL(hook).href;
-}
 
 const VERIFICATION = ["/src/verification/image-verifier.", "/node_modules/@sigstore/", "/node_modules/cbor2/", "/node_modules/jose/"];
 
@@ -33,17 +20,16 @@ const VERIFICATION = ["/src/verification/image-verifier.", "/node_modules/@sigst
 async function serveAndRecord(name: string, policy: string, during: (loaded: () => string) => Promise<void>): Promise<string> {
   const folder = join(dir, name);
   const policies = join(folder, "policies");
-  const log = join(dir, `${name}.loaded`);
-  writeFileSync(log, "");
+  const loads = recordModuleLoads(join(dir, `${name}.loaded`));
   mkdirSync(policies, { recursive: true });
   writeFileSync(join(policies, "policy.yaml"), policy);
-  const server = await startImprimatur(["--policies", policies], { nodeArgs: ["--import", recordingHook(log)] });
+  const server = await startImprimatur(["--policies", policies], { nodeArgs: loads.nodeArgs });
   try {
-    await during(() => readFileSync(log, "utf8"));
+    await during(loads.loaded);
   } finally {
     await server.stop();
   }
-  return readFileSync(log, "utf8");
+  return loads.loaded();
 }
 
 test("a server whose policies verify nothing never loads the verification code", async () => {

@@ -233,8 +233,11 @@ export class Engine {
 
   /** A set with a rule that verifies: the verifier's code loads now, not with the first admission that needs it. */
   private loadVerifierFor(set: PolicySet): void {
-    // A failed load is reported by each verification that needs it (a denial naming it), not here.
-    if (this.parts.tools.home.online && policiesVerify(set.ImagePolicy)) loadVerifierCode().catch(() => undefined);
+    // A failed load denies each image that needs verifying, naming why; here it is logged once.
+    if (this.parts.tools.home.online && policiesVerify(set.ImagePolicy))
+      loadVerifierCode().catch((e: unknown) =>
+        this.parts.logger.error({ err: (e as Error).message }, "the signature verification code cannot be loaded: images that need verifying are denied"),
+      );
   }
 
   /**

@@ -10,7 +10,7 @@ export type Verifier = Pick<ImageVerifier, "clear" | "peekAll" | "verify">;
 
 let verifierCode: Promise<typeof import("./image-verifier.ts")> | undefined;
 
-/** Loads the verifier's code, once per process; a rejection (files missing from an install) is every verification's. */
+/** Loads the verifier's code, once per process; a rejection (files missing from an install) denies every verification. */
 export function loadVerifierCode(): Promise<typeof import("./image-verifier.ts")> {
   verifierCode ??= import("./image-verifier.ts");
   return verifierCode;
@@ -18,18 +18,21 @@ export function loadVerifierCode(): Promise<typeof import("./image-verifier.ts")
 
 export class DeferredImageVerifier implements Verifier {
   readonly #options: ImageVerifierOptions;
+  readonly #load: typeof loadVerifierCode;
   #verifier: ImageVerifier | undefined;
   #loading: Promise<ImageVerifier> | undefined;
   /** The generation clear() set last, handed to the verifier once it exists (ImageVerifier starts at 0). */
   #generation = 0;
 
-  constructor(options: ImageVerifierOptions) {
+  /** `load`: how the code is loaded (tests give one that fails). */
+  constructor(options: ImageVerifierOptions, load = loadVerifierCode) {
     this.#options = options;
+    this.#load = load;
   }
 
   /** The verifier itself, loading it first when needed. */
   loaded(): Promise<ImageVerifier> {
-    this.#loading ??= loadVerifierCode().then(({ ImageVerifier }) => {
+    this.#loading ??= this.#load().then(({ ImageVerifier }) => {
       const verifier = new ImageVerifier(this.#options);
       if (this.#generation !== 0) verifier.clear(this.#generation);
       this.#verifier = verifier;
@@ -52,6 +55,13 @@ export class DeferredImageVerifier implements Verifier {
     if (this.#verifier) return this.#verifier.verify(request, deadline);
     // Named with the generation it was asked under: a reload while the code loads must not name it with the next.
     const askedUnder = this.#generation;
-    return (await this.loaded()).verify(request, deadline, askedUnder);
+    let verifier: ImageVerifier;
+    try {
+      verifier = await this.loaded();
+    } catch (e) {
+      // Denied, not unavailable: a server set to fail open must not admit what it cannot check for this reason.
+      return { status: "denied", reason: `the signature verification code could not be loaded: ${(e as Error).message}` };
+    }
+    return verifier.verify(request, deadline, askedUnder);
   }
 }

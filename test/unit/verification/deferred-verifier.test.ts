@@ -2,7 +2,8 @@
 // (src/verification/deferred-verifier.ts). Until then it has nothing cached; once loaded it behaves as the
 // verifier it stands for, and names its results with the policy generation it was told, including one it was
 // told before the code loaded (serve --workers shares results by that name: claims are seen here). A reload
-// while the code loads must not let a result asked under the old policies count under the new ones. Whether a
+// while the code loads must not let a result asked under the old policies count under the new ones, and code that
+// cannot be loaded denies (a server failing open must not admit for that reason). Whether a
 // server loads the code at all is tested in test/unit/verification/verifier-loading.test.ts.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
@@ -73,4 +74,15 @@ test("a reload while the code loads: the verification is named with the generati
   await verifier.verify(request, soon());
   assert.deepEqual(share.generations, ["0", "1"]);
   assert.equal(verifier.peekAll([request])?.[0]?.status, "verified");
+});
+
+test("verification code that cannot be loaded denies, naming why, even where the server fails open", async () => {
+  const registry = signatureRegistry(digest, { anyRepository: { sig: [signature] } });
+  const broken = new DeferredImageVerifier({ client: registry.client, trustRoots: () => new Map() }, () =>
+    Promise.reject(new Error("Cannot find module '/app/src/verification/image-verifier.js'")),
+  );
+  const result = await broken.verify(request, soon());
+  assert.equal(result.status, "denied");
+  assert.match(result.status === "denied" ? result.reason : "", /verification code could not be loaded: Cannot find module/);
+  assert.equal(broken.peekAll([request]), undefined);
 });

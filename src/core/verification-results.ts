@@ -72,14 +72,15 @@ export function verifiedImagesRecord(results: VerificationResults): Record<strin
 
 /**
  * verifiedImagesRecord as JSON (the audit annotation and the object annotation), or undefined when nothing was
- * verified. One verified image (most admissions) gives the same text for as long as its result is cached: made once.
+ * verified. The same cached results give the same text for as long as they are cached: made once, for one verified
+ * image (most admissions) as for several (a pod with sidecars).
  */
 export function verifiedImagesText(results: VerificationResults): string | undefined {
   let only: [key: string, result: Extract<ImageVerification, { status: "verified" }>] | undefined;
   for (const [key, result] of results) {
     if (result.status !== "verified") continue;
     // Two verified results (two images, or one image two policies verified): the record merges them.
-    if (only) return JSON.stringify(verifiedImagesRecord(results));
+    if (only) return severalImagesText(results);
     only = [key, result];
   }
   if (!only) return undefined;
@@ -99,6 +100,32 @@ export function verifiedImagesText(results: VerificationResults): string | undef
 
 /** The JSON of a one-image record, per kept entry and image name. */
 const singleTexts = new WeakMap<VerifiedImageRecord, Map<string, string>>();
+
+/**
+ * The JSON of a record of several verified results, by which results (an id per result object: a cache hit hands
+ * out the same one) under which images, in order. Bounded: a result that left the verifier's cache leaves an entry
+ * nobody asks for until the map is emptied.
+ */
+const severalTexts = new Map<string, string>();
+const resultIds = new WeakMap<ImageVerification, number>();
+let nextResultId = 1;
+
+function severalImagesText(results: VerificationResults): string {
+  let key = "";
+  for (const [resultKey, result] of results) {
+    if (result.status !== "verified") continue;
+    let id = resultIds.get(result);
+    if (id === undefined) resultIds.set(result, (id = nextResultId++));
+    key += `${id}\u0000${resultKey.slice(resultKey.lastIndexOf("\u0000") + 1)}\u0000`;
+  }
+  let text = severalTexts.get(key);
+  if (text === undefined) {
+    text = JSON.stringify(verifiedImagesRecord(results));
+    if (severalTexts.size >= 1_000) severalTexts.clear();
+    severalTexts.set(key, text);
+  }
+  return text;
+}
 
 // A cache hit hands out the same result object on every admission of an image: its entry is worked out once, and
 // shared (read only) until another result for the same image is merged into a copy.

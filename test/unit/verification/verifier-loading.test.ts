@@ -3,16 +3,15 @@
 // with a rule that has attestors loads it while it starts, not with its first admission. The child process records
 // every module it loads through a Node.js module hook.
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, test } from "node:test";
+import { test } from "node:test";
 import { startImprimatur } from "../../support/imprimatur-process.ts";
+import { tempFolder } from "../../support/temp-folders.ts";
 import { recordModuleLoads } from "../../support/module-loads.ts";
 import { generateSigningKey } from "../../support/signer/keys.ts";
 
-const dir = mkdtempSync(join(tmpdir(), "imprimatur-verifier-loading-"));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = await tempFolder("imprimatur-verifier-loading-");
 
 const VERIFICATION = ["/src/verification/image-verifier.", "/node_modules/@sigstore/", "/node_modules/cbor2/", "/node_modules/jose/"];
 
